@@ -1,0 +1,300 @@
+package standalone
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"coregate/worker/spec"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Sentinel errors; every error of this package matches one of them with
+// errors.Is (a *LoadError also unwraps to the spec error behind it).
+var (
+	// ErrEndFlag: a YAML file does not end with #END (it may be half
+	// written).
+	ErrEndFlag = errors.New("standalone: missing valid end flag")
+	// ErrFormat: the file cannot be read or parsed, or is not laid out as
+	// top-level lists of objects.
+	ErrFormat = errors.New("standalone: malformed file")
+	// ErrInvalid: an object fails validation, an environment variable is
+	// missing, or the objects do not refer to each other correctly.
+	ErrInvalid = errors.New("standalone: invalid configuration")
+	// ErrUnsupported: the file holds a key that is unknown, or an APISIX
+	// resource coregate does not implement yet.
+	ErrUnsupported = errors.New("standalone: unsupported key")
+)
+
+// LoadError is a standalone file that cannot be loaded. Its text names the
+// file and the item:
+//
+//	apisix.yaml: routes[2] (id 7): invalid configuration: property "uri" validation failed: …
+//	apisix.yaml: missing valid end flag
+//	apisix.yaml: route 1: upstream_id 9 not found
+//
+// Item indexes count from 0; an item without an id is shown with the id it
+// gets, arr_<n> counting from 1 as in APISIX.
+type LoadError struct {
+	File string // base name of the file
+	Item string // "routes[2] (id 7)", a top-level key, or ""
+	Msg  string
+	kind error
+	err  error
+}
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	b.WriteString(": ")
+	if e.Item != "" {
+		b.WriteString(e.Item)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Is reports whether target is the sentinel of the error's kind.
+func (e *LoadError) Is(target error) bool { return target == e.kind }
+
+// Unwrap returns the spec error behind it, if any.
+func (e *LoadError) Unwrap() error { return e.err }
+
+var endFlag = regexp.MustCompile(`#END\s*$`)
+
+// Load reads a standalone configuration file — apisix.yaml, or apisix.json
+// when the name ends in .json — and returns the validated Spec with its
+// Hash set. ${{VAR}} and ${{VAR:=default}} are substituted from the
+// environment. Each object goes through the same strict decoding and
+// validation as the Admin API, and then Spec.Check; the first problem is
+// returned as a *LoadError. Load is safe for concurrent use.
+func Load(path string) (*spec.Spec, error) {
+	return LoadEnv(path, os.LookupEnv)
+}
+
+// LoadEnv is Load with the environment given by lookup.
+func LoadEnv(path string, lookup func(string) (string, bool)) (*spec.Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &LoadError{File: filepath.Base(path), Msg: err.Error(), kind: ErrFormat, err: err}
+	}
+	return Parse(data, path, lookup)
+}
+
+// Parse is Load for file contents already read; path gives the name used
+// in errors and the format (JSON when it ends in .json).
+func Parse(data []byte, path string, lookup func(string) (string, bool)) (*spec.Spec, error) {
+	l := &loader{file: filepath.Base(path)}
+	var doc *yaml.Node
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		d, err := spec.JSONToYAML(data)
+		if err != nil {
+			return nil, l.fail("", err.Error(), ErrFormat, err)
+		}
+		doc = d
+	} else {
+		tail := data[max(0, len(data)-10):]
+		if !endFlag.Match(tail) {
+			return nil, l.fail("", "missing valid end flag", ErrEndFlag, nil)
+		}
+		doc = new(yaml.Node)
+		if err := yaml.Unmarshal(data, doc); err != nil {
+			return nil, l.fail("", err.Error(), ErrFormat, err)
+		}
+	}
+	if err := spec.ResolveEnv(doc, lookup); err != nil {
+		return nil, l.fail("", err.Error(), ErrInvalid, err)
+	}
+	s := new(spec.Spec)
+	if err := l.top(doc, s); err != nil {
+		return nil, err
+	}
+	if err := s.Check(); err != nil {
+		return nil, l.fail("", err.Error(), ErrInvalid, err)
+	}
+	s.SetHash()
+	return s, nil
+}
+
+type loader struct {
+	file string
+}
+
+func (l *loader) fail(item, msg string, kind, err error) *LoadError {
+	return &LoadError{File: l.file, Item: item, Msg: msg, kind: kind, err: err}
+}
+
+// supported are the top-level lists coregate reads.
+var supported = map[string]bool{
+	"routes": true, "services": true, "upstreams": true,
+	"consumers": true, "plugin_configs": true, "global_rules": true,
+}
+
+// notYet are APISIX's other top-level lists: accepted when empty.
+var notYet = map[string]bool{
+	"ssls": true, "plugin_metadata": true, "consumer_groups": true, "protos": true,
+	"stream_routes": true, "secrets": true, "plugins": true, "credentials": true,
+}
+
+func (l *loader) top(doc *yaml.Node, s *spec.Spec) error {
+	root := doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil
+		}
+		root = root.Content[0]
+	}
+	if root.Kind == 0 || root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return l.fail("", "want a mapping of resource lists at the top level", ErrFormat, nil)
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key, val := root.Content[i].Value, root.Content[i+1]
+		for val.Kind == yaml.AliasNode {
+			val = val.Alias
+		}
+		empty := val.Kind == yaml.ScalarNode && val.ShortTag() == "!!null" ||
+			val.Kind == yaml.SequenceNode && len(val.Content) == 0
+		switch {
+		case supported[key]:
+		case notYet[key]:
+			if empty {
+				continue
+			}
+			return l.fail(key, "not supported yet", ErrUnsupported, nil)
+		default:
+			return l.fail(key, "unknown key", ErrUnsupported, nil)
+		}
+		if empty {
+			continue
+		}
+		if val.Kind != yaml.SequenceNode {
+			return l.fail(key, "want a list", ErrFormat, nil)
+		}
+		for j, item := range val.Content {
+			if err := l.item(s, key, j, item); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// item decodes one list item through the strict decoders.
+func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	where := fmt.Sprintf("%s[%d]", kind, index)
+	if n.Kind != yaml.MappingNode {
+		return l.fail(where, "want an object", ErrFormat, nil)
+	}
+	raw, err := spec.YAMLToJSON(n)
+	if err != nil {
+		return l.fail(where, err.Error(), ErrFormat, err)
+	}
+	idKey := "id"
+	if kind == "consumers" {
+		idKey = "username"
+	}
+	id := spec.RawID(raw, idKey)
+	if id.IsZero() && kind != "consumers" {
+		id = spec.StringID(fmt.Sprintf("arr_%d", index+1))
+	}
+	if !id.IsZero() {
+		where = fmt.Sprintf("%s (%s %s)", where, idKey, id.String())
+	}
+	bad := func(err error) error { return l.fail(where, err.Error(), ErrInvalid, err) }
+	switch kind {
+	case "routes":
+		r, err := spec.DecodeRoute(raw)
+		if err != nil {
+			return bad(err)
+		}
+		if r.ID.IsZero() {
+			r.ID = id
+		}
+		s.Routes = append(s.Routes, r)
+	case "services":
+		sv, err := spec.DecodeService(raw)
+		if err != nil {
+			return bad(err)
+		}
+		if sv.ID.IsZero() {
+			sv.ID = id
+		}
+		s.Services = append(s.Services, sv)
+	case "upstreams":
+		u, err := spec.DecodeUpstream(raw)
+		if err != nil {
+			return bad(err)
+		}
+		if u.ID.IsZero() {
+			u.ID = id
+		}
+		s.Upstreams = append(s.Upstreams, u)
+	case "consumers":
+		if err := checkRaw(raw, "username", consumerName, false); err != nil {
+			return bad(err)
+		}
+		s.Consumers = append(s.Consumers, raw)
+	case "plugin_configs":
+		if err := checkRaw(raw, "id", nil, true); err != nil {
+			return bad(err)
+		}
+		s.PluginConfigs = append(s.PluginConfigs, raw)
+	case "global_rules":
+		if err := checkRaw(raw, "id", nil, true); err != nil {
+			return bad(err)
+		}
+		s.GlobalRules = append(s.GlobalRules, raw)
+	}
+	return nil
+}
+
+var consumerName = regexp.MustCompile(`^[a-zA-Z0-9_\-]+$`)
+
+// checkRaw checks the identity of an object kept as JSON: its id member
+// (a valid id, or a name matching pattern) and, when needPlugins, a plugins
+// object — the parts of APISIX's schema that coregate relies on before the
+// plugin layer reads the rest.
+func checkRaw(raw json.RawMessage, idKey string, pattern *regexp.Regexp, needPlugins bool) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return &spec.ValidationError{Msg: "invalid configuration: wrong type: expected object"}
+	}
+	v, ok := obj[idKey]
+	if !ok {
+		return &spec.ValidationError{Field: idKey, Msg: `invalid configuration: property "` + idKey + `" is required`}
+	}
+	if pattern != nil {
+		var name string
+		if json.Unmarshal(v, &name) != nil || len(name) > 256 || !pattern.MatchString(name) {
+			return &spec.ValidationError{Field: idKey, Msg: `invalid configuration: property "` + idKey + `" validation failed: failed to match pattern "^[a-zA-Z0-9_\\-]+$" with ` + string(v)}
+		}
+	} else {
+		var id spec.ID
+		if err := json.Unmarshal(v, &id); err != nil {
+			return &spec.ValidationError{Field: idKey, Msg: `invalid configuration: property "` + idKey + `" validation failed: object matches none of the required`}
+		}
+	}
+	if needPlugins {
+		p, ok := obj["plugins"]
+		if !ok {
+			return &spec.ValidationError{Field: "plugins", Msg: `invalid configuration: property "plugins" is required`}
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(p, &m) != nil || m == nil {
+			return &spec.ValidationError{Field: "plugins", Msg: `invalid configuration: property "plugins" validation failed: wrong type: expected object`}
+		}
+	}
+	return nil
+}

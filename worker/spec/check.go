@@ -1,0 +1,127 @@
+package spec
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+)
+
+// Check verifies what no single object can: ids are present and unique per
+// kind, and every upstream_id, service_id and plugin_config_id names an
+// object of the Spec. Objects are assumed to have passed Validate. The
+// first problem found is returned as a *ReferenceError
+// ("route 1: upstream_id 9 not found").
+func (s *Spec) Check() error {
+	upstreams := make(map[string]bool, len(s.Upstreams))
+	for i, u := range s.Upstreams {
+		if err := addID(upstreams, "upstream", i, u.ID); err != nil {
+			return err
+		}
+	}
+	services := make(map[string]bool, len(s.Services))
+	for i, sv := range s.Services {
+		if err := addID(services, "service", i, sv.ID); err != nil {
+			return err
+		}
+		if err := ref(upstreams, "service", sv.ID, "upstream_id", sv.UpstreamID); err != nil {
+			return err
+		}
+	}
+	pluginConfigs := make(map[string]bool, len(s.PluginConfigs))
+	for i, raw := range s.PluginConfigs {
+		if err := addID(pluginConfigs, "plugin_config", i, RawID(raw, "id")); err != nil {
+			return err
+		}
+	}
+	routes := make(map[string]bool, len(s.Routes))
+	for i, r := range s.Routes {
+		if err := addID(routes, "route", i, r.ID); err != nil {
+			return err
+		}
+		if err := ref(upstreams, "route", r.ID, "upstream_id", r.UpstreamID); err != nil {
+			return err
+		}
+		if err := ref(services, "route", r.ID, "service_id", r.ServiceID); err != nil {
+			return err
+		}
+		if err := ref(pluginConfigs, "route", r.ID, "plugin_config_id", r.PluginConfigID); err != nil {
+			return err
+		}
+	}
+	consumers := make(map[string]bool, len(s.Consumers))
+	for i, raw := range s.Consumers {
+		if err := addID(consumers, "consumer", i, RawID(raw, "username")); err != nil {
+			return err
+		}
+	}
+	rules := make(map[string]bool, len(s.GlobalRules))
+	for i, raw := range s.GlobalRules {
+		if err := addID(rules, "global_rule", i, RawID(raw, "id")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func addID(seen map[string]bool, kind string, index int, id ID) error {
+	if id.IsZero() {
+		return &ReferenceError{Kind: kind, ID: "#" + itoa(index), Field: "id", Msg: "missing id"}
+	}
+	k := id.String()
+	if seen[k] {
+		return &ReferenceError{Kind: kind, ID: k, Field: "id", Msg: "duplicate id"}
+	}
+	seen[k] = true
+	return nil
+}
+
+func ref(set map[string]bool, kind string, id ID, field string, to ID) error {
+	if to.IsZero() || set[to.String()] {
+		return nil
+	}
+	return &ReferenceError{Kind: kind, ID: id.String(), Field: field, Ref: to.String(), Msg: "not found"}
+}
+
+// RawID reads the id-like member key ("id", "username") of a JSON object;
+// the zero ID when it is absent or not an id.
+func RawID(raw json.RawMessage, key string) ID {
+	v, err := parseJSON(raw)
+	if err != nil || v.kind != jObject {
+		return ID{}
+	}
+	m := v.get(key)
+	if m == nil {
+		return ID{}
+	}
+	var id ID
+	switch m.kind {
+	case jString:
+		id = ID{Str: m.s}
+	case jNumber:
+		n, ok := m.integer()
+		if !ok {
+			return ID{}
+		}
+		id = NumID(n)
+	}
+	return id
+}
+
+// SetHash computes Hash from the canonical JSON of the Spec's objects and
+// returns it.
+func (s *Spec) SetHash() [32]byte {
+	b, err := json.Marshal(struct {
+		Routes        []*Route
+		Services      []*Service
+		Upstreams     []*Upstream
+		Consumers     []json.RawMessage
+		PluginConfigs []json.RawMessage
+		GlobalRules   []json.RawMessage
+	}{s.Routes, s.Services, s.Upstreams, s.Consumers, s.PluginConfigs, s.GlobalRules})
+	if err != nil {
+		// Only a RawMessage that is not JSON can fail; hash what we have so
+		// that two such specs still differ from every valid one.
+		b = []byte(err.Error())
+	}
+	s.Hash = sha256.Sum256(b)
+	return s.Hash
+}

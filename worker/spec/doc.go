@@ -1,0 +1,47 @@
+// Package spec is coregate's configuration model: the APISIX v3 objects
+// (routes, services, upstreams, and consumers, plugin configs and global
+// rules kept as JSON) that the Admin API stores and the workers compile,
+// and the node configuration read from conf/config.yaml.
+//
+// It is the one package both sides import and it imports nothing of
+// coregate's own.
+//
+// # Decoding and validation
+//
+// DecodeRoute, DecodeService and DecodeUpstream read an object strictly —
+// an unknown field, a value of the wrong JSON type or malformed JSON is an
+// error — and then Validate it against APISIX's schema (apisix/schema_def.lua)
+// and the Admin API's checks, in APISIX's order. Errors are
+// *ValidationError (or *SyntaxError) whose text is the error_msg APISIX
+// answers, so clients that match on messages keep working:
+//
+//	invalid configuration: property "methods" validation failed: failed to validate item 1: matches none of the enum values
+//	invalid configuration: additional properties forbidden, found foo
+//	only one of host or hosts is allowed
+//	failed to validate the 'vars' expression: invalid operator '='
+//
+// A stored object keeps only what was written: optional scalars are
+// pointers, ids, nodes and vars remember their written form, and schema
+// defaults are applied by the Effective* helpers when a Spec is compiled,
+// never written back.
+//
+// Spec.Check verifies what spans objects (unique ids, upstream_id,
+// service_id and plugin_config_id references). Spec.SetHash gives a content
+// hash so that a reload that changes nothing can be skipped.
+//
+// # Node configuration
+//
+// LoadNodeConfig reads config.yaml with APISIX's keys and defaults
+// (apisix/cli/config.lua). Keys coregate does not know, and APISIX keys it
+// does not implement yet, come back as warnings; values of the wrong type
+// are errors naming the key. ParseNginxDuration and ParseNginxSize read
+// nginx's time and size syntax. ResolveEnv substitutes ${{VAR}} and
+// ${{VAR:=default}} as APISIX does, and YAMLToJSON turns a YAML tree into
+// JSON for the strict decoders.
+//
+// # Concurrency
+//
+// Decoding, validation and loading functions are safe for concurrent use.
+// A Spec and the objects in it are plain data: safe to share read-only once
+// built, not safe to modify while others read them.
+package spec

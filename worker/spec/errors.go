@@ -1,0 +1,177 @@
+package spec
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors. Every error this package returns matches one of them with
+// errors.Is; the typed errors below carry the detail.
+var (
+	// ErrSyntax: the input is not well-formed JSON (or YAML).
+	ErrSyntax = errors.New("spec: malformed input")
+	// ErrInvalid: an object fails validation (*ValidationError).
+	ErrInvalid = errors.New("spec: invalid configuration")
+	// ErrReference: a Spec refers to an object that is not there, or holds
+	// two objects of one kind with the same id (*ReferenceError).
+	ErrReference = errors.New("spec: broken reference")
+	// ErrNodeConfig: config.yaml has a value of the wrong type or out of
+	// range (*NodeConfigError).
+	ErrNodeConfig = errors.New("spec: invalid node config")
+	// ErrEnv: a ${{VAR}} reference names an unset variable that has no
+	// default.
+	ErrEnv = errors.New("spec: missing environment variable")
+)
+
+// ValidationError is a resource that fails APISIX's schema or its checks.
+// Error returns the message APISIX's Admin API puts in error_msg, for
+// example
+//
+//	invalid configuration: property "methods" validation failed: failed to validate item 1: matches none of the enum values
+//
+// Field is the path of the offending field ("methods[0]", "upstream.nodes"),
+// empty when the error concerns the object as a whole. It matches ErrInvalid.
+type ValidationError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ValidationError) Error() string { return e.Msg }
+
+// Is reports whether target is ErrInvalid.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// SyntaxError is input that is not well-formed JSON. Error returns the text
+// APISIX's Admin API puts in error_msg ("invalid request body: …"). It
+// matches ErrSyntax.
+type SyntaxError struct {
+	Msg string
+}
+
+func (e *SyntaxError) Error() string { return "invalid request body: " + e.Msg }
+
+// Is reports whether target is ErrSyntax.
+func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
+
+// ReferenceError is a cross-reference Spec.Check rejects, for example
+// "route 1: upstream_id 9 not found" or "upstream 3: duplicate id". It
+// matches ErrReference.
+type ReferenceError struct {
+	Kind  string // "route", "service", "upstream", "consumer", "plugin_config", "global_rule"
+	ID    string // the id of the object at fault
+	Field string // "upstream_id", "service_id", "plugin_config_id", "id"
+	Ref   string // the id it refers to; empty for duplicates and missing ids
+	Msg   string // "not found", "duplicate id", "missing id"
+}
+
+func (e *ReferenceError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Kind)
+	b.WriteByte(' ')
+	b.WriteString(e.ID)
+	b.WriteString(": ")
+	if e.Ref != "" {
+		b.WriteString(e.Field)
+		b.WriteByte(' ')
+		b.WriteString(e.Ref)
+		b.WriteByte(' ')
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Is reports whether target is ErrReference.
+func (e *ReferenceError) Is(target error) bool { return target == ErrReference }
+
+// NodeConfigError is a config.yaml value of the wrong type or out of range.
+// Key is the dotted key ("nginx_config.worker_processes"). It matches
+// ErrNodeConfig.
+type NodeConfigError struct {
+	File string
+	Key  string
+	Msg  string
+}
+
+func (e *NodeConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("spec: ")
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	}
+	if e.Key != "" {
+		b.WriteString(e.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Is reports whether target is ErrNodeConfig.
+func (e *NodeConfigError) Is(target error) bool { return target == ErrNodeConfig }
+
+// EnvError is a ${{VAR}} reference to an unset variable without a default.
+// Error returns APISIX's text ("failed to handle configuration: can't find
+// environment variable VAR"). It matches ErrEnv.
+type EnvError struct {
+	Var string
+}
+
+func (e *EnvError) Error() string {
+	return "failed to handle configuration: can't find environment variable " + e.Var
+}
+
+// Is reports whether target is ErrEnv.
+func (e *EnvError) Is(target error) bool { return target == ErrEnv }
+
+// problem is a validation failure while its message is being built from the
+// inside out; it becomes a *ValidationError at the top.
+type problem struct {
+	field string
+	msg   string
+}
+
+// in nests p under the object property prop, as the schema validator does.
+func (p *problem) in(prop string) *problem {
+	p.msg = `property "` + prop + `" validation failed: ` + p.msg
+	switch {
+	case p.field == "":
+		p.field = prop
+	case p.field[0] == '[':
+		p.field = prop + p.field
+	default:
+		p.field = prop + "." + p.field
+	}
+	return p
+}
+
+// item nests p under the array item i (0-based; the message counts from 1).
+func (p *problem) item(i int) *problem {
+	p.msg = "failed to validate item " + itoa(i+1) + ": " + p.msg
+	idx := "[" + itoa(i) + "]"
+	switch {
+	case p.field == "":
+		p.field = idx
+	case p.field[0] == '[':
+		p.field = idx + p.field
+	default:
+		p.field = idx + "." + p.field
+	}
+	return p
+}
+
+// key nests p under the pattern property k of a map (labels).
+func (p *problem) key(k string) *problem {
+	p.msg = "failed to validate " + k + ` (matching ".*"): ` + p.msg
+	if p.field == "" {
+		p.field = k
+	} else {
+		p.field = k + "." + p.field
+	}
+	return p
+}
+
+// schemaErr turns a schema problem into the error the Admin API reports.
+func (p *problem) schemaErr() *ValidationError {
+	return &ValidationError{Field: p.field, Msg: "invalid configuration: " + p.msg}
+}

@@ -1,0 +1,810 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// NodeConfig is a node's conf/config.yaml: APISIX's keys with APISIX's
+// defaults (apisix/cli/config.lua) for everything not written. It is read
+// once at start; treat it as read-only afterwards.
+type NodeConfig struct {
+	APISIX      APISIXConfig
+	NginxConfig NginxConfig
+	Deployment  DeploymentConfig
+	// Plugins is the enabled plugin list (APISIX's default list when
+	// unset); run order comes from plugin priorities, not from this list.
+	Plugins []string
+	// PluginAttr is plugin_attr as written: plugin name → its settings as
+	// JSON. Each plugin applies its own defaults.
+	PluginAttr map[string]json.RawMessage
+	// Dir is the directory config.yaml was read from; the standalone file
+	// (apisix.yaml / apisix.json) lives there.
+	Dir string
+}
+
+// APISIXConfig is the apisix section.
+type APISIXConfig struct {
+	NodeListen                         []Listen // default [{Port: 9080}]
+	EnableServerTokens                 bool     // default true
+	RouterHTTP                         string   // radixtree_host_uri (default) or radixtree_uri
+	EnableAdmin                        bool     // default true; false on a data plane
+	EnableControl                      bool     // default true
+	DeleteURITailSlash                 bool
+	ShowUpstreamStatusInResponseHeader bool
+}
+
+// Listen is an address to listen on; IP "" means every address.
+type Listen struct {
+	IP   string
+	Port int
+}
+
+// Addr is the listen address "ip:port" (":port" for every address).
+func (l Listen) Addr() string {
+	ip := l.IP
+	if strings.IndexByte(ip, ':') >= 0 {
+		ip = "[" + ip + "]"
+	}
+	return ip + ":" + itoa(l.Port)
+}
+
+// NginxConfig is the nginx_config section.
+type NginxConfig struct {
+	WorkerProcesses   int    // 0 means auto (one per CPU); default auto
+	ErrorLogLevel     string // default warn
+	WorkerConnections int    // event.worker_connections, default 10620
+	HTTP              NginxHTTP
+}
+
+// NginxHTTP is nginx_config.http.
+type NginxHTTP struct {
+	EnableAccessLog     bool          // default true
+	KeepaliveTimeout    time.Duration // default 60 s
+	ClientHeaderTimeout time.Duration // default 60 s
+	ClientBodyTimeout   time.Duration // default 60 s
+	SendTimeout         time.Duration // default 10 s
+	ClientMaxBodySize   int64         // bytes; 0 (default) is unlimited
+	Upstream            NginxUpstream
+	RealIPHeader        string   // default X-Real-IP
+	RealIPFrom          []string // default [127.0.0.1, unix:]
+}
+
+// NginxUpstream is nginx_config.http.upstream: the keep-alive pool used
+// when an upstream has no keepalive_pool of its own.
+type NginxUpstream struct {
+	Keepalive         int           // default 320
+	KeepaliveRequests int           // default 1000
+	KeepaliveTimeout  time.Duration // default 60 s
+}
+
+// DeploymentConfig is the deployment section.
+type DeploymentConfig struct {
+	Role             string // traditional (default), data_plane, control_plane
+	RoleTraditional  RoleConfig
+	RoleDataPlane    RoleConfig
+	RoleControlPlane RoleConfig
+	Admin            AdminConfig
+	Etcd             EtcdConfig
+}
+
+// RoleConfig is deployment.role_<role>.
+type RoleConfig struct {
+	ConfigProvider string
+}
+
+// AdminConfig is deployment.admin.
+type AdminConfig struct {
+	AdminKeyRequired bool // default true
+	AdminKey         []AdminKey
+	EnableAdminCORS  bool     // default true
+	EnableAdminUI    bool     // default true
+	AllowAdmin       []string // default [127.0.0.0/24]
+	AdminListen      Listen   // default 0.0.0.0:9180
+	AdminAPIVersion  string   // default v3
+}
+
+// AdminKey is one deployment.admin.admin_key entry. An empty Key means
+// "generate one" (APISIX writes the generated key back).
+type AdminKey struct {
+	Name string
+	Key  string
+	Role string // admin or viewer
+}
+
+// EtcdConfig is deployment.etcd.
+type EtcdConfig struct {
+	Host         []string // default [http://127.0.0.1:2379]
+	Prefix       string   // default /apisix
+	Timeout      int      // seconds, default 30
+	WatchTimeout int      // seconds, default 50
+	StartupRetry int      // default 2
+	User         string
+	Password     string
+	TLS          EtcdTLS
+}
+
+// EtcdTLS is deployment.etcd.tls.
+type EtcdTLS struct {
+	Cert   string
+	Key    string
+	SNI    string
+	Verify bool // default true
+}
+
+// Provider says where a node's routes, services and upstreams come from.
+type Provider struct {
+	Kind string // "etcd", "yaml" or "json"
+	// File is the standalone file a file-driven data plane reads
+	// (apisix.yaml or apisix.json beside config.yaml); empty otherwise,
+	// including for a traditional node with the yaml provider, whose
+	// configuration comes through the Admin API.
+	File string
+}
+
+// Provider tells the configuration source of the node's role.
+func (c *NodeConfig) Provider() Provider {
+	switch c.Deployment.Role {
+	case "data_plane":
+		switch k := c.Deployment.RoleDataPlane.ConfigProvider; k {
+		case "yaml":
+			return Provider{Kind: k, File: filepath.Join(c.Dir, "apisix.yaml")}
+		case "json":
+			return Provider{Kind: k, File: filepath.Join(c.Dir, "apisix.json")}
+		default:
+			return Provider{Kind: k}
+		}
+	case "control_plane":
+		return Provider{Kind: "etcd"}
+	}
+	return Provider{Kind: c.Deployment.RoleTraditional.ConfigProvider}
+}
+
+// ServerHeader is the Server response header value: "APISIX/<version>", or
+// "APISIX" when enable_server_tokens is false.
+func (c *NodeConfig) ServerHeader(version string) string {
+	if c.APISIX.EnableServerTokens {
+		return "APISIX/" + version
+	}
+	return "APISIX"
+}
+
+// WorkerCount is the number of workers: worker_processes, or the number of
+// CPUs for auto.
+func (c *NodeConfig) WorkerCount() int {
+	if c.NginxConfig.WorkerProcesses > 0 {
+		return c.NginxConfig.WorkerProcesses
+	}
+	return runtime.NumCPU()
+}
+
+// defaultPlugins is APISIX's enabled plugin list when config.yaml has none.
+var defaultPlugins = []string{
+	"real-ip", "ai", "client-control", "proxy-control", "request-id", "zipkin",
+	"ext-plugin-pre-req", "fault-injection", "mocking", "serverless-pre-function",
+	"cors", "ip-restriction", "ua-restriction", "referer-restriction", "csrf",
+	"uri-blocker", "request-validation", "chaitin-waf", "multi-auth",
+	"openid-connect", "cas-auth", "authz-casbin", "authz-casdoor", "wolf-rbac",
+	"ldap-auth", "hmac-auth", "basic-auth", "jwt-auth", "jwe-decrypt", "key-auth",
+	"consumer-restriction", "attach-consumer-label", "forward-auth", "opa",
+	"authz-keycloak", "proxy-cache", "body-transformer", "ai-prompt-template",
+	"ai-prompt-decorator", "ai-prompt-guard", "ai-rag", "ai-rate-limiting",
+	"ai-proxy-multi", "ai-proxy", "ai-aws-content-moderation",
+	"ai-aliyun-content-moderation", "proxy-mirror", "proxy-rewrite", "workflow",
+	"api-breaker", "limit-conn", "limit-count", "limit-req", "gzip",
+	"traffic-split", "redirect", "response-rewrite", "mcp-bridge", "degraphql",
+	"kafka-proxy", "grpc-transcode", "grpc-web", "http-dubbo", "public-api",
+	"prometheus", "datadog", "etcd-logger", "lago", "loki-logger",
+	"elasticsearch-logger", "echo", "loggly", "http-logger", "splunk-hec-logging",
+	"skywalking-logger", "google-cloud-logging", "sls-logger", "tcp-logger",
+	"kafka-logger", "rocketmq-logger", "syslog", "udp-logger", "file-logger",
+	"clickhouse-logger", "tencent-cloud-cls", "inspect", "example-plugin",
+	"aws-lambda", "azure-functions", "openwhisk", "openfunction",
+	"serverless-post-function", "ext-plugin-post-req", "ext-plugin-post-resp",
+	"ai-request-rewrite",
+}
+
+// DefaultNodeConfig is the configuration of a node whose config.yaml is
+// empty: APISIX's defaults. Dir is "conf".
+func DefaultNodeConfig() *NodeConfig {
+	return &NodeConfig{
+		APISIX: APISIXConfig{
+			NodeListen:         []Listen{{Port: 9080}},
+			EnableServerTokens: true,
+			RouterHTTP:         "radixtree_host_uri",
+			EnableAdmin:        true,
+			EnableControl:      true,
+		},
+		NginxConfig: NginxConfig{
+			ErrorLogLevel:     "warn",
+			WorkerConnections: 10620,
+			HTTP: NginxHTTP{
+				EnableAccessLog:     true,
+				KeepaliveTimeout:    60 * time.Second,
+				ClientHeaderTimeout: 60 * time.Second,
+				ClientBodyTimeout:   60 * time.Second,
+				SendTimeout:         10 * time.Second,
+				Upstream: NginxUpstream{
+					Keepalive:         DefaultKeepaliveSize,
+					KeepaliveRequests: DefaultKeepaliveRequests,
+					KeepaliveTimeout:  DefaultKeepaliveIdle,
+				},
+				RealIPHeader: "X-Real-IP",
+				RealIPFrom:   []string{"127.0.0.1", "unix:"},
+			},
+		},
+		Deployment: DeploymentConfig{
+			Role:            "traditional",
+			RoleTraditional: RoleConfig{ConfigProvider: "etcd"},
+			Admin: AdminConfig{
+				AdminKeyRequired: true,
+				AdminKey:         []AdminKey{{Name: "admin", Role: "admin"}},
+				EnableAdminCORS:  true,
+				EnableAdminUI:    true,
+				AllowAdmin:       []string{"127.0.0.0/24"},
+				AdminListen:      Listen{IP: "0.0.0.0", Port: 9180},
+				AdminAPIVersion:  "v3",
+			},
+			Etcd: EtcdConfig{
+				Host:         []string{"http://127.0.0.1:2379"},
+				Prefix:       "/apisix",
+				Timeout:      30,
+				WatchTimeout: 50,
+				StartupRetry: 2,
+				TLS:          EtcdTLS{Verify: true},
+			},
+		},
+		Plugins: slices.Clone(defaultPlugins),
+		Dir:     "conf",
+	}
+}
+
+// LoadNodeConfig reads config.yaml at path: ${{VAR}} references are
+// resolved from the environment, written keys override APISIX's defaults.
+// Warnings list every key that is not used: "unknown key apisix.foo.bar"
+// for keys APISIX does not have either, "not supported yet: <key>" for
+// APISIX keys coregate does not implement yet. A value of the wrong type
+// is a *NodeConfigError naming its key.
+func LoadNodeConfig(path string) (*NodeConfig, []string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spec: reading node config: %w", err)
+	}
+	return ParseNodeConfig(data, path)
+}
+
+// ParseNodeConfig is LoadNodeConfig for a config.yaml already read; path
+// names it in errors and gives Dir.
+func ParseNodeConfig(data []byte, path string) (*NodeConfig, []string, error) {
+	c := DefaultNodeConfig()
+	c.Dir = filepath.Dir(path)
+	p := &cfgParser{file: path, c: c}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, nil, &NodeConfigError{File: path, Msg: err.Error()}
+	}
+	if err := ResolveEnv(&doc, os.LookupEnv); err != nil {
+		return nil, nil, &NodeConfigError{File: path, Msg: err.Error()}
+	}
+	if len(doc.Content) > 0 {
+		if err := p.walk("", doc.Content[0], p.top()); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := p.finish(); err != nil {
+		return nil, nil, err
+	}
+	return c, p.warnings, nil
+}
+
+type cfgParser struct {
+	file     string
+	c        *NodeConfig
+	warnings []string
+}
+
+// handler reads the value of one key; a nil handler marks an APISIX key
+// that is not supported yet.
+type handler func(key string, n *yaml.Node) error
+
+type section map[string]handler
+
+func unsupported(keys ...string) section {
+	s := make(section, len(keys))
+	for _, k := range keys {
+		s[k] = nil
+	}
+	return s
+}
+
+func (s section) with(more section) section {
+	for k, h := range more {
+		s[k] = h
+	}
+	return s
+}
+
+func join(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	return prefix + "." + key
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+func (p *cfgParser) errf(key, format string, args ...any) error {
+	return &NodeConfigError{File: p.file, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// describe shows a value in "got …" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!str" {
+			return fmt.Sprintf("%q", n.Value)
+		}
+		return n.Value
+	}
+	return "?"
+}
+
+func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
+	n = deref(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return p.errf(prefix, "want a mapping, got %s", describe(n))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), n.Content[i+1]
+		key := join(prefix, k.Value)
+		h, known := s[k.Value]
+		switch {
+		case !known:
+			p.unknown(key, v)
+		case h == nil:
+			p.warnings = append(p.warnings, "not supported yet: "+key)
+		default:
+			if err := h(key, deref(v)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unknown warns about every leaf under an unknown key.
+func (p *cfgParser) unknown(key string, v *yaml.Node) {
+	v = deref(v)
+	if v != nil && v.Kind == yaml.MappingNode && len(v.Content) > 0 {
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			p.unknown(key+"."+deref(v.Content[i]).Value, v.Content[i+1])
+		}
+		return
+	}
+	p.warnings = append(p.warnings, "unknown key "+key)
+}
+
+func (p *cfgParser) boolean(dst *bool) handler {
+	return func(key string, n *yaml.Node) error {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+			return p.errf(key, "want true or false, got %s", describe(n))
+		}
+		return n.Decode(dst)
+	}
+}
+
+func (p *cfgParser) integer(dst *int, minV, maxV int) handler {
+	return func(key string, n *yaml.Node) error {
+		var v int
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil || v < minV || v > maxV {
+			return p.errf(key, "want an integer from %d to %d, got %s", minV, maxV, describe(n))
+		}
+		*dst = v
+		return nil
+	}
+}
+
+func (p *cfgParser) str(dst *string) handler {
+	return func(key string, n *yaml.Node) error {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			return p.errf(key, "want a string, got %s", describe(n))
+		}
+		*dst = n.Value
+		return nil
+	}
+}
+
+func (p *cfgParser) enum(dst *string, vals ...string) handler {
+	return func(key string, n *yaml.Node) error {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || !slices.Contains(vals, n.Value) {
+			return p.errf(key, "want one of %s, got %s", strings.Join(vals, ", "), describe(n))
+		}
+		*dst = n.Value
+		return nil
+	}
+}
+
+// strList reads a list of strings; check, when set, vets each item.
+func (p *cfgParser) strList(dst *[]string, check func(string) bool, want string) handler {
+	return func(key string, n *yaml.Node) error {
+		if n.Kind != yaml.SequenceNode {
+			return p.errf(key, "want a list of %s, got %s", want, describe(n))
+		}
+		out := make([]string, 0, len(n.Content))
+		for i, e := range n.Content {
+			e = deref(e)
+			if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" || check != nil && !check(e.Value) {
+				return p.errf(fmt.Sprintf("%s[%d]", key, i), "want %s, got %s", want, describe(e))
+			}
+			out = append(out, e.Value)
+		}
+		*dst = out
+		return nil
+	}
+}
+
+// duration reads nginx time syntax; a bare integer is seconds.
+func (p *cfgParser) duration(dst *time.Duration) handler {
+	return func(key string, n *yaml.Node) error {
+		if n.Kind == yaml.ScalarNode {
+			switch n.ShortTag() {
+			case "!!int":
+				var v int64
+				if n.Decode(&v) == nil && v >= 0 && v <= int64(time.Duration(1<<62)/time.Second) {
+					*dst = time.Duration(v) * time.Second
+					return nil
+				}
+			case "!!str":
+				d, err := ParseNginxDuration(n.Value)
+				if err == nil {
+					*dst = d
+					return nil
+				}
+			}
+		}
+		return p.errf(key, `want an nginx time such as "60s", got %s`, describe(n))
+	}
+}
+
+// size reads nginx size syntax; a bare integer is bytes.
+func (p *cfgParser) size(dst *int64) handler {
+	return func(key string, n *yaml.Node) error {
+		if n.Kind == yaml.ScalarNode {
+			switch n.ShortTag() {
+			case "!!int":
+				var v int64
+				if n.Decode(&v) == nil && v >= 0 {
+					*dst = v
+					return nil
+				}
+			case "!!str":
+				s, err := ParseNginxSize(n.Value)
+				if err == nil {
+					*dst = s
+					return nil
+				}
+			}
+		}
+		return p.errf(key, `want an nginx size such as "0" or "1m", got %s`, describe(n))
+	}
+}
+
+func validAddrOrPrefix(s string) bool { return validIPOrCIDR(s) }
+
+func (p *cfgParser) top() section {
+	c := p.c
+	return unsupported("stream_plugins", "graphql", "discovery", "ext-plugin", "wasm", "xrpc", "etcd").with(section{
+		"apisix":       func(k string, n *yaml.Node) error { return p.walk(k, n, p.apisix()) },
+		"nginx_config": func(k string, n *yaml.Node) error { return p.walk(k, n, p.nginx()) },
+		"deployment":   func(k string, n *yaml.Node) error { return p.walk(k, n, p.deployment()) },
+		"plugins":      p.strList(&c.Plugins, nil, "plugin names"),
+		"plugin_attr":  p.pluginAttr,
+	})
+}
+
+func (p *cfgParser) apisix() section {
+	a := &p.c.APISIX
+	return unsupported(
+		"enable_dev_mode", "enable_reuseport", "enable_ipv6", "enable_http2",
+		"extra_lua_path", "extra_lua_cpath", "proxy_cache", "normalize_uri_like_servlet",
+		"proxy_mode", "resolver_timeout", "enable_resolv_search_opt", "ssl",
+		"disable_sync_configuration_during_start", "worker_startup_time_threshold",
+		"data_encryption", "events", "lru", "dns_resolver", "dns_resolver_valid",
+		"stream_proxy", "proxy_protocol", "lua_module_hook", "control", "id", "status",
+		"tracing", "admin_key", "allow_admin", "port_admin", "enable_admin_cors",
+		"admin_listen", "https_admin", "admin_api_mtls", "config_center",
+	).with(section{
+		"node_listen":          p.nodeListen,
+		"enable_server_tokens": p.boolean(&a.EnableServerTokens),
+		"router": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, unsupported("ssl").with(section{
+				"http": func(k string, n *yaml.Node) error {
+					if n.Kind == yaml.ScalarNode && n.Value == "radixtree_uri_with_parameter" {
+						return p.errf(k, "not supported yet: radixtree_uri_with_parameter")
+					}
+					return p.enum(&a.RouterHTTP, "radixtree_host_uri", "radixtree_uri")(k, n)
+				},
+			}))
+		},
+		"enable_admin":                            p.boolean(&a.EnableAdmin),
+		"enable_control":                          p.boolean(&a.EnableControl),
+		"delete_uri_tail_slash":                   p.boolean(&a.DeleteURITailSlash),
+		"show_upstream_status_in_response_header": p.boolean(&a.ShowUpstreamStatusInResponseHeader),
+	})
+}
+
+// nodeListen reads apisix.node_listen: a port, a list of ports, or a list
+// of {ip, port, enable_http2}.
+func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
+	port := func(k string, n *yaml.Node) (int, error) {
+		var v int
+		err := p.integer(&v, 1, 65535)(k, n)
+		return v, err
+	}
+	if n.Kind == yaml.ScalarNode {
+		v, err := port(key, n)
+		if err != nil {
+			return err
+		}
+		p.c.APISIX.NodeListen = []Listen{{Port: v}}
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return p.errf(key, "want a port, a list of ports or a list of {ip, port}, got %s", describe(n))
+	}
+	var out []Listen
+	for i, e := range n.Content {
+		e = deref(e)
+		ek := fmt.Sprintf("%s[%d]", key, i)
+		if e.Kind == yaml.ScalarNode {
+			v, err := port(ek, e)
+			if err != nil {
+				return err
+			}
+			out = append(out, Listen{Port: v})
+			continue
+		}
+		var l Listen
+		var http2 bool
+		err := p.walk(ek, e, section{
+			"ip": func(k string, n *yaml.Node) error {
+				if err := p.str(&l.IP)(k, n); err != nil {
+					return err
+				}
+				if !validIPOrCIDR(l.IP) || strings.IndexByte(l.IP, '/') >= 0 {
+					return p.errf(k, "want an IP address, got %s", describe(n))
+				}
+				return nil
+			},
+			"port":         p.integer(&l.Port, 1, 65535),
+			"enable_http2": p.boolean(&http2),
+		})
+		if err != nil {
+			return err
+		}
+		if e.Kind != yaml.MappingNode || l.Port == 0 {
+			return p.errf(ek, "want a port or {ip, port}, got %s", describe(e))
+		}
+		if http2 {
+			p.warnings = append(p.warnings, "not supported yet: "+ek+".enable_http2")
+		}
+		out = append(out, l)
+	}
+	p.c.APISIX.NodeListen = out
+	return nil
+}
+
+func (p *cfgParser) nginx() section {
+	g := &p.c.NginxConfig
+	h := &g.HTTP
+	return unsupported(
+		"error_log", "enable_cpu_affinity", "worker_rlimit_nofile", "worker_shutdown_timeout",
+		"max_pending_timers", "max_running_timers", "meta", "stream",
+		"main_configuration_snippet", "http_configuration_snippet",
+		"http_server_configuration_snippet", "http_server_location_configuration_snippet",
+		"http_admin_configuration_snippet", "http_end_configuration_snippet",
+		"stream_configuration_snippet", "envs", "user",
+	).with(section{
+		"worker_processes": func(k string, n *yaml.Node) error {
+			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == "auto" {
+				g.WorkerProcesses = 0
+				return nil
+			}
+			var v int
+			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil || v < 1 || v > 1024 {
+				return p.errf(k, `want "auto" or an integer from 1 to 1024, got %s`, describe(n))
+			}
+			g.WorkerProcesses = v
+			return nil
+		},
+		"error_log_level": p.enum(&g.ErrorLogLevel, "debug", "info", "notice", "warn", "error", "crit", "alert", "emerg"),
+		"event": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, section{"worker_connections": p.integer(&g.WorkerConnections, 1, 1<<24)})
+		},
+		"http": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, unsupported(
+				"access_log", "access_log_buffer", "access_log_format", "access_log_format_escape",
+				"underscores_in_headers", "real_ip_recursive", "proxy_ssl_server_name", "charset",
+				"variables_hash_max_size", "lua_shared_dict", "custom_lua_shared_dict",
+			).with(section{
+				"enable_access_log":     p.boolean(&h.EnableAccessLog),
+				"keepalive_timeout":     p.duration(&h.KeepaliveTimeout),
+				"client_header_timeout": p.duration(&h.ClientHeaderTimeout),
+				"client_body_timeout":   p.duration(&h.ClientBodyTimeout),
+				"send_timeout":          p.duration(&h.SendTimeout),
+				"client_max_body_size":  p.size(&h.ClientMaxBodySize),
+				"real_ip_header":        p.str(&h.RealIPHeader),
+				"real_ip_from": p.strList(&h.RealIPFrom, func(s string) bool {
+					return s == "unix:" || validAddrOrPrefix(s)
+				}, `IP addresses, CIDRs or "unix:"`),
+				"upstream": func(k string, n *yaml.Node) error {
+					return p.walk(k, n, section{
+						"keepalive":          p.integer(&h.Upstream.Keepalive, 1, 1<<24),
+						"keepalive_requests": p.integer(&h.Upstream.KeepaliveRequests, 1, 1<<30),
+						"keepalive_timeout":  p.duration(&h.Upstream.KeepaliveTimeout),
+					})
+				},
+			}))
+		},
+	})
+}
+
+func (p *cfgParser) deployment() section {
+	d := &p.c.Deployment
+	role := func(dst *RoleConfig, providers ...string) handler {
+		return func(k string, n *yaml.Node) error {
+			return p.walk(k, n, section{"config_provider": p.enum(&dst.ConfigProvider, providers...)})
+		}
+	}
+	return unsupported("fallback_cp", "certs").with(section{
+		"role":               p.enum(&d.Role, "traditional", "data_plane", "control_plane"),
+		"role_traditional":   role(&d.RoleTraditional, "etcd", "yaml"),
+		"role_data_plane":    role(&d.RoleDataPlane, "yaml", "json", "etcd"),
+		"role_control_plane": role(&d.RoleControlPlane, "etcd"),
+		"admin":              func(k string, n *yaml.Node) error { return p.walk(k, n, p.admin()) },
+		"etcd":               func(k string, n *yaml.Node) error { return p.walk(k, n, p.etcd()) },
+	})
+}
+
+func (p *cfgParser) admin() section {
+	a := &p.c.Deployment.Admin
+	return unsupported("https_admin", "admin_api_mtls").with(section{
+		"admin_key_required": p.boolean(&a.AdminKeyRequired),
+		"enable_admin_cors":  p.boolean(&a.EnableAdminCORS),
+		"enable_admin_ui":    p.boolean(&a.EnableAdminUI),
+		"allow_admin":        p.strList(&a.AllowAdmin, validAddrOrPrefix, "IP addresses or CIDRs"),
+		"admin_api_version":  p.enum(&a.AdminAPIVersion, "v3"),
+		"admin_listen": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, section{
+				"ip":   p.str(&a.AdminListen.IP),
+				"port": p.integer(&a.AdminListen.Port, 1, 65535),
+			})
+		},
+		"admin_key": func(k string, n *yaml.Node) error {
+			if isNull(n) {
+				a.AdminKey = nil
+				return nil
+			}
+			if n.Kind != yaml.SequenceNode {
+				return p.errf(k, "want a list of {name, key, role}, got %s", describe(n))
+			}
+			keys := make([]AdminKey, len(n.Content))
+			for i, e := range n.Content {
+				ak := &keys[i]
+				err := p.walk(fmt.Sprintf("%s[%d]", k, i), e, section{
+					"name": p.str(&ak.Name),
+					"key": func(k string, n *yaml.Node) error {
+						if isNull(n) {
+							return nil
+						}
+						return p.str(&ak.Key)(k, n)
+					},
+					"role": p.enum(&ak.Role, "admin", "viewer"),
+				})
+				if err != nil {
+					return err
+				}
+			}
+			a.AdminKey = keys
+			return nil
+		},
+	})
+}
+
+func (p *cfgParser) etcd() section {
+	e := &p.c.Deployment.Etcd
+	return unsupported("resync_delay", "health_check_timeout", "startup_retry_interval").with(section{
+		"host": func(k string, n *yaml.Node) error {
+			if n.Kind == yaml.ScalarNode {
+				var s string
+				if err := p.str(&s)(k, n); err != nil {
+					return err
+				}
+				e.Host = []string{s}
+				return nil
+			}
+			return p.strList(&e.Host, nil, "etcd URLs")(k, n)
+		},
+		"prefix":        p.str(&e.Prefix),
+		"timeout":       p.integer(&e.Timeout, 1, 3600),
+		"watch_timeout": p.integer(&e.WatchTimeout, 1, 3600),
+		"startup_retry": p.integer(&e.StartupRetry, 0, 1000),
+		"user":          p.str(&e.User),
+		"password":      p.str(&e.Password),
+		"tls": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, section{
+				"cert":   p.str(&e.TLS.Cert),
+				"key":    p.str(&e.TLS.Key),
+				"sni":    p.str(&e.TLS.SNI),
+				"verify": p.boolean(&e.TLS.Verify),
+			})
+		},
+	})
+}
+
+func (p *cfgParser) pluginAttr(key string, n *yaml.Node) error {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return p.errf(key, "want a mapping of plugin name to settings, got %s", describe(n))
+	}
+	attrs := make(map[string]json.RawMessage, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name := deref(n.Content[i]).Value
+		v := deref(n.Content[i+1])
+		if v.Kind != yaml.MappingNode {
+			return p.errf(key+"."+name, "want a mapping, got %s", describe(v))
+		}
+		b, err := YAMLToJSON(v)
+		if err != nil {
+			return p.errf(key+"."+name, "%v", err)
+		}
+		attrs[name] = b
+	}
+	p.c.PluginAttr = attrs
+	return nil
+}
+
+// finish applies what depends on several keys.
+func (p *cfgParser) finish() error {
+	d := &p.c.Deployment
+	if d.Role == "data_plane" {
+		if d.RoleDataPlane.ConfigProvider == "" {
+			return p.errf("deployment.role_data_plane.config_provider", "required when deployment.role is data_plane")
+		}
+		// A data plane serves no Admin API (APISIX forces this too).
+		p.c.APISIX.EnableAdmin = false
+	}
+	if d.Role == "control_plane" && d.RoleControlPlane.ConfigProvider == "" {
+		d.RoleControlPlane.ConfigProvider = "etcd"
+	}
+	if d.Role == "traditional" && d.RoleTraditional.ConfigProvider == "" {
+		d.RoleTraditional.ConfigProvider = "etcd"
+	}
+	return nil
+}

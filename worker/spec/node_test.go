@@ -1,0 +1,475 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+)
+
+func parseNode(t *testing.T, src string) (*NodeConfig, []string, error) {
+	t.Helper()
+	return ParseNodeConfig([]byte(src), "conf/config.yaml")
+}
+
+func TestNodeConfigDefaults(t *testing.T) {
+	for _, src := range []string{"", "# only a comment\n", "apisix:\n"} {
+		c, warns, err := parseNode(t, src)
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if len(warns) != 0 {
+			t.Errorf("%q: warnings %v", src, warns)
+		}
+		if diff := cmp.Diff(DefaultNodeConfig(), c); diff != "" {
+			t.Errorf("%q: defaults (-want +got):\n%s", src, diff)
+		}
+	}
+	c := DefaultNodeConfig()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"node_listen", c.APISIX.NodeListen, []Listen{{Port: 9080}}},
+		{"router", c.APISIX.RouterHTTP, "radixtree_host_uri"},
+		{"worker_processes auto", c.NginxConfig.WorkerProcesses, 0},
+		{"worker_connections", c.NginxConfig.WorkerConnections, 10620},
+		{"keepalive_timeout", c.NginxConfig.HTTP.KeepaliveTimeout, 60 * time.Second},
+		{"send_timeout", c.NginxConfig.HTTP.SendTimeout, 10 * time.Second},
+		{"upstream keepalive", c.NginxConfig.HTTP.Upstream, NginxUpstream{320, 1000, 60 * time.Second}},
+		{"role", c.Deployment.Role, "traditional"},
+		{"provider", c.Provider(), Provider{Kind: "etcd"}},
+		{"admin listen", c.Deployment.Admin.AdminListen.Addr(), "0.0.0.0:9180"},
+		{"etcd", c.Deployment.Etcd.Host, []string{"http://127.0.0.1:2379"}},
+		{"server header", c.ServerHeader("3.18.0"), "APISIX/3.18.0"},
+		{"workers", c.WorkerCount(), runtime.NumCPU()},
+		{"plugins", len(c.Plugins) > 50, true},
+	}
+	for _, ck := range checks {
+		if diff := cmp.Diff(ck.want, ck.got); diff != "" {
+			t.Errorf("default %s (-want +got):\n%s", ck.name, diff)
+		}
+	}
+}
+
+func TestNodeConfigKeys(t *testing.T) {
+	src := `
+apisix:
+  node_listen:
+    - 9080
+    - ip: 127.0.0.1
+      port: 9081
+    - port: 9082
+      enable_http2: true
+  enable_server_tokens: false
+  router:
+    http: radixtree_uri
+  enable_admin: false
+  enable_control: false
+  delete_uri_tail_slash: true
+  show_upstream_status_in_response_header: true
+nginx_config:
+  worker_processes: 4
+  error_log_level: info
+  event:
+    worker_connections: 2048
+  http:
+    enable_access_log: false
+    keepalive_timeout: 75s
+    client_header_timeout: 30
+    client_body_timeout: 1m
+    send_timeout: 500ms
+    client_max_body_size: 1m
+    real_ip_header: X-Forwarded-For
+    real_ip_from: [10.0.0.0/8, "unix:", "::1"]
+    upstream:
+      keepalive: 64
+      keepalive_requests: 100
+      keepalive_timeout: 30s
+deployment:
+  role: traditional
+  role_traditional:
+    config_provider: yaml
+  admin:
+    admin_key_required: false
+    admin_key:
+      - name: admin
+        key: edd1c9f034335f136f87ad84b625c8f1
+        role: admin
+      - name: viewer
+        key: 4054f7cf07e344346cd3f287985e76a2
+        role: viewer
+    enable_admin_cors: false
+    allow_admin: [0.0.0.0/0]
+    admin_listen:
+      ip: 127.0.0.1
+      port: 19180
+  etcd:
+    host: http://etcd:2379
+    prefix: /gw
+    timeout: 5
+    user: root
+    password: secret
+    tls:
+      verify: false
+plugins:
+  - limit-count
+  - prometheus
+plugin_attr:
+  prometheus:
+    export_addr:
+      ip: 0.0.0.0
+      port: 9092
+`
+	c, warns, err := parseNode(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"not supported yet: apisix.node_listen[2].enable_http2"}, warns); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	want := DefaultNodeConfig()
+	want.Dir = "conf"
+	want.APISIX = APISIXConfig{
+		NodeListen:                         []Listen{{Port: 9080}, {IP: "127.0.0.1", Port: 9081}, {Port: 9082}},
+		RouterHTTP:                         "radixtree_uri",
+		DeleteURITailSlash:                 true,
+		ShowUpstreamStatusInResponseHeader: true,
+	}
+	want.NginxConfig = NginxConfig{
+		WorkerProcesses:   4,
+		ErrorLogLevel:     "info",
+		WorkerConnections: 2048,
+		HTTP: NginxHTTP{
+			KeepaliveTimeout:    75 * time.Second,
+			ClientHeaderTimeout: 30 * time.Second,
+			ClientBodyTimeout:   time.Minute,
+			SendTimeout:         500 * time.Millisecond,
+			ClientMaxBodySize:   1 << 20,
+			Upstream:            NginxUpstream{64, 100, 30 * time.Second},
+			RealIPHeader:        "X-Forwarded-For",
+			RealIPFrom:          []string{"10.0.0.0/8", "unix:", "::1"},
+		},
+	}
+	want.Deployment.RoleTraditional.ConfigProvider = "yaml"
+	want.Deployment.Admin = AdminConfig{
+		AdminKey: []AdminKey{
+			{Name: "admin", Key: "edd1c9f034335f136f87ad84b625c8f1", Role: "admin"},
+			{Name: "viewer", Key: "4054f7cf07e344346cd3f287985e76a2", Role: "viewer"},
+		},
+		EnableAdminUI:   true,
+		AllowAdmin:      []string{"0.0.0.0/0"},
+		AdminListen:     Listen{IP: "127.0.0.1", Port: 19180},
+		AdminAPIVersion: "v3",
+	}
+	want.Deployment.Etcd = EtcdConfig{Host: []string{"http://etcd:2379"}, Prefix: "/gw", Timeout: 5, WatchTimeout: 50, StartupRetry: 2, User: "root", Password: "secret"}
+	want.Plugins = []string{"limit-count", "prometheus"}
+	want.PluginAttr = map[string]json.RawMessage{"prometheus": json.RawMessage(`{"export_addr":{"ip":"0.0.0.0","port":9092}}`)}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if got := c.ServerHeader("3.18.0"); got != "APISIX" {
+		t.Errorf("ServerHeader = %q, want APISIX", got)
+	}
+	if got := c.Provider(); got != (Provider{Kind: "yaml"}) {
+		t.Errorf("Provider = %+v, want yaml without a file (API-driven)", got)
+	}
+	if got := c.WorkerCount(); got != 4 {
+		t.Errorf("WorkerCount = %d, want 4", got)
+	}
+}
+
+func TestNodeConfigWarnings(t *testing.T) {
+	src := `
+apisix:
+  foo:
+    bar: 1
+    baz: [1]
+  enable_ipv6: false
+  ssl:
+    enable: true
+  router:
+    ssl: radixtree_sni
+nginx_config:
+  http:
+    lua_shared_dict:
+      x: 1m
+    typo: 1
+  stream: {}
+deployment:
+  etcd:
+    resync_delay: 5
+stream_plugins: [mqtt-proxy]
+whatever: 1
+`
+	_, warns, err := parseNode(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"unknown key apisix.foo.bar",
+		"unknown key apisix.foo.baz",
+		"not supported yet: apisix.enable_ipv6",
+		"not supported yet: apisix.ssl",
+		"not supported yet: apisix.router.ssl",
+		"not supported yet: nginx_config.http.lua_shared_dict",
+		"unknown key nginx_config.http.typo",
+		"not supported yet: nginx_config.stream",
+		"not supported yet: deployment.etcd.resync_delay",
+		"not supported yet: stream_plugins",
+		"unknown key whatever",
+	}
+	if diff := cmp.Diff(want, warns); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+func TestNodeConfigWorkerProcesses(t *testing.T) {
+	tests := []struct {
+		val  string
+		want int
+		err  string
+	}{
+		{"auto", 0, ""},
+		{"1", 1, ""},
+		{"16", 16, ""},
+		{"0", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got 0`},
+		{"-2", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got -2`},
+		{`"4"`, 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got "4"`},
+		{"automatic", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got "automatic"`},
+		{"1.5", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got 1.5`},
+		{"[1]", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got a list`},
+	}
+	for _, tc := range tests {
+		c, _, err := parseNode(t, "nginx_config:\n  worker_processes: "+tc.val+"\n")
+		if diff := cmp.Diff(tc.err, errText(err)); diff != "" {
+			t.Errorf("%s: error (-want +got):\n%s", tc.val, diff)
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, ErrNodeConfig) {
+				t.Errorf("%s: error does not match ErrNodeConfig", tc.val)
+			}
+			continue
+		}
+		if c.NginxConfig.WorkerProcesses != tc.want {
+			t.Errorf("%s: WorkerProcesses = %d, want %d", tc.val, c.NginxConfig.WorkerProcesses, tc.want)
+		}
+	}
+}
+
+func TestNodeConfigTypeErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"apisix: 1", `apisix: want a mapping, got 1`},
+		{"apisix:\n  enable_admin: yes please", `apisix.enable_admin: want true or false, got "yes please"`},
+		{"apisix:\n  node_listen: 0", `apisix.node_listen: want an integer from 1 to 65535, got 0`},
+		{"apisix:\n  node_listen: [9080, 70000]", `apisix.node_listen[1]: want an integer from 1 to 65535, got 70000`},
+		{"apisix:\n  node_listen: [{ip: 1.2.3.4}]", `apisix.node_listen[0]: want a port or {ip, port}, got a mapping`},
+		{"apisix:\n  node_listen: [{ip: nope, port: 1}]", `apisix.node_listen[0].ip: want an IP address, got "nope"`},
+		{"apisix:\n  node_listen: \"9080\"", `apisix.node_listen: want an integer from 1 to 65535, got "9080"`},
+		{"apisix:\n  router:\n    http: radixtree_uri_with_parameter", `apisix.router.http: not supported yet: radixtree_uri_with_parameter`},
+		{"apisix:\n  router:\n    http: radix", `apisix.router.http: want one of radixtree_host_uri, radixtree_uri, got "radix"`},
+		{"nginx_config:\n  error_log_level: loud", `nginx_config.error_log_level: want one of debug, info, notice, warn, error, crit, alert, emerg, got "loud"`},
+		{"nginx_config:\n  http:\n    keepalive_timeout: 60x", `nginx_config.http.keepalive_timeout: want an nginx time such as "60s", got "60x"`},
+		{"nginx_config:\n  http:\n    client_max_body_size: 1q", `nginx_config.http.client_max_body_size: want an nginx size such as "0" or "1m", got "1q"`},
+		{"nginx_config:\n  http:\n    real_ip_from: [nope]", `nginx_config.http.real_ip_from[0]: want IP addresses, CIDRs or "unix:", got "nope"`},
+		{"deployment:\n  role: edge", `deployment.role: want one of traditional, data_plane, control_plane, got "edge"`},
+		{"deployment:\n  role: data_plane", `deployment.role_data_plane.config_provider: required when deployment.role is data_plane`},
+		{"deployment:\n  role_data_plane:\n    config_provider: consul", `deployment.role_data_plane.config_provider: want one of yaml, json, etcd, got "consul"`},
+		{"deployment:\n  admin:\n    admin_key:\n      - name: a\n        role: root", `deployment.admin.admin_key[0].role: want one of admin, viewer, got "root"`},
+		{"deployment:\n  etcd:\n    timeout: soon", `deployment.etcd.timeout: want an integer from 1 to 3600, got "soon"`},
+		{"plugins: limit-count", `plugins: want a list of plugin names, got "limit-count"`},
+		{"plugin_attr:\n  prometheus: 1", `plugin_attr.prometheus: want a mapping, got 1`},
+		{"apisix: [", ``},
+	}
+	for _, tc := range tests {
+		_, _, err := parseNode(t, tc.src)
+		if err == nil {
+			t.Errorf("%q: no error", tc.src)
+			continue
+		}
+		if tc.want == "" {
+			if !errors.Is(err, ErrNodeConfig) {
+				t.Errorf("%q: %v does not match ErrNodeConfig", tc.src, err)
+			}
+			continue
+		}
+		if diff := cmp.Diff("spec: conf/config.yaml: "+tc.want, err.Error()); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
+		}
+	}
+}
+
+func TestNodeConfigProvider(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		src  string
+		want Provider
+	}{
+		{"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n", Provider{"yaml", filepath.Join(dir, "apisix.yaml")}},
+		{"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: json\n", Provider{"json", filepath.Join(dir, "apisix.json")}},
+		{"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: etcd\n", Provider{"etcd", ""}},
+		{"deployment:\n  role: control_plane\n", Provider{"etcd", ""}},
+		{"deployment:\n  role: traditional\n", Provider{"etcd", ""}},
+	}
+	for i, tc := range tests {
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(tc.src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := LoadNodeConfig(path)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if got := c.Provider(); got != tc.want {
+			t.Errorf("case %d: Provider = %+v, want %+v", i, got, tc.want)
+		}
+		if c.Deployment.Role == "data_plane" && c.APISIX.EnableAdmin {
+			t.Errorf("case %d: a data plane must not serve the Admin API", i)
+		}
+	}
+	if _, _, err := LoadNodeConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v, want ErrNotExist", err)
+	}
+}
+
+func TestNodeConfigEnv(t *testing.T) {
+	t.Setenv("CG_TEST_PORT", "9100")
+	t.Setenv("CG_TEST_WORKERS", "3")
+	src := "apisix:\n  node_listen: ${{CG_TEST_PORT}}\nnginx_config:\n  worker_processes: \"${{CG_TEST_WORKERS}}\"\n" +
+		"deployment:\n  etcd:\n    host: [\"http://${{CG_TEST_UNSET_HOST:=localhost}}:2379\"]\n"
+	c, _, err := parseNode(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{c.APISIX.NodeListen, c.NginxConfig.WorkerProcesses, c.Deployment.Etcd.Host}
+	want := []any{[]Listen{{Port: 9100}}, 3, []string{"http://localhost:2379"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	_, _, err = parseNode(t, "apisix:\n  node_listen: ${{CG_TEST_SURELY_UNSET}}\n")
+	if !errors.Is(err, ErrNodeConfig) || errText(err) != "spec: conf/config.yaml: failed to handle configuration: can't find environment variable CG_TEST_SURELY_UNSET" {
+		t.Errorf("unset variable: %v", err)
+	}
+}
+
+func TestResolveEnv(t *testing.T) {
+	env := map[string]string{"HOST": "10.0.0.1", "PORT": "8080", "EMPTY": "", "ON": "true", "F": "1.5", "HEX": "0x10"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct{ in, want, err string }{
+		{`a: ${{HOST}}`, `{"a":"10.0.0.1"}`, ""},
+		{`a: "${{PORT}}"`, `{"a":8080}`, ""},
+		{`a: "${{ PORT }}"`, `{"a":8080}`, ""},
+		{`a: "${{HOST}}:${{PORT}}"`, `{"a":"10.0.0.1:8080"}`, ""},
+		{`a: ${{ON}}`, `{"a":true}`, ""},
+		{`a: ${{F}}`, `{"a":1.5}`, ""},
+		{`a: ${{HEX}}`, `{"a":16}`, ""},
+		{`a: "x${{EMPTY}}"`, `{"a":"x"}`, ""},
+		{`a: "${{EMPTY:=dflt}}"`, `{"a":""}`, ""},
+		{`a: "${{NOPE:=dflt}}"`, `{"a":"dflt"}`, ""},
+		{`a: "${{NOPE:= 42 }}"`, `{"a":42}`, ""},
+		{`a: "${{NOPE}}"`, ``, "failed to handle configuration: can't find environment variable NOPE"},
+		{`"${{HOST}}:80": 1`, `{"10.0.0.1:80":1}`, ""},
+		{"a: '8080'", `{"a":"8080"}`, ""},
+		{"# ${{NOPE}} in a comment\na: [\"${{PORT}}\"]", `{"a":[8080]}`, ""},
+	}
+	for _, tc := range tests {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(tc.in), &doc); err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		err := ResolveEnv(&doc, lookup)
+		if diff := cmp.Diff(tc.err, errText(err)); diff != "" {
+			t.Errorf("%s: error (-want +got):\n%s", tc.in, diff)
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, ErrEnv) {
+				t.Errorf("%s: error does not match ErrEnv", tc.in)
+			}
+			continue
+		}
+		b, err := YAMLToJSON(&doc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if diff := cmp.Diff(tc.want, string(b)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+func TestYAMLToJSON(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"b: 1\na: [x, 2.5, true, null, ~]\n", `{"b":1,"a":["x",2.5,true,null,null]}`, ""},
+		{"n: 0x1F\no: 0o17\nbig: 18446744073709551615\nf: 1e3\n", `{"n":31,"o":15,"big":18446744073709551615,"f":1000}`, ""},
+		{"s: '1'\nd: 2001-12-14\nq: \"a\\\"b\\u2028\"\n", `{"s":"1","d":"2001-12-14","q":"a\"b\u2028"}`, ""},
+		{"base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n", `{"base":{"x":1,"y":2},"other":{"x":1,"y":3}}`, ""},
+		{"a: &a [1]\nb: *a\n", `{"a":[1],"b":[1]}`, ""},
+		{"", `null`, ""},
+		{"a: .inf\n", ``, "yaml value .inf at line 1 is not a JSON number"},
+		{"? [1]\n: 2\n", ``, "yaml mapping key at line 1 is not a scalar"},
+	}
+	for _, tc := range tests {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(tc.in), &doc); err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		b, err := YAMLToJSON(&doc)
+		if diff := cmp.Diff(tc.err, errText(err)); diff != "" {
+			t.Errorf("%q: error (-want +got):\n%s", tc.in, diff)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, string(b)); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+func TestYAMLAliasBomb(t *testing.T) {
+	src := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	prev := "a"
+	for i := 0; i < 9; i++ {
+		name := string(rune('b' + i))
+		src += name + ": &" + name + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n"
+		prev = name
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Skipf("the yaml parser refuses the document itself: %v", err)
+	}
+	start := time.Now()
+	if _, err := YAMLToJSON(&doc); err == nil {
+		t.Fatal("an alias bomb converted without error")
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("refusing the alias bomb took %v", d)
+	}
+}
+
+func TestJSONToYAML(t *testing.T) {
+	in := `{"z":1,"a":[1.5,"s",true,null,{"k":"${{X}}"}]}`
+	doc, err := JSONToYAML([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ResolveEnv(doc, func(string) (string, bool) { return "7", true }); err != nil {
+		t.Fatal(err)
+	}
+	b, err := YAMLToJSON(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(`{"z":1,"a":[1.5,"s",true,null,{"k":7}]}`, string(b)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := JSONToYAML([]byte(`{"a":`)); !errors.Is(err, ErrSyntax) {
+		t.Errorf("bad JSON: %v, want ErrSyntax", err)
+	}
+}

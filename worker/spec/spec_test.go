@@ -1,0 +1,283 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestIDJSON(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    ID
+		out     string
+		wantErr bool
+	}{
+		{`1`, NumID(1), `1`, false},
+		{`"1"`, StringID("1"), `"1"`, false},
+		{`1e2`, NumID(100), `100`, false},
+		{`"a-b_c.d"`, StringID("a-b_c.d"), `"a-b_c.d"`, false},
+		{`0`, ID{}, ``, true},
+		{`1.5`, ID{}, ``, true},
+		{`""`, ID{}, ``, true},
+		{`"a/b"`, ID{}, ``, true},
+		{`null`, ID{}, ``, true},
+	}
+	for _, tc := range tests {
+		var id ID
+		err := json.Unmarshal([]byte(tc.in), &id)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("unmarshal %s: err = %v, want error %v", tc.in, err, tc.wantErr)
+			continue
+		}
+		if tc.wantErr {
+			continue
+		}
+		if id != tc.want {
+			t.Errorf("unmarshal %s = %#v, want %#v", tc.in, id, tc.want)
+		}
+		b, _ := json.Marshal(id)
+		if string(b) != tc.out {
+			t.Errorf("marshal %#v = %s, want %s", id, b, tc.out)
+		}
+	}
+	if NumID(5).String() != StringID("5").String() {
+		t.Error("1 and \"1\" must name the same object")
+	}
+}
+
+func TestNodeAddr(t *testing.T) {
+	tests := []struct {
+		n      Node
+		scheme string
+		want   string
+	}{
+		{Node{Host: "127.0.0.1", Port: 1980}, "http", "127.0.0.1:1980"},
+		{Node{Host: "example.com"}, "http", "example.com:80"},
+		{Node{Host: "example.com"}, "", "example.com:80"},
+		{Node{Host: "example.com"}, "https", "example.com:443"},
+		{Node{Host: "example.com"}, "grpcs", "example.com:443"},
+		{Node{Host: "example.com"}, "grpc", "example.com:80"},
+		{Node{Host: "::1", Port: 8080}, "http", "[::1]:8080"},
+		{Node{Host: "[::1]"}, "https", "[::1]:443"},
+	}
+	for _, tc := range tests {
+		if got := tc.n.Addr(tc.scheme); got != tc.want {
+			t.Errorf("%+v.Addr(%q) = %q, want %q", tc.n, tc.scheme, got, tc.want)
+		}
+	}
+}
+
+func TestNodesJSON(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Nodes
+		out  string
+	}{
+		{`{"a:1":1,"[::1]:80":2,"b":0,"::3":4}`,
+			Nodes{IsMap: true, List: []Node{{Host: "a", Port: 1, Weight: 1}, {Host: "::1", Port: 80, Weight: 2}, {Host: "b"}, {Host: "::3", Weight: 4}}},
+			`{"a:1":1,"[::1]:80":2,"b":0,"[::3]":4}`},
+		{`{"a:1":1,"a:1":5}`, Nodes{IsMap: true, List: []Node{{Host: "a", Port: 1, Weight: 5}}}, `{"a:1":5}`},
+		{`{}`, Nodes{IsMap: true, List: []Node{}}, `{}`},
+		{`[]`, Nodes{List: []Node{}}, `[]`},
+		{`[{"host":"[::1]","port":8080,"weight":1,"priority":2}]`,
+			Nodes{List: []Node{{Host: "::1", Port: 8080, Weight: 1, Priority: 2}}},
+			`[{"host":"::1","port":8080,"weight":1,"priority":2}]`},
+	}
+	for _, tc := range tests {
+		var ns Nodes
+		if err := json.Unmarshal([]byte(tc.in), &ns); err != nil {
+			t.Errorf("unmarshal %s: %v", tc.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, ns); diff != "" {
+			t.Errorf("unmarshal %s (-want +got):\n%s", tc.in, diff)
+		}
+		b, _ := json.Marshal(ns)
+		if string(b) != tc.out {
+			t.Errorf("marshal %s = %s, want %s", tc.in, b, tc.out)
+		}
+	}
+	for _, bad := range []string{`{"a:x":1}`, `{"a:":1}`, `{"a:1:2x]":1}`, `{"a":"1"}`, `[{"host":"a"}]`, `[{"host":"a","weight":1,"x":1}]`, `[1]`, `"a"`, `{"a b":1}`, `{"[::1]x":1}`} {
+		var ns Nodes
+		if err := json.Unmarshal([]byte(bad), &ns); !errors.Is(err, ErrInvalid) {
+			t.Errorf("unmarshal %s: err = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestEffective(t *testing.T) {
+	three, zero := 3, 0
+	idle, size := 5.5, 10
+	tests := []struct {
+		name                          string
+		u                             Upstream
+		retries                       int
+		kaSize                        int
+		kaIdle                        time.Duration
+		kaReq                         int
+		typ, scheme, passHost, hashOn string
+	}{
+		{"defaults, 3 nodes", Upstream{Nodes: Nodes{List: make([]Node, 3)}}, 2, 320, 60 * time.Second, 1000, "roundrobin", "http", "pass", "vars"},
+		{"no nodes", Upstream{}, 0, 320, 60 * time.Second, 1000, "roundrobin", "http", "pass", "vars"},
+		{"explicit", Upstream{Nodes: Nodes{List: make([]Node, 3)}, Retries: &zero, Type: "chash", Scheme: "https", PassHost: "node", HashOn: "header",
+			KeepalivePool: &KeepalivePool{Size: &size, IdleTimeout: &idle, Requests: &three}},
+			0, 10, 5500 * time.Millisecond, 3, "chash", "https", "node", "header"},
+	}
+	for _, tc := range tests {
+		s, i, r := tc.u.EffectiveKeepalive()
+		got := []any{tc.u.EffectiveRetries(), s, i, r, tc.u.EffectiveType(), tc.u.EffectiveScheme(), tc.u.EffectivePassHost(), tc.u.EffectiveHashOn()}
+		want := []any{tc.retries, tc.kaSize, tc.kaIdle, tc.kaReq, tc.typ, tc.scheme, tc.passHost, tc.hashOn}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+
+	prio, off := -2, 0
+	routes := []struct {
+		r       Route
+		enabled bool
+		prio    int
+		uris    []string
+		hosts   []string
+		remotes []string
+	}{
+		{Route{URI: "/a", Host: "h", RemoteAddr: "1.1.1.1"}, true, 0, []string{"/a"}, []string{"h"}, []string{"1.1.1.1"}},
+		{Route{URIs: []string{"/a", "/b"}, Hosts: []string{"x", "y"}, RemoteAddrs: []string{"::1"}, Priority: &prio, Status: &off}, false, -2, []string{"/a", "/b"}, []string{"x", "y"}, []string{"::1"}},
+		{Route{Status: &three}, false, 0, nil, nil, nil},
+	}
+	for i, tc := range routes {
+		got := []any{tc.r.Enabled(), tc.r.EffectivePriority(), tc.r.AllURIs(), tc.r.AllHosts(), tc.r.AllRemoteAddrs()}
+		want := []any{tc.enabled, tc.prio, tc.uris, tc.hosts, tc.remotes}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("route %d (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	u := func(id ID) *Upstream { return &Upstream{ID: id, Nodes: Nodes{List: []Node{}}} }
+	tests := []struct {
+		name string
+		s    Spec
+		want string
+	}{
+		{"ok", Spec{
+			Upstreams: []*Upstream{u(NumID(1)), u(StringID("two"))},
+			Services:  []*Service{{ID: NumID(1), UpstreamID: StringID("1")}},
+			Routes: []*Route{
+				{ID: NumID(1), UpstreamID: NumID(1)},
+				{ID: NumID(2), ServiceID: StringID("1"), PluginConfigID: StringID("pc")},
+				{ID: StringID("3"), UpstreamID: StringID("two")},
+			},
+			PluginConfigs: []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{}}`)},
+			Consumers:     []json.RawMessage{json.RawMessage(`{"username":"jack"}`)},
+			GlobalRules:   []json.RawMessage{json.RawMessage(`{"id":1,"plugins":{}}`)},
+		}, ""},
+		{"missing upstream", Spec{Routes: []*Route{{ID: NumID(1), UpstreamID: NumID(9)}}}, "route 1: upstream_id 9 not found"},
+		{"missing service", Spec{Routes: []*Route{{ID: StringID("r"), ServiceID: NumID(3)}}}, "route r: service_id 3 not found"},
+		{"missing plugin config", Spec{Routes: []*Route{{ID: NumID(1), PluginConfigID: NumID(3)}}}, "route 1: plugin_config_id 3 not found"},
+		{"service upstream", Spec{Services: []*Service{{ID: NumID(2), UpstreamID: NumID(9)}}}, "service 2: upstream_id 9 not found"},
+		{"duplicate route", Spec{Routes: []*Route{{ID: NumID(1)}, {ID: StringID("1")}}}, "route 1: duplicate id"},
+		{"duplicate upstream", Spec{Upstreams: []*Upstream{u(NumID(4)), u(NumID(4))}}, "upstream 4: duplicate id"},
+		{"missing id", Spec{Routes: []*Route{{ID: NumID(1)}, {}}}, "route #1: missing id"},
+		{"duplicate consumer", Spec{Consumers: []json.RawMessage{json.RawMessage(`{"username":"a"}`), json.RawMessage(`{"username":"a"}`)}}, "consumer a: duplicate id"},
+	}
+	for _, tc := range tests {
+		err := tc.s.Check()
+		if diff := cmp.Diff(tc.want, errText(err)); diff != "" {
+			t.Errorf("%s: Check (-want +got):\n%s", tc.name, diff)
+		}
+		if err != nil && !errors.Is(err, ErrReference) {
+			t.Errorf("%s: error does not match ErrReference", tc.name)
+		}
+	}
+}
+
+func TestSetHash(t *testing.T) {
+	mk := func(uri string) *Spec {
+		r, err := DecodeRoute([]byte(`{"id":1,"uri":"` + uri + `","plugins":{"b":{"x":1},"a":{}},` + up + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Spec{Routes: []*Route{r}}
+	}
+	a, b, c := mk("/a"), mk("/a"), mk("/b")
+	if a.SetHash() != b.SetHash() {
+		t.Error("equal specs hash differently")
+	}
+	if a.SetHash() == c.SetHash() {
+		t.Error("different specs hash the same")
+	}
+	if a.Hash == ([32]byte{}) {
+		t.Error("SetHash did not set Hash")
+	}
+}
+
+func TestParseNginxDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{"60s", 60 * time.Second, false},
+		{"60", 60 * time.Second, false},
+		{"500ms", 500 * time.Millisecond, false},
+		{"1m", time.Minute, false},
+		{"1h 30m", 90 * time.Minute, false},
+		{"1h30m", 90 * time.Minute, false},
+		{"2d", 48 * time.Hour, false},
+		{"1w", 7 * 24 * time.Hour, false},
+		{"1M", 30 * 24 * time.Hour, false},
+		{"1y", 365 * 24 * time.Hour, false},
+		{"1m 1s 5ms", time.Minute + time.Second + 5*time.Millisecond, false},
+		{"", 0, true},
+		{"s", 0, true},
+		{"1x", 0, true},
+		{"1s 1m", 0, true},
+		{"1s1s", 0, true},
+		{"1.5s", 0, true},
+		{"-1s", 0, true},
+		{"99999999999999999y", 0, true},
+	}
+	for _, tc := range tests {
+		got, err := ParseNginxDuration(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseNginxDuration(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.bad)
+		}
+		if err != nil && !errors.Is(err, ErrNodeConfig) {
+			t.Errorf("ParseNginxDuration(%q) error does not match ErrNodeConfig", tc.in)
+		}
+	}
+}
+
+func TestParseNginxSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"0", 0, false},
+		{"1024", 1024, false},
+		{"1k", 1 << 10, false},
+		{"8K", 8 << 10, false},
+		{"1m", 1 << 20, false},
+		{"2M", 2 << 20, false},
+		{"1g", 1 << 30, false},
+		{"", 0, true},
+		{"m", 0, true},
+		{"1.5m", 0, true},
+		{"1t", 0, true},
+		{"-1", 0, true},
+		{"99999999999999999999g", 0, true},
+	}
+	for _, tc := range tests {
+		got, err := ParseNginxSize(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseNginxSize(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package spec
+
+import "encoding/json"
+
+// Route is an APISIX v3 route object as stored and as written in apisix.yaml.
+// Field names and JSON keys follow apisix/schema_def.lua `_M.route`.
+// Optional scalar fields are pointers so that "absent" and "zero" differ:
+// the stored object keeps only what the client sent (schema defaults are
+// applied when the worker compiles the Spec, never written back).
+type Route struct {
+	ID              ID                         `json:"id,omitzero"`
+	Name            string                     `json:"name,omitempty"`
+	Desc            string                     `json:"desc,omitempty"`
+	Labels          map[string]string          `json:"labels,omitempty"`
+	URI             string                     `json:"uri,omitempty"`
+	URIs            []string                   `json:"uris,omitempty"`
+	Priority        *int                       `json:"priority,omitempty"`
+	Methods         []string                   `json:"methods,omitempty"`
+	Host            string                     `json:"host,omitempty"`
+	Hosts           []string                   `json:"hosts,omitempty"`
+	RemoteAddr      string                     `json:"remote_addr,omitempty"`
+	RemoteAddrs     []string                   `json:"remote_addrs,omitempty"`
+	Vars            Vars                       `json:"vars,omitempty"`
+	FilterFunc      string                     `json:"filter_func,omitempty"`
+	Plugins         map[string]json.RawMessage `json:"plugins,omitzero"`
+	PluginConfigID  ID                         `json:"plugin_config_id,omitzero"`
+	Upstream        *Upstream                  `json:"upstream,omitempty"`
+	UpstreamID      ID                         `json:"upstream_id,omitzero"`
+	ServiceID       ID                         `json:"service_id,omitzero"`
+	Script          string                     `json:"script,omitempty"`
+	ScriptID        ID                         `json:"script_id,omitzero"`
+	Timeout         *Timeout                   `json:"timeout,omitempty"`
+	EnableWebsocket *bool                      `json:"enable_websocket,omitempty"`
+	Status          *int                       `json:"status,omitempty"`
+	CreateTime      int64                      `json:"create_time,omitempty"`
+	UpdateTime      int64                      `json:"update_time,omitempty"`
+}
+
+// Service is an APISIX v3 service object: defaults a route inherits.
+type Service struct {
+	ID              ID                         `json:"id,omitzero"`
+	Name            string                     `json:"name,omitempty"`
+	Desc            string                     `json:"desc,omitempty"`
+	Labels          map[string]string          `json:"labels,omitempty"`
+	Plugins         map[string]json.RawMessage `json:"plugins,omitzero"`
+	Upstream        *Upstream                  `json:"upstream,omitempty"`
+	UpstreamID      ID                         `json:"upstream_id,omitzero"`
+	Script          string                     `json:"script,omitempty"`
+	EnableWebsocket *bool                      `json:"enable_websocket,omitempty"`
+	Hosts           []string                   `json:"hosts,omitempty"`
+	CreateTime      int64                      `json:"create_time,omitempty"`
+	UpdateTime      int64                      `json:"update_time,omitempty"`
+}
+
+// Upstream is an APISIX v3 upstream object (schema_def.lua upstream_schema).
+type Upstream struct {
+	ID            ID                `json:"id,omitzero"`
+	Name          string            `json:"name,omitempty"`
+	Desc          string            `json:"desc,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Type          string            `json:"type,omitempty"` // roundrobin (default), chash, ewma, least_conn
+	Nodes         Nodes             `json:"nodes,omitzero"`
+	ServiceName   string            `json:"service_name,omitempty"`
+	DiscoveryType string            `json:"discovery_type,omitempty"`
+	DiscoveryArgs json.RawMessage   `json:"discovery_args,omitempty"`
+	HashOn        string            `json:"hash_on,omitempty"`
+	Key           string            `json:"key,omitempty"`
+	Retries       *int              `json:"retries,omitempty"`
+	RetryTimeout  *float64          `json:"retry_timeout,omitempty"`
+	Timeout       *Timeout          `json:"timeout,omitempty"`
+	Scheme        string            `json:"scheme,omitempty"`
+	PassHost      string            `json:"pass_host,omitempty"` // pass (default), node, rewrite
+	UpstreamHost  string            `json:"upstream_host,omitempty"`
+	KeepalivePool *KeepalivePool    `json:"keepalive_pool,omitempty"`
+	Checks        json.RawMessage   `json:"checks,omitempty"`
+	TLS           json.RawMessage   `json:"tls,omitempty"`
+	CreateTime    int64             `json:"create_time,omitempty"`
+	UpdateTime    int64             `json:"update_time,omitempty"`
+}
+
+// Node is one upstream server. Nodes may be written as a map
+// {"host:port": weight} or as an array of objects; both decode to []Node.
+type Node struct {
+	Host     string          `json:"host"`
+	Port     int             `json:"port,omitempty"` // 0: the scheme's default (80/443)
+	Weight   int             `json:"weight"`
+	Priority int             `json:"priority,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Nodes keeps the written form (map or array) so that it is stored back as
+// sent; List gives the normalised nodes, in written order (an IPv6 host
+// without brackets, Port 0 when none was written). A nil List means no
+// nodes were written; an empty one, an empty map or array.
+type Nodes struct {
+	List  []Node
+	IsMap bool
+}
+
+// Timeout is APISIX's {connect, send, read} in seconds (fractions allowed).
+type Timeout struct {
+	Connect float64 `json:"connect"`
+	Send    float64 `json:"send"`
+	Read    float64 `json:"read"`
+}
+
+// KeepalivePool is the upstream keep-alive pool setting. Defaults: size 320,
+// idle_timeout 60 s, requests 1000.
+type KeepalivePool struct {
+	Size        *int     `json:"size,omitempty"`
+	IdleTimeout *float64 `json:"idle_timeout,omitempty"`
+	Requests    *int     `json:"requests,omitempty"`
+}
+
+// Vars is a lua-resty-expr list: [[var, op, val], ...] or with a leading
+// "!" negation: [var, "!", op, val]. Val is kept raw (string, number, array).
+type Vars []VarExpr
+
+// VarExpr is one [var, op, val] condition.
+type VarExpr struct {
+	Var    string
+	Not    bool
+	Op     string // ==, ~=, >, <, >=, <=, ~~, ~*, in, has, ipmatch
+	Value  json.RawMessage
+	Source json.RawMessage // the expression as written, stored back unchanged
+}
+
+// ID is an object id: APISIX accepts a string (1-64 chars of [a-zA-Z0-9-_.])
+// or an integer ≥ 1; the written JSON form is kept (Num) and String gives the
+// canonical text used for keys and references.
+type ID struct {
+	Str string
+	Num bool // written as a JSON number
+}
+
+// Spec is the whole validated configuration a worker compiles: every
+// resource keyed by its id. It is plain data, safe to share read-only.
+type Spec struct {
+	Routes    []*Route
+	Services  []*Service
+	Upstreams []*Upstream
+
+	// Consumers, PluginConfigs and GlobalRules are kept as the JSON objects
+	// written (compact); each is an object, checked only for its identity
+	// fields (consumers: username; plugin configs and global rules: id and
+	// plugins). The plugin layer decodes them.
+	Consumers     []json.RawMessage
+	PluginConfigs []json.RawMessage
+	GlobalRules   []json.RawMessage
+
+	// Hash is the SHA-256 of the canonical JSON of everything above, as set
+	// by SetHash; equal hashes mean equal configurations, so a reload that
+	// changes nothing can be skipped. The zero value means "not computed".
+	Hash [32]byte
+}
