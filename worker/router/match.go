@@ -1,0 +1,176 @@
+package router
+
+import "net/netip"
+
+// maxHost is the longest Host header, port included, that host-bound routes
+// are matched against; a longer one matches only "*" hosts (and host-less
+// routes). DNS names are at most 253 bytes.
+const maxHost = 300
+
+// Request is what Match looks at. The caller owns it and its slices; Match
+// reads them only during the call and keeps nothing.
+type Request struct {
+	Method     Method     // from ParseMethod
+	Path       []byte     // decoded, normalised path without query ($uri)
+	Host       []byte     // Host header as sent, may include ":port"
+	RemoteAddr netip.Addr // client address; v4-mapped addresses are fine
+	Vars       VarSource  // for vars conditions; may be nil if no route has vars
+}
+
+// hostView holds the request host lower-cased in a buffer on Match's stack.
+type hostView struct {
+	host []byte // without port, without one trailing '.' ($host)
+	full []byte // the whole Host header ($http_host)
+}
+
+// Match returns the Index of the route req matches, or ok=false. It does not
+// allocate and is safe for concurrent use.
+func (r *Router) Match(req *Request) (index int, ok bool) {
+	if r.hasHost || r.needURI {
+		return r.matchHost(req)
+	}
+	return r.noHost.match(req, nil)
+}
+
+func (r *Router) matchHost(req *Request) (int, bool) {
+	var buf [maxHost]byte
+	var hv hostView
+	if h := req.Host; len(h) <= len(buf) {
+		full := buf[:len(h)]
+		end := len(h)
+		for i, c := range h {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			full[i] = c
+			if c == ':' && end == len(h) && (h[0] != '[' || i > 0 && h[i-1] == ']') {
+				end = i
+			}
+		}
+		host := full[:end]
+		if len(host) > 0 && host[len(host)-1] == '.' {
+			host = host[:len(host)-1]
+		}
+		hv = hostView{host: host, full: full}
+	}
+	if r.mode == URI {
+		return r.noHost.match(req, &hv)
+	}
+	if r.hasPort && hv.full != nil {
+		if t := r.portExact[string(hv.full)]; t != nil {
+			if i, ok := t.match(req, nil); ok {
+				return i, true
+			}
+		}
+	}
+	if t := r.hostExact[string(hv.host)]; t != nil && hv.full != nil {
+		if i, ok := t.match(req, nil); ok {
+			return i, true
+		}
+	}
+	if r.hasPort {
+		for n := r.portWild.longestRev(hv.full); n >= 0; n = r.portWild.nodes[n].up {
+			if i, ok := r.wild[r.portWild.nodes[n].val].match(req, nil); ok {
+				return i, true
+			}
+		}
+	}
+	for n := r.hostWild.longestRev(hv.host); n >= 0; n = r.hostWild.nodes[n].up {
+		if i, ok := r.wild[r.hostWild.nodes[n].val].match(req, nil); ok {
+			return i, true
+		}
+	}
+	return r.noHost.match(req, nil)
+}
+
+// match runs one table: the exact path's candidates, then each matching
+// prefix's, longest first.
+func (t *table) match(req *Request, hv *hostView) (int, bool) {
+	if t.empty {
+		return 0, false
+	}
+	if cs := t.exact[string(req.Path)]; cs != nil {
+		if i, ok := firstOK(cs, req, hv); ok {
+			return i, true
+		}
+	}
+	if t.segs != nil {
+		if n := firstSeg(req.Path); n >= 0 {
+			if s, ok := t.segs[string(req.Path[:n])]; ok {
+				sub := &t.subs[s]
+				for k := sub.longest(req.Path[n:]); k >= 0; k = sub.nodes[k].up {
+					if i, ok := firstOK(t.prefix[sub.nodes[k].val], req, hv); ok {
+						return i, true
+					}
+				}
+			}
+		}
+	}
+	nodes := t.tree.nodes
+	for n := t.tree.longest(req.Path); n >= 0; n = nodes[n].up {
+		if i, ok := firstOK(t.prefix[nodes[n].val], req, hv); ok {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func firstOK(cs []cand, req *Request, hv *hostView) (int, bool) {
+	for i := range cs {
+		c := &cs[i]
+		if c.methods != 0 && c.methods&req.Method == 0 {
+			continue
+		}
+		if c.x == nil || c.x.ok(req, hv) {
+			return c.index, true
+		}
+	}
+	return 0, false
+}
+
+func (x *extra) ok(req *Request, hv *hostView) bool {
+	if x.never {
+		return false
+	}
+	if len(x.remote) > 0 {
+		if !req.RemoteAddr.IsValid() || !addrIn(x.remote, req.RemoteAddr.Unmap()) {
+			return false
+		}
+	}
+	if len(x.hosts) > 0 && !hostOK(x.hosts, hv) {
+		return false
+	}
+	if x.vars != nil && !x.vars.Eval(req) {
+		return false
+	}
+	if x.tail != nil && !x.tail.Match(req.Path) {
+		return false
+	}
+	return true
+}
+
+func hostOK(pats []hostPat, hv *hostView) bool {
+	if hv.full == nil {
+		// Host header too long to hold: only an empty wildcard ("*") matches.
+		for _, p := range pats {
+			if p.wild && p.s == "" {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range pats {
+		s := hv.host
+		if p.port {
+			s = hv.full
+		}
+		if p.wild {
+			if len(s) >= len(p.s) && string(s[len(s)-len(p.s):]) == p.s {
+				return true
+			}
+		} else if string(s) == p.s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,367 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"coregate/worker/spec"
+)
+
+// VarKind says which request value a Var names.
+type VarKind uint8
+
+// The kinds of request variables. Names follow nginx and APISIX.
+const (
+	VarOther         VarKind = iota // any other variable; Var.Name is its full name
+	VarURI                          // $uri: the decoded, normalised path
+	VarHost                         // $host: lower-case host without port
+	VarRemoteAddr                   // $remote_addr
+	VarRequestMethod                // $request_method
+	VarRequestURI                   // $request_uri: path and query as sent
+	VarQueryString                  // $query_string or $args
+	VarScheme                       // $scheme
+	VarServerPort                   // $server_port
+	VarArg                          // arg_NAME: first value of query argument NAME
+	VarHTTP                         // http_NAME: request header; Name is the header name, lower case, '_' as '-'
+	VarCookie                       // cookie_NAME: cookie NAME
+)
+
+// Var names one request variable.
+type Var struct {
+	Kind VarKind
+	Name string // argument, header or cookie name; the full name for VarOther; empty otherwise
+}
+
+// ParseVar maps an APISIX variable name ("uri", "arg_id", "http_x_user",
+// "cookie_sid", ...) to a Var. "http_X_Foo" names the header "x-foo".
+func ParseVar(name string) Var {
+	switch name {
+	case "uri":
+		return Var{Kind: VarURI}
+	case "host":
+		return Var{Kind: VarHost}
+	case "remote_addr":
+		return Var{Kind: VarRemoteAddr}
+	case "request_method":
+		return Var{Kind: VarRequestMethod}
+	case "request_uri":
+		return Var{Kind: VarRequestURI}
+	case "query_string", "args":
+		return Var{Kind: VarQueryString}
+	case "scheme":
+		return Var{Kind: VarScheme}
+	case "server_port":
+		return Var{Kind: VarServerPort}
+	}
+	switch {
+	case strings.HasPrefix(name, "arg_") && len(name) > 4:
+		return Var{Kind: VarArg, Name: name[4:]}
+	case strings.HasPrefix(name, "http_") && len(name) > 5:
+		return Var{Kind: VarHTTP, Name: strings.ReplaceAll(strings.ToLower(name[5:]), "_", "-")}
+	case strings.HasPrefix(name, "cookie_") && len(name) > 7:
+		return Var{Kind: VarCookie, Name: name[7:]}
+	}
+	return Var{Kind: VarOther, Name: name}
+}
+
+// VarSource gives the value of a request variable. The worker implements it
+// over its parsed request. Lookup reports ok=false when the variable is not
+// set (a missing header, argument or cookie). The returned slice need only
+// stay valid until the Match or Eval call that asked for it returns; it is
+// not modified. Lookup must not allocate if Match is to stay allocation-free.
+type VarSource interface {
+	Lookup(v *Var) (val []byte, ok bool)
+}
+
+// Expr is a compiled lua-resty-expr condition list: every condition must
+// hold. The zero Expr holds for every request. An Expr is immutable and safe
+// for concurrent use.
+type Expr struct {
+	conds []cond
+}
+
+type opKind uint8
+
+const (
+	opEq opKind = iota
+	opNe
+	opGt
+	opGe
+	opLt
+	opLe
+	opRe  // ~~ and ~* (case-insensitive flag compiled into re)
+	opIn  // in
+	opHas // has: true only for table values, which variables never are
+	opIP  // ipmatch
+)
+
+var opNames = map[string]opKind{
+	"==": opEq, "~=": opNe, ">": opGt, ">=": opGe, "<": opLt, "<=": opLe,
+	"~~": opRe, "~*": opRe, "in": opIn, "has": opHas, "ipmatch": opIP,
+}
+
+// valKind is the JSON type of a condition's right-hand value; lua-resty-expr
+// compares by Lua type, so "18" (string) never equals 18 (number).
+type valKind uint8
+
+const (
+	valNull valKind = iota // JSON null or absent
+	valStr
+	valNum
+	valOther // bool, object, array (outside "in")
+)
+
+type cond struct {
+	v     Var
+	not   bool
+	op    opKind
+	kind  valKind
+	str   string
+	num   float64
+	numOK bool // num holds tonumber(value) for the ordering operators
+	list  []string
+	re    *regexp.Regexp
+	nets  []netip.Prefix
+}
+
+// CompileVars compiles route vars. Operators: == ~= > >= < <= (numeric when
+// the value is a number, as lua-resty-expr does), ~~ (RE2 regular
+// expression, unanchored), ~* (the same, case-insensitive), in, has,
+// ipmatch; Not negates a condition. The two-item form [var, value] means
+// [var, "==", value]. Regular expressions and CIDRs are compiled here, once.
+// Errors wrap ErrVars, ErrOperator, ErrRegexp or ErrIPPattern.
+func CompileVars(vs spec.Vars) (Expr, error) {
+	if len(vs) == 0 {
+		return Expr{}, nil
+	}
+	conds := make([]cond, 0, len(vs))
+	for i := range vs {
+		c, err := compileCond(&vs[i])
+		if err != nil {
+			return Expr{}, fmt.Errorf("vars[%d]: %w", i, err)
+		}
+		conds = append(conds, c)
+	}
+	return Expr{conds: conds}, nil
+}
+
+func compileCond(e *spec.VarExpr) (cond, error) {
+	if e.Var == "" {
+		return cond{}, fmt.Errorf("%w: missing variable", ErrVars)
+	}
+	opName := strings.ToLower(e.Op)
+	raw := bytes.TrimSpace(e.Value)
+	op, known := opNames[opName]
+	if !known {
+		if len(raw) != 0 || e.Op == "" {
+			return cond{}, fmt.Errorf("%w: %q", ErrOperator, e.Op)
+		}
+		// [var, value]: kept for compatibility, means [var, "==", value].
+		return cond{v: ParseVar(e.Var), not: e.Not, op: opEq, kind: valStr, str: e.Op}, nil
+	}
+	c := cond{v: ParseVar(e.Var), not: e.Not, op: op}
+	var val any
+	if len(raw) != 0 {
+		if err := json.Unmarshal(raw, &val); err != nil {
+			return cond{}, fmt.Errorf("%w: value: %v", ErrVars, err)
+		}
+	}
+	switch x := val.(type) {
+	case nil:
+		c.kind = valNull
+	case string:
+		c.kind, c.str = valStr, x
+	case float64:
+		c.kind, c.num = valNum, x
+	default:
+		c.kind = valOther
+	}
+	switch op {
+	case opGt, opGe, opLt, opLe:
+		switch c.kind {
+		case valNum:
+			c.numOK = true
+		case valStr:
+			c.num, c.numOK = luaNumber([]byte(c.str))
+		}
+	case opRe:
+		if c.kind != valStr {
+			return cond{}, fmt.Errorf("%w: %s needs a string pattern", ErrRegexp, opName)
+		}
+		pat := c.str
+		if opName == "~*" {
+			pat = "(?i)" + pat
+		}
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			return cond{}, fmt.Errorf("%w: %v", ErrRegexp, err)
+		}
+		c.re = re
+	case opIn:
+		if arr, ok := val.([]any); ok {
+			for _, a := range arr {
+				if s, ok := a.(string); ok {
+					c.list = append(c.list, s)
+				}
+			}
+		}
+	case opIP:
+		var pats []string
+		switch x := val.(type) {
+		case string:
+			pats = []string{x}
+		case []any:
+			for _, a := range x {
+				s, ok := a.(string)
+				if !ok {
+					return cond{}, fmt.Errorf("%w: %v", ErrIPPattern, a)
+				}
+				pats = append(pats, s)
+			}
+		default:
+			return cond{}, fmt.Errorf("%w: ipmatch needs a string or an array", ErrIPPattern)
+		}
+		for _, s := range pats {
+			p, err := parsePrefix(s)
+			if err != nil {
+				return cond{}, err
+			}
+			c.nets = append(c.nets, p)
+		}
+	}
+	return c, nil
+}
+
+// parsePrefix parses an IP address or a CIDR; a v4-mapped IPv6 prefix
+// becomes the IPv4 prefix it covers.
+func parsePrefix(s string) (netip.Prefix, error) {
+	var p netip.Prefix
+	if strings.IndexByte(s, '/') >= 0 {
+		var err error
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return p, fmt.Errorf("%w: %q", ErrIPPattern, s)
+		}
+	} else {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return p, fmt.Errorf("%w: %q", ErrIPPattern, s)
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	return normPrefix(p), nil
+}
+
+// Len returns the number of conditions.
+func (e *Expr) Len() int { return len(e.conds) }
+
+// Eval reports whether every condition holds for req. Variables are read
+// through req.Vars, except uri, which is req.Path, and remote_addr under
+// ipmatch, which is req.RemoteAddr when that is valid. It does not allocate
+// when req.Vars does not, and is safe for concurrent use.
+func (e *Expr) Eval(req *Request) bool {
+	for i := range e.conds {
+		c := &e.conds[i]
+		if c.eval(req) == c.not {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *cond) lookup(req *Request) ([]byte, bool) {
+	if c.v.Kind == VarURI {
+		return req.Path, true
+	}
+	if req.Vars == nil {
+		return nil, false
+	}
+	return req.Vars.Lookup(&c.v)
+}
+
+func (c *cond) eval(req *Request) bool {
+	if c.op == opIP && c.v.Kind == VarRemoteAddr && req.RemoteAddr.IsValid() {
+		return addrIn(c.nets, req.RemoteAddr.Unmap())
+	}
+	l, ok := c.lookup(req)
+	switch c.op {
+	case opEq:
+		switch c.kind {
+		case valNull:
+			return !ok
+		case valStr:
+			return ok && string(l) == c.str
+		case valNum:
+			n, isNum := luaNumberOK(l, ok)
+			return isNum && n == c.num
+		}
+		return false
+	case opNe:
+		switch c.kind {
+		case valNull:
+			return ok
+		case valStr:
+			return !ok || string(l) != c.str
+		case valNum:
+			n, isNum := luaNumberOK(l, ok)
+			return !isNum || n != c.num
+		}
+		return true
+	case opGt, opGe, opLt, opLe:
+		if !c.numOK {
+			return false
+		}
+		n, isNum := luaNumberOK(l, ok)
+		if !isNum {
+			return false
+		}
+		switch c.op {
+		case opGt:
+			return n > c.num
+		case opGe:
+			return n >= c.num
+		case opLt:
+			return n < c.num
+		}
+		return n <= c.num
+	case opRe:
+		return ok && c.re.Match(l)
+	case opIn:
+		if !ok {
+			return false
+		}
+		for _, s := range c.list {
+			if string(l) == s {
+				return true
+			}
+		}
+		return false
+	case opIP:
+		if !ok {
+			return false
+		}
+		a, valid := parseIP(l)
+		return valid && addrIn(c.nets, a)
+	}
+	return false // opHas: variables are never tables
+}
+
+func luaNumberOK(b []byte, ok bool) (float64, bool) {
+	if !ok {
+		return 0, false
+	}
+	return luaNumber(b)
+}
+
+// addrIn reports whether a (already unmapped) lies in one of nets.
+func addrIn(nets []netip.Prefix, a netip.Addr) bool {
+	for _, p := range nets {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

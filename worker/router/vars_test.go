@@ -1,0 +1,160 @@
+package router
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+
+	"coregate/worker/spec"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseVar(t *testing.T) {
+	names := []string{"uri", "host", "remote_addr", "request_method", "request_uri",
+		"query_string", "args", "scheme", "server_port", "arg_id", "http_X_Real_IP",
+		"http_user_agent", "cookie_sid", "arg_", "upstream_addr"}
+	var got []Var
+	for _, n := range names {
+		got = append(got, ParseVar(n))
+	}
+	want := []Var{
+		{Kind: VarURI}, {Kind: VarHost}, {Kind: VarRemoteAddr}, {Kind: VarRequestMethod},
+		{Kind: VarRequestURI}, {Kind: VarQueryString}, {Kind: VarQueryString}, {Kind: VarScheme},
+		{Kind: VarServerPort}, {Kind: VarArg, Name: "id"}, {Kind: VarHTTP, Name: "x-real-ip"},
+		{Kind: VarHTTP, Name: "user-agent"}, {Kind: VarCookie, Name: "sid"},
+		{Kind: VarOther, Name: "arg_"}, {Kind: VarOther, Name: "upstream_addr"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseVar (-want +got):\n%s", diff)
+	}
+}
+
+func TestExprEval(t *testing.T) {
+	tests := []struct {
+		vars string
+		vals map[string]string
+		addr string
+		want bool
+	}{
+		// == and ~= on strings, numbers and null.
+		{`[["arg_a","==","x"]]`, map[string]string{"arg_a": "x"}, "", true},
+		{`[["arg_a","==","x"]]`, map[string]string{"arg_a": "X"}, "", false},
+		{`[["arg_a","==","x"]]`, nil, "", false},
+		{`[["arg_a","==",10]]`, map[string]string{"arg_a": "10.0"}, "", true},
+		{`[["arg_a","==",10]]`, map[string]string{"arg_a": " 0xA "}, "", true},
+		{`[["arg_a","==",10]]`, map[string]string{"arg_a": "ten"}, "", false},
+		{`[["arg_a","==",null]]`, nil, "", true},
+		{`[["arg_a","==",null]]`, map[string]string{"arg_a": ""}, "", false},
+		{`[["arg_a","==",true]]`, map[string]string{"arg_a": "true"}, "", false},
+		{`[["arg_a","~=","x"]]`, nil, "", true},
+		{`[["arg_a","~=","x"]]`, map[string]string{"arg_a": "x"}, "", false},
+		{`[["arg_a","~=",5]]`, map[string]string{"arg_a": "abc"}, "", true},
+		{`[["arg_a","~=",5]]`, map[string]string{"arg_a": "5"}, "", false},
+		{`[["arg_a","~=",null]]`, map[string]string{"arg_a": "5"}, "", true},
+		{`[["arg_a","~=",null]]`, nil, "", false},
+		// Ordering is numeric on both sides.
+		{`[["arg_a",">",9]]`, map[string]string{"arg_a": "10"}, "", true},
+		{`[["arg_a",">","9"]]`, map[string]string{"arg_a": "10"}, "", true},
+		{`[["arg_a",">",9]]`, map[string]string{"arg_a": "9"}, "", false},
+		{`[["arg_a",">=",9]]`, map[string]string{"arg_a": "9"}, "", true},
+		{`[["arg_a","<",9]]`, map[string]string{"arg_a": "-1e2"}, "", true},
+		{`[["arg_a","<=",9]]`, map[string]string{"arg_a": "9.5"}, "", false},
+		{`[["arg_a",">",9]]`, map[string]string{"arg_a": "x"}, "", false},
+		{`[["arg_a",">",9]]`, nil, "", false},
+		{`[["arg_a",">","nine"]]`, map[string]string{"arg_a": "10"}, "", false},
+		{`[["arg_a","!",">",9]]`, nil, "", true},
+		// Regular expressions are unanchored.
+		{`[["http_user_agent","~~","droid"]]`, map[string]string{"http_user_agent": "android 14"}, "", true},
+		{`[["http_user_agent","~~","^droid"]]`, map[string]string{"http_user_agent": "android"}, "", false},
+		{`[["http_user_agent","~~","Android"]]`, map[string]string{"http_user_agent": "android"}, "", false},
+		{`[["http_user_agent","~*","ANDROID"]]`, map[string]string{"http_user_agent": "android"}, "", true},
+		{`[["http_user_agent","~~","x"]]`, nil, "", false},
+		{`[["http_user_agent","!","~~","x"]]`, nil, "", true},
+		// in compares with the string items only, as Lua does.
+		{`[["arg_a","in",["a","b"]]]`, map[string]string{"arg_a": "b"}, "", true},
+		{`[["arg_a","in",["a","b"]]]`, map[string]string{"arg_a": "c"}, "", false},
+		{`[["arg_a","in",[1,2]]]`, map[string]string{"arg_a": "1"}, "", false},
+		{`[["arg_a","!","in",["a"]]]`, nil, "", true},
+		{`[["arg_a","has","a"]]`, map[string]string{"arg_a": "a"}, "", false},
+		{`[["arg_a","!","has","a"]]`, map[string]string{"arg_a": "a"}, "", true},
+		// ipmatch on remote_addr uses the request address; on others parses the value.
+		{`[["remote_addr","ipmatch",["10.0.0.0/8","::1"]]]`, nil, "10.2.3.4", true},
+		{`[["remote_addr","ipmatch",["10.0.0.0/8","::1"]]]`, nil, "::1", true},
+		{`[["remote_addr","ipmatch","10.0.0.0/8"]]`, nil, "::ffff:10.0.0.1", true},
+		{`[["remote_addr","ipmatch","10.0.0.0/8"]]`, nil, "11.0.0.1", false},
+		{`[["http_x_real_ip","ipmatch","10.0.0.0/8"]]`, map[string]string{"http_x_real_ip": "10.0.0.9"}, "", true},
+		{`[["http_x_real_ip","ipmatch","2001:db8::/32"]]`, map[string]string{"http_x_real_ip": "[2001:db8::1]"}, "", true},
+		{`[["http_x_real_ip","ipmatch","10.0.0.0/8"]]`, map[string]string{"http_x_real_ip": "junk"}, "", false},
+		{`[["http_x_real_ip","!","ipmatch","10.0.0.0/8"]]`, map[string]string{"http_x_real_ip": "1.1.1.1"}, "", true},
+		// uri is the request path; several conditions must all hold.
+		{`[["uri","==","/p"],["arg_a","==","1"]]`, map[string]string{"arg_a": "1"}, "", true},
+		{`[["uri","==","/q"],["arg_a","==","1"]]`, map[string]string{"arg_a": "1"}, "", false},
+		// Two-item form and upper-case operators.
+		{`[["arg_a","x"]]`, map[string]string{"arg_a": "x"}, "", true},
+		{`[["arg_a","IN",["x"]]]`, map[string]string{"arg_a": "x"}, "", true},
+		{`[]`, nil, "", true},
+	}
+	for _, tc := range tests {
+		e := vars(t, tc.vars)
+		p := probe{path: "/p", vars: tc.vals, addr: tc.addr}
+		if tc.vals == nil {
+			p.vars = map[string]string{}
+		}
+		if got := e.Eval(p.request(t)); got != tc.want {
+			t.Errorf("%s with %v addr %q = %v, want %v", tc.vars, tc.vals, tc.addr, got, tc.want)
+		}
+	}
+}
+
+func TestExprNilSource(t *testing.T) {
+	e := vars(t, `[["arg_a","==",null],["uri","==","/"]]`)
+	if !e.Eval(&Request{Path: []byte("/")}) {
+		t.Error("missing VarSource should read as unset variables")
+	}
+	var zero Expr
+	if !zero.Eval(&Request{}) {
+		t.Error("zero Expr must hold")
+	}
+}
+
+func TestCompileVarsErrors(t *testing.T) {
+	tests := []struct {
+		vars spec.Vars
+		want error
+	}{
+		{spec.Vars{{Var: "", Op: "==", Value: []byte(`"x"`)}}, ErrVars},
+		{spec.Vars{{Var: "a", Op: "=~", Value: []byte(`"x"`)}}, ErrOperator},
+		{spec.Vars{{Var: "a", Op: ""}}, ErrOperator},
+		{spec.Vars{{Var: "a", Op: "==", Value: []byte(`{bad`)}}, ErrVars},
+		{spec.Vars{{Var: "a", Op: "~~", Value: []byte(`"(unclosed"`)}}, ErrRegexp},
+		{spec.Vars{{Var: "a", Op: "~~", Value: []byte(`5`)}}, ErrRegexp},
+		{spec.Vars{{Var: "a", Op: "ipmatch", Value: []byte(`"10.0.0.0/33"`)}}, ErrIPPattern},
+		{spec.Vars{{Var: "a", Op: "ipmatch", Value: []byte(`["1.2.3.4", 5]`)}}, ErrIPPattern},
+		{spec.Vars{{Var: "a", Op: "ipmatch", Value: []byte(`5`)}}, ErrIPPattern},
+	}
+	for _, tc := range tests {
+		if _, err := CompileVars(tc.vars); !errors.Is(err, tc.want) {
+			t.Errorf("CompileVars(%+v) error = %v, want %v", tc.vars, err, tc.want)
+		}
+	}
+}
+
+func TestParsePrefix(t *testing.T) {
+	in := []string{"10.0.0.1", "10.1.2.3/8", "::1", "::ffff:10.0.0.0/104", "::ffff:0:0/64", "fe80::/10"}
+	var got []netip.Prefix
+	for _, s := range in {
+		p, err := parsePrefix(s)
+		if err != nil {
+			t.Fatalf("parsePrefix(%s): %v", s, err)
+		}
+		got = append(got, p)
+	}
+	want := []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.1/32"), netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("::/64"), netip.MustParsePrefix("fe80::/10"),
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("parsePrefix (-want +got):\n%s", diff)
+	}
+}
