@@ -1,0 +1,301 @@
+package httpparse
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// feed parses in with one parser, offering first the prefixes of in that end
+// at each of cuts (ascending), each in a fresh buffer that is overwritten
+// after the call, and then all of in. It returns the first result that is not
+// ErrNeedMore. parse is RequestParser.Parse or ResponseParser.Parse bound to
+// a message.
+func feed(t *testing.T, in string, cuts []int, parse func([]byte) error) error {
+	t.Helper()
+	for _, k := range cuts {
+		buf := []byte(in[:k])
+		err := parse(buf)
+		if err != ErrNeedMore {
+			return err
+		}
+		for i := range buf {
+			buf[i] = 'X' // the parser must not rely on earlier buffers
+		}
+	}
+	return parse([]byte(in))
+}
+
+// sameError reports whether two parse results agree: both nil, or both
+// errors of the same kind.
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	for _, k := range []error{ErrNeedMore, ErrMalformed, ErrURITooLong, ErrHeadersTooLarge, ErrVersion} {
+		if errors.Is(a, k) {
+			return errors.Is(b, k)
+		}
+	}
+	return false
+}
+
+// requestSplits checks that in parses the same whole, split in two at every
+// offset, and fed a byte at a time.
+func requestSplits(t *testing.T, in string, lim Limits) {
+	t.Helper()
+	var whole Request
+	p := RequestParser{Limits: lim}
+	wantErr := p.Parse([]byte(in), &whole)
+	check := func(what string, cuts []int) {
+		t.Helper()
+		var r Request
+		p := RequestParser{Limits: lim}
+		err := feed(t, in, cuts, func(b []byte) error { return p.Parse(b, &r) })
+		if !sameError(err, wantErr) {
+			t.Fatalf("%s: Parse = %v, whole input gives %v", what, err, wantErr)
+		}
+		if err == nil {
+			if diff := cmp.Diff(&whole, &r); diff != "" {
+				t.Fatalf("%s: mismatch (-whole +split):\n%s", what, diff)
+			}
+		}
+	}
+	for k := 0; k <= len(in); k++ {
+		check("split at "+strconv.Itoa(k), []int{k})
+	}
+	all := make([]int, len(in))
+	for k := range all {
+		all[k] = k
+	}
+	check("byte at a time", all)
+}
+
+func responseSplits(t *testing.T, in string, lim Limits) {
+	t.Helper()
+	var whole Response
+	p := ResponseParser{Limits: lim}
+	wantErr := p.Parse([]byte(in), &whole)
+	check := func(what string, cuts []int) {
+		t.Helper()
+		var r Response
+		p := ResponseParser{Limits: lim}
+		err := feed(t, in, cuts, func(b []byte) error { return p.Parse(b, &r) })
+		if !sameError(err, wantErr) {
+			t.Fatalf("%s: Parse = %v, whole input gives %v", what, err, wantErr)
+		}
+		if err == nil {
+			if diff := cmp.Diff(&whole, &r); diff != "" {
+				t.Fatalf("%s: mismatch (-whole +split):\n%s", what, diff)
+			}
+		}
+	}
+	for k := 0; k <= len(in); k++ {
+		check("split at "+strconv.Itoa(k), []int{k})
+	}
+	all := make([]int, len(in))
+	for k := range all {
+		all[k] = k
+	}
+	check("byte at a time", all)
+}
+
+func TestRequestSplits(t *testing.T) {
+	for _, tt := range validRequests {
+		t.Run(tt.name, func(t *testing.T) { requestSplits(t, tt.in, Limits{}) })
+	}
+	for _, tt := range rejectedRequests {
+		t.Run(tt.name, func(t *testing.T) { requestSplits(t, tt.in, Limits{}) })
+	}
+}
+
+func TestResponseSplits(t *testing.T) {
+	for _, tt := range validResponses {
+		t.Run(tt.name, func(t *testing.T) { responseSplits(t, tt.in, Limits{}) })
+	}
+	for _, tt := range rejectedResponses {
+		t.Run(tt.name, func(t *testing.T) { responseSplits(t, tt.in, Limits{}) })
+	}
+}
+
+func TestRequestLimits(t *testing.T) {
+	lim := Limits{MaxRequestLine: 32, MaxHeaderBytes: 128, MaxHeaders: 3}
+	const fieldHead = "GET / HTTP/1.1\r\nHost: h\r\nA: "
+	line := func(n int) string { // a request line of n bytes without CRLF
+		return "GET /" + strings.Repeat("a", n-len("GET / HTTP/1.1")) + " HTTP/1.1"
+	}
+	tests := []struct {
+		name string
+		in   string
+		want error // nil, ErrNeedMore or a kind
+	}{
+		{"request line at limit", line(32) + "\r\nHost: h\r\n\r\n", nil},
+		{"request line over limit", line(33) + "\r\nHost: h\r\n\r\n", ErrURITooLong},
+		{"request line over limit before crlf", line(40), ErrURITooLong},
+		{"long partial target", "GET /" + strings.Repeat("a", 40), ErrURITooLong},
+		{"partial request line within limit", "GET /" + strings.Repeat("a", 20), ErrNeedMore},
+		{"empty lines count", strings.Repeat("\r\n", 4) + line(25) + "\r\nHost: h\r\n\r\n", ErrURITooLong},
+		{"empty lines within limit", strings.Repeat("\r\n", 3) + line(26) + "\r\nHost: h\r\n\r\n", nil},
+		{"only empty lines", strings.Repeat("\r\n", 20), ErrURITooLong},
+		{"fields at limit", "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\n\r\n", nil},
+		{"fields over limit", "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", ErrHeadersTooLarge},
+		{"fields over limit before end", "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nC", ErrHeadersTooLarge},
+		{"fields at limit before end", "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\n", ErrNeedMore},
+		{"head at limit", fieldHead + strings.Repeat("v", 128-len(fieldHead)-4) + "\r\n\r\n", nil},
+		{"head over limit", fieldHead + strings.Repeat("v", 128-len(fieldHead)-3) + "\r\n\r\n", ErrHeadersTooLarge},
+		{"head over limit before end", "GET / HTTP/1.1\r\nHost: h\r\nA: " + strings.Repeat("v", 200), ErrHeadersTooLarge},
+		{"head at limit before end", fieldHead + strings.Repeat("v", 128-len(fieldHead)-4) + "\r\n\r", ErrNeedMore},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := RequestParser{Limits: lim}
+			var r Request
+			err := p.Parse([]byte(tt.in), &r)
+			if !sameError(err, tt.want) {
+				t.Fatalf("Parse = %v, want %v", err, tt.want)
+			}
+			if err == nil && r.HeadLen != len(tt.in) {
+				t.Errorf("HeadLen = %d, want %d", r.HeadLen, len(tt.in))
+			}
+			if tt.want != ErrNeedMore {
+				requestSplits(t, tt.in, lim)
+			}
+		})
+	}
+}
+
+func TestResponseLimits(t *testing.T) {
+	lim := Limits{MaxRequestLine: 8, MaxHeaderBytes: 64, MaxHeaders: 2}
+	tests := []struct {
+		name string
+		in   string
+		want error
+	}{
+		{"request line limit does not apply", "HTTP/1.1 200 " + strings.Repeat("r", 30) + "\r\n\r\n", nil},
+		{"fields at limit", "HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\n\r\n", nil},
+		{"fields over limit", "HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", ErrHeadersTooLarge},
+		{"head at limit", "HTTP/1.1 200 OK\r\nA: " + strings.Repeat("v", 64-24) + "\r\n\r\n", nil},
+		{"head over limit", "HTTP/1.1 200 OK\r\nA: " + strings.Repeat("v", 64-23) + "\r\n\r\n", ErrHeadersTooLarge},
+		{"long status line before end", "HTTP/1.1 200 " + strings.Repeat("r", 80), ErrHeadersTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ResponseParser{Limits: lim}
+			var r Response
+			err := p.Parse([]byte(tt.in), &r)
+			if !sameError(err, tt.want) {
+				t.Fatalf("Parse = %v, want %v", err, tt.want)
+			}
+			responseSplits(t, tt.in, lim)
+		})
+	}
+}
+
+func TestDefaultLimits(t *testing.T) {
+	want := Limits{MaxRequestLine: 8192, MaxHeaderBytes: 32768, MaxHeaders: 100}
+	if diff := cmp.Diff(want, DefaultLimits()); diff != "" {
+		t.Errorf("DefaultLimits (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, Limits{MaxHeaders: -1}.resolved()); diff != "" {
+		t.Errorf("resolved zero limits (-want +got):\n%s", diff)
+	}
+	// The defaults apply to a zero parser: 100 fields pass, 101 do not.
+	head := func(n int) string {
+		return "GET / HTTP/1.1\r\nHost: h\r\n" + strings.Repeat("X: y\r\n", n-1) + "\r\n"
+	}
+	var p RequestParser
+	var r Request
+	if err := p.Parse([]byte(head(100)), &r); err != nil {
+		t.Errorf("100 fields: %v", err)
+	}
+	if err := p.Parse([]byte(head(101)), &r); !errors.Is(err, ErrHeadersTooLarge) {
+		t.Errorf("101 fields: %v, want ErrHeadersTooLarge", err)
+	}
+	if err := p.Parse([]byte("GET /"+strings.Repeat("a", 8200)), &r); !errors.Is(err, ErrURITooLong) {
+		t.Errorf("8 KiB target: %v, want ErrURITooLong", err)
+	}
+}
+
+func TestPipelined(t *testing.T) {
+	stream := "GET /1 HTTP/1.1\r\nHost: h\r\n\r\n" +
+		"POST /2 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello" +
+		"\r\nPUT /3 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
+		"GET /4 HTTP/1.0\r\n\r\n"
+	type got struct {
+		Path string
+		Body string
+	}
+	want := []got{{"/1", ""}, {"/2", "hello"}, {"/3", "abc"}, {"/4", ""}}
+	// Deliver the stream in reads of every size from 1 to 17 bytes; the
+	// buffer holds the unconsumed bytes, as a connection's would.
+	for step := 1; step <= 17; step++ {
+		var (
+			p       RequestParser
+			r       Request
+			c       Chunked
+			buf     []byte
+			results []got
+			inBody  bool
+			cur     got
+			left    int64
+		)
+		for off := 0; off < len(stream); off += step {
+			buf = append(buf, stream[off:min(off+step, len(stream))]...)
+			for len(buf) > 0 {
+				if !inBody {
+					err := p.Parse(buf, &r)
+					if err == ErrNeedMore {
+						break
+					}
+					if err != nil {
+						t.Fatalf("step %d: Parse: %v", step, err)
+					}
+					cur = got{Path: string(r.Path)}
+					buf = buf[r.HeadLen:]
+					left = r.ContentLength
+					c.Reset()
+					if !r.HasBody() {
+						results = append(results, cur)
+						continue
+					}
+					inBody = true
+				}
+				if r.Chunked {
+					n, done, err := c.Scan(buf)
+					if err != nil {
+						t.Fatalf("step %d: Scan: %v", step, err)
+					}
+					cur.Body += string(buf[:n])
+					buf = buf[n:]
+					if !done {
+						break
+					}
+					data, _, err := decodeChunked([]byte(cur.Body))
+					if err != nil {
+						t.Fatalf("step %d: decode: %v", step, err)
+					}
+					cur.Body = string(data)
+				} else {
+					n := min(int64(len(buf)), left)
+					cur.Body += string(buf[:n])
+					buf, left = buf[n:], left-n
+					if left > 0 {
+						break
+					}
+				}
+				inBody = false
+				results = append(results, cur)
+			}
+			buf = append([]byte(nil), buf...) // the next read lands in a new buffer
+		}
+		if diff := cmp.Diff(want, results); diff != "" {
+			t.Fatalf("step %d (-want +got):\n%s", step, diff)
+		}
+		if len(buf) != 0 {
+			t.Fatalf("step %d: %q left over", step, buf)
+		}
+	}
+}
