@@ -1,0 +1,555 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	_ "net/http/pprof" // served by "bench upstream -pprof"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"coregate/bench/harness"
+	"coregate/bench/load"
+	"coregate/bench/procstat"
+	"coregate/bench/report"
+	"coregate/bench/scenario"
+	"coregate/bench/upstream"
+)
+
+func main() {
+	args := os.Args[1:]
+	cmd := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "run":
+		err = runCmd(args)
+	case "upstream":
+		err = upstreamCmd(args)
+	case "load":
+		err = loadCmd(args)
+	case "profile":
+		err = profileCmd(args)
+	case "report":
+		err = reportCmd(args)
+	case "config":
+		err = configCmd(args)
+	default:
+		err = fmt.Errorf("bench: unknown subcommand %q (run, upstream, load, profile, report, config)", cmd)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// onSignal stops every child process and exits when interrupted.
+func onSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s := <-ch
+		fmt.Fprintf(os.Stderr, "\nbench: %v: stopping processes\n", s)
+		harness.StopAll()
+		os.Exit(130)
+	}()
+}
+
+func cpuFlag(fs *flag.FlagSet, name, def, usage string) *string {
+	return fs.String(name, def, usage+" (cpu list, e.g. 0 or 2-3)")
+}
+
+func parseCPUs(name, v string) ([]int, error) {
+	c, err := procstat.ParseCPUList(v)
+	if err != nil {
+		return nil, fmt.Errorf("bench: -%s: %w", name, err)
+	}
+	return c, nil
+}
+
+func defaultPlacement() (gw, ld string, all []int) {
+	all, err := procstat.Online()
+	if err != nil || len(all) == 0 {
+		all = []int{0}
+	}
+	gw = strconv.Itoa(all[0])
+	ld = strconv.Itoa(all[len(all)-1])
+	return gw, ld, all
+}
+
+func lookNginx() string {
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+		return "/usr/sbin/nginx"
+	}
+	return ""
+}
+
+func runCmd(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	gwDef, ldDef, all := defaultPlacement()
+	var (
+		duration  = fs.Duration("d", 5*time.Second, "measured time per round")
+		warmup    = fs.Duration("warmup", time.Second, "warm-up before each round")
+		rounds    = fs.Int("rounds", 3, "interleaved rounds (medians are reported)")
+		scens     = fs.String("scenarios", "default", "comma-separated scenario names, 'default' (the ready ones) or 'all'; see -list")
+		list      = fs.Bool("list", false, "list scenarios and exit")
+		coregate  = fs.String("coregate", "bin/coregate", "coregate binary; '' to leave coregate out")
+		nginx     = fs.String("nginx", lookNginx(), "nginx binary for the reference; '' to leave it out")
+		standIn   = fs.Bool("stand-in", false, "run nginx in coregate's place (checks the harness before the gateway exists)")
+		direct    = fs.Bool("direct", true, "also measure the load generator against the upstream alone")
+		body      = fs.Int("body", 1024, "upstream body bytes: 1024 (the seeds) or 10 (APISIX run.sh)")
+		rate      = fs.Float64("rate", 10000, "fixed rate of the latency scenario, req/s")
+		gwCPUs    = cpuFlag(fs, "cpus", gwDef, "CPUs of the gateway under test")
+		loadCPUs  = cpuFlag(fs, "load-cpus", ldDef, "CPUs of the load generator")
+		upCPUs    = cpuFlag(fs, "upstream-cpus", "", "CPUs of the upstream; default: the load generator's")
+		scaleCPUs = cpuFlag(fs, "scale-cpus", procstat.FormatCPUList(all), "CPUs for the worker scaling curve; worker count w runs on the first w")
+		maxW      = fs.Int("max-workers", 0, "largest worker count of the scaling curve; default: the number of -scale-cpus")
+		redo      = fs.Int("redo", 1, "times a noisy round is redone")
+		out       = fs.String("out", "bench/results", "results directory")
+		wrkCheck  = fs.Bool("wrk-check", false, "cross-check the load generator against wrk -t1 -c16 once")
+		pprof     = fs.String("pprof", "", "set COREGATE_PPROF for coregate to this loopback address")
+	)
+	_ = fs.Parse(args)
+	gw, err := parseCPUs("cpus", *gwCPUs)
+	if err != nil {
+		return err
+	}
+	ld, err := parseCPUs("load-cpus", *loadCPUs)
+	if err != nil {
+		return err
+	}
+	up := ld
+	if *upCPUs != "" {
+		if up, err = parseCPUs("upstream-cpus", *upCPUs); err != nil {
+			return err
+		}
+	}
+	sc, err := parseCPUs("scale-cpus", *scaleCPUs)
+	if err != nil {
+		return err
+	}
+	if *maxW == 0 {
+		*maxW = len(sc)
+	}
+	seeds := scenario.Seeds(*maxW, *rate)
+	if *list {
+		for _, s := range seeds {
+			state := "ready"
+			if !s.Ready {
+				state = "pending"
+			}
+			fmt.Printf("%-26s %-8s %-7s routes %4d consumers %3d workers %v  %s\n", s.Name, s.Group, state, s.Routes, s.Consumers, s.Workers, s.Title)
+		}
+		return nil
+	}
+	chosen, err := scenario.Select(seeds, *scens)
+	if err != nil {
+		return err
+	}
+	var pending []scenario.Scenario
+	for _, s := range seeds {
+		if !s.Ready && !containsName(chosen, s.Name) {
+			pending = append(pending, s)
+		}
+	}
+	if *coregate != "" && !*standIn {
+		if _, err := os.Stat(*coregate); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: coregate binary %s not found: measuring without it\n", *coregate)
+			*coregate = ""
+		} else if *coregate, err = filepath.Abs(*coregate); err != nil {
+			return err
+		}
+	}
+	if *nginx == "" {
+		fmt.Fprintln(os.Stderr, "bench: nginx not installed (make bench-deps): no reference column")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "coregate-bench-")
+	if err != nil {
+		return err
+	}
+	onSignal()
+	r := harness.New(harness.Options{
+		Self: self, Coregate: *coregate, StandIn: *standIn, Nginx: *nginx, Direct: *direct,
+		Scenarios: chosen, Pending: pending,
+		Rounds: max(1, *rounds), Duration: *duration, Warmup: *warmup, Body: *body, Rate: *rate,
+		GatewayCPUs: gw, LoadCPUs: ld, UpstreamCPUs: up, ScaleCPUs: sc, Redo: *redo,
+		WorkDir: work, Progress: os.Stderr, Live: isTerminal(os.Stderr), WrkCheck: *wrkCheck, Pprof: *pprof,
+	})
+	res, err := r.Run()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: logs kept in %s\n", work)
+		if res != nil && len(res.Rows) > 0 {
+			_, _ = write(res, *out)
+		}
+		return err
+	}
+	_ = os.RemoveAll(work)
+	dir, err := write(res, *out)
+	if err != nil {
+		return err
+	}
+	fmt.Print(res.Markdown())
+	fmt.Fprintf(os.Stderr, "\nresults: %s (results.md, results.json, *.svg)\n", dir)
+	return nil
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func containsName(ss []scenario.Scenario, name string) bool {
+	for _, s := range ss {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// write puts results.md, results.json and the charts into a new directory
+// under out, named by the start time, and points out/latest at it.
+func write(res *report.Run, out string) (string, error) {
+	dir := filepath.Join(out, res.Started.Format("20060102-150405"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := renderInto(res, dir); err != nil {
+		return "", err
+	}
+	latest := filepath.Join(out, "latest")
+	_ = os.Remove(latest)
+	_ = os.Symlink(filepath.Base(dir), latest)
+	return dir, nil
+}
+
+func renderInto(res *report.Run, dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(res.Markdown()), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	if err := res.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	charts := res.Charts()
+	names := make([]string, 0, len(charts))
+	for n := range charts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f, err := os.Create(filepath.Join(dir, n))
+		if err != nil {
+			return err
+		}
+		err = charts[n].WriteSVG(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configCmd writes a scenario's gateway files, for runs on separate hosts.
+func configCmd(args []string) error {
+	fs := flag.NewFlagSet("config", flag.ExitOnError)
+	name := fs.String("scenario", "no-plugin", "scenario name (see bench run -list)")
+	up := fs.String("upstream", "127.0.0.1:1980", "upstream host:port the gateways proxy to")
+	port := fs.Int("port", 9080, "port the gateways listen on")
+	workers := fs.Int("workers", 1, "worker processes")
+	out := fs.String("out", ".", "directory for config.yaml, apisix.yaml and nginx.conf")
+	_ = fs.Parse(args)
+	ss, err := scenario.Select(scenario.Seeds(*workers, 10000), *name)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"config.yaml": scenario.CoregateConfig(*port, *workers),
+		"apisix.yaml": scenario.CoregateRoutes(ss[0], *up),
+		"nginx.conf":  scenario.NginxConfig(ss[0], dir, *port, *workers, *up),
+	}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("wrote %s/{config.yaml,apisix.yaml,nginx.conf}: bin/coregate -c %s/config.yaml; nginx -p %s/ -c %s/nginx.conf\n", dir, dir, dir, dir)
+	return nil
+}
+
+func reportCmd(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	in := fs.String("in", "bench/results/latest/results.json", "results.json to render")
+	out := fs.String("out", "", "directory for results.md and the charts; default: beside the input")
+	_ = fs.Parse(args)
+	f, err := os.Open(*in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	res, err := report.ReadJSON(f)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Dir(*in)
+	}
+	if err := renderInto(res, *out); err != nil {
+		return err
+	}
+	fmt.Print(res.Markdown())
+	return nil
+}
+
+func upstreamCmd(args []string) error {
+	fs := flag.NewFlagSet("upstream", flag.ExitOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	body := fs.Int("body", 1024, "body bytes: 1024 or 10")
+	pprof := fs.String("pprof", "", "serve net/http/pprof on this loopback address")
+	_ = fs.Parse(args)
+	b := upstream.Body1K
+	switch *body {
+	case 1024:
+	case 10:
+		b = upstream.Body10
+	default:
+		return fmt.Errorf("bench: -body %d: want 1024 or 10", *body)
+	}
+	if *pprof != "" {
+		go func() { _ = http.ListenAndServe(*pprof, nil) }()
+	}
+	s, err := upstream.Start(*listen, b)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listening %s\n", s.Addr)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	<-ch
+	return s.Stop()
+}
+
+func loadCmd(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	var (
+		conns = fs.Int("c", 16, "connections")
+		dur   = fs.Duration("d", 5*time.Second, "duration")
+		rate  = fs.Float64("R", 0, "fixed total rate, req/s (0: closed loop)")
+		hdr   = fs.String("H", "", "extra header, 'Name: value'")
+		maxN  = fs.Uint64("n", 0, "stop after this many responses (0: no limit)")
+		quiet = fs.Bool("q", false, "no progress line")
+	)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: bench load [flags] http://HOST:PORT/PATH")
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(args)
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("bench: load: one URL wanted")
+	}
+	u, err := url.Parse(fs.Arg(0))
+	if err != nil || u.Scheme != "http" {
+		return fmt.Errorf("bench: load: %q: want an http:// URL", fs.Arg(0))
+	}
+	path := u.RequestURI()
+	header := ""
+	if *hdr != "" {
+		header = *hdr + "\r\n"
+	}
+	cfg := load.Config{Addr: u.Host, Host: u.Host, Path: path, Conns: *conns, Duration: *dur, Rate: *rate, Header: header, MaxRequests: *maxN}
+	if !*quiet {
+		cfg.Progress = func(p load.Progress) {
+			fmt.Fprintf(os.Stderr, "\r%4.1f s %8.0f req/s errors %d   ", p.Elapsed.Seconds(), float64(p.Requests)/p.Elapsed.Seconds(), p.Errors)
+		}
+	}
+	self0 := procstat.Measure([]int{os.Getpid()})
+	res, err := load.Run(cfg)
+	if err != nil {
+		return err
+	}
+	self1 := procstat.Measure([]int{os.Getpid()})
+	if !*quiet {
+		fmt.Fprint(os.Stderr, "\r"+strings.Repeat(" ", 50)+"\r")
+	}
+	printResult(os.Stdout, res, self1.Ticks-self0.Ticks)
+	return nil
+}
+
+func printResult(w io.Writer, res load.Result, ticks uint64) {
+	ms := func(q float64) float64 { return float64(res.Latency.MustQuantile(q)) / 1e6 }
+	fmt.Fprintf(w, "requests %d in %.2f s: %.0f req/s; errors %d, non-2xx %d, reconnects %d\n",
+		res.Requests, res.Elapsed.Seconds(), res.RPS(), res.Errors, res.Non2xx, res.Reconnects)
+	fmt.Fprintf(w, "latency ms: p50 %.3f  p95 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n",
+		ms(0.5), ms(0.95), ms(0.99), ms(0.999), float64(res.Latency.Max())/1e6)
+	if res.Requests > 0 {
+		fmt.Fprintf(w, "load generator CPU: %.2f µs/request\n", float64(ticks)/procstat.Hz*1e6/float64(res.Requests))
+	}
+}
+
+// profileCmd starts the upstream and a gateway for a no-plugin scenario,
+// loads it, and saves a CPU profile fetched from the gateway's pprof
+// listener while the load runs.
+func profileCmd(args []string) error {
+	fs := flag.NewFlagSet("profile", flag.ExitOnError)
+	gwDef, ldDef, _ := defaultPlacement()
+	var (
+		target   = fs.String("target", "coregate", "what to profile: coregate, or upstream (checks the tooling)")
+		coregate = fs.String("coregate", "bin/coregate", "coregate binary")
+		routes   = fs.Int("routes", 1, "routes in the table (the measured one is /hello, last)")
+		workers  = fs.Int("workers", 1, "worker processes")
+		secs     = fs.Int("seconds", 10, "profile duration")
+		out      = fs.String("out", "bench/results/cpu.pprof", "profile file to write")
+		gwCPUs   = cpuFlag(fs, "cpus", gwDef, "CPUs of the gateway")
+		loadCPUs = cpuFlag(fs, "load-cpus", ldDef, "CPUs of the load generator and upstream")
+	)
+	_ = fs.Parse(args)
+	gw, err := parseCPUs("cpus", *gwCPUs)
+	if err != nil {
+		return err
+	}
+	ld, err := parseCPUs("load-cpus", *loadCPUs)
+	if err != nil {
+		return err
+	}
+	onSignal()
+	defer harness.StopAll()
+	if err := procstat.PinSelf(ld); err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "coregate-profile-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	pport, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", pport)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var addr string
+	switch *target {
+	case "upstream":
+		p, _, err := harness.Start("upstream", gw, []string{"GOMAXPROCS=1"}, filepath.Join(work, "upstream.log"), false,
+			self, "upstream", "-listen", "127.0.0.1:0", "-pprof", pprofAddr)
+		if err != nil {
+			return err
+		}
+		_ = p
+		// The address is printed on stdout, which went to the log.
+		deadline := time.Now().Add(10 * time.Second)
+		for addr == "" && time.Now().Before(deadline) {
+			b, _ := os.ReadFile(filepath.Join(work, "upstream.log"))
+			if a, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "listening "); ok {
+				addr = a
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if addr == "" {
+			return errors.New("bench: profile: upstream did not start")
+		}
+	case "coregate":
+		up, upAddr, err := harness.StartUpstream(self, ld, 1024, work)
+		if err != nil {
+			return err
+		}
+		_ = up
+		port, err := harness.FreePort()
+		if err != nil {
+			return err
+		}
+		s := scenario.Scenario{Name: "profile", Routes: *routes, Upstream: true}
+		if err := os.WriteFile(filepath.Join(work, "config.yaml"), scenario.CoregateConfig(port, *workers), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(work, "apisix.yaml"), scenario.CoregateRoutes(s, upAddr), 0o644); err != nil {
+			return err
+		}
+		p, _, err := harness.Start("coregate", gw, []string{"COREGATE_PPROF=" + pprofAddr}, filepath.Join(work, "coregate.log"), false,
+			*coregate, "-c", filepath.Join(work, "config.yaml"))
+		if err != nil {
+			return err
+		}
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+		if err := harness.WaitReady(p, addr, "/hello", "", 15*time.Second); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("bench: profile: -target %q: want coregate or upstream", *target)
+	}
+	done := make(chan load.Result, 1)
+	go func() {
+		res, _ := load.Run(load.Config{Addr: addr, Conns: 16, Duration: time.Duration(*secs+2) * time.Second})
+		done <- res
+	}()
+	time.Sleep(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*secs+15)*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, *secs), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("bench: profile: %s pprof listener: %w", *target, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("bench: profile: pprof answered %s", resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	res := <-done
+	fmt.Fprintf(os.Stderr, "profiled %s for %d s under %.0f req/s (%d errors): %s\n", *target, *secs, res.RPS(), res.Errors, *out)
+	return nil
+}

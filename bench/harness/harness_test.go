@@ -1,0 +1,166 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"coregate/bench/procstat"
+	"coregate/bench/report"
+	"coregate/bench/scenario"
+	"coregate/bench/upstream"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMain makes the test binary its own upstream: StartUpstream runs
+// "<self> upstream ...", and the child, seeing the variable, serves.
+func TestMain(m *testing.M) {
+	if os.Getenv("BENCH_HARNESS_TEST_UPSTREAM") == "1" {
+		s, err := upstream.Start("127.0.0.1:0", upstream.Body1K)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("listening %s\n", s.Addr)
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM, os.Interrupt)
+		select {
+		case <-ch:
+		case <-time.After(2 * time.Minute):
+		}
+		_ = s.Stop()
+		os.Exit(0)
+	}
+	os.Setenv("BENCH_HARNESS_TEST_UPSTREAM", "1")
+	os.Exit(m.Run())
+}
+
+func alive(pid int) bool {
+	st, err := procstat.ReadStat(pid)
+	return err == nil && st.State != 'Z'
+}
+
+func TestRun(t *testing.T) {
+	cpus, err := procstat.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nginx, _ := exec.LookPath("nginx")
+	if nginx == "" {
+		if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+			nginx = "/usr/sbin/nginx"
+		}
+	}
+	seeds := scenario.Seeds(1, 2000)
+	scens := []scenario.Scenario{seeds[0], seeds[len(seeds)-1]} // no-plugin, latency at 2000 req/s
+	self, _ := os.Executable()
+	r := New(Options{
+		Self: self, Nginx: nginx, StandIn: nginx != "", Direct: true,
+		Scenarios: scens, Pending: seeds[3:4],
+		Rounds: 2, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Body: 1024, Rate: 2000,
+		GatewayCPUs: cpus[:1], LoadCPUs: cpus[len(cpus)-1:], UpstreamCPUs: cpus[len(cpus)-1:], ScaleCPUs: cpus,
+		MaxOther: 100, // a shared test machine is never quiet; do not wait for it
+		WorkDir:  t.TempDir(),
+	})
+	defer func() { // the run pinned this process; give the other tests all CPUs back
+		_ = procstat.PinSelf(cpus)
+	}()
+	res, err := r.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		Scenario, Target string
+		Rounds           int
+	}
+	var got []key
+	for _, row := range res.Rows {
+		got = append(got, key{row.Scenario, row.Target, len(row.Rounds)})
+		md := row.Median
+		if md.QPS <= 0 || md.Requests == 0 || md.Errors != 0 || md.Non2xx != 0 || md.P99 <= 0 {
+			t.Errorf("%s/%s: implausible median %+v", row.Scenario, row.Target, md)
+		}
+		if row.Target != report.Direct && (md.CPUus <= 0 || md.RSSMiB <= 0 || md.Procs < 2) {
+			t.Errorf("%s/%s: no gateway accounting: %+v", row.Scenario, row.Target, md)
+		}
+		if row.Scenario == "latency" && (md.QPS < 1800 || md.QPS > 2050) {
+			t.Errorf("latency scenario ran at %.0f req/s, want 2000", md.QPS)
+		}
+	}
+	var want []key
+	if nginx != "" {
+		want = []key{
+			{"no-plugin", report.Coregate, 2}, {"no-plugin", report.Nginx, 2}, {"no-plugin", report.Direct, 2},
+			{"latency", report.Coregate, 2}, {"latency", report.Nginx, 2},
+		}
+	} else {
+		want = []key{{"no-plugin", report.Direct, 2}}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("rows (-want +got):\n%s", d)
+	}
+	if nginx != "" && res.Rows[0].QPSRatio == 0 {
+		t.Error("coregate row has no ratio to nginx")
+	}
+	if len(res.Pending) != 1 || res.Machine.Cores != len(cpus) || res.Placement.Load == "" {
+		t.Errorf("pending %v, machine %+v, placement %+v", res.Pending, res.Machine, res.Placement)
+	}
+	// Every process the run started is gone.
+	if !r.up.Exited() {
+		t.Error("upstream still running")
+	}
+	liveMu.Lock()
+	n := len(live)
+	liveMu.Unlock()
+	if n != 0 {
+		t.Errorf("%d processes still registered", n)
+	}
+}
+
+func TestStopKillsDescendants(t *testing.T) {
+	dir := t.TempDir()
+	// A shell that ignores TERM and leaves a grandchild behind.
+	p, _, err := Start("sh", nil, nil, dir+"/sh.log", false, "sh", "-c", "trap '' TERM; sleep 60 & sleep 60; wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for range 100 {
+		if pids = p.PIDs(); len(pids) >= 3 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(pids) < 3 {
+		t.Fatalf("tree %v, want the shell and two sleeps", pids)
+	}
+	p.Stop(200 * time.Millisecond)
+	deadline := time.Now().Add(2 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("pid %d survived Stop", pid)
+		}
+	}
+}
+
+func TestWaitReadyReportsExit(t *testing.T) {
+	dir := t.TempDir()
+	p, _, err := Start("false", nil, nil, dir+"/f.log", false, "sh", "-c", "echo broken config >&2; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := FreePort()
+	err = WaitReady(p, fmt.Sprintf("127.0.0.1:%d", port), "/hello", "", 5*time.Second)
+	if !errors.Is(err, ErrExited) {
+		t.Fatalf("error = %v, want ErrExited", err)
+	}
+}

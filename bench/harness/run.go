@@ -1,0 +1,535 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"coregate/bench/load"
+	"coregate/bench/procstat"
+	"coregate/bench/report"
+	"coregate/bench/scenario"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options configure a run.
+type Options struct {
+	Self      string // this program, for the upstream subcommand
+	Coregate  string // coregate binary; "" leaves coregate out
+	StandIn   bool   // run nginx in coregate's place (harness check before the gateway exists)
+	Nginx     string // nginx binary; "" leaves the reference out
+	Direct    bool   // also measure the load generator against the upstream alone
+	Scenarios []scenario.Scenario
+	Pending   []scenario.Scenario // listed in the report, not run
+
+	Rounds   int
+	Duration time.Duration
+	Warmup   time.Duration
+	Body     int // upstream body bytes
+	Rate     float64
+
+	GatewayCPUs  []int // non-scaling scenarios
+	LoadCPUs     []int // this process
+	UpstreamCPUs []int
+	ScaleCPUs    []int // worker w of the scaling curve runs on ScaleCPUs[:w]
+
+	Redo     int     // times a noisy round is redone
+	MaxOther float64 // foreign CPU (cores) above which a round is noisy
+	MaxSlow  float64 // probe slowdown above which a round is noisy
+
+	WorkDir  string    // per-run temporary directory
+	Progress io.Writer // progress lines; nil for none
+	Live     bool      // Progress is a terminal: redraw a live line each second
+	WrkCheck bool      // cross-check the load generator against wrk once
+	Pprof    string    // COREGATE_PPROF value for coregate, "" for none
+}
+
+// target is one gateway instance under measurement.
+type target struct {
+	name string
+	addr string
+	proc *Proc // nil for the upstream-direct target
+}
+
+// Runner carries a run's state.
+type Runner struct {
+	o        Options
+	up       *Proc
+	upAddr   string
+	bestSpin map[int]time.Duration
+	run      *report.Run
+}
+
+// New prepares a run.
+func New(o Options) *Runner {
+	if o.MaxOther == 0 {
+		o.MaxOther = 0.10
+	}
+	if o.MaxSlow == 0 {
+		o.MaxSlow = 1.15
+	}
+	return &Runner{o: o, bestSpin: map[int]time.Duration{}}
+}
+
+func (r *Runner) logf(format string, a ...any) {
+	if r.o.Progress != nil {
+		fmt.Fprintf(r.o.Progress, format, a...)
+	}
+}
+
+// Run executes every scenario and returns the filled report. Processes are
+// stopped before it returns.
+func (r *Runner) Run() (*report.Run, error) {
+	defer StopAll()
+	o := r.o
+	if o.Coregate == "" && !o.StandIn && o.Nginx == "" && !o.Direct {
+		return nil, ErrNoTarget
+	}
+	mach := machine(o) // before pinning narrows what this process sees
+	if err := procstat.PinSelf(o.LoadCPUs); err != nil {
+		return nil, fmt.Errorf("harness: pin load generator: %w", err)
+	}
+	runtime.GOMAXPROCS(max(1, len(o.LoadCPUs)))
+	r.run = &report.Run{
+		Started: time.Now(),
+		Machine: mach,
+		Placement: report.Placement{
+			Gateway:  procstat.FormatCPUList(o.GatewayCPUs),
+			Load:     procstat.FormatCPUList(o.LoadCPUs),
+			Upstream: procstat.FormatCPUList(o.UpstreamCPUs),
+			Scaling:  procstat.FormatCPUList(o.ScaleCPUs),
+		},
+		Settings: report.Settings{Rounds: o.Rounds, DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(),
+			Conns: 16, BodyBytes: o.Body, Rate: o.Rate},
+	}
+	for _, s := range o.Pending {
+		r.run.Pending = append(r.run.Pending, report.Pending{Scenario: s.Name, Title: s.Title, Routes: s.Routes,
+			Cons: s.Consumers, Upstream: s.Upstream, Why: "plugins not implemented yet"})
+	}
+	var err error
+	r.up, r.upAddr, err = StartUpstream(o.Self, o.UpstreamCPUs, o.Body, o.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	r.logf("upstream on %s (pid %d, cpu %s)\n", r.upAddr, r.up.PID(), procstat.FormatCPUList(o.UpstreamCPUs))
+	for si, s := range o.Scenarios {
+		for _, w := range s.Workers {
+			rows, err := r.scenario(s, w, o.Direct && si == 0)
+			if err != nil {
+				return r.run, err
+			}
+			r.run.Rows = append(r.run.Rows, rows...)
+			r.run.SetRatios()
+		}
+	}
+	if o.WrkCheck {
+		if err := r.wrkCheck(); err != nil {
+			r.run.Notes = append(r.run.Notes, "wrk cross-check failed: "+err.Error())
+		}
+	}
+	return r.run, nil
+}
+
+func (r *Runner) gatewayCPUs(s scenario.Scenario, w int) []int {
+	if s.Group == scenario.GroupScaling && len(r.o.ScaleCPUs) > 0 {
+		return r.o.ScaleCPUs[:min(w, len(r.o.ScaleCPUs))]
+	}
+	return r.o.GatewayCPUs
+}
+
+// scenario starts every target for s at w workers, measures them in
+// interleaved rounds and returns one row per target.
+func (r *Runner) scenario(s scenario.Scenario, w int, direct bool) ([]report.Row, error) {
+	o := r.o
+	cpus := r.gatewayCPUs(s, w)
+	var targets []*target
+	defer func() {
+		for _, t := range targets {
+			if t.proc != nil {
+				t.proc.Stop(5 * time.Second)
+			}
+		}
+	}()
+	if o.Coregate != "" || o.StandIn {
+		t, err := r.startCoregate(s, w, cpus)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
+	if o.Nginx != "" {
+		t, err := r.startNginx(s, w, cpus, report.Nginx)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
+	if direct {
+		targets = append(targets, &target{name: report.Direct, addr: r.upAddr})
+	}
+	for _, t := range targets {
+		if err := WaitReady(t.proc, t.addr, "/hello", s.Load.Header, 15*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	samples := make([][]report.Sample, len(targets))
+	for round := range o.Rounds {
+		for k := range targets {
+			i := (k + round) % len(targets) // rotate the order each round
+			t := targets[i]
+			var smp report.Sample
+			for attempt := 0; ; attempt++ {
+				label := fmt.Sprintf("%s w%d %s round %d/%d", s.Name, w, t.name, round+1, o.Rounds)
+				var err error
+				smp, err = r.measure(s, t, cpus, label)
+				if err != nil {
+					return nil, err
+				}
+				smp.Redone = attempt
+				if !smp.Noisy || attempt >= o.Redo {
+					break
+				}
+				r.logf("  noisy round (other CPU %.2f cores, slow CPU ×%.2f): redoing\n", smp.ForeignCores, smp.SlowCPU)
+			}
+			samples[i] = append(samples[i], smp)
+		}
+	}
+	rows := make([]report.Row, len(targets))
+	for i, t := range targets {
+		mode := fmt.Sprintf("closed c%d", s.Load.Conns)
+		if s.Load.Rate > 0 {
+			mode = fmt.Sprintf("fixed %.0f req/s c%d", s.Load.Rate, s.Load.Conns)
+		}
+		rows[i] = report.Row{Scenario: s.Name, Title: s.Title, Group: s.Group, Routes: s.Routes, Consumers: s.Consumers,
+			Upstream: s.Upstream, Workers: w, Target: t.name, Mode: mode, Rounds: samples[i], Median: report.Median(samples[i])}
+		md := rows[i].Median
+		r.logf("%-14s w%d %-16s %8.0f req/s  p99 %6.2f ms  cpu %6.1f µs/req  rss %5.1f MiB\n",
+			s.Name, w, t.name, md.QPS, md.P99, md.CPUus, md.RSSMiB)
+	}
+	return rows, nil
+}
+
+func (r *Runner) startCoregate(s scenario.Scenario, w int, cpus []int) (*target, error) {
+	if r.o.StandIn {
+		t, err := r.startNginx(s, w, cpus, report.Coregate)
+		return t, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(r.o.WorkDir, fmt.Sprintf("coregate-%s-w%d", s.Name, w))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), scenario.CoregateConfig(port, w), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "apisix.yaml"), scenario.CoregateRoutes(s, r.upAddr), 0o644); err != nil {
+		return nil, err
+	}
+	var env []string
+	if r.o.Pprof != "" {
+		env = append(env, "COREGATE_PPROF="+r.o.Pprof)
+	}
+	p, _, err := Start("coregate", cpus, env, filepath.Join(dir, "coregate.log"), false,
+		r.o.Coregate, "-c", filepath.Join(dir, "config.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return &target{name: report.Coregate, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p}, nil
+}
+
+func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string) (*target, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(r.o.WorkDir, fmt.Sprintf("%s-%s-w%d", name, s.Name, w))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, scenario.NginxConfig(s, dir, port, w, r.upAddr), 0o644); err != nil {
+		return nil, err
+	}
+	p, _, err := Start(name, cpus, nil, filepath.Join(dir, "nginx.log"), false,
+		r.o.Nginx, "-p", dir+"/", "-c", conf, "-e", filepath.Join(dir, "error.log"))
+	if err != nil {
+		return nil, err
+	}
+	return &target{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p}, nil
+}
+
+// snapshot is CPU accounting at one instant.
+type snapshot struct {
+	gw, up, self procstat.Usage
+	sys          []procstat.CPUTimes
+	at           time.Time
+}
+
+func (r *Runner) snap(gwPIDs []int) snapshot {
+	sys, _ := procstat.ReadSystem()
+	return snapshot{
+		gw:   procstat.Measure(gwPIDs),
+		up:   procstat.Measure(r.up.PIDs()),
+		self: procstat.Measure([]int{os.Getpid()}),
+		sys:  sys,
+		at:   time.Now(),
+	}
+}
+
+// waitIdle waits up to 5 s for the machine to be quiet: CPU used by
+// anything but this run's processes below MaxOther.
+func (r *Runner) waitIdle(gwPIDs []int) float64 {
+	var other float64
+	for range 25 {
+		a := r.snap(gwPIDs)
+		time.Sleep(200 * time.Millisecond)
+		b := r.snap(gwPIDs)
+		other = foreign(a, b)
+		if other < r.o.MaxOther {
+			break
+		}
+	}
+	return other
+}
+
+// foreign returns the CPU, in cores, used between a and b by anything but
+// the gateway, the upstream and this process.
+func foreign(a, b snapshot) float64 {
+	if len(a.sys) == 0 || len(b.sys) == 0 {
+		return 0
+	}
+	total := float64(b.sys[0].Busy) - float64(a.sys[0].Busy)
+	ours := float64(b.gw.Ticks+b.up.Ticks+b.self.Ticks) - float64(a.gw.Ticks+a.up.Ticks+a.self.Ticks)
+	secs := b.at.Sub(a.at).Seconds()
+	if secs <= 0 {
+		return 0
+	}
+	return math.Max(0, (total-ours)/procstat.Hz/secs)
+}
+
+// probe times the compute loop on cpus and returns the worst ratio to the
+// best time seen on each CPU so far.
+func (r *Runner) probe(cpus []int) float64 {
+	p, err := procstat.Probe(cpus)
+	if err != nil {
+		return 1
+	}
+	worst := 1.0
+	for c, d := range p {
+		best, ok := r.bestSpin[c]
+		if !ok || d < best {
+			r.bestSpin[c], best = d, d
+		}
+		worst = math.Max(worst, float64(d)/float64(best))
+	}
+	return worst
+}
+
+func (r *Runner) measure(s scenario.Scenario, t *target, gwCPUs []int, label string) (report.Sample, error) {
+	o := r.o
+	var pids []int
+	if t.proc != nil {
+		if t.proc.Exited() {
+			return report.Sample{}, fmt.Errorf("%w: %s: %s", ErrExited, t.name, t.proc.Tail(20))
+		}
+		pids = t.proc.PIDs()
+	}
+	r.waitIdle(pids)
+	cfg := load.Config{Addr: t.addr, Path: "/hello", Conns: s.Load.Conns, Rate: s.Load.Rate, Header: s.Load.Header}
+	if o.Warmup > 0 {
+		cfg.Duration = o.Warmup
+		if _, err := load.Run(cfg); err != nil {
+			return report.Sample{}, fmt.Errorf("harness: warm-up %s: %w", t.name, err)
+		}
+	}
+	cpus := append(append(append([]int{}, gwCPUs...), o.LoadCPUs...), o.UpstreamCPUs...)
+	slowBefore := r.probe(cpus)
+	if t.proc != nil {
+		pids = t.proc.PIDs() // workers may have been spawned meanwhile
+	}
+	a := r.snap(pids)
+	cfg.Duration = o.Duration
+	if !o.Live {
+		r.logf("  %s\n", label)
+	}
+	cfg.Progress = func(p load.Progress) {
+		if !o.Live {
+			return
+		}
+		r.logf("\r  %s: %4.1f/%.0f s %8.0f req/s errors %d\033[K", label, p.Elapsed.Seconds(), o.Duration.Seconds(),
+			float64(p.Requests)/p.Elapsed.Seconds(), p.Errors)
+	}
+	res, err := load.Run(cfg)
+	if err != nil {
+		return report.Sample{}, fmt.Errorf("harness: load %s: %w", t.name, err)
+	}
+	if t.proc != nil {
+		pids = union(pids, t.proc.PIDs())
+	}
+	b := r.snap(pids)
+	slowAfter := r.probe(cpus)
+	if o.Live {
+		r.logf("\r\033[K")
+	}
+	ms := func(q float64) float64 { return float64(res.Latency.MustQuantile(q)) / 1e6 }
+	perReq := func(ticks uint64) float64 {
+		if res.Requests == 0 {
+			return 0
+		}
+		return float64(ticks) / procstat.Hz * 1e6 / float64(res.Requests)
+	}
+	smp := report.Sample{
+		QPS: res.RPS(), Requests: res.Requests, Errors: res.Errors, Non2xx: res.Non2xx,
+		P50: ms(0.5), P95: ms(0.95), P99: ms(0.99), P999: ms(0.999),
+		LoadCPUus:    perReq(b.self.Ticks - a.self.Ticks),
+		UpstreamCPUs: perReq(b.up.Ticks - a.up.Ticks),
+		ForeignCores: foreign(a, b),
+		SlowCPU:      math.Max(slowBefore, slowAfter),
+	}
+	if t.proc != nil {
+		smp.CPUus = perReq(b.gw.Ticks - a.gw.Ticks)
+		smp.GatewayCores = float64(b.gw.Ticks-a.gw.Ticks) / procstat.Hz / b.at.Sub(a.at).Seconds()
+		smp.RSSMiB = float64(b.gw.RSSKiB) / 1024
+		smp.Procs = b.gw.Procs
+	}
+	smp.Noisy = smp.ForeignCores > o.MaxOther || smp.SlowCPU > o.MaxSlow
+	return smp, nil
+}
+
+func union(a, b []int) []int {
+	out := append([]int{}, a...)
+	for _, x := range b {
+		found := false
+		for _, y := range a {
+			found = found || x == y
+		}
+		if !found {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+var (
+	wrkRPS = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrkP99 = regexp.MustCompile(`\s99%\s+([0-9.]+)(us|ms|s)`)
+)
+
+// wrkCheck runs this generator and wrk alternately, three times each, on
+// an nginx no-plugin target (or coregate when nginx is absent).
+func (r *Runner) wrkCheck() error {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		return errors.New("wrk not installed")
+	}
+	s := scenario.Seeds(1, 0)[0]
+	var t *target
+	if r.o.Nginx != "" {
+		t, err = r.startNginx(s, 1, r.o.GatewayCPUs, report.Nginx)
+	} else {
+		t, err = r.startCoregate(s, 1, r.o.GatewayCPUs)
+	}
+	if err != nil {
+		return err
+	}
+	defer t.proc.Stop(5 * time.Second)
+	if err := WaitReady(t.proc, t.addr, "/hello", "", 15*time.Second); err != nil {
+		return err
+	}
+	wc := &report.WrkCheck{Target: t.name + " no-plugin"}
+	secs := strconv.Itoa(int(math.Max(1, r.o.Duration.Seconds())))
+	for i := range 3 {
+		r.logf("  wrk cross-check %d/3\n", i+1)
+		res, err := load.Run(load.Config{Addr: t.addr, Conns: 16, Duration: r.o.Duration})
+		if err != nil {
+			return err
+		}
+		wc.Ours = append(wc.Ours, res.RPS())
+		wc.OursP99 = append(wc.OursP99, float64(res.Latency.MustQuantile(0.99))/1e6)
+		cmd := exec.Command(wrk, "-t1", "-c16", "-d"+secs, "--latency", "http://"+t.addr+"/hello")
+		var out []byte
+		err = procstat.OnCPUs(r.o.LoadCPUs, func() error {
+			var e error
+			out, e = cmd.Output()
+			return e
+		})
+		if err != nil {
+			return fmt.Errorf("wrk: %w", err)
+		}
+		m := wrkRPS.FindSubmatch(out)
+		if m == nil {
+			return fmt.Errorf("wrk output not understood: %q", out)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		wc.Wrk = append(wc.Wrk, v)
+		if m := wrkP99.FindSubmatch(out); m != nil {
+			p, _ := strconv.ParseFloat(string(m[1]), 64)
+			switch string(m[2]) {
+			case "us":
+				p /= 1000
+			case "s":
+				p *= 1000
+			}
+			wc.WrkP99 = append(wc.WrkP99, p)
+		}
+	}
+	ours, theirs := report.MedianOf(wc.Ours), report.MedianOf(wc.Wrk)
+	if theirs > 0 {
+		wc.DiffPct = (ours - theirs) / theirs * 100
+	}
+	r.run.WrkCheck = wc
+	r.logf("wrk cross-check on %s: ours %.0f req/s, wrk %.0f req/s (%+.1f %%)\n", wc.Target, ours, theirs, wc.DiffPct)
+	return nil
+}
+
+func machine(o Options) report.Machine {
+	m := report.Machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
+	m.Host, _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if online, err := procstat.Online(); err == nil {
+		m.Cores = len(online)
+	}
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		m.MemGiB = int(math.Round(float64(si.Totalram) * float64(si.Unit) / (1 << 30)))
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if o.Nginx != "" {
+		if out, err := exec.Command(o.Nginx, "-v").CombinedOutput(); err == nil {
+			m.Nginx = strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version: ")
+		}
+	}
+	switch {
+	case o.StandIn:
+		m.Coregate = "stand-in: nginx in coregate's place (the gateway binary was not used)"
+	case o.Coregate != "":
+		m.Coregate = o.Coregate
+		if out, err := exec.Command("git", "-C", filepath.Dir(o.Coregate), "describe", "--always", "--dirty").Output(); err == nil {
+			m.Coregate += " (" + strings.TrimSpace(string(out)) + ")"
+		}
+	}
+	return m
+}

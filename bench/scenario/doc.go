@@ -1,0 +1,15 @@
+// Package scenario declares the benchmark scenarios, the seeds' table from
+// DESIGN.md, as small data entries (routes, consumers, plugins, upstream or
+// not, load, worker counts), and renders the configuration each gateway
+// needs for one: coregate's config.yaml and standalone apisix.yaml, and the
+// nginx reference's nginx.conf.
+//
+// Route layout, the same for coregate and nginx: a scenario with N routes has
+// ids 1..N; routes 1..N-1 serve /hello1 … /hello<N-1>, and route N, the last
+// one, serves /hello, which is what the load generator requests. The measured
+// route thus shares its prefix with every other route and comes last in the
+// file, the worst case for a router that scans or backtracks, as in
+// api7/apisix-benchmark's "thousands of /helloN routes" case.
+//
+// Everything here is plain data and pure functions, safe for concurrent use.
+package scenario

@@ -1,0 +1,92 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CoregateConfig renders coregate's config.yaml, in APISIX's shape: data
+// plane, standalone YAML, listening on port with the given worker count.
+func CoregateConfig(port, workers int) []byte {
+	return fmt.Appendf(nil, `apisix:
+  node_listen: [%d]
+  enable_admin: false
+deployment:
+  role: data_plane
+  role_data_plane:
+    config_provider: yaml
+nginx_config:
+  worker_processes: %d
+`, port, workers)
+}
+
+// CoregateRoutes renders the standalone apisix.yaml for s, proxying to
+// upstream (host:port); it ends with the #END marker APISIX requires.
+func CoregateRoutes(s Scenario, upstream string) []byte {
+	var b strings.Builder
+	b.WriteString("routes:\n")
+	for id := 1; id <= s.Routes; id++ {
+		fmt.Fprintf(&b, "  - id: %d\n    uri: %s\n", id, URI(id, s.Routes))
+		if s.Plugins != "" {
+			fmt.Fprintf(&b, "    plugins: %s\n", s.Plugins)
+		}
+		if s.Upstream {
+			fmt.Fprintf(&b, "    upstream:\n      type: roundrobin\n      nodes:\n        \"%s\": 1\n", upstream)
+		}
+	}
+	if s.Consumers > 0 {
+		b.WriteString("consumers:\n")
+		for i := 1; i <= s.Consumers; i++ {
+			fmt.Fprintf(&b, "  - username: user%d\n    plugins:\n      key-auth:\n        key: user-key%d\n", i, i)
+		}
+	}
+	b.WriteString("#END\n")
+	return []byte(b.String())
+}
+
+// NginxConfig renders the nginx reference for s: a reverse proxy with
+// upstream keep-alive (keepalive 320, HTTP/1.1, Connection ""), access log
+// off, the same route table as exact-match locations, all state under dir.
+// Plugins have no nginx counterpart: nginx stays the plain-proxy floor.
+// Keep-alive requests are unlimited in practice on both sides, as the
+// seeds' upstream configures them (keepalive_requests 1e8).
+func NginxConfig(s Scenario, dir string, port, workers int, upstream string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `worker_processes %d;
+daemon off;
+master_process on;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log warn;
+worker_rlimit_nofile 20480;
+events {
+    worker_connections 10620;
+    accept_mutex off;
+}
+http {
+    access_log off;
+    client_body_temp_path %[2]s/body;
+    proxy_temp_path %[2]s/proxy;
+    fastcgi_temp_path %[2]s/fastcgi;
+    uwsgi_temp_path %[2]s/uwsgi;
+    scgi_temp_path %[2]s/scgi;
+    keepalive_requests 100000000;
+    upstream backend {
+        server %[3]s;
+        keepalive 320;
+        keepalive_requests 100000000;
+    }
+    server {
+        listen 127.0.0.1:%[4]d;
+`, workers, dir, upstream, port)
+	for id := 1; id <= s.Routes; id++ {
+		fmt.Fprintf(&b, "        location = %s {\n", URI(id, s.Routes))
+		if s.Upstream {
+			b.WriteString("            proxy_pass http://backend;\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";\n")
+		} else {
+			fmt.Fprintf(&b, "            default_type text/plain;\n            return 200 \"%s\";\n", mockBody)
+		}
+		b.WriteString("        }\n")
+	}
+	b.WriteString("    }\n}\n")
+	return []byte(b.String())
+}

@@ -1,0 +1,119 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Errors returned by this package.
+var (
+	ErrUnknown = errors.New("scenario: unknown scenario")
+)
+
+// Groups a scenario's rows are reported in.
+const (
+	GroupMain    = "main"    // the seeds' table: closed loop, 1 worker
+	GroupScaling = "scaling" // the same route at 1..N workers
+	GroupLatency = "latency" // fixed-rate load, latency percentiles
+)
+
+// Load is the load a scenario applies.
+type Load struct {
+	Conns  int     // connections, as wrk -c
+	Rate   float64 // total requests/s, as wrk2 -R; 0 runs a closed loop
+	Header string  // extra request header lines, each ending in CRLF
+}
+
+// Scenario is one row family of the benchmark.
+type Scenario struct {
+	Name      string // unique, used on the command line
+	Title     string // as the report shows it
+	Group     string
+	Routes    int
+	Consumers int    // consumers with key-auth keys user-key1..N
+	Upstream  bool   // false: the gateway answers itself (mocking)
+	Plugins   string // the route's plugins object as JSON, "" for none
+	Workers   []int  // worker counts to run
+	Load      Load
+	// Ready is false for scenarios whose plugins coregate does not have
+	// yet: they are listed in reports as pending and run only when named.
+	Ready bool
+}
+
+// mockBody is what the gateway answers itself in the no-upstream
+// scenario, the 10-byte body of APISIX's run.sh upstream.
+const mockBody = "1234567890"
+
+// Seeds returns the seeds' scenarios. maxWorkers is N for the worker
+// scaling curve (1..N) and rate the fixed rate of the latency scenario.
+func Seeds(maxWorkers int, rate float64) []Scenario {
+	c16 := Load{Conns: 16}
+	one := []int{1}
+	limitCount := `"limit-count":{"count":999999999,"time_window":60,"rejected_code":503,"key":"remote_addr"}`
+	keyAuth := `"key-auth":{}`
+	apikey := "apikey: user-key1\r\n"
+	var scale []int
+	for w := 1; w <= max(1, maxWorkers); w++ {
+		scale = append(scale, w)
+	}
+	return []Scenario{
+		{Name: "no-plugin", Title: "no plugins", Group: GroupMain, Routes: 1, Upstream: true, Workers: one, Load: c16, Ready: true},
+		{Name: "no-plugin-100", Title: "no plugins", Group: GroupMain, Routes: 100, Upstream: true, Workers: one, Load: c16, Ready: true},
+		{Name: "routes-5000", Title: "5000 routes", Group: GroupMain, Routes: 5000, Upstream: true, Workers: one, Load: c16, Ready: true},
+		{Name: "mocking", Title: "mocking plugin only", Group: GroupMain, Routes: 1, Upstream: false,
+			Plugins: `{"mocking":{"response_status":200,"response_example":"` + mockBody + `"}}`, Workers: one, Load: c16},
+		{Name: "limit-count", Title: "limit-count", Group: GroupMain, Routes: 1, Upstream: true, Plugins: "{" + limitCount + "}", Workers: one, Load: c16},
+		{Name: "limit-count-100", Title: "limit-count", Group: GroupMain, Routes: 100, Upstream: true, Plugins: "{" + limitCount + "}", Workers: one, Load: c16},
+		{Name: "limit-count-prometheus", Title: "limit-count + prometheus", Group: GroupMain, Routes: 1, Upstream: true,
+			Plugins: "{" + limitCount + `,"prometheus":{}}`, Workers: one, Load: c16},
+		{Name: "key-auth", Title: "key-auth", Group: GroupMain, Routes: 1, Consumers: 1, Upstream: true, Plugins: "{" + keyAuth + "}",
+			Workers: one, Load: Load{Conns: 16, Header: apikey}},
+		{Name: "key-auth-100", Title: "key-auth", Group: GroupMain, Routes: 100, Consumers: 100, Upstream: true, Plugins: "{" + keyAuth + "}",
+			Workers: one, Load: Load{Conns: 16, Header: apikey}},
+		{Name: "key-auth-limit-count", Title: "key-auth + limit-count", Group: GroupMain, Routes: 1, Consumers: 1, Upstream: true,
+			Plugins: "{" + keyAuth + "," + limitCount + "}", Workers: one, Load: Load{Conns: 16, Header: apikey}},
+		{Name: "key-auth-limit-count-100", Title: "key-auth + limit-count", Group: GroupMain, Routes: 100, Consumers: 100, Upstream: true,
+			Plugins: "{" + keyAuth + "," + limitCount + "}", Workers: one, Load: Load{Conns: 16, Header: apikey}},
+		{Name: "scaling", Title: "worker scaling, no plugins", Group: GroupScaling, Routes: 1, Upstream: true, Workers: scale, Load: c16, Ready: true},
+		{Name: "latency", Title: fmt.Sprintf("no plugins at %.0f req/s", rate), Group: GroupLatency, Routes: 1, Upstream: true,
+			Workers: one, Load: Load{Conns: 16, Rate: rate}, Ready: true},
+	}
+}
+
+// Select picks scenarios by comma-separated names from all. The empty
+// string and "default" select the ready ones; "all" selects every one,
+// pending included.
+func Select(all []Scenario, names string) ([]Scenario, error) {
+	switch names {
+	case "", "default":
+		var out []Scenario
+		for _, s := range all {
+			if s.Ready {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	case "all":
+		return slices.Clone(all), nil
+	}
+	var out []Scenario
+	for n := range strings.SplitSeq(names, ",") {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(all, func(s Scenario) bool { return s.Name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: %q", ErrUnknown, n)
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+// URI returns the path of route id (1-based) in a scenario with n routes.
+func URI(id, n int) string {
+	if id == n {
+		return "/hello"
+	}
+	return fmt.Sprintf("/hello%d", id)
+}

@@ -1,0 +1,177 @@
+package scenario
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+)
+
+func TestSelect(t *testing.T) {
+	all := Seeds(2, 10000)
+	names := func(ss []Scenario) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	tests := []struct {
+		in   string
+		want []string
+		err  error
+	}{
+		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "scaling", "latency"}},
+		{in: "routes-5000,mocking", want: []string{"routes-5000", "mocking"}},
+		{in: "nope", err: ErrUnknown},
+	}
+	for _, tc := range tests {
+		got, err := Select(all, tc.in)
+		if !errors.Is(err, tc.err) {
+			t.Errorf("Select(%q) error = %v, want %v", tc.in, err, tc.err)
+			continue
+		}
+		if d := cmp.Diff(tc.want, names(got)); d != "" {
+			t.Errorf("Select(%q) (-want +got):\n%s", tc.in, d)
+		}
+	}
+	all2, _ := Select(all, "all")
+	if len(all2) != len(all) {
+		t.Errorf("all selects %d of %d", len(all2), len(all))
+	}
+	if d := cmp.Diff([]int{1, 2}, all[len(all)-2].Workers); d != "" {
+		t.Errorf("scaling workers (-want +got):\n%s", d)
+	}
+}
+
+// apisixFile is the part of the standalone format the renderer writes.
+type apisixFile struct {
+	Routes []struct {
+		ID       int            `yaml:"id"`
+		URI      string         `yaml:"uri"`
+		Plugins  map[string]any `yaml:"plugins"`
+		Upstream *struct {
+			Type  string         `yaml:"type"`
+			Nodes map[string]int `yaml:"nodes"`
+		} `yaml:"upstream"`
+	} `yaml:"routes"`
+	Consumers []struct {
+		Username string                       `yaml:"username"`
+		Plugins  map[string]map[string]string `yaml:"plugins"`
+	} `yaml:"consumers"`
+}
+
+func TestCoregateRoutes(t *testing.T) {
+	for _, s := range Seeds(1, 1) {
+		t.Run(s.Name, func(t *testing.T) {
+			out := CoregateRoutes(s, "127.0.0.1:1980")
+			if !strings.HasSuffix(string(out), "\n#END\n") {
+				t.Fatalf("does not end with #END")
+			}
+			var f apisixFile
+			if err := yaml.Unmarshal(out, &f); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Routes) != s.Routes || len(f.Consumers) != s.Consumers {
+				t.Fatalf("%d routes, %d consumers; want %d, %d", len(f.Routes), len(f.Consumers), s.Routes, s.Consumers)
+			}
+			last := f.Routes[len(f.Routes)-1]
+			if last.ID != s.Routes || last.URI != "/hello" {
+				t.Errorf("last route id %d uri %s, want %d /hello", last.ID, last.URI, s.Routes)
+			}
+			if s.Upstream {
+				if d := cmp.Diff(map[string]int{"127.0.0.1:1980": 1}, last.Upstream.Nodes); d != "" {
+					t.Errorf("nodes (-want +got):\n%s", d)
+				}
+			} else if last.Upstream != nil {
+				t.Errorf("upstream set for a no-upstream scenario")
+			}
+			if (s.Plugins == "") != (len(last.Plugins) == 0) {
+				t.Errorf("plugins %v for %q", last.Plugins, s.Plugins)
+			}
+			uris := map[string]bool{}
+			for _, r := range f.Routes {
+				if uris[r.URI] {
+					t.Fatalf("duplicate uri %s", r.URI)
+				}
+				uris[r.URI] = true
+			}
+		})
+	}
+}
+
+func TestCoregateConfig(t *testing.T) {
+	var c struct {
+		Apisix struct {
+			NodeListen  []int `yaml:"node_listen"`
+			EnableAdmin bool  `yaml:"enable_admin"`
+		} `yaml:"apisix"`
+		Deployment struct {
+			Role          string `yaml:"role"`
+			RoleDataPlane struct {
+				ConfigProvider string `yaml:"config_provider"`
+			} `yaml:"role_data_plane"`
+		} `yaml:"deployment"`
+		Nginx struct {
+			Workers int `yaml:"worker_processes"`
+		} `yaml:"nginx_config"`
+	}
+	if err := yaml.Unmarshal(CoregateConfig(9080, 4), &c); err != nil {
+		t.Fatal(err)
+	}
+	got := []any{c.Apisix.NodeListen, c.Apisix.EnableAdmin, c.Deployment.Role, c.Deployment.RoleDataPlane.ConfigProvider, c.Nginx.Workers}
+	want := []any{[]int{9080}, false, "data_plane", "yaml", 4}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+func TestNginxConfig(t *testing.T) {
+	s := Seeds(1, 1)[1] // 100 routes
+	conf := string(NginxConfig(s, "/tmp/x", 8080, 2, "127.0.0.1:1980"))
+	for _, want := range []string{
+		"worker_processes 2;", "daemon off;", "pid /tmp/x/nginx.pid;", "listen 127.0.0.1:8080;",
+		"server 127.0.0.1:1980;", "keepalive 320;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`,
+		"access_log off;", "location = /hello {", "location = /hello99 {",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("nginx.conf lacks %q", want)
+		}
+	}
+	if n := strings.Count(conf, "location = "); n != 100 {
+		t.Errorf("%d locations, want 100", n)
+	}
+	if strings.Count(conf, "{") != strings.Count(conf, "}") {
+		t.Error("unbalanced braces")
+	}
+	mock := string(NginxConfig(Seeds(1, 1)[3], "/tmp/x", 8080, 1, ""))
+	if !strings.Contains(mock, `return 200 "1234567890";`) || strings.Contains(mock, "proxy_pass") {
+		t.Errorf("mocking scenario: nginx should answer itself:\n%s", mock)
+	}
+}
+
+// TestNginxAccepts has nginx itself check the rendered configuration.
+func TestNginxAccepts(t *testing.T) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
+			t.Skip("nginx not installed")
+		}
+	}
+	for _, s := range []Scenario{Seeds(1, 1)[0], Seeds(1, 1)[3]} {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "nginx.conf")
+		if err := os.WriteFile(conf, NginxConfig(s, dir, 1, 1, "127.0.0.1:1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "-t", "-p", dir+"/", "-c", conf, "-e", filepath.Join(dir, "error.log")).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: nginx -t: %v\n%s", s.Name, err, out)
+		}
+	}
+}
