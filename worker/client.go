@@ -1,0 +1,683 @@
+package worker
+
+import (
+	"net/netip"
+	"strconv"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"coregate/httpparse"
+	"coregate/worker/router"
+)
+
+// Client connection states.
+const (
+	csHead    = iota // waiting for or parsing a request head
+	csProxy          // the request is with an upstream
+	csClosing        // the last answer is queued; close once it is flushed
+)
+
+// Request body framing.
+const (
+	bodyNone = iota
+	bodyLength
+	bodyChunked
+)
+
+// Read back-pressure thresholds on a peer's outbound buffer.
+const (
+	highWater = 256 << 10
+	lowWater  = 64 << 10
+	// maxPipelined bounds the bytes a client may send ahead while a request
+	// is with the upstream before its reading is paused.
+	maxPipelined = 256 << 10
+)
+
+// clientConn is the state of one client connection. It lives as long as the
+// connection, is owned by the event loop and is reused for later
+// connections. Slices in req alias gnet's read buffer and are valid only
+// until the head is discarded, which happens before the request is
+// dispatched; everything needed later is copied into head.
+type clientConn struct {
+	timerSlot
+	w      *Worker
+	c      gnet.Conn
+	state  uint8
+	closed bool
+	// active is set while code of this connection is on the stack: a
+	// failure of the upstream connection reported re-entrantly (gnet closes
+	// a connection inside Write) is left to that code.
+	active bool
+	// closeNow asks the active traffic call to return gnet.Close.
+	closeNow bool
+
+	ip       netip.Addr
+	ipText   []byte
+	portText []byte
+
+	parser  httpparse.RequestParser
+	req     httpparse.Request
+	pathBuf []byte
+	curPath []byte // normalised path of the request being routed
+
+	// The request in flight.
+	snap        *Snapshot
+	rt          *route
+	up          *upConn
+	node        int
+	tried       triedSet
+	tries       int
+	freeRetries int
+	statuses    []int // upstream statuses of the attempts, for X-APISIX-Upstream-Status
+	isHead      bool
+	idempotent  bool
+	keepAlive   bool
+	http10      bool
+	reqBody     uint8
+	reqLeft     int64
+	reqChunk    httpparse.Chunked
+	reqDone     bool // the whole request was written to the upstream
+	bodySent    bool // body bytes left the client buffer: the request cannot be replayed
+	badBody     bool // the chunked request body is invalid
+	respStarted bool
+	hdrTimer    bool
+	served      bool // a request was read on this connection (draining closes it when idle)
+
+	// head is the outbound request head, kept for retries: the request line
+	// is head[:lineEnd], the Host line is written per attempt into hostLine,
+	// and head[lineEnd:] holds the other fields and the final CRLF.
+	head      []byte
+	lineEnd   int
+	hostLine  []byte
+	hostValue []byte // the client's Host, for pass_host=pass
+	// host is nginx's $host: the request's host without port, lower-case.
+	// It aliases the head (valid until discardHead) or hostBuf.
+	host    []byte
+	hostBuf []byte
+
+	pause   pauseState
+	liveIdx int32 // position in Worker.live
+}
+
+func (w *Worker) newClient(c gnet.Conn) *clientConn {
+	var cc *clientConn
+	if n := len(w.freeConns); n > 0 {
+		cc = w.freeConns[n-1]
+		w.freeConns = w.freeConns[:n-1]
+	} else {
+		cc = &clientConn{w: w}
+		cc.idx = -1
+		cc.pause.idx = -1
+	}
+	cc.c = c
+	cc.state = csHead
+	cc.closed = false
+	cc.served = false
+	cc.parser.Limits = w.cfg.Limits
+	cc.parser.Reset()
+	cc.ip, _ = addrOf(c.RemoteAddr())
+	cc.ipText = cc.ip.AppendTo(cc.ipText[:0])
+	_, lport := addrOf(c.LocalAddr())
+	cc.portText = strconv.AppendInt(cc.portText[:0], int64(lport), 10)
+	// nginx waits for the first request no longer than client_header_timeout.
+	cc.hdrTimer = false
+	w.setDeadline(cc, int64(w.cfg.HeaderTimeout))
+	w.trackOpen(cc)
+	return cc
+}
+
+func (cc *clientConn) slot() *timerSlot { return &cc.timerSlot }
+
+// expire: a client timeout. While waiting for a head the connection is
+// closed silently (nginx answers nothing to an idle keep-alive client and
+// 408 only when a head had started).
+func (cc *clientConn) expire() {
+	if cc.closed {
+		return
+	}
+	if cc.state == csHead && cc.hdrTimer {
+		cc.answerAndClose(408)
+		return
+	}
+	cc.w.closeConn(cc.c)
+}
+
+// traffic handles readable data from the client.
+func (cc *clientConn) traffic() gnet.Action {
+	cc.active = true
+	act := cc.traffic0()
+	cc.active = false
+	if cc.closeNow {
+		return gnet.Close
+	}
+	return act
+}
+
+func (cc *clientConn) traffic0() gnet.Action {
+	switch cc.state {
+	case csHead:
+		return cc.readHeads()
+	case csProxy:
+		if cc.pause.on {
+			cc.w.pauseRead(cc.c)
+			return gnet.None
+		}
+		if !cc.reqDone && cc.up != nil && cc.up.state == usBusy {
+			cc.pumpBody()
+		} else if cc.c.InboundBuffered() > maxPipelined {
+			cc.pauseFor(nil)
+		}
+	case csClosing:
+		_, _ = cc.c.Discard(-1)
+	}
+	return gnet.None
+}
+
+// readHeads parses and starts requests while whole heads are buffered and
+// the previous request is done (pipelining answers in order: the next head
+// is not looked at before the current response ends).
+func (cc *clientConn) readHeads() gnet.Action {
+	for cc.state == csHead && !cc.closed && !cc.closeNow {
+		buf, _ := cc.c.Peek(-1)
+		if len(buf) == 0 {
+			return gnet.None
+		}
+		if !cc.hdrTimer {
+			cc.hdrTimer = true
+			cc.w.setDeadline(cc, int64(cc.w.cfg.HeaderTimeout))
+		}
+		err := cc.parser.Parse(buf, &cc.req)
+		if err == httpparse.ErrNeedMore {
+			return gnet.None
+		}
+		if err != nil {
+			cc.answerAndClose(httpparse.Status(err))
+			return gnet.None
+		}
+		cc.w.stats.Requests++
+		cc.start()
+	}
+	return gnet.None
+}
+
+// start routes the parsed request in cc.req and hands it to an upstream or
+// answers it. It discards the head from the client buffer.
+func (cc *clientConn) start() {
+	w := cc.w
+	r := &cc.req
+	cc.hdrTimer = false
+	cc.served = true
+	w.clearDeadline(cc)
+	cc.keepAlive = r.KeepAlive && !w.draining
+	cc.http10 = r.Major == 1 && r.Minor == 0
+	cc.isHead = string(r.Method) == "HEAD"
+	cc.idempotent = isIdempotent(r.Method)
+	cc.respStarted = false
+	cc.reqDone = false
+	cc.bodySent = false
+	cc.badBody = false
+	cc.tries, cc.freeRetries, cc.tried = 0, 0, 0
+	cc.statuses = cc.statuses[:0]
+	cc.host, cc.hostBuf = lowerASCII(hostOnly(r.Host), cc.hostBuf)
+	switch {
+	case r.Chunked:
+		cc.reqBody = bodyChunked
+		cc.reqChunk.Reset()
+	case r.ContentLength > 0:
+		cc.reqBody = bodyLength
+		cc.reqLeft = r.ContentLength
+	default:
+		cc.reqBody = bodyNone
+	}
+	hasBody := cc.reqBody != bodyNone
+	if max := w.cfg.MaxBodySize; max > 0 && r.ContentLength > max {
+		cc.discardHead()
+		cc.answerAndClose(413)
+		return
+	}
+	snap := w.snap.Load()
+	if snap == nil {
+		cc.discardHead()
+		cc.answerLocal(503, ctHTML, errorPages[503], hasBody)
+		return
+	}
+	path, pb, ok := normalizePath(r.Path, cc.pathBuf)
+	cc.pathBuf = pb
+	cc.curPath = path
+	if !ok {
+		cc.discardHead()
+		cc.answerAndClose(400)
+		return
+	}
+	rq := router.Request{
+		Method:     router.ParseMethod(r.Method),
+		Path:       path,
+		Host:       r.Host,
+		RemoteAddr: cc.ip,
+		Vars:       (*reqVars)(cc),
+	}
+	idx, ok := snap.router.Match(&rq)
+	if !ok {
+		cc.discardHead()
+		cc.answerLocal(404, ctText, notFoundBody, hasBody)
+		return
+	}
+	rt := snap.routes[idx]
+	if rt.up == nil {
+		cc.discardHead()
+		cc.answerLocal(503, ctHTML, errorPages[503], hasBody)
+		return
+	}
+	if len(rt.up.nodes) == 0 {
+		cc.discardHead()
+		cc.answerLocal(502, ctHTML, errorPages[502], hasBody)
+		return
+	}
+	cc.snap, cc.rt = snap, rt
+	cc.buildHead()
+	cc.discardHead()
+	if r.Expect100 && hasBody && cc.c.InboundBuffered() == 0 {
+		_, _ = cc.c.Write(continue100)
+	}
+	cc.state = csProxy
+	cc.dispatch()
+}
+
+var continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+
+func (cc *clientConn) discardHead() {
+	_, _ = cc.c.Discard(cc.req.HeadLen)
+	cc.parser.Reset()
+}
+
+func isIdempotent(m []byte) bool {
+	switch string(m) {
+	case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE":
+		return true
+	}
+	return false
+}
+
+// dispatch sends the request to the next node the balancer picks: an idle
+// kept-alive connection of that node's pool, or a new one.
+func (cc *clientConn) dispatch() {
+	w := cc.w
+	up := cc.rt.up
+	idx := up.bal.pick(cc.tried)
+	if idx < 0 {
+		cc.giveUp()
+		return
+	}
+	nd := up.nodes[idx]
+	cc.node = idx
+	cc.tries++
+	p := w.poolFor(up, nd)
+	if uc := p.get(); uc != nil {
+		w.stats.UpstreamReuse++
+		uc.attach(cc)
+		cc.send()
+		return
+	}
+	uc := p.newConn()
+	uc.attach(cc)
+	uc.state = usDialing
+	w.dial(uc, nd.addr, cc.rt.connectTO)
+}
+
+// send writes the request head, and whatever body is buffered, to cc.up.
+func (cc *clientConn) send() {
+	uc := cc.up
+	rt := cc.rt
+	hl := cc.hostLine[:0]
+	hl = append(hl, "Host: "...)
+	switch rt.up.passHost {
+	case passHostNode:
+		hl = append(hl, rt.up.nodes[cc.node].hostHeader...)
+	case passHostPass:
+		if len(cc.hostValue) > 0 {
+			hl = append(hl, cc.hostValue...)
+			break
+		}
+		// HTTP/1.0 without Host: name the node.
+		hl = append(hl, rt.up.nodes[cc.node].hostHeader...)
+	case passHostRewrite:
+		hl = append(hl, rt.up.upstreamHost...)
+	default:
+		hl = append(hl, cc.hostValue...)
+	}
+	hl = append(hl, '\r', '\n')
+	cc.hostLine = hl
+
+	body, n, done := cc.bodyChunk()
+	if cc.badBody {
+		cc.rejectBody(false)
+		return
+	}
+	iov := append(cc.w.iov[:0], cc.head[:cc.lineEnd], hl, cc.head[cc.lineEnd:])
+	if n > 0 {
+		iov = append(iov, body[:n])
+	}
+	cc.w.iov = iov[:0]
+	was := cc.active
+	cc.active = true
+	uc.writing = true
+	uc.sentAny = true
+	_, _ = uc.c.Writev(iov)
+	uc.writing = false
+	cc.active = was
+	clear(iov)
+	if uc.state == usClosed {
+		cc.upstreamFailed(uc, 502)
+		return
+	}
+	if n > 0 {
+		_, _ = cc.c.Discard(n)
+		cc.bodySent = true
+	}
+	cc.afterBodyWrite(done)
+}
+
+// bodyChunk returns the buffered request body bytes that may go to the
+// upstream now: n bytes of body, and whether that ends the body. An invalid
+// chunked body ends the exchange.
+func (cc *clientConn) bodyChunk() (buf []byte, n int, done bool) {
+	switch cc.reqBody {
+	case bodyNone:
+		return nil, 0, true
+	case bodyLength:
+		buf, _ = cc.c.Peek(-1)
+		n = len(buf)
+		if int64(n) >= cc.reqLeft {
+			n = int(cc.reqLeft)
+		}
+		cc.reqLeft -= int64(n)
+		return buf, n, cc.reqLeft == 0
+	default:
+		buf, _ = cc.c.Peek(-1)
+		var err error
+		n, done, err = cc.reqChunk.Scan(buf)
+		if err != nil {
+			cc.badBody = true
+			return buf, 0, false
+		}
+		return buf, n, done
+	}
+}
+
+// pumpBody forwards more request body to the busy upstream.
+func (cc *clientConn) pumpBody() {
+	uc := cc.up
+	body, n, done := cc.bodyChunk()
+	if cc.badBody {
+		cc.rejectBody(true)
+		return
+	}
+	if n == 0 && !done {
+		return
+	}
+	was := cc.active
+	cc.active = true
+	uc.writing = true
+	_, _ = uc.c.Write(body[:n])
+	uc.writing = false
+	cc.active = was
+	if uc.state == usClosed {
+		cc.upstreamFailed(uc, 502)
+		return
+	}
+	_, _ = cc.c.Discard(n)
+	cc.bodySent = true
+	cc.afterBodyWrite(done)
+}
+
+func (cc *clientConn) afterBodyWrite(done bool) {
+	w := cc.w
+	uc := cc.up
+	if done {
+		cc.reqDone = true
+		w.clearDeadline(cc)
+		w.setDeadline(uc, int64(cc.rt.readTO))
+		return
+	}
+	w.setDeadline(cc, int64(w.cfg.BodyTimeout))
+	w.setDeadline(uc, int64(cc.rt.sendTO))
+	if uc.c.OutboundBuffered() > highWater {
+		cc.pauseFor(uc.c)
+	}
+}
+
+// rejectBody ends an exchange whose chunked request body is invalid, as
+// nginx does ("client sent invalid chunked body"): 400 and close, or just
+// close once a response started. The upstream connection is dropped when
+// written reports that part of the request went out on it; otherwise it is
+// clean and goes back to its pool. Nothing after the fault is forwarded.
+func (cc *clientConn) rejectBody(written bool) {
+	if uc := cc.up; uc != nil {
+		cc.up = nil
+		uc.cc = nil
+		if written {
+			uc.abort()
+		} else {
+			uc.pool.put(uc)
+		}
+	}
+	if cc.respStarted {
+		if cc.active {
+			cc.closeNow = true
+		} else {
+			cc.w.closeConn(cc.c)
+		}
+		return
+	}
+	cc.answerAndClose(400)
+}
+
+// upstreamFailed handles an attempt that ended without a usable response:
+// a refused or timed-out connect, a reset, a close before the response.
+// It retries on the next node when APISIX would, else answers status.
+func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
+	if cc.up == uc {
+		cc.up = nil
+	}
+	uc.cc = nil
+	if cc.closed {
+		return
+	}
+	if cc.respStarted {
+		cc.w.closeConn(cc.c)
+		return
+	}
+	replayable := !cc.bodySent
+	stale := uc.reused && !uc.gotBytes && uc.sentAny
+	switch {
+	case stale && replayable && cc.idempotent && cc.freeRetries < 3:
+		// The origin closed a kept-alive connection just as it was reused.
+		cc.freeRetries++
+		cc.tries--
+		cc.dispatch()
+		return
+	}
+	cc.statuses = append(cc.statuses, status)
+	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= cc.rt.up.retries {
+		cc.tried.add(cc.node)
+		cc.dispatch()
+		return
+	}
+	cc.answerError(status)
+}
+
+// giveUp answers when the balancer has no node left to try.
+func (cc *clientConn) giveUp() {
+	status := 502
+	if n := len(cc.statuses); n > 0 {
+		status = cc.statuses[n-1]
+	}
+	cc.answerError(status)
+}
+
+// answerError answers a proxy failure (502/504) with APISIX's page and the
+// upstream statuses seen.
+func (cc *clientConn) answerError(status int) {
+	w := cc.w
+	b := cc.localHead(w.scratch[:0], status, ctHTML, len(errorPages[status]), cc.keepAlive && cc.reqDone)
+	b = b[:len(b)-2]
+	if len(cc.statuses) > 0 {
+		b = append(b, "X-APISIX-Upstream-Status: "...)
+		for i, s := range cc.statuses {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = strconv.AppendInt(b, int64(s), 10)
+		}
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	if !cc.isHead {
+		b = append(b, errorPages[status]...)
+	}
+	w.scratch = b
+	_, _ = cc.c.Write(b)
+	cc.requestDone()
+}
+
+// localHead appends the head of an answer the gateway makes itself.
+func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep bool) []byte {
+	w := cc.w
+	b = append(b, statusLines[status]...)
+	b = append(b, w.dateLine...)
+	b = append(b, "Content-Type: "...)
+	b = append(b, ct...)
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(clen), 10)
+	b = append(b, "\r\n"...)
+	if keep {
+		if cc.http10 {
+			b = append(b, "Connection: keep-alive\r\n"...)
+		}
+	} else {
+		b = append(b, "Connection: close\r\n"...)
+	}
+	b = append(b, w.server...)
+	b = append(b, "\r\n"...)
+	return b
+}
+
+// answerLocal answers a request that never reached an upstream. A request
+// whose body is still unread cannot be followed by another on the same
+// connection, so the connection closes after it.
+func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bool) {
+	w := cc.w
+	keep := cc.keepAlive && !hasBody
+	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
+	if !cc.isHead {
+		b = append(b, body...)
+	}
+	w.scratch = b
+	_, _ = cc.c.Write(b)
+	cc.keepAlive = keep
+	cc.reqDone = true
+	cc.requestDone()
+}
+
+// answerAndClose answers a malformed or refused request and closes: nothing
+// of it was forwarded.
+func (cc *clientConn) answerAndClose(status int) {
+	w := cc.w
+	cc.keepAlive = false
+	body := errorPages[status]
+	b := cc.localHead(w.scratch[:0], status, ctHTML, len(body), false)
+	b = append(b, body...)
+	w.scratch = b
+	_, _ = cc.c.Write(b)
+	cc.state = csClosing
+	cc.closeWhenFlushed()
+}
+
+// requestDone ends the current exchange: the next head may be read, or the
+// connection closes once its answer is flushed.
+func (cc *clientConn) requestDone() {
+	w := cc.w
+	cc.snap, cc.rt, cc.up = nil, nil, nil
+	if cc.closed {
+		return
+	}
+	if !cc.keepAlive || !cc.reqDone {
+		cc.state = csClosing
+		cc.closeWhenFlushed()
+		return
+	}
+	cc.state = csHead
+	cc.parser.Reset()
+	w.setDeadline(cc, int64(w.cfg.KeepaliveTimeout))
+	if cc.pause.on {
+		cc.unpause()
+	}
+	if !cc.active && cc.c.InboundBuffered() > 0 {
+		// Pipelined requests waited in the buffer for this answer.
+		cc.active = true
+		cc.readHeads()
+		cc.active = false
+		if cc.closeNow {
+			cc.w.closeConn(cc.c)
+		}
+	}
+}
+
+// closeWhenFlushed closes the connection once gnet has written everything
+// queued on it (nginx's lingering close is not done: pipelined input after
+// a Connection: close request is discarded).
+func (cc *clientConn) closeWhenFlushed() {
+	if cc.closed {
+		return
+	}
+	if cc.c.OutboundBuffered() == 0 {
+		if cc.active {
+			cc.closeNow = true
+		} else {
+			cc.w.closeConn(cc.c)
+		}
+		return
+	}
+	cc.w.setDeadline(cc, int64(cc.w.cfg.SendTimeout))
+	cc.pauseFor(cc.c)
+}
+
+// closedByPeer runs when gnet closes the connection, for whatever reason.
+func (cc *clientConn) closedByPeer() {
+	w := cc.w
+	cc.closed = true
+	w.clearDeadline(cc)
+	w.trackClose(cc)
+	if cc.pause.on {
+		cc.unpauseList()
+	}
+	if uc := cc.up; uc != nil {
+		cc.up = nil
+		uc.cc = nil
+		switch uc.state {
+		case usDialing:
+			// It joins the pool when the dial completes.
+		case usBusy:
+			// Half a response: the connection cannot be reused.
+			uc.abort()
+		}
+	}
+	cc.c.SetContext(nil)
+	cc.c = nil
+	cc.snap, cc.rt = nil, nil
+	cc.closeNow = false
+	cc.active = false
+	cc.req.Reset()
+	if len(w.freeConns) < 1024 {
+		w.freeConns = append(w.freeConns, cc)
+	}
+}
+
+// closeConn closes a connection of this loop now (OnClose runs before it
+// returns). Not for the connection whose callback is running: that one
+// returns gnet.Close.
+func (w *Worker) closeConn(c gnet.Conn) {
+	if c != nil {
+		_ = w.loop.Close(c)
+	}
+}

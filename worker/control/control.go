@@ -1,0 +1,170 @@
+package control
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+
+	"coregate/worker/spec"
+)
+
+// Type is a frame type.
+type Type uint8
+
+// Frame types. Supervisor to worker: Config, Drain. Worker to supervisor:
+// Ready, Applied, Stats, Fatal.
+const (
+	// Config carries a whole configuration (Wire). A worker serves no
+	// request before the first one.
+	Config Type = iota + 1
+	// Drain asks the worker to stop taking connections, finish what it
+	// serves and exit (payload: DrainMsg).
+	Drain
+	// Ready says the worker holds its first configuration and listens
+	// (payload: ReadyMsg).
+	Ready
+	// Stats carries the worker's counters (payload: StatsMsg).
+	Stats
+	// Applied acknowledges a Config (payload: AppliedMsg).
+	Applied
+	// Fatal says why the worker is about to exit on an error (payload:
+	// FatalMsg), for the supervisor's log.
+	Fatal
+)
+
+// MaxFrame bounds a frame: 64 MiB covers tens of thousands of routes.
+const MaxFrame = 64 << 20
+
+// Sentinel errors.
+var (
+	ErrFrameTooLarge = errors.New("control: frame too large")
+	ErrUnknownType   = errors.New("control: unknown frame type")
+)
+
+// Wire is a configuration as it travels to a worker.
+type Wire struct {
+	Routes    []*spec.Route    `json:"routes"`
+	Services  []*spec.Service  `json:"services"`
+	Upstreams []*spec.Upstream `json:"upstreams"`
+}
+
+// DrainMsg is the payload of Drain.
+type DrainMsg struct {
+	// TimeoutMS is how long in-flight requests may take before the worker
+	// closes everything and exits.
+	TimeoutMS int64 `json:"timeout_ms"`
+}
+
+// ReadyMsg is the payload of Ready.
+type ReadyMsg struct {
+	ID       int    `json:"id"`
+	PID      int    `json:"pid"`
+	Selector string `json:"selector"` // what steers connections to it: ebpf, cbpf, kernel-hash
+}
+
+// AppliedMsg is the payload of Applied.
+type AppliedMsg struct {
+	Routes int    `json:"routes"`
+	Error  string `json:"error,omitempty"`
+}
+
+// FatalMsg is the payload of Fatal.
+type FatalMsg struct {
+	Error string `json:"error"`
+}
+
+// StatsMsg is the payload of Stats.
+type StatsMsg struct {
+	Accepted uint64 `json:"accepted"`
+	Requests uint64 `json:"requests"`
+	Active   int64  `json:"active"`
+}
+
+// Conn is one end of a control socket.
+type Conn struct {
+	c  io.ReadWriteCloser
+	r  *bufio.Reader
+	mu sync.Mutex
+}
+
+// New wraps a connected stream socket.
+func New(c io.ReadWriteCloser) *Conn { return &Conn{c: c, r: bufio.NewReader(c)} }
+
+// FromFile wraps an inherited socket fd.
+func FromFile(f *os.File) (*Conn, error) {
+	nc, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	_ = f.Close()
+	return New(nc), nil
+}
+
+// Send writes one frame; v is marshalled to JSON (nil: empty payload).
+func (c *Conn) Send(t Type, v any) error {
+	var payload []byte
+	if v != nil {
+		var err error
+		if payload, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("control: %w", err)
+		}
+	}
+	if len(payload)+1 > MaxFrame {
+		return ErrFrameTooLarge
+	}
+	hdr := make([]byte, 5, 5+len(payload))
+	binary.BigEndian.PutUint32(hdr, uint32(len(payload)+1))
+	hdr[4] = byte(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.c.Write(append(hdr, payload...))
+	return err
+}
+
+// Recv reads one frame. The payload is the caller's.
+func (c *Conn) Recv() (Type, []byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > MaxFrame {
+		return 0, nil, ErrFrameTooLarge
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(c.r, buf); err != nil {
+		return 0, nil, err
+	}
+	t := Type(buf[0])
+	if t < Config || t > Fatal {
+		return t, nil, ErrUnknownType
+	}
+	return t, buf[1:], nil
+}
+
+// Close closes the socket.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// EncodeSpec gives the Wire of s.
+func EncodeSpec(s *spec.Spec) *Wire {
+	return &Wire{Routes: s.Routes, Services: s.Services, Upstreams: s.Upstreams}
+}
+
+// DecodeSpec parses a Config payload and checks its references.
+func DecodeSpec(payload []byte) (*spec.Spec, error) {
+	var w Wire
+	if err := json.Unmarshal(payload, &w); err != nil {
+		return nil, fmt.Errorf("control: config: %w", err)
+	}
+	s := &spec.Spec{Routes: w.Routes, Services: w.Services, Upstreams: w.Upstreams}
+	if err := s.Check(); err != nil {
+		return nil, fmt.Errorf("control: config: %w", err)
+	}
+	return s, nil
+}

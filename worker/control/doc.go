@@ -1,0 +1,17 @@
+// Package control is the protocol between the supervisor and its worker
+// processes, over the stream socket each worker inherits (a socketpair made
+// by the supervisor).
+//
+// A frame is a 4-byte big-endian length n, then n bytes: one byte of type
+// and the payload (JSON, or empty). Frames are read and written by one
+// goroutine on each side; Conn serialises writers with a mutex so a worker
+// may report from several goroutines.
+//
+// A conversation: the supervisor sends Config at once; the worker listens
+// only after it holds that first complete configuration, then sends Ready.
+// Every Config is answered with Applied (an error there means the worker
+// kept its previous configuration). Drain asks the worker to stop
+// gracefully; a worker whose control socket reaches end of file (its
+// supervisor is gone) drains too. A worker that exits on an error sends
+// Fatal with it first.
+package control

@@ -1,0 +1,141 @@
+package worker
+
+import (
+	"net"
+	"testing"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"coregate/worker/spec"
+)
+
+// fakeConn is an in-memory gnet.Conn for driving the worker's handlers
+// directly: inbound bytes are what the peer sent, out collects what the
+// worker wrote. Methods the worker does not use panic (nil embedded Conn).
+type fakeConn struct {
+	gnet.Conn
+	in      []byte
+	out     []byte
+	ctx     any
+	laddr   net.Addr
+	raddr   net.Addr
+	loop    *fakeLoop
+	closed  bool
+	fd      int
+	iovSeen int
+}
+
+func (c *fakeConn) Peek(n int) ([]byte, error) {
+	if n <= 0 || n > len(c.in) {
+		return c.in, nil
+	}
+	return c.in[:n], nil
+}
+
+func (c *fakeConn) Discard(n int) (int, error) {
+	if n <= 0 || n >= len(c.in) {
+		m := len(c.in)
+		c.in = c.in[:0]
+		return m, nil
+	}
+	c.in = c.in[:copy(c.in, c.in[n:])]
+	return n, nil
+}
+
+func (c *fakeConn) Write(p []byte) (int, error) {
+	c.out = append(c.out, p...)
+	return len(p), nil
+}
+
+func (c *fakeConn) Writev(bs [][]byte) (int, error) {
+	n := 0
+	for _, b := range bs {
+		c.out = append(c.out, b...)
+		n += len(b)
+	}
+	c.iovSeen++
+	return n, nil
+}
+
+func (c *fakeConn) InboundBuffered() int      { return len(c.in) }
+func (c *fakeConn) OutboundBuffered() int     { return 0 }
+func (c *fakeConn) Context() any              { return c.ctx }
+func (c *fakeConn) SetContext(x any)          { c.ctx = x }
+func (c *fakeConn) LocalAddr() net.Addr       { return c.laddr }
+func (c *fakeConn) RemoteAddr() net.Addr      { return c.raddr }
+func (c *fakeConn) Fd() int                   { return c.fd }
+func (c *fakeConn) EventLoop() gnet.EventLoop { return c.loop }
+
+type fakeLoop struct {
+	gnet.EventLoop
+	w *Worker
+}
+
+func (l *fakeLoop) Close(c gnet.Conn) error {
+	fc := c.(*fakeConn)
+	if fc.closed {
+		return nil
+	}
+	fc.closed = true
+	l.w.OnClose(c, nil)
+	return nil
+}
+
+// harness is a worker driven in memory, with one client connection and one
+// upstream connection already kept alive in the node's pool.
+type harness struct {
+	w  *Worker
+	cl *fakeConn
+	up *fakeConn
+}
+
+func newHarness(t testing.TB, s *spec.Spec) *harness {
+	t.Helper()
+	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	if err := w.SetSpec(s); err != nil {
+		t.Fatal(err)
+	}
+	loop := &fakeLoop{w: w}
+	cl := &fakeConn{loop: loop, fd: 10,
+		laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9080},
+		raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40000}}
+	w.OnOpen(cl)
+	h := &harness{w: w, cl: cl}
+	// Seed each node's pool with one kept-alive connection.
+	snap := w.snap.Load()
+	for _, rt := range snap.routes {
+		if rt.up == nil {
+			continue
+		}
+		for _, nd := range rt.up.nodes {
+			p := w.poolFor(rt.up, nd)
+			if len(p.idle) > 0 {
+				continue
+			}
+			up := &fakeConn{loop: loop, fd: 20,
+				laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000},
+				raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
+			uc := p.newConn()
+			uc.c = up
+			up.ctx = uc
+			uc.state = usBusy
+			p.put(uc)
+			h.up = up
+		}
+	}
+	return h
+}
+
+// roundTrip sends req from the client, answers resp from the upstream and
+// returns what the upstream received and what the client received.
+func (h *harness) roundTrip(req, resp []byte) (toUp, toClient []byte) {
+	h.cl.out = h.cl.out[:0]
+	h.up.out = h.up.out[:0]
+	h.cl.in = append(h.cl.in, req...)
+	h.w.OnTraffic(h.cl)
+	if len(resp) > 0 {
+		h.up.in = append(h.up.in, resp...)
+		h.w.OnTraffic(h.up)
+	}
+	return h.up.out, h.cl.out
+}

@@ -1,0 +1,198 @@
+package worker
+
+import (
+	"bytes"
+
+	"coregate/httpparse"
+)
+
+// buildHead writes the outbound request head for cc.req into cc.head (see
+// clientConn.head). Hop-by-hop fields go (RFC 9110 §7.6.1), and so do those
+// the Connection header names; X-Forwarded-* and X-Real-IP are set as
+// APISIX's nginx template does. The request keeps its framing: a chunked
+// body is forwarded as it came.
+func (cc *clientConn) buildHead() {
+	r := &cc.req
+	b := cc.head[:0]
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	if len(r.Target) > 0 && r.Target[0] == '/' {
+		b = append(b, r.Target...)
+	} else {
+		// absolute-form: send origin-form
+		b = append(b, r.Path...)
+		if r.Query != nil {
+			b = append(b, '?')
+			b = append(b, r.Query...)
+		}
+	}
+	if cc.http10 {
+		b = append(b, " HTTP/1.0\r\n"...)
+	} else {
+		b = append(b, " HTTP/1.1\r\n"...)
+	}
+	cc.lineEnd = len(b)
+	cc.hostValue = append(cc.hostValue[:0], r.Host...)
+
+	tokens := cc.w.connTokens(r.Headers, r.Conn)
+	xff := false
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		switch h.ID {
+		case httpparse.HdrHost, httpparse.HdrConnection, httpparse.HdrKeepAlive,
+			httpparse.HdrProxyConnection, httpparse.HdrTE, httpparse.HdrTrailer,
+			httpparse.HdrUpgrade, httpparse.HdrExpect, httpparse.HdrXRealIP,
+			httpparse.HdrXForwardedProto, httpparse.HdrXForwardedHost, httpparse.HdrXForwardedPort:
+			continue
+		case httpparse.HdrXForwardedFor:
+			xff = true // joined into one field below
+			continue
+		}
+		if tokens != nil && namedIn(tokens, h.Name) {
+			continue
+		}
+		b = append(b, h.Name...)
+		b = append(b, ':', ' ')
+		b = append(b, h.Value...)
+		b = append(b, '\r', '\n')
+	}
+	// $proxy_add_x_forwarded_for: the fields as received, then the client.
+	b = append(b, "X-Forwarded-For: "...)
+	if xff {
+		for i := range r.Headers {
+			if h := &r.Headers[i]; h.ID == httpparse.HdrXForwardedFor {
+				b = append(b, h.Value...)
+				b = append(b, ", "...)
+			}
+		}
+	}
+	b = append(b, cc.ipText...)
+	b = append(b, "\r\n"...)
+	b = append(b, "X-Real-IP: "...)
+	b = append(b, cc.ipText...)
+	b = append(b, "\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: "...)
+	b = append(b, cc.host...)
+	b = append(b, "\r\nX-Forwarded-Port: "...)
+	b = append(b, cc.portText...)
+	b = append(b, "\r\n"...)
+	if cc.http10 {
+		b = append(b, "Connection: keep-alive\r\n"...)
+	}
+	b = append(b, '\r', '\n')
+	cc.head = b
+}
+
+// hostOnly strips the port from a Host value (nginx's $host once
+// lower-cased, see clientConn.host).
+func hostOnly(h []byte) []byte {
+	if len(h) > 0 && h[0] == '[' {
+		if i := bytes.IndexByte(h, ']'); i > 0 {
+			return h[:i+1]
+		}
+		return h
+	}
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 {
+		return h[:i]
+	}
+	return h
+}
+
+// connTokens returns the tokens of the Connection fields when they name
+// something besides close/keep-alive/upgrade, else nil. The result is
+// worker scratch, valid until the next call.
+func (w *Worker) connTokens(hs []httpparse.Header, flags httpparse.ConnFlags) [][]byte {
+	if flags&httpparse.ConnOther == 0 {
+		return nil
+	}
+	t := w.connTok[:0]
+	for i := range hs {
+		if hs[i].ID != httpparse.HdrConnection {
+			continue
+		}
+		v := hs[i].Value
+		for len(v) > 0 {
+			j := bytes.IndexByte(v, ',')
+			var tok []byte
+			if j < 0 {
+				tok, v = v, nil
+			} else {
+				tok, v = v[:j], v[j+1:]
+			}
+			tok = bytes.TrimSpace(tok)
+			if len(tok) > 0 {
+				t = append(t, tok)
+			}
+		}
+	}
+	w.connTok = t
+	return t
+}
+
+func namedIn(tokens [][]byte, name []byte) bool {
+	for _, t := range tokens {
+		if bytes.EqualFold(t, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// responseHead writes the head sent to the client for an upstream response
+// into b. keep tells whether the client connection stays open; chunked
+// whether the body is forwarded chunked.
+func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
+	w := cc.w
+	b = append(b, "HTTP/1.1 "...)
+	b = appendStatus(b, resp.Status)
+	b = append(b, ' ')
+	b = append(b, resp.Reason...)
+	b = append(b, '\r', '\n')
+	tokens := w.connTokens(resp.Headers, resp.Conn)
+	hasDate := false
+	for i := range resp.Headers {
+		h := &resp.Headers[i]
+		switch h.ID {
+		case httpparse.HdrConnection, httpparse.HdrKeepAlive, httpparse.HdrProxyConnection,
+			httpparse.HdrTE, httpparse.HdrTrailer, httpparse.HdrUpgrade, httpparse.HdrServer:
+			continue
+		case httpparse.HdrDate:
+			hasDate = true
+		}
+		if tokens != nil && namedIn(tokens, h.Name) {
+			continue
+		}
+		b = append(b, h.Name...)
+		b = append(b, ':', ' ')
+		b = append(b, h.Value...)
+		b = append(b, '\r', '\n')
+	}
+	if !hasDate {
+		b = append(b, w.dateLine...)
+	}
+	b = append(b, w.server...)
+	if resp.Status >= 500 || w.cfg.ShowUpstreamStatus {
+		b = append(b, "X-APISIX-Upstream-Status: "...)
+		for _, s := range cc.statuses {
+			b = appendStatus(b, s)
+			b = append(b, ", "...)
+		}
+		b = appendStatus(b, resp.Status)
+		b = append(b, '\r', '\n')
+	}
+	if keep {
+		if cc.http10 {
+			b = append(b, "Connection: keep-alive\r\n"...)
+		}
+	} else {
+		b = append(b, "Connection: close\r\n"...)
+	}
+	b = append(b, '\r', '\n')
+	return b
+}
+
+func appendStatus(b []byte, s int) []byte {
+	if s < 100 || s > 999 {
+		s = 502
+	}
+	return append(b, byte('0'+s/100), byte('0'+s/10%10), byte('0'+s%10))
+}

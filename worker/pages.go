@@ -1,0 +1,50 @@
+package worker
+
+import "strconv"
+
+// Answers the gateway writes itself. Bodies follow APISIX: nginx's HTML error
+// page with APISIX's footer (CRLF line ends), and the JSON 404 for a request
+// no route matched.
+
+var notFoundBody = []byte(`{"error_msg":"404 Route Not Found"}` + "\n")
+
+const (
+	ctHTML = "text/html; charset=utf-8"
+	ctText = "text/plain; charset=utf-8"
+)
+
+var statusText = map[int]string{
+	400: "Bad Request",
+	404: "Not Found",
+	408: "Request Time-out",
+	413: "Request Entity Too Large",
+	414: "Request-URI Too Large",
+	431: "Request Header Fields Too Large",
+	500: "Internal Server Error",
+	501: "Not Implemented",
+	502: "Bad Gateway",
+	503: "Service Temporarily Unavailable",
+	504: "Gateway Time-out",
+	505: "HTTP Version Not Supported",
+}
+
+// errorPages holds the pre-rendered body of each status above.
+var errorPages = func() map[int][]byte {
+	m := make(map[int][]byte, len(statusText))
+	for code, text := range statusText {
+		title := strconv.Itoa(code) + " " + text
+		m[code] = []byte("<html>\r\n<head><title>" + title + "</title></head>\r\n<body>\r\n<center><h1>" + title +
+			"</h1></center>\r\n<hr><center>openresty</center>\r\n" +
+			"<p><em>Powered by <a href=\"https://apisix.apache.org/\">APISIX</a>.</em></p></body>\r\n</html>\r\n")
+	}
+	return m
+}()
+
+// statusLines holds "HTTP/1.1 <code> <text>\r\n" for the statuses above.
+var statusLines = func() map[int][]byte {
+	m := make(map[int][]byte, len(statusText))
+	for code, text := range statusText {
+		m[code] = []byte("HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n")
+	}
+	return m
+}()

@@ -1,0 +1,144 @@
+package worker
+
+import "github.com/panjf2000/gnet/v2"
+
+// pauseState tracks a connection whose reading is paused until dst, the
+// peer it feeds, has flushed its outbound buffer below lowWater. dst nil
+// means "until this connection's own inbound buffer is consumed"; dst equal
+// to the connection itself means "close once flushed" (csClosing).
+type pauseState struct {
+	on       bool
+	idx      int32 // position in Worker.paused
+	dst      gnet.Conn
+	lastOut  int   // dst's outbound bytes at the last check
+	progress int64 // Worker.now when dst last made progress
+}
+
+type pausable interface {
+	pauseSlot() *pauseState
+	conn() gnet.Conn
+	resume()
+	stalled()
+}
+
+func (cc *clientConn) pauseSlot() *pauseState { return &cc.pause }
+func (cc *clientConn) conn() gnet.Conn        { return cc.c }
+func (uc *upConn) pauseSlot() *pauseState     { return &uc.pause }
+func (uc *upConn) conn() gnet.Conn            { return uc.c }
+
+func (w *Worker) pause(p pausable, dst gnet.Conn) {
+	s := p.pauseSlot()
+	s.dst = dst
+	s.progress = w.now
+	if dst != nil {
+		s.lastOut = dst.OutboundBuffered()
+	}
+	if !s.on {
+		s.on = true
+		s.idx = int32(len(w.paused))
+		w.paused = append(w.paused, p)
+	}
+	w.pauseRead(p.conn())
+}
+
+func (w *Worker) unpause(p pausable) {
+	s := p.pauseSlot()
+	if !s.on {
+		return
+	}
+	last := len(w.paused) - 1
+	moved := w.paused[last]
+	w.paused[s.idx] = moved
+	moved.pauseSlot().idx = s.idx
+	w.paused[last] = nil
+	w.paused = w.paused[:last]
+	s.on = false
+	s.idx = -1
+	s.dst = nil
+}
+
+// resumePaused runs each tick: connections whose peer drained resume;
+// a peer that made no progress for send_timeout ends both.
+func (w *Worker) resumePaused() {
+	for i := 0; i < len(w.paused); {
+		p := w.paused[i]
+		s := p.pauseSlot()
+		dst := s.dst
+		var out int
+		if dst == nil {
+			out = p.conn().InboundBuffered()
+		} else {
+			out = dst.OutboundBuffered()
+		}
+		if out < s.lastOut {
+			s.progress = w.now
+		}
+		s.lastOut = out
+		switch {
+		case dst == p.conn() && out == 0:
+			w.unpause(p)
+			w.closeConn(p.conn())
+		case dst != p.conn() && out < lowWater:
+			w.unpause(p)
+			w.resumeRead(p.conn())
+			p.resume()
+		case w.now-s.progress > int64(w.cfg.SendTimeout):
+			w.unpause(p)
+			p.stalled()
+		default:
+			i++
+			continue
+		}
+		// The entry at i changed; look at it again.
+	}
+}
+
+func (cc *clientConn) pauseFor(dst gnet.Conn) { cc.w.pause(cc, dst) }
+func (cc *clientConn) unpause() {
+	cc.w.unpause(cc)
+	cc.w.resumeRead(cc.c)
+}
+func (cc *clientConn) unpauseList() { cc.w.unpause(cc) }
+
+// resume continues a client whose upload waited for the upstream, or whose
+// pipelined input waited for the current answer.
+func (cc *clientConn) resume() {
+	if cc.closed || cc.state != csProxy {
+		return
+	}
+	if !cc.reqDone && cc.up != nil && cc.up.state == usBusy {
+		cc.active = true
+		cc.pumpBody()
+		cc.active = false
+		if cc.closeNow {
+			cc.w.closeConn(cc.c)
+		}
+	}
+}
+
+// stalled: the peer did not read for send_timeout.
+func (cc *clientConn) stalled() { cc.w.closeConn(cc.c) }
+
+func (uc *upConn) pauseFor(dst gnet.Conn) { uc.w.pause(uc, dst) }
+func (uc *upConn) unpauseList()           { uc.w.unpause(uc) }
+
+// resume forwards the response bytes that waited in the buffer.
+func (uc *upConn) resume() {
+	if uc.state != usBusy || uc.cc == nil || uc.c.InboundBuffered() == 0 {
+		return
+	}
+	if uc.traffic() == gnet.Close {
+		uc.close()
+	}
+}
+
+// stalled: the client did not read the response for send_timeout.
+func (uc *upConn) stalled() {
+	cc := uc.cc
+	uc.cc = nil
+	uc.close()
+	if cc != nil && !cc.closed {
+		cc.up = nil
+		cc.w.closeConn(cc.c)
+	}
+}

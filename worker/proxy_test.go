@@ -1,0 +1,287 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"coregate/worker/spec"
+)
+
+// startWorker runs a worker on a free loopback port with routes given as
+// APISIX JSON objects; it stops with the test.
+func startWorker(t *testing.T, upstreams []string, routes ...string) *Worker {
+	t.Helper()
+	s := &spec.Spec{}
+	for _, u := range upstreams {
+		x, err := spec.DecodeUpstream([]byte(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Upstreams = append(s.Upstreams, x)
+	}
+	for _, r := range routes {
+		x, err := spec.DecodeRoute([]byte(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Routes = append(s.Routes, x)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	if err := w.SetSpec(s); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("worker did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("worker did not stop")
+		}
+	})
+	return w
+}
+
+func hostPort(u string) string { return strings.TrimPrefix(u, "http://") }
+
+func TestProxyBasic(t *testing.T) {
+	var conns atomic.Int32
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "path=%s xff=%s real=%s host=%s", r.URL.Path, r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Real-IP"), r.Host)
+	}))
+	up.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	up.Start()
+	defer up.Close()
+	w := startWorker(t, nil, fmt.Sprintf(`{"id":"1","uri":"/hello*","upstream":{"nodes":{"%s":1}}}`, hostPort(up.URL)))
+	base := "http://" + w.Addr().String()
+	cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	for i := 0; i < 20; i++ {
+		resp, err := cl.Get(base + "/hello/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := "path=/hello/x xff=127.0.0.1 real=127.0.0.1 host=" + w.Addr().String()
+		if resp.StatusCode != 200 || string(b) != want {
+			t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, b, want)
+		}
+		if got := resp.Header.Get("Server"); got != "APISIX/"+spec.CompatVersion {
+			t.Fatalf("Server = %q", got)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("upstream saw %d connections, want 1 (keep-alive reuse)", n)
+	}
+	resp, err := cl.Get(base + "/nothing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || string(b) != `{"error_msg":"404 Route Not Found"}`+"\n" {
+		t.Fatalf("got %d %q", resp.StatusCode, b)
+	}
+}
+
+func TestProxyRefused(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := l.Addr().String()
+	l.Close()
+	w := startWorker(t, nil, fmt.Sprintf(`{"id":"1","uri":"/x","upstream":{"nodes":{"%s":1}}}`, dead))
+	resp, err := http.Get("http://" + w.Addr().String() + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || resp.Header.Get("X-APISIX-Upstream-Status") != "502" || !strings.Contains(string(b), "502 Bad Gateway") {
+		t.Fatalf("got %d %v %q", resp.StatusCode, resp.Header, b)
+	}
+}
+
+func TestProxyPipelined(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.URL.Path)
+	}))
+	defer up.Close()
+	w := startWorker(t, nil, fmt.Sprintf(`{"id":"1","uri":"/*","upstream":{"nodes":{"%s":1}}}`, hostPort(up.URL)))
+	c, err := net.Dial("tcp", w.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var req strings.Builder
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(&req, "GET /p%d HTTP/1.1\r\nHost: x\r\n\r\n", i)
+	}
+	_, _ = io.WriteString(c, req.String())
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	for i := 0; i < 5; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if string(b) != fmt.Sprintf("/p%d", i) {
+			t.Fatalf("response %d: %q", i, b)
+		}
+	}
+}
+
+// scriptedOrigin accepts connections on loopback and runs serve for each;
+// it returns the address and how many connections it accepted.
+func scriptedOrigin(t *testing.T, serve func(n int, c net.Conn, br *bufio.Reader)) (string, *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int32
+	var conns []net.Conn
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n := int(accepted.Add(1))
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				serve(n, c, bufio.NewReader(c))
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String(), &accepted
+}
+
+// TestProxyStaleKeepAliveRetried: the origin takes the second request of a
+// kept-alive connection and closes without answering. An idempotent
+// request is replayed on a new connection (no retry is configured); a POST
+// is not, and gets 502.
+func TestProxyStaleKeepAliveRetried(t *testing.T) {
+	var posts atomic.Int32
+	addr, accepted := scriptedOrigin(t, func(n int, c net.Conn, br *bufio.Reader) {
+		for i := 1; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.Method == "POST" {
+				posts.Add(1)
+				return
+			}
+			if n == 1 && i == 2 {
+				return
+			}
+			if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(req.URL.Path), req.URL.Path); err != nil {
+				return
+			}
+		}
+	})
+	w := startWorker(t, nil, fmt.Sprintf(`{"id":"1","uri":"/*","upstream":{"nodes":{"%s":1},"retries":0}}`, addr))
+	cl := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: 5 * time.Second}
+	defer cl.CloseIdleConnections()
+	base := "http://" + w.Addr().String()
+	for i := range 3 {
+		resp, err := cl.Get(fmt.Sprintf("%s/g%d", base, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("/g%d", i); resp.StatusCode != 200 || string(b) != want {
+			t.Fatalf("GET %d: %d %q, want 200 %q", i, resp.StatusCode, b, want)
+		}
+	}
+	if n := accepted.Load(); n != 2 {
+		t.Errorf("origin accepted %d connections, want 2", n)
+	}
+	resp, err := cl.Post(base+"/p", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 502 || posts.Load() != 1 {
+		t.Errorf("POST on a connection that fails: %d, origin saw it %d times; want 502, once", resp.StatusCode, posts.Load())
+	}
+}
+
+// TestProxyInvalidChunkedBody: an invalid chunk in a request body that came
+// with its head, on a new upstream connection, is answered 400 at once and
+// nothing of the body reaches the origin.
+func TestProxyInvalidChunkedBody(t *testing.T) {
+	var got atomic.Value
+	got.Store("")
+	addr, _ := scriptedOrigin(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		b, _ := io.ReadAll(br)
+		got.Store(string(b))
+	})
+	w := startWorker(t, nil, fmt.Sprintf(`{"id":"1","uri":"/*","upstream":{"nodes":{"%s":1}}}`, addr))
+	c, err := net.Dial("tcp", w.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	_, _ = io.WriteString(c, "POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+
+		"5\r\nhello\r\nzz\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !resp.Close {
+		t.Errorf("got %d close=%v, want 400 with Connection: close", resp.StatusCode, resp.Close)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if s := got.Load().(string); strings.Contains(s, "hello") || strings.Contains(s, "smuggled") {
+		t.Errorf("origin read %q", s)
+	}
+}

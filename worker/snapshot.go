@@ -1,0 +1,253 @@
+package worker
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"coregate/worker/router"
+	"coregate/worker/spec"
+)
+
+// Snapshot is a compiled, immutable view of the configuration: the router and
+// everything a request needs once it has matched. It is built off the event
+// loop (Compile) and swapped in between requests; a request keeps the snapshot
+// it started with until it ends.
+//
+// The only fields written after Compile are the loop-owned caches noted on
+// node and the balancer state, both touched by the one event loop only.
+type Snapshot struct {
+	router *router.Router
+	routes []*route
+	spec   *spec.Spec
+}
+
+// Routes reports how many enabled routes the snapshot serves.
+func (s *Snapshot) Routes() int { return len(s.routes) }
+
+type route struct {
+	id string
+	up *upstream // nil: the route has no upstream (answered 503)
+	// timeouts override the upstream's when the route sets them.
+	connectTO, sendTO, readTO time.Duration
+}
+
+const (
+	passHostPass = iota
+	passHostNode
+	passHostRewrite
+)
+
+type upstream struct {
+	bal          *balancer
+	nodes        []*node
+	retries      int
+	retryTimeout time.Duration
+	connectTO    time.Duration
+	sendTO       time.Duration
+	readTO       time.Duration
+	passHost     uint8
+	upstreamHost []byte
+	kaSize       int
+	kaIdle       time.Duration
+	kaRequests   int
+}
+
+// node is one upstream server of one upstream.
+type node struct {
+	addr       string // dial address host:port
+	hostHeader []byte // Host sent with pass_host=node
+	weight     int
+	priority   int
+	// pool is resolved on the event loop on first use (loop-owned cache).
+	pool *pool
+}
+
+// Default proxy timeouts when neither route nor upstream sets them: nginx's
+// proxy_connect_timeout / proxy_send_timeout / proxy_read_timeout.
+const (
+	defaultConnectTimeout = 60 * time.Second
+	defaultSendTimeout    = 60 * time.Second
+	defaultReadTimeout    = 60 * time.Second
+)
+
+// Compile turns a validated Spec into a Snapshot. It runs off the event loop
+// and allocates freely; an error leaves the caller's current snapshot alone.
+func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
+	snap := &Snapshot{spec: s}
+	ups := map[string]*spec.Upstream{}
+	for _, u := range s.Upstreams {
+		ups[u.ID.String()] = u
+	}
+	svcs := map[string]*spec.Service{}
+	for _, sv := range s.Services {
+		svcs[sv.ID.String()] = sv
+	}
+	compiled := map[*spec.Upstream]*upstream{}
+	upFor := func(u *spec.Upstream) (*upstream, error) {
+		if cu, ok := compiled[u]; ok {
+			return cu, nil
+		}
+		cu, err := compileUpstream(u)
+		if err != nil {
+			return nil, err
+		}
+		compiled[u] = cu
+		return cu, nil
+	}
+
+	var rts []router.Route
+	for _, r := range s.Routes {
+		if !r.Enabled() {
+			continue
+		}
+		id := r.ID.String()
+		var svc *spec.Service
+		if !r.ServiceID.IsZero() {
+			svc = svcs[r.ServiceID.String()]
+			if svc == nil {
+				return nil, fmt.Errorf("route %s: service_id %s not found", id, r.ServiceID.String())
+			}
+		}
+		var su *spec.Upstream
+		switch {
+		case r.Upstream != nil:
+			su = r.Upstream
+		case !r.UpstreamID.IsZero():
+			su = ups[r.UpstreamID.String()]
+			if su == nil {
+				return nil, fmt.Errorf("route %s: upstream_id %s not found", id, r.UpstreamID.String())
+			}
+		case svc != nil && svc.Upstream != nil:
+			su = svc.Upstream
+		case svc != nil && !svc.UpstreamID.IsZero():
+			su = ups[svc.UpstreamID.String()]
+			if su == nil {
+				return nil, fmt.Errorf("service %s: upstream_id %s not found", svc.ID.String(), svc.UpstreamID.String())
+			}
+		}
+		rt := &route{id: id}
+		if su != nil {
+			cu, err := upFor(su)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: %w", id, err)
+			}
+			rt.up = cu
+			rt.connectTO, rt.sendTO, rt.readTO = cu.connectTO, cu.sendTO, cu.readTO
+		}
+		if t := r.Timeout; t != nil {
+			rt.connectTO, rt.sendTO, rt.readTO = seconds(t.Connect), seconds(t.Send), seconds(t.Read)
+		}
+		if rt.connectTO == 0 {
+			rt.connectTO, rt.sendTO, rt.readTO = defaultConnectTimeout, defaultSendTimeout, defaultReadTimeout
+		}
+
+		hosts := r.AllHosts()
+		if len(hosts) == 0 && svc != nil {
+			hosts = svc.Hosts
+		}
+		in := router.Route{
+			Index:    len(snap.routes),
+			URIs:     r.AllURIs(),
+			Priority: r.EffectivePriority(),
+		}
+		for _, m := range r.Methods {
+			in.Methods |= router.ParseMethod([]byte(m))
+		}
+		for _, h := range hosts {
+			in.Hosts = append(in.Hosts, strings.ToLower(h))
+		}
+		for _, a := range r.AllRemoteAddrs() {
+			p, err := parsePrefix(a)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: remote_addrs: %w", id, err)
+			}
+			in.RemoteAddrs = append(in.RemoteAddrs, p)
+		}
+		if len(r.Vars) > 0 {
+			e, err := router.CompileVars(r.Vars)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: %w", id, err)
+			}
+			in.Vars = e
+		}
+		snap.routes = append(snap.routes, rt)
+		rts = append(rts, in)
+	}
+	rr, err := router.Build(rts, mode)
+	if err != nil {
+		return nil, err
+	}
+	snap.router = rr
+	return snap, nil
+}
+
+func compileUpstream(u *spec.Upstream) (*upstream, error) {
+	scheme := u.Scheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	if scheme != "http" {
+		return nil, fmt.Errorf("upstream scheme %q is not supported yet", scheme)
+	}
+	if t := u.Type; t != "" && t != "roundrobin" {
+		return nil, fmt.Errorf("upstream type %q is not supported yet", t)
+	}
+	cu := &upstream{
+		retries:   u.EffectiveRetries(),
+		connectTO: defaultConnectTimeout,
+		sendTO:    defaultSendTimeout,
+		readTO:    defaultReadTimeout,
+	}
+	if u.RetryTimeout != nil {
+		cu.retryTimeout = seconds(*u.RetryTimeout)
+	}
+	if t := u.Timeout; t != nil {
+		cu.connectTO, cu.sendTO, cu.readTO = seconds(t.Connect), seconds(t.Send), seconds(t.Read)
+	}
+	switch u.PassHost {
+	case "", "pass":
+		cu.passHost = passHostPass
+	case "node":
+		cu.passHost = passHostNode
+	case "rewrite":
+		cu.passHost = passHostRewrite
+		cu.upstreamHost = []byte(u.UpstreamHost)
+	default:
+		return nil, fmt.Errorf("pass_host %q is not supported", u.PassHost)
+	}
+	cu.kaSize, cu.kaIdle, cu.kaRequests = u.EffectiveKeepalive()
+	for _, n := range u.Nodes.List {
+		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}
+		host := n.Host
+		if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {
+			host = "[" + host + "]"
+		}
+		if n.Port != 0 && n.Port != 80 {
+			host += ":" + strconv.Itoa(n.Port)
+		}
+		nd.hostHeader = []byte(host)
+		cu.nodes = append(cu.nodes, nd)
+	}
+	cu.bal = newBalancer(cu.nodes)
+	return cu, nil
+}
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.IndexByte(s, '/') >= 0 {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

@@ -1,0 +1,382 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"coregate/httpparse"
+)
+
+// Upstream connection states.
+const (
+	usDialing = iota // connect in progress off the loop
+	usBusy           // serving cc's request
+	usIdle           // in its pool, kept alive
+	usClosed
+)
+
+// Response phases.
+const (
+	rpHead = iota
+	rpBody
+)
+
+// upConn is one connection to an upstream node, owned by the event loop.
+// While busy it serves exactly one client request; response bytes are
+// forwarded from gnet's read buffer to the client as they arrive.
+type upConn struct {
+	timerSlot
+	w     *Worker
+	c     gnet.Conn
+	pool  *pool
+	cc    *clientConn
+	state uint8
+	phase uint8
+
+	reused    bool // served a request before the current one
+	requests  int
+	gotBytes  bool // a response byte arrived for the current request
+	sentAny   bool // request bytes were written for the current request
+	writing   bool // a write to this connection is on the stack
+	inTraffic bool
+	aborted   bool // close asked for while inTraffic
+	gone      bool // gnet closed the connection (OnClose ran); c must not be used
+
+	parser httpparse.ResponseParser
+	resp   httpparse.Response
+	mode   httpparse.BodyMode
+	left   int64
+	chunk  httpparse.Chunked
+	keep   bool // the client connection stays open after this response
+
+	poolIdx int
+	pause   pauseState
+}
+
+func (uc *upConn) slot() *timerSlot { return &uc.timerSlot }
+
+// pool is the keep-alive pool of one node address (scheme#host#port), shared
+// by every upstream that names the node, kept across snapshots.
+type pool struct {
+	w           *Worker
+	addr        string
+	idle        []*upConn // most recently used last
+	size        int
+	idleTO      time.Duration
+	maxRequests int
+}
+
+func (p *pool) newConn() *upConn {
+	uc := &upConn{w: p.w, pool: p, poolIdx: -1}
+	uc.idx = -1
+	uc.pause.idx = -1
+	uc.parser.Limits = p.w.cfg.Limits
+	return uc
+}
+
+// get pops the most recently used idle connection, or nil.
+func (p *pool) get() *upConn {
+	n := len(p.idle)
+	if n == 0 {
+		return nil
+	}
+	uc := p.idle[n-1]
+	p.idle[n-1] = nil
+	p.idle = p.idle[:n-1]
+	uc.poolIdx = -1
+	p.w.clearDeadline(uc)
+	return uc
+}
+
+// put parks an idle connection, closing the oldest one when the pool is full.
+func (p *pool) put(uc *upConn) {
+	if p.size <= 0 {
+		uc.close()
+		return
+	}
+	if len(p.idle) >= p.size {
+		old := p.idle[0]
+		p.remove(old)
+		old.close()
+	}
+	uc.state = usIdle
+	uc.poolIdx = len(p.idle)
+	p.idle = append(p.idle, uc)
+	p.w.setDeadline(uc, int64(p.idleTO))
+}
+
+func (p *pool) remove(uc *upConn) {
+	i := uc.poolIdx
+	if i < 0 || i >= len(p.idle) || p.idle[i] != uc {
+		return
+	}
+	copy(p.idle[i:], p.idle[i+1:])
+	p.idle[len(p.idle)-1] = nil
+	p.idle = p.idle[:len(p.idle)-1]
+	for j := i; j < len(p.idle); j++ {
+		p.idle[j].poolIdx = j
+	}
+	uc.poolIdx = -1
+}
+
+func (uc *upConn) attach(cc *clientConn) {
+	uc.cc = cc
+	cc.up = uc
+	uc.reused = uc.requests > 0
+	uc.gotBytes = false
+	uc.sentAny = false
+	uc.phase = rpHead
+	uc.parser.Reset()
+	if uc.state != usDialing {
+		uc.state = usBusy
+	}
+}
+
+// opened runs on the loop when a dial completed and gnet enrolled the
+// connection.
+func (uc *upConn) opened(c gnet.Conn) {
+	uc.c = c
+	cc := uc.cc
+	if cc == nil {
+		// The client left while we dialed: keep the connection for later.
+		uc.state = usBusy
+		uc.pool.put(uc)
+		return
+	}
+	uc.state = usBusy
+	cc.send()
+}
+
+// dialFailed runs on the loop when a dial failed.
+func (uc *upConn) dialFailed(err error) {
+	uc.state = usClosed
+	if cc := uc.cc; cc != nil {
+		cc.upstreamFailed(uc, dialStatus(err))
+	}
+}
+
+// expire: connect/send/read timeout of a busy connection (504 or a
+// truncated response), or the idle timeout of a pooled one.
+func (uc *upConn) expire() {
+	switch uc.state {
+	case usIdle:
+		uc.pool.remove(uc)
+		uc.close()
+	case usBusy:
+		cc := uc.cc
+		uc.cc = nil
+		uc.close()
+		if cc != nil {
+			uc.gotBytes = true // a timeout is no stale keep-alive connection
+			cc.upstreamFailed(uc, 504)
+		}
+	}
+}
+
+// close closes the connection (OnClose runs before it returns).
+func (uc *upConn) close() {
+	uc.state = usClosed
+	if uc.gone || uc.c == nil {
+		return
+	}
+	uc.w.closeConn(uc.c)
+}
+
+// abort drops a busy connection whose client went away.
+func (uc *upConn) abort() {
+	if uc.inTraffic {
+		uc.aborted = true
+		return
+	}
+	uc.close()
+}
+
+// closedByPeer runs when gnet closes the connection.
+func (uc *upConn) closedByPeer(err error) {
+	w := uc.w
+	prev := uc.state
+	uc.state = usClosed
+	uc.gone = true
+	w.clearDeadline(uc)
+	if uc.pause.on {
+		uc.unpauseList()
+	}
+	if prev == usIdle {
+		uc.pool.remove(uc)
+		return
+	}
+	cc := uc.cc
+	if cc == nil {
+		return
+	}
+	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose {
+		// The end of a close-delimited response.
+		uc.cc = nil
+		cc.up = nil
+		cc.requestDone()
+		return
+	}
+	if uc.writing || uc.inTraffic {
+		return // the code on the stack sees usClosed
+	}
+	cc.upstreamFailed(uc, 502)
+}
+
+// traffic forwards response bytes to the client.
+func (uc *upConn) traffic() gnet.Action {
+	uc.inTraffic = true
+	act := uc.traffic0()
+	uc.inTraffic = false
+	if uc.aborted || uc.state == usClosed {
+		uc.aborted = false
+		return gnet.Close
+	}
+	return act
+}
+
+func (uc *upConn) traffic0() gnet.Action {
+	cc := uc.cc
+	if cc == nil || uc.state != usBusy {
+		// Bytes on an idle connection: the origin broke the protocol.
+		uc.pool.remove(uc)
+		uc.state = usClosed
+		return gnet.Close
+	}
+	if uc.pause.on {
+		uc.w.pauseRead(uc.c)
+		return gnet.None
+	}
+	w := uc.w
+	buf, _ := uc.c.Peek(-1)
+	if len(buf) == 0 {
+		return gnet.None
+	}
+	uc.gotBytes = true
+	consumed := 0
+	if uc.phase == rpHead {
+		for {
+			err := uc.parser.Parse(buf[consumed:], &uc.resp)
+			if err == httpparse.ErrNeedMore {
+				return gnet.None
+			}
+			if err != nil {
+				uc.cc = nil
+				uc.state = usClosed
+				cc.upstreamFailed(uc, 502)
+				return gnet.Close
+			}
+			if uc.resp.Status >= 100 && uc.resp.Status < 200 {
+				if uc.resp.Status == 101 {
+					uc.cc = nil
+					uc.state = usClosed
+					cc.upstreamFailed(uc, 502)
+					return gnet.Close
+				}
+				// Interim answers are not forwarded; 100 Continue was sent to
+				// the client by the gateway itself.
+				consumed += uc.resp.HeadLen
+				uc.parser.Reset()
+				if consumed == len(buf) {
+					_, _ = uc.c.Discard(consumed)
+					return gnet.None
+				}
+				continue
+			}
+			break
+		}
+		uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
+		uc.left = uc.resp.ContentLength
+		uc.chunk.Reset()
+		uc.keep = cc.keepAlive && cc.reqDone && uc.mode != httpparse.BodyUntilClose
+		cc.keepAlive = uc.keep
+		head := cc.responseHead(w.scratch[:0], &uc.resp, uc.keep)
+		w.scratch = head
+		consumed += uc.resp.HeadLen
+		uc.phase = rpBody
+		cc.respStarted = true
+		w.setDeadline(uc, int64(cc.rt.readTO))
+		body, n, done, err := uc.bodyPart(buf[consumed:])
+		if err != nil {
+			uc.state = usClosed
+		}
+		iov := append(w.iov[:0], head)
+		if n > 0 {
+			iov = append(iov, body[:n])
+		}
+		_, _ = cc.c.Writev(iov)
+		clear(iov)
+		w.iov = iov[:0]
+		consumed += n
+		return uc.afterWrite(cc, consumed, len(buf), done)
+	}
+	body, n, done, err := uc.bodyPart(buf)
+	if err != nil {
+		uc.state = usClosed
+	}
+	if n > 0 {
+		_, _ = cc.c.Write(body[:n])
+	}
+	w.setDeadline(uc, int64(cc.rt.readTO))
+	return uc.afterWrite(cc, n, len(buf), done)
+}
+
+// bodyPart returns how much of buf belongs to the response body.
+func (uc *upConn) bodyPart(buf []byte) (body []byte, n int, done bool, err error) {
+	switch uc.mode {
+	case httpparse.BodyNone:
+		return buf, 0, true, nil
+	case httpparse.BodyLength:
+		n = len(buf)
+		if int64(n) > uc.left {
+			n = int(uc.left)
+		}
+		uc.left -= int64(n)
+		return buf, n, uc.left == 0, nil
+	case httpparse.BodyChunked:
+		n, done, err = uc.chunk.Scan(buf)
+		return buf, n, done, err
+	default:
+		return buf, len(buf), false, nil
+	}
+}
+
+// afterWrite consumes what was forwarded and ends the exchange when the
+// response is complete.
+func (uc *upConn) afterWrite(cc *clientConn, consumed, total int, done bool) gnet.Action {
+	w := uc.w
+	_, _ = uc.c.Discard(consumed)
+	if cc.closed {
+		uc.cc = nil
+		return gnet.Close
+	}
+	if uc.state == usClosed {
+		// A broken chunked body: the client gets a truncated response.
+		uc.cc = nil
+		cc.up = nil
+		w.closeConn(cc.c)
+		return gnet.Close
+	}
+	if !done {
+		if cc.c.OutboundBuffered() > highWater {
+			uc.pauseFor(cc.c)
+		}
+		return gnet.None
+	}
+	// The response is complete.
+	uc.requests++
+	reuse := uc.resp.KeepAlive && cc.reqDone && consumed == total &&
+		(uc.pool.maxRequests <= 0 || uc.requests < uc.pool.maxRequests)
+	uc.cc = nil
+	cc.up = nil
+	w.clearDeadline(uc)
+	act := gnet.None
+	if reuse {
+		uc.pool.put(uc)
+	} else {
+		uc.state = usClosed
+		act = gnet.Close
+	}
+	cc.requestDone()
+	return act
+}

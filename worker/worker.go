@@ -1,0 +1,360 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"coregate/httpparse"
+	"coregate/worker/router"
+	"coregate/worker/spec"
+)
+
+// Config holds a worker's settings from config.yaml.
+type Config struct {
+	// Listen are the addresses the worker serves, "127.0.0.1:9080" or
+	// ":9080" (apisix.node_listen).
+	Listen []string
+	// ServerHeader is the value of the Server header on every answer,
+	// "APISIX/<version>" by default.
+	ServerHeader string
+	// RouterMode picks radixtree_host_uri (default) or radixtree_uri.
+	RouterMode router.Mode
+	// Limits bound request heads (414/431).
+	Limits httpparse.Limits
+	// Client timeouts, nginx's client_header_timeout, client_body_timeout,
+	// keepalive_timeout and send_timeout. Zero means 60 s.
+	HeaderTimeout    time.Duration
+	BodyTimeout      time.Duration
+	KeepaliveTimeout time.Duration
+	SendTimeout      time.Duration
+	// MaxBodySize is client_max_body_size; 0 means unlimited.
+	MaxBodySize int64
+	// ShowUpstreamStatus adds X-APISIX-Upstream-Status to every proxied
+	// answer, not only to 5xx ones.
+	ShowUpstreamStatus bool
+	// Logger receives the worker's log; nil means slog.Default().
+	Logger *slog.Logger
+	// OnListen, if set, is called on the loop once the listening sockets
+	// exist, with a dup of each (the caller owns and closes them): the
+	// place to join the socket selector's group.
+	OnListen func(fds []int)
+	// OnConns, if set, is called on the loop with +1/-1 as client
+	// connections open and close (the selector's load counter).
+	OnConns func(delta int64)
+}
+
+// Worker is one gnet event loop that parses, routes and proxies HTTP/1.1.
+// Everything it holds, but the snapshot pointer, is owned by the loop.
+type Worker struct {
+	cfg  Config
+	log  *slog.Logger
+	snap atomic.Pointer[Snapshot]
+
+	engine  gnet.Engine
+	loopRef atomic.Pointer[loopHolder]
+	booted  chan struct{}
+	// running is closed on the first tick: gnet's loops exist from then on
+	// (OnBoot runs before they do).
+	running     chan struct{}
+	runningOnce sync.Once
+	addr        atomic.Pointer[net.TCPAddr]
+
+	// Loop-owned state.
+	loop      gnet.EventLoop
+	epfd      int
+	now       int64 // coarse clock, ns since the worker's epoch, set each tick
+	epoch     time.Time
+	dateLine  []byte // "Date: ...\r\n", refreshed each second
+	dateSec   int64
+	timed     []timed
+	pools     map[string]*pool
+	paused    []pausable // connections whose reading is paused for a slow peer
+	scratch   []byte     // response heads and our own answers
+	connTok   [][]byte   // tokens of the Connection header being processed
+	iov       [][]byte
+	server    []byte
+	freeConns []*clientConn
+	tickFn    gnet.Runnable
+	stats     Stats
+	// Client connections open now, for draining.
+	live          []*clientConn
+	draining      bool
+	stopping      bool
+	drainDeadline int64
+	pendingRescue int
+}
+
+// Stats are the worker's counters, read by the loop's owner through
+// Worker.Stats only after Run returns, or by tests.
+type Stats struct {
+	Accepted      uint64
+	Requests      uint64
+	UpstreamDials uint64
+	UpstreamReuse uint64
+}
+
+type loopHolder struct{ el gnet.EventLoop }
+
+// New makes a worker; Run serves it.
+func New(cfg Config) *Worker {
+	if cfg.ServerHeader == "" {
+		cfg.ServerHeader = "APISIX/" + spec.CompatVersion
+	}
+	if cfg.Limits == (httpparse.Limits{}) {
+		cfg.Limits = httpparse.DefaultLimits()
+	}
+	def := func(d *time.Duration) {
+		if *d == 0 {
+			*d = 60 * time.Second
+		}
+	}
+	def(&cfg.HeaderTimeout)
+	def(&cfg.BodyTimeout)
+	def(&cfg.KeepaliveTimeout)
+	def(&cfg.SendTimeout)
+	w := &Worker{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		booted:  make(chan struct{}),
+		running: make(chan struct{}),
+		epfd:    -1,
+		pools:   map[string]*pool{},
+		epoch:   time.Now(),
+		server:  []byte("Server: " + cfg.ServerHeader + "\r\n"),
+	}
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	w.tickFn = gnet.RunnableFunc(func(context.Context) error { w.tick(); return nil })
+	w.refreshClock()
+	return w
+}
+
+// SetSnapshot installs a compiled snapshot; requests that start afterwards
+// use it, requests in flight finish on the one they started with. It is safe
+// to call from any goroutine.
+func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
+
+// SetSpec compiles s and installs it; on error the current snapshot stays.
+func (w *Worker) SetSpec(s *spec.Spec) error {
+	snap, err := Compile(s, w.cfg.RouterMode)
+	if err != nil {
+		return err
+	}
+	w.SetSnapshot(snap)
+	return nil
+}
+
+// Ready is closed once the worker listens.
+func (w *Worker) Ready() <-chan struct{} { return w.booted }
+
+// Addr is the bound listen address, known once Ready is closed.
+func (w *Worker) Addr() *net.TCPAddr { return w.addr.Load() }
+
+// Run serves until Stop or ctx is done. A worker serves no request before
+// it has a snapshot: requests that arrive earlier get 503.
+func (w *Worker) Run(ctx context.Context) error {
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = w.Stop(context.Background())
+		case <-w.booted:
+			<-ctx.Done()
+			_ = w.Stop(context.Background())
+		}
+	}()
+	addrs := make([]string, len(w.cfg.Listen))
+	for i, a := range w.cfg.Listen {
+		addrs[i] = "tcp://" + a
+	}
+	return gnet.Rotate(w, addrs,
+		gnet.WithMulticore(false),
+		gnet.WithNumEventLoop(1),
+		gnet.WithReusePort(true),
+		// Not locked to an OS thread: gnet calls runtime.Gosched each time
+		// its poll comes back empty, and a locked goroutine turns that into
+		// a handoff between two threads (about 5 futex calls per request at
+		// 5k req/s). The process is pinned to one CPU with GOMAXPROCS=1.
+		gnet.WithLockOSThread(false),
+		gnet.WithTicker(true),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{w.log}),
+	)
+}
+
+// Stop closes the listener and every connection.
+func (w *Worker) Stop(ctx context.Context) error {
+	select {
+	case <-w.booted:
+	default:
+		return nil
+	}
+	return w.engine.Stop(ctx)
+}
+
+// OnBoot implements gnet.EventHandler.
+func (w *Worker) OnBoot(e gnet.Engine) gnet.Action {
+	w.engine = e
+	if fd, err := e.Dup(); err == nil {
+		if sa, err := unixGetsockname(fd); err == nil {
+			w.addr.Store(sa)
+		}
+		if w.cfg.OnListen != nil {
+			w.cfg.OnListen([]int{fd})
+		} else {
+			closeFD(fd)
+		}
+	}
+	close(w.booted)
+	return gnet.None
+}
+
+// OnShutdown implements gnet.EventHandler.
+func (w *Worker) OnShutdown(gnet.Engine) {}
+
+// OnOpen implements gnet.EventHandler: a client connection was accepted, or
+// an upstream connection the worker dialed joined the loop.
+func (w *Worker) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if w.loop == nil {
+		w.loop = c.EventLoop()
+		w.epfd = loopEpollFD(w.loop)
+		w.loopRef.Store(&loopHolder{el: w.loop})
+	}
+	if p, ok := c.Context().(*drainProbe); ok {
+		w.startDrain(p.timeout)
+		return nil, gnet.Close
+	}
+	if uc, ok := c.Context().(*upConn); ok {
+		uc.opened(c)
+		return nil, gnet.None
+	}
+	w.stats.Accepted++
+	cc := w.newClient(c)
+	c.SetContext(cc)
+	return nil, gnet.None
+}
+
+// OnClose implements gnet.EventHandler.
+func (w *Worker) OnClose(c gnet.Conn, err error) gnet.Action {
+	switch x := c.Context().(type) {
+	case *clientConn:
+		x.closedByPeer()
+	case *upConn:
+		x.closedByPeer(err)
+	}
+	return gnet.None
+}
+
+// OnTraffic implements gnet.EventHandler.
+func (w *Worker) OnTraffic(c gnet.Conn) gnet.Action {
+	switch x := c.Context().(type) {
+	case *clientConn:
+		return x.traffic()
+	case *upConn:
+		return x.traffic()
+	}
+	return gnet.Close
+}
+
+// OnTick implements gnet.EventHandler. gnet calls it on a goroutine of its
+// own, so it only hands the work to the loop.
+func (w *Worker) OnTick() (time.Duration, gnet.Action) {
+	w.runningOnce.Do(func() { close(w.running) })
+	if h := w.loopRef.Load(); h != nil {
+		_ = h.el.Execute(context.Background(), w.tickFn)
+	}
+	return 50 * time.Millisecond, gnet.None
+}
+
+// tick runs on the loop: clock, date, deadlines, paused readers.
+func (w *Worker) tick() {
+	w.refreshClock()
+	w.expireDeadlines()
+	w.resumePaused()
+	if w.draining {
+		w.sweepIdle()
+		w.checkDrained()
+	}
+}
+
+func (w *Worker) refreshClock() {
+	t := time.Now()
+	w.now = int64(t.Sub(w.epoch))
+	if s := t.Unix(); s != w.dateSec {
+		w.dateSec = s
+		w.dateLine = append(append(w.dateLine[:0], "Date: "...), t.UTC().AppendFormat(nil, "Mon, 02 Jan 2006 15:04:05 GMT")...)
+		w.dateLine = append(w.dateLine, "\r\n"...)
+	}
+}
+
+// poolFor returns the keep-alive pool of a node, made on first use.
+func (w *Worker) poolFor(up *upstream, nd *node) *pool {
+	if nd.pool == nil {
+		p := w.pools[nd.addr]
+		if p == nil {
+			p = &pool{w: w, addr: nd.addr}
+			w.pools[nd.addr] = p
+		}
+		nd.pool = p
+	}
+	p := nd.pool
+	p.size, p.idleTO, p.maxRequests = up.kaSize, up.kaIdle, up.kaRequests
+	return p
+}
+
+// dial connects to addr off the loop and enrolls the connection on the loop;
+// uc.opened or uc.dialFailed runs on the loop when it is done.
+func (w *Worker) dial(uc *upConn, addr string, timeout time.Duration) {
+	w.stats.UpstreamDials++
+	el := w.loop
+	go func() {
+		d := net.Dialer{Timeout: timeout}
+		conn, err := d.Dial("tcp", addr)
+		if err == nil {
+			var ch <-chan gnet.RegisteredResult
+			ch, err = el.Enroll(gnet.NewContext(context.Background(), uc), conn)
+			if err == nil {
+				if r := <-ch; r.Err != nil {
+					err = r.Err
+				}
+			} else {
+				_ = conn.Close()
+			}
+		}
+		if err != nil {
+			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				uc.dialFailed(err)
+				return nil
+			}))
+		}
+	}()
+}
+
+// dialStatus maps a dial error to the status APISIX answers: 504 for a
+// timeout, 502 otherwise.
+func dialStatus(err error) int {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return 504
+	}
+	return 502
+}
+
+func addrOf(a net.Addr) (netip.Addr, int) {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ip, _ := netip.AddrFromSlice(ta.IP)
+		return ip.Unmap(), ta.Port
+	}
+	return netip.Addr{}, 0
+}
+
+func (w *Worker) String() string { return fmt.Sprintf("worker(%v)", w.cfg.Listen) }
