@@ -76,9 +76,11 @@ type clientConn struct {
 	reqBody     uint8
 	reqLeft     int64
 	reqChunk    httpparse.Chunked
-	reqDone     bool // the whole request was written to the upstream
-	bodySent    bool // body bytes left the client buffer: the request cannot be replayed
-	badBody     bool // the chunked request body is invalid
+	reqDone     bool  // the whole request was written to the upstream
+	bodySent    bool  // body bytes left the client buffer: the request cannot be replayed
+	badBody     int   // 400: the chunked request body is invalid; 413: it passed client_max_body_size
+	bodyBytes   int64 // chunked body bytes (framing included) taken from the client
+	started     int64 // Worker.now when the request was routed, for retry_timeout
 	respStarted bool
 	hdrTimer    bool
 	served      bool // a request was read on this connection (draining closes it when idle)
@@ -215,7 +217,9 @@ func (cc *clientConn) start() {
 	cc.respStarted = false
 	cc.reqDone = false
 	cc.bodySent = false
-	cc.badBody = false
+	cc.badBody = 0
+	cc.bodyBytes = 0
+	cc.started = w.now
 	cc.tries, cc.freeRetries, cc.tried = 0, 0, 0
 	cc.statuses = cc.statuses[:0]
 	cc.host, cc.hostBuf = lowerASCII(hostOnly(r.Host), cc.hostBuf)
@@ -349,7 +353,7 @@ func (cc *clientConn) send() {
 	cc.hostLine = hl
 
 	body, n, done := cc.bodyChunk()
-	if cc.badBody {
+	if cc.badBody != 0 {
 		cc.rejectBody(false)
 		return
 	}
@@ -397,7 +401,14 @@ func (cc *clientConn) bodyChunk() (buf []byte, n int, done bool) {
 		var err error
 		n, done, err = cc.reqChunk.Scan(buf)
 		if err != nil {
-			cc.badBody = true
+			cc.badBody = 400
+			return buf, 0, false
+		}
+		// client_max_body_size for a body of unknown length, counted with
+		// its chunk framing (a few bytes a chunk stricter than nginx).
+		cc.bodyBytes += int64(n)
+		if max := cc.w.cfg.MaxBodySize; max > 0 && cc.bodyBytes > max {
+			cc.badBody = 413
 			return buf, 0, false
 		}
 		return buf, n, done
@@ -408,7 +419,7 @@ func (cc *clientConn) bodyChunk() (buf []byte, n int, done bool) {
 func (cc *clientConn) pumpBody() {
 	uc := cc.up
 	body, n, done := cc.bodyChunk()
-	if cc.badBody {
+	if cc.badBody != 0 {
 		cc.rejectBody(true)
 		return
 	}
@@ -469,7 +480,7 @@ func (cc *clientConn) rejectBody(written bool) {
 		}
 		return
 	}
-	cc.answerAndClose(400)
+	cc.answerAndClose(cc.badBody)
 }
 
 // upstreamFailed handles an attempt that ended without a usable response:
@@ -498,7 +509,9 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 		return
 	}
 	cc.statuses = append(cc.statuses, status)
-	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= cc.rt.up.retries {
+	up := cc.rt.up
+	inTime := up.retryTimeout == 0 || cc.w.now-cc.started < int64(up.retryTimeout)
+	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= up.retries && inTime {
 		cc.tried.add(cc.node)
 		cc.dispatch()
 		return

@@ -82,7 +82,9 @@ func (w *Worker) resumePaused() {
 			w.unpause(p)
 			w.resumeRead(p.conn())
 			p.resume()
-		case w.now-s.progress > int64(w.cfg.SendTimeout):
+		case dst != nil && w.now-s.progress > int64(w.cfg.SendTimeout):
+			// A peer that does not read. (dst nil: pipelined input waiting
+			// for a slow upstream, which its own read timeout bounds.)
 			w.unpause(p)
 			p.stalled()
 		default:

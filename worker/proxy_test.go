@@ -285,3 +285,86 @@ func TestProxyInvalidChunkedBody(t *testing.T) {
 		t.Errorf("origin read %q", s)
 	}
 }
+
+func TestChunkedBodyOverMaxSize(t *testing.T) {
+	var got atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		got.Add(n)
+	}))
+	defer up.Close()
+	s := &spec.Spec{}
+	r, err := spec.DecodeRoute([]byte(fmt.Sprintf(`{"id":"1","uri":"/up","upstream":{"nodes":{"%s":1}}}`, hostPort(up.URL))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Routes = append(s.Routes, r)
+	w := New(Config{Listen: []string{"127.0.0.1:0"}, MaxBodySize: 1000})
+	if err := w.SetSpec(s); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-w.Ready()
+	c, err := net.Dial("tcp", w.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	chunk := strings.Repeat("x", 600)
+	req := "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x\r\n%s\r\n", len(chunk), chunk) + fmt.Sprintf("%x\r\n%s\r\n", len(chunk), chunk) + "0\r\n\r\n"
+	_, _ = io.WriteString(c, req)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 413 || !resp.Close {
+		t.Fatalf("got %d close=%v, want 413 and close", resp.StatusCode, resp.Close)
+	}
+	// A body under the limit passes.
+	c2, err := net.Dial("tcp", w.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	small := "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n", len(chunk), chunk) + "0\r\n\r\n"
+	_, _ = io.WriteString(c2, small)
+	_ = c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err = http.ReadResponse(bufio.NewReader(c2), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("small body: %v %v", resp, err)
+	}
+}
+
+func TestPrunePools(t *testing.T) {
+	h := newHarness(t, helloSpec(t, 1))
+	w := h.w
+	if len(w.pools) != 1 {
+		t.Fatalf("pools = %d, want 1", len(w.pools))
+	}
+	u, err := spec.DecodeUpstream([]byte(`{"id":"1","nodes":{"127.0.0.1:1981":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := spec.DecodeRoute([]byte(`{"id":"1","uri":"/hello","upstream_id":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetSpec(&spec.Spec{Routes: []*spec.Route{r}, Upstreams: []*spec.Upstream{u}}); err != nil {
+		t.Fatal(err)
+	}
+	w.prunePools()
+	if len(w.pools) != 1 {
+		t.Fatal("a pool with an idle connection was dropped")
+	}
+	uc := w.pools["127.0.0.1:1980"].get()
+	uc.close()
+	w.prunePools()
+	if len(w.pools) != 0 {
+		t.Fatalf("pool of a removed node kept: %d pools", len(w.pools))
+	}
+}

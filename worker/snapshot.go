@@ -22,6 +22,13 @@ type Snapshot struct {
 	router *router.Router
 	routes []*route
 	spec   *spec.Spec
+	nodes  map[string]struct{} // dial addresses of every node
+}
+
+// hasNode reports whether a node with dial address addr is in the snapshot.
+func (s *Snapshot) hasNode(addr string) bool {
+	_, ok := s.nodes[addr]
+	return ok
 }
 
 // Routes reports how many enabled routes the snapshot serves.
@@ -76,7 +83,7 @@ const (
 // Compile turns a validated Spec into a Snapshot. It runs off the event loop
 // and allocates freely; an error leaves the caller's current snapshot alone.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
-	snap := &Snapshot{spec: s}
+	snap := &Snapshot{spec: s, nodes: map[string]struct{}{}}
 	ups := map[string]*spec.Upstream{}
 	for _, u := range s.Upstreams {
 		ups[u.ID.String()] = u
@@ -95,6 +102,9 @@ func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
 			return nil, err
 		}
 		compiled[u] = cu
+		for _, nd := range cu.nodes {
+			snap.nodes[nd.addr] = struct{}{}
+		}
 		return cu, nil
 	}
 

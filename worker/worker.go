@@ -90,6 +90,7 @@ type Worker struct {
 	draining      bool
 	stopping      bool
 	drainDeadline int64
+	lastPrune     int64
 	pendingRescue int
 }
 
@@ -283,6 +284,29 @@ func (w *Worker) tick() {
 	if w.draining {
 		w.sweepIdle()
 		w.checkDrained()
+	}
+	if w.now-w.lastPrune > int64(pruneEvery) {
+		w.lastPrune = w.now
+		w.prunePools()
+	}
+}
+
+// pruneEvery is how often pools of nodes that left the configuration are
+// dropped.
+const pruneEvery = 10 * time.Second
+
+// prunePools forgets the pools of nodes the current snapshot no longer
+// names once they hold no idle connection. A busy connection of a dropped
+// pool that finishes later parks in it and expires by idle_timeout.
+func (w *Worker) prunePools() {
+	snap := w.snap.Load()
+	if snap == nil {
+		return
+	}
+	for addr, p := range w.pools {
+		if len(p.idle) == 0 && !snap.hasNode(addr) {
+			delete(w.pools, addr)
+		}
 	}
 }
 

@@ -89,8 +89,11 @@ func TestRun(t *testing.T) {
 		if row.Target != report.Direct && (md.CPUus <= 0 || md.RSSMiB <= 0 || md.Procs < 2) {
 			t.Errorf("%s/%s: no gateway accounting: %+v", row.Scenario, row.Target, md)
 		}
-		if row.Scenario == "latency" && (md.QPS < 1800 || md.QPS > 2050) {
-			t.Errorf("latency scenario ran at %.0f req/s, want 2000", md.QPS)
+		// Fixed rate: never above the offered 2000 req/s (closed-loop load
+		// would run far above it). How close it gets below depends on how
+		// busy the machine is, so only the ceiling is asserted.
+		if row.Scenario == "latency" && md.QPS > 2050 {
+			t.Errorf("latency scenario ran at %.0f req/s, above the offered 2000", md.QPS)
 		}
 	}
 	var want []key
