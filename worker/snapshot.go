@@ -83,6 +83,19 @@ const (
 // Compile turns a validated Spec into a Snapshot. It runs off the event loop
 // and allocates freely; an error leaves the caller's current snapshot alone.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
+	return compile(s, mode, Keepalive{})
+}
+
+// Keepalive is the keep-alive pool an upstream gets when it sets no
+// keepalive_pool: nginx_config.http.upstream in config.yaml. Zero fields
+// take APISIX's defaults (320, 60 s, 1000).
+type Keepalive struct {
+	Size     int
+	Idle     time.Duration
+	Requests int
+}
+
+func compile(s *spec.Spec, mode router.Mode, ka Keepalive) (*Snapshot, error) {
 	snap := &Snapshot{spec: s, nodes: map[string]struct{}{}}
 	ups := map[string]*spec.Upstream{}
 	for _, u := range s.Upstreams {
@@ -97,7 +110,7 @@ func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
 		if cu, ok := compiled[u]; ok {
 			return cu, nil
 		}
-		cu, err := compileUpstream(u)
+		cu, err := compileUpstream(u, ka)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +207,7 @@ func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
 	return snap, nil
 }
 
-func compileUpstream(u *spec.Upstream) (*upstream, error) {
+func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 	scheme := u.Scheme
 	if scheme == "" {
 		scheme = "http"
@@ -229,6 +242,17 @@ func compileUpstream(u *spec.Upstream) (*upstream, error) {
 		return nil, fmt.Errorf("pass_host %q is not supported", u.PassHost)
 	}
 	cu.kaSize, cu.kaIdle, cu.kaRequests = u.EffectiveKeepalive()
+	if u.KeepalivePool == nil {
+		if ka.Size > 0 {
+			cu.kaSize = ka.Size
+		}
+		if ka.Idle > 0 {
+			cu.kaIdle = ka.Idle
+		}
+		if ka.Requests > 0 {
+			cu.kaRequests = ka.Requests
+		}
+	}
 	for _, n := range u.Nodes.List {
 		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}
 		host := n.Host

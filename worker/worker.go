@@ -36,6 +36,9 @@ type Config struct {
 	BodyTimeout      time.Duration
 	KeepaliveTimeout time.Duration
 	SendTimeout      time.Duration
+	// UpstreamKeepalive is the pool of upstreams without keepalive_pool
+	// (nginx_config.http.upstream).
+	UpstreamKeepalive Keepalive
 	// MaxBodySize is client_max_body_size; 0 means unlimited.
 	MaxBodySize int64
 	// ShowUpstreamStatus adds X-APISIX-Upstream-Status to every proxied
@@ -147,7 +150,7 @@ func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 
 // SetSpec compiles s and installs it; on error the current snapshot stays.
 func (w *Worker) SetSpec(s *spec.Spec) error {
-	snap, err := Compile(s, w.cfg.RouterMode)
+	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive)
 	if err != nil {
 		return err
 	}
