@@ -1,0 +1,188 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"coregate/worker/spec"
+)
+
+// runDrainWorker runs a worker on a free loopback port; done receives Run's
+// result.
+func runDrainWorker(t *testing.T, routes ...string) (*Worker, chan error) {
+	t.Helper()
+	s := &spec.Spec{}
+	for _, r := range routes {
+		x, err := spec.DecodeRoute([]byte(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Routes = append(s.Routes, x)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	if err := w.SetSpec(s); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("worker did not start")
+	}
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			_ = w.Stop(context.Background())
+		}
+	})
+	return w, done
+}
+
+func waitRun(t *testing.T, done chan error, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("Run did not return within %v of Drain", within)
+	}
+	return time.Since(start)
+}
+
+// TestDrainUnused: a worker that never saw a connection drains at once, and
+// its port is closed afterwards.
+func TestDrainUnused(t *testing.T) {
+	w, done := runDrainWorker(t)
+	addr := w.Addr().String()
+	w.Drain(5 * time.Second)
+	waitRun(t, done, 2*time.Second)
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("the port still accepts connections after the drain")
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial after the drain: %v, want connection refused", err)
+	}
+}
+
+// TestDrainConnections: what each kind of client connection sees when the
+// worker drains.
+func TestDrainConnections(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(300 * time.Millisecond)
+		}
+		_, _ = io.WriteString(w, "hello")
+	}))
+	defer up.Close()
+	w, done := runDrainWorker(t, `{"id":1,"uri":"/*","upstream":{"type":"roundrobin","nodes":{"`+up.Listener.Addr().String()+`":1}}}`)
+	addr := w.Addr().String()
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+	send := func(c net.Conn, path string) {
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: d\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type answer struct {
+		Status int
+		Body   string
+		Close  bool
+		Err    string
+	}
+	read := func(br *bufio.Reader) answer {
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil {
+			return answer{Err: err.Error()}
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		a := answer{Status: resp.StatusCode, Body: string(b), Close: resp.Close}
+		if err != nil {
+			a.Err = err.Error()
+		}
+		return a
+	}
+	// afterAnswer: what the connection shows once the answer is read.
+	afterAnswer := func(c net.Conn, br *bufio.Reader) string {
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		n, err := br.Read(make([]byte, 1))
+		switch {
+		case n > 0:
+			return "more bytes"
+		case err == io.EOF:
+			return "EOF"
+		case errors.Is(err, syscall.ECONNRESET):
+			return "reset"
+		}
+		return err.Error()
+	}
+
+	idle, idleR := dial()
+	send(idle, "/a")
+	if a := read(idleR); a.Status != 200 || a.Close {
+		t.Fatalf("first answer on the idle connection: %+v", a)
+	}
+	busy, busyR := dial()
+	send(busy, "/slow")
+	fresh, freshR := dial()
+	time.Sleep(100 * time.Millisecond) // the worker accepts fresh, the upstream holds busy
+
+	w.Drain(5 * time.Second)
+	time.Sleep(100 * time.Millisecond)
+	// A request that crosses the gateway's FIN on the idle connection is
+	// discarded: the client sees a clean end of stream, no reset.
+	send(idle, "/late")
+	send(fresh, "/first")
+
+	got := map[string]any{
+		"busy":        read(busyR),
+		"busy after":  afterAnswer(busy, busyR),
+		"fresh":       read(freshR),
+		"fresh after": afterAnswer(fresh, freshR),
+		"idle":        afterAnswer(idle, idleR),
+	}
+	want := map[string]any{
+		"busy":        answer{Status: 200, Body: "hello", Close: true},
+		"busy after":  "EOF",
+		"fresh":       answer{Status: 200, Body: "hello", Close: true},
+		"fresh after": "EOF",
+		"idle":        "EOF",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("connections during the drain (-want +got):\n%s", diff)
+	}
+	idle.Close()
+	took := waitRun(t, done, 3*time.Second)
+	t.Logf("Run returned %v after the last client closed", took)
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Error("the port still accepts connections after the drain")
+	}
+}

@@ -1,0 +1,45 @@
+// Package supervisor runs the gateway's worker processes: one per configured
+// CPU, each pinned to its CPU before exec, fed its configuration over a
+// control socket, restarted with backoff when it dies, drained on SIGTERM.
+//
+// # Processes
+//
+// Supervisor.Run starts worker i as `EXE worker --id i --cpu C --selector
+// KIND --mode M --bpf-fds K ARGS...` from a thread whose affinity is set to C
+// for the fork, so every thread of the worker, the Go runtime's included,
+// runs on C from its first instruction, with GOMAXPROCS=1. The worker
+// inherits fd 3, its end of a control socket (package control), and fds
+// 4..4+K-1, the eBPF selector's objects in bpf.Selector.Files order. It gets
+// a configuration before it listens, and says Ready once it does.
+//
+// The supervisor holds no listening socket of the SO_REUSEPORT group (a
+// listener it never accepts on would cost CPU on every new connection, and
+// it would tie the group to its UID): workers bind their own sockets; the
+// eBPF selector the supervisor loads is what steers connections between
+// them, and what moves a dying worker's queued connections to a live one.
+//
+// # Restarts
+//
+// A worker that exits while it should run is logged ("worker died", with
+// its exit status and the error it reported over the control socket) and
+// started again: at once the first time, then after 100 ms, doubling up to
+// 30 s while it keeps dying within 30 s of its start, so that a worker that
+// cannot start does not turn into a restart storm. The supervisor itself
+// stays up. "worker respawned" logs respawn_ms, from the death to the new
+// worker's Ready.
+//
+// # Signals
+//
+// The context given to Run ending (SIGTERM, SIGINT in the command) drains
+// every worker: each stops taking connections, serves what it accepted and
+// what was queued, closes idle keep-alive connections cleanly and exits; at
+// Options.DrainTimeout (plus 2 s) stragglers are killed. SIGQUIT kills the
+// workers at once. SIGHUP calls the reload function given to Run, and starts
+// or retires (gracefully) workers to match the worker count it returns.
+//
+// # Concurrency
+//
+// A Supervisor is driven by the goroutine that calls Run; New, Run and
+// SelectorKind must not be called concurrently. Workers is for tests and
+// the same goroutine.
+package supervisor

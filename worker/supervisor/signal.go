@@ -1,0 +1,10 @@
+package supervisor
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func signalNotify(c chan os.Signal) { signal.Notify(c, syscall.SIGHUP, syscall.SIGQUIT) }
+func signalStop(c chan os.Signal)   { signal.Stop(c) }

@@ -1,0 +1,512 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"coregate/bpf"
+	"coregate/worker/control"
+	"coregate/worker/spec"
+)
+
+// Source is where the configuration comes from (the standalone file, etcd).
+type Source interface {
+	// Load reads the configuration once.
+	Load() (*spec.Spec, error)
+	// Watch reports changes until ctx is done. onError reports a refused
+	// configuration (the previous one stays).
+	Watch(ctx context.Context, onChange func(*spec.Spec), onError func(error))
+}
+
+// Options configure a Supervisor.
+type Options struct {
+	// Exe is the binary workers run (`Exe worker --id N ...`); default the
+	// running executable.
+	Exe string
+	// WorkerArgs are appended to each worker's command line (e.g. -c path).
+	WorkerArgs []string
+	// Workers is the number of worker processes; 0 means one per CPU.
+	Workers int
+	// CPUs workers are pinned to, worker i on CPUs[i % len]; default the
+	// process affinity mask.
+	CPUs []int
+	// Mode picks the eBPF selector's policy.
+	Mode bpf.Mode
+	// DrainTimeout bounds a graceful stop (default 10 s).
+	DrainTimeout time.Duration
+	Source       Source
+	Log          *slog.Logger
+}
+
+// Supervisor owns the worker processes.
+type Supervisor struct {
+	opts     Options
+	log      *slog.Logger
+	sel      *bpf.Selector
+	selKind  string
+	spec     *spec.Spec
+	workers  []*proc
+	events   chan event
+	stopping bool
+}
+
+// proc is one worker slot and the process currently in it.
+type proc struct {
+	id       int
+	cpu      int
+	cmd      *exec.Cmd
+	ctrl     *control.Conn
+	pid      int
+	ready    bool
+	retired  bool // removed by a smaller worker_processes; not restarted
+	started  time.Time
+	diedAt   time.Time
+	backoff  time.Duration
+	restarts int
+	fatal    string // the error the current process reported before exiting
+}
+
+type event struct {
+	p    *proc
+	pid  int
+	kind int // evExit, evReady, evApplied, evRestart
+	err  error
+	msg  []byte
+}
+
+const (
+	evExit = iota
+	evReady
+	evApplied
+	evRestart
+	evFatal
+)
+
+// New prepares a supervisor: it loads the selector (or finds the best
+// fallback) and the first configuration.
+func New(opts Options) (*Supervisor, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		opts.Exe = exe
+	}
+	if len(opts.CPUs) == 0 {
+		cpus, err := AllowedCPUs()
+		if err != nil {
+			return nil, err
+		}
+		opts.CPUs = cpus
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = len(opts.CPUs)
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
+	s := &Supervisor{opts: opts, log: opts.Log, events: make(chan event, 64)}
+	sp, err := opts.Source.Load()
+	if err != nil {
+		return nil, err
+	}
+	s.spec = sp
+	// Room for worker_processes to grow on SIGHUP without a restart.
+	s.openSelector(max(opts.Workers, len(opts.CPUs), minSlots))
+	return s, nil
+}
+
+// minSlots is the least number of selector slots: a SIGHUP may raise
+// worker_processes up to it (or to the number of CPUs, if more).
+const minSlots = 64
+
+func (s *Supervisor) openSelector(slots int) {
+	sel, err := bpf.NewSelector(s.opts.Mode, slots, s.opts.CPUs)
+	if err == nil {
+		s.sel = sel
+		s.selKind = bpf.KindEBPF.String()
+		s.log.Info("socket selector", "kind", s.selKind, "mode", s.opts.Mode.String(), "slots", slots)
+		return
+	}
+	kind, perr := bpf.Probe()
+	if perr != nil {
+		kind = bpf.KindPlain
+	}
+	if kind == bpf.KindEBPF {
+		// eBPF can be used but the selector could not be made: fall back.
+		kind = bpf.KindCBPF
+	}
+	if kind == bpf.KindKernelHash || kind == bpf.KindPlain {
+		if ok, _ := bpf.EnableMigrateSysctl(); ok {
+			kind = bpf.KindKernelHash
+		}
+	}
+	s.selKind = kind.String()
+	s.log.Warn("eBPF socket selector unavailable, using a fallback", "err", err, "kind", s.selKind)
+}
+
+// SelectorKind says what steers connections to workers.
+func (s *Supervisor) SelectorKind() string { return s.selKind }
+
+// Run starts the workers and supervises them until ctx is done (graceful
+// stop) or a SIGQUIT (immediate stop). SIGHUP calls reload.
+func (s *Supervisor) Run(ctx context.Context, reload func() (workers int, err error)) error {
+	defer func() {
+		if s.sel != nil {
+			_ = s.sel.Close()
+		}
+	}()
+	sigs := make(chan os.Signal, 4)
+	signalNotify(sigs)
+	defer signalStop(sigs)
+
+	wctx, cancelWatch := context.WithCancel(context.Background())
+	defer cancelWatch()
+	specs := make(chan *spec.Spec, 1)
+	go s.opts.Source.Watch(wctx, func(sp *spec.Spec) {
+		select {
+		case <-specs:
+		default:
+		}
+		specs <- sp
+	}, func(err error) {
+		s.log.Error("config refused, the previous one keeps serving", "err", err)
+	})
+
+	s.resize(s.opts.Workers)
+	for {
+		select {
+		case <-ctx.Done():
+			return s.drainAll()
+		case sig := <-sigs:
+			switch sig {
+			case syscall.SIGQUIT:
+				s.log.Warn("SIGQUIT: stopping now")
+				s.killAll()
+				return nil
+			case syscall.SIGHUP:
+				if reload == nil {
+					continue
+				}
+				n, err := reload()
+				if err != nil {
+					s.log.Error("SIGHUP: config.yaml refused", "err", err)
+					continue
+				}
+				s.log.Info("SIGHUP: config.yaml reloaded", "workers", n)
+				s.resize(n)
+			}
+		case sp := <-specs:
+			if sp.Hash != ([32]byte{}) && sp.Hash == s.spec.Hash {
+				continue // the watcher's first look: what the workers have
+			}
+			s.spec = sp
+			for _, p := range s.workers {
+				s.sendConfig(p)
+			}
+			s.log.Info("config reloaded, pushed to workers", "routes", len(sp.Routes))
+		case ev := <-s.events:
+			s.handle(ev)
+		}
+	}
+}
+
+// resize starts or retires workers to have n.
+func (s *Supervisor) resize(n int) {
+	if n <= 0 {
+		n = len(s.opts.CPUs)
+	}
+	if s.sel != nil && n > s.sel.Slots() {
+		s.log.Error("more workers than selector slots: restart the gateway to apply", "workers", n, "slots", s.sel.Slots())
+		n = s.sel.Slots()
+	}
+	for len(s.workers) < n {
+		id := len(s.workers)
+		p := &proc{id: id, cpu: s.opts.CPUs[id%len(s.opts.CPUs)]}
+		s.workers = append(s.workers, p)
+		s.spawn(p)
+	}
+	for len(s.workers) > n {
+		p := s.workers[len(s.workers)-1]
+		s.workers = s.workers[:len(s.workers)-1]
+		p.retired = true
+		s.drain(p)
+	}
+	if s.sel != nil {
+		if err := s.sel.SetLive(n); err != nil {
+			s.log.Error("selector: set live workers", "err", err)
+		}
+	}
+}
+
+func (s *Supervisor) spawn(p *proc) {
+	// A failed start counts as a start for the backoff.
+	p.started = time.Now()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		s.log.Error("worker: control socket", "id", p.id, "err", err)
+		s.scheduleRestart(p)
+		return
+	}
+	parent := os.NewFile(uintptr(fds[0]), "control-parent")
+	child := os.NewFile(uintptr(fds[1]), "control-child")
+	var selFiles []*os.File
+	if s.sel != nil {
+		selFiles = s.sel.Files()
+	}
+	args := append([]string{"worker", "--id", strconv.Itoa(p.id), "--cpu", strconv.Itoa(p.cpu),
+		"--selector", s.selKind, "--mode", s.opts.Mode.String(), "--bpf-fds", strconv.Itoa(len(selFiles))},
+		s.opts.WorkerArgs...)
+	cmd := exec.Command(s.opts.Exe, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.ExtraFiles = append([]*os.File{child}, selFiles...)
+	// One event loop: one P. More would let the runtime hand the loop's
+	// P around whenever it blocks in epoll_wait.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	// A worker whose supervisor dies drains and exits.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	err = startPinned(p.cpu, cmd.Start)
+	_ = child.Close()
+	if err != nil {
+		_ = parent.Close()
+		s.log.Error("worker: start", "id", p.id, "err", err)
+		s.scheduleRestart(p)
+		return
+	}
+	nc, err := net.FileConn(parent)
+	_ = parent.Close()
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		s.log.Error("worker: control socket", "id", p.id, "err", err)
+		s.scheduleRestart(p)
+		return
+	}
+	p.cmd, p.pid, p.ready, p.started = cmd, cmd.Process.Pid, false, time.Now()
+	p.ctrl, p.fatal = control.New(nc), ""
+	s.sendConfig(p)
+	readDone := make(chan struct{})
+	go s.readControl(p, p.ctrl, p.pid, readDone)
+	go func(cmd *exec.Cmd, pid int) {
+		err := cmd.Wait()
+		// The worker's last frames (Fatal) come before its exit.
+		select {
+		case <-readDone:
+		case <-time.After(time.Second):
+		}
+		s.events <- event{p: p, pid: pid, kind: evExit, err: err}
+	}(cmd, p.pid)
+}
+
+func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, done chan<- struct{}) {
+	defer close(done)
+	for {
+		t, payload, err := c.Recv()
+		if err != nil {
+			return
+		}
+		switch t {
+		case control.Ready:
+			s.events <- event{p: p, pid: pid, kind: evReady, msg: payload}
+		case control.Applied:
+			s.events <- event{p: p, pid: pid, kind: evApplied, msg: payload}
+		case control.Fatal:
+			s.events <- event{p: p, pid: pid, kind: evFatal, msg: payload}
+		}
+	}
+}
+
+func (s *Supervisor) sendConfig(p *proc) {
+	if p.ctrl == nil {
+		return
+	}
+	if err := p.ctrl.Send(control.Config, control.EncodeSpec(s.spec)); err != nil {
+		s.log.Warn("worker: send config", "id", p.id, "pid", p.pid, "err", err)
+	}
+}
+
+func (s *Supervisor) handle(ev event) {
+	p := ev.p
+	switch ev.kind {
+	case evReady:
+		if ev.pid != p.pid {
+			return
+		}
+		p.ready = true
+		if !p.diedAt.IsZero() {
+			s.log.Info("worker respawned", "id", p.id, "pid", p.pid, "cpu", p.cpu,
+				"respawn_ms", float64(time.Since(p.diedAt).Microseconds())/1000)
+			p.diedAt = time.Time{}
+		} else {
+			s.log.Info("worker ready", "id", p.id, "pid", p.pid, "cpu", p.cpu)
+		}
+	case evApplied:
+		if len(ev.msg) > 0 && containsError(ev.msg) {
+			s.log.Error("worker refused configuration", "id", p.id, "pid", p.pid, "msg", string(ev.msg))
+		}
+	case evFatal:
+		var m control.FatalMsg
+		if ev.pid == p.pid && json.Unmarshal(ev.msg, &m) == nil {
+			p.fatal = m.Error
+		}
+	case evExit:
+		if ev.pid != p.pid {
+			return // an old process of this slot (drained after a restart)
+		}
+		if p.ctrl != nil {
+			_ = p.ctrl.Close()
+			p.ctrl = nil
+		}
+		p.cmd = nil
+		if s.sel != nil && !p.retired {
+			// The next process in this slot starts with no connections.
+			_ = s.sel.ResetConns(p.id)
+		}
+		if p.retired {
+			s.log.Info("worker retired", "id", p.id, "pid", p.pid, "cpu", p.cpu, "exit", exitReason(ev.err))
+			return
+		}
+		if s.stopping {
+			return
+		}
+		attrs := []any{"id", p.id, "pid", p.pid, "cpu", p.cpu, "why", exitReason(ev.err),
+			"uptime", time.Since(p.started).Round(time.Millisecond).String()}
+		if p.fatal != "" {
+			attrs = append(attrs, "err", p.fatal)
+		}
+		s.log.Error("worker died", attrs...)
+		p.diedAt = time.Now()
+		s.scheduleRestart(p)
+	case evRestart:
+		if s.stopping || p.retired || p.cmd != nil {
+			return
+		}
+		s.spawn(p)
+	}
+}
+
+// Restart backoff: the first restart is immediate, the next ones wait
+// minBackoff, doubling up to maxBackoff, until a worker runs for
+// healthyRun.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 30 * time.Second
+	healthyRun = 30 * time.Second
+)
+
+// scheduleRestart restarts a dead worker: at once the first time (or after a
+// long healthy run), then with doubling backoff up to maxBackoff, so a
+// worker that crashes at start cannot take the node down in a restart
+// storm. A start that fails synchronously comes back here with a delay.
+func (s *Supervisor) scheduleRestart(p *proc) {
+	if time.Since(p.started) > healthyRun {
+		p.backoff = 0
+	}
+	d := p.backoff
+	if p.backoff == 0 {
+		p.backoff = minBackoff
+	} else {
+		p.backoff = min(2*p.backoff, maxBackoff)
+	}
+	p.restarts++
+	if d == 0 {
+		s.spawn(p)
+		return
+	}
+	s.log.Warn("worker restart delayed", "id", p.id, "after", d.String())
+	time.AfterFunc(d, func() { s.events <- event{p: p, kind: evRestart} })
+}
+
+func (s *Supervisor) drain(p *proc) {
+	if p.ctrl == nil {
+		return
+	}
+	_ = p.ctrl.Send(control.Drain, control.DrainMsg{TimeoutMS: s.opts.DrainTimeout.Milliseconds()})
+}
+
+// drainAll stops gracefully: every worker stops taking connections, finishes
+// what it serves and exits; stragglers are killed after the deadline.
+func (s *Supervisor) drainAll() error {
+	s.stopping = true
+	s.log.Info("stopping: draining workers", "timeout", s.opts.DrainTimeout.String())
+	live := 0
+	for _, p := range s.workers {
+		if p.cmd != nil {
+			s.drain(p)
+			live++
+		}
+	}
+	deadline := time.After(s.opts.DrainTimeout + 2*time.Second)
+	for live > 0 {
+		select {
+		case ev := <-s.events:
+			if ev.kind == evExit && ev.pid == ev.p.pid {
+				ev.p.cmd = nil
+				live--
+			}
+		case <-deadline:
+			s.log.Warn("stopping: drain deadline passed, killing workers", "left", live)
+			s.killAll()
+			return nil
+		}
+	}
+	s.log.Info("stopped")
+	return nil
+}
+
+func (s *Supervisor) killAll() {
+	s.stopping = true
+	for _, p := range s.workers {
+		if p.cmd != nil && p.cmd.Process != nil {
+			_ = p.cmd.Process.Kill()
+		}
+	}
+}
+
+// Workers returns the pids of the live worker processes, by slot.
+func (s *Supervisor) Workers() []int {
+	var pids []int
+	for _, p := range s.workers {
+		if p.cmd != nil {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
+}
+
+func exitReason(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "signal: " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exit status %d", ee.ExitCode())
+	}
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+func containsError(b []byte) bool {
+	for i := 0; i+7 <= len(b); i++ {
+		if string(b[i:i+7]) == `"error"` {
+			return true
+		}
+	}
+	return false
+}
