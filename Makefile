@@ -1,0 +1,63 @@
+# coregate — see README.md. The first two commands on a fresh machine are
+# `make run` and `make test`.
+
+GO      ?= go
+BIN     := bin
+PKGS    := ./...
+export GOTOOLCHAIN := local
+
+.PHONY: build run test alloc check fuzz bench bench-deps microbench cross clean
+
+build:
+	$(GO) build -o $(BIN)/coregate ./cmd/coregate
+	$(GO) build -o $(BIN)/demoupstream ./cmd/demoupstream
+
+# Starts the demo upstream on 127.0.0.1:1980 and the gateway on :9080 with
+# conf/config.yaml + conf/apisix.yaml (route /hello). Ctrl-C stops both.
+run: build
+	@set -e; \
+	$(BIN)/demoupstream -listen 127.0.0.1:1980 & up=$$!; \
+	trap 'kill $$up 2>/dev/null' EXIT INT TERM; \
+	echo; echo "coregate: try   curl -i http://127.0.0.1:9080/hello"; echo; \
+	$(BIN)/coregate -c conf/config.yaml
+
+# Everything: race-enabled tests, then the allocation guards (built without
+# the race detector, which allocates).
+test:
+	$(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -run 'Alloc' $(PKGS)
+
+alloc:
+	$(GO) test -count=1 -run 'Alloc' -v $(PKGS)
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./... ); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+# The benchmark harness: coregate beside nginx on the same upstream and load.
+bench:
+	./bench/run $(BENCHFLAGS)
+
+# nginx and wrk from Debian, the flame graph renderer (stackvis) from npm.
+bench-deps:
+	./bench/deps
+
+# Go micro-benchmarks (parser, router, whole request path).
+microbench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./httpparse ./worker/...
+
+cross:
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o $(BIN)/coregate-linux-amd64 ./cmd/coregate
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o $(BIN)/coregate-linux-arm64 ./cmd/coregate
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,37 @@
+// Command coregate is the gateway.
+//
+//	coregate [-c conf/config.yaml] [--workers auto|N] [--cpus 0-3,6]
+//	         [--selector hash|cpu|least_conn] [--shutdown-timeout 10s]
+//
+// runs the supervisor: it loads the eBPF socket selector, reads the routes
+// (apisix.yaml beside config.yaml for a data plane), and starts one worker
+// process per CPU (`coregate worker ...`, see workerproc.go), each pinned to
+// its CPU and running one event loop on the shared SO_REUSEPORT port.
+//
+// Signals to the supervisor: SIGTERM or SIGINT stop gracefully (no new
+// connections; in-flight requests finish within --shutdown-timeout; idle
+// keep-alive connections are closed cleanly), SIGQUIT stops at once, SIGHUP
+// re-reads config.yaml and starts or retires workers to match
+// nginx_config.worker_processes (unless --workers is given).
+//
+// COREGATE_PPROF=127.0.0.1:PORT makes worker i serve net/http/pprof on
+// PORT+i (for scripts/flamegraph.sh).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		err = runWorker(os.Args[2:])
+	} else {
+		err = runSupervisor(os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coregate:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceEnabled builds the gateway with the race detector too.
+const raceEnabled = true

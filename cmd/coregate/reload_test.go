@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestReloadUnderTraffic: apisix.yaml is rewritten several times while
+// clients keep sending; no request fails and every answer comes from the
+// old or the new config.
+func TestReloadUnderTraffic(t *testing.T) {
+	t.Parallel()
+	a, b := textUpstream(t, "a"), textUpstream(t, "b")
+	conf := func(up *httpUpstream) string {
+		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)})
+	}
+	g := startGateway(t, conf(a), "")
+	var (
+		stop     atomic.Bool
+		mu       sync.Mutex
+		answers  = map[string]int{}
+		failures []string
+		wg       sync.WaitGroup
+	)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := newClient(t)
+			for i := 0; !stop.Load() && i < 100000; i++ {
+				r, err := tryDo(c, "GET", g.url("/r"), "", nil, nil)
+				mu.Lock()
+				switch {
+				case err != nil:
+					failures = append(failures, err.Error())
+				case r.status != 200 || (r.body != "a" && r.body != "b"):
+					failures = append(failures, fmt.Sprintf("%d %q", r.status, r.body))
+				default:
+					answers[r.body]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	want := "a"
+	loaded := strings.Count(g.out.String(), "config reloaded")
+	for i := range 4 {
+		up, name := b, "b"
+		if i%2 == 1 {
+			up, name = a, "a"
+		}
+		g.rewrite(conf(up))
+		want = name
+		eventually(t, 5*time.Second, func() error {
+			r, err := tryDo(newClient(t), "GET", g.url("/r"), "", nil, nil)
+			if err != nil || r.body != want {
+				return fmt.Errorf("rewrite %d not applied: %v %q", i, err, r.body)
+			}
+			return nil
+		})
+	}
+	stop.Store(true)
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Errorf("%d requests failed during reloads, first: %s", len(failures), failures[0])
+	}
+	if answers["a"] == 0 || answers["b"] == 0 {
+		t.Errorf("answers %v: want both configs seen", answers)
+	}
+	if n := strings.Count(g.out.String(), "config reloaded") - loaded; n != 4 {
+		t.Errorf("%d reloads logged, want 4:\n%s", n, g.out.String())
+	}
+}
+
+// TestReloadRefusesInvalid: a file with an invalid field or value, without
+// its end flag, not YAML, or valid but using what the workers do not
+// support yet, is refused with a log line naming the problem; the old
+// config keeps serving, and a later valid file is taken.
+func TestReloadRefusesInvalid(t *testing.T) {
+	t.Parallel()
+	a, b := textUpstream(t, "a"), textUpstream(t, "b")
+	good := func(up *httpUpstream) string {
+		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)})
+	}
+	g := startGateway(t, good(a), "")
+	c := newClient(t)
+	tests := []struct {
+		name, file, logWant string
+	}{
+		{"bad field", routesYAML(obj{"id": 1, "uri": "/r", "no_such_field": 1, "upstream": upstreamOf(nodes(b.addr()), nil)}), "no_such_field"},
+		{"bad value", routesYAML(obj{"id": 1, "uri": "/r", "methods": []string{"FETCH"}, "upstream": upstreamOf(nodes(b.addr()), nil)}), "methods"},
+		{"missing end flag", strings.TrimSuffix(good(b), "#END\n"), "end flag"},
+		{"bad yaml", "routes: [\n#END\n", "apisix.yaml"},
+		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.addr()), obj{"type": "chash", "key": "remote_addr"})}), "chash"},
+	}
+	for _, tc := range tests {
+		before := strings.Count(g.out.String(), "refused")
+		g.rewrite(tc.file)
+		eventually(t, 5*time.Second, func() error {
+			if strings.Count(g.out.String(), "refused") == before {
+				return fmt.Errorf("%s: no refusal logged", tc.name)
+			}
+			return nil
+		})
+		logged := g.out.String()
+		last := logged[strings.LastIndex(logged, "refused"):]
+		last, _, _ = strings.Cut(last, "\n")
+		if !strings.Contains(last, tc.logWant) {
+			t.Errorf("%s: refusal %q does not mention %q", tc.name, last, tc.logWant)
+		}
+		if r := do(t, c, "GET", g.url("/r"), "", nil, nil); r.status != 200 || r.body != "a" {
+			t.Errorf("%s: after the refusal got %d %q, want the old config's a", tc.name, r.status, r.body)
+		}
+	}
+	g.rewrite(good(b))
+	eventually(t, 5*time.Second, func() error {
+		if r, err := tryDo(c, "GET", g.url("/r"), "", nil, nil); err != nil || r.body != "b" {
+			return fmt.Errorf("valid file not taken: %v %q", err, r.body)
+		}
+		return nil
+	})
+}
+
+// TestUnknownConfigKeys: config.yaml keys the gateway does not know are
+// reported at start, by name.
+func TestUnknownConfigKeys(t *testing.T) {
+	t.Parallel()
+	up := textUpstream(t, "ok")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+		"  no_such_nginx_key: 1\n  http:\n    not_a_directive: on\n")
+	if r := do(t, newClient(t), "GET", g.url("/r"), "", nil, nil); r.status != 200 {
+		t.Fatalf("status %d", r.status)
+	}
+	out := g.out.String()
+	for _, k := range []string{"nginx_config.no_such_nginx_key", "nginx_config.http.not_a_directive"} {
+		if !strings.Contains(out, k) {
+			t.Errorf("unknown key %s not reported:\n%s", k, out)
+		}
+	}
+}
+
+// TestRepositoryConfig: the repository's conf/config.yaml and
+// conf/apisix.yaml, with the listen and upstream ports moved, serve /hello
+// as `make run` does.
+func TestRepositoryConfig(t *testing.T) {
+	t.Parallel()
+	body := strings.Repeat("1234567890", 102) + "1234"
+	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/hello" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte(body))
+	})
+	cfg, err := os.ReadFile(filepath.Join("..", "..", "conf", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, err := os.ReadFile(filepath.Join("..", "..", "conf", "apisix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(routes), "127.0.0.1:1980") || !strings.Contains(string(cfg), "- 9080") {
+		t.Fatalf("conf/ no longer has the ports this test moves")
+	}
+	g := startGatewayConfig(t, strings.ReplaceAll(string(routes), "127.0.0.1:1980", up.addr()), func(port int) string {
+		return strings.Replace(string(cfg), "- 9080", "- "+strconv.Itoa(port), 1)
+	})
+	r := do(t, newClient(t), "GET", g.url("/hello"), "", nil, nil)
+	if r.status != 200 || r.body != body {
+		t.Errorf("GET /hello: %d, %d bytes", r.status, len(r.body))
+	}
+	if out := g.out.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
+		t.Errorf("the shipped config logs warnings:\n%s", out)
+	}
+}

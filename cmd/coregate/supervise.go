@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"coregate/admin/standalone"
+	"coregate/bpf"
+	"coregate/worker/spec"
+	"coregate/worker/supervisor"
+)
+
+// fileSource is the standalone apisix.yaml as a supervisor.Source.
+type fileSource struct {
+	path string
+	log  *slog.Logger
+}
+
+func (f fileSource) Load() (*spec.Spec, error) {
+	s, err := standalone.Load(f.path)
+	if err != nil {
+		return nil, err
+	}
+	s.SetHash()
+	return s, nil
+}
+
+func (f fileSource) Watch(ctx context.Context, onChange func(*spec.Spec), onError func(error)) {
+	var last [32]byte
+	standalone.Watch(ctx, f.path, time.Second, func(s *spec.Spec) {
+		h := s.SetHash()
+		if h == last {
+			return
+		}
+		last = h
+		onChange(s)
+	}, onError)
+}
+
+// runSupervisor is `coregate [-c config.yaml] [--workers N|auto] [--cpus LIST]`.
+func runSupervisor(args []string) error {
+	fs := flag.NewFlagSet("coregate", flag.ContinueOnError)
+	cfgPath := fs.String("c", "conf/config.yaml", "path to config.yaml")
+	workersFlag := fs.String("workers", "", "worker processes: auto or N (overrides nginx_config.worker_processes)")
+	cpusFlag := fs.String("cpus", "", "CPUs to pin workers to, e.g. 0-3,6 (default: this process's affinity mask)")
+	modeFlag := fs.String("selector", "hash", "how the eBPF selector spreads connections: hash, cpu or least_conn")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second,
+		"graceful stop deadline (SIGTERM, SIGINT, retired workers): in-flight requests may take this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("proc", "supervisor")
+	nc, warnings, err := spec.LoadNodeConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn("config.yaml: " + w)
+	}
+	prov := nc.Provider()
+	if prov.Kind != "yaml" && prov.Kind != "json" {
+		return fmt.Errorf("config provider %q is not available yet: set deployment.role: data_plane and deployment.role_data_plane.config_provider: yaml", prov.Kind)
+	}
+	mode, err := bpf.ParseMode(*modeFlag)
+	if err != nil {
+		return err
+	}
+	var cpus []int
+	if *cpusFlag != "" {
+		if cpus, err = supervisor.ParseCPUList(*cpusFlag); err != nil {
+			return err
+		}
+	}
+	workerCount := func(nc *spec.NodeConfig) (int, error) {
+		switch *workersFlag {
+		case "":
+			return nc.NginxConfig.WorkerProcesses, nil // 0: auto
+		case "auto":
+			return 0, nil
+		}
+		n, err := strconv.Atoi(*workersFlag)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("--workers: want auto or a number ≥ 1, got %q", *workersFlag)
+		}
+		return n, nil
+	}
+	n, err := workerCount(nc)
+	if err != nil {
+		return err
+	}
+	sup, err := supervisor.New(supervisor.Options{
+		WorkerArgs:   []string{"-c", *cfgPath},
+		Workers:      n,
+		CPUs:         cpus,
+		Mode:         mode,
+		DrainTimeout: *shutdownTimeout,
+		Source:       fileSource{path: prov.File, log: log},
+		Log:          log,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return sup.Run(ctx, func() (int, error) {
+		nc, warnings, err := spec.LoadNodeConfig(*cfgPath)
+		if err != nil {
+			return 0, err
+		}
+		for _, w := range warnings {
+			log.Warn("config.yaml: " + w)
+		}
+		return workerCount(nc)
+	})
+}

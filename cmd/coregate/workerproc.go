@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // served only when COREGATE_PPROF is set
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"coregate/bpf"
+	"coregate/worker"
+	"coregate/worker/control"
+	"coregate/worker/spec"
+	"coregate/worker/supervisor"
+)
+
+// Worker processes are started by the supervisor as
+//
+//	coregate worker --id N --cpu C --selector KIND --bpf-fds K -c config.yaml
+//
+// with fd 3 the control socket and fds 4..4+K-1 the selector's objects
+// (bpf.Selector.Files order).
+
+const controlFD = 3
+
+func runWorker(args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	id := fs.Int("id", 0, "worker slot")
+	cpu := fs.Int("cpu", -1, "CPU the worker is pinned to")
+	selector := fs.String("selector", "plain", "what steers connections: ebpf, cbpf, kernel-hash, plain")
+	bpfFDs := fs.Int("bpf-fds", 0, "number of inherited selector fds after the control socket")
+	mode := fs.String("mode", "hash", "selector mode")
+	cfgPath := fs.String("c", "conf/config.yaml", "path to config.yaml")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("worker", *id, "pid", os.Getpid())
+	if *cpu >= 0 {
+		// Started pinned by the supervisor; this makes sure of every thread.
+		if err := supervisor.PinAllThreads(*cpu); err != nil {
+			log.Warn("pinning", "err", err)
+		}
+	}
+	ctrl, err := control.FromFile(os.NewFile(controlFD, "control"))
+	if err != nil {
+		return err
+	}
+	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *mode, *cfgPath)
+	if err != nil {
+		// The supervisor logs it with the exit status.
+		_ = ctrl.Send(control.Fatal, control.FatalMsg{Error: err.Error()})
+	}
+	return err
+}
+
+// serveWorker runs the worker until it has drained, or fails.
+func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs int, mode, cfgPath string) error {
+	nc, _, err := spec.LoadNodeConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+
+	var member *bpf.Member
+	if selector == bpf.KindEBPF.String() && bpfFDs == bpf.NumFiles {
+		if member, err = bpf.OpenMember(bpf.InheritedFiles(controlFD+1), id); err != nil {
+			log.Error("selector: cannot join, kernel hash steers this worker", "err", err)
+			member = nil
+		}
+	}
+	bmode, _ := bpf.ParseMode(mode)
+
+	cfg := workerConfig(nc, log)
+	cfg.OnListen = func(fds []int) {
+		for _, fd := range fds {
+			switch {
+			case member != nil:
+				if err := member.Join(fd); err != nil {
+					log.Error("selector: join", "err", err)
+				}
+			case selector == bpf.KindCBPF.String():
+				if err := bpf.AttachCBPF(fd, bmode); err != nil {
+					log.Error("selector: classic BPF", "err", err)
+				}
+			}
+			closeFD(fd)
+		}
+	}
+	if member != nil {
+		cfg.OnConns = member.AddConns
+	}
+	w := worker.New(cfg)
+
+	// No traffic before the first complete configuration: the worker listens
+	// only once one applied.
+	for configured := false; !configured; {
+		t, payload, err := ctrl.Recv()
+		if err != nil {
+			return fmt.Errorf("control: %w", err)
+		}
+		switch t {
+		case control.Config:
+			configured = applyConfig(w, ctrl, payload, log)
+		case control.Drain:
+			return nil // nothing served yet
+		}
+	}
+
+	var drainTimeout atomic.Int64
+	drainTimeout.Store(int64(10 * time.Second))
+	var drainOnce sync.Once
+	var drainStart time.Time
+	drain := func(d time.Duration) {
+		drainOnce.Do(func() {
+			drainStart = time.Now()
+			log.Info("draining", "timeout", d.String())
+			if member != nil {
+				_ = member.Leave()
+			}
+			w.Drain(d)
+		})
+	}
+	go func() {
+		for {
+			t, payload, err := ctrl.Recv()
+			if err != nil {
+				log.Warn("control socket closed: draining")
+				drain(time.Duration(drainTimeout.Load()))
+				return
+			}
+			switch t {
+			case control.Config:
+				_ = applyConfig(w, ctrl, payload, log)
+			case control.Drain:
+				var m control.DrainMsg
+				_ = json.Unmarshal(payload, &m)
+				if m.TimeoutMS > 0 {
+					drainTimeout.Store(int64(time.Duration(m.TimeoutMS) * time.Millisecond))
+				}
+				drain(time.Duration(drainTimeout.Load()))
+			}
+		}
+	}()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sigs
+		drain(time.Duration(drainTimeout.Load()))
+	}()
+	if addr := os.Getenv("COREGATE_PPROF"); addr != "" {
+		servePprof(addr, id, log)
+	}
+	go func() {
+		<-w.Ready()
+		_ = ctrl.Send(control.Ready, control.ReadyMsg{ID: id, PID: os.Getpid(), Selector: selector})
+	}()
+	err = w.Run(context.Background())
+	if member != nil {
+		_ = member.Close()
+	}
+	drainOnce.Do(func() {}) // drainStart is settled from here on
+	if !drainStart.IsZero() {
+		log.Info("drained", "took", time.Since(drainStart).Round(time.Millisecond).String())
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// servePprof serves net/http/pprof for worker id on the port after addr's
+// by id (worker 0 on addr itself).
+func servePprof(addr string, id int, log *slog.Logger) {
+	host, port, err := net.SplitHostPort(addr)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil {
+		log.Error("COREGATE_PPROF: want host:port", "value", addr)
+		return
+	}
+	addr = net.JoinHostPort(host, strconv.Itoa(p+id))
+	go func() {
+		log.Info("pprof listening", "addr", addr)
+		if err := http.ListenAndServe(addr, nil); err != nil {
+			log.Error("pprof", "err", err)
+		}
+	}()
+}
+
+// applyConfig installs a Config frame's configuration and acknowledges it;
+// it reports whether the configuration was installed.
+func applyConfig(w *worker.Worker, ctrl *control.Conn, payload []byte, log *slog.Logger) bool {
+	s, err := control.DecodeSpec(payload)
+	if err == nil {
+		err = w.SetSpec(s)
+	}
+	if err != nil {
+		log.Error("configuration refused, the previous one keeps serving", "err", err)
+		_ = ctrl.Send(control.Applied, control.AppliedMsg{Error: err.Error()})
+		return false
+	}
+	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes)})
+	return true
+}
