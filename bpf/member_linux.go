@@ -26,6 +26,7 @@ type Member struct {
 	mem       []byte
 	conns     *atomic.Int64
 	closed    bool
+	cookie    uint64 // SO_COOKIE of the socket Join put in the slot
 }
 
 // OpenMember opens the selector objects in files, ordered as Selector.Files
@@ -125,6 +126,9 @@ func (m *Member) Join(listenFD int) error {
 	if err := m.sockarray.Update(uint32(m.slot), uint64(listenFD), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("bpf: put listener in slot %d: %w", m.slot, err)
 	}
+	if c, err := unix.GetsockoptUint64(listenFD, unix.SOL_SOCKET, unix.SO_COOKIE); err == nil {
+		m.cookie = c
+	}
 	return nil
 }
 
@@ -135,6 +139,21 @@ func (m *Member) Join(listenFD int) error {
 func (m *Member) Leave() error {
 	if m.closed {
 		return ErrClosed
+	}
+	// A new worker may already hold this slot (a restart, or a quick
+	// resize down and up again): a lookup gives the slot's socket cookie
+	// (kernel ≥ 5.1 for an 8-byte value), and the slot is left alone when
+	// it is not this member's socket. The window between lookup and delete
+	// remains, but shrinks from a drain's length to a syscall's.
+	if m.cookie != 0 {
+		var cur uint64
+		if err := m.sockarray.Lookup(uint32(m.slot), &cur); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				return nil
+			}
+		} else if cur != m.cookie {
+			return nil
+		}
 	}
 	if err := m.sockarray.Delete(uint32(m.slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("bpf: empty slot %d: %w", m.slot, err)

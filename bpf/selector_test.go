@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
@@ -346,4 +347,43 @@ func ExampleNewSelector() {
 	// cmd.ExtraFiles = append(cmd.ExtraFiles, s.Files()...) for each worker.
 	// Worker i: m, _ := OpenMember(InheritedFiles(3), i); m.Join(listenFD).
 	fmt.Println(len(s.Files()), s.Mode())
+}
+
+// TestLeaveKeepsSuccessor checks that a draining worker leaving its slot does
+// not empty it when the worker that replaced it already joined there.
+func TestLeaveKeepsSuccessor(t *testing.T) {
+	s := newTestSelector(t, ModeHash, 1, nil)
+	ls := listenGroup(t, 2)
+	old, err := OpenMember(s.Files(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { old.Close() })
+	next, err := OpenMember(s.Files(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Close() })
+	if err := old.Join(ls[0].fd); err != nil {
+		t.Fatal(err)
+	}
+	if got := steer(t, ls, -1, 50); got[0] != 50 {
+		t.Fatalf("before the restart: %v, want all on the old socket", got)
+	}
+	if err := next.Join(ls[1].fd); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	if got := steer(t, ls, -1, 50); got[1] != 50 {
+		t.Fatalf("after the old worker left: %v, want all on its successor", got)
+	}
+	if err := next.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	var cur uint64
+	if err := s.sockarray.Lookup(uint32(0), &cur); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Fatalf("slot after the successor left: %v %v, want empty", cur, err)
+	}
 }
