@@ -21,11 +21,11 @@ run: build
 	echo; echo "coregate: try   curl -i http://127.0.0.1:9080/hello"; echo; \
 	$(BIN)/coregate -c conf/config.yaml
 
-# Everything: race-enabled tests, then the allocation guards (built without
-# the race detector, which allocates).
+# Everything: the allocation guards (built without the race detector, which
+# allocates), then every test with the race detector.
 test:
-	$(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -run 'Alloc' $(PKGS)
+	$(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
 
 alloc:
 	$(GO) test -count=1 -run 'Alloc' -v $(PKGS)
