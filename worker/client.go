@@ -334,20 +334,13 @@ func (cc *clientConn) send() {
 	rt := cc.rt
 	hl := cc.hostLine[:0]
 	hl = append(hl, "Host: "...)
-	switch rt.up.passHost {
-	case passHostNode:
-		hl = append(hl, rt.up.nodes[cc.node].hostHeader...)
-	case passHostPass:
-		if len(cc.hostValue) > 0 {
-			hl = append(hl, cc.hostValue...)
-			break
-		}
-		// HTTP/1.0 without Host: name the node.
-		hl = append(hl, rt.up.nodes[cc.node].hostHeader...)
-	case passHostRewrite:
+	switch {
+	case rt.up.passHost == passHostRewrite:
 		hl = append(hl, rt.up.upstreamHost...)
-	default:
+	case rt.up.passHost == passHostPass && len(cc.hostValue) > 0:
 		hl = append(hl, cc.hostValue...)
+	default: // pass_host=node, or an HTTP/1.0 request without Host
+		hl = append(hl, rt.up.nodes[cc.node].hostHeader...)
 	}
 	hl = append(hl, '\r', '\n')
 	cc.hostLine = hl

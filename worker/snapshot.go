@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
+	"coregate/plugins"
 	"coregate/worker/router"
 	"coregate/worker/spec"
 )
@@ -150,6 +152,22 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive) (*Snapshot, error) {
 			if su == nil {
 				return nil, fmt.Errorf("service %s: upstream_id %s not found", svc.ID.String(), svc.UpstreamID.String())
 			}
+		}
+		// The route's plugins over its service's, built in execution order.
+		// A plugin the gateway does not have refuses the configuration
+		// rather than serving the route without it.
+		conf := r.Plugins
+		if svc != nil && len(svc.Plugins) > 0 {
+			conf = make(map[string]json.RawMessage, len(svc.Plugins)+len(r.Plugins))
+			for k, v := range svc.Plugins {
+				conf[k] = v
+			}
+			for k, v := range r.Plugins {
+				conf[k] = v
+			}
+		}
+		if _, err := plugins.Build(conf); err != nil {
+			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
 		rt := &route{id: id}
 		if su != nil {

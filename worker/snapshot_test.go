@@ -37,3 +37,34 @@ func TestCompileKeepaliveDefaults(t *testing.T) {
 		t.Errorf("APISIX defaults: %d %v %d", a.kaSize, a.kaIdle, a.kaRequests)
 	}
 }
+
+func TestCompileRefusesUnknownPlugins(t *testing.T) {
+	r, err := spec.DecodeRoute([]byte(`{"id":"7","uri":"/a","plugins":{"no-such-plugin":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(&spec.Spec{Routes: []*spec.Route{r}}, router.HostURI)
+	if err == nil || err.Error() != "route 7: plugins: unknown plugin [no-such-plugin]" {
+		t.Fatalf("err = %v", err)
+	}
+	svc, err := spec.DecodeService([]byte(`{"id":"s","plugins":{"from-service":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := spec.DecodeRoute([]byte(`{"id":"8","uri":"/b","service_id":"s","upstream":{"nodes":{"127.0.0.1:1980":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(&spec.Spec{Routes: []*spec.Route{r2}, Services: []*spec.Service{svc}}, router.HostURI)
+	if err == nil || err.Error() != "route 8: plugins: unknown plugin [from-service]" {
+		t.Fatalf("service plugin: err = %v", err)
+	}
+	// An empty plugins object, as APISIX's benchmark routes have, is fine.
+	r3, err := spec.DecodeRoute([]byte(`{"id":"9","uri":"/c","plugins":{},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(&spec.Spec{Routes: []*spec.Route{r3}}, router.HostURI); err != nil {
+		t.Fatal(err)
+	}
+}
