@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"coregate/worker/spec"
 )
 
 // End-to-end tests of the per-core worker model: the supervisor, pinning,
@@ -654,4 +656,65 @@ func TestPerCoreQuit(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPerCoreSIGHUPRollsWorkers: a config.yaml setting other than
+// worker_processes changes on SIGHUP by replacing each worker (the new one
+// joins the slot, the old one drains): the new setting shows, and load
+// running across the swap sees no error.
+func TestPerCoreSIGHUPRollsWorkers(t *testing.T) {
+	cpus := requirePerCore(t)
+	up := textUpstream(t, strings.Repeat("s", 512))
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+		func(port int) string { return perCoreConfig(port, 2) }, 2, "--cpus", cpuList(cpus))
+	pid := g.cmd.Process.Pid
+	before := waitWorkers(t, pid, 2, 5*time.Second)
+	server := func() string {
+		resp, err := http.Get(g.url("/hello"))
+		if err != nil {
+			return err.Error()
+		}
+		resp.Body.Close()
+		return resp.Header.Get("Server")
+	}
+	if got := server(); got != "APISIX/"+spec.CompatVersion {
+		t.Fatalf("Server before = %q", got)
+	}
+
+	load := startNewConnLoad(g.addr(), "/hello", 3, false)
+	time.Sleep(300 * time.Millisecond)
+	cfg := strings.Replace(perCoreConfig(g.port, 2), "  enable_admin: false\n", "  enable_admin: false\n  enable_server_tokens: false\n", 1)
+	writeFile(t, filepath.Join(g.dir, "config.yaml"), cfg)
+	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	g.waitLog(`msg="worker replaced"`, 2, 10*time.Second)
+	g.waitLog(`msg="replaced worker exited"`, 2, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	res := load.finish()
+
+	if got := server(); got != "APISIX" {
+		t.Errorf("Server after SIGHUP = %q, want APISIX", got)
+	}
+	after := waitWorkers(t, pid, 2, 5*time.Second)
+	for _, w := range after {
+		checkPinned(t, w)
+		for _, b := range before {
+			if w.pid == b.pid {
+				t.Errorf("worker %d (pid %d) was not replaced", w.id, w.pid)
+			}
+		}
+	}
+	ok := 0
+	for _, o := range res {
+		if o.err == nil && o.status == 200 {
+			ok++
+			continue
+		}
+		t.Errorf("connection %d (port %d) across the roll: status %d, %v", o.seq, o.port, o.status, o.err)
+	}
+	t.Logf("rolling restart under load: %d exchanges, %d ok", len(res), ok)
+	if ok == 0 {
+		t.Error("no load got through")
+	}
 }

@@ -20,6 +20,17 @@ import (
 	"coregate/worker/spec"
 )
 
+// Reload is what the supervisor learns from config.yaml on SIGHUP.
+type Reload struct {
+	// Workers is worker_processes (0: one per CPU).
+	Workers int
+	// Settings fingerprints every other setting a worker reads from
+	// config.yaml: when it changes, the workers are replaced one by one
+	// (the new one joins the slot, then the old one drains), so nothing is
+	// refused or reset.
+	Settings string
+}
+
 // Source is where the configuration comes from (the standalone file, etcd).
 type Source interface {
 	// Load reads the configuration once.
@@ -47,6 +58,9 @@ type Options struct {
 	DrainTimeout time.Duration
 	Source       Source
 	Log          *slog.Logger
+	// Settings is the Reload.Settings of the config.yaml workers start
+	// with.
+	Settings string
 }
 
 // Supervisor owns the worker processes.
@@ -59,6 +73,7 @@ type Supervisor struct {
 	workers  []*proc
 	events   chan event
 	stopping bool
+	metrics  nodeMetrics
 }
 
 // proc is one worker slot and the process currently in it.
@@ -75,6 +90,16 @@ type proc struct {
 	backoff  time.Duration
 	restarts int
 	fatal    string // the error the current process reported before exiting
+	// prev holds the processes this slot had before rolling restarts:
+	// they serve until the newest one is ready, then drain.
+	prev []*oldProc
+}
+
+type oldProc struct {
+	cmd     *exec.Cmd
+	ctrl    *control.Conn
+	pid     int
+	drained bool
 }
 
 type event struct {
@@ -164,7 +189,7 @@ func (s *Supervisor) SelectorKind() string { return s.selKind }
 
 // Run starts the workers and supervises them until ctx is done (graceful
 // stop) or a SIGQUIT (immediate stop). SIGHUP calls reload.
-func (s *Supervisor) Run(ctx context.Context, reload func() (workers int, err error)) error {
+func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) error {
 	defer func() {
 		if s.sel != nil {
 			_ = s.sel.Close()
@@ -188,6 +213,7 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (workers int, err er
 	})
 
 	s.resize(s.opts.Workers)
+	s.countLive()
 	for {
 		select {
 		case <-ctx.Done():
@@ -202,13 +228,18 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (workers int, err er
 				if reload == nil {
 					continue
 				}
-				n, err := reload()
+				r, err := reload()
 				if err != nil {
 					s.log.Error("SIGHUP: config.yaml refused", "err", err)
 					continue
 				}
-				s.log.Info("SIGHUP: config.yaml reloaded", "workers", n)
-				s.resize(n)
+				roll := r.Settings != s.opts.Settings
+				s.log.Info("SIGHUP: config.yaml reloaded", "workers", r.Workers, "settings_changed", roll)
+				s.opts.Settings = r.Settings
+				if roll {
+					s.roll()
+				}
+				s.resize(r.Workers)
 			}
 		case sp := <-specs:
 			if sp.Hash != ([32]byte{}) && sp.Hash == s.spec.Hash {
@@ -222,7 +253,47 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (workers int, err er
 		case ev := <-s.events:
 			s.handle(ev)
 		}
+		s.countLive()
 	}
+}
+
+// roll replaces every running worker with a new process that reads the
+// current config.yaml. The new process joins the same selector slot (taking
+// the slot's new connections at once); the old one drains when the new one
+// is ready, so capacity never dips and nothing queued is reset.
+func (s *Supervisor) roll() {
+	for _, p := range s.workers {
+		if p.cmd == nil || p.retired {
+			continue
+		}
+		p.prev = append(p.prev, &oldProc{cmd: p.cmd, ctrl: p.ctrl, pid: p.pid})
+		p.diedAt = time.Time{}
+		s.spawn(p)
+	}
+}
+
+// drainOld sends the replaced processes of a slot their Drain.
+func (s *Supervisor) drainOld(p *proc) {
+	for _, o := range p.prev {
+		if !o.drained && o.ctrl != nil {
+			o.drained = true
+			_ = o.ctrl.Send(control.Drain, control.DrainMsg{TimeoutMS: s.opts.DrainTimeout.Milliseconds()})
+		}
+	}
+}
+
+// oldExited forgets a replaced process that exited; false if pid is none.
+func (s *Supervisor) oldExited(p *proc, pid int) (*oldProc, bool) {
+	for i, o := range p.prev {
+		if o.pid == pid {
+			if o.ctrl != nil {
+				_ = o.ctrl.Close()
+			}
+			p.prev = append(p.prev[:i], p.prev[i+1:]...)
+			return o, true
+		}
+	}
+	return nil, false
 }
 
 // resize starts or retires workers to have n.
@@ -347,6 +418,11 @@ func (s *Supervisor) handle(ev event) {
 			return
 		}
 		p.ready = true
+		if len(p.prev) > 0 {
+			s.log.Info("worker replaced", "id", p.id, "pid", p.pid, "cpu", p.cpu)
+			s.drainOld(p)
+			return
+		}
 		if !p.diedAt.IsZero() {
 			s.log.Info("worker respawned", "id", p.id, "pid", p.pid, "cpu", p.cpu,
 				"respawn_ms", float64(time.Since(p.diedAt).Microseconds())/1000)
@@ -364,8 +440,14 @@ func (s *Supervisor) handle(ev event) {
 			p.fatal = m.Error
 		}
 	case evExit:
+		if o, ok := s.oldExited(p, ev.pid); ok {
+			// The replaced process finished draining (or died: its
+			// successor holds the slot either way).
+			s.log.Info("replaced worker exited", "id", p.id, "pid", o.pid, "exit", exitReason(ev.err))
+			return
+		}
 		if ev.pid != p.pid {
-			return // an old process of this slot (drained after a restart)
+			return // an older process of this slot
 		}
 		if p.ctrl != nil {
 			_ = p.ctrl.Close()
@@ -389,6 +471,7 @@ func (s *Supervisor) handle(ev event) {
 			attrs = append(attrs, "err", p.fatal)
 		}
 		s.log.Error("worker died", attrs...)
+		s.metrics.restarts.Add(1)
 		p.diedAt = time.Now()
 		s.scheduleRestart(p)
 	case evRestart:
@@ -449,14 +532,24 @@ func (s *Supervisor) drainAll() error {
 			s.drain(p)
 			live++
 		}
+		s.drainOld(p)
+		live += len(p.prev)
 	}
 	deadline := time.After(s.opts.DrainTimeout + 2*time.Second)
 	for live > 0 {
 		select {
 		case ev := <-s.events:
-			if ev.kind == evExit && ev.pid == ev.p.pid {
-				ev.p.cmd = nil
+			if ev.kind != evExit {
+				continue
+			}
+			switch p := ev.p; {
+			case ev.pid == p.pid && p.cmd != nil:
+				p.cmd = nil
 				live--
+			default:
+				if _, ok := s.oldExited(p, ev.pid); ok {
+					live--
+				}
 			}
 		case <-deadline:
 			s.log.Warn("stopping: drain deadline passed, killing workers", "left", live)
@@ -473,6 +566,11 @@ func (s *Supervisor) killAll() {
 	for _, p := range s.workers {
 		if p.cmd != nil && p.cmd.Process != nil {
 			_ = p.cmd.Process.Kill()
+		}
+		for _, o := range p.prev {
+			if o.cmd.Process != nil {
+				_ = o.cmd.Process.Kill()
+			}
 		}
 	}
 }
