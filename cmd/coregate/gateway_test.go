@@ -93,6 +93,9 @@ deployment:
   role: data_plane
   role_data_plane:
     config_provider: yaml
+plugin_attr:
+  prometheus:
+    enable_export_server: false
 nginx_config:
   worker_processes: 1
 %s`

@@ -68,6 +68,9 @@ deployment:
     config_provider: yaml
 nginx_config:
   worker_processes: %d
+plugin_attr:
+  prometheus:
+    enable_export_server: false
 `, port, n)
 }
 

@@ -169,11 +169,14 @@ func TestRepositoryConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(routes), "127.0.0.1:1980") || !strings.Contains(string(cfg), "- 9080") {
+	if !strings.Contains(string(routes), "127.0.0.1:1980") || !strings.Contains(string(cfg), "- 9080") ||
+		!strings.Contains(string(cfg), "port: 9091") {
 		t.Fatalf("conf/ no longer has the ports this test moves")
 	}
+	metricsPort := freePort(t)
 	g := startGatewayConfig(t, strings.ReplaceAll(string(routes), "127.0.0.1:1980", up.addr()), func(port int) string {
-		return strings.Replace(string(cfg), "- 9080", "- "+strconv.Itoa(port), 1)
+		c := strings.Replace(string(cfg), "- 9080", "- "+strconv.Itoa(port), 1)
+		return strings.Replace(c, "port: 9091", "port: "+strconv.Itoa(metricsPort), 1)
 	})
 	r := do(t, newClient(t), "GET", g.url("/hello"), "", nil, nil)
 	if r.status != 200 || r.body != body {
