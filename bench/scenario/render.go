@@ -49,10 +49,16 @@ func CoregateRoutes(s Scenario, upstream string) []byte {
 // off, the same route table as exact-match locations, all state under dir.
 // Plugins have no nginx counterpart: nginx stays the plain-proxy floor.
 // Keep-alive requests are unlimited in practice on both sides, as the
-// seeds' upstream configures them (keepalive_requests 1e8).
+// seeds' upstream configures them (keepalive_requests 1e8). Like
+// coregate's workers, nginx's are one per CPU of the gateway's mask
+// (worker_cpu_affinity auto) on per-worker SO_REUSEPORT sockets, as
+// APISIX's nginx template listens (reuseport): with several workers both
+// sides then spread connections by the kernel's hash and neither moves a
+// worker off a busy core.
 func NginxConfig(s Scenario, dir string, port, workers int, upstream string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `worker_processes %d;
+worker_cpu_affinity auto;
 daemon off;
 master_process on;
 pid %[2]s/nginx.pid;
@@ -76,7 +82,7 @@ http {
         keepalive_requests 100000000;
     }
     server {
-        listen 127.0.0.1:%[4]d;
+        listen 127.0.0.1:%[4]d reuseport;
 `, workers, dir, upstream, port)
 	for id := 1; id <= s.Routes; id++ {
 		fmt.Fprintf(&b, "        location = %s {\n", URI(id, s.Routes))

@@ -135,7 +135,7 @@ func TestNginxConfig(t *testing.T) {
 	s := Seeds(1, 1)[1] // 100 routes
 	conf := string(NginxConfig(s, "/tmp/x", 8080, 2, "127.0.0.1:1980"))
 	for _, want := range []string{
-		"worker_processes 2;", "daemon off;", "pid /tmp/x/nginx.pid;", "listen 127.0.0.1:8080;",
+		"worker_processes 2;", "worker_cpu_affinity auto;", "daemon off;", "pid /tmp/x/nginx.pid;", "listen 127.0.0.1:8080 reuseport;",
 		"server 127.0.0.1:1980;", "keepalive 320;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`,
 		"access_log off;", "location = /hello {", "location = /hello99 {",
 	} {
