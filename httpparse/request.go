@@ -91,34 +91,7 @@ func (p *RequestParser) Reset() {
 // is then reset. r is only meaningful after a nil error.
 func (p *RequestParser) Parse(buf []byte, r *Request) error {
 	lim := p.Limits.resolved()
-	if p.scan.active {
-		if err := p.scan.resume(buf, &lim, true); err != nil {
-			if err != ErrNeedMore {
-				p.scan = headScan{}
-			}
-			return err
-		}
-		p.scan = headScan{}
-		end, err := parseRequest(buf, &lim, r)
-		if err == nil && end < 0 {
-			err = malformed("incomplete head", len(buf))
-		}
-		return err
-	}
-	end, err := parseRequest(buf, &lim, r)
-	if err != nil || end >= 0 {
-		return err
-	}
-	err = p.scan.resume(buf, &lim, true)
-	if err == ErrNeedMore {
-		p.scan.active = true
-		return err
-	}
-	p.scan = headScan{}
-	if err == nil {
-		err = malformed("incomplete head", len(buf))
-	}
-	return err
+	return p.scan.parseHead(buf, &lim, r, nil)
 }
 
 // parseRequest parses a request head in one pass. It returns the length of

@@ -60,34 +60,7 @@ func (p *ResponseParser) Reset() {
 // response.
 func (p *ResponseParser) Parse(buf []byte, r *Response) error {
 	lim := p.Limits.resolved()
-	if p.scan.active {
-		if err := p.scan.resume(buf, &lim, false); err != nil {
-			if err != ErrNeedMore {
-				p.scan = headScan{}
-			}
-			return err
-		}
-		p.scan = headScan{}
-		end, err := parseResponse(buf, &lim, r)
-		if err == nil && end < 0 {
-			err = malformed("incomplete head", len(buf))
-		}
-		return err
-	}
-	end, err := parseResponse(buf, &lim, r)
-	if err != nil || end >= 0 {
-		return err
-	}
-	err = p.scan.resume(buf, &lim, false)
-	if err == ErrNeedMore {
-		p.scan.active = true
-		return err
-	}
-	p.scan = headScan{}
-	if err == nil {
-		err = malformed("incomplete head", len(buf))
-	}
-	return err
+	return p.scan.parseHead(buf, &lim, nil, r)
 }
 
 // parseResponse parses a response head in one pass. It returns the length of

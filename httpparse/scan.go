@@ -61,6 +61,50 @@ type headScan struct {
 // buf, ErrNeedMore when buf ends first, or the error the bytes seen so far
 // show. request selects the request-line rules: empty lines before the start
 // line are skipped, and the start line is bounded by MaxRequestLine.
+// parseHead drives one Parse of a request head (req set) or a response head
+// (resp set): a one-pass parse while buf may hold the whole head, and the
+// incremental search for its end, remembered in s, while it does not. On
+// ErrNeedMore s stays active; on any other result it is reset. (The two
+// parsers are called directly, not through a func value, so that lim and
+// the message do not escape: Parse allocates nothing.)
+func (s *headScan) parseHead(buf []byte, lim *Limits, req *Request, resp *Response) error {
+	request := req != nil
+	once := func() (int, error) {
+		if request {
+			return parseRequest(buf, lim, req)
+		}
+		return parseResponse(buf, lim, resp)
+	}
+	if s.active {
+		if err := s.resume(buf, lim, request); err != nil {
+			if err != ErrNeedMore {
+				*s = headScan{}
+			}
+			return err
+		}
+		*s = headScan{}
+		end, err := once()
+		if err == nil && end < 0 {
+			err = malformed("incomplete head", len(buf))
+		}
+		return err
+	}
+	end, err := once()
+	if err != nil || end >= 0 {
+		return err
+	}
+	err = s.resume(buf, lim, request)
+	if err == ErrNeedMore {
+		s.active = true
+		return err
+	}
+	*s = headScan{}
+	if err == nil {
+		err = malformed("incomplete head", len(buf))
+	}
+	return err
+}
+
 func (s *headScan) resume(buf []byte, lim *Limits, request bool) error {
 	for {
 		i := s.next
