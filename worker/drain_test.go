@@ -13,46 +13,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"coregate/worker/spec"
 )
 
 // runDrainWorker runs a worker on a free loopback port; done receives Run's
 // result.
 func runDrainWorker(t *testing.T, routes ...string) (*Worker, chan error) {
 	t.Helper()
-	s := &spec.Spec{}
-	for _, r := range routes {
-		x, err := spec.DecodeRoute([]byte(r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Routes = append(s.Routes, x)
-	}
-	if err := s.Check(); err != nil {
-		t.Fatal(err)
-	}
-	w := New(Config{Listen: []string{"127.0.0.1:0"}})
-	if err := w.SetSpec(s); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(context.Background()) }()
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("worker did not start")
-	}
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			_ = w.Stop(context.Background())
-		}
-	})
-	return w, done
+	return runWorker(t, Config{}, testSpec(t, nil, routes...))
 }
 
 func waitRun(t *testing.T, done chan error, within time.Duration) time.Duration {

@@ -17,9 +17,8 @@ import (
 	"coregate/worker/spec"
 )
 
-// startWorker runs a worker on a free loopback port with routes given as
-// APISIX JSON objects; it stops with the test.
-func startWorker(t *testing.T, upstreams []string, routes ...string) *Worker {
+// testSpec decodes upstreams and routes given as APISIX JSON objects.
+func testSpec(t *testing.T, upstreams []string, routes ...string) *spec.Spec {
 	t.Helper()
 	s := &spec.Spec{}
 	for _, u := range upstreams {
@@ -39,28 +38,52 @@ func startWorker(t *testing.T, upstreams []string, routes ...string) *Worker {
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
-	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	return s
+}
+
+// runWorker runs a worker with cfg (listening on a free loopback port) and
+// s; done receives Run's result. The worker stops with the test.
+func runWorker(t *testing.T, cfg Config, s *spec.Spec) (*Worker, chan error) {
+	t.Helper()
+	cfg.Listen = []string{"127.0.0.1:0"}
+	w := New(cfg)
 	if err := w.SetSpec(s); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	stopped := make(chan struct{}) // closed when Run returned, whoever reads done
+	go func() {
+		done <- w.Run(context.Background())
+		close(stopped)
+	}()
 	select {
 	case <-w.Ready():
-	case err := <-done:
-		t.Fatal(err)
+	case <-stopped:
+		t.Fatal(<-done)
 	case <-time.After(5 * time.Second):
 		t.Fatal("worker did not start")
 	}
 	t.Cleanup(func() {
-		cancel()
 		select {
-		case <-done:
+		case <-stopped:
+			return
+		default:
+		}
+		_ = w.Stop(context.Background())
+		select {
+		case <-stopped:
 		case <-time.After(5 * time.Second):
 			t.Error("worker did not stop")
 		}
 	})
+	return w, done
+}
+
+// startWorker runs a worker with default settings on upstreams and routes
+// given as APISIX JSON objects.
+func startWorker(t *testing.T, upstreams []string, routes ...string) *Worker {
+	t.Helper()
+	w, _ := runWorker(t, Config{}, testSpec(t, upstreams, routes...))
 	return w
 }
 
@@ -293,21 +316,8 @@ func TestChunkedBodyOverMaxSize(t *testing.T) {
 		got.Add(n)
 	}))
 	defer up.Close()
-	s := &spec.Spec{}
-	r, err := spec.DecodeRoute([]byte(fmt.Sprintf(`{"id":"1","uri":"/up","upstream":{"nodes":{"%s":1}}}`, hostPort(up.URL))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Routes = append(s.Routes, r)
-	w := New(Config{Listen: []string{"127.0.0.1:0"}, MaxBodySize: 1000})
-	if err := w.SetSpec(s); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	<-w.Ready()
+	w, _ := runWorker(t, Config{MaxBodySize: 1000},
+		testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/up","upstream":{"nodes":{"%s":1}}}`, hostPort(up.URL))))
 	c, err := net.Dial("tcp", w.Addr().String())
 	if err != nil {
 		t.Fatal(err)
