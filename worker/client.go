@@ -512,6 +512,20 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 	cc.answerError(status)
 }
 
+// bodyRead reports whether the request body has been taken from the client
+// in full (always, for a request without one), so that the connection can
+// carry the next request even when the upstream never got this one.
+func (cc *clientConn) bodyRead() bool {
+	switch cc.reqBody {
+	case bodyNone:
+		return true
+	case bodyLength:
+		return cc.reqLeft == 0
+	default:
+		return cc.reqChunk.Done()
+	}
+}
+
 // giveUp answers when the balancer has no node left to try.
 func (cc *clientConn) giveUp() {
 	status := 502
@@ -525,7 +539,7 @@ func (cc *clientConn) giveUp() {
 // upstream statuses seen.
 func (cc *clientConn) answerError(status int) {
 	w := cc.w
-	b := cc.localHead(w.scratch[:0], status, ctHTML, len(errorPages[status]), cc.keepAlive && cc.reqDone)
+	b := cc.localHead(w.scratch[:0], status, ctHTML, len(errorPages[status]), cc.keepAlive && cc.bodyRead())
 	b = b[:len(b)-2]
 	if len(cc.statuses) > 0 {
 		b = append(b, "X-APISIX-Upstream-Status: "...)
@@ -607,7 +621,7 @@ func (cc *clientConn) requestDone() {
 	if cc.closed {
 		return
 	}
-	if !cc.keepAlive || !cc.reqDone {
+	if !cc.keepAlive || !cc.bodyRead() {
 		cc.state = csClosing
 		cc.closeWhenFlushed()
 		return
