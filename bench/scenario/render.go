@@ -7,6 +7,10 @@ import (
 
 // CoregateConfig renders coregate's config.yaml, in APISIX's shape: data
 // plane, standalone YAML, listening on port with the given worker count.
+// Upstream keep-alive connections serve an unlimited number of requests, as
+// the nginx reference's do (keepalive_requests 1e8; APISIX's default 1000
+// would make coregate alone re-dial its upstream every 1000 requests), and
+// the export server is off.
 func CoregateConfig(port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]
@@ -17,6 +21,12 @@ deployment:
     config_provider: yaml
 nginx_config:
   worker_processes: %d
+  http:
+    upstream:
+      keepalive_requests: 100000000
+plugin_attr:
+  prometheus:
+    enable_export_server: false
 `, port, workers)
 }
 

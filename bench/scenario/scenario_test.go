@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"coregate/worker/spec"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -128,6 +130,15 @@ func TestCoregateConfig(t *testing.T) {
 	want := []any{[]int{9080}, false, "data_plane", "yaml", 4}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
+	}
+	// The gateway's own reading: no warnings, and the upstream keep-alive
+	// as unlimited as the nginx reference's.
+	nc, warnings, err := spec.ParseNodeConfig(CoregateConfig(9080, 4), "config.yaml")
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("coregate reads its config with %v, warnings %v", err, warnings)
+	}
+	if n := nc.NginxConfig.HTTP.Upstream.KeepaliveRequests; n != 100000000 {
+		t.Errorf("upstream keepalive_requests = %d, want 1e8 as nginx's", n)
 	}
 }
 
