@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 
 	"coregate/worker/spec"
-	"go.yaml.in/yaml/v3"
 )
 
 func TestSelect(t *testing.T) {
