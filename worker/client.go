@@ -196,7 +196,6 @@ func (cc *clientConn) readHeads() gnet.Action {
 			cc.answerAndClose(httpparse.Status(err))
 			return gnet.None
 		}
-		cc.w.stats.Requests++
 		cc.start()
 	}
 	return gnet.None
@@ -317,7 +316,6 @@ func (cc *clientConn) dispatch() {
 	cc.tries++
 	p := w.poolFor(up, nd)
 	if uc := p.get(); uc != nil {
-		w.stats.UpstreamReuse++
 		uc.attach(cc)
 		cc.send()
 		return

@@ -23,7 +23,6 @@ import (
 type Snapshot struct {
 	router *router.Router
 	routes []*route
-	spec   *spec.Spec
 	nodes  map[string]struct{} // dial addresses of every node
 }
 
@@ -32,9 +31,6 @@ func (s *Snapshot) hasNode(addr string) bool {
 	_, ok := s.nodes[addr]
 	return ok
 }
-
-// Routes reports how many enabled routes the snapshot serves.
-func (s *Snapshot) Routes() int { return len(s.routes) }
 
 type route struct {
 	id string
@@ -98,7 +94,7 @@ type Keepalive struct {
 }
 
 func compile(s *spec.Spec, mode router.Mode, ka Keepalive) (*Snapshot, error) {
-	snap := &Snapshot{spec: s, nodes: map[string]struct{}{}}
+	snap := &Snapshot{nodes: map[string]struct{}{}}
 	ups := map[string]*spec.Upstream{}
 	for _, u := range s.Upstreams {
 		ups[u.ID.String()] = u

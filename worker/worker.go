@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -87,7 +86,6 @@ type Worker struct {
 	server    []byte
 	freeConns []*clientConn
 	tickFn    gnet.Runnable
-	stats     Stats
 	// Client connections open now, for draining.
 	live          []*clientConn
 	draining      bool
@@ -95,15 +93,6 @@ type Worker struct {
 	drainDeadline int64
 	lastPrune     int64
 	pendingRescue int
-}
-
-// Stats are the worker's counters, read by the loop's owner through
-// Worker.Stats only after Run returns, or by tests.
-type Stats struct {
-	Accepted      uint64
-	Requests      uint64
-	UpstreamDials uint64
-	UpstreamReuse uint64
 }
 
 type loopHolder struct{ el gnet.EventLoop }
@@ -241,7 +230,6 @@ func (w *Worker) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		uc.opened(c)
 		return nil, gnet.None
 	}
-	w.stats.Accepted++
 	cc := w.newClient(c)
 	c.SetContext(cc)
 	return nil, gnet.None
@@ -341,7 +329,6 @@ func (w *Worker) poolFor(up *upstream, nd *node) *pool {
 // dial connects to addr off the loop and enrolls the connection on the loop;
 // uc.opened or uc.dialFailed runs on the loop when it is done.
 func (w *Worker) dial(uc *upConn, addr string, timeout time.Duration) {
-	w.stats.UpstreamDials++
 	el := w.loop
 	go func() {
 		d := net.Dialer{Timeout: timeout}
@@ -383,5 +370,3 @@ func addrOf(a net.Addr) (netip.Addr, int) {
 	}
 	return netip.Addr{}, 0
 }
-
-func (w *Worker) String() string { return fmt.Sprintf("worker(%v)", w.cfg.Listen) }
