@@ -39,7 +39,7 @@
 //
 // # Concurrency
 //
-// A Supervisor is driven by the goroutine that calls Run; New, Run and
-// SelectorKind must not be called concurrently. Workers is for tests and
-// the same goroutine.
+// A Supervisor is driven by the goroutine that calls Run; New and Run must
+// not be called concurrently. ServeMetrics reads only atomics and may run
+// beside Run.
 package supervisor

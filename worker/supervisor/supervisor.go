@@ -184,9 +184,6 @@ func (s *Supervisor) openSelector(slots int) {
 	s.log.Warn("eBPF socket selector unavailable, using a fallback", "err", err, "kind", s.selKind)
 }
 
-// SelectorKind says what steers connections to workers.
-func (s *Supervisor) SelectorKind() string { return s.selKind }
-
 // Run starts the workers and supervises them until ctx is done (graceful
 // stop) or a SIGQUIT (immediate stop). SIGHUP calls reload.
 func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) error {
@@ -573,17 +570,6 @@ func (s *Supervisor) killAll() {
 			}
 		}
 	}
-}
-
-// Workers returns the pids of the live worker processes, by slot.
-func (s *Supervisor) Workers() []int {
-	var pids []int
-	for _, p := range s.workers {
-		if p.cmd != nil {
-			pids = append(pids, p.pid)
-		}
-	}
-	return pids
 }
 
 func exitReason(err error) string {
