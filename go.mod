@@ -33,3 +33,5 @@ require (
 )
 
 tool honnef.co/go/tools/cmd/staticcheck
+
+replace github.com/panjf2000/gnet/v2 => ./third_party/gnet
