@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"github.com/panjf2000/gnet/v2/pkg/netpoll"
 
 	"coregate/httpparse"
 	"coregate/worker/router"
@@ -173,16 +174,21 @@ func (w *Worker) Run(ctx context.Context) error {
 		gnet.WithMulticore(false),
 		gnet.WithNumEventLoop(1),
 		gnet.WithReusePort(true),
-		// Not locked to an OS thread: gnet calls runtime.Gosched each time
-		// its poll comes back empty, and a locked goroutine turns that into
-		// a handoff between two threads (about 5 futex calls per request at
-		// 5k req/s). The process is pinned to one CPU with GOMAXPROCS=1.
+		// Not locked to an OS thread: the loop yields to the scheduler
+		// every netpoll.YieldInterval, and a locked goroutine turns each
+		// yield into a handoff between two threads. The supervisor pins
+		// the process to one CPU (GOMAXPROCS: supervisor.WorkerProcs).
 		gnet.WithLockOSThread(false),
 		gnet.WithTicker(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{w.log}),
 	)
 }
+
+// The event loop must pass through the Go scheduler regularly without
+// yielding on every empty poll: that is third_party/gnet's change to gnet
+// (see supervisor.WorkerProcs). This fails to build against upstream gnet.
+var _ = netpoll.YieldInterval
 
 // Stop closes the listener and every connection.
 func (w *Worker) Stop(ctx context.Context) error {

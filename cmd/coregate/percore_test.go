@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"coregate/worker/spec"
+	"coregate/worker/supervisor"
 )
 
 // End-to-end tests of the per-core worker model: the supervisor, pinning,
@@ -43,8 +44,8 @@ func TestPerCorePinned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if env["GOMAXPROCS"] != "1" {
-			t.Errorf("worker %d: GOMAXPROCS=%q, want 1", w.id, env["GOMAXPROCS"])
+		if want := strconv.Itoa(supervisor.WorkerProcs); env["GOMAXPROCS"] != want {
+			t.Errorf("worker %d: GOMAXPROCS=%q, want %s", w.id, env["GOMAXPROCS"], want)
 		}
 	}
 	want := []string{fmt.Sprintf("id 0 cpu %d", cpus[0]), fmt.Sprintf("id 1 cpu %d", cpus[1])}

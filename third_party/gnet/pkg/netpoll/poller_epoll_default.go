@@ -22,6 +22,7 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -117,11 +118,15 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 	var doChores bool
 
 	msec := -1
+	lastYield := time.Now()
 	for {
+		if time.Since(lastYield) >= YieldInterval {
+			runtime.Gosched()
+			lastYield = time.Now()
+		}
 		n, err := unix.EpollWait(p.fd, el.events, msec)
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			msec = -1
-			runtime.Gosched()
 			continue
 		} else if err != nil {
 			logging.Errorf("error occurs in epoll: %v", os.NewSyscallError("epoll_wait", err))

@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -118,11 +119,15 @@ func (p *Poller) Polling() error {
 	var doChores bool
 
 	msec := -1
+	lastYield := time.Now()
 	for {
+		if time.Since(lastYield) >= YieldInterval {
+			runtime.Gosched()
+			lastYield = time.Now()
+		}
 		n, err := epollWait(p.fd, el.events, msec)
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			msec = -1
-			runtime.Gosched()
 			continue
 		} else if err != nil {
 			logging.Errorf("error occurs in epoll: %v", os.NewSyscallError("epoll_wait", err))
