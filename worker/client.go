@@ -208,6 +208,7 @@ func (cc *clientConn) start() {
 	r := &cc.req
 	cc.hdrTimer = false
 	cc.served = true
+	w.requests++
 	w.clearDeadline(cc)
 	cc.keepAlive = r.KeepAlive && !w.draining
 	cc.http10 = r.Major == 1 && r.Minor == 0

@@ -228,6 +228,7 @@ func listenerFDs(el gnet.EventLoop) (fds []int) {
 func (w *Worker) trackOpen(cc *clientConn) {
 	cc.liveIdx = int32(len(w.live))
 	w.live = append(w.live, cc)
+	w.accepted++
 	if w.cfg.OnConns != nil {
 		w.cfg.OnConns(1)
 	}

@@ -70,6 +70,7 @@ type Worker struct {
 	running     chan struct{}
 	runningOnce sync.Once
 	addr        atomic.Pointer[net.TCPAddr]
+	stats       atomic.Pointer[Stats] // published by the loop each tick
 
 	// Loop-owned state.
 	loop      gnet.EventLoop
@@ -94,6 +95,8 @@ type Worker struct {
 	drainDeadline int64
 	lastPrune     int64
 	pendingRescue int
+	accepted      uint64 // client connections since start
+	requests      uint64 // request heads since start
 }
 
 type loopHolder struct{ el gnet.EventLoop }
@@ -278,6 +281,7 @@ func (w *Worker) tick() {
 	w.refreshClock()
 	w.expireDeadlines()
 	w.resumePaused()
+	w.publishStats()
 	if w.draining {
 		w.sweepIdle()
 		w.checkDrained()

@@ -163,6 +163,7 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 	go func() {
 		<-w.Ready()
 		_ = ctrl.Send(control.Ready, control.ReadyMsg{ID: id, PID: os.Getpid(), Selector: selector})
+		sendStats(ctrl, w)
 	}()
 	err = w.Run(context.Background())
 	if member != nil {
@@ -176,6 +177,21 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 		return err
 	}
 	return nil
+}
+
+// sendStats reports the worker's counters to the supervisor every
+// control.StatsEvery until the control socket fails.
+func sendStats(ctrl *control.Conn, w *worker.Worker) {
+	t := time.NewTicker(control.StatsEvery)
+	defer t.Stop()
+	for range t.C {
+		st := w.Stats()
+		m := control.StatsMsg{Accepted: st.Accepted, Handled: st.Handled, Requests: st.Requests,
+			Active: st.Active, Reading: st.Reading, Writing: st.Writing, Waiting: st.Waiting}
+		if err := ctrl.Send(control.Stats, m); err != nil {
+			return
+		}
+	}
 }
 
 // servePprof serves net/http/pprof for worker id on the port after addr's

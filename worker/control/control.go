@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"coregate/worker/spec"
 )
@@ -79,12 +80,22 @@ type FatalMsg struct {
 	Error string `json:"error"`
 }
 
-// StatsMsg is the payload of Stats.
+// StatsMsg is the payload of Stats: a worker's counters since it started
+// (Accepted, Handled, Requests) and its client connections now (Active =
+// Reading + Writing + Waiting), nginx's stub_status figures. A worker
+// sends one every StatsEvery.
 type StatsMsg struct {
 	Accepted uint64 `json:"accepted"`
+	Handled  uint64 `json:"handled"`
 	Requests uint64 `json:"requests"`
 	Active   int64  `json:"active"`
+	Reading  int64  `json:"reading"`
+	Writing  int64  `json:"writing"`
+	Waiting  int64  `json:"waiting"`
 }
+
+// StatsEvery is how often a worker reports its StatsMsg.
+const StatsEvery = time.Second
 
 // Conn is one end of a control socket.
 type Conn struct {

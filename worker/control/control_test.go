@@ -67,7 +67,7 @@ func TestReports(t *testing.T) {
 		{Ready, ReadyMsg{ID: 1, PID: 42, Selector: "ebpf"}},
 		{Applied, AppliedMsg{Routes: 3}},
 		{Applied, AppliedMsg{Error: "spec: route 1: bad"}},
-		{Stats, StatsMsg{Accepted: 5, Requests: 9, Active: 2}},
+		{Stats, StatsMsg{Accepted: 5, Handled: 5, Requests: 9, Active: 2, Reading: 1, Writing: 1}},
 		{Fatal, FatalMsg{Error: "listen tcp 127.0.0.1:1: bind: address already in use"}},
 		{Drain, nil},
 	}
@@ -88,7 +88,7 @@ func TestReports(t *testing.T) {
 		{Ready, `{"id":1,"pid":42,"selector":"ebpf"}`},
 		{Applied, `{"routes":3}`},
 		{Applied, `{"routes":0,"error":"spec: route 1: bad"}`},
-		{Stats, `{"accepted":5,"requests":9,"active":2}`},
+		{Stats, `{"accepted":5,"handled":5,"requests":9,"active":2,"reading":1,"writing":1,"waiting":0}`},
 		{Fatal, `{"error":"listen tcp 127.0.0.1:1: bind: address already in use"}`},
 		{Drain, ``},
 	}

@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"coregate/worker/control"
 	"coregate/worker/spec"
 )
 
@@ -23,6 +25,86 @@ import (
 type nodeMetrics struct {
 	live     atomic.Int64
 	restarts atomic.Uint64
+
+	mu    sync.Mutex
+	byPID map[int]control.StatsMsg // each worker process's last report
+	gone  control.StatsMsg         // the counters of processes that exited
+}
+
+// report records a worker process's Stats.
+func (m *nodeMetrics) report(pid int, st control.StatsMsg) {
+	m.mu.Lock()
+	if m.byPID == nil {
+		m.byPID = map[int]control.StatsMsg{}
+	}
+	m.byPID[pid] = st
+	m.mu.Unlock()
+}
+
+// exited folds the counters of a process that is gone into the node's
+// totals, so that they do not go back when a worker is restarted or
+// replaced. What it served after its last report is not counted.
+func (m *nodeMetrics) exited(pid int) {
+	m.mu.Lock()
+	if st, ok := m.byPID[pid]; ok {
+		m.gone.Accepted += st.Accepted
+		m.gone.Handled += st.Handled
+		m.gone.Requests += st.Requests
+		delete(m.byPID, pid)
+	}
+	m.mu.Unlock()
+}
+
+// sum is the node's figures: the counters of every process it ran, the
+// connections of those running now.
+func (m *nodeMetrics) sum() control.StatsMsg {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.gone
+	for _, st := range m.byPID {
+		t.Accepted += st.Accepted
+		t.Handled += st.Handled
+		t.Requests += st.Requests
+		t.Active += st.Active
+		t.Reading += st.Reading
+		t.Writing += st.Writing
+		t.Waiting += st.Waiting
+	}
+	return t
+}
+
+// connCollector exports the workers' Stats under APISIX's names (which are
+// nginx's stub_status figures, all gauges).
+type connCollector struct{ m *nodeMetrics }
+
+var (
+	connDesc = prometheus.NewDesc("apisix_nginx_http_current_connections",
+		"Number of HTTP connections", []string{"state"}, nil)
+	requestsDesc = prometheus.NewDesc("apisix_http_requests_total",
+		"The total number of client requests since the gateway started", nil, nil)
+)
+
+func (c connCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- connDesc
+	ch <- requestsDesc
+}
+
+func (c connCollector) Collect(ch chan<- prometheus.Metric) {
+	t := c.m.sum()
+	for _, x := range []struct {
+		state string
+		v     float64
+	}{
+		{"accepted", float64(t.Accepted)},
+		{"active", float64(t.Active)},
+		{"handled", float64(t.Handled)},
+		{"reading", float64(t.Reading)},
+		{"waiting", float64(t.Waiting)},
+		{"writing", float64(t.Writing)},
+	} {
+		ch <- prometheus.MustNewConstMetric(connDesc, prometheus.GaugeValue, x.v, x.state)
+	}
+	ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.GaugeValue, float64(t.Requests))
 }
 
 func (s *Supervisor) registry() *prometheus.Registry {
@@ -49,6 +131,7 @@ func (s *Supervisor) registry() *prometheus.Registry {
 			Name: "coregate_worker_restarts_total",
 			Help: "Worker processes restarted after dying.",
 		}, func() float64 { return float64(s.metrics.restarts.Load()) }),
+		connCollector{&s.metrics},
 	)
 	return reg
 }

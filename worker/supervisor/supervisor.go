@@ -395,12 +395,18 @@ func (s *Supervisor) spawn(p *proc) {
 
 func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, done chan<- struct{}) {
 	defer close(done)
+	defer s.metrics.exited(pid)
 	for {
 		t, payload, err := c.Recv()
 		if err != nil {
 			return
 		}
 		switch t {
+		case control.Stats:
+			var m control.StatsMsg
+			if json.Unmarshal(payload, &m) == nil {
+				s.metrics.report(pid, m)
+			}
 		case control.Ready:
 			s.events <- event{p: p, pid: pid, kind: evReady, msg: payload}
 		case control.Applied:
