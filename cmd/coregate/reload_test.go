@@ -78,6 +78,10 @@ func TestReloadUnderTraffic(t *testing.T) {
 	if n := strings.Count(g.out.String(), "config reloaded") - loaded; n != 4 {
 		t.Errorf("%d reloads logged, want 4:\n%s", n, g.out.String())
 	}
+	// Logged once the worker applied it.
+	if n := strings.Count(g.out.String(), `msg="config reloaded" proc=supervisor routes=1 workers=1 took=`); n < 4 {
+		t.Errorf("%d reloads logged as applied by 1 worker, want 4:\n%s", n, g.out.String())
+	}
 }
 
 // TestReloadRefusesInvalid: a file with an invalid field or value, without

@@ -74,6 +74,15 @@ type Supervisor struct {
 	events   chan event
 	stopping bool
 	metrics  nodeMetrics
+	// A reload pushed to the workers and not yet applied by all of them.
+	reload *pendingReload
+}
+
+type pendingReload struct {
+	routes  int
+	start   time.Time
+	refused int    // workers that answered with an error
+	err     string // the first of those errors
 }
 
 // proc is one worker slot and the process currently in it.
@@ -90,6 +99,9 @@ type proc struct {
 	backoff  time.Duration
 	restarts int
 	fatal    string // the error the current process reported before exiting
+	// Configurations sent to the current process and its Applied answers
+	// (a worker answers each Config, in order).
+	sent, acked int
 	// prev holds the processes this slot had before rolling restarts:
 	// they serve until the newest one is ready, then drain.
 	prev []*oldProc
@@ -261,7 +273,8 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 			for _, p := range s.workers {
 				s.sendConfig(p)
 			}
-			s.log.Info("config reloaded, pushed to workers", "routes", len(sp.Routes))
+			s.reload = &pendingReload{routes: len(sp.Routes), start: time.Now()}
+			s.checkReload()
 		case ev := <-s.events:
 			s.handle(ev)
 		}
@@ -378,7 +391,7 @@ func (s *Supervisor) spawn(p *proc) {
 		return
 	}
 	p.cmd, p.pid, p.ready, p.started = cmd, cmd.Process.Pid, false, time.Now()
-	p.ctrl, p.fatal = control.New(nc), ""
+	p.ctrl, p.fatal, p.sent, p.acked = control.New(nc), "", 0, 0
 	s.sendConfig(p)
 	readDone := make(chan struct{})
 	go s.readControl(p, p.ctrl, p.pid, readDone)
@@ -417,13 +430,41 @@ func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, done chan<- 
 	}
 }
 
+// checkReload logs a pending reload once every running worker has answered
+// every configuration sent to it.
+func (s *Supervisor) checkReload() {
+	r := s.reload
+	if r == nil {
+		return
+	}
+	n := 0
+	for _, p := range s.workers {
+		if p.cmd == nil || p.ctrl == nil {
+			continue
+		}
+		if p.acked < p.sent {
+			return
+		}
+		n++
+	}
+	s.reload = nil
+	took := time.Since(r.start).Round(time.Microsecond).String()
+	if r.refused > 0 {
+		s.log.Error("config reload refused by workers", "routes", r.routes, "workers", n, "refused", r.refused, "took", took, "err", r.err)
+		return
+	}
+	s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took)
+}
+
 func (s *Supervisor) sendConfig(p *proc) {
 	if p.ctrl == nil {
 		return
 	}
 	if err := p.ctrl.Send(control.Config, control.EncodeSpec(s.spec)); err != nil {
 		s.log.Warn("worker: send config", "id", p.id, "pid", p.pid, "err", err)
+		return
 	}
+	p.sent++
 }
 
 func (s *Supervisor) handle(ev event) {
@@ -447,9 +488,21 @@ func (s *Supervisor) handle(ev event) {
 			s.log.Info("worker ready", "id", p.id, "pid", p.pid, "cpu", p.cpu)
 		}
 	case evApplied:
+		if ev.pid != p.pid {
+			return
+		}
+		p.acked++
 		if len(ev.msg) > 0 && containsError(ev.msg) {
 			s.log.Error("worker refused configuration", "id", p.id, "pid", p.pid, "msg", string(ev.msg))
+			if r := s.reload; r != nil {
+				r.refused++
+				var m control.AppliedMsg
+				if r.err == "" && json.Unmarshal(ev.msg, &m) == nil {
+					r.err = m.Error
+				}
+			}
 		}
+		s.checkReload()
 	case evFatal:
 		var m control.FatalMsg
 		if ev.pid == p.pid && json.Unmarshal(ev.msg, &m) == nil {
@@ -470,6 +523,7 @@ func (s *Supervisor) handle(ev event) {
 			p.ctrl = nil
 		}
 		p.cmd = nil
+		s.checkReload() // it will not answer; its successor gets the new config
 		if s.sel != nil && !p.retired {
 			// The next process in this slot starts with no connections.
 			_ = s.sel.ResetConns(p.id)
