@@ -56,9 +56,11 @@ type Options struct {
 
 // target is one gateway instance under measurement.
 type target struct {
-	name string
-	addr string
-	proc *Proc // nil for the upstream-direct target
+	name    string
+	addr    string
+	proc    *Proc // nil for the upstream-direct target
+	workers int
+	cpus    []int // the gateway's CPUs
 }
 
 // Runner carries a run's state.
@@ -123,14 +125,12 @@ func (r *Runner) Run() (*report.Run, error) {
 	}
 	r.logf("upstream on %s (pid %d, cpu %s)\n", r.upAddr, r.up.PID(), procstat.FormatCPUList(o.UpstreamCPUs))
 	for si, s := range o.Scenarios {
-		for _, w := range s.Workers {
-			rows, err := r.scenario(s, w, o.Direct && si == 0)
-			if err != nil {
-				return r.run, err
-			}
-			r.run.Rows = append(r.run.Rows, rows...)
-			r.run.SetRatios()
+		rows, err := r.scenario(s, o.Direct && si == 0)
+		if err != nil {
+			return r.run, err
 		}
+		r.run.Rows = append(r.run.Rows, rows...)
+		r.run.SetRatios()
 	}
 	if o.WrkCheck {
 		if err := r.wrkCheck(); err != nil {
@@ -147,11 +147,13 @@ func (r *Runner) gatewayCPUs(s scenario.Scenario, w int) []int {
 	return r.o.GatewayCPUs
 }
 
-// scenario starts every target for s at w workers, measures them in
-// interleaved rounds and returns one row per target.
-func (r *Runner) scenario(s scenario.Scenario, w int, direct bool) ([]report.Row, error) {
+// scenario starts every target for s, at each of its worker counts,
+// measures them all in the same interleaved rounds (so that the ratios
+// between worker counts, like those between gateways, come from the same
+// minutes of the machine; an idle gateway costs nothing) and returns one
+// row per target.
+func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error) {
 	o := r.o
-	cpus := r.gatewayCPUs(s, w)
 	var targets []*target
 	defer func() {
 		for _, t := range targets {
@@ -160,22 +162,28 @@ func (r *Runner) scenario(s scenario.Scenario, w int, direct bool) ([]report.Row
 			}
 		}
 	}()
-	if o.Coregate != "" || o.StandIn {
-		t, err := r.startCoregate(s, w, cpus)
-		if err != nil {
-			return nil, err
+	for _, w := range s.Workers {
+		cpus := r.gatewayCPUs(s, w)
+		if o.Coregate != "" || o.StandIn {
+			t, err := r.startCoregate(s, w, cpus)
+			if err != nil {
+				return nil, err
+			}
+			t.workers, t.cpus = w, cpus
+			targets = append(targets, t)
 		}
-		targets = append(targets, t)
-	}
-	if o.Nginx != "" {
-		t, err := r.startNginx(s, w, cpus, report.Nginx)
-		if err != nil {
-			return nil, err
+		if o.Nginx != "" {
+			t, err := r.startNginx(s, w, cpus, report.Nginx)
+			if err != nil {
+				return nil, err
+			}
+			t.workers, t.cpus = w, cpus
+			targets = append(targets, t)
 		}
-		targets = append(targets, t)
 	}
-	if direct {
-		targets = append(targets, &target{name: report.Direct, addr: r.upAddr})
+	if direct && len(s.Workers) > 0 {
+		w := s.Workers[0]
+		targets = append(targets, &target{name: report.Direct, addr: r.upAddr, workers: w, cpus: r.gatewayCPUs(s, w)})
 	}
 	for _, t := range targets {
 		if err := WaitReady(t.proc, t.addr, "/hello", s.Load.Header, 15*time.Second); err != nil {
@@ -189,9 +197,9 @@ func (r *Runner) scenario(s scenario.Scenario, w int, direct bool) ([]report.Row
 			t := targets[i]
 			var smp report.Sample
 			for attempt := 0; ; attempt++ {
-				label := fmt.Sprintf("%s w%d %s round %d/%d", s.Name, w, t.name, round+1, o.Rounds)
+				label := fmt.Sprintf("%s w%d %s round %d/%d", s.Name, t.workers, t.name, round+1, o.Rounds)
 				var err error
-				smp, err = r.measure(s, t, cpus, label)
+				smp, err = r.measure(s, t, t.cpus, label)
 				if err != nil {
 					return nil, err
 				}
@@ -211,10 +219,10 @@ func (r *Runner) scenario(s scenario.Scenario, w int, direct bool) ([]report.Row
 			mode = fmt.Sprintf("fixed %.0f req/s c%d", s.Load.Rate, s.Load.Conns)
 		}
 		rows[i] = report.Row{Scenario: s.Name, Title: s.Title, Group: s.Group, Routes: s.Routes, Consumers: s.Consumers,
-			Upstream: s.Upstream, Workers: w, Target: t.name, Mode: mode, Rounds: samples[i], Median: report.Median(samples[i])}
+			Upstream: s.Upstream, Workers: t.workers, Target: t.name, Mode: mode, Rounds: samples[i], Median: report.Median(samples[i])}
 		md := rows[i].Median
 		r.logf("%-14s w%d %-16s %8.0f req/s  p99 %6.2f ms  cpu %6.1f µs/req  rss %5.1f MiB\n",
-			s.Name, w, t.name, md.QPS, md.P99, md.CPUus, md.RSSMiB)
+			s.Name, t.workers, t.name, md.QPS, md.P99, md.CPUus, md.RSSMiB)
 	}
 	return rows, nil
 }

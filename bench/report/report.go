@@ -221,6 +221,28 @@ func ReadJSON(rd io.Reader) (*Run, error) {
 	return &r, nil
 }
 
+// scalingLine says, for gateway t, what each worker count of the scaling
+// curve costs and serves against one worker: CPU per request (all of the
+// gateway's processes) and QPS. "" when there is no one-worker row.
+func (r *Run) scalingLine(t string) string {
+	one := r.find("scaling", t, 1)
+	if one == nil || one.Median.CPUus == 0 || one.Median.QPS == 0 {
+		return ""
+	}
+	var parts []string
+	for _, row := range r.rowsIn("scaling") {
+		if row.Target != t || row.Workers <= 1 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d workers: CPU/req %.2f×, QPS %.2f×", row.Workers,
+			row.Median.CPUus/one.Median.CPUus, row.Median.QPS/one.Median.QPS))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s against 1 worker, %s.  \n", t, strings.Join(parts, "; "))
+}
+
 // rowsIn returns the rows of a group, in run order.
 func (r *Run) rowsIn(group string) []Row {
 	var out []Row
@@ -286,6 +308,7 @@ func (r *Run) Markdown() string {
 		b.WriteString("\n")
 	}
 	if rows := r.rowsIn("scaling"); len(rows) > 0 {
+		slices.SortStableFunc(rows, func(a, b Row) int { return a.Workers - b.Workers })
 		b.WriteString("Worker scaling (no plugins, 1 route):\n\n")
 		b.WriteString("| workers | gateway | QPS | P99 ms | CPU µs/req | gateway cores busy | processes | RSS MiB | QPS ÷ nginx | CPU/req ÷ nginx |\n")
 		b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -294,6 +317,12 @@ func (r *Run) Markdown() string {
 			fmt.Fprintf(&b, "| %d | %s%s | %s | %.2f | %s | %.2f | %d | %s | %s | %s |\n",
 				row.Workers, row.Target, noisyMark(md), fmtQPS(md.QPS), md.P99, cpuCell(row), md.GatewayCores, md.Procs,
 				rssCell(row), fmtRatio(row.QPSRatio), fmtRatio(row.CPURatio))
+		}
+		b.WriteString("\n")
+		for _, t := range []string{Coregate, Nginx} {
+			if line := r.scalingLine(t); line != "" {
+				b.WriteString(line)
+			}
 		}
 		b.WriteString("\n")
 	}
