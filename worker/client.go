@@ -3,8 +3,10 @@ package worker
 import (
 	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 
 	"coregate/httpparse"
 	"coregate/worker/router"
@@ -50,6 +52,12 @@ type clientConn struct {
 	active bool
 	// closeNow asks the active traffic call to return gnet.Close.
 	closeNow bool
+	// Lingering close: the answer is flushed and FIN sent; input is
+	// read and discarded until the client closes, lingeringTimeout
+	// passes without input, or lingerEnd (Worker.now units).
+	lingering bool
+	linger    bool // the client may still be sending: linger before closing
+	lingerEnd int64
 
 	ip       netip.Addr
 	ipText   []byte
@@ -115,6 +123,7 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.state = csHead
 	cc.closed = false
 	cc.served = false
+	cc.linger, cc.lingering = false, false
 	cc.parser.Limits = w.cfg.Limits
 	cc.parser.Reset()
 	cc.ip, _ = addrOf(c.RemoteAddr())
@@ -171,6 +180,10 @@ func (cc *clientConn) traffic0() gnet.Action {
 		}
 	case csClosing:
 		_, _ = cc.c.Discard(-1)
+		if cc.lingering {
+			w := cc.w
+			w.setDeadline(cc, min(int64(lingeringTimeout), cc.lingerEnd-w.now))
+		}
 	}
 	return gnet.None
 }
@@ -609,6 +622,7 @@ func (cc *clientConn) answerAndClose(status int) {
 	w.scratch = b
 	_, _ = cc.c.Write(b)
 	cc.state = csClosing
+	cc.linger = true // the rest of the request may still be on its way
 	cc.closeWhenFlushed()
 }
 
@@ -622,6 +636,7 @@ func (cc *clientConn) requestDone() {
 	}
 	if !cc.keepAlive || !cc.bodyRead() {
 		cc.state = csClosing
+		cc.linger = !cc.bodyRead()
 		cc.closeWhenFlushed()
 		return
 	}
@@ -643,13 +658,20 @@ func (cc *clientConn) requestDone() {
 }
 
 // closeWhenFlushed closes the connection once gnet has written everything
-// queued on it (nginx's lingering close is not done: pipelined input after
-// a Connection: close request is discarded).
+// queued on it. When the client may still be sending (a request body not
+// read, input after the last request) it closes as nginx's lingering_close
+// does: FIN first, then input read and thrown away until the client closes
+// its side, so that the kernel does not answer that input with a reset
+// which could destroy the answer before the client reads it.
 func (cc *clientConn) closeWhenFlushed() {
-	if cc.closed {
+	if cc.closed || cc.lingering {
 		return
 	}
 	if cc.c.OutboundBuffered() == 0 {
+		if cc.linger || cc.c.InboundBuffered() > 0 {
+			cc.startLinger()
+			return
+		}
 		if cc.active {
 			cc.closeNow = true
 		} else {
@@ -659,6 +681,35 @@ func (cc *clientConn) closeWhenFlushed() {
 	}
 	cc.w.setDeadline(cc, int64(cc.w.cfg.SendTimeout))
 	cc.pauseFor(cc.c)
+}
+
+// nginx's lingering_timeout and lingering_time.
+const (
+	lingeringTimeout = 5 * time.Second
+	lingeringTime    = 30 * time.Second
+)
+
+// startLinger sends FIN after the flushed answer and reads on, discarding,
+// until the client closes (gnet closes the connection at EOF), stays
+// silent for lingeringTimeout, or lingeringTime has passed.
+func (cc *clientConn) startLinger() {
+	w := cc.w
+	if cc.pause.on {
+		w.unpause(cc)
+	}
+	w.resumeRead(cc.c) // reading may have been paused until the flush
+	if unix.Shutdown(cc.c.Fd(), unix.SHUT_WR) != nil {
+		if cc.active {
+			cc.closeNow = true
+		} else {
+			w.closeConn(cc.c)
+		}
+		return
+	}
+	cc.lingering = true
+	cc.lingerEnd = w.now + int64(lingeringTime)
+	_, _ = cc.c.Discard(-1)
+	w.setDeadline(cc, int64(lingeringTimeout))
 }
 
 // closedByPeer runs when gnet closes the connection, for whatever reason.

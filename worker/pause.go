@@ -77,7 +77,11 @@ func (w *Worker) resumePaused() {
 		switch {
 		case dst == p.conn() && out == 0:
 			w.unpause(p)
-			w.closeConn(p.conn())
+			if cc, ok := p.(*clientConn); ok {
+				cc.closeWhenFlushed() // it may linger
+			} else {
+				w.closeConn(p.conn())
+			}
 		case dst != p.conn() && out < lowWater:
 			w.unpause(p)
 			w.resumeRead(p.conn())
