@@ -69,8 +69,10 @@
 //     digits, byte for byte (RFC 9110 §8.6); otherwise malformed. A forwarder
 //     should send ContentLength rather than copy the fields.
 //   - A request's Transfer-Encoding must be a single field with the value
-//     "chunked" (any case); other codings, lists, repeats and any
-//     Transfer-Encoding in an HTTP/1.0 request are malformed. A response may
+//     "chunked" (any case). Other codings, alone or in a list (gzip,
+//     "gzip, chunked"), are ErrNotImplemented (501, RFC 9112 §6.1); repeats,
+//     empty list elements and any Transfer-Encoding in an HTTP/1.0 request
+//     are malformed. A response may
 //     carry a list of token codings: Chunked reports chunked as the final
 //     coding, a final coding other than chunked means the body runs until
 //     close, chunked twice or an empty list is malformed. Content-Length

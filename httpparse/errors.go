@@ -18,10 +18,14 @@ var (
 	ErrHeadersTooLarge = errors.New("httpparse: header section too large")
 	// ErrVersion reports a well-formed HTTP version whose major version is not 1 (505).
 	ErrVersion = errors.New("httpparse: unsupported http version")
+	// ErrNotImplemented reports a well-formed request with a transfer coding
+	// other than chunked (501, RFC 9112 §6.1).
+	ErrNotImplemented = errors.New("httpparse: transfer coding not implemented")
 )
 
 // ParseError is the error of a message that cannot be parsed. Kind is one of
-// ErrMalformed, ErrURITooLong, ErrHeadersTooLarge and ErrVersion; errors.Is
+// ErrMalformed, ErrURITooLong, ErrHeadersTooLarge, ErrVersion and
+// ErrNotImplemented; errors.Is
 // matches the error against its Kind. Reason is a short lowercase text that
 // never quotes message bytes, and Offset is the position in the input where
 // the fault was found.
@@ -44,9 +48,11 @@ func (e *ParseError) Unwrap() error { return e.Kind }
 
 // Status returns the HTTP status code to answer a request that failed to
 // parse with err: 414 for ErrURITooLong, 431 for ErrHeadersTooLarge, 505 for
-// ErrVersion and 400 for anything else.
+// ErrVersion, 501 for ErrNotImplemented and 400 for anything else.
 func Status(err error) int {
 	switch {
+	case errors.Is(err, ErrNotImplemented):
+		return 501
 	case errors.Is(err, ErrURITooLong):
 		return 414
 	case errors.Is(err, ErrHeadersTooLarge):

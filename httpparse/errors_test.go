@@ -35,6 +35,7 @@ func TestStatus(t *testing.T) {
 		{&ParseError{Kind: ErrURITooLong}, 414},
 		{&ParseError{Kind: ErrHeadersTooLarge}, 431},
 		{&ParseError{Kind: ErrVersion}, 505},
+		{&ParseError{Kind: ErrNotImplemented}, 501},
 		{fmt.Errorf("x: %w", &ParseError{Kind: ErrVersion}), 505},
 		{ErrHeadersTooLarge, 431},
 		{io.EOF, 400},

@@ -35,7 +35,7 @@ func sameError(a, b error) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	for _, k := range []error{ErrNeedMore, ErrMalformed, ErrURITooLong, ErrHeadersTooLarge, ErrVersion} {
+	for _, k := range []error{ErrNeedMore, ErrMalformed, ErrURITooLong, ErrHeadersTooLarge, ErrVersion, ErrNotImplemented} {
 		if errors.Is(a, k) {
 			return errors.Is(b, k)
 		}

@@ -224,10 +224,17 @@ func parseRequest(buf []byte, lim *Limits, r *Request) (int, error) {
 		switch {
 		case r.Minor == 0:
 			return 0, malformed("transfer-encoding in http/1.0 request", f.teOff)
-		case f.teFields > 1 || !equalLower(f.teValue, "chunked"):
-			return 0, malformed("unsupported transfer-encoding", f.teOff)
+		case f.teFields > 1:
+			return 0, malformed("repeated transfer-encoding", f.teOff)
 		case f.clFirst != nil:
 			return 0, malformed("content-length with transfer-encoding", f.teOff)
+		case !equalLower(f.teValue, "chunked"):
+			if hasEmptyElement(f.teValue) {
+				return 0, malformed("empty transfer coding", f.teOff)
+			}
+			// Codings that parse but are not just chunked: gzip,
+			// "gzip, chunked" and the like.
+			return 0, &ParseError{Kind: ErrNotImplemented, Reason: "transfer coding other than chunked", Offset: f.teOff}
 		}
 		r.Chunked = true
 	}
@@ -292,4 +299,24 @@ func (r *Request) splitTarget(q, off int) error {
 		}
 	}
 	return nil
+}
+
+// hasEmptyElement reports whether a comma-separated list has an empty
+// element ("chunked,", ", gzip"), which RFC 9110 §5.6.1 lets a recipient
+// ignore but which a request's Transfer-Encoding has no reason to carry.
+func hasEmptyElement(v []byte) bool {
+	empty := true
+	for _, c := range v {
+		switch c {
+		case ',':
+			if empty {
+				return true
+			}
+			empty = true
+		case ' ', '\t':
+		default:
+			empty = false
+		}
+	}
+	return empty
 }
