@@ -240,7 +240,7 @@ func (r *Runner) startCoregate(s scenario.Scenario, w int, cpus []int) (*target,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), scenario.CoregateConfig(port, w), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), scenario.CoregateConfig(s, port, w), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "apisix.yaml"), scenario.CoregateRoutes(s, r.upAddr), 0o644); err != nil {

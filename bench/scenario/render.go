@@ -5,13 +5,13 @@ import (
 	"strings"
 )
 
-// CoregateConfig renders coregate's config.yaml, in APISIX's shape: data
-// plane, standalone YAML, listening on port with the given worker count.
-// Upstream keep-alive connections serve an unlimited number of requests, as
-// the nginx reference's do (keepalive_requests 1e8; APISIX's default 1000
-// would make coregate alone re-dial its upstream every 1000 requests), and
-// the export server is off.
-func CoregateConfig(port, workers int) []byte {
+// CoregateConfig renders coregate's config.yaml for s, in APISIX's shape:
+// data plane, standalone YAML, listening on port with the given worker
+// count. Upstream keep-alive connections serve s.KeepaliveRequests
+// requests, as the nginx reference's do (keepalive_requests; unlimited in
+// practice, 1e8, unless the scenario says otherwise), and the export server
+// is off.
+func CoregateConfig(s Scenario, port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]
   enable_admin: false
@@ -23,11 +23,19 @@ nginx_config:
   worker_processes: %d
   http:
     upstream:
-      keepalive_requests: 100000000
+      keepalive_requests: %d
 plugin_attr:
   prometheus:
     enable_export_server: false
-`, port, workers)
+`, port, workers, s.keepaliveRequests())
+}
+
+// keepaliveRequests is the upstream keepalive_requests of both gateways.
+func (s Scenario) keepaliveRequests() int {
+	if s.KeepaliveRequests > 0 {
+		return s.KeepaliveRequests
+	}
+	return 100000000
 }
 
 // CoregateRoutes renders the standalone apisix.yaml for s, proxying to
@@ -58,8 +66,9 @@ func CoregateRoutes(s Scenario, upstream string) []byte {
 // upstream keep-alive (keepalive 320, HTTP/1.1, Connection ""), access log
 // off, the same route table as exact-match locations, all state under dir.
 // Plugins have no nginx counterpart: nginx stays the plain-proxy floor.
-// Keep-alive requests are unlimited in practice on both sides, as the
-// seeds' upstream configures them (keepalive_requests 1e8). Like
+// Keep-alive requests towards clients are unlimited in practice, as the
+// seeds' upstream configures them (keepalive_requests 1e8), and so are
+// those towards the upstream unless s.KeepaliveRequests says otherwise. Like
 // coregate's workers, nginx's are one per CPU of the gateway's mask
 // (worker_cpu_affinity auto) on per-worker SO_REUSEPORT sockets, as
 // APISIX's nginx template listens (reuseport): with several workers both
@@ -89,11 +98,11 @@ http {
     upstream backend {
         server %[3]s;
         keepalive 320;
-        keepalive_requests 100000000;
+        keepalive_requests %[5]d;
     }
     server {
         listen 127.0.0.1:%[4]d reuseport;
-`, workers, dir, upstream, port)
+`, workers, dir, upstream, port, s.keepaliveRequests())
 	for id := 1; id <= s.Routes; id++ {
 		fmt.Fprintf(&b, "        location = %s {\n", URI(id, s.Routes))
 		if s.Upstream {

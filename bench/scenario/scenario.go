@@ -37,6 +37,10 @@ type Scenario struct {
 	Plugins   string // the route's plugins object as JSON, "" for none
 	Workers   []int  // worker counts to run
 	Load      Load
+	// KeepaliveRequests is the requests an upstream keep-alive connection
+	// serves before both gateways close it and dial anew
+	// (keepalive_requests); 0 means unlimited (1e8, the seeds' setting).
+	KeepaliveRequests int
 	// Ready is false for scenarios whose plugins coregate does not have
 	// yet: they are listed in reports as pending and run only when named.
 	Ready bool
@@ -62,6 +66,8 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 		{Name: "no-plugin", Title: "no plugins", Group: GroupMain, Routes: 1, Upstream: true, Workers: one, Load: c16, Ready: true},
 		{Name: "no-plugin-100", Title: "no plugins", Group: GroupMain, Routes: 100, Upstream: true, Workers: one, Load: c16, Ready: true},
 		{Name: "routes-5000", Title: "5000 routes", Group: GroupMain, Routes: 5000, Upstream: true, Workers: one, Load: c16, Ready: true},
+		{Name: "redial", Title: "no plugins, 1000 requests per upstream connection", Group: GroupMain, Routes: 1, Upstream: true,
+			Workers: one, Load: c16, KeepaliveRequests: 1000, Ready: true},
 		{Name: "mocking", Title: "mocking plugin only", Group: GroupMain, Routes: 1, Upstream: false,
 			Plugins: `{"mocking":{"response_status":200,"response_example":"` + mockBody + `"}}`, Workers: one, Load: c16},
 		{Name: "limit-count", Title: "limit-count", Group: GroupMain, Routes: 1, Upstream: true, Plugins: "{" + limitCount + "}", Workers: one, Load: c16},

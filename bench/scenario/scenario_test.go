@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ func TestSelect(t *testing.T) {
 		want []string
 		err  error
 	}{
-		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "scaling", "latency"}},
+		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "scaling", "latency"}},
 		{in: "routes-5000,mocking", want: []string{"routes-5000", "mocking"}},
 		{in: "nope", err: ErrUnknown},
 	}
@@ -123,7 +124,8 @@ func TestCoregateConfig(t *testing.T) {
 			Workers int `yaml:"worker_processes"`
 		} `yaml:"nginx_config"`
 	}
-	if err := yaml.Unmarshal(CoregateConfig(9080, 4), &c); err != nil {
+	plain := Scenario{Name: "x", Routes: 1, Upstream: true}
+	if err := yaml.Unmarshal(CoregateConfig(plain, 9080, 4), &c); err != nil {
 		t.Fatal(err)
 	}
 	got := []any{c.Apisix.NodeListen, c.Apisix.EnableAdmin, c.Deployment.Role, c.Deployment.RoleDataPlane.ConfigProvider, c.Nginx.Workers}
@@ -133,12 +135,24 @@ func TestCoregateConfig(t *testing.T) {
 	}
 	// The gateway's own reading: no warnings, and the upstream keep-alive
 	// as unlimited as the nginx reference's.
-	nc, warnings, err := spec.ParseNodeConfig(CoregateConfig(9080, 4), "config.yaml")
-	if err != nil || len(warnings) > 0 {
-		t.Fatalf("coregate reads its config with %v, warnings %v", err, warnings)
-	}
-	if n := nc.NginxConfig.HTTP.Upstream.KeepaliveRequests; n != 100000000 {
-		t.Errorf("upstream keepalive_requests = %d, want 1e8 as nginx's", n)
+	// A scenario's keepalive_requests reaches both gateways.
+	redial := plain
+	redial.KeepaliveRequests = 1000
+	for _, tc := range []struct {
+		s    Scenario
+		want int
+	}{{plain, 100000000}, {redial, 1000}} {
+		nc, warnings, err := spec.ParseNodeConfig(CoregateConfig(tc.s, 9080, 4), "config.yaml")
+		if err != nil || len(warnings) > 0 {
+			t.Fatalf("coregate reads its config with %v, warnings %v", err, warnings)
+		}
+		if n := nc.NginxConfig.HTTP.Upstream.KeepaliveRequests; n != tc.want {
+			t.Errorf("coregate upstream keepalive_requests = %d, want %d", n, tc.want)
+		}
+		conf := string(NginxConfig(tc.s, "/tmp/x", 8080, 1, "127.0.0.1:1980"))
+		if want := fmt.Sprintf("keepalive 320;\n        keepalive_requests %d;\n", tc.want); !strings.Contains(conf, want) {
+			t.Errorf("nginx.conf lacks %q:\n%s", want, conf)
+		}
 	}
 }
 
@@ -160,7 +174,11 @@ func TestNginxConfig(t *testing.T) {
 	if strings.Count(conf, "{") != strings.Count(conf, "}") {
 		t.Error("unbalanced braces")
 	}
-	mock := string(NginxConfig(Seeds(1, 1)[3], "/tmp/x", 8080, 1, ""))
+	mocking, err := Select(Seeds(1, 1), "mocking")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mock := string(NginxConfig(mocking[0], "/tmp/x", 8080, 1, ""))
 	if !strings.Contains(mock, `return 200 "1234567890";`) || strings.Contains(mock, "proxy_pass") {
 		t.Errorf("mocking scenario: nginx should answer itself:\n%s", mock)
 	}

@@ -301,7 +301,7 @@ func configCmd(args []string) error {
 		return err
 	}
 	files := map[string][]byte{
-		"config.yaml": scenario.CoregateConfig(*port, *workers),
+		"config.yaml": scenario.CoregateConfig(ss[0], *port, *workers),
 		"apisix.yaml": scenario.CoregateRoutes(ss[0], *up),
 		"nginx.conf":  scenario.NginxConfig(ss[0], dir, *port, *workers, *up),
 	}
@@ -500,7 +500,7 @@ func profileCmd(args []string) error {
 			return err
 		}
 		s := scenario.Scenario{Name: "profile", Routes: *routes, Upstream: true}
-		if err := os.WriteFile(filepath.Join(work, "config.yaml"), scenario.CoregateConfig(port, *workers), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(work, "config.yaml"), scenario.CoregateConfig(s, port, *workers), 0o644); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(work, "apisix.yaml"), scenario.CoregateRoutes(s, upAddr), 0o644); err != nil {
