@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
@@ -17,7 +18,9 @@ import (
 // need CAP_BPF).
 //
 // AddConns is safe for concurrent use and allocation-free; Join and Leave are
-// safe for concurrent use; Close must not run concurrently with the others.
+// safe for concurrent use (a worker told to drain while it boots leaves
+// before it joins: the Join that comes after a Leave does nothing); Close
+// must not run concurrently with the others.
 type Member struct {
 	slot      int
 	sockarray *ebpf.Map
@@ -26,7 +29,10 @@ type Member struct {
 	mem       []byte
 	conns     *atomic.Int64
 	closed    bool
-	cookie    uint64 // SO_COOKIE of the socket Join put in the slot
+
+	mu     sync.Mutex
+	left   bool   // Leave ran: the member never takes its slot again
+	cookie uint64 // SO_COOKIE of the socket Join put in the slot
 }
 
 // OpenMember opens the selector objects in files, ordered as Selector.Files
@@ -120,6 +126,11 @@ func (m *Member) Join(listenFD int) error {
 	if m.closed {
 		return ErrClosed
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.left {
+		return nil
+	}
 	if err := unix.SetsockoptInt(listenFD, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_EBPF, m.prog.FD()); err != nil {
 		return fmt.Errorf("bpf: attach program to listener: %w", err)
 	}
@@ -140,6 +151,9 @@ func (m *Member) Leave() error {
 	if m.closed {
 		return ErrClosed
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.left = true
 	// A new worker may already hold this slot (a restart, or a quick
 	// resize down and up again): a lookup gives the slot's socket cookie
 	// (kernel ≥ 5.1 for an 8-byte value), and the slot is left alone when

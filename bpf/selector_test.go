@@ -178,7 +178,9 @@ func TestLiveAndLeave(t *testing.T) {
 		}, []int{0, 3}},
 		{"slot 3 left too (probe wraps)", func() error { return ms[3].Leave() }, []int{0}},
 		{"leave twice", func() error { return ms[3].Leave() }, []int{0}},
-		{"slot 2 rejoins", func() error { return ms[2].Join(ls[2].fd) }, []int{0, 2}},
+		// A worker told to drain while it boots leaves before it joins:
+		// that Join must not put a draining socket back.
+		{"slot 2 joins after leaving: stays out", func() error { return ms[2].Join(ls[2].fd) }, []int{0}},
 	}
 	for _, st := range steps {
 		if err := st.do(); err != nil {
@@ -385,5 +387,32 @@ func TestLeaveKeepsSuccessor(t *testing.T) {
 	var cur uint64
 	if err := s.sockarray.Lookup(uint32(0), &cur); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Fatalf("slot after the successor left: %v %v, want empty", cur, err)
+	}
+}
+
+// TestJoinLeaveConcurrent: a worker told to drain while it boots calls
+// Leave on its control goroutine while its event loop calls Join. Whichever
+// comes first, the slot ends empty (run with -race for the data race).
+func TestJoinLeaveConcurrent(t *testing.T) {
+	s := newTestSelector(t, ModeHash, 2, nil)
+	ls := listenGroup(t, 2)
+	joinAll(t, s, ls[:1])
+	for i := range 50 {
+		m, err := OpenMember(s.Files(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- m.Leave() }()
+		if err := m.Join(ls[1].fd); err != nil {
+			t.Fatalf("round %d: Join: %v", i, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: Leave: %v", i, err)
+		}
+		if counts := steer(t, ls, -1, 20); counts[1] != 0 {
+			t.Fatalf("round %d: slot 1 still gets connections after Leave: %v", i, counts)
+		}
+		m.Close()
 	}
 }
