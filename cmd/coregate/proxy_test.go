@@ -429,7 +429,8 @@ func TestServerHeaderEverywhere(t *testing.T) {
 	} {
 		g := startGatewayConfig(t, routes, func(port int) string {
 			return fmt.Sprintf("apisix:\n  node_listen: [%d]\n  enable_server_tokens: %s\n"+
-				"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n", port, tc.tokens)
+				"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n"+
+				"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", port, tc.tokens)
 		})
 		c := newClient(t)
 		for _, p := range []string{"/ok", "/nothing", "/dead"} {
