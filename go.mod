@@ -8,6 +8,7 @@ require (
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/prometheus/client_golang v1.25.0
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/exp v0.0.0-20261009195045-ca0d7ba23607
 	golang.org/x/sys v0.50.0
 )
 

@@ -1,0 +1,190 @@
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/trace"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/gnet/v2/pkg/netpoll"
+	xtrace "golang.org/x/exp/trace"
+
+	"coregate/worker/supervisor"
+)
+
+// loadEnv names the address the test binary floods with pipelined requests
+// when it runs as TestLoopKeepsItsP's load process.
+const loadEnv = "COREGATE_TEST_FLOOD"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(loadEnv); addr != "" {
+		flood(addr, 3*time.Second)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// flood keeps 8 connections busy with pipelined requests to addr for d.
+func flood(addr string, d time.Duration) {
+	const conns, depth = 8, 16
+	req := bytes.Repeat([]byte("GET /none HTTP/1.1\r\nHost: a\r\n\r\n"), depth)
+	end := time.Now().Add(d)
+	done := make(chan struct{}, conns)
+	for range conns {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			br := bufio.NewReaderSize(c, 64<<10)
+			for time.Now().Before(end) {
+				if _, err := c.Write(req); err != nil {
+					return
+				}
+				for range depth {
+					if err := skipResponse(br); err != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	for range conns {
+		<-done
+	}
+}
+
+// skipResponse reads one response with a Content-Length body.
+func skipResponse(br *bufio.Reader) error {
+	n := -1
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if v, ok := strings.CutPrefix(strings.ToLower(string(line)), "content-length:"); ok {
+			if _, err := fmt.Sscan(strings.TrimSpace(v), &n); err != nil {
+				return err
+			}
+		}
+	}
+	if n < 0 {
+		return errors.New("no content-length")
+	}
+	_, err := br.Discard(n)
+	return err
+}
+
+// TestLoopKeepsItsP: run as the supervisor runs a worker (GOMAXPROCS =
+// supervisor.WorkerProcs) and flooded by another process, the event loop
+// passes through the Go scheduler about once per netpoll.YieldInterval,
+// and the runtime never takes its P away while it is in a system call (the
+// goroutine never comes out of a syscall without its P). Upstream gnet
+// yields only after empty polls: a busy loop then goes 10 ms without one,
+// and sysmon, taking it for a goroutine that hogs its P, retakes the P at
+// its next system call. Read from an execution trace of the worker.
+func TestLoopKeepsItsP(t *testing.T) {
+	prev := runtime.GOMAXPROCS(supervisor.WorkerProcs)
+	defer runtime.GOMAXPROCS(prev)
+	w := startWorker(t, nil)
+
+	load := exec.Command(os.Args[0], "-test.run=^$")
+	load.Env = append(os.Environ(), loadEnv+"="+w.Addr().String())
+	load.Stdout, load.Stderr = os.Stderr, os.Stderr
+	if err := load.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = load.Process.Kill()
+		_ = load.Wait()
+	}()
+	time.Sleep(500 * time.Millisecond) // connected and flowing
+
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	const window = time.Second
+	time.Sleep(window)
+	trace.Stop()
+
+	st, err := loopStats(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("loop goroutine over %v: %d system calls, %d yields, %d times out of a syscall without its P",
+		window, st.syscalls, st.yields, st.lostP)
+	if st.syscalls < 1000 {
+		t.Fatalf("the loop made %d system calls in %v: not flooded, nothing to judge", st.syscalls, window)
+	}
+	if want := int(window / netpoll.YieldInterval / 4); st.yields < want {
+		t.Errorf("the loop yielded %d times in %v, want at least %d (once per %v while busy)",
+			st.yields, window, want, netpoll.YieldInterval)
+	}
+	if st.lostP > 20 {
+		t.Errorf("the loop lost its P in %d system calls in %v, want next to none", st.lostP, window)
+	}
+}
+
+type loopCounts struct{ syscalls, yields, lostP int }
+
+// loopStats reads an execution trace and returns the counts of the
+// goroutine that made the most system calls: the event loop.
+func loopStats(r io.Reader) (loopCounts, error) {
+	tr, err := xtrace.NewReader(r)
+	if err != nil {
+		return loopCounts{}, err
+	}
+	byG := map[xtrace.GoID]*loopCounts{}
+	for {
+		ev, err := tr.ReadEvent()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return loopCounts{}, err
+		}
+		if ev.Kind() != xtrace.EventStateTransition {
+			continue
+		}
+		st := ev.StateTransition()
+		if st.Resource.Kind != xtrace.ResourceGoroutine {
+			continue
+		}
+		id := st.Resource.Goroutine()
+		c := byG[id]
+		if c == nil {
+			c = &loopCounts{}
+			byG[id] = c
+		}
+		switch from, to := st.Goroutine(); {
+		case from == xtrace.GoRunning && to == xtrace.GoSyscall:
+			c.syscalls++
+		case from == xtrace.GoRunning && to == xtrace.GoRunnable:
+			c.yields++
+		case from == xtrace.GoSyscall && to == xtrace.GoRunnable:
+			c.lostP++
+		}
+	}
+	var best loopCounts
+	for _, c := range byG {
+		if c.syscalls > best.syscalls {
+			best = *c
+		}
+	}
+	return best, nil
+}
