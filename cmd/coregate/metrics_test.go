@@ -132,6 +132,7 @@ plugin_attr:
 	type figures struct {
 		requests                                             int
 		accepted, handled, active, reading, writing, waiting int
+		workerRequests, workerConns                          [2]int // by worker id
 		text                                                 string
 	}
 	scrape := func() (figures, error) {
@@ -150,6 +151,10 @@ plugin_attr:
 			`apisix_nginx_http_current_connections{state="reading"}`:  &f.reading,
 			`apisix_nginx_http_current_connections{state="writing"}`:  &f.writing,
 			`apisix_nginx_http_current_connections{state="waiting"}`:  &f.waiting,
+			`coregate_worker_requests_total{worker="0"}`:              &f.workerRequests[0],
+			`coregate_worker_requests_total{worker="1"}`:              &f.workerRequests[1],
+			`coregate_worker_connections{worker="0"}`:                 &f.workerConns[0],
+			`coregate_worker_connections{worker="1"}`:                 &f.workerConns[1],
 		} {
 			m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\d+)$`).FindStringSubmatch(f.text)
 			if m == nil {
@@ -201,10 +206,11 @@ plugin_attr:
 		if err != nil {
 			return err
 		}
-		got := [...]int{f.requests - base.requests, f.accepted - base.accepted, f.handled - base.handled, f.active, f.waiting, f.reading, f.writing}
-		want := [...]int{conns * perConn, conns, conns, conns, conns, 0, 0}
+		got := [...]int{f.requests - base.requests, f.accepted - base.accepted, f.handled - base.handled, f.active, f.waiting, f.reading, f.writing,
+			f.workerRequests[0] + f.workerRequests[1], f.workerConns[0] + f.workerConns[1]}
+		want := [...]int{conns * perConn, conns, conns, conns, conns, 0, 0, f.requests, conns}
 		if got != want {
-			return fmt.Errorf("requests, accepted, handled (added), active, waiting, reading, writing = %v, want %v", got, want)
+			return fmt.Errorf("requests, accepted, handled (added), active, waiting, reading, writing, per-worker requests and connections summed = %v, want %v", got, want)
 		}
 		after = f
 		return nil
@@ -223,8 +229,10 @@ plugin_attr:
 		if err != nil {
 			return err
 		}
-		if f.requests < after.requests || f.accepted < after.accepted || f.handled < after.handled {
-			return fmt.Errorf("counters went back: %d %d %d after %d %d %d", f.requests, f.accepted, f.handled, after.requests, after.accepted, after.handled)
+		if f.requests < after.requests || f.accepted < after.accepted || f.handled < after.handled ||
+			f.workerRequests[0] < after.workerRequests[0] || f.workerRequests[1] < after.workerRequests[1] {
+			return fmt.Errorf("counters went back: %d %d %d %v after %d %d %d %v", f.requests, f.accepted, f.handled, f.workerRequests,
+				after.requests, after.accepted, after.handled, after.workerRequests)
 		}
 		if f.active >= conns || f.active != f.waiting {
 			return fmt.Errorf("active %d waiting %d, want the survivor's share of %d", f.active, f.waiting, conns)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,18 +27,24 @@ type nodeMetrics struct {
 	live     atomic.Int64
 	restarts atomic.Uint64
 
-	mu    sync.Mutex
-	byPID map[int]control.StatsMsg // each worker process's last report
-	gone  control.StatsMsg         // the counters of processes that exited
+	mu     sync.Mutex
+	byPID  map[int]workerStats // each worker process's last report
+	gone   control.StatsMsg    // the counters of processes that exited
+	goneBy map[int]uint64      // requests of exited processes, by worker id
 }
 
-// report records a worker process's Stats.
-func (m *nodeMetrics) report(pid int, st control.StatsMsg) {
+type workerStats struct {
+	id int
+	st control.StatsMsg
+}
+
+// report records the Stats of worker id's process pid.
+func (m *nodeMetrics) report(id, pid int, st control.StatsMsg) {
 	m.mu.Lock()
 	if m.byPID == nil {
-		m.byPID = map[int]control.StatsMsg{}
+		m.byPID = map[int]workerStats{}
 	}
-	m.byPID[pid] = st
+	m.byPID[pid] = workerStats{id, st}
 	m.mu.Unlock()
 }
 
@@ -46,10 +53,14 @@ func (m *nodeMetrics) report(pid int, st control.StatsMsg) {
 // replaced. What it served after its last report is not counted.
 func (m *nodeMetrics) exited(pid int) {
 	m.mu.Lock()
-	if st, ok := m.byPID[pid]; ok {
-		m.gone.Accepted += st.Accepted
-		m.gone.Handled += st.Handled
-		m.gone.Requests += st.Requests
+	if ws, ok := m.byPID[pid]; ok {
+		m.gone.Accepted += ws.st.Accepted
+		m.gone.Handled += ws.st.Handled
+		m.gone.Requests += ws.st.Requests
+		if m.goneBy == nil {
+			m.goneBy = map[int]uint64{}
+		}
+		m.goneBy[ws.id] += ws.st.Requests
 		delete(m.byPID, pid)
 	}
 	m.mu.Unlock()
@@ -61,7 +72,8 @@ func (m *nodeMetrics) sum() control.StatsMsg {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.gone
-	for _, st := range m.byPID {
+	for _, ws := range m.byPID {
+		st := ws.st
 		t.Accepted += st.Accepted
 		t.Handled += st.Handled
 		t.Requests += st.Requests
@@ -73,8 +85,25 @@ func (m *nodeMetrics) sum() control.StatsMsg {
 	return t
 }
 
+// perWorker returns each worker slot's requests (its processes' so far)
+// and open client connections, by worker id.
+func (m *nodeMetrics) perWorker() (requests map[int]uint64, active map[int]int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	requests, active = map[int]uint64{}, map[int]int64{}
+	for id, n := range m.goneBy {
+		requests[id] = n
+	}
+	for _, ws := range m.byPID {
+		requests[ws.id] += ws.st.Requests
+		active[ws.id] += ws.st.Active
+	}
+	return requests, active
+}
+
 // connCollector exports the workers' Stats under APISIX's names (which are
-// nginx's stub_status figures, all gauges).
+// nginx's stub_status figures, all gauges), and per worker, to show how
+// evenly the socket selector spreads the load.
 type connCollector struct{ m *nodeMetrics }
 
 var (
@@ -82,11 +111,17 @@ var (
 		"Number of HTTP connections", []string{"state"}, nil)
 	requestsDesc = prometheus.NewDesc("apisix_http_requests_total",
 		"The total number of client requests since the gateway started", nil, nil)
+	workerRequestsDesc = prometheus.NewDesc("coregate_worker_requests_total",
+		"Client requests served by each worker (all its processes so far).", []string{"worker"}, nil)
+	workerConnsDesc = prometheus.NewDesc("coregate_worker_connections",
+		"Client connections open on each worker.", []string{"worker"}, nil)
 )
 
 func (c connCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- connDesc
 	ch <- requestsDesc
+	ch <- workerRequestsDesc
+	ch <- workerConnsDesc
 }
 
 func (c connCollector) Collect(ch chan<- prometheus.Metric) {
@@ -105,6 +140,12 @@ func (c connCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(connDesc, prometheus.GaugeValue, x.v, x.state)
 	}
 	ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.GaugeValue, float64(t.Requests))
+	requests, active := c.m.perWorker()
+	for id, n := range requests {
+		w := strconv.Itoa(id)
+		ch <- prometheus.MustNewConstMetric(workerRequestsDesc, prometheus.CounterValue, float64(n), w)
+		ch <- prometheus.MustNewConstMetric(workerConnsDesc, prometheus.GaugeValue, float64(active[id]), w)
+	}
 }
 
 func (s *Supervisor) registry() *prometheus.Registry {

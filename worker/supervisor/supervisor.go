@@ -418,7 +418,7 @@ func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, done chan<- 
 		case control.Stats:
 			var m control.StatsMsg
 			if json.Unmarshal(payload, &m) == nil {
-				s.metrics.report(pid, m)
+				s.metrics.report(p.id, pid, m)
 			}
 		case control.Ready:
 			s.events <- event{p: p, pid: pid, kind: evReady, msg: payload}
