@@ -17,6 +17,7 @@ const (
 	csHead    = iota // waiting for or parsing a request head
 	csProxy          // the request is with an upstream
 	csClosing        // the last answer is queued; close once it is flushed
+	csDiscard        // answered by the worker; its body is read and dropped
 )
 
 // Request body framing.
@@ -177,6 +178,11 @@ func (cc *clientConn) traffic0() gnet.Action {
 			cc.pumpBody()
 		} else if cc.c.InboundBuffered() > maxPipelined {
 			cc.pauseFor(nil)
+		}
+	case csDiscard:
+		cc.discardBody()
+		if cc.state == csHead {
+			return cc.readHeads()
 		}
 	case csClosing:
 		_, _ = cc.c.Discard(-1)
@@ -599,7 +605,9 @@ func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep 
 // connection, so the connection closes after it.
 func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bool) {
 	w := cc.w
-	keep := cc.keepAlive && !hasBody
+	// A body is read and dropped, as nginx does, unless the client waits
+	// for 100 Continue before sending it: then it may never come.
+	keep := cc.keepAlive && (!hasBody || !cc.req.Expect100)
 	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
 	if !cc.isHead {
 		b = append(b, body...)
@@ -608,7 +616,43 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 	_, _ = cc.c.Write(b)
 	cc.keepAlive = keep
 	cc.reqDone = true
+	if keep && hasBody {
+		cc.state = csDiscard
+		cc.lingerEnd = w.now + int64(lingeringTime)
+		cc.discardBody()
+		return
+	}
 	cc.requestDone()
+}
+
+// discardBody reads and drops the body of a request the worker answered
+// itself (nginx's discard_request_body), then ends the exchange so that
+// the connection serves the next request. It waits lingeringTimeout for
+// more of the body, lingeringTime in all; a malformed or oversized chunked
+// body closes the connection.
+func (cc *clientConn) discardBody() {
+	w := cc.w
+	for {
+		_, n, done := cc.bodyChunk()
+		if cc.badBody != 0 {
+			cc.keepAlive = false
+			cc.state = csClosing
+			cc.linger = true
+			cc.closeWhenFlushed()
+			return
+		}
+		if n > 0 {
+			_, _ = cc.c.Discard(n)
+		}
+		if done {
+			cc.requestDone()
+			return
+		}
+		if n == 0 {
+			w.setDeadline(cc, min(int64(lingeringTimeout), cc.lingerEnd-w.now))
+			return
+		}
+	}
 }
 
 // answerAndClose answers a malformed or refused request and closes: nothing

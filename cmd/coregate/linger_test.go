@@ -14,11 +14,12 @@ import (
 )
 
 // TestLingeringClose: when the gateway answers and closes while the client
-// is still sending (a body it did not read, input after a malformed
-// request), it closes as nginx's lingering_close does: the client finishes
-// writing, then reads the whole answer and a clean end of stream, never a
-// reset. Without it the kernel answers the unread input with RST, which
-// can destroy the answer before the client reads it.
+// is still sending (input after a malformed request, a body announced with
+// Expect: 100-continue), it closes as nginx's lingering_close does: the
+// client finishes writing, then reads the whole answer and a clean end of
+// stream, never a reset. Without it the kernel answers the unread input
+// with RST, which can destroy the answer before the client reads it. A body
+// the gateway can read and drop (a 404 to an upload) keeps the connection.
 func TestLingeringClose(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
@@ -29,12 +30,26 @@ func TestLingeringClose(t *testing.T) {
 		send    [][]byte // written in order, in full, before reading
 		answers []int
 	}{
-		{"404 to a 4 MiB upload", [][]byte{
-			fmt.Appendf(nil, "POST /none HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n", len(body)), body,
+		{"404 to a 4 MiB upload with Expect: 100-continue, sent anyway", [][]byte{
+			fmt.Appendf(nil, "POST /none HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", len(body)), body,
 		}, []int{404}},
 		{"400 then 4 MiB of junk", [][]byte{
 			[]byte("GET /ok HTTP/1.1\r\nHost: a\r\n\r\nGET /ok HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n"), body,
 		}, []int{200, 400}},
+		{"404 to a 4 MiB upload, then Connection: close", [][]byte{
+			fmt.Appendf(nil, "POST /none HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n", len(body)), body,
+			[]byte("GET /ok HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+		}, []int{404, 200}},
+		{"404 to a chunked upload, then Connection: close", [][]byte{
+			[]byte("POST /none HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"),
+			append(fmt.Appendf(nil, "%x\r\n", len(body)), body...),
+			[]byte("\r\n5\r\nhello\r\n0\r\n\r\n"),
+			[]byte("GET /ok HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+		}, []int{404, 200}},
+		{"404 to a chunked upload with a bad chunk size: closed", [][]byte{
+			[]byte("POST /none HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n"),
+			[]byte("GET /ok HTTP/1.1\r\nHost: a\r\n\r\n"),
+		}, []int{404}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,10 +92,10 @@ func TestLingeringClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "POST /none HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\nabc")
+	fmt.Fprintf(c, "GET /ok HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\nabc")
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	b, err := io.ReadAll(c)
-	if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 404 ") {
+	if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 400 ") {
 		t.Fatalf("silent client: %q %v", b, err)
 	}
 	if _, err := c.Write([]byte("de")); err != nil {
