@@ -307,6 +307,7 @@ type fieldInfo struct {
 	teFields      int    // number of Transfer-Encoding fields
 	teValue       []byte // value of the first Transfer-Encoding field
 	teCodings     int    // number of transfer-codings in all of them
+	teEmpty       bool   // whether one of their lists has an empty element
 	teChunked     int    // how many of them are "chunked"
 	teLastChunked bool   // whether the last one is "chunked"
 	teOff         int
@@ -472,6 +473,7 @@ func (f *fieldInfo) addTransferEncoding(v []byte, off int) error {
 		var e []byte
 		e, rest = nextElement(rest)
 		if len(e) == 0 {
+			f.teEmpty = true
 			continue
 		}
 		if !isToken(e) {

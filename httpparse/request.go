@@ -229,7 +229,9 @@ func parseRequest(buf []byte, lim *Limits, r *Request) (int, error) {
 		case f.clFirst != nil:
 			return 0, malformed("content-length with transfer-encoding", f.teOff)
 		case !equalLower(f.teValue, "chunked"):
-			if hasEmptyElement(f.teValue) {
+			if f.teEmpty {
+				// RFC 9110 §5.6.1 lets a recipient skip empty list
+				// elements; a request has no reason to carry them.
 				return 0, malformed("empty transfer coding", f.teOff)
 			}
 			// Codings that parse but are not just chunked: gzip,
@@ -299,24 +301,4 @@ func (r *Request) splitTarget(q, off int) error {
 		}
 	}
 	return nil
-}
-
-// hasEmptyElement reports whether a comma-separated list has an empty
-// element ("chunked,", ", gzip"), which RFC 9110 §5.6.1 lets a recipient
-// ignore but which a request's Transfer-Encoding has no reason to carry.
-func hasEmptyElement(v []byte) bool {
-	empty := true
-	for _, c := range v {
-		switch c {
-		case ',':
-			if empty {
-				return true
-			}
-			empty = true
-		case ' ', '\t':
-		default:
-			empty = false
-		}
-	}
-	return empty
 }
