@@ -1,24 +1,15 @@
 package worker
 
+import "coregate/worker/control"
+
 // Stats are a worker's connection and request counters, nginx's
-// stub_status figures: what APISIX exports as
+// stub_status figures (what APISIX exports as
 // apisix_nginx_http_current_connections{state} and
-// apisix_http_requests_total.
-type Stats struct {
-	// Accepted and Handled count client connections since the worker
-	// started (every accepted connection is handled: no connection limit
-	// drops one). Requests counts request heads received.
-	Accepted uint64 `json:"accepted"`
-	Handled  uint64 `json:"handled"`
-	Requests uint64 `json:"requests"`
-	// Active is the client connections open now: Reading (part of a
-	// request head received), Writing (a request being served) and
-	// Waiting (idle keep-alive) add up to it.
-	Active  int64 `json:"active"`
-	Reading int64 `json:"reading"`
-	Writing int64 `json:"writing"`
-	Waiting int64 `json:"waiting"`
-}
+// apisix_http_requests_total), in the shape the supervisor receives them.
+// Active counts the client connections open now: Reading (part of a request
+// head received), Writing (a request being served) and Waiting (idle
+// keep-alive).
+type Stats = control.StatsMsg
 
 // Stats returns the counters as of the last tick (at most 50 ms old).
 // Safe from any goroutine.

@@ -185,10 +185,7 @@ func sendStats(ctrl *control.Conn, w *worker.Worker) {
 	t := time.NewTicker(control.StatsEvery)
 	defer t.Stop()
 	for range t.C {
-		st := w.Stats()
-		m := control.StatsMsg{Accepted: st.Accepted, Handled: st.Handled, Requests: st.Requests,
-			Active: st.Active, Reading: st.Reading, Writing: st.Writing, Waiting: st.Waiting}
-		if err := ctrl.Send(control.Stats, m); err != nil {
+		if err := ctrl.Send(control.Stats, w.Stats()); err != nil {
 			return
 		}
 	}
