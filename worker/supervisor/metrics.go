@@ -54,9 +54,7 @@ func (m *nodeMetrics) report(id, pid int, st control.StatsMsg) {
 func (m *nodeMetrics) exited(pid int) {
 	m.mu.Lock()
 	if ws, ok := m.byPID[pid]; ok {
-		m.gone.Accepted += ws.st.Accepted
-		m.gone.Handled += ws.st.Handled
-		m.gone.Requests += ws.st.Requests
+		addCounters(&m.gone, ws.st)
 		if m.goneBy == nil {
 			m.goneBy = map[int]uint64{}
 		}
@@ -74,15 +72,20 @@ func (m *nodeMetrics) sum() control.StatsMsg {
 	t := m.gone
 	for _, ws := range m.byPID {
 		st := ws.st
-		t.Accepted += st.Accepted
-		t.Handled += st.Handled
-		t.Requests += st.Requests
+		addCounters(&t, st)
 		t.Active += st.Active
 		t.Reading += st.Reading
 		t.Writing += st.Writing
 		t.Waiting += st.Waiting
 	}
 	return t
+}
+
+// addCounters adds the counters of st (not its connections now) to t.
+func addCounters(t *control.StatsMsg, st control.StatsMsg) {
+	t.Accepted += st.Accepted
+	t.Handled += st.Handled
+	t.Requests += st.Requests
 }
 
 // perWorker returns each worker slot's requests (its processes' so far)

@@ -492,12 +492,12 @@ func (s *Supervisor) handle(ev event) {
 			return
 		}
 		p.acked++
-		if len(ev.msg) > 0 && containsError(ev.msg) {
+		var m control.AppliedMsg
+		if json.Unmarshal(ev.msg, &m) == nil && m.Error != "" {
 			s.log.Error("worker refused configuration", "id", p.id, "pid", p.pid, "msg", string(ev.msg))
 			if r := s.reload; r != nil {
 				r.refused++
-				var m control.AppliedMsg
-				if r.err == "" && json.Unmarshal(ev.msg, &m) == nil {
+				if r.err == "" {
 					r.err = m.Error
 				}
 			}
@@ -657,13 +657,4 @@ func exitReason(err error) string {
 		return "exit status 0"
 	}
 	return err.Error()
-}
-
-func containsError(b []byte) bool {
-	for i := 0; i+7 <= len(b); i++ {
-		if string(b[i:i+7]) == `"error"` {
-			return true
-		}
-	}
-	return false
 }
