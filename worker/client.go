@@ -187,8 +187,7 @@ func (cc *clientConn) traffic0() gnet.Action {
 	case csClosing:
 		_, _ = cc.c.Discard(-1)
 		if cc.lingering {
-			w := cc.w
-			w.setDeadline(cc, min(int64(lingeringTimeout), cc.lingerEnd-w.now))
+			cc.lingerWait()
 		}
 	}
 	return gnet.None
@@ -484,11 +483,7 @@ func (cc *clientConn) rejectBody(written bool) {
 		}
 	}
 	if cc.respStarted {
-		if cc.active {
-			cc.closeNow = true
-		} else {
-			cc.w.closeConn(cc.c)
-		}
+		cc.closeSoon()
 		return
 	}
 	cc.answerAndClose(cc.badBody)
@@ -631,7 +626,6 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 // more of the body, lingeringTime in all; a malformed or oversized chunked
 // body closes the connection.
 func (cc *clientConn) discardBody() {
-	w := cc.w
 	for {
 		_, n, done := cc.bodyChunk()
 		if cc.badBody != 0 {
@@ -649,7 +643,7 @@ func (cc *clientConn) discardBody() {
 			return
 		}
 		if n == 0 {
-			w.setDeadline(cc, min(int64(lingeringTimeout), cc.lingerEnd-w.now))
+			cc.lingerWait()
 			return
 		}
 	}
@@ -716,11 +710,7 @@ func (cc *clientConn) closeWhenFlushed() {
 			cc.startLinger()
 			return
 		}
-		if cc.active {
-			cc.closeNow = true
-		} else {
-			cc.w.closeConn(cc.c)
-		}
+		cc.closeSoon()
 		return
 	}
 	cc.w.setDeadline(cc, int64(cc.w.cfg.SendTimeout))
@@ -743,17 +733,30 @@ func (cc *clientConn) startLinger() {
 	}
 	w.resumeRead(cc.c) // reading may have been paused until the flush
 	if unix.Shutdown(cc.c.Fd(), unix.SHUT_WR) != nil {
-		if cc.active {
-			cc.closeNow = true
-		} else {
-			w.closeConn(cc.c)
-		}
+		cc.closeSoon()
 		return
 	}
 	cc.lingering = true
 	cc.lingerEnd = w.now + int64(lingeringTime)
 	_, _ = cc.c.Discard(-1)
-	w.setDeadline(cc, int64(lingeringTimeout))
+	cc.lingerWait()
+}
+
+// lingerWait gives the client lingeringTimeout to send more of what is
+// being discarded, and no more than what is left until lingerEnd.
+func (cc *clientConn) lingerWait() {
+	w := cc.w
+	w.setDeadline(cc, min(int64(lingeringTimeout), cc.lingerEnd-w.now))
+}
+
+// closeSoon closes the connection now or, while this connection's own
+// traffic call is on the stack, has that call return gnet.Close.
+func (cc *clientConn) closeSoon() {
+	if cc.active {
+		cc.closeNow = true
+	} else {
+		cc.w.closeConn(cc.c)
+	}
 }
 
 // closedByPeer runs when gnet closes the connection, for whatever reason.

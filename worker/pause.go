@@ -19,6 +19,9 @@ type pausable interface {
 	conn() gnet.Conn
 	resume()
 	stalled()
+	// flushed runs when a connection paused on itself ("close once
+	// flushed") has written all its output.
+	flushed()
 }
 
 func (cc *clientConn) pauseSlot() *pauseState { return &cc.pause }
@@ -77,11 +80,7 @@ func (w *Worker) resumePaused() {
 		switch {
 		case dst == p.conn() && out == 0:
 			w.unpause(p)
-			if cc, ok := p.(*clientConn); ok {
-				cc.closeWhenFlushed() // it may linger
-			} else {
-				w.closeConn(p.conn())
-			}
+			p.flushed()
 		case dst != p.conn() && out < lowWater:
 			w.unpause(p)
 			w.resumeRead(p.conn())
@@ -125,6 +124,9 @@ func (cc *clientConn) resume() {
 // stalled: the peer did not read for send_timeout.
 func (cc *clientConn) stalled() { cc.w.closeConn(cc.c) }
 
+// flushed: the last answer is out; close, or linger (closeWhenFlushed).
+func (cc *clientConn) flushed() { cc.closeWhenFlushed() }
+
 func (uc *upConn) pauseFor(dst gnet.Conn) { uc.w.pause(uc, dst) }
 func (uc *upConn) unpauseList()           { uc.w.unpause(uc) }
 
@@ -139,6 +141,9 @@ func (uc *upConn) resume() {
 }
 
 // stalled: the client did not read the response for send_timeout.
+// flushed closes: an upstream connection is never paused on itself.
+func (uc *upConn) flushed() { uc.w.closeConn(uc.c) }
+
 func (uc *upConn) stalled() {
 	cc := uc.cc
 	uc.cc = nil
