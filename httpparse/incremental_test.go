@@ -47,48 +47,37 @@ func sameError(a, b error) bool {
 // offset, and fed a byte at a time.
 func requestSplits(t *testing.T, in string, lim Limits) {
 	t.Helper()
-	var whole Request
-	p := RequestParser{Limits: lim}
-	wantErr := p.Parse([]byte(in), &whole)
-	check := func(what string, cuts []int) {
-		t.Helper()
-		var r Request
-		p := RequestParser{Limits: lim}
-		err := feed(t, in, cuts, func(b []byte) error { return p.Parse(b, &r) })
-		if !sameError(err, wantErr) {
-			t.Fatalf("%s: Parse = %v, whole input gives %v", what, err, wantErr)
-		}
-		if err == nil {
-			if diff := cmp.Diff(&whole, &r); diff != "" {
-				t.Fatalf("%s: mismatch (-whole +split):\n%s", what, diff)
-			}
-		}
-	}
-	for k := 0; k <= len(in); k++ {
-		check("split at "+strconv.Itoa(k), []int{k})
-	}
-	all := make([]int, len(in))
-	for k := range all {
-		all[k] = k
-	}
-	check("byte at a time", all)
+	splits(t, in, func() func([]byte, *Request) error {
+		p := &RequestParser{Limits: lim}
+		return p.Parse
+	})
 }
 
+// responseSplits is requestSplits for a response.
 func responseSplits(t *testing.T, in string, lim Limits) {
 	t.Helper()
-	var whole Response
-	p := ResponseParser{Limits: lim}
-	wantErr := p.Parse([]byte(in), &whole)
+	splits(t, in, func() func([]byte, *Response) error {
+		p := &ResponseParser{Limits: lim}
+		return p.Parse
+	})
+}
+
+// splits runs the checks of requestSplits with the Parse method of a new
+// parser from newParse for each way of feeding in.
+func splits[M any](t *testing.T, in string, newParse func() func([]byte, *M) error) {
+	t.Helper()
+	var whole M
+	wantErr := newParse()([]byte(in), &whole)
 	check := func(what string, cuts []int) {
 		t.Helper()
-		var r Response
-		p := ResponseParser{Limits: lim}
-		err := feed(t, in, cuts, func(b []byte) error { return p.Parse(b, &r) })
+		var m M
+		parse := newParse()
+		err := feed(t, in, cuts, func(b []byte) error { return parse(b, &m) })
 		if !sameError(err, wantErr) {
 			t.Fatalf("%s: Parse = %v, whole input gives %v", what, err, wantErr)
 		}
 		if err == nil {
-			if diff := cmp.Diff(&whole, &r); diff != "" {
+			if diff := cmp.Diff(&whole, &m); diff != "" {
 				t.Fatalf("%s: mismatch (-whole +split):\n%s", what, diff)
 			}
 		}

@@ -61,31 +61,26 @@ func TestStats(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := Stats{Accepted: 3, Handled: 3, Requests: 6, Active: 3, Reading: 1, Writing: 1, Waiting: 1}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := w.Stats()
-		if got == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v, want %+v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitStats(t, w, "three connections open", Stats{Accepted: 3, Handled: 3, Requests: 6, Active: 3, Reading: 1, Writing: 1, Waiting: 1})
 
 	// Closing connections leaves the counters and empties the states.
 	idle.Close()
 	half.Close()
 	waiting.Close()
-	want = Stats{Accepted: 3, Handled: 3, Requests: 6}
-	for deadline = time.Now().Add(5 * time.Second); ; {
+	waitStats(t, w, "after closing", Stats{Accepted: 3, Handled: 3, Requests: 6})
+}
+
+// waitStats waits up to 5 s for the worker to publish want.
+func waitStats(t *testing.T, w *Worker, what string, want Stats) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
 		got := w.Stats()
 		if got == want {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after closing: stats %+v, want %+v", got, want)
+			t.Fatalf("%s: stats %+v, want %+v", what, got, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

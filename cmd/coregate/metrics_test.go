@@ -24,32 +24,11 @@ import (
 // Prometheus text (checked by promtool): the socket selector in use, the
 // live workers, and the restarts after a worker is killed.
 func TestNodeMetrics(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool is missing (Debian package prometheus)")
-		}
-		t.Skip("promtool is missing (Debian package prometheus)")
-	}
+	promtool := requirePromtool(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)
-	g := startGatewayConfig(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}), func(port int) string {
-		return fmt.Sprintf(`apisix:
-  node_listen: [%d]
-deployment:
-  role: data_plane
-  role_data_plane:
-    config_provider: yaml
-nginx_config:
-  worker_processes: 1
-plugin_attr:
-  prometheus:
-    export_uri: /m
-    export_addr:
-      ip: 127.0.0.1
-      port: %d
-`, port, mport)
-	})
+	g := startGatewayConfig(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+		exportConfig(1, mport))
 	url := fmt.Sprintf("http://127.0.0.1:%d/m", mport)
 	scrape := func() string {
 		resp, err := http.Get(url)
@@ -101,33 +80,12 @@ plugin_attr:
 // summed over the workers, valid for promtool; the counters do not go back
 // when a worker is killed and restarted.
 func TestConnectionMetrics(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool is missing (Debian package prometheus)")
-		}
-		t.Skip("promtool is missing (Debian package prometheus)")
-	}
+	promtool := requirePromtool(t)
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}), func(port int) string {
-		return fmt.Sprintf(`apisix:
-  node_listen: [%d]
-deployment:
-  role: data_plane
-  role_data_plane:
-    config_provider: yaml
-nginx_config:
-  worker_processes: 2
-plugin_attr:
-  prometheus:
-    export_uri: /m
-    export_addr:
-      ip: 127.0.0.1
-      port: %d
-`, port, mport)
-	}, 2, "--cpus", cpuList(cpus[:2]))
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+		exportConfig(2, mport), 2, "--cpus", cpuList(cpus[:2]))
 	url := fmt.Sprintf("http://127.0.0.1:%d/m", mport)
 	type figures struct {
 		requests                                             int
@@ -239,6 +197,42 @@ plugin_attr:
 		}
 		return nil
 	})
+}
+
+// requirePromtool returns promtool's path; without it the test skips, or
+// fails when CI=true.
+func requirePromtool(t *testing.T) string {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool is missing (Debian package prometheus)")
+		}
+		t.Skip("promtool is missing (Debian package prometheus)")
+	}
+	return promtool
+}
+
+// exportConfig makes a config.yaml with the given workers and the export
+// server on 127.0.0.1:mport at /m.
+func exportConfig(workers, mport int) func(port int) string {
+	return func(port int) string {
+		return fmt.Sprintf(`apisix:
+  node_listen: [%d]
+deployment:
+  role: data_plane
+  role_data_plane:
+    config_provider: yaml
+nginx_config:
+  worker_processes: %d
+plugin_attr:
+  prometheus:
+    export_uri: /m
+    export_addr:
+      ip: 127.0.0.1
+      port: %d
+`, port, workers, mport)
+	}
 }
 
 // promCheck runs promtool check metrics on text. APISIX exports
