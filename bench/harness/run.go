@@ -169,7 +169,6 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 			if err != nil {
 				return nil, err
 			}
-			t.workers, t.cpus = w, cpus
 			targets = append(targets, t)
 		}
 		if o.Nginx != "" {
@@ -177,7 +176,6 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 			if err != nil {
 				return nil, err
 			}
-			t.workers, t.cpus = w, cpus
 			targets = append(targets, t)
 		}
 	}
@@ -255,7 +253,7 @@ func (r *Runner) startCoregate(s scenario.Scenario, w int, cpus []int) (*target,
 	if err != nil {
 		return nil, err
 	}
-	return &target{name: report.Coregate, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p}, nil
+	return &target{name: report.Coregate, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, workers: w, cpus: cpus}, nil
 }
 
 func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string) (*target, error) {
@@ -276,7 +274,7 @@ func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string)
 	if err != nil {
 		return nil, err
 	}
-	return &target{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p}, nil
+	return &target{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, workers: w, cpus: cpus}, nil
 }
 
 // snapshot is CPU accounting at one instant.
