@@ -3,15 +3,13 @@ package worker
 import (
 	"bufio"
 	"bytes"
-	"errors"
-	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/trace"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +51,13 @@ func flood(addr string, d time.Duration) {
 					return
 				}
 				for range depth {
-					if err := skipResponse(br); err != nil {
+					resp, err := http.ReadResponse(br, nil)
+					if err != nil {
+						return
+					}
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err != nil {
 						return
 					}
 				}
@@ -63,30 +67,6 @@ func flood(addr string, d time.Duration) {
 	for range conns {
 		<-done
 	}
-}
-
-// skipResponse reads one response with a Content-Length body.
-func skipResponse(br *bufio.Reader) error {
-	n := -1
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		if len(line) <= 2 {
-			break
-		}
-		if v, ok := strings.CutPrefix(strings.ToLower(string(line)), "content-length:"); ok {
-			if _, err := fmt.Sscan(strings.TrimSpace(v), &n); err != nil {
-				return err
-			}
-		}
-	}
-	if n < 0 {
-		return errors.New("no content-length")
-	}
-	_, err := br.Discard(n)
-	return err
 }
 
 // TestLoopKeepsItsP: run as the supervisor runs a worker (GOMAXPROCS =
