@@ -5,6 +5,8 @@ import (
 	"math"
 	"net/netip"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"coregate/bench/hdr"
@@ -19,6 +21,7 @@ type Config struct {
 	Host        string         // Host header; default Addr
 	Header      string         // extra header lines, each ending in CRLF
 	Conns       int            // connections; default 16
+	Threads     int            // event loops, each on its own OS thread with its share of Conns and Rate; default 1
 	Duration    time.Duration  // measured time; must be > 0
 	Rate        float64        // total requests per second; 0 runs a closed loop
 	MaxRequests uint64         // stop after this many responses; 0 for no limit
@@ -85,8 +88,79 @@ type gen struct {
 }
 
 // Run drives load as cfg describes and returns the result. It blocks for
-// about cfg.Duration.
+// about cfg.Duration. With Threads > 1 it runs that many generators at
+// once, Conns, Rate and MaxRequests split between them as evenly as
+// whole numbers allow, and merges their results;
+// Progress is then called from one of them with the sums.
 func Run(cfg Config) (Result, error) {
+	n := min(max(cfg.Threads, 1), max(cfg.Conns, 1))
+	if n == 1 {
+		return run(cfg)
+	}
+	type part struct {
+		res Result
+		err error
+	}
+	parts := make([]part, n)
+	counts := make([]progressSlot, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		sub := cfg
+		sub.Conns = cfg.Conns/n + btoi(i < cfg.Conns%n)
+		sub.Rate = cfg.Rate * float64(sub.Conns) / float64(cfg.Conns)
+		if cfg.MaxRequests > 0 {
+			sub.MaxRequests = max(1, cfg.MaxRequests/uint64(n)+uint64(btoi(uint64(i) < cfg.MaxRequests%uint64(n))))
+		}
+		sub.Progress = func(p Progress) {
+			counts[i].requests.Store(p.Requests)
+			counts[i].errors.Store(p.Errors)
+			if i != 0 || cfg.Progress == nil {
+				return
+			}
+			for j := 1; j < n; j++ {
+				p.Requests += counts[j].requests.Load()
+				p.Errors += counts[j].errors.Load()
+			}
+			cfg.Progress(p)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[i].res, parts[i].err = run(sub)
+		}()
+	}
+	wg.Wait()
+	res := Result{Latency: hdr.New()}
+	for _, p := range parts {
+		if p.err != nil {
+			return res, p.err
+		}
+		res.Requests += p.res.Requests
+		res.Non2xx += p.res.Non2xx
+		res.Errors += p.res.Errors
+		res.Reconnects += p.res.Reconnects
+		res.Elapsed = max(res.Elapsed, p.res.Elapsed)
+		res.Latency.Merge(p.res.Latency)
+	}
+	return res, nil
+}
+
+// progressSlot is one thread's latest Progress, read by the thread that
+// reports the sums.
+type progressSlot struct {
+	requests, errors atomic.Uint64
+	_                [48]byte // a cache line each
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// run is one generator on one locked OS thread.
+func run(cfg Config) (Result, error) {
 	if cfg.Path == "" {
 		cfg.Path = "/hello"
 	}

@@ -17,7 +17,7 @@ import (
 
 func startUpstream(t *testing.T) string {
 	t.Helper()
-	s, err := upstream.Start("127.0.0.1:0", upstream.Body1K)
+	s, err := upstream.Start("127.0.0.1:0", upstream.Body1K, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +46,33 @@ func TestClosedLoop(t *testing.T) {
 	}
 	if p99 := res.Latency.MustQuantile(0.99); p99 == 0 || p99 > uint64(time.Second) {
 		t.Errorf("p99 = %v", time.Duration(p99))
+	}
+}
+
+func TestThreads(t *testing.T) {
+	addr := startUpstream(t)
+	res, err := Run(Config{Addr: addr, Conns: 7, Threads: 3, Duration: 10 * time.Second, MaxRequests: 30001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type summary struct{ Requests, Non2xx, Errors, Recorded uint64 }
+	want := summary{Requests: 30001, Recorded: 30001}
+	got := summary{res.Requests, res.Non2xx, res.Errors, res.Latency.Count()}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+func TestFixedRateThreads(t *testing.T) {
+	addr := startUpstream(t)
+	const rate, dur = 3000.0, 1500 * time.Millisecond
+	res, err := Run(Config{Addr: addr, Conns: 8, Threads: 3, Duration: dur, Rate: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rate * dur.Seconds()
+	if got := float64(res.Requests); got < want*0.95 || got > want*1.01 {
+		t.Errorf("requests = %v, want about %v", got, want)
 	}
 }
 
