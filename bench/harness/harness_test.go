@@ -22,7 +22,7 @@ import (
 // "<self> upstream ...", and the child, seeing the variable, serves.
 func TestMain(m *testing.M) {
 	if os.Getenv("BENCH_HARNESS_TEST_UPSTREAM") == "1" {
-		s, err := upstream.Start("127.0.0.1:0", upstream.Body1K)
+		s, err := upstream.Start("127.0.0.1:0", upstream.Body1K, 1)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

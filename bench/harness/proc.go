@@ -169,10 +169,12 @@ func FreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// StartUpstream runs "self upstream" and returns its process and address.
+// StartUpstream runs "self upstream" with one event loop per CPU of cpus
+// (one if cpus is empty) and returns its process and address.
 func StartUpstream(self string, cpus []int, body int, dir string) (*Proc, string, error) {
-	p, out, err := Start("upstream", cpus, []string{"GOMAXPROCS=1"}, dir+"/upstream.log", true,
-		self, "upstream", "-listen", "127.0.0.1:0", "-body", strconv.Itoa(body))
+	loops := max(1, len(cpus))
+	p, out, err := Start("upstream", cpus, []string{"GOMAXPROCS=" + strconv.Itoa(loops)}, dir+"/upstream.log", true,
+		self, "upstream", "-listen", "127.0.0.1:0", "-body", strconv.Itoa(body), "-loops", strconv.Itoa(loops))
 	if err != nil {
 		return nil, "", err
 	}

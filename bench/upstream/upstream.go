@@ -200,17 +200,18 @@ type Server struct {
 }
 
 // Start listens on addr (host:port, port 0 for a free one) and serves body
-// on one event loop until Stop. The returned Server's Addr holds the port
-// actually bound.
-func Start(addr string, body []byte) (*Server, error) {
+// on loops event loops (at least one) until Stop. With more than one, a
+// main loop accepts and hands connections round-robin to the others. The
+// returned Server's Addr holds the port actually bound.
+func Start(addr string, body []byte, loops int) (*Server, error) {
 	resp := Response(body)
 	h := &handler{resp: resp, boot: make(chan gnet.Engine, 1)}
 	h.batch = bytes.Repeat(resp, max(1, (64<<10)/len(resp)))
 	s := &Server{done: make(chan error, 1)}
 	go func() {
 		s.done <- gnet.Run(h, "tcp://"+addr,
-			gnet.WithMulticore(false),
-			gnet.WithNumEventLoop(1),
+			gnet.WithMulticore(loops > 1),
+			gnet.WithNumEventLoop(max(1, loops)),
 			gnet.WithLockOSThread(true),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithTCPKeepAlive(0),

@@ -3,10 +3,12 @@ package upstream
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,25 +56,44 @@ func TestScan(t *testing.T) {
 }
 
 func TestServe(t *testing.T) {
-	for _, body := range [][]byte{Body1K, Body10} {
-		s, err := Start("127.0.0.1:0", body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &http.Client{Timeout: 5 * time.Second}
-		for range 3 { // same keep-alive connection
-			resp, err := c.Get("http://" + s.Addr + "/hello")
+	for _, loops := range []int{1, 3} {
+		for _, body := range [][]byte{Body1K, Body10} {
+			s, err := Start("127.0.0.1:0", body, loops)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil || resp.StatusCode != 200 || string(got) != string(body) {
-				t.Fatalf("GET: status %d, %d bytes, err %v", resp.StatusCode, len(got), err)
+			// Connections of their own, so that every loop serves some.
+			var wg sync.WaitGroup
+			errs := make(chan error, 6)
+			for range 6 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+					defer c.CloseIdleConnections()
+					for range 3 { // same keep-alive connection
+						resp, err := c.Get("http://" + s.Addr + "/hello")
+						if err != nil {
+							errs <- err
+							return
+						}
+						got, err := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if err != nil || resp.StatusCode != 200 || string(got) != string(body) {
+							errs <- fmt.Errorf("GET: status %d, %d bytes, err %v", resp.StatusCode, len(got), err)
+							return
+						}
+					}
+				}()
 			}
-		}
-		if err := s.Stop(); err != nil {
-			t.Fatal(err)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Errorf("%d loops: %v", loops, err)
+			}
+			if err := s.Stop(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if len(Body1K) != 1024 || !strings.HasPrefix(string(Body1K), "12345678901234") {
@@ -81,7 +102,7 @@ func TestServe(t *testing.T) {
 }
 
 func TestPipelined(t *testing.T) {
-	s, err := Start("127.0.0.1:0", Body10)
+	s, err := Start("127.0.0.1:0", Body10, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -343,6 +343,7 @@ func upstreamCmd(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	body := fs.Int("body", 1024, "body bytes: 1024 or 10")
 	pprof := fs.String("pprof", "", "serve net/http/pprof on this loopback address")
+	loops := fs.Int("loops", 1, "event loops")
 	_ = fs.Parse(args)
 	b := upstream.Body1K
 	switch *body {
@@ -355,7 +356,7 @@ func upstreamCmd(args []string) error {
 	if *pprof != "" {
 		go func() { _ = http.ListenAndServe(*pprof, nil) }()
 	}
-	s, err := upstream.Start(*listen, b)
+	s, err := upstream.Start(*listen, b, *loops)
 	if err != nil {
 		return err
 	}
