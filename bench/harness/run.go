@@ -180,7 +180,9 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 		}
 	}
 	if direct && len(s.Workers) > 0 {
-		w := s.Workers[0]
+		// The load of the largest worker count: the ceiling that matters
+		// most is the one the biggest gateway runs against.
+		w := s.Workers[len(s.Workers)-1]
 		targets = append(targets, &target{name: report.Direct, addr: r.upAddr, workers: w, cpus: r.gatewayCPUs(s, w)})
 	}
 	for _, t := range targets {
@@ -212,9 +214,10 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 	}
 	rows := make([]report.Row, len(targets))
 	for i, t := range targets {
-		mode := fmt.Sprintf("closed c%d", s.Load.Conns)
+		conns := s.Load.ConnsFor(t.workers)
+		mode := fmt.Sprintf("closed c%d", conns)
 		if s.Load.Rate > 0 {
-			mode = fmt.Sprintf("fixed %.0f req/s c%d", s.Load.Rate, s.Load.Conns)
+			mode = fmt.Sprintf("fixed %.0f req/s c%d", s.Load.Rate, conns)
 		}
 		rows[i] = report.Row{Scenario: s.Name, Title: s.Title, Group: s.Group, Routes: s.Routes, Consumers: s.Consumers,
 			Upstream: s.Upstream, Workers: t.workers, Target: t.name, Mode: mode, Rounds: samples[i], Median: report.Median(samples[i])}
@@ -354,7 +357,8 @@ func (r *Runner) measure(s scenario.Scenario, t *target, gwCPUs []int, label str
 		pids = t.proc.PIDs()
 	}
 	r.waitIdle(pids)
-	cfg := load.Config{Addr: t.addr, Path: "/hello", Conns: s.Load.Conns, Rate: s.Load.Rate, Header: s.Load.Header}
+	cfg := load.Config{Addr: t.addr, Path: "/hello", Conns: s.Load.ConnsFor(t.workers), Rate: s.Load.Rate, Header: s.Load.Header,
+		Threads: len(o.LoadCPUs)}
 	if o.Warmup > 0 {
 		cfg.Duration = o.Warmup
 		if _, err := load.Run(cfg); err != nil {

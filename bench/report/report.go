@@ -234,8 +234,9 @@ func (r *Run) scalingLine(t string) string {
 		if row.Target != t || row.Workers <= 1 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%d workers: CPU/req %.2f×, QPS %.2f×", row.Workers,
-			row.Median.CPUus/one.Median.CPUus, row.Median.QPS/one.Median.QPS))
+		q := row.Median.QPS / one.Median.QPS
+		parts = append(parts, fmt.Sprintf("%d workers: CPU/req %.2f×, QPS %.2f× (%.0f %% of linear)", row.Workers,
+			row.Median.CPUus/one.Median.CPUus, q, 100*q/float64(row.Workers)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -293,8 +294,8 @@ func (r *Run) Markdown() string {
 	p, s := r.Placement, r.Settings
 	fmt.Fprintf(&b, "Placement: gateway on cpu %s, load generator on cpu %s, upstream on cpu %s; worker scaling on cpu %s.  \n",
 		p.Gateway, p.Load, p.Upstream, p.Scaling)
-	fmt.Fprintf(&b, "Load: %d connections, %.3g s warm-up, %.3g s measured, %d interleaved rounds, medians; upstream body %d bytes.\n\n",
-		s.Conns, s.WarmupS, s.DurationS, s.Rounds, s.BodyBytes)
+	fmt.Fprintf(&b, "Load: %d connections (%d per worker in the scaling curve), %.3g s warm-up, %.3g s measured, %d interleaved rounds, medians; upstream body %d bytes.\n\n",
+		s.Conns, s.Conns, s.WarmupS, s.DurationS, s.Rounds, s.BodyBytes)
 
 	if rows := r.rowsIn("main"); len(rows) > 0 {
 		b.WriteString("| scenario | routes / consumers | upstream | gateway | QPS | P99 ms | P95 ms | CPU µs/req | RSS MiB | QPS ÷ nginx | CPU/req ÷ nginx |\n")

@@ -103,8 +103,8 @@ func TestMarkdown(t *testing.T) {
 		"difference +2.9 %",
 		"Load generator cost: 5.0 µs",
 		"coregate, 5000 routes ÷ 1 route: QPS 0.97×, CPU/req 1.05×.",
-		"coregate against 1 worker, 2 workers: CPU/req 1.00×, QPS 1.75×.",
-		"nginx against 1 worker, 2 workers: CPU/req 1.00×, QPS 1.71×.",
+		"coregate against 1 worker, 2 workers: CPU/req 1.00×, QPS 1.75× (88 % of linear).",
+		"nginx against 1 worker, 2 workers: CPU/req 1.00×, QPS 1.71× (86 % of linear).",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q\n%s", want, md)

@@ -21,9 +21,13 @@ const (
 
 // Load is the load a scenario applies.
 type Load struct {
-	Conns  int     // connections, as wrk -c
-	Rate   float64 // total requests/s, as wrk2 -R; 0 runs a closed loop
-	Header string  // extra request header lines, each ending in CRLF
+	Conns int // connections, as wrk -c
+	// PerWorker multiplies Conns by the gateway's worker count, so that
+	// every worker of a scaling curve sees the seeds' 16 connections
+	// (weak scaling) rather than a fixed total spread ever thinner.
+	PerWorker bool
+	Rate      float64 // total requests/s, as wrk2 -R; 0 runs a closed loop
+	Header    string  // extra request header lines, each ending in CRLF
 }
 
 // Scenario is one row family of the benchmark.
@@ -51,17 +55,20 @@ type Scenario struct {
 const mockBody = "1234567890"
 
 // Seeds returns the seeds' scenarios. maxWorkers is N for the worker
-// scaling curve (1..N) and rate the fixed rate of the latency scenario.
+// scaling curve (1, 2, 4, … N) and rate the fixed rate of the latency scenario.
 func Seeds(maxWorkers int, rate float64) []Scenario {
 	c16 := Load{Conns: 16}
 	one := []int{1}
 	limitCount := `"limit-count":{"count":999999999,"time_window":60,"rejected_code":503,"key":"remote_addr"}`
 	keyAuth := `"key-auth":{}`
 	apikey := "apikey: user-key1\r\n"
+	// 1, 2, 4, … and maxWorkers itself: the curve's shape at a cost that
+	// grows with log N, not N.
 	var scale []int
-	for w := 1; w <= max(1, maxWorkers); w++ {
+	for w := 1; w < max(1, maxWorkers); w *= 2 {
 		scale = append(scale, w)
 	}
+	scale = append(scale, max(1, maxWorkers))
 	return []Scenario{
 		{Name: "no-plugin", Title: "no plugins", Group: GroupMain, Routes: 1, Upstream: true, Workers: one, Load: c16, Ready: true},
 		{Name: "no-plugin-100", Title: "no plugins", Group: GroupMain, Routes: 100, Upstream: true, Workers: one, Load: c16, Ready: true},
@@ -82,10 +89,19 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 			Plugins: "{" + keyAuth + "," + limitCount + "}", Workers: one, Load: Load{Conns: 16, Header: apikey}},
 		{Name: "key-auth-limit-count-100", Title: "key-auth + limit-count", Group: GroupMain, Routes: 100, Consumers: 100, Upstream: true,
 			Plugins: "{" + keyAuth + "," + limitCount + "}", Workers: one, Load: Load{Conns: 16, Header: apikey}},
-		{Name: "scaling", Title: "worker scaling, no plugins", Group: GroupScaling, Routes: 1, Upstream: true, Workers: scale, Load: c16, Ready: true},
+		{Name: "scaling", Title: "worker scaling, no plugins", Group: GroupScaling, Routes: 1, Upstream: true, Workers: scale,
+			Load: Load{Conns: 16, PerWorker: true}, Ready: true},
 		{Name: "latency", Title: fmt.Sprintf("no plugins at %.0f req/s", rate), Group: GroupLatency, Routes: 1, Upstream: true,
 			Workers: one, Load: Load{Conns: 16, Rate: rate}, Ready: true},
 	}
+}
+
+// ConnsFor returns the connections l opens against a gateway of w workers.
+func (l Load) ConnsFor(w int) int {
+	if l.PerWorker {
+		return l.Conns * max(1, w)
+	}
+	return l.Conns
 }
 
 // Select picks scenarios by comma-separated names from all. The empty

@@ -52,6 +52,28 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+func TestScalingCurve(t *testing.T) {
+	for n, want := range map[int][]int{0: {1}, 1: {1}, 2: {1, 2}, 3: {1, 2, 3}, 6: {1, 2, 4, 6}, 8: {1, 2, 4, 8}, 16: {1, 2, 4, 8, 16}} {
+		var s Scenario
+		for _, x := range Seeds(n, 1000) {
+			if x.Name == "scaling" {
+				s = x
+			}
+		}
+		if d := cmp.Diff(want, s.Workers); d != "" {
+			t.Errorf("Seeds(%d) scaling workers (-want +got):\n%s", n, d)
+		}
+		for _, w := range s.Workers {
+			if c := s.Load.ConnsFor(w); c != 16*w {
+				t.Errorf("Seeds(%d): %d workers get %d connections, want %d", n, w, c, 16*w)
+			}
+		}
+	}
+	if c := (Load{Conns: 16}).ConnsFor(4); c != 16 {
+		t.Errorf("a load not per worker opens %d connections at 4 workers, want 16", c)
+	}
+}
+
 // apisixFile is the part of the standalone format the renderer writes.
 type apisixFile struct {
 	Routes []struct {
