@@ -106,22 +106,24 @@ func Run(cfg Config) (Result, error) {
 	var wg sync.WaitGroup
 	for i := range n {
 		sub := cfg
-		sub.Conns = cfg.Conns/n + btoi(i < cfg.Conns%n)
+		sub.Conns = int(share(uint64(cfg.Conns), n, i))
 		sub.Rate = cfg.Rate * float64(sub.Conns) / float64(cfg.Conns)
 		if cfg.MaxRequests > 0 {
-			sub.MaxRequests = max(1, cfg.MaxRequests/uint64(n)+uint64(btoi(uint64(i) < cfg.MaxRequests%uint64(n))))
+			sub.MaxRequests = max(1, share(cfg.MaxRequests, n, i))
 		}
-		sub.Progress = func(p Progress) {
-			counts[i].requests.Store(p.Requests)
-			counts[i].errors.Store(p.Errors)
-			if i != 0 || cfg.Progress == nil {
-				return
+		if cfg.Progress != nil {
+			sub.Progress = func(p Progress) {
+				counts[i].requests.Store(p.Requests)
+				counts[i].errors.Store(p.Errors)
+				if i != 0 {
+					return
+				}
+				for j := 1; j < n; j++ {
+					p.Requests += counts[j].requests.Load()
+					p.Errors += counts[j].errors.Load()
+				}
+				cfg.Progress(p)
 			}
-			for j := 1; j < n; j++ {
-				p.Requests += counts[j].requests.Load()
-				p.Errors += counts[j].errors.Load()
-			}
-			cfg.Progress(p)
 		}
 		wg.Add(1)
 		go func() {
@@ -152,11 +154,14 @@ type progressSlot struct {
 	_                [48]byte // a cache line each
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
+// share is part i of total split into n parts as evenly as whole numbers
+// allow: the first total%n parts get one more.
+func share(total uint64, n, i int) uint64 {
+	q := total / uint64(n)
+	if uint64(i) < total%uint64(n) {
+		q++
 	}
-	return 0
+	return q
 }
 
 // run is one generator on one locked OS thread.

@@ -64,11 +64,12 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 	apikey := "apikey: user-key1\r\n"
 	// 1, 2, 4, … and maxWorkers itself: the curve's shape at a cost that
 	// grows with log N, not N.
+	top := max(1, maxWorkers)
 	var scale []int
-	for w := 1; w < max(1, maxWorkers); w *= 2 {
+	for w := 1; w < top; w *= 2 {
 		scale = append(scale, w)
 	}
-	scale = append(scale, max(1, maxWorkers))
+	scale = append(scale, top)
 	return []Scenario{
 		{Name: "no-plugin", Title: "no plugins", Group: GroupMain, Routes: 1, Upstream: true, Workers: one, Load: c16, Ready: true},
 		{Name: "no-plugin-100", Title: "no plugins", Group: GroupMain, Routes: 100, Upstream: true, Workers: one, Load: c16, Ready: true},
