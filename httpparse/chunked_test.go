@@ -91,6 +91,9 @@ func TestChunked(t *testing.T) {
 		{"leading zeros", "0005\r\nhello\r\n000\r\n\r\n", "hello", 0, true},
 		{"sixteen digits", "0000000000000003\r\nabc\r\n0\r\n\r\n", "abc", 0, true},
 		{"extensions", "5;a=b;c=\"d e\"\r\nhello\r\n0;last\r\n\r\n", "hello", 0, true},
+		{"space before extension", "5 ;a\r\nhello\r\n0\r\n\r\n", "hello", 0, true},
+		{"extensions with bws", "5; a = b ; c\t=\t\"d\\\"e\" ;f\r\nhello\r\n0\r\n\r\n", "hello", 0, true},
+		{"quoted value with obs-text and semicolon", "5;a=\"\xff;\\\"\"\r\nhello\r\n0\r\n\r\n", "hello", 0, true},
 		{"trailer fields", "2\r\nhi\r\n0\r\nX-Sum: 1\r\nX-Empty:\r\n\r\n", "hi", 0, true},
 		{"bytes after the end", "2\r\nhi\r\n0\r\n\r\nGET / HTTP/1.1\r\n", "hi", 12, true},
 		{"incomplete data", "5\r\nhel", "hel", 0, false},
@@ -143,7 +146,7 @@ func TestChunkedRejects(t *testing.T) {
 		{"not hex", "x\r\n", 0},
 		{"hex prefix", "0x5\r\nhello\r\n0\r\n\r\n", 0},
 		{"space after size", "5 \r\nhello\r\n0\r\n\r\n", 0},
-		{"space before extension", "5 ;a\r\nhello\r\n0\r\n\r\n", 0},
+		{"space without extension", "5 \r\nhello\r\n0\r\n\r\n", 0},
 		{"signed size", "+5\r\nhello\r\n0\r\n\r\n", 0},
 		{"bare lf after size", "5\nhello\r\n0\r\n\r\n", 0},
 		{"bare cr after size", "5\rhello\r\n0\r\n\r\n", 0},
@@ -155,6 +158,20 @@ func TestChunkedRejects(t *testing.T) {
 		{"cr without lf after data", "5\r\nhello\rX0\r\n\r\n", 0},
 		{"extension too long", "5;" + strings.Repeat("a", MaxChunkExt) + "\r\nhello\r\n0\r\n\r\n", 0},
 		{"control in extension", "5;a\x01\r\nhello\r\n0\r\n\r\n", 0},
+		{"semicolon alone", "5;\r\nhello\r\n0\r\n\r\n", 0},
+		{"unterminated quoted value", "5;a=\"b\r\nhello\r\n0\r\n\r\n", 0},
+		{"empty extension value", "5;a=\r\nhello\r\n0\r\n\r\n", 0},
+		{"extension without name", "5;=b\r\nhello\r\n0\r\n\r\n", 0},
+		{"space inside extension name", "5;a b\r\nhello\r\n0\r\n\r\n", 0},
+		{"space before crlf after name", "5;a \r\nhello\r\n0\r\n\r\n", 0},
+		{"space before crlf after value", "5;a=b \r\nhello\r\n0\r\n\r\n", 0},
+		{"bytes after quoted value", "5;a=\"b\"c\r\nhello\r\n0\r\n\r\n", 0},
+		{"two equals", "5;a=b=c\r\nhello\r\n0\r\n\r\n", 0},
+		{"separator in name", "5;a@b\r\nhello\r\n0\r\n\r\n", 0},
+		{"separator in token value", "5;a=b/c\r\nhello\r\n0\r\n\r\n", 0},
+		{"control in quoted value", "5;a=\"b\x01\"\r\nhello\r\n0\r\n\r\n", 0},
+		{"control after backslash", "5;a=\"b\\\x01\"\r\nhello\r\n0\r\n\r\n", 0},
+		{"double semicolon", "5;;a\r\nhello\r\n0\r\n\r\n", 0},
 		{"bare lf in extension", "5;a\nhello\r\n0\r\n\r\n", 0},
 		{"trailer obs-fold", "0\r\nX: a\r\n b\r\n\r\n", 0},
 		{"trailer leading space", "0\r\n X: a\r\n\r\n", 0},
@@ -244,6 +261,57 @@ func TestDataRemaining(t *testing.T) {
 		}
 		if got := c.DataRemaining(); got != s.want {
 			t.Fatalf("after %q DataRemaining = %d, want %d", s.in, got, s.want)
+		}
+	}
+}
+
+// decodeAll feeds in to c in pieces cut at the given offsets through Decode
+// and returns the data it handed out and the bytes it consumed.
+func decodeAll(c *Chunked, in string, cuts []int) (data string, n int, done bool, err error) {
+	prev := 0
+	for _, k := range append(cuts, len(in)) {
+		piece := []byte(in[prev:k])
+		for len(piece) > 0 {
+			m, d, dn, e := c.Decode(piece)
+			if len(d) > 0 && &d[len(d)-1] != &piece[m-1] {
+				return data, n, dn, errors.New("data is not the end of the consumed bytes")
+			}
+			data += string(d)
+			n += m
+			piece = piece[m:]
+			if e != nil || dn {
+				return data, n, dn, e
+			}
+			if m == 0 {
+				return data, n, dn, errors.New("decode consumed nothing")
+			}
+		}
+		prev = k
+	}
+	return data, n, false, nil
+}
+
+func TestChunkedDecode(t *testing.T) {
+	in := "3;x=y\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nT: v\r\n\r\nNEXT"
+	for k := 0; k <= len(in); k++ {
+		for k2 := k; k2 <= len(in); k2 += 7 {
+			var c Chunked
+			data, n, done, err := decodeAll(&c, in, []int{k, k2})
+			if err != nil || !done || data != "abc0123456789abcdef" || n != len(in)-4 {
+				t.Fatalf("cuts %d,%d: %q %d %v %v", k, k2, data, n, done, err)
+			}
+		}
+	}
+	var c Chunked
+	if _, _, _, err := c.Decode([]byte("5;a=\"b\r\n")); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Decode of a bad extension = %v", err)
+	}
+}
+
+func TestAppendChunkSize(t *testing.T) {
+	for n, want := range map[int]string{0: "0\r\n", 1: "1\r\n", 15: "f\r\n", 16: "10\r\n", 4096: "1000\r\n", 1<<62 + 5: "4000000000000005\r\n"} {
+		if got := string(AppendChunkSize(nil, n)); got != want {
+			t.Errorf("AppendChunkSize(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -29,8 +29,10 @@
 // which starts at buf[HeadLen:] once the body has been consumed, so pipelined
 // requests are parsed one after the other. Reset drops an incomplete head.
 //
-// Chunked validates a chunked body as it streams past, keeping its state
-// between calls, so the proxy can forward each piece and forget it.
+// Chunked reads a chunked body as it streams past, keeping its state between
+// calls: it checks the framing to the RFC's grammar and hands out the chunk
+// data, so that the proxy writes the framing of what it forwards itself and
+// forgets each piece once it is written.
 //
 // Whether a complete head is accepted, and what it parses to, does not depend
 // on how it was split. How it arrived can change two things only: a fault in

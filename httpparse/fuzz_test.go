@@ -274,6 +274,12 @@ func FuzzChunked(f *testing.F) {
 		if res != want {
 			t.Fatalf("split scan %+v, whole %+v", res, want)
 		}
+		// Decode consumes what Scan does, split anywhere.
+		var c3 Chunked
+		dd, dn, ddone, derr0 := decodeAll(&c3, string(data), []int{fuzzCut(data)})
+		if (derr0 != nil) != (err != nil) || (err == nil && (dn != n || ddone != done)) {
+			t.Fatalf("Decode %d %v %v, Scan %d %v %v", dn, ddone, derr0, n, done, err)
+		}
 		if err != nil || !done {
 			if err == nil && n != len(data) {
 				t.Fatalf("not done after %d of %d bytes", n, len(data))
@@ -294,6 +300,9 @@ func FuzzChunked(f *testing.F) {
 				return
 			}
 			t.Fatalf("net/http rejects what we accept: %v\n%q", gerr, body)
+		}
+		if dd != string(payload) {
+			t.Fatalf("Decode data %q, byte at a time %q", dd, payload)
 		}
 		if !bytes.Equal(got, payload) {
 			t.Fatalf("data %q, net/http %q", payload, got)
