@@ -24,6 +24,22 @@ func TestAllocRequestPath(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("request path allocates %.1f times per request, want 0", allocs)
 	}
+	// Bodies both ways, re-framed by the gateway: a chunked request with
+	// extensions and a trailer, a chunked response.
+	post := []byte("POST /hello HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"5;a=b\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n")
+	chunked := []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;x\r\nabcd\r\n0\r\n\r\n")
+	for i := 0; i < 10; i++ {
+		h.roundTrip(post, chunked)
+	}
+	up, got := h.roundTrip(post, chunked)
+	if !bytes.HasSuffix(up, []byte("\r\n\r\nb\r\nhello world\r\n0\r\n\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\n4\r\nabcd\r\n0\r\n\r\n")) {
+		t.Fatalf("unexpected exchange:\n%s\n%s", up, got)
+	}
+	allocs = testing.AllocsPerRun(200, func() { h.roundTrip(post, chunked) })
+	if allocs != 0 {
+		t.Fatalf("chunked request path allocates %.1f times per request, want 0", allocs)
+	}
 	// No route: answered by the worker itself.
 	nf := []byte("GET /nope HTTP/1.1\r\nHost: example.com\r\n\r\n")
 	h.roundTrip(nf, nil)

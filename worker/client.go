@@ -88,7 +88,10 @@ type clientConn struct {
 	reqDone     bool  // the whole request was written to the upstream
 	bodySent    bool  // body bytes left the client buffer: the request cannot be replayed
 	badBody     int   // 400: the chunked request body is invalid; 413: it passed client_max_body_size
-	bodyBytes   int64 // chunked body bytes (framing included) taken from the client
+	bodyBytes   int64 // chunk data bytes taken from the client
+	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
+	// until the next takeBody.
+	sizeLine    []byte
 	started     int64 // Worker.now when the request was routed, for retry_timeout
 	respStarted bool
 	hdrTimer    bool
@@ -362,16 +365,17 @@ func (cc *clientConn) send() {
 	hl = append(hl, '\r', '\n')
 	cc.hostLine = hl
 
-	body, n, done := cc.bodyChunk()
+	// The body reader's state, to start over from if this attempt fails
+	// before anything left the client buffer.
+	chunk, left, taken := cc.reqChunk, cc.reqLeft, cc.bodyBytes
+	iov := append(cc.w.iov[:0], cc.head[:cc.lineEnd], hl, cc.head[cc.lineEnd:])
+	iov, n, done := cc.takeBody(iov)
 	if cc.badBody != 0 {
+		cc.w.iov = iov[:0]
+		clear(iov)
 		cc.rejectBody(false)
 		return
 	}
-	iov := append(cc.w.iov[:0], cc.head[:cc.lineEnd], hl, cc.head[cc.lineEnd:])
-	if n > 0 {
-		iov = append(iov, body[:n])
-	}
-	cc.w.iov = iov[:0]
 	was := cc.active
 	cc.active = true
 	uc.writing = true
@@ -379,8 +383,10 @@ func (cc *clientConn) send() {
 	_, _ = uc.c.Writev(iov)
 	uc.writing = false
 	cc.active = was
+	cc.w.iov = iov[:0]
 	clear(iov)
 	if uc.state == usClosed {
+		cc.reqChunk, cc.reqLeft, cc.bodyBytes = chunk, left, taken
 		cc.upstreamFailed(uc, 502)
 		return
 	}
@@ -389,66 +395,124 @@ func (cc *clientConn) send() {
 		cc.bodySent = true
 	}
 	cc.afterBodyWrite(done)
+	if !done && cc.up == uc && !cc.pause.on && cc.c.InboundBuffered() > 0 {
+		cc.pumpBody() // more than one write's worth of chunks was buffered
+	}
 }
 
-// bodyChunk returns the buffered request body bytes that may go to the
-// upstream now: n bytes of body, and whether that ends the body. An invalid
-// chunked body ends the exchange.
-func (cc *clientConn) bodyChunk() (buf []byte, n int, done bool) {
+// maxBodyPieces bounds the runs of chunk data gathered into one write, so
+// that a body of many tiny chunks cannot make an iovec list longer than
+// writev takes.
+const maxBodyPieces = 64
+
+// Framing the gateway writes for chunked bodies it re-frames.
+var (
+	crlf      = []byte("\r\n")
+	lastChunk = []byte("0\r\n\r\n")
+)
+
+// takeBody appends to iov the request body bytes buffered from the client
+// that may go to the upstream now, framed by the gateway: a Content-Length
+// body as it came; a chunked body as one chunk holding the data of the
+// chunks decoded so far (at most maxBodyPieces runs of it), followed by the
+// last chunk once the body ends. Chunk extensions and trailer fields are
+// checked, never forwarded (RFC 9112 §7.1.1: a proxy may drop them; nginx
+// does). It returns iov, the number of client bytes those stand for, which
+// the caller discards once they are written, and whether the body ends
+// there. The slices appended alias gnet's read buffer and cc.sizeLine: they
+// are valid until that Discard, and until the next takeBody. An invalid or
+// oversized chunked body sets cc.badBody and appends nothing.
+func (cc *clientConn) takeBody(iov [][]byte) ([][]byte, int, bool) {
 	switch cc.reqBody {
 	case bodyNone:
-		return nil, 0, true
+		return iov, 0, true
 	case bodyLength:
-		buf, _ = cc.c.Peek(-1)
-		n = len(buf)
+		buf, _ := cc.c.Peek(-1)
+		n := len(buf)
 		if int64(n) >= cc.reqLeft {
 			n = int(cc.reqLeft)
 		}
 		cc.reqLeft -= int64(n)
-		return buf, n, cc.reqLeft == 0
-	default:
-		buf, _ = cc.c.Peek(-1)
-		var err error
-		n, done, err = cc.reqChunk.Scan(buf)
+		if n > 0 {
+			iov = append(iov, buf[:n])
+		}
+		return iov, n, cc.reqLeft == 0
+	}
+	buf, _ := cc.c.Peek(-1)
+	at := len(iov)
+	iov = append(iov, nil) // the chunk-size line, once the size is known
+	n, total, pieces, done := 0, 0, 0, false
+	for n < len(buf) && pieces < maxBodyPieces && !done {
+		k, data, end, err := cc.reqChunk.Decode(buf[n:])
 		if err != nil {
 			cc.badBody = 400
-			return buf, 0, false
+			return iov[:at], 0, false
 		}
-		// client_max_body_size for a body of unknown length, counted with
-		// its chunk framing (a few bytes a chunk stricter than nginx).
-		cc.bodyBytes += int64(n)
-		if max := cc.w.cfg.MaxBodySize; max > 0 && cc.bodyBytes > max {
-			cc.badBody = 413
-			return buf, 0, false
+		n += k
+		done = end
+		if len(data) > 0 {
+			iov = append(iov, data)
+			total += len(data)
+			pieces++
 		}
-		return buf, n, done
 	}
+	// client_max_body_size for a body of unknown length, counted in data
+	// bytes as nginx counts it.
+	cc.bodyBytes += int64(total)
+	if max := cc.w.cfg.MaxBodySize; max > 0 && cc.bodyBytes > max {
+		cc.badBody = 413
+		return iov[:at], 0, false
+	}
+	if total == 0 {
+		iov = iov[:at]
+	} else {
+		cc.sizeLine = httpparse.AppendChunkSize(cc.sizeLine[:0], total)
+		iov[at] = cc.sizeLine
+		iov = append(iov, crlf)
+	}
+	if done {
+		iov = append(iov, lastChunk)
+	}
+	return iov, n, done
 }
 
-// pumpBody forwards more request body to the busy upstream.
+// pumpBody forwards more request body to the busy upstream, one write at a
+// time while the client buffer holds more and the upstream takes it.
 func (cc *clientConn) pumpBody() {
+	w := cc.w
 	uc := cc.up
-	body, n, done := cc.bodyChunk()
-	if cc.badBody != 0 {
-		cc.rejectBody(true)
-		return
+	for {
+		iov, n, done := cc.takeBody(w.iov[:0])
+		w.iov = iov[:0]
+		if cc.badBody != 0 {
+			clear(iov)
+			cc.rejectBody(true)
+			return
+		}
+		if n == 0 && !done {
+			clear(iov)
+			return
+		}
+		if len(iov) > 0 {
+			was := cc.active
+			cc.active = true
+			uc.writing = true
+			_, _ = uc.c.Writev(iov)
+			uc.writing = false
+			cc.active = was
+		}
+		clear(iov)
+		if uc.state == usClosed {
+			cc.upstreamFailed(uc, 502)
+			return
+		}
+		_, _ = cc.c.Discard(n)
+		cc.bodySent = true
+		cc.afterBodyWrite(done)
+		if done || cc.up != uc || cc.pause.on || cc.c.InboundBuffered() == 0 {
+			return
+		}
 	}
-	if n == 0 && !done {
-		return
-	}
-	was := cc.active
-	cc.active = true
-	uc.writing = true
-	_, _ = uc.c.Write(body[:n])
-	uc.writing = false
-	cc.active = was
-	if uc.state == usClosed {
-		cc.upstreamFailed(uc, 502)
-		return
-	}
-	_, _ = cc.c.Discard(n)
-	cc.bodySent = true
-	cc.afterBodyWrite(done)
 }
 
 func (cc *clientConn) afterBodyWrite(done bool) {
@@ -626,8 +690,11 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 // more of the body, lingeringTime in all; a malformed or oversized chunked
 // body closes the connection.
 func (cc *clientConn) discardBody() {
+	w := cc.w
 	for {
-		_, n, done := cc.bodyChunk()
+		iov, n, done := cc.takeBody(w.iov[:0])
+		clear(iov)
+		w.iov = iov[:0]
 		if cc.badBody != 0 {
 			cc.keepAlive = false
 			cc.state = csClosing

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"strconv"
 
 	"coregate/httpparse"
 )
@@ -9,8 +10,16 @@ import (
 // buildHead writes the outbound request head for cc.req into cc.head (see
 // clientConn.head). Hop-by-hop fields go (RFC 9110 §7.6.1), and so do those
 // the Connection header names; X-Forwarded-* and X-Real-IP are set as
-// APISIX's nginx template does. The request keeps its framing: a chunked
-// body is forwarded as it came.
+// APISIX's nginx template does.
+//
+// The gateway owns the framing of what it forwards: Content-Length,
+// Transfer-Encoding and Host are never copied from the client's field lines
+// (so a Connection header naming them changes nothing), but written from
+// what the parser made of them: one Content-Length with the parsed length,
+// or "Transfer-Encoding: chunked" for a body takeBody re-frames, and the
+// Host line per attempt (send). The request always goes upstream as
+// HTTP/1.1, on the pool's kept-alive connections, whatever the client's
+// version (nginx with proxy_http_version 1.1).
 func (cc *clientConn) buildHead() {
 	r := &cc.req
 	b := cc.head[:0]
@@ -26,11 +35,7 @@ func (cc *clientConn) buildHead() {
 			b = append(b, r.Query...)
 		}
 	}
-	if cc.http10 {
-		b = append(b, " HTTP/1.0\r\n"...)
-	} else {
-		b = append(b, " HTTP/1.1\r\n"...)
-	}
+	b = append(b, " HTTP/1.1\r\n"...)
 	cc.lineEnd = len(b)
 	cc.hostValue = append(cc.hostValue[:0], r.Host...)
 
@@ -39,7 +44,8 @@ func (cc *clientConn) buildHead() {
 	for i := range r.Headers {
 		h := &r.Headers[i]
 		switch h.ID {
-		case httpparse.HdrHost, httpparse.HdrConnection, httpparse.HdrKeepAlive,
+		case httpparse.HdrHost, httpparse.HdrContentLength, httpparse.HdrTransferEncoding,
+			httpparse.HdrConnection, httpparse.HdrKeepAlive,
 			httpparse.HdrProxyConnection, httpparse.HdrTE, httpparse.HdrTrailer,
 			httpparse.HdrUpgrade, httpparse.HdrExpect, httpparse.HdrXRealIP,
 			httpparse.HdrXForwardedProto, httpparse.HdrXForwardedHost, httpparse.HdrXForwardedPort:
@@ -75,8 +81,13 @@ func (cc *clientConn) buildHead() {
 	b = append(b, "\r\nX-Forwarded-Port: "...)
 	b = append(b, cc.portText...)
 	b = append(b, "\r\n"...)
-	if cc.http10 {
-		b = append(b, "Connection: keep-alive\r\n"...)
+	switch {
+	case r.Chunked:
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+	case r.ContentLength >= 0:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, r.ContentLength, 10)
+		b = append(b, "\r\n"...)
 	}
 	b = append(b, '\r', '\n')
 	cc.head = b
@@ -138,8 +149,12 @@ func namedIn(tokens [][]byte, name []byte) bool {
 }
 
 // responseHead writes the head sent to the client for an upstream response
-// into b. keep tells whether the client connection stays open; chunked
-// whether the body is forwarded chunked.
+// into b. keep tells whether the client connection stays open. As for
+// requests, the framing is the gateway's: one Content-Length with the parsed
+// value; Transfer-Encoding fields (token lists the parser checked) only to
+// an HTTP/1.1 client, since an HTTP/1.0 client gets a chunked body decoded
+// and delimited by the close (upConn.takeBody); neither is ever dropped
+// because Connection names it.
 func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
 	w := cc.w
 	b = append(b, "HTTP/1.1 "...)
@@ -157,6 +172,15 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 			continue
 		case httpparse.HdrDate:
 			hasDate = true
+		case httpparse.HdrContentLength:
+			continue
+		case httpparse.HdrTransferEncoding:
+			if !cc.http10 {
+				b = append(b, "Transfer-Encoding: "...)
+				b = append(b, h.Value...)
+				b = append(b, '\r', '\n')
+			}
+			continue
 		}
 		if tokens != nil && namedIn(tokens, h.Name) {
 			continue
@@ -164,6 +188,11 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		b = append(b, h.Name...)
 		b = append(b, ':', ' ')
 		b = append(b, h.Value...)
+		b = append(b, '\r', '\n')
+	}
+	if resp.ContentLength >= 0 {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, resp.ContentLength, 10)
 		b = append(b, '\r', '\n')
 	}
 	if !hasDate {

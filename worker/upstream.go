@@ -49,6 +49,9 @@ type upConn struct {
 	left   int64
 	chunk  httpparse.Chunked
 	keep   bool // the client connection stays open after this response
+	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
+	// until the next takeBody.
+	sizeLine []byte
 
 	poolIdx int
 	pause   pauseState
@@ -288,7 +291,10 @@ func (uc *upConn) traffic0() gnet.Action {
 		uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
 		uc.left = uc.resp.ContentLength
 		uc.chunk.Reset()
-		uc.keep = cc.keepAlive && cc.reqDone && uc.mode != httpparse.BodyUntilClose
+		// A chunked body goes to an HTTP/1.0 client decoded, delimited
+		// by the close.
+		uc.keep = cc.keepAlive && cc.reqDone && uc.mode != httpparse.BodyUntilClose &&
+			!(cc.http10 && uc.mode == httpparse.BodyChunked)
 		cc.keepAlive = uc.keep
 		head := cc.responseHead(w.scratch[:0], &uc.resp, uc.keep)
 		w.scratch = head
@@ -296,49 +302,108 @@ func (uc *upConn) traffic0() gnet.Action {
 		uc.phase = rpBody
 		cc.respStarted = true
 		w.setDeadline(uc, int64(cc.rt.readTO))
-		body, n, done, err := uc.bodyPart(buf[consumed:])
+		iov, n, done, err := uc.takeBody(append(w.iov[:0], head), buf[consumed:], !cc.http10)
 		if err != nil {
 			uc.state = usClosed
-		}
-		iov := append(w.iov[:0], head)
-		if n > 0 {
-			iov = append(iov, body[:n])
 		}
 		_, _ = cc.c.Writev(iov)
 		clear(iov)
 		w.iov = iov[:0]
 		consumed += n
-		return uc.afterWrite(cc, consumed, len(buf), done)
-	}
-	body, n, done, err := uc.bodyPart(buf)
-	if err != nil {
-		uc.state = usClosed
-	}
-	if n > 0 {
-		_, _ = cc.c.Write(body[:n])
+		if done || err != nil || consumed == len(buf) || cc.closed {
+			return uc.afterWrite(cc, consumed, len(buf), done)
+		}
 	}
 	w.setDeadline(uc, int64(cc.rt.readTO))
-	return uc.afterWrite(cc, n, len(buf), done)
+	for {
+		// Chunks past one write's worth: more writes from the same buffer.
+		iov, n, done, err := uc.takeBody(w.iov[:0], buf[consumed:], !cc.http10)
+		if err != nil {
+			uc.state = usClosed
+		}
+		if len(iov) > 0 {
+			_, _ = cc.c.Writev(iov)
+		}
+		clear(iov)
+		w.iov = iov[:0]
+		consumed += n
+		if done || err != nil || consumed == len(buf) || cc.closed {
+			return uc.afterWrite(cc, consumed, len(buf), done)
+		}
+	}
 }
 
-// bodyPart returns how much of buf belongs to the response body.
-func (uc *upConn) bodyPart(buf []byte) (body []byte, n int, done bool, err error) {
+// takeBody appends to iov what of buf, response bytes after the head, the
+// client gets now, and returns iov, how many bytes of buf that stands for,
+// and whether the body ends there. A Content-Length or close-delimited
+// body goes as it came; a chunked one is decoded and written again by the
+// gateway (as clientConn.takeBody does for requests): one chunk of the
+// data decoded so far and, at the end, the last chunk, for an HTTP/1.1
+// client (framed); the data alone for an HTTP/1.0 client. Chunk extensions and
+// trailer fields are checked and dropped, as nginx drops them. The slices
+// alias buf and uc.sizeLine, valid until buf is discarded and the next
+// takeBody. An error is a malformed chunked body: nothing of the bad part
+// is appended.
+func (uc *upConn) takeBody(iov [][]byte, buf []byte, framed bool) ([][]byte, int, bool, error) {
 	switch uc.mode {
 	case httpparse.BodyNone:
-		return buf, 0, true, nil
+		return iov, 0, true, nil
 	case httpparse.BodyLength:
-		n = len(buf)
+		n := len(buf)
 		if int64(n) > uc.left {
 			n = int(uc.left)
 		}
 		uc.left -= int64(n)
-		return buf, n, uc.left == 0, nil
-	case httpparse.BodyChunked:
-		n, done, err = uc.chunk.Scan(buf)
-		return buf, n, done, err
-	default:
-		return buf, len(buf), false, nil
+		if n > 0 {
+			iov = append(iov, buf[:n])
+		}
+		return iov, n, uc.left == 0, nil
+	case httpparse.BodyUntilClose:
+		if len(buf) > 0 {
+			iov = append(iov, buf)
+		}
+		return iov, len(buf), false, nil
 	}
+	at := len(iov)
+	if framed {
+		iov = append(iov, nil) // the chunk-size line, once the size is known
+	}
+	n, total, pieces, done := 0, 0, 0, false
+	for n < len(buf) && pieces < maxBodyPieces && !done {
+		k, data, end, err := uc.chunk.Decode(buf[n:])
+		if err != nil {
+			if framed && total > 0 {
+				uc.sizeLine = httpparse.AppendChunkSize(uc.sizeLine[:0], total)
+				iov[at] = uc.sizeLine
+				return append(iov, crlf), n, false, err
+			}
+			if framed {
+				iov = iov[:at]
+			}
+			return iov, n, false, err
+		}
+		n += k
+		done = end
+		if len(data) > 0 {
+			iov = append(iov, data)
+			total += len(data)
+			pieces++
+		}
+	}
+	if !framed {
+		return iov, n, done, nil
+	}
+	if total == 0 {
+		iov = iov[:at]
+	} else {
+		uc.sizeLine = httpparse.AppendChunkSize(uc.sizeLine[:0], total)
+		iov[at] = uc.sizeLine
+		iov = append(iov, crlf)
+	}
+	if done {
+		iov = append(iov, lastChunk)
+	}
+	return iov, n, done, nil
 }
 
 // afterWrite consumes what was forwarded and ends the exchange when the

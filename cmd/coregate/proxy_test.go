@@ -126,9 +126,14 @@ func TestRequestBodies(t *testing.T) {
 			t.Errorf("%s: origin saw Transfer-Encoding %v, Content-Length %d", tc.name, s.te, s.cl)
 		}
 	}
-	// The raw bytes hold the chunked framing as sent.
-	if got := up.received(); !strings.Contains(got, "\r\n\r\n5\r\nhello\r\n1;name=value\r\n \r\nA\r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\n") {
-		t.Errorf("chunked framing not forwarded as sent")
+	// The chunked framing is the gateway's: the data as chunks of its own,
+	// no extension, no trailer field.
+	got := up.received()
+	if strings.Contains(got, "name=value") || strings.Contains(got, "X-Sum") {
+		t.Errorf("chunk extensions or trailer fields forwarded:\n%q", got)
+	}
+	if !strings.Contains(got, "hello 0123456789\r\n0\r\n\r\n") {
+		t.Errorf("chunked body not re-framed by the gateway:\n%q", got)
 	}
 }
 
