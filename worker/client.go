@@ -368,6 +368,18 @@ func (cc *clientConn) send() {
 	// The body reader's state, to start over from if this attempt fails
 	// before anything left the client buffer.
 	chunk, left, taken := cc.reqChunk, cc.reqLeft, cc.bodyBytes
+	if cc.reqBody == bodyChunked {
+		// A fault anywhere in the chunked body buffered so far refuses the
+		// request before any of it is written, even past the first write's
+		// worth of chunks.
+		buf, _ := cc.c.Peek(-1)
+		probe := cc.reqChunk
+		if _, _, err := probe.Scan(buf); err != nil {
+			cc.badBody = 400
+			cc.rejectBody(false)
+			return
+		}
+	}
 	iov := append(cc.w.iov[:0], cc.head[:cc.lineEnd], hl, cc.head[cc.lineEnd:])
 	iov, n, done := cc.takeBody(iov)
 	if cc.badBody != 0 {

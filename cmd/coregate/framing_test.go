@@ -308,6 +308,7 @@ func TestFramingRefused(t *testing.T) {
 		{"space after extension", chunked + "5;a \r\nhello\r\n0\r\n\r\n"},
 		{"bad chunk size", chunked + "5x\r\nhello\r\n0\r\n\r\n"},
 		{"chunk too long", chunked + "3\r\nhello\r\n0\r\n\r\n"},
+		{"fault after many chunks", chunked + strings.Repeat("1\r\na\r\n", 200) + "1;=\r\na\r\n0\r\n\r\n"},
 		{"conflicting content-length", "POST /bad HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\nhello"},
 		{"content-length and chunked", "POST /bad HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
 		{"obs-fold", "GET /bad HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n"},
