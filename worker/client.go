@@ -59,6 +59,9 @@ type clientConn struct {
 	lingering bool
 	linger    bool // the client may still be sending: linger before closing
 	lingerEnd int64
+	// idleSince is when the connection last had a request in progress or
+	// was accepted (Worker.now units): draining closes it once quiet.
+	idleSince int64
 
 	ip       netip.Addr
 	ipText   []byte
@@ -758,6 +761,7 @@ func (cc *clientConn) requestDone() {
 		return
 	}
 	cc.state = csHead
+	cc.idleSince = w.now
 	cc.parser.Reset()
 	w.setDeadline(cc, int64(w.cfg.KeepaliveTimeout))
 	if cc.pause.on {
@@ -804,7 +808,9 @@ const (
 
 // startLinger sends FIN after the flushed answer and reads on, discarding,
 // until the client closes (gnet closes the connection at EOF), stays
-// silent for lingeringTimeout, or lingeringTime has passed.
+// silent for lingeringTimeout, or lingeringTime has passed. It is also how
+// a drain closes a quiet connection (sweepIdle), so that a request crossing
+// the FIN is dropped with no reset.
 func (cc *clientConn) startLinger() {
 	w := cc.w
 	if cc.pause.on {

@@ -23,26 +23,36 @@ import (
 //     attached as SELECT_OR_MIGRATE, half-open connections move to a live
 //     worker);
 //  3. answers every request still to come with Connection: close, and the
-//     one in progress too when its answer has not started;
-//  4. on every tick, closes the connections that are idle between two
-//     requests, cleanly: it sends FIN (shutdown SHUT_WR) once the last
-//     answer is flushed and waits up to lingerTimeout for the client's own
-//     close, discarding anything it sends, so that a request that crossed
-//     the FIN gets no RST and the client sees an ordinary keep-alive close;
-//     a connection that has not sent its first request yet is given
-//     freshGrace to send it;
+//     one in progress too when its answer has not started: a kept-alive
+//     connection finishes one more exchange and closes after it;
+//  4. closes a connection that has no request in progress only once it
+//     has been quiet for drainIdle, with nothing in gnet's buffer nor in
+//     the kernel's receive queue, by the same lingering close as any other
+//     (startLinger): a client that keeps sending finds its next request
+//     answered, never a close crossing it;
 //  5. stops the engine once no client connection is left, or at the
-//     deadline.
+//     deadline (nginx's worker_shutdown_timeout; --shutdown-timeout), where
+//     whatever is left is closed.
+//
+// How long it takes: the requests in progress (bounded by the upstream and
+// client timeouts), then one exchange per kept-alive connection, or
+// drainIdle of quiet and up to lingeringTimeout for the client's own close;
+// never more than the deadline.
+//
+// What is left to chance: closing a connection between two requests always
+// races a request the client may be sending at that moment (HTTP/1.1 lets
+// clients retry such a request when it is idempotent, RFC 9112 §9.3.1). The
+// drain closes only connections quiet for drainIdle and checks the receive
+// queue first, so the race is down to a request that leaves the client
+// within one network transit of the FIN, after drainIdle of silence; and
+// to the connections still open at the deadline.
 
-const (
-	// lingerTimeout bounds how long a drained idle connection waits for the
-	// client to close its side.
-	lingerTimeout = int64(2 * time.Second)
-	// freshGrace bounds how long a connection that has sent nothing yet may
-	// wait for its first request once draining started (net/http's
-	// Server.Shutdown waits 5 s).
-	freshGrace = int64(2 * time.Second)
-)
+// drainIdle is how long a connection with no request in progress must have
+// been quiet, since its last answer was flushed (as seen on a tick) or since
+// it was accepted, before the drain closes it: long enough that a client
+// sending request after request is never closed between two of them, short
+// enough that idle clients do not hold a replaced worker for long.
+const drainIdle = int64(2 * time.Second)
 
 // dropAll is a classic BPF program that drops every packet.
 var dropAll = [1]unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
@@ -127,33 +137,37 @@ func (w *Worker) startDrain(timeout time.Duration) {
 	w.checkDrained()
 }
 
-// sweepIdle closes, cleanly, the connections idle between two requests, and
-// shortens the wait of those that have not sent a request yet.
+// sweepIdle closes the connections that have no request in progress and
+// have been quiet for drainIdle. A connection still flushing its last
+// answer, or with input waiting in gnet's buffer or the kernel's, is not
+// quiet.
 func (w *Worker) sweepIdle() {
 	for i := len(w.live) - 1; i >= 0; i-- {
 		if i >= len(w.live) {
 			continue
 		}
 		cc := w.live[i]
-		if cc.state != csHead || cc.hdrTimer || cc.c.InboundBuffered() > 0 {
+		if cc.state != csHead || cc.hdrTimer {
 			continue
 		}
-		if !cc.served {
-			if cc.deadline == 0 || cc.deadline-w.now > freshGrace {
-				w.setDeadline(cc, freshGrace)
-			}
+		if cc.c.InboundBuffered() > 0 || cc.c.OutboundBuffered() > 0 {
+			cc.idleSince = w.now
 			continue
 		}
-		if cc.c.OutboundBuffered() > 0 {
-			continue // the next tick looks again
+		if w.now-cc.idleSince < drainIdle || unreadInput(cc.c.Fd()) {
+			continue // input the loop has not read yet starts a request
 		}
 		cc.state = csClosing
-		if unix.Shutdown(cc.c.Fd(), unix.SHUT_WR) != nil {
-			w.closeConn(cc.c)
-			continue
-		}
-		w.setDeadline(cc, lingerTimeout)
+		cc.linger = true
+		cc.closeWhenFlushed()
 	}
+}
+
+// unreadInput reports whether the kernel holds input for fd that the loop
+// has not read yet.
+func unreadInput(fd int) bool {
+	n, err := unix.IoctlGetInt(fd, unix.SIOCINQ)
+	return err == nil && n > 0
 }
 
 // rescueQueued accepts the connections already in a listener's queue and
@@ -227,6 +241,7 @@ func listenerFDs(el gnet.EventLoop) (fds []int) {
 // draining) and report the count to the selector's load array.
 func (w *Worker) trackOpen(cc *clientConn) {
 	cc.liveIdx = int32(len(w.live))
+	cc.idleSince = w.now
 	w.live = append(w.live, cc)
 	w.accepted++
 	if w.cfg.OnConns != nil {

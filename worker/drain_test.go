@@ -96,19 +96,25 @@ func TestDrainConnections(t *testing.T) {
 		}
 		return a
 	}
-	// afterAnswer: what the connection shows once the answer is read.
-	afterAnswer := func(c net.Conn, br *bufio.Reader) string {
-		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	// afterAnswer: what the connection shows once the answer is read, and
+	// when.
+	afterAnswer := func(c net.Conn, br *bufio.Reader) (string, time.Time) {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		n, err := br.Read(make([]byte, 1))
+		at := time.Now()
 		switch {
 		case n > 0:
-			return "more bytes"
+			return "more bytes", at
 		case err == io.EOF:
-			return "EOF"
+			return "EOF", at
 		case errors.Is(err, syscall.ECONNRESET):
-			return "reset"
+			return "reset", at
 		}
-		return err.Error()
+		return err.Error(), at
+	}
+	then := func(c net.Conn, br *bufio.Reader) string {
+		s, _ := afterAnswer(c, br)
+		return s
 	}
 
 	idle, idleR := dial()
@@ -116,36 +122,59 @@ func TestDrainConnections(t *testing.T) {
 	if a := read(idleR); a.Status != 200 || a.Close {
 		t.Fatalf("first answer on the idle connection: %+v", a)
 	}
+	quiet, quietR := dial()
+	send(quiet, "/a")
+	if a := read(quietR); a.Status != 200 || a.Close {
+		t.Fatalf("first answer on the quiet connection: %+v", a)
+	}
+	quietSince := time.Now()
+	silent, silentR := dial()
 	busy, busyR := dial()
 	send(busy, "/slow")
 	fresh, freshR := dial()
 	time.Sleep(100 * time.Millisecond) // the worker accepts fresh, the upstream holds busy
 
-	w.Drain(5 * time.Second)
+	w.Drain(10 * time.Second)
 	time.Sleep(100 * time.Millisecond)
-	// A request that crosses the gateway's FIN on the idle connection is
-	// discarded: the client sees a clean end of stream, no reset.
+	// A request on a kept-alive connection after the drain started is
+	// answered, with Connection: close: the drain does not close a
+	// connection between two requests while one may be on its way.
 	send(idle, "/late")
 	send(fresh, "/first")
 
+	quietEnd, quietAt := afterAnswer(quiet, quietR)
 	got := map[string]any{
 		"busy":        read(busyR),
-		"busy after":  afterAnswer(busy, busyR),
+		"busy after":  then(busy, busyR),
 		"fresh":       read(freshR),
-		"fresh after": afterAnswer(fresh, freshR),
-		"idle":        afterAnswer(idle, idleR),
+		"fresh after": then(fresh, freshR),
+		"idle":        read(idleR),
+		"idle after":  then(idle, idleR),
+		"quiet":       quietEnd,
+		"silent":      then(silent, silentR),
 	}
+	// Connections quiet for drainIdle are closed cleanly, without a request.
 	want := map[string]any{
 		"busy":        answer{Status: 200, Body: "hello", Close: true},
 		"busy after":  "EOF",
 		"fresh":       answer{Status: 200, Body: "hello", Close: true},
 		"fresh after": "EOF",
-		"idle":        "EOF",
+		"idle":        answer{Status: 200, Body: "hello", Close: true},
+		"idle after":  "EOF",
+		"quiet":       "EOF",
+		"silent":      "EOF",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("connections during the drain (-want +got):\n%s", diff)
 	}
-	idle.Close()
+	// Not before it was quiet for drainIdle (the margin covers the client
+	// reading its answer later than the worker flushed it).
+	if q := quietAt.Sub(quietSince); q < time.Duration(drainIdle)-500*time.Millisecond {
+		t.Errorf("the quiet connection was closed after %v of quiet, want at least %v", q, time.Duration(drainIdle))
+	}
+	for _, c := range []net.Conn{idle, quiet, silent, busy, fresh} {
+		c.Close()
+	}
 	took := waitRun(t, done, 3*time.Second)
 	t.Logf("Run returned %v after the last client closed", took)
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {

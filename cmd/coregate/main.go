@@ -9,8 +9,9 @@
 // its CPU and running one event loop on the shared SO_REUSEPORT port.
 //
 // Signals to the supervisor: SIGTERM or SIGINT stop gracefully (no new
-// connections; in-flight requests finish within --shutdown-timeout; idle
-// keep-alive connections are closed cleanly), SIGQUIT stops at once, SIGHUP
+// connections; in-flight requests finish within --shutdown-timeout; the next
+// request on a kept-alive connection is answered with Connection: close, a
+// connection quiet for 2 s is closed cleanly), SIGQUIT stops at once, SIGHUP
 // re-reads config.yaml and starts or retires workers to match
 // nginx_config.worker_processes (unless --workers is given).
 //

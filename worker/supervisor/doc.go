@@ -32,8 +32,11 @@
 //
 // The context given to Run ending (SIGTERM, SIGINT in the command) drains
 // every worker: each stops taking connections, serves what it accepted and
-// what was queued, closes idle keep-alive connections cleanly and exits; at
-// Options.DrainTimeout (plus 2 s) stragglers are killed. SIGQUIT kills the
+// what was queued, answers the next request on each kept-alive connection
+// with Connection: close, closes connections quiet for 2 s cleanly and
+// exits; at Options.DrainTimeout (plus 2 s) stragglers are killed. A
+// replaced or retired worker drains the same way, and stops by itself at
+// Options.DrainTimeout. SIGQUIT kills the
 // workers at once. SIGHUP calls the reload function given to Run, and starts
 // or retires (gracefully) workers to match the worker count it returns.
 //
