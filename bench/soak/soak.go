@@ -94,7 +94,7 @@ type sample struct {
 	at     time.Duration
 	rssKiB uint64
 	fds    int
-	steady bool // exactly the configured workers ran: no replaced one draining
+	steady bool // exactly the configured workers ran (no replaced one draining, none starting)
 }
 
 // RunSoak runs the soak and reports; it returns the verdict (an error only
@@ -182,15 +182,16 @@ func RunSoak(o Options) (SoakVerdict, error) {
 		from, to := ws[i].Start, ws[i].Start+window
 		first := true
 		for _, s := range samples {
-			if s.at < from || s.at >= to {
+			if s.at < from || s.at >= to || !s.steady {
 				continue
 			}
-			if s.steady && (ws[i].RSSKiB == 0 || s.rssKiB < ws[i].RSSKiB) {
-				ws[i].RSSKiB = s.rssKiB
+			if first || s.rssKiB < ws[i].RSSKiB {
+				ws[i].RSSKiB, ws[i].FDs = s.rssKiB, s.fds
 			}
-			if first || s.fds < ws[i].FDs {
-				ws[i].FDs, first = s.fds, false
+			if s.fds < ws[i].FDs {
+				ws[i].FDs = s.fds
 			}
+			first = false
 		}
 		for _, r := range reloads {
 			if r >= from && r < to {
@@ -220,15 +221,15 @@ type soakCollector struct {
 	warmup, window time.Duration
 	totals         SoakTotals
 	ws             []Window
-	cur            int // window whose latencies hist holds, -1 for none
-	hist           *hdr.Histogram
+	cur            int            // window whose latencies hist holds, -1 for none
+	hist, histDue  *hdr.Histogram // service times and latencies from due of the small requests in window cur
 	outcomes       map[string]int // failed requests by "kind/outcome"
 
 	requests, failed, s5xx atomic.Uint64
 }
 
 func newSoakCollector(warmup, window time.Duration) *soakCollector {
-	return &soakCollector{warmup: warmup, window: window, cur: -1, hist: hdr.New(), outcomes: map[string]int{}}
+	return &soakCollector{warmup: warmup, window: window, cur: -1, hist: hdr.New(), histDue: hdr.New(), outcomes: map[string]int{}}
 }
 
 func (c *soakCollector) run(in <-chan Record) {
@@ -275,16 +276,19 @@ func (c *soakCollector) add(r *Record) {
 		c.cur = i
 	}
 	if i == c.cur && r.Kind.Small() && !r.Failed() {
-		c.hist.Record(uint64(r.Latency()))
+		c.hist.Record(uint64(r.Service()))
+		c.histDue.Record(uint64(r.Latency()))
 	}
 }
 
-// close sets the current window's p99 and empties the histogram.
+// close sets the current window's p99s and empties the histograms.
 func (c *soakCollector) close() {
 	if c.cur >= 0 && c.hist.Count() > 0 {
 		c.ws[c.cur].P99 = time.Duration(c.hist.MustQuantile(0.99))
+		c.ws[c.cur].P99Due = time.Duration(c.histDue.MustQuantile(0.99))
 	}
 	c.hist.Reset()
+	c.histDue.Reset()
 }
 
 // windows returns the complete windows that ended by d (a last, partial
