@@ -81,7 +81,7 @@ func RunChaos(o Options) (rows []Row, err error) {
 	from := time.Duration(0)
 	time.Sleep(chaosWarmup)
 	faults = append(faults, Fault{Name: "steady load, no fault", From: 0, To: since(), At: 0, Explains: ExplainsNothing,
-		Note: "nothing"})
+		Note: "nothing", Baseline: true})
 	run := func(name, note string, inject func(t0 time.Duration) (func(*Record) bool, error)) error {
 		if err := e.WaitWorkers(20 * time.Second); err != nil {
 			return err

@@ -173,6 +173,7 @@ type Fault struct {
 	At       time.Duration // when the fault was injected
 	Explains func(*Record) bool
 	Note     string // what the fault explains, in words, for the table's legend
+	Baseline bool   // no fault: the steady load before the first; no recovery time
 }
 
 // KillRule explains the failures on the connections the killed worker
@@ -240,6 +241,7 @@ type Row struct {
 	Explained int
 	Recovery  time.Duration // from the injection to the end of the last failed or slowly served request
 	Recovered bool          // false: still failing or slow at the end of the phase
+	Baseline  bool          // the row of the steady load: no recovery time
 	ByOutcome map[string]int
 }
 
@@ -263,7 +265,7 @@ const (
 // the gateway's. Recovered is false when the last bad bin ends within settle
 // of the phase's end.
 func Tally(recs []Record, f Fault, slow, settle time.Duration) Row {
-	row := Row{Fault: f.Name, Recovered: true, ByOutcome: map[string]int{}}
+	row := Row{Fault: f.Name, Recovered: true, Baseline: f.Baseline, ByOutcome: map[string]int{}}
 	type bin struct{ n, slow, failed int }
 	bins := map[int]*bin{}
 	for i := range recs {
@@ -283,7 +285,7 @@ func Tally(recs []Record, f Fault, slow, settle time.Duration) Row {
 				row.Explained++
 			}
 		}
-		if r.End < f.At {
+		if r.End < f.At || f.Baseline {
 			continue
 		}
 		k := int((r.End - f.At) / binWidth)
@@ -322,6 +324,8 @@ func Tabulate(w io.Writer, rows []Row) {
 	for _, r := range rows {
 		rec := "0 s"
 		switch {
+		case r.Baseline:
+			rec = "–"
 		case !r.Recovered:
 			rec = fmt.Sprintf("not within %.1f s", r.Recovery.Seconds())
 		case r.Recovery > 0:

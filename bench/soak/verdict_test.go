@@ -198,6 +198,10 @@ func TestTally(t *testing.T) {
 	if row := Tally(recs, f, 100*ms, s); row.Recovered {
 		t.Errorf("recovered at %v though failing at the end", row.Recovery)
 	}
+	// The baseline has no recovery time, whatever its requests did.
+	if row := Tally(recs, Fault{Name: "steady", From: 0, To: 20 * s, Baseline: true}, 100*ms, s); row.Recovery != 0 || !row.Recovered || !row.Baseline {
+		t.Errorf("baseline: %+v", row)
+	}
 	// Nothing bad after the fault: 0.
 	if row := Tally(recs[:20000], Fault{Name: "none", From: 0, To: 5 * s, At: 0}, 100*ms, s); row.Recovery != 0 || !row.Recovered || row.Failed != 0 {
 		t.Errorf("clean phase: %+v", row)
@@ -207,14 +211,16 @@ func TestTally(t *testing.T) {
 func TestTabulate(t *testing.T) {
 	var b bytes.Buffer
 	Tabulate(&b, []Row{
-		{Fault: "steady", Sent: 100, Recovered: true, ByOutcome: map[string]int{}},
+		{Fault: "steady", Sent: 100, Recovered: true, Baseline: true, ByOutcome: map[string]int{}},
+		{Fault: "clean", Sent: 100, Recovered: true, ByOutcome: map[string]int{}},
 		{Fault: "kill -9 of a worker", Sent: 1000, Failed: 5, Explained: 4, Recovery: 1250 * time.Millisecond, Recovered: true,
 			ByOutcome: map[string]int{"broken": 4, "502": 1}},
 		{Fault: "reloads", Sent: 10, Failed: 1, Recovery: 3 * time.Second, ByOutcome: map[string]int{"timeout": 1}},
 	})
 	want := `| fault | requests sent | failed | failed that the fault explains | unexplained | time to full recovery | failures by kind |
 |---|---:|---:|---:|---:|---:|---|
-| steady | 100 | 0 | 0 | 0 | 0 s | – |
+| steady | 100 | 0 | 0 | 0 | – | – |
+| clean | 100 | 0 | 0 | 0 | 0 s | – |
 | kill -9 of a worker | 1000 | 5 | 4 | 1 | 1.25 s | 502 1, broken 4 |
 | reloads | 10 | 1 | 0 | 1 | not within 3.0 s | timeout 1 |
 `
