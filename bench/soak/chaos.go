@@ -98,43 +98,49 @@ func RunChaos(o Options) (rows []Row, err error) {
 		faults = append(faults, Fault{Name: name, From: from, To: since(), At: t0, Explains: rule, Note: note})
 		return nil
 	}
-	victim := func() (int, map[uint16]bool, error) {
-		best, owned := 0, map[uint16]bool{}
+	// victim picks the worker owning the most client connections; seen is
+	// when its fds were read.
+	victim := func() (pid int, owned map[uint16]bool, seen time.Duration, err error) {
+		seen = since()
+		owned = map[uint16]bool{}
 		for _, p := range e.WorkerPIDs() {
-			if c := ClientPorts(p, e.GatewayPort); best == 0 || len(c) > len(owned) {
-				best, owned = p, c
+			if c := ClientPorts(p, e.GatewayPort); pid == 0 || len(c) > len(owned) {
+				pid, owned = p, c
 			}
 		}
-		if best == 0 {
-			return 0, nil, errors.New("no worker found")
+		if pid == 0 {
+			return 0, nil, 0, errors.New("no worker found")
 		}
-		return best, owned, nil
+		return pid, owned, seen, nil
 	}
 
 	steps := []struct {
 		name, note string
 		inject     func(t0 time.Duration) (func(*Record) bool, error)
 	}{
-		{"kill -9 of a worker", "failures on the connections the worker owned", func(t0 time.Duration) (func(*Record) bool, error) {
-			pid, owned, err := victim()
+		{"kill -9 of a worker", "failures on the connections the worker owned (or may have taken while its fds were read)", func(time.Duration) (func(*Record) bool, error) {
+			pid, owned, seen, err := victim()
 			if err != nil {
 				return nil, err
 			}
-			o.logf("         worker %d owns %d client connections", pid, len(owned))
-			return KillRule(owned, t0), syscall.Kill(pid, syscall.SIGKILL)
+			t0 := since()
+			err = syscall.Kill(pid, syscall.SIGKILL)
+			o.logf("         worker %d owned %d client connections", pid, len(owned))
+			return KillRule(owned, seen, t0), err
 		}},
 		{"SIGSTOP of a worker for 5 s", fmt.Sprintf("failures on the connections the worker owned; timeouts on connections opened within %v of the stop", stopGrace),
-			func(t0 time.Duration) (func(*Record) bool, error) {
-				pid, owned, err := victim()
+			func(time.Duration) (func(*Record) bool, error) {
+				pid, owned, seen, err := victim()
 				if err != nil {
 					return nil, err
 				}
-				o.logf("         worker %d owns %d client connections", pid, len(owned))
+				t0 := since()
 				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 					return nil, err
 				}
+				o.logf("         worker %d owned %d client connections", pid, len(owned))
 				time.Sleep(stopFor)
-				return StopRule(owned, t0, stopGrace), syscall.Kill(pid, syscall.SIGCONT)
+				return StopRule(owned, seen, t0, stopGrace), syscall.Kill(pid, syscall.SIGCONT)
 			}},
 		{fmt.Sprintf("%d SIGHUP reloads in %v", reloadCount, reloadSpan), "nothing", func(time.Duration) (func(*Record) bool, error) {
 			for i := range reloadCount {

@@ -177,24 +177,26 @@ type Fault struct {
 }
 
 // KillRule explains the failures on the connections the killed worker
-// owned when it was killed at t0 (owned: the clients' local ports): those
-// connections die with it. A new connection that fails is not explained:
-// the selector must send it to a live worker.
-func KillRule(owned map[uint16]bool, t0 time.Duration) func(*Record) bool {
-	return func(r *Record) bool { return r.Failed() && r.Dialed < t0 && owned[r.Port] }
+// owned when it was killed at t0: those it held when its fds were read at
+// seen (owned: the clients' local ports), and those opened between seen and
+// t0, which it may have taken meanwhile. A connection opened after t0 that
+// fails is not explained: the selector must send it to a live worker.
+func KillRule(owned map[uint16]bool, seen, t0 time.Duration) func(*Record) bool {
+	return func(r *Record) bool { return r.Failed() && r.Dialed < t0 && (owned[r.Port] || r.Dialed >= seen) }
 }
 
-// StopRule explains, for a worker stopped at t0: the failures on the
-// connections it owned (they stall until it continues), and timeouts on
-// connections opened within grace after t0, which the selector may still
-// have given the stopped worker before it noticed. A connection opened later
-// that times out was black-holed, and is not explained.
-func StopRule(owned map[uint16]bool, t0, grace time.Duration) func(*Record) bool {
+// StopRule explains, for a worker stopped at t0 (its fds read at seen, as
+// for KillRule): the failures on the connections it owned (they stall until
+// it continues), and timeouts on connections opened within grace after
+// t0, which the selector may still have given the stopped worker before it
+// noticed. A connection opened later that times out was black-holed, and
+// is not explained.
+func StopRule(owned map[uint16]bool, seen, t0, grace time.Duration) func(*Record) bool {
 	return func(r *Record) bool {
 		if !r.Failed() {
 			return false
 		}
-		if r.Dialed < t0 && owned[r.Port] {
+		if r.Dialed < t0 && (owned[r.Port] || r.Dialed >= seen) {
 			return true
 		}
 		return r.Outcome == Timeout && r.Dialed >= t0 && r.Dialed < t0+grace

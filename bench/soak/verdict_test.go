@@ -120,8 +120,8 @@ func TestSoakCollector(t *testing.T) {
 func TestRules(t *testing.T) {
 	s := time.Second
 	owned := map[uint16]bool{1000: true}
-	kill := KillRule(owned, 10*s)
-	stop := StopRule(owned, 10*s, 1500*time.Millisecond)
+	kill := KillRule(owned, 9*s, 10*s)
+	stop := StopRule(owned, 9*s, 10*s, 1500*time.Millisecond)
 	down := UpstreamDownRule(10*s, 12*s, s/2)
 	fail := Upstream503Rule(10*s, 15*s, s/2)
 	for _, tc := range []struct {
@@ -132,6 +132,7 @@ func TestRules(t *testing.T) {
 		{"ok on owned conn", Record{Outcome: OK, Port: 1000, Dialed: s, Start: 11 * s, End: 11 * s}, false, false, false, false},
 		{"broken on owned conn", Record{Outcome: Broken, Port: 1000, Dialed: s, Start: 11 * s, End: 11 * s}, true, true, false, false},
 		{"broken, other conn", Record{Outcome: Broken, Port: 2000, Dialed: s, Start: 11 * s, End: 11 * s}, false, false, false, false},
+		{"opened while the fds were read", Record{Outcome: Broken, Port: 4000, Dialed: 9*s + s/2, Start: 11 * s, End: 11 * s}, true, true, false, false},
 		{"same port, opened after the fault", Record{Outcome: Broken, Port: 1000, Dialed: 11 * s, Start: 11 * s, End: 11 * s}, false, false, false, false},
 		{"timeout, opened in grace", Record{Outcome: Timeout, Port: 3000, Dialed: 11 * s, Start: 11 * s, End: 12 * s}, false, true, false, false},
 		{"timeout, opened after grace", Record{Outcome: Timeout, Port: 3000, Dialed: 12 * s, Start: 12 * s, End: 13 * s}, false, false, false, false},
@@ -177,7 +178,7 @@ func TestTally(t *testing.T) {
 		// due outside the phase: not counted
 		Record{Kind: KeepAlive, Outcome: Broken, Due: 25 * s, Start: 25 * s, End: 25 * s},
 	)
-	f := Fault{Name: "kill", From: 5 * s, To: 20 * s, At: 10 * s, Explains: KillRule(map[uint16]bool{1: true}, 10*s)}
+	f := Fault{Name: "kill", From: 5 * s, To: 20 * s, At: 10 * s, Explains: KillRule(map[uint16]bool{1: true}, 10*s, 10*s)}
 	row := Tally(recs, f, 100*ms, s)
 	if row.Sent != 15000+5 || row.Failed != 3 || row.Explained != 1 || row.Unexplained() != 2 {
 		t.Errorf("sent %d failed %d explained %d, want 15005 3 1", row.Sent, row.Failed, row.Explained)
