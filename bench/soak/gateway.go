@@ -1,0 +1,228 @@
+package soak
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"coregate/bench/harness"
+	"coregate/bench/procstat"
+)
+
+// Env is a running gateway with its upstream, in a temporary directory.
+type Env struct {
+	Dir          string
+	Coregate     string // the gateway binary
+	Self         string // this program, run as "Self upstream"
+	Workers      int
+	GatewayAddr  string
+	UpstreamAddr string
+	GatewayPort  uint16
+	UpstreamPort uint16
+
+	gw   *harness.Proc
+	up   *harness.Proc
+	gen  int // config.yaml generation: reloads alternate between two
+	logf func(string, ...any)
+}
+
+// StartEnv writes the gateway's config.yaml and apisix.yaml into dir,
+// starts the upstream and the gateway with `workers` workers on free
+// loopback ports, and waits until GET /hello answers 200.
+func StartEnv(dir, coregate, self string, workers int, logf func(string, ...any)) (*Env, error) {
+	e := &Env{Dir: dir, Coregate: coregate, Self: self, Workers: workers, logf: logf}
+	if err := e.StartUpstream("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.GatewayPort = uint16(port)
+	e.GatewayAddr = "127.0.0.1:" + strconv.Itoa(port)
+	if err := os.WriteFile(filepath.Join(dir, "apisix.yaml"), e.routes(), 0o644); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := e.writeConfig(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.gw, _, err = harness.Start("coregate", nil, nil, filepath.Join(dir, "coregate.log"), false,
+		coregate, "-c", filepath.Join(dir, "config.yaml"))
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := harness.WaitReady(e.gw, e.GatewayAddr, "/hello", "", 30*time.Second); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := e.WaitWorkers(20 * time.Second); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// config renders config.yaml; the two generations differ in the client
+// keep-alive timeout only, so that a reload replaces every worker.
+// The upstream pool's idle timeout is short, so that the pool is empty at
+// the quiet points where open fds are counted.
+func (e *Env) config() []byte {
+	return fmt.Appendf(nil, `apisix:
+  node_listen: [%d]
+  enable_admin: false
+deployment:
+  role: data_plane
+  role_data_plane:
+    config_provider: yaml
+nginx_config:
+  worker_processes: %d
+  error_log_level: warn
+  http:
+    keepalive_timeout: %ds
+    upstream:
+      keepalive: 320
+      keepalive_timeout: 2s
+plugin_attr:
+  prometheus:
+    enable_export_server: false
+`, e.GatewayPort, e.Workers, 60+e.gen%2)
+}
+
+// routes renders apisix.yaml: /hello and /big to the upstream.
+func (e *Env) routes() []byte {
+	var b strings.Builder
+	b.WriteString("routes:\n")
+	for i, uri := range []string{"/hello", BigPath} {
+		fmt.Fprintf(&b, "  - id: %d\n    uri: %s\n    upstream:\n      type: roundrobin\n      nodes:\n        \"%s\": 1\n",
+			i+1, uri, e.UpstreamAddr)
+	}
+	b.WriteString("#END\n")
+	return []byte(b.String())
+}
+
+func (e *Env) writeConfig() error {
+	p := filepath.Join(e.Dir, "config.yaml")
+	if err := os.WriteFile(p+".tmp", e.config(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+// Reload changes config.yaml and sends the gateway SIGHUP.
+func (e *Env) Reload() error {
+	e.gen++
+	if err := e.writeConfig(); err != nil {
+		return err
+	}
+	return syscall.Kill(e.gw.PID(), syscall.SIGHUP)
+}
+
+// StartUpstream runs "Self upstream -listen addr" and records the address
+// it reports.
+func (e *Env) StartUpstream(addr string) error {
+	p, out, err := harness.Start("upstream", nil, nil, filepath.Join(e.Dir, "upstream.log"), true, e.Self, "upstream", "-listen", addr)
+	if err != nil {
+		return err
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case l := <-lines:
+		a, ok := strings.CutPrefix(l, "listening ")
+		if !ok {
+			p.Stop(time.Second)
+			return fmt.Errorf("soak: upstream: %q: %s", l, p.Tail(5))
+		}
+		_, ps, _ := net.SplitHostPort(a)
+		n, _ := strconv.Atoi(ps)
+		e.up, e.UpstreamAddr, e.UpstreamPort = p, a, uint16(n)
+		return nil
+	case <-time.After(10 * time.Second):
+		p.Stop(time.Second)
+		return fmt.Errorf("soak: upstream did not start: %s", p.Tail(5))
+	}
+}
+
+// KillUpstream kills the upstream with SIGKILL and waits for it to be gone.
+func (e *Env) KillUpstream() {
+	_ = syscall.Kill(e.up.PID(), syscall.SIGKILL)
+	e.up.Stop(5 * time.Second) // reaps it; nothing left to signal
+}
+
+// SignalUpstream sends the upstream a signal (SIGUSR1: answer 503,
+// SIGUSR2: answer normally).
+func (e *Env) SignalUpstream(s syscall.Signal) error { return syscall.Kill(e.up.PID(), s) }
+
+// GatewayPIDs returns the supervisor and its live descendants.
+func (e *Env) GatewayPIDs() []int { return e.gw.PIDs() }
+
+// GatewayAlive reports whether the supervisor is still running.
+func (e *Env) GatewayAlive() bool { return !e.gw.Exited() }
+
+// WorkerPIDs returns the live worker processes (`coregate worker ...`),
+// draining ones included.
+func (e *Env) WorkerPIDs() []int {
+	var out []int
+	for _, p := range e.GatewayPIDs()[1:] {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && args[1] == "worker" {
+			if st, err := procstat.ReadStat(p); err == nil && st.State != 'Z' {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// WaitWorkers waits until exactly e.Workers workers run (none draining).
+func (e *Env) WaitWorkers(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		n := len(e.WorkerPIDs())
+		if n == e.Workers {
+			return nil
+		}
+		if e.gw.Exited() {
+			return fmt.Errorf("soak: the gateway exited:\n%s", e.gw.Tail(20))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("soak: %d workers running after %v, want %d", n, timeout, e.Workers)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// LogTail returns the last n lines of the gateway's log.
+func (e *Env) LogTail(n int) string { return e.gw.Tail(n) }
+
+// Close stops the gateway and the upstream.
+func (e *Env) Close() {
+	if e.gw != nil {
+		e.gw.Stop(15 * time.Second)
+	}
+	if e.up != nil {
+		e.up.Stop(3 * time.Second)
+	}
+}
