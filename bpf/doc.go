@@ -28,6 +28,14 @@
 // being reset. A worker killed with SIGKILL gets the same treatment, since
 // the kernel closes its listener.
 //
+// A worker that stops answering (SIGSTOP, a stuck process) still holds its
+// listener, so the program would keep steering connections into a queue
+// nobody accepts from. The supervisor takes it out with Selector.Remove,
+// which empties the slot as Leave does while the socket stays open (what
+// its queue holds waits there: a socket that is not closed cannot migrate
+// it); the worker, once it runs again, puts the same socket back with
+// Member.Rejoin, which never displaces a successor's socket.
+//
 // All listeners of a reuseport group must belong to the same user, and the
 // supervisor should hold no listener in the group. The objects live as long
 // as any process holds one of their descriptors or a listener of the group has

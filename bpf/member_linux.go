@@ -17,10 +17,10 @@ import (
 // 5.19 (before, with kernel.unprivileged_bpf_disabled set, its bpf() calls
 // need CAP_BPF).
 //
-// AddConns is safe for concurrent use and allocation-free; Join and Leave are
-// safe for concurrent use (a worker told to drain while it boots leaves
-// before it joins: the Join that comes after a Leave does nothing); Close
-// must not run concurrently with the others.
+// AddConns is safe for concurrent use and allocation-free; Join, Rejoin and
+// Leave are safe for concurrent use (a worker told to drain while it boots
+// leaves before it joins: the Join that comes after a Leave does nothing);
+// Close must not run concurrently with the others.
 type Member struct {
 	slot      int
 	sockarray *ebpf.Map
@@ -141,6 +141,31 @@ func (m *Member) Join(listenFD int) error {
 		m.cookie = c
 	}
 	return nil
+}
+
+// Rejoin puts listenFD, the socket of the member's Join (or a duplicate of
+// it), back into the member's slot after someone else emptied it
+// (Selector.Remove: the supervisor took a silent worker out). It leaves a
+// slot that holds a socket alone (the member's own, or a successor's that
+// joined meanwhile), and does nothing after Leave. It reports whether the
+// socket went back.
+func (m *Member) Rejoin(listenFD int) (bool, error) {
+	if m.closed {
+		return false, ErrClosed
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.left {
+		return false, nil
+	}
+	err := m.sockarray.Update(uint32(m.slot), uint64(listenFD), ebpf.UpdateNoExist)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ebpf.ErrKeyExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("bpf: put listener back in slot %d: %w", m.slot, err)
 }
 
 // Leave empties the member's slot, so that the program steers new connections

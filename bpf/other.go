@@ -39,6 +39,9 @@ func (s *Selector) Conns(slot int) int64 { return 0 }
 // ResetConns returns ErrNotSupported.
 func (s *Selector) ResetConns(slot int) error { return ErrNotSupported }
 
+// Remove returns ErrNotSupported.
+func (s *Selector) Remove(slot int) error { return ErrNotSupported }
+
 // Close does nothing.
 func (s *Selector) Close() error { return nil }
 
@@ -55,6 +58,9 @@ func (m *Member) Slot() int { return 0 }
 
 // Join returns ErrNotSupported.
 func (m *Member) Join(listenFD int) error { return ErrNotSupported }
+
+// Rejoin returns ErrNotSupported.
+func (m *Member) Rejoin(listenFD int) (bool, error) { return false, ErrNotSupported }
 
 // Leave returns ErrNotSupported.
 func (m *Member) Leave() error { return ErrNotSupported }

@@ -20,7 +20,7 @@ import (
 // The objects live as long as any process holds one of their file
 // descriptors, so workers keep working while the supervisor restarts others.
 //
-// SetLive, SetCPUs, Conns and ResetConns are safe for concurrent use; Close
+// SetLive, SetCPUs, Conns, ResetConns and Remove are safe for concurrent use; Close
 // must not run concurrently with them.
 type Selector struct {
 	mode      Mode
@@ -236,6 +236,24 @@ func (s *Selector) ResetConns(slot int) error {
 		return fmt.Errorf("%w: %d of %d", ErrBadSlot, slot, s.slots)
 	}
 	loadCounter(s.mem, slot).Store(0)
+	return nil
+}
+
+// Remove empties slot, so that the program steers the connections it would
+// have picked for slot to the next slots with a socket, as after a Leave.
+// The socket itself stays open and keeps what its accept queue holds; the
+// member puts it back with Member.Rejoin. Removing an empty slot is not an
+// error.
+func (s *Selector) Remove(slot int) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if slot < 0 || slot >= s.slots {
+		return fmt.Errorf("%w: %d of %d", ErrBadSlot, slot, s.slots)
+	}
+	if err := s.sockarray.Delete(uint32(slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("bpf: empty slot %d: %w", slot, err)
+	}
 	return nil
 }
 

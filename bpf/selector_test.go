@@ -416,3 +416,105 @@ func TestJoinLeaveConcurrent(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestRemoveRejoin: the supervisor takes a silent worker's socket out of
+// its slot (Selector.Remove) and the worker puts it back when it speaks
+// again (Member.Rejoin). While out, the slot's share goes to the other
+// slots; what waited in the removed socket's queue stays there. Rejoin
+// leaves a successor's socket alone and does nothing after Leave.
+func TestRemoveRejoin(t *testing.T) {
+	s := newTestSelector(t, ModeHash, 2, nil)
+	ls := listenGroup(t, 3)
+	ms := joinAll(t, s, ls[:2])
+	const n = 100
+	if got := steer(t, ls[:2], -1, n); got[0] == 0 || got[1] == 0 {
+		t.Fatalf("both joined: %v, want both slots used", got)
+	}
+	// A connection waits in slot 1's queue, dialed until one lands there.
+	var queued []int
+	t.Cleanup(func() {
+		for _, fd := range queued {
+			closeReset(fd)
+		}
+	})
+	for i := 0; queueLen(t, ls[1].fd) == 0; i++ {
+		if i == 100 {
+			t.Fatal("no connection reached slot 1 in 100 dials")
+		}
+		fd, err := dial(ls[0].port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued = append(queued, fd)
+	}
+	for queueLen(t, ls[0].fd) > 0 {
+		afd, _, err := unix.Accept4(ls[0].fd, unix.SOCK_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(afd)
+	}
+
+	if err := s.Remove(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(1); err != nil {
+		t.Fatalf("removing an empty slot: %v", err)
+	}
+	if got := steer(t, ls[:1], -1, n); got[0] != n {
+		t.Fatalf("slot 1 removed: %v, want all %d on slot 0", got, n)
+	}
+	if q := queueLen(t, ls[1].fd); q == 0 {
+		t.Errorf("the removed socket's queue was emptied")
+	}
+	for queueLen(t, ls[1].fd) > 0 {
+		afd, _, err := unix.Accept4(ls[1].fd, unix.SOCK_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(afd)
+	}
+
+	if ok, err := ms[1].Rejoin(ls[1].fd); !ok || err != nil {
+		t.Fatalf("Rejoin: %v %v, want the socket back", ok, err)
+	}
+	if got := steer(t, ls[:2], -1, n); got[0] == 0 || got[1] == 0 {
+		t.Fatalf("after Rejoin: %v, want both slots used", got)
+	}
+	if ok, err := ms[1].Rejoin(ls[1].fd); ok || err != nil {
+		t.Fatalf("Rejoin of a slot that holds the socket: %v %v, want false, nil", ok, err)
+	}
+
+	// A successor holds slot 1: Rejoin leaves it there.
+	next, err := OpenMember(s.Files(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Close() })
+	if err := next.Join(ls[2].fd); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Join(ls[2].fd); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ms[1].Rejoin(ls[1].fd); ok || err != nil {
+		t.Fatalf("Rejoin over a successor: %v %v, want false, nil", ok, err)
+	}
+	if got := steer(t, []*listener{ls[0], ls[2]}, -1, n); got[0] == 0 || got[1] == 0 {
+		t.Fatalf("with the successor in slot 1: %v, want both used", got)
+	}
+
+	// After Leave, no Rejoin.
+	if err := next.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := next.Rejoin(ls[2].fd); ok || err != nil {
+		t.Fatalf("Rejoin after Leave: %v %v, want false, nil", ok, err)
+	}
+	if got := steer(t, ls[:1], -1, n); got[0] != n {
+		t.Fatalf("slot 1 left: %v, want all on slot 0", got)
+	}
+}

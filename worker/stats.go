@@ -37,3 +37,10 @@ func (w *Worker) publishStats() {
 	}
 	w.stats.Store(s)
 }
+
+// Ticks returns how many ticks the event loop has run. A tick is a task
+// the loop runs between two batches of events, every 50 ms, so the count
+// moves while the loop turns, however busy it is, and stands still while
+// it is stuck in one event (or before its first tick). Safe from any
+// goroutine.
+func (w *Worker) Ticks() uint64 { return w.ticks.Load() }

@@ -71,6 +71,7 @@ type Worker struct {
 	runningOnce sync.Once
 	addr        atomic.Pointer[net.TCPAddr]
 	stats       atomic.Pointer[Stats] // published by the loop each tick
+	ticks       atomic.Uint64         // ticks the loop has run
 
 	// Loop-owned state.
 	loop      gnet.EventLoop
@@ -278,6 +279,7 @@ func (w *Worker) OnTick() (time.Duration, gnet.Action) {
 
 // tick runs on the loop: clock, date, deadlines, paused readers.
 func (w *Worker) tick() {
+	w.ticks.Add(1)
 	w.refreshClock()
 	w.expireDeadlines()
 	w.resumePaused()

@@ -57,6 +57,9 @@ func runSupervisor(args []string) error {
 	modeFlag := fs.String("selector", "hash", "how the eBPF selector spreads connections: hash, cpu or least_conn")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second,
 		"graceful stop deadline (SIGTERM, SIGINT, retired workers): in-flight requests may take this long")
+	stallRestart := fs.Duration("stall-restart", supervisor.DefaultStallRestart,
+		"a worker silent this long (stopped, or its event loop stuck) is killed and restarted; after "+
+			supervisor.DefaultStallAfter.String()+" of silence it is already out of the socket selector")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,6 +108,7 @@ func runSupervisor(args []string) error {
 		CPUs:         cpus,
 		Mode:         mode,
 		DrainTimeout: *shutdownTimeout,
+		StallRestart: *stallRestart,
 		Source:       fileSource{path: prov.File, log: log},
 		Settings:     settingsOf(nc),
 		Log:          log,

@@ -80,6 +80,16 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 	}
 	bmode, _ := bpf.ParseMode(mode)
 
+	// rejoin keeps a duplicate of the listener that joined the selector,
+	// to put it back when the supervisor took this worker out while it was
+	// silent. It lives from the listener's start until the drain (it must
+	// not keep a draining listener open: the queue of a listener that
+	// closes migrates to the live workers).
+	var rejoin struct {
+		sync.Mutex
+		fd int
+	}
+	rejoin.fd = -1
 	cfg := workerConfig(nc, log)
 	cfg.OnListen = func(fds []int) {
 		for _, fd := range fds {
@@ -87,15 +97,32 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 			case member != nil:
 				if err := member.Join(fd); err != nil {
 					log.Error("selector: join", "err", err)
+					break
 				}
+				rejoin.Lock()
+				if rejoin.fd < 0 {
+					rejoin.fd, fd = fd, -1
+				}
+				rejoin.Unlock()
 			case selector == bpf.KindCBPF.String():
 				if err := bpf.AttachCBPF(fd, bmode); err != nil {
 					log.Error("selector: classic BPF", "err", err)
 				}
 			}
-			closeFD(fd)
+			if fd >= 0 {
+				closeFD(fd)
+			}
 		}
 	}
+	dropRejoin := func() {
+		rejoin.Lock()
+		if rejoin.fd >= 0 {
+			closeFD(rejoin.fd)
+			rejoin.fd = -1
+		}
+		rejoin.Unlock()
+	}
+	defer dropRejoin()
 	if member != nil {
 		cfg.OnConns = member.AddConns
 	}
@@ -127,6 +154,7 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 			if member != nil {
 				_ = member.Leave()
 			}
+			dropRejoin()
 			w.Drain(d)
 		})
 	}
@@ -148,6 +176,16 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 					drainTimeout.Store(int64(time.Duration(m.TimeoutMS) * time.Millisecond))
 				}
 				drain(time.Duration(drainTimeout.Load()))
+			case control.Rejoin:
+				rejoin.Lock()
+				if member != nil && rejoin.fd >= 0 {
+					if ok, err := member.Rejoin(rejoin.fd); err != nil {
+						log.Error("selector: rejoin", "err", err)
+					} else if ok {
+						log.Info("selector: back in after a silence")
+					}
+				}
+				rejoin.Unlock()
 			}
 		}
 	}()
@@ -180,15 +218,33 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 }
 
 // sendStats reports the worker's counters to the supervisor every
-// control.StatsEvery until the control socket fails.
+// control.StatsEvery until the control socket fails. The reports are the
+// worker's heartbeat, and they come from the loop's progress: one is sent
+// only when the loop has ticked since the last (or has not ticked yet), so
+// that a loop stuck in one event falls silent like a stopped process,
+// while a busy one, which still ticks every 50 ms, keeps reporting.
 func sendStats(ctrl *control.Conn, w *worker.Worker) {
 	t := time.NewTicker(control.StatsEvery)
 	defer t.Stop()
+	var last uint64
 	for range t.C {
+		ticks := w.Ticks()
+		if !loopTurned(last, ticks) {
+			continue
+		}
+		last = ticks
 		if err := ctrl.Send(control.Stats, w.Stats()); err != nil {
 			return
 		}
 	}
+}
+
+// loopTurned says whether a heartbeat is due: the loop's tick count moved
+// from last to now, or the loop has not ticked yet (a loop that has not
+// started ticking is not stuck: its first tick may wait for its first
+// connection).
+func loopTurned(last, now uint64) bool {
+	return now == 0 || now != last
 }
 
 // servePprof serves net/http/pprof for worker id on the port after addr's

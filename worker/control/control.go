@@ -18,8 +18,8 @@ import (
 // Type is a frame type.
 type Type uint8
 
-// Frame types. Supervisor to worker: Config, Drain. Worker to supervisor:
-// Ready, Applied, Stats, Fatal.
+// Frame types. Supervisor to worker: Config, Drain, Rejoin. Worker to
+// supervisor: Ready, Applied, Stats, Fatal.
 const (
 	// Config carries a whole configuration (Wire). A worker serves no
 	// request before the first one.
@@ -37,6 +37,10 @@ const (
 	// Fatal says why the worker is about to exit on an error (payload:
 	// FatalMsg), for the supervisor's log.
 	Fatal
+	// Rejoin tells a worker that the supervisor took it out of the socket
+	// selector while it was silent, and that it should put its listener
+	// back (no payload).
+	Rejoin
 )
 
 // MaxFrame bounds a frame: 64 MiB covers tens of thousands of routes.
@@ -84,7 +88,8 @@ type FatalMsg struct {
 // (Accepted, Handled, Requests; every accepted connection is handled, no
 // connection limit drops one) and its client connections now (Active =
 // Reading + Writing + Waiting), nginx's stub_status figures. A worker
-// sends one every StatsEvery.
+// sends one every StatsEvery, as long as its event loop turns: the frames
+// are also its heartbeat.
 type StatsMsg struct {
 	Accepted uint64 `json:"accepted"`
 	Handled  uint64 `json:"handled"`
@@ -95,8 +100,10 @@ type StatsMsg struct {
 	Waiting  int64  `json:"waiting"`
 }
 
-// StatsEvery is how often a worker reports its StatsMsg.
-const StatsEvery = time.Second
+// StatsEvery is how often a worker reports its StatsMsg, its heartbeat:
+// four beats a second, so that a supervisor that waits a second before it
+// calls a worker silent sees four of them missing, not one late.
+const StatsEvery = 250 * time.Millisecond
 
 // Conn is one end of a control socket.
 type Conn struct {
@@ -154,7 +161,7 @@ func (c *Conn) Recv() (Type, []byte, error) {
 		return 0, nil, err
 	}
 	t := Type(buf[0])
-	if t < Config || t > Fatal {
+	if t < Config || t > Rejoin {
 		return t, nil, ErrUnknownType
 	}
 	return t, buf[1:], nil

@@ -70,6 +70,7 @@ func TestReports(t *testing.T) {
 		{Stats, StatsMsg{Accepted: 5, Handled: 5, Requests: 9, Active: 2, Reading: 1, Writing: 1}},
 		{Fatal, FatalMsg{Error: "listen tcp 127.0.0.1:1: bind: address already in use"}},
 		{Drain, nil},
+		{Rejoin, nil},
 	}
 	go func() {
 		for _, f := range sent {
@@ -91,6 +92,7 @@ func TestReports(t *testing.T) {
 		{Stats, `{"accepted":5,"handled":5,"requests":9,"active":2,"reading":1,"writing":1,"waiting":0}`},
 		{Fatal, `{"error":"listen tcp 127.0.0.1:1: bind: address already in use"}`},
 		{Drain, ``},
+		{Rejoin, ``},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("frames (-want +got):\n%s", diff)

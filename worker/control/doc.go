@@ -13,5 +13,7 @@
 // kept its previous configuration). Drain asks the worker to stop
 // gracefully; a worker whose control socket reaches end of file (its
 // supervisor is gone) drains too. A worker that exits on an error sends
-// Fatal with it first.
+// Fatal with it first. The worker sends Stats every StatsEvery while its
+// event loop turns: the supervisor takes a worker that misses them out of
+// the socket selector, and sends it Rejoin when it speaks again.
 package control

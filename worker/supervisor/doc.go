@@ -28,6 +28,42 @@
 // stays up. "worker respawned" logs respawn_ms, from the death to the new
 // worker's Ready.
 //
+// # Stalled workers
+//
+// A worker's Stats frames (control.StatsEvery, 250 ms) are its heartbeat.
+// They are sent by a goroutine of their own, not by the event loop (a
+// write on the control socket is a blocking call the loop must not make),
+// but only when the loop has ticked since the last one: a tick is a task
+// the loop runs between two batches of events every 50 ms, so a loop that
+// is merely busy keeps ticking and the worker keeps beating, while a
+// stopped process (SIGSTOP, a frozen cgroup) sends nothing, and a loop
+// stuck inside one event stops ticking and so stops the beats too.
+//
+// A ready worker silent for Options.StallAfter (1 s, four missed beats) is
+// logged at WARN ("worker stalled: out of the selector"), shown as stalled
+// in coregate_worker_state, counted in coregate_worker_stalls_total, and
+// its socket is taken out of the eBPF selector's REUSEPORT_SOCKARRAY
+// (bpf.Selector.Remove): from then on the program steers the connections
+// it would have handed it to the next live worker, so a stopped worker
+// black-holes new connections for about a second (its silence, plus up
+// to 100 ms until the supervisor looks). When it speaks again it is sent
+// Rejoin, puts the same socket back (bpf.Member.Rejoin) and is logged at
+// WARN ("worker resumed: back in the selector"). A worker silent for
+// Options.StallRestart (10 s, --stall-restart) is killed with SIGKILL and
+// goes through the restart path above.
+//
+// What the stopped worker already held cannot be moved while it is
+// stopped: its established connections, and those that reached its accept
+// queue before it left the selector, wait; a queue migrates only when its
+// listener closes. They are served if it runs again, and when it is
+// killed the kernel closes its listener and the SELECT_OR_MIGRATE program
+// moves the queued connections to a live worker (its established ones are
+// reset). Without the eBPF selector (classic BPF or the kernel's hash) a
+// stalled worker cannot be taken out: it is logged and restarted after
+// StallRestart only. A process that is replaced by a rolling restart
+// while stalled has left its slot to its successor and is no longer
+// watched.
+//
 // # Signals
 //
 // The context given to Run ending (SIGTERM, SIGINT in the command) drains

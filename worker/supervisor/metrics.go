@@ -26,11 +26,55 @@ import (
 type nodeMetrics struct {
 	live     atomic.Int64
 	restarts atomic.Uint64
+	stalls   atomic.Uint64
 
 	mu     sync.Mutex
+	state  map[int]workerState // by worker id
 	byPID  map[int]workerStats // each worker process's last report
 	gone   control.StatsMsg    // the counters of processes that exited
 	goneBy map[int]uint64      // requests of exited processes, by worker id
+}
+
+// workerState is what a worker slot's current process is doing, as
+// coregate_worker_state shows it.
+type workerState uint8
+
+const (
+	stateStarting workerState = iota // started, not Ready yet
+	stateRunning                     // Ready, beating, in the selector
+	stateStalled                     // silent, out of the selector
+	stateDown                        // exited, its restart pending
+	numStates
+)
+
+var stateNames = [numStates]string{"starting", "running", "stalled", "down"}
+
+// setState records worker id's state.
+func (m *nodeMetrics) setState(id int, st workerState) {
+	m.mu.Lock()
+	if m.state == nil {
+		m.state = map[int]workerState{}
+	}
+	m.state[id] = st
+	m.mu.Unlock()
+}
+
+// forget drops the state of a retired worker slot.
+func (m *nodeMetrics) forget(id int) {
+	m.mu.Lock()
+	delete(m.state, id)
+	m.mu.Unlock()
+}
+
+// states returns each worker slot's state.
+func (m *nodeMetrics) states() map[int]workerState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int]workerState, len(m.state))
+	for id, st := range m.state {
+		out[id] = st
+	}
+	return out
 }
 
 type workerStats struct {
@@ -118,6 +162,9 @@ var (
 		"Client requests served by each worker (all its processes so far).", []string{"worker"}, nil)
 	workerConnsDesc = prometheus.NewDesc("coregate_worker_connections",
 		"Client connections open on each worker.", []string{"worker"}, nil)
+	workerStateDesc = prometheus.NewDesc("coregate_worker_state",
+		"Each worker's state, 1 for the one it is in: starting, running, stalled (silent past its heartbeats: out of the socket selector) or down (exited, restart pending).",
+		[]string{"worker", "state"}, nil)
 )
 
 func (c connCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -125,6 +172,7 @@ func (c connCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- requestsDesc
 	ch <- workerRequestsDesc
 	ch <- workerConnsDesc
+	ch <- workerStateDesc
 }
 
 func (c connCollector) Collect(ch chan<- prometheus.Metric) {
@@ -148,6 +196,16 @@ func (c connCollector) Collect(ch chan<- prometheus.Metric) {
 		w := strconv.Itoa(id)
 		ch <- prometheus.MustNewConstMetric(workerRequestsDesc, prometheus.CounterValue, float64(n), w)
 		ch <- prometheus.MustNewConstMetric(workerConnsDesc, prometheus.GaugeValue, float64(active[id]), w)
+	}
+	for id, cur := range c.m.states() {
+		w := strconv.Itoa(id)
+		for st, name := range stateNames {
+			v := 0.0
+			if workerState(st) == cur {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(workerStateDesc, prometheus.GaugeValue, v, w, name)
+		}
 	}
 }
 
@@ -175,6 +233,10 @@ func (s *Supervisor) registry() *prometheus.Registry {
 			Name: "coregate_worker_restarts_total",
 			Help: "Worker processes restarted after dying.",
 		}, func() float64 { return float64(s.metrics.restarts.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "coregate_worker_stalls_total",
+			Help: "Times a worker missed its heartbeats and was taken out of the socket selector.",
+		}, func() float64 { return float64(s.metrics.stalls.Load()) }),
 		connCollector{&s.metrics},
 	)
 	return reg

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,6 +57,13 @@ type Options struct {
 	Mode bpf.Mode
 	// DrainTimeout bounds a graceful stop (default 10 s).
 	DrainTimeout time.Duration
+	// StallAfter is how long a running worker may be silent (no heartbeat,
+	// control.StatsEvery) before it is taken out of the socket selector
+	// (default DefaultStallAfter).
+	StallAfter time.Duration
+	// StallRestart is how long a worker may be silent before it is killed
+	// and restarted (default DefaultStallRestart; at least StallAfter).
+	StallRestart time.Duration
 	Source       Source
 	Log          *slog.Logger
 	// Settings is the Reload.Settings of the config.yaml workers start
@@ -76,6 +84,8 @@ type Supervisor struct {
 	metrics  nodeMetrics
 	// A reload pushed to the workers and not yet applied by all of them.
 	reload *pendingReload
+	// epoch is the origin of the heartbeat times (monotonic).
+	epoch time.Time
 }
 
 type pendingReload struct {
@@ -99,6 +109,14 @@ type proc struct {
 	backoff  time.Duration
 	restarts int
 	fatal    string // the error the current process reported before exiting
+	// beat is when the current process last spoke (Ready or Stats), as
+	// time since Supervisor.epoch; its control reader stores it.
+	beat *atomic.Int64
+	// stalled: the current process missed its heartbeats and is out of
+	// the selector since stalledAt (its last beat); killed: it stayed
+	// silent past StallRestart and was sent SIGKILL.
+	stalled, killed bool
+	stalledAt       time.Duration
 	// Configurations sent to the current process and its Applied answers
 	// (a worker answers each Config, in order).
 	sent, acked int
@@ -171,7 +189,14 @@ func New(opts Options) (*Supervisor, error) {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
 	}
-	s := &Supervisor{opts: opts, log: opts.Log, events: make(chan event, 64)}
+	if opts.StallAfter <= 0 {
+		opts.StallAfter = DefaultStallAfter
+	}
+	if opts.StallRestart <= 0 {
+		opts.StallRestart = DefaultStallRestart
+	}
+	opts.StallRestart = max(opts.StallRestart, opts.StallAfter)
+	s := &Supervisor{opts: opts, log: opts.Log, events: make(chan event, 64), epoch: time.Now()}
 	sp, err := opts.Source.Load()
 	if err != nil {
 		return nil, err
@@ -238,8 +263,12 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 
 	s.resize(s.opts.Workers)
 	s.countLive()
+	stallCheck := time.NewTicker(stallCheckEvery)
+	defer stallCheck.Stop()
 	for {
 		select {
+		case <-stallCheck.C:
+			s.checkStalls()
 		case <-ctx.Done():
 			return s.drainAll()
 		case sig := <-sigs:
@@ -392,9 +421,12 @@ func (s *Supervisor) spawn(p *proc) {
 	}
 	p.cmd, p.pid, p.ready, p.started = cmd, cmd.Process.Pid, false, time.Now()
 	p.ctrl, p.fatal, p.sent, p.acked = control.New(nc), "", 0, 0
+	p.beat, p.stalled, p.killed = new(atomic.Int64), false, false
+	p.beat.Store(int64(time.Since(s.epoch)))
+	s.metrics.setState(p.id, stateStarting)
 	s.sendConfig(p)
 	readDone := make(chan struct{})
-	go s.readControl(p, p.ctrl, p.pid, readDone)
+	go s.readControl(p, p.ctrl, p.pid, p.beat, readDone)
 	go func(cmd *exec.Cmd, pid int) {
 		err := cmd.Wait()
 		// The worker's last frames (Fatal) come before its exit.
@@ -406,13 +438,16 @@ func (s *Supervisor) spawn(p *proc) {
 	}(cmd, p.pid)
 }
 
-func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, done chan<- struct{}) {
+func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic.Int64, done chan<- struct{}) {
 	defer close(done)
 	defer s.metrics.exited(pid)
 	for {
 		t, payload, err := c.Recv()
 		if err != nil {
 			return
+		}
+		if t == control.Stats || t == control.Ready {
+			beat.Store(int64(time.Since(s.epoch)))
 		}
 		switch t {
 		case control.Stats:
@@ -475,6 +510,7 @@ func (s *Supervisor) handle(ev event) {
 			return
 		}
 		p.ready = true
+		s.metrics.setState(p.id, stateRunning)
 		if len(p.prev) > 0 {
 			s.log.Info("worker replaced", "id", p.id, "pid", p.pid, "cpu", p.cpu)
 			s.drainOld(p)
@@ -530,8 +566,10 @@ func (s *Supervisor) handle(ev event) {
 		}
 		if p.retired {
 			s.log.Info("worker retired", "id", p.id, "pid", p.pid, "cpu", p.cpu, "exit", exitReason(ev.err))
+			s.metrics.forget(p.id)
 			return
 		}
+		s.metrics.setState(p.id, stateDown)
 		if s.stopping {
 			return
 		}

@@ -1,0 +1,84 @@
+package supervisor
+
+import (
+	"time"
+
+	"coregate/worker/control"
+)
+
+// Heartbeats. A worker's Stats frames (every control.StatsEvery, 250 ms)
+// are its heartbeat; it sends one only when its event loop has ticked
+// since the last, so a loop stuck in one event falls silent like a
+// stopped process, while a busy loop, which still ticks every 50 ms, keeps
+// beating (see cmd/coregate's sendStats).
+const (
+	// DefaultStallAfter is how long a running worker may be silent before
+	// it is taken out of the socket selector: four missed beats. That
+	// bounds how long it black-holes new connections to about a second
+	// (the silence, plus at most stallCheckEvery), while a healthy worker
+	// never comes near it: its beats come from a goroutine of their own,
+	// on a P of their own (WorkerProcs), which neither a busy loop nor a
+	// busy CPU delays by a second. A worker taken out wrongly costs
+	// little: it keeps what it serves and rejoins at its next beat.
+	DefaultStallAfter = 4 * control.StatsEvery
+	// DefaultStallRestart is how long a worker may be silent before it is
+	// killed and restarted. Long enough for a debugger's or an operator's
+	// SIGSTOP, a swapped-out process or a frozen cgroup to come back
+	// without losing its connections; short enough that the connections
+	// in its accept queue (which migrate to the live workers once it is
+	// killed) and its established ones do not wait without end.
+	DefaultStallRestart = 10 * time.Second
+	// stallCheckEvery is how often the supervisor looks at the beats.
+	stallCheckEvery = 100 * time.Millisecond
+)
+
+// checkStalls takes the running workers that stopped beating out of the
+// selector, puts back those that beat again, and kills those silent for
+// longer than StallRestart (the exit goes through the usual restart
+// path). Only the current process of a slot that said Ready is watched:
+// one that starts is not in the selector yet, and a replaced one has
+// left its slot to its successor.
+func (s *Supervisor) checkStalls() {
+	now := time.Since(s.epoch)
+	for _, p := range s.workers {
+		if p.cmd == nil || !p.ready || p.retired || p.beat == nil {
+			continue
+		}
+		last := time.Duration(p.beat.Load())
+		silent := now - last
+		switch {
+		case !p.stalled && silent >= s.opts.StallAfter:
+			p.stalled, p.stalledAt = true, last
+			s.metrics.stalls.Add(1)
+			s.metrics.setState(p.id, stateStalled)
+			attrs := []any{"id", p.id, "pid", p.pid, "cpu", p.cpu, "silent", silent.Round(time.Millisecond).String(),
+				"restart_after", s.opts.StallRestart.String()}
+			if s.sel == nil {
+				s.log.Warn("worker stalled: no eBPF selector to take it out of, new connections still reach it", attrs...)
+				continue
+			}
+			if err := s.sel.Remove(p.id); err != nil {
+				s.log.Error("worker stalled: cannot take it out of the selector", append(attrs, "err", err)...)
+				continue
+			}
+			s.log.Warn("worker stalled: out of the selector", attrs...)
+		case p.stalled && silent < s.opts.StallAfter && !p.killed:
+			p.stalled = false
+			s.metrics.setState(p.id, stateRunning)
+			if p.ctrl != nil {
+				if err := p.ctrl.Send(control.Rejoin, nil); err != nil {
+					s.log.Warn("worker: send rejoin", "id", p.id, "pid", p.pid, "err", err)
+				}
+			}
+			s.log.Warn("worker resumed: back in the selector", "id", p.id, "pid", p.pid, "cpu", p.cpu,
+				"silent_for", (last - p.stalledAt).Round(time.Millisecond).String())
+		case p.stalled && silent >= s.opts.StallRestart && !p.killed:
+			p.killed = true
+			s.log.Warn("worker silent too long: killing it", "id", p.id, "pid", p.pid, "cpu", p.cpu,
+				"silent", silent.Round(time.Millisecond).String())
+			if p.cmd.Process != nil {
+				_ = p.cmd.Process.Kill()
+			}
+		}
+	}
+}
