@@ -234,7 +234,9 @@ func (cc *clientConn) start() {
 	cc.served = true
 	w.requests++
 	w.clearDeadline(cc)
-	cc.keepAlive = r.KeepAlive && !w.draining
+	// Draining, the answer says Connection: close, unless the client has
+	// already sent the next request: that one is answered too, not lost.
+	cc.keepAlive = r.KeepAlive && (!w.draining || cc.pipelined())
 	cc.http10 = r.Major == 1 && r.Minor == 0
 	cc.isHead = string(r.Method) == "HEAD"
 	cc.idempotent = isIdempotent(r.Method)
@@ -312,6 +314,33 @@ func (cc *clientConn) start() {
 }
 
 var continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+
+// pipelined reports whether the client has sent bytes past the current
+// request and its body: the start of a pipelined request. It is false while
+// the end of a chunked body is not known yet.
+func (cc *clientConn) pipelined() bool {
+	rest := int64(cc.c.InboundBuffered())
+	switch cc.state {
+	case csHead: // cc.req's head is still buffered
+		if cc.req.Chunked {
+			return false
+		}
+		rest -= int64(cc.req.HeadLen)
+		if cc.req.ContentLength > 0 {
+			rest -= cc.req.ContentLength
+		}
+	default:
+		switch cc.reqBody {
+		case bodyLength:
+			rest -= cc.reqLeft
+		case bodyChunked:
+			if !cc.reqChunk.Done() {
+				return false
+			}
+		}
+	}
+	return rest > 0
+}
 
 func (cc *clientConn) discardHead() {
 	_, _ = cc.c.Discard(cc.req.HeadLen)

@@ -128,8 +128,9 @@ func (w *Worker) startDrain(timeout time.Duration) {
 		_ = unix.Shutdown(fd, unix.SHUT_RD)
 	}
 	for _, cc := range w.live {
-		if cc.state == csProxy && !cc.respStarted {
-			// The answer is still to come: it says Connection: close.
+		if cc.state == csProxy && !cc.respStarted && !cc.pipelined() {
+			// The answer is still to come: it says Connection: close,
+			// unless the next request is already here.
 			cc.keepAlive = false
 		}
 	}

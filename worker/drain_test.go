@@ -132,6 +132,16 @@ func TestDrainConnections(t *testing.T) {
 	busy, busyR := dial()
 	send(busy, "/slow")
 	fresh, freshR := dial()
+	// Pipelined behind a request in progress: both are answered.
+	busyPipe, busyPipeR := dial()
+	if _, err := io.WriteString(busyPipe, "GET /slow HTTP/1.1\r\nHost: d\r\n\r\nGET /b HTTP/1.1\r\nHost: d\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	pipe, pipeR := dial()
+	send(pipe, "/a")
+	if a := read(pipeR); a.Status != 200 || a.Close {
+		t.Fatalf("first answer on the pipelining connection: %+v", a)
+	}
 	time.Sleep(100 * time.Millisecond) // the worker accepts fresh, the upstream holds busy
 
 	w.Drain(10 * time.Second)
@@ -141,28 +151,41 @@ func TestDrainConnections(t *testing.T) {
 	// connection between two requests while one may be on its way.
 	send(idle, "/late")
 	send(fresh, "/first")
+	// Three requests at once after the drain started: every one answered,
+	// the last with Connection: close.
+	if _, err := io.WriteString(pipe, "GET /1 HTTP/1.1\r\nHost: d\r\n\r\nGET /2 HTTP/1.1\r\nHost: d\r\n\r\nGET /3 HTTP/1.1\r\nHost: d\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
 
 	quietEnd, quietAt := afterAnswer(quiet, quietR)
 	got := map[string]any{
-		"busy":        read(busyR),
-		"busy after":  then(busy, busyR),
-		"fresh":       read(freshR),
-		"fresh after": then(fresh, freshR),
-		"idle":        read(idleR),
-		"idle after":  then(idle, idleR),
-		"quiet":       quietEnd,
-		"silent":      then(silent, silentR),
+		"busy":                 read(busyR),
+		"busy after":           then(busy, busyR),
+		"busy pipelined":       []answer{read(busyPipeR), read(busyPipeR)},
+		"busy pipelined after": then(busyPipe, busyPipeR),
+		"pipelined":            []answer{read(pipeR), read(pipeR), read(pipeR)},
+		"pipelined after":      then(pipe, pipeR),
+		"fresh":                read(freshR),
+		"fresh after":          then(fresh, freshR),
+		"idle":                 read(idleR),
+		"idle after":           then(idle, idleR),
+		"quiet":                quietEnd,
+		"silent":               then(silent, silentR),
 	}
 	// Connections quiet for drainIdle are closed cleanly, without a request.
 	want := map[string]any{
-		"busy":        answer{Status: 200, Body: "hello", Close: true},
-		"busy after":  "EOF",
-		"fresh":       answer{Status: 200, Body: "hello", Close: true},
-		"fresh after": "EOF",
-		"idle":        answer{Status: 200, Body: "hello", Close: true},
-		"idle after":  "EOF",
-		"quiet":       "EOF",
-		"silent":      "EOF",
+		"busy":                 answer{Status: 200, Body: "hello", Close: true},
+		"busy after":           "EOF",
+		"busy pipelined":       []answer{{Status: 200, Body: "hello"}, {Status: 200, Body: "hello", Close: true}},
+		"busy pipelined after": "EOF",
+		"pipelined":            []answer{{Status: 200, Body: "hello"}, {Status: 200, Body: "hello"}, {Status: 200, Body: "hello", Close: true}},
+		"pipelined after":      "EOF",
+		"fresh":                answer{Status: 200, Body: "hello", Close: true},
+		"fresh after":          "EOF",
+		"idle":                 answer{Status: 200, Body: "hello", Close: true},
+		"idle after":           "EOF",
+		"quiet":                "EOF",
+		"silent":               "EOF",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("connections during the drain (-want +got):\n%s", diff)
@@ -172,7 +195,7 @@ func TestDrainConnections(t *testing.T) {
 	if q := quietAt.Sub(quietSince); q < time.Duration(drainIdle)-500*time.Millisecond {
 		t.Errorf("the quiet connection was closed after %v of quiet, want at least %v", q, time.Duration(drainIdle))
 	}
-	for _, c := range []net.Conn{idle, quiet, silent, busy, fresh} {
+	for _, c := range []net.Conn{idle, quiet, silent, busy, fresh, busyPipe, pipe} {
 		c.Close()
 	}
 	took := waitRun(t, done, 3*time.Second)
