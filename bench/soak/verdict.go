@@ -187,10 +187,11 @@ func KillRule(owned map[uint16]bool, seen, t0 time.Duration) func(*Record) bool 
 
 // StopRule explains, for a worker stopped at t0 (its fds read at seen, as
 // for KillRule): the failures on the connections it owned (they stall until
-// it continues), and timeouts on connections opened within grace after
-// t0, which the selector may still have given the stopped worker before it
-// noticed. A connection opened later that times out was black-holed, and
-// is not explained.
+// it continues), and the failures on connections opened within grace after
+// t0, which the selector may still have given the stopped worker before the
+// supervisor took it out (a timeout, and the requests pipelined behind it).
+// A connection opened later that fails was black-holed, and is not
+// explained.
 func StopRule(owned map[uint16]bool, seen, t0, grace time.Duration) func(*Record) bool {
 	return func(r *Record) bool {
 		if !r.Failed() {
@@ -199,7 +200,10 @@ func StopRule(owned map[uint16]bool, seen, t0, grace time.Duration) func(*Record
 		if r.Dialed < t0 && (owned[r.Port] || r.Dialed >= seen) {
 			return true
 		}
-		return r.Outcome == Timeout && r.Dialed >= t0 && r.Dialed < t0+grace
+		// A connection the selector handed the stopped worker before it was
+		// taken out: the first request times out, the ones pipelined
+		// behind it break with the connection.
+		return r.Dialed >= t0 && r.Dialed < t0+grace
 	}
 }
 
