@@ -298,9 +298,9 @@ func (uc *upConn) traffic0() gnet.Action {
 					return uc.failHead(cc)
 				}
 				// Interim answers are not forwarded; 100 Continue was sent to
-				// the client by the gateway itself. Together with the final
-				// head they stay within the head limit, as they do in
-				// nginx's header buffer.
+				// the client by the gateway itself. Together they stay
+				// within the head limit (in nginx they share the header
+				// buffer with the final head).
 				uc.interim += uc.resp.HeadLen
 				if uc.interim > uc.maxHead() {
 					uc.setFault(faultBigHead, nil)
@@ -429,8 +429,8 @@ func (uc *upConn) failHead(cc *clientConn) gnet.Action {
 	return gnet.Close
 }
 
-// maxHead is the most bytes a response head, 1xx heads before it
-// included, may take.
+// maxHead is the head limit: the most bytes of one response head, and of
+// the 1xx heads before it together.
 func (uc *upConn) maxHead() int {
 	if n := uc.parser.Limits.MaxHeaderBytes; n > 0 {
 		return n

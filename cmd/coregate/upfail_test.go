@@ -460,9 +460,6 @@ func runFaultCase(t *testing.T, g *probedGateway, up *rawUpstream, fc faultCase)
 		if fc.status == 504 && took < 900*time.Millisecond {
 			t.Errorf("504 after %v, before timeout.read", took)
 		}
-		if fc.status == 502 && !fc.slow && took > 900*time.Millisecond {
-			t.Errorf("502 only after %v: the fault was not seen when it came", took)
-		}
 		// The same client connection serves on.
 		req("/next")
 		if r := readOne(t, br, "GET"); r.status != 200 || !strings.HasPrefix(r.body, "ok ") {
