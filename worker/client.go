@@ -609,6 +609,7 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 		return
 	}
 	if cc.respStarted {
+		cc.w.logFault(uc, cc, 0)
 		cc.w.closeConn(cc.c)
 		return
 	}
@@ -622,6 +623,7 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 		cc.dispatch()
 		return
 	}
+	cc.w.logFault(uc, cc, status)
 	cc.statuses = append(cc.statuses, status)
 	up := cc.rt.up
 	inTime := up.retryTimeout == 0 || cc.w.now-cc.started < int64(up.retryTimeout)

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -52,6 +53,12 @@ type upConn struct {
 	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
 	// until the next takeBody.
 	sizeLine []byte
+	// interim counts the bytes of 1xx heads before the final one.
+	interim int
+
+	// Why the current exchange failed, for the error log (faultlog.go).
+	fault upFault
+	err   error
 
 	poolIdx int
 	pause   pauseState
@@ -130,6 +137,8 @@ func (uc *upConn) attach(cc *clientConn) {
 	uc.gotBytes = false
 	uc.sentAny = false
 	uc.phase = rpHead
+	uc.interim = 0
+	uc.fault, uc.err = faultNone, nil
 	uc.parser.Reset()
 	if uc.state != usDialing {
 		uc.state = usBusy
@@ -155,6 +164,7 @@ func (uc *upConn) opened(c gnet.Conn) {
 func (uc *upConn) dialFailed(err error) {
 	uc.state = usClosed
 	if cc := uc.cc; cc != nil {
+		uc.setFault(faultConnect, err)
 		cc.upstreamFailed(uc, dialStatus(err))
 	}
 }
@@ -172,6 +182,7 @@ func (uc *upConn) expire() {
 		uc.close()
 		if cc != nil {
 			uc.gotBytes = true // a timeout is no stale keep-alive connection
+			uc.setFault(faultTimeout, nil)
 			cc.upstreamFailed(uc, 504)
 		}
 	}
@@ -220,6 +231,7 @@ func (uc *upConn) closedByPeer(err error) {
 		cc.requestDone()
 		return
 	}
+	uc.closeFault(err)
 	if uc.writing || uc.inTraffic {
 		return // the code on the stack sees usClosed
 	}
@@ -258,26 +270,45 @@ func (uc *upConn) traffic0() gnet.Action {
 	uc.gotBytes = true
 	consumed := 0
 	if uc.phase == rpHead {
+		if cc.reqDone {
+			// timeout.read is the longest wait between two reads, as
+			// nginx's proxy_read_timeout: a head that trickles in is no
+			// timeout.
+			w.setDeadline(uc, int64(cc.rt.readTO))
+		}
 		for {
 			err := uc.parser.Parse(buf[consumed:], &uc.resp)
+			if err == httpparse.ErrNeedMore && notHTTP(buf[consumed:]) {
+				// Seen at the first wrong byte, not after a status line's
+				// worth of them.
+				err = errNotHTTP
+			}
 			if err == httpparse.ErrNeedMore {
+				// The interim heads parsed are done with; the parser goes on
+				// from the start of the next head.
+				if consumed > 0 { // Discard(0) drops everything
+					_, _ = uc.c.Discard(consumed)
+				}
 				return gnet.None
 			}
 			if err != nil {
-				uc.cc = nil
-				uc.state = usClosed
-				cc.upstreamFailed(uc, 502)
-				return gnet.Close
+				uc.headFault(err)
+				return uc.failHead(cc)
 			}
 			if uc.resp.Status >= 100 && uc.resp.Status < 200 {
 				if uc.resp.Status == 101 {
-					uc.cc = nil
-					uc.state = usClosed
-					cc.upstreamFailed(uc, 502)
-					return gnet.Close
+					uc.setFault(faultSwitching, nil)
+					return uc.failHead(cc)
 				}
 				// Interim answers are not forwarded; 100 Continue was sent to
-				// the client by the gateway itself.
+				// the client by the gateway itself. Together they stay
+				// within the head limit (in nginx they share the header
+				// buffer with the final head).
+				uc.interim += uc.resp.HeadLen
+				if uc.interim > uc.maxHead() {
+					uc.setFault(faultBigHead, nil)
+					return uc.failHead(cc)
+				}
 				consumed += uc.resp.HeadLen
 				uc.parser.Reset()
 				if consumed == len(buf) {
@@ -304,6 +335,7 @@ func (uc *upConn) traffic0() gnet.Action {
 		w.setDeadline(uc, int64(cc.rt.readTO))
 		iov, n, done, err := uc.takeBody(append(w.iov[:0], head), buf[consumed:], !cc.http10)
 		if err != nil {
+			uc.setFault(faultBadChunk, err)
 			uc.state = usClosed
 		}
 		_, _ = cc.c.Writev(iov)
@@ -319,6 +351,7 @@ func (uc *upConn) traffic0() gnet.Action {
 		// Chunks past one write's worth: more writes from the same buffer.
 		iov, n, done, err := uc.takeBody(w.iov[:0], buf[consumed:], !cc.http10)
 		if err != nil {
+			uc.setFault(faultBadChunk, err)
 			uc.state = usClosed
 		}
 		if len(iov) > 0 {
@@ -419,6 +452,7 @@ func (uc *upConn) afterWrite(cc *clientConn, consumed, total int, done bool) gne
 		// A broken chunked body: the client gets a truncated response.
 		uc.cc = nil
 		cc.up = nil
+		w.logFault(uc, cc, 0)
 		w.closeConn(cc.c)
 		return gnet.Close
 	}
@@ -429,6 +463,11 @@ func (uc *upConn) afterWrite(cc *clientConn, consumed, total int, done bool) gne
 		return gnet.None
 	}
 	// The response is complete.
+	if consumed != total {
+		// The rest is not for this request, and no other asked for it.
+		uc.setFault(faultExtraData, nil)
+		w.logFault(uc, cc, 0)
+	}
 	uc.requests++
 	reuse := uc.resp.KeepAlive && cc.reqDone && consumed == total &&
 		(uc.pool.maxRequests <= 0 || uc.requests < uc.pool.maxRequests)
@@ -444,4 +483,34 @@ func (uc *upConn) afterWrite(cc *clientConn, consumed, total int, done bool) gne
 	}
 	cc.requestDone()
 	return act
+}
+
+// failHead ends an exchange whose response head is unusable: 502, and the
+// connection closes.
+func (uc *upConn) failHead(cc *clientConn) gnet.Action {
+	uc.cc = nil
+	uc.state = usClosed
+	cc.upstreamFailed(uc, 502)
+	return gnet.Close
+}
+
+// maxHead is the head limit: the most bytes of one response head, and of
+// the 1xx heads before it together.
+func (uc *upConn) maxHead() int {
+	if n := uc.parser.Limits.MaxHeaderBytes; n > 0 {
+		return n
+	}
+	return httpparse.DefaultLimits().MaxHeaderBytes
+}
+
+// errNotHTTP is the cause logged for a response that does not start as
+// HTTP/1.x does.
+var errNotHTTP = errors.New("no HTTP/1.x status line")
+
+// notHTTP reports whether b, shorter than a status line, cannot be the
+// start of an HTTP/1.x one.
+func notHTTP(b []byte) bool {
+	const v = "HTTP/1."
+	n := min(len(b), len(v))
+	return string(b[:n]) != v[:n]
 }

@@ -96,6 +96,7 @@ type Worker struct {
 	drainDeadline int64
 	lastPrune     int64
 	pendingRescue int
+	faultLog      faultLog
 	accepted      uint64 // client connections since start
 	requests      uint64 // request heads since start
 }
@@ -284,6 +285,7 @@ func (w *Worker) tick() {
 	w.expireDeadlines()
 	w.resumePaused()
 	w.publishStats()
+	w.tickFaultLog()
 	if w.draining {
 		w.sweepIdle()
 		w.checkDrained()

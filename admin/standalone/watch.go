@@ -21,8 +21,12 @@ const DefaultInterval = time.Second
 //
 // OnChange gets each new valid Spec; OnError gets each load failure — an
 // invalid file, or one caught mid-write without its #END — and the previous
-// Spec stays the caller's current one, since OnChange is not called. The
-// failed content is retried as soon as the file changes again. A change
+// Spec stays the caller's current one, since OnChange is not called. A
+// failure is judged once the file has settled: it is reported when the next
+// poll finds the file as it was (same identity, size, mtime and content),
+// or when the content that replaced it fails too; a file caught mid-write
+// and complete at the next poll loads without an error. The failed content
+// is retried as soon as the file changes again. A change
 // back to the last good content after an error calls OnChange again; a
 // rewrite with identical content after success does not (compare Spec.Hash
 // to skip others).
@@ -75,8 +79,20 @@ type watchState struct {
 	readAt   time.Time
 	sum      [32]byte // of the last content read
 	statErr  string   // the last stat error reported
-	good     bool     // the last content read loaded
+	good     bool     // the last content read loaded, or its failure is not reported yet
 	goodHash [32]byte // Spec.Hash of the last good load
+	// pending is the failure of the last content read, not reported yet:
+	// the file may have been caught mid-write.
+	pending error
+}
+
+// settled reports the pending failure: the file has not changed since it
+// was read.
+func (w *Watcher) settled(st *watchState) {
+	if err := st.pending; err != nil {
+		st.pending, st.good = nil, false
+		w.report(err)
+	}
 }
 
 func sameFile(a, b os.FileInfo) bool {
@@ -88,7 +104,7 @@ func (w *Watcher) poll(st *watchState, interval time.Duration, lookup func(strin
 	if err != nil {
 		if msg := err.Error(); msg != st.statErr {
 			st.statErr = msg
-			st.info, st.sum, st.good = nil, [32]byte{}, false
+			st.info, st.sum, st.good, st.pending = nil, [32]byte{}, false, nil
 			w.report(&LoadError{File: filepath.Base(w.Path), Msg: msg, kind: ErrFormat, err: err})
 		}
 		return
@@ -96,6 +112,7 @@ func (w *Watcher) poll(st *watchState, interval time.Duration, lookup func(strin
 	st.statErr = ""
 	racy := fi.ModTime().After(st.readAt.Add(-2 * interval))
 	if sameFile(fi, st.info) && !racy {
+		w.settled(st)
 		return
 	}
 	data, err := os.ReadFile(w.Path)
@@ -108,15 +125,22 @@ func (w *Watcher) poll(st *watchState, interval time.Duration, lookup func(strin
 	st.info, st.readAt = fi, time.Now()
 	sum := sha256.Sum256(data)
 	if sum == st.sum {
+		w.settled(st)
 		return
 	}
 	st.sum = sum
 	s, err := Parse(data, w.Path, lookup)
 	if err != nil {
-		st.good = false
-		w.report(err)
+		if st.pending == nil {
+			st.pending = err // judged at the next poll
+			return
+		}
+		// The second failure in a row.
+		st.pending = err
+		w.settled(st)
 		return
 	}
+	st.pending = nil
 	if st.good && s.Hash == st.goodHash {
 		return
 	}

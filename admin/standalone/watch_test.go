@@ -230,3 +230,81 @@ func TestWatcherStops(t *testing.T) {
 		t.Fatal("Run did not return after its context was cancelled")
 	}
 }
+
+// A failure is judged once the file has settled: content caught mid-write
+// and complete at the next poll loads without an error; content that stays
+// as it was, or is replaced by content that fails too, is reported once.
+// The polls are driven by hand, with the file's change seen by its size
+// and mtime (by-stat) or, within the racy window, by its content.
+func TestWatcherJudgesSettledFile(t *testing.T) {
+	for _, mode := range []struct {
+		name     string
+		interval time.Duration
+	}{{"by-stat", time.Nanosecond}, {"by-content", time.Hour}} {
+		t.Run(mode.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "apisix.yaml")
+			var specs []*spec.Spec
+			var errs []error
+			w := &Watcher{Path: path,
+				OnChange: func(s *spec.Spec) { specs = append(specs, s) },
+				OnError:  func(err error) { errs = append(errs, err) }}
+			var st watchState
+			poll := func() { w.poll(&st, mode.interval, os.LookupEnv) }
+			want := func(step string, nSpecs, nErrs int) {
+				t.Helper()
+				if len(specs) != nSpecs || len(errs) != nErrs {
+					t.Fatalf("%s: %d specs and errors %v; want %d specs and %d errors", step, len(specs), errs, nSpecs, nErrs)
+				}
+			}
+
+			// Caught mid-write, complete at the next poll: no error.
+			full := routeFile("/one")
+			writeFile(t, path, full[:30])
+			poll()
+			want("half written", 0, 0)
+			appendFile(t, path, full[30:])
+			poll()
+			want("completed", 1, 0)
+
+			// Left half written: reported at the next poll, once.
+			full = routeFile("/two")
+			writeFile(t, path, full[:40])
+			poll()
+			want("half written again", 1, 0)
+			poll()
+			want("unchanged", 1, 1)
+			if !errors.Is(errs[0], ErrEndFlag) {
+				t.Fatalf("got %v, want %v", errs[0], ErrEndFlag)
+			}
+			poll()
+			want("still unchanged", 1, 1)
+			appendFile(t, path, full[40:])
+			poll()
+			want("completed at last", 2, 1)
+
+			// Two failing contents in a row: the second is reported.
+			writeFile(t, path, full[:35])
+			poll()
+			want("half written a third time", 2, 1)
+			writeFile(t, path, "routes:\n  - uri: /x\n    foo: 1\n#END\n")
+			poll()
+			want("replaced by invalid content", 2, 2)
+			if !errors.Is(errs[1], ErrInvalid) {
+				t.Fatalf("got %v, want %v", errs[1], ErrInvalid)
+			}
+		})
+	}
+}
+
+// appendFile appends to the file in place, as a slow writer does.
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
