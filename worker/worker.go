@@ -228,7 +228,7 @@ func (w *Worker) OnShutdown(gnet.Engine) {}
 func (w *Worker) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if w.loop == nil {
 		w.loop = c.EventLoop()
-		w.epfd = loopEpollFD(w.loop)
+		w.epfd = gnet.PollerFD(w.loop)
 		w.loopRef.Store(&loopHolder{el: w.loop})
 	}
 	if p, ok := c.Context().(*drainProbe); ok {

@@ -244,3 +244,7 @@ func (p *Poller) ModReadWrite(pa *PollAttachment, edgeTriggered bool) error {
 func (p *Poller) Delete(fd int) error {
 	return os.NewSyscallError("epoll_ctl del", unix.EpollCtl(p.fd, unix.EPOLL_CTL_DEL, fd, nil))
 }
+
+// FD is the epoll instance's fd. It belongs to the poller: use it for
+// epoll_ctl on fds of this poller, never close it.
+func (p *Poller) FD() int { return p.fd }

@@ -235,3 +235,6 @@ func (p *Poller) ModReadWrite(pa *PollAttachment, edgeTriggered bool) error {
 func (p *Poller) Delete(_ int) error {
 	return nil
 }
+
+// FD is the kqueue's fd. It belongs to the poller: never close it.
+func (p *Poller) FD() int { return p.fd }
