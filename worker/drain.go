@@ -105,7 +105,6 @@ func (w *Worker) startDrain(timeout time.Duration) {
 		return
 	}
 	w.draining = true
-	w.refreshClock()
 	w.drainDeadline = w.now + int64(timeout)
 	for _, fd := range gnet.ListenerFDs(w.loop, nil) {
 		_ = unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
