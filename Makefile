@@ -26,6 +26,7 @@ run: build
 test:
 	$(GO) test -count=1 -run 'Alloc' $(PKGS)
 	$(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 github.com/panjf2000/gnet/v2/pkg/netpoll
 
 alloc:
 	$(GO) test -count=1 -run 'Alloc' -v $(PKGS)

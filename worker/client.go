@@ -137,7 +137,8 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.ipText = cc.ip.AppendTo(cc.ipText[:0])
 	_, lport := addrOf(c.LocalAddr())
 	cc.portText = strconv.AppendInt(cc.portText[:0], int64(lport), 10)
-	// nginx waits for the first request no longer than client_header_timeout.
+	// As nginx, client_header_timeout counts from the accept to the end of
+	// the first head; readHeads does not restart it at the first byte.
 	cc.hdrTimer = false
 	w.setDeadline(cc, int64(w.cfg.HeaderTimeout))
 	w.trackOpen(cc)
@@ -209,8 +210,13 @@ func (cc *clientConn) readHeads() gnet.Action {
 			return gnet.None
 		}
 		if !cc.hdrTimer {
+			// A head has begun. On a kept-alive connection the wait so
+			// far was keepalive_timeout's and client_header_timeout starts
+			// now; on a fresh one it has run since the accept.
 			cc.hdrTimer = true
-			cc.w.setDeadline(cc, int64(cc.w.cfg.HeaderTimeout))
+			if cc.served {
+				cc.w.setDeadline(cc, int64(cc.w.cfg.HeaderTimeout))
+			}
 		}
 		err := cc.parser.Parse(buf, &cc.req)
 		if err == httpparse.ErrNeedMore {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"reflect"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -116,9 +115,8 @@ func (w *Worker) startDrain(timeout time.Duration) {
 		return
 	}
 	w.draining = true
-	w.refreshClock()
 	w.drainDeadline = w.now + int64(timeout)
-	for _, fd := range listenerFDs(w.loop) {
+	for _, fd := range gnet.ListenerFDs(w.loop, nil) {
 		_ = unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
 			&unix.SockFprog{Len: uint16(len(dropAll)), Filter: &dropAll[0]})
 		if w.epfd >= 0 {
@@ -212,30 +210,6 @@ func (w *Worker) checkDrained() {
 		w.stopping = true
 		go func() { _ = w.engine.Stop(context.Background()) }()
 	}
-}
-
-// listenerFDs returns the fds of the loop's listening sockets, read from
-// gnet's eventloop.listeners map (v2.9.7 layout, as loopEpollFD).
-func listenerFDs(el gnet.EventLoop) (fds []int) {
-	defer func() {
-		if recover() != nil {
-			fds = nil
-		}
-	}()
-	v := reflect.ValueOf(el)
-	if v.Kind() != reflect.Pointer {
-		return nil
-	}
-	m := v.Elem().FieldByName("listeners")
-	if !m.IsValid() || m.Kind() != reflect.Map {
-		return nil
-	}
-	for _, k := range m.MapKeys() {
-		if k.Kind() == reflect.Int {
-			fds = append(fds, int(k.Int()))
-		}
-	}
-	return fds
 }
 
 // trackOpen and trackClose keep the list of live client connections (for

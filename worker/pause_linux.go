@@ -1,8 +1,6 @@
 package worker
 
 import (
-	"reflect"
-
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 )
@@ -14,34 +12,11 @@ import (
 //
 // pauseRead takes the connection's fd out of the loop's read interest with
 // epoll_ctl(EPOLL_CTL_MOD) on the loop's own epoll instance; resumeRead puts
-// it back. The epoll fd is found once per loop by reading the unexported
-// eventloop.poller.fd field through reflect (gnet v2.9.7 layout; a test
-// guards it). gnet itself only switches a fd between "read" and
+// it back. The epoll fd is the loop's own (gnet.PollerFD, an accessor of
+// the carried gnet). gnet itself only switches a fd between "read" and
 // "read+write", so it may re-enable reading on its own when it flushes that
 // connection's outbound buffer: the worker then pauses it again on the next
 // OnTraffic, so at most one read buffer (64 KiB) slips through each time.
-
-// loopEpollFD returns the epoll fd behind a gnet event loop, or -1.
-func loopEpollFD(el gnet.EventLoop) (fd int) {
-	defer func() {
-		if recover() != nil {
-			fd = -1
-		}
-	}()
-	v := reflect.ValueOf(el)
-	if v.Kind() != reflect.Pointer {
-		return -1
-	}
-	p := v.Elem().FieldByName("poller")
-	if !p.IsValid() || p.Kind() != reflect.Pointer || p.IsNil() {
-		return -1
-	}
-	f := p.Elem().FieldByName("fd")
-	if !f.IsValid() || f.Kind() != reflect.Int {
-		return -1
-	}
-	return int(f.Int())
-}
 
 func (w *Worker) pauseRead(c gnet.Conn) bool {
 	if w.epfd < 0 {

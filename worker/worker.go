@@ -76,10 +76,10 @@ type Worker struct {
 	// Loop-owned state.
 	loop      gnet.EventLoop
 	epfd      int
-	now       int64 // coarse clock, ns since the worker's epoch, set each tick
+	now       int64 // coarse clock, ns since the worker's epoch, set at each wake-up of the loop
 	epoch     time.Time
 	dateLine  []byte // "Date: ...\r\n", refreshed each second
-	dateSec   int64
+	dateNext  int64  // Worker.now when dateLine is due again (the next second of the wall clock)
 	timed     []timed
 	pools     map[string]*pool
 	paused    []pausable // connections whose reading is paused for a slow peer
@@ -185,6 +185,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		// the process to one CPU (GOMAXPROCS: supervisor.WorkerProcs).
 		gnet.WithLockOSThread(false),
 		gnet.WithTicker(true),
+		// The clock is read once per wake-up of the loop, right after
+		// epoll_wait, as nginx updates its cached time: every deadline is
+		// counted from the moment the loop woke for the event that set it.
+		gnet.WithWakeHook(w.epoch, w.setClock),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{w.log}),
 	)
@@ -230,7 +234,7 @@ func (w *Worker) OnShutdown(gnet.Engine) {}
 func (w *Worker) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if w.loop == nil {
 		w.loop = c.EventLoop()
-		w.epfd = loopEpollFD(w.loop)
+		w.epfd = gnet.PollerFD(w.loop)
 		w.loopRef.Store(&loopHolder{el: w.loop})
 	}
 	if p, ok := c.Context().(*drainProbe); ok {
@@ -278,10 +282,10 @@ func (w *Worker) OnTick() (time.Duration, gnet.Action) {
 	return 50 * time.Millisecond, gnet.None
 }
 
-// tick runs on the loop: clock, date, deadlines, paused readers.
+// tick runs on the loop: deadlines, paused readers. The clock was set when
+// the loop woke to run it.
 func (w *Worker) tick() {
 	w.ticks.Add(1)
-	w.refreshClock()
 	w.expireDeadlines()
 	w.resumePaused()
 	w.publishStats()
@@ -315,13 +319,20 @@ func (w *Worker) prunePools() {
 	}
 }
 
-func (w *Worker) refreshClock() {
-	t := time.Now()
-	w.now = int64(t.Sub(w.epoch))
-	if s := t.Unix(); s != w.dateSec {
-		w.dateSec = s
+// refreshClock reads the system clock: for the worker's start, before its
+// loop runs.
+func (w *Worker) refreshClock() { w.setClock(time.Since(w.epoch)) }
+
+// setClock sets the coarse clock to d since the epoch (monotonic). The loop
+// calls it at every wake-up (gnet.WithWakeHook), before any handler runs.
+// Once a second it reads the wall clock for the Date line.
+func (w *Worker) setClock(d time.Duration) {
+	w.now = int64(d)
+	if w.now >= w.dateNext {
+		t := time.Now()
 		w.dateLine = append(append(w.dateLine[:0], "Date: "...), t.UTC().AppendFormat(nil, "Mon, 02 Jan 2006 15:04:05 GMT")...)
 		w.dateLine = append(w.dateLine, "\r\n"...)
+		w.dateNext = int64(t.Sub(w.epoch)) + int64(time.Second) - int64(t.Nanosecond())
 	}
 }
 

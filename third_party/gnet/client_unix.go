@@ -123,6 +123,7 @@ func (cli *Client) Start() error {
 			buffer:       make([]byte, cli.opts.ReadBufferCap),
 			eventHandler: cli.eng.eventHandler,
 		}
+		el.poller.SetWakeHook(cli.opts.WakeOrigin, cli.opts.WakeHook)
 		el.connections.init()
 		cli.eng.eventLoops.register(&el)
 		if cli.opts.Ticker && el.idx == 0 {

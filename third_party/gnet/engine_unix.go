@@ -102,6 +102,7 @@ func (eng *engine) runEventLoops(ctx context.Context, numEventLoop int) error {
 		el.listeners = lns
 		el.engine = eng
 		el.poller = p
+		el.poller.SetWakeHook(eng.opts.WakeOrigin, eng.opts.WakeHook)
 		el.buffer = make([]byte, eng.opts.ReadBufferCap)
 		el.connections.init()
 		el.eventHandler = eng.eventHandler
@@ -145,6 +146,7 @@ func (eng *engine) activateReactors(ctx context.Context, numEventLoop int) error
 		el.engine = eng
 		el.poller = p
 		el.buffer = make([]byte, eng.opts.ReadBufferCap)
+		el.poller.SetWakeHook(eng.opts.WakeOrigin, eng.opts.WakeHook)
 		el.connections.init()
 		el.eventHandler = eng.eventHandler
 		eng.eventLoops.register(el)

@@ -100,6 +100,15 @@ type Options struct {
 	// Ticker indicates whether the ticker has been set up.
 	Ticker bool
 
+	// WakeHook, if set, is called on the goroutine of each event loop that
+	// runs event handlers, every time its poller comes back with events,
+	// before they are handled, with the time it came back as a duration
+	// since WakeOrigin, on the monotonic clock (see netpoll.WakeHook). With
+	// several event loops it is called from each of them, concurrently.
+	WakeHook func(sinceOrigin time.Duration)
+	// WakeOrigin is the origin of WakeHook's durations, a time.Now() reading.
+	WakeOrigin time.Time
+
 	// TCPKeepAlive enables the TCP keep-alive mechanism (SO_KEEPALIVE) and set its value
 	// on TCP_KEEPIDLE.
 	// When TCPKeepInterval is not set, 1/5 of TCPKeepAlive will be set on TCP_KEEPINTVL,
@@ -269,6 +278,16 @@ func WithSocketSendBuffer(sendBuf int) Option {
 func WithTicker(ticker bool) Option {
 	return func(opts *Options) {
 		opts.Ticker = ticker
+	}
+}
+
+// WithWakeHook sets a function called on each event loop at every wake-up
+// of its poller, with the time of the wake-up since origin (a time.Now()
+// reading): a clock for the event handlers that is fresh whenever they run,
+// taken from the reading the loop makes anyway.
+func WithWakeHook(origin time.Time, fn func(sinceOrigin time.Duration)) Option {
+	return func(opts *Options) {
+		opts.WakeOrigin, opts.WakeHook = origin, fn
 	}
 }
 

@@ -19,7 +19,6 @@ package netpoll
 import (
 	"errors"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -40,6 +39,8 @@ type Poller struct {
 	asyncTaskQueue              queue.AsyncTaskQueue // queue with low priority
 	urgentAsyncTaskQueue        queue.AsyncTaskQueue // queue with high priority
 	highPriorityEventsThreshold int32                // threshold of high-priority events
+	clock                       loopClock
+	wakeHook                    WakeHook
 }
 
 // OpenPoller instantiates a poller.
@@ -119,12 +120,9 @@ func (p *Poller) Polling() error {
 	var doChores bool
 
 	msec := -1
-	lastYield := time.Now()
+	p.clock.start()
 	for {
-		if time.Since(lastYield) >= YieldInterval {
-			runtime.Gosched()
-			lastYield = time.Now()
-		}
+		p.clock.beforePoll(msec != 0)
 		n, err := epollWait(p.fd, el.events, msec)
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			msec = -1
@@ -132,6 +130,9 @@ func (p *Poller) Polling() error {
 		} else if err != nil {
 			logging.Errorf("error occurs in epoll: %v", os.NewSyscallError("epoll_wait", err))
 			return err
+		}
+		if now := p.clock.afterPoll(msec != 0); p.wakeHook != nil {
+			p.wakeHook(now)
 		}
 		msec = 0
 
@@ -251,3 +252,14 @@ func (p *Poller) ModReadWrite(pa *PollAttachment, edgeTriggered bool) error {
 func (p *Poller) Delete(fd int) error {
 	return os.NewSyscallError("epoll_ctl del", epollCtl(p.fd, unix.EPOLL_CTL_DEL, fd, nil))
 }
+
+// SetWakeHook installs fn, called on the polling goroutine at every
+// wake-up with events with the time since origin, a time.Now() reading
+// (see WakeHook). Call it before Polling.
+func (p *Poller) SetWakeHook(origin time.Time, fn WakeHook) {
+	p.clock.origin, p.wakeHook = origin, fn
+}
+
+// FD is the epoll instance's fd. It belongs to the poller: use it for
+// epoll_ctl on fds of this poller, never close it.
+func (p *Poller) FD() int { return p.fd }

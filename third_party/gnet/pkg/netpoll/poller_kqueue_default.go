@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -37,6 +38,8 @@ type Poller struct {
 	asyncTaskQueue              queue.AsyncTaskQueue // queue with low priority
 	urgentAsyncTaskQueue        queue.AsyncTaskQueue // queue with high priority
 	highPriorityEventsThreshold int32                // threshold of high-priority events
+	wakeHook                    WakeHook
+	wakeOrigin                  time.Time
 }
 
 // OpenPoller instantiates a poller.
@@ -111,6 +114,9 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 			return err
 		}
 		tsp = &ts
+		if p.wakeHook != nil {
+			p.wakeHook(time.Since(p.wakeOrigin))
+		}
 
 		for i := 0; i < n; i++ {
 			ev := &el.events[i]
@@ -222,3 +228,13 @@ func (p *Poller) ModReadWrite(pa *PollAttachment, edgeTriggered bool) error {
 func (*Poller) Delete(_ int) error {
 	return nil
 }
+
+// SetWakeHook installs fn, called on the polling goroutine at every
+// wake-up with events with the time since origin, a time.Now() reading
+// (see WakeHook). Call it before Polling.
+func (p *Poller) SetWakeHook(origin time.Time, fn WakeHook) {
+	p.wakeOrigin, p.wakeHook = origin, fn
+}
+
+// FD is the kqueue's fd. It belongs to the poller: never close it.
+func (p *Poller) FD() int { return p.fd }

@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,8 @@ type Poller struct {
 	asyncTaskQueue              queue.AsyncTaskQueue // queue with low priority
 	urgentAsyncTaskQueue        queue.AsyncTaskQueue // queue with high priority
 	highPriorityEventsThreshold int32                // threshold of high-priority events
+	wakeHook                    WakeHook
+	wakeOrigin                  time.Time
 }
 
 // OpenPoller instantiates a poller.
@@ -112,6 +115,9 @@ func (p *Poller) Polling() error {
 			return err
 		}
 		tsp = &ts
+		if p.wakeHook != nil {
+			p.wakeHook(time.Since(p.wakeOrigin))
+		}
 
 		for i := 0; i < n; i++ {
 			ev := &el.events[i]
@@ -235,3 +241,13 @@ func (p *Poller) ModReadWrite(pa *PollAttachment, edgeTriggered bool) error {
 func (p *Poller) Delete(_ int) error {
 	return nil
 }
+
+// SetWakeHook installs fn, called on the polling goroutine at every
+// wake-up with events with the time since origin, a time.Now() reading
+// (see WakeHook). Call it before Polling.
+func (p *Poller) SetWakeHook(origin time.Time, fn WakeHook) {
+	p.wakeOrigin, p.wakeHook = origin, fn
+}
+
+// FD is the kqueue's fd. It belongs to the poller: never close it.
+func (p *Poller) FD() int { return p.fd }

@@ -14,7 +14,10 @@
 
 package netpoll
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // YieldInterval is the longest a polling loop runs between two passes
 // through the Go scheduler (runtime.Gosched).
@@ -30,3 +33,53 @@ import "time"
 // at the next system call. Yielding once a millisecond keeps well inside
 // that and costs one wakeup of an idle thread per millisecond.
 const YieldInterval = time.Millisecond
+
+// WakeHook is called on a polling loop's goroutine each time epoll_wait
+// (kevent) comes back with events, before any of them is handled, with the
+// time it came back on the monotonic clock, as a duration since the origin
+// given with the hook: a handler can keep a clock that is fresh at every
+// wake-up without reading the system clock itself.
+type WakeHook func(sinceOrigin time.Duration)
+
+// loopClock is the clock of an epoll polling loop. It reads the monotonic
+// clock as often as the yield alone did (once before each poll that does
+// not block, once after each that may have blocked), and that one reading
+// serves both the yield and the WakeHook. Owned by the loop's goroutine.
+type loopClock struct {
+	origin    time.Time     // a time.Now() reading; set by SetWakeHook or start
+	now       time.Duration // last reading, since origin
+	lastYield time.Duration
+}
+
+func (c *loopClock) start() {
+	if c.origin.IsZero() {
+		c.origin = time.Now()
+	}
+	c.now = time.Since(c.origin)
+	c.lastYield = c.now
+}
+
+// beforePoll runs before each poll. Before one that does not block (the
+// last poll came back with events) it reads the clock, and that reading is
+// the wake-up time of the poll too. It passes through the scheduler when
+// YieldInterval has passed since the last pass, and reads the clock again
+// after it: other goroutines may have run.
+func (c *loopClock) beforePoll(blocking bool) {
+	if !blocking {
+		c.now = time.Since(c.origin)
+	}
+	if c.now-c.lastYield >= YieldInterval {
+		runtime.Gosched()
+		c.now = time.Since(c.origin)
+		c.lastYield = c.now
+	}
+}
+
+// afterPoll runs when a poll came back with events and returns the time it
+// came back: a new reading when the poll may have blocked.
+func (c *loopClock) afterPoll(blocked bool) time.Duration {
+	if blocked {
+		c.now = time.Since(c.origin)
+	}
+	return c.now
+}
