@@ -94,6 +94,13 @@ type clientConn struct {
 	hdrTimer    bool
 	served      bool // a request was read on this connection (draining closes it when idle)
 
+	// A chunked request waiting for its body to be judged against
+	// client_max_body_size before it is dispatched (bodylimit.go): holdSeen
+	// body bytes, framing included, scanned by holdScan so far.
+	holding  bool
+	holdScan httpparse.Chunked
+	holdSeen int64
+
 	// head is the outbound request head, kept for retries: the request line
 	// is head[:lineEnd], the Host line is written per attempt into hostLine,
 	// and head[lineEnd:] holds the other fields and the final CRLF.
@@ -170,6 +177,10 @@ func (cc *clientConn) traffic0() gnet.Action {
 	case csHead:
 		return cc.readHeads()
 	case csProxy:
+		if cc.holding {
+			cc.holdBody()
+			return gnet.None
+		}
 		if cc.pause.on {
 			cc.w.pauseRead(cc.c)
 			return gnet.None
@@ -302,6 +313,9 @@ func (cc *clientConn) start() {
 		_, _ = cc.c.Write(continue100)
 	}
 	cc.state = csProxy
+	if cc.holdForLimit() {
+		return
+	}
 	cc.dispatch()
 }
 

@@ -1,0 +1,62 @@
+package worker
+
+// client_max_body_size for a chunked request body, whose length is known
+// only at its end.
+//
+// A Content-Length over the limit is answered 413 before anything is
+// forwarded (start). A chunked body can only be judged as it arrives, and
+// the gateway streams bodies rather than buffer them, so when the limit is
+// small enough to be held in memory (at most maxPipelined, which bounds
+// what a client may send ahead anyway) the request waits, neither dialed
+// nor forwarded, until its body is complete within the limit or has passed
+// it: a body over the limit is answered 413 and no byte of the request
+// reaches an upstream. Above that size the body is streamed, and when it
+// passes the limit the upstream connection is aborted before the body's
+// last chunk: the upstream never receives a complete request (bodyChunk,
+// rejectBody).
+
+// holdForLimit decides, once the head is parsed and discarded, whether the
+// request must wait for its chunked body before it is dispatched; if so it
+// starts waiting and reports true.
+func (cc *clientConn) holdForLimit() bool {
+	max := cc.w.cfg.MaxBodySize
+	cc.holding = false
+	if cc.reqBody != bodyChunked || max <= 0 || max > maxPipelined {
+		return false
+	}
+	cc.holding = true
+	cc.holdScan.Reset()
+	cc.holdSeen = 0
+	cc.holdBody()
+	return true
+}
+
+// holdBody scans the chunked body bytes buffered since the last call (they
+// stay in the client buffer for bodyChunk to forward) and dispatches the
+// request once the body ends within client_max_body_size; it answers 413
+// when the body passes the limit and 400 when it is malformed. Otherwise it
+// waits client_body_timeout for more.
+func (cc *clientConn) holdBody() {
+	buf, _ := cc.c.Peek(-1)
+	if int64(len(buf)) > cc.holdSeen {
+		n, done, err := cc.holdScan.Scan(buf[cc.holdSeen:])
+		cc.holdSeen += int64(n)
+		switch {
+		case err != nil:
+			cc.badBody = 400
+		case cc.holdSeen > cc.w.cfg.MaxBodySize:
+			cc.badBody = 413
+		case done:
+			cc.holding = false
+			cc.w.clearDeadline(cc)
+			cc.dispatch()
+			return
+		}
+		if cc.badBody != 0 {
+			cc.holding = false
+			cc.rejectBody(false)
+			return
+		}
+	}
+	cc.w.setDeadline(cc, int64(cc.w.cfg.BodyTimeout))
+}
