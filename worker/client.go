@@ -206,9 +206,10 @@ func (cc *clientConn) traffic0() gnet.Action {
 
 // readHeads parses and starts requests while whole heads are buffered and
 // the previous request is done (pipelining answers in order: the next head
-// is not looked at before the current response ends).
+// is not looked at before the current response ends, nor while a large
+// answer waits to be flushed).
 func (cc *clientConn) readHeads() gnet.Action {
-	for cc.state == csHead && !cc.closed && !cc.closeNow {
+	for cc.state == csHead && !cc.closed && !cc.closeNow && !cc.pause.on {
 		buf, _ := cc.c.Peek(-1)
 		if len(buf) == 0 {
 			return gnet.None
@@ -694,6 +695,15 @@ func (cc *clientConn) requestDone() {
 	}
 	cc.state = csHead
 	cc.parser.Reset()
+	if cc.c.OutboundBuffered() > highWater {
+		// As nginx does, the next request is read once this answer is
+		// out: a client that pipelines requests and reads no answer
+		// cannot pile answers up in the worker, and is closed after
+		// send_timeout (resumePaused; flushed calls requestDone again).
+		w.clearDeadline(cc)
+		cc.pauseFor(cc.c)
+		return
+	}
 	w.setDeadline(cc, int64(w.cfg.KeepaliveTimeout))
 	if cc.pause.on {
 		cc.unpause()

@@ -5,7 +5,8 @@ import "github.com/panjf2000/gnet/v2"
 // pauseState tracks a connection whose reading is paused until dst, the
 // peer it feeds, has flushed its outbound buffer below lowWater. dst nil
 // means "until this connection's own inbound buffer is consumed"; dst equal
-// to the connection itself means "close once flushed" (csClosing).
+// to the connection itself means "until its own outbound buffer is flushed",
+// then close (csClosing) or read the next request (csHead).
 type pauseState struct {
 	on       bool
 	idx      int32 // position in Worker.paused
@@ -124,8 +125,16 @@ func (cc *clientConn) resume() {
 // stalled: the peer did not read for send_timeout.
 func (cc *clientConn) stalled() { cc.w.closeConn(cc.c) }
 
-// flushed: the last answer is out; close, or linger (closeWhenFlushed).
-func (cc *clientConn) flushed() { cc.closeWhenFlushed() }
+// flushed: the answer is out. Between two requests the next one may be
+// read (requestDone); after the last one, close or linger
+// (closeWhenFlushed).
+func (cc *clientConn) flushed() {
+	if cc.state == csHead {
+		cc.requestDone()
+		return
+	}
+	cc.closeWhenFlushed()
+}
 
 func (uc *upConn) pauseFor(dst gnet.Conn) { uc.w.pause(uc, dst) }
 func (uc *upConn) unpauseList()           { uc.w.unpause(uc) }
