@@ -209,7 +209,7 @@ func (cc *clientConn) traffic0() gnet.Action {
 // is not looked at before the current response ends, nor while a large
 // answer waits to be flushed).
 func (cc *clientConn) readHeads() gnet.Action {
-	for cc.state == csHead && !cc.closed && !cc.closeNow && !cc.pause.on {
+	for cc.state == csHead && !cc.closed && !cc.closeNow && !cc.waitsForFlush() {
 		buf, _ := cc.c.Peek(-1)
 		if len(buf) == 0 {
 			return gnet.None
@@ -705,7 +705,10 @@ func (cc *clientConn) requestDone() {
 		return
 	}
 	w.setDeadline(cc, int64(w.cfg.KeepaliveTimeout))
-	if cc.pause.on {
+	if cc.pause.on && cc.c.InboundBuffered() <= maxPipelined {
+		// Over maxPipelined the reading stays paused while the buffered
+		// requests are served (resumePaused resumes it below lowWater):
+		// resuming here would let one more read in per request.
 		cc.unpause()
 	}
 	if !cc.active && cc.c.InboundBuffered() > 0 {

@@ -100,6 +100,10 @@ func (w *Worker) resumePaused() {
 }
 
 func (cc *clientConn) pauseFor(dst gnet.Conn) { cc.w.pause(cc, dst) }
+
+// waitsForFlush reports whether the connection waits for its own output to
+// be flushed before it reads on.
+func (cc *clientConn) waitsForFlush() bool { return cc.pause.on && cc.pause.dst == cc.c }
 func (cc *clientConn) unpause() {
 	cc.w.unpause(cc)
 	cc.w.resumeRead(cc.c)
