@@ -6,14 +6,24 @@ package worker
 // A Content-Length over the limit is answered 413 before anything is
 // forwarded (start). A chunked body can only be judged as it arrives, and
 // the gateway streams bodies rather than buffer them, so when the limit is
-// small enough to be held in memory (at most maxPipelined, which bounds
-// what a client may send ahead anyway) the request waits, neither dialed
-// nor forwarded, until its body is complete within the limit or has passed
-// it: a body over the limit is answered 413 and no byte of the request
-// reaches an upstream. Above that size the body is streamed, and when it
-// passes the limit the upstream connection is aborted before the body's
-// last chunk: the upstream never receives a complete request (bodyChunk,
-// rejectBody).
+// at most holdMax the request waits, neither dialed nor forwarded, until
+// its body is complete within the limit or has passed it: a body over the
+// limit is answered 413 and no byte of the request reaches an upstream.
+// Above that size the body is streamed, and when it passes the limit the
+// upstream connection is aborted before the body's last chunk: the
+// upstream never receives a complete request (bodyChunk, rejectBody).
+//
+// The held bytes stay in gnet's inbound buffer, where bodyChunk forwards
+// them from once the request is dispatched. Each read while holding
+// rescans from where the last scan stopped, but gnet's Peek copies the
+// buffered bytes whenever they are split between its ring and the read
+// just made, so each read may cost a copy of all that is held: holdMax,
+// one read buffer, keeps that copy as cheap as the read itself even for a
+// client that sends its body a byte at a time.
+
+// holdMax is the largest client_max_body_size for which a chunked body is
+// held until it is judged.
+const holdMax = 64 << 10
 
 // holdForLimit decides, once the head is parsed and discarded, whether the
 // request must wait for its chunked body before it is dispatched; if so it
@@ -21,7 +31,7 @@ package worker
 func (cc *clientConn) holdForLimit() bool {
 	max := cc.w.cfg.MaxBodySize
 	cc.holding = false
-	if cc.reqBody != bodyChunked || max <= 0 || max > maxPipelined {
+	if cc.reqBody != bodyChunked || max <= 0 || max > holdMax {
 		return false
 	}
 	cc.holding = true
