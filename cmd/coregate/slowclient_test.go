@@ -79,8 +79,8 @@ func slowRoutes(up string) string {
 // own timeout: a head never finished (client_header_timeout, 408, however
 // the bytes trickle in), a body that stops (client_body_timeout), a client
 // that never reads a large answer, or never reads the answers to the
-// requests it pipelines (send_timeout). Meanwhile a well-behaved client is
-// served without a stall.
+// requests it pipelines (send_timeout). The worker holds little memory
+// for them, and meanwhile a well-behaved client is served without a stall.
 func TestSlowClientTimeouts(t *testing.T) {
 	t.Parallel()
 	up := newSlowUpstream(t)
@@ -89,6 +89,12 @@ func TestSlowClientTimeouts(t *testing.T) {
 		"    client_body_timeout: 1s\n"+
 		"    send_timeout: 1s\n"+
 		"    keepalive_timeout: 10s\n")
+	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
+	rss0, err := rss(ws[0].pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := watchRSS(t, ws[0].pid)
 	const each = 25
 	// Closed within [timeout - tick, timeout + slack]; the slack covers a
 	// loaded machine, not a missing timeout (the clients below would hold
@@ -99,7 +105,7 @@ func TestSlowClientTimeouts(t *testing.T) {
 		took time.Duration
 		err  error
 	}
-	out := make(chan outcome, 3*each+5)
+	out := make(chan outcome, 3*each+3)
 	var wg sync.WaitGroup
 	run := func(kind string, n int, f func(c net.Conn) (time.Duration, error)) {
 		for range n {
@@ -188,23 +194,22 @@ func TestSlowClientTimeouts(t *testing.T) {
 		}
 		return time.Since(start), errors.New("the origin's answer is still being sent")
 	})
-	// Pipelined requests whose answers are never read: the gateway stops
-	// reading, then closes, and writing fails. The requests are padded so
-	// that a gateway that went on answering would not pile up more than a
-	// fifth of what the client sends.
-	run("pipelined no read", 5, func(c net.Conn) (time.Duration, error) {
-		one := "GET /none HTTP/1.1\r\nHost: a\r\nX-Pad: " + strings.Repeat("p", 1000) + "\r\n\r\n"
-		batch := []byte(strings.Repeat(one, 64))
+	// Pipelined requests whose answers are never read, answered by the
+	// gateway itself (404): it stops reading them once its answers pile
+	// up, then closes after send_timeout, and writing fails. The client
+	// writes all along (a blocked write gives up after 100 ms and tries
+	// again) for 20 s at most; each answer is six times its request, so a
+	// gateway that went on reading would pile up answers fast.
+	run("pipelined no read", 3, func(c net.Conn) (time.Duration, error) {
+		batch := []byte(strings.Repeat("GET /none HTTP/1.1\r\nHost: a\r\n\r\n", 64))
 		start := time.Now()
 		sent := 0
 		for sent < 256<<20 && time.Since(start) < 20*time.Second {
+			_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 			n, err := c.Write(batch)
 			sent += n
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					break
-				}
+			var ne net.Error
+			if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
 				t.Logf("pipelined no read: %d bytes of requests written before %v", sent, err)
 				return time.Since(start), nil
 			}
@@ -257,6 +262,15 @@ func TestSlowClientTimeouts(t *testing.T) {
 	}()
 
 	wg.Wait()
+	// Each slow client holds at most a read buffer and highWater of
+	// answers in the worker (a few MiB for all of them here, more under
+	// the race detector: about 30 MiB in all); a worker that read on for
+	// a client that reads nothing grew by 150 MiB and more.
+	if grew := mem.done() - rss0; grew > 96<<20 {
+		t.Errorf("the worker grew by %d MiB", grew>>20)
+	} else {
+		t.Logf("the worker grew by %d MiB", grew>>20)
+	}
 	close(stop)
 	<-goodDone
 	close(out)
@@ -270,8 +284,10 @@ func TestSlowClientTimeouts(t *testing.T) {
 		if o.kind != "pipelined no read" && (o.took < lo || o.took > hi) {
 			t.Errorf("%s: closed after %v, want within [%v, %v]", o.kind, o.took, lo, hi)
 		}
-		if o.kind == "pipelined no read" && o.took > hi {
-			t.Errorf("%s: closed after %v, want within %v", o.kind, o.took, hi)
+		if o.kind == "pipelined no read" && o.took > 2*hi {
+			// It first reads and answers requests until the kernel's
+			// buffers are full.
+			t.Errorf("%s: closed after %v, want within %v", o.kind, o.took, 2*hi)
 		}
 	}
 	for k, v := range byKind {
@@ -282,7 +298,9 @@ func TestSlowClientTimeouts(t *testing.T) {
 		t.Errorf("well-behaved client: %v", goodErr)
 	}
 	t.Logf("well-behaved client: %d requests, slowest %v", served, worst)
-	if worst > 2*time.Second {
+	// A worker swamped by the greedy clients kept it waiting for seconds;
+	// the bound leaves room for a machine that stalls everything a while.
+	if worst > 4*time.Second {
 		t.Errorf("a well-behaved request took %v", worst)
 	}
 }
