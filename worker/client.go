@@ -175,6 +175,10 @@ func (cc *clientConn) traffic() gnet.Action {
 func (cc *clientConn) traffic0() gnet.Action {
 	switch cc.state {
 	case csHead:
+		if cc.waitsForFlush() {
+			cc.w.pauseRead(cc.c) // gnet resumed it on a flush
+			return gnet.None
+		}
 		return cc.readHeads()
 	case csProxy:
 		if cc.holding {

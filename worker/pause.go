@@ -104,6 +104,7 @@ func (cc *clientConn) pauseFor(dst gnet.Conn) { cc.w.pause(cc, dst) }
 // waitsForFlush reports whether the connection waits for its own output to
 // be flushed before it reads on.
 func (cc *clientConn) waitsForFlush() bool { return cc.pause.on && cc.pause.dst == cc.c }
+
 func (cc *clientConn) unpause() {
 	cc.w.unpause(cc)
 	cc.w.resumeRead(cc.c)
@@ -134,6 +135,7 @@ func (cc *clientConn) stalled() { cc.w.closeConn(cc.c) }
 // (closeWhenFlushed).
 func (cc *clientConn) flushed() {
 	if cc.state == csHead {
+		cc.w.resumeRead(cc.c)
 		cc.requestDone()
 		return
 	}
