@@ -105,7 +105,7 @@ func TestSlowClientTimeouts(t *testing.T) {
 		took time.Duration
 		err  error
 	}
-	out := make(chan outcome, 3*each+5)
+	out := make(chan outcome, 3*each+6)
 	var wg sync.WaitGroup
 	run := func(kind string, n int, f func(c net.Conn) (time.Duration, error)) {
 		for range n {
@@ -221,7 +221,7 @@ func TestSlowClientTimeouts(t *testing.T) {
 	run("pipelined no read", 3, pipeline("GET /none HTTP/1.1\r\nHost: a\r\n\r\n"))
 	// The same with proxied answers: the requests wait in the worker
 	// while each is with the upstream, and no more of them may be read.
-	run("pipelined no read", 2, pipeline("GET /big?size=1024 HTTP/1.1\r\nHost: a\r\n\r\n"))
+	run("pipelined no read", 3, pipeline("GET /big?size=4096 HTTP/1.1\r\nHost: a\r\n\r\n"))
 
 	// The well-behaved client, all along.
 	stop := make(chan struct{})
@@ -269,8 +269,8 @@ func TestSlowClientTimeouts(t *testing.T) {
 
 	wg.Wait()
 	// Each slow client holds at most a read buffer and highWater of
-	// answers in the worker (a few MiB for all of them here, more under
-	// the race detector: 30 to 50 MiB in all); a worker that read on for
+	// answers in the worker (about 30 MiB for all of them here, 50 under
+	// the race detector); a worker that read on for
 	// a client that reads nothing grew by 1.5 GiB.
 	if grew := mem.done() - rss0; grew > 128<<20 {
 		t.Errorf("the worker grew by %d MiB", grew>>20)
@@ -489,4 +489,33 @@ func fdCount(pid int) int {
 		return -1
 	}
 	return len(ents)
+}
+
+// TestPipelinedLateReader: a client that pipelines many requests and
+// starts reading only after a while (within send_timeout) gets every
+// answer: the worker stops reading its requests while the answers pile up,
+// and reads on once they are flushed.
+func TestPipelinedLateReader(t *testing.T) {
+	t.Parallel()
+	up := newSlowUpstream(t)
+	g := startGateway(t, slowRoutes(up.addr()), "")
+	c := dialGateway(t, g)
+	const n = 50000 // about 10 MB of 404 answers, more than the kernel holds
+	go func() {
+		_, _ = io.WriteString(c, strings.Repeat("GET /none HTTP/1.1\r\nHost: a\r\n\r\n", n))
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := newReader(c)
+	for i := range n {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 404 {
+			t.Fatalf("answer %d: %d, %v", i, resp.StatusCode, err)
+		}
+	}
 }
