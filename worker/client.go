@@ -100,6 +100,15 @@ type clientConn struct {
 	hdrTimer    bool
 	served      bool // a request was read on this connection (draining closes it when idle)
 
+	// A chunked request waiting for its body to be judged against
+	// client_max_body_size before it is dispatched (bodylimit.go): holdSeen
+	// body bytes, framing included, read by holdScan so far, holdData of
+	// them chunk data.
+	holding  bool
+	holdScan httpparse.Chunked
+	holdSeen int64
+	holdData int64
+
 	// head is the outbound request head, kept for retries: the request line
 	// is head[:lineEnd], the Host line is written per attempt into hostLine,
 	// and head[lineEnd:] holds the other fields and the final CRLF.
@@ -175,8 +184,16 @@ func (cc *clientConn) traffic() gnet.Action {
 func (cc *clientConn) traffic0() gnet.Action {
 	switch cc.state {
 	case csHead:
+		if cc.waitsForFlush() {
+			cc.w.pauseRead(cc.c) // gnet resumed it on a flush
+			return gnet.None
+		}
 		return cc.readHeads()
 	case csProxy:
+		if cc.holding {
+			cc.holdBody()
+			return gnet.None
+		}
 		if cc.pause.on {
 			cc.w.pauseRead(cc.c)
 			return gnet.None
@@ -202,9 +219,10 @@ func (cc *clientConn) traffic0() gnet.Action {
 
 // readHeads parses and starts requests while whole heads are buffered and
 // the previous request is done (pipelining answers in order: the next head
-// is not looked at before the current response ends).
+// is not looked at before the current response ends, nor while a large
+// answer waits to be flushed).
 func (cc *clientConn) readHeads() gnet.Action {
-	for cc.state == csHead && !cc.closed && !cc.closeNow {
+	for cc.state == csHead && !cc.closed && !cc.closeNow && !cc.waitsForFlush() {
 		buf, _ := cc.c.Peek(-1)
 		if len(buf) == 0 {
 			return gnet.None
@@ -316,6 +334,9 @@ func (cc *clientConn) start() {
 		_, _ = cc.c.Write(continue100)
 	}
 	cc.state = csProxy
+	if cc.holdForLimit() {
+		return
+	}
 	cc.dispatch()
 }
 
@@ -800,8 +821,20 @@ func (cc *clientConn) requestDone() {
 	cc.state = csHead
 	cc.idleSince = w.now
 	cc.parser.Reset()
+	if cc.c.OutboundBuffered() > highWater {
+		// As nginx does, the next request is read once this answer is
+		// out: a client that pipelines requests and reads no answer
+		// cannot pile answers up in the worker, and is closed after
+		// send_timeout (resumePaused; flushed calls requestDone again).
+		w.clearDeadline(cc)
+		cc.pauseFor(cc.c)
+		return
+	}
 	w.setDeadline(cc, int64(w.cfg.KeepaliveTimeout))
-	if cc.pause.on {
+	if cc.pause.on && cc.c.InboundBuffered() <= maxPipelined {
+		// Over maxPipelined the reading stays paused while the buffered
+		// requests are served (resumePaused resumes it below lowWater):
+		// resuming here would let one more read in per request.
 		cc.unpause()
 	}
 	if !cc.active && cc.c.InboundBuffered() > 0 {

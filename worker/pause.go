@@ -5,7 +5,8 @@ import "github.com/panjf2000/gnet/v2"
 // pauseState tracks a connection whose reading is paused until dst, the
 // peer it feeds, has flushed its outbound buffer below lowWater. dst nil
 // means "until this connection's own inbound buffer is consumed"; dst equal
-// to the connection itself means "close once flushed" (csClosing).
+// to the connection itself means "until its own outbound buffer is flushed",
+// then close (csClosing) or read the next request (csHead).
 type pauseState struct {
 	on       bool
 	idx      int32 // position in Worker.paused
@@ -99,6 +100,11 @@ func (w *Worker) resumePaused() {
 }
 
 func (cc *clientConn) pauseFor(dst gnet.Conn) { cc.w.pause(cc, dst) }
+
+// waitsForFlush reports whether the connection waits for its own output to
+// be flushed before it reads on.
+func (cc *clientConn) waitsForFlush() bool { return cc.pause.on && cc.pause.dst == cc.c }
+
 func (cc *clientConn) unpause() {
 	cc.w.unpause(cc)
 	cc.w.resumeRead(cc.c)
@@ -124,8 +130,17 @@ func (cc *clientConn) resume() {
 // stalled: the peer did not read for send_timeout.
 func (cc *clientConn) stalled() { cc.w.closeConn(cc.c) }
 
-// flushed: the last answer is out; close, or linger (closeWhenFlushed).
-func (cc *clientConn) flushed() { cc.closeWhenFlushed() }
+// flushed: the answer is out. Between two requests the next one may be
+// read (requestDone); after the last one, close or linger
+// (closeWhenFlushed).
+func (cc *clientConn) flushed() {
+	if cc.state == csHead {
+		cc.w.resumeRead(cc.c)
+		cc.requestDone()
+		return
+	}
+	cc.closeWhenFlushed()
+}
 
 func (uc *upConn) pauseFor(dst gnet.Conn) { uc.w.pause(uc, dst) }
 func (uc *upConn) unpauseList()           { uc.w.unpause(uc) }

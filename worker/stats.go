@@ -24,7 +24,7 @@ func (w *Worker) Stats() Stats {
 // a walk over the open client connections, so the request path pays only
 // two increments.
 func (w *Worker) publishStats() {
-	s := &Stats{Accepted: w.accepted, Handled: w.accepted, Requests: w.requests, Active: int64(len(w.live))}
+	s := &Stats{Accepted: w.accepted, Handled: w.accepted - w.refused, Requests: w.requests, Active: int64(len(w.live))}
 	for _, cc := range w.live {
 		switch {
 		case cc.state != csHead:

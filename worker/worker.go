@@ -41,6 +41,12 @@ type Config struct {
 	UpstreamKeepalive Keepalive
 	// MaxBodySize is client_max_body_size; 0 means unlimited.
 	MaxBodySize int64
+	// MaxConns is nginx's worker_connections: the most connections the
+	// worker holds at once, client and upstream ones together (as nginx
+	// counts them). A client connection accepted at the limit is closed at
+	// once; upstream connections are never refused, so that a request
+	// already accepted is served (see OnOpen). 0 means no limit.
+	MaxConns int
 	// ShowUpstreamStatus adds X-APISIX-Upstream-Status to every proxied
 	// answer, not only to 5xx ones.
 	ShowUpstreamStatus bool
@@ -98,6 +104,10 @@ type Worker struct {
 	pendingRescue int
 	faultLog      faultLog
 	accepted      uint64 // client connections since start
+	refused       uint64 // of which closed at once for worker_connections
+	refusedLogged uint64 // refused at the last log line
+	lastRefuseLog int64  // Worker.now of that line
+	upOpen        int    // upstream connections on the loop
 	requests      uint64 // request heads since start
 }
 
@@ -242,8 +252,13 @@ func (w *Worker) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	if uc, ok := c.Context().(*upConn); ok {
+		w.upOpen++
 		uc.opened(c)
 		return nil, gnet.None
+	}
+	if w.cfg.MaxConns > 0 && len(w.live)+w.upOpen >= w.cfg.MaxConns {
+		w.refuse()
+		return nil, gnet.Close
 	}
 	cc := w.newClient(c)
 	c.SetContext(cc)
@@ -256,9 +271,26 @@ func (w *Worker) OnClose(c gnet.Conn, err error) gnet.Action {
 	case *clientConn:
 		x.closedByPeer()
 	case *upConn:
+		w.upOpen--
 		x.closedByPeer(err)
 	}
 	return gnet.None
+}
+
+// refuse counts a client connection closed at once because the worker
+// holds worker_connections connections already. nginx does the same
+// ("worker_connections are not enough") rather than leave it queued: the
+// client learns at once, and another attempt may land on a worker with
+// room. Logged at most once a second.
+func (w *Worker) refuse() {
+	w.accepted++
+	w.refused++
+	if w.refusedLogged == 0 || w.now-w.lastRefuseLog >= int64(time.Second) {
+		w.log.Warn("worker_connections are not enough, closing new connections",
+			"worker_connections", w.cfg.MaxConns, "closed", w.refused-w.refusedLogged)
+		w.refusedLogged = w.refused
+		w.lastRefuseLog = w.now
+	}
 }
 
 // OnTraffic implements gnet.EventHandler.

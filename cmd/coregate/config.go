@@ -21,6 +21,7 @@ func workerConfig(nc *spec.NodeConfig, log *slog.Logger) worker.Config {
 		KeepaliveTimeout:   nc.NginxConfig.HTTP.KeepaliveTimeout,
 		SendTimeout:        nc.NginxConfig.HTTP.SendTimeout,
 		MaxBodySize:        nc.NginxConfig.HTTP.ClientMaxBodySize,
+		MaxConns:           nc.NginxConfig.WorkerConnections,
 		ShowUpstreamStatus: nc.APISIX.ShowUpstreamStatusInResponseHeader,
 		Logger:             log,
 		UpstreamKeepalive: worker.Keepalive{

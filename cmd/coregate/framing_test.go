@@ -553,8 +553,13 @@ func expect(raw string) (e expectation, ok bool) {
 		e.target = string(r.Target)
 	}
 	for _, h := range r.Headers {
-		if h.ID == httpparse.HdrConnection && bytes.Contains(bytes.ToLower(h.Value), []byte("x-hop")) {
-			e.hop = true
+		if h.ID != httpparse.HdrConnection {
+			continue
+		}
+		for _, tok := range strings.Split(string(h.Value), ",") {
+			if strings.EqualFold(strings.Trim(tok, " \t"), "x-hop") {
+				e.hop = true
+			}
 		}
 	}
 	n := r.HeadLen

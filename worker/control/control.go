@@ -85,8 +85,9 @@ type FatalMsg struct {
 }
 
 // StatsMsg is the payload of Stats: a worker's counters since it started
-// (Accepted, Handled, Requests; every accepted connection is handled, no
-// connection limit drops one) and its client connections now (Active =
+// (Accepted, Handled, Requests; Handled leaves out the connections closed
+// at once because worker_connections were reached) and its client
+// connections now (Active =
 // Reading + Writing + Waiting), nginx's stub_status figures. A worker
 // sends one every StatsEvery, as long as its event loop turns: the frames
 // are also its heartbeat.

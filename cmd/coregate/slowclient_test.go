@@ -1,0 +1,521 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// slowUpstream serves the routes of the slow-client tests: /ok answers at
+// once, /body reads the whole request body first, /big sends 64 MiB and
+// records, by the id query parameter, when writing it failed.
+type slowUpstream struct {
+	*httpUpstream
+	mu      sync.Mutex
+	failed  map[string]time.Time
+	writing atomic.Int32 // /big answers being written
+}
+
+func newSlowUpstream(t testing.TB) *slowUpstream {
+	u := &slowUpstream{failed: map[string]time.Time{}}
+	u.httpUpstream = newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/body":
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				return
+			}
+		case "/big":
+			size := int64(64 << 20)
+			if v, err := strconv.ParseInt(r.URL.Query().Get("size"), 10, 64); err == nil {
+				size = v
+			}
+			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+			u.writing.Add(1)
+			defer u.writing.Add(-1)
+			if _, err := io.Copy(w, io.LimitReader(zeros{}, size)); err != nil {
+				u.mu.Lock()
+				u.failed[r.URL.Query().Get("id")] = time.Now()
+				u.mu.Unlock()
+			}
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	return u
+}
+
+func (u *slowUpstream) failedAt(id string) (time.Time, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	at, ok := u.failed[id]
+	return at, ok
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func slowRoutes(up string) string {
+	return routesYAML(
+		obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up), nil)},
+		obj{"id": 2, "uri": "/body", "upstream": upstreamOf(nodes(up), nil)},
+		obj{"id": 3, "uri": "/big", "upstream": upstreamOf(nodes(up), nil)},
+	)
+}
+
+// TestSlowClientTimeouts: many slow clients at once, each closed at its
+// own timeout: a head never finished (client_header_timeout, 408, however
+// the bytes trickle in), a body that stops (client_body_timeout), a client
+// that never reads a large answer, or never reads the answers to the
+// requests it pipelines (send_timeout). The worker holds little memory
+// for them, and meanwhile a well-behaved client is served without a stall.
+func TestSlowClientTimeouts(t *testing.T) {
+	t.Parallel()
+	up := newSlowUpstream(t)
+	g := startGateway(t, slowRoutes(up.addr()), "  http:\n"+
+		"    client_header_timeout: 1s\n"+
+		"    client_body_timeout: 1s\n"+
+		"    send_timeout: 1s\n"+
+		"    keepalive_timeout: 10s\n")
+	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
+	rss0, err := rss(ws[0].pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := watchRSS(t, ws[0].pid)
+	const each = 25
+	// Closed within [timeout - tick, timeout + slack]; the slack covers a
+	// loaded machine, not a missing timeout (the clients below would hold
+	// their connection for 20 s and more).
+	const lo, hi = 900 * time.Millisecond, 5 * time.Second
+	type outcome struct {
+		kind string
+		took time.Duration
+		err  error
+	}
+	out := make(chan outcome, 3*each+6)
+	var wg sync.WaitGroup
+	run := func(kind string, n int, f func(c net.Conn) (time.Duration, error)) {
+		for range n {
+			wg.Go(func() {
+				c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+				if err != nil {
+					out <- outcome{kind, 0, err}
+					return
+				}
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+				took, err := f(c)
+				out <- outcome{kind, took, err}
+			})
+		}
+	}
+	// A head that never ends, one header line every 200 ms.
+	run("slowloris", each, func(c net.Conn) (time.Duration, error) {
+		start := time.Now()
+		if _, err := io.WriteString(c, "GET /ok HTTP/1.1\r\nHost: a\r\n"); err != nil {
+			return 0, err
+		}
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+				if _, err := fmt.Fprintf(c, "X-%d: y\r\n", i); err != nil {
+					return
+				}
+			}
+		}()
+		b, err := io.ReadAll(c)
+		took := time.Since(start)
+		if !strings.HasPrefix(string(b), "HTTP/1.1 408 ") {
+			return took, fmt.Errorf("got %q (%v), want 408", cut(string(b)), err)
+		}
+		return took, nil
+	})
+	// A body that stops after 10 of its 1000 bytes.
+	run("slow body", each, func(c net.Conn) (time.Duration, error) {
+		if _, err := io.WriteString(c, "POST /body HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n0123456789"); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		b, err := io.ReadAll(c)
+		took := time.Since(start)
+		if len(b) > 0 && !strings.HasPrefix(string(b), "HTTP/1.1 408 ") {
+			return took, fmt.Errorf("got %q, want 408 or nothing", cut(string(b)))
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return took, errors.New("still open")
+		}
+		return took, nil
+	})
+	// A large answer never read: the origin's write fails once the
+	// gateway cut both connections.
+	var idN int
+	var idMu sync.Mutex
+	run("no read", each, func(c net.Conn) (time.Duration, error) {
+		idMu.Lock()
+		idN++
+		id := strconv.Itoa(idN)
+		idMu.Unlock()
+		start := time.Now()
+		if _, err := fmt.Fprintf(c, "GET /big?id=%s HTTP/1.1\r\nHost: a\r\n\r\n", id); err != nil {
+			return 0, err
+		}
+		for time.Since(start) < 20*time.Second {
+			if at, ok := up.failedAt(id); ok {
+				// The client's side ends too, before the whole answer.
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				n, err := io.Copy(io.Discard, c)
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() || n >= 64<<20 {
+					return 0, fmt.Errorf("the client connection is still open (%d bytes read, %v)", n, err)
+				}
+				return at.Sub(start), nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return time.Since(start), errors.New("the origin's answer is still being sent")
+	})
+	// Pipelined requests whose answers are never read, answered by the
+	// gateway itself (404): it stops reading them once its answers pile
+	// up, then closes after send_timeout, and writing fails. The client
+	// writes all along (a blocked write gives up after 100 ms and tries
+	// again) for 20 s at most; each answer is six times its request, so a
+	// gateway that went on reading would pile up answers fast.
+	pipeline := func(req string) func(c net.Conn) (time.Duration, error) {
+		return func(c net.Conn) (time.Duration, error) {
+			batch := []byte(strings.Repeat(req, 64))
+			start := time.Now()
+			sent := 0
+			for sent < 256<<20 && time.Since(start) < 20*time.Second {
+				_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+				n, err := c.Write(batch)
+				sent += n
+				var ne net.Error
+				if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+					t.Logf("pipelined no read: %d bytes of requests written before %v", sent, err)
+					return time.Since(start), nil
+				}
+			}
+			return time.Since(start), fmt.Errorf("the gateway still reads the requests of a client that reads no answer (%d bytes)", sent)
+		}
+	}
+	run("pipelined no read", 3, pipeline("GET /none HTTP/1.1\r\nHost: a\r\n\r\n"))
+	// The same with proxied answers: the requests wait in the worker
+	// while each is with the upstream, and no more of them may be read.
+	run("pipelined no read", 3, pipeline("GET /big?size=4096 HTTP/1.1\r\nHost: a\r\n\r\n"))
+
+	// The well-behaved client, all along.
+	stop := make(chan struct{})
+	var served int
+	var worst time.Duration
+	var goodErr error
+	goodDone := make(chan struct{})
+	go func() {
+		defer close(goodDone)
+		c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+		if err != nil {
+			goodErr = err
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			start := time.Now()
+			_ = c.SetDeadline(start.Add(5 * time.Second))
+			if _, err := io.WriteString(c, "GET /ok HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+				goodErr = err
+				return
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				goodErr = err
+				return
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 {
+				goodErr = fmt.Errorf("status %d, %v", resp.StatusCode, err)
+				return
+			}
+			served++
+			worst = max(worst, time.Since(start))
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+
+	wg.Wait()
+	// Each slow client holds at most a read buffer and highWater of
+	// answers in the worker (about 30 MiB for all of them here, 50 under
+	// the race detector); a worker that read on for
+	// a client that reads nothing grew by 1.5 GiB.
+	if grew := mem.done() - rss0; grew > 128<<20 {
+		t.Errorf("the worker grew by %d MiB", grew>>20)
+	} else {
+		t.Logf("the worker grew by %d MiB", grew>>20)
+	}
+	close(stop)
+	<-goodDone
+	close(out)
+	byKind := map[string][]time.Duration{}
+	for o := range out {
+		if o.err != nil {
+			t.Errorf("%s: after %v: %v", o.kind, o.took, o.err)
+			continue
+		}
+		byKind[o.kind] = append(byKind[o.kind], o.took)
+		if o.kind != "pipelined no read" && (o.took < lo || o.took > hi) {
+			t.Errorf("%s: closed after %v, want within [%v, %v]", o.kind, o.took, lo, hi)
+		}
+		// A pipelining client is first read and answered until the
+		// kernel's buffers are full, which takes as long as the machine
+		// is slow; then send_timeout runs. It must be closed (within its
+		// 20 s of writing) without the worker holding its requests.
+	}
+	for k, v := range byKind {
+		slices.Sort(v)
+		t.Logf("%-17s %d closed, after %v .. %v", k, len(v), v[0], v[len(v)-1])
+	}
+	if goodErr != nil {
+		t.Errorf("well-behaved client: %v", goodErr)
+	}
+	t.Logf("well-behaved client: %d requests, slowest %v", served, worst)
+	// A worker swamped by the greedy clients kept it waiting for seconds;
+	// the bound leaves room for a machine that stalls everything a while.
+	if worst > 4*time.Second {
+		t.Errorf("a well-behaved request took %v", worst)
+	}
+}
+
+// TestSlowClientsLatency: 2 000 slow connections held open on one worker
+// (1 200 heads never finished, 600 bodies stalled, 200 large answers never
+// read) leave a well-behaved client's latency as it was: its p99 stays
+// under twice its value without them.
+//
+// How the figure is made robust on a small shared machine: a round is 400
+// sequential requests on one kept-alive connection, and its p99 the 4th
+// slowest. The baseline is taken from 4 rounds before the slow
+// connections open and 4 after they are closed, the loaded figure from 8
+// rounds while they are open, a second after they opened; each is the
+// lower quartile of its rounds' p99s (the 2nd best of 8). Other processes
+// on the machine can only make a round slower, and they do so in bursts
+// that hit a few rounds, whereas a cost of the slow connections in the
+// worker's request path would slow every loaded round, the best ones
+// too. A run whose noise still fails the bound is measured once more, and
+// both attempts must fail. (Measured here: the worker spends the same CPU
+// per request with the slow connections as without, and about 1 % of a
+// CPU on them when nothing else happens.)
+//
+// The clients that never read have a 16 KiB receive buffer: with the
+// kernel's autotuned buffers, 200 unread answers would hold enough socket
+// memory to put the whole machine's TCP under memory pressure, which slows
+// every connection, the gateway's or not.
+func TestSlowClientsLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 2 000 connections")
+	}
+	t.Parallel()
+	const slowloris, slowBody, noRead = 1200, 600, 200
+	// Each unread answer is larger than what the kernel buffers of its
+	// two connections hold, so that the gateway itself holds it back.
+	const bigSize = 8 << 20
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < 8192 {
+		lim.Cur = min(8192, lim.Max)
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+		if lim.Cur < 8192 {
+			t.Skipf("RLIMIT_NOFILE is %d: too low for 2 000 connections", lim.Cur)
+		}
+	}
+	up := newSlowUpstream(t)
+	g := startGateway(t, slowRoutes(up.addr()), "  http:\n"+
+		"    client_header_timeout: 120s\n"+
+		"    client_body_timeout: 120s\n"+
+		"    send_timeout: 120s\n")
+	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
+
+	good, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	br := bufio.NewReader(good)
+	req := []byte("GET /ok HTTP/1.1\r\nHost: a\r\n\r\n")
+	lat := make([]time.Duration, 400)
+	round := func() time.Duration {
+		_ = good.SetDeadline(time.Now().Add(30 * time.Second))
+		for i := range lat {
+			start := time.Now()
+			if _, err := good.Write(req); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			lat[i] = time.Since(start)
+		}
+		slices.Sort(lat)
+		return lat[len(lat)-len(lat)/100]
+	}
+	lowQuartile := func(v []time.Duration) time.Duration {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		return v[(len(v)-1)/4]
+	}
+	rounds := func(n int) []time.Duration {
+		var v []time.Duration
+		for range n {
+			v = append(v, round())
+		}
+		return v
+	}
+	_ = rounds(2) // warm up both ends
+
+	open := func() []net.Conn {
+		var conns []net.Conn
+		t.Cleanup(func() { closeAll(conns) })
+		dial := func(first string, smallRcvbuf bool) {
+			d := net.Dialer{Timeout: 5 * time.Second}
+			if smallRcvbuf {
+				d.Control = smallRcvbufControl
+			}
+			c, err := d.Dial("tcp", g.addr())
+			if err != nil {
+				t.Fatalf("connection %d: %v", len(conns), err)
+			}
+			conns = append(conns, c)
+			if _, err := io.WriteString(c, first); err != nil {
+				t.Fatalf("connection %d: %v", len(conns), err)
+			}
+		}
+		for range slowloris {
+			dial("GET /ok HTTP/1.1\r\nHost: a\r\nX-Slow: ", false)
+		}
+		for range slowBody {
+			dial("POST /body HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n0123456789", false)
+		}
+		for i := range noRead {
+			dial(fmt.Sprintf("GET /big?id=%d&size=%d HTTP/1.1\r\nHost: a\r\n\r\n", i, bigSize), true)
+		}
+		// Every slow connection is on the worker, with an upstream
+		// connection for each stalled body and unread answer.
+		want := slowloris + 2*slowBody + 2*noRead
+		eventually(t, 30*time.Second, func() error {
+			if n := fdCount(ws[0].pid); n < want {
+				return fmt.Errorf("the worker holds %d fds, want %d or more", n, want)
+			}
+			if n := int(up.writing.Load()); n < noRead*9/10 {
+				return fmt.Errorf("%d unread answers are held up, want about %d", n, noRead)
+			}
+			return nil
+		})
+		return conns
+	}
+
+	var base, loaded time.Duration
+	for attempt := 1; attempt <= 2; attempt++ {
+		before := rounds(4)
+		conns := open()
+		// Let the worker settle: the unread answers fill their buffers.
+		time.Sleep(time.Second)
+		if b, err := os.ReadFile("/proc/net/sockstat"); err == nil {
+			t.Logf("slow connections open; %s", strings.TrimSpace(string(b)))
+		}
+		during := rounds(8)
+		closeAll(conns)
+		time.Sleep(200 * time.Millisecond)
+		after := rounds(4)
+		base, loaded = lowQuartile(append(before, after...)), lowQuartile(during)
+		t.Logf("attempt %d: p99 without the slow connections %v (rounds %v %v), with them %v (rounds %v)",
+			attempt, base, before, after, loaded, during)
+		if loaded < 2*base {
+			break
+		}
+	}
+	if loaded >= 2*base {
+		t.Errorf("with 2 000 slow connections open the p99 is %v, without %v: more than twice", loaded, base)
+	}
+	// The worker is still fully serving.
+	c := newClient(t)
+	if r := do(t, c, "GET", g.url("/ok"), "", nil, nil); r.status != 200 {
+		t.Errorf("after: %d", r.status)
+	}
+}
+
+// smallRcvbufControl sets a 16 KiB receive buffer on a socket before it
+// connects: the kernel then holds little of an answer the client never
+// reads, and the gateway must hold the rest back.
+func smallRcvbufControl(_, _ string, rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// fdCount returns how many files process pid has open.
+func fdCount(pid int) int {
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// TestPipelinedLateReader: a client that pipelines many requests and
+// starts reading only after a while (within send_timeout) gets every
+// answer: the worker stops reading its requests while the answers pile up,
+// and reads on once they are flushed.
+func TestPipelinedLateReader(t *testing.T) {
+	t.Parallel()
+	up := newSlowUpstream(t)
+	g := startGateway(t, slowRoutes(up.addr()), "")
+	c := dialGateway(t, g)
+	const n = 50000 // about 10 MB of 404 answers, more than the kernel holds
+	go func() {
+		_, _ = io.WriteString(c, strings.Repeat("GET /none HTTP/1.1\r\nHost: a\r\n\r\n", n))
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := newReader(c)
+	for i := range n {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 404 {
+			t.Fatalf("answer %d: %d, %v", i, resp.StatusCode, err)
+		}
+	}
+}
