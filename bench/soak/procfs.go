@@ -3,8 +3,10 @@ package soak
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -13,6 +15,7 @@ import (
 type Socket struct {
 	LocalPort, RemotePort uint16
 	Inode                 uint64
+	State                 uint8 // the kernel's TCP state: 1 ESTABLISHED … 10 LISTEN
 }
 
 // ParseNetTCP parses the contents of /proc/net/tcp or /proc/net/tcp6 into
@@ -35,7 +38,8 @@ func ParseNetTCP(b []byte, into map[uint64]Socket) {
 		if !ok1 || !ok2 || err != nil || ino == 0 {
 			continue
 		}
-		into[ino] = Socket{LocalPort: lp, RemotePort: rp, Inode: ino}
+		st, _ := strconv.ParseUint(f[3], 16, 8)
+		into[ino] = Socket{LocalPort: lp, RemotePort: rp, Inode: ino, State: uint8(st)}
 	}
 }
 
@@ -136,4 +140,56 @@ func CountFDs(pids []int, upstreamPort uint16) FDCount {
 		}
 	}
 	return c
+}
+
+// tcpStates names the kernel's TCP states (include/net/tcp_states.h).
+var tcpStates = [...]string{1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1", 5: "FIN_WAIT2",
+	6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT", 9: "LAST_ACK", 10: "LISTEN", 11: "CLOSING"}
+
+// DescribeFDs says what the open fds of pids are, one line a process: how
+// many of each kind, TCP sockets by state and local→remote port, so that a
+// growth in the count can be told apart.
+func DescribeFDs(pids []int) []string {
+	if len(pids) == 0 {
+		return nil
+	}
+	socks := sockets(pids[0])
+	var out []string
+	for _, p := range pids {
+		ts := fdTargets(p)
+		if ts == nil {
+			continue
+		}
+		kinds := map[string]int{}
+		for _, t := range ts {
+			if ino, ok := socketInode(t); ok {
+				if so, ok := socks[ino]; ok {
+					st := "?"
+					if int(so.State) < len(tcpStates) && tcpStates[so.State] != "" {
+						st = tcpStates[so.State]
+					}
+					kinds[fmt.Sprintf("tcp %s %d→%d", st, so.LocalPort, so.RemotePort)]++
+					continue
+				}
+				kinds["socket (not tcp)"]++
+				continue
+			}
+			if i := strings.IndexAny(t, "[:"); i > 0 && !strings.HasPrefix(t, "/") {
+				t = t[:i]
+			}
+			kinds[t]++
+		}
+		keys := make([]string, 0, len(kinds))
+		for k := range kinds {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		fmt.Fprintf(&b, "pid %d, %d fds:", p, len(ts))
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s ×%d;", k, kinds[k])
+		}
+		out = append(out, b.String())
+	}
+	return out
 }

@@ -112,6 +112,7 @@ func RunSoak(o Options) (SoakVerdict, error) {
 		return SoakVerdict{}, err
 	}
 	before := quietFDs(e, 0)
+	beforeFDs := DescribeFDs(e.GatewayPIDs())
 	o.logf("quiet before the load: %d open fds in %d processes (%d to the upstream)", before.Total, before.Procs, before.Pool)
 
 	rate := o.Share * peak
@@ -176,6 +177,15 @@ func RunSoak(o Options) (SoakVerdict, error) {
 
 	after := quietFDs(e, before.Other())
 	o.logf("quiet after the load: %d open fds in %d processes (%d to the upstream)", after.Total, after.Procs, after.Pool)
+	if after.Other() > before.Other() {
+		// What the fds are, before the gateway is stopped.
+		for _, l := range beforeFDs {
+			o.logf("  before: %s", l)
+		}
+		for _, l := range DescribeFDs(e.GatewayPIDs()) {
+			o.logf("  after:  %s", l)
+		}
+	}
 
 	ws := col.windows(o.Duration)
 	for i := range ws {

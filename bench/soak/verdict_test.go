@@ -2,6 +2,9 @@ package soak
 
 import (
 	"bytes"
+	"fmt"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +290,18 @@ func TestParseNetTCP(t *testing.T) {
 	}
 	if _, ok := socketInode("pipe:[1]"); ok {
 		t.Error("a pipe read as a socket")
+	}
+}
+
+func TestDescribeFDs(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	got := DescribeFDs([]int{os.Getpid()})
+	if len(got) != 1 || !strings.Contains(got[0], fmt.Sprintf("tcp LISTEN %d→0 ×1;", port)) {
+		t.Errorf("DescribeFDs = %q, want this process's listener on %d", got, port)
 	}
 }
