@@ -98,7 +98,7 @@ type clientConn struct {
 	started     int64 // Worker.now when the request was routed, for retry_timeout
 	respStarted bool
 	hdrTimer    bool
-	served      bool // a request was read on this connection (draining closes it when idle)
+	served      bool // a request was read on this connection: it is kept alive
 
 	// A chunked request waiting for its body to be judged against
 	// client_max_body_size before it is dispatched (bodylimit.go): holdSeen
