@@ -177,14 +177,12 @@ func RunSoak(o Options) (SoakVerdict, error) {
 
 	after := quietFDs(e, before.Other())
 	o.logf("quiet after the load: %d open fds in %d processes (%d to the upstream)", after.Total, after.Procs, after.Pool)
-	if after.Other() > before.Other() {
-		// What the fds are, before the gateway is stopped.
-		for _, l := range beforeFDs {
-			o.logf("  before: %s", l)
-		}
-		for _, l := range DescribeFDs(e.GatewayPIDs()) {
-			o.logf("  after:  %s", l)
-		}
+	// What the fds are, before the gateway is stopped.
+	for _, l := range beforeFDs {
+		o.logf("  before: %s", l)
+	}
+	for _, l := range DescribeFDs(e.GatewayPIDs()) {
+		o.logf("  after:  %s", l)
 	}
 
 	ws := col.windows(o.Duration)
