@@ -299,6 +299,12 @@ func FuzzChunked(f *testing.F) {
 			if strings.Contains(gerr.Error(), "too much non-data") || errors.Is(gerr, bufio.ErrBufferFull) || strings.Contains(gerr.Error(), "too long") {
 				return
 			}
+			// RFC 9112 §7.1.1 allows BWS before the ';' of an extension;
+			// net/http does not. The gateway writes its own chunk-size
+			// lines, so no upstream ever sees it.
+			if strings.Contains(gerr.Error(), "invalid byte in chunk length") && bwsBeforeExtension(body) {
+				return
+			}
 			t.Fatalf("net/http rejects what we accept: %v\n%q", gerr, body)
 		}
 		if dd != string(payload) {
@@ -314,4 +320,26 @@ func FuzzChunked(f *testing.F) {
 			t.Fatalf("%d bytes after the trailer section", br.Buffered())
 		}
 	})
+}
+
+// bwsBeforeExtension reports whether a chunk-size line of a chunked body
+// has whitespace between the size and the ';' of its extensions.
+func bwsBeforeExtension(body []byte) bool {
+	for _, line := range bytes.Split(body, []byte("\r\n")) {
+		i := 0
+		for i < len(line) && unhex[line[i]] != 0xff {
+			i++
+		}
+		if i == 0 {
+			continue
+		}
+		j := i
+		for j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+			j++
+		}
+		if j > i && j < len(line) && line[j] == ';' {
+			return true
+		}
+	}
+	return false
 }
