@@ -511,13 +511,41 @@ func (cc *clientConn) takeBody(iov [][]byte) ([][]byte, int, bool) {
 	}
 	buf, _ := cc.c.Peek(-1)
 	at := len(iov)
-	iov = append(iov, nil) // the chunk-size line, once the size is known
+	iov, n, total, done, err := reframe(&cc.reqChunk, iov, buf, &cc.sizeLine, true)
+	if err != nil {
+		cc.badBody = 400
+		return iov[:at], 0, false
+	}
+	// client_max_body_size for a body of unknown length, counted in data
+	// bytes as nginx counts it.
+	cc.bodyBytes += int64(total)
+	if max := cc.w.cfg.MaxBodySize; max > 0 && cc.bodyBytes > max {
+		cc.badBody = 413
+		return iov[:at], 0, false
+	}
+	return iov, n, done
+}
+
+// reframe decodes the chunked body bytes at the start of buf with c and
+// appends their data runs (at most maxBodyPieces) to iov: framed, as one
+// chunk whose size line is written into *sizeLine, followed by the last
+// chunk once the body ends; unframed, as the bare data. It returns iov, the
+// bytes of buf consumed, the data bytes appended and whether the body
+// ended. On a malformed body it stops at the fault and returns the error
+// with what came before it (a whole chunk, when framed). The slices
+// appended alias buf and *sizeLine.
+func reframe(c *httpparse.Chunked, iov [][]byte, buf []byte, sizeLine *[]byte, framed bool) ([][]byte, int, int, bool, error) {
+	at := len(iov)
+	if framed {
+		iov = append(iov, nil) // the chunk-size line, once the size is known
+	}
 	n, total, pieces, done := 0, 0, 0, false
+	var err error
 	for n < len(buf) && pieces < maxBodyPieces && !done {
-		k, data, end, err := cc.reqChunk.Decode(buf[n:])
-		if err != nil {
-			cc.badBody = 400
-			return iov[:at], 0, false
+		k, data, end, derr := c.Decode(buf[n:])
+		if derr != nil {
+			err = derr
+			break
 		}
 		n += k
 		done = end
@@ -527,24 +555,20 @@ func (cc *clientConn) takeBody(iov [][]byte) ([][]byte, int, bool) {
 			pieces++
 		}
 	}
-	// client_max_body_size for a body of unknown length, counted in data
-	// bytes as nginx counts it.
-	cc.bodyBytes += int64(total)
-	if max := cc.w.cfg.MaxBodySize; max > 0 && cc.bodyBytes > max {
-		cc.badBody = 413
-		return iov[:at], 0, false
+	if !framed {
+		return iov, n, total, done, err
 	}
 	if total == 0 {
 		iov = iov[:at]
 	} else {
-		cc.sizeLine = httpparse.AppendChunkSize(cc.sizeLine[:0], total)
-		iov[at] = cc.sizeLine
+		*sizeLine = httpparse.AppendChunkSize((*sizeLine)[:0], total)
+		iov[at] = *sizeLine
 		iov = append(iov, crlf)
 	}
 	if done {
 		iov = append(iov, lastChunk)
 	}
-	return iov, n, done
+	return iov, n, total, done, err
 }
 
 // pumpBody forwards more request body to the busy upstream, one write at a

@@ -397,46 +397,8 @@ func (uc *upConn) takeBody(iov [][]byte, buf []byte, framed bool) ([][]byte, int
 		}
 		return iov, len(buf), false, nil
 	}
-	at := len(iov)
-	if framed {
-		iov = append(iov, nil) // the chunk-size line, once the size is known
-	}
-	n, total, pieces, done := 0, 0, 0, false
-	for n < len(buf) && pieces < maxBodyPieces && !done {
-		k, data, end, err := uc.chunk.Decode(buf[n:])
-		if err != nil {
-			if framed && total > 0 {
-				uc.sizeLine = httpparse.AppendChunkSize(uc.sizeLine[:0], total)
-				iov[at] = uc.sizeLine
-				return append(iov, crlf), n, false, err
-			}
-			if framed {
-				iov = iov[:at]
-			}
-			return iov, n, false, err
-		}
-		n += k
-		done = end
-		if len(data) > 0 {
-			iov = append(iov, data)
-			total += len(data)
-			pieces++
-		}
-	}
-	if !framed {
-		return iov, n, done, nil
-	}
-	if total == 0 {
-		iov = iov[:at]
-	} else {
-		uc.sizeLine = httpparse.AppendChunkSize(uc.sizeLine[:0], total)
-		iov[at] = uc.sizeLine
-		iov = append(iov, crlf)
-	}
-	if done {
-		iov = append(iov, lastChunk)
-	}
-	return iov, n, done, nil
+	iov, n, _, done, err := reframe(&uc.chunk, iov, buf, &uc.sizeLine, framed)
+	return iov, n, done, err
 }
 
 // afterWrite consumes what was forwarded and ends the exchange when the
