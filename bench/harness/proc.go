@@ -178,6 +178,17 @@ func StartUpstream(self string, cpus []int, body int, dir string) (*Proc, string
 	if err != nil {
 		return nil, "", err
 	}
+	addr, err := UpstreamAddr(p, out)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, addr, nil
+}
+
+// UpstreamAddr reads the address an upstream process p reports on out, its
+// first line "listening ADDR", and drains the rest of out. It stops p when
+// the line is not that or does not come within 10 s.
+func UpstreamAddr(p *Proc, out io.Reader) (string, error) {
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -192,12 +203,12 @@ func StartUpstream(self string, cpus []int, body int, dir string) (*Proc, string
 		addr, found := strings.CutPrefix(l, "listening ")
 		if !ok || !found {
 			p.Stop(time.Second)
-			return nil, "", fmt.Errorf("harness: upstream: %q: %s", l, p.Tail(5))
+			return "", fmt.Errorf("harness: upstream: %q: %s", l, p.Tail(5))
 		}
-		return p, addr, nil
+		return addr, nil
 	case <-time.After(10 * time.Second):
 		p.Stop(time.Second)
-		return nil, "", fmt.Errorf("harness: upstream did not report its address: %s", p.Tail(5))
+		return "", fmt.Errorf("harness: upstream did not report its address: %s", p.Tail(5))
 	}
 }
 

@@ -1,9 +1,7 @@
 package soak
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -135,30 +133,14 @@ func (e *Env) StartUpstream(addr string) error {
 	if err != nil {
 		return err
 	}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case l := <-lines:
-		a, ok := strings.CutPrefix(l, "listening ")
-		if !ok {
-			p.Stop(time.Second)
-			return fmt.Errorf("soak: upstream: %q: %s", l, p.Tail(5))
-		}
-		_, ps, _ := net.SplitHostPort(a)
-		n, _ := strconv.Atoi(ps)
-		e.up, e.UpstreamAddr, e.UpstreamPort = p, a, uint16(n)
-		return nil
-	case <-time.After(10 * time.Second):
-		p.Stop(time.Second)
-		return fmt.Errorf("soak: upstream did not start: %s", p.Tail(5))
+	a, err := harness.UpstreamAddr(p, out)
+	if err != nil {
+		return fmt.Errorf("soak: %w", err)
 	}
+	_, ps, _ := net.SplitHostPort(a)
+	n, _ := strconv.Atoi(ps)
+	e.up, e.UpstreamAddr, e.UpstreamPort = p, a, uint16(n)
+	return nil
 }
 
 // KillUpstream kills the upstream with SIGKILL and waits for it to be gone.
@@ -209,6 +191,36 @@ func (e *Env) WaitWorkers(timeout time.Duration) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("soak: %d workers running after %v, want %d", n, timeout, e.Workers)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ReloadAndWait reloads and waits until every worker running before has
+// been replaced and the configured number runs.
+func (e *Env) ReloadAndWait(timeout time.Duration) error {
+	old := map[int]bool{}
+	for _, p := range e.WorkerPIDs() {
+		old[p] = true
+	}
+	if err := e.Reload(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		pids := e.WorkerPIDs()
+		replaced := len(pids) == e.Workers
+		for _, p := range pids {
+			replaced = replaced && !old[p]
+		}
+		if replaced {
+			return nil
+		}
+		if e.gw.Exited() {
+			return fmt.Errorf("soak: the gateway exited:\n%s", e.gw.Tail(20))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("soak: the workers were not replaced within %v of a reload", timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
