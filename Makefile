@@ -22,10 +22,12 @@ run: build
 	$(BIN)/coregate -c conf/config.yaml
 
 # Everything: the allocation guards (built without the race detector, which
-# allocates), then every test with the race detector.
+# allocates), then every test with the race detector, one package at a time:
+# the scheduling, latency and respawn tests measure a worker on a 2-core
+# machine, and the end-to-end package loads both cores for two minutes.
 test:
 	$(GO) test -count=1 -run 'Alloc' $(PKGS)
-	$(GO) test -race -shuffle=on -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -shuffle=on -count=1 -p 1 -timeout 20m $(PKGS)
 	$(GO) test -race -count=1 github.com/panjf2000/gnet/v2/pkg/netpoll
 
 alloc:
