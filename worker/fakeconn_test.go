@@ -6,7 +6,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 // fakeConn is an in-memory gnet.Conn for driving the worker's handlers

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 // helloSpec is n routes /hello, /hello1 ... /hello{n-1} to one node.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 // testSpec decodes upstreams and routes given as APISIX JSON objects.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"coregate/admin/spec"
 	"coregate/plugins"
 	"coregate/worker/router"
-	"coregate/worker/spec"
 )
 
 // Snapshot is a compiled, immutable view of the configuration: the router and

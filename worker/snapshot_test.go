@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/spec"
 	"coregate/worker/router"
-	"coregate/worker/spec"
 )
 
 func TestCompileKeepaliveDefaults(t *testing.T) {

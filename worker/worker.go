@@ -13,9 +13,9 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/panjf2000/gnet/v2/pkg/netpoll"
 
+	"coregate/admin/spec"
 	"coregate/httpparse"
 	"coregate/worker/router"
-	"coregate/worker/spec"
 )
 
 // Config holds a worker's settings from config.yaml.

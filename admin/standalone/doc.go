@@ -24,5 +24,5 @@
 // caller keeps serving the previous Spec.
 //
 // Load and Parse are safe for concurrent use. This package imports only
-// worker/spec of coregate's packages.
+// admin/spec of coregate's packages.
 package standalone

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 
 	"go.yaml.in/yaml/v3"
 )

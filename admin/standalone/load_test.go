@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"coregate/worker/spec"
+	"coregate/admin/nodeconf"
+	"coregate/admin/spec"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -321,7 +322,7 @@ func TestLoadJSON(t *testing.T) {
 
 // The files `make run` uses load with this package and spec.
 func TestConfFiles(t *testing.T) {
-	c, warns, err := spec.LoadNodeConfig("../../conf/config.yaml")
+	c, warns, err := nodeconf.Load("../../conf/config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestConfFiles(t *testing.T) {
 		t.Errorf("Provider = %+v", p)
 	}
 	got := []any{c.APISIX.NodeListen, c.NginxConfig.WorkerProcesses, c.Deployment.Role, c.APISIX.EnableAdmin}
-	want := []any{[]spec.Listen{{Port: 9080}}, 1, "data_plane", false}
+	want := []any{[]nodeconf.Listen{{Port: 9080}}, 1, "data_plane", false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config.yaml (-want +got):\n%s", diff)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 // DefaultInterval is how often a Watcher looks at the file, as APISIX does.

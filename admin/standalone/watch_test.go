@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
-	"coregate/worker/spec"
+	"coregate/admin/nodeconf"
 )
 
 func TestSelect(t *testing.T) {
@@ -164,7 +164,7 @@ func TestCoregateConfig(t *testing.T) {
 		s    Scenario
 		want int
 	}{{plain, 100000000}, {redial, 1000}} {
-		nc, warnings, err := spec.ParseNodeConfig(CoregateConfig(tc.s, 9080, 4), "config.yaml")
+		nc, warnings, err := nodeconf.Parse(CoregateConfig(tc.s, 9080, 4), "config.yaml")
 		if err != nil || len(warnings) > 0 {
 			t.Fatalf("coregate reads its config with %v, warnings %v", err, warnings)
 		}

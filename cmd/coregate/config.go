@@ -5,14 +5,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"coregate/admin/nodeconf"
+	"coregate/admin/spec"
 	"coregate/httpparse"
 	"coregate/worker"
 	"coregate/worker/router"
-	"coregate/worker/spec"
 )
 
 // workerConfig maps config.yaml onto a worker's settings.
-func workerConfig(nc *spec.NodeConfig, log *slog.Logger) worker.Config {
+func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 	cfg := worker.Config{
 		ServerHeader:       nc.ServerHeader(spec.CompatVersion),
 		Limits:             httpparse.DefaultLimits(),

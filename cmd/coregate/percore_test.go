@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 	"coregate/worker/supervisor"
 )
 

@@ -15,9 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"coregate/admin/nodeconf"
+	"coregate/admin/spec"
 	"coregate/admin/standalone"
 	"coregate/bpf"
-	"coregate/worker/spec"
 	"coregate/worker/supervisor"
 )
 
@@ -64,7 +65,7 @@ func runSupervisor(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("proc", "supervisor")
-	nc, warnings, err := spec.LoadNodeConfig(*cfgPath)
+	nc, warnings, err := nodeconf.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func runSupervisor(args []string) error {
 			return err
 		}
 	}
-	workerCount := func(nc *spec.NodeConfig) (int, error) {
+	workerCount := func(nc *nodeconf.Config) (int, error) {
 		switch *workersFlag {
 		case "":
 			return nc.NginxConfig.WorkerProcesses, nil // 0: auto
@@ -128,7 +129,7 @@ func runSupervisor(args []string) error {
 		}
 	}
 	return sup.Run(ctx, func() (supervisor.Reload, error) {
-		nc, warnings, err := spec.LoadNodeConfig(*cfgPath)
+		nc, warnings, err := nodeconf.Load(*cfgPath)
 		if err != nil {
 			return supervisor.Reload{}, err
 		}
@@ -145,7 +146,7 @@ func runSupervisor(args []string) error {
 
 // settingsOf fingerprints what a worker reads from config.yaml, all but
 // worker_processes (which the supervisor applies itself).
-func settingsOf(nc *spec.NodeConfig) string {
+func settingsOf(nc *nodeconf.Config) string {
 	c := *nc
 	c.NginxConfig.WorkerProcesses = 0
 	b, err := json.Marshal(&c)
@@ -167,7 +168,7 @@ type export struct {
 // exportServer reads plugin_attr.prometheus: enable_export_server (true),
 // export_addr {ip, port} (127.0.0.1:9091) and export_uri
 // (/apisix/prometheus/metrics).
-func exportServer(nc *spec.NodeConfig) (export, error) {
+func exportServer(nc *nodeconf.Config) (export, error) {
 	var attr struct {
 		Enable *bool  `json:"enable_export_server"`
 		URI    string `json:"export_uri"`

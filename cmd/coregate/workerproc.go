@@ -18,10 +18,10 @@ import (
 	"syscall"
 	"time"
 
+	"coregate/admin/nodeconf"
 	"coregate/bpf"
 	"coregate/worker"
 	"coregate/worker/control"
-	"coregate/worker/spec"
 	"coregate/worker/supervisor"
 )
 
@@ -66,7 +66,7 @@ func runWorker(args []string) error {
 
 // serveWorker runs the worker until it has drained, or fails.
 func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs int, mode, cfgPath string) error {
-	nc, _, err := spec.LoadNodeConfig(cfgPath)
+	nc, _, err := nodeconf.Load(cfgPath)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 // Type is a frame type.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 func TestRoundTrip(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 // mapVars is a VarSource over fixed values.

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 // VarKind says which request value a Var names.

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"coregate/admin/spec"
 	"coregate/worker/control"
-	"coregate/worker/spec"
 )
 
 // The node's own metrics, served on APISIX's export server

@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"coregate/admin/spec"
 	"coregate/bpf"
 	"coregate/worker/control"
-	"coregate/worker/spec"
 )
 
 // Reload is what the supervisor learns from config.yaml on SIGHUP.

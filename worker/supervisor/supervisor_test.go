@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"coregate/worker/spec"
+	"coregate/admin/spec"
 )
 
 func TestParseCPUList(t *testing.T) {

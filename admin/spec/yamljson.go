@@ -227,7 +227,7 @@ func (c *yamlConv) pairs(n *yaml.Node, depth int) ([]yamlPair, error) {
 	}
 	explicit := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := deref(n.Content[i]); k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
+		if k := Unalias(n.Content[i]); k.Kind == yaml.ScalarNode && k.ShortTag() != "!!merge" {
 			explicit[k.Value] = true
 		}
 	}
@@ -241,7 +241,7 @@ func (c *yamlConv) pairs(n *yaml.Node, depth int) ([]yamlPair, error) {
 				srcs = v.Content
 			}
 			for _, s := range srcs {
-				s = deref(s)
+				s = Unalias(s)
 				if s.Kind != yaml.MappingNode {
 					return nil, errors.New("yaml merge key needs a mapping")
 				}
@@ -258,7 +258,7 @@ func (c *yamlConv) pairs(n *yaml.Node, depth int) ([]yamlPair, error) {
 			}
 			continue
 		}
-		k = deref(k)
+		k = Unalias(k)
 		if k.Kind != yaml.ScalarNode {
 			return nil, errors.New("yaml mapping key at line " + strconv.Itoa(k.Line) + " is not a scalar")
 		}
@@ -353,6 +353,15 @@ func jvalToYAML(v *jval) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for _, m := range v.obj {
 		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: m.key}, jvalToYAML(m.val))
+	}
+	return n
+}
+
+// Unalias follows a YAML alias node to the node it names; other nodes come
+// back as they are.
+func Unalias(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
 	}
 	return n
 }

@@ -161,7 +161,7 @@ func checkVarValue(op string, rv *jval) string {
 			return "invalid ip address"
 		}
 		for _, a := range list {
-			if a.kind != jString || !validIPOrCIDR(a.s) {
+			if a.kind != jString || !ValidIPOrCIDR(a.s) {
 				s := a.s
 				if a.kind != jString {
 					s = string(appendJSON(nil, a))
@@ -225,7 +225,9 @@ func (e *VarExpr) check() string {
 	return checkVarValue(e.Op, rv)
 }
 
-func validIPOrCIDR(s string) bool {
+// ValidIPOrCIDR reports whether s is an IP address or a CIDR prefix, as
+// APISIX's schema accepts them in remote_addrs and real_ip_from.
+func ValidIPOrCIDR(s string) bool {
 	if strings.IndexByte(s, '/') >= 0 {
 		_, err := netip.ParsePrefix(s)
 		return err == nil

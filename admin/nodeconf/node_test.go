@@ -1,4 +1,4 @@
-package spec
+package nodeconf
 
 import (
 	"encoding/json"
@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.yaml.in/yaml/v3"
 )
 
-func parseNode(t *testing.T, src string) (*NodeConfig, []string, error) {
+func parseNode(t *testing.T, src string) (*Config, []string, error) {
 	t.Helper()
-	return ParseNodeConfig([]byte(src), "conf/config.yaml")
+	return Parse([]byte(src), "conf/config.yaml")
 }
 
 func TestNodeConfigDefaults(t *testing.T) {
@@ -27,11 +26,11 @@ func TestNodeConfigDefaults(t *testing.T) {
 		if len(warns) != 0 {
 			t.Errorf("%q: warnings %v", src, warns)
 		}
-		if diff := cmp.Diff(DefaultNodeConfig(), c); diff != "" {
+		if diff := cmp.Diff(Default(), c); diff != "" {
 			t.Errorf("%q: defaults (-want +got):\n%s", src, diff)
 		}
 	}
-	c := DefaultNodeConfig()
+	c := Default()
 	checks := []struct {
 		name      string
 		got, want any
@@ -134,7 +133,7 @@ plugin_attr:
 	if diff := cmp.Diff([]string{"not supported yet: apisix.node_listen[2].enable_http2"}, warns); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	want := DefaultNodeConfig()
+	want := Default()
 	want.Dir = "conf"
 	want.APISIX = APISIXConfig{
 		NodeListen:                         []Listen{{Port: 9080}, {IP: "127.0.0.1", Port: 9081}, {Port: 9082}},
@@ -239,12 +238,12 @@ func TestNodeConfigWorkerProcesses(t *testing.T) {
 		{"auto", 0, ""},
 		{"1", 1, ""},
 		{"16", 16, ""},
-		{"0", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got 0`},
-		{"-2", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got -2`},
-		{`"4"`, 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got "4"`},
-		{"automatic", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got "automatic"`},
-		{"1.5", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got 1.5`},
-		{"[1]", 0, `spec: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got a list`},
+		{"0", 0, `nodeconf: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got 0`},
+		{"-2", 0, `nodeconf: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got -2`},
+		{`"4"`, 0, `nodeconf: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got "4"`},
+		{"automatic", 0, `nodeconf: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got "automatic"`},
+		{"1.5", 0, `nodeconf: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got 1.5`},
+		{"[1]", 0, `nodeconf: conf/config.yaml: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got a list`},
 	}
 	for _, tc := range tests {
 		c, _, err := parseNode(t, "nginx_config:\n  worker_processes: "+tc.val+"\n")
@@ -300,7 +299,7 @@ func TestNodeConfigTypeErrors(t *testing.T) {
 			}
 			continue
 		}
-		if diff := cmp.Diff("spec: conf/config.yaml: "+tc.want, err.Error()); diff != "" {
+		if diff := cmp.Diff("nodeconf: conf/config.yaml: "+tc.want, err.Error()); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
 		}
 	}
@@ -323,7 +322,7 @@ func TestNodeConfigProvider(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, _, err := LoadNodeConfig(path)
+		c, _, err := Load(path)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -334,7 +333,7 @@ func TestNodeConfigProvider(t *testing.T) {
 			t.Errorf("case %d: a data plane must not serve the Admin API", i)
 		}
 	}
-	if _, _, err := LoadNodeConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+	if _, _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v, want ErrNotExist", err)
 	}
 }
@@ -354,122 +353,14 @@ func TestNodeConfigEnv(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	_, _, err = parseNode(t, "apisix:\n  node_listen: ${{CG_TEST_SURELY_UNSET}}\n")
-	if !errors.Is(err, ErrNodeConfig) || errText(err) != "spec: conf/config.yaml: failed to handle configuration: can't find environment variable CG_TEST_SURELY_UNSET" {
+	if !errors.Is(err, ErrNodeConfig) || errText(err) != "nodeconf: conf/config.yaml: failed to handle configuration: can't find environment variable CG_TEST_SURELY_UNSET" {
 		t.Errorf("unset variable: %v", err)
 	}
 }
 
-func TestResolveEnv(t *testing.T) {
-	env := map[string]string{"HOST": "10.0.0.1", "PORT": "8080", "EMPTY": "", "ON": "true", "F": "1.5", "HEX": "0x10"}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	tests := []struct{ in, want, err string }{
-		{`a: ${{HOST}}`, `{"a":"10.0.0.1"}`, ""},
-		{`a: "${{PORT}}"`, `{"a":8080}`, ""},
-		{`a: "${{ PORT }}"`, `{"a":8080}`, ""},
-		{`a: "${{HOST}}:${{PORT}}"`, `{"a":"10.0.0.1:8080"}`, ""},
-		{`a: ${{ON}}`, `{"a":true}`, ""},
-		{`a: ${{F}}`, `{"a":1.5}`, ""},
-		{`a: ${{HEX}}`, `{"a":16}`, ""},
-		{`a: "x${{EMPTY}}"`, `{"a":"x"}`, ""},
-		{`a: "${{EMPTY:=dflt}}"`, `{"a":""}`, ""},
-		{`a: "${{NOPE:=dflt}}"`, `{"a":"dflt"}`, ""},
-		{`a: "${{NOPE:= 42 }}"`, `{"a":42}`, ""},
-		{`a: "${{NOPE}}"`, ``, "failed to handle configuration: can't find environment variable NOPE"},
-		{`"${{HOST}}:80": 1`, `{"10.0.0.1:80":1}`, ""},
-		{"a: '8080'", `{"a":"8080"}`, ""},
-		{"# ${{NOPE}} in a comment\na: [\"${{PORT}}\"]", `{"a":[8080]}`, ""},
+func errText(err error) string {
+	if err == nil {
+		return ""
 	}
-	for _, tc := range tests {
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(tc.in), &doc); err != nil {
-			t.Fatalf("%s: %v", tc.in, err)
-		}
-		err := ResolveEnv(&doc, lookup)
-		if diff := cmp.Diff(tc.err, errText(err)); diff != "" {
-			t.Errorf("%s: error (-want +got):\n%s", tc.in, diff)
-			continue
-		}
-		if err != nil {
-			if !errors.Is(err, ErrEnv) {
-				t.Errorf("%s: error does not match ErrEnv", tc.in)
-			}
-			continue
-		}
-		b, err := YAMLToJSON(&doc)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.in, err)
-		}
-		if diff := cmp.Diff(tc.want, string(b)); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tc.in, diff)
-		}
-	}
-}
-
-func TestYAMLToJSON(t *testing.T) {
-	tests := []struct{ in, want, err string }{
-		{"b: 1\na: [x, 2.5, true, null, ~]\n", `{"b":1,"a":["x",2.5,true,null,null]}`, ""},
-		{"n: 0x1F\no: 0o17\nbig: 18446744073709551615\nf: 1e3\n", `{"n":31,"o":15,"big":18446744073709551615,"f":1000}`, ""},
-		{"s: '1'\nd: 2001-12-14\nq: \"a\\\"b\\u2028\"\n", `{"s":"1","d":"2001-12-14","q":"a\"b\u2028"}`, ""},
-		{"base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n", `{"base":{"x":1,"y":2},"other":{"x":1,"y":3}}`, ""},
-		{"a: &a [1]\nb: *a\n", `{"a":[1],"b":[1]}`, ""},
-		{"", `null`, ""},
-		{"a: .inf\n", ``, "yaml value .inf at line 1 is not a JSON number"},
-		{"? [1]\n: 2\n", ``, "yaml mapping key at line 1 is not a scalar"},
-	}
-	for _, tc := range tests {
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(tc.in), &doc); err != nil {
-			t.Fatalf("%q: %v", tc.in, err)
-		}
-		b, err := YAMLToJSON(&doc)
-		if diff := cmp.Diff(tc.err, errText(err)); diff != "" {
-			t.Errorf("%q: error (-want +got):\n%s", tc.in, diff)
-			continue
-		}
-		if diff := cmp.Diff(tc.want, string(b)); diff != "" {
-			t.Errorf("%q (-want +got):\n%s", tc.in, diff)
-		}
-	}
-}
-
-func TestYAMLAliasBomb(t *testing.T) {
-	src := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
-	prev := "a"
-	for i := 0; i < 9; i++ {
-		name := string(rune('b' + i))
-		src += name + ": &" + name + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n"
-		prev = name
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
-		t.Skipf("the yaml parser refuses the document itself: %v", err)
-	}
-	start := time.Now()
-	if _, err := YAMLToJSON(&doc); err == nil {
-		t.Fatal("an alias bomb converted without error")
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("refusing the alias bomb took %v", d)
-	}
-}
-
-func TestJSONToYAML(t *testing.T) {
-	in := `{"z":1,"a":[1.5,"s",true,null,{"k":"${{X}}"}]}`
-	doc, err := JSONToYAML([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ResolveEnv(doc, func(string) (string, bool) { return "7", true }); err != nil {
-		t.Fatal(err)
-	}
-	b, err := YAMLToJSON(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(`{"z":1,"a":[1.5,"s",true,null,{"k":7}]}`, string(b)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if _, err := JSONToYAML([]byte(`{"a":`)); !errors.Is(err, ErrSyntax) {
-		t.Errorf("bad JSON: %v, want ErrSyntax", err)
-	}
+	return err.Error()
 }

@@ -84,7 +84,7 @@ func enumRule(vals []string) strRule {
 }
 
 func ipRule(s string) string {
-	if validIPOrCIDR(s) {
+	if ValidIPOrCIDR(s) {
 		return ""
 	}
 	return errAnyOf

@@ -15,9 +15,6 @@ var (
 	// ErrReference: a Spec refers to an object that is not there, or holds
 	// two objects of one kind with the same id (*ReferenceError).
 	ErrReference = errors.New("spec: broken reference")
-	// ErrNodeConfig: config.yaml has a value of the wrong type or out of
-	// range (*NodeConfigError).
-	ErrNodeConfig = errors.New("spec: invalid node config")
 	// ErrEnv: a ${{VAR}} reference names an unset variable that has no
 	// default.
 	ErrEnv = errors.New("spec: missing environment variable")
@@ -82,33 +79,6 @@ func (e *ReferenceError) Error() string {
 
 // Is reports whether target is ErrReference.
 func (e *ReferenceError) Is(target error) bool { return target == ErrReference }
-
-// NodeConfigError is a config.yaml value of the wrong type or out of range.
-// Key is the dotted key ("nginx_config.worker_processes"). It matches
-// ErrNodeConfig.
-type NodeConfigError struct {
-	File string
-	Key  string
-	Msg  string
-}
-
-func (e *NodeConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString("spec: ")
-	if e.File != "" {
-		b.WriteString(e.File)
-		b.WriteString(": ")
-	}
-	if e.Key != "" {
-		b.WriteString(e.Key)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// Is reports whether target is ErrNodeConfig.
-func (e *NodeConfigError) Is(target error) bool { return target == ErrNodeConfig }
 
 // EnvError is a ${{VAR}} reference to an unset variable without a default.
 // Error returns APISIX's text ("failed to handle configuration: can't find

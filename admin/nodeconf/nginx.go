@@ -1,4 +1,4 @@
-package spec
+package nodeconf
 
 import (
 	"math"

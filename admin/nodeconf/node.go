@@ -1,22 +1,24 @@
-package spec
+package nodeconf
 
 import (
+	"coregate/admin/spec"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// NodeConfig is a node's conf/config.yaml: APISIX's keys with APISIX's
+// Config is a node's conf/config.yaml: APISIX's keys with APISIX's
 // defaults (apisix/cli/config.lua) for everything not written. It is read
 // once at start; treat it as read-only afterwards.
-type NodeConfig struct {
+type Config struct {
 	APISIX      APISIXConfig
 	NginxConfig NginxConfig
 	Deployment  DeploymentConfig
@@ -54,7 +56,7 @@ func (l Listen) Addr() string {
 	if strings.IndexByte(ip, ':') >= 0 {
 		ip = "[" + ip + "]"
 	}
-	return ip + ":" + itoa(l.Port)
+	return ip + ":" + strconv.Itoa(l.Port)
 }
 
 // NginxConfig is the nginx_config section.
@@ -151,7 +153,7 @@ type Provider struct {
 }
 
 // Provider tells the configuration source of the node's role.
-func (c *NodeConfig) Provider() Provider {
+func (c *Config) Provider() Provider {
 	switch c.Deployment.Role {
 	case "data_plane":
 		switch k := c.Deployment.RoleDataPlane.ConfigProvider; k {
@@ -170,7 +172,7 @@ func (c *NodeConfig) Provider() Provider {
 
 // ServerHeader is the Server response header value: "APISIX/<version>", or
 // "APISIX" when enable_server_tokens is false.
-func (c *NodeConfig) ServerHeader(version string) string {
+func (c *Config) ServerHeader(version string) string {
 	if c.APISIX.EnableServerTokens {
 		return "APISIX/" + version
 	}
@@ -179,7 +181,7 @@ func (c *NodeConfig) ServerHeader(version string) string {
 
 // WorkerCount is the number of workers: worker_processes, or the number of
 // CPUs for auto.
-func (c *NodeConfig) WorkerCount() int {
+func (c *Config) WorkerCount() int {
 	if c.NginxConfig.WorkerProcesses > 0 {
 		return c.NginxConfig.WorkerProcesses
 	}
@@ -212,10 +214,10 @@ var defaultPlugins = []string{
 	"ai-request-rewrite",
 }
 
-// DefaultNodeConfig is the configuration of a node whose config.yaml is
+// Default is the configuration of a node whose config.yaml is
 // empty: APISIX's defaults. Dir is "conf".
-func DefaultNodeConfig() *NodeConfig {
-	return &NodeConfig{
+func Default() *Config {
+	return &Config{
 		APISIX: APISIXConfig{
 			NodeListen:         []Listen{{Port: 9080}},
 			EnableServerTokens: true,
@@ -233,9 +235,9 @@ func DefaultNodeConfig() *NodeConfig {
 				ClientBodyTimeout:   60 * time.Second,
 				SendTimeout:         10 * time.Second,
 				Upstream: NginxUpstream{
-					Keepalive:         DefaultKeepaliveSize,
-					KeepaliveRequests: DefaultKeepaliveRequests,
-					KeepaliveTimeout:  DefaultKeepaliveIdle,
+					Keepalive:         spec.DefaultKeepaliveSize,
+					KeepaliveRequests: spec.DefaultKeepaliveRequests,
+					KeepaliveTimeout:  spec.DefaultKeepaliveIdle,
 				},
 				RealIPHeader: "X-Real-IP",
 				RealIPFrom:   []string{"127.0.0.1", "unix:"},
@@ -267,31 +269,31 @@ func DefaultNodeConfig() *NodeConfig {
 	}
 }
 
-// LoadNodeConfig reads config.yaml at path: ${{VAR}} references are
+// Load reads config.yaml at path: ${{VAR}} references are
 // resolved from the environment, written keys override APISIX's defaults.
 // Warnings list every key that is not used: "unknown key apisix.foo.bar"
 // for keys APISIX does not have either, "not supported yet: <key>" for
 // APISIX keys coregate does not implement yet. A value of the wrong type
 // is a *NodeConfigError naming its key.
-func LoadNodeConfig(path string) (*NodeConfig, []string, error) {
+func Load(path string) (*Config, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec: reading node config: %w", err)
 	}
-	return ParseNodeConfig(data, path)
+	return Parse(data, path)
 }
 
-// ParseNodeConfig is LoadNodeConfig for a config.yaml already read; path
+// Parse is Load for a config.yaml already read; path
 // names it in errors and gives Dir.
-func ParseNodeConfig(data []byte, path string) (*NodeConfig, []string, error) {
-	c := DefaultNodeConfig()
+func Parse(data []byte, path string) (*Config, []string, error) {
+	c := Default()
 	c.Dir = filepath.Dir(path)
 	p := &cfgParser{file: path, c: c}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, nil, &NodeConfigError{File: path, Msg: err.Error()}
 	}
-	if err := ResolveEnv(&doc, os.LookupEnv); err != nil {
+	if err := spec.ResolveEnv(&doc, os.LookupEnv); err != nil {
 		return nil, nil, &NodeConfigError{File: path, Msg: err.Error()}
 	}
 	if len(doc.Content) > 0 {
@@ -307,7 +309,7 @@ func ParseNodeConfig(data []byte, path string) (*NodeConfig, []string, error) {
 
 type cfgParser struct {
 	file     string
-	c        *NodeConfig
+	c        *Config
 	warnings []string
 }
 
@@ -339,13 +341,6 @@ func join(prefix, key string) string {
 	return prefix + "." + key
 }
 
-func deref(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	return n
-}
-
 func isNull(n *yaml.Node) bool {
 	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
@@ -371,7 +366,7 @@ func describe(n *yaml.Node) string {
 }
 
 func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
-	n = deref(n)
+	n = spec.Unalias(n)
 	if isNull(n) {
 		return nil
 	}
@@ -379,7 +374,7 @@ func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
 		return p.errf(prefix, "want a mapping, got %s", describe(n))
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), n.Content[i+1]
+		k, v := spec.Unalias(n.Content[i]), n.Content[i+1]
 		key := join(prefix, k.Value)
 		h, known := s[k.Value]
 		switch {
@@ -388,7 +383,7 @@ func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
 		case h == nil:
 			p.warnings = append(p.warnings, "not supported yet: "+key)
 		default:
-			if err := h(key, deref(v)); err != nil {
+			if err := h(key, spec.Unalias(v)); err != nil {
 				return err
 			}
 		}
@@ -398,10 +393,10 @@ func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
 
 // unknown warns about every leaf under an unknown key.
 func (p *cfgParser) unknown(key string, v *yaml.Node) {
-	v = deref(v)
+	v = spec.Unalias(v)
 	if v != nil && v.Kind == yaml.MappingNode && len(v.Content) > 0 {
 		for i := 0; i+1 < len(v.Content); i += 2 {
-			p.unknown(key+"."+deref(v.Content[i]).Value, v.Content[i+1])
+			p.unknown(key+"."+spec.Unalias(v.Content[i]).Value, v.Content[i+1])
 		}
 		return
 	}
@@ -456,7 +451,7 @@ func (p *cfgParser) strList(dst *[]string, check func(string) bool, want string)
 		}
 		out := make([]string, 0, len(n.Content))
 		for i, e := range n.Content {
-			e = deref(e)
+			e = spec.Unalias(e)
 			if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" || check != nil && !check(e.Value) {
 				return p.errf(fmt.Sprintf("%s[%d]", key, i), "want %s, got %s", want, describe(e))
 			}
@@ -513,7 +508,7 @@ func (p *cfgParser) size(dst *int64) handler {
 	}
 }
 
-func validAddrOrPrefix(s string) bool { return validIPOrCIDR(s) }
+func validAddrOrPrefix(s string) bool { return spec.ValidIPOrCIDR(s) }
 
 func (p *cfgParser) top() section {
 	c := p.c
@@ -578,7 +573,7 @@ func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
 	}
 	var out []Listen
 	for i, e := range n.Content {
-		e = deref(e)
+		e = spec.Unalias(e)
 		ek := fmt.Sprintf("%s[%d]", key, i)
 		if e.Kind == yaml.ScalarNode {
 			v, err := port(ek, e)
@@ -595,7 +590,7 @@ func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
 				if err := p.str(&l.IP)(k, n); err != nil {
 					return err
 				}
-				if !validIPOrCIDR(l.IP) || strings.IndexByte(l.IP, '/') >= 0 {
+				if !spec.ValidIPOrCIDR(l.IP) || strings.IndexByte(l.IP, '/') >= 0 {
 					return p.errf(k, "want an IP address, got %s", describe(n))
 				}
 				return nil
@@ -775,12 +770,12 @@ func (p *cfgParser) pluginAttr(key string, n *yaml.Node) error {
 	}
 	attrs := make(map[string]json.RawMessage, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		name := deref(n.Content[i]).Value
-		v := deref(n.Content[i+1])
+		name := spec.Unalias(n.Content[i]).Value
+		v := spec.Unalias(n.Content[i+1])
 		if v.Kind != yaml.MappingNode {
 			return p.errf(key+"."+name, "want a mapping, got %s", describe(v))
 		}
-		b, err := YAMLToJSON(v)
+		b, err := spec.YAMLToJSON(v)
 		if err != nil {
 			return p.errf(key+"."+name, "%v", err)
 		}

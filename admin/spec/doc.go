@@ -1,10 +1,12 @@
-// Package spec is coregate's configuration model: the APISIX v3 objects
+// Package spec is coregate's resource model: the APISIX v3 objects
 // (routes, services, upstreams, and consumers, plugin configs and global
-// rules kept as JSON) that the Admin API stores and the workers compile,
-// and the node configuration read from conf/config.yaml.
+// rules kept as JSON) that the Admin API and the standalone file store and
+// the workers compile. The node's own conf/config.yaml is package nodeconf,
+// beside it.
 //
-// It is the one package both sides import and it imports nothing of
-// coregate's own.
+// It is the one package the control plane, the workers and the plugins all
+// import, and it imports nothing of coregate's own: the standard library,
+// YAML and the schema library only (an import-rule test enforces it).
 //
 // # Decoding and validation
 //
@@ -29,15 +31,10 @@
 // service_id and plugin_config_id references). Spec.SetHash gives a content
 // hash so that a reload that changes nothing can be skipped.
 //
-// # Node configuration
+// # YAML
 //
-// LoadNodeConfig reads config.yaml with APISIX's keys and defaults
-// (apisix/cli/config.lua). Keys coregate does not know, and APISIX keys it
-// does not implement yet, come back as warnings; values of the wrong type
-// are errors naming the key. ParseNginxDuration and ParseNginxSize read
-// nginx's time and size syntax. ResolveEnv substitutes ${{VAR}} and
-// ${{VAR:=default}} as APISIX does, and YAMLToJSON turns a YAML tree into
-// JSON for the strict decoders.
+// ResolveEnv substitutes ${{VAR}} and ${{VAR:=default}} as APISIX does,
+// and YAMLToJSON turns a YAML tree into JSON for the strict decoders.
 //
 // # Concurrency
 //

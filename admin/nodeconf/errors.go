@@ -1,0 +1,37 @@
+package nodeconf
+
+import (
+	"errors"
+	"strings"
+)
+
+// ErrNodeConfig: config.yaml has a value of the wrong type or out of range
+// (*NodeConfigError). Every error this package returns matches it.
+var ErrNodeConfig = errors.New("nodeconf: invalid node config")
+
+// NodeConfigError is a config.yaml value of the wrong type or out of range.
+// Key is the dotted key ("nginx_config.worker_processes"). It matches
+// ErrNodeConfig.
+type NodeConfigError struct {
+	File string
+	Key  string
+	Msg  string
+}
+
+func (e *NodeConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("nodeconf: ")
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	}
+	if e.Key != "" {
+		b.WriteString(e.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Is reports whether target is ErrNodeConfig.
+func (e *NodeConfigError) Is(target error) bool { return target == ErrNodeConfig }
