@@ -120,14 +120,14 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 	snap := &Snapshot{nodes: map[string]struct{}{}}
 	pluginConfigs := make(map[string]map[string]json.RawMessage, len(s.PluginConfigs))
 	for _, raw := range s.PluginConfigs {
-		pc, err := decodePluginSet(raw, "id")
+		pc, err := decodePluginSet(raw)
 		if err != nil {
 			return nil, fmt.Errorf("plugin_config: %w", err)
 		}
 		pluginConfigs[pc.id] = pc.plugins
 	}
 	for _, raw := range s.GlobalRules {
-		gr, err := decodePluginSet(raw, "id")
+		gr, err := decodePluginSet(raw)
 		if err != nil {
 			return nil, fmt.Errorf("global_rule: %w", err)
 		}
@@ -296,16 +296,16 @@ type pluginSetJSON struct {
 	plugins map[string]json.RawMessage
 }
 
-// decodePluginSet reads the id (member idKey) and the plugins of a plugin
+// decodePluginSet reads the id and the plugins of a plugin
 // config or a global rule, kept as JSON in the Spec.
-func decodePluginSet(raw json.RawMessage, idKey string) (pluginSetJSON, error) {
+func decodePluginSet(raw json.RawMessage) (pluginSetJSON, error) {
 	var v struct {
 		Plugins map[string]json.RawMessage `json:"plugins"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return pluginSetJSON{}, err
 	}
-	return pluginSetJSON{id: spec.RawID(raw, idKey).String(), plugins: v.Plugins}, nil
+	return pluginSetJSON{id: spec.RawID(raw, "id").String(), plugins: v.Plugins}, nil
 }
 
 func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
