@@ -1,18 +1,26 @@
-// Package plugins holds the plugin model and the registry of plugins the
-// gateway knows, by their APISIX wire names.
+// Package plugins holds the plugin model: the one table of plugins and
+// their priorities (table.go), the registry of their implementations, the
+// phases a plugin runs in, the per-route phase tables, and the Env through
+// which a plugin instance reaches the node's shared counters and metric
+// slots. Plugins live in sub-packages; none imports worker/ (the worker
+// implements Ctx and Env), and plugintest is their test kit.
 //
 // A plugin runs in fixed APISIX-style phases (rewrite, access, before_proxy,
 // header_filter, body_filter, log), not in a nested middleware chain: the
 // worker's event loop cannot keep a stack alive across the upstream round
 // trip, so a request is a resumable state machine that records its phase
-// and position. Execution order comes from each plugin's priority (highest
-// first, ties by name), never from the order a route lists its plugins.
+// and position. Execution order comes from each plugin's priority in Table
+// (highest first), never from the order a route lists its plugins.
 //
-// A Factory builds an Instance from a route's raw JSON configuration off the
-// event loop, once per configuration snapshot; the worker type-asserts the
-// phase interfaces an Instance implements once, into per-route phase
-// tables, so a request does no lookups.
+// A plugin is a Plugin: Check, pure, validates a configuration (what the
+// Admin API answers 400 with; APISIX's messages, "unknown plugin [x]" and
+// "failed to check the configuration of plugin x err: …"), and Build makes
+// the runtime Instance, off the event loop, once per configuration
+// snapshot. The worker merges a route's plugins with its plugin_config's
+// and its service's (the route's own keys win), builds them and sorts the
+// instances into Phases, one slice per phase, type-asserted once, so a
+// request does no lookups.
 //
-// Registration happens in init functions and the registry is read-only
-// afterwards: Lookup and Order are safe for concurrent use.
+// Registration happens in init functions, under a name of Table; the
+// registry is read-only afterwards and safe for concurrent use.
 package plugins

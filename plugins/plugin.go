@@ -8,91 +8,174 @@ import (
 	"sync"
 )
 
-// Factory makes instances of one plugin.
-type Factory struct {
-	// Name is the APISIX wire name ("limit-count").
-	Name string
-	// Priority orders plugins within a phase, highest first (APISIX's
-	// values: key-auth 2500, limit-count 1002, prometheus 500).
+// Entry is one line of a table of plugins: an APISIX wire name
+// ("limit-count") and its priority (1002). Within a phase, plugins run by
+// priority, highest first, ties by name.
+type Entry struct {
+	Name     string
 	Priority int
-	// Build checks a route's configuration of the plugin and returns a
-	// ready instance. It runs off the event loop; errors name the field.
-	Build func(raw json.RawMessage) (Instance, error)
 }
 
-// Instance is one configured plugin; the interfaces of the phases it runs
-// in are defined with the first plugins that need them.
+// Plugin is one plugin's implementation.
+type Plugin interface {
+	// Check validates a configuration of the plugin (the value of its key
+	// in a "plugins" object). It is pure: no side effects, nothing kept,
+	// safe for concurrent use; it is what the Admin API calls to answer
+	// 400, so its error names the field and the value at fault. A plugin
+	// typically wraps a compiled JSON schema here.
+	Check(raw json.RawMessage) error
+	// Build makes the runtime instance of a configuration that passed
+	// Check. It runs off the event loop, once per configuration snapshot,
+	// and may allocate; env gives the process's shared counters and metric
+	// slots. The instance implements the phase interfaces it runs in
+	// (RewritePhase, AccessPhase, …) and is shared by every request of
+	// the routes it was built for, on one event loop.
+	Build(raw json.RawMessage, env Env) (Instance, error)
+}
+
+// Instance is one configured plugin, as Build made it; the phases it runs
+// in are the phase interfaces it implements.
 type Instance any
 
 // Sentinel errors.
 var (
-	ErrUnknown   = errors.New("plugins: unknown plugin")
-	ErrDuplicate = errors.New("plugins: registered twice")
+	ErrUnknown    = errors.New("plugins: unknown plugin")
+	ErrDuplicate  = errors.New("plugins: registered twice")
+	ErrNotInTable = errors.New("plugins: not in the table of plugins")
 )
 
-var (
-	mu       sync.RWMutex
-	registry = map[string]Factory{}
-)
-
-// Register adds a factory; it is meant for init functions. Registering a
-// name twice panics, as it is a programming error.
-func Register(f Factory) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := registry[f.Name]; dup {
-		panic(fmt.Errorf("%w: %s", ErrDuplicate, f.Name))
-	}
-	registry[f.Name] = f
+// Registry holds the implementations of the plugins of one table.
+// Registration happens in init functions; afterwards a Registry is only
+// read, and all its methods are safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	table map[string]Entry
+	impl  map[string]Plugin
 }
 
-// Lookup returns the factory of a plugin name.
-func Lookup(name string) (Factory, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	f, ok := registry[name]
-	return f, ok
+// NewRegistry makes an empty registry whose plugins must be named in table.
+func NewRegistry(table []Entry) *Registry {
+	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}}
+	for _, e := range table {
+		r.table[e.Name] = e
+	}
+	return r
+}
+
+// Default is the registry of Table, the one the gateway serves from.
+var Default = NewRegistry(Table)
+
+// Register adds the implementation of the plugin name of Table to Default;
+// it is meant for init functions.
+func Register(name string, p Plugin) { Default.Register(name, p) }
+
+// Register adds the implementation of the plugin name. A name not in the
+// registry's table, or registered twice, panics: both are programming
+// errors.
+func (r *Registry) Register(name string, p Plugin) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.table[name]; !ok {
+		panic(fmt.Errorf("%w: %s", ErrNotInTable, name))
+	}
+	if _, dup := r.impl[name]; dup {
+		panic(fmt.Errorf("%w: %s", ErrDuplicate, name))
+	}
+	r.impl[name] = p
+}
+
+// Lookup returns the table entry and the implementation of a registered
+// plugin.
+func (r *Registry) Lookup(name string) (Entry, Plugin, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	p, ok := r.impl[name]
+	if !ok {
+		return Entry{}, nil, false
+	}
+	return r.table[name], p, true
 }
 
 // Names lists the registered plugins, by name.
-func Names() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for n := range registry {
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.impl))
+	for n := range r.impl {
 		out = append(out, n)
 	}
 	sort.Strings(out)
 	return out
 }
 
+// Check checks one plugin's configuration with APISIX's messages:
+// "unknown plugin [name]" (wrapping ErrUnknown) for a plugin that is not
+// registered, "failed to check the configuration of plugin <name> err:
+// <why>" for a configuration it refuses.
+func (r *Registry) Check(name string, raw json.RawMessage) error {
+	_, p, ok := r.Lookup(name)
+	if !ok {
+		return fmt.Errorf("%w [%s]", ErrUnknown, name)
+	}
+	if err := p.Check(raw); err != nil {
+		return checkError(name, err)
+	}
+	return nil
+}
+
+func checkError(name string, err error) error {
+	return fmt.Errorf("failed to check the configuration of plugin %s err: %w", name, err)
+}
+
 // Configured is one plugin of a route, built.
 type Configured struct {
-	Name     string
-	Priority int
+	Entry
 	Instance Instance
 }
 
-// Build builds a route's plugins (the "plugins" object) in execution order.
-// An unknown name fails with APISIX's message, "unknown plugin [name]".
-func Build(conf map[string]json.RawMessage) ([]Configured, error) {
+// Build checks and builds a "plugins" object in execution order (priority,
+// highest first, then name). The first refusal is returned, with Check's
+// messages.
+func (r *Registry) Build(conf map[string]json.RawMessage, env Env) ([]Configured, error) {
+	names := make([]string, 0, len(conf))
+	for name := range conf {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the same error first for the same configuration
 	out := make([]Configured, 0, len(conf))
-	for name, raw := range conf {
-		f, ok := Lookup(name)
+	for _, name := range names {
+		raw := conf[name]
+		e, p, ok := r.Lookup(name)
 		if !ok {
 			return nil, fmt.Errorf("%w [%s]", ErrUnknown, name)
 		}
-		inst, err := f.Build(raw)
+		if err := p.Check(raw); err != nil {
+			return nil, checkError(name, err)
+		}
+		inst, err := p.Build(raw, env)
 		if err != nil {
-			return nil, fmt.Errorf("failed to check the configuration of plugin %s err: %w", name, err)
+			return nil, checkError(name, err)
 		}
-		out = append(out, Configured{Name: name, Priority: f.Priority, Instance: inst})
+		out = append(out, Configured{Entry: e, Instance: inst})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Priority != out[j].Priority {
-			return out[i].Priority > out[j].Priority
-		}
-		return out[i].Name < out[j].Name
-	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Priority > out[j].Priority })
 	return out, nil
 }
+
+// BuildPhases builds a "plugins" object into its phase tables.
+func (r *Registry) BuildPhases(conf map[string]json.RawMessage, env Env) (Phases, error) {
+	built, err := r.Build(conf, env)
+	if err != nil {
+		return Phases{}, err
+	}
+	return NewPhases(built), nil
+}
+
+// Lookup is Default.Lookup.
+func Lookup(name string) (Entry, Plugin, bool) { return Default.Lookup(name) }
+
+// Names is Default.Names: the plugins this gateway has.
+func Names() []string { return Default.Names() }
+
+// Check is Default.Check: what the Admin API answers 400 with.
+func Check(name string, raw json.RawMessage) error { return Default.Check(name, raw) }

@@ -24,6 +24,10 @@ type Snapshot struct {
 	router *router.Router
 	routes []*route
 	nodes  map[string]struct{} // dial addresses of every node
+	// globals are the global rules' plugins, one set per rule in the
+	// Spec's order (APISIX runs them before a route's own). Built by
+	// compile; the request path does not run plugins yet.
+	globals []plugins.Phases
 }
 
 // hasNode reports whether a node with dial address addr is in the snapshot.
@@ -37,6 +41,10 @@ type route struct {
 	up *upstream // nil: the route has no upstream (answered 503)
 	// timeouts override the upstream's when the route sets them.
 	connectTO, sendTO, readTO time.Duration
+	// plugins are the route's plugins in their phase tables: its own
+	// over its plugin_config's over its service's (mergePlugins), built
+	// once for this snapshot.
+	plugins plugins.Phases
 }
 
 const (
@@ -81,7 +89,16 @@ const (
 // Compile turns a validated Spec into a Snapshot. It runs off the event loop
 // and allocates freely; an error leaves the caller's current snapshot alone.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
-	return compile(s, mode, Keepalive{})
+	return compile(s, mode, Keepalive{}, pluginSet{})
+}
+
+// pluginSet is what compile builds plugins with: a registry
+// (plugins.Default when nil) and the worker's Env (an in-process one when
+// zero), the same for every snapshot so that counters and metric series
+// outlive a reload.
+type pluginSet struct {
+	reg *plugins.Registry
+	env plugins.Env
 }
 
 // Keepalive is the keep-alive pool an upstream gets when it sets no
@@ -93,8 +110,33 @@ type Keepalive struct {
 	Requests int
 }
 
-func compile(s *spec.Spec, mode router.Mode, ka Keepalive) (*Snapshot, error) {
+func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snapshot, error) {
+	if ps.reg == nil {
+		ps.reg = plugins.Default
+	}
+	if ps.env == (plugins.Env{}) {
+		ps.env = plugins.NewLocalEnv()
+	}
 	snap := &Snapshot{nodes: map[string]struct{}{}}
+	pluginConfigs := make(map[string]map[string]json.RawMessage, len(s.PluginConfigs))
+	for _, raw := range s.PluginConfigs {
+		pc, err := decodePluginSet(raw)
+		if err != nil {
+			return nil, fmt.Errorf("plugin_config: %w", err)
+		}
+		pluginConfigs[pc.id] = pc.plugins
+	}
+	for _, raw := range s.GlobalRules {
+		gr, err := decodePluginSet(raw)
+		if err != nil {
+			return nil, fmt.Errorf("global_rule: %w", err)
+		}
+		ph, err := ps.reg.BuildPhases(gr.plugins, ps.env)
+		if err != nil {
+			return nil, fmt.Errorf("global_rule %s: %w", gr.id, err)
+		}
+		snap.globals = append(snap.globals, ph)
+	}
 	ups := map[string]*spec.Upstream{}
 	for _, u := range s.Upstreams {
 		ups[u.ID.String()] = u
@@ -149,23 +191,25 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive) (*Snapshot, error) {
 				return nil, fmt.Errorf("service %s: upstream_id %s not found", svc.ID.String(), svc.UpstreamID.String())
 			}
 		}
-		// The route's plugins over its service's, built in execution order.
-		// A plugin the gateway does not have refuses the configuration
-		// rather than serving the route without it.
-		conf := r.Plugins
-		if svc != nil && len(svc.Plugins) > 0 {
-			conf = make(map[string]json.RawMessage, len(svc.Plugins)+len(r.Plugins))
-			for k, v := range svc.Plugins {
-				conf[k] = v
-			}
-			for k, v := range r.Plugins {
-				conf[k] = v
+		// The route's plugins over its plugin_config's over its
+		// service's, built in execution order. A plugin the gateway does
+		// not have refuses the configuration rather than serving the
+		// route without it.
+		var pcPlugins, svcPlugins map[string]json.RawMessage
+		if !r.PluginConfigID.IsZero() {
+			var ok bool
+			if pcPlugins, ok = pluginConfigs[r.PluginConfigID.String()]; !ok {
+				return nil, fmt.Errorf("route %s: plugin_config_id %s not found", id, r.PluginConfigID.String())
 			}
 		}
-		if _, err := plugins.Build(conf); err != nil {
+		if svc != nil {
+			svcPlugins = svc.Plugins
+		}
+		phases, err := ps.reg.BuildPhases(mergePlugins(r.Plugins, pcPlugins, svcPlugins), ps.env)
+		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
-		rt := &route{id: id}
+		rt := &route{id: id, plugins: phases}
 		if su != nil {
 			cu, err := upFor(su)
 			if err != nil {
@@ -219,6 +263,49 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive) (*Snapshot, error) {
 	}
 	snap.router = rr
 	return snap, nil
+}
+
+// mergePlugins merges "plugins" objects, the first one's keys winning:
+// a route's own over its plugin_config's (APISIX's plugin_config.merge)
+// over its service's (merge_service_route). A plugin is taken whole from
+// the layer that has it, never merged field by field.
+func mergePlugins(layers ...map[string]json.RawMessage) map[string]json.RawMessage {
+	var only map[string]json.RawMessage
+	n := 0
+	for _, l := range layers {
+		if len(l) > 0 {
+			only = l
+			n++
+		}
+	}
+	if n <= 1 {
+		return only
+	}
+	out := map[string]json.RawMessage{}
+	for i := len(layers) - 1; i >= 0; i-- {
+		for k, v := range layers[i] {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// pluginSetJSON is what compile reads of a plugin config or a global rule.
+type pluginSetJSON struct {
+	id      string
+	plugins map[string]json.RawMessage
+}
+
+// decodePluginSet reads the id and the plugins of a plugin
+// config or a global rule, kept as JSON in the Spec.
+func decodePluginSet(raw json.RawMessage) (pluginSetJSON, error) {
+	var v struct {
+		Plugins map[string]json.RawMessage `json:"plugins"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return pluginSetJSON{}, err
+	}
+	return pluginSetJSON{id: spec.RawID(raw, "id").String(), plugins: v.Plugins}, nil
 }
 
 func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {

@@ -15,6 +15,7 @@ import (
 
 	"coregate/admin/spec"
 	"coregate/httpparse"
+	"coregate/plugins"
 	"coregate/worker/router"
 )
 
@@ -50,6 +51,10 @@ type Config struct {
 	// ShowUpstreamStatus adds X-APISIX-Upstream-Status to every proxied
 	// answer, not only to 5xx ones.
 	ShowUpstreamStatus bool
+	// Plugins is what plugin instances get: the node's shared counters
+	// and this worker's metric slots. Zero means an in-process Env
+	// (plugins.NewLocalEnv), made once for the worker's life.
+	Plugins plugins.Env
 	// Logger receives the worker's log; nil means slog.Default().
 	Logger *slog.Logger
 	// OnListen, if set, is called on the loop once the listening sockets
@@ -130,6 +135,9 @@ func New(cfg Config) *Worker {
 	def(&cfg.BodyTimeout)
 	def(&cfg.KeepaliveTimeout)
 	def(&cfg.SendTimeout)
+	if cfg.Plugins == (plugins.Env{}) {
+		cfg.Plugins = plugins.NewLocalEnv()
+	}
 	w := &Worker{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -155,7 +163,7 @@ func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 
 // SetSpec compiles s and installs it; on error the current snapshot stays.
 func (w *Worker) SetSpec(s *spec.Spec) error {
-	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive)
+	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive, pluginSet{env: w.cfg.Plugins})
 	if err != nil {
 		return err
 	}

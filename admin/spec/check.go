@@ -106,17 +106,12 @@ func RawID(raw json.RawMessage, key string) ID {
 	return id
 }
 
-// SetHash computes Hash from the canonical JSON of the Spec's objects and
-// returns it.
+// SetHash computes Hash from the canonical JSON of the Spec's objects (its
+// JSON form without the hash) and returns it.
 func (s *Spec) SetHash() [32]byte {
-	b, err := json.Marshal(struct {
-		Routes        []*Route
-		Services      []*Service
-		Upstreams     []*Upstream
-		Consumers     []json.RawMessage
-		PluginConfigs []json.RawMessage
-		GlobalRules   []json.RawMessage
-	}{s.Routes, s.Services, s.Upstreams, s.Consumers, s.PluginConfigs, s.GlobalRules})
+	c := *s
+	c.Hash = [32]byte{}
+	b, err := json.Marshal(c)
 	if err != nil {
 		// Only a RawMessage that is not JSON can fail; hash what we have so
 		// that two such specs still differ from every valid one.

@@ -135,21 +135,27 @@ type ID struct {
 
 // Spec is the whole validated configuration a worker compiles: every
 // resource keyed by its id. It is plain data, safe to share read-only.
+//
+// Its JSON form (the control protocol's Config frame) is the object
+// {"routes":[…],"services":[…],"upstreams":[…],"consumers":[…],
+// "plugin_configs":[…],"global_rules":[…],"hash":"<hex>"}, each object in
+// its stored form; see MarshalJSON.
 type Spec struct {
-	Routes    []*Route
-	Services  []*Service
-	Upstreams []*Upstream
+	Routes    []*Route    `json:"routes,omitempty"`
+	Services  []*Service  `json:"services,omitempty"`
+	Upstreams []*Upstream `json:"upstreams,omitempty"`
 
 	// Consumers, PluginConfigs and GlobalRules are kept as the JSON objects
 	// written (compact); each is an object, checked only for its identity
 	// fields (consumers: username; plugin configs and global rules: id and
 	// plugins). The plugin layer decodes them.
-	Consumers     []json.RawMessage
-	PluginConfigs []json.RawMessage
-	GlobalRules   []json.RawMessage
+	Consumers     []json.RawMessage `json:"consumers,omitempty"`
+	PluginConfigs []json.RawMessage `json:"plugin_configs,omitempty"`
+	GlobalRules   []json.RawMessage `json:"global_rules,omitempty"`
 
 	// Hash is the SHA-256 of the canonical JSON of everything above, as set
 	// by SetHash; equal hashes mean equal configurations, so a reload that
 	// changes nothing can be skipped. The zero value means "not computed".
-	Hash [32]byte
+	// In JSON it is "hash", in hex, absent when zero.
+	Hash [32]byte `json:"-"`
 }

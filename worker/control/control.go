@@ -21,8 +21,9 @@ type Type uint8
 // Frame types. Supervisor to worker: Config, Drain, Rejoin. Worker to
 // supervisor: Ready, Applied, Stats, Fatal.
 const (
-	// Config carries a whole configuration (Wire). A worker serves no
-	// request before the first one.
+	// Config carries a whole configuration: a spec.Spec in its JSON form
+	// (every resource and the hash; EncodeSpec). A worker serves no request
+	// before the first one.
 	Config Type = iota + 1
 	// Drain asks the worker to stop taking connections, finish what it
 	// serves and exit (payload: DrainMsg).
@@ -51,13 +52,6 @@ var (
 	ErrFrameTooLarge = errors.New("control: frame too large")
 	ErrUnknownType   = errors.New("control: unknown frame type")
 )
-
-// Wire is a configuration as it travels to a worker.
-type Wire struct {
-	Routes    []*spec.Route    `json:"routes"`
-	Services  []*spec.Service  `json:"services"`
-	Upstreams []*spec.Upstream `json:"upstreams"`
-}
 
 // DrainMsg is the payload of Drain.
 type DrainMsg struct {
@@ -135,15 +129,23 @@ func (c *Conn) Send(t Type, v any) error {
 			return fmt.Errorf("control: %w", err)
 		}
 	}
+	return c.SendPayload(t, payload)
+}
+
+// SendPayload writes one frame whose payload is already encoded, so that a
+// payload made once (EncodeSpec) goes to every worker as the same bytes.
+// payload is only read, and not kept after SendPayload returns.
+func (c *Conn) SendPayload(t Type, payload []byte) error {
 	if len(payload)+1 > MaxFrame {
 		return ErrFrameTooLarge
 	}
-	hdr := make([]byte, 5, 5+len(payload))
-	binary.BigEndian.PutUint32(hdr, uint32(len(payload)+1))
+	var hdr [5]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(payload)+1))
 	hdr[4] = byte(t)
+	bufs := net.Buffers{hdr[:], payload}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err := c.c.Write(append(hdr, payload...))
+	_, err := bufs.WriteTo(c.c)
 	return err
 }
 
@@ -171,18 +173,30 @@ func (c *Conn) Recv() (Type, []byte, error) {
 // Close closes the socket.
 func (c *Conn) Close() error { return c.c.Close() }
 
-// EncodeSpec gives the Wire of s.
-func EncodeSpec(s *spec.Spec) *Wire {
-	return &Wire{Routes: s.Routes, Services: s.Services, Upstreams: s.Upstreams}
-}
-
-// DecodeSpec parses a Config payload and checks its references.
-func DecodeSpec(payload []byte) (*spec.Spec, error) {
-	var w Wire
-	if err := json.Unmarshal(payload, &w); err != nil {
+// EncodeSpec encodes s as a Config payload: the whole Spec (every
+// resource, consumers, plugin configs and global rules included) and its
+// Hash, in spec.Spec's own JSON form. The supervisor encodes a
+// configuration once and sends the same bytes to every worker
+// (SendPayload). An encoding over MaxFrame is ErrFrameTooLarge.
+func EncodeSpec(s *spec.Spec) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}
-	s := &spec.Spec{Routes: w.Routes, Services: w.Services, Upstreams: w.Upstreams}
+	if len(b)+1 > MaxFrame {
+		return nil, ErrFrameTooLarge
+	}
+	return b, nil
+}
+
+// DecodeSpec parses a Config payload and checks the references between its
+// objects (spec.Spec.Check); the objects themselves were validated where
+// they were loaded or stored.
+func DecodeSpec(payload []byte) (*spec.Spec, error) {
+	s := new(spec.Spec)
+	if err := json.Unmarshal(payload, s); err != nil {
+		return nil, fmt.Errorf("control: config: %w", err)
+	}
 	if err := s.Check(); err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}

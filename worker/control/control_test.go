@@ -1,7 +1,13 @@
 package control
 
 import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"io"
 	"net"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,8 +23,12 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &spec.Spec{Routes: []*spec.Route{r}}
+	payload, err := EncodeSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		_ = ca.Send(Config, EncodeSpec(s))
+		_ = ca.SendPayload(Config, payload)
 		_ = ca.Send(Drain, DrainMsg{TimeoutMS: 1500})
 	}()
 	typ, p, err := cb.Recv()
@@ -36,6 +46,124 @@ func TestRoundTrip(t *testing.T) {
 	typ, p, err = cb.Recv()
 	if err != nil || typ != Drain || string(p) != `{"timeout_ms":1500}` {
 		t.Fatalf("drain: %v %q %v", typ, p, err)
+	}
+}
+
+// fullSpec has one object of every kind, written in the forms a decoder
+// must keep (numeric and string ids, nodes as a map and as an array, vars).
+func fullSpec(t *testing.T) *spec.Spec {
+	t.Helper()
+	r, err := spec.DecodeRoute([]byte(`{"id":1,"uri":"/a","service_id":"s","plugin_config_id":"pc","upstream_id":2,` +
+		`"vars":[["arg_x","==","1"]],"plugins":{"limit-count":{"count":2,"time_window":60}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := spec.DecodeRoute([]byte(`{"id":"r2","uris":["/b","/c"],"hosts":["a.com"],"upstream":{"nodes":[{"host":"::1","port":1980,"weight":1}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := spec.DecodeService([]byte(`{"id":"s","plugins":{"key-auth":{}},"upstream":{"nodes":{"127.0.0.1:1981":2}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := spec.DecodeUpstream([]byte(`{"id":2,"nodes":{"127.0.0.1:1980":1},"keepalive_pool":{"size":7}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &spec.Spec{
+		Routes: []*spec.Route{r, r2}, Services: []*spec.Service{sv}, Upstreams: []*spec.Upstream{u},
+		Consumers:     []json.RawMessage{json.RawMessage(`{"username":"jack","plugins":{"key-auth":{"key":"k"}}}`)},
+		PluginConfigs: []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"prometheus":{}}}`)},
+		GlobalRules:   []json.RawMessage{json.RawMessage(`{"id":1,"plugins":{"prometheus":{}}}`)},
+	}
+	s.SetHash()
+	return s
+}
+
+// TestConfigCarriesTheSpec: a Config frame carries every resource of the
+// Spec (consumers, plugin configs and global rules included) and its hash,
+// and decodes to an equal Spec, in the written forms.
+func TestConfigCarriesTheSpec(t *testing.T) {
+	s := fullSpec(t)
+	payload, err := EncodeSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeSpec(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(s, got); d != "" {
+		t.Fatalf("decoded spec (-sent +got):\n%s", d)
+	}
+	if got.SetHash() != s.Hash {
+		t.Fatal("the decoded spec hashes differently")
+	}
+	// The wire names of the members are APISIX's (apisix.yaml's top-level
+	// keys), and the hash travels in hex.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &top); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	want := []string{"consumers", "global_rules", "hash", "plugin_configs", "routes", "services", "upstreams"}
+	if d := cmp.Diff(want, keys); d != "" {
+		t.Fatalf("members (-want +got):\n%s", d)
+	}
+	if h := string(top["hash"]); h != `"`+hex.EncodeToString(s.Hash[:])+`"` {
+		t.Fatalf("hash = %s", h)
+	}
+	if r := string(top["routes"]); !strings.Contains(r, `"id":1,`) || !strings.Contains(r, `"vars":[["arg_x","==","1"]]`) {
+		t.Fatalf("routes not in their written form: %s", r)
+	}
+}
+
+// TestConfigRefused: a payload that is not a Spec, or whose references do
+// not hold, is refused with the reason.
+func TestConfigRefused(t *testing.T) {
+	for _, tc := range []struct{ payload, err string }{
+		{`{"routes":[{"id":1,"uri":"/a","plugin_config_id":"nope"}]}`, "control: config: route 1: plugin_config_id nope not found"},
+		{`{"plugin_configs":[{"id":"pc","plugins":{}},{"id":"pc","plugins":{}}]}`, "control: config: plugin_config pc: duplicate id"},
+		{`{"hash":"xyz"}`, `control: config: spec: hash "xyz" is not 64 hex digits`},
+		{`[]`, "control: config: json: cannot unmarshal array into Go value of type spec.specJSON"},
+	} {
+		_, err := DecodeSpec([]byte(tc.payload))
+		if err == nil || err.Error() != tc.err {
+			t.Errorf("%s: err = %v, want %s", tc.payload, err, tc.err)
+		}
+	}
+}
+
+// TestSendPayloadSameBytes: one encoded Config goes to several workers as
+// the same frame, byte for byte, as Send would have written.
+func TestSendPayloadSameBytes(t *testing.T) {
+	payload, err := EncodeSpec(fullSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(send func(*Conn) error) []byte {
+		a, b := net.Pipe()
+		ca := New(a)
+		done := make(chan []byte)
+		go func() {
+			got, _ := io.ReadAll(b)
+			done <- got
+		}()
+		if err := send(ca); err != nil {
+			t.Error(err)
+		}
+		_ = ca.Close()
+		return <-done
+	}
+	w1 := frame(func(c *Conn) error { return c.SendPayload(Config, payload) })
+	w2 := frame(func(c *Conn) error { return c.SendPayload(Config, payload) })
+	viaSend := frame(func(c *Conn) error { return c.Send(Config, json.RawMessage(payload)) })
+	if !bytes.Equal(w1, w2) || !bytes.Equal(w1, viaSend) || len(w1) != 5+len(payload) {
+		t.Fatalf("frames differ: %d %d %d bytes", len(w1), len(w2), len(viaSend))
 	}
 }
 

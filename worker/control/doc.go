@@ -7,6 +7,13 @@
 // goroutine on each side; Conn serialises writers with a mutex so a worker
 // may report from several goroutines.
 //
+// A Config payload is the whole spec.Spec in its own JSON form (every
+// resource, consumers, plugin configs and global rules included, and its
+// hash): the protocol keeps no second list of the model's fields. The
+// supervisor encodes each configuration once (EncodeSpec) and sends the
+// same bytes to every worker (SendPayload); a worker decodes it and checks
+// its references (DecodeSpec) before it compiles it.
+//
 // A conversation: the supervisor sends Config at once; the worker listens
 // only after it holds that first complete configuration, then sends Ready.
 // Every Config is answered with Applied (an error there means the worker

@@ -73,11 +73,14 @@ type Options struct {
 
 // Supervisor owns the worker processes.
 type Supervisor struct {
-	opts     Options
-	log      *slog.Logger
-	sel      *bpf.Selector
-	selKind  string
-	spec     *spec.Spec
+	opts    Options
+	log     *slog.Logger
+	sel     *bpf.Selector
+	selKind string
+	spec    *spec.Spec
+	// config is spec encoded as a Config payload, once, and sent as the
+	// same bytes to every worker. Replaced (never modified) with spec.
+	config   []byte
 	workers  []*proc
 	events   chan event
 	stopping bool
@@ -201,7 +204,9 @@ func New(opts Options) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.spec = sp
+	if err := s.setSpec(sp); err != nil {
+		return nil, err
+	}
 	// Room for worker_processes to grow on SIGHUP without a restart.
 	s.openSelector(max(opts.Workers, len(opts.CPUs), minSlots))
 	return s, nil
@@ -298,7 +303,10 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 			if sp.Hash != ([32]byte{}) && sp.Hash == s.spec.Hash {
 				continue // the watcher's first look: what the workers have
 			}
-			s.spec = sp
+			if err := s.setSpec(sp); err != nil {
+				s.log.Error("config refused, the previous one keeps serving", "err", err)
+				continue
+			}
 			for _, p := range s.workers {
 				s.sendConfig(p)
 			}
@@ -491,11 +499,21 @@ func (s *Supervisor) checkReload() {
 	s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took)
 }
 
+// setSpec makes sp the configuration sent to workers, encoding it once.
+func (s *Supervisor) setSpec(sp *spec.Spec) error {
+	b, err := control.EncodeSpec(sp)
+	if err != nil {
+		return err
+	}
+	s.spec, s.config = sp, b
+	return nil
+}
+
 func (s *Supervisor) sendConfig(p *proc) {
 	if p.ctrl == nil {
 		return
 	}
-	if err := p.ctrl.Send(control.Config, control.EncodeSpec(s.spec)); err != nil {
+	if err := p.ctrl.SendPayload(control.Config, s.config); err != nil {
 		s.log.Warn("worker: send config", "id", p.id, "pid", p.pid, "err", err)
 		return
 	}

@@ -1,0 +1,149 @@
+package plugins
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Env is what a plugin instance gets from the process that runs it, through
+// interfaces, so that no plugin imports the worker: the node's shared
+// counters and this worker's metric slots. The worker gives every Build the
+// same Env for its whole life, so that a counter or a series outlives a
+// configuration reload. NewLocalEnv makes one that lives in this process.
+type Env struct {
+	Counters Counters
+	Metrics  Metrics
+}
+
+// Counters is the table of counters shared by every worker of the node
+// (limit-count's): each is an atomic int64, so that a limit of N across
+// all workers admits exactly N. The table has a fixed size.
+type Counters interface {
+	// Counter returns the counter of key (its owner's identity: route and
+	// plugin, key value, window), valid until expires (in the caller's
+	// clock, Unix nanoseconds). A key seen for the first time, or whose
+	// counter expired before now, gets a counter at zero with this
+	// expiry; when the table is full, expired counters are given up
+	// first, and nil is returned when none is. key is copied when a
+	// counter is made; finding an existing one does not allocate. The
+	// caller uses the counter only until it expires: its slot may then
+	// serve another key.
+	Counter(key []byte, now, expires int64) *atomic.Int64
+}
+
+// Metrics are this worker's metric slots (prometheus's): each series is
+// written by the worker's event loop only and read by the exporter.
+type Metrics interface {
+	// Slot returns the slot of one series, a metric name and its label
+	// values in the metric's label order, at zero when new; nil when the
+	// bound on series is reached. It may allocate: an instance takes its
+	// slots at Build, or once per new series, and keeps them.
+	Slot(name string, labels ...string) *atomic.Uint64
+}
+
+// Sizes of NewLocalEnv's tables.
+const (
+	LocalCounters = 1 << 16
+	LocalSeries   = 1 << 14
+)
+
+// NewLocalEnv makes an Env whose counters and metrics live in this
+// process, behind a mutex: shared by the goroutines of one process, not by
+// processes. It serves tests, and workers until the shared-memory
+// implementations exist.
+func NewLocalEnv() Env {
+	return Env{Counters: NewCounterTable(LocalCounters), Metrics: NewMetricTable(LocalSeries)}
+}
+
+// CounterTable is an in-process Counters of a fixed size.
+type CounterTable struct {
+	mu   sync.Mutex
+	size int
+	m    map[string]*tableCounter
+}
+
+type tableCounter struct {
+	v       atomic.Int64
+	expires int64
+}
+
+// NewCounterTable makes a CounterTable of size counters.
+func NewCounterTable(size int) *CounterTable {
+	return &CounterTable{size: size, m: make(map[string]*tableCounter)}
+}
+
+// Counter implements Counters.
+func (t *CounterTable) Counter(key []byte, now, expires int64) *atomic.Int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.m[string(key)]; ok {
+		if c.expires < now {
+			c.v.Store(0)
+			c.expires = expires
+		}
+		return &c.v
+	}
+	if len(t.m) >= t.size {
+		for k, c := range t.m {
+			if c.expires < now {
+				delete(t.m, k)
+			}
+		}
+		if len(t.m) >= t.size {
+			return nil
+		}
+	}
+	c := &tableCounter{expires: expires}
+	t.m[string(key)] = c
+	return &c.v
+}
+
+// Len is the number of counters held, expired ones included.
+func (t *CounterTable) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// MetricTable is an in-process Metrics with a bound on series.
+type MetricTable struct {
+	mu    sync.Mutex
+	limit int
+	m     map[string]*atomic.Uint64
+}
+
+// NewMetricTable makes a MetricTable of at most limit series.
+func NewMetricTable(limit int) *MetricTable {
+	return &MetricTable{limit: limit, m: make(map[string]*atomic.Uint64)}
+}
+
+func seriesKey(name string, labels []string) string {
+	return name + "\x00" + strings.Join(labels, "\x00")
+}
+
+// Slot implements Metrics.
+func (t *MetricTable) Slot(name string, labels ...string) *atomic.Uint64 {
+	k := seriesKey(name, labels)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.m[k]; ok {
+		return s
+	}
+	if len(t.m) >= t.limit {
+		return nil
+	}
+	s := new(atomic.Uint64)
+	t.m[k] = s
+	return s
+}
+
+// Value reads one series (0 when it has no slot).
+func (t *MetricTable) Value(name string, labels ...string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.m[seriesKey(name, labels)]; ok {
+		return s.Load()
+	}
+	return 0
+}

@@ -1,0 +1,167 @@
+package plugins
+
+// Phase is one of APISIX's request phases a plugin can run in, in the order
+// a request goes through them.
+type Phase uint8
+
+// The phases. Rewrite, Access and BeforeProxy run before the upstream is
+// contacted and may end the request (Ctx.Exit); HeaderFilter and
+// BodyFilter see the response on its way to the client, whoever made it
+// (the upstream, the worker, or a plugin's Exit); Log runs once the
+// response is sent.
+const (
+	Rewrite Phase = iota
+	Access
+	BeforeProxy
+	HeaderFilter
+	BodyFilter
+	Log
+	NumPhases
+)
+
+var phaseNames = [NumPhases]string{"rewrite", "access", "before_proxy", "header_filter", "body_filter", "log"}
+
+// String is APISIX's name of the phase ("header_filter").
+func (p Phase) String() string {
+	if p < NumPhases {
+		return phaseNames[p]
+	}
+	return "phase?"
+}
+
+// Ctx is one request as a plugin's phase sees it. The worker implements it
+// over its per-request state; plugintest.Ctx is a fake for tests. A Ctx is
+// used on one event loop, only during the phase call that got it: an
+// instance keeps no Ctx, and copies any []byte it got from one that it
+// needs after the call returns (they point into the worker's buffers).
+// Methods that take a []byte copy it.
+//
+// No method allocates in the worker's implementation, so that a plugin's
+// phase can be zero-allocation too (plugintest.AllocsPerRun checks it).
+type Ctx interface {
+	// Method is the request method ("GET").
+	Method() []byte
+	// Path is the request target's path, without the query.
+	Path() []byte
+	// Query is the raw query, without '?' (nil when none).
+	Query() []byte
+	// Header is the value of the first request header of that name,
+	// compared case-insensitively; nil when absent.
+	Header(name string) []byte
+	// Var is an nginx/APISIX variable (remote_addr, uri, arg_<name>,
+	// http_<name>, route_id…); nil when unset.
+	Var(name string) []byte
+	// RouteID is the id of the route the request matched.
+	RouteID() string
+	// Now is the worker's coarse clock, Unix nanoseconds as of the event
+	// loop's last wake-up: the clock of Counters.
+	Now() int64
+
+	// Exit ends the request with status and body, as APISIX's
+	// core.response.exit: the rest of the rewrite, access and before_proxy
+	// phases do not run, the upstream is not contacted; header_filter,
+	// body_filter and log still do. A nil body means the gateway's own
+	// page for status.
+	Exit(status int, body []byte)
+	// Exited reports whether Exit was called.
+	Exited() bool
+
+	// SetResponseHeader sets a header of the response to the client,
+	// replacing one of that name; from any phase before header_filter ends.
+	SetResponseHeader(name string, value []byte)
+	// Status is the response status, from header_filter on (0 before).
+	Status() int
+}
+
+// The phase interfaces: an Instance implements those of the phases it runs
+// in, and the worker asserts them once, into Phases, when it compiles a
+// configuration.
+type (
+	// RewritePhase is APISIX's rewrite phase (key-auth).
+	RewritePhase interface{ Rewrite(c Ctx) }
+	// AccessPhase is APISIX's access phase (limit-count, mocking).
+	AccessPhase interface{ Access(c Ctx) }
+	// BeforeProxyPhase runs once the upstream node is chosen, before the
+	// request is sent to it.
+	BeforeProxyPhase interface{ BeforeProxy(c Ctx) }
+	// HeaderFilterPhase sees the response head before it is sent.
+	HeaderFilterPhase interface{ HeaderFilter(c Ctx) }
+	// BodyFilterPhase sees each piece of the response body as it goes to
+	// the client (eof on the last); it returns what to send instead, chunk
+	// itself to change nothing. chunk is valid only during the call; what
+	// it returns must stay valid until the next call on the same request
+	// or the log phase.
+	BodyFilterPhase interface {
+		BodyFilter(c Ctx, chunk []byte, eof bool) []byte
+	}
+	// LogPhase runs once the response is sent (prometheus).
+	LogPhase interface{ Log(c Ctx) }
+)
+
+// Phases is one set of built plugins (a route's, a global rule's) as the
+// request path runs them: one slice per phase, each in execution order.
+// The zero value has no plugins. It is built off the event loop, once per
+// snapshot, and only read afterwards.
+type Phases struct {
+	// Plugins are all the plugins, in execution order.
+	Plugins      []Configured
+	Rewrite      []RewritePhase
+	Access       []AccessPhase
+	BeforeProxy  []BeforeProxyPhase
+	HeaderFilter []HeaderFilterPhase
+	BodyFilter   []BodyFilterPhase
+	Log          []LogPhase
+}
+
+// NewPhases sorts built plugins (in execution order, as Build returns them)
+// into their phase tables.
+func NewPhases(built []Configured) Phases {
+	p := Phases{Plugins: built}
+	for _, c := range built {
+		if i, ok := c.Instance.(RewritePhase); ok {
+			p.Rewrite = append(p.Rewrite, i)
+		}
+		if i, ok := c.Instance.(AccessPhase); ok {
+			p.Access = append(p.Access, i)
+		}
+		if i, ok := c.Instance.(BeforeProxyPhase); ok {
+			p.BeforeProxy = append(p.BeforeProxy, i)
+		}
+		if i, ok := c.Instance.(HeaderFilterPhase); ok {
+			p.HeaderFilter = append(p.HeaderFilter, i)
+		}
+		if i, ok := c.Instance.(BodyFilterPhase); ok {
+			p.BodyFilter = append(p.BodyFilter, i)
+		}
+		if i, ok := c.Instance.(LogPhase); ok {
+			p.Log = append(p.Log, i)
+		}
+	}
+	return p
+}
+
+// Names lists the plugins of one phase, in execution order.
+func (p *Phases) Names(ph Phase) []string {
+	var out []string
+	for _, c := range p.Plugins {
+		var ok bool
+		switch ph {
+		case Rewrite:
+			_, ok = c.Instance.(RewritePhase)
+		case Access:
+			_, ok = c.Instance.(AccessPhase)
+		case BeforeProxy:
+			_, ok = c.Instance.(BeforeProxyPhase)
+		case HeaderFilter:
+			_, ok = c.Instance.(HeaderFilterPhase)
+		case BodyFilter:
+			_, ok = c.Instance.(BodyFilterPhase)
+		case Log:
+			_, ok = c.Instance.(LogPhase)
+		}
+		if ok {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}

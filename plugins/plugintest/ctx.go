@@ -1,0 +1,298 @@
+package plugintest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"coregate/plugins"
+)
+
+// Header is one header line.
+type Header struct {
+	Name  string
+	Value []byte
+}
+
+// Ctx is a fake plugins.Ctx: one request, made by NewCtx and its With
+// methods, and what the phases did with it. A Ctx is reused across runs
+// with Reset, which keeps the request and the capacity of the results, so
+// that a run allocates nothing of its own. Not safe for concurrent use.
+type Ctx struct {
+	method, path, query []byte
+	headers             []Header
+	vars                map[string][]byte
+	routeID             string
+
+	// Clock is what Now answers: the time of NewCtx unless set.
+	Clock int64
+
+	// UpstreamStatus and UpstreamBody are the answer Run gets from "the
+	// upstream" when no plugin exits: 200 and no body unless set.
+	UpstreamStatus int
+	UpstreamBody   []byte
+
+	// Results, cleared by Reset.
+	exited     bool
+	exitStatus int
+	exitBody   []byte
+	status     int
+	respHeader []Header
+	// Body is what the client got as the response body (after body_filter).
+	Body []byte
+	// Upstream reports whether the request reached the upstream.
+	Upstream bool
+}
+
+var _ plugins.Ctx = (*Ctx)(nil)
+
+// NewCtx makes a request of method to target (path and query), from
+// remote_addr 127.0.0.1, matched by route "1".
+func NewCtx(method, target string) *Ctx {
+	c := &Ctx{method: []byte(method), routeID: "1", Clock: time.Now().UnixNano(), vars: map[string][]byte{"remote_addr": []byte("127.0.0.1")}}
+	path, query, ok := strings.Cut(target, "?")
+	c.path = []byte(path)
+	if ok {
+		c.query = []byte(query)
+	}
+	return c
+}
+
+// WithHeader adds a request header.
+func (c *Ctx) WithHeader(name, value string) *Ctx {
+	c.headers = append(c.headers, Header{Name: name, Value: []byte(value)})
+	return c
+}
+
+// WithVar sets a variable (remote_addr, or any other Var answers).
+func (c *Ctx) WithVar(name, value string) *Ctx {
+	c.vars[name] = []byte(value)
+	return c
+}
+
+// WithRoute sets the matched route's id.
+func (c *Ctx) WithRoute(id string) *Ctx {
+	c.routeID = id
+	return c
+}
+
+// Reset clears what the last run did, keeping the request.
+func (c *Ctx) Reset() {
+	c.exited, c.exitStatus, c.status, c.Upstream = false, 0, 0, false
+	c.exitBody = c.exitBody[:0]
+	c.respHeader = c.respHeader[:0]
+	c.Body = c.Body[:0]
+}
+
+// Method implements plugins.Ctx.
+func (c *Ctx) Method() []byte { return c.method }
+
+// Path implements plugins.Ctx.
+func (c *Ctx) Path() []byte { return c.path }
+
+// Query implements plugins.Ctx.
+func (c *Ctx) Query() []byte { return c.query }
+
+// RouteID implements plugins.Ctx.
+func (c *Ctx) RouteID() string { return c.routeID }
+
+// Now implements plugins.Ctx.
+func (c *Ctx) Now() int64 { return c.Clock }
+
+// Header implements plugins.Ctx.
+func (c *Ctx) Header(name string) []byte {
+	for i := range c.headers {
+		if strings.EqualFold(c.headers[i].Name, name) {
+			return c.headers[i].Value
+		}
+	}
+	return nil
+}
+
+// Var implements plugins.Ctx: a variable set with WithVar, uri,
+// request_method, arg_<name> from the query and http_<name> from the
+// headers (with '_' for '-').
+func (c *Ctx) Var(name string) []byte {
+	if v, ok := c.vars[name]; ok {
+		return v
+	}
+	switch {
+	case name == "uri":
+		return c.path
+	case name == "request_method":
+		return c.method
+	case strings.HasPrefix(name, "arg_"):
+		return arg(c.query, name[len("arg_"):])
+	case strings.HasPrefix(name, "http_"):
+		want := name[len("http_"):]
+		for i := range c.headers {
+			if headerVarEqual(c.headers[i].Name, want) {
+				return c.headers[i].Value
+			}
+		}
+	}
+	return nil
+}
+
+// arg is the value of the first query argument name (raw, not unescaped).
+func arg(q []byte, name string) []byte {
+	for len(q) > 0 {
+		var kv []byte
+		if i := indexByte(q, '&'); i >= 0 {
+			kv, q = q[:i], q[i+1:]
+		} else {
+			kv, q = q, nil
+		}
+		k, v := kv, []byte(nil)
+		if i := indexByte(kv, '='); i >= 0 {
+			k, v = kv[:i], kv[i+1:]
+		}
+		if string(k) == name {
+			if v == nil {
+				v = kv[len(kv):]
+			}
+			return v
+		}
+	}
+	return nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i := range b {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// headerVarEqual compares a header name with the tail of an http_ variable
+// as nginx does: case-insensitively, '-' in the header for '_'.
+func headerVarEqual(header, v string) bool {
+	if len(header) != len(v) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		h, w := lower(header[i]), lower(v[i])
+		if h == '-' {
+			h = '_'
+		}
+		if h != w {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// Exit implements plugins.Ctx.
+func (c *Ctx) Exit(status int, body []byte) {
+	c.exited, c.exitStatus = true, status
+	c.exitBody = append(c.exitBody[:0], body...)
+}
+
+// Exited implements plugins.Ctx.
+func (c *Ctx) Exited() bool { return c.exited }
+
+// ExitStatus is the status of the last Exit (0: none).
+func (c *Ctx) ExitStatus() int { return c.exitStatus }
+
+// SetResponseHeader implements plugins.Ctx.
+func (c *Ctx) SetResponseHeader(name string, value []byte) {
+	for i := range c.respHeader {
+		if strings.EqualFold(c.respHeader[i].Name, name) {
+			c.respHeader[i].Value = append(c.respHeader[i].Value[:0], value...)
+			return
+		}
+	}
+	n := len(c.respHeader)
+	if n < cap(c.respHeader) {
+		c.respHeader = c.respHeader[:n+1]
+	} else {
+		c.respHeader = append(c.respHeader, Header{})
+	}
+	h := &c.respHeader[n]
+	h.Name = name
+	h.Value = append(h.Value[:0], value...)
+}
+
+// ResponseHeader is a header set with SetResponseHeader; nil when none.
+func (c *Ctx) ResponseHeader(name string) []byte {
+	for i := range c.respHeader {
+		if strings.EqualFold(c.respHeader[i].Name, name) {
+			return c.respHeader[i].Value
+		}
+	}
+	return nil
+}
+
+// Status implements plugins.Ctx.
+func (c *Ctx) Status() int { return c.status }
+
+// Run takes c through p's phases as the worker does: rewrite, access and
+// before_proxy until a plugin exits; then the answer (the exit's, or the
+// upstream's: UpstreamStatus and UpstreamBody) through header_filter and
+// body_filter (one piece, eof) into Body; then log. Call c.Reset between
+// runs.
+func Run(p *plugins.Phases, c *Ctx) {
+	for _, i := range p.Rewrite {
+		if c.exited {
+			break
+		}
+		i.Rewrite(c)
+	}
+	for _, i := range p.Access {
+		if c.exited {
+			break
+		}
+		i.Access(c)
+	}
+	for _, i := range p.BeforeProxy {
+		if c.exited {
+			break
+		}
+		i.BeforeProxy(c)
+	}
+	body := c.exitBody
+	if c.exited {
+		c.status = c.exitStatus
+	} else {
+		c.Upstream = true
+		c.status = c.UpstreamStatus
+		if c.status == 0 {
+			c.status = 200
+		}
+		body = c.UpstreamBody
+	}
+	for _, i := range p.HeaderFilter {
+		i.HeaderFilter(c)
+	}
+	for _, i := range p.BodyFilter {
+		body = i.BodyFilter(c, body, true)
+	}
+	c.Body = append(c.Body[:0], body...)
+	for _, i := range p.Log {
+		i.Log(c)
+	}
+}
+
+// AllocsPerRun fails t if f allocates, on average over runs (after one
+// warm-up run, as testing.AllocsPerRun). Under the race detector, which
+// allocates on its own, it measures nothing.
+func AllocsPerRun(t testing.TB, runs int, f func()) {
+	t.Helper()
+	if raceEnabled {
+		t.Log("race detector on: allocations not measured")
+		f()
+		return
+	}
+	if n := testing.AllocsPerRun(runs, f); n != 0 {
+		t.Fatalf("allocates %.1f times per run, want 0", n)
+	}
+}

@@ -1,0 +1,187 @@
+package plugintest
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"coregate/plugins"
+)
+
+// Two tiny plugins, registered here only: test-auth (rewrite) answers 401
+// without an apikey header; test-limit (access, header_filter, log)
+// admits count requests per key and window through the Env's counters,
+// and counts answers by status in a metric slot.
+
+type testAuth struct{}
+
+func (testAuth) Check(raw json.RawMessage) error { return nil }
+func (testAuth) Build(json.RawMessage, plugins.Env) (plugins.Instance, error) {
+	return authInstance{}, nil
+}
+
+type authInstance struct{}
+
+var missing = []byte(`{"message":"Missing API key in request"}`)
+
+func (authInstance) Rewrite(c plugins.Ctx) {
+	if c.Header("apikey") == nil {
+		c.Exit(401, missing)
+	}
+}
+
+type testLimit struct{}
+
+type limitConf struct {
+	Count int64 `json:"count"`
+}
+
+func (testLimit) Check(raw json.RawMessage) error {
+	var lc limitConf
+	if err := json.Unmarshal(raw, &lc); err != nil {
+		return err
+	}
+	if lc.Count <= 0 {
+		return errors.New(`property "count" validation failed: expected 0 to be greater than 0`)
+	}
+	return nil
+}
+
+func (testLimit) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
+	var lc limitConf
+	if err := json.Unmarshal(raw, &lc); err != nil {
+		return nil, err
+	}
+	return &limitInstance{count: lc.Count, counters: env.Counters,
+		ok: env.Metrics.Slot("test_status", "200"), rejected: env.Metrics.Slot("test_status", "503")}, nil
+}
+
+// limitInstance's key and digits are scratch buffers: an instance runs
+// on one event loop, one phase at a time.
+type limitInstance struct {
+	count        int64
+	counters     plugins.Counters
+	ok, rejected *atomic.Uint64
+	key, digits  []byte
+	remaining    int64
+}
+
+func (l *limitInstance) Access(c plugins.Ctx) {
+	l.key = append(append(append(l.key[:0], c.RouteID()...), ':'), c.Var("remote_addr")...)
+	n := l.counters.Counter(l.key, c.Now(), c.Now()+60e9)
+	if n == nil {
+		c.Exit(500, nil)
+		return
+	}
+	l.remaining = l.count - n.Add(1)
+	if l.remaining < 0 {
+		l.remaining = 0
+		c.Exit(503, nil)
+	}
+}
+
+func (l *limitInstance) HeaderFilter(c plugins.Ctx) {
+	l.digits = strconv.AppendInt(l.digits[:0], l.remaining, 10)
+	c.SetResponseHeader("X-RateLimit-Remaining", l.digits)
+}
+
+func (l *limitInstance) Log(c plugins.Ctx) {
+	switch c.Status() {
+	case 200:
+		l.ok.Add(1)
+	case 503:
+		l.rejected.Add(1)
+	}
+}
+
+var reg = func() *plugins.Registry {
+	r := plugins.NewRegistry([]plugins.Entry{{Name: "test-auth", Priority: 2500}, {Name: "test-limit", Priority: 1002}})
+	r.Register("test-auth", testAuth{})
+	r.Register("test-limit", testLimit{})
+	return r
+}()
+
+func TestRunPhases(t *testing.T) {
+	env := plugins.NewLocalEnv()
+	p, err := reg.BuildPhases(map[string]json.RawMessage{
+		"test-limit": json.RawMessage(`{"count":2}`), "test-auth": json.RawMessage(`{}`),
+	}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCtx("GET", "/hello?x=1")
+	Run(&p, c)
+	if c.Status() != 401 || string(c.Body) != string(missing) || c.Upstream || c.ResponseHeader("X-RateLimit-Remaining") == nil {
+		t.Fatalf("no key: status %d body %s upstream %v", c.Status(), c.Body, c.Upstream)
+	}
+	c = NewCtx("GET", "/hello").WithHeader("ApiKey", "k")
+	c.UpstreamBody = []byte("1234567890")
+	for i, want := range []struct {
+		status    int
+		remaining string
+		upstream  bool
+	}{{200, "1", true}, {200, "0", true}, {503, "0", false}} {
+		c.Reset()
+		Run(&p, c)
+		if c.Status() != want.status || string(c.ResponseHeader("x-ratelimit-remaining")) != want.remaining || c.Upstream != want.upstream {
+			t.Fatalf("request %d: status %d remaining %q upstream %v", i, c.Status(), c.ResponseHeader("X-RateLimit-Remaining"), c.Upstream)
+		}
+	}
+	m := env.Metrics.(*plugins.MetricTable)
+	if m.Value("test_status", "200") != 2 || m.Value("test_status", "503") != 1 {
+		t.Fatalf("metrics: %d %d", m.Value("test_status", "200"), m.Value("test_status", "503"))
+	}
+	// The plugins' request path allocates nothing, admitted or not.
+	AllocsPerRun(t, 200, func() { c.Reset(); Run(&p, c) })
+	c.Clock += 61e9 // the next window
+	AllocsPerRun(t, 200, func() { c.Reset(); Run(&p, c) })
+	if _, err := reg.BuildPhases(map[string]json.RawMessage{"test-limit": json.RawMessage(`{"count":0}`)}, env); err == nil ||
+		err.Error() != `failed to check the configuration of plugin test-limit err: property "count" validation failed: expected 0 to be greater than 0` {
+		t.Fatalf("bad count: %v", err)
+	}
+}
+
+func TestCtxVars(t *testing.T) {
+	c := NewCtx("POST", "/a/b?x=1&flag&y=2").WithHeader("X-Api-Key", "k").WithVar("remote_addr", "10.0.0.1")
+	for name, want := range map[string]string{
+		"uri": "/a/b", "request_method": "POST", "arg_x": "1", "arg_y": "2", "arg_flag": "",
+		"http_x_api_key": "k", "remote_addr": "10.0.0.1",
+	} {
+		if got := c.Var(name); got == nil || string(got) != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if c.Var("arg_z") != nil || c.Var("http_host") != nil || c.Header("x-api-key") == nil {
+		t.Error("absent vars must be nil, headers case-insensitive")
+	}
+}
+
+// TestAllocsPerRunCatches: the helper fails a function that allocates.
+func TestAllocsPerRunCatches(t *testing.T) {
+	if raceEnabled {
+		t.Skip("race detector on")
+	}
+	ft := &fakeT{TB: t}
+	var sink []byte
+	func() {
+		defer func() { _ = recover() }()
+		AllocsPerRun(ft, 10, func() { sink = make([]byte, 64) })
+	}()
+	_ = sink
+	if !ft.failed {
+		t.Fatal("an allocating function passed")
+	}
+}
+
+type fakeT struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeT) Helper() {}
+func (f *fakeT) Fatalf(string, ...any) {
+	f.failed = true
+	panic("fatal")
+}

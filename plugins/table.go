@@ -1,0 +1,22 @@
+package plugins
+
+// Table is the one ordered list of the plugins the gateway can have, with
+// APISIX's names and priorities (each plugin's `priority` in
+// apisix/plugins/<name>.lua), highest priority first: within a phase,
+// plugins run in this order. A plugin implementation registers under a
+// name of this table (Register panics on any other), so adding a plugin
+// starts here, as CoreDNS's plugin.cfg.
+//
+// A name in the table but not registered is, to a configuration, an
+// unknown plugin, as a plugin APISIX has not enabled.
+var Table = []Entry{
+	{Name: "mocking", Priority: 10900},
+	{Name: "key-auth", Priority: 2500},
+	{Name: "proxy-cache", Priority: 1085},
+	{Name: "proxy-mirror", Priority: 1010},
+	{Name: "proxy-rewrite", Priority: 1008},
+	{Name: "limit-conn", Priority: 1003},
+	{Name: "limit-count", Priority: 1002},
+	{Name: "limit-req", Priority: 1001},
+	{Name: "prometheus", Priority: 500},
+}
