@@ -27,7 +27,7 @@ var (
 //	invalid configuration: property "methods" validation failed: failed to validate item 1: matches none of the enum values
 //
 // Field is the path of the offending field ("methods[0]", "upstream.nodes[1].port",
-// "upstream.nodes.127.0.0.1:99999"), empty when the error concerns the
+// `upstream.nodes["127.0.0.1:99999"]`), empty when the error concerns the
 // object as a whole. Detail says what is wrong with which value where Msg,
 // being APISIX's text, does not (an upstream node, an id:
 // `node "127.0.0.1:99999": port 99999 out of range`); empty otherwise.
@@ -134,7 +134,7 @@ func (p *problem) in(prop string) *problem {
 	case p.field == "":
 		p.field = prop
 	case p.field[0] == '[':
-		p.field = prop + p.field
+		p.field = prop + p.field // an item or a quoted member: nodes[0], nodes["a:1"]
 	default:
 		p.field = prop + "." + p.field
 	}

@@ -112,7 +112,7 @@ func checkNodes(v *jval, where []string) *ValidationError {
 	return p.schemaErr()
 }
 
-// nodeProblem is a bad node: field is its place under nodes (the map key,
+// nodeProblem is a bad node: field is its place under nodes (["host:port"],
 // or [i]), detail says what is wrong with which value.
 func nodeProblem(field, detail string) *problem {
 	return &problem{msg: errNodes, field: field, detail: detail}
@@ -126,11 +126,11 @@ func (ns *Nodes) fromJSON(v *jval) *problem {
 		for _, m := range v.obj {
 			n, why := parseNodeKey(m.key)
 			if why != "" {
-				return nodeProblem(m.key, "node "+strconv.Quote(m.key)+": "+why)
+				return nodeProblem(fieldJoin("", m.key, false), "node "+strconv.Quote(m.key)+": "+why)
 			}
 			w, ok := m.val.integer()
 			if !ok || w < 0 || w > maxWeight {
-				return nodeProblem(m.key, "node "+strconv.Quote(m.key)+": weight "+string(appendJSON(nil, m.val))+" is not an integer from 0 to "+itoa(maxWeight))
+				return nodeProblem(fieldJoin("", m.key, false), "node "+strconv.Quote(m.key)+": weight "+string(appendJSON(nil, m.val))+" is not an integer from 0 to "+itoa(maxWeight))
 			}
 			n.Weight = int(w)
 			if i, dup := index[m.key]; dup {

@@ -168,7 +168,7 @@ func CompileSchema(name string, schemaJSON []byte) (*Schema, error) {
 	if err != nil {
 		return nil, errors.New("schema " + name + ": " + err.Error())
 	}
-	file := "x/" + url0(name) + ".json"
+	file := "plugin." + url0(name) + ".json" // beside defs.json, named apart from it
 	c := newCompiler(map[string]any{file: v.toAny()})
 	lib, err := c.Compile(schemaBase + file)
 	if err != nil {

@@ -55,13 +55,7 @@ type translator struct {
 func (t *translator) render(e *jsonschema.ValidationError, loc []string, field string, node snode, inst *jval) string {
 	var prefix strings.Builder
 	for _, seg := range e.InstanceLocation[min(len(loc), len(e.InstanceLocation)):] {
-		if inst != nil && inst.kind == jArray {
-			field += "[" + seg + "]"
-		} else if field == "" {
-			field = seg
-		} else {
-			field += "." + seg
-		}
+		field = fieldJoin(field, seg, inst != nil && inst.kind == jArray)
 		var p string
 		p, node, inst = t.step(node, inst, seg)
 		prefix.WriteString(p)
@@ -148,7 +142,7 @@ func (t *translator) own(e *jsonschema.ValidationError, loc []string, field stri
 	case *kind.Enum, *kind.Const:
 		return "matches none of the enum values"
 	case *kind.Format:
-		return "failed to validate format " + strconv.Quote(k.Want) + " of " + luaQuote(string(appendJSON(nil, inst)))
+		return luaQuote(inst.s) + " is not a valid " + k.Want
 	}
 	return (&jsonschema.ValidationError{ErrorKind: e.ErrorKind}).Error()
 }
@@ -375,6 +369,30 @@ func requiredList(anyOf *jval) string {
 		return ""
 	}
 	return ": " + strings.Join(parts, " or ")
+}
+
+// fieldJoin appends member or item seg to a field path: "upstream.nodes",
+// "methods[1]", and a member whose name is not a plain word quoted,
+// `nodes["127.0.0.1:80"]`.
+func fieldJoin(field, seg string, item bool) string {
+	switch {
+	case item:
+		return field + "[" + seg + "]"
+	case !plainName(seg):
+		return field + "[" + strconv.Quote(seg) + "]"
+	case field == "":
+		return seg
+	}
+	return field + "." + seg
+}
+
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // ratNum prints a limit or value as Lua's tostring does.
