@@ -84,16 +84,23 @@ func loadEmbedded() {
 		e.docs[ent.Name()] = v
 		e.lib[ent.Name()] = v.toAny()
 	}
-	c := newCompiler(nil)
+	// Each object's schema is evaluated in its bundled form (references
+	// replaced by their targets): the same rules, without the cost of
+	// following a $ref for every property. Messages are built from the
+	// documents as written.
 	e.objects = map[string]*Schema{}
+	bundled := map[string]any{}
 	for _, k := range objectKinds {
-		file := k + ".json"
-		lib, err := c.Compile(schemaBase + file)
-		if err != nil {
+		s := &Schema{name: k, file: k + ".json", docs: e.docs}
+		e.objects[k] = s
+		bundled["bundled."+s.file] = s.bundle(e.docs[s.file], s.file, 0).toAny()
+	}
+	c := newCompiler(bundled)
+	for _, s := range e.objects {
+		if s.lib, err = c.Compile(schemaBase + "bundled." + s.file); err != nil {
 			e.err = err
 			return
 		}
-		e.objects[k] = &Schema{name: k, lib: lib, file: file, docs: e.docs}
 	}
 }
 
@@ -168,7 +175,7 @@ func CompileSchema(name string, schemaJSON []byte) (*Schema, error) {
 	if err != nil {
 		return nil, errors.New("schema " + name + ": " + err.Error())
 	}
-	file := "plugin." + url0(name) + ".json" // beside defs.json, named apart from it
+	file := "plugin." + fileName(name) + ".json" // beside defs.json, named apart from it
 	c := newCompiler(map[string]any{file: v.toAny()})
 	lib, err := c.Compile(schemaBase + file)
 	if err != nil {
@@ -182,8 +189,8 @@ func CompileSchema(name string, schemaJSON []byte) (*Schema, error) {
 	return &Schema{name: name, lib: lib, file: file, docs: docs}, nil
 }
 
-// url0 keeps a name usable as one URL path segment.
-func url0(name string) string {
+// fileName keeps a name usable as one URL path segment.
+func fileName(name string) string {
 	var b strings.Builder
 	for _, c := range []byte(name) {
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {

@@ -313,8 +313,8 @@ func (t *translator) firstMissing(missing []string, node snode) string {
 	return best
 }
 
-// memberIndex is the position of member k in object v, or -1 (len when v
-// is nil, so that unknown places sort last).
+// memberIndex is the position of member k in object v, or -1 when v is
+// nil or has no such member.
 func memberIndex(v *jval, k string) int {
 	if v == nil {
 		return -1
