@@ -286,3 +286,27 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestConcurrentDecode: schemas compile once and validate from many
+// goroutines (run with -race).
+func TestConcurrentDecode(t *testing.T) {
+	in := []byte(`{"uri":"/a","labels":{"k":"a b"},"upstream":{"nodes":{"a:1":1}}}`)
+	want := `invalid configuration: property "labels" validation failed: failed to validate k (matching ".*"): failed to match pattern "^\\S+$" with "a b"`
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			msg := ""
+			for range 50 {
+				if _, err := DecodeRoute(in); errText(err) != want {
+					msg = errText(err)
+				}
+			}
+			errs <- msg
+		}()
+	}
+	for range 8 {
+		if msg := <-errs; msg != "" {
+			t.Fatalf("concurrent DecodeRoute: %s", msg)
+		}
+	}
+}
