@@ -264,4 +264,3 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 	}
 	return nil
 }
-
