@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -41,7 +42,6 @@ var objectKinds = []string{KindRoute, KindService, KindUpstream, KindConsumer, K
 // Schema is a compiled JSON Schema that validates with APISIX's messages.
 // It is safe for concurrent use.
 type Schema struct {
-	name string
 	lib  *jsonschema.Schema
 	file string           // the document's file name, for relative $refs
 	docs map[string]*jval // documents by file name, this one included
@@ -91,7 +91,7 @@ func loadEmbedded() {
 	e.objects = map[string]*Schema{}
 	bundled := map[string]any{}
 	for _, k := range objectKinds {
-		s := &Schema{name: k, file: k + ".json", docs: e.docs}
+		s := &Schema{file: k + ".json", docs: e.docs}
 		e.objects[k] = s
 		bundled["bundled."+s.file] = s.bundle(e.docs[s.file], s.file, 0).toAny()
 	}
@@ -175,7 +175,7 @@ func CompileSchema(name string, schemaJSON []byte) (*Schema, error) {
 	if err != nil {
 		return nil, errors.New("schema " + name + ": " + err.Error())
 	}
-	file := "plugin." + fileName(name) + ".json" // beside defs.json, named apart from it
+	file := "plugin." + url.PathEscape(name) + ".json" // beside defs.json, named apart from it
 	c := newCompiler(map[string]any{file: v.toAny()})
 	lib, err := c.Compile(schemaBase + file)
 	if err != nil {
@@ -186,20 +186,7 @@ func CompileSchema(name string, schemaJSON []byte) (*Schema, error) {
 		docs[k] = d
 	}
 	docs[file] = v
-	return &Schema{name: name, lib: lib, file: file, docs: docs}, nil
-}
-
-// fileName keeps a name usable as one URL path segment.
-func fileName(name string) string {
-	var b strings.Builder
-	for _, c := range []byte(name) {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {
-			b.WriteByte(c)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
+	return &Schema{lib: lib, file: file, docs: docs}, nil
 }
 
 // Validate checks raw against the schema. The error is a *SyntaxError for

@@ -172,24 +172,11 @@ func (t *translator) anyDetail(e *jsonschema.ValidationError, loc []string, fiel
 
 // typeAdmits reports whether schema node n's "type" admits inst's type.
 func typeAdmits(n *jval, inst *jval) bool {
-	tv := n.child("type")
-	if tv == nil || tv.kind != jString {
-		return false
-	}
-	switch tv.s {
-	case "object":
-		return inst.kind == jObject
-	case "array":
-		return inst.kind == jArray
-	case "string":
-		return inst.kind == jString
-	case "integer", "number":
-		return inst.kind == jNumber
-	case "boolean":
-		return inst.kind == jBool
-	}
-	return false
+	t := n.child("type")
+	return t != nil && (t.s == jsonTypes[inst.kind] || t.s == "integer" && inst.kind == jNumber)
 }
+
+var jsonTypes = [...]string{jNull: "null", jBool: "boolean", jNumber: "number", jString: "string", jArray: "array", jObject: "object"}
 
 // step descends from the instance inst (schema node) into its member or
 // item seg and returns APISIX's prefix for it.
