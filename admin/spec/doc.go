@@ -10,17 +10,32 @@
 //
 // # Decoding and validation
 //
-// DecodeRoute, DecodeService and DecodeUpstream read an object strictly —
-// an unknown field, a value of the wrong JSON type or malformed JSON is an
-// error — and then Validate it against APISIX's schema (apisix/schema_def.lua)
-// and the Admin API's checks, in APISIX's order. Errors are
-// *ValidationError (or *SyntaxError) whose text is the error_msg APISIX
-// answers, so clients that match on messages keep working:
+// The objects' schemas are JSON Schema documents (draft 7) transcribed from
+// APISIX's apisix/schema_def.lua, embedded from schema/*.json and evaluated
+// by github.com/santhosh-tekuri/jsonschema/v6, compiled once on first use.
+// DecodeRoute, DecodeService and DecodeUpstream check an object against its
+// schema, then the few rules a schema cannot state (validate.go: the
+// host/hosts pair APISIX's Admin API checks first, node address syntax,
+// check_upstream_conf, plugin configs being objects, lua-resty-expr vars),
+// and fill the Go structs with encoding/json. Errors are *ValidationError
+// (or *SyntaxError) whose text is the error_msg APISIX answers, so clients
+// that match on messages keep working:
 //
 //	invalid configuration: property "methods" validation failed: failed to validate item 1: matches none of the enum values
 //	invalid configuration: additional properties forbidden, found foo
 //	only one of host or hosts is allowed
 //	failed to validate the 'vars' expression: invalid operator '='
+//
+// Of several failures the one APISIX's validator meets first is reported
+// (translate.go states the order). Where APISIX's text does not name the
+// value at fault (an anyOf: a bad node, a bad id), ValidationError's Field
+// and Detail do: upstream.nodes["127.0.0.1:99999"], `node
+// "127.0.0.1:99999": port 99999 out of range`; Explain joins them.
+//
+// CompileSchema compiles another schema (a plugin's) that validates with
+// the same messages; ObjectSchema gives an object kind's schema as one
+// document, for GET /apisix/admin/schema/{kind}; ValidateObject checks
+// consumers, plugin configs and global rules, which are kept as JSON.
 //
 // A stored object keeps only what was written: optional scalars are
 // pointers, ids, nodes and vars remember their written form, and schema

@@ -26,17 +26,42 @@ var (
 //
 //	invalid configuration: property "methods" validation failed: failed to validate item 1: matches none of the enum values
 //
-// Field is the path of the offending field ("methods[0]", "upstream.nodes"),
-// empty when the error concerns the object as a whole. It matches ErrInvalid.
+// Field is the path of the offending field ("methods[0]", "upstream.nodes[1].port",
+// `upstream.nodes["127.0.0.1:99999"]`), empty when the error concerns the
+// object as a whole. Detail says what is wrong with which value where Msg,
+// being APISIX's text, does not (an upstream node, an id:
+// `node "127.0.0.1:99999": port 99999 out of range`); empty otherwise.
+// It matches ErrInvalid.
 type ValidationError struct {
-	Field string
-	Msg   string
+	Field  string
+	Msg    string
+	Detail string
 }
 
 func (e *ValidationError) Error() string { return e.Msg }
 
 // Is reports whether target is ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// Explain returns Msg followed by the field and the detail, when there are
+// any: the text to show a person (logs, the standalone loader), where
+// Error is the text APISIX clients match on.
+func (e *ValidationError) Explain() string {
+	switch {
+	case e.Detail != "" && e.Field != "":
+		return e.Msg + " (" + e.Field + ": " + e.Detail + ")"
+	case e.Detail != "":
+		return e.Msg + " (" + e.Detail + ")"
+	}
+	return e.Msg
+}
+
+// prefixed returns e with its message prefixed, as APISIX's callers of
+// the schema check do ("invalid configuration: ").
+func (e *ValidationError) prefixed(p string) *ValidationError {
+	e.Msg = p + e.Msg
+	return e
+}
 
 // SyntaxError is input that is not well-formed JSON. Error returns the text
 // APISIX's Admin API puts in error_msg ("invalid request body: …"). It
@@ -97,8 +122,9 @@ func (e *EnvError) Is(target error) bool { return target == ErrEnv }
 // problem is a validation failure while its message is being built from the
 // inside out; it becomes a *ValidationError at the top.
 type problem struct {
-	field string
-	msg   string
+	field  string
+	msg    string
+	detail string
 }
 
 // in nests p under the object property prop, as the schema validator does.
@@ -108,40 +134,14 @@ func (p *problem) in(prop string) *problem {
 	case p.field == "":
 		p.field = prop
 	case p.field[0] == '[':
-		p.field = prop + p.field
+		p.field = prop + p.field // an item or a quoted member: nodes[0], nodes["a:1"]
 	default:
 		p.field = prop + "." + p.field
 	}
 	return p
 }
 
-// item nests p under the array item i (0-based; the message counts from 1).
-func (p *problem) item(i int) *problem {
-	p.msg = "failed to validate item " + itoa(i+1) + ": " + p.msg
-	idx := "[" + itoa(i) + "]"
-	switch {
-	case p.field == "":
-		p.field = idx
-	case p.field[0] == '[':
-		p.field = idx + p.field
-	default:
-		p.field = idx + "." + p.field
-	}
-	return p
-}
-
-// key nests p under the pattern property k of a map (labels).
-func (p *problem) key(k string) *problem {
-	p.msg = "failed to validate " + k + ` (matching ".*"): ` + p.msg
-	if p.field == "" {
-		p.field = k
-	} else {
-		p.field = k + "." + p.field
-	}
-	return p
-}
-
 // schemaErr turns a schema problem into the error the Admin API reports.
 func (p *problem) schemaErr() *ValidationError {
-	return &ValidationError{Field: p.field, Msg: "invalid configuration: " + p.msg}
+	return &ValidationError{Field: p.field, Msg: "invalid configuration: " + p.msg, Detail: p.detail}
 }

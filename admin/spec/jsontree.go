@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -81,92 +81,130 @@ func (v *jval) integer() (int64, bool) {
 	return int64(f), true
 }
 
-// float returns v as a float64 when it is a number.
-func (v *jval) float() (float64, bool) {
-	if v.kind != jNumber {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(v.s, 64)
-	if err != nil {
-		return 0, false
-	}
-	return f, true
-}
-
-// parseJSON parses one JSON document.
+// parseJSON parses one JSON document. Well-formed input (json.Valid, which
+// does not allocate) is read by a direct scan; for other input,
+// encoding/json says what is wrong and where.
 func parseJSON(data []byte) (*jval, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseValue(dec)
-	if err != nil {
-		return nil, syntaxErr(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if !json.Valid(data) {
+		var x any
+		err := json.Unmarshal(data, &x)
 		if err == nil {
-			return nil, &SyntaxError{Msg: "unexpected data after the top-level value"}
+			err = errors.New("malformed JSON")
 		}
-		return nil, syntaxErr(err)
+		return nil, &SyntaxError{Msg: strings.TrimPrefix(err.Error(), "json: ")}
 	}
-	return v, nil
+	p := scanner{b: data}
+	return p.value(), nil
 }
 
-func syntaxErr(err error) error {
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &SyntaxError{Msg: "unexpected end of input"}
-	}
-	return &SyntaxError{Msg: err.Error()}
+// scanner reads a document that json.Valid accepted; it does no error
+// checking of its own.
+type scanner struct {
+	b []byte
+	i int
 }
 
-func parseValue(dec *json.Decoder) (*jval, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case nil:
-		return &jval{kind: jNull}, nil
-	case bool:
-		return &jval{kind: jBool, b: t}, nil
-	case json.Number:
-		return &jval{kind: jNumber, s: string(t)}, nil
-	case string:
-		return &jval{kind: jString, s: t}, nil
-	case json.Delim:
-		switch t {
-		case '{':
-			v := &jval{kind: jObject, obj: []jmember{}}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, _ := kt.(string)
-				mv, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				v.obj = append(v.obj, jmember{key: k, val: mv})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
-		case '[':
-			v := &jval{kind: jArray, arr: []*jval{}}
-			for dec.More() {
-				ev, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				v.arr = append(v.arr, ev)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
+func (p *scanner) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
 		}
 	}
-	return nil, errors.New("unexpected token")
+}
+
+func (p *scanner) value() *jval {
+	p.ws()
+	switch p.b[p.i] {
+	case '{':
+		p.i++
+		v := &jval{kind: jObject, obj: []jmember{}}
+		p.ws()
+		if p.b[p.i] == '}' {
+			p.i++
+			return v
+		}
+		for {
+			p.ws()
+			k := p.str()
+			p.ws()
+			p.i++ // ':'
+			v.obj = append(v.obj, jmember{key: k, val: p.value()})
+			p.ws()
+			c := p.b[p.i]
+			p.i++
+			if c == '}' {
+				return v
+			}
+		}
+	case '[':
+		p.i++
+		v := &jval{kind: jArray, arr: []*jval{}}
+		p.ws()
+		if p.b[p.i] == ']' {
+			p.i++
+			return v
+		}
+		for {
+			v.arr = append(v.arr, p.value())
+			p.ws()
+			c := p.b[p.i]
+			p.i++
+			if c == ']' {
+				return v
+			}
+		}
+	case '"':
+		return &jval{kind: jString, s: p.str()}
+	case 't':
+		p.i += 4
+		return &jval{kind: jBool, b: true}
+	case 'f':
+		p.i += 5
+		return &jval{kind: jBool}
+	case 'n':
+		p.i += 4
+		return &jval{kind: jNull}
+	}
+	start := p.i
+	for p.i < len(p.b) && strings.IndexByte("+-0123456789.eE", p.b[p.i]) >= 0 {
+		p.i++
+	}
+	return &jval{kind: jNumber, s: string(p.b[start:p.i])}
+}
+
+// str reads a string literal. Plain ones are copied; those with escapes or
+// invalid UTF-8 are decoded by encoding/json (which replaces bad bytes by
+// U+FFFD, as the tokenizer does).
+func (p *scanner) str() string {
+	start := p.i
+	p.i++
+	plain := true
+	for {
+		c := p.b[p.i]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			plain = false
+			p.i += 2
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			plain = false
+		}
+		p.i++
+	}
+	p.i++
+	lit := p.b[start:p.i]
+	if plain || utf8.Valid(lit) && bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1])
+	}
+	var s string
+	_ = json.Unmarshal(lit, &s)
+	return s
 }
 
 // appendJSON appends v as compact JSON, members in their order.

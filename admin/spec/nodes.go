@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -76,7 +77,7 @@ func nodeKey(n Node) string {
 
 // UnmarshalJSON accepts either written form and checks it against APISIX's
 // nodes schema (weight an integer ≥ 0, port 1-65535, host a host name or
-// address).
+// address) and the key syntax of the map form.
 func (ns *Nodes) UnmarshalJSON(b []byte) error {
 	v, err := parseJSON(b)
 	if err != nil {
@@ -89,8 +90,33 @@ func (ns *Nodes) UnmarshalJSON(b []byte) error {
 }
 
 // errNodes is the one message APISIX gives for any nodes that fail its
-// schema (an anyOf of the two forms).
+// schema (an anyOf of the two forms); the problem's detail names the node.
 const errNodes = "object matches none of the required"
+
+// checkNodes checks nodes that passed the schema for what it cannot say:
+// the map form's keys are addresses ("host", "host:port", "[v6]:port"),
+// which APISIX parses only when it uses them, and weights and priorities
+// are bounded so that sums over many nodes cannot overflow. v is the
+// nodes value; where, its field path ("upstream.nodes"), prefixes the
+// message as the schema's would ("property \"upstream\" validation
+// failed: property \"nodes\" validation failed: ").
+func checkNodes(v *jval, where []string) *ValidationError {
+	var ns Nodes
+	p := ns.fromJSON(v)
+	if p == nil {
+		return nil
+	}
+	for i := len(where) - 1; i >= 0; i-- {
+		p.in(where[i])
+	}
+	return p.schemaErr()
+}
+
+// nodeProblem is a bad node: field is its place under nodes (["host:port"],
+// or [i]), detail says what is wrong with which value.
+func nodeProblem(field, detail string) *problem {
+	return &problem{msg: errNodes, field: field, detail: detail}
+}
 
 func (ns *Nodes) fromJSON(v *jval) *problem {
 	switch v.kind {
@@ -98,13 +124,13 @@ func (ns *Nodes) fromJSON(v *jval) *problem {
 		list := make([]Node, 0, len(v.obj))
 		index := make(map[string]int, len(v.obj))
 		for _, m := range v.obj {
-			n, ok := parseNodeKey(m.key)
-			if !ok {
-				return &problem{msg: errNodes}
+			n, why := parseNodeKey(m.key)
+			if why != "" {
+				return nodeProblem(fieldJoin("", m.key, false), "node "+strconv.Quote(m.key)+": "+why)
 			}
 			w, ok := m.val.integer()
 			if !ok || w < 0 || w > maxWeight {
-				return &problem{msg: errNodes}
+				return nodeProblem(fieldJoin("", m.key, false), "node "+strconv.Quote(m.key)+": weight "+string(appendJSON(nil, m.val))+" is not an integer from 0 to "+itoa(maxWeight))
 			}
 			n.Weight = int(w)
 			if i, dup := index[m.key]; dup {
@@ -118,131 +144,129 @@ func (ns *Nodes) fromJSON(v *jval) *problem {
 		return nil
 	case jArray:
 		list := make([]Node, 0, len(v.arr))
-		for _, e := range v.arr {
-			n, ok := nodeFromJSON(e)
-			if !ok {
-				return &problem{msg: errNodes}
+		for i, e := range v.arr {
+			n, field, why := nodeFromJSON(e)
+			if why != "" {
+				f := "[" + itoa(i) + "]"
+				if field != "" {
+					f += "." + field
+				}
+				return nodeProblem(f, "node "+itoa(i+1)+": "+why)
 			}
 			list = append(list, n)
 		}
 		*ns = Nodes{List: list}
 		return nil
 	}
-	return &problem{msg: errNodes}
+	return &problem{msg: errNodes, detail: "nodes must be an object or an array, not " + v.luaType()}
 }
 
 // maxWeight bounds a weight so that sums over many nodes cannot overflow.
 const maxWeight = 1 << 30
 
-func nodeFromJSON(e *jval) (Node, bool) {
-	var n Node
+// nodeFromJSON reads one node object; on failure, field names the member
+// at fault and why says what is wrong with its value.
+func nodeFromJSON(e *jval) (n Node, field, why string) {
 	if e.kind != jObject {
-		return n, false
+		return n, "", "not an object but a " + e.luaType()
 	}
 	var hasHost, hasWeight bool
 	for _, m := range e.obj {
+		val := string(appendJSON(nil, m.val))
 		switch m.key {
 		case "host":
 			if m.val.kind != jString {
-				return n, false
+				return n, m.key, "host " + val + " is not a string"
 			}
 			n.Host, hasHost = trimBrackets(m.val.s), true
+			if n.Host == "" || !hostPattern.MatchString(n.Host) {
+				return n, m.key, "host " + val + " is not a host name or address"
+			}
 		case "port":
 			p, ok := m.val.integer()
 			if !ok || p < 1 || p > 65535 {
-				return n, false
+				return n, m.key, "port " + val + " out of range"
 			}
 			n.Port = int(p)
 		case "weight":
 			w, ok := m.val.integer()
 			if !ok || w < 0 || w > maxWeight {
-				return n, false
+				return n, m.key, "weight " + val + " is not an integer from 0 to " + itoa(maxWeight)
 			}
 			n.Weight, hasWeight = int(w), true
 		case "priority":
 			p, ok := m.val.integer()
 			if !ok || p < -maxWeight || p > maxWeight {
-				return n, false
+				return n, m.key, "priority " + val + " is not an integer within ±" + itoa(maxWeight)
 			}
 			n.Priority = int(p)
 		case "metadata":
 			if m.val.kind != jObject {
-				return n, false
+				return n, m.key, "metadata " + val + " is not an object"
 			}
 			n.Metadata = appendJSON(nil, m.val)
 		default:
-			return n, false
+			return n, m.key, "unknown member " + strconv.Quote(m.key)
 		}
 	}
-	if !hasHost || !hasWeight || n.Host == "" || !hostPattern.MatchString(n.Host) {
-		return n, false
+	switch {
+	case !hasHost:
+		return n, "host", "host is missing"
+	case !hasWeight:
+		return n, "weight", "weight is missing"
 	}
-	return n, true
+	return n, "", ""
 }
 
+// hostPattern is APISIX's host_def pattern (schema/defs.json), for the
+// hosts of nodes written as map keys, which the schema does not look at.
+var hostPattern = regexp.MustCompile(`^\*$|^\*?[0-9a-zA-Z-._\[\]:]+$`)
+
 // parseNodeKey splits a map-form key: "host", "host:port", "[v6]",
-// "[v6]:port", or a bare IPv6 address (more than one colon, no port).
-func parseNodeKey(k string) (Node, bool) {
-	var n Node
+// "[v6]:port", or a bare IPv6 address (more than one colon, no port). why
+// says what is wrong, "" when nothing is.
+func parseNodeKey(k string) (n Node, why string) {
 	host, port := k, ""
 	switch {
 	case strings.HasPrefix(k, "["):
 		end := strings.IndexByte(k, ']')
 		if end < 0 {
-			return n, false
+			return n, "no ] after the IPv6 address"
 		}
 		host = k[1:end]
 		rest := k[end+1:]
 		if rest != "" {
 			if rest[0] != ':' {
-				return n, false
+				return n, "unexpected " + strconv.Quote(rest) + " after the IPv6 address"
 			}
 			port = rest[1:]
 			if port == "" {
-				return n, false
+				return n, "empty port"
 			}
 		}
 	case strings.Count(k, ":") == 1:
 		i := strings.IndexByte(k, ':')
 		host, port = k[:i], k[i+1:]
 		if port == "" {
-			return n, false
+			return n, "empty port"
 		}
 	}
 	if host == "" || !hostPattern.MatchString(host) {
-		return n, false
+		return n, "host " + strconv.Quote(host) + " is not a host name or address"
 	}
 	if strings.IndexByte(host, ':') >= 0 {
 		// only an IPv6 address has colons in its host part
 		if a, err := netip.ParseAddr(host); err != nil || !a.Is6() {
-			return n, false
+			return n, strconv.Quote(host) + " is not an IPv6 address"
 		}
 	}
 	n.Host = host
 	if port != "" {
 		p, err := strconv.Atoi(port)
 		if err != nil || p < 1 || p > 65535 {
-			return n, false
+			return n, "port " + port + " out of range"
 		}
 		n.Port = p
 	}
-	return n, true
-}
-
-// validNode reports whether n (normalised, as in Nodes.List) is within
-// APISIX's nodes schema.
-func validNode(n Node) bool {
-	if n.Host == "" || !hostPattern.MatchString(n.Host) {
-		return false
-	}
-	if n.Port < 0 || n.Port > 65535 || n.Weight < 0 || n.Weight > maxWeight {
-		return false
-	}
-	if n.Metadata != nil {
-		v, err := parseJSON(n.Metadata)
-		if err != nil || v.kind != jObject {
-			return false
-		}
-	}
-	return true
+	return n, ""
 }

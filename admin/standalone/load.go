@@ -1,7 +1,6 @@
 package standalone
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -212,7 +211,13 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 	if !id.IsZero() {
 		where = fmt.Sprintf("%s (%s %s)", where, idKey, id.String())
 	}
-	bad := func(err error) error { return l.fail(where, err.Error(), ErrInvalid, err) }
+	bad := func(err error) error {
+		msg := err.Error()
+		if ve, ok := err.(*spec.ValidationError); ok {
+			msg = ve.Explain() // APISIX's text, then the field and value at fault
+		}
+		return l.fail(where, msg, ErrInvalid, err)
+	}
 	switch kind {
 	case "routes":
 		r, err := spec.DecodeRoute(raw)
@@ -242,59 +247,20 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 		}
 		s.Upstreams = append(s.Upstreams, u)
 	case "consumers":
-		if err := checkRaw(raw, "username", consumerName, false); err != nil {
+		if err := spec.ValidateObject(spec.KindConsumer, raw); err != nil {
 			return bad(err)
 		}
 		s.Consumers = append(s.Consumers, raw)
 	case "plugin_configs":
-		if err := checkRaw(raw, "id", nil, true); err != nil {
+		if err := spec.ValidateObject(spec.KindPluginConfig, raw); err != nil {
 			return bad(err)
 		}
 		s.PluginConfigs = append(s.PluginConfigs, raw)
 	case "global_rules":
-		if err := checkRaw(raw, "id", nil, true); err != nil {
+		if err := spec.ValidateObject(spec.KindGlobalRule, raw); err != nil {
 			return bad(err)
 		}
 		s.GlobalRules = append(s.GlobalRules, raw)
-	}
-	return nil
-}
-
-var consumerName = regexp.MustCompile(`^[a-zA-Z0-9_\-]+$`)
-
-// checkRaw checks the identity of an object kept as JSON: its id member
-// (a valid id, or a name matching pattern) and, when needPlugins, a plugins
-// object — the parts of APISIX's schema that coregate relies on before the
-// plugin layer reads the rest.
-func checkRaw(raw json.RawMessage, idKey string, pattern *regexp.Regexp, needPlugins bool) error {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return &spec.ValidationError{Msg: "invalid configuration: wrong type: expected object"}
-	}
-	v, ok := obj[idKey]
-	if !ok {
-		return &spec.ValidationError{Field: idKey, Msg: `invalid configuration: property "` + idKey + `" is required`}
-	}
-	if pattern != nil {
-		var name string
-		if json.Unmarshal(v, &name) != nil || len(name) > 256 || !pattern.MatchString(name) {
-			return &spec.ValidationError{Field: idKey, Msg: `invalid configuration: property "` + idKey + `" validation failed: failed to match pattern "^[a-zA-Z0-9_\\-]+$" with ` + string(v)}
-		}
-	} else {
-		var id spec.ID
-		if err := json.Unmarshal(v, &id); err != nil {
-			return &spec.ValidationError{Field: idKey, Msg: `invalid configuration: property "` + idKey + `" validation failed: object matches none of the required`}
-		}
-	}
-	if needPlugins {
-		p, ok := obj["plugins"]
-		if !ok {
-			return &spec.ValidationError{Field: "plugins", Msg: `invalid configuration: property "plugins" is required`}
-		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(p, &m) != nil || m == nil {
-			return &spec.ValidationError{Field: "plugins", Msg: `invalid configuration: property "plugins" validation failed: wrong type: expected object`}
-		}
 	}
 	return nil
 }

@@ -235,6 +235,10 @@ func TestLoadErrors(t *testing.T) {
 		{"consumer bad username", "consumers:\n  - username: a b\n#END", `apisix.yaml: consumers[0] (username a b): invalid configuration: property "username" validation failed: failed to match pattern "^[a-zA-Z0-9_\\-]+$" with "a b"`, ErrInvalid},
 		{"global rule without plugins", "global_rules:\n  - id: 1\n#END", `apisix.yaml: global_rules[0] (id 1): invalid configuration: property "plugins" is required`, ErrInvalid},
 		{"plugin config without id", "plugin_configs:\n  - plugins: {}\n#END", `apisix.yaml: plugin_configs[0] (id arr_1): invalid configuration: property "id" is required`, ErrInvalid},
+		{"bad node names node and value", "upstreams:\n  - id: u\n    nodes: {\"127.0.0.1:99999\": 1}\n#END",
+			`apisix.yaml: upstreams[0] (id u): invalid configuration: property "nodes" validation failed: object matches none of the required (nodes["127.0.0.1:99999"]: node "127.0.0.1:99999": port 99999 out of range)`, ErrInvalid},
+		{"plugin config extra field", "plugin_configs:\n  - id: pc\n    plugins: {}\n    foo: 1\n#END",
+			`apisix.yaml: plugin_configs[0] (id pc): invalid configuration: additional properties forbidden, found foo`, ErrInvalid},
 		{"unset variable", "routes:\n  - uri: ${{CG_NOPE}}\n    upstream_id: 1\n#END", "apisix.yaml: failed to handle configuration: can't find environment variable CG_NOPE", ErrInvalid},
 	}
 	for _, tc := range tests {
