@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -81,6 +82,19 @@ func (r *Route) checkValues() error {
 	}
 	if e := checkPlugins(r.Plugins); e != nil {
 		return e
+	}
+	// APISIX's IPv6/CIDR pattern (schema_def.lua ip_def) accepts strings
+	// that name no prefix, such as ":/8" or "::/200"; a worker could not
+	// match them, so they are refused here with the schema's own message.
+	if r.RemoteAddr != "" && !ValidIPOrCIDR(r.RemoteAddr) {
+		return &ValidationError{Field: "remote_addr", Detail: "not an IP address or CIDR prefix: " + strconv.Quote(r.RemoteAddr),
+			Msg: `invalid configuration: property "remote_addr" validation failed: object matches none of the required`}
+	}
+	for i, a := range r.RemoteAddrs {
+		if !ValidIPOrCIDR(a) {
+			return &ValidationError{Field: "remote_addrs[" + strconv.Itoa(i) + "]", Detail: "not an IP address or CIDR prefix: " + strconv.Quote(a),
+				Msg: `invalid configuration: property "remote_addrs" validation failed: failed to validate item ` + strconv.Itoa(i+1) + `: object matches none of the required`}
+		}
 	}
 	// lua-resty-expr's grammar (operators, negation, regular expressions
 	// and addresses compiled ahead) is code, not a schema: vars.go.
