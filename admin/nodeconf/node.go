@@ -590,7 +590,7 @@ func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
 				if err := p.str(&l.IP)(k, n); err != nil {
 					return err
 				}
-				if !spec.ValidIPOrCIDR(l.IP) || strings.IndexByte(l.IP, '/') >= 0 {
+				if _, ok := spec.ParseIP([]byte(l.IP)); !ok {
 					return p.errf(k, "want an IP address, got %s", describe(n))
 				}
 				return nil

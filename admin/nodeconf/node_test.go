@@ -364,3 +364,17 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestNodeConfigIPZone: config.yaml's addresses take no IPv6 zone, as
+// routes' remote_addrs do not.
+func TestNodeConfigIPZone(t *testing.T) {
+	for _, src := range []string{
+		"nginx_config:\n  http:\n    real_ip_from: [\"fe80::1%eth0\"]\n",
+		"deployment:\n  admin:\n    allow_admin: [\"fe80::1%eth0\"]\n",
+		"apisix:\n  node_listen:\n    - ip: \"fe80::1%eth0\"\n      port: 9080\n",
+	} {
+		if _, _, err := parseNode(t, src); err == nil {
+			t.Errorf("accepted a zone:\n%s", src)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"net/netip"
 	"regexp"
 	"strings"
 )
@@ -223,15 +222,4 @@ func (e *VarExpr) check() string {
 		rv = v
 	}
 	return checkVarValue(e.Op, rv)
-}
-
-// ValidIPOrCIDR reports whether s is an IP address or a CIDR prefix, as
-// APISIX's schema accepts them in remote_addrs and real_ip_from.
-func ValidIPOrCIDR(s string) bool {
-	if strings.IndexByte(s, '/') >= 0 {
-		_, err := netip.ParsePrefix(s)
-		return err == nil
-	}
-	_, err := netip.ParseAddr(s)
-	return err == nil
 }

@@ -186,7 +186,7 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 		case valNum:
 			c.numOK = true
 		case valStr:
-			c.num, c.numOK = luaNumber([]byte(c.str))
+			c.num, c.numOK = spec.LuaNumber([]byte(c.str))
 		}
 	case opRe:
 		if c.kind != valStr {
@@ -236,23 +236,15 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 	return c, nil
 }
 
-// parsePrefix parses an IP address or a CIDR; a v4-mapped IPv6 prefix
-// becomes the IPv4 prefix it covers.
+// parsePrefix parses an ipmatch pattern, an IP address or a CIDR, with
+// spec.ParseIPOrCIDR: masked, a v4-mapped IPv6 prefix turned into the IPv4
+// prefix it covers.
 func parsePrefix(s string) (netip.Prefix, error) {
-	var p netip.Prefix
-	if strings.IndexByte(s, '/') >= 0 {
-		var err error
-		if p, err = netip.ParsePrefix(s); err != nil {
-			return p, fmt.Errorf("%w: %q", ErrIPPattern, s)
-		}
-	} else {
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" {
-			return p, fmt.Errorf("%w: %q", ErrIPPattern, s)
-		}
-		p = netip.PrefixFrom(a, a.BitLen())
+	p, ok := spec.ParseIPOrCIDR(s)
+	if !ok {
+		return p, fmt.Errorf("%w: %q", ErrIPPattern, s)
 	}
-	return normPrefix(p), nil
+	return p, nil
 }
 
 // Len returns the number of conditions.
@@ -353,7 +345,7 @@ func luaNumberOK(b []byte, ok bool) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return luaNumber(b)
+	return spec.LuaNumber(b)
 }
 
 // addrIn reports whether a (already unmapped) lies in one of nets.
