@@ -179,13 +179,21 @@ func (c *Config) ServerHeader(version string) string {
 	return "APISIX"
 }
 
-// WorkerCount is the number of workers: worker_processes, or the number of
-// CPUs for auto.
+// WorkerCount is the number of workers: worker_processes, or for auto the
+// number of CPUs this process may run on (Workers).
 func (c *Config) WorkerCount() int {
-	if c.NginxConfig.WorkerProcesses > 0 {
-		return c.NginxConfig.WorkerProcesses
+	return Workers(c.NginxConfig.WorkerProcesses, runtime.NumCPU())
+}
+
+// Workers is what worker_processes n means on a node whose workers may run
+// on cpus CPUs: n, or for auto (0) one worker per CPU. It is the one
+// reading of auto; the supervisor applies it to the CPUs it pins workers
+// to.
+func Workers(n, cpus int) int {
+	if n > 0 {
+		return n
 	}
-	return runtime.NumCPU()
+	return max(cpus, 1)
 }
 
 // defaultPlugins is APISIX's enabled plugin list when config.yaml has none.

@@ -378,3 +378,11 @@ func TestNodeConfigIPZone(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkers(t *testing.T) {
+	for _, tc := range []struct{ n, cpus, want int }{{4, 2, 4}, {0, 6, 6}, {0, 1, 1}, {1, 8, 1}} {
+		if got := Workers(tc.n, tc.cpus); got != tc.want {
+			t.Errorf("Workers(%d, %d) = %d, want %d", tc.n, tc.cpus, got, tc.want)
+		}
+	}
+}
