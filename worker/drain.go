@@ -8,6 +8,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
+
+	"coregate/bpf"
 )
 
 // Graceful stop. Drain, run on the loop:
@@ -52,9 +54,6 @@ import (
 // sending request after request is never closed between two of them, short
 // enough that idle clients do not hold a replaced worker for long.
 const drainIdle = int64(2 * time.Second)
-
-// dropAll is a classic BPF program that drops every packet.
-var dropAll = [1]unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
 
 // Drain starts a graceful stop; Run returns when it is done. It is safe to
 // call from any goroutine, more than once, before or after Run started.
@@ -117,8 +116,7 @@ func (w *Worker) startDrain(timeout time.Duration) {
 	w.draining = true
 	w.drainDeadline = w.now + int64(timeout)
 	for _, fd := range gnet.ListenerFDs(w.loop, nil) {
-		_ = unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
-			&unix.SockFprog{Len: uint16(len(dropAll)), Filter: &dropAll[0]})
+		_ = bpf.AttachDropAll(fd)
 		if w.epfd >= 0 {
 			_ = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 		}
