@@ -79,6 +79,11 @@ func Probe() (Kind, error) {
 	return KindPlain, fmt.Errorf("%w: reuseport selection needs linux", ErrNotSupported)
 }
 
+// AttachDropAll returns an error wrapping ErrNotSupported outside Linux.
+func AttachDropAll(fd int) error {
+	return fmt.Errorf("%w: socket filters need linux", ErrNotSupported)
+}
+
 // AttachCBPF returns an error wrapping ErrNotSupported outside Linux.
 func AttachCBPF(listenFD int, mode Mode) error {
 	return fmt.Errorf("%w: SO_ATTACH_REUSEPORT_CBPF needs linux", ErrNotSupported)

@@ -157,3 +157,18 @@ func attachFilter(fd int, prog []unix.SockFilter) error {
 	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF,
 		&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
 }
+
+// AttachDropAll attaches to fd a classic socket filter (SO_ATTACH_FILTER,
+// not a reuseport program) that drops every packet. On a listening socket
+// the kernel then drops new SYNs and the last ACK of handshakes in
+// progress, so that nothing more enters its accept queue (the clients
+// retransmit, by when the socket has left its group): a draining worker
+// attaches it before it empties the queue. It needs no privilege.
+func AttachDropAll(fd int) error {
+	prog := [1]unix.SockFilter{retK(0)}
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
+		&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
+		return fmt.Errorf("bpf: attach drop-all filter: %w", err)
+	}
+	return nil
+}

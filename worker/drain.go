@@ -8,6 +8,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
+
+	"coregate/bpf"
 )
 
 // Graceful stop. Drain, run on the loop:
@@ -52,9 +54,6 @@ import (
 // sending request after request is never closed between two of them, short
 // enough that idle clients do not hold a replaced worker for long.
 const drainIdle = int64(2 * time.Second)
-
-// dropAll is a classic BPF program that drops every packet.
-var dropAll = [1]unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
 
 // Drain starts a graceful stop; Run returns when it is done. It is safe to
 // call from any goroutine, more than once, before or after Run started.
@@ -117,15 +116,14 @@ func (w *Worker) startDrain(timeout time.Duration) {
 	w.draining = true
 	w.drainDeadline = w.now + int64(timeout)
 	for _, fd := range gnet.ListenerFDs(w.loop, nil) {
-		_ = unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
-			&unix.SockFprog{Len: uint16(len(dropAll)), Filter: &dropAll[0]})
+		_ = bpf.AttachDropAll(fd)
 		if w.epfd >= 0 {
 			_ = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 		}
 		w.rescueQueued(fd)
 		_ = unix.Shutdown(fd, unix.SHUT_RD)
 	}
-	for _, cc := range w.live {
+	for _, cc := range w.live.Items() {
 		if cc.state == csProxy && !cc.respStarted && !cc.pipelined() {
 			// The answer is still to come: it says Connection: close,
 			// unless the next request is already here.
@@ -141,11 +139,11 @@ func (w *Worker) startDrain(timeout time.Duration) {
 // answer, or with input waiting in gnet's buffer or the kernel's, is not
 // quiet.
 func (w *Worker) sweepIdle() {
-	for i := len(w.live) - 1; i >= 0; i-- {
-		if i >= len(w.live) {
+	for i := w.live.Len() - 1; i >= 0; i-- {
+		if i >= w.live.Len() {
 			continue
 		}
-		cc := w.live[i]
+		cc := w.live.At(i)
 		if cc.state != csHead || cc.hdrTimer {
 			continue
 		}
@@ -206,7 +204,7 @@ func (w *Worker) checkDrained() {
 	if !w.draining || w.stopping {
 		return
 	}
-	if (len(w.live) == 0 && w.pendingRescue == 0) || w.now >= w.drainDeadline {
+	if (w.live.Len() == 0 && w.pendingRescue == 0) || w.now >= w.drainDeadline {
 		w.stopping = true
 		go func() { _ = w.engine.Stop(context.Background()) }()
 	}
@@ -215,9 +213,8 @@ func (w *Worker) checkDrained() {
 // trackOpen and trackClose keep the list of live client connections (for
 // draining) and report the count to the selector's load array.
 func (w *Worker) trackOpen(cc *clientConn) {
-	cc.liveIdx = int32(len(w.live))
 	cc.idleSince = w.now
-	w.live = append(w.live, cc)
+	w.live.Add(cc)
 	w.accepted++
 	if w.cfg.OnConns != nil {
 		w.cfg.OnConns(1)
@@ -225,16 +222,9 @@ func (w *Worker) trackOpen(cc *clientConn) {
 }
 
 func (w *Worker) trackClose(cc *clientConn) {
-	i := cc.liveIdx
-	if i < 0 || int(i) >= len(w.live) || w.live[i] != cc {
+	if !w.live.Remove(cc) {
 		return
 	}
-	last := len(w.live) - 1
-	w.live[i] = w.live[last]
-	w.live[i].liveIdx = i
-	w.live[last] = nil
-	w.live = w.live[:last]
-	cc.liveIdx = -1
 	if w.cfg.OnConns != nil {
 		w.cfg.OnConns(-1)
 	}

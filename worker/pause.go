@@ -39,8 +39,7 @@ func (w *Worker) pause(p pausable, dst gnet.Conn) {
 	}
 	if !s.on {
 		s.on = true
-		s.idx = int32(len(w.paused))
-		w.paused = append(w.paused, p)
+		w.paused.Add(p)
 	}
 	w.pauseRead(p.conn())
 }
@@ -50,22 +49,16 @@ func (w *Worker) unpause(p pausable) {
 	if !s.on {
 		return
 	}
-	last := len(w.paused) - 1
-	moved := w.paused[last]
-	w.paused[s.idx] = moved
-	moved.pauseSlot().idx = s.idx
-	w.paused[last] = nil
-	w.paused = w.paused[:last]
+	w.paused.Remove(p)
 	s.on = false
-	s.idx = -1
 	s.dst = nil
 }
 
 // resumePaused runs each tick: connections whose peer drained resume;
 // a peer that made no progress for send_timeout ends both.
 func (w *Worker) resumePaused() {
-	for i := 0; i < len(w.paused); {
-		p := w.paused[i]
+	for i := 0; i < w.paused.Len(); {
+		p := w.paused.At(i)
 		s := p.pauseSlot()
 		dst := s.dst
 		var out int

@@ -3,7 +3,6 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -241,9 +240,9 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 			in.Hosts = append(in.Hosts, strings.ToLower(h))
 		}
 		for _, a := range r.AllRemoteAddrs() {
-			p, err := parsePrefix(a)
-			if err != nil {
-				return nil, fmt.Errorf("route %s: remote_addrs: %w", id, err)
+			p, ok := spec.ParseIPOrCIDR(a)
+			if !ok {
+				return nil, fmt.Errorf("route %s: remote_addrs: invalid IP address or CIDR %q", id, a)
 			}
 			in.RemoteAddrs = append(in.RemoteAddrs, p)
 		}
@@ -371,18 +370,3 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 }
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-
-func parsePrefix(s string) (netip.Prefix, error) {
-	if strings.IndexByte(s, '/') >= 0 {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		return p.Masked(), nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	return netip.PrefixFrom(a, a.BitLen()), nil
-}

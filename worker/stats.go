@@ -24,8 +24,8 @@ func (w *Worker) Stats() Stats {
 // a walk over the open client connections, so the request path pays only
 // two increments.
 func (w *Worker) publishStats() {
-	s := &Stats{Accepted: w.accepted, Handled: w.accepted - w.refused, Requests: w.requests, Active: int64(len(w.live))}
-	for _, cc := range w.live {
+	s := &Stats{Accepted: w.accepted, Handled: w.accepted - w.refused, Requests: w.requests, Active: int64(w.live.Len())}
+	for _, cc := range w.live.Items() {
 		switch {
 		case cc.state != csHead:
 			s.Writing++

@@ -20,32 +20,24 @@ func (w *Worker) setDeadline(t timed, after int64) {
 	s := t.slot()
 	s.deadline = w.now + after
 	if s.idx < 0 {
-		s.idx = int32(len(w.timed))
-		w.timed = append(w.timed, t)
+		w.timed.Add(t)
 	}
 }
 
 func (w *Worker) clearDeadline(t timed) {
 	s := t.slot()
 	s.deadline = 0
-	if s.idx < 0 {
-		return
+	if s.idx >= 0 {
+		w.timed.Remove(t)
 	}
-	last := len(w.timed) - 1
-	moved := w.timed[last]
-	w.timed[s.idx] = moved
-	moved.slot().idx = s.idx
-	w.timed[last] = nil
-	w.timed = w.timed[:last]
-	s.idx = -1
 }
 
 // expireDeadlines fires every deadline that has passed. A fired connection
 // usually clears or moves its own deadline, so the scan restarts at the same
 // index when the slot it looked at changed.
 func (w *Worker) expireDeadlines() {
-	for i := 0; i < len(w.timed); {
-		t := w.timed[i]
+	for i := 0; i < w.timed.Len(); {
+		t := w.timed.At(i)
 		s := t.slot()
 		if s.deadline != 0 && w.now >= s.deadline {
 			w.clearDeadline(t)

@@ -16,6 +16,7 @@ import (
 	"coregate/admin/spec"
 	"coregate/httpparse"
 	"coregate/plugins"
+	"coregate/worker/internal/indexset"
 	"coregate/worker/router"
 )
 
@@ -91,17 +92,17 @@ type Worker struct {
 	epoch     time.Time
 	dateLine  []byte // "Date: ...\r\n", refreshed each second
 	dateNext  int64  // Worker.now when dateLine is due again (the next second of the wall clock)
-	timed     []timed
+	timed     indexset.Set[timed]
 	pools     map[string]*pool
-	paused    []pausable // connections whose reading is paused for a slow peer
-	scratch   []byte     // response heads and our own answers
-	connTok   [][]byte   // tokens of the Connection header being processed
+	paused    indexset.Set[pausable] // connections whose reading is paused for a slow peer
+	scratch   []byte                 // response heads and our own answers
+	connTok   [][]byte               // tokens of the Connection header being processed
 	iov       [][]byte
 	server    []byte
 	freeConns []*clientConn
 	tickFn    gnet.Runnable
 	// Client connections open now, for draining.
-	live          []*clientConn
+	live          indexset.Set[*clientConn]
 	draining      bool
 	stopping      bool
 	drainDeadline int64
@@ -147,6 +148,9 @@ func New(cfg Config) *Worker {
 		pools:   map[string]*pool{},
 		epoch:   time.Now(),
 		server:  []byte("Server: " + cfg.ServerHeader + "\r\n"),
+		timed:   indexset.New(func(t timed) *int32 { return &t.slot().idx }),
+		paused:  indexset.New(func(p pausable) *int32 { return &p.pauseSlot().idx }),
+		live:    indexset.New(func(cc *clientConn) *int32 { return &cc.liveIdx }),
 	}
 	if w.log == nil {
 		w.log = slog.Default()
@@ -264,7 +268,7 @@ func (w *Worker) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		uc.opened(c)
 		return nil, gnet.None
 	}
-	if w.cfg.MaxConns > 0 && len(w.live)+w.upOpen >= w.cfg.MaxConns {
+	if w.cfg.MaxConns > 0 && w.live.Len()+w.upOpen >= w.cfg.MaxConns {
 		w.refuse()
 		return nil, gnet.Close
 	}

@@ -28,6 +28,9 @@ type Config struct {
 	// PluginAttr is plugin_attr as written: plugin name → its settings as
 	// JSON. Each plugin applies its own defaults.
 	PluginAttr map[string]json.RawMessage
+	// Prometheus is plugin_attr.prometheus as the node itself reads it
+	// (the export server), with APISIX's defaults.
+	Prometheus PrometheusAttr
 	// Dir is the directory config.yaml was read from; the standalone file
 	// (apisix.yaml / apisix.json) lives there.
 	Dir string
@@ -86,6 +89,14 @@ type NginxUpstream struct {
 	Keepalive         int           // default 320
 	KeepaliveRequests int           // default 1000
 	KeepaliveTimeout  time.Duration // default 60 s
+}
+
+// PrometheusAttr is plugin_attr.prometheus: where the supervisor serves
+// the metrics every worker writes.
+type PrometheusAttr struct {
+	EnableExportServer bool   // default true
+	ExportAddr         Listen // default 127.0.0.1:9091; ip "" is 127.0.0.1
+	ExportURI          string // default /apisix/prometheus/metrics
 }
 
 // DeploymentConfig is the deployment section.
@@ -179,13 +190,21 @@ func (c *Config) ServerHeader(version string) string {
 	return "APISIX"
 }
 
-// WorkerCount is the number of workers: worker_processes, or the number of
-// CPUs for auto.
+// WorkerCount is the number of workers: worker_processes, or for auto the
+// number of CPUs this process may run on (Workers).
 func (c *Config) WorkerCount() int {
-	if c.NginxConfig.WorkerProcesses > 0 {
-		return c.NginxConfig.WorkerProcesses
+	return Workers(c.NginxConfig.WorkerProcesses, runtime.NumCPU())
+}
+
+// Workers is what worker_processes n means on a node whose workers may run
+// on cpus CPUs: n, or for auto (0) one worker per CPU. It is the one
+// reading of auto; the supervisor applies it to the CPUs it pins workers
+// to.
+func Workers(n, cpus int) int {
+	if n > 0 {
+		return n
 	}
-	return runtime.NumCPU()
+	return max(cpus, 1)
 }
 
 // defaultPlugins is APISIX's enabled plugin list when config.yaml has none.
@@ -265,7 +284,12 @@ func Default() *Config {
 			},
 		},
 		Plugins: slices.Clone(defaultPlugins),
-		Dir:     "conf",
+		Prometheus: PrometheusAttr{
+			EnableExportServer: true,
+			ExportAddr:         Listen{IP: "127.0.0.1", Port: 9091},
+			ExportURI:          "/apisix/prometheus/metrics",
+		},
+		Dir: "conf",
 	}
 }
 
@@ -590,7 +614,7 @@ func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
 				if err := p.str(&l.IP)(k, n); err != nil {
 					return err
 				}
-				if !spec.ValidIPOrCIDR(l.IP) || strings.IndexByte(l.IP, '/') >= 0 {
+				if _, ok := spec.ParseIP([]byte(l.IP)); !ok {
 					return p.errf(k, "want an IP address, got %s", describe(n))
 				}
 				return nil
@@ -780,9 +804,41 @@ func (p *cfgParser) pluginAttr(key string, n *yaml.Node) error {
 			return p.errf(key+"."+name, "%v", err)
 		}
 		attrs[name] = b
+		if name == "prometheus" {
+			if err := p.walk(key+"."+name, v, p.prometheus()); err != nil {
+				return err
+			}
+		}
 	}
 	p.c.PluginAttr = attrs
 	return nil
+}
+
+// prometheus reads plugin_attr.prometheus.
+func (p *cfgParser) prometheus() section {
+	a := &p.c.Prometheus
+	return unsupported("metric_prefix", "metrics", "default_buckets", "prefer_name").with(section{
+		"enable_export_server": p.boolean(&a.EnableExportServer),
+		"export_uri": func(k string, n *yaml.Node) error {
+			if err := p.str(&a.ExportURI)(k, n); err != nil {
+				return err
+			}
+			if !strings.HasPrefix(a.ExportURI, "/") {
+				return p.errf(k, `want a path beginning with "/", got %s`, describe(n))
+			}
+			return nil
+		},
+		"export_addr": func(k string, n *yaml.Node) error {
+			err := p.walk(k, n, section{
+				"ip":   p.str(&a.ExportAddr.IP),
+				"port": p.integer(&a.ExportAddr.Port, 1, 65535),
+			})
+			if a.ExportAddr.IP == "" {
+				a.ExportAddr.IP = "127.0.0.1"
+			}
+			return err
+		},
+	})
 }
 
 // finish applies what depends on several keys.

@@ -170,6 +170,7 @@ plugin_attr:
 	want.Deployment.Etcd = EtcdConfig{Host: []string{"http://etcd:2379"}, Prefix: "/gw", Timeout: 5, WatchTimeout: 50, StartupRetry: 2, User: "root", Password: "secret"}
 	want.Plugins = []string{"limit-count", "prometheus"}
 	want.PluginAttr = map[string]json.RawMessage{"prometheus": json.RawMessage(`{"export_addr":{"ip":"0.0.0.0","port":9092}}`)}
+	want.Prometheus.ExportAddr = Listen{IP: "0.0.0.0", Port: 9092}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
@@ -363,4 +364,75 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestNodeConfigIPZone: config.yaml's addresses take no IPv6 zone, as
+// routes' remote_addrs do not.
+func TestNodeConfigIPZone(t *testing.T) {
+	for _, src := range []string{
+		"nginx_config:\n  http:\n    real_ip_from: [\"fe80::1%eth0\"]\n",
+		"deployment:\n  admin:\n    allow_admin: [\"fe80::1%eth0\"]\n",
+		"apisix:\n  node_listen:\n    - ip: \"fe80::1%eth0\"\n      port: 9080\n",
+	} {
+		if _, _, err := parseNode(t, src); err == nil {
+			t.Errorf("accepted a zone:\n%s", src)
+		}
+	}
+}
+
+func TestWorkers(t *testing.T) {
+	for _, tc := range []struct{ n, cpus, want int }{{4, 2, 4}, {0, 6, 6}, {0, 1, 1}, {1, 8, 1}} {
+		if got := Workers(tc.n, tc.cpus); got != tc.want {
+			t.Errorf("Workers(%d, %d) = %d, want %d", tc.n, tc.cpus, got, tc.want)
+		}
+	}
+}
+
+func TestNodeConfigPrometheus(t *testing.T) {
+	c, _, err := parseNode(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PrometheusAttr{EnableExportServer: true, ExportAddr: Listen{IP: "127.0.0.1", Port: 9091}, ExportURI: "/apisix/prometheus/metrics"}
+	if diff := cmp.Diff(want, c.Prometheus); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+
+	c, warns, err := parseNode(t, `
+plugin_attr:
+  prometheus:
+    enable_export_server: false
+    export_uri: /m
+    metric_prefix: gw_
+    export_addr:
+      port: 9100
+    colour: blue
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = PrometheusAttr{ExportAddr: Listen{IP: "127.0.0.1", Port: 9100}, ExportURI: "/m"}
+	if diff := cmp.Diff(want, c.Prometheus); diff != "" {
+		t.Errorf("written (-want +got):\n%s", diff)
+	}
+	wantWarns := []string{"not supported yet: plugin_attr.prometheus.metric_prefix", "unknown key plugin_attr.prometheus.colour"}
+	if diff := cmp.Diff(wantWarns, warns); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if got := c.Prometheus.ExportAddr.Addr(); got != "127.0.0.1:9100" {
+		t.Errorf("Addr = %q", got)
+	}
+
+	for _, tc := range []struct{ src, key string }{
+		{"plugin_attr:\n  prometheus:\n    enable_export_server: yes please\n", "plugin_attr.prometheus.enable_export_server"},
+		{"plugin_attr:\n  prometheus:\n    export_addr:\n      port: 70000\n", "plugin_attr.prometheus.export_addr.port"},
+		{"plugin_attr:\n  prometheus:\n    export_addr: 9091\n", "plugin_attr.prometheus.export_addr"},
+		{"plugin_attr:\n  prometheus:\n    export_uri: metrics\n", "plugin_attr.prometheus.export_uri"},
+	} {
+		_, _, err := parseNode(t, tc.src)
+		var ne *NodeConfigError
+		if !errors.As(err, &ne) || ne.Key != tc.key {
+			t.Errorf("%q: error %v, want one naming %s", tc.src, err, tc.key)
+		}
+	}
 }

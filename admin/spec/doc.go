@@ -46,6 +46,14 @@
 // service_id and plugin_config_id references). Spec.SetHash gives a content
 // hash so that a reload that changes nothing can be skipped.
 //
+// # Shared readings
+//
+// ParseIP and ParseIPOrCIDR (no IPv6 zone, as APISIX), LuaNumber (Lua's
+// tonumber) and the table of vars operators (VarOp) are written once, here,
+// the lowest package that both validation and the worker import; ParseIP
+// and LuaNumber do not allocate, so the worker reads request values with
+// them.
+//
 // # YAML
 //
 // ResolveEnv substitutes ${{VAR}} and ${{VAR:=default}} as APISIX does,

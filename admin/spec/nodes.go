@@ -3,7 +3,6 @@ package spec
 import (
 	"encoding/json"
 	"net"
-	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -256,7 +255,7 @@ func parseNodeKey(k string) (n Node, why string) {
 	}
 	if strings.IndexByte(host, ':') >= 0 {
 		// only an IPv6 address has colons in its host part
-		if a, err := netip.ParseAddr(host); err != nil || !a.Is6() {
+		if a, ok := ParseIP([]byte(host)); !ok || !a.Is6() {
 			return n, strconv.Quote(host) + " is not an IPv6 address"
 		}
 	}

@@ -1,19 +1,45 @@
 package spec
 
 import (
-	"net/netip"
 	"regexp"
 	"strings"
 )
 
-// varOps are lua-resty-expr's comparison operators.
-var varOps = map[string]bool{
-	"==": true, "~=": true, ">": true, "<": true, ">=": true, "<=": true,
-	"~~": true, "~*": true, "in": true, "has": true, "ipmatch": true,
+// VarOp is one of lua-resty-expr's comparison operators: the one table of
+// them, which validation checks against and the worker compiles from.
+type VarOp uint8
+
+// The operators, by their written names.
+const (
+	VarOpEq      VarOp = iota + 1 // ==
+	VarOpNe                       // ~=
+	VarOpGt                       // >
+	VarOpGe                       // >=
+	VarOpLt                       // <
+	VarOpLe                       // <=
+	VarOpMatch                    // ~~: regular expression
+	VarOpMatchI                   // ~*: regular expression, case-insensitive
+	VarOpIn                       // in
+	VarOpHas                      // has
+	VarOpIPMatch                  // ipmatch
+)
+
+var varOps = map[string]VarOp{
+	"==": VarOpEq, "~=": VarOpNe, ">": VarOpGt, ">=": VarOpGe, "<": VarOpLt, "<=": VarOpLe,
+	"~~": VarOpMatch, "~*": VarOpMatchI, "in": VarOpIn, "has": VarOpHas, "ipmatch": VarOpIPMatch,
+}
+
+// ParseVarOp returns the operator op (lower case) names.
+func ParseVarOp(op string) (VarOp, bool) {
+	o, ok := varOps[op]
+	return o, ok
 }
 
 // IsVarOp reports whether op (lower case) is a lua-resty-expr operator.
-func IsVarOp(op string) bool { return varOps[op] }
+func IsVarOp(op string) bool {
+	_, ok := varOps[op]
+	return ok
+}
 
 // MarshalJSON writes the expressions as they were written (Source), or
 // built from their fields when they were made in code.
@@ -122,7 +148,7 @@ func compileVarExpr(e *jval) (VarExpr, string) {
 			return x, "invalid expression"
 		}
 	}
-	if rv == nil && !varOps[opName] {
+	if rv == nil && !IsVarOp(opName) {
 		if op == nil {
 			return x, "invalid expression"
 		}
@@ -139,7 +165,7 @@ func compileVarExpr(e *jval) (VarExpr, string) {
 	if rv != nil {
 		x.Value = appendJSON(nil, rv)
 	}
-	if !varOps[opName] {
+	if !IsVarOp(opName) {
 		return x, "invalid operator '" + opName + "'"
 	}
 	return x, checkVarValue(opName, rv)
@@ -211,7 +237,7 @@ func (e *VarExpr) check() string {
 	if e.Var == "" {
 		return "invalid expression"
 	}
-	if !varOps[e.Op] {
+	if !IsVarOp(e.Op) {
 		return "invalid operator '" + e.Op + "'"
 	}
 	var rv *jval
@@ -223,15 +249,4 @@ func (e *VarExpr) check() string {
 		rv = v
 	}
 	return checkVarValue(e.Op, rv)
-}
-
-// ValidIPOrCIDR reports whether s is an IP address or a CIDR prefix, as
-// APISIX's schema accepts them in remote_addrs and real_ip_from.
-func ValidIPOrCIDR(s string) bool {
-	if strings.IndexByte(s, '/') >= 0 {
-		_, err := netip.ParsePrefix(s)
-		return err == nil
-	}
-	_, err := netip.ParseAddr(s)
-	return err == nil
 }

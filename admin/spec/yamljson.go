@@ -56,15 +56,14 @@ func ResolveEnv(n *yaml.Node, lookup func(string) (string, bool)) error {
 			return nil
 		}
 		n.Value = s
-		switch i, f, kind := luaToNumber(s); kind {
-		case 1:
+		f, isNum := LuaNumber([]byte(s))
+		switch i, isInt := luaInteger(s, f); {
+		case isNum && isInt:
 			n.Tag, n.Value, n.Style = "!!int", strconv.FormatInt(i, 10), 0
-		case 2:
+		case isNum && !math.IsInf(f, 0):
 			n.Tag, n.Value, n.Style = "!!float", strconv.FormatFloat(f, 'g', -1, 64), 0
-		default:
-			if s == "true" || s == "false" {
-				n.Tag, n.Style = "!!bool", 0
-			}
+		case s == "true" || s == "false":
+			n.Tag, n.Style = "!!bool", 0
 		}
 	}
 	return nil
@@ -101,43 +100,6 @@ func substituteEnv(s string, lookup func(string) (string, bool)) (string, bool, 
 		return "", false, err
 	}
 	return out, used, nil
-}
-
-// luaToNumber reads s as Lua's tonumber does for the forms config files
-// use: decimal integers and floats, hexadecimal integers, surrounding
-// spaces allowed. kind is 0 (not a number), 1 (integer) or 2 (float).
-func luaToNumber(s string) (int64, float64, int) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, 0, 0
-	}
-	neg := false
-	body := s
-	if body[0] == '-' || body[0] == '+' {
-		neg, body = body[0] == '-', body[1:]
-	}
-	if len(body) > 2 && (body[:2] == "0x" || body[:2] == "0X") {
-		u, err := strconv.ParseUint(body[2:], 16, 63)
-		if err != nil {
-			return 0, 0, 0
-		}
-		if neg {
-			return -int64(u), 0, 1
-		}
-		return int64(u), 0, 1
-	}
-	for _, c := range body {
-		if !(c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+') {
-			return 0, 0, 0
-		}
-	}
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return i, 0, 1
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return 0, f, 2
-	}
-	return 0, 0, 0
 }
 
 // maxAliasNodes bounds how many nodes YAMLToJSON visits through aliases,

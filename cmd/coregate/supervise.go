@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -119,13 +118,9 @@ func runSupervisor(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	exp, err := exportServer(nc)
-	if err != nil {
-		return err
-	}
-	if exp.Enable {
-		if err := sup.ServeMetrics(ctx, exp.Addr, exp.URI); err != nil {
-			log.Error("metrics server not started", "addr", exp.Addr, "err", err)
+	if exp := nc.Prometheus; exp.EnableExportServer {
+		if err := sup.ServeMetrics(ctx, exp.ExportAddr.Addr(), exp.ExportURI); err != nil {
+			log.Error("metrics server not started", "addr", exp.ExportAddr.Addr(), "err", err)
 		}
 	}
 	return sup.Run(ctx, func() (supervisor.Reload, error) {
@@ -155,49 +150,4 @@ func settingsOf(nc *nodeconf.Config) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// export is APISIX's prometheus export server setting
-// (plugin_attr.prometheus).
-type export struct {
-	Enable bool
-	Addr   string
-	URI    string
-}
-
-// exportServer reads plugin_attr.prometheus: enable_export_server (true),
-// export_addr {ip, port} (127.0.0.1:9091) and export_uri
-// (/apisix/prometheus/metrics).
-func exportServer(nc *nodeconf.Config) (export, error) {
-	var attr struct {
-		Enable *bool  `json:"enable_export_server"`
-		URI    string `json:"export_uri"`
-		Addr   *struct {
-			IP   string `json:"ip"`
-			Port int    `json:"port"`
-		} `json:"export_addr"`
-	}
-	if raw, ok := nc.PluginAttr["prometheus"]; ok {
-		if err := json.Unmarshal(raw, &attr); err != nil {
-			return export{}, fmt.Errorf("config.yaml: plugin_attr.prometheus: %w", err)
-		}
-	}
-	e := export{Enable: true, Addr: "127.0.0.1:9091", URI: "/apisix/prometheus/metrics"}
-	if attr.Enable != nil {
-		e.Enable = *attr.Enable
-	}
-	if attr.URI != "" {
-		e.URI = attr.URI
-	}
-	if a := attr.Addr; a != nil {
-		ip := a.IP
-		if ip == "" {
-			ip = "127.0.0.1"
-		}
-		if a.Port < 1 || a.Port > 65535 {
-			return export{}, fmt.Errorf("config.yaml: plugin_attr.prometheus.export_addr.port: want 1-65535, got %d", a.Port)
-		}
-		e.Addr = net.JoinHostPort(ip, strconv.Itoa(a.Port))
-	}
-	return e, nil
 }

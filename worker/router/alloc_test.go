@@ -5,6 +5,8 @@ package router
 import (
 	"net/netip"
 	"testing"
+
+	"coregate/admin/spec"
 )
 
 func TestMatchAllocs(t *testing.T) {
@@ -64,8 +66,8 @@ func TestParseAllocs(t *testing.T) {
 	n := testing.AllocsPerRun(200, func() {
 		parseIP(v6)
 		parseIP(v4)
-		luaNumber(num)
-		luaNumber(bad)
+		spec.LuaNumber(num)
+		spec.LuaNumber(bad)
 		ParseMethod([]byte("OPTIONS"))
 	})
 	if n != 0 {

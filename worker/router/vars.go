@@ -84,26 +84,6 @@ type Expr struct {
 	conds []cond
 }
 
-type opKind uint8
-
-const (
-	opEq opKind = iota
-	opNe
-	opGt
-	opGe
-	opLt
-	opLe
-	opRe  // ~~ and ~* (case-insensitive flag compiled into re)
-	opIn  // in
-	opHas // has: true only for table values, which variables never are
-	opIP  // ipmatch
-)
-
-var opNames = map[string]opKind{
-	"==": opEq, "~=": opNe, ">": opGt, ">=": opGe, "<": opLt, "<=": opLe,
-	"~~": opRe, "~*": opRe, "in": opIn, "has": opHas, "ipmatch": opIP,
-}
-
 // valKind is the JSON type of a condition's right-hand value; lua-resty-expr
 // compares by Lua type, so "18" (string) never equals 18 (number).
 type valKind uint8
@@ -118,7 +98,7 @@ const (
 type cond struct {
 	v     Var
 	not   bool
-	op    opKind
+	op    spec.VarOp
 	kind  valKind
 	str   string
 	num   float64
@@ -155,13 +135,13 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 	}
 	opName := strings.ToLower(e.Op)
 	raw := bytes.TrimSpace(e.Value)
-	op, known := opNames[opName]
+	op, known := spec.ParseVarOp(opName)
 	if !known {
 		if len(raw) != 0 || e.Op == "" {
 			return cond{}, fmt.Errorf("%w: %q", ErrOperator, e.Op)
 		}
 		// [var, value]: kept for compatibility, means [var, "==", value].
-		return cond{v: ParseVar(e.Var), not: e.Not, op: opEq, kind: valStr, str: e.Op}, nil
+		return cond{v: ParseVar(e.Var), not: e.Not, op: spec.VarOpEq, kind: valStr, str: e.Op}, nil
 	}
 	c := cond{v: ParseVar(e.Var), not: e.Not, op: op}
 	var val any
@@ -181,19 +161,19 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 		c.kind = valOther
 	}
 	switch op {
-	case opGt, opGe, opLt, opLe:
+	case spec.VarOpGt, spec.VarOpGe, spec.VarOpLt, spec.VarOpLe:
 		switch c.kind {
 		case valNum:
 			c.numOK = true
 		case valStr:
-			c.num, c.numOK = luaNumber([]byte(c.str))
+			c.num, c.numOK = spec.LuaNumber([]byte(c.str))
 		}
-	case opRe:
+	case spec.VarOpMatch, spec.VarOpMatchI:
 		if c.kind != valStr {
 			return cond{}, fmt.Errorf("%w: %s needs a string pattern", ErrRegexp, opName)
 		}
 		pat := c.str
-		if opName == "~*" {
+		if op == spec.VarOpMatchI {
 			pat = "(?i)" + pat
 		}
 		re, err := regexp.Compile(pat)
@@ -201,7 +181,7 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 			return cond{}, fmt.Errorf("%w: %v", ErrRegexp, err)
 		}
 		c.re = re
-	case opIn:
+	case spec.VarOpIn:
 		if arr, ok := val.([]any); ok {
 			for _, a := range arr {
 				if s, ok := a.(string); ok {
@@ -209,7 +189,7 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 				}
 			}
 		}
-	case opIP:
+	case spec.VarOpIPMatch:
 		var pats []string
 		switch x := val.(type) {
 		case string:
@@ -236,23 +216,15 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 	return c, nil
 }
 
-// parsePrefix parses an IP address or a CIDR; a v4-mapped IPv6 prefix
-// becomes the IPv4 prefix it covers.
+// parsePrefix parses an ipmatch pattern, an IP address or a CIDR, with
+// spec.ParseIPOrCIDR: masked, a v4-mapped IPv6 prefix turned into the IPv4
+// prefix it covers.
 func parsePrefix(s string) (netip.Prefix, error) {
-	var p netip.Prefix
-	if strings.IndexByte(s, '/') >= 0 {
-		var err error
-		if p, err = netip.ParsePrefix(s); err != nil {
-			return p, fmt.Errorf("%w: %q", ErrIPPattern, s)
-		}
-	} else {
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" {
-			return p, fmt.Errorf("%w: %q", ErrIPPattern, s)
-		}
-		p = netip.PrefixFrom(a, a.BitLen())
+	p, ok := spec.ParseIPOrCIDR(s)
+	if !ok {
+		return p, fmt.Errorf("%w: %q", ErrIPPattern, s)
 	}
-	return normPrefix(p), nil
+	return p, nil
 }
 
 // Len returns the number of conditions.
@@ -283,12 +255,12 @@ func (c *cond) lookup(req *Request) ([]byte, bool) {
 }
 
 func (c *cond) eval(req *Request) bool {
-	if c.op == opIP && c.v.Kind == VarRemoteAddr && req.RemoteAddr.IsValid() {
+	if c.op == spec.VarOpIPMatch && c.v.Kind == VarRemoteAddr && req.RemoteAddr.IsValid() {
 		return addrIn(c.nets, req.RemoteAddr.Unmap())
 	}
 	l, ok := c.lookup(req)
 	switch c.op {
-	case opEq:
+	case spec.VarOpEq:
 		switch c.kind {
 		case valNull:
 			return !ok
@@ -299,7 +271,7 @@ func (c *cond) eval(req *Request) bool {
 			return isNum && n == c.num
 		}
 		return false
-	case opNe:
+	case spec.VarOpNe:
 		switch c.kind {
 		case valNull:
 			return ok
@@ -310,7 +282,7 @@ func (c *cond) eval(req *Request) bool {
 			return !isNum || n != c.num
 		}
 		return true
-	case opGt, opGe, opLt, opLe:
+	case spec.VarOpGt, spec.VarOpGe, spec.VarOpLt, spec.VarOpLe:
 		if !c.numOK {
 			return false
 		}
@@ -319,17 +291,17 @@ func (c *cond) eval(req *Request) bool {
 			return false
 		}
 		switch c.op {
-		case opGt:
+		case spec.VarOpGt:
 			return n > c.num
-		case opGe:
+		case spec.VarOpGe:
 			return n >= c.num
-		case opLt:
+		case spec.VarOpLt:
 			return n < c.num
 		}
 		return n <= c.num
-	case opRe:
+	case spec.VarOpMatch, spec.VarOpMatchI:
 		return ok && c.re.Match(l)
-	case opIn:
+	case spec.VarOpIn:
 		if !ok {
 			return false
 		}
@@ -339,21 +311,21 @@ func (c *cond) eval(req *Request) bool {
 			}
 		}
 		return false
-	case opIP:
+	case spec.VarOpIPMatch:
 		if !ok {
 			return false
 		}
 		a, valid := parseIP(l)
 		return valid && addrIn(c.nets, a)
 	}
-	return false // opHas: variables are never tables
+	return false // has: true only for table values, which variables never are
 }
 
 func luaNumberOK(b []byte, ok bool) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return luaNumber(b)
+	return spec.LuaNumber(b)
 }
 
 // addrIn reports whether a (already unmapped) lies in one of nets.

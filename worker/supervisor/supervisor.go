@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
 	"coregate/bpf"
 	"coregate/worker/control"
@@ -23,7 +24,7 @@ import (
 
 // Reload is what the supervisor learns from config.yaml on SIGHUP.
 type Reload struct {
-	// Workers is worker_processes (0: one per CPU).
+	// Workers is worker_processes (0: auto, one per CPU: nodeconf.Workers).
 	Workers int
 	// Settings fingerprints every other setting a worker reads from
 	// config.yaml: when it changes, the workers are replaced one by one
@@ -48,7 +49,8 @@ type Options struct {
 	Exe string
 	// WorkerArgs are appended to each worker's command line (e.g. -c path).
 	WorkerArgs []string
-	// Workers is the number of worker processes; 0 means one per CPU.
+	// Workers is the number of worker processes; 0 means auto, one per
+	// CPU of CPUs (nodeconf.Workers).
 	Workers int
 	// CPUs workers are pinned to, worker i on CPUs[i % len]; default the
 	// process affinity mask.
@@ -186,9 +188,7 @@ func New(opts Options) (*Supervisor, error) {
 		}
 		opts.CPUs = cpus
 	}
-	if opts.Workers <= 0 {
-		opts.Workers = len(opts.CPUs)
-	}
+	opts.Workers = nodeconf.Workers(opts.Workers, len(opts.CPUs))
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 10 * time.Second
 	}
@@ -360,9 +360,7 @@ func (s *Supervisor) oldExited(p *proc, pid int) (*oldProc, bool) {
 
 // resize starts or retires workers to have n.
 func (s *Supervisor) resize(n int) {
-	if n <= 0 {
-		n = len(s.opts.CPUs)
-	}
+	n = nodeconf.Workers(n, len(s.opts.CPUs))
 	if s.sel != nil && n > s.sel.Slots() {
 		s.log.Error("more workers than selector slots: restart the gateway to apply", "workers", n, "slots", s.sel.Slots())
 		n = s.sel.Slots()
