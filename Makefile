@@ -33,13 +33,13 @@ test:
 alloc:
 	$(GO) test -count=1 -run 'Alloc' -v $(PKGS)
 
-# gofmt, vet, staticcheck, and the import rules (internal/layering: which
+# gofmt, vet, staticcheck, and the import rules (cmd/layering: which
 # package may import which, read from go list).
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
-	$(GO) test -count=1 ./internal/layering
+	$(GO) test -count=1 ./cmd/layering
 
 FUZZTIME ?= 30s
 fuzz:
