@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"coregate/admin/spec"
 )
 
 // Entry is one line of a table of plugins: an APISIX wire name
@@ -18,11 +20,18 @@ type Entry struct {
 
 // Plugin is one plugin's implementation.
 type Plugin interface {
-	// Check validates a configuration of the plugin (the value of its key
-	// in a "plugins" object). It is pure: no side effects, nothing kept,
-	// safe for concurrent use; it is what the Admin API calls to answer
-	// 400, so its error names the field and the value at fault. A plugin
-	// typically wraps a compiled JSON schema here.
+	// Schema is the JSON Schema of the plugin's configuration (the value
+	// of its key in a "plugins" object), as the plugin's `schema` in
+	// apisix/plugins/<name>.lua: declarative, compiled once when the
+	// plugin is registered, evaluated with APISIX's messages, and what
+	// GET /apisix/admin/plugins/{name} shows.
+	Schema() []byte
+	// Check validates what the schema cannot say (relations between
+	// fields, values that must parse), for a configuration that passed the
+	// schema; nil when there is nothing more. It is pure: no side effects,
+	// nothing kept, safe for concurrent use; with the schema it is what the
+	// Admin API calls to answer 400, so its error names the field and the
+	// value at fault.
 	Check(raw json.RawMessage) error
 	// Build makes the runtime instance of a configuration that passed
 	// Check. It runs off the event loop, once per configuration snapshot,
@@ -48,14 +57,15 @@ var (
 // Registration happens in init functions; afterwards a Registry is only
 // read, and all its methods are safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	table map[string]Entry
-	impl  map[string]Plugin
+	mu     sync.RWMutex
+	table  map[string]Entry
+	impl   map[string]Plugin
+	schema map[string]*spec.Schema
 }
 
 // NewRegistry makes an empty registry whose plugins must be named in table.
 func NewRegistry(table []Entry) *Registry {
-	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}}
+	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}, schema: map[string]*spec.Schema{}}
 	for _, e := range table {
 		r.table[e.Name] = e
 	}
@@ -69,9 +79,9 @@ var Default = NewRegistry(Table)
 // it is meant for init functions.
 func Register(name string, p Plugin) { Default.Register(name, p) }
 
-// Register adds the implementation of the plugin name. A name not in the
-// registry's table, or registered twice, panics: both are programming
-// errors.
+// Register adds the implementation of the plugin name and compiles its
+// schema. A name not in the registry's table, registered twice, or with a
+// schema that does not compile panics: all are programming errors.
 func (r *Registry) Register(name string, p Plugin) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -81,7 +91,38 @@ func (r *Registry) Register(name string, p Plugin) {
 	if _, dup := r.impl[name]; dup {
 		panic(fmt.Errorf("%w: %s", ErrDuplicate, name))
 	}
+	sch, err := spec.CompileSchema(name, p.Schema())
+	if err != nil {
+		panic(fmt.Errorf("plugins: %s: schema: %w", name, err))
+	}
 	r.impl[name] = p
+	r.schema[name] = sch
+}
+
+// Schema returns the JSON Schema of a registered plugin's configuration as
+// one self-contained document.
+func (r *Registry) Schema(name string) ([]byte, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	sch, ok := r.schema[name]
+	if !ok {
+		return nil, false
+	}
+	return sch.JSON(), true
+}
+
+// check runs the schema, then the plugin's own Check.
+func (r *Registry) check(name string, p Plugin, raw json.RawMessage) error {
+	r.mu.RLock()
+	sch := r.schema[name]
+	r.mu.RUnlock()
+	if err := sch.Validate(raw); err != nil {
+		return checkError(name, err)
+	}
+	if err := p.Check(raw); err != nil {
+		return checkError(name, err)
+	}
+	return nil
 }
 
 // Lookup returns the table entry and the implementation of a registered
@@ -117,10 +158,7 @@ func (r *Registry) Check(name string, raw json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("%w [%s]", ErrUnknown, name)
 	}
-	if err := p.Check(raw); err != nil {
-		return checkError(name, err)
-	}
-	return nil
+	return r.check(name, p, raw)
 }
 
 func checkError(name string, err error) error {
@@ -149,8 +187,8 @@ func (r *Registry) Build(conf map[string]json.RawMessage, env Env) ([]Configured
 		if !ok {
 			return nil, fmt.Errorf("%w [%s]", ErrUnknown, name)
 		}
-		if err := p.Check(raw); err != nil {
-			return nil, checkError(name, err)
+		if err := r.check(name, p, raw); err != nil {
+			return nil, err
 		}
 		inst, err := p.Build(raw, env)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,6 +16,8 @@ import (
 type fake struct{ builds *int }
 
 type fakeInstance struct{ conf string }
+
+func (f fake) Schema() []byte { return []byte(`{"type":"object"}`) }
 
 func (f fake) Check(raw json.RawMessage) error {
 	var m map[string]any
@@ -108,6 +111,62 @@ func TestCheckIsPure(t *testing.T) {
 	if _, err := r.Build(map[string]json.RawMessage{"test-a": json.RawMessage(`{"bad":1}`)}, NewLocalEnv()); err == nil || builds != 0 {
 		t.Fatalf("Build did not check before building: %v, %d builds", err, builds)
 	}
+}
+
+// limitLike has a schema as a limit plugin's, and nothing more to check.
+type limitLike struct{}
+
+func (limitLike) Schema() []byte {
+	return []byte(`{"type":"object","properties":{"count":{"type":"integer","exclusiveMinimum":0}},"required":["count"]}`)
+}
+func (limitLike) Check(json.RawMessage) error { return nil }
+func (limitLike) Build(raw json.RawMessage, _ Env) (Instance, error) {
+	return &fakeInstance{conf: string(raw)}, nil
+}
+
+// TestSchema: a plugin's schema is compiled at registration, refuses with
+// APISIX's messages before the plugin's own Check, and is there to show.
+func TestSchema(t *testing.T) {
+	r := NewRegistry(testTable)
+	r.Register("test-limit", limitLike{})
+	for _, tc := range []struct{ conf, want string }{
+		{`{"count":3}`, ""},
+		{`{}`, `failed to check the configuration of plugin test-limit err: property "count" is required`},
+		{`{"count":0}`, `failed to check the configuration of plugin test-limit err: property "count" validation failed: expected 0 to be greater than 0`},
+		{`{"count":"3"}`, `failed to check the configuration of plugin test-limit err: property "count" validation failed: wrong type: expected integer, got string`},
+	} {
+		err := r.Check("test-limit", json.RawMessage(tc.conf))
+		if got := errString(err); got != tc.want {
+			t.Errorf("Check(%s) = %q, want %q", tc.conf, got, tc.want)
+		}
+	}
+	doc, ok := r.Schema("test-limit")
+	if !ok || !json.Valid(doc) || !strings.Contains(string(doc), `"exclusiveMinimum"`) {
+		t.Fatalf("Schema: %s, %v", doc, ok)
+	}
+	if _, ok := r.Schema("test-a"); ok {
+		t.Fatal("Schema of an unregistered plugin")
+	}
+}
+
+func TestRegisterBadSchemaPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a schema that does not compile did not panic")
+		}
+	}()
+	NewRegistry(testTable).Register("test-limit", badSchema{})
+}
+
+type badSchema struct{ limitLike }
+
+func (badSchema) Schema() []byte { return []byte(`{"type":"no-such-type"}`) }
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func TestRegisterTwicePanics(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 // depends on the name (see tinyInstance's kinds).
 type tinyPlugin struct{ name string }
 
+func (tinyPlugin) Schema() []byte { return []byte(`{"type":"object"}`) }
+
 func (tinyPlugin) Check(raw json.RawMessage) error {
 	var m map[string]any
 	return json.Unmarshal(raw, &m)

@@ -2,7 +2,6 @@ package plugintest
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 type testAuth struct{}
 
+func (testAuth) Schema() []byte                  { return []byte(`{"type":"object"}`) }
 func (testAuth) Check(raw json.RawMessage) error { return nil }
 func (testAuth) Build(json.RawMessage, plugins.Env) (plugins.Instance, error) {
 	return authInstance{}, nil
@@ -38,16 +38,11 @@ type limitConf struct {
 	Count int64 `json:"count"`
 }
 
-func (testLimit) Check(raw json.RawMessage) error {
-	var lc limitConf
-	if err := json.Unmarshal(raw, &lc); err != nil {
-		return err
-	}
-	if lc.Count <= 0 {
-		return errors.New(`property "count" validation failed: expected 0 to be greater than 0`)
-	}
-	return nil
+func (testLimit) Schema() []byte {
+	return []byte(`{"type":"object","properties":{"count":{"type":"integer","exclusiveMinimum":0}},"required":["count"]}`)
 }
+
+func (testLimit) Check(raw json.RawMessage) error { return nil }
 
 func (testLimit) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
 	var lc limitConf
