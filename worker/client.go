@@ -280,7 +280,9 @@ func (cc *clientConn) start() {
 	cc.buildHead()
 	cc.discardHead()
 	if r.Expect100 && hasBody && cc.c.InboundBuffered() == 0 {
-		_, _ = cc.c.Write(continue100)
+		if _, _ = cc.c.Write(continue100); cc.closed {
+			return // the client reset: the exchange ended with it
+		}
 	}
 	if cc.holdForLimit() {
 		return
@@ -702,7 +704,9 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 		b = append(b, body...)
 	}
 	w.scratch = b
-	_, _ = cc.c.Write(b)
+	if _, _ = cc.c.Write(b); cc.closed {
+		return // the client reset: the exchange ended with it
+	}
 	cc.keepAlive = keep
 	cc.reqDone = true
 	if keep && hasBody {
