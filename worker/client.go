@@ -43,8 +43,8 @@ const (
 // clientConn is the state of one client connection. It lives as long as the
 // connection, is owned by the event loop and is reused for later
 // connections. What belongs to the request in progress is its embedded
-// exchange, reset when the exchange ends; what is left here belongs to the
-// connection. Slices in req alias gnet's read buffer and are valid only
+// exchange (and exchangeBufs), reset when the exchange ends; what is left
+// here belongs to the connection. Slices in req alias gnet's read buffer and are valid only
 // until the head is discarded, which happens before the request is
 // dispatched; everything needed later is copied into the exchange.
 type clientConn struct {
@@ -80,6 +80,7 @@ type clientConn struct {
 	req    httpparse.Request
 
 	exchange
+	exchangeBufs // the exchange's buffers, kept across exchanges
 
 	pause   pauseState
 	liveIdx int32 // position in Worker.live
@@ -206,7 +207,7 @@ func (cc *clientConn) readHeads() gnet.Action {
 }
 
 // start begins the exchange of the parsed request in cc.req (cc.exchange is
-// zero but for its buffers: reset ended the last one), routes it and hands
+// zero: resetExchange ended the last one), routes it and hands
 // it to an upstream or answers it. It discards the head from the client
 // buffer. The state is csHead until the exchange's own phase is known.
 func (cc *clientConn) start() {
@@ -761,12 +762,12 @@ func (cc *clientConn) answerAndClose(status int) {
 	cc.closing(true) // the rest of the request may still be on its way
 }
 
-// requestDone ends the current exchange (reset): the next head may be
+// requestDone ends the current exchange (resetExchange): the next head may be
 // read, or the connection closes once its answer is flushed. The upstream
 // connection, if any, was unlinked already.
 func (cc *clientConn) requestDone() {
 	keep, read := cc.keepAlive, cc.bodyRead()
-	cc.exchange.reset()
+	cc.resetExchange()
 	if cc.closed {
 		return
 	}
@@ -906,7 +907,7 @@ func (cc *clientConn) closedByPeer() {
 	}
 	cc.c.SetContext(nil)
 	cc.c = nil
-	cc.exchange.reset()
+	cc.resetExchange()
 	cc.req.Reset()
 	// A close asked while the guard was held is done; the holder still on
 	// the stack lets go of the guard as it returns.

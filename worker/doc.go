@@ -65,10 +65,10 @@
 // # The exchange
 //
 // clientConn embeds an exchange: everything of one request and its answer,
-// from start to requestDone (or the connection's close). reset ends it with
-// one assignment that keeps only its buffers' capacity, so outside an
-// exchange (csIdle, csHead) it is zero, and nothing of one request is seen
-// by the next. Per-request state added later (plugins' included, in
+// from start to requestDone (or the connection's close). resetExchange ends
+// it with one assignment, so outside an exchange (csIdle, csHead) it is
+// zero and nothing of one request is seen by the next; its buffers
+// (exchangeBufs) are apart and keep only their capacity. Per-request state added later (plugins' included, in
 // exchange.plugin) belongs there. Within an exchange, progress is told by
 // these flags:
 //
@@ -78,7 +78,7 @@
 //	badBody      the chunked request body was refused (400) or too large (413)
 //
 // An upstream connection's share is its embedded upExchange (what was sent
-// and received, the response framing, why it failed), reset when it is
+// and received, the response framing, why it failed), zeroed when it is
 // linked to a client. Its states:
 //
 //	usDialing  connect in progress off the loop  -> usBusy (opened), usClosed (dialFailed)
@@ -136,10 +136,11 @@
 //     Worker.iov (the list of one Writev) and Worker.connTok (the tokens of
 //     the Connection fields being read) are the loop's, good for one use
 //     at a time: until the write, until the next connTokens.
-//   - The exchange's buffers (head, hostLine, hostValue, hostBuf, pathBuf,
-//     sizeLine, statuses) and upExchange.sizeLine are the connection's; reset
-//     keeps their capacity and nothing else, and each is written before it
-//     is read within one exchange. head outlives the client's head in gnet's
+//   - The exchange's buffers (exchangeBufs: head, hostLine, hostValue,
+//     hostBuf, pathBuf, sizeLine, statuses) and upConn.sizeLine are the
+//     connection's: their capacity is kept from one exchange to the next,
+//     and each is written from its start before it is read within one
+//     exchange (statuses is truncated by resetExchange). head outlives the client's head in gnet's
 //     buffer: it is what each attempt sends again.
 //   - A Snapshot is immutable and shared by every exchange routed with it;
 //     exchange.snap keeps it alive until the exchange ends.

@@ -5,10 +5,10 @@ import "coregate/httpparse"
 // exchange is the state of one request and its answer on a client
 // connection, from the routing of a parsed head (start) to the end of the
 // answer (requestDone) or of the connection (closedByPeer). It is embedded
-// in clientConn and starts over by one assignment (reset): outside an
-// exchange (csIdle, csHead) it is zero but for the capacity of its buffers.
-// State added per request, that of plugins included, goes here and nowhere
-// else, so that nothing of one request can leak into the next.
+// in clientConn and starts over by one assignment (resetExchange): outside
+// an exchange (csIdle, csHead) it is zero. State added per request, that of
+// plugins included, goes here and nowhere else, so that nothing of one
+// request can leak into the next. Its buffers are apart, in exchangeBufs.
 type exchange struct {
 	snap *Snapshot // the snapshot the request was routed with
 	rt   *route
@@ -19,9 +19,6 @@ type exchange struct {
 	tries       int
 	freeRetries int   // replays after a stale kept-alive connection
 	started     int64 // Worker.now when the request was routed, for retry_timeout
-	// statuses are the upstream statuses of the failed attempts, for
-	// X-APISIX-Upstream-Status. Buffer: capacity reused.
-	statuses []int
 
 	// The request.
 	isHead     bool
@@ -35,10 +32,6 @@ type exchange struct {
 	bodySent   bool  // body bytes left the client buffer: the request cannot be replayed
 	badBody    int   // 400: the chunked request body is invalid; 413: it passed client_max_body_size
 	bodyBytes  int64 // chunk data bytes taken from the client
-	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
-	// until the next takeBody. Buffer: capacity reused.
-	sizeLine []byte
-
 	// respStarted: the response head went to the client; a failure now can
 	// only cut the answer short.
 	respStarted bool
@@ -50,23 +43,14 @@ type exchange struct {
 	holdSeen int64
 	holdData int64
 
-	// head is the outbound request head, kept for retries: the request line
-	// is head[:lineEnd], the Host line is written per attempt into hostLine,
-	// and head[lineEnd:] holds the other fields and the final CRLF.
-	// head, hostLine, hostValue, hostBuf and pathBuf are buffers: their
-	// capacity is reused, their contents written before they are read.
-	head      []byte
-	lineEnd   int
-	hostLine  []byte
-	hostValue []byte // the client's Host, for pass_host=pass
+	// lineEnd ends the request line in head (exchangeBufs).
+	lineEnd int
 	// host is nginx's $host: the request's host without port, lower-case.
 	// It aliases the head (valid until discardHead) or hostBuf.
-	host    []byte
-	hostBuf []byte
+	host []byte
 	// curPath is the normalised path the request was routed by: it aliases
 	// the head (valid until discardHead) or pathBuf.
 	curPath []byte
-	pathBuf []byte
 
 	// plugin is where the per-request state of the route's plugins lives.
 	//lint:ignore U1000 the place kept for the plugin phases' state
@@ -78,24 +62,38 @@ type exchange struct {
 // here, so that the exchange's reset clears it, and nowhere else.
 type pluginState struct{}
 
-// reset ends the exchange: everything is zeroed but the buffers, which keep
-// their capacity (their contents are not kept: each is written before it is
-// read). This is the only way an exchange's state is cleared.
-func (ex *exchange) reset() {
-	*ex = exchange{
-		statuses:  ex.statuses[:0],
-		sizeLine:  ex.sizeLine[:0],
-		head:      ex.head[:0],
-		hostLine:  ex.hostLine[:0],
-		hostValue: ex.hostValue[:0],
-		hostBuf:   ex.hostBuf[:0],
-		pathBuf:   ex.pathBuf[:0],
-	}
+// exchangeBufs are the exchange's buffers, embedded in clientConn beside
+// it: their capacity is reused from one exchange to the next, their
+// contents are not. Each is written from its start before it is read
+// within an exchange, but for statuses, which resetExchange truncates.
+type exchangeBufs struct {
+	// statuses are the upstream statuses of the failed attempts, for
+	// X-APISIX-Upstream-Status.
+	statuses []int
+	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
+	// until the next takeBody.
+	sizeLine []byte
+	// head is the outbound request head, kept for retries: the request line
+	// is head[:lineEnd], the Host line is written per attempt into hostLine,
+	// and head[lineEnd:] holds the other fields and the final CRLF.
+	head      []byte
+	hostLine  []byte
+	hostValue []byte // the client's Host, for pass_host=pass
+	hostBuf   []byte // backs host when it had to be lower-cased
+	pathBuf   []byte // backs curPath when it had to be normalised
+}
+
+// resetExchange ends the exchange: it is zeroed, and the buffers keep their
+// capacity and nothing else. This is the only way an exchange's state is
+// cleared.
+func (cc *clientConn) resetExchange() {
+	cc.exchange = exchange{}
+	cc.statuses = cc.statuses[:0]
 }
 
 // upExchange is an upstream connection's share of the exchange it serves:
 // what it sent and received of one request and response. It starts over by
-// one assignment (reset) when the connection is linked to a client.
+// one assignment when the connection is linked to a client (link).
 type upExchange struct {
 	reused   bool  // the connection served a request before this one
 	gotBytes bool  // a response byte arrived
@@ -105,19 +103,10 @@ type upExchange struct {
 	mode     httpparse.BodyMode
 	left     int64 // BodyLength: response body bytes still to come
 	chunk    httpparse.Chunked
-	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
-	// until the next takeBody. Buffer: capacity reused.
-	sizeLine []byte
 
 	// Why the exchange failed, for the error log (faultlog.go).
 	fault upFault
 	err   error
-}
-
-// reset starts a new exchange on the connection; sizeLine keeps its
-// capacity.
-func (ux *upExchange) reset(reused bool) {
-	*ux = upExchange{reused: reused, sizeLine: ux.sizeLine[:0]}
 }
 
 // link makes uc serve cc's request. With unlink it is the only place where
@@ -126,7 +115,7 @@ func (ux *upExchange) reset(reused bool) {
 // pool (idle, now busy); cc serves no other upstream connection.
 func link(cc *clientConn, uc *upConn) {
 	cc.up, uc.cc = uc, cc
-	uc.upExchange.reset(uc.requests > 0)
+	uc.upExchange = upExchange{reused: uc.requests > 0}
 	uc.parser.Reset()
 	if uc.state != usDialing {
 		uc.state = usBusy

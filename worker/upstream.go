@@ -47,6 +47,10 @@ type upConn struct {
 	resp   httpparse.Response
 
 	upExchange
+	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
+	// until the next takeBody. Buffer: its capacity is reused, it is
+	// written from its start each time.
+	sizeLine []byte
 
 	poolIdx int
 	pause   pauseState
