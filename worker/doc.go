@@ -68,9 +68,9 @@
 // from start to requestDone (or the connection's close). resetExchange ends
 // it with one assignment, so outside an exchange (csIdle, csHead) it is
 // zero and nothing of one request is seen by the next; its buffers
-// (exchangeBufs) are apart and keep only their capacity. Per-request state added later (plugins' included, in
-// exchange.plugin) belongs there. Within an exchange, progress is told by
-// these flags:
+// (exchangeBufs) are apart and keep only their capacity. Per-request state
+// added later, plugins' included (exchange.plugin), belongs there. Within
+// an exchange, progress is told by these flags:
 //
 //	reqDone      the whole request was written to the upstream (or answered locally)
 //	bodySent     body bytes left the client buffer: the request cannot be replayed
@@ -130,8 +130,8 @@
 //     highWater pauses the reading of the side that feeds it (pause.go).
 //   - gnet's Write and Writev send what they can and copy the rest into the
 //     connection's outbound buffer: the caller's bytes are free once they
-//     return. Writev may reslice the entries of the list it is given, which
-//     is why every caller clears it after.
+//     return. Writev may reslice the entries of the list it is given: every
+//     caller clears the list after, which also drops its references.
 //   - Worker.scratch (a response head or an answer of the worker's own),
 //     Worker.iov (the list of one Writev) and Worker.connTok (the tokens of
 //     the Connection fields being read) are the loop's, good for one use
@@ -140,8 +140,8 @@
 //     hostBuf, pathBuf, sizeLine, statuses) and upConn.sizeLine are the
 //     connection's: their capacity is kept from one exchange to the next,
 //     and each is written from its start before it is read within one
-//     exchange (statuses is truncated by resetExchange). head outlives the client's head in gnet's
-//     buffer: it is what each attempt sends again.
+//     exchange (statuses is truncated by resetExchange). head outlives the
+//     client's head in gnet's buffer: it is what each attempt sends again.
 //   - A Snapshot is immutable and shared by every exchange routed with it;
 //     exchange.snap keeps it alive until the exchange ends.
 //
