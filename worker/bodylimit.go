@@ -27,16 +27,13 @@ const holdMax = 64 << 10
 
 // holdForLimit decides, once the head is parsed and discarded, whether the
 // request must wait for its chunked body before it is dispatched; if so it
-// starts waiting and reports true.
+// starts waiting (csHold) and reports true.
 func (cc *clientConn) holdForLimit() bool {
 	max := cc.w.cfg.MaxBodySize
-	cc.holding = false
 	if cc.reqBody != bodyChunked || max <= 0 || max > holdMax {
 		return false
 	}
-	cc.holding = true
-	cc.holdScan.Reset()
-	cc.holdSeen, cc.holdData = 0, 0
+	cc.state = csHold
 	cc.holdBody()
 	return true
 }
@@ -62,13 +59,12 @@ func (cc *clientConn) holdBody() {
 			// Judged within the limit; or so much framing around so little
 			// data that holding it would cost more than holdMax is meant
 			// to: it is streamed, and the limit enforced as it goes.
-			cc.holding = false
+			cc.state = csProxy
 			cc.w.clearDeadline(cc)
 			cc.dispatch()
 			return
 		}
 		if cc.badBody != 0 {
-			cc.holding = false
 			cc.rejectBody(false)
 			return
 		}

@@ -12,12 +12,16 @@ import (
 	"coregate/worker/router"
 )
 
-// Client connection states.
+// Client connection phases (clientConn.state). doc.go has the table of
+// their transitions.
 const (
-	csHead    = iota // waiting for or parsing a request head
+	csIdle    = iota // between requests: no byte of the next head yet
+	csHead           // a head has begun: client_header_timeout runs
+	csHold           // a chunked body is held until judged against client_max_body_size
 	csProxy          // the request is with an upstream
-	csClosing        // the last answer is queued; close once it is flushed
 	csDiscard        // answered by the worker; its body is read and dropped
+	csClosing        // the last answer is queued; close once it is flushed
+	csLinger         // the answer is flushed and FIN sent; input is read and dropped
 )
 
 // Request body framing.
@@ -38,88 +42,45 @@ const (
 
 // clientConn is the state of one client connection. It lives as long as the
 // connection, is owned by the event loop and is reused for later
-// connections. Slices in req alias gnet's read buffer and are valid only
+// connections. What belongs to the request in progress is its embedded
+// exchange (and exchangeBufs), reset when the exchange ends; what is left
+// here belongs to the connection. Slices in req alias gnet's read buffer and are valid only
 // until the head is discarded, which happens before the request is
-// dispatched; everything needed later is copied into head.
+// dispatched; everything needed later is copied into the exchange.
 type clientConn struct {
 	timerSlot
-	w      *Worker
-	c      gnet.Conn
-	state  uint8
+	w     *Worker
+	c     gnet.Conn
+	state uint8 // csIdle, csHead, …
+	// closed: gnet closed the connection (OnClose ran), in whatever phase:
+	// it can happen inside any Write, so code on the stack checks it.
 	closed bool
-	// active is set while code of this connection is on the stack: a
-	// failure of the upstream connection reported re-entrantly (gnet closes
-	// a connection inside Write) is left to that code.
-	active bool
-	// closeNow asks the active traffic call to return gnet.Close.
-	closeNow bool
-	// Lingering close: the answer is flushed and FIN sent; input is
-	// read and discarded until the client closes, lingeringTimeout
-	// passes without input, or lingerEnd (Worker.now units).
-	lingering bool
-	linger    bool // the client may still be sending: linger before closing
+	guard  reentry
+	// up is the upstream connection serving the exchange, set and cleared
+	// only by link and unlink (exchange.go).
+	up *upConn
+	// linger: the client may still be sending; the close after the last
+	// answer is a lingering one (csLinger) rather than an immediate one.
+	// lingerEnd bounds the lingering, and the reading and dropping of an
+	// answered request's body (csDiscard), in Worker.now units.
+	linger    bool
 	lingerEnd int64
 	// idleSince is when the connection last had a request in progress or
 	// was accepted (Worker.now units): draining closes it once quiet.
 	idleSince int64
+	served    bool // a request was read on this connection: it is kept alive
 
 	ip       netip.Addr
 	ipText   []byte
 	portText []byte
 
-	parser  httpparse.RequestParser
-	req     httpparse.Request
-	pathBuf []byte
-	curPath []byte // normalised path of the request being routed
+	// parser and req hold the head being read (csIdle, csHead): req's
+	// slices alias gnet's read buffer until discardHead.
+	parser httpparse.RequestParser
+	req    httpparse.Request
 
-	// The request in flight.
-	snap        *Snapshot
-	rt          *route
-	up          *upConn
-	node        int
-	tried       triedSet
-	tries       int
-	freeRetries int
-	statuses    []int // upstream statuses of the attempts, for X-APISIX-Upstream-Status
-	isHead      bool
-	idempotent  bool
-	keepAlive   bool
-	http10      bool
-	reqBody     uint8
-	reqLeft     int64
-	reqChunk    httpparse.Chunked
-	reqDone     bool  // the whole request was written to the upstream
-	bodySent    bool  // body bytes left the client buffer: the request cannot be replayed
-	badBody     int   // 400: the chunked request body is invalid; 413: it passed client_max_body_size
-	bodyBytes   int64 // chunk data bytes taken from the client
-	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
-	// until the next takeBody.
-	sizeLine    []byte
-	started     int64 // Worker.now when the request was routed, for retry_timeout
-	respStarted bool
-	hdrTimer    bool
-	served      bool // a request was read on this connection: it is kept alive
-
-	// A chunked request waiting for its body to be judged against
-	// client_max_body_size before it is dispatched (bodylimit.go): holdSeen
-	// body bytes, framing included, read by holdScan so far, holdData of
-	// them chunk data.
-	holding  bool
-	holdScan httpparse.Chunked
-	holdSeen int64
-	holdData int64
-
-	// head is the outbound request head, kept for retries: the request line
-	// is head[:lineEnd], the Host line is written per attempt into hostLine,
-	// and head[lineEnd:] holds the other fields and the final CRLF.
-	head      []byte
-	lineEnd   int
-	hostLine  []byte
-	hostValue []byte // the client's Host, for pass_host=pass
-	// host is nginx's $host: the request's host without port, lower-case.
-	// It aliases the head (valid until discardHead) or hostBuf.
-	host    []byte
-	hostBuf []byte
+	exchange
+	exchangeBufs // the exchange's buffers, kept across exchanges
 
 	pause   pauseState
 	liveIdx int32 // position in Worker.live
@@ -136,10 +97,10 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 		cc.pause.idx = -1
 	}
 	cc.c = c
-	cc.state = csHead
+	cc.state = csIdle
 	cc.closed = false
 	cc.served = false
-	cc.linger, cc.lingering = false, false
+	cc.linger = false
 	cc.parser.Limits = w.cfg.Limits
 	cc.parser.Reset()
 	cc.ip, _ = addrOf(c.RemoteAddr())
@@ -148,7 +109,6 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.portText = strconv.AppendInt(cc.portText[:0], int64(lport), 10)
 	// As nginx, client_header_timeout counts from the accept to the end of
 	// the first head; readHeads does not restart it at the first byte.
-	cc.hdrTimer = false
 	w.setDeadline(cc, int64(w.cfg.HeaderTimeout))
 	w.trackOpen(cc)
 	return cc
@@ -163,7 +123,7 @@ func (cc *clientConn) expire() {
 	if cc.closed {
 		return
 	}
-	if cc.state == csHead && cc.hdrTimer {
+	if cc.state == csHead {
 		cc.answerAndClose(408)
 		return
 	}
@@ -172,10 +132,9 @@ func (cc *clientConn) expire() {
 
 // traffic handles readable data from the client.
 func (cc *clientConn) traffic() gnet.Action {
-	cc.active = true
+	cc.guard.enter()
 	act := cc.traffic0()
-	cc.active = false
-	if cc.closeNow {
+	if cc.guard.leave() {
 		return gnet.Close
 	}
 	return act
@@ -183,17 +142,15 @@ func (cc *clientConn) traffic() gnet.Action {
 
 func (cc *clientConn) traffic0() gnet.Action {
 	switch cc.state {
-	case csHead:
+	case csIdle, csHead:
 		if cc.waitsForFlush() {
 			cc.w.pauseRead(cc.c) // gnet resumed it on a flush
 			return gnet.None
 		}
 		return cc.readHeads()
+	case csHold:
+		cc.holdBody()
 	case csProxy:
-		if cc.holding {
-			cc.holdBody()
-			return gnet.None
-		}
 		if cc.pause.on {
 			cc.w.pauseRead(cc.c)
 			return gnet.None
@@ -205,14 +162,14 @@ func (cc *clientConn) traffic0() gnet.Action {
 		}
 	case csDiscard:
 		cc.discardBody()
-		if cc.state == csHead {
+		if cc.state == csIdle {
 			return cc.readHeads()
 		}
 	case csClosing:
 		_, _ = cc.c.Discard(-1)
-		if cc.lingering {
-			cc.lingerWait()
-		}
+	case csLinger:
+		_, _ = cc.c.Discard(-1)
+		cc.lingerWait()
 	}
 	return gnet.None
 }
@@ -222,16 +179,16 @@ func (cc *clientConn) traffic0() gnet.Action {
 // is not looked at before the current response ends, nor while a large
 // answer waits to be flushed).
 func (cc *clientConn) readHeads() gnet.Action {
-	for cc.state == csHead && !cc.closed && !cc.closeNow && !cc.waitsForFlush() {
+	for (cc.state == csIdle || cc.state == csHead) && !cc.closed && !cc.guard.closeAsked && !cc.waitsForFlush() {
 		buf, _ := cc.c.Peek(-1)
 		if len(buf) == 0 {
 			return gnet.None
 		}
-		if !cc.hdrTimer {
+		if cc.state == csIdle {
 			// A head has begun. On a kept-alive connection the wait so
 			// far was keepalive_timeout's and client_header_timeout starts
 			// now; on a fresh one it has run since the accept.
-			cc.hdrTimer = true
+			cc.state = csHead
 			if cc.served {
 				cc.w.setDeadline(cc, int64(cc.w.cfg.HeaderTimeout))
 			}
@@ -249,12 +206,13 @@ func (cc *clientConn) readHeads() gnet.Action {
 	return gnet.None
 }
 
-// start routes the parsed request in cc.req and hands it to an upstream or
-// answers it. It discards the head from the client buffer.
+// start begins the exchange of the parsed request in cc.req (cc.exchange is
+// zero: resetExchange ended the last one), routes it and hands
+// it to an upstream or answers it. It discards the head from the client
+// buffer. The state is csHead until the exchange's own phase is known.
 func (cc *clientConn) start() {
 	w := cc.w
 	r := &cc.req
-	cc.hdrTimer = false
 	cc.served = true
 	w.requests++
 	w.clearDeadline(cc)
@@ -264,19 +222,11 @@ func (cc *clientConn) start() {
 	cc.http10 = r.Major == 1 && r.Minor == 0
 	cc.isHead = string(r.Method) == "HEAD"
 	cc.idempotent = isIdempotent(r.Method)
-	cc.respStarted = false
-	cc.reqDone = false
-	cc.bodySent = false
-	cc.badBody = 0
-	cc.bodyBytes = 0
 	cc.started = w.now
-	cc.tries, cc.freeRetries, cc.tried = 0, 0, 0
-	cc.statuses = cc.statuses[:0]
 	cc.host, cc.hostBuf = lowerASCII(hostOnly(r.Host), cc.hostBuf)
 	switch {
 	case r.Chunked:
 		cc.reqBody = bodyChunked
-		cc.reqChunk.Reset()
 	case r.ContentLength > 0:
 		cc.reqBody = bodyLength
 		cc.reqLeft = r.ContentLength
@@ -331,12 +281,14 @@ func (cc *clientConn) start() {
 	cc.buildHead()
 	cc.discardHead()
 	if r.Expect100 && hasBody && cc.c.InboundBuffered() == 0 {
-		_, _ = cc.c.Write(continue100)
+		if _, _ = cc.c.Write(continue100); cc.closed {
+			return // the client reset: the exchange ended with it
+		}
 	}
-	cc.state = csProxy
 	if cc.holdForLimit() {
 		return
 	}
+	cc.state = csProxy
 	cc.dispatch()
 }
 
@@ -348,7 +300,7 @@ var continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
 func (cc *clientConn) pipelined() bool {
 	rest := int64(cc.c.InboundBuffered())
 	switch cc.state {
-	case csHead: // cc.req's head is still buffered
+	case csIdle, csHead: // cc.req's head is still buffered
 		if cc.req.Chunked {
 			return false
 		}
@@ -397,13 +349,12 @@ func (cc *clientConn) dispatch() {
 	cc.tries++
 	p := w.poolFor(up, nd)
 	if uc := p.get(); uc != nil {
-		uc.attach(cc)
+		link(cc, uc)
 		cc.send()
 		return
 	}
 	uc := p.newConn()
-	uc.attach(cc)
-	uc.state = usDialing
+	link(cc, uc)
 	w.dial(uc, nd.addr, cc.rt.connectTO)
 }
 
@@ -447,13 +398,7 @@ func (cc *clientConn) send() {
 		cc.rejectBody(false)
 		return
 	}
-	was := cc.active
-	cc.active = true
-	uc.writing = true
-	uc.sentAny = true
-	_, _ = uc.c.Writev(iov)
-	uc.writing = false
-	cc.active = was
+	uc.write(iov)
 	cc.w.iov = iov[:0]
 	clear(iov)
 	if uc.state == usClosed {
@@ -589,12 +534,7 @@ func (cc *clientConn) pumpBody() {
 			return
 		}
 		if len(iov) > 0 {
-			was := cc.active
-			cc.active = true
-			uc.writing = true
-			_, _ = uc.c.Writev(iov)
-			uc.writing = false
-			cc.active = was
+			uc.write(iov)
 		}
 		clear(iov)
 		if uc.state == usClosed {
@@ -633,8 +573,7 @@ func (cc *clientConn) afterBodyWrite(done bool) {
 // clean and goes back to its pool. Nothing after the fault is forwarded.
 func (cc *clientConn) rejectBody(written bool) {
 	if uc := cc.up; uc != nil {
-		cc.up = nil
-		uc.cc = nil
+		unlink(cc, uc)
 		if written {
 			uc.abort()
 		} else {
@@ -652,10 +591,7 @@ func (cc *clientConn) rejectBody(written bool) {
 // a refused or timed-out connect, a reset, a close before the response.
 // It retries on the next node when APISIX would, else answers status.
 func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
-	if cc.up == uc {
-		cc.up = nil
-	}
-	uc.cc = nil
+	unlink(cc, uc)
 	if cc.closed {
 		return
 	}
@@ -769,7 +705,9 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 		b = append(b, body...)
 	}
 	w.scratch = b
-	_, _ = cc.c.Write(b)
+	if _, _ = cc.c.Write(b); cc.closed {
+		return // the client reset: the exchange ended with it
+	}
 	cc.keepAlive = keep
 	cc.reqDone = true
 	if keep && hasBody {
@@ -794,9 +732,7 @@ func (cc *clientConn) discardBody() {
 		w.iov = iov[:0]
 		if cc.badBody != 0 {
 			cc.keepAlive = false
-			cc.state = csClosing
-			cc.linger = true
-			cc.closeWhenFlushed()
+			cc.closing(true)
 			return
 		}
 		if n > 0 {
@@ -823,33 +759,37 @@ func (cc *clientConn) answerAndClose(status int) {
 	b = append(b, body...)
 	w.scratch = b
 	_, _ = cc.c.Write(b)
-	cc.state = csClosing
-	cc.linger = true // the rest of the request may still be on its way
-	cc.closeWhenFlushed()
+	cc.closing(true) // the rest of the request may still be on its way
 }
 
-// requestDone ends the current exchange: the next head may be read, or the
-// connection closes once its answer is flushed.
+// requestDone ends the current exchange (resetExchange): the next head may be
+// read, or the connection closes once its answer is flushed. The upstream
+// connection, if any, was unlinked already.
 func (cc *clientConn) requestDone() {
-	w := cc.w
-	cc.snap, cc.rt, cc.up = nil, nil, nil
+	keep, read := cc.keepAlive, cc.bodyRead()
+	cc.resetExchange()
 	if cc.closed {
 		return
 	}
-	if !cc.keepAlive || !cc.bodyRead() {
-		cc.state = csClosing
-		cc.linger = !cc.bodyRead()
-		cc.closeWhenFlushed()
+	if !keep || !read {
+		cc.closing(!read)
 		return
 	}
-	cc.state = csHead
+	cc.awaitHead()
+}
+
+// awaitHead waits for the next request head between two exchanges
+// (csIdle), or reads the one already buffered.
+func (cc *clientConn) awaitHead() {
+	w := cc.w
+	cc.state = csIdle
 	cc.idleSince = w.now
 	cc.parser.Reset()
 	if cc.c.OutboundBuffered() > highWater {
 		// As nginx does, the next request is read once this answer is
 		// out: a client that pipelines requests and reads no answer
 		// cannot pile answers up in the worker, and is closed after
-		// send_timeout (resumePaused; flushed calls requestDone again).
+		// send_timeout (resumePaused; flushed calls awaitHead again).
 		w.clearDeadline(cc)
 		cc.pauseFor(cc.c)
 		return
@@ -861,15 +801,23 @@ func (cc *clientConn) requestDone() {
 		// resuming here would let one more read in per request.
 		cc.unpause()
 	}
-	if !cc.active && cc.c.InboundBuffered() > 0 {
+	if !cc.guard.held() && cc.c.InboundBuffered() > 0 {
 		// Pipelined requests waited in the buffer for this answer.
-		cc.active = true
+		cc.guard.enter()
 		cc.readHeads()
-		cc.active = false
-		if cc.closeNow {
+		if cc.guard.leave() {
 			cc.w.closeConn(cc.c)
 		}
 	}
+}
+
+// closing makes the answer queued the connection's last (csClosing): it
+// closes once that is flushed, lingering when linger says the client may
+// still be sending.
+func (cc *clientConn) closing(linger bool) {
+	cc.state = csClosing
+	cc.linger = linger
+	cc.closeWhenFlushed()
 }
 
 // closeWhenFlushed closes the connection once gnet has written everything
@@ -879,7 +827,7 @@ func (cc *clientConn) requestDone() {
 // its side, so that the kernel does not answer that input with a reset
 // which could destroy the answer before the client reads it.
 func (cc *clientConn) closeWhenFlushed() {
-	if cc.closed || cc.lingering {
+	if cc.closed || cc.state == csLinger {
 		return
 	}
 	if cc.c.OutboundBuffered() == 0 {
@@ -915,7 +863,7 @@ func (cc *clientConn) startLinger() {
 		cc.closeSoon()
 		return
 	}
-	cc.lingering = true
+	cc.state = csLinger
 	cc.lingerEnd = w.now + int64(lingeringTime)
 	_, _ = cc.c.Discard(-1)
 	cc.lingerWait()
@@ -928,11 +876,11 @@ func (cc *clientConn) lingerWait() {
 	w.setDeadline(cc, min(int64(lingeringTimeout), cc.lingerEnd-w.now))
 }
 
-// closeSoon closes the connection now or, while this connection's own
-// traffic call is on the stack, has that call return gnet.Close.
+// closeSoon closes the connection now or, while its guard is held, has
+// the holder close it (a traffic call returns gnet.Close).
 func (cc *clientConn) closeSoon() {
-	if cc.active {
-		cc.closeNow = true
+	if cc.guard.held() {
+		cc.guard.closeAsked = true
 	} else {
 		cc.w.closeConn(cc.c)
 	}
@@ -948,8 +896,7 @@ func (cc *clientConn) closedByPeer() {
 		cc.unpauseList()
 	}
 	if uc := cc.up; uc != nil {
-		cc.up = nil
-		uc.cc = nil
+		unlink(cc, uc)
 		switch uc.state {
 		case usDialing:
 			// It joins the pool when the dial completes.
@@ -960,10 +907,11 @@ func (cc *clientConn) closedByPeer() {
 	}
 	cc.c.SetContext(nil)
 	cc.c = nil
-	cc.snap, cc.rt = nil, nil
-	cc.closeNow = false
-	cc.active = false
+	cc.resetExchange()
 	cc.req.Reset()
+	// A close asked while the guard was held is done; the holder still on
+	// the stack lets go of the guard as it returns.
+	cc.guard.closeAsked = false
 	if len(w.freeConns) < 1024 {
 		w.freeConns = append(w.freeConns, cc)
 	}

@@ -124,7 +124,7 @@ func (w *Worker) startDrain(timeout time.Duration) {
 		_ = unix.Shutdown(fd, unix.SHUT_RD)
 	}
 	for _, cc := range w.live.Items() {
-		if cc.state == csProxy && !cc.respStarted && !cc.pipelined() {
+		if (cc.state == csHold || cc.state == csProxy) && !cc.respStarted && !cc.pipelined() {
 			// The answer is still to come: it says Connection: close,
 			// unless the next request is already here.
 			cc.keepAlive = false
@@ -144,7 +144,7 @@ func (w *Worker) sweepIdle() {
 			continue
 		}
 		cc := w.live.At(i)
-		if cc.state != csHead || cc.hdrTimer {
+		if cc.state != csIdle {
 			continue
 		}
 		if cc.c.InboundBuffered() > 0 || cc.c.OutboundBuffered() > 0 {
@@ -154,9 +154,7 @@ func (w *Worker) sweepIdle() {
 		if w.now-cc.idleSince < drainIdle || unreadInput(cc.c.Fd()) {
 			continue // input the loop has not read yet starts a request
 		}
-		cc.state = csClosing
-		cc.linger = true
-		cc.closeWhenFlushed()
+		cc.closing(true)
 	}
 }
 

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"net"
 	"testing"
 
@@ -23,6 +24,9 @@ type fakeConn struct {
 	closed  bool
 	fd      int
 	iovSeen int
+	// failWrites makes every write fail as one to a peer that reset does
+	// with gnet: the connection is closed (OnClose runs) inside the write.
+	failWrites bool
 }
 
 func (c *fakeConn) Peek(n int) ([]byte, error) {
@@ -42,12 +46,23 @@ func (c *fakeConn) Discard(n int) (int, error) {
 	return n, nil
 }
 
+// errPeerReset is what a write to a fakeConn with failWrites returns.
+var errPeerReset = errors.New("connection reset by peer")
+
 func (c *fakeConn) Write(p []byte) (int, error) {
+	if c.failWrites {
+		_ = c.loop.Close(c)
+		return 0, errPeerReset
+	}
 	c.out = append(c.out, p...)
 	return len(p), nil
 }
 
 func (c *fakeConn) Writev(bs [][]byte) (int, error) {
+	if c.failWrites {
+		_ = c.loop.Close(c)
+		return 0, errPeerReset
+	}
 	n := 0
 	for _, b := range bs {
 		c.out = append(c.out, b...)

@@ -148,6 +148,18 @@ func namedIn(tokens [][]byte, name []byte) bool {
 	return false
 }
 
+// beginResponse starts the answer to the client with the head of the
+// upstream's response, whose body is sent as mode says: it decides whether
+// the client connection stays open after it and appends the head for the
+// client to b. A chunked body goes to an HTTP/1.0 client decoded,
+// delimited by the close.
+func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
+	cc.keepAlive = cc.keepAlive && cc.reqDone && mode != httpparse.BodyUntilClose &&
+		!(cc.http10 && mode == httpparse.BodyChunked)
+	cc.respStarted = true
+	return cc.responseHead(b, resp, cc.keepAlive)
+}
+
 // responseHead writes the head sent to the client for an upstream response
 // into b. keep tells whether the client connection stays open. As for
 // requests, the framing is the gateway's: one Content-Length with the parsed

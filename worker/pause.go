@@ -6,7 +6,7 @@ import "github.com/panjf2000/gnet/v2"
 // peer it feeds, has flushed its outbound buffer below lowWater. dst nil
 // means "until this connection's own inbound buffer is consumed"; dst equal
 // to the connection itself means "until its own outbound buffer is flushed",
-// then close (csClosing) or read the next request (csHead).
+// then close (csClosing) or read the next request (csIdle).
 type pauseState struct {
 	on       bool
 	idx      int32 // position in Worker.paused
@@ -111,10 +111,9 @@ func (cc *clientConn) resume() {
 		return
 	}
 	if !cc.reqDone && cc.up != nil && cc.up.state == usBusy {
-		cc.active = true
+		cc.guard.enter()
 		cc.pumpBody()
-		cc.active = false
-		if cc.closeNow {
+		if cc.guard.leave() {
 			cc.w.closeConn(cc.c)
 		}
 	}
@@ -124,12 +123,12 @@ func (cc *clientConn) resume() {
 func (cc *clientConn) stalled() { cc.w.closeConn(cc.c) }
 
 // flushed: the answer is out. Between two requests the next one may be
-// read (requestDone); after the last one, close or linger
+// read (awaitHead); after the last one, close or linger
 // (closeWhenFlushed).
 func (cc *clientConn) flushed() {
-	if cc.state == csHead {
+	if cc.state == csIdle {
 		cc.w.resumeRead(cc.c)
-		cc.requestDone()
+		cc.awaitHead()
 		return
 	}
 	cc.closeWhenFlushed()
@@ -154,10 +153,9 @@ func (uc *upConn) flushed() { uc.w.closeConn(uc.c) }
 
 func (uc *upConn) stalled() {
 	cc := uc.cc
-	uc.cc = nil
+	unlink(cc, uc)
 	uc.close()
 	if cc != nil && !cc.closed {
-		cc.up = nil
 		cc.w.closeConn(cc.c)
 	}
 }

@@ -26,13 +26,13 @@ func (w *Worker) Stats() Stats {
 func (w *Worker) publishStats() {
 	s := &Stats{Accepted: w.accepted, Handled: w.accepted - w.refused, Requests: w.requests, Active: int64(w.live.Len())}
 	for _, cc := range w.live.Items() {
-		switch {
-		case cc.state != csHead:
-			s.Writing++
-		case cc.hdrTimer:
+		switch cc.state {
+		case csIdle:
+			s.Waiting++
+		case csHead:
 			s.Reading++
 		default:
-			s.Waiting++
+			s.Writing++
 		}
 	}
 	w.stats.Store(s)

@@ -25,40 +25,32 @@ const (
 
 // upConn is one connection to an upstream node, owned by the event loop.
 // While busy it serves exactly one client request; response bytes are
-// forwarded from gnet's read buffer to the client as they arrive.
+// forwarded from gnet's read buffer to the client as they arrive. What
+// belongs to that exchange is the embedded upExchange, reset by link.
 type upConn struct {
 	timerSlot
-	w     *Worker
-	c     gnet.Conn
-	pool  *pool
+	w    *Worker
+	c    gnet.Conn
+	pool *pool
+	// cc is the client whose request the connection serves, set and
+	// cleared only by link and unlink (exchange.go).
 	cc    *clientConn
 	state uint8
-	phase uint8
+	guard reentry
 
-	reused    bool // served a request before the current one
-	requests  int
-	gotBytes  bool // a response byte arrived for the current request
-	sentAny   bool // request bytes were written for the current request
-	writing   bool // a write to this connection is on the stack
-	inTraffic bool
-	aborted   bool // close asked for while inTraffic
-	gone      bool // gnet closed the connection (OnClose ran); c must not be used
+	requests int  // requests served, the current one excluded
+	gone     bool // gnet closed the connection (OnClose ran); c must not be used
 
+	// parser and resp hold the response head being read; resp's slices
+	// alias gnet's read buffer until the head is discarded.
 	parser httpparse.ResponseParser
 	resp   httpparse.Response
-	mode   httpparse.BodyMode
-	left   int64
-	chunk  httpparse.Chunked
-	keep   bool // the client connection stays open after this response
-	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
-	// until the next takeBody.
-	sizeLine []byte
-	// interim counts the bytes of 1xx heads before the final one.
-	interim int
 
-	// Why the current exchange failed, for the error log (faultlog.go).
-	fault upFault
-	err   error
+	upExchange
+	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
+	// until the next takeBody. Buffer: its capacity is reused, it is
+	// written from its start each time.
+	sizeLine []byte
 
 	poolIdx int
 	pause   pauseState
@@ -78,7 +70,7 @@ type pool struct {
 }
 
 func (p *pool) newConn() *upConn {
-	uc := &upConn{w: p.w, pool: p, poolIdx: -1}
+	uc := &upConn{w: p.w, pool: p, poolIdx: -1, state: usDialing}
 	uc.idx = -1
 	uc.pause.idx = -1
 	uc.parser.Limits = p.w.cfg.Limits
@@ -130,18 +122,15 @@ func (p *pool) remove(uc *upConn) {
 	uc.poolIdx = -1
 }
 
-func (uc *upConn) attach(cc *clientConn) {
-	uc.cc = cc
-	cc.up = uc
-	uc.reused = uc.requests > 0
-	uc.gotBytes = false
-	uc.sentAny = false
-	uc.phase = rpHead
-	uc.interim = 0
-	uc.fault, uc.err = faultNone, nil
-	uc.parser.Reset()
-	if uc.state != usDialing {
-		uc.state = usBusy
+// write sends request bytes on the connection. gnet closes the connection
+// inside Writev when the write fails; the guard leaves that failure to the
+// caller, which sees usClosed.
+func (uc *upConn) write(iov [][]byte) {
+	uc.sentAny = true
+	uc.guard.enter()
+	_, _ = uc.c.Writev(iov)
+	if uc.guard.leave() {
+		uc.close()
 	}
 }
 
@@ -178,7 +167,7 @@ func (uc *upConn) expire() {
 		uc.close()
 	case usBusy:
 		cc := uc.cc
-		uc.cc = nil
+		unlink(cc, uc)
 		uc.close()
 		if cc != nil {
 			uc.gotBytes = true // a timeout is no stale keep-alive connection
@@ -197,10 +186,11 @@ func (uc *upConn) close() {
 	uc.w.closeConn(uc.c)
 }
 
-// abort drops a busy connection whose client went away.
+// abort drops a busy connection whose client went away: now, or when the
+// holder of its guard lets go.
 func (uc *upConn) abort() {
-	if uc.inTraffic {
-		uc.aborted = true
+	if uc.guard.held() {
+		uc.guard.closeAsked = true
 		return
 	}
 	uc.close()
@@ -226,13 +216,12 @@ func (uc *upConn) closedByPeer(err error) {
 	}
 	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose {
 		// The end of a close-delimited response.
-		uc.cc = nil
-		cc.up = nil
+		unlink(cc, uc)
 		cc.requestDone()
 		return
 	}
 	uc.closeFault(err)
-	if uc.writing || uc.inTraffic {
+	if uc.guard.held() {
 		return // the code on the stack sees usClosed
 	}
 	cc.upstreamFailed(uc, 502)
@@ -240,11 +229,9 @@ func (uc *upConn) closedByPeer(err error) {
 
 // traffic forwards response bytes to the client.
 func (uc *upConn) traffic() gnet.Action {
-	uc.inTraffic = true
+	uc.guard.enter()
 	act := uc.traffic0()
-	uc.inTraffic = false
-	if uc.aborted || uc.state == usClosed {
-		uc.aborted = false
+	if uc.guard.leave() || uc.state == usClosed {
 		return gnet.Close
 	}
 	return act
@@ -322,16 +309,10 @@ func (uc *upConn) traffic0() gnet.Action {
 		uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
 		uc.left = uc.resp.ContentLength
 		uc.chunk.Reset()
-		// A chunked body goes to an HTTP/1.0 client decoded, delimited
-		// by the close.
-		uc.keep = cc.keepAlive && cc.reqDone && uc.mode != httpparse.BodyUntilClose &&
-			!(cc.http10 && uc.mode == httpparse.BodyChunked)
-		cc.keepAlive = uc.keep
-		head := cc.responseHead(w.scratch[:0], &uc.resp, uc.keep)
+		head := cc.beginResponse(w.scratch[:0], &uc.resp, uc.mode)
 		w.scratch = head
 		consumed += uc.resp.HeadLen
 		uc.phase = rpBody
-		cc.respStarted = true
 		w.setDeadline(uc, int64(cc.rt.readTO))
 		iov, n, done, err := uc.takeBody(append(w.iov[:0], head), buf[consumed:], !cc.http10)
 		if err != nil {
@@ -407,13 +388,12 @@ func (uc *upConn) afterWrite(cc *clientConn, consumed, total int, done bool) gne
 	w := uc.w
 	_, _ = uc.c.Discard(consumed)
 	if cc.closed {
-		uc.cc = nil
+		unlink(cc, uc)
 		return gnet.Close
 	}
 	if uc.state == usClosed {
 		// A broken chunked body: the client gets a truncated response.
-		uc.cc = nil
-		cc.up = nil
+		unlink(cc, uc)
 		w.logFault(uc, cc, 0)
 		w.closeConn(cc.c)
 		return gnet.Close
@@ -433,8 +413,7 @@ func (uc *upConn) afterWrite(cc *clientConn, consumed, total int, done bool) gne
 	uc.requests++
 	reuse := uc.resp.KeepAlive && cc.reqDone && consumed == total &&
 		(uc.pool.maxRequests <= 0 || uc.requests < uc.pool.maxRequests)
-	uc.cc = nil
-	cc.up = nil
+	unlink(cc, uc)
 	w.clearDeadline(uc)
 	act := gnet.None
 	if reuse {
@@ -450,7 +429,7 @@ func (uc *upConn) afterWrite(cc *clientConn, consumed, total int, done bool) gne
 // failHead ends an exchange whose response head is unusable: 502, and the
 // connection closes.
 func (uc *upConn) failHead(cc *clientConn) gnet.Action {
-	uc.cc = nil
+	unlink(cc, uc)
 	uc.state = usClosed
 	cc.upstreamFailed(uc, 502)
 	return gnet.Close

@@ -1,0 +1,157 @@
+// Package worker is one gateway worker: a gnet event loop that accepts
+// client connections, parses HTTP/1.1 requests, routes them with an
+// immutable snapshot of the configuration, proxies them over kept-alive
+// upstream connections and streams the answers back, with nginx's
+// timeouts, limits and closing rules.
+//
+// # Ownership
+//
+// Everything a Worker holds is owned by its event loop and touched only
+// there, without locks, except what is safe from any goroutine: the
+// snapshot pointer (SetSnapshot: a request keeps the snapshot it was routed
+// with), the published Stats and tick count, the bound address and Drain.
+// Work that must block (a dial, enrolling a rescued connection, reaching
+// the loop to drain) runs on a goroutine of its own and hands its result
+// back to the loop with EventLoop.Execute. gnet calls OnOpen, OnTraffic and
+// OnClose on the loop; OnTick on a goroutine, so it only schedules tick.
+//
+// # A client connection
+//
+// clientConn.state is the connection's phase. closed is apart from it: gnet
+// may close a connection in any phase, inside any Write that fails, so code
+// that writes checks closed before it goes on.
+//
+//	phase      waiting for                 event                       next phase
+//	---------  --------------------------  --------------------------  ---------------------------------
+//	csIdle     the first byte of a head    bytes arrive                csHead
+//	           (keepalive_timeout, or      timeout                     closed, nothing sent
+//	           client_header_timeout       drain, quiet for drainIdle  csClosing (lingering)
+//	           from the accept)
+//	csHead     the rest of the head        head parsed: start          csHold, csProxy, csDiscard,
+//	           (client_header_timeout)                                 csIdle or csClosing (see below)
+//	                                       malformed head              400, 414, 431…; csClosing
+//	                                       timeout                     408, csClosing
+//	csHold     a chunked body, judged      body within the limit       csProxy (dispatch)
+//	           against client_max_body_    over it, or malformed       413/400, csClosing
+//	           size before it is sent      timeout                     closed
+//	           (bodylimit.go)
+//	csProxy    the upstream: dial, the     response complete           csIdle (kept alive) or csClosing
+//	           request and its body        attempt failed, no answer   another attempt (csProxy),
+//	           (client_body_timeout while  sent yet                    or 502/504 and csIdle/csClosing
+//	           uploading), the response    failure once answering      closed: the answer is cut short
+//	                                       timeout                     closed
+//	csDiscard  the rest of the body of a   body read                   csIdle
+//	           request the worker          malformed or oversized      csClosing (lingering)
+//	           answered (lingering_time)   timeout                     closed
+//	csClosing  the flush of the last       flushed, client may still   csLinger
+//	           answer (send_timeout)       be sending (linger)
+//	                                       flushed                     closed
+//	                                       timeout                     closed
+//	csLinger   the client's close, input   EOF                         closed
+//	           read and dropped            lingering_timeout/time      closed
+//	           (nginx's lingering_close)
+//
+// start routes a parsed head and ends csHead: to csProxy when the request
+// goes to an upstream, csHold when its chunked body must be judged first,
+// csIdle when the worker answered it (404, 503, …) and it had no body,
+// csDiscard when it had one to read and drop, csClosing when it was refused
+// (400, 413). Between requests, an answer larger than highWater still in
+// the outbound buffer keeps the connection in csIdle with its reading
+// paused until the answer is flushed (awaitHead): pipelined requests are
+// read one answer at a time. Whatever the phase, when gnet closes the
+// connection, closedByPeer unlinks its upstream connection, resets its
+// exchange and keeps the clientConn for a later connection.
+//
+// # The exchange
+//
+// clientConn embeds an exchange: everything of one request and its answer,
+// from start to requestDone (or the connection's close). resetExchange ends
+// it with one assignment, so outside an exchange (csIdle, csHead) it is
+// zero and nothing of one request is seen by the next; its buffers
+// (exchangeBufs) are apart and keep only their capacity. Per-request state
+// added later, plugins' included (exchange.plugin), belongs there. Within
+// an exchange, progress is told by these flags:
+//
+//	reqDone      the whole request was written to the upstream (or answered locally)
+//	bodySent     body bytes left the client buffer: the request cannot be replayed
+//	respStarted  the response head went to the client: a failure now cuts the answer short
+//	badBody      the chunked request body was refused (400) or too large (413)
+//
+// An upstream connection's share is its embedded upExchange (what was sent
+// and received, the response framing, why it failed), zeroed when it is
+// linked to a client. Its states:
+//
+//	usDialing  connect in progress off the loop  -> usBusy (opened), usClosed (dialFailed)
+//	usBusy     serving its client's exchange     -> usIdle (response done, kept alive),
+//	                                                usClosed (failure, timeout, not reusable)
+//	usIdle     in its node's pool                -> usBusy (link), usClosed (idle timeout,
+//	                                                stray bytes, the peer's close)
+//
+// A connection whose client left while it dialed joins its pool when the
+// dial completes; one whose client left mid-response is aborted. Within
+// usBusy, upExchange.phase tells rpHead (waiting for the response head; 1xx
+// heads are read and dropped) from rpBody (forwarding the body).
+//
+// # Linking
+//
+// clientConn.up and upConn.cc point at each other while the upstream
+// connection serves the client's exchange, and change only in link
+// (dispatch) and unlink (the exchange's end on either side, a failure, a
+// timeout, a close). Neither side writes the other's fields: the response
+// side asks the client to begin its answer (beginResponse), the client side
+// writes through upConn.write.
+//
+// # Re-entrancy
+//
+// The loop runs one handler at a time, but a handler reaches other
+// connections' code, and back: an upstream's response ends an exchange,
+// which starts the client's next pipelined request, which may write to that
+// same upstream connection; gnet runs OnClose inside the Write that fails.
+// Each connection has one guard (reentry), held while its traffic call, a
+// write to it (upstream) or a start of pipelined requests (client) is on
+// the stack. While it is held, a close asked of the connection is left to
+// the outermost holder, a failure reported by OnClose is left to the code
+// that wrote, and pipelined requests are left to the traffic call.
+//
+// # Buffers: who owns which, until when
+//
+//   - gnet's inbound buffer of a connection: slices from Peek are valid until
+//     Discard or until the handler returns (gnet then moves the unread rest
+//     into the connection's ring buffer; a Peek across the ring's wrap is a
+//     pooled copy that Discard frees). clientConn.req aliases it until
+//     discardHead, in start: routing, vars and buildHead read the head
+//     before that, and exchange.host and curPath alias it until then too. A
+//     request body stays there until it is written upstream (takeBody's
+//     slices, then Discard), held there in csHold, or dropped in csDiscard.
+//     upConn.resp aliases the upstream's inbound buffer; the response head
+//     is rewritten into Worker.scratch and the body forwarded from the
+//     buffer, both before the Discard that ends the handler (afterWrite).
+//     Back-pressure leaves bytes there: a peer whose outbound buffer passes
+//     highWater pauses the reading of the side that feeds it (pause.go).
+//   - gnet's Write and Writev send what they can and copy the rest into the
+//     connection's outbound buffer: the caller's bytes are free once they
+//     return. Writev may reslice the entries of the list it is given: every
+//     caller clears the list after, which also drops its references.
+//   - Worker.scratch (a response head or an answer of the worker's own),
+//     Worker.iov (the list of one Writev) and Worker.connTok (the tokens of
+//     the Connection fields being read) are the loop's, good for one use
+//     at a time: until the write, until the next connTokens.
+//   - The exchange's buffers (exchangeBufs: head, hostLine, hostValue,
+//     hostBuf, pathBuf, sizeLine, statuses) and upConn.sizeLine are the
+//     connection's: their capacity is kept from one exchange to the next,
+//     and each is written from its start before it is read within one
+//     exchange (statuses is truncated by resetExchange). head outlives the
+//     client's head in gnet's buffer: it is what each attempt sends again.
+//   - A Snapshot is immutable and shared by every exchange routed with it;
+//     exchange.snap keeps it alive until the exchange ends.
+//
+// # Files
+//
+// worker.go is the Worker and gnet's handlers; client.go a client
+// connection; exchange.go the exchange, link and the guard; upstream.go
+// upstream connections and their pools; headers.go the heads the gateway
+// writes; bodylimit.go client_max_body_size for chunked bodies; pause.go
+// back-pressure; timer.go deadlines; drain.go the graceful stop; snapshot.go
+// compiling the configuration; balancer.go the choice of node; faultlog.go
+// the upstream error log; stats.go nginx's stub_status counters.
+package worker

@@ -1,0 +1,168 @@
+package worker
+
+import "coregate/httpparse"
+
+// exchange is the state of one request and its answer on a client
+// connection, from the routing of a parsed head (start) to the end of the
+// answer (requestDone) or of the connection (closedByPeer). It is embedded
+// in clientConn and starts over by one assignment (resetExchange): outside
+// an exchange (csIdle, csHead) it is zero. State added per request, that of
+// plugins included, goes here and nowhere else, so that nothing of one
+// request can leak into the next. Its buffers are apart, in exchangeBufs.
+type exchange struct {
+	snap *Snapshot // the snapshot the request was routed with
+	rt   *route
+
+	// Attempts at the route's upstream nodes.
+	node        int      // the node of the current attempt
+	tried       triedSet // nodes that failed
+	tries       int
+	freeRetries int   // replays after a stale kept-alive connection
+	started     int64 // Worker.now when the request was routed, for retry_timeout
+
+	// The request.
+	isHead     bool
+	idempotent bool
+	keepAlive  bool // the connection stays open after the answer
+	http10     bool
+	reqBody    uint8 // bodyNone, bodyLength, bodyChunked
+	reqLeft    int64 // bodyLength: bytes not yet taken from the client
+	reqChunk   httpparse.Chunked
+	reqDone    bool  // the whole request was written to the upstream
+	bodySent   bool  // body bytes left the client buffer: the request cannot be replayed
+	badBody    int   // 400: the chunked request body is invalid; 413: it passed client_max_body_size
+	bodyBytes  int64 // chunk data bytes taken from the client
+	// respStarted: the response head went to the client; a failure now can
+	// only cut the answer short.
+	respStarted bool
+
+	// A chunked request held in csHold (bodylimit.go): holdSeen body bytes,
+	// framing included, read by holdScan so far, holdData of them chunk
+	// data.
+	holdScan httpparse.Chunked
+	holdSeen int64
+	holdData int64
+
+	// lineEnd ends the request line in head (exchangeBufs).
+	lineEnd int
+	// host is nginx's $host: the request's host without port, lower-case.
+	// It aliases the head (valid until discardHead) or hostBuf.
+	host []byte
+	// curPath is the normalised path the request was routed by: it aliases
+	// the head (valid until discardHead) or pathBuf.
+	curPath []byte
+
+	// plugin is where the per-request state of the route's plugins lives.
+	//lint:ignore U1000 the place kept for the plugin phases' state
+	plugin pluginState
+}
+
+// pluginState is the per-request state of plugins: empty until the plugin
+// phases run in the worker. Whatever a plugin keeps for one request goes
+// here, so that the exchange's reset clears it, and nowhere else.
+type pluginState struct{}
+
+// exchangeBufs are the exchange's buffers, embedded in clientConn beside
+// it: their capacity is reused from one exchange to the next, their
+// contents are not. Each is written from its start before it is read
+// within an exchange, but for statuses, which resetExchange truncates.
+type exchangeBufs struct {
+	// statuses are the upstream statuses of the failed attempts, for
+	// X-APISIX-Upstream-Status.
+	statuses []int
+	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
+	// until the next takeBody.
+	sizeLine []byte
+	// head is the outbound request head, kept for retries: the request line
+	// is head[:lineEnd], the Host line is written per attempt into hostLine,
+	// and head[lineEnd:] holds the other fields and the final CRLF.
+	head      []byte
+	hostLine  []byte
+	hostValue []byte // the client's Host, for pass_host=pass
+	hostBuf   []byte // backs host when it had to be lower-cased
+	pathBuf   []byte // backs curPath when it had to be normalised
+}
+
+// resetExchange ends the exchange: it is zeroed, and the buffers keep their
+// capacity and nothing else. This is the only way an exchange's state is
+// cleared.
+func (cc *clientConn) resetExchange() {
+	cc.exchange = exchange{}
+	cc.statuses = cc.statuses[:0]
+}
+
+// upExchange is an upstream connection's share of the exchange it serves:
+// what it sent and received of one request and response. It starts over by
+// one assignment when the connection is linked to a client (link).
+type upExchange struct {
+	reused   bool  // the connection served a request before this one
+	gotBytes bool  // a response byte arrived
+	sentAny  bool  // request bytes were written
+	phase    uint8 // rpHead, rpBody
+	interim  int   // bytes of 1xx heads before the final one
+	mode     httpparse.BodyMode
+	left     int64 // BodyLength: response body bytes still to come
+	chunk    httpparse.Chunked
+
+	// Why the exchange failed, for the error log (faultlog.go).
+	fault upFault
+	err   error
+}
+
+// link makes uc serve cc's request. With unlink it is the only place where
+// clientConn.up and upConn.cc change, so that cc.up == uc exactly when
+// uc.cc == cc. uc is fresh from pool.newConn (usDialing) or taken from its
+// pool (idle, now busy); cc serves no other upstream connection.
+func link(cc *clientConn, uc *upConn) {
+	cc.up, uc.cc = uc, cc
+	uc.upExchange = upExchange{reused: uc.requests > 0}
+	uc.parser.Reset()
+	if uc.state != usDialing {
+		uc.state = usBusy
+	}
+}
+
+// unlink ends the link between cc and uc, if it is still there (either may
+// have ended it already). Whatever uc's fate (back to its pool, aborted,
+// closed) is the caller's.
+func unlink(cc *clientConn, uc *upConn) {
+	if cc != nil && cc.up == uc {
+		cc.up = nil
+	}
+	if uc != nil && uc.cc == cc {
+		uc.cc = nil
+	}
+}
+
+// reentry is a connection's re-entrancy guard, the one rule for code that
+// finds the connection's own code already on the stack. It is held while a
+// traffic call of the connection runs, while a write to an upstream
+// connection runs (gnet runs OnClose inside a Write or Writev that fails),
+// and while a client's pipelined requests are started from outside its
+// traffic call. While it is held:
+//   - a close asked of the connection (closeSoon, upConn.abort) is left to
+//     the holder: closeAsked is set, and the outermost holder closes when
+//     it lets go (a traffic call by returning gnet.Close);
+//   - an upstream connection that gnet closed under it (closedByPeer) does
+//     not end the exchange: the code on the stack sees usClosed and does;
+//   - a client's buffered pipelined requests are left to the traffic call
+//     on the stack (requestDone).
+type reentry struct {
+	depth      uint8
+	closeAsked bool
+}
+
+func (r *reentry) enter()     { r.depth++ }
+func (r *reentry) held() bool { return r.depth > 0 }
+
+// leave lets go of the guard and reports whether the connection must be
+// closed now: a close was asked while it was held, and this was the
+// outermost holder.
+func (r *reentry) leave() bool {
+	r.depth--
+	if r.depth == 0 && r.closeAsked {
+		r.closeAsked = false
+		return true
+	}
+	return false
+}
