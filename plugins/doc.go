@@ -12,9 +12,12 @@
 // and position. Execution order comes from each plugin's priority in Table
 // (highest first), never from the order a route lists its plugins.
 //
-// A plugin is a Plugin: Check, pure, validates a configuration (what the
-// Admin API answers 400 with; APISIX's messages, "unknown plugin [x]" and
-// "failed to check the configuration of plugin x err: …"), and Build makes
+// A plugin is a Plugin: Schema is the JSON Schema of its configuration,
+// compiled once at registration by admin/spec's engine (the one that checks
+// routes and upstreams); Check, pure, validates what a schema cannot say.
+// Together they are what the Admin API answers 400 with (APISIX's
+// messages, "unknown plugin [x]" and "failed to check the configuration of
+// plugin x err: …"), and Registry.Schema is what it shows. Build makes
 // the runtime Instance, off the event loop, once per configuration
 // snapshot. The worker merges a route's plugins with its plugin_config's
 // and its service's (the route's own keys win), builds them and sorts the
