@@ -60,6 +60,7 @@ func runSupervisor(args []string) error {
 	stallRestart := fs.Duration("stall-restart", supervisor.DefaultStallRestart,
 		"a worker silent this long (stopped, or its event loop stuck) is killed and restarted; after "+
 			supervisor.DefaultStallAfter.String()+" of silence it is already out of the socket selector")
+	etcdData := fs.String("etcd-data", "", "data directory of the embedded etcd (default: "+etcdDataDir+" beside config.yaml)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,9 +72,22 @@ func runSupervisor(args []string) error {
 	for _, w := range warnings {
 		log.Warn("config.yaml: " + w)
 	}
-	prov := nc.Provider()
-	if prov.Kind != "yaml" && prov.Kind != "json" {
-		return fmt.Errorf("config provider %q is not available yet: set deployment.role: data_plane and deployment.role_data_plane.config_provider: yaml", prov.Kind)
+	var source supervisor.Source
+	switch prov := nc.Provider(); prov.Kind {
+	case "yaml", "json":
+		if prov.File == "" {
+			return fmt.Errorf("config provider %q without etcd (the Admin API's own standalone store) is not available yet: set deployment.role: data_plane and deployment.role_data_plane.config_provider: yaml, or use etcd", prov.Kind)
+		}
+		source = fileSource{path: prov.File, log: log}
+	case "etcd":
+		node, err := openEtcd(nc, *etcdData, log)
+		if err != nil {
+			return err
+		}
+		defer node.close()
+		source = node.sync
+	default:
+		return fmt.Errorf("config provider %q is not available", prov.Kind)
 	}
 	mode, err := bpf.ParseMode(*modeFlag)
 	if err != nil {
@@ -109,7 +123,7 @@ func runSupervisor(args []string) error {
 		Mode:         mode,
 		DrainTimeout: *shutdownTimeout,
 		StallRestart: *stallRestart,
-		Source:       fileSource{path: prov.File, log: log},
+		Source:       source,
 		Settings:     settingsOf(nc),
 		Log:          log,
 	})
