@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -39,15 +40,20 @@ type Embedded struct {
 	Endpoints []string
 	// PeerURL is its peer URL; start again with it (and Endpoints[0]) to
 	// come back on the same ports.
-	PeerURL string
-	e       *embed.Etcd
-	stop    sync.Once
+	PeerURL  string
+	e        *embed.Etcd
+	stop     sync.Once
+	stopping *atomic.Bool // its log is silent from Stop on
 }
 
 // Stop stops the embedded etcd and waits until its ports and data
 // directory are released. Calls after the first do nothing.
 func (e *Embedded) Stop() {
-	e.stop.Do(e.e.Close)
+	e.stop.Do(func() {
+		// etcd logs its closed listeners as errors while it stops.
+		e.stopping.Store(true)
+		e.e.Close()
+	})
 }
 
 // Err reports an error that stopped the embedded etcd after it started.
@@ -109,7 +115,8 @@ func StartEmbedded(dir string, o EmbedOptions) (*Embedded, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.AutoCompactionMode = embed.CompactorModeRevision
 	cfg.AutoCompactionRetention = fmt.Sprint(o.CompactionRetention)
-	lg, err := embedLogger(o.LogLevel)
+	stopping := new(atomic.Bool)
+	lg, err := embedLogger(o.LogLevel, stopping)
 	if err != nil {
 		return nil, err
 	}
@@ -135,10 +142,27 @@ func StartEmbedded(dir string, o EmbedOptions) (*Embedded, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	return &Embedded{Endpoints: []string{o.ClientURL}, PeerURL: o.PeerURL, e: e}, nil
+	return &Embedded{Endpoints: []string{o.ClientURL}, PeerURL: o.PeerURL, e: e, stopping: stopping}, nil
 }
 
-func embedLogger(level string) (*zap.Logger, error) {
+// quietCore drops every entry once stopping is set.
+type quietCore struct {
+	zapcore.Core
+	stopping *atomic.Bool
+}
+
+func (c quietCore) With(f []zapcore.Field) zapcore.Core {
+	return quietCore{c.Core.With(f), c.stopping}
+}
+
+func (c quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.stopping.Load() {
+		return ce
+	}
+	return c.Core.Check(e, ce)
+}
+
+func embedLogger(level string, stopping *atomic.Bool) (*zap.Logger, error) {
 	switch level {
 	case "none":
 		return zap.NewNop(), nil
@@ -154,7 +178,9 @@ func embedLogger(level string) (*zap.Logger, error) {
 	c.Sampling = nil
 	c.OutputPaths = []string{"stderr"}
 	c.ErrorOutputPaths = []string{"stderr"}
-	return c.Build()
+	return c.Build(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+		return quietCore{core, stopping}
+	}))
 }
 
 // free reports whether a URL's host:port can be listened on now.
