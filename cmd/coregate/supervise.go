@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"coregate/admin/adminapi"
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
 	"coregate/admin/standalone"
@@ -72,6 +73,11 @@ func runSupervisor(args []string) error {
 	for _, w := range warnings {
 		log.Warn("config.yaml: " + w)
 	}
+	if nc.APISIX.EnableAdmin {
+		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
+			return err
+		}
+	}
 	var source supervisor.Source
 	switch prov := nc.Provider(); prov.Kind {
 	case "yaml", "json":
@@ -86,6 +92,13 @@ func runSupervisor(args []string) error {
 		}
 		defer node.close()
 		source = node.sync
+		if nc.APISIX.EnableAdmin {
+			stopAdmin, err := serveAdmin(nc, node.store, log)
+			if err != nil {
+				return err
+			}
+			defer stopAdmin()
+		}
 	default:
 		return fmt.Errorf("config provider %q is not available", prov.Kind)
 	}
