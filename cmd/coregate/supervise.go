@@ -20,6 +20,8 @@ import (
 	"coregate/admin/standalone"
 	"coregate/bpf"
 	"coregate/worker/supervisor"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fileSource is the standalone apisix.yaml as a supervisor.Source.
@@ -79,6 +81,7 @@ func runSupervisor(args []string) error {
 		}
 	}
 	var source supervisor.Source
+	var collectors []prometheus.Collector
 	switch prov := nc.Provider(); prov.Kind {
 	case "yaml", "json":
 		if prov.File == "" {
@@ -92,6 +95,15 @@ func runSupervisor(args []string) error {
 		}
 		defer node.close()
 		source = node.sync
+		collectors = append(collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "apisix_etcd_reachable",
+			Help: "Config server etcd reachable from the node, 0 is unreachable.",
+		}, func() float64 {
+			if node.sync.Reachable() {
+				return 1
+			}
+			return 0
+		}))
 		if nc.APISIX.EnableAdmin {
 			stopAdmin, err := serveAdmin(nc, node.store, log)
 			if err != nil {
@@ -137,6 +149,7 @@ func runSupervisor(args []string) error {
 		DrainTimeout: *shutdownTimeout,
 		StallRestart: *stallRestart,
 		Source:       source,
+		Collectors:   collectors,
 		Settings:     settingsOf(nc),
 		Log:          log,
 	})
