@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,36 @@ func TestEmbeddedDataDirMode(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o700 {
 		t.Fatalf("data dir mode %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+// TestEmbeddedPortTaken: when a port the data directory was last started
+// with is taken by then, the embedded etcd starts on free ones, with its
+// data.
+func TestEmbeddedPortTaken(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	e, err := StartEmbedded(dir, EmbedOptions{LogLevel: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, e.Endpoints)
+	ctx := ctxT(t)
+	if _, _, err := s.Put(ctx, s.Prefix()+"/routes/1", []byte(`{}`), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Stop()
+	l, err := net.Listen("tcp", strings.TrimPrefix(e.Endpoints[0], "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	e2 := startEmbedded(t, dir)
+	if e2.Endpoints[0] == e.Endpoints[0] {
+		t.Fatalf("restarted on the taken port %s", e2.Endpoints[0])
+	}
+	s2 := newStore(t, e2.Endpoints)
+	s2.prefix = s.prefix
+	if _, err := s2.Get(ctx, s.Prefix()+"/routes/1"); err != nil {
+		t.Fatalf("data after a restart on other ports: %v", err)
 	}
 }
