@@ -189,7 +189,7 @@ func (a *api) checkUpstream(_ context.Context, w *write) *apiError {
 	return nil
 }
 
-func (a *api) checkConsumer(_ context.Context, w *write) *apiError {
+func (a *api) checkConsumer(ctx context.Context, w *write) *apiError {
 	if err := spec.ValidateObject(spec.KindConsumer, w.raw); err != nil {
 		return invalid(err, "")
 	}
@@ -198,7 +198,10 @@ func (a *api) checkConsumer(_ context.Context, w *write) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Msg: "wrong username", Field: "username"}
 	}
 	w.id = name
-	return a.checkPlugins(w.obj, "invalid plugins configuration: ")
+	if e := a.checkPlugins(w.obj, "invalid plugins configuration: "); e != nil {
+		return e
+	}
+	return a.checkUniqueKeys(ctx, w.obj, name, "")
 }
 
 func (a *api) checkCredential(ctx context.Context, w *write) *apiError {
@@ -206,6 +209,9 @@ func (a *api) checkCredential(ctx context.Context, w *write) *apiError {
 		return invalid(err, "")
 	}
 	if e := a.checkPlugins(w.obj, "invalid plugins configuration: "); e != nil {
+		return e
+	}
+	if e := a.checkUniqueKeys(ctx, w.obj, w.consumer, w.id); e != nil {
 		return e
 	}
 	// A credential belongs to a consumer that exists.
