@@ -36,10 +36,20 @@
 // match on; where spec knows the field at fault, and the detail APISIX's
 // text leaves out, the body adds them as "field" and "detail".
 //
+// Across objects: upstream_id, service_id and plugin_config_id must name
+// stored objects, a global rule's plugin may not be in another global
+// rule, and no two consumers or credentials may share an authentication
+// key (unique.go). These are read-then-write checks, as in APISIX: two
+// writes racing can both pass them.
+//
 // SSL objects are checked against APISIX's ssl schema (schema/ssl.json
 // here, until spec has one) and their certificates and keys must parse as
-// PEM; GET never shows key or keys. Credentials are checked against
-// APISIX's credential schema (schema/credential.json).
+// PEM; GET never shows key or keys. Keys are stored as sent: APISIX
+// encrypts them (and plugins' secret fields) with its data_encryption
+// keyring, which is not done here. Credentials are checked against
+// APISIX's credential schema (schema/credential.json); that their plugin
+// is an authentication one is not checked, the registry not knowing
+// plugin types.
 //
 // # Authentication
 //

@@ -78,6 +78,27 @@ func TestConsumersAndCredentials(t *testing.T) {
 	c.want(c.do("DELETE", "/apisix/admin/consumers/jack/credentials", ""), 400, `{"error_msg":"missing credential id"}`)
 }
 
+// TestUniqueKeys: no two consumers or credentials share an
+// authentication key.
+func TestUniqueKeys(t *testing.T) {
+	c := newTestServer(t)
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`), 200, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"bob","plugins":{"key-auth":{"key":"k1"}}}`), 400,
+		`{"error_msg":"duplicate key of plugin key-auth found with consumer: jack","field":"plugins.key-auth.key"}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"bob"}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob/credentials/c1", `{"plugins":{"key-auth":{"key":"k1"}}}`), 400,
+		`{"error_msg":"duplicate key of plugin key-auth found with consumer: jack","field":"plugins.key-auth.key"}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob/credentials/c1", `{"plugins":{"key-auth":{"key":"k2"}}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob/credentials/c1", `{"plugins":{"key-auth":{"key":"k2"}}}`), 200, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob/credentials/c2", `{"plugins":{"key-auth":{"key":"k2"}}}`), 400,
+		`{"error_msg":"duplicate key of plugin key-auth found with credential: c1 of consumer: bob","field":"plugins.key-auth.key"}`)
+	// A consumer does not conflict with its own credentials.
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob", `{"username":"bob","plugins":{"key-auth":{"key":"k2"}}}`), 200, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"k2"}}}`), 400,
+		`{"error_msg":"duplicate key of plugin key-auth found with consumer: bob","field":"plugins.key-auth.key"}`)
+}
+
 func TestPluginConfigsAndGlobalRules(t *testing.T) {
 	c := newTestServer(t)
 	wantValue(t, c, c.do("PUT", "/apisix/admin/plugin_configs/1", `{"plugins":{"limit-count":{"count":1,"time_window":60}}}`), 201,

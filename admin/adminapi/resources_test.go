@@ -2,6 +2,8 @@ package adminapi
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -181,6 +183,25 @@ func TestRequestErrors(t *testing.T) {
 	big := `{"uri":"/a","desc":"` + strings.Repeat("x", maxBody) + `"}`
 	c.want(c.do("PUT", "/apisix/admin/routes/1", big), 400, `{"error_msg":"invalid request body: request size `+
 		strconv.Itoa(len(big))+` is greater than the maximum size 1572864 allowed"}`)
+
+	// The same without Content-Length (chunked): the size read is told.
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write([]byte(big))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("PUT", c.url+"/apisix/admin/routes/1", pr)
+	req.Header.Set("X-API-KEY", testKey)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !jsonEqual(out, []byte(`{"error_msg":"invalid request body: request size `+
+		strconv.Itoa(len(big))+` is greater than the maximum size 1572864 allowed"}`)) {
+		t.Fatalf("chunked: %d %s", resp.StatusCode, out)
+	}
 
 	for _, tc := range []struct{ body, want string }{
 		{`{"uri":"/a","methods":["FOO"]}`, `{"error_msg":"invalid configuration: property \"methods\" validation failed: failed to validate item 1: matches none of the enum values","field":"methods[0]"}`},
