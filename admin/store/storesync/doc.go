@@ -20,7 +20,9 @@
 // meanwhile arrive with it.
 //
 // After each applied change the Spec is written to a local copy (a JSON
-// file beside config.yaml), replaced atomically. A node whose etcd cannot
+// file beside config.yaml), replaced atomically, off the watch's goroutine
+// so that the next change does not wait for the disk (a Spec handed on
+// while the previous one is still being written replaces it). A node whose etcd cannot
 // be reached at start serves that copy until etcd answers.
 //
 // Syncer implements the supervisor's Source: Load once, then Watch.

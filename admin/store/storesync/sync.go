@@ -55,7 +55,8 @@ type Syncer struct {
 	rev      int64              // the revision objs reflect (0: none read)
 	lastHash [32]byte           // of the last Spec handed on or loaded
 
-	seen      bool // the store has answered once
+	seen      bool           // the store has answered once
+	toCache   chan cacheItem // to the local copy's writer, while Watch runs
 	reachable atomic.Bool
 	revision  atomic.Int64
 	cacheMu   sync.Mutex
@@ -131,6 +132,22 @@ func (s *Syncer) Load() (*spec.Spec, error) {
 // previous one keeps serving). A store that cannot be reached is logged
 // once per outage and tried again every Retry.
 func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError func(error)) {
+	// The local copy is written off this goroutine (JSON of the whole
+	// configuration, then fsync: tens of milliseconds for thousands of
+	// routes), the newest Spec replacing one not written yet; the last
+	// is written before Watch returns.
+	s.toCache = make(chan cacheItem, 1)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for it := range s.toCache {
+			s.writeCacheAt(it.sp, it.rev)
+		}
+	}()
+	defer func() {
+		close(s.toCache)
+		<-written
+	}()
 	for ctx.Err() == nil {
 		if s.rev == 0 {
 			if err := s.list(ctx); err != nil {
@@ -411,7 +428,21 @@ func (s *Syncer) publish(onChange func(*spec.Spec), onError func(error)) {
 	}
 	s.lastHash = sp.Hash
 	onChange(sp)
-	s.writeCache(sp)
+	it := cacheItem{sp, s.rev}
+	select {
+	case s.toCache <- it:
+	default:
+		select { // replace the one still waiting
+		case <-s.toCache:
+		default:
+		}
+		s.toCache <- it
+	}
+}
+
+type cacheItem struct {
+	sp  *spec.Spec
+	rev int64
 }
 
 // cacheFile is the local copy's content.
@@ -423,13 +454,15 @@ type cacheFile struct {
 
 // writeCache replaces the local copy with sp (write and rename, so a
 // reader never sees half a file). A failure is logged: serving goes on.
-func (s *Syncer) writeCache(sp *spec.Spec) {
+func (s *Syncer) writeCache(sp *spec.Spec) { s.writeCacheAt(sp, s.rev) }
+
+func (s *Syncer) writeCacheAt(sp *spec.Spec, rev int64) {
 	if s.opts.CachePath == "" {
 		return
 	}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	b, err := json.Marshal(cacheFile{Revision: s.rev, Written: time.Now().UTC(), Spec: sp})
+	b, err := json.Marshal(cacheFile{Revision: rev, Written: time.Now().UTC(), Spec: sp})
 	if err == nil {
 		err = writeAtomic(s.opts.CachePath, b)
 	}
