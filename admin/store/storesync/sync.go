@@ -25,6 +25,9 @@ import (
 const (
 	DefaultCoalesce = 5 * time.Millisecond
 	DefaultRetry    = time.Second
+	// DefaultStartTimeout: a node with a local copy serves it when its
+	// store has not answered the first read in this time.
+	DefaultStartTimeout = 5 * time.Second
 	// CacheFile is the local copy's name beside config.yaml.
 	CacheFile = "config-cache.json"
 )
@@ -41,7 +44,10 @@ type Options struct {
 	// Retry is the wait between two tries to reach an unreachable store;
 	// DefaultRetry when 0.
 	Retry time.Duration
-	Log   *slog.Logger
+	// StartTimeout bounds Load's read of the store when a local copy
+	// exists to fall back on; DefaultStartTimeout when 0.
+	StartTimeout time.Duration
+	Log          *slog.Logger
 }
 
 // Syncer follows a store and hands each new Spec on. Load, then Watch,
@@ -83,6 +89,9 @@ func New(o Options) *Syncer {
 	if o.Retry <= 0 {
 		o.Retry = DefaultRetry
 	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -98,11 +107,22 @@ func (s *Syncer) Reachable() bool { return s.reachable.Load() }
 func (s *Syncer) Revision() int64 { return s.revision.Load() }
 
 // Load reads the whole prefix and returns its Spec, with Hash set. When
-// the store cannot be reached it returns the local copy instead (Watch
-// then reads the store as soon as it answers); with no local copy either,
-// the error.
+// the store cannot be reached (within StartTimeout when there is a local
+// copy, else the store's own timeout) it returns the local copy instead
+// (Watch then reads the store as soon as it answers); with no local copy
+// either, the error.
 func (s *Syncer) Load() (*spec.Spec, error) {
-	err := s.list(context.Background())
+	ctx := context.Background()
+	if s.opts.CachePath != "" {
+		if _, err := os.Stat(s.opts.CachePath); err == nil {
+			// With a copy to serve, a node does not wait the store's
+			// whole timeout (30 s by default) before it serves.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.opts.StartTimeout)
+			defer cancel()
+		}
+	}
+	err := s.list(ctx)
 	if err == nil {
 		sp, err := s.build()
 		if err != nil {

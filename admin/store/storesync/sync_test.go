@@ -316,6 +316,21 @@ func TestColdStartFromCache(t *testing.T) {
 	}
 	e.etcd.Stop()
 
+	// A store that would wait 60 s: the copy is served after StartTimeout.
+	slow, err := etcdstore.New(etcdstore.Options{Endpoints: e.etcd.Endpoints, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	start := time.Now()
+	cold, err := New(Options{Store: slow, CachePath: e.cache, StartTimeout: time.Second, Log: testLog(t)}).Load()
+	if err != nil || cold.Hash != first.Hash {
+		t.Fatalf("Load with etcd down, a local copy and a slow store: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("Load served the copy after %v, want about StartTimeout (1 s)", d)
+	}
+
 	s := e.syncer()
 	sp, err := s.Load()
 	if err != nil {
