@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/nodeconf"
 	"coregate/admin/store"
 )
 
@@ -153,5 +154,60 @@ func TestEmbeddedPortTaken(t *testing.T) {
 	s2.prefix = s.prefix
 	if _, err := s2.Get(ctx, s.Prefix()+"/routes/1"); err != nil {
 		t.Fatalf("data after a restart on other ports: %v", err)
+	}
+}
+
+// TestAuth: deployment.etcd.user and password reach etcd: with auth on,
+// the right user reads and writes, a wrong password is refused (as
+// ErrUnavailable, the Admin API's 503), and a watch works for the user.
+func TestAuth(t *testing.T) {
+	e := startEmbedded(t, filepath.Join(t.TempDir(), "etcd"))
+	ctx := ctxT(t)
+	root := newStore(t, e.Endpoints)
+	cli, err := root.client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserAdd(ctx, "root", "rootpw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open := func(user, password string) *Store {
+		o, err := OptionsFrom(nodeconf.EtcdConfig{Host: e.Endpoints, Prefix: "/apisix", Timeout: 5, User: user, Password: password})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	good := open("root", "rootpw")
+	_, rev, err := good.List(ctx, "/apisix/")
+	if err != nil {
+		t.Fatalf("List as root: %v", err)
+	}
+	ch := good.Watch(ctx, "/apisix/", rev+1)
+	if _, _, err := good.Put(ctx, "/apisix/routes/1", []byte(`{}`), store.PutOptions{}); err != nil {
+		t.Fatalf("Put as root: %v", err)
+	}
+	if wr, ok := recv(t, ch, 20*time.Second); !ok || wr.Err != nil || len(wr.Events) != 1 {
+		t.Fatalf("watch as root: %+v", wr)
+	}
+	if _, err := open("root", "wrong").Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Get with a wrong password: %v, want ErrUnavailable", err)
+	}
+	if _, err := open("", "").Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Get without a user: %v, want ErrUnavailable", err)
 	}
 }

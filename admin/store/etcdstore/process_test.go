@@ -3,7 +3,16 @@ package etcdstore
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/nodeconf"
 	"coregate/admin/store"
 )
 
@@ -247,4 +257,124 @@ func TestEtcdCluster(t *testing.T) {
 	}
 	take(10)
 	runSuite(t, eps)
+}
+
+// writeCert writes a certificate for 127.0.0.1 signed by ca (self-signed
+// when ca is nil) and its key, PEM, and returns it.
+func writeCert(t *testing.T, dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey, string, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IsCA:         isCA, BasicConstraintsValid: true,
+	}
+	parent, signer := tmpl, key
+	if ca != nil {
+		parent, signer = ca, caKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key, certPath, keyPath
+}
+
+// TestEtcdProcessTLS: deployment.etcd.tls reaches etcd: an etcd process on
+// https that requires a client certificate is read with tls.cert and
+// tls.key and verify: false; verify: true refuses its certificate (signed
+// by a CA the system does not trust), and so does etcd a client without a
+// certificate.
+func TestEtcdProcessTLS(t *testing.T) {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no etcd binary under CI (apt-get install etcd-server): %v", err)
+		}
+		t.Skipf("no etcd binary (apt-get install etcd-server): %v", err)
+	}
+	dir := t.TempDir()
+	ca, caKey, caPath, _ := writeCert(t, dir, "ca", nil, nil, true)
+	_, _, srvCert, srvKey := writeCert(t, dir, "server", ca, caKey, false)
+	_, _, cliCert, cliKey := writeCert(t, dir, "client", ca, caKey, false)
+	ports, err := freePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "--name", "t", "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "t="+peer, "--log-level", "error",
+		"--cert-file", srvCert, "--key-file", srvKey,
+		"--client-cert-auth", "--trusted-ca-file", caPath)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("etcd output:\n%s", &log)
+		}
+	})
+	open := func(tc nodeconf.EtcdTLS) *Store {
+		o, err := OptionsFrom(nodeconf.EtcdConfig{Host: []string{client}, Prefix: "/apisix", Timeout: 2, TLS: tc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	ctx := ctxT(t)
+	good := open(nodeconf.EtcdTLS{Cert: cliCert, Key: cliKey, Verify: false})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, _, err := good.Put(ctx, "/apisix/routes/1", []byte(`{}`), store.PutOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Put over TLS with a client certificate: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := open(nodeconf.EtcdTLS{Cert: cliCert, Key: cliKey, Verify: true}).Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("verify: true with an untrusted server certificate: %v, want ErrUnavailable", err)
+	}
+	if _, err := open(nodeconf.EtcdTLS{Verify: false}).Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("no client certificate: %v, want ErrUnavailable", err)
+	}
+	if _, err := OptionsFrom(nodeconf.EtcdConfig{Host: []string{client}, TLS: nodeconf.EtcdTLS{Cert: filepath.Join(dir, "missing.pem"), Key: cliKey}}); err == nil {
+		t.Fatal("OptionsFrom with a missing certificate file: no error")
+	}
 }
