@@ -13,13 +13,24 @@ build:
 	$(GO) build -o $(BIN)/demoupstream ./cmd/demoupstream
 
 # Starts the demo upstream on 127.0.0.1:1980 and the gateway on :9080 with
-# conf/config.yaml + conf/apisix.yaml (route /hello). Ctrl-C stops both.
+# conf/config.yaml (embedded etcd, Admin API on 127.0.0.1:9180), then puts
+# the example route /hello through the Admin API, as APISIX's benchmark
+# scripts do. Ctrl-C stops both. conf/apisix.yaml is the same route for a
+# data plane (deployment.role: data_plane, config_provider: yaml).
+ADMIN_KEY := edd1c9f034335f136f87ad84b625c8f1
 run: build
 	@set -e; \
 	$(BIN)/demoupstream -listen 127.0.0.1:1980 & up=$$!; \
-	trap 'kill $$up 2>/dev/null' EXIT INT TERM; \
+	$(BIN)/coregate -c conf/config.yaml & gw=$$!; \
+	trap 'kill $$up $$gw 2>/dev/null; wait $$gw 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 100); do \
+	  curl -fs -o /dev/null http://127.0.0.1:9180/apisix/admin/routes -H 'X-API-KEY: $(ADMIN_KEY)' && break; \
+	  kill -0 $$gw 2>/dev/null || exit 1; sleep 0.1; \
+	done; \
+	curl -fsS -o /dev/null http://127.0.0.1:9180/apisix/admin/routes/1 -H 'X-API-KEY: $(ADMIN_KEY)' -X PUT -d \
+	  '{"uri": "/hello", "upstream": {"type": "roundrobin", "nodes": {"127.0.0.1:1980": 1}}}'; \
 	echo; echo "coregate: try   curl -i http://127.0.0.1:9080/hello"; echo; \
-	$(BIN)/coregate -c conf/config.yaml
+	wait $$gw
 
 # Everything: the allocation guards (built without the race detector, which
 # allocates), then every test with the race detector, one package at a time:

@@ -135,11 +135,16 @@ type AdminKey struct {
 
 // EtcdConfig is deployment.etcd.
 type EtcdConfig struct {
-	Host         []string // default [http://127.0.0.1:2379]
-	Prefix       string   // default /apisix
-	Timeout      int      // seconds, default 30
-	WatchTimeout int      // seconds, default 50
-	StartupRetry int      // default 2
+	// Host is the etcd cluster's client URLs (default
+	// [http://127.0.0.1:2379]). Written, it names an external cluster;
+	// left out, the node starts an etcd of its own inside its process
+	// (External false), with its data beside config.yaml.
+	Host         []string
+	External     bool   // deployment.etcd.host is written
+	Prefix       string // default /apisix
+	Timeout      int    // seconds, default 30
+	WatchTimeout int    // seconds, default 50
+	StartupRetry int    // default 2
 	User         string
 	Password     string
 	TLS          EtcdTLS
@@ -758,6 +763,7 @@ func (p *cfgParser) etcd() section {
 	e := &p.c.Deployment.Etcd
 	return unsupported("resync_delay", "health_check_timeout", "startup_retry_interval").with(section{
 		"host": func(k string, n *yaml.Node) error {
+			e.External = true
 			if n.Kind == yaml.ScalarNode {
 				var s string
 				if err := p.str(&s)(k, n); err != nil {

@@ -46,6 +46,7 @@ func TestNodeConfigDefaults(t *testing.T) {
 		{"provider", c.Provider(), Provider{Kind: "etcd"}},
 		{"admin listen", c.Deployment.Admin.AdminListen.Addr(), "0.0.0.0:9180"},
 		{"etcd", c.Deployment.Etcd.Host, []string{"http://127.0.0.1:2379"}},
+		{"etcd embedded", c.Deployment.Etcd.External, false},
 		{"server header", c.ServerHeader("3.18.0"), "APISIX/3.18.0"},
 		{"workers", c.WorkerCount(), runtime.NumCPU()},
 		{"plugins", len(c.Plugins) > 50, true},
@@ -167,7 +168,7 @@ plugin_attr:
 		AdminListen:     Listen{IP: "127.0.0.1", Port: 19180},
 		AdminAPIVersion: "v3",
 	}
-	want.Deployment.Etcd = EtcdConfig{Host: []string{"http://etcd:2379"}, Prefix: "/gw", Timeout: 5, WatchTimeout: 50, StartupRetry: 2, User: "root", Password: "secret"}
+	want.Deployment.Etcd = EtcdConfig{Host: []string{"http://etcd:2379"}, External: true, Prefix: "/gw", Timeout: 5, WatchTimeout: 50, StartupRetry: 2, User: "root", Password: "secret"}
 	want.Plugins = []string{"limit-count", "prometheus"}
 	want.PluginAttr = map[string]json.RawMessage{"prometheus": json.RawMessage(`{"export_addr":{"ip":"0.0.0.0","port":9092}}`)}
 	want.Prometheus.ExportAddr = Listen{IP: "0.0.0.0", Port: 9092}

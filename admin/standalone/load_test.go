@@ -324,7 +324,10 @@ func TestLoadJSON(t *testing.T) {
 	}
 }
 
-// The files `make run` uses load with this package and spec.
+// The files in conf/ load: config.yaml, which `make run` uses (a
+// traditional node on its embedded etcd, the Admin API on loopback with
+// the key APISIX's benchmark scripts send), and apisix.yaml, the same
+// example route for a data plane.
 func TestConfFiles(t *testing.T) {
 	c, warns, err := nodeconf.Load("../../conf/config.yaml")
 	if err != nil {
@@ -333,15 +336,17 @@ func TestConfFiles(t *testing.T) {
 	if len(warns) != 0 {
 		t.Errorf("conf/config.yaml warnings: %v", warns)
 	}
-	p := c.Provider()
-	if p.Kind != "yaml" || p.File != filepath.Join("../../conf", "apisix.yaml") {
-		t.Errorf("Provider = %+v", p)
+	if p := c.Provider(); p.Kind != "etcd" || c.Deployment.Etcd.External {
+		t.Errorf("Provider = %+v, external etcd %v; want the embedded etcd", p, c.Deployment.Etcd.External)
 	}
-	got := []any{c.APISIX.NodeListen, c.NginxConfig.WorkerProcesses, c.Deployment.Role, c.APISIX.EnableAdmin}
-	want := []any{[]nodeconf.Listen{{Port: 9080}}, 1, "data_plane", false}
+	got := []any{c.APISIX.NodeListen, c.NginxConfig.WorkerProcesses, c.Deployment.Role, c.APISIX.EnableAdmin,
+		c.Deployment.Admin.AdminListen.Addr(), c.Deployment.Admin.AdminKey}
+	want := []any{[]nodeconf.Listen{{Port: 9080}}, 1, "traditional", true,
+		"127.0.0.1:9180", []nodeconf.AdminKey{{Name: "admin", Key: "edd1c9f034335f136f87ad84b625c8f1", Role: "admin"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config.yaml (-want +got):\n%s", diff)
 	}
+	p := nodeconf.Provider{Kind: "yaml", File: filepath.Join("../../conf", "apisix.yaml")}
 	s, err := Load(p.File)
 	if err != nil {
 		t.Fatal(err)

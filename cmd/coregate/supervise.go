@@ -14,11 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"coregate/admin/adminapi"
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
 	"coregate/admin/standalone"
 	"coregate/bpf"
 	"coregate/worker/supervisor"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fileSource is the standalone apisix.yaml as a supervisor.Source.
@@ -60,6 +63,7 @@ func runSupervisor(args []string) error {
 	stallRestart := fs.Duration("stall-restart", supervisor.DefaultStallRestart,
 		"a worker silent this long (stopped, or its event loop stuck) is killed and restarted; after "+
 			supervisor.DefaultStallAfter.String()+" of silence it is already out of the socket selector")
+	etcdData := fs.String("etcd-data", "", "data directory of the embedded etcd (default: "+etcdDataDir+" beside config.yaml)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,9 +75,44 @@ func runSupervisor(args []string) error {
 	for _, w := range warnings {
 		log.Warn("config.yaml: " + w)
 	}
-	prov := nc.Provider()
-	if prov.Kind != "yaml" && prov.Kind != "json" {
-		return fmt.Errorf("config provider %q is not available yet: set deployment.role: data_plane and deployment.role_data_plane.config_provider: yaml", prov.Kind)
+	if nc.APISIX.EnableAdmin {
+		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
+			return err
+		}
+	}
+	var source supervisor.Source
+	var collectors []prometheus.Collector
+	switch prov := nc.Provider(); prov.Kind {
+	case "yaml", "json":
+		if prov.File == "" {
+			return fmt.Errorf("config provider %q without etcd (the Admin API's own standalone store) is not available yet: set deployment.role: data_plane and deployment.role_data_plane.config_provider: yaml, or use etcd", prov.Kind)
+		}
+		source = fileSource{path: prov.File, log: log}
+	case "etcd":
+		node, err := openEtcd(nc, *etcdData, log)
+		if err != nil {
+			return err
+		}
+		defer node.close()
+		source = node.sync
+		collectors = append(collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "apisix_etcd_reachable",
+			Help: "Config server etcd reachable from the node, 0 is unreachable.",
+		}, func() float64 {
+			if node.sync.Reachable() {
+				return 1
+			}
+			return 0
+		}))
+		if nc.APISIX.EnableAdmin {
+			stopAdmin, err := serveAdmin(nc, node.store, log)
+			if err != nil {
+				return err
+			}
+			defer stopAdmin()
+		}
+	default:
+		return fmt.Errorf("config provider %q is not available", prov.Kind)
 	}
 	mode, err := bpf.ParseMode(*modeFlag)
 	if err != nil {
@@ -109,7 +148,8 @@ func runSupervisor(args []string) error {
 		Mode:         mode,
 		DrainTimeout: *shutdownTimeout,
 		StallRestart: *stallRestart,
-		Source:       fileSource{path: prov.File, log: log},
+		Source:       source,
+		Collectors:   collectors,
 		Settings:     settingsOf(nc),
 		Log:          log,
 	})

@@ -239,6 +239,7 @@ func (s *Supervisor) registry() *prometheus.Registry {
 		}, func() float64 { return float64(s.metrics.stalls.Load()) }),
 		connCollector{&s.metrics},
 	)
+	reg.MustRegister(s.opts.Collectors...)
 	return reg
 }
 

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
 	"coregate/admin/nodeconf"
@@ -71,6 +72,9 @@ type Options struct {
 	// Settings is the Reload.Settings of the config.yaml workers start
 	// with.
 	Settings string
+	// Collectors are more of the node's metrics, served beside the
+	// supervisor's own (the config store's, apisix_etcd_reachable).
+	Collectors []prometheus.Collector
 }
 
 // Supervisor owns the worker processes.

@@ -1,0 +1,67 @@
+// Package adminapi is the Admin API, APISIX v3: an http.Handler that the
+// supervisor serves on deployment.admin.admin_listen, off the event loops,
+// writing through a store.Store (etcd, embedded or external).
+//
+// # What it answers
+//
+//	/apisix/admin/{routes,services,upstreams,plugin_configs,global_rules,ssls}[/{id}[/{sub/path}]]
+//	/apisix/admin/consumers[/{username}]
+//	/apisix/admin/consumers/{username}/credentials[/{id}]
+//	/apisix/admin/plugins/list, /apisix/admin/plugins/{name}, /apisix/admin/plugins/reload
+//	/apisix/admin/schema/{kind}, /apisix/admin/schema/plugins/{name}, /apisix/admin/schema/validate/{resource}
+//	HEAD /apisix/admin
+//
+// with APISIX's envelopes, status codes and error bodies: PUT answers 201
+// for a new key and 200 for a replaced one, POST 201 with an id minted by
+// the store (%020d), GET one {key, value, createdIndex, modifiedIndex},
+// GET a list {list, total} with page/page_size and the name, label, uri and
+// filter arguments (list.go), PATCH merges or replaces a sub-path under a
+// compare-and-swap on modifiedIndex (patch.go), DELETE {deleted:"1", key},
+// refused while another object refers to the one deleted unless
+// force=true. A missing key is 404 {"message":"Key not found"}, a store
+// that cannot be reached 503 {"error_msg": …}, everything the client got
+// wrong 400 {"error_msg": …} (envelope.go).
+//
+// # What is stored
+//
+// The object the client sent, decoded and encoded again (numbers keep
+// their written text, members come out sorted), plus id, create_time and
+// update_time (epoch seconds; PUT keeps the previous create_time): schema
+// defaults are never written. The bytes stored are the bytes validated:
+// every write decodes the final object with package spec (DecodeRoute,
+// DecodeService, DecodeUpstream or ValidateObject, one schema per object
+// kind) and checks each entry of its "plugins" with the plugin registry
+// (one schema per plugin), so nothing the gateway would refuse reaches the
+// store. Validation errors keep APISIX's text in error_msg, which clients
+// match on; where spec knows the field at fault, and the detail APISIX's
+// text leaves out, the body adds them as "field" and "detail".
+//
+// Across objects: upstream_id, service_id and plugin_config_id must name
+// stored objects, a global rule's plugin may not be in another global
+// rule, and no two consumers or credentials may share an authentication
+// key (unique.go). These are read-then-write checks, as in APISIX: two
+// writes racing can both pass them.
+//
+// SSL objects are checked against APISIX's ssl schema (schema/ssl.json
+// here, until spec has one) and their certificates and keys must parse as
+// PEM; GET never shows key or keys. Keys are stored as sent: APISIX
+// encrypts them (and plugins' secret fields) with its data_encryption
+// keyring, which is not done here. Credentials are checked against
+// APISIX's credential schema (schema/credential.json); that their plugin
+// is an authentication one is not checked, the registry not knowing
+// plugin types.
+//
+// # Authentication
+//
+// auth.go: the token comes from the api_key query argument, else the
+// X-API-KEY header, else the x_api_key cookie (APISIX's order), compared in
+// constant time with every configured key; a viewer key may only GET.
+// Clients outside deployment.admin.allow_admin get 403 before anything
+// else. CheckKeys is the start-up rule for the public legacy key.
+//
+// # Concurrency
+//
+// The handler keeps no mutable state of its own: requests run
+// concurrently, and writes that must not interleave (PUT's create_time,
+// PATCH's read-modify-write) are compare-and-swaps in the store.
+package adminapi

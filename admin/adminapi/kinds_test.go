@@ -1,0 +1,172 @@
+package adminapi
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+)
+
+// References: an upstream, service or plugin config in use cannot be
+// deleted, unless force=true.
+func TestDeleteInUse(t *testing.T) {
+	c := newTestServer(t)
+	c.want(c.do("PUT", "/apisix/admin/upstreams/u1", `{"nodes":{"127.0.0.1:1":1}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/services/s1", `{"upstream_id":"u1"}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/plugin_configs/p1", `{"plugins":{"prometheus":{}}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/routes/7", `{"uri":"/a","service_id":"s1","plugin_config_id":"p1"}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/routes/8", `{"uri":"/b","upstream_id":"u1"}`), 201, "")
+
+	c.want(c.do("DELETE", "/apisix/admin/services/s1", ""), 400, `{"error_msg":"can not delete this service directly, route [7] is still using it now"}`)
+	c.want(c.do("DELETE", "/apisix/admin/plugin_configs/p1", ""), 400, `{"error_msg":"can not delete this plugin config, route [7] is still using it now"}`)
+	c.want(c.do("DELETE", "/apisix/admin/upstreams/u1", ""), 400, `{"error_msg":"can not delete this upstream, route [8] is still using it now"}`)
+	c.want(c.do("DELETE", "/apisix/admin/routes/8", ""), 200, "")
+	c.want(c.do("DELETE", "/apisix/admin/upstreams/u1", ""), 400, `{"error_msg":"can not delete this upstream, service [s1] is still using it now"}`)
+	c.want(c.do("DELETE", "/apisix/admin/upstreams/u1?force=true", ""), 200, "")
+	c.want(c.do("DELETE", "/apisix/admin/plugin_configs/p1?force=true", ""), 200, "")
+	if c.stored("/upstreams/u1") != nil || c.stored("/plugin_configs/p1") != nil || c.stored("/services/s1") == nil {
+		t.Fatal("wrong objects deleted")
+	}
+	c.want(c.do("PUT", "/apisix/admin/services/s2", `{"upstream_id":"nope"}`), 400,
+		`{"error_msg":"failed to fetch upstream info by upstream id [nope], response code: 404","field":"upstream_id"}`)
+}
+
+func TestConsumersAndCredentials(t *testing.T) {
+	c := newTestServer(t)
+	// Keyed by username, with no id member.
+	wantValue(t, c, c.do("PUT", "/apisix/admin/consumers", `{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`), 201,
+		"/consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`)
+	wantValue(t, c, c.do("PUT", "/apisix/admin/consumers/jack", `{"username":"jack","desc":"d"}`), 200,
+		"/consumers/jack", `{"username":"jack","desc":"d"}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers/jill", `{"username":"jack"}`), 400, `{"error_msg":"wrong username","field":"username"}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"a b"}`), 400, "")
+	r := c.do("PUT", "/apisix/admin/consumers", `{"username":"bob","plugins":{"limit-count":{"count":-1,"time_window":1}}}`)
+	c.want(r, 400, "")
+	if m := r.json(t); !strings.HasPrefix(m["error_msg"].(string), "invalid plugins configuration: failed to check the configuration of plugin limit-count err: ") {
+		t.Fatalf("consumer plugin: %s", r.body)
+	}
+
+	// Credentials live under their consumer.
+	c.want(c.do("PUT", "/apisix/admin/consumers/nobody/credentials/c1", `{"plugins":{"key-auth":{"key":"x"}}}`), 404, `{"error_msg":"consumer not found"}`)
+	wantValue(t, c, c.do("PUT", "/apisix/admin/consumers/jack/credentials/c1", `{"plugins":{"key-auth":{"key":"x"}}}`), 201,
+		"/consumers/jack/credentials/c1", `{"id":"c1","plugins":{"key-auth":{"key":"x"}}}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"key-auth":{},"prometheus":{}}}`), 400, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"username":"x"}`), 400, "")
+	r = c.do("GET", "/apisix/admin/consumers/jack/credentials", "")
+	c.want(r, 200, "")
+	if m := r.json(t); m["total"] != json.Number("1") {
+		t.Fatalf("credentials: %s", r.body)
+	}
+	c.want(c.do("GET", "/apisix/admin/consumers/jack/credentials/c1", ""), 200, "")
+	// The consumers' list leaves credentials out.
+	r = c.do("GET", "/apisix/admin/consumers", "")
+	if m := r.json(t); m["total"] != json.Number("1") {
+		t.Fatalf("consumers: %s", r.body)
+	}
+	// A consumer goes with its credentials.
+	c.want(c.do("DELETE", "/apisix/admin/consumers/jack", ""), 200, `{"deleted":"1","key":"`+c.st.Prefix()+`/consumers/jack"}`)
+	if c.stored("/consumers/jack/credentials/c1") != nil {
+		t.Fatal("credential left behind")
+	}
+	c.want(c.do("DELETE", "/apisix/admin/consumers/jack/credentials", ""), 400, `{"error_msg":"missing credential id"}`)
+}
+
+// TestUniqueKeys: no two consumers or credentials share an
+// authentication key.
+func TestUniqueKeys(t *testing.T) {
+	c := newTestServer(t)
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`), 200, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"bob","plugins":{"key-auth":{"key":"k1"}}}`), 400,
+		`{"error_msg":"duplicate key of plugin key-auth found with consumer: jack","field":"plugins.key-auth.key"}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"bob"}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob/credentials/c1", `{"plugins":{"key-auth":{"key":"k1"}}}`), 400,
+		`{"error_msg":"duplicate key of plugin key-auth found with consumer: jack","field":"plugins.key-auth.key"}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob/credentials/c1", `{"plugins":{"key-auth":{"key":"k2"}}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob/credentials/c1", `{"plugins":{"key-auth":{"key":"k2"}}}`), 200, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob/credentials/c2", `{"plugins":{"key-auth":{"key":"k2"}}}`), 400,
+		`{"error_msg":"duplicate key of plugin key-auth found with credential: c1 of consumer: bob","field":"plugins.key-auth.key"}`)
+	// A consumer does not conflict with its own credentials.
+	c.want(c.do("PUT", "/apisix/admin/consumers/bob", `{"username":"bob","plugins":{"key-auth":{"key":"k2"}}}`), 200, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"k2"}}}`), 400,
+		`{"error_msg":"duplicate key of plugin key-auth found with consumer: bob","field":"plugins.key-auth.key"}`)
+}
+
+func TestPluginConfigsAndGlobalRules(t *testing.T) {
+	c := newTestServer(t)
+	wantValue(t, c, c.do("PUT", "/apisix/admin/plugin_configs/1", `{"plugins":{"limit-count":{"count":1,"time_window":60}}}`), 201,
+		"/plugin_configs/1", `{"id":"1","plugins":{"limit-count":{"count":1,"time_window":60}}}`)
+	c.want(c.do("PUT", "/apisix/admin/plugin_configs/2", `{"desc":"no plugins"}`), 400, "")
+	c.want(c.do("PUT", "/apisix/admin/plugin_configs/2", `{"plugins":{"limit-count":{}}}`), 400, "")
+
+	wantValue(t, c, c.do("PUT", "/apisix/admin/global_rules/g1", `{"plugins":{"prometheus":{}}}`), 201,
+		"/global_rules/g1", `{"id":"g1","plugins":{"prometheus":{}}}`)
+	// A plugin runs from one global rule only.
+	c.want(c.do("PUT", "/apisix/admin/global_rules/g2", `{"plugins":{"prometheus":{}}}`), 400,
+		`{"error_msg":"plugin 'prometheus' already exists in global rule with id 'g1'","field":"plugins.prometheus"}`)
+	c.want(c.do("PUT", "/apisix/admin/global_rules/g1", `{"plugins":{"prometheus":{"prefer_name":true}}}`), 200, "")
+	c.want(c.do("PATCH", "/apisix/admin/global_rules/g1", `{"plugins":{"key-auth":{}}}`), 200, "")
+}
+
+// testCert makes a self-signed certificate and its key, PEM.
+func testCert(t *testing.T) (cert, key string) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test.com"},
+		DNSNames: []string{"test.com"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}))
+}
+
+func TestSSL(t *testing.T) {
+	c := newTestServer(t)
+	cert, key := testCert(t)
+	obj := func(m map[string]any) string { return string(encodeJSON(m)) }
+	r := c.do("PUT", "/apisix/admin/ssls/1", obj(map[string]any{"cert": cert, "key": key, "snis": []string{"test.com"}}))
+	c.want(r, 201, "")
+	if c.stored("/ssls/1")["key"] != key {
+		t.Fatal("key not stored")
+	}
+	// GET never shows the private key.
+	for _, p := range []string{"/apisix/admin/ssls/1", "/apisix/admin/ssls"} {
+		r = c.do("GET", p, "")
+		c.want(r, 200, "")
+		if strings.Contains(string(r.body), "PRIVATE KEY") || !strings.Contains(string(r.body), "test.com") {
+			t.Fatalf("GET %s: %s", p, r.body)
+		}
+	}
+	// A server certificate needs sni or snis; PEM must parse.
+	c.want(c.do("PUT", "/apisix/admin/ssls/2", obj(map[string]any{"cert": cert, "key": key})), 400, "")
+	bad := strings.Replace(cert, "MII", "AAA", 1)
+	r = c.do("PUT", "/apisix/admin/ssls/2", obj(map[string]any{"cert": bad, "key": key, "sni": "test.com"}))
+	c.want(r, 400, "")
+	if m := r.json(t); !strings.HasPrefix(m["error_msg"].(string), "failed to parse cert: ") || m["field"] != "cert" {
+		t.Fatalf("bad cert: %s", r.body)
+	}
+	r = c.do("PUT", "/apisix/admin/ssls/2", obj(map[string]any{"cert": cert, "key": strings.Repeat("k", 80), "sni": "test.com"}))
+	if m := r.json(t); !strings.HasPrefix(m["error_msg"].(string), "failed to parse key: ") {
+		t.Fatalf("bad key: %s", r.body)
+	}
+	c.want(c.do("PUT", "/apisix/admin/ssls/2", obj(map[string]any{"cert": cert, "key": key, "sni": "test.com",
+		"certs": []string{cert}})), 400, `{"error_msg":"mismatched number of certs and keys","field":"keys"}`)
+	if c.stored("/ssls/2") != nil {
+		t.Fatal("invalid ssl stored")
+	}
+}

@@ -1,0 +1,310 @@
+package adminapi
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"net/http"
+	"sort"
+	"sync"
+
+	"coregate/admin/spec"
+	"coregate/plugins"
+)
+
+// resource is one kind of stored object: its URL segment, which is also
+// its etcd directory, the word APISIX's messages use for it, the methods
+// it refuses, how an object is checked before it is stored, and who may
+// refer to it.
+type resource struct {
+	name string // "routes": /apisix/admin/routes, <prefix>/routes/<id>
+	kind string // "route", "plugin config": in messages
+	// schemaKind names the schema of GET /apisix/admin/schema/{kind}.
+	schemaKind string
+	// noID: the key comes from a member of the object (consumers: the
+	// username), which has no id member.
+	noID            bool
+	noPost, noPatch bool
+	// check validates an object as it is about to be stored.
+	check func(a *api, ctx context.Context, w *write) *apiError
+	// schemaCheck is the schema alone, for POST /schema/validate/{name}.
+	schemaCheck func(raw []byte) error
+	// usedBy lists the references that keep an object from being deleted.
+	usedBy []reference
+	// refusal starts the message of a refused delete.
+	refusal string
+	// filterFields are the members the list's filter= argument may test.
+	filterFields map[string]bool
+}
+
+// reference is a member of the objects in dir that names another object.
+type reference struct {
+	dir, kind, field string
+}
+
+// write is an object on its way to the store.
+type write struct {
+	rs  *resource
+	id  string         // the id its key ends with
+	obj map[string]any // the object
+	raw []byte         // obj encoded: what is validated and stored
+	// urlID is the id the URL gave ("" for none); consumer is a
+	// credential's consumer.
+	urlID, consumer string
+}
+
+var resources = map[string]*resource{
+	"routes": {
+		name: "routes", kind: "route", schemaKind: spec.KindRoute,
+		check: (*api).checkRoute, schemaCheck: objectSchema(spec.KindRoute),
+		filterFields: map[string]bool{"service_id": true, "upstream_id": true},
+	},
+	"services": {
+		name: "services", kind: "service", schemaKind: spec.KindService,
+		check: (*api).checkService, schemaCheck: objectSchema(spec.KindService),
+		usedBy:  []reference{{"routes", "route", "service_id"}},
+		refusal: "can not delete this service directly, ",
+	},
+	"upstreams": {
+		name: "upstreams", kind: "upstream", schemaKind: spec.KindUpstream,
+		check: (*api).checkUpstream, schemaCheck: objectSchema(spec.KindUpstream),
+		usedBy:  []reference{{"routes", "route", "upstream_id"}, {"services", "service", "upstream_id"}},
+		refusal: "can not delete this upstream, ",
+	},
+	"consumers": {
+		name: "consumers", kind: "consumer", schemaKind: spec.KindConsumer, noID: true, noPost: true, noPatch: true,
+		check: (*api).checkConsumer, schemaCheck: objectSchema(spec.KindConsumer),
+	},
+	"credentials": {
+		name: "credentials", kind: "credential", schemaKind: "credential", noPost: true, noPatch: true,
+		check: (*api).checkCredential, schemaCheck: localSchema(credentialSchema),
+	},
+	"plugin_configs": {
+		name: "plugin_configs", kind: "plugin config", schemaKind: spec.KindPluginConfig, noPost: true,
+		check: (*api).checkPluginConfig, schemaCheck: objectSchema(spec.KindPluginConfig),
+		usedBy:  []reference{{"routes", "route", "plugin_config_id"}},
+		refusal: "can not delete this plugin config, ",
+	},
+	"global_rules": {
+		name: "global_rules", kind: "global rule", schemaKind: spec.KindGlobalRule, noPost: true,
+		check: (*api).checkGlobalRule, schemaCheck: objectSchema(spec.KindGlobalRule),
+	},
+	"ssls": {
+		name: "ssls", kind: "ssl", schemaKind: "ssl",
+		check: (*api).checkSSL, schemaCheck: localSchema(sslSchema),
+	},
+}
+
+// objectSchema is spec's schema check of a kind, without the
+// "invalid configuration: " prefix that /schema/validate leaves out.
+func objectSchema(kind string) func([]byte) error {
+	return func(raw []byte) error { return spec.ValidateObject(kind, raw) }
+}
+
+func localSchema(s func() (*spec.Schema, error)) func([]byte) error {
+	return func(raw []byte) error {
+		sch, err := s()
+		if err != nil {
+			return err
+		}
+		if err := sch.Validate(raw); err != nil {
+			var ve *spec.ValidationError
+			if errors.As(err, &ve) {
+				c := *ve
+				c.Msg = "invalid configuration: " + c.Msg
+				return &c
+			}
+			return err
+		}
+		return nil
+	}
+}
+
+// The schemas of the two kinds spec has none for yet, transcribed from
+// apisix/schema_def.lua.
+var (
+	//go:embed schema/ssl.json
+	sslSchemaJSON []byte
+	//go:embed schema/credential.json
+	credentialSchemaJSON []byte
+
+	sslSchema        = sync.OnceValues(func() (*spec.Schema, error) { return spec.CompileSchema("ssl", sslSchemaJSON) })
+	credentialSchema = sync.OnceValues(func() (*spec.Schema, error) { return spec.CompileSchema("credential", credentialSchemaJSON) })
+)
+
+// localSchemaJSON is the document GET /apisix/admin/schema/{kind} shows
+// for the kinds whose schema lives here.
+func localSchemaJSON(kind string) []byte {
+	var s func() (*spec.Schema, error)
+	switch kind {
+	case "ssl":
+		s = sslSchema
+	case "credential":
+		s = credentialSchema
+	default:
+		return nil
+	}
+	sch, err := s()
+	if err != nil {
+		return nil
+	}
+	return sch.JSON()
+}
+
+func (a *api) checkRoute(ctx context.Context, w *write) *apiError {
+	r, err := spec.DecodeRoute(w.raw)
+	if err != nil {
+		return invalid(err, "")
+	}
+	if e := a.checkRef(ctx, "upstreams", "upstream", "upstream_id", r.UpstreamID); e != nil {
+		return e
+	}
+	if e := a.checkRef(ctx, "services", "service", "service_id", r.ServiceID); e != nil {
+		return e
+	}
+	if e := a.checkRef(ctx, "plugin_configs", "plugin config", "plugin_config_id", r.PluginConfigID); e != nil {
+		return e
+	}
+	return a.checkPlugins(w.obj, "")
+}
+
+func (a *api) checkService(ctx context.Context, w *write) *apiError {
+	s, err := spec.DecodeService(w.raw)
+	if err != nil {
+		return invalid(err, "")
+	}
+	if e := a.checkRef(ctx, "upstreams", "upstream", "upstream_id", s.UpstreamID); e != nil {
+		return e
+	}
+	return a.checkPlugins(w.obj, "")
+}
+
+func (a *api) checkUpstream(_ context.Context, w *write) *apiError {
+	if _, err := spec.DecodeUpstream(w.raw); err != nil {
+		return invalid(err, "")
+	}
+	return nil
+}
+
+func (a *api) checkConsumer(ctx context.Context, w *write) *apiError {
+	if err := spec.ValidateObject(spec.KindConsumer, w.raw); err != nil {
+		return invalid(err, "")
+	}
+	name, _ := w.obj["username"].(string) // the schema requires a string
+	if w.urlID != "" && w.urlID != name {
+		return &apiError{Status: http.StatusBadRequest, Msg: "wrong username", Field: "username"}
+	}
+	w.id = name
+	if e := a.checkPlugins(w.obj, "invalid plugins configuration: "); e != nil {
+		return e
+	}
+	return a.checkUniqueKeys(ctx, w.obj, name, "")
+}
+
+func (a *api) checkCredential(ctx context.Context, w *write) *apiError {
+	if err := localSchema(credentialSchema)(w.raw); err != nil {
+		return invalid(err, "")
+	}
+	if e := a.checkPlugins(w.obj, "invalid plugins configuration: "); e != nil {
+		return e
+	}
+	if e := a.checkUniqueKeys(ctx, w.obj, w.consumer, w.id); e != nil {
+		return e
+	}
+	// A credential belongs to a consumer that exists.
+	if _, err := a.st.Get(ctx, a.key("consumers", w.consumer)); err != nil {
+		if e := storeError(err); !e.NotFound {
+			return e
+		}
+		return &apiError{Status: http.StatusNotFound, Msg: "consumer not found"}
+	}
+	return nil
+}
+
+func (a *api) checkPluginConfig(_ context.Context, w *write) *apiError {
+	if err := spec.ValidateObject(spec.KindPluginConfig, w.raw); err != nil {
+		return invalid(err, "")
+	}
+	return a.checkPlugins(w.obj, "")
+}
+
+// checkGlobalRule adds APISIX's rule that a plugin runs from one global
+// rule only.
+func (a *api) checkGlobalRule(ctx context.Context, w *write) *apiError {
+	if err := spec.ValidateObject(spec.KindGlobalRule, w.raw); err != nil {
+		return invalid(err, "")
+	}
+	if e := a.checkPlugins(w.obj, ""); e != nil {
+		return e
+	}
+	mine, _ := w.obj["plugins"].(map[string]any)
+	if len(mine) == 0 {
+		return nil
+	}
+	kvs, _, err := a.st.List(ctx, a.dir("global_rules"))
+	if err != nil {
+		return storeError(err)
+	}
+	for _, kv := range kvs {
+		other, ok := decodeStored(kv.Value)
+		if !ok {
+			continue
+		}
+		oid, _ := idText(other["id"])
+		if oid == "" || oid == w.id {
+			continue
+		}
+		theirs, _ := other["plugins"].(map[string]any)
+		for _, name := range sortedKeys(mine) {
+			if _, dup := theirs[name]; dup {
+				return &apiError{Status: http.StatusBadRequest, Field: "plugins." + name,
+					Msg: "plugin '" + name + "' already exists in global rule with id '" + oid + "'"}
+			}
+		}
+	}
+	return nil
+}
+
+// checkRef checks that the object an id member names exists, with
+// APISIX's message when it does not.
+func (a *api) checkRef(ctx context.Context, dir, kind, field string, id spec.ID) *apiError {
+	if id.IsZero() {
+		return nil
+	}
+	if _, err := a.st.Get(ctx, a.key(dir, id.String())); err != nil {
+		e := storeError(err)
+		if !e.NotFound {
+			return e
+		}
+		return &apiError{Status: http.StatusBadRequest, Field: field,
+			Msg: "failed to fetch " + kind + " info by " + kind + " id [" + id.String() + "], response code: 404"}
+	}
+	return nil
+}
+
+// checkPlugins checks every entry of the object's "plugins" with the
+// plugin registry, in name order so that the same input gives the same
+// error; prefix is what the resource puts before the registry's message.
+func (a *api) checkPlugins(obj map[string]any, prefix string) *apiError {
+	confs := pluginConfs(obj)
+	for _, name := range sortedKeys(confs) {
+		if err := a.plugins.Check(name, confs[name]); err != nil {
+			e := invalid(err, "plugins."+name)
+			if errors.Is(err, plugins.ErrUnknown) {
+				e.Msg = "unknown plugin [" + name + "]" // APISIX's text, without the package's prefix
+			}
+			e.Msg = prefix + e.Msg
+			return e
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,286 @@
+package adminapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"coregate/admin/spec"
+	"coregate/admin/store"
+)
+
+// casTries bounds the compare-and-swap loop of a PUT that keeps the
+// previous create_time while others write the same key.
+const casTries = 16
+
+// postIDPlaceholder stands for the id POST mints while the object is
+// checked, so that an invalid object does not use up an id: the minted
+// one has the same form (20 digits).
+const postIDPlaceholder = "00000000000000000000"
+
+// prepare is the part of APISIX's check_conf that comes before the
+// schema: the id (from the URL or the body, needed or refused) and, unless
+// allowTime, the timestamps a client may not set.
+func (a *api) prepare(rq *request, obj map[string]any, needID, allowTime bool) (*write, *apiError) {
+	rs := rq.rs
+	w := &write{rs: rs, obj: obj, urlID: rq.id, consumer: rq.consumer}
+	if !rs.noID {
+		bodyID, hasBodyID := obj["id"]
+		given := rq.id != "" || hasBodyID
+		switch {
+		case needID && !given:
+			return nil, &apiError{Status: http.StatusBadRequest, Msg: "missing " + rs.kind + " id", Field: "id"}
+		case !needID && given:
+			return nil, &apiError{Status: http.StatusBadRequest, Msg: "wrong " + rs.kind + " id, do not need it", Field: "id"}
+		}
+		if rq.id != "" {
+			if hasBodyID {
+				if t, ok := idText(bodyID); !ok || t != rq.id {
+					return nil, &apiError{Status: http.StatusBadRequest, Msg: "wrong " + rs.kind + " id", Field: "id"}
+				}
+			}
+			obj["id"] = rq.id
+		}
+	}
+	if !allowTime {
+		if e := forbidTimes(obj); e != nil {
+			return nil, e
+		}
+	}
+	return w, nil
+}
+
+// forbidTimes refuses timestamps a PUT or POST sends, where APISIX looks
+// for them; the two spaces are APISIX's.
+func forbidTimes(obj map[string]any) *apiError {
+	type place struct {
+		prefix string
+		m      map[string]any
+	}
+	where := []place{{"", obj}}
+	if u, ok := obj["upstream"].(map[string]any); ok {
+		where = append(where, place{"upstream.", u})
+	}
+	if p, ok := obj["plugins"].(map[string]any); ok {
+		where = append(where, place{"plugins.", p})
+	}
+	for _, w := range where {
+		for _, k := range []string{"create_time", "update_time"} {
+			if truthy(w.m, k) {
+				return &apiError{Status: http.StatusBadRequest, Field: w.prefix + k,
+					Msg: "the property is forbidden:  " + w.prefix + k}
+			}
+		}
+	}
+	return nil
+}
+
+// check encodes the object and validates it; on success w.raw is what
+// is to be stored and w.id the id its key ends with.
+func (a *api) check(ctx context.Context, w *write) *apiError {
+	w.raw = encodeJSON(w.obj)
+	if !w.rs.noID {
+		w.id = spec.RawID(w.raw, "id").String() // as Lua's tostring writes it
+	}
+	if e := w.rs.check(a, ctx, w); e != nil {
+		return e
+	}
+	// A credential's id may be written "<username>/credentials/<id>"; in
+	// a key, only its own id goes.
+	if w.id == "" || strings.Contains(w.id, "/") {
+		return &apiError{Status: http.StatusBadRequest, Msg: "wrong " + w.rs.kind + " id", Field: "id"}
+	}
+	return nil
+}
+
+// checkBody validates a body that is not an object: the kind's own check
+// refuses it with the schema's message.
+func (a *api) checkBody(ctx context.Context, rq *request) *apiError {
+	w := &write{rs: rq.rs, raw: encodeJSON(rq.body), urlID: rq.id, consumer: rq.consumer}
+	if e := rq.rs.check(a, ctx, w); e != nil {
+		return e
+	}
+	return badRequest("invalid configuration")
+}
+
+func epoch() json.Number { return json.Number(strconv.FormatInt(time.Now().Unix(), 10)) }
+
+// put is PUT: 201 for a new key, 200 for a replaced one, the previous
+// create_time kept.
+func (a *api) put(ctx context.Context, rw http.ResponseWriter, rq *request) *apiError {
+	if !rq.hasBody {
+		return badRequest("missing configurations")
+	}
+	obj, ok := rq.body.(map[string]any)
+	if !ok {
+		return a.checkBody(ctx, rq)
+	}
+	w, e := a.prepare(rq, obj, true, false)
+	if e != nil {
+		return e
+	}
+	now := epoch()
+	obj["create_time"], obj["update_time"] = now, now
+	if e := a.check(ctx, w); e != nil {
+		return e
+	}
+	key := a.keyOf(rq, w.id)
+	checked := w.raw
+	for range casTries {
+		prev, err := a.st.Get(ctx, key)
+		ifRev := int64(-1)
+		switch {
+		case err == nil:
+			ifRev = prev.ModRevision
+			if p, ok := decodeStored(prev.Value); ok && p["create_time"] != nil {
+				obj["create_time"] = p["create_time"]
+			}
+		case !errors.Is(err, store.ErrNotFound):
+			return storeError(err)
+		}
+		w.raw = encodeJSON(obj)
+		if !bytes.Equal(w.raw, checked) {
+			if e := a.check(ctx, w); e != nil {
+				return e
+			}
+			checked = w.raw
+		}
+		kv, old, err := a.st.Put(ctx, key, w.raw, store.PutOptions{IfModRevision: ifRev, TTL: rq.ttl})
+		if errors.Is(err, store.ErrConflict) {
+			continue // written meanwhile: take its create_time and try again
+		}
+		if err != nil {
+			return storeError(err)
+		}
+		status := http.StatusCreated
+		if old.Key != "" {
+			status = http.StatusOK
+		}
+		writeJSON(rw, status, kvBody{Key: kv.Key, Value: w.raw})
+		return nil
+	}
+	return storeError(store.ErrConflict)
+}
+
+// post is POST: a new object under an id the store mints.
+func (a *api) post(ctx context.Context, rw http.ResponseWriter, rq *request) *apiError {
+	if rq.rs.noPost {
+		return notSupported("POST", rq.rs)
+	}
+	if !rq.hasBody {
+		return badRequest("missing configurations")
+	}
+	obj, ok := rq.body.(map[string]any)
+	if !ok {
+		return a.checkBody(ctx, rq)
+	}
+	w, e := a.prepare(rq, obj, false, false)
+	if e != nil {
+		return e
+	}
+	now := epoch()
+	obj["create_time"], obj["update_time"] = now, now
+	obj["id"] = postIDPlaceholder
+	if e := a.check(ctx, w); e != nil {
+		return e
+	}
+	id, err := a.st.GenID(ctx)
+	if err != nil {
+		return storeError(err)
+	}
+	obj["id"] = id
+	w.raw = encodeJSON(obj)
+	kv, _, err := a.st.Put(ctx, a.keyOf(rq, id), w.raw, store.PutOptions{IfModRevision: -1, TTL: rq.ttl})
+	if err != nil {
+		return storeError(err)
+	}
+	writeJSON(rw, http.StatusCreated, kvBody{Key: kv.Key, Value: w.raw})
+	return nil
+}
+
+// get is GET of one object, or of the list when there is no id.
+func (a *api) get(ctx context.Context, rw http.ResponseWriter, rq *request) *apiError {
+	if rq.id == "" {
+		return a.list(ctx, rw, rq)
+	}
+	kv, err := a.st.Get(ctx, a.keyOf(rq, rq.id))
+	if err != nil {
+		return storeError(err)
+	}
+	writeJSON(rw, http.StatusOK, readEnvelope(kv, shown(rq.rs, kv.Value)))
+	return nil
+}
+
+// shown is a stored value as GET shows it: an SSL object without its
+// private keys, and a value that is not JSON (written by something else)
+// as a string rather than a broken answer.
+func shown(rs *resource, v []byte) []byte {
+	if !json.Valid(v) {
+		return encodeJSON(string(v))
+	}
+	if rs.name != "ssls" {
+		return v
+	}
+	m, ok := decodeStored(v)
+	if !ok {
+		return v
+	}
+	delete(m, "key")
+	delete(m, "keys")
+	return encodeJSON(m)
+}
+
+// delete is DELETE: refused while another object refers to this one,
+// unless force=true; a consumer goes with its credentials.
+func (a *api) delete(ctx context.Context, rw http.ResponseWriter, rq *request) *apiError {
+	if rq.id == "" {
+		return badRequest("missing " + rq.rs.kind + " id")
+	}
+	if rq.r.URL.Query().Get("force") != "true" {
+		if e := a.inUse(ctx, rq.rs, rq.id); e != nil {
+			return e
+		}
+	}
+	if rq.rs.name == "consumers" {
+		creds, _, err := a.st.List(ctx, a.dir("consumers/"+rq.id+"/credentials"))
+		if err != nil {
+			return storeError(err)
+		}
+		for _, c := range creds {
+			if _, err := a.st.Delete(ctx, c.Key, 0); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return storeError(err)
+			}
+		}
+	}
+	key := a.keyOf(rq, rq.id)
+	if _, err := a.st.Delete(ctx, key, 0); err != nil {
+		return storeError(err)
+	}
+	writeJSON(rw, http.StatusOK, deletedBody{Deleted: "1", Key: key})
+	return nil
+}
+
+// inUse finds an object that refers to the one about to be deleted.
+func (a *api) inUse(ctx context.Context, rs *resource, id string) *apiError {
+	for _, ref := range rs.usedBy {
+		dir := a.dir(ref.dir)
+		kvs, _, err := a.st.List(ctx, dir)
+		if err != nil {
+			return storeError(err)
+		}
+		for _, kv := range kvs {
+			if !directChild(kv.Key, dir) || spec.RawID(kv.Value, ref.field).String() != id {
+				continue
+			}
+			by := spec.RawID(kv.Value, "id").String()
+			return &apiError{Status: http.StatusBadRequest,
+				Msg: rs.refusal + ref.kind + " [" + by + "] is still using it now"}
+		}
+	}
+	return nil
+}

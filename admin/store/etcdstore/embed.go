@@ -1,0 +1,223 @@
+package etcdstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// EmbedOptions qualify StartEmbedded.
+type EmbedOptions struct {
+	// ClientURL and PeerURL are where the embedded etcd listens,
+	// "http://127.0.0.1:2379". Empty: the URLs the data directory was
+	// last started with (urls.json in it) when those ports are free, else
+	// free ports on 127.0.0.1.
+	ClientURL, PeerURL string
+	// StartTimeout bounds the start (WAL replay included); 60 s when 0.
+	StartTimeout time.Duration
+	// LogLevel is etcd's own log level on stderr: "error" when empty
+	// (quiet), "none" for nothing at all.
+	LogLevel string
+	// CompactionRetention is how many revisions of history the embedded
+	// etcd keeps (it compacts itself every five minutes); 10000 when 0.
+	CompactionRetention int
+}
+
+// Embedded is a running embedded etcd.
+type Embedded struct {
+	// Endpoints are its client URLs, for Options.Endpoints.
+	Endpoints []string
+	// PeerURL is its peer URL; start again with it (and Endpoints[0]) to
+	// come back on the same ports.
+	PeerURL  string
+	e        *embed.Etcd
+	stop     sync.Once
+	stopping *atomic.Bool // its log is silent from Stop on
+}
+
+// Stop stops the embedded etcd and waits until its ports and data
+// directory are released. Calls after the first do nothing.
+func (e *Embedded) Stop() {
+	e.stop.Do(func() {
+		// etcd logs its closed listeners as errors while it stops.
+		e.stopping.Store(true)
+		e.e.Close()
+	})
+}
+
+// Err reports an error that stopped the embedded etcd after it started.
+func (e *Embedded) Err() <-chan error { return e.e.Err() }
+
+// urlsFile, in the data directory, keeps the URLs it was last started
+// with, so a restart comes back on the same ports.
+const urlsFile = "urls.json"
+
+type savedURLs struct {
+	Client string `json:"client"`
+	Peer   string `json:"peer"`
+}
+
+// StartEmbedded starts an etcd inside this process, a single-member
+// cluster with its data in dir (created 0700 if absent; a directory
+// beside config.yaml by default), and waits until it serves. Stop it with
+// Stop.
+func StartEmbedded(dir string, o EmbedOptions) (*Embedded, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	if o.ClientURL == "" || o.PeerURL == "" {
+		var saved savedURLs
+		if b, err := os.ReadFile(filepath.Join(dir, urlsFile)); err == nil && json.Unmarshal(b, &saved) == nil &&
+			saved.Client != "" && saved.Peer != "" && free(saved.Client) && free(saved.Peer) {
+			o.ClientURL, o.PeerURL = saved.Client, saved.Peer
+		} else {
+			ports, err := freePorts(2)
+			if err != nil {
+				return nil, fmt.Errorf("embedded etcd: %w", err)
+			}
+			o.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+			o.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+		}
+	}
+	curl, err := url.Parse(o.ClientURL)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: client url: %w", err)
+	}
+	purl, err := url.Parse(o.PeerURL)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: peer url: %w", err)
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.CompactionRetention <= 0 {
+		o.CompactionRetention = 10000
+	}
+
+	cfg := embed.NewConfig()
+	cfg.Name = "coregate"
+	cfg.Dir = dir
+	cfg.ListenClientUrls = []url.URL{*curl}
+	cfg.AdvertiseClientUrls = []url.URL{*curl}
+	cfg.ListenPeerUrls = []url.URL{*purl}
+	cfg.AdvertisePeerUrls = []url.URL{*purl}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.AutoCompactionMode = embed.CompactorModeRevision
+	cfg.AutoCompactionRetention = fmt.Sprint(o.CompactionRetention)
+	stopping := new(atomic.Bool)
+	lg, err := embedLogger(o.LogLevel, stopping)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
+	}
+	t := time.NewTimer(o.StartTimeout)
+	defer t.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd in %s: %w", dir, err)
+	case <-t.C:
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd in %s: not ready after %v", dir, o.StartTimeout)
+	}
+	b, _ := json.Marshal(savedURLs{Client: o.ClientURL, Peer: o.PeerURL})
+	if err := os.WriteFile(filepath.Join(dir, urlsFile), b, 0o600); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	return &Embedded{Endpoints: []string{o.ClientURL}, PeerURL: o.PeerURL, e: e, stopping: stopping}, nil
+}
+
+// quietCore drops every entry once stopping is set.
+type quietCore struct {
+	zapcore.Core
+	stopping *atomic.Bool
+}
+
+func (c quietCore) With(f []zapcore.Field) zapcore.Core {
+	return quietCore{c.Core.With(f), c.stopping}
+}
+
+func (c quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.stopping.Load() {
+		return ce
+	}
+	return c.Core.Check(e, ce)
+}
+
+func embedLogger(level string, stopping *atomic.Bool) (*zap.Logger, error) {
+	switch level {
+	case "none":
+		return zap.NewNop(), nil
+	case "":
+		level = "error"
+	}
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: log level: %w", err)
+	}
+	c := zap.NewProductionConfig()
+	c.Level = zap.NewAtomicLevelAt(lvl)
+	c.Sampling = nil
+	c.OutputPaths = []string{"stderr"}
+	c.ErrorOutputPaths = []string{"stderr"}
+	return c.Build(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+		return quietCore{core, stopping}
+	}))
+}
+
+// free reports whether a URL's host:port can be listened on now.
+func free(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	l, err := net.Listen("tcp", p.Host)
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// freePorts returns n distinct ports free on 127.0.0.1 now. They are
+// closed again before etcd listens; another process could take one in
+// between, which the start then reports.
+func freePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	if len(ports) != n {
+		return nil, errors.New("no free port")
+	}
+	return ports, nil
+}

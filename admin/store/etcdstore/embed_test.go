@@ -1,0 +1,213 @@
+package etcdstore
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"coregate/admin/nodeconf"
+	"coregate/admin/store"
+)
+
+// startEmbedded starts an embedded etcd in dir on free ports (or those
+// the dir was last started with), stopped when the test ends.
+func startEmbedded(t *testing.T, dir string) *Embedded {
+	t.Helper()
+	e, err := StartEmbedded(dir, EmbedOptions{LogLevel: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	return e
+}
+
+func TestEmbedded(t *testing.T) {
+	e := startEmbedded(t, filepath.Join(t.TempDir(), "etcd"))
+	runSuite(t, e.Endpoints)
+}
+
+// TestEmbeddedRestart: a watch on a stopped etcd ends with ErrUnavailable
+// in a bounded time, calls answer ErrUnavailable within the timeout, and
+// the etcd started again on the same directory comes back on the same
+// ports with the data.
+func TestEmbeddedRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	e, err := StartEmbedded(dir, EmbedOptions{LogLevel: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	s := newStore(t, e.Endpoints)
+	s.opts.Timeout = 2 * time.Second
+	ctx := ctxT(t)
+	kv, _, err := s.Put(ctx, s.Prefix()+"/routes/1", []byte(`{"uri":"/1"}`), store.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := s.Watch(ctx, s.Prefix()+"/", kv.ModRevision+1)
+	e.Stop()
+
+	start := time.Now()
+	wr, ok := recv(t, ch, 30*time.Second)
+	if !ok || !errors.Is(wr.Err, store.ErrUnavailable) {
+		t.Fatalf("watch on a stopped etcd: %+v, want ErrUnavailable", wr)
+	}
+	t.Logf("watch ended %v after the stop", time.Since(start))
+	if _, err := s.Get(ctx, s.Prefix()+"/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Get on a stopped etcd: %v, want ErrUnavailable", err)
+	}
+	if _, _, err := s.Put(ctx, s.Prefix()+"/routes/2", []byte(`{}`), store.PutOptions{}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Put on a stopped etcd: %v, want ErrUnavailable", err)
+	}
+
+	e2 := startEmbedded(t, dir)
+	if e2.Endpoints[0] != e.Endpoints[0] || e2.PeerURL != e.PeerURL {
+		t.Fatalf("restart on %v %s, want the same ports as %v %s", e2.Endpoints, e2.PeerURL, e.Endpoints, e.PeerURL)
+	}
+	// The same Store reconnects by itself.
+	var got store.KV
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err = s.Get(ctx, s.Prefix()+"/routes/1")
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || string(got.Value) != `{"uri":"/1"}` || got.ModRevision != kv.ModRevision {
+		t.Fatalf("after restart: %+v %v", got, err)
+	}
+}
+
+// TestUnreachable: a store whose etcd is not there answers ErrUnavailable
+// within its timeout, and so does a watch.
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	s, err := New(Options{Endpoints: []string{"http://" + addr}, Timeout: time.Second, KeepAlive: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := ctxT(t)
+	start := time.Now()
+	if _, _, err := s.List(ctx, "/apisix/"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("List: %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("List took %v with a 1 s timeout", d)
+	}
+	if _, err := s.GenID(ctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("GenID: %v, want ErrUnavailable", err)
+	}
+	wr, ok := recv(t, s.Watch(ctx, "/apisix/", 1), 20*time.Second)
+	if !ok || !errors.Is(wr.Err, store.ErrUnavailable) {
+		t.Fatalf("watch: %+v, want ErrUnavailable", wr)
+	}
+}
+
+func TestEmbeddedDataDirMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	startEmbedded(t, dir)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Fatalf("data dir mode %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+// TestEmbeddedPortTaken: when a port the data directory was last started
+// with is taken by then, the embedded etcd starts on free ones, with its
+// data.
+func TestEmbeddedPortTaken(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	e, err := StartEmbedded(dir, EmbedOptions{LogLevel: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, e.Endpoints)
+	ctx := ctxT(t)
+	if _, _, err := s.Put(ctx, s.Prefix()+"/routes/1", []byte(`{}`), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Stop()
+	l, err := net.Listen("tcp", strings.TrimPrefix(e.Endpoints[0], "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	e2 := startEmbedded(t, dir)
+	if e2.Endpoints[0] == e.Endpoints[0] {
+		t.Fatalf("restarted on the taken port %s", e2.Endpoints[0])
+	}
+	s2 := newStore(t, e2.Endpoints)
+	s2.prefix = s.prefix
+	if _, err := s2.Get(ctx, s.Prefix()+"/routes/1"); err != nil {
+		t.Fatalf("data after a restart on other ports: %v", err)
+	}
+}
+
+// TestAuth: deployment.etcd.user and password reach etcd: with auth on,
+// the right user reads and writes, a wrong password is refused (as
+// ErrUnavailable, the Admin API's 503), and a watch works for the user.
+func TestAuth(t *testing.T) {
+	e := startEmbedded(t, filepath.Join(t.TempDir(), "etcd"))
+	ctx := ctxT(t)
+	root := newStore(t, e.Endpoints)
+	cli, err := root.client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserAdd(ctx, "root", "rootpw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open := func(user, password string) *Store {
+		o, err := OptionsFrom(nodeconf.EtcdConfig{Host: e.Endpoints, Prefix: "/apisix", Timeout: 5, User: user, Password: password})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	good := open("root", "rootpw")
+	_, rev, err := good.List(ctx, "/apisix/")
+	if err != nil {
+		t.Fatalf("List as root: %v", err)
+	}
+	ch := good.Watch(ctx, "/apisix/", rev+1)
+	if _, _, err := good.Put(ctx, "/apisix/routes/1", []byte(`{}`), store.PutOptions{}); err != nil {
+		t.Fatalf("Put as root: %v", err)
+	}
+	if wr, ok := recv(t, ch, 20*time.Second); !ok || wr.Err != nil || len(wr.Events) != 1 {
+		t.Fatalf("watch as root: %+v", wr)
+	}
+	if _, err := open("root", "wrong").Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Get with a wrong password: %v, want ErrUnavailable", err)
+	}
+	if _, err := open("", "").Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Get without a user: %v, want ErrUnavailable", err)
+	}
+}

@@ -1,0 +1,489 @@
+package etcdstore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"coregate/admin/nodeconf"
+	"coregate/admin/store"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+)
+
+// Defaults.
+const (
+	DefaultPrefix    = "/apisix"
+	DefaultTimeout   = 30 * time.Second // deployment.etcd.timeout
+	DefaultKeepAlive = 2 * time.Second
+)
+
+// Options configure a Store.
+type Options struct {
+	// Endpoints are etcd's client URLs, "http://127.0.0.1:2379".
+	Endpoints []string
+	// Prefix of every key; DefaultPrefix when empty.
+	Prefix string
+	// Timeout bounds every call (a watch's connection check included);
+	// DefaultTimeout when 0.
+	Timeout time.Duration
+	// Username and Password, when set, authenticate to etcd.
+	Username, Password string
+	// TLS, when not nil, is used for the connections (https endpoints).
+	TLS *tls.Config
+	// KeepAlive is how often a watch asks etcd for a progress
+	// notification; a watch that hears nothing for three of them ends
+	// with ErrUnavailable. DefaultKeepAlive when 0.
+	KeepAlive time.Duration
+}
+
+// OptionsFrom reads deployment.etcd: hosts, prefix, timeout, user and
+// password, and TLS (a client certificate, the server name to verify, and
+// verify: false to accept any server certificate, as APISIX).
+func OptionsFrom(c nodeconf.EtcdConfig) (Options, error) {
+	o := Options{
+		Endpoints: c.Host,
+		Prefix:    c.Prefix,
+		Timeout:   time.Duration(c.Timeout) * time.Second,
+		Username:  c.User,
+		Password:  c.Password,
+	}
+	https := false
+	for _, h := range c.Host {
+		if strings.HasPrefix(h, "https://") {
+			https = true
+		}
+	}
+	if https || c.TLS.Cert != "" {
+		t := &tls.Config{
+			ServerName:         c.TLS.SNI,
+			InsecureSkipVerify: !c.TLS.Verify, //nolint:gosec // deployment.etcd.tls.verify: false asks for it
+			MinVersion:         tls.VersionTLS12,
+		}
+		if c.TLS.Cert != "" || c.TLS.Key != "" {
+			cert, err := tls.LoadX509KeyPair(c.TLS.Cert, c.TLS.Key)
+			if err != nil {
+				return Options{}, fmt.Errorf("deployment.etcd.tls: %w", err)
+			}
+			t.Certificates = []tls.Certificate{cert}
+		}
+		o.TLS = t
+	}
+	return o, nil
+}
+
+// Store is a store.Store over etcd. Its methods are safe for concurrent
+// use.
+type Store struct {
+	opts   Options
+	prefix string
+
+	mu     sync.Mutex
+	cli    *clientv3.Client // nil until the first call connects
+	closed bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New makes a Store. It does not connect: the first call does.
+func New(o Options) (*Store, error) {
+	if len(o.Endpoints) == 0 {
+		return nil, errors.New("etcdstore: no etcd endpoint")
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	o.Prefix = strings.TrimRight(o.Prefix, "/")
+	if o.Prefix == "" || o.Prefix[0] != '/' {
+		return nil, fmt.Errorf("etcdstore: prefix %q must start with /", o.Prefix)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	o.Endpoints = append([]string(nil), o.Endpoints...)
+	return &Store{opts: o, prefix: o.Prefix}, nil
+}
+
+// client returns the connected client, connecting first if needed. A
+// client that cannot authenticate (etcd unreachable) is not kept, so the
+// next call tries again.
+func (s *Store) client(ctx context.Context) (*clientv3.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("%w: store closed", store.ErrUnavailable)
+	}
+	if s.cli != nil {
+		return s.cli, nil
+	}
+	dial := s.opts.Timeout
+	if d, ok := ctx.Deadline(); ok {
+		dial = min(dial, max(time.Until(d), time.Millisecond))
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   s.opts.Endpoints,
+		DialTimeout: dial,
+		Username:    s.opts.Username,
+		Password:    s.opts.Password,
+		TLS:         s.opts.TLS,
+		Logger:      zap.NewNop(),
+		// Keep a connection's health known between calls, so a dead
+		// endpoint is left for a live one of the cluster.
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: s.opts.Timeout,
+		PermitWithoutStream:  true,
+		// Come back soon after etcd does: gRPC's default backoff grows
+		// to two minutes between tries.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  100 * time.Millisecond,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   time.Second,
+			},
+			MinConnectTimeout: min(s.opts.Timeout, 20*time.Second),
+		})},
+	})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	s.cli = cli
+	return cli, nil
+}
+
+// Prefix implements store.Store.
+func (s *Store) Prefix() string { return s.prefix }
+
+// ReadOnly implements store.Store: etcd takes writes.
+func (s *Store) ReadOnly() bool { return false }
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.cli == nil {
+		return nil
+	}
+	err := s.cli.Close()
+	s.cli = nil
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// call bounds ctx by the store's timeout and gets the client.
+func (s *Store) call(ctx context.Context) (*clientv3.Client, context.Context, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	cli, err := s.client(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return cli, ctx, cancel, nil
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
+	cli, ctx, cancel, err := s.call(ctx)
+	if err != nil {
+		return store.KV{}, err
+	}
+	defer cancel()
+	resp, err := cli.Get(ctx, key)
+	if err != nil {
+		return store.KV{}, wrap(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return store.KV{}, fmt.Errorf("%w: %s", store.ErrNotFound, key)
+	}
+	return kvOf(resp.Kvs[0]), nil
+}
+
+// List implements store.Store. The key equal to dir itself, which APISIX's
+// "init_etcd" writes as a directory placeholder ("init_dir"), is left out,
+// as APISIX's own listing leaves it out.
+func (s *Store) List(ctx context.Context, dir string) ([]store.KV, int64, error) {
+	cli, ctx, cancel, err := s.call(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer cancel()
+	resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, 0, wrap(err)
+	}
+	kvs := make([]store.KV, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if string(kv.Key) == dir {
+			continue
+		}
+		kvs = append(kvs, kvOf(kv))
+	}
+	return kvs, resp.Header.Revision, nil
+}
+
+// Put implements store.Store.
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts store.PutOptions) (kv, prev store.KV, err error) {
+	if opts.TTL < 0 {
+		return kv, prev, fmt.Errorf("etcdstore: negative TTL %d", opts.TTL)
+	}
+	cli, ctx, cancel, err := s.call(ctx)
+	if err != nil {
+		return kv, prev, err
+	}
+	defer cancel()
+	putOpts := []clientv3.OpOption{clientv3.WithPrevKV()}
+	if opts.TTL > 0 {
+		lease, err := cli.Grant(ctx, opts.TTL)
+		if err != nil {
+			return kv, prev, wrap(err)
+		}
+		putOpts = append(putOpts, clientv3.WithLease(lease.ID))
+	}
+	var pr *clientv3.PutResponse
+	if opts.IfModRevision == 0 {
+		pr, err = cli.Put(ctx, key, string(value), putOpts...)
+		if err != nil {
+			return kv, prev, wrap(err)
+		}
+	} else {
+		tr, err := cli.Txn(ctx).If(cmpRevision(key, opts.IfModRevision)).
+			Then(clientv3.OpPut(key, string(value), putOpts...)).Commit()
+		if err != nil {
+			return kv, prev, wrap(err)
+		}
+		if !tr.Succeeded {
+			return kv, prev, fmt.Errorf("%w: %s", store.ErrConflict, key)
+		}
+		pr = (*clientv3.PutResponse)(tr.Responses[0].GetResponsePut())
+		pr.Header = tr.Header
+	}
+	rev := pr.Header.Revision
+	kv = store.KV{Key: key, Value: value, CreateRevision: rev, ModRevision: rev}
+	if pr.PrevKv != nil {
+		prev = kvOf(pr.PrevKv)
+		kv.CreateRevision = prev.CreateRevision
+	}
+	return kv, prev, nil
+}
+
+// cmpRevision is the compare of a compare-and-swap: the key's mod revision
+// is rev, or for -1 the key does not exist.
+func cmpRevision(key string, rev int64) clientv3.Cmp {
+	if rev < 0 {
+		return clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	}
+	return clientv3.Compare(clientv3.ModRevision(key), "=", rev)
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, key string, ifModRevision int64) (store.KV, error) {
+	cli, ctx, cancel, err := s.call(ctx)
+	if err != nil {
+		return store.KV{}, err
+	}
+	defer cancel()
+	if ifModRevision == 0 {
+		resp, err := cli.Delete(ctx, key, clientv3.WithPrevKV())
+		if err != nil {
+			return store.KV{}, wrap(err)
+		}
+		if resp.Deleted == 0 || len(resp.PrevKvs) == 0 {
+			return store.KV{}, fmt.Errorf("%w: %s", store.ErrNotFound, key)
+		}
+		return kvOf(resp.PrevKvs[0]), nil
+	}
+	tr, err := cli.Txn(ctx).If(cmpRevision(key, ifModRevision)).
+		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).Commit()
+	if err != nil {
+		return store.KV{}, wrap(err)
+	}
+	if !tr.Succeeded {
+		if tr.Responses[0].GetResponseRange().GetCount() == 0 {
+			return store.KV{}, fmt.Errorf("%w: %s", store.ErrNotFound, key)
+		}
+		return store.KV{}, fmt.Errorf("%w: %s", store.ErrConflict, key)
+	}
+	dr := tr.Responses[0].GetResponseDeleteRange()
+	if dr.GetDeleted() == 0 || len(dr.GetPrevKvs()) == 0 {
+		return store.KV{}, fmt.Errorf("%w: %s", store.ErrNotFound, key)
+	}
+	return kvOf(dr.PrevKvs[0]), nil
+}
+
+// GenID implements store.Store: the revision of a write to <prefix>/gen_id,
+// %020d, as APISIX's POST does.
+func (s *Store) GenID(ctx context.Context) (string, error) {
+	cli, ctx, cancel, err := s.call(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cancel()
+	resp, err := cli.Put(ctx, s.prefix+"/gen_id", "0")
+	if err != nil {
+		return "", wrap(err)
+	}
+	return fmt.Sprintf("%020d", resp.Header.Revision), nil
+}
+
+// Compact compacts etcd's history up to rev: watches from an earlier
+// revision then end with ErrCompacted. A node's embedded etcd compacts
+// itself; this is for tools and tests.
+func (s *Store) Compact(ctx context.Context, rev int64) error {
+	cli, ctx, cancel, err := s.call(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err := cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		return wrap(err)
+	}
+	return nil
+}
+
+// Watch implements store.Store.
+func (s *Store) Watch(ctx context.Context, dir string, fromRev int64) <-chan store.WatchResponse {
+	out := make(chan store.WatchResponse)
+	go s.watch(ctx, dir, fromRev, out)
+	return out
+}
+
+func (s *Store) watch(ctx context.Context, dir string, fromRev int64, out chan<- store.WatchResponse) {
+	defer close(out)
+	fail := func(err error) {
+		select {
+		case out <- store.WatchResponse{Err: err}:
+		case <-ctx.Done():
+		}
+	}
+	cli, err := s.client(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	// The watch requires a leader, so a member cut from its cluster ends
+	// it instead of going quiet. Progress requests go to the stream of
+	// wctx's metadata, which is this watch's.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	// The created notification carries the store's revision, for the
+	// check that etcd did not go back.
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCreatedNotify()}
+	if fromRev > 0 {
+		opts = append(opts, clientv3.WithRev(fromRev))
+	}
+	// Watch waits until the stream is open, which it never is while etcd
+	// is away: open it off this goroutine, so the keep-alive runs.
+	opened := make(chan clientv3.WatchChan, 1)
+	go func() { opened <- cli.Watch(wctx, dir, opts...) }()
+	var wch clientv3.WatchChan // nil (never ready) until opened
+
+	keepAlive := s.opts.KeepAlive
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	lastHeard := time.Now()
+	seen := fromRev - 1 // the highest store revision seen
+	progress := make(chan struct{}, 1)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case wch = <-opened:
+			opened = nil
+		case <-tick.C:
+			if time.Since(lastHeard) > 3*keepAlive {
+				fail(fmt.Errorf("%w: watch on %s: no answer from etcd for %v", store.ErrUnavailable, dir, time.Since(lastHeard).Round(time.Millisecond)))
+				return
+			}
+			// Ask for a progress notification, off this goroutine: the
+			// request waits while the client reconnects.
+			select {
+			case progress <- struct{}{}:
+				go func() {
+					defer func() { <-progress }()
+					pctx, pcancel := context.WithTimeout(wctx, keepAlive)
+					defer pcancel()
+					_ = cli.RequestProgress(pctx)
+				}()
+			default:
+			}
+		case wr, ok := <-wch:
+			if !ok {
+				if ctx.Err() == nil {
+					fail(fmt.Errorf("%w: watch on %s closed", store.ErrUnavailable, dir))
+				}
+				return
+			}
+			lastHeard = time.Now()
+			if rev := wr.Header.Revision; rev != 0 && rev < seen {
+				// etcd answers from an earlier revision than it already
+				// showed: it was wiped or restored from a backup. What
+				// this watch saw may be gone: start over.
+				fail(fmt.Errorf("%w: watch on %s: etcd went back from revision %d to %d", store.ErrCompacted, dir, seen, rev))
+				return
+			}
+			seen = max(seen, wr.Header.Revision)
+			if wr.CompactRevision != 0 {
+				fail(fmt.Errorf("%w: watch on %s from %d: compacted at %d", store.ErrCompacted, dir, fromRev, wr.CompactRevision))
+				return
+			}
+			if err := wr.Err(); err != nil {
+				fail(wrap(err))
+				return
+			}
+			if len(wr.Events) == 0 {
+				continue // progress notification, or the watch created
+			}
+			resp := store.WatchResponse{Events: make([]store.Event, len(wr.Events)), Revision: wr.Header.Revision}
+			for i, ev := range wr.Events {
+				e := store.Event{Type: store.EventPut, KV: kvOf(ev.Kv)}
+				if ev.Type == mvccpb.DELETE {
+					e.Type = store.EventDelete
+					e.KV.Value = nil
+					e.KV.CreateRevision = 0
+				}
+				resp.Events[i] = e
+			}
+			select {
+			case out <- resp:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func kvOf(kv *mvccpb.KeyValue) store.KV {
+	return store.KV{
+		Key:            string(kv.Key),
+		Value:          kv.Value,
+		CreateRevision: kv.CreateRevision,
+		ModRevision:    kv.ModRevision,
+	}
+}
+
+// wrap maps an etcd client error to the store's sentinels: compaction to
+// ErrCompacted, everything else (unreachable, timed out, no leader,
+// refused) to ErrUnavailable. The cause stays in the chain.
+func wrap(err error) error {
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("%w: %w", store.ErrCompacted, err)
+	}
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+}

@@ -1,0 +1,29 @@
+// Package storesync turns a store.Store into the stream of Specs a node
+// serves: one full read of the prefix, then one watch resumed from the
+// revision of that read, as APISIX's config_etcd does.
+//
+// Each key <prefix>/<resource>/<id> of a known resource is decoded the way
+// the Admin API validates it (routes, services and upstreams with
+// spec.DecodeRoute/DecodeService/DecodeUpstream, consumers, plugin_configs
+// and global_rules with spec.ValidateObject); other keys (gen_id, ssls,
+// plugin_metadata, credentials, …) are not part of a Spec and are ignored.
+// An object that fails validation, or whose references dangle (a route
+// whose upstream was deleted with force=true), is logged and left out; the
+// rest is served. Objects keep the order of their creation (etcd's create
+// revision), as the Admin API lists them.
+//
+// Changes are coalesced: the first event of a burst starts a short timer
+// (Coalesce, 5 ms by default) and everything that arrives before it fires
+// is applied at once, so a burst costs one Spec and the delay is bounded.
+// A watch that ends — the revision was compacted, or etcd went away —
+// starts over from a full read once etcd answers again: the changes made
+// meanwhile arrive with it.
+//
+// After each applied change the Spec is written to a local copy (a JSON
+// file beside config.yaml), replaced atomically, off the watch's goroutine
+// so that the next change does not wait for the disk (a Spec handed on
+// while the previous one is still being written replaces it). A node whose etcd cannot
+// be reached at start serves that copy until etcd answers.
+//
+// Syncer implements the supervisor's Source: Load once, then Watch.
+package storesync

@@ -1,0 +1,356 @@
+package storesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"coregate/admin/spec"
+	"coregate/admin/store"
+	"coregate/admin/store/etcdstore"
+)
+
+// logWriter sends a Syncer's log to the test log until the test ends.
+type logWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSpace(string(b)))
+	}
+	return len(b), nil
+}
+
+func testLog(t *testing.T) *slog.Logger {
+	w := &logWriter{t: t}
+	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// env is an embedded etcd, a store on it and a Syncer following it.
+type env struct {
+	t     *testing.T
+	dir   string
+	etcd  *etcdstore.Embedded
+	store *etcdstore.Store // the Syncer's
+	admin *etcdstore.Store // another client, as the Admin API
+	cache string
+	specs chan *spec.Spec
+	errs  chan error
+}
+
+func newEnv(t *testing.T) *env {
+	e := &env{t: t, dir: filepath.Join(t.TempDir(), "etcd"), cache: filepath.Join(t.TempDir(), CacheFile)}
+	e.start()
+	e.store = e.newStore()
+	e.admin = e.newStore()
+	return e
+}
+
+func (e *env) start() {
+	et, err := etcdstore.StartEmbedded(e.dir, etcdstore.EmbedOptions{LogLevel: "none"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.etcd = et
+	e.t.Cleanup(et.Stop)
+}
+
+func (e *env) newStore() *etcdstore.Store {
+	s, err := etcdstore.New(etcdstore.Options{
+		Endpoints: e.etcd.Endpoints,
+		Timeout:   2 * time.Second,
+		KeepAlive: 300 * time.Millisecond,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (e *env) syncer() *Syncer {
+	return New(Options{Store: e.store, CachePath: e.cache, Retry: 200 * time.Millisecond, Log: testLog(e.t)})
+}
+
+// watch runs s.Watch until the test ends.
+func (e *env) watch(s *Syncer) {
+	e.specs = make(chan *spec.Spec, 100)
+	e.errs = make(chan error, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Watch(ctx, func(sp *spec.Spec) { e.specs <- sp }, func(err error) { e.errs <- err })
+	}()
+	e.t.Cleanup(func() { cancel(); <-done })
+}
+
+// put writes through the other client, retrying while etcd comes back.
+func (e *env) put(key, value string) store.KV {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kv, _, err := e.admin.Put(context.Background(), "/apisix/"+key, []byte(value), store.PutOptions{})
+		if err == nil {
+			return kv
+		}
+		if !errors.Is(err, store.ErrUnavailable) || time.Now().After(deadline) {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func (e *env) del(key string) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for tries := 0; ; tries++ {
+		_, err := e.admin.Delete(context.Background(), "/apisix/"+key, 0)
+		if err == nil || tries > 0 && errors.Is(err, store.ErrNotFound) {
+			return
+		}
+		if !errors.Is(err, store.ErrUnavailable) || time.Now().After(deadline) {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// next waits for a Spec whose routes are want (ids in order), skipping
+// intermediate ones, within a bound.
+func (e *env) next(want string) *spec.Spec {
+	e.t.Helper()
+	deadline := time.After(30 * time.Second)
+	last := "none"
+	for {
+		select {
+		case sp := <-e.specs:
+			if last = routeIDs(sp); last == want {
+				return sp
+			}
+		case <-deadline:
+			e.t.Fatalf("no Spec with routes %s within 30 s (last %s)", want, last)
+		}
+	}
+}
+
+func routeIDs(sp *spec.Spec) string {
+	ids := make([]string, len(sp.Routes))
+	for i, r := range sp.Routes {
+		ids[i] = r.ID.String()
+	}
+	return "[" + strings.Join(ids, " ") + "]"
+}
+
+func route(uri string) string {
+	return fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{"127.0.0.1:1980":1}}}`, uri)
+}
+
+// TestLoadAndFollow: the first read decodes every kind and leaves out
+// what is not a Spec's, and each change then arrives as a new Spec.
+func TestLoadAndFollow(t *testing.T) {
+	e := newEnv(t)
+	e.put("upstreams/u1", `{"id":"u1","nodes":{"127.0.0.1:1980":1},"type":"roundrobin"}`)
+	e.put("routes/2", route("/two"))
+	e.put("routes/1", `{"id":"1","uri":"/one","upstream_id":"u1"}`)
+	e.put("services/s1", `{"upstream_id":"u1"}`)
+	e.put("consumers/jack", `{"username":"jack","plugins":{}}`)
+	e.put("plugin_configs/p1", `{"plugins":{}}`)
+	e.put("global_rules/g1", `{"id":"g1","plugins":{}}`)
+	e.put("ssls/1", `{"cert":"x"}`)             // not served yet: ignored
+	e.put("routes/", "init_dir")                // APISIX's directory placeholder
+	e.put("consumers/jack/credentials/c", `{}`) // not a Spec's
+	if _, err := e.admin.GenID(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := e.syncer()
+	sp, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := routeIDs(sp); got != "[2 1]" {
+		t.Fatalf("routes %s, want [2 1] (creation order)", got)
+	}
+	if len(sp.Upstreams) != 1 || len(sp.Services) != 1 || sp.Services[0].ID.String() != "s1" ||
+		len(sp.Consumers) != 1 || len(sp.PluginConfigs) != 1 || len(sp.GlobalRules) != 1 {
+		t.Fatalf("Spec: %+v", sp)
+	}
+	if id := spec.RawID(sp.PluginConfigs[0], "id"); id.String() != "p1" {
+		t.Fatalf("plugin config id %q, want p1 from its key", id)
+	}
+	if sp.Hash == ([32]byte{}) || !s.Reachable() || s.Revision() == 0 {
+		t.Fatalf("after Load: hash %x reachable %v revision %d", sp.Hash, s.Reachable(), s.Revision())
+	}
+
+	e.watch(s)
+	e.put("routes/3", route("/three"))
+	got := e.next("[2 1 3]")
+	if got.Routes[2].URI != "/three" {
+		t.Fatalf("route 3: %+v", got.Routes[2])
+	}
+	e.put("routes/2", route("/two-b")) // a rewrite keeps its place
+	if got := e.next("[2 1 3]"); got.Routes[0].URI != "/two-b" {
+		t.Fatalf("route 2 after its rewrite: %q", got.Routes[0].URI)
+	}
+	e.del("routes/1")
+	e.next("[2 3]")
+
+	// An invalid object is left out, the rest is served.
+	e.put("routes/bad", `{"uri":5}`)
+	e.put("routes/4", route("/four"))
+	e.next("[2 3 4]")
+	// A route whose upstream is gone is left out, not the whole Spec.
+	e.put("routes/5", `{"uri":"/five","upstream_id":"nope"}`)
+	e.put("routes/6", route("/six"))
+	e.next("[2 3 4 6]")
+	// The local copy follows (written just after the Spec is handed on).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := ReadCache(e.cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if routeIDs(c) == "[2 3 4 6]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("local copy holds %s", routeIDs(c))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCoalesce: a burst of changes ends in a Spec holding all of them.
+func TestCoalesce(t *testing.T) {
+	e := newEnv(t)
+	s := e.syncer()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.watch(s)
+	// 50 puts from one client, back to back.
+	var want []string
+	for i := range 50 {
+		e.put(fmt.Sprintf("routes/r%02d", i), route(fmt.Sprintf("/r%d", i)))
+		want = append(want, fmt.Sprintf("r%02d", i))
+	}
+	e.next("[" + strings.Join(want, " ") + "]")
+}
+
+// TestCompactionResync: a watch resumed from a compacted revision starts
+// over from a full read, which brings the changes made meanwhile.
+func TestCompactionResync(t *testing.T) {
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	s := e.syncer()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	// Changes after the Load, then their history compacted: the watch
+	// from the Load's revision cannot be served.
+	e.put("routes/2", route("/two"))
+	e.del("routes/1")
+	kv := e.put("routes/3", route("/three"))
+	if err := e.admin.Compact(context.Background(), kv.ModRevision); err != nil {
+		t.Fatal(err)
+	}
+	e.watch(s)
+	e.next("[2 3]")
+	e.put("routes/4", route("/four"))
+	e.next("[2 3 4]")
+}
+
+// TestEtcdRestart: etcd stopped and started again on the same directory
+// and ports; the Syncer sees it gone, and the changes made before it
+// reads again arrive.
+func TestEtcdRestart(t *testing.T) {
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	s := New(Options{Store: e.store, CachePath: e.cache, Retry: 3 * time.Second, Log: testLog(t)})
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.watch(s)
+	e.put("routes/2", route("/two"))
+	e.next("[1 2]")
+
+	e.etcd.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for s.Reachable() {
+		if time.Now().After(deadline) {
+			t.Fatal("Syncer still reports the store reachable 30 s after etcd stopped")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.start()
+	// Made while the Syncer is not watching (it retries every 3 s).
+	e.del("routes/1")
+	e.put("routes/3", route("/three"))
+	e.next("[2 3]")
+	if !s.Reachable() {
+		t.Fatal("Syncer reports the store unreachable after it came back")
+	}
+	e.put("routes/4", route("/four"))
+	e.next("[2 3 4]")
+}
+
+// TestColdStartFromCache: with etcd unreachable at start, Load serves the
+// local copy; once etcd answers, changes arrive.
+func TestColdStartFromCache(t *testing.T) {
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	e.put("routes/2", route("/two"))
+	first, err := e.syncer().Load() // writes the local copy
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.etcd.Stop()
+
+	// A store that would wait 60 s: the copy is served after StartTimeout.
+	slow, err := etcdstore.New(etcdstore.Options{Endpoints: e.etcd.Endpoints, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	start := time.Now()
+	cold, err := New(Options{Store: slow, CachePath: e.cache, StartTimeout: time.Second, Log: testLog(t)}).Load()
+	if err != nil || cold.Hash != first.Hash {
+		t.Fatalf("Load with etcd down, a local copy and a slow store: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("Load served the copy after %v, want about StartTimeout (1 s)", d)
+	}
+
+	s := e.syncer()
+	sp, err := s.Load()
+	if err != nil {
+		t.Fatalf("Load with etcd down and a local copy: %v", err)
+	}
+	if routeIDs(sp) != "[1 2]" || sp.Hash != first.Hash {
+		t.Fatalf("from the local copy: routes %s hash %x, want [1 2] %x", routeIDs(sp), sp.Hash, first.Hash)
+	}
+	if s.Reachable() {
+		t.Fatal("Reachable with etcd down")
+	}
+	e.watch(s)
+	e.start()
+	e.put("routes/3", route("/three"))
+	e.next("[1 2 3]")
+
+	// Without a local copy, Load with etcd down fails.
+	e.etcd.Stop()
+	bare := New(Options{Store: e.newStore(), CachePath: filepath.Join(t.TempDir(), CacheFile), Log: testLog(t)})
+	if _, err := bare.Load(); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Load with etcd down and no copy: %v, want ErrUnavailable", err)
+	}
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"coregate/admin/adminapi"
+	"coregate/admin/store"
+	"coregate/admin/store/etcdstore"
+	"coregate/admin/store/storesync"
+)
+
+// etcdConfig is a traditional node on its embedded etcd, its Admin API on
+// 127.0.0.1:adminPort with the admin key given (nothing: no key at all,
+// "": one generated).
+func etcdConfig(adminPort int, keys ...string) func(port int) string {
+	return func(port int) string {
+		var ks strings.Builder
+		if len(keys) > 0 {
+			ks.WriteString("    admin_key:\n")
+			for _, k := range keys {
+				fmt.Fprintf(&ks, "      - name: admin\n        key: %q\n        role: admin\n", k)
+			}
+		}
+		return fmt.Sprintf(`apisix:
+  node_listen:
+    - ip: 127.0.0.1
+      port: %d
+deployment:
+  role: traditional
+  role_traditional:
+    config_provider: etcd
+  admin:
+    admin_listen:
+      ip: 127.0.0.1
+      port: %d
+%splugin_attr:
+  prometheus:
+    enable_export_server: false
+nginx_config:
+  worker_processes: 1
+`, port, adminPort, ks.String())
+	}
+}
+
+// embeddedStore opens a store on the embedded etcd of the gateway whose
+// config directory is dir, as another client would: its endpoints are in
+// the data directory once it started.
+func embeddedStore(t *testing.T, dir string) *etcdstore.Store {
+	t.Helper()
+	var urls struct{ Client string }
+	eventually(t, 30*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(dir, etcdDataDir, "urls.json"))
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(b, &urls)
+	})
+	s, err := etcdstore.New(etcdstore.Options{Endpoints: []string{urls.Client}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestEmbeddedEtcdRoute: a node on its embedded etcd (the default when
+// deployment.etcd.host is not written) serves a route written into etcd,
+// drops it when it is deleted, and keeps a local copy of it.
+func TestEmbeddedEtcdRoute(t *testing.T) {
+	up := textUpstream(t, "hello from etcd")
+	g := startSupervisor(t, "", etcdConfig(freePort(t)), 1)
+	c := newClient(t)
+	if r := do(t, c, "GET", g.url("/hello"), "", nil, nil); r.status != 404 {
+		t.Fatalf("empty store: GET /hello = %d, want 404", r.status)
+	}
+	s := embeddedStore(t, g.dir)
+	ctx := context.Background()
+	route := fmt.Sprintf(`{"id":"1","uri":"/hello","upstream":{"type":"roundrobin","nodes":{%q:1}}}`, up.addr())
+	start := time.Now()
+	if _, _, err := s.Put(ctx, "/apisix/routes/1", []byte(route), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/hello"), "", nil, nil); r.status != 200 || r.body != "hello from etcd" {
+			return fmt.Errorf("GET /hello = %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	t.Logf("route proxied %v after its put", time.Since(start).Round(time.Millisecond))
+	eventually(t, 10*time.Second, func() error {
+		sp, err := storesync.ReadCache(filepath.Join(g.dir, storesync.CacheFile))
+		if err != nil {
+			return err
+		}
+		if len(sp.Routes) != 1 || sp.Routes[0].URI != "/hello" {
+			return fmt.Errorf("local copy holds %d routes", len(sp.Routes))
+		}
+		return nil
+	})
+	if _, err := s.Delete(ctx, "/apisix/routes/1", 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/hello"), "", nil, nil); r.status != 404 {
+			return fmt.Errorf("deleted route: GET /hello = %d", r.status)
+		}
+		return nil
+	})
+}
+
+// TestAdminAPIRoute is the way in of APISIX's benchmark scripts, through
+// the real binary on its embedded etcd: PUT a route with the legacy key
+// (201, then 200), see it proxied within a bound, DELETE it, 404.
+func TestAdminAPIRoute(t *testing.T) {
+	up := textUpstream(t, "hello from the admin API")
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/1", adminPort)
+	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	body := fmt.Sprintf(`{"uri": "/hello", "upstream": {"type": "roundrobin", "nodes": {%q: 1}}}`, up.addr())
+	start := time.Now()
+	r := do(t, c, "PUT", admin, "", key, strings.NewReader(body))
+	if r.status != 201 || r.header.Get("X-API-VERSION") != "v3" {
+		t.Fatalf("PUT a new route: %d %s", r.status, r.body)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/hello"), "", nil, nil); r.status != 200 || r.body != "hello from the admin API" {
+			return fmt.Errorf("GET /hello = %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	t.Logf("route proxied %v after the PUT was sent", time.Since(start).Round(time.Millisecond))
+	if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 200 {
+		t.Fatalf("PUT the route again: %d %s, want 200", r.status, r.body)
+	}
+	if r := do(t, c, "PUT", admin, "", map[string]string{"X-API-KEY": "wrong"}, strings.NewReader(body)); r.status != 401 {
+		t.Fatalf("PUT with a wrong key: %d %s, want 401", r.status, r.body)
+	}
+	if r := do(t, c, "DELETE", admin, "", key, nil); r.status != 200 {
+		t.Fatalf("DELETE: %d %s", r.status, r.body)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/hello"), "", nil, nil); r.status != 404 {
+			return fmt.Errorf("deleted route: GET /hello = %d", r.status)
+		}
+		return nil
+	})
+}
+
+// TestAdminKeyGenerated: an empty admin key is generated at first start,
+// printed once, kept beside config.yaml, and the same at the next start.
+func TestAdminKeyGenerated(t *testing.T) {
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, ""), 1)
+	b, err := os.ReadFile(filepath.Join(g.dir, adminKeysFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]string
+	if err := json.Unmarshal(b, &keys); err != nil || len(keys["admin"]) != 32 {
+		t.Fatalf("%s: %s (%v)", adminKeysFile, b, err)
+	}
+	if n := strings.Count(g.out.String(), keys["admin"]); n != 1 {
+		t.Fatalf("the generated key is printed %d times, want once:\n%s", n, g.out.String())
+	}
+	c := newClient(t)
+	list := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes", adminPort)
+	if r := do(t, c, "GET", list, "", map[string]string{"X-API-KEY": keys["admin"]}, nil); r.status != 200 {
+		t.Fatalf("GET with the generated key: %d %s", r.status, r.body)
+	}
+	if r := do(t, c, "GET", list, "", map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}, nil); r.status != 401 {
+		t.Fatalf("GET with the legacy key: %d %s, want 401", r.status, r.body)
+	}
+}
+
+// TestAdminLegacyKeyRefused: the public legacy key with the Admin API on
+// every address refuses to start, saying why.
+func TestAdminLegacyKeyRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.Replace(etcdConfig(freePort(t), adminapi.LegacyAdminKey)(freePort(t)),
+		"admin_listen:\n      ip: 127.0.0.1", "admin_listen:\n      ip: 0.0.0.0", 1)
+	writeFile(t, filepath.Join(dir, "config.yaml"), cfg)
+	cmd := exec.Command(binPath, "-c", filepath.Join(dir, "config.yaml"))
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("still running after 30 s:\n%s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "not a loopback address") {
+		t.Fatalf("start with the legacy key on 0.0.0.0: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, etcdDataDir)); err == nil {
+		t.Fatal("refused before anything started, yet the embedded etcd made its data directory")
+	}
+}
