@@ -48,7 +48,7 @@ type Instance any
 
 // Sentinel errors.
 var (
-	ErrUnknown    = errors.New("plugins: unknown plugin")
+	ErrUnknown    = errors.New("unknown plugin") // APISIX's text, which clients match on
 	ErrDuplicate  = errors.New("plugins: registered twice")
 	ErrNotInTable = errors.New("plugins: not in the table of plugins")
 )

@@ -71,13 +71,13 @@ func TestBuildOrder(t *testing.T) {
 func TestBuildErrors(t *testing.T) {
 	r := testRegistry()
 	_, err := r.Build(map[string]json.RawMessage{"no-such": json.RawMessage(`{}`)}, NewLocalEnv())
-	if !errors.Is(err, ErrUnknown) || err.Error() != "plugins: unknown plugin [no-such]" {
+	if !errors.Is(err, ErrUnknown) || err.Error() != "unknown plugin [no-such]" {
 		t.Fatalf("unknown plugin: %v", err)
 	}
 	// In the table but not implemented: unknown too, as a plugin APISIX
 	// has not enabled.
 	_, err = r.Build(map[string]json.RawMessage{"test-unregistered": json.RawMessage(`{}`)}, NewLocalEnv())
-	if !errors.Is(err, ErrUnknown) || err.Error() != "plugins: unknown plugin [test-unregistered]" {
+	if !errors.Is(err, ErrUnknown) || err.Error() != "unknown plugin [test-unregistered]" {
 		t.Fatalf("unregistered plugin: %v", err)
 	}
 	_, err = r.Build(map[string]json.RawMessage{"test-a": json.RawMessage(`{"bad":1}`)}, NewLocalEnv())
@@ -102,7 +102,7 @@ func TestCheckIsPure(t *testing.T) {
 		err.Error() != `failed to check the configuration of plugin test-a err: property "bad" is not allowed` {
 		t.Fatalf("bad config: %v", err)
 	}
-	if err := r.Check("nope", json.RawMessage(`{}`)); !errors.Is(err, ErrUnknown) || err.Error() != "plugins: unknown plugin [nope]" {
+	if err := r.Check("nope", json.RawMessage(`{}`)); !errors.Is(err, ErrUnknown) || err.Error() != "unknown plugin [nope]" {
 		t.Fatalf("unknown: %v", err)
 	}
 	if builds != 0 {

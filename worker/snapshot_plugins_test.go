@@ -184,7 +184,7 @@ func TestCompileRefusesUnknownPluginsOfEveryLayer(t *testing.T) {
 	}
 	_, err = Compile(&spec.Spec{Routes: []*spec.Route{r},
 		PluginConfigs: []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"from-plugin-config":{}}}`)}}, router.HostURI)
-	if err == nil || err.Error() != "route 1: plugins: unknown plugin [from-plugin-config]" {
+	if err == nil || err.Error() != "route 1: unknown plugin [from-plugin-config]" {
 		t.Fatalf("plugin_config: err = %v", err)
 	}
 	_, err = Compile(&spec.Spec{Routes: []*spec.Route{r}}, router.HostURI)
@@ -193,7 +193,7 @@ func TestCompileRefusesUnknownPluginsOfEveryLayer(t *testing.T) {
 	}
 	_, err = Compile(&spec.Spec{
 		GlobalRules: []json.RawMessage{json.RawMessage(`{"id":1,"plugins":{"from-global-rule":{}}}`)}}, router.HostURI)
-	if err == nil || err.Error() != "global_rule 1: plugins: unknown plugin [from-global-rule]" {
+	if err == nil || err.Error() != "global_rule 1: unknown plugin [from-global-rule]" {
 		t.Fatalf("global rule: err = %v", err)
 	}
 }

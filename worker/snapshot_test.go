@@ -44,7 +44,7 @@ func TestCompileRefusesUnknownPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Compile(&spec.Spec{Routes: []*spec.Route{r}}, router.HostURI)
-	if err == nil || err.Error() != "route 7: plugins: unknown plugin [no-such-plugin]" {
+	if err == nil || err.Error() != "route 7: unknown plugin [no-such-plugin]" {
 		t.Fatalf("err = %v", err)
 	}
 	svc, err := spec.DecodeService([]byte(`{"id":"s","plugins":{"from-service":{}}}`))
@@ -56,7 +56,7 @@ func TestCompileRefusesUnknownPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Compile(&spec.Spec{Routes: []*spec.Route{r2}, Services: []*spec.Service{svc}}, router.HostURI)
-	if err == nil || err.Error() != "route 8: plugins: unknown plugin [from-service]" {
+	if err == nil || err.Error() != "route 8: unknown plugin [from-service]" {
 		t.Fatalf("service plugin: err = %v", err)
 	}
 	// An empty plugins object, as APISIX's benchmark routes have, is fine.

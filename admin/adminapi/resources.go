@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"coregate/admin/spec"
-	"coregate/plugins"
 )
 
 // resource is one kind of stored object: its URL segment, which is also
@@ -290,9 +289,6 @@ func (a *api) checkPlugins(obj map[string]any, prefix string) *apiError {
 	for _, name := range sortedKeys(confs) {
 		if err := a.plugins.Check(name, confs[name]); err != nil {
 			e := invalid(err, "plugins."+name)
-			if errors.Is(err, plugins.ErrUnknown) {
-				e.Msg = "unknown plugin [" + name + "]" // APISIX's text, without the package's prefix
-			}
 			e.Msg = prefix + e.Msg
 			return e
 		}
