@@ -181,16 +181,7 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func(user, password string) *Store {
-		o, err := OptionsFrom(nodeconf.EtcdConfig{Host: e.Endpoints, Prefix: "/apisix", Timeout: 5, User: user, Password: password})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return openConfig(t, nodeconf.EtcdConfig{Host: e.Endpoints, Prefix: "/apisix", Timeout: 5, User: user, Password: password})
 	}
 	good := open("root", "rootpw")
 	_, rev, err := good.List(ctx, "/apisix/")

@@ -344,16 +344,7 @@ func TestEtcdProcessTLS(t *testing.T) {
 		}
 	})
 	open := func(tc nodeconf.EtcdTLS) *Store {
-		o, err := OptionsFrom(nodeconf.EtcdConfig{Host: []string{client}, Prefix: "/apisix", Timeout: 2, TLS: tc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
+		return openConfig(t, nodeconf.EtcdConfig{Host: []string{client}, Prefix: "/apisix", Timeout: 2, TLS: tc})
 	}
 	ctx := ctxT(t)
 	good := open(nodeconf.EtcdTLS{Cert: cliCert, Key: cliKey, Verify: false})

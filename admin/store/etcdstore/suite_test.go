@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/nodeconf"
 	"coregate/admin/store"
 )
 
@@ -28,6 +29,22 @@ func newStore(t *testing.T, endpoints []string) *Store {
 		Timeout:   10 * time.Second,
 		KeepAlive: 500 * time.Millisecond,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openConfig opens a Store the way a node does, from its
+// deployment.etcd settings, closed when the test ends.
+func openConfig(t *testing.T, cfg nodeconf.EtcdConfig) *Store {
+	t.Helper()
+	o, err := OptionsFrom(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
