@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -175,13 +177,9 @@ type Configured struct {
 // highest first, then name). The first refusal is returned, with Check's
 // messages.
 func (r *Registry) Build(conf map[string]json.RawMessage, env Env) ([]Configured, error) {
-	names := make([]string, 0, len(conf))
-	for name := range conf {
-		names = append(names, name)
-	}
-	sort.Strings(names) // the same error first for the same configuration
 	out := make([]Configured, 0, len(conf))
-	for _, name := range names {
+	// Name order: the same error first for the same configuration.
+	for _, name := range slices.Sorted(maps.Keys(conf)) {
 		raw := conf[name]
 		e, p, ok := r.Lookup(name)
 		if !ok {

@@ -4,8 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 
 	"coregate/admin/spec"
@@ -254,7 +255,7 @@ func (a *api) checkGlobalRule(ctx context.Context, w *write) *apiError {
 			continue
 		}
 		theirs, _ := other["plugins"].(map[string]any)
-		for _, name := range sortedKeys(mine) {
+		for _, name := range slices.Sorted(maps.Keys(mine)) {
 			if _, dup := theirs[name]; dup {
 				return &apiError{Status: http.StatusBadRequest, Field: "plugins." + name,
 					Msg: "plugin '" + name + "' already exists in global rule with id '" + oid + "'"}
@@ -286,7 +287,7 @@ func (a *api) checkRef(ctx context.Context, dir, kind, field string, id spec.ID)
 // error; prefix is what the resource puts before the registry's message.
 func (a *api) checkPlugins(obj map[string]any, prefix string) *apiError {
 	confs := pluginConfs(obj)
-	for _, name := range sortedKeys(confs) {
+	for _, name := range slices.Sorted(maps.Keys(confs)) {
 		if err := a.plugins.Check(name, confs[name]); err != nil {
 			e := invalid(err, "plugins."+name)
 			e.Msg = prefix + e.Msg
@@ -294,13 +295,4 @@ func (a *api) checkPlugins(obj map[string]any, prefix string) *apiError {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

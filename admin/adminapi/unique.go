@@ -2,7 +2,9 @@ package adminapi
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -31,7 +33,7 @@ func (a *api) checkUniqueKeys(ctx context.Context, obj map[string]any, consumer,
 	confs, _ := obj["plugins"].(map[string]any)
 	type want struct{ plugin, attr, value string }
 	var wants []want
-	for _, name := range sortedKeys(confs) {
+	for _, name := range slices.Sorted(maps.Keys(confs)) {
 		attr, ok := uniqueKeyAttrs[name]
 		conf, isObj := confs[name].(map[string]any)
 		if !ok || !isObj {

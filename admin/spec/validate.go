@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -180,7 +181,7 @@ func (u *Upstream) checkConf() *ValidationError {
 // plugin's schema requires; the configs themselves are the plugin layer's
 // to check, each against its own schema (CompileSchema).
 func checkPlugins(plugins map[string]json.RawMessage) *ValidationError {
-	for _, name := range sortedKeys(plugins) {
+	for _, name := range slices.Sorted(maps.Keys(plugins)) {
 		raw := bytes.TrimLeft(plugins[name], " \t\r\n")
 		if len(raw) > 0 && raw[0] == '{' {
 			continue // a stored RawMessage is well-formed JSON
@@ -195,13 +196,4 @@ func checkPlugins(plugins map[string]json.RawMessage) *ValidationError {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
