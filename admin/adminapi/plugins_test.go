@@ -59,7 +59,7 @@ func TestSchemaEndpoints(t *testing.T) {
 		t.Fatalf("valid: %d %q", r.status, r.body)
 	}
 	c.want(c.do("POST", "/apisix/admin/schema/validate/routes", `{"uri":"/a","methods":["FOO"]}`), 400,
-		`{"error_msg":"property \"methods\" validation failed: failed to validate item 1: matches none of the enum values","field":"methods[0]"}`)
+		`{"error_msg":"property \"methods\" validation failed: failed to validate item 1: matches none of the enum values","field":"methods[0]","detail":"value \"FOO\", expected one of \"GET\", \"POST\", \"PUT\", \"DELETE\", \"PATCH\", \"HEAD\", \"OPTIONS\", \"CONNECT\", \"TRACE\", \"PURGE\""}`)
 	c.want(c.do("POST", "/apisix/admin/schema/validate/upstreams", `{"nodes":{"a:1":1},"foo":1}`), 400, "")
 	c.want(c.do("POST", "/apisix/admin/schema/validate/ssls", `{"cert":"x"}`), 400, "")
 	c.want(c.do("POST", "/apisix/admin/schema/validate/nope", `{}`), 404, `{"error_msg":"Unsupported resource type: nope"}`)

@@ -204,7 +204,7 @@ func TestRequestErrors(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ body, want string }{
-		{`{"uri":"/a","methods":["FOO"]}`, `{"error_msg":"invalid configuration: property \"methods\" validation failed: failed to validate item 1: matches none of the enum values","field":"methods[0]"}`},
+		{`{"uri":"/a","methods":["FOO"]}`, `{"error_msg":"invalid configuration: property \"methods\" validation failed: failed to validate item 1: matches none of the enum values","field":"methods[0]","detail":"value \"FOO\", expected one of \"GET\", \"POST\", \"PUT\", \"DELETE\", \"PATCH\", \"HEAD\", \"OPTIONS\", \"CONNECT\", \"TRACE\", \"PURGE\""}`},
 		{`{"uri":"/a","foo":1}`, `{"error_msg":"invalid configuration: additional properties forbidden, found foo"}`},
 		{`{"uri":"/a","host":"a.com","hosts":["b.com"]}`, `{"error_msg":"only one of host or hosts is allowed","field":"hosts"}`},
 		{`{"uri":"/a","vars":[["arg_a","=","1"]],"upstream":` + upstream1 + `}`, ""},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,6 +46,18 @@ func TestRefusalNamesFieldAndValue(t *testing.T) {
 		{"remote address", "route", `{"uri":"/a","upstream_id":1,"remote_addrs":["10.0.0.1","300.1.1.1"]}`,
 			`invalid configuration: property "remote_addrs" validation failed: failed to validate item 2: object matches none of the required`,
 			`remote_addrs[1]`, `"300.1.1.1" is not a valid ipv4`},
+		{"method not in enum", "route", `{"uri":"/a","upstream_id":1,"methods":["GET","GOT"]}`,
+			`invalid configuration: property "methods" validation failed: failed to validate item 2: matches none of the enum values`,
+			`methods[1]`, `value "GOT", expected one of "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE", "PURGE"`},
+		{"upstream type not in enum", "upstream", `{"type":"random","nodes":{"a:1":1}}`,
+			`invalid configuration: property "type" validation failed: matches none of the enum values`,
+			`type`, `value "random", expected one of "roundrobin", "chash", "ewma", "least_conn"`},
+		{"wrong type", "route", `{"uri":"/a","upstream_id":1,"priority":"high"}`,
+			`invalid configuration: property "priority" validation failed: wrong type: expected integer, got string`,
+			`priority`, `value "high"`},
+		{"long value cut", "route", `{"uri":"/a","upstream_id":1,"priority":` + strconv.Quote(strings.Repeat("é", 80)) + `}`,
+			`invalid configuration: property "priority" validation failed: wrong type: expected integer, got string`,
+			`priority`, `value "` + strings.Repeat("é", 47) + `...`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

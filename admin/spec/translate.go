@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -105,6 +106,7 @@ func (t *translator) own(e *jsonschema.ValidationError, loc []string, field stri
 		if len(k.Want) > 1 {
 			want = "one of " + want
 		}
+		t.valueDetail(inst, "")
 		return "wrong type: expected " + want + ", got " + inst.luaType()
 	case *kind.Required:
 		return `property "` + t.firstMissing(k.Missing, node) + `" is required`
@@ -139,12 +141,63 @@ func (t *translator) own(e *jsonschema.ValidationError, loc []string, field stri
 		return "expected " + ratNum(k.Got) + " to be smaller than " + ratNum(k.Want)
 	case *kind.MultipleOf:
 		return "expected " + ratNum(k.Got) + " to be a multiple of " + ratNum(k.Want)
-	case *kind.Enum, *kind.Const:
+	case *kind.Enum:
+		t.valueDetail(inst, enumList(node.v.child("enum")))
+		return "matches none of the enum values"
+	case *kind.Const:
+		t.valueDetail(inst, enumList(node.v.child("const")))
 		return "matches none of the enum values"
 	case *kind.Format:
 		return luaQuote(inst.s) + " is not a valid " + k.Want
 	}
 	return (&jsonschema.ValidationError{ErrorKind: e.ErrorKind}).Error()
+}
+
+// maxDetailValue bounds the value a detail quotes: a refusal names the
+// value, it does not echo a megabyte back.
+const maxDetailValue = 96
+
+// valueDetail sets the detail to the value written at the failing field,
+// followed by what the schema allows (want, when not empty), for the
+// keywords whose APISIX message names neither ("matches none of the enum
+// values", "wrong type: expected string, got number"). Inside an anyOf
+// branch the branch's message is the detail, so nothing is set there.
+func (t *translator) valueDetail(inst *jval, want string) {
+	if t.inAny > 0 || inst == nil {
+		return
+	}
+	v := appendJSON(nil, inst)
+	if len(v) > maxDetailValue {
+		n := maxDetailValue
+		for n > 0 && !utf8.RuneStart(v[n]) {
+			n--
+		}
+		v = append(v[:n:n], "..."...)
+	}
+	t.detail = "value " + string(v)
+	if want != "" {
+		t.detail += ", expected one of " + want
+	}
+}
+
+// enumList renders a schema's enum array (or const value) as the list a
+// detail shows: `"GET", "POST"`.
+func enumList(n *jval) string {
+	if n == nil {
+		return ""
+	}
+	items := []*jval{n}
+	if n.kind == jArray {
+		items = n.arr
+	}
+	var b []byte
+	for i, e := range items {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendJSON(b, e)
+	}
+	return string(b)
 }
 
 // anyDetail sets the detail of an anyOf failure: the failure of the branch

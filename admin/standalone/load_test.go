@@ -223,7 +223,8 @@ func TestLoadErrors(t *testing.T) {
 		{"invalid route", "routes:\n  - id: 1\n    uri: /a\n    upstream_id: 1\n  - id: 7\n    uri: /b\n    foo: 1\n    upstream_id: 1\nupstreams:\n  - id: 1\n    nodes: {\"a:1\": 1}\n#END",
 			"apisix.yaml: routes[1] (id 7): invalid configuration: additional properties forbidden, found foo", ErrInvalid},
 		{"invalid route without id", "routes:\n  - uri: /b\n    methods: [GETX]\n    upstream: {nodes: {\"a:1\": 1}}\n#END",
-			`apisix.yaml: routes[0] (id arr_1): invalid configuration: property "methods" validation failed: failed to validate item 1: matches none of the enum values`, ErrInvalid},
+			`apisix.yaml: routes[0] (id arr_1): invalid configuration: property "methods" validation failed: failed to validate item 1: matches none of the enum values` +
+				` (methods[0]: value "GETX", expected one of "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE", "PURGE")`, ErrInvalid},
 		{"invalid upstream", "upstreams:\n  - id: u\n    nodes: {\"a:1\": 1}\n    pass_host: rewrite\n#END",
 			"apisix.yaml: upstreams[0] (id u): `upstream_host` can't be empty when `pass_host` is `rewrite`", ErrInvalid},
 		{"invalid vars", "routes:\n  - uri: /b\n    vars: [[arg_a, \"=\", \"1\"]]\n    upstream: {nodes: {\"a:1\": 1}}\n#END",
