@@ -10,10 +10,14 @@ import (
 // interfaces, so that no plugin imports the worker: the node's shared
 // counters and this worker's metric slots. The worker gives every Build the
 // same Env for its whole life, so that a counter or a series outlives a
-// configuration reload. NewLocalEnv makes one that lives in this process.
+// configuration reload (Consumers excepted). NewLocalEnv makes one that lives in this process.
 type Env struct {
 	Counters Counters
 	Metrics  Metrics
+	// Consumers is the consumers of the snapshot being built: unlike the
+	// other members it changes with each snapshot (the worker sets it
+	// before building one); nil when the snapshot has none.
+	Consumers Consumers
 }
 
 // Counters is the table of counters shared by every worker of the node

@@ -1,5 +1,10 @@
 package plugins
 
+import (
+	"encoding/json"
+	"time"
+)
+
 // Phase is one of APISIX's request phases a plugin can run in, in the order
 // a request goes through them.
 type Phase uint8
@@ -71,6 +76,74 @@ type Ctx interface {
 	SetResponseHeader(name string, value []byte)
 	// Status is the response status, from header_filter on (0 before).
 	Status() int
+
+	// ExitAfter is Exit after d (mocking's delay): the request's phases
+	// stop now, the answer leaves when the worker's timer fires, and the
+	// event loop serves other connections meanwhile. Exited reports true
+	// from the call on.
+	ExitAfter(d time.Duration, status int, body []byte)
+
+	// The upstream request, as proxy-rewrite edits it, from the rewrite,
+	// access and before_proxy phases: the worker writes the head it sends
+	// upstream from these, never from the client's bytes. Each copies its
+	// arguments.
+	//
+	// SetUpstreamURI replaces the request target (path and query, as
+	// sent: already escaped); SetUpstreamMethod the method;
+	// SetUpstreamHost the Host header. SetRequestHeader replaces every
+	// request header of that name (a nil value removes them);
+	// AddRequestHeader appends one. Hop-by-hop and framing headers
+	// (Connection, Content-Length, Transfer-Encoding, Host, TE, Upgrade…)
+	// are the worker's: setting one is ignored, so that no plugin can
+	// unframe a body.
+	SetUpstreamURI(uri []byte)
+	SetUpstreamMethod(method []byte)
+	SetUpstreamHost(host []byte)
+	SetRequestHeader(name string, value []byte)
+	AddRequestHeader(name string, value []byte)
+
+	// Consumer is the consumer an authentication plugin attached to the
+	// request; nil when none.
+	Consumer() *Consumer
+	// SetConsumer attaches c (key-auth's match, or its anonymous
+	// consumer). From the next phase on the request runs the route's
+	// plugins merged with c's, as APISIX's merge_consumer_route: for a
+	// plugin both configure, the consumer's configuration wins.
+	SetConsumer(c *Consumer)
+}
+
+// Consumer is one consumer as the request path sees it, built with the
+// snapshot it belongs to and only read afterwards.
+type Consumer struct {
+	// Username is the consumer's name (the $consumer_name variable and
+	// the prometheus consumer label).
+	Username string
+	// Plugins is the consumer's "plugins" object, raw, as stored; the
+	// worker merges it into a route's when the consumer is attached.
+	Plugins map[string]json.RawMessage
+}
+
+// Consumers is a snapshot's consumers, indexed for authentication: the
+// worker builds it with each snapshot, from the consumers and their
+// credentials, and gives it to Build in Env. Lookups do not allocate.
+type Consumers interface {
+	// ByCredential returns the consumer whose credential for plugin (as
+	// the plugin's CredentialPlugin.Credential derives it: key-auth's
+	// key) is cred; nil when none.
+	ByCredential(plugin string, cred []byte) *Consumer
+	// ByName returns the consumer of that username; nil when none.
+	ByName(username string) *Consumer
+}
+
+// CredentialPlugin is implemented by an authentication plugin whose
+// consumers are found by a credential of their configuration: the worker
+// indexes consumers and credentials by it, and the Admin API refuses two
+// consumers with one credential ("duplicate key of plugin key-auth found
+// with consumer: jack").
+type CredentialPlugin interface {
+	// Credential returns the credential of a consumer's (or credential
+	// object's) configuration of the plugin, which passed its schema.
+	Credential(raw json.RawMessage) (string, error)
 }
 
 // The phase interfaces: an Instance implements those of the phases it runs

@@ -42,6 +42,17 @@ type Ctx struct {
 	Body []byte
 	// Upstream reports whether the request reached the upstream.
 	Upstream bool
+	// ExitDelay is the delay of the last ExitAfter (0 for Exit).
+	ExitDelay time.Duration
+
+	// The upstream request as the plugins left it (proxy-rewrite): nil
+	// when unchanged. UpstreamHeaders is the request's headers with
+	// SetRequestHeader and AddRequestHeader applied.
+	UpstreamURI, UpstreamMethod, UpstreamHost []byte
+	upHeaders                                 []Header
+	upEdited                                  bool
+
+	consumer *plugins.Consumer
 }
 
 var _ plugins.Ctx = (*Ctx)(nil)
@@ -82,6 +93,10 @@ func (c *Ctx) Reset() {
 	c.exitBody = c.exitBody[:0]
 	c.respHeader = c.respHeader[:0]
 	c.Body = c.Body[:0]
+	c.ExitDelay = 0
+	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
+	c.upHeaders, c.upEdited = c.upHeaders[:0], false
+	c.consumer = nil
 }
 
 // Method implements plugins.Ctx.
@@ -234,6 +249,92 @@ func (c *Ctx) ResponseHeader(name string) []byte {
 
 // Status implements plugins.Ctx.
 func (c *Ctx) Status() int { return c.status }
+
+// ExitAfter implements plugins.Ctx: Exit, with the delay recorded in
+// ExitDelay (Run does not wait).
+func (c *Ctx) ExitAfter(d time.Duration, status int, body []byte) {
+	c.Exit(status, body)
+	c.ExitDelay = d
+}
+
+// SetUpstreamURI implements plugins.Ctx.
+func (c *Ctx) SetUpstreamURI(uri []byte) { c.UpstreamURI = append(c.UpstreamURI[:0], uri...) }
+
+// SetUpstreamMethod implements plugins.Ctx.
+func (c *Ctx) SetUpstreamMethod(m []byte) { c.UpstreamMethod = append(c.UpstreamMethod[:0], m...) }
+
+// SetUpstreamHost implements plugins.Ctx.
+func (c *Ctx) SetUpstreamHost(h []byte) { c.UpstreamHost = append(c.UpstreamHost[:0], h...) }
+
+// editHeaders starts the upstream headers from the request's, once per run.
+func (c *Ctx) editHeaders() {
+	if c.upEdited {
+		return
+	}
+	c.upEdited = true
+	for _, h := range c.headers {
+		c.addUp(h.Name, h.Value)
+	}
+}
+
+func (c *Ctx) addUp(name string, value []byte) {
+	n := len(c.upHeaders)
+	if n < cap(c.upHeaders) {
+		c.upHeaders = c.upHeaders[:n+1]
+	} else {
+		c.upHeaders = append(c.upHeaders, Header{})
+	}
+	h := &c.upHeaders[n]
+	h.Name = name
+	h.Value = append(h.Value[:0], value...)
+}
+
+// SetRequestHeader implements plugins.Ctx.
+func (c *Ctx) SetRequestHeader(name string, value []byte) {
+	c.editHeaders()
+	kept := c.upHeaders[:0]
+	for _, h := range c.upHeaders {
+		if !strings.EqualFold(h.Name, name) {
+			kept = append(kept, h)
+		}
+	}
+	c.upHeaders = kept
+	if value != nil {
+		c.addUp(name, value)
+	}
+}
+
+// AddRequestHeader implements plugins.Ctx.
+func (c *Ctx) AddRequestHeader(name string, value []byte) {
+	c.editHeaders()
+	c.addUp(name, value)
+}
+
+// UpstreamHeaders is the request's headers as they would go upstream:
+// those of the request with the plugins' edits applied, in order.
+func (c *Ctx) UpstreamHeaders() []Header {
+	if !c.upEdited {
+		return c.headers
+	}
+	return c.upHeaders
+}
+
+// UpstreamHeader is the first upstream header of that name; nil when none.
+func (c *Ctx) UpstreamHeader(name string) []byte {
+	for _, h := range c.UpstreamHeaders() {
+		if strings.EqualFold(h.Name, name) {
+			return h.Value
+		}
+	}
+	return nil
+}
+
+// Consumer implements plugins.Ctx.
+func (c *Ctx) Consumer() *plugins.Consumer { return c.consumer }
+
+// SetConsumer implements plugins.Ctx. The fake records the consumer; the
+// merge of its plugins into the route's is the worker's, tested there.
+func (c *Ctx) SetConsumer(k *plugins.Consumer) { c.consumer = k }
 
 // Run takes c through p's phases as the worker does: rewrite, access and
 // before_proxy until a plugin exits; then the answer (the exit's, or the
