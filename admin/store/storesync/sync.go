@@ -38,8 +38,10 @@ type Options struct {
 	// CachePath is the local copy of the last good configuration; ""
 	// keeps none.
 	CachePath string
-	// Coalesce is how long after the first event of a burst the Spec is
-	// built; DefaultCoalesce when 0.
+	// Coalesce is the shortest time between two Specs: a change that
+	// comes after a quiet Coalesce is published at once, one that comes
+	// sooner waits for the rest of that time with the changes that follow
+	// it; DefaultCoalesce when 0.
 	Coalesce time.Duration
 	// Retry is the wait between two tries to reach an unreachable store;
 	// DefaultRetry when 0.
@@ -216,6 +218,7 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 	ch := s.opts.Store.Watch(wctx, s.dir, s.rev+1)
 	var timer *time.Timer
 	var fire <-chan time.Time
+	var last time.Time // the last publication
 	pending := false
 	defer func() {
 		if timer != nil {
@@ -229,6 +232,7 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 		case <-fire:
 			fire = nil
 			pending = false
+			last = time.Now()
 			s.publish(onChange, onError)
 		case wr, ok := <-ch:
 			if !ok {
@@ -248,15 +252,25 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 				s.apply(ev)
 			}
 			s.rev = max(s.rev, wr.Revision)
-			if !pending {
-				pending = true
-				if timer == nil {
-					timer = time.NewTimer(s.opts.Coalesce)
-				} else {
-					timer.Reset(s.opts.Coalesce)
-				}
-				fire = timer.C
+			if pending {
+				break
 			}
+			// A change after a quiet Coalesce is published at once; one
+			// that follows a publication closer than that waits for the
+			// rest of the window, with whatever else comes meanwhile.
+			wait := s.opts.Coalesce - time.Since(last)
+			if wait <= 0 {
+				last = time.Now()
+				s.publish(onChange, onError)
+				break
+			}
+			pending = true
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			fire = timer.C
 		}
 	}
 }

@@ -247,6 +247,26 @@ func TestCoalesce(t *testing.T) {
 	e.next("[" + strings.Join(want, " ") + "]")
 }
 
+// TestLoneChangeNotDelayed: a change after a quiet time is published at
+// once, not after Coalesce; the changes that follow it closer than
+// Coalesce wait for it to pass.
+func TestLoneChangeNotDelayed(t *testing.T) {
+	e := newEnv(t)
+	s := New(Options{Store: e.store, CachePath: e.cache, Coalesce: time.Hour, Retry: 200 * time.Millisecond, Log: testLog(t)})
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.watch(s)
+	e.put("routes/1", route("/one"))
+	e.next("[1]") // within the 30 s of next: it did not wait the hour
+	e.put("routes/2", route("/two"))
+	select {
+	case sp := <-e.specs:
+		t.Fatalf("a change 1 h of coalescing apart from the last was published: %s", routeIDs(sp))
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
 // TestCompactionResync: a watch resumed from a compacted revision starts
 // over from a full read, which brings the changes made meanwhile.
 func TestCompactionResync(t *testing.T) {
