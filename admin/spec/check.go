@@ -118,5 +118,8 @@ func (s *Spec) SetHash() [32]byte {
 		b = []byte(err.Error())
 	}
 	s.Hash = sha256.Sum256(b)
+	if err == nil {
+		encoded.put(s.Hash, b)
+	}
 	return s.Hash
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -496,7 +497,19 @@ func (s *Syncer) writeCacheAt(sp *spec.Spec, rev int64) {
 	}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	b, err := json.Marshal(cacheFile{Revision: rev, Written: time.Now().UTC(), Spec: sp})
+	// cacheFile's form, written by hand around the Spec's own encoding
+	// (SetHash's, reused), which json.Marshal would copy and re-check
+	sj, err := sp.MarshalJSON()
+	var b []byte
+	if err == nil {
+		b = make([]byte, 0, len(sj)+96)
+		b = append(b, `{"revision":`...)
+		b = strconv.AppendInt(b, rev, 10)
+		b = append(b, `,"written":"`...)
+		b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","spec":`...)
+		b = append(append(b, sj...), '}')
+	}
 	if err == nil {
 		err = writeAtomic(s.opts.CachePath, b)
 	}
