@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -12,46 +13,66 @@ import (
 // fields: Spec's).
 type specFields Spec
 
-// encoded keeps the canonical JSON of the last Specs SetHash hashed, by
-// hash, for MarshalJSON: a configuration is encoded once however many
-// times it is then written (the local copy of the store, the Config frame
-// to the workers). The hash names the content, provided SetHash is called
-// after the last change, as Hash itself requires.
+// encoded keeps the JSON form of the last Specs written, by Hash, so that
+// a configuration is encoded once however many times, and from however
+// many goroutines at once, it is written (the local copy of the store and
+// the Config frame to the workers, at the same time; after SetHash). The
+// hash names the content, provided it is set after the last change, as
+// Hash itself requires.
 var encoded encodings
 
 type encodings struct {
 	mu   sync.Mutex
-	keys [4][32]byte
-	vals [4][]byte
+	ents [4]*encoding
 	next int
 }
 
-func (e *encodings) put(h [32]byte, b []byte) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i := range e.keys {
-		if e.keys[i] == h && e.vals[i] != nil {
-			return
-		}
-	}
-	e.keys[e.next], e.vals[e.next] = h, b
-	e.next = (e.next + 1) % len(e.keys)
+// encoding is one Spec's JSON form, made once.
+type encoding struct {
+	hash [32]byte
+	once sync.Once
+	b    []byte
+	err  error
 }
 
-// get returns the canonical JSON of hash h; nil when not kept or h is zero.
-// The bytes are shared: read only.
-func (e *encodings) get(h [32]byte) []byte {
-	if h == ([32]byte{}) {
-		return nil
-	}
+// entry returns the entry of hash h, made (empty) when there is none.
+func (e *encodings) entry(h [32]byte) *encoding {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for i := range e.keys {
-		if e.keys[i] == h {
-			return e.vals[i]
+	for _, en := range e.ents {
+		if en != nil && en.hash == h {
+			return en
 		}
 	}
-	return nil
+	en := &encoding{hash: h}
+	e.ents[e.next] = en
+	e.next = (e.next + 1) % len(e.ents)
+	return en
+}
+
+// do returns the JSON form of hash h, made by f once: callers at the same
+// time wait for the first. The bytes are shared: read only. A zero h is
+// not kept.
+func (e *encodings) do(h [32]byte, f func() ([]byte, error)) ([]byte, error) {
+	if h == ([32]byte{}) {
+		return f()
+	}
+	en := e.entry(h)
+	en.once.Do(func() { en.b, en.err = f() })
+	return en.b, en.err
+}
+
+// withHash returns canonical JSON (an object, without "hash") with the hash
+// added as its last member: MarshalJSON's form.
+func withHash(canon []byte, h [32]byte) []byte {
+	b := make([]byte, 0, len(canon)+len(`,"hash":""`)+2*len(h))
+	b = append(b, canon[:len(canon)-1]...)
+	if len(canon) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, `"hash":"`...)
+	b = hex.AppendEncode(b, h[:])
+	return append(b, `"}`...)
 }
 
 // specJSON adds the hash, in hex, to Spec's fields; the outer Hash hides
@@ -62,21 +83,14 @@ type specJSON struct {
 }
 
 // MarshalJSON writes the Spec with its Hash in hex ("hash", absent when
-// zero), from SetHash's encoding when there is one. Objects are written in their stored form (ids, nodes and vars as
+// zero), encoded once per Hash (see encoded). Objects are written in their stored form (ids, nodes and vars as
 // written), so that decoding gives back an equal Spec.
 func (s Spec) MarshalJSON() ([]byte, error) {
-	if canon := encoded.get(s.Hash); len(canon) >= 2 {
-		// SetHash's encoding, with the hash added as its last member
-		b := make([]byte, 0, len(canon)+len(`,"hash":""`)+2*len(s.Hash))
-		b = append(b, canon[:len(canon)-1]...)
-		if len(canon) > 2 {
-			b = append(b, ',')
-		}
-		b = append(b, `"hash":"`...)
-		b = hex.AppendEncode(b, s.Hash[:])
-		return append(b, `"}`...), nil
+	b, err := encoded.do(s.Hash, s.marshalFields)
+	if err != nil {
+		return nil, err
 	}
-	return s.marshalFields()
+	return slices.Clone(b), nil
 }
 
 // marshalFields is MarshalJSON without the kept encoding.

@@ -27,6 +27,7 @@ import (
 	"coregate/bench/harness"
 	"coregate/bench/hdr"
 	"coregate/bench/load"
+	"coregate/bench/procstat"
 )
 
 // AdminKey is the admin key the gateway is configured with: APISIX's
@@ -65,6 +66,10 @@ type Bulk struct {
 	Errors              uint64
 	Slow                uint64 // responses slower than Options.Slow
 	P50, P99, P999, Max time.Duration
+	// CPU time during the load (from its first PUT until the last route
+	// proxies): the supervisor (Admin API, embedded etcd, watch and
+	// encoding) and the workers (traffic and snapshot builds).
+	SupervisorCPU, WorkersCPU time.Duration
 }
 
 // Result of Run.
@@ -433,6 +438,7 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 	b := &Bulk{Routes: e.o.Bulk}
 	err := func() error {
 		time.Sleep(time.Second)
+		sup0, wk0 := e.cpu()
 		start := time.Now()
 		d, err := e.putRoutes(ctx, "bulk", e.o.Bulk)
 		if err != nil {
@@ -443,6 +449,8 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 			return err
 		}
 		b.Live = time.Since(start)
+		sup1, wk1 := e.cpu()
+		b.SupervisorCPU, b.WorkersCPU = sup1-sup0, wk1-wk0
 		time.Sleep(time.Second)
 		return nil
 	}()
@@ -470,6 +478,21 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 	b.P999 = time.Duration(lat.MustQuantile(0.999))
 	b.Max = time.Duration(lat.Max())
 	return b, nil
+}
+
+// cpu reads the CPU time used so far by the supervisor and by its
+// workers.
+func (e *env) cpu() (sup, workers time.Duration) {
+	tick := time.Second / procstat.Hz
+	pid := e.gw.PID()
+	sup = time.Duration(procstat.Measure([]int{pid}).Ticks) * tick
+	var rest []int
+	for _, p := range e.gw.PIDs() {
+		if p != pid {
+			rest = append(rest, p)
+		}
+	}
+	return sup, time.Duration(procstat.Measure(rest).Ticks) * tick
 }
 
 // Report writes r as the benchmark's table.
@@ -501,6 +524,8 @@ func Report(w io.Writer, r *Result, o Options) {
 		fmt.Fprintf(w, "| bulk load of %d routes under %.0f req/s | |\n|---|---:|\n", b.Routes, o.Rate)
 		fmt.Fprintf(w, "| all PUTs answered (%d at a time) | %s |\n", o.Parallel, ms(b.Put))
 		fmt.Fprintf(w, "| last route proxied | %s |\n", ms(b.Live))
+		fmt.Fprintf(w, "| CPU: supervisor / workers, per route | %s / %s |\n",
+			ms(b.SupervisorCPU/time.Duration(b.Routes)), ms(b.WorkersCPU/time.Duration(b.Routes)))
 		fmt.Fprintf(w, "| steady requests (non-2xx, errors) | %d (%d, %d) |\n", b.Requests, b.Non2xx, b.Errors)
 		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 / max | %s / %s / %s / %s |\n", ms(b.P50), ms(b.P99), ms(b.P999), ms(b.Max))
 		fmt.Fprintf(w, "| no request over %v, no 404 | %s |\n", o.Slow, verdict)
