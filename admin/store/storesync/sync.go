@@ -61,6 +61,8 @@ type Syncer struct {
 
 	// Owned by the goroutine running Load and then Watch.
 	objs     map[string]*object // by key
+	mods     map[string]int64   // ModRevision by key, of every resource ModifyIndexes counts
+	prevIdx  int64              // the highest ModRevision of the keys read or changed (a deletion's included)
 	rev      int64              // the revision objs reflect (0: none read)
 	lastHash [32]byte           // of the last Spec handed on or loaded
 
@@ -68,6 +70,7 @@ type Syncer struct {
 	toCache   chan cacheItem // to the local copy's writer, while Watch runs
 	reachable atomic.Bool
 	revision  atomic.Int64
+	indexes   atomic.Pointer[map[string]int64] // ModifyIndexes, set by publish
 	cacheMu   sync.Mutex
 }
 
@@ -98,12 +101,30 @@ func New(o Options) *Syncer {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}}
+	return &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}, mods: map[string]int64{}}
 }
 
 // Reachable reports whether the store answered the last call made to it
 // (apisix_etcd_reachable).
 func (s *Syncer) Reachable() bool { return s.reachable.Load() }
+
+// IndexedResources are the resources whose modify index ModifyIndexes
+// reports, as APISIX's apisix_etcd_modify_indexes does.
+var IndexedResources = []string{"consumers", "global_rules", "protos", "routes", "services", "ssls", "stream_routes", "upstreams"}
+
+// ModifyIndexes is APISIX's apisix_etcd_modify_indexes as of the last
+// Spec handed on: for each of IndexedResources the highest ModRevision of
+// its objects (0 when it has none), max_modify_index the highest of
+// those, prev_index the highest ModRevision read or changed under the
+// prefix (a deletion's included), and x_etcd_index the store's revision
+// as last reported. Nil before the
+// first read. The map is shared: read only.
+func (s *Syncer) ModifyIndexes() map[string]int64 {
+	if m := s.indexes.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
 
 // Revision is the store revision of the Spec last handed on (0 before
 // the first read, and while serving the local copy).
@@ -289,7 +310,9 @@ func (s *Syncer) list(ctx context.Context) error {
 	}
 	s.found()
 	clear(s.objs)
+	clear(s.mods)
 	for _, kv := range kvs {
+		s.prevIdx = max(s.prevIdx, kv.ModRevision)
 		s.put(kv)
 	}
 	s.rev = rev
@@ -297,8 +320,10 @@ func (s *Syncer) list(ctx context.Context) error {
 }
 
 func (s *Syncer) apply(ev store.Event) {
+	s.prevIdx = max(s.prevIdx, ev.KV.ModRevision)
 	if ev.Type == store.EventDelete {
 		delete(s.objs, ev.KV.Key)
+		delete(s.mods, ev.KV.Key)
 		return
 	}
 	s.put(ev.KV)
@@ -323,6 +348,9 @@ func (s *Syncer) put(kv store.KV) {
 		return
 	}
 	res, id, ok := strings.Cut(rest, "/")
+	if ok && slices.Contains(IndexedResources, res) {
+		s.mods[kv.Key] = kv.ModRevision
+	}
 	kind := resources[res]
 	if !ok || kind == "" || id == "" || strings.Contains(id, "/") {
 		return
@@ -458,6 +486,7 @@ func (s *Syncer) publish(onChange func(*spec.Spec), onError func(error)) {
 		return
 	}
 	s.revision.Store(s.rev)
+	s.setIndexes()
 	if sp.Hash == s.lastHash {
 		return
 	}
@@ -473,6 +502,24 @@ func (s *Syncer) publish(onChange func(*spec.Spec), onError func(error)) {
 		}
 		s.toCache <- it
 	}
+}
+
+// setIndexes computes ModifyIndexes from s.mods.
+func (s *Syncer) setIndexes() {
+	m := make(map[string]int64, len(IndexedResources)+3)
+	for _, r := range IndexedResources {
+		m[r] = 0
+	}
+	var top int64
+	for key, rev := range s.mods {
+		res, _, _ := strings.Cut(strings.TrimPrefix(key, s.dir), "/")
+		m[res] = max(m[res], rev)
+		top = max(top, rev)
+	}
+	m["max_modify_index"] = top
+	m["prev_index"] = s.prevIdx
+	m["x_etcd_index"] = s.rev
+	s.indexes.Store(&m)
 }
 
 type cacheItem struct {
