@@ -106,6 +106,8 @@ func passed(consumer, uri string, headers ...string) outcome {
 // key-auth-anonymous-consumer.t.
 func TestRewrite(t *testing.T) {
 	all := consumers(t, jack, spaced, anonymous)
+	// A key may be empty: only "?apikey=" or an empty header gives it.
+	withEmpty := consumers(t, jack, `{"username":"blank","plugins":{"key-auth":{"key":""}}}`)
 	tests := []struct {
 		name string
 		conf string
@@ -139,6 +141,10 @@ func TestRewrite(t *testing.T) {
 		{"query without value", `{}`, all, request{"/hello?apikey", nil},
 			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
 		{"query empty", `{}`, all, request{"/hello?apikey=", nil},
+			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
+		{"empty key", `{}`, withEmpty, request{"/hello?apikey=", nil}, passed("blank", "")},
+		{"empty key in a header", `{}`, withEmpty, request{"/hello", []string{"apikey", ""}}, passed("blank", "", "apikey", "")},
+		{"argument without value is no key", `{}`, withEmpty, request{"/hello?apikey", nil},
 			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
 		{"header before query", `{}`, all, request{"/hello?apikey=auth-one", []string{"apikey", "bad"}},
 			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},

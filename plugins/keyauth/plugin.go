@@ -74,6 +74,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		hide:      c.HideCredentials,
 		anonymous: c.AnonymousConsumer,
 		consumers: env.Consumers,
+		key:       make([]byte, 0, 64), // never nil: "?apikey=" is an empty key
 	}, nil
 }
 
