@@ -23,9 +23,15 @@ import (
 func (cc *clientConn) buildHead() {
 	r := &cc.req
 	b := cc.head[:0]
-	b = append(b, r.Method...)
+	if cc.plugin.upMethod {
+		b = append(b, cc.upMethod...)
+	} else {
+		b = append(b, r.Method...)
+	}
 	b = append(b, ' ')
-	if len(r.Target) > 0 && r.Target[0] == '/' {
+	if cc.plugin.upURI {
+		b = append(b, cc.upURI...)
+	} else if len(r.Target) > 0 && r.Target[0] == '/' {
 		b = append(b, r.Target...)
 	} else {
 		// absolute-form: send origin-form
@@ -57,10 +63,16 @@ func (cc *clientConn) buildHead() {
 		if tokens != nil && namedIn(tokens, h.Name) {
 			continue
 		}
+		if len(cc.reqEdits) > 0 && cc.editSets(h.Name) {
+			continue
+		}
 		b = append(b, h.Name...)
 		b = append(b, ':', ' ')
 		b = append(b, h.Value...)
 		b = append(b, '\r', '\n')
+	}
+	if len(cc.reqEdits) > 0 {
+		b = cc.appendEdits(b)
 	}
 	// $proxy_add_x_forwarded_for: the fields as received, then the client.
 	b = append(b, "X-Forwarded-For: "...)
@@ -176,8 +188,12 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 	b = append(b, '\r', '\n')
 	tokens := w.connTokens(resp.Headers, resp.Conn)
 	hasDate := false
+	plug := len(cc.respHdr) > 0
 	for i := range resp.Headers {
 		h := &resp.Headers[i]
+		if plug && cc.respNamed(h.Name) {
+			continue // a plugin's value replaces the upstream's
+		}
 		switch h.ID {
 		case httpparse.HdrConnection, httpparse.HdrKeepAlive, httpparse.HdrProxyConnection,
 			httpparse.HdrTE, httpparse.HdrTrailer, httpparse.HdrUpgrade, httpparse.HdrServer:
@@ -207,10 +223,15 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		b = strconv.AppendInt(b, resp.ContentLength, 10)
 		b = append(b, '\r', '\n')
 	}
-	if !hasDate {
+	if !hasDate && (!plug || !cc.respHas("Date")) {
 		b = append(b, w.dateLine...)
 	}
-	b = append(b, w.server...)
+	if !plug || !cc.respHas("Server") {
+		b = append(b, w.server...)
+	}
+	if plug {
+		b = cc.appendRespHeaders(b)
+	}
 	if resp.Status >= 500 || w.cfg.ShowUpstreamStatus {
 		b = append(b, "X-APISIX-Upstream-Status: "...)
 		for _, s := range cc.statuses {

@@ -309,6 +309,7 @@ func (uc *upConn) traffic0() gnet.Action {
 		uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
 		uc.left = uc.resp.ContentLength
 		uc.chunk.Reset()
+		cc.headerFilter(uc.resp.Status)
 		head := cc.beginResponse(w.scratch[:0], &uc.resp, uc.mode)
 		w.scratch = head
 		consumed += uc.resp.HeadLen
