@@ -44,8 +44,8 @@ func (s *Snapshot) hasNode(addr string) bool {
 
 type route struct {
 	id      string
-	idBytes []byte // id, for the route_id variable
-	up *upstream // nil: the route has no upstream (answered 503)
+	idBytes []byte    // id, for the route_id variable
+	up      *upstream // nil: the route has no upstream (answered 503)
 	// timeouts override the upstream's when the route sets them.
 	connectTO, sendTO, readTO time.Duration
 	// plugins are the route's plugins in their phase tables: its own
