@@ -347,7 +347,7 @@ func (cc *clientConn) pipelined() bool {
 // discardHead drops the request head from gnet's buffer, once copied for
 // the plugin phases still to run (keepHead).
 func (cc *clientConn) discardHead() {
-	if cc.plugin.late && len(cc.headCopy) == 0 {
+	if cc.plugin.late && !cc.plugin.kept {
 		cc.keepHead()
 	}
 	_, _ = cc.c.Discard(cc.req.HeadLen)

@@ -70,8 +70,8 @@ type pluginState struct {
 	// rule has plugins); the rest is unused otherwise.
 	active bool
 	// late: some plugin runs in header_filter or log, after discardHead:
-	// the head is copied first (keepHead).
-	late bool
+	// the head is copied first (keepHead), and kept once it is.
+	late, kept bool
 	// ph is the route's phase tables, or those of the route merged with
 	// the consumer's (consumerPhases) once one is attached; gl the global
 	// rules'. Both belong to exchange.snap.

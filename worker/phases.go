@@ -170,6 +170,7 @@ func (cc *clientConn) logPhase() {
 func (cc *clientConn) keepHead() {
 	buf, _ := cc.c.Peek(cc.req.HeadLen)
 	cc.headCopy = append(cc.headCopy[:0], buf...)
+	cc.plugin.kept = true
 	cc.parser.Reset()
 	if cc.parser.Parse(cc.headCopy, &cc.req) != nil {
 		return // the same bytes parsed a moment ago

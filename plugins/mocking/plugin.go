@@ -43,8 +43,8 @@ var supported = map[string]bool{
 }
 
 // ErrContentType is APISIX's refusal of a content_type it does not
-// support.
-var ErrContentType = errors.New("unsupported content type!")
+// support, its text as APISIX writes it.
+var ErrContentType = errors.New("unsupported content type!") //lint:ignore ST1005 APISIX's text, which clients match on
 
 // Check implements plugins.Plugin: the content type, which the schema
 // leaves open.
