@@ -47,7 +47,8 @@ const (
 // exchange (and exchangeBufs), reset when the exchange ends; what is left
 // here belongs to the connection. Slices in req alias gnet's read buffer and are valid only
 // until the head is discarded, which happens before the request is
-// dispatched; everything needed later is copied into the exchange.
+// dispatched; everything needed later is copied into the exchange (the
+// whole head, when a plugin phase runs after that: keepHead).
 type clientConn struct {
 	timerSlot
 	w     *Worker
