@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -576,5 +579,46 @@ func TestBodyFilterRefused(t *testing.T) {
 	_, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: r})
 	if err == nil || err.Error() != "route r1: plugin b: the body_filter phase is not supported" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestEditsSurviveRetry: on real sockets, a request whose first node
+// refuses the connection is sent again to the next node with the plugins'
+// edits (method, target, Host, headers) as the first attempt had them.
+func TestEditsSurviveRetry(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s host=%s ua=%s add=%s accept=%q", r.Method, r.RequestURI, r.Host, r.UserAgent(), r.Header.Get("X-Add"), r.Header.Get("Accept"))
+	}))
+	defer up.Close()
+	host, port, _ := net.SplitHostPort(dead)
+	uhost, uport, _ := net.SplitHostPort(up.Listener.Addr().String())
+	s := pluginSpec(t, []string{fmt.Sprintf(`{"id":"r1","uri":"/a","plugins":{"p-hi":{"up_uri":"/b?x=1","up_method":"PUT",`+
+		`"up_host":"edited.example","req_set":{"User-Agent":"edited"},"req_add":["X-Add=1"],"req_del":["Accept"]}},`+
+		`"upstream":{"retries":1,"nodes":[{"host":%q,"port":%s,"weight":1,"priority":1},{"host":%q,"port":%s,"weight":1}]}}`,
+		host, port, uhost, uport)}, nil, nil, nil)
+	w, _ := runWorker(t, Config{}, &spec.Spec{})
+	rec := &recorder{}
+	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: probeRegistry(rec), env: w.cfg.Plugins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetSnapshot(snap)
+	req, _ := http.NewRequest("GET", "http://"+w.Addr().String()+"/a", nil)
+	req.Header.Set("Accept", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `PUT /b?x=1 host=edited.example ua=edited add=1 accept=""`
+	if resp.StatusCode != 200 || string(b) != want || resp.Header.Get("X-APISIX-Upstream-Status") != "" {
+		t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, b, want)
 	}
 }
