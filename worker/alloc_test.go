@@ -53,7 +53,7 @@ func TestAllocRequestPath(t *testing.T) {
 // TestAllocPluginPhases guards the request path through the plugin phases:
 // global rules and a route's plugins in every phase, upstream request
 // edits, response headers, a consumer attached and its merged plugins, a
-// plugin's answer, and one after a delay.
+// plugin's answer, one after a delay, and bodies through body_filter.
 func TestAllocPluginPhases(t *testing.T) {
 	h, rec := pluginHarness(t, pluginSpec(t, []string{
 		`{"id":"r1","uri":"/a","plugins":{"p-auth":{},"p-hi":{"up_uri":"/b?x=1","up_method":"PUT","up_host":"h.example",` +
@@ -61,6 +61,8 @@ func TestAllocPluginPhases(t *testing.T) {
 			`"p-lo":{"hf_header":{"X-Lo":"2"}}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
 		`{"id":"r2","uri":"/exit","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"no"},"p-lo":{}}}`,
 		`{"id":"r3","uri":"/late","plugins":{"p-hi":{"exit_at":"access","exit":200,"body":"late","delay_ms":100}}}`,
+		`{"id":"r4","uri":"/body","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r5","uri":"/body-exit","plugins":{"p-body":{},"p-hi":{"exit_at":"access","exit":403,"body":"no"}}}`,
 	}, []string{`{"id":"g","plugins":{"p-mid":{"resp_header":{"X-G":"g"}}}}`},
 		[]string{`{"username":"jack","plugins":{"p-auth":{"key":"k1"},"p-lo":{"hf_header":{"X-Lo":"jack"}}}}`}, nil))
 	resp := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"), bytes.Repeat([]byte("x"), 1024)...)
@@ -71,6 +73,8 @@ func TestAllocPluginPhases(t *testing.T) {
 		{"proxied", "GET /a HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n", "\r\nX-Lo: 2\r\n", resp},
 		{"consumer", "GET /a HTTP/1.1\r\nHost: example.com\r\nk: k1\r\n\r\n", "\r\nX-Lo: jack\r\n", resp},
 		{"exit", "GET /exit HTTP/1.1\r\nHost: example.com\r\n\r\n", "\r\n\r\nno", nil},
+		{"body_filter", "GET /body HTTP/1.1\r\nHost: example.com\r\n\r\n", "]\r\n1\r\n!\r\n0\r\n\r\n", resp},
+		{"body_filter exit", "GET /body-exit HTTP/1.1\r\nHost: example.com\r\n\r\n", "\r\n\r\n[no]!", nil},
 	} {
 		run := func() []byte {
 			rec.reset()

@@ -680,7 +680,11 @@ func (cc *clientConn) giveUp() {
 // upstream statuses seen.
 func (cc *clientConn) answerError(status int) {
 	w := cc.w
-	b := cc.localHead(w.scratch[:0], status, ctHTML, len(errorPages[status]), cc.keepAlive && cc.bodyRead())
+	body := errorPages[status]
+	if cc.plugin.filterBody && !cc.isHead {
+		body = cc.filterLocal(status, body)
+	}
+	b := cc.localHead(w.scratch[:0], status, ctHTML, len(body), cc.keepAlive && cc.bodyRead())
 	b = b[:len(b)-2]
 	if len(cc.statuses) > 0 {
 		b = append(b, "X-APISIX-Upstream-Status: "...)
@@ -694,7 +698,7 @@ func (cc *clientConn) answerError(status int) {
 	}
 	b = append(b, "\r\n"...)
 	if !cc.isHead {
-		b = append(b, errorPages[status]...)
+		b = append(b, body...)
 	}
 	w.scratch = b
 	_, _ = cc.c.Write(b)
@@ -745,6 +749,9 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 	// A body is read and dropped, as nginx does, unless the client waits
 	// for 100 Continue before sending it: then it may never come.
 	keep := cc.keepAlive && (!hasBody || !cc.req.Expect100)
+	if cc.plugin.filterBody && !cc.isHead {
+		body = cc.filterLocal(status, body)
+	}
 	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
 	if !cc.isHead {
 		b = append(b, body...)

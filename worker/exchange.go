@@ -72,6 +72,10 @@ type pluginState struct {
 	// late: some plugin runs in header_filter or log, after discardHead:
 	// the head is copied first (keepHead), and kept once it is.
 	late, kept bool
+	// filterBody: some plugin runs in body_filter; reframe: the response
+	// coming from the upstream has a body that goes through it, re-framed
+	// by the worker (chunked, or delimited by the close for HTTP/1.0).
+	filterBody, reframe bool
 	// ph is the route's phase tables, or those of the route merged with
 	// the consumer's (consumerPhases) once one is attached; gl the global
 	// rules'. Both belong to exchange.snap.
@@ -132,6 +136,9 @@ type exchangeBufs struct {
 	upHost       []byte
 	consumerName []byte
 	headCopy     []byte
+	// filtBuf is the body as the body_filter phase returned it, framed,
+	// valid until the write that sends it returns.
+	filtBuf []byte
 }
 
 // resetExchange ends the exchange: it is zeroed, and the buffers keep their

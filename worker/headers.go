@@ -166,8 +166,9 @@ func namedIn(tokens [][]byte, name []byte) bool {
 // client to b. A chunked body goes to an HTTP/1.0 client decoded,
 // delimited by the close.
 func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
+	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
 	cc.keepAlive = cc.keepAlive && cc.reqDone && mode != httpparse.BodyUntilClose &&
-		!(cc.http10 && mode == httpparse.BodyChunked)
+		!(cc.http10 && (mode == httpparse.BodyChunked || cc.plugin.reframe))
 	cc.respStarted = true
 	return cc.responseHead(b, resp, cc.keepAlive)
 }
@@ -203,7 +204,7 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		case httpparse.HdrContentLength:
 			continue
 		case httpparse.HdrTransferEncoding:
-			if !cc.http10 {
+			if !cc.http10 && !cc.plugin.reframe {
 				b = append(b, "Transfer-Encoding: "...)
 				b = append(b, h.Value...)
 				b = append(b, '\r', '\n')
@@ -218,7 +219,13 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		b = append(b, h.Value...)
 		b = append(b, '\r', '\n')
 	}
-	if resp.ContentLength >= 0 {
+	switch {
+	case cc.plugin.reframe:
+		// body_filter may change the body: the worker frames it.
+		if !cc.http10 {
+			b = append(b, "Transfer-Encoding: chunked\r\n"...)
+		}
+	case resp.ContentLength >= 0:
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, resp.ContentLength, 10)
 		b = append(b, '\r', '\n')

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"coregate/httpparse"
 	"coregate/plugins"
 )
 
@@ -22,9 +23,14 @@ import (
 // response head is about to be written, whoever made it (headerFilter:
 // upConn.traffic0 for the upstream's, localHead for the worker's own), and
 // log once the exchange ends (requestDone) or the connection does
-// (closedByPeer). body_filter is refused when a snapshot is compiled
-// (compile): none of the plugins has one, and a body that a plugin may
-// change needs the response re-framed, which the worker does not do yet.
+// (closedByPeer). body_filter sees every body the client gets: the
+// worker's own and a plugin's answers whole, with eof (answerLocal,
+// answerError), the upstream's piece by piece as they are forwarded, then
+// an empty last piece with eof (filterResponse). Since a plugin may change
+// the body, a response whose body goes through body_filter loses its
+// Content-Length: it goes chunked to an HTTP/1.1 client, delimited by the
+// close to an HTTP/1.0 one; a local answer's length is that of the body
+// body_filter returned.
 //
 // A request no route matched runs the global rules' rewrite and access
 // phases before its 404, as APISIX does.
@@ -46,6 +52,7 @@ func (cc *clientConn) startPlugins(snap *Snapshot, rt *route) bool {
 	}
 	cc.runRequestPhases()
 	p.late = hasLate(p.gl) || hasLate(p.ph)
+	p.filterBody = hasBodyFilter(p.gl) || hasBodyFilter(p.ph)
 	if !p.exited {
 		return false
 	}
@@ -60,7 +67,98 @@ func (cc *clientConn) startPlugins(snap *Snapshot, rt *route) bool {
 }
 
 func hasLate(ph *plugins.Phases) bool {
-	return ph != nil && (len(ph.HeaderFilter) > 0 || len(ph.Log) > 0)
+	return ph != nil && (len(ph.HeaderFilter) > 0 || len(ph.BodyFilter) > 0 || len(ph.Log) > 0)
+}
+
+func hasBodyFilter(ph *plugins.Phases) bool { return ph != nil && len(ph.BodyFilter) > 0 }
+
+// bodyFilter runs the body_filter phase on one piece of the body; it
+// returns what to send instead (see plugins.BodyFilterPhase).
+func (cc *clientConn) bodyFilter(chunk []byte, eof bool) []byte {
+	p := &cc.plugin
+	p.phase = plugins.BodyFilter
+	ctx := (*pluginCtx)(cc)
+	if gl := p.gl; gl != nil {
+		for _, f := range gl.BodyFilter {
+			chunk = f.BodyFilter(ctx, chunk, eof)
+		}
+	}
+	for _, f := range p.ph.BodyFilter {
+		chunk = f.BodyFilter(ctx, chunk, eof)
+	}
+	return chunk
+}
+
+// filterLocal runs header_filter and body_filter on an answer of the
+// worker's own (status, body) and returns the body to send. The body is
+// copied first: a filter may change the piece it gets, and the worker's
+// pages are shared. What it returns is valid until the next filterLocal or
+// filterResponse.
+func (cc *clientConn) filterLocal(status int, body []byte) []byte {
+	cc.headerFilter(status)
+	cc.filtBuf = append(cc.filtBuf[:0], body...)
+	out := cc.bodyFilter(cc.filtBuf, true)
+	if len(out) > 0 && &out[0] == &cc.filtBuf[0] {
+		return out
+	}
+	// Another buffer of the plugin's: copied, so that it need stay valid
+	// only for the call.
+	cc.filtBuf = append(cc.filtBuf[:0], out...)
+	return cc.filtBuf
+}
+
+// filterResponse runs body_filter on the upstream body pieces of
+// iov[start:] (they alias gnet's buffer) and replaces them with what it
+// returned, framed in cc.filtBuf: a chunk per piece for an HTTP/1.1
+// client, the bytes as they are for an HTTP/1.0 one. done: the body ends
+// there, and the last piece (empty, eof) and the last chunk follow.
+func (cc *clientConn) filterResponse(iov [][]byte, start int, done bool) [][]byte {
+	out := cc.filtBuf[:0]
+	for _, piece := range iov[start:] {
+		out = cc.appendFiltered(out, cc.bodyFilter(piece, false))
+	}
+	if done {
+		out = cc.endFiltered(out)
+	}
+	cc.filtBuf = out
+	clear(iov[start:])
+	iov = iov[:start]
+	if len(out) > 0 {
+		iov = append(iov, out)
+	}
+	return iov
+}
+
+// endFiltered appends the body_filter phase's last piece and, for an
+// HTTP/1.1 client, the last chunk.
+func (cc *clientConn) endFiltered(out []byte) []byte {
+	out = cc.appendFiltered(out, cc.bodyFilter(nil, true))
+	if !cc.http10 {
+		out = append(out, lastChunk...)
+	}
+	return out
+}
+
+// finishFiltered sends the end of a re-framed body whose upstream ended
+// it by closing (filterResponse never saw done).
+func (cc *clientConn) finishFiltered() {
+	if cc.closed {
+		return
+	}
+	cc.filtBuf = cc.endFiltered(cc.filtBuf[:0])
+	_, _ = cc.c.Write(cc.filtBuf)
+}
+
+func (cc *clientConn) appendFiltered(out, data []byte) []byte {
+	if len(data) == 0 {
+		return out // an empty chunk would end the body
+	}
+	if cc.http10 {
+		return append(out, data...)
+	}
+	out = httpparse.AppendChunkSize(out, len(data))
+	out = append(out, data...)
+	return append(out, crlf...)
 }
 
 // runRequestPhases runs rewrite, access and before_proxy until a plugin

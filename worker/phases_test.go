@@ -216,14 +216,19 @@ func (in *probeInst) Log(c plugins.Ctx) {
 }
 
 // probeRegistry registers probes: p-hi, p-auth (an authentication
-// plugin), p-mid, p-lo, in that order of priority.
+// plugin), p-mid, p-lo, in that order of priority, and p-body (body_filter
+// only).
 func probeRegistry(rec *recorder) *plugins.Registry {
 	table := []plugins.Entry{{Name: "p-hi", Priority: 3000}, {Name: "p-auth", Priority: 2500},
-		{Name: "p-mid", Priority: 2000}, {Name: "p-lo", Priority: 1000}}
+		{Name: "p-mid", Priority: 2000}, {Name: "p-lo", Priority: 1000}, {Name: "p-body", Priority: 500}}
 	r := plugins.NewRegistry(table)
 	for _, e := range table {
-		if e.Name == "p-auth" {
+		switch e.Name {
+		case "p-auth":
 			r.Register(e.Name, authProbe{probe{e.Name, rec}})
+			continue
+		case "p-body":
+			r.Register(e.Name, bodyProbe{probe{e.Name, rec}})
 			continue
 		}
 		r.Register(e.Name, probe{e.Name, rec})
@@ -559,26 +564,78 @@ func TestGlobalRulesWithoutRoute(t *testing.T) {
 	}
 }
 
-// bodyPlugin runs in body_filter, which the worker refuses.
-type bodyPlugin struct{ probe }
+// bodyProbe runs in body_filter: it wraps each piece in brackets and
+// adds "!" at the end, in a buffer of its own.
+type bodyProbe struct{ probe }
 
-func (bodyPlugin) Build(json.RawMessage, plugins.Env) (plugins.Instance, error) {
-	return bodyInst{}, nil
+func (bodyProbe) Build(json.RawMessage, plugins.Env) (plugins.Instance, error) {
+	return &bodyInst{}, nil
 }
 
-type bodyInst struct{}
+type bodyInst struct{ buf []byte }
 
-func (bodyInst) BodyFilter(_ plugins.Ctx, chunk []byte, _ bool) []byte { return chunk }
+func (b *bodyInst) BodyFilter(_ plugins.Ctx, chunk []byte, eof bool) []byte {
+	out := b.buf[:0]
+	if len(chunk) > 0 {
+		out = append(append(append(out, '['), chunk...), ']')
+	}
+	if eof {
+		out = append(out, '!')
+	}
+	b.buf = out
+	return out
+}
 
-// TestBodyFilterRefused: a configuration with a body_filter plugin is
-// refused rather than served with its bodies unchanged.
-func TestBodyFilterRefused(t *testing.T) {
-	r := plugins.NewRegistry([]plugins.Entry{{Name: "b", Priority: 1}})
-	r.Register("b", bodyPlugin{})
-	s := pluginSpec(t, []string{`{"id":"r1","uri":"/a","plugins":{"b":{}}}`}, nil, nil, nil)
-	_, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: r})
-	if err == nil || err.Error() != "route r1: plugin b: the body_filter phase is not supported" {
-		t.Fatalf("err = %v", err)
+// TestBodyFilter: body_filter sees every body the client gets, and since
+// it may change it, the worker frames what it returns: chunked for an
+// upstream's answer to an HTTP/1.1 client (piece by piece, then the last
+// piece with eof), delimited by the close for HTTP/1.0, with the length
+// of the result for an answer of the worker's or a plugin's own.
+func TestBodyFilter(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/exit","plugins":{"p-body":{},"p-hi":{"exit_at":"access","exit":403,"body":"no"}}}`,
+	}, nil, nil, nil))
+	srv := string(h.w.server)
+	date := string(h.w.dateLine)
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	want := "HTTP/1.1 200 OK\r\nX-Up: a\r\nTransfer-Encoding: chunked\r\n" + srv + "\r\n" + "4\r\n[ok]\r\n1\r\n!\r\n0\r\n\r\n"
+	if !strings.HasPrefix(string(got), "HTTP/1.1 200 OK\r\n") || strings.Replace(string(got), date, "", 1) != want {
+		t.Fatalf("upstream answer:\n%q\nwant\n%q", got, want)
+	}
+	// A chunked answer in two reads.
+	h.cl.out, h.up.out = h.cl.out[:0], h.up.out[:0]
+	h.cl.in = append(h.cl.in, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	h.up.in = append(h.up.in, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"...)
+	h.w.OnTraffic(h.up)
+	h.up.in = append(h.up.in, "2\r\nde\r\n0\r\n\r\n"...)
+	h.w.OnTraffic(h.up)
+	if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != "5\r\n[abc]\r\n4\r\n[de]\r\n1\r\n!\r\n0\r\n\r\n" {
+		t.Fatalf("chunked answer:\n%q", h.cl.out)
+	}
+	if !strings.Contains(string(h.cl.out), "\r\nTransfer-Encoding: chunked\r\n") || strings.Count(string(h.cl.out), "Transfer-Encoding") != 1 {
+		t.Fatalf("chunked answer head:\n%q", h.cl.out)
+	}
+	// A plugin's answer: the length of what body_filter made of it.
+	_, got = h.roundTrip([]byte("GET /exit HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if !strings.HasPrefix(string(got), "HTTP/1.1 403 Forbidden\r\n") || !strings.HasSuffix(string(got), "\r\nContent-Length: 5\r\n"+srv+"\r\n[no]!") {
+		t.Fatalf("exit answer:\n%q", got)
+	}
+	// HTTP/1.0: the body as it is, delimited by the close.
+	_, got = h.roundTrip([]byte("GET /a HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"), []byte(upOK))
+	if !strings.HasSuffix(string(got), "\r\nConnection: close\r\n\r\n[ok]!") || strings.Contains(string(got), "Content-Length") {
+		t.Fatalf("HTTP/1.0 answer:\n%q", got)
+	}
+	// An answer the upstream ends by closing: the last piece and chunk
+	// follow the close.
+	h, _ = pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nxy"))
+	_ = h.up.loop.Close(h.up)
+	if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != "4\r\n[xy]\r\n1\r\n!\r\n0\r\n\r\n" {
+		t.Fatalf("close-delimited answer:\n%q", h.cl.out)
 	}
 }
 

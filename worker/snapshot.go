@@ -165,9 +165,6 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 		if err != nil {
 			return nil, fmt.Errorf("global_rule %s: %w", gr.id, err)
 		}
-		if err := noBodyFilter(&ph); err != nil {
-			return nil, fmt.Errorf("global_rule %s: %w", gr.id, err)
-		}
 		snap.globals = append(snap.globals, ph)
 	}
 	snap.global = mergeGlobals(snap.globals)
@@ -242,9 +239,6 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 		}
 		conf := mergePlugins(r.Plugins, pcPlugins, svcPlugins)
 		phases, err := ps.reg.BuildPhases(conf, ps.env)
-		if err == nil {
-			err = noBodyFilter(&phases)
-		}
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
@@ -365,16 +359,6 @@ func mergeGlobals(rules []plugins.Phases) *plugins.Phases {
 	return &ph
 }
 
-// noBodyFilter refuses plugins that run in body_filter: the worker streams
-// response bodies with their upstream framing and cannot yet re-frame a
-// body a plugin changes.
-func noBodyFilter(ph *plugins.Phases) error {
-	if names := ph.Names(plugins.BodyFilter); len(names) > 0 {
-		return fmt.Errorf("plugin %s: the body_filter phase is not supported", names[0])
-	}
-	return nil
-}
-
 // isAuth reports whether the plugin name is an authentication plugin: one
 // that finds consumers by a credential (plugins.CredentialPlugin).
 func isAuth(reg *plugins.Registry, name string) bool {
@@ -465,9 +449,6 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 			merged[name] = c.Plugins[name]
 		}
 		ph, err := ps.reg.BuildPhases(merged, ps.env)
-		if err == nil {
-			err = noBodyFilter(&ph)
-		}
 		if err != nil {
 			return nil, fmt.Errorf("consumer %s: %w", c.Username, err)
 		}
