@@ -17,9 +17,18 @@ import (
 // (so a Connection header naming them changes nothing), but written from
 // what the parser made of them: one Content-Length with the parsed length,
 // or "Transfer-Encoding: chunked" for a body takeBody re-frames, and the
-// Host line per attempt (send). The request always goes upstream as
-// HTTP/1.1, on the pool's kept-alive connections, whatever the client's
-// version (nginx with proxy_http_version 1.1).
+// Host line per attempt (send).
+//
+// The plugins' edits of the upstream request (pluginCtx: SetUpstreamURI,
+// SetUpstreamMethod, SetRequestHeader, AddRequestHeader) are applied here:
+// the method and target replaced, the client's fields of a name a plugin
+// set left out, and the fields plugins set or added written after the
+// client's; SetUpstreamHost's Host goes on every attempt's Host line. The
+// head is built once, so a retry sends the same edits.
+//
+// The request always goes upstream as HTTP/1.1, on the pool's kept-alive
+// connections, whatever the client's version (nginx with
+// proxy_http_version 1.1).
 func (cc *clientConn) buildHead() {
 	r := &cc.req
 	b := cc.head[:0]
@@ -180,6 +189,11 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 // an HTTP/1.1 client, since an HTTP/1.0 client gets a chunked body decoded
 // and delimited by the close (upConn.takeBody); neither is ever dropped
 // because Connection names it.
+//
+// When body_filter may change the body, it is the worker's to frame
+// (pluginState.reframe): chunked, or the close for HTTP/1.0. The response
+// headers plugins set replace the upstream's of the same name (the Server
+// and Date lines included) and follow them.
 func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
 	w := cc.w
 	b = append(b, "HTTP/1.1 "...)
