@@ -391,6 +391,16 @@ func TestExit(t *testing.T) {
 	if !bytes.HasPrefix(got, []byte("HTTP/1.1 201 Created\r\n")) || !bytes.HasSuffix(got, []byte("Content-Length: 0\r\n"+string(h.w.server)+"\r\n")) {
 		t.Fatalf("exit in before_proxy:\n%s", got)
 	}
+	// A request body is read and dropped, and the connection serves the
+	// next request; a HEAD gets the head alone.
+	_, got = h.roundTrip([]byte("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"+
+		"HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	first, second, _ := strings.Cut(string(got), "{\"no\":1}")
+	if !strings.HasPrefix(first, "HTTP/1.1 403 Forbidden\r\n") || !strings.HasPrefix(second, "HTTP/1.1 403 Forbidden\r\n") ||
+		!strings.HasSuffix(second, "Content-Length: 8\r\n"+string(h.w.server)+"Content-Type: application/json\r\nX-Hi: 1\r\n\r\n") ||
+		len(h.cl.in) != 0 || h.cl.closed {
+		t.Fatalf("a body, then HEAD:\n%q", got)
+	}
 }
 
 // TestHeaderFilterHeaders: a header a plugin sets replaces the upstream's
