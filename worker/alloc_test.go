@@ -5,6 +5,7 @@ package worker
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 // TestAllocRequestPath guards the whole request path of a worker: parse,
@@ -46,5 +47,65 @@ func TestAllocRequestPath(t *testing.T) {
 	allocs = testing.AllocsPerRun(200, func() { h.roundTrip(nf, nil) })
 	if allocs != 0 {
 		t.Fatalf("404 path allocates %.1f times per request, want 0", allocs)
+	}
+}
+
+// TestAllocPluginPhases guards the request path through the plugin phases:
+// global rules and a route's plugins in every phase, upstream request
+// edits, response headers, a consumer attached and its merged plugins, a
+// plugin's answer, one after a delay, and bodies through body_filter.
+func TestAllocPluginPhases(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-auth":{},"p-hi":{"up_uri":"/b?x=1","up_method":"PUT","up_host":"h.example",` +
+			`"req_set":{"User-Agent":"edited"},"req_add":["X-Add=1"],"req_del":["Accept"],"resp_header":{"X-Hi":"1"}},` +
+			`"p-lo":{"hf_header":{"X-Lo":"2"}}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/exit","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"no"},"p-lo":{}}}`,
+		`{"id":"r3","uri":"/late","plugins":{"p-hi":{"exit_at":"access","exit":200,"body":"late","delay_ms":100}}}`,
+		`{"id":"r4","uri":"/body","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r5","uri":"/body-exit","plugins":{"p-body":{},"p-hi":{"exit_at":"access","exit":403,"body":"no"}}}`,
+	}, []string{`{"id":"g","plugins":{"p-mid":{"resp_header":{"X-G":"g"}}}}`},
+		[]string{`{"username":"jack","plugins":{"p-auth":{"key":"k1"},"p-lo":{"hf_header":{"X-Lo":"jack"}}}}`}, nil))
+	resp := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"), bytes.Repeat([]byte("x"), 1024)...)
+	for _, tc := range []struct {
+		name, req, want string
+		resp            []byte
+	}{
+		{"proxied", "GET /a HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n", "\r\nX-Lo: 2\r\n", resp},
+		{"consumer", "GET /a HTTP/1.1\r\nHost: example.com\r\nk: k1\r\n\r\n", "\r\nX-Lo: jack\r\n", resp},
+		{"exit", "GET /exit HTTP/1.1\r\nHost: example.com\r\n\r\n", "\r\n\r\nno", nil},
+		{"body_filter", "GET /body HTTP/1.1\r\nHost: example.com\r\n\r\n", "]\r\n1\r\n!\r\n0\r\n\r\n", resp},
+		{"body_filter exit", "GET /body-exit HTTP/1.1\r\nHost: example.com\r\n\r\n", "\r\n\r\n[no]!", nil},
+	} {
+		run := func() []byte {
+			rec.reset()
+			_, got := h.roundTrip([]byte(tc.req), tc.resp)
+			return got
+		}
+		for i := 0; i < 10; i++ {
+			run()
+		}
+		if got := run(); !bytes.Contains(got, []byte(tc.want)) {
+			t.Fatalf("%s: answer\n%s", tc.name, got)
+		}
+		req := []byte(tc.req)
+		if allocs := testing.AllocsPerRun(200, func() { rec.reset(); h.roundTrip(req, tc.resp) }); allocs != 0 {
+			t.Errorf("%s: %.1f allocations per request, want 0", tc.name, allocs)
+		}
+	}
+	late := []byte("GET /late HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	delayed := func() {
+		rec.reset()
+		h.roundTrip(late, nil)
+		h.w.now += int64(100 * time.Millisecond)
+		h.w.expireDeadlines()
+	}
+	for i := 0; i < 10; i++ {
+		delayed()
+	}
+	if !bytes.HasSuffix(h.cl.out, []byte("\r\n\r\nlate")) {
+		t.Fatalf("delayed: answer\n%s", h.cl.out)
+	}
+	if allocs := testing.AllocsPerRun(200, delayed); allocs != 0 {
+		t.Errorf("delayed: %.1f allocations per request, want 0", allocs)
 	}
 }

@@ -22,6 +22,7 @@ const (
 	csDiscard        // answered by the worker; its body is read and dropped
 	csClosing        // the last answer is queued; close once it is flushed
 	csLinger         // the answer is flushed and FIN sent; input is read and dropped
+	csDelay          // a plugin's answer waits for its delay (ExitAfter)
 )
 
 // Request body framing.
@@ -46,7 +47,8 @@ const (
 // exchange (and exchangeBufs), reset when the exchange ends; what is left
 // here belongs to the connection. Slices in req alias gnet's read buffer and are valid only
 // until the head is discarded, which happens before the request is
-// dispatched; everything needed later is copied into the exchange.
+// dispatched; everything needed later is copied into the exchange (the
+// whole head, when a plugin phase runs after that: keepHead).
 type clientConn struct {
 	timerSlot
 	w     *Worker
@@ -127,6 +129,10 @@ func (cc *clientConn) expire() {
 		cc.answerAndClose(408)
 		return
 	}
+	if cc.state == csDelay {
+		cc.answerExit()
+		return
+	}
 	cc.w.closeConn(cc.c)
 }
 
@@ -164,6 +170,11 @@ func (cc *clientConn) traffic0() gnet.Action {
 		cc.discardBody()
 		if cc.state == csIdle {
 			return cc.readHeads()
+		}
+	case csDelay:
+		// The answer is not out yet: input waits, as while proxying.
+		if cc.c.InboundBuffered() > maxPipelined {
+			cc.pauseFor(nil)
 		}
 	case csClosing:
 		_, _ = cc.c.Discard(-1)
@@ -262,11 +273,25 @@ func (cc *clientConn) start() {
 	}
 	idx, ok := snap.router.Match(&rq)
 	if !ok {
+		// The global rules' rewrite and access run before the 404, as
+		// APISIX runs them.
+		if snap.global != nil {
+			cc.snap = snap
+			if cc.startPlugins(snap, nil) {
+				return
+			}
+		}
 		cc.discardHead()
 		cc.answerLocal(404, ctText, notFoundBody, hasBody)
 		return
 	}
 	rt := snap.routes[idx]
+	cc.snap, cc.rt = snap, rt
+	if len(rt.plugins.Plugins) > 0 || snap.global != nil {
+		if cc.startPlugins(snap, rt) {
+			return
+		}
+	}
 	if rt.up == nil {
 		cc.discardHead()
 		cc.answerLocal(503, ctHTML, errorPages[503], hasBody)
@@ -277,7 +302,6 @@ func (cc *clientConn) start() {
 		cc.answerLocal(502, ctHTML, errorPages[502], hasBody)
 		return
 	}
-	cc.snap, cc.rt = snap, rt
 	cc.buildHead()
 	cc.discardHead()
 	if r.Expect100 && hasBody && cc.c.InboundBuffered() == 0 {
@@ -321,7 +345,12 @@ func (cc *clientConn) pipelined() bool {
 	return rest > 0
 }
 
+// discardHead drops the request head from gnet's buffer, once copied for
+// the plugin phases still to run (keepHead).
 func (cc *clientConn) discardHead() {
+	if cc.plugin.late && !cc.plugin.kept {
+		cc.keepHead()
+	}
 	_, _ = cc.c.Discard(cc.req.HeadLen)
 	cc.parser.Reset()
 }
@@ -365,6 +394,8 @@ func (cc *clientConn) send() {
 	hl := cc.hostLine[:0]
 	hl = append(hl, "Host: "...)
 	switch {
+	case cc.plugin.upHost: // a plugin's (proxy-rewrite's host)
+		hl = append(hl, cc.upHost...)
 	case rt.up.passHost == passHostRewrite:
 		hl = append(hl, rt.up.upstreamHost...)
 	case rt.up.passHost == passHostPass && len(cc.hostValue) > 0:
@@ -649,7 +680,11 @@ func (cc *clientConn) giveUp() {
 // upstream statuses seen.
 func (cc *clientConn) answerError(status int) {
 	w := cc.w
-	b := cc.localHead(w.scratch[:0], status, ctHTML, len(errorPages[status]), cc.keepAlive && cc.bodyRead())
+	body := errorPages[status]
+	if cc.plugin.filterBody && !cc.isHead {
+		body = cc.filterLocal(status, body)
+	}
+	b := cc.localHead(w.scratch[:0], status, ctHTML, len(body), cc.keepAlive && cc.bodyRead())
 	b = b[:len(b)-2]
 	if len(cc.statuses) > 0 {
 		b = append(b, "X-APISIX-Upstream-Status: "...)
@@ -663,7 +698,7 @@ func (cc *clientConn) answerError(status int) {
 	}
 	b = append(b, "\r\n"...)
 	if !cc.isHead {
-		b = append(b, errorPages[status]...)
+		b = append(b, body...)
 	}
 	w.scratch = b
 	_, _ = cc.c.Write(b)
@@ -671,13 +706,22 @@ func (cc *clientConn) answerError(status int) {
 }
 
 // localHead appends the head of an answer the gateway makes itself.
+// The plugins' header_filter runs first, and the headers they set go in,
+// replacing the worker's Content-Type, Date or Server.
 func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep bool) []byte {
 	w := cc.w
-	b = append(b, statusLines[status]...)
-	b = append(b, w.dateLine...)
-	b = append(b, "Content-Type: "...)
-	b = append(b, ct...)
-	b = append(b, "\r\nContent-Length: "...)
+	cc.headerFilter(status)
+	plug := len(cc.respHdr) > 0
+	b = appendStatusLine(b, status)
+	if !plug || !cc.respHas("Date") {
+		b = append(b, w.dateLine...)
+	}
+	if !plug || !cc.respHas("Content-Type") {
+		b = append(b, "Content-Type: "...)
+		b = append(b, ct...)
+		b = append(b, '\r', '\n')
+	}
+	b = append(b, "Content-Length: "...)
 	b = strconv.AppendInt(b, int64(clen), 10)
 	b = append(b, "\r\n"...)
 	if keep {
@@ -687,7 +731,12 @@ func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep 
 	} else {
 		b = append(b, "Connection: close\r\n"...)
 	}
-	b = append(b, w.server...)
+	if !plug || !cc.respHas("Server") {
+		b = append(b, w.server...)
+	}
+	if plug {
+		b = cc.appendRespHeaders(b)
+	}
 	b = append(b, "\r\n"...)
 	return b
 }
@@ -700,6 +749,9 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 	// A body is read and dropped, as nginx does, unless the client waits
 	// for 100 Continue before sending it: then it may never come.
 	keep := cc.keepAlive && (!hasBody || !cc.req.Expect100)
+	if cc.plugin.filterBody && !cc.isHead {
+		body = cc.filterLocal(status, body)
+	}
 	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
 	if !cc.isHead {
 		b = append(b, body...)
@@ -767,6 +819,7 @@ func (cc *clientConn) answerAndClose(status int) {
 // connection, if any, was unlinked already.
 func (cc *clientConn) requestDone() {
 	keep, read := cc.keepAlive, cc.bodyRead()
+	cc.logPhase()
 	cc.resetExchange()
 	if cc.closed {
 		return
@@ -890,8 +943,9 @@ func (cc *clientConn) closeSoon() {
 func (cc *clientConn) closedByPeer() {
 	w := cc.w
 	cc.closed = true
-	w.clearDeadline(cc)
+	w.clearDeadline(cc) // a csDelay exchange's answer with it
 	w.trackClose(cc)
+	cc.logPhase()
 	if cc.pause.on {
 		cc.unpauseList()
 	}

@@ -28,7 +28,8 @@
 //	           client_header_timeout       drain, quiet for drainIdle  csClosing (lingering)
 //	           from the accept)
 //	csHead     the rest of the head        head parsed: start          csHold, csProxy, csDiscard,
-//	           (client_header_timeout)                                 csIdle or csClosing (see below)
+//	           (client_header_timeout)                                 csDelay, csIdle or csClosing
+//	                                                                   (see below)
 //	                                       malformed head              400, 414, 431…; csClosing
 //	                                       timeout                     408, csClosing
 //	csHold     a chunked body, judged      body within the limit       csProxy (dispatch)
@@ -40,6 +41,9 @@
 //	           (client_body_timeout while  sent yet                    or 502/504 and csIdle/csClosing
 //	           uploading), the response    failure once answering      closed: the answer is cut short
 //	                                       timeout                     closed
+//	csDelay    a plugin's delay            the delay passed: the       csIdle, csDiscard or csClosing
+//	           (Ctx.ExitAfter, on the      plugin's answer             (as answered by start)
+//	           connection's deadline)      closed                      closed (the timer with it)
 //	csDiscard  the rest of the body of a   body read                   csIdle
 //	           request the worker          malformed or oversized      csClosing (lingering)
 //	           answered (lingering_time)   timeout                     closed
@@ -51,11 +55,13 @@
 //	           read and dropped            lingering_timeout/time      closed
 //	           (nginx's lingering_close)
 //
-// start routes a parsed head and ends csHead: to csProxy when the request
-// goes to an upstream, csHold when its chunked body must be judged first,
-// csIdle when the worker answered it (404, 503, …) and it had no body,
-// csDiscard when it had one to read and drop, csClosing when it was refused
-// (400, 413). Between requests, an answer larger than highWater still in
+// start routes a parsed head and runs the plugins' request phases
+// (phases.go), and ends csHead: to csProxy when the request goes to an
+// upstream, csHold when its chunked body must be judged first, csIdle when
+// the worker or a plugin answered it (404, 503, a plugin's Exit, …) and it
+// had no body, csDiscard when it had one to read and drop, csDelay when a
+// plugin's answer waits for its delay, csClosing when it was refused (400,
+// 413). Between requests, an answer larger than highWater still in
 // the outbound buffer keeps the connection in csIdle with its reading
 // paused until the answer is flushed (awaitHead): pipelined requests are
 // read one answer at a time. Whatever the phase, when gnet closes the
@@ -69,8 +75,10 @@
 // it with one assignment, so outside an exchange (csIdle, csHead) it is
 // zero and nothing of one request is seen by the next; its buffers
 // (exchangeBufs) are apart and keep only their capacity. Per-request state
-// added later, plugins' included (exchange.plugin), belongs there. Within
-// an exchange, progress is told by these flags:
+// added later belongs there; the plugins' is exchange.plugin (pluginState:
+// the phase tables the request runs, its consumer, an exit, the upstream
+// request's edits), and pluginCtx is the plugins.Ctx over it. Within an
+// exchange, progress is told by these flags:
 //
 //	reqDone      the whole request was written to the upstream (or answered locally)
 //	bodySent     body bytes left the client buffer: the request cannot be replayed
@@ -119,8 +127,12 @@
 //     Discard or until the handler returns (gnet then moves the unread rest
 //     into the connection's ring buffer; a Peek across the ring's wrap is a
 //     pooled copy that Discard frees). clientConn.req aliases it until
-//     discardHead, in start: routing, vars and buildHead read the head
-//     before that, and exchange.host and curPath alias it until then too. A
+//     discardHead, in start: routing, vars, the plugins' request phases and
+//     buildHead read the head before that, and exchange.host and curPath
+//     alias it until then too. When a plugin runs later (header_filter,
+//     log), discardHead first copies the head into exchangeBufs.headCopy
+//     and parses it again from there (keepHead): req, host and curPath then
+//     alias the copy until the exchange ends. A
 //     request body stays there until it is written upstream (takeBody's
 //     slices, then Discard), held there in csHold, or dropped in csDiscard.
 //     upConn.resp aliases the upstream's inbound buffer; the response head
@@ -137,18 +149,26 @@
 //     the Connection fields being read) are the loop's, good for one use
 //     at a time: until the write, until the next connTokens.
 //   - The exchange's buffers (exchangeBufs: head, hostLine, hostValue,
-//     hostBuf, pathBuf, sizeLine, statuses) and upConn.sizeLine are the
-//     connection's: their capacity is kept from one exchange to the next,
-//     and each is written from its start before it is read within one
-//     exchange (statuses is truncated by resetExchange). head outlives the
-//     client's head in gnet's buffer: it is what each attempt sends again.
+//     hostBuf, pathBuf, sizeLine, statuses, and the plugins' exitBody,
+//     respHdr, reqEdits, upURI, upMethod, upHost, consumerName, headCopy)
+//     and upConn.sizeLine are the connection's: their capacity is kept from
+//     one exchange to the next, and each is written from its start before
+//     it is read within one exchange (statuses, respHdr and reqEdits are
+//     truncated by resetExchange; pluginState says which of the plugins'
+//     are set). head outlives the client's head in gnet's buffer: it is
+//     what each attempt sends again, with the plugins' edits in it.
+//   - What a plugin's phase gets from pluginCtx aliases those buffers or
+//     gnet's: valid for the call, as plugins.Ctx says. What it passes in
+//     is copied. Plugin instances belong to the Snapshot; they are called
+//     on this loop only.
 //   - A Snapshot is immutable and shared by every exchange routed with it;
 //     exchange.snap keeps it alive until the exchange ends.
 //
 // # Files
 //
 // worker.go is the Worker and gnet's handlers; client.go a client
-// connection; exchange.go the exchange, link and the guard; upstream.go
+// connection; exchange.go the exchange, link and the guard; phases.go the
+// plugin phases on the request path and pluginctx.go their plugins.Ctx; upstream.go
 // upstream connections and their pools; headers.go the heads the gateway
 // writes; bodylimit.go client_max_body_size for chunked bodies; pause.go
 // back-pressure; timer.go deadlines; drain.go the graceful stop; snapshot.go

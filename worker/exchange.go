@@ -1,6 +1,11 @@
 package worker
 
-import "coregate/httpparse"
+import (
+	"time"
+
+	"coregate/httpparse"
+	"coregate/plugins"
+)
 
 // exchange is the state of one request and its answer on a client
 // connection, from the routing of a parsed head (start) to the end of the
@@ -52,15 +57,50 @@ type exchange struct {
 	// the head (valid until discardHead) or pathBuf.
 	curPath []byte
 
-	// plugin is where the per-request state of the route's plugins lives.
-	//lint:ignore U1000 the place kept for the plugin phases' state
+	// plugin is the per-request state of the plugin phases (phases.go).
 	plugin pluginState
 }
 
-// pluginState is the per-request state of plugins: empty until the plugin
-// phases run in the worker. Whatever a plugin keeps for one request goes
-// here, so that the exchange's reset clears it, and nowhere else.
-type pluginState struct{}
+// pluginState is the per-request state of plugins: which phase tables the
+// request runs, how far it went, and what the plugins decided. Whatever a
+// plugin keeps for one request goes here or in exchangeBufs, so that the
+// exchange's reset clears it, and nowhere else.
+type pluginState struct {
+	// active: the exchange runs plugin phases (the route or a global
+	// rule has plugins); the rest is unused otherwise.
+	active bool
+	// late: some plugin runs in header_filter or log, after discardHead:
+	// the head is copied first (keepHead), and kept once it is.
+	late, kept bool
+	// filterBody: some plugin runs in body_filter; reframe: the response
+	// coming from the upstream has a body that goes through it, re-framed
+	// by the worker (chunked, or delimited by the close for HTTP/1.0).
+	filterBody, reframe bool
+	// ph is the route's phase tables, or those of the route merged with
+	// the consumer's (consumerPhases) once one is attached; gl the global
+	// rules'. Both belong to exchange.snap.
+	ph, gl *plugins.Phases
+	phase  plugins.Phase // the phase running or last run
+	// consumer is the consumer an authentication plugin attached.
+	consumer *plugins.Consumer
+
+	// A plugin's Exit: status, body in exchangeBufs.exitBody (exitPage:
+	// none given, the gateway's page), and ExitAfter's delay.
+	exited     bool
+	exitPage   bool
+	exitStatus int
+	delay      time.Duration
+
+	// filtered: header_filter ran (the response head is decided); status
+	// is the response's status from then on.
+	filtered bool
+	status   int
+	logged   bool
+
+	// The upstream request edits, valued in exchangeBufs (upURI, upMethod,
+	// upHost, reqEdits).
+	upURI, upMethod, upHost bool
+}
 
 // exchangeBufs are the exchange's buffers, embedded in clientConn beside
 // it: their capacity is reused from one exchange to the next, their
@@ -81,6 +121,24 @@ type exchangeBufs struct {
 	hostValue []byte // the client's Host, for pass_host=pass
 	hostBuf   []byte // backs host when it had to be lower-cased
 	pathBuf   []byte // backs curPath when it had to be normalised
+
+	// The plugins' share (pluginState says which are set): the exit's
+	// body, the response headers set, the upstream request's edits, the
+	// attached consumer's name, and headCopy, the request head once gnet's
+	// copy is discarded (keepHead), which cc.req then aliases until the
+	// exchange ends. respHdr and reqEdits are truncated by resetExchange;
+	// their elements keep their value buffers.
+	exitBody     []byte
+	respHdr      []headerEdit
+	reqEdits     []headerEdit
+	upURI        []byte
+	upMethod     []byte
+	upHost       []byte
+	consumerName []byte
+	headCopy     []byte
+	// filtBuf is the body as the body_filter phase returned it, framed,
+	// valid until the write that sends it returns.
+	filtBuf []byte
 }
 
 // resetExchange ends the exchange: it is zeroed, and the buffers keep their
@@ -89,6 +147,8 @@ type exchangeBufs struct {
 func (cc *clientConn) resetExchange() {
 	cc.exchange = exchange{}
 	cc.statuses = cc.statuses[:0]
+	cc.respHdr = cc.respHdr[:0]
+	cc.reqEdits = cc.reqEdits[:0]
 }
 
 // upExchange is an upstream connection's share of the exchange it serves:

@@ -17,15 +17,30 @@ import (
 // (so a Connection header naming them changes nothing), but written from
 // what the parser made of them: one Content-Length with the parsed length,
 // or "Transfer-Encoding: chunked" for a body takeBody re-frames, and the
-// Host line per attempt (send). The request always goes upstream as
-// HTTP/1.1, on the pool's kept-alive connections, whatever the client's
-// version (nginx with proxy_http_version 1.1).
+// Host line per attempt (send).
+//
+// The plugins' edits of the upstream request (pluginCtx: SetUpstreamURI,
+// SetUpstreamMethod, SetRequestHeader, AddRequestHeader) are applied here:
+// the method and target replaced, the client's fields of a name a plugin
+// set left out, and the fields plugins set or added written after the
+// client's; SetUpstreamHost's Host goes on every attempt's Host line. The
+// head is built once, so a retry sends the same edits.
+//
+// The request always goes upstream as HTTP/1.1, on the pool's kept-alive
+// connections, whatever the client's version (nginx with
+// proxy_http_version 1.1).
 func (cc *clientConn) buildHead() {
 	r := &cc.req
 	b := cc.head[:0]
-	b = append(b, r.Method...)
+	if cc.plugin.upMethod {
+		b = append(b, cc.upMethod...)
+	} else {
+		b = append(b, r.Method...)
+	}
 	b = append(b, ' ')
-	if len(r.Target) > 0 && r.Target[0] == '/' {
+	if cc.plugin.upURI {
+		b = append(b, cc.upURI...)
+	} else if len(r.Target) > 0 && r.Target[0] == '/' {
 		b = append(b, r.Target...)
 	} else {
 		// absolute-form: send origin-form
@@ -57,10 +72,16 @@ func (cc *clientConn) buildHead() {
 		if tokens != nil && namedIn(tokens, h.Name) {
 			continue
 		}
+		if len(cc.reqEdits) > 0 && cc.editSets(h.Name) {
+			continue
+		}
 		b = append(b, h.Name...)
 		b = append(b, ':', ' ')
 		b = append(b, h.Value...)
 		b = append(b, '\r', '\n')
+	}
+	if len(cc.reqEdits) > 0 {
+		b = cc.appendEdits(b)
 	}
 	// $proxy_add_x_forwarded_for: the fields as received, then the client.
 	b = append(b, "X-Forwarded-For: "...)
@@ -154,8 +175,9 @@ func namedIn(tokens [][]byte, name []byte) bool {
 // client to b. A chunked body goes to an HTTP/1.0 client decoded,
 // delimited by the close.
 func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
+	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
 	cc.keepAlive = cc.keepAlive && cc.reqDone && mode != httpparse.BodyUntilClose &&
-		!(cc.http10 && mode == httpparse.BodyChunked)
+		!(cc.http10 && (mode == httpparse.BodyChunked || cc.plugin.reframe))
 	cc.respStarted = true
 	return cc.responseHead(b, resp, cc.keepAlive)
 }
@@ -167,6 +189,11 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 // an HTTP/1.1 client, since an HTTP/1.0 client gets a chunked body decoded
 // and delimited by the close (upConn.takeBody); neither is ever dropped
 // because Connection names it.
+//
+// When body_filter may change the body, it is the worker's to frame
+// (pluginState.reframe): chunked, or the close for HTTP/1.0. The response
+// headers plugins set replace the upstream's of the same name (the Server
+// and Date lines included) and follow them.
 func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
 	w := cc.w
 	b = append(b, "HTTP/1.1 "...)
@@ -176,8 +203,12 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 	b = append(b, '\r', '\n')
 	tokens := w.connTokens(resp.Headers, resp.Conn)
 	hasDate := false
+	plug := len(cc.respHdr) > 0
 	for i := range resp.Headers {
 		h := &resp.Headers[i]
+		if plug && cc.respNamed(h.Name) {
+			continue // a plugin's value replaces the upstream's
+		}
 		switch h.ID {
 		case httpparse.HdrConnection, httpparse.HdrKeepAlive, httpparse.HdrProxyConnection,
 			httpparse.HdrTE, httpparse.HdrTrailer, httpparse.HdrUpgrade, httpparse.HdrServer:
@@ -187,7 +218,7 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		case httpparse.HdrContentLength:
 			continue
 		case httpparse.HdrTransferEncoding:
-			if !cc.http10 {
+			if !cc.http10 && !cc.plugin.reframe {
 				b = append(b, "Transfer-Encoding: "...)
 				b = append(b, h.Value...)
 				b = append(b, '\r', '\n')
@@ -202,15 +233,26 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		b = append(b, h.Value...)
 		b = append(b, '\r', '\n')
 	}
-	if resp.ContentLength >= 0 {
+	switch {
+	case cc.plugin.reframe:
+		// body_filter may change the body: the worker frames it.
+		if !cc.http10 {
+			b = append(b, "Transfer-Encoding: chunked\r\n"...)
+		}
+	case resp.ContentLength >= 0:
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, resp.ContentLength, 10)
 		b = append(b, '\r', '\n')
 	}
-	if !hasDate {
+	if !hasDate && (!plug || !cc.respHas("Date")) {
 		b = append(b, w.dateLine...)
 	}
-	b = append(b, w.server...)
+	if !plug || !cc.respHas("Server") {
+		b = append(b, w.server...)
+	}
+	if plug {
+		b = cc.appendRespHeaders(b)
+	}
 	if resp.Status >= 500 || w.cfg.ShowUpstreamStatus {
 		b = append(b, "X-APISIX-Upstream-Status: "...)
 		for _, s := range cc.statuses {

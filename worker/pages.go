@@ -15,10 +15,14 @@ const (
 
 var statusText = map[int]string{
 	400: "Bad Request",
+	401: "Unauthorized",
+	403: "Forbidden",
 	404: "Not Found",
+	405: "Not Allowed",
 	408: "Request Time-out",
 	413: "Request Entity Too Large",
 	414: "Request-URI Too Large",
+	429: "Too Many Requests",
 	431: "Request Header Fields Too Large",
 	500: "Internal Server Error",
 	501: "Not Implemented",
@@ -28,10 +32,28 @@ var statusText = map[int]string{
 	505: "HTTP Version Not Supported",
 }
 
+// pageTitles are the titles of nginx's pages that differ from the status
+// line's reason.
+var pageTitles = map[int]string{401: "Authorization Required"}
+
+// reasonPhrases are nginx's reason phrases of the statuses that have no
+// page, for a plugin's answer (appendStatusLine).
+var reasonPhrases = map[int]string{
+	200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content",
+	301: "Moved Permanently", 302: "Moved Temporarily", 303: "See Other", 304: "Not Modified",
+	307: "Temporary Redirect", 308: "Permanent Redirect",
+	402: "Payment Required", 406: "Not Acceptable", 409: "Conflict", 410: "Gone",
+	411: "Length Required", 412: "Precondition Failed", 415: "Unsupported Media Type",
+	416: "Requested Range Not Satisfiable", 421: "Misdirected Request", 507: "Insufficient Storage",
+}
+
 // errorPages holds the pre-rendered body of each status above.
 var errorPages = func() map[int][]byte {
 	m := make(map[int][]byte, len(statusText))
 	for code, text := range statusText {
+		if t, ok := pageTitles[code]; ok {
+			text = t
+		}
 		title := strconv.Itoa(code) + " " + text
 		m[code] = []byte("<html>\r\n<head><title>" + title + "</title></head>\r\n<body>\r\n<center><h1>" + title +
 			"</h1></center>\r\n<hr><center>openresty</center>\r\n" +

@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -24,9 +25,15 @@ type Snapshot struct {
 	routes []*route
 	nodes  map[string]struct{} // dial addresses of every node
 	// globals are the global rules' plugins, one set per rule in the
-	// Spec's order (APISIX runs them before a route's own). Built by
-	// compile; the request path does not run plugins yet.
+	// Spec's order, as built; global is what the request path runs: them
+	// all in one set, in execution order, a plugin that two rules
+	// configure left out (APISIX's merge_global_rules). nil when no rule
+	// has a plugin.
 	globals []plugins.Phases
+	global  *plugins.Phases
+	// consumers is the snapshot's consumers and credentials, indexed
+	// (Env.Consumers of every plugin built with it); nil when none.
+	consumers *plugins.ConsumerIndex
 }
 
 // hasNode reports whether a node with dial address addr is in the snapshot.
@@ -36,14 +43,30 @@ func (s *Snapshot) hasNode(addr string) bool {
 }
 
 type route struct {
-	id string
-	up *upstream // nil: the route has no upstream (answered 503)
+	id      string
+	idBytes []byte    // id, for the route_id variable
+	up      *upstream // nil: the route has no upstream (answered 503)
 	// timeouts override the upstream's when the route sets them.
 	connectTO, sendTO, readTO time.Duration
 	// plugins are the route's plugins in their phase tables: its own
 	// over its plugin_config's over its service's (mergePlugins), built
 	// once for this snapshot.
 	plugins plugins.Phases
+	// byConsumer are the route's plugins merged with a consumer's, for
+	// each consumer whose plugins change the route's (consumerPhases);
+	// nil when the route cannot attach one.
+	byConsumer map[*plugins.Consumer]*consumerPhases
+}
+
+// consumerPhases are a route's plugins merged with one consumer's, as
+// APISIX's merge_consumer_route: the consumer's configuration of a plugin
+// wins over the route's. The consumer's authentication plugins
+// (CredentialPlugin: their configuration is its credential) are left out:
+// they ran in the rewrite phase already. fresh are the rewrite phases of
+// the plugins the consumer adds, run once it is attached.
+type consumerPhases struct {
+	phases plugins.Phases
+	fresh  []plugins.RewritePhase
 }
 
 const (
@@ -117,6 +140,14 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 		ps.env = plugins.NewLocalEnv()
 	}
 	snap := &Snapshot{nodes: map[string]struct{}{}}
+	cons, consumers, err := indexConsumers(s, ps.reg)
+	if err != nil {
+		return nil, err
+	}
+	if cons != nil {
+		snap.consumers = cons
+		ps.env.Consumers = cons
+	}
 	pluginConfigs := make(map[string]map[string]json.RawMessage, len(s.PluginConfigs))
 	for _, raw := range s.PluginConfigs {
 		pc, err := decodePluginSet(raw)
@@ -136,6 +167,8 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 		}
 		snap.globals = append(snap.globals, ph)
 	}
+	snap.global = mergeGlobals(snap.globals)
+	authGlobal := snap.global != nil && hasAuth(ps.reg, snap.global.Plugins)
 	ups := map[string]*spec.Upstream{}
 	for _, u := range s.Upstreams {
 		ups[u.ID.String()] = u
@@ -204,11 +237,17 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 		if svc != nil {
 			svcPlugins = svc.Plugins
 		}
-		phases, err := ps.reg.BuildPhases(mergePlugins(r.Plugins, pcPlugins, svcPlugins), ps.env)
+		conf := mergePlugins(r.Plugins, pcPlugins, svcPlugins)
+		phases, err := ps.reg.BuildPhases(conf, ps.env)
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
-		rt := &route{id: id, plugins: phases}
+		rt := &route{id: id, idBytes: []byte(id), plugins: phases}
+		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
+			if rt.byConsumer, err = consumerVariants(consumers, conf, ps); err != nil {
+				return nil, fmt.Errorf("route %s: %w", id, err)
+			}
+		}
 		if su != nil {
 			cu, err := upFor(su)
 			if err != nil {
@@ -287,6 +326,144 @@ func mergePlugins(layers ...map[string]json.RawMessage) map[string]json.RawMessa
 		}
 	}
 	return out
+}
+
+// mergeGlobals puts the global rules' plugins in one set in execution
+// order; a plugin configured by two rules is left out, as APISIX's
+// merge_global_rules leaves it (and logs it). nil when there is none.
+func mergeGlobals(rules []plugins.Phases) *plugins.Phases {
+	seen := map[string]int{}
+	for _, r := range rules {
+		for _, c := range r.Plugins {
+			seen[c.Name]++
+		}
+	}
+	var all []plugins.Configured
+	for _, r := range rules {
+		for _, c := range r.Plugins {
+			if seen[c.Name] == 1 {
+				all = append(all, c)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Priority != all[j].Priority {
+			return all[i].Priority > all[j].Priority
+		}
+		return all[i].Name < all[j].Name
+	})
+	ph := plugins.NewPhases(all)
+	return &ph
+}
+
+// isAuth reports whether the plugin name is an authentication plugin: one
+// that finds consumers by a credential (plugins.CredentialPlugin).
+func isAuth(reg *plugins.Registry, name string) bool {
+	_, p, ok := reg.Lookup(name)
+	if !ok {
+		return false
+	}
+	_, ok = p.(plugins.CredentialPlugin)
+	return ok
+}
+
+func hasAuth(reg *plugins.Registry, cs []plugins.Configured) bool {
+	for _, c := range cs {
+		if isAuth(reg, c.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// indexConsumers decodes the Spec's consumers and credentials and indexes
+// them (Registry.IndexConsumers); nil when there are none. The consumers
+// are returned too, in the Spec's order.
+func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex, []*plugins.Consumer, error) {
+	if len(s.Consumers) == 0 {
+		return nil, nil, nil
+	}
+	cs := make([]*plugins.Consumer, 0, len(s.Consumers))
+	for _, raw := range s.Consumers {
+		var v struct {
+			Username string                     `json:"username"`
+			Plugins  map[string]json.RawMessage `json:"plugins"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, nil, fmt.Errorf("consumer: %w", err)
+		}
+		cs = append(cs, &plugins.Consumer{Username: v.Username, Plugins: v.Plugins})
+	}
+	var creds []plugins.Credential
+	for _, raw := range s.Credentials {
+		var v struct {
+			ID      string                     `json:"id"`
+			Plugins map[string]json.RawMessage `json:"plugins"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, nil, fmt.Errorf("credential: %w", err)
+		}
+		user, id, ok := spec.CredentialOwner(v.ID)
+		if !ok {
+			return nil, nil, fmt.Errorf("credential %q: the id is not <username>/credentials/<id>", v.ID)
+		}
+		creds = append(creds, plugins.Credential{Username: user, ID: id, Plugins: v.Plugins})
+	}
+	x, err := reg.IndexConsumers(cs, creds)
+	if err != nil {
+		return nil, nil, fmt.Errorf("consumers: %w", err)
+	}
+	return x, cs, nil
+}
+
+// consumerVariants builds a route's plugins (conf, merged from its layers)
+// merged with each consumer's whose plugins, authentication plugins
+// aside, are not empty. They are built with the snapshot, so that a
+// request that attaches a consumer builds nothing: the cost is one build
+// per route that can attach a consumer and per consumer with plugins of
+// its own.
+func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMessage, ps pluginSet) (map[*plugins.Consumer]*consumerPhases, error) {
+	var out map[*plugins.Consumer]*consumerPhases
+	for _, c := range consumers {
+		var own []string
+		for name := range c.Plugins {
+			if !isAuth(ps.reg, name) {
+				own = append(own, name)
+			}
+		}
+		if len(own) == 0 {
+			continue
+		}
+		merged := make(map[string]json.RawMessage, len(conf)+len(own))
+		for k, v := range conf {
+			merged[k] = v
+		}
+		added := map[string]bool{}
+		for _, name := range own {
+			if _, onRoute := conf[name]; !onRoute {
+				added[name] = true
+			}
+			merged[name] = c.Plugins[name]
+		}
+		ph, err := ps.reg.BuildPhases(merged, ps.env)
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", c.Username, err)
+		}
+		cp := &consumerPhases{phases: ph}
+		for _, cf := range ph.Plugins {
+			if i, ok := cf.Instance.(plugins.RewritePhase); ok && added[cf.Name] {
+				cp.fresh = append(cp.fresh, i)
+			}
+		}
+		if out == nil {
+			out = map[*plugins.Consumer]*consumerPhases{}
+		}
+		out[c] = cp
+	}
+	return out, nil
 }
 
 // pluginSetJSON is what compile reads of a plugin config or a global rule.

@@ -217,6 +217,9 @@ func (uc *upConn) closedByPeer(err error) {
 	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose {
 		// The end of a close-delimited response.
 		unlink(cc, uc)
+		if cc.plugin.reframe {
+			cc.finishFiltered()
+		}
 		cc.requestDone()
 		return
 	}
@@ -309,15 +312,20 @@ func (uc *upConn) traffic0() gnet.Action {
 		uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
 		uc.left = uc.resp.ContentLength
 		uc.chunk.Reset()
+		cc.headerFilter(uc.resp.Status)
 		head := cc.beginResponse(w.scratch[:0], &uc.resp, uc.mode)
 		w.scratch = head
 		consumed += uc.resp.HeadLen
 		uc.phase = rpBody
 		w.setDeadline(uc, int64(cc.rt.readTO))
-		iov, n, done, err := uc.takeBody(append(w.iov[:0], head), buf[consumed:], !cc.http10)
+		reframe := cc.plugin.reframe
+		iov, n, done, err := uc.takeBody(append(w.iov[:0], head), buf[consumed:], !cc.http10 && !reframe)
 		if err != nil {
 			uc.setFault(faultBadChunk, err)
 			uc.state = usClosed
+		}
+		if reframe {
+			iov = cc.filterResponse(iov, 1, done && err == nil)
 		}
 		_, _ = cc.c.Writev(iov)
 		clear(iov)
@@ -330,10 +338,14 @@ func (uc *upConn) traffic0() gnet.Action {
 	w.setDeadline(uc, int64(cc.rt.readTO))
 	for {
 		// Chunks past one write's worth: more writes from the same buffer.
-		iov, n, done, err := uc.takeBody(w.iov[:0], buf[consumed:], !cc.http10)
+		reframe := cc.plugin.reframe
+		iov, n, done, err := uc.takeBody(w.iov[:0], buf[consumed:], !cc.http10 && !reframe)
 		if err != nil {
 			uc.setFault(faultBadChunk, err)
 			uc.state = usClosed
+		}
+		if reframe {
+			iov = cc.filterResponse(iov, 0, done && err == nil)
 		}
 		if len(iov) > 0 {
 			_, _ = cc.c.Writev(iov)

@@ -90,6 +90,7 @@ type Worker struct {
 	epfd      int
 	now       int64 // coarse clock, ns since the worker's epoch, set at each wake-up of the loop
 	epoch     time.Time
+	epochUnix int64  // epoch in Unix nanoseconds: now+epochUnix is the wall clock
 	dateLine  []byte // "Date: ...\r\n", refreshed each second
 	dateNext  int64  // Worker.now when dateLine is due again (the next second of the wall clock)
 	timed     indexset.Set[timed]
@@ -155,6 +156,7 @@ func New(cfg Config) *Worker {
 	if w.log == nil {
 		w.log = slog.Default()
 	}
+	w.epochUnix = w.epoch.UnixNano()
 	w.tickFn = gnet.RunnableFunc(func(context.Context) error { w.tick(); return nil })
 	w.refreshClock()
 	return w

@@ -3,6 +3,7 @@ package spec
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"strings"
 )
 
 // Check verifies what no single object can: ids are present and unique per
@@ -53,6 +54,16 @@ func (s *Spec) Check() error {
 			return err
 		}
 	}
+	creds := make(map[string]bool, len(s.Credentials))
+	for i, raw := range s.Credentials {
+		id := RawID(raw, "id")
+		if _, _, ok := CredentialOwner(id.String()); !ok && !id.IsZero() {
+			return &ReferenceError{Kind: "credential", ID: id.String(), Field: "id", Msg: "not <username>/credentials/<id>"}
+		}
+		if err := addID(creds, "credential", i, id); err != nil {
+			return err
+		}
+	}
 	rules := make(map[string]bool, len(s.GlobalRules))
 	for i, raw := range s.GlobalRules {
 		if err := addID(rules, "global_rule", i, RawID(raw, "id")); err != nil {
@@ -79,6 +90,17 @@ func ref(set map[string]bool, kind string, id ID, field string, to ID) error {
 		return nil
 	}
 	return &ReferenceError{Kind: kind, ID: id.String(), Field: field, Ref: to.String(), Msg: "not found"}
+}
+
+// CredentialOwner splits a credential's id in a Spec,
+// "<username>/credentials/<id>", into the consumer's username and the
+// credential's own id.
+func CredentialOwner(id string) (username, credID string, ok bool) {
+	username, credID, ok = strings.Cut(id, "/credentials/")
+	if !ok || username == "" || credID == "" || strings.Contains(username, "/") || strings.Contains(credID, "/") {
+		return "", "", false
+	}
+	return username, credID, true
 }
 
 // RawID reads the id-like member key ("id", "username") of a JSON object;

@@ -138,7 +138,7 @@ type ID struct {
 //
 // Its JSON form (the control protocol's Config frame) is the object
 // {"routes":[…],"services":[…],"upstreams":[…],"consumers":[…],
-// "plugin_configs":[…],"global_rules":[…],"hash":"<hex>"}, each object in
+// "plugin_configs":[…],"global_rules":[…],"credentials":[…],"hash":"<hex>"}, each object in
 // its stored form; see MarshalJSON.
 type Spec struct {
 	Routes    []*Route    `json:"routes,omitempty"`
@@ -152,6 +152,12 @@ type Spec struct {
 	Consumers     []json.RawMessage `json:"consumers,omitempty"`
 	PluginConfigs []json.RawMessage `json:"plugin_configs,omitempty"`
 	GlobalRules   []json.RawMessage `json:"global_rules,omitempty"`
+	// Credentials are the consumers' credential objects, stored at
+	// /apisix/consumers/<username>/credentials/<id>, each kept as written
+	// with its "id" in the form APISIX's standalone mode gives it:
+	// "<username>/credentials/<id>" (CredentialOwner splits it). One whose
+	// consumer is missing is kept and ignored, as APISIX ignores it.
+	Credentials []json.RawMessage `json:"credentials,omitempty"`
 
 	// Hash is the SHA-256 of the canonical JSON of everything above, as set
 	// by SetHash; equal hashes mean equal configurations, so a reload that

@@ -1,6 +1,7 @@
 package standalone
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -203,6 +204,19 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 	idKey := "id"
 	if kind == "consumers" {
 		idKey = "username"
+		// A consumer's credential is listed with the consumers, its id
+		// "<username>/credentials/<id>", as APISIX's standalone mode has it.
+		if cid := spec.RawID(raw, "id"); spec.RawID(raw, "username").IsZero() && strings.Contains(cid.String(), "/credentials/") {
+			where = fmt.Sprintf("%s (id %s)", where, cid.String())
+			if _, _, ok := spec.CredentialOwner(cid.String()); !ok {
+				return l.fail(where, "a credential's id is <username>/credentials/<id>", ErrInvalid, nil)
+			}
+			if err := checkCredential(raw); err != nil {
+				return l.fail(where, err.Error(), ErrInvalid, err)
+			}
+			s.Credentials = append(s.Credentials, raw)
+			return nil
+		}
 	}
 	id := spec.RawID(raw, idKey)
 	if id.IsZero() && kind != "consumers" {
@@ -261,6 +275,19 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 			return bad(err)
 		}
 		s.GlobalRules = append(s.GlobalRules, raw)
+	}
+	return nil
+}
+
+// checkCredential checks what a worker reads of a credential: an object
+// whose "plugins", if any, is an object. Each plugin's configuration is the
+// plugin's to check when the worker builds the consumers.
+func checkCredential(raw json.RawMessage) error {
+	var v struct {
+		Plugins map[string]json.RawMessage `json:"plugins"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("invalid credential: %w", err)
 	}
 	return nil
 }

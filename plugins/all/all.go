@@ -1,10 +1,12 @@
 // Package all imports every plugin of the gateway for its registration in
 // plugins.Default: a program that serves plugins (cmd/coregate) imports
-// it, blank, and has them all. A new plugin package adds its import here.
+// it, blank, and has them all, for the Admin API's checks and the
+// workers' builds alike. A new plugin package adds its import here.
 package all
 
 import (
 	// Each registers itself in plugins.Default from its init function.
-	_ "coregate/plugins/keyauth"
-	_ "coregate/plugins/proxyrewrite"
+	_ "coregate/plugins/keyauth"      // key-auth (2500, rewrite)
+	_ "coregate/plugins/mocking"      // mocking (10900, access)
+	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
 )

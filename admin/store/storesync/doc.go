@@ -5,8 +5,10 @@
 // Each key <prefix>/<resource>/<id> of a known resource is decoded the way
 // the Admin API validates it (routes, services and upstreams with
 // spec.DecodeRoute/DecodeService/DecodeUpstream, consumers, plugin_configs
-// and global_rules with spec.ValidateObject); other keys (gen_id, ssls,
-// plugin_metadata, credentials, …) are not part of a Spec and are ignored.
+// and global_rules with spec.ValidateObject; a consumer's credentials,
+// <prefix>/consumers/<username>/credentials/<id>, as objects with the id
+// "<username>/credentials/<id>"); other keys (gen_id, ssls,
+// plugin_metadata, …) are not part of a Spec and are ignored.
 // An object that fails validation, or whose references dangle (a route
 // whose upstream was deleted with force=true), is logged and left out; the
 // rest is served. Objects keep the order of their creation (etcd's create

@@ -340,6 +340,11 @@ var resources = map[string]string{
 	"global_rules":   spec.KindGlobalRule,
 }
 
+// kindCredential is a consumer's credential
+// (consumers/<username>/credentials/<id>), which has no object schema of
+// the config model's own.
+const kindCredential = "credential"
+
 // put decodes one stored object into s.objs; a key of no known resource
 // is ignored, an invalid object is logged and left out.
 func (s *Syncer) put(kv store.KV) {
@@ -352,7 +357,14 @@ func (s *Syncer) put(kv store.KV) {
 		s.mods[kv.Key] = kv.ModRevision
 	}
 	kind := resources[res]
-	if !ok || kind == "" || id == "" || strings.Contains(id, "/") {
+	if kind == spec.KindConsumer && strings.Contains(id, "/") {
+		// consumers/<username>/credentials/<id>: a credential, whose id
+		// in a Spec is "<username>/credentials/<id>".
+		if _, _, isCred := spec.CredentialOwner(id); isCred {
+			kind = kindCredential
+		}
+	}
+	if !ok || kind == "" || id == "" || kind != kindCredential && strings.Contains(id, "/") {
 		return
 	}
 	o, err := decode(kind, id, kv.Value)
@@ -381,6 +393,20 @@ func decode(kind, id string, value []byte) (*object, error) {
 		if o.ups, err = spec.DecodeUpstream(value); err == nil && o.ups.ID.IsZero() {
 			o.ups.ID = o.id
 		}
+	case kindCredential:
+		// Stored with its own id ("c1") or none; the Spec's is the whole
+		// "<username>/credentials/<id>".
+		var m map[string]json.RawMessage
+		if err = json.Unmarshal(value, &m); err != nil {
+			break
+		}
+		var plugins map[string]json.RawMessage
+		if err = json.Unmarshal(m["plugins"], &plugins); m["plugins"] != nil && err != nil {
+			break
+		}
+		err = nil
+		m["id"], _ = json.Marshal(id)
+		o.raw, err = json.Marshal(m)
 	default:
 		var b bytes.Buffer
 		if err = json.Compact(&b, value); err != nil {
@@ -460,6 +486,8 @@ func (s *Syncer) build() (*spec.Spec, error) {
 				sp.PluginConfigs = append(sp.PluginConfigs, o.raw)
 			case spec.KindGlobalRule:
 				sp.GlobalRules = append(sp.GlobalRules, o.raw)
+			case kindCredential:
+				sp.Credentials = append(sp.Credentials, o.raw)
 			}
 		}
 		err := sp.Check()

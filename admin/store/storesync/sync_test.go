@@ -171,7 +171,7 @@ func TestLoadAndFollow(t *testing.T) {
 	e.put("global_rules/g1", `{"id":"g1","plugins":{}}`)
 	e.put("ssls/1", `{"cert":"x"}`)             // not served yet: ignored
 	e.put("routes/", "init_dir")                // APISIX's directory placeholder
-	e.put("consumers/jack/credentials/c", `{}`) // not a Spec's
+	e.put("consumers/jack/credentials/c", `{}`) // a credential (TestCredentials)
 	if _, err := e.admin.GenID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +229,40 @@ func TestLoadAndFollow(t *testing.T) {
 			t.Fatalf("local copy holds %s", routeIDs(c))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCredentials: a consumer's credentials are in the Spec, with the id
+// "<username>/credentials/<id>" whatever id they were stored with, and go
+// with their key.
+func TestCredentials(t *testing.T) {
+	e := newEnv(t)
+	e.put("consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"k0"}}}`)
+	e.put("consumers/jack/credentials/c1", `{"id":"c1","plugins":{"key-auth":{"key":"k1"}}}`)
+	e.put("consumers/jack/credentials/c2", `{"plugins":{"key-auth":{"key":"k2"}}}`)
+	e.put("consumers/jack/credentials/bad", `[1]`) // not an object: left out
+	e.put("routes/1", route("/one"))
+	s := e.syncer()
+	sp, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, raw := range sp.Credentials {
+		got = append(got, string(raw))
+	}
+	want := []string{
+		`{"id":"jack/credentials/c1","plugins":{"key-auth":{"key":"k1"}}}`,
+		`{"id":"jack/credentials/c2","plugins":{"key-auth":{"key":"k2"}}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("credentials:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	e.watch(s)
+	e.del("consumers/jack/credentials/c1")
+	e.put("routes/2", route("/two"))
+	if sp := e.next("[1 2]"); len(sp.Credentials) != 1 || spec.RawID(sp.Credentials[0], "id").String() != "jack/credentials/c2" {
+		t.Fatalf("after a delete: %s", sp.Credentials)
 	}
 }
 

@@ -1,0 +1,368 @@
+package worker
+
+import (
+	"coregate/httpparse"
+	"coregate/plugins"
+)
+
+// The plugin phases on the request path. A request whose route, or a
+// global rule, has plugins runs them as APISIX's http_access_phase does:
+//
+//	rewrite        the global rules', then the route's
+//	               (a consumer attached: the rewrite of the plugins the
+//	               consumer's configuration adds, its authentication
+//	               plugins excepted; APISIX's rewrite_in_consumer)
+//	access         the global rules', then the route's (merged with the
+//	               consumer's from here on)
+//	before_proxy   the global rules', then the route's
+//
+// in start, in the client connection's traffic call, after routing and
+// before the head is discarded or the upstream contacted; a plugin's Exit
+// ends them and the worker answers (answerExit), after ExitAfter's delay
+// on the connection's deadline (csDelay). header_filter runs when the
+// response head is about to be written, whoever made it (headerFilter:
+// upConn.traffic0 for the upstream's, localHead for the worker's own), and
+// log once the exchange ends (requestDone) or the connection does
+// (closedByPeer). body_filter sees every body the client gets: the
+// worker's own and a plugin's answers whole, with eof (answerLocal,
+// answerError), the upstream's piece by piece as they are forwarded, then
+// an empty last piece with eof (filterResponse). Since a plugin may change
+// the body, a response whose body goes through body_filter loses its
+// Content-Length: it goes chunked to an HTTP/1.1 client, delimited by the
+// close to an HTTP/1.0 one; a local answer's length is that of the body
+// body_filter returned.
+//
+// A request no route matched runs the global rules' rewrite and access
+// phases before its 404, as APISIX does.
+
+// noPhases is the route's tables of a request no route matched.
+var noPhases plugins.Phases
+
+// startPlugins runs the request phases of the exchange routed to rt (nil:
+// no route matched) with snap. It reports whether a plugin ended the
+// request: then it is answered, or waits for its delay, and the head is
+// discarded.
+func (cc *clientConn) startPlugins(snap *Snapshot, rt *route) bool {
+	p := &cc.plugin
+	p.active = true
+	p.gl = snap.global
+	p.ph = &noPhases
+	if rt != nil {
+		p.ph = &rt.plugins
+	}
+	cc.runRequestPhases()
+	p.late = hasLate(p.gl) || hasLate(p.ph)
+	p.filterBody = hasBodyFilter(p.gl) || hasBodyFilter(p.ph)
+	if !p.exited {
+		return false
+	}
+	cc.discardHead()
+	if p.delay > 0 {
+		cc.state = csDelay
+		cc.w.setDeadline(cc, int64(p.delay))
+		return true
+	}
+	cc.answerExit()
+	return true
+}
+
+func hasLate(ph *plugins.Phases) bool {
+	return ph != nil && (len(ph.HeaderFilter) > 0 || len(ph.BodyFilter) > 0 || len(ph.Log) > 0)
+}
+
+func hasBodyFilter(ph *plugins.Phases) bool { return ph != nil && len(ph.BodyFilter) > 0 }
+
+// bodyFilter runs the body_filter phase on one piece of the body; it
+// returns what to send instead (see plugins.BodyFilterPhase).
+func (cc *clientConn) bodyFilter(chunk []byte, eof bool) []byte {
+	p := &cc.plugin
+	p.phase = plugins.BodyFilter
+	ctx := (*pluginCtx)(cc)
+	if gl := p.gl; gl != nil {
+		for _, f := range gl.BodyFilter {
+			chunk = f.BodyFilter(ctx, chunk, eof)
+		}
+	}
+	for _, f := range p.ph.BodyFilter {
+		chunk = f.BodyFilter(ctx, chunk, eof)
+	}
+	return chunk
+}
+
+// filterLocal runs header_filter and body_filter on an answer of the
+// worker's own (status, body) and returns the body to send. The body is
+// copied first: a filter may change the piece it gets, and the worker's
+// pages are shared. What it returns is valid until the next filterLocal or
+// filterResponse.
+func (cc *clientConn) filterLocal(status int, body []byte) []byte {
+	cc.headerFilter(status)
+	cc.filtBuf = append(cc.filtBuf[:0], body...)
+	out := cc.bodyFilter(cc.filtBuf, true)
+	if len(out) > 0 && &out[0] == &cc.filtBuf[0] {
+		return out
+	}
+	// Another buffer of the plugin's: copied, so that it need stay valid
+	// only for the call.
+	cc.filtBuf = append(cc.filtBuf[:0], out...)
+	return cc.filtBuf
+}
+
+// filterResponse runs body_filter on the upstream body pieces of
+// iov[start:] (they alias gnet's buffer) and replaces them with what it
+// returned, framed in cc.filtBuf: a chunk per piece for an HTTP/1.1
+// client, the bytes as they are for an HTTP/1.0 one. done: the body ends
+// there, and the last piece (empty, eof) and the last chunk follow.
+func (cc *clientConn) filterResponse(iov [][]byte, start int, done bool) [][]byte {
+	out := cc.filtBuf[:0]
+	for _, piece := range iov[start:] {
+		out = cc.appendFiltered(out, cc.bodyFilter(piece, false))
+	}
+	if done {
+		out = cc.endFiltered(out)
+	}
+	cc.filtBuf = out
+	clear(iov[start:])
+	iov = iov[:start]
+	if len(out) > 0 {
+		iov = append(iov, out)
+	}
+	return iov
+}
+
+// endFiltered appends the body_filter phase's last piece and, for an
+// HTTP/1.1 client, the last chunk.
+func (cc *clientConn) endFiltered(out []byte) []byte {
+	out = cc.appendFiltered(out, cc.bodyFilter(nil, true))
+	if !cc.http10 {
+		out = append(out, lastChunk...)
+	}
+	return out
+}
+
+// finishFiltered sends the end of a re-framed body whose upstream ended
+// it by closing (filterResponse never saw done).
+func (cc *clientConn) finishFiltered() {
+	if cc.closed {
+		return
+	}
+	cc.filtBuf = cc.endFiltered(cc.filtBuf[:0])
+	_, _ = cc.c.Write(cc.filtBuf)
+}
+
+func (cc *clientConn) appendFiltered(out, data []byte) []byte {
+	if len(data) == 0 {
+		return out // an empty chunk would end the body
+	}
+	if cc.http10 {
+		return append(out, data...)
+	}
+	out = httpparse.AppendChunkSize(out, len(data))
+	out = append(out, data...)
+	return append(out, crlf...)
+}
+
+// runRequestPhases runs rewrite, access and before_proxy until a plugin
+// exits.
+func (cc *clientConn) runRequestPhases() {
+	ctx := (*pluginCtx)(cc)
+	p := &cc.plugin
+	gl, ph := p.gl, p.ph
+	p.phase = plugins.Rewrite
+	if gl != nil {
+		for _, i := range gl.Rewrite {
+			if i.Rewrite(ctx); p.exited {
+				return
+			}
+		}
+	}
+	for _, i := range ph.Rewrite {
+		if i.Rewrite(ctx); p.exited {
+			return
+		}
+	}
+	if p.consumer != nil && cc.rt != nil {
+		if cp := cc.rt.byConsumer[p.consumer]; cp != nil {
+			ph = &cp.phases
+			p.ph = ph
+			for _, i := range cp.fresh {
+				if i.Rewrite(ctx); p.exited {
+					return
+				}
+			}
+		}
+	}
+	p.phase = plugins.Access
+	if gl != nil {
+		for _, i := range gl.Access {
+			if i.Access(ctx); p.exited {
+				return
+			}
+		}
+	}
+	for _, i := range ph.Access {
+		if i.Access(ctx); p.exited {
+			return
+		}
+	}
+	p.phase = plugins.BeforeProxy
+	if gl != nil {
+		for _, i := range gl.BeforeProxy {
+			if i.BeforeProxy(ctx); p.exited {
+				return
+			}
+		}
+	}
+	for _, i := range ph.BeforeProxy {
+		if i.BeforeProxy(ctx); p.exited {
+			return
+		}
+	}
+}
+
+// headerFilter runs the header_filter phase, once per exchange, for a
+// response of status about to be written.
+func (cc *clientConn) headerFilter(status int) {
+	p := &cc.plugin
+	if !p.active || p.filtered {
+		return
+	}
+	p.status = status
+	p.phase = plugins.HeaderFilter
+	ctx := (*pluginCtx)(cc)
+	if gl := p.gl; gl != nil {
+		for _, i := range gl.HeaderFilter {
+			i.HeaderFilter(ctx)
+		}
+	}
+	for _, i := range p.ph.HeaderFilter {
+		i.HeaderFilter(ctx)
+	}
+	p.filtered = true
+}
+
+// logPhase runs the log phase, once per exchange: when it ends, or when
+// its connection does (Status is then 0 if no answer was begun).
+func (cc *clientConn) logPhase() {
+	p := &cc.plugin
+	if !p.active || p.logged {
+		return
+	}
+	p.logged = true
+	p.phase = plugins.Log
+	ctx := (*pluginCtx)(cc)
+	if gl := p.gl; gl != nil {
+		for _, i := range gl.Log {
+			i.Log(ctx)
+		}
+	}
+	for _, i := range p.ph.Log {
+		i.Log(ctx)
+	}
+}
+
+// keepHead copies the request head out of gnet's buffer into
+// exchangeBufs.headCopy before discardHead drops it, and parses it again
+// from there, so that cc.req, host and curPath (all aliasing the head)
+// stay valid for the phases that run later. It runs only for exchanges
+// with such phases (pluginState.late).
+func (cc *clientConn) keepHead() {
+	buf, _ := cc.c.Peek(cc.req.HeadLen)
+	cc.headCopy = append(cc.headCopy[:0], buf...)
+	cc.plugin.kept = true
+	cc.parser.Reset()
+	if cc.parser.Parse(cc.headCopy, &cc.req) != nil {
+		return // the same bytes parsed a moment ago
+	}
+	cc.host, cc.hostBuf = lowerASCII(hostOnly(cc.req.Host), cc.hostBuf)
+	if path, pb, ok := normalizePath(cc.req.Path, cc.pathBuf); ok {
+		cc.curPath, cc.pathBuf = path, pb
+	}
+}
+
+// answerExit answers a request a plugin ended: its body as given, or the
+// gateway's page for the status when it gave none.
+func (cc *clientConn) answerExit() {
+	p := &cc.plugin
+	hasBody := cc.reqBody != bodyNone
+	if p.exitPage {
+		if page := errorPages[p.exitStatus]; page != nil {
+			cc.answerLocal(p.exitStatus, ctHTML, page, hasBody)
+			return
+		}
+		cc.answerLocal(p.exitStatus, ctText, nil, hasBody)
+		return
+	}
+	cc.answerLocal(p.exitStatus, ctText, cc.exitBody, hasBody)
+}
+
+// respHas reports whether a plugin set the response header name.
+func (cc *clientConn) respHas(name string) bool {
+	for i := range cc.respHdr {
+		if eqFoldStr(cc.respHdr[i].name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// respNamed is respHas for a header name of a response.
+func (cc *clientConn) respNamed(name []byte) bool {
+	for i := range cc.respHdr {
+		if eqFold(name, cc.respHdr[i].name) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendRespHeaders appends the response headers plugins set.
+func (cc *clientConn) appendRespHeaders(b []byte) []byte {
+	for i := range cc.respHdr {
+		h := &cc.respHdr[i]
+		b = append(b, h.name...)
+		b = append(b, ':', ' ')
+		b = append(b, h.value...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// editSets reports whether a plugin's edit replaces or removes the
+// upstream request's fields of that name.
+func (cc *clientConn) editSets(name []byte) bool {
+	for i := range cc.reqEdits {
+		if e := &cc.reqEdits[i]; e.set && eqFold(name, e.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendEdits appends the header fields plugins set or added for the
+// upstream.
+func (cc *clientConn) appendEdits(b []byte) []byte {
+	for i := range cc.reqEdits {
+		e := &cc.reqEdits[i]
+		if e.remove {
+			continue
+		}
+		b = append(b, e.name...)
+		b = append(b, ':', ' ')
+		b = append(b, e.value...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// appendStatusLine appends the status line of an answer of the worker's
+// own: nginx's reason phrase, or none for a status it has none for.
+func appendStatusLine(b []byte, status int) []byte {
+	if l, ok := statusLines[status]; ok {
+		return append(b, l...)
+	}
+	b = append(b, "HTTP/1.1 "...)
+	b = appendStatus(b, status)
+	b = append(b, ' ')
+	b = append(b, reasonPhrases[status]...)
+	return append(b, '\r', '\n')
+}

@@ -1,0 +1,691 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"coregate/admin/spec"
+	"coregate/plugins"
+	"coregate/worker/router"
+)
+
+// probe is a test plugin that runs in every request-path phase but
+// body_filter and does what its configuration says; each instance records
+// the phases it ran in, in the order they ran, into the registry's
+// recorder (without allocating: the recorder's capacity is reserved).
+type probe struct {
+	name string
+	rec  *recorder
+}
+
+// recorder is the phases run, "name:phase", and what log phases saw.
+type recorder struct {
+	events []string
+	seen   []byte
+}
+
+func (r *recorder) reset() {
+	r.events = r.events[:0]
+	r.seen = r.seen[:0]
+}
+
+type probeConf struct {
+	ExitAt     string            `json:"exit_at"` // rewrite, access, before_proxy
+	Exit       int               `json:"exit"`
+	Body       *string           `json:"body"`
+	DelayMS    int               `json:"delay_ms"`
+	RespHeader map[string]string `json:"resp_header"` // in access
+	HFHeader   map[string]string `json:"hf_header"`   // in header_filter
+	UpURI      string            `json:"up_uri"`
+	UpMethod   string            `json:"up_method"`
+	UpHost     string            `json:"up_host"`
+	ReqSet     map[string]string `json:"req_set"`
+	ReqAdd     []string          `json:"req_add"` // name=value
+	ReqDel     []string          `json:"req_del"`
+	Log        bool              `json:"log"` // record what the log phase sees
+	Key        string            `json:"key"` // the credential, for p-auth's consumers
+}
+
+func (probe) Schema() []byte { return []byte(`{"type":"object"}`) }
+
+func (probe) Check(raw json.RawMessage) error {
+	var c probeConf
+	return json.Unmarshal(raw, &c)
+}
+
+// Credential makes every probe an authentication plugin to the index; the
+// compile asks isAuth, which only p-auth passes (authProbe).
+func (p probe) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
+	var c probeConf
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	in := &probeInst{name: p.name, rec: p.rec, c: c, env: env}
+	for _, ph := range []string{"rewrite", "access", "before_proxy", "header_filter", "log"} {
+		in.ev = append(in.ev, p.name+":"+ph)
+	}
+	if c.Body != nil {
+		in.body = []byte(*c.Body)
+	}
+	if c.UpURI != "" {
+		in.uri = []byte(c.UpURI)
+	}
+	if c.UpMethod != "" {
+		in.meth = []byte(c.UpMethod)
+	}
+	if c.UpHost != "" {
+		in.hst = []byte(c.UpHost)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.RespHeader)) {
+		in.resp = append(in.resp, kv{k, []byte(c.RespHeader[k])})
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.HFHeader)) {
+		in.hf = append(in.hf, kv{k, []byte(c.HFHeader[k])})
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.ReqSet)) {
+		in.set = append(in.set, kv{k, []byte(c.ReqSet[k])})
+	}
+	for _, a := range c.ReqAdd {
+		k, v, _ := strings.Cut(a, "=")
+		in.add = append(in.add, kv{k, []byte(v)})
+	}
+	return in, nil
+}
+
+type authProbe struct{ probe }
+
+func (authProbe) Credential(raw json.RawMessage) (string, error) {
+	var c probeConf
+	err := json.Unmarshal(raw, &c)
+	return c.Key, err
+}
+
+type kv struct {
+	k string
+	v []byte
+}
+
+type probeInst struct {
+	name           string
+	rec            *recorder
+	c              probeConf
+	env            plugins.Env
+	ev             []string
+	body           []byte
+	resp, hf       []kv
+	set, add       []kv
+	uri, meth, hst []byte
+}
+
+func (in *probeInst) record(i int) { in.rec.events = append(in.rec.events, in.ev[i]) }
+
+func (in *probeInst) maybeExit(c plugins.Ctx, at string) {
+	if in.c.Exit == 0 || in.c.ExitAt != at {
+		return
+	}
+	if in.c.DelayMS > 0 {
+		c.ExitAfter(time.Duration(in.c.DelayMS)*time.Millisecond, in.c.Exit, in.body)
+		return
+	}
+	c.Exit(in.c.Exit, in.body)
+}
+
+func (in *probeInst) Rewrite(c plugins.Ctx) {
+	in.record(0)
+	if in.name == "p-auth" {
+		if k := c.Header("k"); k != nil {
+			if cs := in.env.Consumers.ByCredential("p-auth", k); cs != nil {
+				c.SetConsumer(cs)
+			}
+		}
+	}
+	for _, e := range in.set {
+		c.SetRequestHeader(e.k, e.v)
+	}
+	for _, e := range in.add {
+		c.AddRequestHeader(e.k, e.v)
+	}
+	for _, d := range in.c.ReqDel {
+		c.SetRequestHeader(d, nil)
+	}
+	if in.uri != nil {
+		c.SetUpstreamURI(in.uri)
+	}
+	if in.meth != nil {
+		c.SetUpstreamMethod(in.meth)
+	}
+	if in.hst != nil {
+		c.SetUpstreamHost(in.hst)
+	}
+	in.maybeExit(c, "rewrite")
+}
+
+func (in *probeInst) Access(c plugins.Ctx) {
+	in.record(1)
+	for _, e := range in.resp {
+		c.SetResponseHeader(e.k, e.v)
+	}
+	in.maybeExit(c, "access")
+}
+
+func (in *probeInst) BeforeProxy(c plugins.Ctx) {
+	in.record(2)
+	in.maybeExit(c, "before_proxy")
+}
+
+func (in *probeInst) HeaderFilter(c plugins.Ctx) {
+	in.record(3)
+	for _, e := range in.hf {
+		c.SetResponseHeader(e.k, e.v)
+	}
+}
+
+func (in *probeInst) Log(c plugins.Ctx) {
+	in.record(4)
+	if in.c.Log {
+		s := in.rec.seen
+		s = append(s, c.Method()...)
+		s = append(s, ' ')
+		s = append(s, c.Path()...)
+		s = append(s, ' ')
+		s = append(s, c.Var("uri")...)
+		s = append(s, " ua="...)
+		s = append(s, c.Header("user-agent")...)
+		s = append(s, " arg="...)
+		s = append(s, c.Var("arg_a")...)
+		s = append(s, " route="...)
+		s = append(s, c.RouteID()...)
+		s = append(s, " consumer="...)
+		s = append(s, c.Var("consumer_name")...)
+		s = append(s, " status="...)
+		s = fmt.Appendf(s, "%d;", c.Status()) // tests that measure allocations do not log
+		in.rec.seen = s
+	}
+}
+
+// probeRegistry registers probes: p-hi, p-auth (an authentication
+// plugin), p-mid, p-lo, in that order of priority, and p-body (body_filter
+// only).
+func probeRegistry(rec *recorder) *plugins.Registry {
+	table := []plugins.Entry{{Name: "p-hi", Priority: 3000}, {Name: "p-auth", Priority: 2500},
+		{Name: "p-mid", Priority: 2000}, {Name: "p-lo", Priority: 1000}, {Name: "p-body", Priority: 500}}
+	r := plugins.NewRegistry(table)
+	for _, e := range table {
+		switch e.Name {
+		case "p-auth":
+			r.Register(e.Name, authProbe{probe{e.Name, rec}})
+			continue
+		case "p-body":
+			r.Register(e.Name, bodyProbe{probe{e.Name, rec}})
+			continue
+		}
+		r.Register(e.Name, probe{e.Name, rec})
+	}
+	return r
+}
+
+// pluginHarness is a harness whose worker compiled s with the probes.
+func pluginHarness(t testing.TB, s *spec.Spec) (*harness, *recorder) {
+	t.Helper()
+	rec := &recorder{events: make([]string, 0, 256), seen: make([]byte, 0, 4096)}
+	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: probeRegistry(rec), env: w.cfg.Plugins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessSnap(t, w, snap)
+	return h, rec
+}
+
+// newHarnessSnap is newHarness for a worker and snapshot made by the
+// caller.
+func newHarnessSnap(t testing.TB, w *Worker, snap *Snapshot) *harness {
+	t.Helper()
+	w.SetSnapshot(snap)
+	loop := &fakeLoop{w: w}
+	cl := &fakeConn{loop: loop, fd: 10,
+		laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9080},
+		raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40000}}
+	w.OnOpen(cl)
+	h := &harness{w: w, cl: cl}
+	for _, rt := range snap.routes {
+		if rt.up == nil {
+			continue
+		}
+		for _, nd := range rt.up.nodes {
+			p := w.poolFor(rt.up, nd)
+			if len(p.idle) > 0 {
+				continue
+			}
+			up := &fakeConn{loop: loop, fd: 20,
+				laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000},
+				raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
+			uc := p.newConn()
+			uc.c = up
+			up.ctx = uc
+			uc.state = usBusy
+			p.put(uc)
+			h.up = up
+		}
+	}
+	if h.up == nil {
+		h.up = &fakeConn{loop: loop} // no upstream: roundTrip gets no answer from it
+	}
+	return h
+}
+
+// pluginSpec is routes and global rules (APISIX JSON) with consumers.
+func pluginSpec(t testing.TB, routes, globals, consumers, creds []string) *spec.Spec {
+	t.Helper()
+	s := &spec.Spec{}
+	for _, r := range routes {
+		x, err := spec.DecodeRoute([]byte(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Routes = append(s.Routes, x)
+	}
+	for _, g := range globals {
+		s.GlobalRules = append(s.GlobalRules, json.RawMessage(g))
+	}
+	for _, c := range consumers {
+		s.Consumers = append(s.Consumers, json.RawMessage(c))
+	}
+	for _, c := range creds {
+		s.Credentials = append(s.Credentials, json.RawMessage(c))
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const upOK = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Up: a\r\nServer: origin\r\n\r\nok"
+
+// TestPhaseOrder: the global rules' plugins run before the route's in
+// each phase, as APISIX's http_access_phase runs them (globals' rewrite,
+// the route's rewrite, globals' access, the route's access, and so on),
+// each set in priority order; header_filter before the response head,
+// log once, after it.
+func TestPhaseOrder(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t,
+		[]string{`{"id":"r1","uri":"/a","plugins":{"p-lo":{},"p-hi":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`},
+		[]string{`{"id":"g1","plugins":{"p-mid":{}}}`}, nil, nil))
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 OK\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\nok")) {
+		t.Fatalf("answer:\n%s", got)
+	}
+	want := []string{
+		"p-mid:rewrite", "p-hi:rewrite", "p-lo:rewrite",
+		"p-mid:access", "p-hi:access", "p-lo:access",
+		"p-mid:before_proxy", "p-hi:before_proxy", "p-lo:before_proxy",
+		"p-mid:header_filter", "p-hi:header_filter", "p-lo:header_filter",
+		"p-mid:log", "p-hi:log", "p-lo:log",
+	}
+	if d := cmp.Diff(want, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+	// The next request on the connection starts over.
+	rec.reset()
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	if d := cmp.Diff(want, rec.events); d != "" {
+		t.Fatalf("second request (-want +got):\n%s", d)
+	}
+}
+
+// TestExit: a plugin's Exit ends the request phases where it is, the
+// upstream is not contacted, and the worker answers with the body given
+// (or its page for the status), the headers the plugins set, and
+// header_filter and log run once; a route with plugins and no upstream
+// answers 503 when no plugin exits.
+func TestExit(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"resp_header":{"X-Hi":"1","Content-Type":"application/json"}},"p-mid":{"exit_at":"access","exit":403,"body":"{\"no\":1}"},"p-lo":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"rewrite","exit":429}}}`,
+		`{"id":"r3","uri":"/c","plugins":{"p-lo":{"hf_header":{"X-HF":"lo"}}}}`,
+		`{"id":"r4","uri":"/d","plugins":{"p-lo":{"exit_at":"before_proxy","exit":201,"body":""}}}`,
+	}, nil, nil, nil))
+	up, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if len(up) != 0 {
+		t.Fatalf("the upstream got %q", up)
+	}
+	want := "HTTP/1.1 403 Forbidden\r\n" + string(h.w.dateLine) + "Content-Length: 8\r\n" + string(h.w.server) +
+		"Content-Type: application/json\r\nX-Hi: 1\r\n\r\n{\"no\":1}"
+	if string(got) != want {
+		t.Fatalf("answer:\n%q\nwant\n%q", got, want)
+	}
+	wantEv := []string{"p-hi:rewrite", "p-mid:rewrite", "p-lo:rewrite", "p-hi:access", "p-mid:access",
+		"p-hi:header_filter", "p-mid:header_filter", "p-lo:header_filter", "p-hi:log", "p-mid:log", "p-lo:log"}
+	if d := cmp.Diff(wantEv, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+
+	rec.reset()
+	_, got = h.roundTrip([]byte("GET /b HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	want = "HTTP/1.1 429 Too Many Requests\r\n" + string(h.w.dateLine) + "Content-Type: text/html; charset=utf-8\r\nContent-Length: " +
+		fmt.Sprint(len(errorPages[429])) + "\r\n" + string(h.w.server) + "\r\n" + string(errorPages[429])
+	if string(got) != want {
+		t.Fatalf("answer:\n%q\nwant\n%q", got, want)
+	}
+	if d := cmp.Diff([]string{"p-hi:rewrite", "p-hi:header_filter", "p-hi:log"}, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+
+	_, got = h.roundTrip([]byte("GET /c HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 503 ")) || !bytes.Contains(got, []byte("\r\nX-HF: lo\r\n")) {
+		t.Fatalf("no upstream, no exit:\n%s", got)
+	}
+	_, got = h.roundTrip([]byte("GET /d HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 201 Created\r\n")) || !bytes.HasSuffix(got, []byte("Content-Length: 0\r\n"+string(h.w.server)+"\r\n")) {
+		t.Fatalf("exit in before_proxy:\n%s", got)
+	}
+	// A request body is read and dropped, and the connection serves the
+	// next request; a HEAD gets the head alone.
+	_, got = h.roundTrip([]byte("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"+
+		"HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	first, second, _ := strings.Cut(string(got), "{\"no\":1}")
+	if !strings.HasPrefix(first, "HTTP/1.1 403 Forbidden\r\n") || !strings.HasPrefix(second, "HTTP/1.1 403 Forbidden\r\n") ||
+		!strings.HasSuffix(second, "Content-Length: 8\r\n"+string(h.w.server)+"Content-Type: application/json\r\nX-Hi: 1\r\n\r\n") ||
+		len(h.cl.in) != 0 || h.cl.closed {
+		t.Fatalf("a body, then HEAD:\n%q", got)
+	}
+}
+
+// TestHeaderFilterHeaders: a header a plugin sets replaces the upstream's
+// of that name (Server included), from access or header_filter; framing
+// and hop-by-hop names and values with CR or LF are refused.
+func TestHeaderFilterHeaders(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"resp_header":{"x-up":"b","Content-Length":"9","Connection":"x"}},` +
+			`"p-lo":{"hf_header":{"X-New":"n","Server":"mine","X-Bad":"a\r\nX-Injected: 1"}}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	head, body, _ := strings.Cut(string(got), "\r\n\r\n")
+	lines := strings.Split(head, "\r\n")
+	names := lines[1:]
+	want := []string{"Content-Length: 2", strings.TrimSuffix(string(h.w.dateLine), "\r\n"), "x-up: b", "Server: mine", "X-New: n"}
+	if d := cmp.Diff(want, names); d != "" || body != "ok" {
+		t.Fatalf("head (-want +got):\n%s\nbody %q", d, body)
+	}
+}
+
+// TestUpstreamEdits: the head sent upstream is written from the parsed
+// request and the plugins' edits: method, target, Host, a set header
+// replacing the client's, added ones, a removed one; framing, hop-by-hop
+// and forwarding headers stay the worker's.
+func TestUpstreamEdits(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"up_uri":"/new/path?x=1","up_method":"PUT","up_host":"edited.example",` +
+			`"req_set":{"User-Agent":"edited","Content-Length":"99","Connection":"close","Host":"no","X-Forwarded-For":"1.2.3.4"},` +
+			`"req_add":["X-Add=1","X-Add=2"],"req_del":["Accept"]},` +
+			`"p-lo":{"req_set":{"X-Add":"3"}}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	req := "POST /a?q=1 HTTP/1.1\r\nHost: client.example\r\nUser-Agent: curl\r\nAccept: */*\r\nX-Keep: k\r\nContent-Length: 2\r\n\r\nhi"
+	up, got := h.roundTrip([]byte(req), []byte(upOK))
+	want := "PUT /new/path?x=1 HTTP/1.1\r\nHost: edited.example\r\nX-Keep: k\r\nUser-Agent: edited\r\nX-Add: 3\r\n" +
+		"X-Forwarded-For: 127.0.0.2\r\nX-Real-IP: 127.0.0.2\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: client.example\r\n" +
+		"X-Forwarded-Port: 9080\r\nContent-Length: 2\r\n\r\nhi"
+	if string(up) != want {
+		t.Fatalf("upstream got:\n%q\nwant\n%q", up, want)
+	}
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 OK")) {
+		t.Fatalf("answer %q", got)
+	}
+}
+
+// TestLogSeesTheRequest: what the log phase reads of the request (method,
+// path, headers, vars) is the request's, though its head has left gnet's
+// buffer and the next pipelined request has taken its place.
+func TestLogSeesTheRequest(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a*","plugins":{"p-lo":{"log":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	three := "GET /aaa?a=1 HTTP/1.1\r\nHost: x\r\nUser-Agent: first\r\n\r\n" +
+		"GET /abbbbbbbbbbbbbbbb?a=2 HTTP/1.1\r\nHost: x\r\nUser-Agent: second-agent-longer\r\n\r\n" +
+		"GET /ac?a=3 HTTP/1.1\r\nHost: x\r\nUser-Agent: third\r\n\r\n"
+	h.cl.in = append(h.cl.in, three...)
+	h.w.OnTraffic(h.cl)
+	for range 3 { // each answer ends an exchange and starts the next request
+		h.up.in = append(h.up.in, upOK...)
+		h.w.OnTraffic(h.up)
+	}
+	want := "GET /aaa /aaa ua=first arg=1 route=r1 consumer= status=200;" +
+		"GET /abbbbbbbbbbbbbbbb /abbbbbbbbbbbbbbbb ua=second-agent-longer arg=2 route=r1 consumer= status=200;" +
+		"GET /ac /ac ua=third arg=3 route=r1 consumer= status=200;"
+	if string(rec.seen) != want {
+		t.Fatalf("log saw\n%s\nwant\n%s", rec.seen, want)
+	}
+}
+
+// TestConsumerMerge: once an authentication plugin attaches a consumer,
+// the route's plugins run merged with the consumer's (the consumer's
+// configuration wins; its authentication plugins aside), and the rewrite
+// phase of the plugins it adds runs; a credential object finds its
+// consumer too. Without a consumer the route's own run.
+func TestConsumerMerge(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t,
+		[]string{`{"id":"r1","uri":"/a","plugins":{"p-auth":{},"p-lo":{"resp_header":{"X-Who":"route"}}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`},
+		nil,
+		[]string{
+			`{"username":"jack","plugins":{"p-auth":{"key":"k1"},"p-lo":{"resp_header":{"X-Who":"jack"}},"p-mid":{}}}`,
+			`{"username":"rose","plugins":{"p-auth":{"key":"k2"}}}`,
+		},
+		[]string{`{"id":"jack/credentials/c1","plugins":{"p-auth":{"key":"k3"}}}`}))
+	for _, tc := range []struct {
+		key, who string
+		events   []string
+	}{
+		{"", "route", []string{"p-auth:rewrite", "p-lo:rewrite", "p-auth:access", "p-lo:access"}},
+		{"k1", "jack", []string{"p-auth:rewrite", "p-lo:rewrite", "p-mid:rewrite", "p-auth:access", "p-mid:access", "p-lo:access"}},
+		{"k3", "jack", []string{"p-auth:rewrite", "p-lo:rewrite", "p-mid:rewrite", "p-auth:access", "p-mid:access", "p-lo:access"}},
+		{"k2", "route", []string{"p-auth:rewrite", "p-lo:rewrite", "p-auth:access", "p-lo:access"}},
+	} {
+		rec.reset()
+		req := "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+		if tc.key != "" {
+			req = "GET /a HTTP/1.1\r\nHost: x\r\nk: " + tc.key + "\r\n\r\n"
+		}
+		_, got := h.roundTrip([]byte(req), []byte(upOK))
+		if !bytes.Contains(got, []byte("\r\nX-Who: "+tc.who+"\r\n")) {
+			t.Fatalf("key %q: answer\n%s", tc.key, got)
+		}
+		var access []string
+		for _, e := range rec.events {
+			if strings.HasSuffix(e, ":rewrite") || strings.HasSuffix(e, ":access") {
+				access = append(access, e)
+			}
+		}
+		if d := cmp.Diff(tc.events, access); d != "" {
+			t.Fatalf("key %q: phases (-want +got):\n%s", tc.key, d)
+		}
+	}
+}
+
+// TestDelayedExit: ExitAfter's answer waits on the connection's deadline
+// and leaves when it fires; a connection closed meanwhile takes its timer
+// with it, and log runs once either way.
+func TestDelayedExit(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"exit_at":"access","exit":200,"body":"late","delay_ms":500}}}`,
+	}, nil, nil, nil))
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	cc := h.cl.ctx.(*clientConn)
+	if len(got) != 0 || cc.state != csDelay {
+		t.Fatalf("answered at once (state %d): %q", cc.state, got)
+	}
+	h.w.now += int64(400 * time.Millisecond)
+	h.w.expireDeadlines()
+	if len(h.cl.out) != 0 {
+		t.Fatalf("answered early: %q", h.cl.out)
+	}
+	h.w.now += int64(100 * time.Millisecond)
+	h.w.expireDeadlines()
+	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 200 OK\r\n")) || !bytes.HasSuffix(h.cl.out, []byte("\r\n\r\nlate")) || cc.state != csIdle {
+		t.Fatalf("answer (state %d): %q", cc.state, h.cl.out)
+	}
+	if d := cmp.Diff([]string{"p-hi:rewrite", "p-hi:access", "p-hi:header_filter", "p-hi:log"}, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+
+	// The client leaves during the delay: nothing fires afterwards.
+	rec.reset()
+	h.cl.out = h.cl.out[:0]
+	h.cl.in = append(h.cl.in, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	_ = h.cl.loop.Close(h.cl)
+	h.w.now += int64(time.Second)
+	h.w.expireDeadlines()
+	if len(h.cl.out) != 0 || h.w.timed.Len() != 0 {
+		t.Fatalf("after the close: wrote %q, %d timers", h.cl.out, h.w.timed.Len())
+	}
+	if d := cmp.Diff([]string{"p-hi:rewrite", "p-hi:access", "p-hi:log"}, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+}
+
+// TestGlobalRulesWithoutRoute: a request no route matched runs the global
+// rules' rewrite and access phases before its 404, and a global rule may
+// answer it.
+func TestGlobalRulesWithoutRoute(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, nil, []string{`{"id":"g","plugins":{"p-mid":{}}}`}, nil, nil))
+	_, got := h.roundTrip([]byte("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 404 Not Found\r\n")) || !bytes.HasSuffix(got, notFoundBody) {
+		t.Fatalf("answer %q", got)
+	}
+	want := []string{"p-mid:rewrite", "p-mid:access", "p-mid:before_proxy", "p-mid:header_filter", "p-mid:log"}
+	if d := cmp.Diff(want, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+	h2, _ := pluginHarness(t, pluginSpec(t, nil, []string{`{"id":"g","plugins":{"p-mid":{"exit_at":"access","exit":401,"body":"who?"}}}`}, nil, nil))
+	if _, got := h2.roundTrip([]byte("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"), nil); !bytes.HasSuffix(got, []byte("\r\n\r\nwho?")) || !bytes.HasPrefix(got, []byte("HTTP/1.1 401 Unauthorized")) {
+		t.Fatalf("global exit: %q", got)
+	}
+}
+
+// bodyProbe runs in body_filter: it wraps each piece in brackets and
+// adds "!" at the end, in a buffer of its own.
+type bodyProbe struct{ probe }
+
+func (bodyProbe) Build(json.RawMessage, plugins.Env) (plugins.Instance, error) {
+	return &bodyInst{}, nil
+}
+
+type bodyInst struct{ buf []byte }
+
+func (b *bodyInst) BodyFilter(_ plugins.Ctx, chunk []byte, eof bool) []byte {
+	out := b.buf[:0]
+	if len(chunk) > 0 {
+		out = append(append(append(out, '['), chunk...), ']')
+	}
+	if eof {
+		out = append(out, '!')
+	}
+	b.buf = out
+	return out
+}
+
+// TestBodyFilter: body_filter sees every body the client gets, and since
+// it may change it, the worker frames what it returns: chunked for an
+// upstream's answer to an HTTP/1.1 client (piece by piece, then the last
+// piece with eof), delimited by the close for HTTP/1.0, with the length
+// of the result for an answer of the worker's or a plugin's own.
+func TestBodyFilter(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/exit","plugins":{"p-body":{},"p-hi":{"exit_at":"access","exit":403,"body":"no"}}}`,
+	}, nil, nil, nil))
+	srv := string(h.w.server)
+	date := string(h.w.dateLine)
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	want := "HTTP/1.1 200 OK\r\nX-Up: a\r\nTransfer-Encoding: chunked\r\n" + srv + "\r\n" + "4\r\n[ok]\r\n1\r\n!\r\n0\r\n\r\n"
+	if !strings.HasPrefix(string(got), "HTTP/1.1 200 OK\r\n") || strings.Replace(string(got), date, "", 1) != want {
+		t.Fatalf("upstream answer:\n%q\nwant\n%q", got, want)
+	}
+	// A chunked answer in two reads.
+	h.cl.out, h.up.out = h.cl.out[:0], h.up.out[:0]
+	h.cl.in = append(h.cl.in, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	h.up.in = append(h.up.in, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"...)
+	h.w.OnTraffic(h.up)
+	h.up.in = append(h.up.in, "2\r\nde\r\n0\r\n\r\n"...)
+	h.w.OnTraffic(h.up)
+	if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != "5\r\n[abc]\r\n4\r\n[de]\r\n1\r\n!\r\n0\r\n\r\n" {
+		t.Fatalf("chunked answer:\n%q", h.cl.out)
+	}
+	if !strings.Contains(string(h.cl.out), "\r\nTransfer-Encoding: chunked\r\n") || strings.Count(string(h.cl.out), "Transfer-Encoding") != 1 {
+		t.Fatalf("chunked answer head:\n%q", h.cl.out)
+	}
+	// A plugin's answer: the length of what body_filter made of it.
+	_, got = h.roundTrip([]byte("GET /exit HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if !strings.HasPrefix(string(got), "HTTP/1.1 403 Forbidden\r\n") || !strings.HasSuffix(string(got), "\r\nContent-Length: 5\r\n"+srv+"\r\n[no]!") {
+		t.Fatalf("exit answer:\n%q", got)
+	}
+	// HTTP/1.0: the body as it is, delimited by the close.
+	_, got = h.roundTrip([]byte("GET /a HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"), []byte(upOK))
+	if !strings.HasSuffix(string(got), "\r\nConnection: close\r\n\r\n[ok]!") || strings.Contains(string(got), "Content-Length") {
+		t.Fatalf("HTTP/1.0 answer:\n%q", got)
+	}
+	// An answer the upstream ends by closing: the last piece and chunk
+	// follow the close.
+	h, _ = pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nxy"))
+	_ = h.up.loop.Close(h.up)
+	if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != "4\r\n[xy]\r\n1\r\n!\r\n0\r\n\r\n" {
+		t.Fatalf("close-delimited answer:\n%q", h.cl.out)
+	}
+}
+
+// TestEditsSurviveRetry: on real sockets, a request whose first node
+// refuses the connection is sent again to the next node with the plugins'
+// edits (method, target, Host, headers) as the first attempt had them.
+func TestEditsSurviveRetry(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s host=%s ua=%s add=%s accept=%q", r.Method, r.RequestURI, r.Host, r.UserAgent(), r.Header.Get("X-Add"), r.Header.Get("Accept"))
+	}))
+	defer up.Close()
+	host, port, _ := net.SplitHostPort(dead)
+	uhost, uport, _ := net.SplitHostPort(up.Listener.Addr().String())
+	s := pluginSpec(t, []string{fmt.Sprintf(`{"id":"r1","uri":"/a","plugins":{"p-hi":{"up_uri":"/b?x=1","up_method":"PUT",`+
+		`"up_host":"edited.example","req_set":{"User-Agent":"edited"},"req_add":["X-Add=1"],"req_del":["Accept"]}},`+
+		`"upstream":{"retries":1,"nodes":[{"host":%q,"port":%s,"weight":1,"priority":1},{"host":%q,"port":%s,"weight":1}]}}`,
+		host, port, uhost, uport)}, nil, nil, nil)
+	w, _ := runWorker(t, Config{}, &spec.Spec{})
+	rec := &recorder{}
+	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: probeRegistry(rec), env: w.cfg.Plugins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetSnapshot(snap)
+	req, _ := http.NewRequest("GET", "http://"+w.Addr().String()+"/a", nil)
+	req.Header.Set("Accept", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `PUT /b?x=1 host=edited.example ua=edited add=1 accept=""`
+	if resp.StatusCode != 200 || string(b) != want || resp.Header.Get("X-APISIX-Upstream-Status") != "" {
+		t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, b, want)
+	}
+}

@@ -1,0 +1,387 @@
+package worker
+
+import (
+	"time"
+
+	"coregate/plugins"
+)
+
+// pluginCtx is a client connection's exchange as the plugins see it: the
+// worker's plugins.Ctx. It is the clientConn itself under another method
+// set (as reqVars), so that handing it to a phase allocates nothing, and
+// what it records goes into the exchange (pluginState, exchangeBufs), reset
+// with it.
+//
+// What it returns aliases the request: gnet's inbound buffer while the
+// request phases run (the head is still there), the exchange's copy of the
+// head (exchangeBufs.headCopy, see keepHead) in header_filter and log.
+// Either way it is valid for the phase call, as plugins.Ctx promises.
+type pluginCtx clientConn
+
+var _ plugins.Ctx = (*pluginCtx)(nil)
+
+func (x *pluginCtx) cc() *clientConn { return (*clientConn)(x) }
+
+// Method implements plugins.Ctx.
+func (x *pluginCtx) Method() []byte { return x.req.Method }
+
+// Path implements plugins.Ctx: the path as sent, without the query.
+func (x *pluginCtx) Path() []byte { return x.req.Path }
+
+// Query implements plugins.Ctx.
+func (x *pluginCtx) Query() []byte { return x.req.Query }
+
+// Header implements plugins.Ctx.
+func (x *pluginCtx) Header(name string) []byte {
+	hs := x.req.Headers
+	for i := range hs {
+		if eqFold(hs[i].Name, name) {
+			return hs[i].Value
+		}
+	}
+	return nil
+}
+
+// Var implements plugins.Ctx: nginx's and APISIX's request variables (the
+// route vars' set, plus route_id and consumer_name).
+func (x *pluginCtx) Var(name string) []byte {
+	cc := x.cc()
+	r := &cc.req
+	switch name {
+	case "uri":
+		return cc.curPath
+	case "host":
+		return cc.host
+	case "remote_addr":
+		return cc.ipText
+	case "request_method":
+		return r.Method
+	case "request_uri":
+		return r.Target
+	case "query_string", "args":
+		return r.Query
+	case "scheme":
+		return schemeHTTP
+	case "server_port":
+		return cc.portText
+	case "route_id":
+		if cc.rt != nil {
+			return cc.rt.idBytes
+		}
+		return nil
+	case "consumer_name":
+		if cc.plugin.consumer != nil {
+			return cc.consumerName
+		}
+		return nil
+	}
+	switch {
+	case len(name) > 4 && name[:4] == "arg_":
+		v, _ := queryArg(r.Query, name[4:])
+		return v
+	case len(name) > 5 && name[:5] == "http_":
+		want := name[5:]
+		for i := range r.Headers {
+			if headerVarEq(r.Headers[i].Name, want) {
+				return r.Headers[i].Value
+			}
+		}
+	case len(name) > 7 && name[:7] == "cookie_":
+		for i := range r.Headers {
+			h := &r.Headers[i]
+			if len(h.Name) == 6 && headerNameEq(h.Name, "cookie") {
+				if v, ok := cookieValue(h.Value, name[7:]); ok {
+					return v
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// RouteID implements plugins.Ctx.
+func (x *pluginCtx) RouteID() string {
+	if x.rt == nil {
+		return ""
+	}
+	return x.rt.id
+}
+
+// Now implements plugins.Ctx: the loop's coarse clock in Unix nanoseconds.
+func (x *pluginCtx) Now() int64 { return x.w.epochUnix + x.w.now }
+
+// Exit implements plugins.Ctx. It counts in the request phases only; the
+// body is copied into exchangeBufs.exitBody.
+func (x *pluginCtx) Exit(status int, body []byte) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || cc.plugin.exited {
+		return
+	}
+	if status < 100 || status > 999 {
+		status = 500
+	}
+	cc.plugin.exited = true
+	cc.plugin.exitStatus = status
+	cc.plugin.exitPage = body == nil
+	cc.exitBody = append(cc.exitBody[:0], body...)
+}
+
+// Exited implements plugins.Ctx.
+func (x *pluginCtx) Exited() bool { return x.plugin.exited }
+
+// ExitAfter implements plugins.Ctx: the exchange waits in csDelay, on the
+// connection's deadline, and the answer leaves when it fires (expire).
+func (x *pluginCtx) ExitAfter(d time.Duration, status int, body []byte) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || cc.plugin.exited {
+		return
+	}
+	x.Exit(status, body)
+	if d > 0 {
+		cc.plugin.delay = d
+	}
+}
+
+// SetResponseHeader implements plugins.Ctx: the header goes into the head
+// the worker writes, replacing any of that name the upstream sent.
+// Framing and hop-by-hop names are the worker's and ignored.
+func (x *pluginCtx) SetResponseHeader(name string, value []byte) {
+	cc := x.cc()
+	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || workerOwnedResponse(name) || !fieldOK(name, value) {
+		return
+	}
+	for i := range cc.respHdr {
+		if eqFoldStr(cc.respHdr[i].name, name) {
+			cc.respHdr[i].value = append(cc.respHdr[i].value[:0], value...)
+			return
+		}
+	}
+	n := len(cc.respHdr)
+	if n < cap(cc.respHdr) {
+		cc.respHdr = cc.respHdr[:n+1]
+	} else {
+		cc.respHdr = append(cc.respHdr, headerEdit{})
+	}
+	h := &cc.respHdr[n]
+	h.name = name
+	h.value = append(h.value[:0], value...)
+}
+
+// Status implements plugins.Ctx.
+func (x *pluginCtx) Status() int { return x.plugin.status }
+
+// SetUpstreamURI implements plugins.Ctx.
+func (x *pluginCtx) SetUpstreamURI(uri []byte) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || len(uri) == 0 {
+		return
+	}
+	cc.plugin.upURI = true
+	cc.upURI = append(cc.upURI[:0], uri...)
+}
+
+// SetUpstreamMethod implements plugins.Ctx.
+func (x *pluginCtx) SetUpstreamMethod(method []byte) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || len(method) == 0 {
+		return
+	}
+	cc.plugin.upMethod = true
+	cc.upMethod = append(cc.upMethod[:0], method...)
+}
+
+// SetUpstreamHost implements plugins.Ctx: the Host sent on every attempt,
+// whatever the upstream's pass_host.
+func (x *pluginCtx) SetUpstreamHost(host []byte) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || len(host) == 0 {
+		return
+	}
+	cc.plugin.upHost = true
+	cc.upHost = append(cc.upHost[:0], host...)
+}
+
+// SetRequestHeader implements plugins.Ctx. The edits are kept in order,
+// normalised: a set drops the edits of that name before it, so that
+// buildHead drops the client's fields of a set name and appends the edits
+// with a value.
+func (x *pluginCtx) SetRequestHeader(name string, value []byte) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || workerOwnedRequest(name) || !fieldOK(name, value) {
+		return
+	}
+	// Swapped rather than copied, so that every element keeps a value
+	// buffer of its own.
+	k := 0
+	for i := range cc.reqEdits {
+		if !eqFoldStr(cc.reqEdits[i].name, name) {
+			cc.reqEdits[k], cc.reqEdits[i] = cc.reqEdits[i], cc.reqEdits[k]
+			k++
+		}
+	}
+	cc.reqEdits = cc.reqEdits[:k]
+	x.addEdit(name, value, true)
+}
+
+// AddRequestHeader implements plugins.Ctx.
+func (x *pluginCtx) AddRequestHeader(name string, value []byte) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || workerOwnedRequest(name) || value == nil || !fieldOK(name, value) {
+		return
+	}
+	x.addEdit(name, value, false)
+}
+
+func (x *pluginCtx) addEdit(name string, value []byte, set bool) {
+	cc := x.cc()
+	n := len(cc.reqEdits)
+	if n < cap(cc.reqEdits) {
+		cc.reqEdits = cc.reqEdits[:n+1]
+	} else {
+		cc.reqEdits = append(cc.reqEdits, headerEdit{})
+	}
+	e := &cc.reqEdits[n]
+	e.name, e.set, e.remove = name, set, value == nil
+	e.value = append(e.value[:0], value...)
+}
+
+// Consumer implements plugins.Ctx.
+func (x *pluginCtx) Consumer() *plugins.Consumer { return x.plugin.consumer }
+
+// SetConsumer implements plugins.Ctx: from the end of the rewrite phase on,
+// the request runs the route's plugins merged with c's (runRequestPhases).
+func (x *pluginCtx) SetConsumer(c *plugins.Consumer) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy {
+		return
+	}
+	cc.plugin.consumer = c
+	if c != nil {
+		cc.consumerName = append(cc.consumerName[:0], c.Username...)
+	}
+}
+
+// headerEdit is one header a plugin set: a response header
+// (SetResponseHeader) or an edit of the upstream request's
+// (SetRequestHeader, AddRequestHeader). name is the plugin's string, kept
+// as given; value is the edit's own buffer, whose capacity is reused.
+type headerEdit struct {
+	name   string
+	value  []byte
+	set    bool // replaces the client's fields of that name
+	remove bool // a set with no value: the fields go, nothing is added
+}
+
+// fieldOK reports whether a header field can be written as given: a
+// non-empty name without separators or controls, a value without CR, LF or
+// NUL (a value from a $var could otherwise add a field of its own).
+func fieldOK(name string, value []byte) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c == ':' || c >= 0x7f {
+			return false
+		}
+	}
+	for _, c := range value {
+		if c == '\r' || c == '\n' || c == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// workerOwnedRequest reports the request headers the worker writes itself
+// (framing, hop-by-hop, Host, and the X-Forwarded-* and X-Real-IP fields
+// of buildHead): a plugin's edit of one is ignored.
+func workerOwnedRequest(name string) bool {
+	switch len(name) {
+	case 2:
+		return eqFoldStr("te", name)
+	case 4:
+		return eqFoldStr("host", name)
+	case 6:
+		return eqFoldStr("expect", name)
+	case 7:
+		return eqFoldStr("trailer", name) || eqFoldStr("upgrade", name)
+	case 9:
+		return eqFoldStr("x-real-ip", name)
+	case 10:
+		return eqFoldStr("connection", name) || eqFoldStr("keep-alive", name)
+	}
+	return workerOwnedCommon(name) ||
+		eqFoldStr("x-forwarded-for", name) || eqFoldStr("x-forwarded-proto", name) ||
+		eqFoldStr("x-forwarded-host", name) || eqFoldStr("x-forwarded-port", name)
+}
+
+// workerOwnedResponse reports the response headers whose value is the
+// worker's (framing and hop-by-hop): a plugin's SetResponseHeader of one
+// is ignored.
+func workerOwnedResponse(name string) bool {
+	switch len(name) {
+	case 2:
+		return eqFoldStr("te", name)
+	case 7:
+		return eqFoldStr("trailer", name) || eqFoldStr("upgrade", name)
+	case 10:
+		return eqFoldStr("connection", name) || eqFoldStr("keep-alive", name)
+	}
+	return workerOwnedCommon(name)
+}
+
+func workerOwnedCommon(name string) bool {
+	return eqFoldStr("content-length", name) || eqFoldStr("transfer-encoding", name) ||
+		eqFoldStr("proxy-connection", name)
+}
+
+// eqFold compares a header name with a string, ASCII case-insensitively.
+func eqFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if lowerByte(b[i]) != lowerByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// eqFoldStr is eqFold for two strings.
+func eqFoldStr(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lowerByte(a[i]) != lowerByte(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// headerVarEq compares a header name with the tail of an http_ variable as
+// nginx does: case-insensitively, '-' in the header for '_'.
+func headerVarEq(h []byte, v string) bool {
+	if len(h) != len(v) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c, w := lowerByte(h[i]), lowerByte(v[i])
+		if c == '-' {
+			c = '_'
+		}
+		if c != w {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
