@@ -56,8 +56,8 @@ const (
 
 // NewLocalEnv makes an Env whose counters and metrics live in this
 // process, behind a mutex: shared by the goroutines of one process, not by
-// processes. It serves tests, and workers until the shared-memory
-// implementations exist.
+// processes. It serves tests, and workers run without a supervisor (the
+// supervisor's workers count in its shared-memory table, worker/shm).
 func NewLocalEnv() Env {
 	return Env{Counters: NewCounterTable(LocalCounters), Metrics: NewMetricTable(LocalSeries)}
 }

@@ -12,8 +12,8 @@
 // keys name what they count (route, plugin configuration, key value), not
 // a configuration version.
 //
-// The segment is a header (magic, layout version, slot size, slot count)
-// and a power-of-two array of 128-byte slots, an open-addressing hash table
+// The segment is a header (magic, layout version, slot size, slot count,
+// the seed of the keys' hash, random per segment) and a power-of-two array of 128-byte slots, an open-addressing hash table
 // probed linearly from the key's hash, over at most MaxProbe slots.
 //
 // # A slot

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -50,6 +51,7 @@ func Create(slots int) (*Segment, error) {
 	h := headerOf(t.mem)
 	h.slotSize.Store(SlotBytes)
 	h.slots.Store(uint64(n))
+	h.seed.Store(rand.Uint64())
 	h.version.Store(version)
 	h.magic.Store(magic)
 	if err := t.init(); err != nil {

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 )
@@ -81,6 +82,7 @@ type header struct {
 	version  atomic.Uint64
 	slotSize atomic.Uint64
 	slots    atomic.Uint64
+	seed     atomic.Uint64
 }
 
 const (
@@ -92,6 +94,7 @@ const (
 // Table is the counter table over one mapping of a segment. It implements
 // plugins.Counters.
 type Table struct {
+	seed  uint64
 	mem   []byte
 	slots []slot
 	mask  uint64
@@ -111,9 +114,7 @@ type key struct {
 	w    [keyWords]uint64
 }
 
-func (k *key) set(b []byte) {
-	k.h = hashKey(b)
-	k.tag = uint32(k.h >> 32)
+func (k *key) set(b []byte, seed uint64) {
 	k.klen = uint64(len(b))
 	src := b
 	var d [sha256.Size]byte
@@ -122,23 +123,32 @@ func (k *key) set(b []byte) {
 		src = d[:]
 		k.klen |= digestFlag
 	}
-	k.n = (len(src) + 7) / 8
-	for i := range k.n {
-		var x uint64
-		for j := 0; j < 8 && i*8+j < len(src); j++ {
-			x |= uint64(src[i*8+j]) << (8 * j)
-		}
-		k.w[i] = x
+	n := len(src) / 8
+	for i := range n {
+		k.w[i] = binary.LittleEndian.Uint64(src[i*8:])
 	}
+	k.n = n
+	if tail := src[n*8:]; len(tail) > 0 {
+		var x uint64
+		for j, c := range tail {
+			x |= uint64(c) << (8 * j)
+		}
+		k.w[n] = x
+		k.n++
+	}
+	k.h = hashWords(k.w[:k.n], k.klen, seed)
+	k.tag = uint32(k.h >> 32)
 }
 
-// hashKey is FNV-1a with a final mix: the same in every process (no seed),
-// spread over the low bits the table indexes with.
-func hashKey(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
+// hashWords hashes a key's words (a long key's digest) and length with
+// the segment's seed: the same in every process that maps the segment,
+// unknown to clients, whose keys cannot then be chosen to pile up on one
+// probe chain.
+func hashWords(w []uint64, klen, seed uint64) uint64 {
+	h := seed ^ klen*0x9e3779b97f4a7c15
+	for _, x := range w {
+		h = (h ^ x) * 0xbf58476d1ce4e5b9
+		h ^= h >> 31
 	}
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
@@ -171,7 +181,7 @@ func (s *slot) holds(k *key) bool {
 // StuckAfter later the slot is freed). It does not allocate.
 func (t *Table) Counter(b []byte, now, expires int64) (*atomic.Int64, int64) {
 	var k key
-	k.set(b)
+	k.set(b, t.seed)
 	for range maxAttempts {
 		c, e, done := t.find(&k, now, expires)
 		if done {

@@ -120,7 +120,7 @@ func TestStuckSlot(t *testing.T) {
 	c, _ := s.Counter(victim, 0, 1000*sec)
 	c.Add(7)
 	var k key
-	k.set(victim)
+	k.set(victim, s.seed)
 	sl := s.at(&k, 0)
 	if !sl.holds(&k) {
 		t.Fatal("the key is not at the head of its chain")

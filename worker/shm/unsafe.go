@@ -25,6 +25,7 @@ func (t *Table) init() error {
 	}
 	t.slots = unsafe.Slice((*slot)(unsafe.Pointer(&t.mem[headerSize])), n)
 	t.mask = n - 1
+	t.seed = h.seed.Load()
 	t.probe = int(min(n, MaxProbe))
 	return nil
 }
