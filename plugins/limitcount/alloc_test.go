@@ -18,6 +18,7 @@ func TestAllocAccess(t *testing.T) {
 		"var_combination": `{"count":1000000000,"time_window":60,"key_type":"var_combination","key":"$remote_addr $http_x_user ${arg_x ?? d}"}`,
 		"constant group":  `{"count":1000000000,"time_window":60,"key_type":"constant","key":"k","group":"alloc"}`,
 		"count from var":  `{"count":"$http_x_count","time_window":"60"}`,
+		"rules":           `{"rules":[{"count":1000000000,"time_window":60,"key":"$http_x_user"},{"count":"${http_x_count}","time_window":60,"key":"$arg_none"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := build(t, plugins.NewLocalEnv(), conf)

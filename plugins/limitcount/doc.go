@@ -12,9 +12,13 @@
 // value, or the group and the key value: so counters survive a reload that
 // leaves the plugin alone, and start again when its configuration changes.
 //
+// With rules, each rule whose key resolves counts the request in its own
+// counter, with its own headers (X-<header_prefix or position>-RateLimit-…);
+// a request no rule applies to is a limiter failure, as in APISIX.
+//
 // Policy "local" only: "redis", "redis-cluster" and "redis-sentinel" pass
-// the schema (as in APISIX) but Build refuses them, as it refuses "rules"
-// and window_type "sliding", naming what is not supported.
+// the schema (as in APISIX) but Build refuses them, as it refuses
+// window_type "sliding", naming what is not supported.
 //
 // When the counter table has no room for a new key (every slot of its
 // probe chain holds a live counter), the request passes if

@@ -10,6 +10,9 @@ const (
 	keyVar = iota
 	keyCombination
 	keyConstant
+	// keyRule is a rule's key: a template that must resolve at least one
+	// variable, else the rule does not apply to the request.
+	keyRule
 )
 
 // The response headers (APISIX's plugin metadata defaults).
@@ -31,16 +34,12 @@ var failBody = []byte(`{"error_msg":"failed to limit count"}` + "\n")
 // Ctx copies header values).
 type instance struct {
 	counters plugins.Counters
-	// count and window (seconds) are the limit, unless countTpl or
-	// windowTpl resolve them per request.
-	count, window       int64
-	countTpl, windowTpl *template
-	keyType             int
-	keyVar              string
-	keyTpl              template
-	constKey            []byte
+	// rules are the limits: one (count, time_window, key), or the
+	// configuration's rules.
+	rules []rule
 	// prefix, then the route's id and confHash (no group), or the group
-	// (prefix holds it), then the key's value: the counter's key.
+	// (prefix holds it), then the rule's tag and the key's value: the
+	// counter's key.
 	prefix, confHash []byte
 	rejectedCode     int
 	rejectedBody     []byte // nil: the gateway's page for rejectedCode
@@ -49,63 +48,105 @@ type instance struct {
 	key, num, tpl []byte
 }
 
+// rule is one limit.
+type rule struct {
+	// count and window (seconds) are the limit, unless countTpl or
+	// windowTpl resolve them per request.
+	count, window       int64
+	countTpl, windowTpl *template
+	keyType             int
+	keyVar              string
+	keyTpl              template
+	constKey            []byte
+	// tag sets the rule's counters apart from the other rules' (empty
+	// without rules).
+	tag []byte
+	// The response headers' names (a rule's have its prefix).
+	limitH, remainingH, resetH string
+}
+
 var _ plugins.AccessPhase = (*instance)(nil)
 
-// Access implements plugins.AccessPhase: count the request, and reject it
-// past the limit.
+// Access implements plugins.AccessPhase: count the request against each
+// rule that applies, and reject it past a limit.
 func (in *instance) Access(c plugins.Ctx) {
-	count, window := in.count, in.window
-	if in.countTpl != nil || in.windowTpl != nil {
-		var ok bool
-		if count, ok = in.resolveLimit(c, in.countTpl, count); !ok {
-			in.fail(c, nil)
+	applied := 0
+	for i := range in.rules {
+		r := &in.rules[i]
+		k, ok := in.keyOf(c, r)
+		if !ok {
+			continue // a rule whose key does not resolve
+		}
+		applied++
+		count, window := r.count, r.window
+		if r.countTpl != nil || r.windowTpl != nil {
+			if count, ok = in.resolveLimit(c, r.countTpl, count); !ok {
+				in.fail(c, nil)
+				return
+			}
+			if window, ok = in.resolveLimit(c, r.windowTpl, window); !ok {
+				in.fail(c, nil)
+				return
+			}
+		}
+		now := c.Now()
+		ctr, until := in.counters.Counter(k, now, now+window*1e9)
+		if ctr == nil {
+			in.fail(c, failBody)
 			return
 		}
-		if window, ok = in.resolveLimit(c, in.windowTpl, window); !ok {
-			in.fail(c, nil)
+		remaining := count - ctr.Add(1)
+		if remaining < 0 {
+			if in.headers {
+				in.setHeaders(c, r, count, 0, until-now)
+			}
+			c.Exit(in.rejectedCode, in.rejectedBody)
 			return
+		}
+		if in.headers {
+			in.setHeaders(c, r, count, remaining, until-now)
 		}
 	}
+	if applied == 0 {
+		// No rule applies: APISIX's "failed to get rate limit rules".
+		in.fail(c, nil)
+	}
+}
+
+// keyOf builds the counter key of r for this request into in.key; false
+// when r is a rule whose key resolves nothing.
+func (in *instance) keyOf(c plugins.Ctx, r *rule) ([]byte, bool) {
 	k := append(in.key[:0], in.prefix...)
 	if in.confHash != nil {
 		k = append(append(k, c.RouteID()...), in.confHash...)
 	}
+	k = append(k, r.tag...)
 	n := len(k)
-	switch in.keyType {
+	switch r.keyType {
 	case keyConstant:
-		k = append(k, in.constKey...)
+		k = append(k, r.constKey...)
+	case keyRule:
+		var resolved int
+		if k, resolved = r.keyTpl.render(k, c); resolved == 0 {
+			in.key = k
+			return nil, false
+		}
+		in.key = k
+		return k, true
 	case keyCombination:
 		var resolved int
-		k, resolved = in.keyTpl.render(k, c)
-		if resolved == 0 {
+		if k, resolved = r.keyTpl.render(k, c); resolved == 0 {
 			k = k[:n]
 		}
 	default:
-		k = append(k, c.Var(in.keyVar)...)
+		k = append(k, c.Var(r.keyVar)...)
 	}
 	if len(k) == n {
 		// No value: the client's address, as APISIX.
 		k = append(k, c.Var("remote_addr")...)
 	}
 	in.key = k
-
-	now := c.Now()
-	ctr, until := in.counters.Counter(k, now, now+window*1e9)
-	if ctr == nil {
-		in.fail(c, failBody)
-		return
-	}
-	remaining := count - ctr.Add(1)
-	if remaining < 0 {
-		if in.headers {
-			in.setHeaders(c, count, 0, until-now)
-		}
-		c.Exit(in.rejectedCode, in.rejectedBody)
-		return
-	}
-	if in.headers {
-		in.setHeaders(c, count, remaining, until-now)
-	}
+	return k, true
 }
 
 // fail is APISIX's answer to a limiter that cannot count: the request
@@ -127,13 +168,13 @@ func (in *instance) resolveLimit(c plugins.Ctx, t *template, static int64) (int6
 	return parseLimit(in.tpl)
 }
 
-func (in *instance) setHeaders(c plugins.Ctx, limit, remaining, resetNs int64) {
+func (in *instance) setHeaders(c plugins.Ctx, r *rule, limit, remaining, resetNs int64) {
 	in.num = strconv.AppendInt(in.num[:0], limit, 10)
-	c.SetResponseHeader(limitHeader, in.num)
+	c.SetResponseHeader(r.limitH, in.num)
 	in.num = strconv.AppendInt(in.num[:0], remaining, 10)
-	c.SetResponseHeader(remainingHeader, in.num)
+	c.SetResponseHeader(r.remainingH, in.num)
 	in.num = appendReset(in.num[:0], resetNs)
-	c.SetResponseHeader(resetHeader, in.num)
+	c.SetResponseHeader(r.resetH, in.num)
 }
 
 // appendReset writes the seconds left in a window floored to hundredths,

@@ -204,6 +204,9 @@ func TestCheck(t *testing.T) {
 		{`{"count":0,"time_window":60}`, `property "count" validation failed: value should match only one schema, but matches none`},
 		{`{"count":2,"time_window":0}`, `property "time_window" validation failed: value should match only one schema, but matches none`},
 		{`{"count":2,"rules":[{"count":1,"time_window":1,"key":"k"}]}`, "count/time_window and rules cannot be specified at the same time"},
+		{`{"count":2,"time_window":5,"key":"remote_addr","rules":[{"count":1,"time_window":10,"key":"${http_company}"}]}`, "count/time_window and rules cannot be specified at the same time"},
+		{`{"rules":[{"count":5,"time_window":10,"key":"${http_company}"},{"count":8,"time_window":20,"key":"${http_company}"}]}`, "duplicate key '${http_company}' in rules"},
+		{`{"rules":[{"count":5,"time_window":10}]}`, `property "key" is required`},
 		{`{"group":"g","rules":[{"count":1,"time_window":1,"key":"k"}]}`, "group and rules cannot be specified at the same time"},
 		{`{"count":2,"time_window":60,"rejected_code":600}`, `property "rejected_code" validation failed`},
 		{`{"count":2,"time_window":60,"rejected_msg":""}`, `property "rejected_msg" validation failed`},
@@ -227,7 +230,6 @@ func TestBuildRefusesWhatIsNotSupported(t *testing.T) {
 	for _, tc := range []struct{ conf, err string }{
 		{`{"count":2,"time_window":60,"policy":"redis","redis_host":"127.0.0.1"}`, `policy "redis" is not supported yet, only "local"`},
 		{`{"count":2,"time_window":60,"policy":"redis-cluster","redis_cluster_nodes":["a:1"],"redis_cluster_name":"c"}`, `policy "redis-cluster" is not supported yet`},
-		{`{"rules":[{"count":1,"time_window":1,"key":"k"}]}`, "rules are not supported yet"},
 		{`{"count":2,"time_window":60,"window_type":"sliding"}`, `window_type "sliding" is not supported yet`},
 	} {
 		_, err := plugins.Default.Build(map[string]json.RawMessage{Name: json.RawMessage(tc.conf)}, plugins.NewLocalEnv())
@@ -267,5 +269,69 @@ func TestTemplate(t *testing.T) {
 		if string(out) != want.out || n != want.n {
 			t.Errorf("%q: %q (%d resolved), want %q (%d)", tpl, out, n, want.out, want.n)
 		}
+	}
+}
+
+// TestRules: APISIX's t/plugin/limit-count-rules.t: each rule whose key
+// resolves counts the request; a request no rule applies to is a limiter
+// failure (500); a rule's headers carry its prefix (its header_prefix, or
+// its position).
+func TestRules(t *testing.T) {
+	env := plugins.NewLocalEnv()
+	p := build(t, env, `{"rejected_code":503,"rejected_msg":"rejected","rules":[
+		{"key":"${http_user}","count":"${http_jack_count}","time_window":60},
+		{"key":"${http_project}","count":"${http_apisix_count}","time_window":60}]}`)
+	check(t, "no rule applies", run(p, newCtx("GET", "/hello")), answer{Status: 500})
+	jack := newCtx("GET", "/hello").WithHeader("user", "jack").WithHeader("jack-count", "2")
+	jack.UpstreamBody = []byte("hello world\n")
+	for i, want := range []answer{{Status: 200, Body: "hello world\n"}, {Status: 200, Body: "hello world\n"}, {Status: 503, Body: `{"error_msg":"rejected"}` + "\n"}} {
+		a := run(p, jack)
+		if a.Status != want.Status || a.Body != want.Body {
+			t.Errorf("jack %d: %d %q, want %d %q", i+1, a.Status, a.Body, want.Status, want.Body)
+		}
+	}
+	if got := string(jack.ResponseHeader("X-1-RateLimit-Remaining")); got != "0" {
+		t.Errorf("jack's X-1-RateLimit-Remaining: %q", got)
+	}
+	project := newCtx("GET", "/hello").WithHeader("project", "apisix").WithHeader("apisix-count", "3")
+	for i, want := range []int{200, 200, 200, 503} {
+		if a := run(p, project); a.Status != want {
+			t.Errorf("project %d: %d, want %d", i+1, a.Status, want)
+		}
+	}
+	if got := string(project.ResponseHeader("X-2-RateLimit-Limit")); got != "3" {
+		t.Errorf("project's X-2-RateLimit-Limit: %q", got)
+	}
+
+	// Variables with defaults in count and time_window.
+	d := build(t, env, `{"rules":[{"count":"${http_count ?? 2}","time_window":"${http_tw ?? 5}","key":"${remote_addr}"}]}`)
+	c := newCtx("GET", "/hello")
+	for i, want := range []int{200, 200, 503} {
+		if a := run(d, c); a.Status != want {
+			t.Errorf("defaults %d: %d, want %d", i+1, a.Status, want)
+		}
+	}
+	if got := string(c.ResponseHeader("X-1-RateLimit-Reset")); got != "5" {
+		t.Errorf("X-1-RateLimit-Reset %q, want 5", got)
+	}
+
+	// header_prefix.
+	h := build(t, env, `{"rules":[{"count":2,"time_window":60,"key":"${http_user}","header_prefix":"jack"},
+		{"count":3,"time_window":60,"key":"${http_project}","header_prefix":"bar"}]}`)
+	c = newCtx("GET", "/hello").WithHeader("user", "jack")
+	run(h, c)
+	got := []string{string(c.ResponseHeader("X-jack-RateLimit-Limit")), string(c.ResponseHeader("X-jack-RateLimit-Remaining")), string(c.ResponseHeader("X-jack-RateLimit-Reset"))}
+	if d := cmp.Diff([]string{"2", "1", "60"}, got); d != "" {
+		t.Errorf("header_prefix jack (-want +got):\n%s", d)
+	}
+	c = newCtx("GET", "/hello").WithHeader("project", "x")
+	run(h, c)
+	if got := string(c.ResponseHeader("X-bar-RateLimit-Remaining")); got != "2" {
+		t.Errorf("X-bar-RateLimit-Remaining %q", got)
+	}
+	// Two rules that resolve to one value still count apart.
+	both := newCtx("GET", "/hello").WithHeader("user", "same").WithHeader("project", "same")
+	if a := run(h, both); a.Status != 200 || string(both.ResponseHeader("X-jack-RateLimit-Remaining")) != "1" || string(both.ResponseHeader("X-bar-RateLimit-Remaining")) != "2" {
+		t.Errorf("two rules, one value: %+v", a)
 	}
 }

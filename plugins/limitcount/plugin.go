@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -67,6 +68,19 @@ func (Plugin) Check(raw json.RawMessage) error {
 	if c.Group != nil && c.Rules != nil {
 		return errors.New("group and rules cannot be specified at the same time")
 	}
+	if c.Rules != nil {
+		var rules []ruleConf
+		if err := json.Unmarshal(c.Rules, &rules); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, r := range rules {
+			if seen[r.Key] {
+				return fmt.Errorf("duplicate key '%s' in rules", r.Key)
+			}
+			seen[r.Key] = true
+		}
+	}
 	return nil
 }
 
@@ -79,8 +93,6 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	switch {
 	case c.Policy != "local":
 		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
-	case c.Rules != nil:
-		return nil, errors.New("rules are not supported yet")
 	case c.WindowType != "fixed":
 		return nil, fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
 	case env.Counters == nil:
@@ -97,22 +109,49 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		headers:      c.ShowLimitQuotaHeader,
 		key:          make([]byte, 0, 128),
 	}
-	if in.count, in.countTpl, err = limitOf(c.Count); err != nil {
-		return nil, fmt.Errorf("count: %w", err)
-	}
-	if in.window, in.windowTpl, err = limitOf(c.TimeWindow); err != nil {
-		return nil, fmt.Errorf("time_window: %w", err)
+	if c.Rules == nil {
+		r := rule{limitH: limitHeader, remainingH: remainingHeader, resetH: resetHeader}
+		if r.count, r.countTpl, err = limitOf(c.Count); err != nil {
+			return nil, fmt.Errorf("count: %w", err)
+		}
+		if r.window, r.windowTpl, err = limitOf(c.TimeWindow); err != nil {
+			return nil, fmt.Errorf("time_window: %w", err)
+		}
+		switch c.KeyType {
+		case "constant":
+			r.keyType, r.constKey = keyConstant, []byte(c.Key)
+		case "var_combination":
+			r.keyType, r.keyTpl = keyCombination, parseTemplate(c.Key)
+		default:
+			r.keyType, r.keyVar = keyVar, c.Key
+		}
+		in.rules = []rule{r}
+	} else {
+		var rules []ruleConf
+		if err := json.Unmarshal(c.Rules, &rules); err != nil {
+			return nil, err
+		}
+		for i, rc := range rules {
+			r := rule{keyType: keyRule, keyTpl: parseTemplate(rc.Key), tag: []byte("rule" + strconv.Itoa(i+1) + ":")}
+			if r.count, r.countTpl, err = limitOf(rc.Count); err != nil {
+				return nil, fmt.Errorf("rules[%d].count: %w", i+1, err)
+			}
+			if r.window, r.windowTpl, err = limitOf(rc.TimeWindow); err != nil {
+				return nil, fmt.Errorf("rules[%d].time_window: %w", i+1, err)
+			}
+			prefix := strconv.Itoa(i + 1)
+			if rc.HeaderPrefix != nil {
+				prefix = *rc.HeaderPrefix
+			}
+			// The prefix goes before "RateLimit-": X-1-RateLimit-Limit.
+			r.limitH = "X-" + prefix + "-RateLimit-Limit"
+			r.remainingH = "X-" + prefix + "-RateLimit-Remaining"
+			r.resetH = "X-" + prefix + "-RateLimit-Reset"
+			in.rules = append(in.rules, r)
+		}
 	}
 	if c.RejectedMsg != nil {
 		in.rejectedBody = append(appendJSONString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
-	}
-	switch c.KeyType {
-	case "constant":
-		in.keyType, in.constKey = keyConstant, []byte(c.Key)
-	case "var_combination":
-		in.keyType, in.keyTpl = keyCombination, parseTemplate(c.Key)
-	default:
-		in.keyType, in.keyVar = keyVar, c.Key
 	}
 	sum := sha256.Sum256([]byte(canon))
 	if c.Group != nil {
@@ -126,6 +165,14 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		in.confHash = []byte(":" + hex.EncodeToString(sum[:8]) + ":")
 	}
 	return in, nil
+}
+
+// ruleConf is one of rules.
+type ruleConf struct {
+	Count        json.RawMessage `json:"count"`
+	TimeWindow   json.RawMessage `json:"time_window"`
+	Key          string          `json:"key"`
+	HeaderPrefix *string         `json:"header_prefix"`
 }
 
 // limitOf reads count or time_window: an integer, or a string resolved

@@ -18,8 +18,8 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatch(md, -1)
-	if len(blocks) < 5 {
-		t.Fatalf("README.md shows %d configurations, want 5", len(blocks))
+	if len(blocks) < 6 {
+		t.Fatalf("README.md shows %d configurations, want 6", len(blocks))
 	}
 	for i, b := range blocks {
 		if err := spec.ValidateObject(spec.KindRoute, b[1]); err != nil {
