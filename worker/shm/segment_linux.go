@@ -108,3 +108,6 @@ func mapTable(fd, size int) (*Table, error) {
 
 // Close unmaps the table. No counter of it may be used afterwards.
 func (t *Table) Close() error { return t.close() }
+
+// osYield gives up the CPU to another thread or process (sched_yield).
+func osYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }

@@ -3,8 +3,8 @@ package shm
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // Layout constants.
@@ -31,9 +31,11 @@ const (
 	keyWords   = 11
 	digestFlag = 1 << 63
 	// maxAttempts bounds the restarts of one lookup (each after a lost
-	// race); spins bounds one wait for another process's busy slot.
+	// race); maxWait bounds one wait for another process's busy slot
+	// (the owner was preempted in the middle of an insertion, which takes
+	// nanoseconds when it runs, or died there).
 	maxAttempts = 8
-	spins       = 1 << 14
+	maxWait     = 2 * time.Millisecond
 )
 
 // The control word: tag<<32 | aux<<2 | state.
@@ -176,9 +178,10 @@ func (s *slot) holds(k *key) bool {
 // the returned expiry (Unix nanoseconds, the caller's clock). A new key,
 // or one whose counter expired before now, gets a counter at zero that
 // expires at expires. It returns nil when the key's probe chain has no
-// free, empty or expired slot, or when it lost races maxAttempts times in
-// a row (another process stopped in the middle of inserting this very key:
-// StuckAfter later the slot is freed). It does not allocate.
+// free, empty or expired slot, when a slot the key may be in stays busy
+// for maxWait (another process stopped or died in the middle of inserting
+// it: StuckAfter later the slot is freed), or when it lost races
+// maxAttempts times in a row. It does not allocate.
 func (t *Table) Counter(b []byte, now, expires int64) (*atomic.Int64, int64) {
 	var k key
 	k.set(b, t.seed)
@@ -226,7 +229,7 @@ func (t *Table) find(k *key, now, expires int64) (c *atomic.Int64, e int64, done
 				if tagOf(w) == k.tag {
 					// Perhaps k, being inserted or reset: wait for it.
 					if !waitChange(s, w) {
-						return nil, 0, false
+						return nil, 0, true // its owner is stopped or dead
 					}
 					continue
 				}
@@ -327,18 +330,26 @@ func (t *Table) rival(k *key, mine int, now int64) bool {
 	return false
 }
 
-// waitChange spins until s's control word is no longer w; false when it
-// stays w (its owner is slow or dead).
+// waitChange spins until s's control word is no longer w, giving up the
+// CPU between rounds (the owner may be waiting for it); false when it
+// stays w for maxWait (its owner is stopped or dead). It runs only when
+// two processes touch one key's slot at the same nanoseconds, or when a
+// process died inside an insertion (for StuckAfter).
 func waitChange(s *slot, w uint64) bool {
-	for i := range spins {
+	var start time.Time
+	for i := 1; ; i++ {
 		if s.ctl.Load() != w {
 			return true
 		}
-		if i%256 == 255 {
-			runtime.Gosched()
+		if i%64 == 0 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > maxWait {
+				return false
+			}
+			osYield()
 		}
 	}
-	return false
 }
 
 // Usage counts the slots: live counters (ready, not expired at now),
