@@ -16,8 +16,11 @@ const (
 	// held as its SHA-256 digest.
 	KeyBytes = keyWords * 8
 	// MaxProbe bounds a probe chain: a key whose MaxProbe slots from its
-	// hash are all live has no counter (the table is full for it).
-	MaxProbe = 512
+	// hash are all live has no counter (the table is full for it). Linear
+	// probing makes runs of live slots long as the table fills: with this
+	// bound a key finds room until about 85 % of the slots are live, so a
+	// table should have a fifth more slots than the keys live at once.
+	MaxProbe = 1024
 	// DefaultSlots is the table size when none is configured: 65536
 	// counters, 8 MiB.
 	DefaultSlots = 1 << 16
