@@ -27,7 +27,8 @@ var _ Consumers = (*ConsumerIndex)(nil)
 
 // IndexConsumers indexes consumers by username and, for each registered
 // plugin that is a CredentialPlugin, by the credential of their
-// configuration of it and of their credential objects'. A credential
+// configuration of it and of their credential objects', once that
+// configuration passed CheckConsumer (a refusal is returned). A credential
 // object of an unknown consumer is skipped (APISIX ignores it too); two
 // consumers with one credential of a plugin are refused with APISIX's
 // message, as the Admin API refuses them on write.
@@ -45,6 +46,9 @@ func (r *Registry) IndexConsumers(consumers []*Consumer, creds []Credential) (*C
 			cp, ok := p.(CredentialPlugin)
 			if !ok {
 				continue
+			}
+			if err := r.CheckConsumer(name, conf[name]); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
 			}
 			cred, err := cp.Credential(conf[name])
 			if err != nil {

@@ -17,7 +17,11 @@
 // routes and upstreams); Check, pure, validates what a schema cannot say.
 // Together they are what the Admin API answers 400 with (APISIX's
 // messages, "unknown plugin [x]" and "failed to check the configuration of
-// plugin x err: …"), and Registry.Schema is what it shows. Build makes
+// plugin x err: …"), and Registry.Schema is what it shows. An
+// authentication plugin whose configuration on a consumer differs from a
+// route's (key-auth's {"key"}) is also a ConsumerSchemaPlugin: consumers'
+// and credentials' configurations go through Registry.CheckConsumer,
+// against that schema. Build makes
 // the runtime Instance, off the event loop, once per configuration
 // snapshot. The worker merges a route's plugins with its plugin_config's
 // and its service's (the route's own keys win), builds them and sorts the

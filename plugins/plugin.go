@@ -48,6 +48,18 @@ type Plugin interface {
 // in are the phase interfaces it implements.
 type Instance any
 
+// ConsumerSchemaPlugin is implemented by a plugin whose configuration on a
+// consumer or a credential object differs from its configuration on a
+// route (APISIX's consumer_schema, key-auth's {"key"}): such a
+// configuration is checked against ConsumerSchema alone, as APISIX's
+// check_schema(conf, TYPE_CONSUMER) does. Other plugins' configurations
+// on consumers are checked as on routes.
+type ConsumerSchemaPlugin interface {
+	// ConsumerSchema is the JSON Schema of the plugin's configuration on
+	// a consumer, compiled once when the plugin is registered.
+	ConsumerSchema() []byte
+}
+
 // Sentinel errors.
 var (
 	ErrUnknown    = errors.New("unknown plugin") // APISIX's text, which clients match on
@@ -63,11 +75,14 @@ type Registry struct {
 	table  map[string]Entry
 	impl   map[string]Plugin
 	schema map[string]*spec.Schema
+	// consumer holds the consumer schemas of ConsumerSchemaPlugins.
+	consumer map[string]*spec.Schema
 }
 
 // NewRegistry makes an empty registry whose plugins must be named in table.
 func NewRegistry(table []Entry) *Registry {
-	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}, schema: map[string]*spec.Schema{}}
+	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}, schema: map[string]*spec.Schema{},
+		consumer: map[string]*spec.Schema{}}
 	for _, e := range table {
 		r.table[e.Name] = e
 	}
@@ -97,8 +112,28 @@ func (r *Registry) Register(name string, p Plugin) {
 	if err != nil {
 		panic(fmt.Errorf("plugins: %s: schema: %w", name, err))
 	}
+	if cp, ok := p.(ConsumerSchemaPlugin); ok {
+		csch, err := spec.CompileSchema(name+".consumer", cp.ConsumerSchema())
+		if err != nil {
+			panic(fmt.Errorf("plugins: %s: consumer schema: %w", name, err))
+		}
+		r.consumer[name] = csch
+	}
 	r.impl[name] = p
 	r.schema[name] = sch
+}
+
+// ConsumerSchema returns the consumer schema of a registered
+// ConsumerSchemaPlugin as one self-contained document; false for any other
+// plugin (APISIX answers "not found schema" for those).
+func (r *Registry) ConsumerSchema(name string) ([]byte, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	sch, ok := r.consumer[name]
+	if !ok {
+		return nil, false
+	}
+	return sch.JSON(), true
 }
 
 // Schema returns the JSON Schema of a registered plugin's configuration as
@@ -163,6 +198,26 @@ func (r *Registry) Check(name string, raw json.RawMessage) error {
 	return r.check(name, p, raw)
 }
 
+// CheckConsumer checks one plugin's configuration on a consumer or a
+// credential object, with Check's messages: against the plugin's consumer
+// schema alone when it is a ConsumerSchemaPlugin, as Check otherwise.
+func (r *Registry) CheckConsumer(name string, raw json.RawMessage) error {
+	_, p, ok := r.Lookup(name)
+	if !ok {
+		return fmt.Errorf("%w [%s]", ErrUnknown, name)
+	}
+	r.mu.RLock()
+	sch, has := r.consumer[name]
+	r.mu.RUnlock()
+	if !has {
+		return r.check(name, p, raw)
+	}
+	if err := sch.Validate(raw); err != nil {
+		return checkError(name, err)
+	}
+	return nil
+}
+
 func checkError(name string, err error) error {
 	return fmt.Errorf("failed to check the configuration of plugin %s err: %w", name, err)
 }
@@ -215,3 +270,6 @@ func Names() []string { return Default.Names() }
 
 // Check is Default.Check: what the Admin API answers 400 with.
 func Check(name string, raw json.RawMessage) error { return Default.Check(name, raw) }
+
+// CheckConsumer is Default.CheckConsumer.
+func CheckConsumer(name string, raw json.RawMessage) error { return Default.CheckConsumer(name, raw) }

@@ -52,7 +52,9 @@ func (a *api) pluginSchema(rw http.ResponseWriter, r *http.Request, name string)
 		return &apiError{Status: http.StatusNotFound, Msg: "plugin not found in subsystem " + sub}
 	}
 	if q.Get("schema_type") == "consumer" {
-		return badRequest("not found schema") // no plugin here has a consumer schema of its own
+		if doc, ok = a.plugins.ConsumerSchema(name); !ok {
+			return badRequest("not found schema") // APISIX's answer for a plugin without one
+		}
 	}
 	writeBody(rw, http.StatusOK, doc)
 	return nil

@@ -3,6 +3,7 @@ package adminapi
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -195,7 +196,7 @@ func (a *api) checkConsumer(ctx context.Context, w *write) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Msg: "wrong username", Field: "username"}
 	}
 	w.id = name
-	if e := a.checkPlugins(w.obj, "invalid plugins configuration: "); e != nil {
+	if e := a.checkConsumerPlugins(w.obj, "invalid plugins configuration: "); e != nil {
 		return e
 	}
 	return a.checkUniqueKeys(ctx, w.obj, name, "")
@@ -205,7 +206,7 @@ func (a *api) checkCredential(ctx context.Context, w *write) *apiError {
 	if err := localSchema(credentialSchema)(w.raw); err != nil {
 		return invalid(err, "")
 	}
-	if e := a.checkPlugins(w.obj, "invalid plugins configuration: "); e != nil {
+	if e := a.checkConsumerPlugins(w.obj, "invalid plugins configuration: "); e != nil {
 		return e
 	}
 	if e := a.checkUniqueKeys(ctx, w.obj, w.consumer, w.id); e != nil {
@@ -286,9 +287,20 @@ func (a *api) checkRef(ctx context.Context, dir, kind, field string, id spec.ID)
 // plugin registry, in name order so that the same input gives the same
 // error; prefix is what the resource puts before the registry's message.
 func (a *api) checkPlugins(obj map[string]any, prefix string) *apiError {
+	return a.checkPluginsWith(obj, prefix, a.plugins.Check)
+}
+
+// checkConsumerPlugins is checkPlugins for a consumer's or a credential's
+// plugins: a plugin with a consumer schema (key-auth's {"key"}) is
+// checked against it, as APISIX checks them with TYPE_CONSUMER.
+func (a *api) checkConsumerPlugins(obj map[string]any, prefix string) *apiError {
+	return a.checkPluginsWith(obj, prefix, a.plugins.CheckConsumer)
+}
+
+func (a *api) checkPluginsWith(obj map[string]any, prefix string, check func(string, json.RawMessage) error) *apiError {
 	confs := pluginConfs(obj)
 	for _, name := range slices.Sorted(maps.Keys(confs)) {
-		if err := a.plugins.Check(name, confs[name]); err != nil {
+		if err := check(name, confs[name]); err != nil {
 			e := invalid(err, "plugins."+name)
 			e.Msg = prefix + e.Msg
 			return e

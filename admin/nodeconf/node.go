@@ -45,6 +45,10 @@ type APISIXConfig struct {
 	EnableControl                      bool     // default true
 	DeleteURITailSlash                 bool
 	ShowUpstreamStatusInResponseHeader bool
+	// SSLTrustedCertificate is apisix.ssl.ssl_trusted_certificate: the CAs
+	// the node trusts as a TLS client (etcd over https), a comma-separated
+	// list of "system" (the system's store) and PEM files; default "system".
+	SSLTrustedCertificate string
 }
 
 // Listen is an address to listen on; IP "" means every address.
@@ -156,6 +160,9 @@ type EtcdTLS struct {
 	Key    string
 	SNI    string
 	Verify bool // default true
+	// TrustedCA is apisix.ssl.ssl_trusted_certificate (APISIX verifies
+	// etcd's certificate against it), copied here when config.yaml is read.
+	TrustedCA string
 }
 
 // Provider says where a node's routes, services and upstreams come from.
@@ -243,11 +250,12 @@ var defaultPlugins = []string{
 func Default() *Config {
 	return &Config{
 		APISIX: APISIXConfig{
-			NodeListen:         []Listen{{Port: 9080}},
-			EnableServerTokens: true,
-			RouterHTTP:         "radixtree_host_uri",
-			EnableAdmin:        true,
-			EnableControl:      true,
+			NodeListen:            []Listen{{Port: 9080}},
+			EnableServerTokens:    true,
+			SSLTrustedCertificate: "system",
+			RouterHTTP:            "radixtree_host_uri",
+			EnableAdmin:           true,
+			EnableControl:         true,
 		},
 		NginxConfig: NginxConfig{
 			ErrorLogLevel:     "warn",
@@ -285,7 +293,7 @@ func Default() *Config {
 				Timeout:      30,
 				WatchTimeout: 50,
 				StartupRetry: 2,
-				TLS:          EtcdTLS{Verify: true},
+				TLS:          EtcdTLS{Verify: true, TrustedCA: "system"},
 			},
 		},
 		Plugins: slices.Clone(defaultPlugins),
@@ -555,7 +563,7 @@ func (p *cfgParser) apisix() section {
 	return unsupported(
 		"enable_dev_mode", "enable_reuseport", "enable_ipv6", "enable_http2",
 		"extra_lua_path", "extra_lua_cpath", "proxy_cache", "normalize_uri_like_servlet",
-		"proxy_mode", "resolver_timeout", "enable_resolv_search_opt", "ssl",
+		"proxy_mode", "resolver_timeout", "enable_resolv_search_opt",
 		"disable_sync_configuration_during_start", "worker_startup_time_threshold",
 		"data_encryption", "events", "lru", "dns_resolver", "dns_resolver_valid",
 		"stream_proxy", "proxy_protocol", "lua_module_hook", "control", "id", "status",
@@ -564,6 +572,15 @@ func (p *cfgParser) apisix() section {
 	).with(section{
 		"node_listen":          p.nodeListen,
 		"enable_server_tokens": p.boolean(&a.EnableServerTokens),
+		"ssl": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, unsupported(
+				"enable", "listen", "ssl_protocols", "ssl_ciphers", "ssl_session_tickets",
+				"ssl_trusted_combined_path", "fallback_sni", "key_encrypt_salt", "ssl_session_cache",
+				"ssl_session_timeout",
+			).with(section{
+				"ssl_trusted_certificate": p.str(&a.SSLTrustedCertificate),
+			}))
+		},
 		"router": func(k string, n *yaml.Node) error {
 			return p.walk(k, n, unsupported("ssl").with(section{
 				"http": func(k string, n *yaml.Node) error {
@@ -863,5 +880,6 @@ func (p *cfgParser) finish() error {
 	if d.Role == "traditional" && d.RoleTraditional.ConfigProvider == "" {
 		d.RoleTraditional.ConfigProvider = "etcd"
 	}
+	d.Etcd.TLS.TrustedCA = p.c.APISIX.SSLTrustedCertificate
 	return nil
 }

@@ -74,6 +74,8 @@ apisix:
   enable_control: false
   delete_uri_tail_slash: true
   show_upstream_status_in_response_header: true
+  ssl:
+    ssl_trusted_certificate: system, /etc/coregate/ca.pem
 nginx_config:
   worker_processes: 4
   error_log_level: info
@@ -141,6 +143,7 @@ plugin_attr:
 		RouterHTTP:                         "radixtree_uri",
 		DeleteURITailSlash:                 true,
 		ShowUpstreamStatusInResponseHeader: true,
+		SSLTrustedCertificate:              "system, /etc/coregate/ca.pem",
 	}
 	want.NginxConfig = NginxConfig{
 		WorkerProcesses:   4,
@@ -168,7 +171,8 @@ plugin_attr:
 		AdminListen:     Listen{IP: "127.0.0.1", Port: 19180},
 		AdminAPIVersion: "v3",
 	}
-	want.Deployment.Etcd = EtcdConfig{Host: []string{"http://etcd:2379"}, External: true, Prefix: "/gw", Timeout: 5, WatchTimeout: 50, StartupRetry: 2, User: "root", Password: "secret"}
+	want.Deployment.Etcd = EtcdConfig{Host: []string{"http://etcd:2379"}, External: true, Prefix: "/gw", Timeout: 5, WatchTimeout: 50, StartupRetry: 2, User: "root", Password: "secret",
+		TLS: EtcdTLS{TrustedCA: "system, /etc/coregate/ca.pem"}}
 	want.Plugins = []string{"limit-count", "prometheus"}
 	want.PluginAttr = map[string]json.RawMessage{"prometheus": json.RawMessage(`{"export_addr":{"ip":"0.0.0.0","port":9092}}`)}
 	want.Prometheus.ExportAddr = Listen{IP: "0.0.0.0", Port: 9092}
@@ -217,7 +221,7 @@ whatever: 1
 		"unknown key apisix.foo.bar",
 		"unknown key apisix.foo.baz",
 		"not supported yet: apisix.enable_ipv6",
-		"not supported yet: apisix.ssl",
+		"not supported yet: apisix.ssl.enable",
 		"not supported yet: apisix.router.ssl",
 		"not supported yet: nginx_config.http.lua_shared_dict",
 		"unknown key nginx_config.http.typo",

@@ -118,5 +118,8 @@ func (s *Spec) SetHash() [32]byte {
 		b = []byte(err.Error())
 	}
 	s.Hash = sha256.Sum256(b)
+	if err == nil && len(b) >= 2 {
+		_, _ = encoded.do(s.Hash, func() ([]byte, error) { return withHash(b, s.Hash), nil })
+	}
 	return s.Hash
 }

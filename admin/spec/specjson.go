@@ -4,12 +4,76 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 )
 
 // specFields is Spec without its methods, so that MarshalJSON and
 // UnmarshalJSON can use the struct tags of Spec's own fields (one list of
 // fields: Spec's).
 type specFields Spec
+
+// encoded keeps the JSON form of the last Specs written, by Hash, so that
+// a configuration is encoded once however many times, and from however
+// many goroutines at once, it is written (the local copy of the store and
+// the Config frame to the workers, at the same time; after SetHash). The
+// hash names the content, provided it is set after the last change, as
+// Hash itself requires.
+var encoded encodings
+
+type encodings struct {
+	mu   sync.Mutex
+	ents [4]*encoding
+	next int
+}
+
+// encoding is one Spec's JSON form, made once.
+type encoding struct {
+	hash [32]byte
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// entry returns the entry of hash h, made (empty) when there is none.
+func (e *encodings) entry(h [32]byte) *encoding {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, en := range e.ents {
+		if en != nil && en.hash == h {
+			return en
+		}
+	}
+	en := &encoding{hash: h}
+	e.ents[e.next] = en
+	e.next = (e.next + 1) % len(e.ents)
+	return en
+}
+
+// do returns the JSON form of hash h, made by f once: callers at the same
+// time wait for the first. The bytes are shared: read only. A zero h is
+// not kept.
+func (e *encodings) do(h [32]byte, f func() ([]byte, error)) ([]byte, error) {
+	if h == ([32]byte{}) {
+		return f()
+	}
+	en := e.entry(h)
+	en.once.Do(func() { en.b, en.err = f() })
+	return en.b, en.err
+}
+
+// withHash returns canonical JSON (an object, without "hash") with the hash
+// added as its last member: MarshalJSON's form.
+func withHash(canon []byte, h [32]byte) []byte {
+	b := make([]byte, 0, len(canon)+len(`,"hash":""`)+2*len(h))
+	b = append(b, canon[:len(canon)-1]...)
+	if len(canon) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, `"hash":"`...)
+	b = hex.AppendEncode(b, h[:])
+	return append(b, `"}`...)
+}
 
 // specJSON adds the hash, in hex, to Spec's fields; the outer Hash hides
 // the embedded one (tagged "-" anyway).
@@ -19,9 +83,18 @@ type specJSON struct {
 }
 
 // MarshalJSON writes the Spec with its Hash in hex ("hash", absent when
-// zero). Objects are written in their stored form (ids, nodes and vars as
+// zero), encoded once per Hash (see encoded). Objects are written in their stored form (ids, nodes and vars as
 // written), so that decoding gives back an equal Spec.
 func (s Spec) MarshalJSON() ([]byte, error) {
+	b, err := encoded.do(s.Hash, s.marshalFields)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(b), nil
+}
+
+// marshalFields is MarshalJSON without the kept encoding.
+func (s Spec) marshalFields() ([]byte, error) {
 	w := specJSON{specFields: (*specFields)(&s)}
 	if s.Hash != ([32]byte{}) {
 		w.Hash = hex.EncodeToString(s.Hash[:])

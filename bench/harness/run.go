@@ -220,6 +220,7 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 			mode = fmt.Sprintf("fixed %.0f req/s c%d", s.Load.Rate, conns)
 		}
 		rows[i] = report.Row{Scenario: s.Name, Title: s.Title, Group: s.Group, Routes: s.Routes, Consumers: s.Consumers,
+			Equivalent: s.Equivalent(), Baseline: s.Baseline,
 			Upstream: s.Upstream, Workers: t.workers, Target: t.name, Mode: mode, Rounds: samples[i], Median: report.Median(samples[i])}
 		md := rows[i].Median
 		r.logf("%-14s w%d %-16s %8.0f req/s  p99 %6.2f ms  cpu %6.1f µs/req  rss %5.1f MiB\n",

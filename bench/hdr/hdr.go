@@ -95,6 +95,16 @@ func (h *Histogram) RecordN(v, n uint64) {
 // Count returns the number of recorded values.
 func (h *Histogram) Count() uint64 { return h.total }
 
+// CountAbove returns the number of recorded values above v, within the
+// histogram's precision: a bucket that holds v counts as not above it.
+func (h *Histogram) CountAbove(v uint64) uint64 {
+	var n uint64
+	for i := index(v) + 1; i < len(h.counts); i++ {
+		n += h.counts[i]
+	}
+	return n
+}
+
 // Min returns the smallest recorded value, or 0 when empty.
 func (h *Histogram) Min() uint64 {
 	if h.total == 0 {

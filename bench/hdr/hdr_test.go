@@ -118,3 +118,15 @@ func TestQuantileRange(t *testing.T) {
 		}
 	}
 }
+
+func TestCountAbove(t *testing.T) {
+	h := New()
+	for _, v := range []uint64{1, 5, 10_000_000, 10_000_001, 12_000_000, 50_000_000} {
+		h.Record(v)
+	}
+	for _, tc := range []struct{ v, want uint64 }{{0, 6}, {5, 4}, {10_000_000, 2}, {12_000_000, 1}, {50_000_000, 0}} {
+		if got := h.CountAbove(tc.v); got != tc.want {
+			t.Errorf("CountAbove(%d) = %d, want %d", tc.v, got, tc.want)
+		}
+	}
+}

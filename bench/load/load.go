@@ -27,6 +27,9 @@ type Config struct {
 	MaxRequests uint64         // stop after this many responses; 0 for no limit
 	Timeout     time.Duration  // a response slower than this is an error; default 2 s
 	Progress    func(Progress) // if set, called about once a second on the generator's thread
+	// Stop, if set, ends the run early once it reads true (within the
+	// generator's 100 ms tick); Elapsed is then the time run.
+	Stop *atomic.Bool
 }
 
 // Progress is a running count, passed to Config.Progress.
@@ -248,7 +251,7 @@ func (g *gen) loop() (Result, error) {
 			g.res.Elapsed = time.Duration(deadline)
 			return g.res, nil
 		}
-		if g.cfg.MaxRequests > 0 && g.res.Requests >= g.cfg.MaxRequests {
+		if g.cfg.MaxRequests > 0 && g.res.Requests >= g.cfg.MaxRequests || g.cfg.Stop != nil && g.cfg.Stop.Load() {
 			g.res.Elapsed = time.Duration(t)
 			return g.res, nil
 		}

@@ -92,6 +92,13 @@ type Row struct {
 	QPSRatio  float64  `json:"qps_ratio,omitempty"` // ÷ nginx, same scenario and workers
 	CPURatio  float64  `json:"cpu_ratio,omitempty"`
 	P99Ratio  float64  `json:"p99_ratio,omitempty"`
+	// Plugin scenarios: what nginx does in their place (Equivalent, "":
+	// nothing but proxying), and the scenario whose nginx row is the
+	// no-plugin reference (Baseline), with the ratios to it.
+	Equivalent   string  `json:"equivalent,omitempty"`
+	Baseline     string  `json:"baseline,omitempty"`
+	BaseQPSRatio float64 `json:"base_qps_ratio,omitempty"`
+	BaseCPURatio float64 `json:"base_cpu_ratio,omitempty"`
 }
 
 // Pending is a scenario listed but not run.
@@ -195,6 +202,17 @@ func (r *Run) SetRatios() {
 			row.CPURatio = ratio(row.Median.CPUus, ref.CPUus)
 		}
 		row.P99Ratio = ratio(row.Median.P99, ref.P99)
+	}
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		row.BaseQPSRatio, row.BaseCPURatio = 0, 0
+		if row.Baseline == "" || row.Target != Coregate {
+			continue
+		}
+		if base := r.find(row.Baseline, Nginx, row.Workers); base != nil {
+			row.BaseQPSRatio = ratio(row.Median.QPS, base.Median.QPS)
+			row.BaseCPURatio = ratio(row.Median.CPUus, base.Median.CPUus)
+		}
 	}
 }
 
@@ -305,6 +323,26 @@ func (r *Run) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %d / %d | %s | %s%s | %s | %.2f | %.2f | %s | %s | %s | %s |\n",
 				row.Title, row.Routes, row.Consumers, yesNo(row.Upstream), row.Target, noisyMark(md),
 				fmtQPS(md.QPS), md.P99, md.P95, cpuCell(row), rssCell(row), fmtRatio(row.QPSRatio), fmtRatio(row.CPURatio))
+		}
+		b.WriteString("\n")
+	}
+	var plugged []Row
+	for _, row := range r.rowsIn("main") {
+		if row.Baseline != "" && row.Target == Coregate {
+			plugged = append(plugged, row)
+		}
+	}
+	if len(plugged) > 0 {
+		b.WriteString("Plugin rows: coregate against nginx proxying with no plugin (the target: ≥ 1.0× QPS, ≤ 1.0× CPU/req), and against nginx doing the nearest job:\n\n")
+		b.WriteString("| scenario | routes / consumers | nginx's nearest job | QPS ÷ nginx no plugin | CPU/req ÷ nginx no plugin | QPS ÷ nginx same job | CPU/req ÷ nginx same job |\n")
+		b.WriteString("|---|---|---|---:|---:|---:|---:|\n")
+		for _, row := range plugged {
+			job := row.Equivalent
+			if job == "" {
+				job = "proxy only"
+			}
+			fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s | %s | %s |\n", row.Title, row.Routes, row.Consumers, job,
+				fmtRatio(row.BaseQPSRatio), fmtRatio(row.BaseCPURatio), fmtRatio(row.QPSRatio), fmtRatio(row.CPURatio))
 		}
 		b.WriteString("\n")
 	}

@@ -198,3 +198,29 @@ func TestNiceMax(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// TestPluginRatios: a plugin row is compared with nginx doing the same
+// job (its own scenario) and with nginx proxying without plugins (its
+// baseline), and the second table shows both.
+func TestPluginRatios(t *testing.T) {
+	r := sampleRun()
+	mk := func(target string, qps, cpu float64) Row {
+		s := Sample{QPS: qps, P99: 1, CPUus: cpu}
+		return Row{Scenario: "key-auth", Title: "key-auth", Group: "main", Routes: 1, Consumers: 1, Workers: 1, Target: target,
+			Rounds: []Sample{s}, Median: s, Equivalent: "map of API keys", Baseline: "no-plugin"}
+	}
+	r.Rows = append(r.Rows, mk(Coregate, 38000, 21), mk(Nginx, 33000, 28))
+	r.SetRatios()
+	got := r.Rows[len(r.Rows)-2]
+	if math.Abs(got.BaseQPSRatio-38000.0/35000) > 1e-9 || math.Abs(got.BaseCPURatio-21.0/26) > 1e-9 ||
+		math.Abs(got.QPSRatio-38000.0/33000) > 1e-9 {
+		t.Errorf("ratios: base %.3f %.3f, same job %.3f", got.BaseQPSRatio, got.BaseCPURatio, got.QPSRatio)
+	}
+	if r.Rows[len(r.Rows)-1].BaseQPSRatio != 0 || r.Rows[0].BaseQPSRatio != 0 {
+		t.Error("base ratios set on nginx or no-plugin rows")
+	}
+	md := r.Markdown()
+	if !strings.Contains(md, "| key-auth | 1 / 1 | map of API keys | 1.09× | 0.81× | 1.15× | 0.75× |") {
+		t.Errorf("plugin table missing or wrong:\n%s", md)
+	}
+}

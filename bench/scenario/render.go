@@ -65,7 +65,11 @@ func CoregateRoutes(s Scenario, upstream string) []byte {
 // NginxConfig renders the nginx reference for s: a reverse proxy with
 // upstream keep-alive (keepalive 320, HTTP/1.1, Connection ""), access log
 // off, the same route table as exact-match locations, all state under dir.
-// Plugins have no nginx counterpart: nginx stays the plain-proxy floor.
+// A scenario with plugins gets nginx's nearest equivalent of each (see
+// Equivalent): limit_req for limit-count, a map of the API keys with a 401
+// for key-auth, return 200 for mocking; prometheus has none that counts
+// per request (stub_status only counts connections), so nginx does
+// nothing for it.
 // Keep-alive requests towards clients are unlimited in practice, as the
 // seeds' upstream configures them (keepalive_requests 1e8), and so are
 // those towards the upstream unless s.KeepaliveRequests says otherwise. Like
@@ -100,11 +104,29 @@ http {
         keepalive 320;
         keepalive_requests %[5]d;
     }
-    server {
-        listen 127.0.0.1:%[4]d reuseport;
 `, workers, dir, upstream, port, s.keepaliveRequests())
+	limit, keys := s.HasPlugin("limit-count"), s.HasPlugin("key-auth")
+	if limit {
+		// limit-count's count per time_window as a rate nginx never
+		// reaches: the bookkeeping without the rejections
+		b.WriteString("    limit_req_zone $binary_remote_addr zone=limitcount:10m rate=16666666r/s;\n")
+	}
+	if keys {
+		b.WriteString("    map $http_apikey $consumer {\n        default \"\";\n")
+		for i := 1; i <= s.Consumers; i++ {
+			fmt.Fprintf(&b, "        \"user-key%d\" user%d;\n", i, i)
+		}
+		b.WriteString("    }\n")
+	}
+	fmt.Fprintf(&b, "    server {\n        listen 127.0.0.1:%d reuseport;\n", port)
 	for id := 1; id <= s.Routes; id++ {
 		fmt.Fprintf(&b, "        location = %s {\n", URI(id, s.Routes))
+		if keys {
+			b.WriteString("            if ($consumer = \"\") {\n                return 401;\n            }\n")
+		}
+		if limit {
+			b.WriteString("            limit_req zone=limitcount burst=1000000 nodelay;\n")
+		}
 		if s.Upstream {
 			b.WriteString("            proxy_pass http://backend;\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";\n")
 		} else {

@@ -45,6 +45,9 @@ type Scenario struct {
 	// serves before both gateways close it and dial anew
 	// (keepalive_requests); 0 means unlimited (1e8, the seeds' setting).
 	KeepaliveRequests int
+	// Baseline is the no-plugin scenario with as many routes, whose nginx
+	// row a plugin scenario is also compared with; "" for the others.
+	Baseline string
 	// Ready is false for scenarios whose plugins coregate does not have
 	// yet: they are listed in reports as pending and run only when named.
 	Ready bool
@@ -70,7 +73,7 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 		scale = append(scale, w)
 	}
 	scale = append(scale, top)
-	return []Scenario{
+	all := []Scenario{
 		{Name: "no-plugin", Title: "no plugins", Group: GroupMain, Routes: 1, Upstream: true, Workers: one, Load: c16, Ready: true},
 		{Name: "no-plugin-100", Title: "no plugins", Group: GroupMain, Routes: 100, Upstream: true, Workers: one, Load: c16, Ready: true},
 		{Name: "routes-5000", Title: "5000 routes", Group: GroupMain, Routes: 5000, Upstream: true, Workers: one, Load: c16, Ready: true},
@@ -95,6 +98,36 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 		{Name: "latency", Title: fmt.Sprintf("no plugins at %.0f req/s", rate), Group: GroupLatency, Routes: 1, Upstream: true,
 			Workers: one, Load: Load{Conns: 16, Rate: rate}, Ready: true},
 	}
+	for i := range all {
+		if s := &all[i]; s.Plugins != "" {
+			s.Baseline = "no-plugin"
+			if s.Routes == 100 {
+				s.Baseline = "no-plugin-100"
+			}
+		}
+	}
+	return all
+}
+
+// HasPlugin reports whether the scenario's routes carry plugin name.
+func (s Scenario) HasPlugin(name string) bool {
+	return strings.Contains(s.Plugins, `"`+name+`"`)
+}
+
+// Equivalent names what the nginx reference does for the scenario's
+// plugins (NginxConfig), "" when it has none.
+func (s Scenario) Equivalent() string {
+	var parts []string
+	if s.HasPlugin("key-auth") {
+		parts = append(parts, "map of API keys")
+	}
+	if s.HasPlugin("limit-count") {
+		parts = append(parts, "limit_req")
+	}
+	if !s.Upstream {
+		parts = append(parts, "return 200")
+	}
+	return strings.Join(parts, " + ")
 }
 
 // ConnsFor returns the connections l opens against a gateway of w workers.

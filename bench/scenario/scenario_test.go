@@ -206,6 +206,33 @@ func TestNginxConfig(t *testing.T) {
 	}
 }
 
+// TestNginxEquivalents: plugin scenarios give nginx the nearest job.
+func TestNginxEquivalents(t *testing.T) {
+	sc, err := Select(Seeds(1, 1), "key-auth-limit-count-100,limit-count,no-plugin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := string(NginxConfig(sc[0], "/tmp/x", 8080, 1, "127.0.0.1:1980"))
+	for _, want := range []string{"limit_req_zone $binary_remote_addr", "limit_req zone=limitcount", "map $http_apikey $consumer {",
+		`"user-key100" user100;`, `if ($consumer = "") {`} {
+		if !strings.Contains(both, want) {
+			t.Errorf("key-auth + limit-count: nginx.conf lacks %q", want)
+		}
+	}
+	if n := strings.Count(both, "limit_req zone="); n != 100 {
+		t.Errorf("%d limit_req lines, want one per route", n)
+	}
+	if lc := string(NginxConfig(sc[1], "/tmp/x", 8080, 1, "127.0.0.1:1980")); strings.Contains(lc, "map $http_apikey") || !strings.Contains(lc, "limit_req zone=") {
+		t.Errorf("limit-count: want limit_req only:\n%s", lc)
+	}
+	if plain := string(NginxConfig(sc[2], "/tmp/x", 8080, 1, "127.0.0.1:1980")); strings.Contains(plain, "limit_req") || strings.Contains(plain, "map ") {
+		t.Errorf("no plugins: nginx does more than proxy:\n%s", plain)
+	}
+	if got := sc[0].Equivalent(); got != "map of API keys + limit_req" {
+		t.Errorf("Equivalent = %q", got)
+	}
+}
+
 // TestNginxAccepts has nginx itself check the rendered configuration.
 func TestNginxAccepts(t *testing.T) {
 	bin, err := exec.LookPath("nginx")
@@ -214,7 +241,12 @@ func TestNginxAccepts(t *testing.T) {
 			t.Skip("nginx not installed")
 		}
 	}
-	for _, s := range []Scenario{Seeds(1, 1)[0], Seeds(1, 1)[3]} {
+	seeds := Seeds(1, 1)
+	equiv, err := Select(seeds, "mocking,key-auth-limit-count-100,limit-count-prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append([]Scenario{seeds[0], seeds[3]}, equiv...) {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "nginx.conf")
 		if err := os.WriteFile(conf, NginxConfig(s, dir, 1, 1, "127.0.0.1:1"), 0o644); err != nil {

@@ -25,6 +25,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	_ "coregate/plugins/all" // the plugins, registered in plugins.Default
 )
 
 func main() {

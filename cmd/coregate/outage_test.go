@@ -171,6 +171,22 @@ func TestEtcdOutage(t *testing.T) {
 	if v, err := reachable(c, mport); v != "1" {
 		t.Fatalf("apisix_etcd_reachable %q (%v), want 1", v, err)
 	}
+	// The modify indexes, as APISIX names them: the route just put is the
+	// newest object, and the text passes promtool.
+	if promtool, err := exec.LookPath("promtool"); err == nil || os.Getenv("CI") == "true" {
+		m := do(t, c, "GET", fmt.Sprintf("http://127.0.0.1:%d/m", mport), "", nil, nil)
+		promCheck(t, promtool, m.body)
+		idx := map[string]string{}
+		for _, l := range strings.Split(m.body, "\n") {
+			if rest, ok := strings.CutPrefix(l, `apisix_etcd_modify_indexes{key="`); ok {
+				k, v, _ := strings.Cut(rest, `"} `)
+				idx[k] = v
+			}
+		}
+		if len(idx) != 11 || idx["routes"] == "0" || idx["routes"] != idx["max_modify_index"] || idx["ssls"] != "0" {
+			t.Fatalf("apisix_etcd_modify_indexes: %v, want 11 keys, routes the newest", idx)
+		}
+	}
 
 	// Steady traffic on its own connection for the whole outage.
 	var ok, failed atomic.Int64

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
 	"coregate/admin/standalone"
+	"coregate/admin/store/storesync"
 	"coregate/bpf"
 	"coregate/worker/shm"
 	"coregate/worker/supervisor"
@@ -107,6 +109,13 @@ func runSupervisor(args []string) error {
 			}
 			return 0
 		}))
+		for _, key := range append(slices.Clone(storesync.IndexedResources), "max_modify_index", "prev_index", "x_etcd_index") {
+			collectors = append(collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "apisix_etcd_modify_indexes",
+				Help:        "Etcd modify index for APISIX keys",
+				ConstLabels: prometheus.Labels{"key": key},
+			}, func() float64 { return float64(node.sync.ModifyIndexes()[key]) }))
+		}
 		if nc.APISIX.EnableAdmin {
 			stopAdmin, err := serveAdmin(nc, node.store, log)
 			if err != nil {

@@ -183,7 +183,8 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 			}
 			switch t {
 			case control.Config:
-				_ = applyConfig(w, ctrl, payload, log)
+				// built beside the loop, on the same CPU, below its priority
+				worker.Background(func() { _ = applyConfig(w, ctrl, payload, log) })
 			case control.Drain:
 				var m control.DrainMsg
 				_ = json.Unmarshal(payload, &m)

@@ -292,13 +292,17 @@ func (c *Ctx) addUp(name string, value []byte) {
 // SetRequestHeader implements plugins.Ctx.
 func (c *Ctx) SetRequestHeader(name string, value []byte) {
 	c.editHeaders()
-	kept := c.upHeaders[:0]
-	for _, h := range c.upHeaders {
-		if !strings.EqualFold(h.Name, name) {
-			kept = append(kept, h)
+	// Compact by swapping, not copying, so that each slot keeps a value
+	// buffer of its own: addUp reuses the buffers of the slots past the
+	// end, which a copy would leave shared with a kept header.
+	k := 0
+	for i := range c.upHeaders {
+		if !strings.EqualFold(c.upHeaders[i].Name, name) {
+			c.upHeaders[k], c.upHeaders[i] = c.upHeaders[i], c.upHeaders[k]
+			k++
 		}
 	}
-	c.upHeaders = kept
+	c.upHeaders = c.upHeaders[:k]
 	if value != nil {
 		c.addUp(name, value)
 	}

@@ -3,6 +3,7 @@ package plugintest
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -179,4 +180,20 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(string, ...any) {
 	f.failed = true
 	panic("fatal")
+}
+
+// TestUpstreamHeaderBuffers: removing a header, then setting another,
+// leaves the values of the headers kept as they were.
+func TestUpstreamHeaderBuffers(t *testing.T) {
+	c := NewCtx("GET", "/").WithHeader("A", "a-value").WithHeader("B", "b-value").WithHeader("C", "c-value")
+	c.SetRequestHeader("A", nil)
+	c.SetRequestHeader("D", []byte("XXXXXXX"))
+	c.AddRequestHeader("E", []byte("YYYYYYY"))
+	var got []string
+	for _, h := range c.UpstreamHeaders() {
+		got = append(got, h.Name+": "+string(h.Value))
+	}
+	if want := "B: b-value|C: c-value|D: XXXXXXX|E: YYYYYYY"; strings.Join(got, "|") != want {
+		t.Fatalf("upstream headers %q, want %q", strings.Join(got, "|"), want)
+	}
 }

@@ -34,9 +34,15 @@ func startPinned(cpu int, start func() error) error {
 
 // PinAllThreads pins every thread of this process to cpu, for a worker that
 // was not started pinned (and as a check that it was).
-func PinAllThreads(cpu int) error {
+func PinAllThreads(cpu int) error { return PinAllThreadsTo([]int{cpu}) }
+
+// PinAllThreadsTo confines every thread of this process to cpus. Threads
+// made later inherit the mask of the thread that makes them.
+func PinAllThreadsTo(cpus []int) error {
 	var set unix.CPUSet
-	set.Set(cpu)
+	for _, c := range cpus {
+		set.Set(c)
+	}
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return err
@@ -47,7 +53,7 @@ func PinAllThreads(cpu int) error {
 			continue
 		}
 		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("supervisor: pin thread %d: %w", tid, err)
+			return fmt.Errorf("supervisor: pin thread %d to %s: %w", tid, FormatCPUList(cpus), err)
 		}
 	}
 	return nil

@@ -103,6 +103,10 @@ type Supervisor struct {
 	reload *pendingReload
 	// epoch is the origin of the heartbeat times (monotonic).
 	epoch time.Time
+	// allowed is this process's CPU affinity at start; placed, the CPUs
+	// its own threads were last confined to (placeSelf).
+	allowed []int
+	placed  string
 }
 
 type pendingReload struct {
@@ -193,12 +197,12 @@ func New(opts Options) (*Supervisor, error) {
 		}
 		opts.Exe = exe
 	}
+	allowed, err := AllowedCPUs()
+	if err != nil {
+		return nil, err
+	}
 	if len(opts.CPUs) == 0 {
-		cpus, err := AllowedCPUs()
-		if err != nil {
-			return nil, err
-		}
-		opts.CPUs = cpus
+		opts.CPUs = allowed
 	}
 	opts.Workers = nodeconf.Workers(opts.Workers, len(opts.CPUs))
 	if opts.DrainTimeout <= 0 {
@@ -211,7 +215,7 @@ func New(opts Options) (*Supervisor, error) {
 		opts.StallRestart = DefaultStallRestart
 	}
 	opts.StallRestart = max(opts.StallRestart, opts.StallAfter)
-	s := &Supervisor{opts: opts, log: opts.Log, events: make(chan event, 64), epoch: time.Now()}
+	s := &Supervisor{opts: opts, log: opts.Log, events: make(chan event, 64), epoch: time.Now(), allowed: allowed}
 	sp, err := opts.Source.Load()
 	if err != nil {
 		return nil, err
@@ -403,6 +407,41 @@ func (s *Supervisor) resize(n int) {
 			s.log.Error("selector: set live workers", "err", err)
 		}
 	}
+	s.placeSelf()
+}
+
+// placeSelf confines the supervisor's own threads (the Admin API, the
+// embedded etcd, the configuration watch and its encoding, metrics) to
+// the CPUs of its affinity that no worker is pinned to, so that a burst of
+// configuration changes does not take CPU time from a worker's event
+// loop. When every CPU has a worker, the supervisor keeps them all, as
+// nginx's master shares the workers' cores.
+func (s *Supervisor) placeSelf() {
+	if len(s.allowed) == 0 {
+		return
+	}
+	used := map[int]bool{}
+	for _, p := range s.workers {
+		used[p.cpu] = true
+	}
+	var spare []int
+	for _, c := range s.allowed {
+		if !used[c] {
+			spare = append(spare, c)
+		}
+	}
+	if len(spare) == 0 {
+		spare = s.allowed
+	}
+	list := FormatCPUList(spare)
+	if err := PinAllThreadsTo(spare); err != nil {
+		s.log.Warn("supervisor: cannot confine its threads", "cpus", list, "err", err)
+		return
+	}
+	if list != s.placed {
+		s.placed = list
+		s.log.Info("supervisor threads placed", "cpus", list)
+	}
 }
 
 func (s *Supervisor) spawn(p *proc) {
@@ -435,6 +474,9 @@ func (s *Supervisor) spawn(p *proc) {
 	// A worker whose supervisor dies drains and exits.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	err = startPinned(p.cpu, cmd.Start)
+	// a thread the runtime made while the starting one was pinned to
+	// p.cpu inherited that mask
+	s.placeSelf()
 	_ = child.Close()
 	if err != nil {
 		_ = parent.Close()

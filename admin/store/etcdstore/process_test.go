@@ -303,8 +303,8 @@ func writeCert(t *testing.T, dir, name string, ca *x509.Certificate, caKey *ecds
 // TestEtcdProcessTLS: deployment.etcd.tls reaches etcd: an etcd process on
 // https that requires a client certificate is read with tls.cert and
 // tls.key and verify: false; verify: true refuses its certificate (signed
-// by a CA the system does not trust), and so does etcd a client without a
-// certificate.
+// by a CA the system does not trust) unless apisix.ssl.ssl_trusted_certificate
+// names that CA; etcd refuses a client without a certificate.
 func TestEtcdProcessTLS(t *testing.T) {
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
@@ -361,6 +361,16 @@ func TestEtcdProcessTLS(t *testing.T) {
 	}
 	if _, err := open(nodeconf.EtcdTLS{Cert: cliCert, Key: cliKey, Verify: true}).Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("verify: true with an untrusted server certificate: %v, want ErrUnavailable", err)
+	}
+	// apisix.ssl.ssl_trusted_certificate names the CA: verify: true passes,
+	// with the system's CAs beside it or without them.
+	for _, trusted := range []string{caPath, "system, " + caPath} {
+		if _, err := open(nodeconf.EtcdTLS{Cert: cliCert, Key: cliKey, Verify: true, TrustedCA: trusted}).Get(ctx, "/apisix/routes/1"); err != nil {
+			t.Fatalf("verify: true, ssl_trusted_certificate %q: %v", trusted, err)
+		}
+	}
+	if _, err := OptionsFrom(nodeconf.EtcdConfig{Host: []string{client}, TLS: nodeconf.EtcdTLS{Verify: true, TrustedCA: cliKey}}); err == nil {
+		t.Fatal("OptionsFrom with a trusted CA file that holds no certificate: no error")
 	}
 	if _, err := open(nodeconf.EtcdTLS{Verify: false}).Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("no client certificate: %v, want ErrUnavailable", err)

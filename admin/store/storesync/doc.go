@@ -12,9 +12,10 @@
 // rest is served. Objects keep the order of their creation (etcd's create
 // revision), as the Admin API lists them.
 //
-// Changes are coalesced: the first event of a burst starts a short timer
-// (Coalesce, 5 ms by default) and everything that arrives before it fires
-// is applied at once, so a burst costs one Spec and the delay is bounded.
+// Changes are coalesced without delaying a lone one: a change that comes
+// after a quiet Coalesce (5 ms by default) is published at once; the
+// changes that follow it within that time are applied together when it
+// ends, so a burst costs one Spec per Coalesce and the delay is bounded.
 // A watch that ends — the revision was compacted, or etcd went away —
 // starts over from a full read once etcd answers again: the changes made
 // meanwhile arrive with it.

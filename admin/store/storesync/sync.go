@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,8 +39,10 @@ type Options struct {
 	// CachePath is the local copy of the last good configuration; ""
 	// keeps none.
 	CachePath string
-	// Coalesce is how long after the first event of a burst the Spec is
-	// built; DefaultCoalesce when 0.
+	// Coalesce is the shortest time between two Specs: a change that
+	// comes after a quiet Coalesce is published at once, one that comes
+	// sooner waits for the rest of that time with the changes that follow
+	// it; DefaultCoalesce when 0.
 	Coalesce time.Duration
 	// Retry is the wait between two tries to reach an unreachable store;
 	// DefaultRetry when 0.
@@ -58,6 +61,8 @@ type Syncer struct {
 
 	// Owned by the goroutine running Load and then Watch.
 	objs     map[string]*object // by key
+	mods     map[string]int64   // ModRevision by key, of every resource ModifyIndexes counts
+	prevIdx  int64              // the highest ModRevision of the keys read or changed (a deletion's included)
 	rev      int64              // the revision objs reflect (0: none read)
 	lastHash [32]byte           // of the last Spec handed on or loaded
 
@@ -65,6 +70,7 @@ type Syncer struct {
 	toCache   chan cacheItem // to the local copy's writer, while Watch runs
 	reachable atomic.Bool
 	revision  atomic.Int64
+	indexes   atomic.Pointer[map[string]int64] // ModifyIndexes, set by publish
 	cacheMu   sync.Mutex
 }
 
@@ -95,12 +101,30 @@ func New(o Options) *Syncer {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}}
+	return &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}, mods: map[string]int64{}}
 }
 
 // Reachable reports whether the store answered the last call made to it
 // (apisix_etcd_reachable).
 func (s *Syncer) Reachable() bool { return s.reachable.Load() }
+
+// IndexedResources are the resources whose modify index ModifyIndexes
+// reports, as APISIX's apisix_etcd_modify_indexes does.
+var IndexedResources = []string{"consumers", "global_rules", "protos", "routes", "services", "ssls", "stream_routes", "upstreams"}
+
+// ModifyIndexes is APISIX's apisix_etcd_modify_indexes as of the last
+// Spec handed on: for each of IndexedResources the highest ModRevision of
+// its objects (0 when it has none), max_modify_index the highest of
+// those, prev_index the highest ModRevision read or changed under the
+// prefix (a deletion's included), and x_etcd_index the store's revision
+// as last reported. Nil before the
+// first read. The map is shared: read only.
+func (s *Syncer) ModifyIndexes() map[string]int64 {
+	if m := s.indexes.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
 
 // Revision is the store revision of the Spec last handed on (0 before
 // the first read, and while serving the local copy).
@@ -216,6 +240,7 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 	ch := s.opts.Store.Watch(wctx, s.dir, s.rev+1)
 	var timer *time.Timer
 	var fire <-chan time.Time
+	var last time.Time // the last publication
 	pending := false
 	defer func() {
 		if timer != nil {
@@ -229,6 +254,7 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 		case <-fire:
 			fire = nil
 			pending = false
+			last = time.Now()
 			s.publish(onChange, onError)
 		case wr, ok := <-ch:
 			if !ok {
@@ -248,15 +274,25 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 				s.apply(ev)
 			}
 			s.rev = max(s.rev, wr.Revision)
-			if !pending {
-				pending = true
-				if timer == nil {
-					timer = time.NewTimer(s.opts.Coalesce)
-				} else {
-					timer.Reset(s.opts.Coalesce)
-				}
-				fire = timer.C
+			if pending {
+				break
 			}
+			// A change after a quiet Coalesce is published at once; one
+			// that follows a publication closer than that waits for the
+			// rest of the window, with whatever else comes meanwhile.
+			wait := s.opts.Coalesce - time.Since(last)
+			if wait <= 0 {
+				last = time.Now()
+				s.publish(onChange, onError)
+				break
+			}
+			pending = true
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			fire = timer.C
 		}
 	}
 }
@@ -274,7 +310,9 @@ func (s *Syncer) list(ctx context.Context) error {
 	}
 	s.found()
 	clear(s.objs)
+	clear(s.mods)
 	for _, kv := range kvs {
+		s.prevIdx = max(s.prevIdx, kv.ModRevision)
 		s.put(kv)
 	}
 	s.rev = rev
@@ -282,8 +320,10 @@ func (s *Syncer) list(ctx context.Context) error {
 }
 
 func (s *Syncer) apply(ev store.Event) {
+	s.prevIdx = max(s.prevIdx, ev.KV.ModRevision)
 	if ev.Type == store.EventDelete {
 		delete(s.objs, ev.KV.Key)
+		delete(s.mods, ev.KV.Key)
 		return
 	}
 	s.put(ev.KV)
@@ -308,6 +348,9 @@ func (s *Syncer) put(kv store.KV) {
 		return
 	}
 	res, id, ok := strings.Cut(rest, "/")
+	if ok && slices.Contains(IndexedResources, res) {
+		s.mods[kv.Key] = kv.ModRevision
+	}
 	kind := resources[res]
 	if !ok || kind == "" || id == "" || strings.Contains(id, "/") {
 		return
@@ -443,6 +486,7 @@ func (s *Syncer) publish(onChange func(*spec.Spec), onError func(error)) {
 		return
 	}
 	s.revision.Store(s.rev)
+	s.setIndexes()
 	if sp.Hash == s.lastHash {
 		return
 	}
@@ -458,6 +502,24 @@ func (s *Syncer) publish(onChange func(*spec.Spec), onError func(error)) {
 		}
 		s.toCache <- it
 	}
+}
+
+// setIndexes computes ModifyIndexes from s.mods.
+func (s *Syncer) setIndexes() {
+	m := make(map[string]int64, len(IndexedResources)+3)
+	for _, r := range IndexedResources {
+		m[r] = 0
+	}
+	var top int64
+	for key, rev := range s.mods {
+		res, _, _ := strings.Cut(strings.TrimPrefix(key, s.dir), "/")
+		m[res] = max(m[res], rev)
+		top = max(top, rev)
+	}
+	m["max_modify_index"] = top
+	m["prev_index"] = s.prevIdx
+	m["x_etcd_index"] = s.rev
+	s.indexes.Store(&m)
 }
 
 type cacheItem struct {
@@ -482,7 +544,19 @@ func (s *Syncer) writeCacheAt(sp *spec.Spec, rev int64) {
 	}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	b, err := json.Marshal(cacheFile{Revision: rev, Written: time.Now().UTC(), Spec: sp})
+	// cacheFile's form, written by hand around the Spec's own encoding
+	// (SetHash's, reused), which json.Marshal would copy and re-check
+	sj, err := sp.MarshalJSON()
+	var b []byte
+	if err == nil {
+		b = make([]byte, 0, len(sj)+96)
+		b = append(b, `{"revision":`...)
+		b = strconv.AppendInt(b, rev, 10)
+		b = append(b, `,"written":"`...)
+		b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","spec":`...)
+		b = append(append(b, sj...), '}')
+	}
 	if err == nil {
 		err = writeAtomic(s.opts.CachePath, b)
 	}

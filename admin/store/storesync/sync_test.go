@@ -1,6 +1,8 @@
 package storesync
 
 import (
+	"github.com/google/go-cmp/cmp"
+
 	"context"
 	"errors"
 	"fmt"
@@ -247,6 +249,26 @@ func TestCoalesce(t *testing.T) {
 	e.next("[" + strings.Join(want, " ") + "]")
 }
 
+// TestLoneChangeNotDelayed: a change after a quiet time is published at
+// once, not after Coalesce; the changes that follow it closer than
+// Coalesce wait for it to pass.
+func TestLoneChangeNotDelayed(t *testing.T) {
+	e := newEnv(t)
+	s := New(Options{Store: e.store, CachePath: e.cache, Coalesce: time.Hour, Retry: 200 * time.Millisecond, Log: testLog(t)})
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.watch(s)
+	e.put("routes/1", route("/one"))
+	e.next("[1]") // within the 30 s of next: it did not wait the hour
+	e.put("routes/2", route("/two"))
+	select {
+	case sp := <-e.specs:
+		t.Fatalf("a change 1 h of coalescing apart from the last was published: %s", routeIDs(sp))
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
 // TestCompactionResync: a watch resumed from a compacted revision starts
 // over from a full read, which brings the changes made meanwhile.
 func TestCompactionResync(t *testing.T) {
@@ -352,5 +374,50 @@ func TestColdStartFromCache(t *testing.T) {
 	bare := New(Options{Store: e.newStore(), CachePath: filepath.Join(t.TempDir(), CacheFile), Log: testLog(t)})
 	if _, err := bare.Load(); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Load with etcd down and no copy: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestModifyIndexes: the modify index of each resource is the highest
+// ModRevision of its objects, ssls included though they are not served,
+// and a deletion moves prev_index.
+func TestModifyIndexes(t *testing.T) {
+	e := newEnv(t)
+	r1 := e.put("routes/1", route("/one"))
+	s := e.syncer()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.watch(s)
+	r2 := e.put("routes/2", route("/two"))
+	ssl := e.put("ssls/1", `{"cert":"x","key":"y","snis":["a.com"]}`)
+	u := e.put("upstreams/u", `{"nodes":{"127.0.0.1:80":1}}`)
+	e.next("[1 2]")
+	want := map[string]int64{
+		"consumers": 0, "global_rules": 0, "protos": 0, "routes": r2.ModRevision, "services": 0,
+		"ssls": ssl.ModRevision, "stream_routes": 0, "upstreams": u.ModRevision,
+		"max_modify_index": u.ModRevision, "prev_index": u.ModRevision, "x_etcd_index": u.ModRevision,
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !cmp.Equal(s.ModifyIndexes(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ModifyIndexes (-want +got):\n%s", cmp.Diff(want, s.ModifyIndexes()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r1.ModRevision >= r2.ModRevision {
+		t.Fatalf("revisions %d, %d", r1.ModRevision, r2.ModRevision)
+	}
+	e.del("routes/2")
+	e.next("[1]")
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		got := s.ModifyIndexes()
+		if got["routes"] == r1.ModRevision && got["prev_index"] > u.ModRevision && got["max_modify_index"] == u.ModRevision {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after deleting routes/2: %v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

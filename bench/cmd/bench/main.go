@@ -47,8 +47,10 @@ func main() {
 		err = reportCmd(args)
 	case "config":
 		err = configCmd(args)
+	case "admin":
+		err = adminCmd(args)
 	default:
-		err = fmt.Errorf("bench: unknown subcommand %q (run, upstream, load, profile, report, config)", cmd)
+		err = fmt.Errorf("bench: unknown subcommand %q (run, upstream, load, profile, report, config, admin)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"coregate/bench/propagate"
+)
+
+// adminCmd is "bench admin": the Admin API's changes as the traffic sees
+// them (PUT to first proxied request, and a bulk load under steady
+// traffic), on a gateway with embedded etcd.
+func adminCmd(args []string) error {
+	fs := flag.NewFlagSet("admin", flag.ExitOnError)
+	var (
+		coregate = fs.String("coregate", "bin/coregate", "coregate binary")
+		workers  = fs.Int("workers", 1, "worker processes")
+		cpus     = cpuFlag(fs, "cpus", "", "CPUs of the gateway; default: not pinned")
+		base     = fs.Int("routes", 100, "routes present before the changes")
+		changes  = fs.Int("changes", 100, "PUTs timed one at a time")
+		bulk     = fs.Int("bulk", 5000, "routes of the bulk load; 0 to skip it")
+		rate     = fs.Float64("rate", 2000, "steady traffic during the bulk load, req/s")
+		conns    = fs.Int("c", 9, "connections of the steady traffic")
+		parallel = fs.Int("parallel", 8, "concurrent PUTs of the bulk load")
+		keep     = fs.Bool("keep", false, "keep the working directory")
+	)
+	_ = fs.Parse(args)
+	var gwCPUs []int
+	if *cpus != "" {
+		var err error
+		if gwCPUs, err = parseCPUs("cpus", *cpus); err != nil {
+			return err
+		}
+	}
+	bin, err := filepath.Abs(*coregate)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("bench admin: %w (make build)", err)
+	}
+	dir, err := os.MkdirTemp("", "coregate-admin-bench-")
+	if err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
+	onSignal()
+	o := propagate.Options{
+		Coregate: bin, Workers: *workers, CPUs: gwCPUs, BaseRoutes: *base, Changes: *changes,
+		Bulk: *bulk, Rate: *rate, Conns: *conns, Parallel: *parallel, Dir: dir, Log: os.Stderr,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	res, err := propagate.Run(ctx, o)
+	if err != nil {
+		if *keep {
+			fmt.Fprintf(os.Stderr, "bench admin: logs in %s\n", dir)
+		}
+		return err
+	}
+	propagate.Report(os.Stdout, res, o)
+	return nil
+}

@@ -1,0 +1,533 @@
+// Package propagate measures how a configuration change made through the
+// Admin API reaches the traffic: the time from a PUT of a new route to the
+// first request proxied on it, and the effect on steady traffic of a bulk
+// load of thousands of routes. It drives a real gateway on embedded etcd
+// (bin/coregate with a config.yaml it writes), an upstream in this
+// process, and the bench load generator at a fixed rate.
+package propagate
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"coregate/bench/harness"
+	"coregate/bench/hdr"
+	"coregate/bench/load"
+	"coregate/bench/procstat"
+)
+
+// AdminKey is the admin key the gateway is configured with: APISIX's
+// documented key, which coregate accepts on a loopback Admin API.
+const AdminKey = "edd1c9f034335f136f87ad84b625c8f1"
+
+// Options of one measurement.
+type Options struct {
+	Coregate   string        // the gateway binary
+	Workers    int           // worker processes; default 1
+	CPUs       []int         // CPUs of the gateway; none: not pinned
+	BaseRoutes int           // routes put before measuring, served during the bulk load; default 100
+	Changes    int           // PUTs timed one by one; default 100
+	Bulk       int           // routes of the bulk load; default 5000; 0 skips it
+	Rate       float64       // steady traffic during the bulk load, req/s; default 2000
+	Conns      int           // connections of the steady traffic; default 8
+	Parallel   int           // concurrent PUTs of the bulk load; default 8
+	Slow       time.Duration // a request slower than this counts as slow; default 10 ms
+	Dir        string        // working directory (config, etcd data, logs)
+	Log        io.Writer     // progress; nil for none
+}
+
+// Change is one timed PUT.
+type Change struct {
+	Put     time.Duration // the Admin API's answer
+	Proxied time.Duration // from sending the PUT to the first 200 proxied on the new route
+}
+
+// Bulk is the outcome of the bulk load.
+type Bulk struct {
+	Routes              int
+	Put                 time.Duration // all PUTs answered
+	Live                time.Duration // from the first PUT until the last route proxies
+	Requests            uint64        // steady traffic during the load, and 1 s either side
+	Non2xx              uint64        // of those, answers other than 2xx (a 404 for a route that existed)
+	Errors              uint64
+	Slow                uint64 // responses slower than Options.Slow
+	P50, P99, P999, Max time.Duration
+	// CPU time during the load (from its first PUT until the last route
+	// proxies): the supervisor (Admin API, embedded etcd, watch and
+	// encoding) and the workers (traffic and snapshot builds).
+	SupervisorCPU, WorkersCPU time.Duration
+}
+
+// Result of Run.
+type Result struct {
+	Workers    int
+	BaseRoutes int
+	Changes    []Change
+	Bulk       *Bulk
+}
+
+// ProxiedQuantile is the q-quantile of the changes' PUT-to-proxied times.
+func (r *Result) ProxiedQuantile(q float64) time.Duration {
+	d := make([]time.Duration, len(r.Changes))
+	for i, c := range r.Changes {
+		d[i] = c.Proxied
+	}
+	return quantile(d, q)
+}
+
+// PutQuantile is the q-quantile of the Admin API's answer times.
+func (r *Result) PutQuantile(q float64) time.Duration {
+	d := make([]time.Duration, len(r.Changes))
+	for i, c := range r.Changes {
+		d[i] = c.Put
+	}
+	return quantile(d, q)
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[min(len(d)-1, int(q*float64(len(d)-1)+0.5))]
+}
+
+type env struct {
+	o        Options
+	gw       *harness.Proc
+	up       *http.Server
+	upAddr   string
+	gwAddr   string
+	adminURL string
+	client   *http.Client
+}
+
+// Run starts the upstream and the gateway, puts the base routes, times
+// the changes one at a time, then runs the bulk load under steady
+// traffic; it stops what it started before returning.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o = defaults(o)
+	e := &env{o: o, client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	defer e.close()
+	if err := e.start(); err != nil {
+		return nil, err
+	}
+	res := &Result{Workers: o.Workers, BaseRoutes: o.BaseRoutes}
+	e.logf("putting %d base routes", o.BaseRoutes)
+	if _, err := e.putRoutes(ctx, "base", o.BaseRoutes); err != nil {
+		return nil, err
+	}
+	if err := e.waitServed(ctx, "/base/"+strconv.Itoa(o.BaseRoutes-1), time.Minute); err != nil {
+		return nil, err
+	}
+	e.logf("timing %d changes", o.Changes)
+	for i := range o.Changes {
+		c, err := e.change(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		res.Changes = append(res.Changes, c)
+		// changes apart, so that each is timed alone
+		time.Sleep(20 * time.Millisecond)
+	}
+	if o.Bulk > 0 {
+		e.logf("bulk load of %d routes under %.0f req/s", o.Bulk, o.Rate)
+		b, err := e.bulk(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Bulk = b
+	}
+	return res, nil
+}
+
+func defaults(o Options) Options {
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.BaseRoutes <= 0 {
+		o.BaseRoutes = 100
+	}
+	if o.Changes < 0 {
+		o.Changes = 0
+	}
+	if o.Rate <= 0 {
+		o.Rate = 2000
+	}
+	if o.Conns <= 0 {
+		o.Conns = 8
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 8
+	}
+	if o.Slow <= 0 {
+		o.Slow = 10 * time.Millisecond
+	}
+	return o
+}
+
+func (e *env) logf(format string, a ...any) {
+	if e.o.Log != nil {
+		fmt.Fprintf(e.o.Log, "propagate: "+format+"\n", a...)
+	}
+}
+
+// start runs the upstream (in this process: every path answers 200 with
+// 1 KiB) and the gateway on embedded etcd.
+func (e *env) start() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	e.upAddr = ln.Addr().String()
+	body := bytes.Repeat([]byte("x"), 1024)
+	e.up = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Length", "1024")
+		_, _ = w.Write(body)
+	}), ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = e.up.Serve(ln) }()
+
+	gwPort, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	adminPort, err := harness.FreePort()
+	if err != nil {
+		return err
+	}
+	e.gwAddr = "127.0.0.1:" + strconv.Itoa(gwPort)
+	e.adminURL = "http://127.0.0.1:" + strconv.Itoa(adminPort) + "/apisix/admin"
+	conf := fmt.Sprintf(`apisix:
+  node_listen: [%d]
+nginx_config:
+  worker_processes: %d
+  error_log_level: warn
+  http:
+    enable_access_log: false
+deployment:
+  role: traditional
+  role_traditional:
+    config_provider: etcd
+  admin:
+    admin_key:
+      - name: admin
+        key: %s
+        role: admin
+    admin_listen:
+      ip: 127.0.0.1
+      port: %d
+plugin_attr:
+  prometheus:
+    enable_export_server: false
+`, gwPort, e.o.Workers, AdminKey, adminPort)
+	if err := os.WriteFile(filepath.Join(e.o.Dir, "config.yaml"), []byte(conf), 0o644); err != nil {
+		return err
+	}
+	e.gw, _, err = harness.Start("coregate", e.o.CPUs, nil, filepath.Join(e.o.Dir, "coregate.log"), false,
+		e.o.Coregate, "-c", filepath.Join(e.o.Dir, "config.yaml"))
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, _, err := e.admin(context.Background(), "GET", "/routes", nil)
+		if err == nil && st == 200 {
+			return nil
+		}
+		if e.gw.Exited() || time.Now().After(deadline) {
+			return fmt.Errorf("propagate: Admin API not ready (%d, %v):\n%s", st, err, e.gw.Tail(20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *env) close() {
+	if e.gw != nil {
+		e.gw.Stop(10 * time.Second)
+	}
+	if e.up != nil {
+		_ = e.up.Close()
+	}
+}
+
+// admin sends one Admin API request and returns its status and body.
+func (e *env) admin(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, e.adminURL+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("X-API-KEY", AdminKey)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+func (e *env) routeBody(uri string) []byte {
+	return fmt.Appendf(nil, `{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, e.upAddr)
+}
+
+// putRoutes puts routes <prefix>-<i> on /<prefix>/<i>, i < n, Parallel at
+// a time, and returns how long that took.
+func (e *env) putRoutes(ctx context.Context, prefix string, n int) (time.Duration, error) {
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, e.o.Parallel)
+	for range e.o.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				id := prefix + "-" + strconv.Itoa(i)
+				st, b, err := e.admin(ctx, "PUT", "/routes/"+id, e.routeBody("/"+prefix+"/"+strconv.Itoa(i)))
+				if err == nil && st != 201 && st != 200 {
+					err = fmt.Errorf("status %d: %s", st, b)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("propagate: PUT route %s: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return time.Since(start), ctx.Err()
+}
+
+// prober sends GETs on one kept-alive connection to the gateway.
+type prober struct {
+	addr string
+	c    net.Conn
+	r    *bufio.Reader
+}
+
+// get sends GET path and returns the status; the body is read and dropped.
+func (p *prober) get(path string) (int, error) {
+	if p.c == nil {
+		c, err := net.DialTimeout("tcp", p.addr, 2*time.Second)
+		if err != nil {
+			return 0, err
+		}
+		p.c, p.r = c, bufio.NewReader(c)
+	}
+	_ = p.c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(p.c, "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", path); err != nil {
+		p.reset()
+		return 0, err
+	}
+	resp, err := http.ReadResponse(p.r, nil)
+	if err != nil {
+		p.reset()
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.Close {
+		p.reset()
+	}
+	return resp.StatusCode, err
+}
+
+func (p *prober) reset() {
+	if p.c != nil {
+		p.c.Close()
+		p.c = nil
+	}
+}
+
+// waitServed polls path until the gateway proxies it.
+func (e *env) waitServed(ctx context.Context, path string, timeout time.Duration) error {
+	p := &prober{addr: e.gwAddr}
+	defer p.reset()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := p.get(path)
+		if err == nil && st == 200 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil || e.gw.Exited() {
+			return fmt.Errorf("propagate: %s not served after %v (status %d, %v):\n%s", path, timeout, st, err, e.gw.Tail(20))
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// change puts route chg-<i> and polls its path on a kept-alive connection
+// (opened before the PUT) until it is proxied.
+func (e *env) change(ctx context.Context, i int) (Change, error) {
+	path := "/chg/" + strconv.Itoa(i)
+	p := &prober{addr: e.gwAddr}
+	defer p.reset()
+	if st, err := p.get(path); err != nil || st != 404 {
+		return Change{}, fmt.Errorf("propagate: %s before its PUT: status %d, %v", path, st, err)
+	}
+	body := e.routeBody(path)
+	start := time.Now()
+	st, b, err := e.admin(ctx, "PUT", "/routes/chg-"+strconv.Itoa(i), body)
+	put := time.Since(start)
+	if err == nil && st != 201 {
+		err = fmt.Errorf("status %d: %s", st, b)
+	}
+	if err != nil {
+		return Change{}, fmt.Errorf("propagate: PUT %s: %w", path, err)
+	}
+	deadline := start.Add(10 * time.Second)
+	for {
+		st, err := p.get(path)
+		if err == nil && st == 200 {
+			return Change{Put: put, Proxied: time.Since(start)}, nil
+		}
+		if err == nil && st != 404 {
+			return Change{}, fmt.Errorf("propagate: %s: status %d", path, st)
+		}
+		if time.Now().After(deadline) {
+			return Change{}, fmt.Errorf("propagate: %s not proxied 10 s after its PUT (%v)", path, err)
+		}
+	}
+}
+
+// bulk runs steady traffic on the base routes (one generator per base
+// route picked, at Rate in all), waits 1 s, puts Bulk routes, waits until
+// the last is served and 1 s more, and stops the traffic.
+func (e *env) bulk(ctx context.Context) (*Bulk, error) {
+	paths := []string{"/base/0", "/base/" + strconv.Itoa(e.o.BaseRoutes/2), "/base/" + strconv.Itoa(e.o.BaseRoutes-1)}
+	var stop atomic.Bool
+	type out struct {
+		res load.Result
+		err error
+	}
+	outs := make([]out, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i].res, outs[i].err = load.Run(load.Config{
+				Addr: e.gwAddr, Path: p, Conns: max(1, e.o.Conns/len(paths)), Rate: e.o.Rate / float64(len(paths)),
+				Duration: 30 * time.Minute, Timeout: 5 * time.Second, Stop: &stop,
+			})
+		}()
+	}
+	b := &Bulk{Routes: e.o.Bulk}
+	err := func() error {
+		time.Sleep(time.Second)
+		sup0, wk0 := e.cpu()
+		start := time.Now()
+		d, err := e.putRoutes(ctx, "bulk", e.o.Bulk)
+		if err != nil {
+			return err
+		}
+		b.Put = d
+		if err := e.waitServed(ctx, "/bulk/"+strconv.Itoa(e.o.Bulk-1), 5*time.Minute); err != nil {
+			return err
+		}
+		b.Live = time.Since(start)
+		sup1, wk1 := e.cpu()
+		b.SupervisorCPU, b.WorkersCPU = sup1-sup0, wk1-wk0
+		time.Sleep(time.Second)
+		return nil
+	}()
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	lat := hdr.New()
+	for _, o := range outs {
+		if o.err != nil {
+			return nil, o.err
+		}
+		b.Requests += o.res.Requests
+		b.Non2xx += o.res.Non2xx
+		b.Errors += o.res.Errors
+		lat.Merge(o.res.Latency)
+	}
+	if lat.Count() == 0 {
+		return nil, errors.New("propagate: no steady traffic was answered")
+	}
+	b.Slow = lat.CountAbove(uint64(e.o.Slow))
+	b.P50 = time.Duration(lat.MustQuantile(0.5))
+	b.P99 = time.Duration(lat.MustQuantile(0.99))
+	b.P999 = time.Duration(lat.MustQuantile(0.999))
+	b.Max = time.Duration(lat.Max())
+	return b, nil
+}
+
+// cpu reads the CPU time used so far by the supervisor and by its
+// workers.
+func (e *env) cpu() (sup, workers time.Duration) {
+	tick := time.Second / procstat.Hz
+	pid := e.gw.PID()
+	sup = time.Duration(procstat.Measure([]int{pid}).Ticks) * tick
+	var rest []int
+	for _, p := range e.gw.PIDs() {
+		if p != pid {
+			rest = append(rest, p)
+		}
+	}
+	return sup, time.Duration(procstat.Measure(rest).Ticks) * tick
+}
+
+// Report writes r as the benchmark's table.
+func Report(w io.Writer, r *Result, o Options) {
+	o = defaults(o)
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) + " ms" }
+	fmt.Fprintf(w, "Admin API propagation: %d worker(s), %d routes before\n\n", r.Workers, r.BaseRoutes)
+	if len(r.Changes) > 0 {
+		verdict := "ok"
+		if r.ProxiedQuantile(1) > 50*time.Millisecond {
+			verdict = "over the 50 ms target"
+		}
+		fmt.Fprintf(w, "| %d changes, PUT to first proxied request | median | p90 | max | target |\n|---|---:|---:|---:|---|\n", len(r.Changes))
+		fmt.Fprintf(w, "| PUT answered | %s | %s | %s | |\n", ms(r.PutQuantile(0.5)), ms(r.PutQuantile(0.9)), ms(r.PutQuantile(1)))
+		fmt.Fprintf(w, "| first request proxied | %s | %s | %s | max ≤ 50 ms: %s |\n\n", ms(r.ProxiedQuantile(0.5)), ms(r.ProxiedQuantile(0.9)), ms(r.ProxiedQuantile(1)), verdict)
+	}
+	if b := r.Bulk; b != nil {
+		verdict := "ok"
+		var why []string
+		if b.Slow > 0 {
+			why = append(why, fmt.Sprintf("%d requests slower than %v", b.Slow, o.Slow))
+		}
+		if b.Non2xx > 0 || b.Errors > 0 {
+			why = append(why, fmt.Sprintf("%d non-2xx, %d errors", b.Non2xx, b.Errors))
+		}
+		if len(why) > 0 {
+			verdict = strings.Join(why, "; ")
+		}
+		fmt.Fprintf(w, "| bulk load of %d routes under %.0f req/s | |\n|---|---:|\n", b.Routes, o.Rate)
+		fmt.Fprintf(w, "| all PUTs answered (%d at a time) | %s |\n", o.Parallel, ms(b.Put))
+		fmt.Fprintf(w, "| last route proxied | %s |\n", ms(b.Live))
+		fmt.Fprintf(w, "| CPU: supervisor / workers, per route | %s / %s |\n",
+			ms(b.SupervisorCPU/time.Duration(b.Routes)), ms(b.WorkersCPU/time.Duration(b.Routes)))
+		fmt.Fprintf(w, "| steady requests (non-2xx, errors) | %d (%d, %d) |\n", b.Requests, b.Non2xx, b.Errors)
+		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 / max | %s / %s / %s / %s |\n", ms(b.P50), ms(b.P99), ms(b.P999), ms(b.Max))
+		fmt.Fprintf(w, "| no request over %v, no 404 | %s |\n", o.Slow, verdict)
+	}
+}

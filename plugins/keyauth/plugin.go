@@ -1,0 +1,300 @@
+package keyauth
+
+import (
+	_ "embed"
+	"encoding/json"
+	"strings"
+
+	"coregate/plugins"
+)
+
+// Name is the plugin's wire name.
+const Name = "key-auth"
+
+var (
+	//go:embed schema.json
+	schema []byte
+	//go:embed consumer_schema.json
+	consumerSchema []byte
+)
+
+func init() { plugins.Register(Name, Plugin{}) }
+
+// Plugin is key-auth's implementation; its zero value is ready.
+type Plugin struct{}
+
+var (
+	_ plugins.Plugin               = Plugin{}
+	_ plugins.ConsumerSchemaPlugin = Plugin{}
+	_ plugins.CredentialPlugin     = Plugin{}
+	_ plugins.RewritePhase         = (*instance)(nil)
+)
+
+// Schema implements plugins.Plugin: the route's configuration.
+func (Plugin) Schema() []byte { return schema }
+
+// ConsumerSchema implements plugins.ConsumerSchemaPlugin: a consumer's or
+// a credential's configuration, {"key": "..."}.
+func (Plugin) ConsumerSchema() []byte { return consumerSchema }
+
+// Check implements plugins.Plugin: the schema says it all.
+func (Plugin) Check(json.RawMessage) error { return nil }
+
+// Credential implements plugins.CredentialPlugin: a consumer's key.
+func (Plugin) Credential(raw json.RawMessage) (string, error) {
+	var c struct {
+		Key string `json:"key"`
+	}
+	err := json.Unmarshal(raw, &c)
+	return c.Key, err
+}
+
+// conf is a route's configuration, with APISIX's defaults.
+type conf struct {
+	Header            string `json:"header"`
+	Query             string `json:"query"`
+	Realm             string `json:"realm"`
+	HideCredentials   bool   `json:"hide_credentials"`
+	AnonymousConsumer string `json:"anonymous_consumer"`
+}
+
+// Build implements plugins.Plugin. The instance keeps env.Consumers, the
+// consumers of the snapshot it is built for.
+func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
+	c := conf{Header: "apikey", Query: "apikey", Realm: "key"}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	return &instance{
+		// The header is looked up as ngx.req.get_headers() finds it:
+		// case-insensitively, '_' standing for '-'.
+		header:    strings.ReplaceAll(c.Header, "_", "-"),
+		query:     c.Query,
+		challenge: []byte(`apikey realm="` + c.Realm + `"`),
+		hide:      c.HideCredentials,
+		anonymous: c.AnonymousConsumer,
+		consumers: env.Consumers,
+		key:       make([]byte, 0, 64), // never nil: "?apikey=" is an empty key
+	}, nil
+}
+
+// APISIX's answers (core.response.exit encodes a table and adds "\n").
+var (
+	missingKey  = []byte(`{"message":"Missing API key in request"}` + "\n")
+	invalidKey  = []byte(`{"message":"Invalid API key in request"}` + "\n")
+	invalidUser = []byte(`{"message":"Invalid user authorization"}` + "\n")
+)
+
+// The request headers attach_consumer sets for the upstream.
+const (
+	hdrUsername   = "X-Consumer-Username"
+	hdrCredential = "X-Credential-Identifier"
+	hdrCustomID   = "X-Consumer-Custom-ID"
+)
+
+// instance is one route's key-auth. It runs on one event loop, one
+// request at a time; key, target and user are scratch buffers whose
+// contents live until the next Rewrite call (the Ctx copies what it is
+// given), reused so that a request allocates nothing once they have grown.
+type instance struct {
+	header    string
+	query     string
+	challenge []byte // the WWW-Authenticate value
+	hide      bool
+	anonymous string
+	consumers plugins.Consumers // nil: the snapshot has no consumers
+
+	key    []byte // the query argument's value, unescaped
+	target []byte // the upstream target without the query argument
+	user   []byte // the consumer's username
+}
+
+// Rewrite implements plugins.RewritePhase, as key-auth.lua's rewrite.
+func (in *instance) Rewrite(c plugins.Ctx) {
+	k, msg := in.find(c)
+	if k == nil {
+		if in.anonymous == "" {
+			c.SetResponseHeader("WWW-Authenticate", in.challenge)
+			c.Exit(401, msg)
+			return
+		}
+		// A credential that failed does not go upstream with the
+		// anonymous consumer's request either, wherever it was.
+		if in.hide {
+			if c.Header(in.header) != nil {
+				c.SetRequestHeader(in.header, nil)
+			}
+			if n, _ := in.arg(c.Query()); n > 0 {
+				in.dropArg(c)
+			}
+		}
+		if in.consumers != nil {
+			k = in.consumers.ByName(in.anonymous)
+		}
+		if k == nil {
+			c.SetResponseHeader("WWW-Authenticate", in.challenge)
+			c.Exit(401, invalidUser)
+			return
+		}
+	}
+	// attach_consumer: the upstream learns who the consumer is, and a
+	// client cannot claim to be one. The Consumer carries no credential
+	// id nor custom_id, so those headers are cleared.
+	in.user = append(in.user[:0], k.Username...)
+	c.SetRequestHeader(hdrUsername, in.user)
+	c.SetRequestHeader(hdrCredential, nil)
+	c.SetRequestHeader(hdrCustomID, nil)
+	c.SetConsumer(k)
+}
+
+// find is key-auth.lua's find_consumer: the consumer of the request's key,
+// or nil and the message to answer with.
+func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
+	key := c.Header(in.header)
+	fromHeader := key != nil
+	if !fromHeader {
+		n, v := in.arg(c.Query())
+		switch {
+		case n == 0:
+			return nil, missingKey
+		case n > 1 || v == nil:
+			// ngx.req.get_uri_args gives a table for a repeated
+			// argument and true for one without '=': no consumer has
+			// either as its key.
+			return nil, invalidKey
+		}
+		key = v
+	}
+	if in.consumers == nil {
+		return nil, invalidKey
+	}
+	k := in.consumers.ByCredential(Name, key)
+	if k == nil {
+		return nil, invalidKey
+	}
+	if in.hide {
+		if fromHeader {
+			c.SetRequestHeader(in.header, nil)
+		} else {
+			in.dropArg(c)
+		}
+	}
+	return k, nil
+}
+
+// arg finds the query argument in.query as ngx.req.get_uri_args does,
+// names and values unescaped ('+' for a space): n is how many times it
+// occurs, v the last occurrence's value (in in.key, valid until the next
+// call), nil when it has no '='.
+func (in *instance) arg(q []byte) (n int, v []byte) {
+	for len(q) > 0 {
+		var kv []byte
+		kv, q = cut(q, '&')
+		name, val, eq := cutEq(kv)
+		if !unescapedEqual(name, in.query) {
+			continue
+		}
+		n++
+		v = nil
+		if eq {
+			in.key = unescape(in.key[:0], val)
+			v = in.key
+		}
+	}
+	return n, v
+}
+
+// dropArg sends the request upstream without the query argument in.query,
+// every occurrence of it; the other arguments keep their bytes and order.
+func (in *instance) dropArg(c plugins.Ctx) {
+	t := append(in.target[:0], c.Path()...)
+	mark := len(t)
+	q := c.Query()
+	for len(q) > 0 {
+		var kv []byte
+		kv, q = cut(q, '&')
+		if name, _, _ := cutEq(kv); unescapedEqual(name, in.query) {
+			continue
+		}
+		if len(t) == mark {
+			t = append(t, '?')
+		} else {
+			t = append(t, '&')
+		}
+		t = append(t, kv...)
+	}
+	in.target = t
+	c.SetUpstreamURI(t)
+}
+
+// cut splits b at the first sep.
+func cut(b []byte, sep byte) (before, after []byte) {
+	for i, ch := range b {
+		if ch == sep {
+			return b[:i], b[i+1:]
+		}
+	}
+	return b, nil
+}
+
+// cutEq splits one argument into its name and value.
+func cutEq(kv []byte) (name, val []byte, eq bool) {
+	for i, ch := range kv {
+		if ch == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, nil, false
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}
+
+// unescapeAt decodes the byte of s at i as an argument's byte: "%XX" (3
+// bytes), '+' a space, an invalid escape itself.
+func unescapeAt(s []byte, i int) (b byte, width int) {
+	switch s[i] {
+	case '+':
+		return ' ', 1
+	case '%':
+		if i+2 < len(s) {
+			if h, l := unhex(s[i+1]), unhex(s[i+2]); h >= 0 && l >= 0 {
+				return byte(h<<4 | l), 3
+			}
+		}
+	}
+	return s[i], 1
+}
+
+// unescape appends s, unescaped, to dst.
+func unescape(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		b, w := unescapeAt(s, i)
+		dst = append(dst, b)
+		i += w
+	}
+	return dst
+}
+
+// unescapedEqual reports whether s, unescaped, is name.
+func unescapedEqual(s []byte, name string) bool {
+	j := 0
+	for i := 0; i < len(s); {
+		b, w := unescapeAt(s, i)
+		if j >= len(name) || name[j] != b {
+			return false
+		}
+		i += w
+		j++
+	}
+	return j == len(name)
+}

@@ -1,0 +1,61 @@
+package plugintest
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"coregate/plugins"
+)
+
+// CheckExamples checks every configuration a plugin's README shows, in
+// its ```json blocks, with plugins.Default, and returns how many
+// configurations of the plugin name it checked. A block is an Admin API
+// object with a "plugins" member (each entry checked as the object's kind
+// checks it: a consumer's, one with a "username", with CheckConsumer,
+// others with Check) or, without one, a configuration of name itself.
+// Each failure is reported on t.
+func CheckExamples(t testing.TB, readme []byte, name string) int {
+	t.Helper()
+	n := 0
+	const open, end = "```json\n", "```"
+	for rest := readme; ; {
+		i := bytes.Index(rest, []byte(open))
+		if i < 0 {
+			return n
+		}
+		rest = rest[i+len(open):]
+		j := bytes.Index(rest, []byte(end))
+		if j < 0 {
+			t.Errorf("README: a ```json block is not closed")
+			return n
+		}
+		block := rest[:j]
+		rest = rest[j+len(end):]
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(block, &obj); err != nil {
+			t.Errorf("README example %s: %v", block, err)
+			continue
+		}
+		confs := map[string]json.RawMessage{name: block}
+		check := plugins.Check
+		if raw, ok := obj["plugins"]; ok {
+			confs = nil
+			if err := json.Unmarshal(raw, &confs); err != nil {
+				t.Errorf("README example %s: plugins: %v", block, err)
+				continue
+			}
+			if _, ok := obj["username"]; ok {
+				check = plugins.CheckConsumer
+			}
+		}
+		for p, conf := range confs {
+			if err := check(p, conf); err != nil {
+				t.Errorf("README example %s: %v", block, err)
+			}
+			if p == name {
+				n++
+			}
+		}
+	}
+}
