@@ -25,15 +25,17 @@ type Env struct {
 // all workers admits exactly N. The table has a fixed size.
 type Counters interface {
 	// Counter returns the counter of key (its owner's identity: route and
-	// plugin, key value, window), valid until expires (in the caller's
-	// clock, Unix nanoseconds). A key seen for the first time, or whose
-	// counter expired before now, gets a counter at zero with this
-	// expiry; when the table is full, expired counters are given up
-	// first, and nil is returned when none is. key is copied when a
-	// counter is made; finding an existing one does not allocate. The
-	// caller uses the counter only until it expires: its slot may then
+	// plugin, key value) and the time it expires (in the caller's clock,
+	// Unix nanoseconds): a window that began when the key was first
+	// counted. A key seen for the first time, or whose counter expired
+	// before now, gets a counter at zero that expires at expires; a live
+	// one keeps its own expiry, which is returned (limit-count's
+	// X-RateLimit-Reset). When the table is full, expired counters are
+	// given up first, and nil is returned when none is. key is copied
+	// when a counter is made; finding an existing one does not allocate.
+	// The caller uses the counter only until it expires: its slot may then
 	// serve another key.
-	Counter(key []byte, now, expires int64) *atomic.Int64
+	Counter(key []byte, now, expires int64) (c *atomic.Int64, until int64)
 }
 
 // Metrics are this worker's metric slots (prometheus's): each series is
@@ -54,8 +56,8 @@ const (
 
 // NewLocalEnv makes an Env whose counters and metrics live in this
 // process, behind a mutex: shared by the goroutines of one process, not by
-// processes. It serves tests, and workers until the shared-memory
-// implementations exist.
+// processes. It serves tests, and workers run without a supervisor (the
+// supervisor's workers count in its shared-memory table, worker/shm).
 func NewLocalEnv() Env {
 	return Env{Counters: NewCounterTable(LocalCounters), Metrics: NewMetricTable(LocalSeries)}
 }
@@ -78,7 +80,7 @@ func NewCounterTable(size int) *CounterTable {
 }
 
 // Counter implements Counters.
-func (t *CounterTable) Counter(key []byte, now, expires int64) *atomic.Int64 {
+func (t *CounterTable) Counter(key []byte, now, expires int64) (*atomic.Int64, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c, ok := t.m[string(key)]; ok {
@@ -86,7 +88,7 @@ func (t *CounterTable) Counter(key []byte, now, expires int64) *atomic.Int64 {
 			c.v.Store(0)
 			c.expires = expires
 		}
-		return &c.v
+		return &c.v, c.expires
 	}
 	if len(t.m) >= t.size {
 		for k, c := range t.m {
@@ -95,12 +97,12 @@ func (t *CounterTable) Counter(key []byte, now, expires int64) *atomic.Int64 {
 			}
 		}
 		if len(t.m) >= t.size {
-			return nil
+			return nil, 0
 		}
 	}
 	c := &tableCounter{expires: expires}
 	t.m[string(key)] = c
-	return &c.v
+	return &c.v, expires
 }
 
 // Len is the number of counters held, expired ones included.

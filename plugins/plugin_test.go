@@ -266,20 +266,21 @@ func TestPhases(t *testing.T) {
 
 func TestCounterTable(t *testing.T) {
 	c := NewCounterTable(2)
-	a := c.Counter([]byte("a"), 0, 10)
+	a, _ := c.Counter([]byte("a"), 0, 10)
 	a.Add(3)
-	if got := c.Counter([]byte("a"), 5, 20); got != a || got.Load() != 3 {
+	if got, _ := c.Counter([]byte("a"), 5, 20); got != a || got.Load() != 3 {
 		t.Fatalf("same key, same window: %p %p %d", got, a, got.Load())
 	}
-	if got := c.Counter([]byte("a"), 11, 20); got.Load() != 0 {
+	if got, _ := c.Counter([]byte("a"), 11, 20); got.Load() != 0 {
 		t.Fatalf("expired counter not reset: %d", got.Load())
 	}
-	c.Counter([]byte("b"), 11, 15).Add(1)
-	if got := c.Counter([]byte("c"), 12, 30); got != nil {
+	b, _ := c.Counter([]byte("b"), 11, 15)
+	b.Add(1)
+	if got, _ := c.Counter([]byte("c"), 12, 30); got != nil {
 		t.Fatal("a full table made a counter")
 	}
 	// b expired at 15: its slot goes to c.
-	if got := c.Counter([]byte("c"), 16, 30); got == nil || got.Load() != 0 || c.Len() != 2 {
+	if got, _ := c.Counter([]byte("c"), 16, 30); got == nil || got.Load() != 0 || c.Len() != 2 {
 		t.Fatalf("expired counter not given up: %v, %d counters", got, c.Len())
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"coregate/admin/standalone"
 	"coregate/admin/store/storesync"
 	"coregate/bpf"
+	"coregate/worker/shm"
 	"coregate/worker/supervisor"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +66,8 @@ func runSupervisor(args []string) error {
 	stallRestart := fs.Duration("stall-restart", supervisor.DefaultStallRestart,
 		"a worker silent this long (stopped, or its event loop stuck) is killed and restarted; after "+
 			supervisor.DefaultStallAfter.String()+" of silence it is already out of the socket selector")
+	counters := fs.Int("counters", 0, "size of the node's shared counter table, in counters (limit-count's policy local; 128 bytes each; 0: "+
+		strconv.Itoa(shm.DefaultSlots)+")")
 	etcdData := fs.String("etcd-data", "", "data directory of the embedded etcd (default: "+etcdDataDir+" beside config.yaml)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -160,6 +163,7 @@ func runSupervisor(args []string) error {
 		Source:       source,
 		Collectors:   collectors,
 		Settings:     settingsOf(nc),
+		Counters:     *counters,
 		Log:          log,
 	})
 	if err != nil {

@@ -20,17 +20,20 @@ import (
 
 	"coregate/admin/nodeconf"
 	"coregate/bpf"
+	"coregate/plugins"
 	"coregate/worker"
 	"coregate/worker/control"
+	"coregate/worker/shm"
 	"coregate/worker/supervisor"
 )
 
 // Worker processes are started by the supervisor as
 //
-//	coregate worker --id N --cpu C --selector KIND --bpf-fds K -c config.yaml
+//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] -c config.yaml
 //
-// with fd 3 the control socket and fds 4..4+K-1 the selector's objects
-// (bpf.Selector.Files order).
+// with fd 3 the control socket, fds 4..4+K-1 the selector's objects
+// (bpf.Selector.Files order) and fd F, when given, the node's shared
+// counter table (shm).
 
 const controlFD = 3
 
@@ -42,6 +45,7 @@ func runWorker(args []string) error {
 	bpfFDs := fs.Int("bpf-fds", 0, "number of inherited selector fds after the control socket")
 	mode := fs.String("mode", "hash", "selector mode")
 	cfgPath := fs.String("c", "conf/config.yaml", "path to config.yaml")
+	countersFD := fs.Int("counters-fd", 0, "inherited fd of the node's shared counter table (0: none, counters are this worker's own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,7 +60,7 @@ func runWorker(args []string) error {
 	if err != nil {
 		return err
 	}
-	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *mode, *cfgPath)
+	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *countersFD, *mode, *cfgPath)
 	if err != nil {
 		// The supervisor logs it with the exit status.
 		_ = ctrl.Send(control.Fatal, control.FatalMsg{Error: err.Error()})
@@ -65,7 +69,7 @@ func runWorker(args []string) error {
 }
 
 // serveWorker runs the worker until it has drained, or fails.
-func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs int, mode, cfgPath string) error {
+func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs, countersFD int, mode, cfgPath string) error {
 	nc, _, err := nodeconf.Load(cfgPath)
 	if err != nil {
 		return err
@@ -91,6 +95,17 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 	}
 	rejoin.fd = -1
 	cfg := workerConfig(nc, log)
+	cfg.Plugins = plugins.NewLocalEnv()
+	if countersFD > 0 {
+		// The mapping stays for the process's life; the fd is not needed.
+		f := os.NewFile(uintptr(countersFD), "counters")
+		t, err := shm.Open(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("shared counters: %w", err)
+		}
+		cfg.Plugins.Counters = t
+	}
 	cfg.OnListen = func(fds []int) {
 		for _, fd := range fds {
 			switch {

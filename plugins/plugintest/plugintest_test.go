@@ -66,7 +66,7 @@ type limitInstance struct {
 
 func (l *limitInstance) Access(c plugins.Ctx) {
 	l.key = append(append(append(l.key[:0], c.RouteID()...), ':'), c.Var("remote_addr")...)
-	n := l.counters.Counter(l.key, c.Now(), c.Now()+60e9)
+	n, _ := l.counters.Counter(l.key, c.Now(), c.Now()+60e9)
 	if n == nil {
 		c.Exit(500, nil)
 		return

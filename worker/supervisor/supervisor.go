@@ -21,6 +21,7 @@ import (
 	"coregate/admin/spec"
 	"coregate/bpf"
 	"coregate/worker/control"
+	"coregate/worker/shm"
 )
 
 // Reload is what the supervisor learns from config.yaml on SIGHUP.
@@ -75,6 +76,9 @@ type Options struct {
 	// Collectors are more of the node's metrics, served beside the
 	// supervisor's own (the config store's, apisix_etcd_reachable).
 	Collectors []prometheus.Collector
+	// Counters is the size, in counters, of the node's shared counter
+	// table (limit-count's policy "local"); 0 means shm.DefaultSlots.
+	Counters int
 }
 
 // Supervisor owns the worker processes.
@@ -83,7 +87,11 @@ type Supervisor struct {
 	log     *slog.Logger
 	sel     *bpf.Selector
 	selKind string
-	spec    *spec.Spec
+	// counters is the node's counter table, which every worker maps: the
+	// supervisor holds it for its whole life, so that counters outlive a
+	// worker. nil when it could not be made (workers then count alone).
+	counters *shm.Segment
+	spec     *spec.Spec
 	// config is spec encoded as a Config payload, once, and sent as the
 	// same bytes to every worker. Replaced (never modified) with spec.
 	config   []byte
@@ -217,6 +225,12 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	// Room for worker_processes to grow on SIGHUP without a restart.
 	s.openSelector(max(opts.Workers, len(opts.CPUs), minSlots))
+	if s.counters, err = shm.Create(opts.Counters); err != nil {
+		if errors.Is(err, shm.ErrSize) {
+			return nil, err
+		}
+		s.log.Error("shared counters unavailable: each worker counts alone", "err", err)
+	}
 	return s, nil
 }
 
@@ -255,6 +269,9 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 	defer func() {
 		if s.sel != nil {
 			_ = s.sel.Close()
+		}
+		if s.counters != nil {
+			_ = s.counters.Close() // the workers keep their own mappings
 		}
 	}()
 	sigs := make(chan os.Signal, 4)
@@ -442,12 +459,17 @@ func (s *Supervisor) spawn(p *proc) {
 	if s.sel != nil {
 		selFiles = s.sel.Files()
 	}
-	args := append([]string{"worker", "--id", strconv.Itoa(p.id), "--cpu", strconv.Itoa(p.cpu),
-		"--selector", s.selKind, "--mode", s.opts.Mode.String(), "--bpf-fds", strconv.Itoa(len(selFiles))},
-		s.opts.WorkerArgs...)
-	cmd := exec.Command(s.opts.Exe, args...)
+	args := []string{"worker", "--id", strconv.Itoa(p.id), "--cpu", strconv.Itoa(p.cpu),
+		"--selector", s.selKind, "--mode", s.opts.Mode.String(), "--bpf-fds", strconv.Itoa(len(selFiles))}
+	files := append([]*os.File{child}, selFiles...)
+	if s.counters != nil {
+		// The child's fd: ExtraFiles start at 3.
+		args = append(args, "--counters-fd", strconv.Itoa(3+len(files)))
+		files = append(files, s.counters.File())
+	}
+	cmd := exec.Command(s.opts.Exe, append(args, s.opts.WorkerArgs...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.ExtraFiles = append([]*os.File{child}, selFiles...)
+	cmd.ExtraFiles = files
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(WorkerProcs))
 	// A worker whose supervisor dies drains and exits.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

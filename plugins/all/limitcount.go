@@ -1,0 +1,3 @@
+package all
+
+import _ "coregate/plugins/limitcount" // limit-count (1002, access)

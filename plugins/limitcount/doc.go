@@ -1,0 +1,28 @@
+// Package limitcount is APISIX's limit-count plugin (priority 1002, access
+// phase): at most count requests per time_window seconds for each value of
+// a key (the client's address by default), counted in the node's shared
+// counter table (plugins.Counters) so that the limit holds across every
+// worker of the node: with N workers and a limit L, exactly L requests
+// pass per window.
+//
+// A window starts with the first request a key's counter sees, as
+// APISIX's fixed window: X-RateLimit-Reset is the seconds left in it
+// (time_window on the first request, then counting down). The counter's
+// key is the route's id, a hash of the plugin's configuration and the key
+// value, or the group and the key value: so counters survive a reload that
+// leaves the plugin alone, and start again when its configuration changes.
+//
+// With rules, each rule whose key resolves counts the request in its own
+// counter, with its own headers (X-<header_prefix or position>-RateLimit-…);
+// a request no rule applies to is a limiter failure, as in APISIX.
+//
+// Policy "local" only: "redis", "redis-cluster" and "redis-sentinel" pass
+// the schema (as in APISIX) but Build refuses them, as it refuses
+// window_type "sliding", naming what is not supported.
+//
+// When the counter table has no room for a new key (every slot of its
+// probe chain holds a live counter), the request passes if
+// allow_degradation is true, else it is answered 500
+// {"error_msg":"failed to limit count"}, APISIX's answer to a failing
+// limiter.
+package limitcount

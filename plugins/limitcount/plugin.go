@@ -1,0 +1,267 @@
+package limitcount
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"coregate/plugins"
+)
+
+// Name is the plugin's APISIX name.
+const Name = "limit-count"
+
+//go:embed schema.json
+var schema []byte
+
+func init() { plugins.Register(Name, Plugin{}) }
+
+// Plugin is limit-count's implementation.
+type Plugin struct{}
+
+var _ plugins.Plugin = Plugin{}
+
+// Schema implements plugins.Plugin: APISIX's schema.
+func (Plugin) Schema() []byte { return schema }
+
+// conf is a configuration that passed the schema, with APISIX's defaults.
+type conf struct {
+	Count                json.RawMessage `json:"count"`
+	TimeWindow           json.RawMessage `json:"time_window"`
+	WindowType           string          `json:"window_type"`
+	Rules                json.RawMessage `json:"rules"`
+	Group                *string         `json:"group"`
+	Key                  string          `json:"key"`
+	KeyType              string          `json:"key_type"`
+	RejectedCode         int             `json:"rejected_code"`
+	RejectedMsg          *string         `json:"rejected_msg"`
+	Policy               string          `json:"policy"`
+	AllowDegradation     bool            `json:"allow_degradation"`
+	ShowLimitQuotaHeader bool            `json:"show_limit_quota_header"`
+}
+
+func decode(raw json.RawMessage) (*conf, error) {
+	c := &conf{WindowType: "fixed", Key: "remote_addr", KeyType: "var", RejectedCode: 503,
+		Policy: "local", ShowLimitQuotaHeader: true}
+	if err := json.Unmarshal(raw, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Check implements plugins.Plugin: what APISIX's check_schema adds to the
+// schema.
+func (Plugin) Check(raw json.RawMessage) error {
+	c, err := decode(raw)
+	if err != nil {
+		return err
+	}
+	if c.Rules != nil && (c.Count != nil || c.TimeWindow != nil) {
+		return errors.New("count/time_window and rules cannot be specified at the same time")
+	}
+	if c.Group != nil && c.Rules != nil {
+		return errors.New("group and rules cannot be specified at the same time")
+	}
+	if c.Rules != nil {
+		var rules []ruleConf
+		if err := json.Unmarshal(c.Rules, &rules); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, r := range rules {
+			if seen[r.Key] {
+				return fmt.Errorf("duplicate key '%s' in rules", r.Key)
+			}
+			seen[r.Key] = true
+		}
+	}
+	return nil
+}
+
+// Build implements plugins.Plugin.
+func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
+	c, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Policy != "local":
+		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
+	case c.WindowType != "fixed":
+		return nil, fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
+	case env.Counters == nil:
+		return nil, errors.New("no counter table")
+	}
+	canon, err := canonical(raw)
+	if err != nil {
+		return nil, err
+	}
+	in := &instance{
+		counters:     env.Counters,
+		rejectedCode: c.RejectedCode,
+		degrade:      c.AllowDegradation,
+		headers:      c.ShowLimitQuotaHeader,
+		key:          make([]byte, 0, 128),
+	}
+	if c.Rules == nil {
+		r := rule{limitH: limitHeader, remainingH: remainingHeader, resetH: resetHeader}
+		if r.count, r.countTpl, err = limitOf(c.Count); err != nil {
+			return nil, fmt.Errorf("count: %w", err)
+		}
+		if r.window, r.windowTpl, err = limitOf(c.TimeWindow); err != nil {
+			return nil, fmt.Errorf("time_window: %w", err)
+		}
+		switch c.KeyType {
+		case "constant":
+			r.keyType, r.constKey = keyConstant, []byte(c.Key)
+		case "var_combination":
+			r.keyType, r.keyTpl = keyCombination, parseTemplate(c.Key)
+		default:
+			r.keyType, r.keyVar = keyVar, c.Key
+		}
+		in.rules = []rule{r}
+	} else {
+		var rules []ruleConf
+		if err := json.Unmarshal(c.Rules, &rules); err != nil {
+			return nil, err
+		}
+		for i, rc := range rules {
+			r := rule{keyType: keyRule, keyTpl: parseTemplate(rc.Key), tag: []byte("rule" + strconv.Itoa(i+1) + ":")}
+			if r.count, r.countTpl, err = limitOf(rc.Count); err != nil {
+				return nil, fmt.Errorf("rules[%d].count: %w", i+1, err)
+			}
+			if r.window, r.windowTpl, err = limitOf(rc.TimeWindow); err != nil {
+				return nil, fmt.Errorf("rules[%d].time_window: %w", i+1, err)
+			}
+			prefix := strconv.Itoa(i + 1)
+			if rc.HeaderPrefix != nil {
+				prefix = *rc.HeaderPrefix
+			}
+			// The prefix goes before "RateLimit-": X-1-RateLimit-Limit.
+			r.limitH = "X-" + prefix + "-RateLimit-Limit"
+			r.remainingH = "X-" + prefix + "-RateLimit-Remaining"
+			r.resetH = "X-" + prefix + "-RateLimit-Reset"
+			in.rules = append(in.rules, r)
+		}
+	}
+	if c.RejectedMsg != nil {
+		in.rejectedBody = append(appendJSONString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
+	}
+	sum := sha256.Sum256([]byte(canon))
+	if c.Group != nil {
+		if err := claimGroup(*c.Group, canon, time.Now()); err != nil {
+			return nil, err
+		}
+		in.prefix = []byte("limit-count\x00group\x00" + *c.Group + ":")
+	} else {
+		// The route's id comes between these two, per request.
+		in.prefix = []byte("limit-count\x00route\x00")
+		in.confHash = []byte(":" + hex.EncodeToString(sum[:8]) + ":")
+	}
+	return in, nil
+}
+
+// ruleConf is one of rules.
+type ruleConf struct {
+	Count        json.RawMessage `json:"count"`
+	TimeWindow   json.RawMessage `json:"time_window"`
+	Key          string          `json:"key"`
+	HeaderPrefix *string         `json:"header_prefix"`
+}
+
+// limitOf reads count or time_window: an integer, or a string resolved
+// per request (APISIX's "$var").
+func limitOf(raw json.RawMessage) (int64, *template, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		t := parseTemplate(s)
+		return 0, &t, nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, nil, err
+	}
+	return n, nil, nil
+}
+
+// canonical is the configuration's JSON with its members sorted: what
+// counters and groups compare.
+func canonical(raw json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// groupTTL is how long a group remembers the first configuration built
+// for it, as APISIX's group_conf_lru (a plugin lrucache: 300 s).
+const groupTTL = 300 * time.Second
+
+// groups remembers, per group, the configuration first built for it in
+// this process.
+var groups struct {
+	sync.Mutex
+	m map[string]groupConf
+}
+
+type groupConf struct {
+	canon string
+	at    time.Time
+}
+
+// claimGroup refuses a configuration of a group that differs from the
+// one built for it in the last groupTTL, as APISIX: every member of a
+// group shares one counter and must have the same configuration.
+func claimGroup(group, canon string, now time.Time) error {
+	groups.Lock()
+	defer groups.Unlock()
+	if groups.m == nil {
+		groups.m = map[string]groupConf{}
+	}
+	if g, ok := groups.m[group]; ok && now.Sub(g.at) < groupTTL {
+		if g.canon != canon {
+			return errors.New("group conf mismatched")
+		}
+		return nil
+	}
+	groups.m[group] = groupConf{canon: canon, at: now}
+	return nil
+}
+
+// appendJSONString appends s as a JSON string the way APISIX's encoder
+// (lua-cjson) writes it: '/' escaped too, other bytes as they are.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\', '/':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		default:
+			if c < 0x20 || c == 0x7f {
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+				continue
+			}
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}

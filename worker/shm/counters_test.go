@@ -1,0 +1,5 @@
+package shm
+
+import "coregate/plugins"
+
+var _ plugins.Counters = (*Table)(nil)

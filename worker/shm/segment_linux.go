@@ -1,0 +1,113 @@
+package shm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Segment is the supervisor's side of the table: the memfd it passes to
+// every worker (File), and its own mapping of it.
+type Segment struct {
+	*Table
+	file *os.File
+}
+
+// Create makes a segment of slots counters (rounded up to a power of two;
+// 0 means DefaultSlots), sealed so that its size never changes, and maps
+// it.
+func Create(slots int) (*Segment, error) {
+	if slots == 0 {
+		slots = DefaultSlots
+	}
+	if slots < 1 || slots > MaxSlots {
+		return nil, fmt.Errorf("%w: %d (1 to %d)", ErrSize, slots, MaxSlots)
+	}
+	n := 1
+	for n < slots {
+		n <<= 1
+	}
+	fd, err := unix.MemfdCreate("coregate-counters", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("shm: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "coregate-counters")
+	size := headerSize + n*SlotBytes
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: ftruncate: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: seal: %w", err)
+	}
+	t, err := mapTable(fd, size)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	h := headerOf(t.mem)
+	h.slotSize.Store(SlotBytes)
+	h.slots.Store(uint64(n))
+	h.seed.Store(rand.Uint64())
+	h.version.Store(version)
+	h.magic.Store(magic)
+	if err := t.init(); err != nil {
+		_ = t.close()
+		_ = f.Close()
+		return nil, err
+	}
+	return &Segment{Table: t, file: f}, nil
+}
+
+// File is the segment's memfd, for a child process (exec.Cmd.ExtraFiles);
+// it stays open until Close.
+func (s *Segment) File() *os.File { return s.file }
+
+// Close unmaps the segment and closes its file. No counter of it may be
+// used afterwards.
+func (s *Segment) Close() error {
+	err := s.Table.close()
+	if cerr := s.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Open maps the segment of an inherited file (a worker's side). The file
+// may be closed afterwards: the mapping stays for the process's life, or
+// until Table.Close.
+func Open(f *os.File) (*Table, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("shm: fstat: %w", err)
+	}
+	if st.Size < headerSize+SlotBytes {
+		return nil, fmt.Errorf("%w: %d bytes", ErrLayout, st.Size)
+	}
+	t, err := mapTable(int(f.Fd()), int(st.Size))
+	if err != nil {
+		return nil, err
+	}
+	if err := t.init(); err != nil {
+		_ = t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func mapTable(fd, size int) (*Table, error) {
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shm: mmap: %w", err)
+	}
+	return &Table{mem: mem, close: func() error { return unix.Munmap(mem) }}, nil
+}
+
+// Close unmaps the table. No counter of it may be used afterwards.
+func (t *Table) Close() error { return t.close() }
+
+// osYield gives up the CPU to another thread or process (sched_yield).
+func osYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
