@@ -1,3 +1,0 @@
-package all
-
-import _ "coregate/plugins/limitcount" // limit-count (1002, access)
