@@ -99,8 +99,11 @@ type Supervisor struct {
 	events   chan event
 	stopping bool
 	metrics  nodeMetrics
-	// A reload pushed to the workers and not yet applied by all of them.
+	// A reload pushed to the workers and not yet applied by all of them,
+	// and the newest configuration that came meanwhile (pushed when they
+	// have, or after maxHold).
 	reload *pendingReload
+	next   *spec.Spec
 	// epoch is the origin of the heartbeat times (monotonic).
 	epoch time.Time
 	// allowed is this process's CPU affinity at start; placed, the CPUs
@@ -299,6 +302,9 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 		select {
 		case <-stallCheck.C:
 			s.checkStalls()
+			if s.next != nil && (s.reload == nil || time.Since(s.reload.start) >= maxHold) {
+				s.pushNext()
+			}
 		case <-ctx.Done():
 			return s.drainAll()
 		case sig := <-sigs:
@@ -328,15 +334,13 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 			if sp.Hash != ([32]byte{}) && sp.Hash == s.spec.Hash {
 				continue // the watcher's first look: what the workers have
 			}
-			if err := s.setSpec(sp); err != nil {
-				s.log.Error("config refused, the previous one keeps serving", "err", err)
+			if s.reload != nil && time.Since(s.reload.start) < maxHold {
+				// the workers are still building the last one: the newest
+				// waits for them, and one it replaces is never built
+				s.next = sp
 				continue
 			}
-			for _, p := range s.workers {
-				s.sendConfig(p)
-			}
-			s.reload = &pendingReload{routes: len(sp.Routes), start: time.Now()}
-			s.checkReload()
+			s.push(sp)
 		case ev := <-s.events:
 			s.handle(ev)
 		}
@@ -539,8 +543,37 @@ func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic
 	}
 }
 
+// maxHold bounds how long a new configuration waits for the workers to
+// answer the previous one (a worker that stopped answering does not hold
+// the others' configuration back for longer).
+const maxHold = 2 * time.Second
+
+// push encodes sp once and sends it to every worker.
+func (s *Supervisor) push(sp *spec.Spec) {
+	if err := s.setSpec(sp); err != nil {
+		s.log.Error("config refused, the previous one keeps serving", "err", err)
+		return
+	}
+	for _, p := range s.workers {
+		s.sendConfig(p)
+	}
+	s.reload = &pendingReload{routes: len(sp.Routes), start: time.Now()}
+	s.checkReload()
+}
+
+// pushNext pushes the configuration held back while the workers built the
+// previous one.
+func (s *Supervisor) pushNext() {
+	sp := s.next
+	s.next = nil
+	if sp.Hash != ([32]byte{}) && sp.Hash == s.spec.Hash {
+		return
+	}
+	s.push(sp)
+}
+
 // checkReload logs a pending reload once every running worker has answered
-// every configuration sent to it.
+// every configuration sent to it, and pushes the one held back meanwhile.
 func (s *Supervisor) checkReload() {
 	r := s.reload
 	if r == nil {
@@ -560,9 +593,12 @@ func (s *Supervisor) checkReload() {
 	took := time.Since(r.start).Round(time.Microsecond).String()
 	if r.refused > 0 {
 		s.log.Error("config reload refused by workers", "routes", r.routes, "workers", n, "refused", r.refused, "took", took, "err", r.err)
-		return
+	} else {
+		s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took)
 	}
-	s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took)
+	if s.next != nil {
+		s.pushNext()
+	}
 }
 
 // setSpec makes sp the configuration sent to workers, encoding it once.
