@@ -15,18 +15,23 @@
 // revision), as the Admin API lists them.
 //
 // Changes are coalesced without delaying a lone one: a change that comes
-// after a quiet Coalesce (5 ms by default) is published at once; the
-// changes that follow it within that time are applied together when it
-// ends, so a burst costs one Spec per Coalesce and the delay is bounded.
+// after a quiet window is published at once; the changes that follow it
+// within the window are applied together when it ends, so a burst costs
+// one Spec per window and the delay is bounded. The window is Coalesce
+// (5 ms by default), or ten times the last Spec's build when that is
+// longer (a large configuration), so that a burst spends at most about a
+// tenth of a CPU on building.
 // A watch that ends — the revision was compacted, or etcd went away —
 // starts over from a full read once etcd answers again: the changes made
 // meanwhile arrive with it.
 //
-// After each applied change the Spec is written to a local copy (a JSON
-// file beside config.yaml), replaced atomically, off the watch's goroutine
-// so that the next change does not wait for the disk (a Spec handed on
-// while the previous one is still being written replaces it). A node whose etcd cannot
-// be reached at start serves that copy until etcd answers.
+// After a change the Spec is written to a local copy (a JSON file beside
+// config.yaml), replaced atomically, off the watch's goroutine so that the
+// next change does not wait for the disk, and at most once per CacheEvery
+// (1 s): a Spec handed on while the previous one is being written, or
+// within that second, replaces it, and the last one is always written. A
+// node whose etcd cannot be reached at start serves that copy until etcd
+// answers.
 //
 // Syncer implements the supervisor's Source: Load once, then Watch.
 package storesync
