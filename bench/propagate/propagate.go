@@ -37,6 +37,7 @@ const AdminKey = "edd1c9f034335f136f87ad84b625c8f1"
 // Options of one measurement.
 type Options struct {
 	Coregate   string        // the gateway binary
+	Self       string        // this program, run as "Self upstream" for the upstream; "" serves it in this process
 	Workers    int           // worker processes; default 1
 	CPUs       []int         // CPUs of the gateway; none: not pinned
 	BaseRoutes int           // routes put before measuring, served during the bulk load; default 100
@@ -110,6 +111,7 @@ type env struct {
 	o        Options
 	gw       *harness.Proc
 	up       *http.Server
+	upProc   *harness.Proc
 	upAddr   string
 	gwAddr   string
 	adminURL string
@@ -186,21 +188,31 @@ func (e *env) logf(format string, a ...any) {
 	}
 }
 
-// start runs the upstream (in this process: every path answers 200 with
-// 1 KiB) and the gateway on embedded etcd.
+// start runs the upstream (every path answers 200 with 1 KiB; its own
+// process, the benchmark's event-loop upstream, when Self is set, so that
+// its garbage collections do not pause the load generator's measurements)
+// and the gateway on embedded etcd.
 func (e *env) start() error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
+	if e.o.Self != "" {
+		p, addr, err := harness.StartUpstream(e.o.Self, nil, 1024, e.o.Dir)
+		if err != nil {
+			return err
+		}
+		e.upProc, e.upAddr = p, addr
+	} else {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		e.upAddr = ln.Addr().String()
+		body := bytes.Repeat([]byte("x"), 1024)
+		e.up = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Length", "1024")
+			_, _ = w.Write(body)
+		}), ReadHeaderTimeout: 30 * time.Second}
+		go func() { _ = e.up.Serve(ln) }()
 	}
-	e.upAddr = ln.Addr().String()
-	body := bytes.Repeat([]byte("x"), 1024)
-	e.up = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Length", "1024")
-		_, _ = w.Write(body)
-	}), ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = e.up.Serve(ln) }()
 
 	gwPort, err := harness.FreePort()
 	if err != nil {
@@ -262,6 +274,9 @@ func (e *env) close() {
 	}
 	if e.up != nil {
 		_ = e.up.Close()
+	}
+	if e.upProc != nil {
+		e.upProc.Stop(5 * time.Second)
 	}
 }
 

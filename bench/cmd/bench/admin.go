@@ -51,8 +51,12 @@ func adminCmd(args []string) error {
 		defer os.RemoveAll(dir)
 	}
 	onSignal()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	o := propagate.Options{
-		Coregate: bin, Workers: *workers, CPUs: gwCPUs, BaseRoutes: *base, Changes: *changes,
+		Coregate: bin, Self: self, Workers: *workers, CPUs: gwCPUs, BaseRoutes: *base, Changes: *changes,
 		Bulk: *bulk, Rate: *rate, Conns: *conns, Parallel: *parallel, Dir: dir, Log: os.Stderr,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
