@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -169,4 +170,27 @@ func TestSSL(t *testing.T) {
 	if c.stored("/ssls/2") != nil {
 		t.Fatal("invalid ssl stored")
 	}
+}
+
+// TestLimitCountGroups: the members of a limit-count group are
+// configured alike, whatever object carries them; an object may change
+// its own configuration when it is the group's only member.
+func TestLimitCountGroups(t *testing.T) {
+	c := newTestServer(t)
+	up := `"upstream":{"nodes":{"127.0.0.1:1980":1}}`
+	lc := func(count int) string {
+		return fmt.Sprintf(`"plugins":{"limit-count":{"count":%d,"time_window":60,"group":"g"}}`, count)
+	}
+	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a",`+up+`,`+lc(2)+`}`), 201, "")
+	// members in another order: alike
+	c.want(c.do("PUT", "/apisix/admin/routes/2", `{"uri":"/b",`+up+`,"plugins":{"limit-count":{"group":"g","time_window":60,"count":2}}}`), 201, "")
+	mismatch := `{"error_msg":"failed to check the configuration of plugin limit-count err: group conf mismatched","field":"plugins.limit-count.group"}`
+	c.want(c.do("PUT", "/apisix/admin/routes/3", `{"uri":"/c",`+up+`,`+lc(3)+`}`), 400, mismatch)
+	c.want(c.do("PUT", "/apisix/admin/services/s1", `{`+up+`,`+lc(3)+`}`), 400, mismatch)
+	c.want(c.do("PUT", "/apisix/admin/plugin_configs/p1", `{`+lc(3)+`}`), 400, mismatch)
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"jack",`+lc(3)+`}`), 400, mismatch)
+	c.want(c.do("PATCH", "/apisix/admin/routes/1/plugins", `{"limit-count":{"count":3,"time_window":60,"group":"g"}}`), 400, mismatch)
+	// route 2 leaves the group: route 1, alone in it, may change
+	c.want(c.do("PUT", "/apisix/admin/routes/2", `{"uri":"/b",`+up+`}`), 200, "")
+	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a",`+up+`,`+lc(3)+`}`), 200, "")
 }

@@ -95,7 +95,7 @@ func (a *api) check(ctx context.Context, w *write) *apiError {
 	if w.id == "" || strings.Contains(w.id, "/") {
 		return &apiError{Status: http.StatusBadRequest, Msg: "wrong " + w.rs.kind + " id", Field: "id"}
 	}
-	return nil
+	return a.checkGroups(ctx, w)
 }
 
 // checkBody validates a body that is not an object: the kind's own check

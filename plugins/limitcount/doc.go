@@ -17,8 +17,15 @@
 // a request no rule applies to is a limiter failure, as in APISIX.
 //
 // Policy "local" only: "redis", "redis-cluster" and "redis-sentinel" pass
-// the schema (as in APISIX) but Build refuses them, as it refuses
-// window_type "sliding", naming what is not supported.
+// the schema (as in APISIX) but Check refuses them, as it refuses
+// window_type "sliding", naming what is not supported, so that the Admin
+// API answers 400 rather than store what no worker can build.
+//
+// The members of a group share its counter. The Admin API refuses a
+// member whose configuration differs from the others' (APISIX's "group
+// conf mismatched", a check across objects); a worker given one anyway
+// counts it against its own configuration rather than refuse the whole
+// configuration.
 //
 // When the counter table has no room for a new key (every slot of its
 // probe chain holds a live counter), the request passes if

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
-	"time"
 
 	"coregate/plugins"
 )
@@ -61,6 +59,14 @@ func (Plugin) Check(raw json.RawMessage) error {
 	c, err := decode(raw)
 	if err != nil {
 		return err
+	}
+	// What the worker cannot build yet is refused here, where the Admin
+	// API answers 400, rather than stored and refused by every worker.
+	if c.Policy != "local" {
+		return fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
+	}
+	if c.WindowType != "fixed" {
+		return fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
 	}
 	if c.Rules != nil && (c.Count != nil || c.TimeWindow != nil) {
 		return errors.New("count/time_window and rules cannot be specified at the same time")
@@ -155,9 +161,9 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	}
 	sum := sha256.Sum256([]byte(canon))
 	if c.Group != nil {
-		if err := claimGroup(*c.Group, canon, time.Now()); err != nil {
-			return nil, err
-		}
+		// The members of a group share its counter; the Admin API refuses
+		// members whose configurations differ (group conf mismatched), and
+		// one that got into the store anyway counts against its own count.
 		in.prefix = []byte("limit-count\x00group\x00" + *c.Group + ":")
 	} else {
 		// The route's id comes between these two, per request.
@@ -199,41 +205,6 @@ func canonical(raw json.RawMessage) (string, error) {
 	}
 	b, err := json.Marshal(v)
 	return string(b), err
-}
-
-// groupTTL is how long a group remembers the first configuration built
-// for it, as APISIX's group_conf_lru (a plugin lrucache: 300 s).
-const groupTTL = 300 * time.Second
-
-// groups remembers, per group, the configuration first built for it in
-// this process.
-var groups struct {
-	sync.Mutex
-	m map[string]groupConf
-}
-
-type groupConf struct {
-	canon string
-	at    time.Time
-}
-
-// claimGroup refuses a configuration of a group that differs from the
-// one built for it in the last groupTTL, as APISIX: every member of a
-// group shares one counter and must have the same configuration.
-func claimGroup(group, canon string, now time.Time) error {
-	groups.Lock()
-	defer groups.Unlock()
-	if groups.m == nil {
-		groups.m = map[string]groupConf{}
-	}
-	if g, ok := groups.m[group]; ok && now.Sub(g.at) < groupTTL {
-		if g.canon != canon {
-			return errors.New("group conf mismatched")
-		}
-		return nil
-	}
-	groups.m[group] = groupConf{canon: canon, at: now}
-	return nil
 }
 
 // appendJSONString appends s as a JSON string the way APISIX's encoder
