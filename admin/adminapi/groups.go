@@ -67,4 +67,3 @@ func canonicalJSON(v map[string]any) string {
 	}
 	return string(b)
 }
-

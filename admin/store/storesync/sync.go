@@ -28,8 +28,8 @@ const (
 	// CacheEvery is the shortest time between two writes of the local
 	// copy; the last change is always written, at the latest CacheEvery
 	// after it, and when Watch returns.
-	CacheEvery = time.Second
-	DefaultRetry    = time.Second
+	CacheEvery   = time.Second
+	DefaultRetry = time.Second
 	// DefaultStartTimeout: a node with a local copy serves it when its
 	// store has not answered the first read in this time.
 	DefaultStartTimeout = 5 * time.Second
