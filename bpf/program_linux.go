@@ -26,7 +26,8 @@ const (
 )
 
 const (
-	skPass = 1 // SK_PASS; the program never returns SK_DROP (0)
+	skPass = 1 // SK_PASS
+	skDrop = 0 // SK_DROP (a refusal): only with no live slot (the gateway stopping)
 
 	// loadStride is the value size of the load-count array: one cache line per
 	// worker, so that two workers' counters never share a line. The count is
@@ -54,13 +55,18 @@ type objectFDs struct {
 }
 
 // programInsns assembles the sk_reuseport program for mode. It returns SK_PASS
-// in every case; when no slot could be selected the kernel falls back to its
-// own hash over the group's live sockets, which is also what migrates a
-// closing listener's queue when every probed slot is empty.
+// when live slots exist; when no slot could be selected among them the kernel
+// falls back to its own hash over the group's live sockets, which is also
+// what migrates a closing listener's queue when every probed slot is empty.
+// With no live slot (SetLive(0): the gateway stopping) it refuses new
+// connections.
 //
 // Registers: R6 ctx, R7 live slots, R8 chosen slot, R9 scratch (R6–R9 survive
 // helper calls).
-func programInsns(mode Mode, slots int, fd objectFDs) asm.Instructions {
+//
+// migrateField: the program is attached as SELECT_OR_MIGRATE and may read
+// the context's migrating_sk (linux 5.14).
+func programInsns(mode Mode, slots int, fd objectFDs, migrateField bool) asm.Instructions {
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		// live := config[0]; live == 0 → no selection.
@@ -71,7 +77,7 @@ func programInsns(mode Mode, slots int, fd objectFDs) asm.Instructions {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "pass"),
 		asm.LoadMem(asm.R7, asm.R0, 0, asm.Word),
-		asm.JEq.Imm(asm.R7, 0, "pass"),
+		asm.JEq.Imm(asm.R7, 0, "nolive"),
 		// slot := ctx->hash % live
 		asm.LoadMem(asm.R8, asm.R6, offMDHash, asm.Word),
 		asm.Mod.Reg(asm.R8, asm.R7),
@@ -146,8 +152,24 @@ func programInsns(mode Mode, slots int, fd objectFDs) asm.Instructions {
 		)
 		insns = append(insns, selectSlot(label)...)
 	}
-	return append(insns,
+	insns = append(insns,
 		asm.Mov.Imm(asm.R0, skPass).WithSymbol("pass"),
+		asm.Return(),
+	)
+	// No live slot: the gateway is stopping. A new connection is refused
+	// (SK_DROP on a SYN: the kernel answers RST, as with no listener),
+	// rather than queued to a listener about to close and reset then; one
+	// migrating from a closing listener is left to the kernel.
+	if migrateField {
+		return append(insns,
+			asm.LoadMem(asm.R1, asm.R6, offMDMigratingSK, asm.DWord).WithSymbol("nolive"),
+			asm.JNE.Imm(asm.R1, 0, "pass"),
+			asm.Mov.Imm(asm.R0, skDrop),
+			asm.Return(),
+		)
+	}
+	return append(insns,
+		asm.Mov.Imm(asm.R0, skDrop).WithSymbol("nolive"),
 		asm.Return(),
 	)
 }

@@ -108,13 +108,14 @@ func newSelector(mode Mode, slots int, cpus []int, migrate bool) (_ *Selector, e
 	if err = s.SetLive(slots); err != nil {
 		return nil, err
 	}
-	insns := programInsns(mode, slots, objectFDs{
+	fds := objectFDs{
 		sockarray: s.sockarray.FD(), config: s.config.FD(),
 		cpumap: s.cpumap.FD(), loads: s.loads.FD(),
-	})
+	}
 	spec := &ebpf.ProgramSpec{
 		Name: "cg_select", Type: ebpf.SkReuseport, License: "GPL",
-		AttachType: ebpf.AttachSkReuseportSelectOrMigrate, Instructions: insns,
+		AttachType:   ebpf.AttachSkReuseportSelectOrMigrate,
+		Instructions: programInsns(mode, slots, fds, migrate),
 	}
 	if !migrate {
 		spec.AttachType = ebpf.AttachSkReuseportSelect
@@ -122,8 +123,10 @@ func newSelector(mode Mode, slots int, cpus []int, migrate bool) (_ *Selector, e
 	s.prog, err = ebpf.NewProgram(spec)
 	s.migrate = err == nil && migrate
 	if err != nil && migrate {
-		// Before 5.14 the kernel rejects the SELECT_OR_MIGRATE attach type.
+		// Before 5.14 the kernel rejects the SELECT_OR_MIGRATE attach type
+		// (and the context's migrating_sk).
 		spec.AttachType = ebpf.AttachSkReuseportSelect
+		spec.Instructions = programInsns(mode, slots, fds, false)
 		var err2 error
 		if s.prog, err2 = ebpf.NewProgram(spec); err2 == nil {
 			err = nil
@@ -162,7 +165,10 @@ func (s *Selector) Migrates() bool { return s.migrate }
 func (s *Selector) Files() []*os.File { return s.files }
 
 // SetLive sets the number of slots in use: the program picks among slots
-// 0..n-1 and ignores the others. n == 0 leaves selection to the kernel's hash.
+// 0..n-1 and ignores the others. n == 0 is a stopping gateway: new
+// connections are refused (RST), as if the listeners were closed, while
+// the queue of a closing listener still migrates to another one if any
+// remains.
 func (s *Selector) SetLive(n int) error {
 	if s.closed {
 		return ErrClosed

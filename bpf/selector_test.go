@@ -518,3 +518,46 @@ func TestRemoveRejoin(t *testing.T) {
 		t.Fatalf("slot 1 left: %v, want all on slot 0", got)
 	}
 }
+
+// TestNoLiveRefuses: with no live slot (a stopping gateway) a new
+// connection is refused at once, as if the listeners were closed, not
+// queued to a listener about to close (and reset then); no queue grows,
+// and once a slot is live again connections are accepted.
+func TestNoLiveRefuses(t *testing.T) {
+	for _, migrate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("migrate=%v", migrate), func(t *testing.T) {
+			requireEBPF(t)
+			s, err := newSelector(ModeHash, 2, nil, migrate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ls := listenGroup(t, 2)
+			joinAll(t, s, ls)
+			if err := s.SetLive(0); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 20 {
+				if fd, err := dial(ls[0].port); !errors.Is(err, unix.ECONNREFUSED) {
+					if err == nil {
+						closeReset(fd)
+					}
+					t.Fatalf("connection %d with no live slot: %v, want ECONNREFUSED", i, err)
+				}
+			}
+			for i, l := range ls {
+				if q := queueLen(t, l.fd); q != 0 {
+					t.Fatalf("listener %d queue = %d with no live slot, want 0", i, q)
+				}
+			}
+			if err := s.SetLive(2); err != nil {
+				t.Fatal(err)
+			}
+			fd, err := dial(ls[0].port)
+			if err != nil {
+				t.Fatalf("with live slots again: %v", err)
+			}
+			closeReset(fd)
+		})
+	}
+}

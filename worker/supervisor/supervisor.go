@@ -754,6 +754,14 @@ func (s *Supervisor) drain(p *proc) {
 func (s *Supervisor) drainAll() error {
 	s.stopping = true
 	s.log.Info("stopping: draining workers", "timeout", s.opts.DrainTimeout.String())
+	if s.sel != nil {
+		// No live slot: the selector refuses new connections from now on,
+		// as closed listeners would, instead of queueing them to a worker
+		// that is about to close its listener (and reset them then).
+		if err := s.sel.SetLive(0); err != nil {
+			s.log.Error("selector: refuse new connections", "err", err)
+		}
+	}
 	live := 0
 	for _, p := range s.workers {
 		if p.cmd != nil {
