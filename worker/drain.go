@@ -17,7 +17,10 @@ import (
 //     filter that drops every packet makes the kernel drop new SYNs and the
 //     last ACK of handshakes in progress (the client retransmits; by then the
 //     listener is gone and another worker, or a refusal, answers), so that
-//     nothing can slip into the queue after it has been emptied;
+//     nothing can slip into the queue after it has been emptied (some
+//     kernels refuse that filter on a listening TCP socket; at a full stop
+//     the supervisor's eBPF selector refuses new connections anyway, with
+//     no live slot);
 //  2. takes the listeners out of the loop's epoll set, accepts what is
 //     already queued (those clients are served, not reset), and shuts the
 //     listeners down (SHUT_RD stops listening; with the eBPF selector
