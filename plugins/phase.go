@@ -54,7 +54,10 @@ type Ctx interface {
 	// compared case-insensitively; nil when absent.
 	Header(name string) []byte
 	// Var is an nginx/APISIX variable (remote_addr, uri, arg_<name>,
-	// http_<name>, route_id…); nil when unset.
+	// http_<name>, route_id…); nil when unset. args, query_string and
+	// arg_<name> are ngx.var.args: the query of the target an earlier
+	// SetUpstreamURI set (key-auth's hide_credentials edits the
+	// arguments for the plugins after it), Query when none did.
 	Var(name string) []byte
 	// RouteID is the id of the route the request matched.
 	RouteID() string

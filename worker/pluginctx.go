@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"time"
 
 	"coregate/plugins"
@@ -59,7 +60,7 @@ func (x *pluginCtx) Var(name string) []byte {
 	case "request_uri":
 		return r.Target
 	case "query_string", "args":
-		return r.Query
+		return x.args()
 	case "scheme":
 		return schemeHTTP
 	case "server_port":
@@ -77,7 +78,7 @@ func (x *pluginCtx) Var(name string) []byte {
 	}
 	switch {
 	case len(name) > 4 && name[:4] == "arg_":
-		v, _ := queryArg(r.Query, name[4:])
+		v, _ := queryArg(x.args(), name[4:])
 		return v
 	case len(name) > 5 && name[:5] == "http_":
 		want := name[5:]
@@ -95,6 +96,21 @@ func (x *pluginCtx) Var(name string) []byte {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// args is $args: the query of the target an earlier plugin set
+// (SetUpstreamURI), as key-auth's hide_credentials edits ngx.var.args and
+// the plugins after it read the edited arguments; the request's query when
+// no plugin set one. nil when empty.
+func (x *pluginCtx) args() []byte {
+	cc := x.cc()
+	if !cc.plugin.upURI {
+		return cc.req.Query
+	}
+	if i := bytes.IndexByte(cc.upURI, '?'); i >= 0 && i+1 < len(cc.upURI) {
+		return cc.upURI[i+1:]
 	}
 	return nil
 }

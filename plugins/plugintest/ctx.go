@@ -23,6 +23,7 @@ type Ctx struct {
 	headers             []Header
 	vars                map[string][]byte
 	routeID             string
+	routeIDb            []byte // routeID, for Var("route_id")
 
 	// Clock is what Now answers: the time of NewCtx unless set.
 	Clock int64
@@ -60,7 +61,7 @@ var _ plugins.Ctx = (*Ctx)(nil)
 // NewCtx makes a request of method to target (path and query), from
 // remote_addr 127.0.0.1, matched by route "1".
 func NewCtx(method, target string) *Ctx {
-	c := &Ctx{method: []byte(method), routeID: "1", Clock: time.Now().UnixNano(), vars: map[string][]byte{"remote_addr": []byte("127.0.0.1")}}
+	c := &Ctx{method: []byte(method), routeID: "1", routeIDb: []byte("1"), Clock: time.Now().UnixNano(), vars: map[string][]byte{"remote_addr": []byte("127.0.0.1")}}
 	path, query, ok := strings.Cut(target, "?")
 	c.path = []byte(path)
 	if ok {
@@ -83,7 +84,10 @@ func (c *Ctx) WithVar(name, value string) *Ctx {
 
 // WithRoute sets the matched route's id.
 func (c *Ctx) WithRoute(id string) *Ctx {
-	c.routeID = id
+	c.routeID, c.routeIDb = id, []byte(id)
+	if id == "" {
+		c.routeIDb = nil
+	}
 	return c
 }
 
@@ -125,8 +129,11 @@ func (c *Ctx) Header(name string) []byte {
 }
 
 // Var implements plugins.Ctx: a variable set with WithVar, uri,
-// request_method, arg_<name> from the query and http_<name> from the
-// headers (with '_' for '-').
+// request_method, route_id (WithRoute), args and query_string, arg_<name>
+// from them and http_<name> from the headers (with '_' for '-'). args is
+// the query of the target SetUpstreamURI set, as the worker's: a plugin
+// that edits the arguments (key-auth's hide_credentials) edits them for
+// the plugins after it.
 func (c *Ctx) Var(name string) []byte {
 	if v, ok := c.vars[name]; ok {
 		return v
@@ -136,8 +143,12 @@ func (c *Ctx) Var(name string) []byte {
 		return c.path
 	case name == "request_method":
 		return c.method
+	case name == "route_id":
+		return c.routeIDb
+	case name == "args" || name == "query_string":
+		return c.args()
 	case strings.HasPrefix(name, "arg_"):
-		return arg(c.query, name[len("arg_"):])
+		return arg(c.args(), name[len("arg_"):])
 	case strings.HasPrefix(name, "http_"):
 		want := name[len("http_"):]
 		for i := range c.headers {
@@ -145,6 +156,18 @@ func (c *Ctx) Var(name string) []byte {
 				return c.headers[i].Value
 			}
 		}
+	}
+	return nil
+}
+
+// args is $args: the query of the target SetUpstreamURI set, the
+// request's when none; nil when empty.
+func (c *Ctx) args() []byte {
+	if len(c.UpstreamURI) == 0 {
+		return c.query
+	}
+	if i := indexByte(c.UpstreamURI, '?'); i >= 0 && i+1 < len(c.UpstreamURI) {
+		return c.UpstreamURI[i+1:]
 	}
 	return nil
 }
