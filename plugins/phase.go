@@ -85,6 +85,14 @@ type Ctx interface {
 	// event loop serves other connections meanwhile. Exited reports true
 	// from the call on.
 	ExitAfter(d time.Duration, status int, body []byte)
+	// Delay holds the request back for d before it goes upstream, as
+	// APISIX's ngx.sleep in an access phase (limit-req's delay): the
+	// phases go on at once, and the upstream is contacted once the delays
+	// of every call (they add up) have passed, on the worker's timer, the
+	// event loop serving other connections meanwhile. A request a plugin
+	// ends waits for them too before its answer leaves. From the rewrite,
+	// access and before_proxy phases.
+	Delay(d time.Duration)
 
 	// The upstream request, as proxy-rewrite edits it, from the rewrite,
 	// access and before_proxy phases: the worker writes the head it sends

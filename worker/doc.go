@@ -42,8 +42,10 @@
 //	           uploading), the response    failure once answering      closed: the answer is cut short
 //	                                       timeout                     closed
 //	csDelay    a plugin's delay            the delay passed: the       csIdle, csDiscard or csClosing
-//	           (Ctx.ExitAfter, on the      plugin's answer             (as answered by start)
-//	           connection's deadline)      closed                      closed (the timer with it)
+//	           (Ctx.ExitAfter, Ctx.Delay,  plugin's answer             (as answered by start)
+//	           on the connection's         or, after Delay alone,      csHold or csProxy (proceed)
+//	           deadline)                   the request goes upstream
+//	                                       closed                      closed (the timer with it)
 //	csDiscard  the rest of the body of a   body read                   csIdle
 //	           request the worker          malformed or oversized      csClosing (lingering)
 //	           answered (lingering_time)   timeout                     closed

@@ -90,6 +90,9 @@ type pluginState struct {
 	exitPage   bool
 	exitStatus int
 	delay      time.Duration
+	// hold is the sum of the plugins' Delay calls: the request goes
+	// upstream, or its answer leaves, that much later (csDelay).
+	hold time.Duration
 
 	// filtered: header_filter ran (the response head is decided); status
 	// is the response's status from then on.

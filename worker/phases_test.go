@@ -46,6 +46,7 @@ type probeConf struct {
 	Exit       int               `json:"exit"`
 	Body       *string           `json:"body"`
 	DelayMS    int               `json:"delay_ms"`
+	HoldMS     int               `json:"hold_ms"`     // Delay in access
 	RespHeader map[string]string `json:"resp_header"` // in access
 	HFHeader   map[string]string `json:"hf_header"`   // in header_filter
 	UpURI      string            `json:"up_uri"`
@@ -176,6 +177,9 @@ func (in *probeInst) Access(c plugins.Ctx) {
 	in.record(1)
 	for _, e := range in.resp {
 		c.SetResponseHeader(e.k, e.v)
+	}
+	if in.c.HoldMS > 0 {
+		c.Delay(time.Duration(in.c.HoldMS) * time.Millisecond)
 	}
 	in.maybeExit(c, "access")
 }
@@ -552,6 +556,69 @@ func TestDelayedExit(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"p-hi:rewrite", "p-hi:access", "p-hi:log"}, rec.events); d != "" {
 		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+}
+
+// TestDelayedRequest: Delay holds the request back on the connection's
+// deadline: the phases go on at once, the upstream gets the request once
+// the delays (added up) have passed, and the loop serves other connections
+// meanwhile. A request a plugin ends after a Delay waits for it too; a
+// client that leaves takes the timer with it.
+func TestDelayedRequest(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hold_ms":300},"p-lo":{"hold_ms":200}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"hold_ms":300},"p-lo":{"exit_at":"before_proxy","exit":403,"body":"no"}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	up, got := h.roundTrip([]byte("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"), nil)
+	cc := h.cl.ctx.(*clientConn)
+	if len(got) != 0 || len(up) != 0 || cc.state != csDelay {
+		t.Fatalf("sent at once (state %d): upstream %q, client %q", cc.state, up, got)
+	}
+	if d := cmp.Diff([]string{"p-hi:rewrite", "p-lo:rewrite", "p-hi:access", "p-lo:access", "p-hi:before_proxy", "p-lo:before_proxy"}, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+	h.w.now += int64(400 * time.Millisecond)
+	h.w.expireDeadlines()
+	if len(h.up.out) != 0 {
+		t.Fatalf("sent upstream early: %q", h.up.out)
+	}
+	h.w.now += int64(100 * time.Millisecond)
+	h.w.expireDeadlines()
+	if !bytes.HasPrefix(h.up.out, []byte("POST /a HTTP/1.1\r\n")) || !bytes.HasSuffix(h.up.out, []byte("\r\n\r\nhi")) || cc.state != csProxy {
+		t.Fatalf("upstream got (state %d): %q", cc.state, h.up.out)
+	}
+	h.up.in = append(h.up.in, upOK...)
+	h.w.OnTraffic(h.up)
+	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 200 OK\r\n")) || !bytes.HasSuffix(h.cl.out, []byte("\r\n\r\nok")) || cc.state != csIdle {
+		t.Fatalf("answer (state %d): %q", cc.state, h.cl.out)
+	}
+
+	// Ended after a Delay: the answer waits for it.
+	h.up.out, h.cl.out = h.up.out[:0], h.cl.out[:0]
+	h.cl.in = append(h.cl.in, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	if len(h.cl.out) != 0 || cc.state != csDelay {
+		t.Fatalf("answered at once (state %d): %q", cc.state, h.cl.out)
+	}
+	h.w.now += int64(300 * time.Millisecond)
+	h.w.expireDeadlines()
+	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 403 Forbidden\r\n")) || !bytes.HasSuffix(h.cl.out, []byte("\r\n\r\nno")) || len(h.up.out) != 0 {
+		t.Fatalf("answer %q, upstream got %q", h.cl.out, h.up.out)
+	}
+
+	// The client leaves during the delay: nothing fires afterwards.
+	h.cl.out = h.cl.out[:0]
+	h.cl.in = append(h.cl.in, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	timers := h.w.timed.Len() // the delay's and the idle upstream connection's
+	_ = h.cl.loop.Close(h.cl)
+	if len(h.cl.out) != 0 || len(h.up.out) != 0 || h.w.timed.Len() != timers-1 {
+		t.Fatalf("after the close: wrote %q, upstream %q, %d timers, want %d", h.cl.out, h.up.out, h.w.timed.Len(), timers-1)
+	}
+	h.w.now += int64(time.Second)
+	h.w.expireDeadlines()
+	if len(h.cl.out) != 0 || len(h.up.out) != 0 {
+		t.Fatalf("after the close: wrote %q, upstream %q", h.cl.out, h.up.out)
 	}
 }
 

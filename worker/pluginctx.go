@@ -158,6 +158,17 @@ func (x *pluginCtx) ExitAfter(d time.Duration, status int, body []byte) {
 	}
 }
 
+// Delay implements plugins.Ctx: the exchange waits in csDelay, on the
+// connection's deadline, before it goes upstream (start) or its answer
+// leaves (startPlugins).
+func (x *pluginCtx) Delay(d time.Duration) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || cc.plugin.exited || d <= 0 {
+		return
+	}
+	cc.plugin.hold += d
+}
+
 // SetResponseHeader implements plugins.Ctx: the header goes into the head
 // the worker writes, replacing any of that name the upstream sent.
 // Framing and hop-by-hop names are the worker's and ignored.

@@ -45,6 +45,9 @@ type Ctx struct {
 	Upstream bool
 	// ExitDelay is the delay of the last ExitAfter (0 for Exit).
 	ExitDelay time.Duration
+	// Delayed is the sum of the Delay calls: how long the request would
+	// be held before going upstream (Run does not wait).
+	Delayed time.Duration
 
 	// The upstream request as the plugins left it (proxy-rewrite): nil
 	// when unchanged. UpstreamHeaders is the request's headers with
@@ -97,7 +100,7 @@ func (c *Ctx) Reset() {
 	c.exitBody = c.exitBody[:0]
 	c.respHeader = c.respHeader[:0]
 	c.Body = c.Body[:0]
-	c.ExitDelay = 0
+	c.ExitDelay, c.Delayed = 0, 0
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
 	c.upHeaders, c.upEdited = c.upHeaders[:0], false
 	c.consumer = nil
@@ -278,6 +281,13 @@ func (c *Ctx) Status() int { return c.status }
 func (c *Ctx) ExitAfter(d time.Duration, status int, body []byte) {
 	c.Exit(status, body)
 	c.ExitDelay = d
+}
+
+// Delay implements plugins.Ctx: the delay is added to Delayed.
+func (c *Ctx) Delay(d time.Duration) {
+	if d > 0 && !c.exited {
+		c.Delayed += d
+	}
 }
 
 // SetUpstreamURI implements plugins.Ctx.
