@@ -113,6 +113,15 @@ type Ctx interface {
 	SetRequestHeader(name string, value []byte)
 	AddRequestHeader(name string, value []byte)
 
+	// Keep records v for owner on this request, for a later phase of it
+	// (limit-conn's log phase undoes what its access phase counted);
+	// Kept returns it, ok false when owner kept nothing. owner is a
+	// plugin instance's pointer, compared by identity; a second Keep of
+	// one owner replaces the first. A request keeps up to MaxKept
+	// values: past that Keep reports false.
+	Keep(owner any, v uint64) bool
+	Kept(owner any) (v uint64, ok bool)
+
 	// Consumer is the consumer an authentication plugin attached to the
 	// request; nil when none.
 	Consumer() *Consumer
@@ -122,6 +131,9 @@ type Ctx interface {
 	// plugin both configure, the consumer's configuration wins.
 	SetConsumer(c *Consumer)
 }
+
+// MaxKept is how many values a request keeps for its plugins (Ctx.Keep).
+const MaxKept = 16
 
 // Consumer is one consumer as the request path sees it, built with the
 // snapshot it belongs to and only read afterwards.

@@ -139,6 +139,9 @@ type exchangeBufs struct {
 	upHost       []byte
 	consumerName []byte
 	headCopy     []byte
+	// kept are the values plugins keep for later phases (Ctx.Keep),
+	// truncated by resetExchange (its owners cleared first).
+	kept []keptValue
 	// filtBuf is the body as the body_filter phase returned it, framed,
 	// valid until the write that sends it returns.
 	filtBuf []byte
@@ -151,6 +154,8 @@ func (cc *clientConn) resetExchange() {
 	cc.exchange = exchange{}
 	cc.statuses = cc.statuses[:0]
 	cc.respHdr = cc.respHdr[:0]
+	clear(cc.kept)
+	cc.kept = cc.kept[:0]
 	cc.reqEdits = cc.reqEdits[:0]
 }
 

@@ -47,6 +47,8 @@ type probeConf struct {
 	Body       *string           `json:"body"`
 	DelayMS    int               `json:"delay_ms"`
 	HoldMS     int               `json:"hold_ms"`     // Delay in access
+	Keep       uint64            `json:"keep"`        // Keep in access, with a K-Keep header
+	LogKept    bool              `json:"log_kept"`    // record what Kept says in log
 	RespHeader map[string]string `json:"resp_header"` // in access
 	HFHeader   map[string]string `json:"hf_header"`   // in header_filter
 	UpURI      string            `json:"up_uri"`
@@ -181,6 +183,9 @@ func (in *probeInst) Access(c plugins.Ctx) {
 	if in.c.HoldMS > 0 {
 		c.Delay(time.Duration(in.c.HoldMS) * time.Millisecond)
 	}
+	if in.c.Keep > 0 && c.Header("k-keep") != nil {
+		c.Keep(in, in.c.Keep)
+	}
 	in.maybeExit(c, "access")
 }
 
@@ -198,6 +203,10 @@ func (in *probeInst) HeaderFilter(c plugins.Ctx) {
 
 func (in *probeInst) Log(c plugins.Ctx) {
 	in.record(4)
+	if in.c.LogKept {
+		v, ok := c.Kept(in)
+		in.rec.seen = fmt.Appendf(in.rec.seen, "%s kept %d %v;", in.name, v, ok)
+	}
 	if in.c.Log {
 		s := in.rec.seen
 		s = append(s, c.Method()...)
@@ -619,6 +628,21 @@ func TestDelayedRequest(t *testing.T) {
 	h.w.expireDeadlines()
 	if len(h.cl.out) != 0 || len(h.up.out) != 0 {
 		t.Fatalf("after the close: wrote %q, upstream %q", h.cl.out, h.up.out)
+	}
+}
+
+// TestKeep: what a plugin keeps in access it finds in log, its own only;
+// the next exchange on the connection starts with nothing kept.
+func TestKeep(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"keep":7,"log_kept":true},"p-lo":{"log_kept":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"log_kept":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\nK-Keep: 1\r\n\r\n"), []byte(upOK))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	h.roundTrip([]byte("GET /b HTTP/1.1\r\nHost: x\r\nK-Keep: 1\r\n\r\n"), []byte(upOK))
+	if want := "p-hi kept 7 true;p-lo kept 0 false;p-hi kept 0 false;p-lo kept 0 false;p-hi kept 0 false;"; string(rec.seen) != want {
+		t.Fatalf("log saw %q, want %q", rec.seen, want)
 	}
 }
 

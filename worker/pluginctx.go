@@ -272,6 +272,40 @@ func (x *pluginCtx) addEdit(name string, value []byte, set bool) {
 	e.value = append(e.value[:0], value...)
 }
 
+// keptValue is one value a plugin kept (Ctx.Keep).
+type keptValue struct {
+	owner any
+	v     uint64
+}
+
+// Keep implements plugins.Ctx: the values live in exchangeBufs.kept, whose
+// capacity grows up to plugins.MaxKept once and is reused.
+func (x *pluginCtx) Keep(owner any, v uint64) bool {
+	cc := x.cc()
+	for i := range cc.kept {
+		if cc.kept[i].owner == owner {
+			cc.kept[i].v = v
+			return true
+		}
+	}
+	if len(cc.kept) >= plugins.MaxKept {
+		return false
+	}
+	cc.kept = append(cc.kept, keptValue{owner, v})
+	return true
+}
+
+// Kept implements plugins.Ctx.
+func (x *pluginCtx) Kept(owner any) (uint64, bool) {
+	cc := x.cc()
+	for i := range cc.kept {
+		if cc.kept[i].owner == owner {
+			return cc.kept[i].v, true
+		}
+	}
+	return 0, false
+}
+
 // Consumer implements plugins.Ctx.
 func (x *pluginCtx) Consumer() *plugins.Consumer { return x.plugin.consumer }
 

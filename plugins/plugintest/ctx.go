@@ -57,6 +57,12 @@ type Ctx struct {
 	upEdited                                  bool
 
 	consumer *plugins.Consumer
+	kept     []kept
+}
+
+type kept struct {
+	owner any
+	v     uint64
 }
 
 var _ plugins.Ctx = (*Ctx)(nil)
@@ -104,6 +110,8 @@ func (c *Ctx) Reset() {
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
 	c.upHeaders, c.upEdited = c.upHeaders[:0], false
 	c.consumer = nil
+	clear(c.kept)
+	c.kept = c.kept[:0]
 }
 
 // Method implements plugins.Ctx.
@@ -364,6 +372,31 @@ func (c *Ctx) UpstreamHeader(name string) []byte {
 		}
 	}
 	return nil
+}
+
+// Keep implements plugins.Ctx.
+func (c *Ctx) Keep(owner any, v uint64) bool {
+	for i := range c.kept {
+		if c.kept[i].owner == owner {
+			c.kept[i].v = v
+			return true
+		}
+	}
+	if len(c.kept) == plugins.MaxKept {
+		return false
+	}
+	c.kept = append(c.kept, kept{owner, v})
+	return true
+}
+
+// Kept implements plugins.Ctx.
+func (c *Ctx) Kept(owner any) (uint64, bool) {
+	for i := range c.kept {
+		if c.kept[i].owner == owner {
+			return c.kept[i].v, true
+		}
+	}
+	return 0, false
 }
 
 // Consumer implements plugins.Ctx.
