@@ -1,0 +1,108 @@
+package limitconn
+
+import (
+	"strings"
+
+	"coregate/plugins"
+)
+
+// template is a string with $var references, as APISIX's
+// core.utils.resolve_var reads it: $name (letters, digits, '_' and '.') or
+// ${name}, ${name ?? default}; a '$' after a backslash is literal (the
+// backslash stays).
+type template struct {
+	parts []part
+}
+
+// part is a literal (name empty) or a variable with its default.
+type part struct {
+	lit        string
+	name       string
+	def        string
+	hasDefault bool
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+func parseTemplate(s string) template {
+	var t template
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			t.parts = append(t.parts, part{lit: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || (i > 0 && s[i-1] == '\\') {
+			lit.WriteByte(c)
+			continue
+		}
+		rest := s[i+1:]
+		if strings.HasPrefix(rest, "{") {
+			if end := strings.IndexByte(rest, '}'); end > 1 {
+				inner := strings.TrimSpace(rest[1:end])
+				if inner == "" {
+					inner = rest[1:end]
+				}
+				p := part{name: inner}
+				if name, def, ok := cutDefault(inner); ok {
+					p = part{name: name, def: def, hasDefault: true}
+				}
+				flush()
+				t.parts = append(t.parts, p)
+				i += end + 1
+				continue
+			}
+		}
+		n := 0
+		for n < len(rest) && isNameByte(rest[n]) {
+			n++
+		}
+		if n == 0 {
+			lit.WriteByte(c)
+			continue
+		}
+		flush()
+		t.parts = append(t.parts, part{name: rest[:n]})
+		i += n
+	}
+	flush()
+	return t
+}
+
+// cutDefault splits "name ?? default" (spaces around ?? optional).
+func cutDefault(s string) (name, def string, ok bool) {
+	i := strings.Index(s, "??")
+	if i < 0 {
+		return s, "", false
+	}
+	return strings.TrimSpace(s[:i]), strings.TrimSpace(s[i+2:]), true
+}
+
+// render appends t with c's variables to b; resolved counts the variables
+// that had a value (or a default), as APISIX's n_resolved. An unset
+// variable without a default renders as nothing.
+func (t *template) render(b []byte, c plugins.Ctx) (_ []byte, resolved int) {
+	for i := range t.parts {
+		p := &t.parts[i]
+		if p.name == "" {
+			b = append(b, p.lit...)
+			continue
+		}
+		v := c.Var(p.name)
+		switch {
+		case v != nil:
+			b = append(b, v...)
+		case p.hasDefault:
+			b = append(b, p.def...)
+		default:
+			continue
+		}
+		resolved++
+	}
+	return b, resolved
+}
