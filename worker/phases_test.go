@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -205,7 +206,10 @@ func (in *probeInst) Log(c plugins.Ctx) {
 	in.record(4)
 	if in.c.LogKept {
 		v, ok := c.Kept(in)
-		in.rec.seen = fmt.Appendf(in.rec.seen, "%s kept %d %v;", in.name, v, ok)
+		s := append(append(in.rec.seen, in.name...), " kept "...)
+		s = strconv.AppendUint(s, v, 10)
+		s = append(s, ' ')
+		in.rec.seen = append(strconv.AppendBool(s, ok), ';')
 	}
 	if in.c.Log {
 		s := in.rec.seen
