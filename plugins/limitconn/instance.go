@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/vartpl"
 )
 
 // connWindow is the life of a counter in the table (see the package's
@@ -21,14 +22,14 @@ const maxLimit = 1<<53 - 1
 type instance struct {
 	counters          plugins.Counters
 	conn, burst       int64
-	connTpl, burstTpl *template // non-nil: resolved per request
+	connTpl, burstTpl *vartpl.Template // non-nil: resolved per request
 	unit              time.Duration
 	degrade           bool
 	rejectedCode      int
 	rejectedBody      []byte // nil: the gateway's page for rejectedCode
 	keyVar            string
-	keyTpl            *template // key_type var_combination
-	prefix, confHash  []byte    // the counter's key: prefix, route id, confHash, key value
+	keyTpl            *vartpl.Template // key_type var_combination
+	prefix, confHash  []byte           // the counter's key: prefix, route id, confHash, key value
 	key, num          []byte
 }
 
@@ -106,8 +107,8 @@ func (in *instance) fail(c plugins.Ctx) {
 
 // resolve is a conn or burst resolved for this request: a non-negative
 // integer, else ok false (APISIX's "resolved value is not a number").
-func (in *instance) resolve(c plugins.Ctx, t *template) (n int64, ok bool) {
-	in.num, _ = t.render(in.num[:0], c)
+func (in *instance) resolve(c plugins.Ctx, t *vartpl.Template) (n int64, ok bool) {
+	in.num, _ = t.Render(in.num[:0], c)
 	if len(in.num) == 0 {
 		return 0, false
 	}
@@ -132,7 +133,7 @@ func (in *instance) keyOf(c plugins.Ctx) []byte {
 	mark := len(k)
 	if in.keyTpl != nil {
 		var n int
-		if k, n = in.keyTpl.render(k, c); n == 0 {
+		if k, n = in.keyTpl.Render(k, c); n == 0 {
 			k = append(k[:mark], c.Var("remote_addr")...)
 		}
 	} else if v := c.Var(in.keyVar); v != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/vartpl"
 )
 
 // The bucket's word: excess<<relBits | (last+1), where excess is in
@@ -37,7 +38,7 @@ type instance struct {
 	rejectedCode int
 	rejectedBody []byte // nil: the gateway's page for rejectedCode
 	keyVar       string
-	keyTpl       *template // key_type var_combination
+	keyTpl       *vartpl.Template // key_type var_combination
 	// prefix, then the route's id, then confHash, then the key's value:
 	// the counter's key.
 	prefix, confHash []byte
@@ -117,7 +118,7 @@ func (in *instance) keyOf(c plugins.Ctx) []byte {
 	mark := len(k)
 	if in.keyTpl != nil {
 		var n int
-		if k, n = in.keyTpl.render(k, c); n == 0 {
+		if k, n = in.keyTpl.Render(k, c); n == 0 {
 			k = k[:mark]
 			k = append(k, c.Var("remote_addr")...)
 		}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/cjson"
+	"coregate/plugins/internal/vartpl"
 )
 
 // Name is the plugin's APISIX name.
@@ -80,11 +82,11 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		key:          make([]byte, 0, 128),
 	}
 	if c.KeyType == "var_combination" {
-		t := parseTemplate(c.Key)
+		t := vartpl.Parse(c.Key)
 		in.keyTpl = &t
 	}
 	if c.RejectedMsg != nil {
-		in.rejectedBody = append(appendJSONString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
+		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
 	}
 	return in, nil
 }
@@ -99,34 +101,4 @@ func canonical(raw json.RawMessage) (string, error) {
 	}
 	b, err := json.Marshal(v)
 	return string(b), err
-}
-
-// appendJSONString appends s as a JSON string the way APISIX's encoder
-// (lua-cjson) writes it: '/' escaped too, other bytes as they are.
-func appendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"', '\\', '/':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		default:
-			if c < 0x20 || c == 0x7f {
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-				continue
-			}
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
