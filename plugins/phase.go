@@ -54,7 +54,10 @@ type Ctx interface {
 	// compared case-insensitively; nil when absent.
 	Header(name string) []byte
 	// Var is an nginx/APISIX variable (remote_addr, uri, arg_<name>,
-	// http_<name>, route_id…); nil when unset.
+	// http_<name>, route_id…); nil when unset. args, query_string and
+	// arg_<name> are ngx.var.args: the query of the target an earlier
+	// SetUpstreamURI set (key-auth's hide_credentials edits the
+	// arguments for the plugins after it), Query when none did.
 	Var(name string) []byte
 	// RouteID is the id of the route the request matched.
 	RouteID() string
@@ -82,6 +85,14 @@ type Ctx interface {
 	// event loop serves other connections meanwhile. Exited reports true
 	// from the call on.
 	ExitAfter(d time.Duration, status int, body []byte)
+	// Delay holds the request back for d before it goes upstream, as
+	// APISIX's ngx.sleep in an access phase (limit-req's delay): the
+	// phases go on at once, and the upstream is contacted once the delays
+	// of every call (they add up) have passed, on the worker's timer, the
+	// event loop serving other connections meanwhile. A request a plugin
+	// ends waits for them too before its answer leaves. From the rewrite,
+	// access and before_proxy phases.
+	Delay(d time.Duration)
 
 	// The upstream request, as proxy-rewrite edits it, from the rewrite,
 	// access and before_proxy phases: the worker writes the head it sends
@@ -102,6 +113,15 @@ type Ctx interface {
 	SetRequestHeader(name string, value []byte)
 	AddRequestHeader(name string, value []byte)
 
+	// Keep records v for owner on this request, for a later phase of it
+	// (limit-conn's log phase undoes what its access phase counted);
+	// Kept returns it, ok false when owner kept nothing. owner is a
+	// plugin instance's pointer, compared by identity; a second Keep of
+	// one owner replaces the first. A request keeps up to MaxKept
+	// values: past that Keep reports false.
+	Keep(owner any, v uint64) bool
+	Kept(owner any) (v uint64, ok bool)
+
 	// Consumer is the consumer an authentication plugin attached to the
 	// request; nil when none.
 	Consumer() *Consumer
@@ -111,6 +131,9 @@ type Ctx interface {
 	// plugin both configure, the consumer's configuration wins.
 	SetConsumer(c *Consumer)
 }
+
+// MaxKept is how many values a request keeps for its plugins (Ctx.Keep).
+const MaxKept = 16
 
 // Consumer is one consumer as the request path sees it, built with the
 // snapshot it belongs to and only read afterwards.

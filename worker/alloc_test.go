@@ -63,6 +63,7 @@ func TestAllocPluginPhases(t *testing.T) {
 		`{"id":"r3","uri":"/late","plugins":{"p-hi":{"exit_at":"access","exit":200,"body":"late","delay_ms":100}}}`,
 		`{"id":"r4","uri":"/body","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
 		`{"id":"r5","uri":"/body-exit","plugins":{"p-body":{},"p-hi":{"exit_at":"access","exit":403,"body":"no"}}}`,
+		`{"id":"r6","uri":"/hold","plugins":{"p-hi":{"hold_ms":100,"keep":5,"log_kept":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
 	}, []string{`{"id":"g","plugins":{"p-mid":{"resp_header":{"X-G":"g"}}}}`},
 		[]string{`{"username":"jack","plugins":{"p-auth":{"key":"k1"},"p-lo":{"hf_header":{"X-Lo":"jack"}}}}`}, nil))
 	resp := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"), bytes.Repeat([]byte("x"), 1024)...)
@@ -107,5 +108,26 @@ func TestAllocPluginPhases(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(200, delayed); allocs != 0 {
 		t.Errorf("delayed: %.1f allocations per request, want 0", allocs)
+	}
+
+	// A request held back (Delay) before it goes upstream, with a value
+	// kept from access to log (Keep).
+	hold := []byte("GET /hold HTTP/1.1\r\nHost: example.com\r\nK-Keep: 1\r\n\r\n")
+	held := func() {
+		rec.reset()
+		h.roundTrip(hold, nil)
+		h.w.now += int64(100 * time.Millisecond)
+		h.w.expireDeadlines()
+		h.up.in = append(h.up.in, resp...)
+		h.w.OnTraffic(h.up)
+	}
+	for i := 0; i < 10; i++ {
+		held()
+	}
+	if !bytes.HasSuffix(h.cl.out, bytes.Repeat([]byte("x"), 1024)) {
+		t.Fatalf("held: answer\n%s", h.cl.out)
+	}
+	if allocs := testing.AllocsPerRun(200, held); allocs != 0 {
+		t.Errorf("held: %.1f allocations per request, want 0", allocs)
 	}
 }

@@ -22,7 +22,7 @@ const (
 	csDiscard        // answered by the worker; its body is read and dropped
 	csClosing        // the last answer is queued; close once it is flushed
 	csLinger         // the answer is flushed and FIN sent; input is read and dropped
-	csDelay          // a plugin's answer waits for its delay (ExitAfter)
+	csDelay          // a plugin's answer, or the request, waits for its delay (ExitAfter, Delay)
 )
 
 // Request body framing.
@@ -130,7 +130,11 @@ func (cc *clientConn) expire() {
 		return
 	}
 	if cc.state == csDelay {
-		cc.answerExit()
+		if cc.plugin.exited {
+			cc.answerExit()
+		} else {
+			cc.proceed() // a plugin's Delay has passed
+		}
 		return
 	}
 	cc.w.closeConn(cc.c)
@@ -309,6 +313,19 @@ func (cc *clientConn) start() {
 			return // the client reset: the exchange ended with it
 		}
 	}
+	if cc.plugin.hold > 0 {
+		// A plugin's Delay: the request waits on the connection's
+		// deadline (expire), as an exit's answer does.
+		cc.state = csDelay
+		cc.w.setDeadline(cc, int64(cc.plugin.hold))
+		return
+	}
+	cc.proceed()
+}
+
+// proceed sends the request upstream: once its chunked body is judged
+// against client_max_body_size (holdForLimit), or now.
+func (cc *clientConn) proceed() {
 	if cc.holdForLimit() {
 		return
 	}

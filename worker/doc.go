@@ -42,8 +42,10 @@
 //	           uploading), the response    failure once answering      closed: the answer is cut short
 //	                                       timeout                     closed
 //	csDelay    a plugin's delay            the delay passed: the       csIdle, csDiscard or csClosing
-//	           (Ctx.ExitAfter, on the      plugin's answer             (as answered by start)
-//	           connection's deadline)      closed                      closed (the timer with it)
+//	           (Ctx.ExitAfter, Ctx.Delay,  plugin's answer             (as answered by start)
+//	           on the connection's         or, after Delay alone,      csHold or csProxy (proceed)
+//	           deadline)                   the request goes upstream
+//	                                       closed                      closed (the timer with it)
 //	csDiscard  the rest of the body of a   body read                   csIdle
 //	           request the worker          malformed or oversized      csClosing (lingering)
 //	           answered (lingering_time)   timeout                     closed
@@ -150,7 +152,8 @@
 //     at a time: until the write, until the next connTokens.
 //   - The exchange's buffers (exchangeBufs: head, hostLine, hostValue,
 //     hostBuf, pathBuf, sizeLine, statuses, and the plugins' exitBody,
-//     respHdr, reqEdits, upURI, upMethod, upHost, consumerName, headCopy)
+//     respHdr, reqEdits, upURI, upMethod, upHost, consumerName, headCopy,
+//     kept)
 //     and upConn.sizeLine are the connection's: their capacity is kept from
 //     one exchange to the next, and each is written from its start before
 //     it is read within one exchange (statuses, respHdr and reqEdits are

@@ -90,6 +90,9 @@ type pluginState struct {
 	exitPage   bool
 	exitStatus int
 	delay      time.Duration
+	// hold is the sum of the plugins' Delay calls: the request goes
+	// upstream, or its answer leaves, that much later (csDelay).
+	hold time.Duration
 
 	// filtered: header_filter ran (the response head is decided); status
 	// is the response's status from then on.
@@ -136,6 +139,9 @@ type exchangeBufs struct {
 	upHost       []byte
 	consumerName []byte
 	headCopy     []byte
+	// kept are the values plugins keep for later phases (Ctx.Keep),
+	// truncated by resetExchange (its owners cleared first).
+	kept []keptValue
 	// filtBuf is the body as the body_filter phase returned it, framed,
 	// valid until the write that sends it returns.
 	filtBuf []byte
@@ -148,6 +154,8 @@ func (cc *clientConn) resetExchange() {
 	cc.exchange = exchange{}
 	cc.statuses = cc.statuses[:0]
 	cc.respHdr = cc.respHdr[:0]
+	clear(cc.kept)
+	cc.kept = cc.kept[:0]
 	cc.reqEdits = cc.reqEdits[:0]
 }
 

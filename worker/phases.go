@@ -57,6 +57,7 @@ func (cc *clientConn) startPlugins(snap *Snapshot, rt *route) bool {
 		return false
 	}
 	cc.discardHead()
+	p.delay += p.hold
 	if p.delay > 0 {
 		cc.state = csDelay
 		cc.w.setDeadline(cc, int64(p.delay))

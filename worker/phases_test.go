@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ type probeConf struct {
 	Exit       int               `json:"exit"`
 	Body       *string           `json:"body"`
 	DelayMS    int               `json:"delay_ms"`
+	HoldMS     int               `json:"hold_ms"`     // Delay in access
+	Keep       uint64            `json:"keep"`        // Keep in access, with a K-Keep header
+	LogKept    bool              `json:"log_kept"`    // record what Kept says in log
 	RespHeader map[string]string `json:"resp_header"` // in access
 	HFHeader   map[string]string `json:"hf_header"`   // in header_filter
 	UpURI      string            `json:"up_uri"`
@@ -177,6 +181,12 @@ func (in *probeInst) Access(c plugins.Ctx) {
 	for _, e := range in.resp {
 		c.SetResponseHeader(e.k, e.v)
 	}
+	if in.c.HoldMS > 0 {
+		c.Delay(time.Duration(in.c.HoldMS) * time.Millisecond)
+	}
+	if in.c.Keep > 0 && c.Header("k-keep") != nil {
+		c.Keep(in, in.c.Keep)
+	}
 	in.maybeExit(c, "access")
 }
 
@@ -194,6 +204,13 @@ func (in *probeInst) HeaderFilter(c plugins.Ctx) {
 
 func (in *probeInst) Log(c plugins.Ctx) {
 	in.record(4)
+	if in.c.LogKept {
+		v, ok := c.Kept(in)
+		s := append(append(in.rec.seen, in.name...), " kept "...)
+		s = strconv.AppendUint(s, v, 10)
+		s = append(s, ' ')
+		in.rec.seen = append(strconv.AppendBool(s, ok), ';')
+	}
 	if in.c.Log {
 		s := in.rec.seen
 		s = append(s, c.Method()...)
@@ -552,6 +569,84 @@ func TestDelayedExit(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"p-hi:rewrite", "p-hi:access", "p-hi:log"}, rec.events); d != "" {
 		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+}
+
+// TestDelayedRequest: Delay holds the request back on the connection's
+// deadline: the phases go on at once, the upstream gets the request once
+// the delays (added up) have passed, and the loop serves other connections
+// meanwhile. A request a plugin ends after a Delay waits for it too; a
+// client that leaves takes the timer with it.
+func TestDelayedRequest(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hold_ms":300},"p-lo":{"hold_ms":200}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"hold_ms":300},"p-lo":{"exit_at":"before_proxy","exit":403,"body":"no"}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	up, got := h.roundTrip([]byte("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"), nil)
+	cc := h.cl.ctx.(*clientConn)
+	if len(got) != 0 || len(up) != 0 || cc.state != csDelay {
+		t.Fatalf("sent at once (state %d): upstream %q, client %q", cc.state, up, got)
+	}
+	if d := cmp.Diff([]string{"p-hi:rewrite", "p-lo:rewrite", "p-hi:access", "p-lo:access", "p-hi:before_proxy", "p-lo:before_proxy"}, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+	h.w.now += int64(400 * time.Millisecond)
+	h.w.expireDeadlines()
+	if len(h.up.out) != 0 {
+		t.Fatalf("sent upstream early: %q", h.up.out)
+	}
+	h.w.now += int64(100 * time.Millisecond)
+	h.w.expireDeadlines()
+	if !bytes.HasPrefix(h.up.out, []byte("POST /a HTTP/1.1\r\n")) || !bytes.HasSuffix(h.up.out, []byte("\r\n\r\nhi")) || cc.state != csProxy {
+		t.Fatalf("upstream got (state %d): %q", cc.state, h.up.out)
+	}
+	h.up.in = append(h.up.in, upOK...)
+	h.w.OnTraffic(h.up)
+	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 200 OK\r\n")) || !bytes.HasSuffix(h.cl.out, []byte("\r\n\r\nok")) || cc.state != csIdle {
+		t.Fatalf("answer (state %d): %q", cc.state, h.cl.out)
+	}
+
+	// Ended after a Delay: the answer waits for it.
+	h.up.out, h.cl.out = h.up.out[:0], h.cl.out[:0]
+	h.cl.in = append(h.cl.in, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	if len(h.cl.out) != 0 || cc.state != csDelay {
+		t.Fatalf("answered at once (state %d): %q", cc.state, h.cl.out)
+	}
+	h.w.now += int64(300 * time.Millisecond)
+	h.w.expireDeadlines()
+	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 403 Forbidden\r\n")) || !bytes.HasSuffix(h.cl.out, []byte("\r\n\r\nno")) || len(h.up.out) != 0 {
+		t.Fatalf("answer %q, upstream got %q", h.cl.out, h.up.out)
+	}
+
+	// The client leaves during the delay: nothing fires afterwards.
+	h.cl.out = h.cl.out[:0]
+	h.cl.in = append(h.cl.in, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	timers := h.w.timed.Len() // the delay's and the idle upstream connection's
+	_ = h.cl.loop.Close(h.cl)
+	if len(h.cl.out) != 0 || len(h.up.out) != 0 || h.w.timed.Len() != timers-1 {
+		t.Fatalf("after the close: wrote %q, upstream %q, %d timers, want %d", h.cl.out, h.up.out, h.w.timed.Len(), timers-1)
+	}
+	h.w.now += int64(time.Second)
+	h.w.expireDeadlines()
+	if len(h.cl.out) != 0 || len(h.up.out) != 0 {
+		t.Fatalf("after the close: wrote %q, upstream %q", h.cl.out, h.up.out)
+	}
+}
+
+// TestKeep: what a plugin keeps in access it finds in log, its own only;
+// the next exchange on the connection starts with nothing kept.
+func TestKeep(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"keep":7,"log_kept":true},"p-lo":{"log_kept":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"log_kept":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\nK-Keep: 1\r\n\r\n"), []byte(upOK))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	h.roundTrip([]byte("GET /b HTTP/1.1\r\nHost: x\r\nK-Keep: 1\r\n\r\n"), []byte(upOK))
+	if want := "p-hi kept 7 true;p-lo kept 0 false;p-hi kept 0 false;p-lo kept 0 false;p-hi kept 0 false;"; string(rec.seen) != want {
+		t.Fatalf("log saw %q, want %q", rec.seen, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"time"
 
 	"coregate/plugins"
@@ -59,7 +60,7 @@ func (x *pluginCtx) Var(name string) []byte {
 	case "request_uri":
 		return r.Target
 	case "query_string", "args":
-		return r.Query
+		return x.args()
 	case "scheme":
 		return schemeHTTP
 	case "server_port":
@@ -77,7 +78,7 @@ func (x *pluginCtx) Var(name string) []byte {
 	}
 	switch {
 	case len(name) > 4 && name[:4] == "arg_":
-		v, _ := queryArg(r.Query, name[4:])
+		v, _ := queryArg(x.args(), name[4:])
 		return v
 	case len(name) > 5 && name[:5] == "http_":
 		want := name[5:]
@@ -95,6 +96,21 @@ func (x *pluginCtx) Var(name string) []byte {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// args is $args: the query of the target an earlier plugin set
+// (SetUpstreamURI), as key-auth's hide_credentials edits ngx.var.args and
+// the plugins after it read the edited arguments; the request's query when
+// no plugin set one. nil when empty.
+func (x *pluginCtx) args() []byte {
+	cc := x.cc()
+	if !cc.plugin.upURI {
+		return cc.req.Query
+	}
+	if i := bytes.IndexByte(cc.upURI, '?'); i >= 0 && i+1 < len(cc.upURI) {
+		return cc.upURI[i+1:]
 	}
 	return nil
 }
@@ -140,6 +156,17 @@ func (x *pluginCtx) ExitAfter(d time.Duration, status int, body []byte) {
 	if d > 0 {
 		cc.plugin.delay = d
 	}
+}
+
+// Delay implements plugins.Ctx: the exchange waits in csDelay, on the
+// connection's deadline, before it goes upstream (start) or its answer
+// leaves (startPlugins).
+func (x *pluginCtx) Delay(d time.Duration) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.BeforeProxy || cc.plugin.exited || d <= 0 {
+		return
+	}
+	cc.plugin.hold += d
 }
 
 // SetResponseHeader implements plugins.Ctx: the header goes into the head
@@ -243,6 +270,40 @@ func (x *pluginCtx) addEdit(name string, value []byte, set bool) {
 	e := &cc.reqEdits[n]
 	e.name, e.set, e.remove = name, set, value == nil
 	e.value = append(e.value[:0], value...)
+}
+
+// keptValue is one value a plugin kept (Ctx.Keep).
+type keptValue struct {
+	owner any
+	v     uint64
+}
+
+// Keep implements plugins.Ctx: the values live in exchangeBufs.kept, whose
+// capacity grows up to plugins.MaxKept once and is reused.
+func (x *pluginCtx) Keep(owner any, v uint64) bool {
+	cc := x.cc()
+	for i := range cc.kept {
+		if cc.kept[i].owner == owner {
+			cc.kept[i].v = v
+			return true
+		}
+	}
+	if len(cc.kept) >= plugins.MaxKept {
+		return false
+	}
+	cc.kept = append(cc.kept, keptValue{owner, v})
+	return true
+}
+
+// Kept implements plugins.Ctx.
+func (x *pluginCtx) Kept(owner any) (uint64, bool) {
+	cc := x.cc()
+	for i := range cc.kept {
+		if cc.kept[i].owner == owner {
+			return cc.kept[i].v, true
+		}
+	}
+	return 0, false
 }
 
 // Consumer implements plugins.Ctx.

@@ -7,7 +7,9 @@ package all
 import (
 	// Each registers itself in plugins.Default from its init function.
 	_ "coregate/plugins/keyauth"      // key-auth (2500, rewrite)
+	_ "coregate/plugins/limitconn"    // limit-conn (1003, access, log)
 	_ "coregate/plugins/limitcount"   // limit-count (1002, access)
+	_ "coregate/plugins/limitreq"     // limit-req (1001, access)
 	_ "coregate/plugins/mocking"      // mocking (10900, access)
 	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
 )

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/vartpl"
 )
 
 const (
@@ -53,10 +54,10 @@ type rule struct {
 	// count and window (seconds) are the limit, unless countTpl or
 	// windowTpl resolve them per request.
 	count, window       int64
-	countTpl, windowTpl *template
+	countTpl, windowTpl *vartpl.Template
 	keyType             int
 	keyVar              string
-	keyTpl              template
+	keyTpl              vartpl.Template
 	constKey            []byte
 	// tag sets the rule's counters apart from the other rules' (empty
 	// without rules).
@@ -127,7 +128,7 @@ func (in *instance) keyOf(c plugins.Ctx, r *rule) ([]byte, bool) {
 		k = append(k, r.constKey...)
 	case keyRule:
 		var resolved int
-		if k, resolved = r.keyTpl.render(k, c); resolved == 0 {
+		if k, resolved = r.keyTpl.Render(k, c); resolved == 0 {
 			in.key = k
 			return nil, false
 		}
@@ -135,7 +136,7 @@ func (in *instance) keyOf(c plugins.Ctx, r *rule) ([]byte, bool) {
 		return k, true
 	case keyCombination:
 		var resolved int
-		if k, resolved = r.keyTpl.render(k, c); resolved == 0 {
+		if k, resolved = r.keyTpl.Render(k, c); resolved == 0 {
 			k = k[:n]
 		}
 	default:
@@ -160,11 +161,11 @@ func (in *instance) fail(c plugins.Ctx, body []byte) {
 
 // resolveLimit resolves a count or time_window given as a string: a
 // positive integer, as APISIX's resolve_var and tonumber take it.
-func (in *instance) resolveLimit(c plugins.Ctx, t *template, static int64) (int64, bool) {
+func (in *instance) resolveLimit(c plugins.Ctx, t *vartpl.Template, static int64) (int64, bool) {
 	if t == nil {
 		return static, true
 	}
-	in.tpl, _ = t.render(in.tpl[:0], c)
+	in.tpl, _ = t.Render(in.tpl[:0], c)
 	return parseLimit(in.tpl)
 }
 

@@ -251,28 +251,6 @@ func TestAppendReset(t *testing.T) {
 	}
 }
 
-func TestTemplate(t *testing.T) {
-	c := newCtx("GET", "/p?a=1").WithVar("x.y", "XY").WithHeader("H", "h")
-	for tpl, want := range map[string]struct {
-		out string
-		n   int
-	}{
-		"plain":                 {"plain", 0},
-		"$arg_a-$http_h":        {"1-h", 2},
-		"${ arg_a }/${arg_b}":   {"1/", 1},
-		"${arg_b ?? dflt}:$x.y": {"dflt:XY", 2},
-		`\$arg_a $`:             {`\$arg_a $`, 0},
-		"${}$":                  {"${}$", 0},
-		"$arg_a$arg_a":          {"11", 2},
-	} {
-		tp := parseTemplate(tpl)
-		out, n := tp.render(nil, c)
-		if string(out) != want.out || n != want.n {
-			t.Errorf("%q: %q (%d resolved), want %q (%d)", tpl, out, n, want.out, want.n)
-		}
-	}
-}
-
 // TestRules: APISIX's t/plugin/limit-count-rules.t: each rule whose key
 // resolves counts the request; a request no rule applies to is a limiter
 // failure (500); a rule's headers carry its prefix (its header_prefix, or

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/cjson"
+	"coregate/plugins/internal/vartpl"
 )
 
 // Name is the plugin's APISIX name.
@@ -127,7 +129,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		case "constant":
 			r.keyType, r.constKey = keyConstant, []byte(c.Key)
 		case "var_combination":
-			r.keyType, r.keyTpl = keyCombination, parseTemplate(c.Key)
+			r.keyType, r.keyTpl = keyCombination, vartpl.Parse(c.Key)
 		default:
 			r.keyType, r.keyVar = keyVar, c.Key
 		}
@@ -138,7 +140,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			return nil, err
 		}
 		for i, rc := range rules {
-			r := rule{keyType: keyRule, keyTpl: parseTemplate(rc.Key), tag: []byte("rule" + strconv.Itoa(i+1) + ":")}
+			r := rule{keyType: keyRule, keyTpl: vartpl.Parse(rc.Key), tag: []byte("rule" + strconv.Itoa(i+1) + ":")}
 			if r.count, r.countTpl, err = limitOf(rc.Count); err != nil {
 				return nil, fmt.Errorf("rules[%d].count: %w", i+1, err)
 			}
@@ -157,7 +159,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 	}
 	if c.RejectedMsg != nil {
-		in.rejectedBody = append(appendJSONString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
+		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
 	}
 	sum := sha256.Sum256([]byte(canon))
 	if c.Group != nil {
@@ -183,10 +185,10 @@ type ruleConf struct {
 
 // limitOf reads count or time_window: an integer, or a string resolved
 // per request (APISIX's "$var").
-func limitOf(raw json.RawMessage) (int64, *template, error) {
+func limitOf(raw json.RawMessage) (int64, *vartpl.Template, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		t := parseTemplate(s)
+		t := vartpl.Parse(s)
 		return 0, &t, nil
 	}
 	var n int64
@@ -205,34 +207,4 @@ func canonical(raw json.RawMessage) (string, error) {
 	}
 	b, err := json.Marshal(v)
 	return string(b), err
-}
-
-// appendJSONString appends s as a JSON string the way APISIX's encoder
-// (lua-cjson) writes it: '/' escaped too, other bytes as they are.
-func appendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"', '\\', '/':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		default:
-			if c < 0x20 || c == 0x7f {
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-				continue
-			}
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }

@@ -23,6 +23,7 @@ type Ctx struct {
 	headers             []Header
 	vars                map[string][]byte
 	routeID             string
+	routeIDb            []byte // routeID, for Var("route_id")
 
 	// Clock is what Now answers: the time of NewCtx unless set.
 	Clock int64
@@ -44,6 +45,9 @@ type Ctx struct {
 	Upstream bool
 	// ExitDelay is the delay of the last ExitAfter (0 for Exit).
 	ExitDelay time.Duration
+	// Delayed is the sum of the Delay calls: how long the request would
+	// be held before going upstream (Run does not wait).
+	Delayed time.Duration
 
 	// The upstream request as the plugins left it (proxy-rewrite): nil
 	// when unchanged. UpstreamHeaders is the request's headers with
@@ -53,6 +57,12 @@ type Ctx struct {
 	upEdited                                  bool
 
 	consumer *plugins.Consumer
+	kept     []kept
+}
+
+type kept struct {
+	owner any
+	v     uint64
 }
 
 var _ plugins.Ctx = (*Ctx)(nil)
@@ -60,7 +70,7 @@ var _ plugins.Ctx = (*Ctx)(nil)
 // NewCtx makes a request of method to target (path and query), from
 // remote_addr 127.0.0.1, matched by route "1".
 func NewCtx(method, target string) *Ctx {
-	c := &Ctx{method: []byte(method), routeID: "1", Clock: time.Now().UnixNano(), vars: map[string][]byte{"remote_addr": []byte("127.0.0.1")}}
+	c := &Ctx{method: []byte(method), routeID: "1", routeIDb: []byte("1"), Clock: time.Now().UnixNano(), vars: map[string][]byte{"remote_addr": []byte("127.0.0.1")}}
 	path, query, ok := strings.Cut(target, "?")
 	c.path = []byte(path)
 	if ok {
@@ -83,7 +93,10 @@ func (c *Ctx) WithVar(name, value string) *Ctx {
 
 // WithRoute sets the matched route's id.
 func (c *Ctx) WithRoute(id string) *Ctx {
-	c.routeID = id
+	c.routeID, c.routeIDb = id, []byte(id)
+	if id == "" {
+		c.routeIDb = nil
+	}
 	return c
 }
 
@@ -93,10 +106,12 @@ func (c *Ctx) Reset() {
 	c.exitBody = c.exitBody[:0]
 	c.respHeader = c.respHeader[:0]
 	c.Body = c.Body[:0]
-	c.ExitDelay = 0
+	c.ExitDelay, c.Delayed = 0, 0
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
 	c.upHeaders, c.upEdited = c.upHeaders[:0], false
 	c.consumer = nil
+	clear(c.kept)
+	c.kept = c.kept[:0]
 }
 
 // Method implements plugins.Ctx.
@@ -125,8 +140,11 @@ func (c *Ctx) Header(name string) []byte {
 }
 
 // Var implements plugins.Ctx: a variable set with WithVar, uri,
-// request_method, arg_<name> from the query and http_<name> from the
-// headers (with '_' for '-').
+// request_method, route_id (WithRoute), args and query_string, arg_<name>
+// from them and http_<name> from the headers (with '_' for '-'). args is
+// the query of the target SetUpstreamURI set, as the worker's: a plugin
+// that edits the arguments (key-auth's hide_credentials) edits them for
+// the plugins after it.
 func (c *Ctx) Var(name string) []byte {
 	if v, ok := c.vars[name]; ok {
 		return v
@@ -136,8 +154,12 @@ func (c *Ctx) Var(name string) []byte {
 		return c.path
 	case name == "request_method":
 		return c.method
+	case name == "route_id":
+		return c.routeIDb
+	case name == "args" || name == "query_string":
+		return c.args()
 	case strings.HasPrefix(name, "arg_"):
-		return arg(c.query, name[len("arg_"):])
+		return arg(c.args(), name[len("arg_"):])
 	case strings.HasPrefix(name, "http_"):
 		want := name[len("http_"):]
 		for i := range c.headers {
@@ -145,6 +167,18 @@ func (c *Ctx) Var(name string) []byte {
 				return c.headers[i].Value
 			}
 		}
+	}
+	return nil
+}
+
+// args is $args: the query of the target SetUpstreamURI set, the
+// request's when none; nil when empty.
+func (c *Ctx) args() []byte {
+	if len(c.UpstreamURI) == 0 {
+		return c.query
+	}
+	if i := indexByte(c.UpstreamURI, '?'); i >= 0 && i+1 < len(c.UpstreamURI) {
+		return c.UpstreamURI[i+1:]
 	}
 	return nil
 }
@@ -257,6 +291,13 @@ func (c *Ctx) ExitAfter(d time.Duration, status int, body []byte) {
 	c.ExitDelay = d
 }
 
+// Delay implements plugins.Ctx: the delay is added to Delayed.
+func (c *Ctx) Delay(d time.Duration) {
+	if d > 0 && !c.exited {
+		c.Delayed += d
+	}
+}
+
 // SetUpstreamURI implements plugins.Ctx.
 func (c *Ctx) SetUpstreamURI(uri []byte) { c.UpstreamURI = append(c.UpstreamURI[:0], uri...) }
 
@@ -331,6 +372,31 @@ func (c *Ctx) UpstreamHeader(name string) []byte {
 		}
 	}
 	return nil
+}
+
+// Keep implements plugins.Ctx.
+func (c *Ctx) Keep(owner any, v uint64) bool {
+	for i := range c.kept {
+		if c.kept[i].owner == owner {
+			c.kept[i].v = v
+			return true
+		}
+	}
+	if len(c.kept) == plugins.MaxKept {
+		return false
+	}
+	c.kept = append(c.kept, kept{owner, v})
+	return true
+}
+
+// Kept implements plugins.Ctx.
+func (c *Ctx) Kept(owner any) (uint64, bool) {
+	for i := range c.kept {
+		if c.kept[i].owner == owner {
+			return c.kept[i].v, true
+		}
+	}
+	return 0, false
 }
 
 // Consumer implements plugins.Ctx.

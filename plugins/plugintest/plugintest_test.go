@@ -154,6 +154,38 @@ func TestCtxVars(t *testing.T) {
 	}
 }
 
+// TestCtxRouteAndArgs: route_id answers the route of NewCtx or WithRoute;
+// args, query_string and arg_<name> follow the query of the target a
+// plugin set with SetUpstreamURI, as the worker's.
+func TestCtxRouteAndArgs(t *testing.T) {
+	c := NewCtx("GET", "/a?x=1&k=2")
+	if got := string(c.Var("route_id")); got != "1" {
+		t.Fatalf("route_id %q, want 1", got)
+	}
+	c.WithRoute("r7")
+	if got := string(c.Var("route_id")); got != "r7" || c.RouteID() != "r7" {
+		t.Fatalf("route_id %q, RouteID %q, want r7", got, c.RouteID())
+	}
+	if got := string(c.Var("args")); got != "x=1&k=2" || string(c.Var("query_string")) != got {
+		t.Fatalf("args %q", got)
+	}
+	c.SetUpstreamURI([]byte("/a?x=1"))
+	if got := string(c.Var("args")); got != "x=1" || c.Var("arg_k") != nil || string(c.Var("query_string")) != got {
+		t.Fatalf("after SetUpstreamURI: args %q, arg_k %q", got, c.Var("arg_k"))
+	}
+	if string(c.Query()) != "x=1&k=2" {
+		t.Fatalf("Query %q: the request's, unchanged", c.Query())
+	}
+	c.SetUpstreamURI([]byte("/a"))
+	if c.Var("args") != nil {
+		t.Fatalf("args %q after a target without a query", c.Var("args"))
+	}
+	c.Reset()
+	if string(c.Var("args")) != "x=1&k=2" {
+		t.Fatalf("args %q after Reset", c.Var("args"))
+	}
+}
+
 // TestAllocsPerRunCatches: the helper fails a function that allocates.
 func TestAllocsPerRunCatches(t *testing.T) {
 	if raceEnabled {

@@ -110,7 +110,9 @@ func (in *instance) rewriteURI(c plugins.Ctx) (matched bool) {
 	} else {
 		w = escapeURI(w, out)
 	}
-	if q := c.Query(); len(q) > 0 {
+	// $args, as APISIX appends ctx.var.args: a plugin before this one
+	// may have edited them (key-auth's hide_credentials).
+	if q := c.Var("args"); len(q) > 0 {
 		if index >= 0 {
 			w = append(w, '&')
 		} else {

@@ -1,4 +1,8 @@
-package limitcount
+// Package vartpl is APISIX's strings with variables, as
+// core.utils.resolve_var reads them (limit-count's, limit-req's and
+// limit-conn's key of key_type var_combination, and their limits given as
+// strings), resolved against a request's variables without allocating.
+package vartpl
 
 import (
 	"strings"
@@ -6,11 +10,11 @@ import (
 	"coregate/plugins"
 )
 
-// template is a string with $var references, as APISIX's
+// Template is a string with $var references, as APISIX's
 // core.utils.resolve_var reads it: $name (letters, digits, '_' and '.') or
 // ${name}, ${name ?? default}; a '$' after a backslash is literal (the
 // backslash stays).
-type template struct {
+type Template struct {
 	parts []part
 }
 
@@ -26,8 +30,9 @@ func isNameByte(c byte) bool {
 	return c == '_' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
-func parseTemplate(s string) template {
-	var t template
+// Parse reads s as a Template.
+func Parse(s string) Template {
+	var t Template
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
@@ -83,10 +88,10 @@ func cutDefault(s string) (name, def string, ok bool) {
 	return strings.TrimSpace(s[:i]), strings.TrimSpace(s[i+2:]), true
 }
 
-// render appends t with c's variables to b; resolved counts the variables
+// Render appends t with c's variables to b; resolved counts the variables
 // that had a value (or a default), as APISIX's n_resolved. An unset
 // variable without a default renders as nothing.
-func (t *template) render(b []byte, c plugins.Ctx) (_ []byte, resolved int) {
+func (t *Template) Render(b []byte, c plugins.Ctx) (_ []byte, resolved int) {
 	for i := range t.parts {
 		p := &t.parts[i]
 		if p.name == "" {

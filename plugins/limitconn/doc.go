@@ -1,0 +1,29 @@
+// Package limitconn is APISIX's limit-conn plugin (priority 1003, access
+// and log phases): at most conn requests in flight at once for each value
+// of a key (the value of a variable, by default the client's address),
+// burst more delayed, the rest rejected (rejected_code, 503).
+//
+// A key's count of requests in flight is a counter of the node's shared
+// counter table (plugins.Counters), so the limit holds exactly across
+// every worker of the node: the access phase adds the request (and takes
+// it back when it is rejected), the log phase takes it away once the
+// response is sent or the client has gone. The request remembers what its
+// access phase counted (plugins.Ctx.Keep: the counter's expiry), so that
+// log undoes exactly that.
+//
+// A counter lives an hour in the table (connWindow); when it ends the
+// count starts again from zero, and the requests still in flight from
+// before are not taken away from the new count (their counter's expiry
+// differs). The requests of a worker that died in flight stay counted
+// until then.
+//
+// A request past conn (within the burst) is delayed by default_conn_delay
+// times (count-1)/conn, rounded down, as lua-resty-limit-conn does,
+// through plugins.Ctx.Delay. APISIX adapts the delay unit to the latency
+// of the requests served unless only_use_default_delay; here the unit is
+// always default_conn_delay.
+//
+// Policy "local" only: "redis" and "redis-cluster" pass the schema (as in
+// APISIX) but Build refuses them, as it refuses rules, naming what is not
+// supported.
+package limitconn

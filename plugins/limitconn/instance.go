@@ -1,0 +1,146 @@
+package limitconn
+
+import (
+	"time"
+
+	"coregate/plugins"
+	"coregate/plugins/internal/vartpl"
+)
+
+// connWindow is the life of a counter in the table (see the package's
+// doc).
+const connWindow = time.Hour
+
+// maxLimit bounds a conn or burst resolved from a variable (2^53-1, as
+// APISIX, whose numbers are doubles).
+const maxLimit = 1<<53 - 1
+
+// instance is one built configuration. Everything but the scratch buffers
+// is set by Build and only read afterwards; key and num are scratch
+// buffers of the phase call in progress (an instance runs on one event
+// loop, one request at a time; the counter table copies a key it keeps).
+type instance struct {
+	counters          plugins.Counters
+	conn, burst       int64
+	connTpl, burstTpl *vartpl.Template // non-nil: resolved per request
+	unit              time.Duration
+	degrade           bool
+	rejectedCode      int
+	rejectedBody      []byte // nil: the gateway's page for rejectedCode
+	keyVar            string
+	keyTpl            *vartpl.Template // key_type var_combination
+	prefix, confHash  []byte           // the counter's key: prefix, route id, confHash, key value
+	key, num          []byte
+}
+
+var (
+	_ plugins.AccessPhase = (*instance)(nil)
+	_ plugins.LogPhase    = (*instance)(nil)
+)
+
+// Access implements plugins.AccessPhase, as limit-conn's increase with
+// resty.limit.conn's incoming(key, commit=true).
+func (in *instance) Access(c plugins.Ctx) {
+	conn, burst := in.conn, in.burst
+	var ok bool
+	if in.connTpl != nil {
+		if conn, ok = in.resolve(c, in.connTpl); !ok || conn == 0 {
+			in.fail(c)
+			return
+		}
+	}
+	if in.burstTpl != nil {
+		if burst, ok = in.resolve(c, in.burstTpl); !ok {
+			in.fail(c)
+			return
+		}
+	}
+	now := c.Now()
+	ctr, until := in.counters.Counter(in.keyOf(c), now, now+int64(connWindow))
+	if ctr == nil {
+		in.fail(c)
+		return
+	}
+	n := ctr.Add(1)
+	if n > conn+burst {
+		ctr.Add(-1)
+		c.Exit(in.rejectedCode, in.rejectedBody)
+		return
+	}
+	if !c.Keep(in, uint64(until)) {
+		// The request could not remember it was counted: not counted.
+		ctr.Add(-1)
+		in.fail(c)
+		return
+	}
+	if n > conn {
+		// The excess requests wait, as lua-resty-limit-conn makes them.
+		if d := in.unit * time.Duration((n-1)/conn); d >= time.Millisecond {
+			c.Delay(d)
+		}
+	}
+}
+
+// Log implements plugins.LogPhase: the request leaves the count its
+// access phase put it in, if that counter is still the one it was.
+func (in *instance) Log(c plugins.Ctx) {
+	until, ok := c.Kept(in)
+	if !ok {
+		return // not counted: rejected, or access never ran
+	}
+	now := c.Now()
+	ctr, u := in.counters.Counter(in.keyOf(c), now, now+int64(connWindow))
+	if ctr == nil || u != int64(until) {
+		return // the counter's window ended meanwhile: counting started over
+	}
+	ctr.Add(-1)
+}
+
+// fail is a limiter failure (a full counter table, a limit that does not
+// resolve): the request passes with allow_degradation, else it is
+// answered 500, as APISIX.
+func (in *instance) fail(c plugins.Ctx) {
+	if !in.degrade {
+		c.Exit(500, nil)
+	}
+}
+
+// resolve is a conn or burst resolved for this request: a non-negative
+// integer, else ok false (APISIX's "resolved value is not a number").
+func (in *instance) resolve(c plugins.Ctx, t *vartpl.Template) (n int64, ok bool) {
+	in.num, _ = t.Render(in.num[:0], c)
+	if len(in.num) == 0 {
+		return 0, false
+	}
+	for _, d := range in.num {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		if n = n*10 + int64(d-'0'); n > maxLimit {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// keyOf builds the counter key of this request into in.key: the key's
+// value, or the client's address when it has none. Log builds the same
+// key as access: the variables it reads do not change between them.
+func (in *instance) keyOf(c plugins.Ctx) []byte {
+	k := append(in.key[:0], in.prefix...)
+	k = append(k, c.RouteID()...)
+	k = append(k, in.confHash...)
+	mark := len(k)
+	if in.keyTpl != nil {
+		var n int
+		if k, n = in.keyTpl.Render(k, c); n == 0 {
+			k = append(k[:mark], c.Var("remote_addr")...)
+		}
+	} else if v := c.Var(in.keyVar); v != nil {
+		k = append(k, v...)
+	} else {
+		k = append(k, c.Var("remote_addr")...)
+	}
+	in.key = k
+	return k
+}

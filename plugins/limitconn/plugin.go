@@ -1,0 +1,120 @@
+package limitconn
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"coregate/plugins"
+	"coregate/plugins/internal/cjson"
+	"coregate/plugins/internal/vartpl"
+)
+
+// Name is the plugin's APISIX name.
+const Name = "limit-conn"
+
+//go:embed schema.json
+var schema []byte
+
+func init() { plugins.Register(Name, Plugin{}) }
+
+// Plugin is limit-conn's implementation.
+type Plugin struct{}
+
+var _ plugins.Plugin = Plugin{}
+
+// Schema implements plugins.Plugin: APISIX's schema.
+func (Plugin) Schema() []byte { return schema }
+
+// Check implements plugins.Plugin: the schema says it all.
+func (Plugin) Check(json.RawMessage) error { return nil }
+
+// conf is a configuration that passed the schema, with APISIX's defaults.
+type conf struct {
+	Conn             json.RawMessage `json:"conn"`
+	Burst            json.RawMessage `json:"burst"`
+	DefaultConnDelay float64         `json:"default_conn_delay"`
+	Key              string          `json:"key"`
+	KeyType          string          `json:"key_type"`
+	Policy           string          `json:"policy"`
+	RejectedCode     int             `json:"rejected_code"`
+	RejectedMsg      *string         `json:"rejected_msg"`
+	AllowDegradation bool            `json:"allow_degradation"`
+	Rules            json.RawMessage `json:"rules"`
+}
+
+// Build implements plugins.Plugin.
+func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
+	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Policy != "local":
+		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
+	case c.Rules != nil:
+		return nil, errors.New("rules are not supported yet")
+	case env.Counters == nil:
+		return nil, errors.New("no counter table")
+	}
+	canon, err := canonical(raw)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(canon))
+	in := &instance{
+		counters:     env.Counters,
+		unit:         time.Duration(c.DefaultConnDelay * float64(time.Second)),
+		degrade:      c.AllowDegradation,
+		rejectedCode: c.RejectedCode,
+		keyVar:       c.Key,
+		prefix:       []byte("limit-conn\x00route\x00"),
+		confHash:     []byte(":" + hex.EncodeToString(sum[:8]) + ":"),
+		key:          make([]byte, 0, 128),
+	}
+	if in.conn, in.connTpl, err = limitOf(c.Conn); err != nil {
+		return nil, fmt.Errorf("conn: %w", err)
+	}
+	if in.burst, in.burstTpl, err = limitOf(c.Burst); err != nil {
+		return nil, fmt.Errorf("burst: %w", err)
+	}
+	if c.KeyType == "var_combination" {
+		t := vartpl.Parse(c.Key)
+		in.keyTpl = &t
+	}
+	if c.RejectedMsg != nil {
+		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
+	}
+	return in, nil
+}
+
+// limitOf reads conn or burst: an integer, or a string resolved per
+// request (APISIX's "$var").
+func limitOf(raw json.RawMessage) (int64, *vartpl.Template, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		t := vartpl.Parse(s)
+		return 0, &t, nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, nil, err
+	}
+	return n, nil, nil
+}
+
+// canonical is the configuration's JSON with its members sorted: what
+// the counters' keys hash, so that a reload that leaves the plugin alone
+// keeps them and a changed configuration starts new ones.
+func canonical(raw json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
