@@ -53,6 +53,10 @@ type Ctx struct {
 	upEdited                                  bool
 
 	consumer *plugins.Consumer
+
+	// Figures is what Exchange answers: the test sets the request's times
+	// and sizes for the log phase.
+	Figures plugins.Exchange
 }
 
 var _ plugins.Ctx = (*Ctx)(nil)
@@ -335,6 +339,9 @@ func (c *Ctx) UpstreamHeader(name string) []byte {
 
 // Consumer implements plugins.Ctx.
 func (c *Ctx) Consumer() *plugins.Consumer { return c.consumer }
+
+// Exchange implements plugins.Ctx: Figures.
+func (c *Ctx) Exchange() plugins.Exchange { return c.Figures }
 
 // SetConsumer implements plugins.Ctx. The fake records the consumer; the
 // merge of its plugins into the route's is the worker's, tested there.
