@@ -98,7 +98,7 @@ type Supervisor struct {
 	// held like counters; nil when it could not be made (workers then
 	// count alone, and report their counters over the control socket).
 	series *shm.MetricsSegment
-	spec     *spec.Spec
+	spec   *spec.Spec
 	// config is spec encoded as a Config payload, once, and sent as the
 	// same bytes to every worker. Replaced (never modified) with spec.
 	config   []byte
