@@ -97,13 +97,13 @@ type upstream struct {
 
 // node is one upstream server of one upstream.
 type node struct {
-	addr string // dial address host:port
+	addr       string // dial address host:port
+	hostHeader []byte // Host sent with pass_host=node
+	weight     int
+	priority   int
 	// addrText and ip are addr and the node's host, for the
 	// upstream_addr and balancer_ip variables.
 	addrText, ip []byte
-	hostHeader   []byte // Host sent with pass_host=node
-	weight       int
-	priority     int
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
 }
