@@ -9,5 +9,6 @@ import (
 	_ "coregate/plugins/keyauth"      // key-auth (2500, rewrite)
 	_ "coregate/plugins/limitcount"   // limit-count (1002, access)
 	_ "coregate/plugins/mocking"      // mocking (10900, access)
+	_ "coregate/plugins/prometheus"   // prometheus (500, log)
 	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
 )

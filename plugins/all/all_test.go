@@ -8,7 +8,7 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"key-auth", "limit-count", "mocking", "proxy-rewrite"} {
+	for _, name := range []string{"key-auth", "limit-count", "mocking", "prometheus", "proxy-rewrite"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
