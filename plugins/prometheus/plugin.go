@@ -120,7 +120,7 @@ type latSeries struct {
 }
 
 type histSlots struct {
-	buckets []*atomic.Uint64 // len(Buckets)+1, the last +Inf
+	buckets []*atomic.Uint64 // len(Buckets)+1, the last +Inf; nil until taken
 	sum     *atomic.Uint64   // microseconds
 }
 
@@ -189,13 +189,13 @@ func (in *Instance) Log(c plugins.Ctx) {
 		}
 	}
 	total := e.RequestTime
-	in.observe(&ls.hist[0], total)
+	in.observe(&ls.hist[0], 0, &l, total)
 	own := total
 	if e.Proxied {
-		in.observe(&ls.hist[1], e.UpstreamTime)
+		in.observe(&ls.hist[1], 1, &l, e.UpstreamTime)
 		own = max(total-e.UpstreamTime, 0)
 	}
-	in.observe(&ls.hist[2], own)
+	in.observe(&ls.hist[2], 2, &l, own)
 	if s := ls.bw[0]; s != nil {
 		s.Add(uint64(max(e.RequestLength, 0)))
 	}
@@ -210,9 +210,14 @@ var (
 	srcAPISIX   = []byte("apisix")
 )
 
-// observe counts d in h: its bucket (the first whose bound, in ms, is at
-// least d) and its sum.
-func (in *Instance) observe(h *histSlots, d time.Duration) {
+// observe counts d in h, the histogram of latency type t for labels l:
+// its bucket (the first whose bound, in ms, is at least d) and its sum.
+// The slots are taken on the first observation, so that a route that
+// never reaches an upstream has no upstream latency series.
+func (in *Instance) observe(h *histSlots, t int, l *labels, d time.Duration) {
+	if h.buckets == nil {
+		in.histSlots(h, t, l)
+	}
 	ms := float64(d) / float64(time.Millisecond)
 	i := 0
 	for i < len(Buckets) && ms > Buckets[i] {
@@ -230,16 +235,19 @@ func (in *Instance) observe(h *histSlots, d time.Duration) {
 func (in *Instance) latSlots(l *labels) *latSeries {
 	route, service, consumer, node := string(l.route), string(l.service), string(l.consumer), string(l.node)
 	ls := &latSeries{}
-	for t, typ := range latencyTypes {
-		h := &ls.hist[t]
-		h.buckets = make([]*atomic.Uint64, len(in.le))
-		for i, le := range in.le {
-			h.buckets[i] = in.metrics.Slot(LatencyMetric+"_bucket", typ, route, service, consumer, node, requestType, "", "", le)
-		}
-		h.sum = in.metrics.Slot(LatencyMetric+"_sum", typ, route, service, consumer, node, requestType, "", "")
-	}
 	for d, typ := range bandwidthTypes {
 		ls.bw[d] = in.metrics.Slot(BandwidthMetric, typ, route, service, consumer, node, requestType, "", "")
 	}
 	return ls
+}
+
+// histSlots takes the slots of latency type t's histogram for labels l
+// (allocates).
+func (in *Instance) histSlots(h *histSlots, t int, l *labels) {
+	typ, route, service, consumer, node := latencyTypes[t], string(l.route), string(l.service), string(l.consumer), string(l.node)
+	h.buckets = make([]*atomic.Uint64, len(in.le))
+	for i, le := range in.le {
+		h.buckets[i] = in.metrics.Slot(LatencyMetric+"_bucket", typ, route, service, consumer, node, requestType, "", "", le)
+	}
+	h.sum = in.metrics.Slot(LatencyMetric+"_sum", typ, route, service, consumer, node, requestType, "", "")
 }
