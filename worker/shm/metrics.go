@@ -34,7 +34,7 @@ import (
 const (
 	// DefaultSeries is the number of series of a region when none is
 	// configured.
-	DefaultSeries = 4096
+	DefaultSeries = 16384
 	// MaxSeries bounds the series of a region.
 	MaxSeries = 1 << 20
 	// arenaPerSeries is the arena words per entry: 128 bytes of key on
