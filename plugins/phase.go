@@ -125,6 +125,10 @@ type Ctx interface {
 	// Consumer is the consumer an authentication plugin attached to the
 	// request; nil when none.
 	Consumer() *Consumer
+	// Exchange is the request's figures for the log phase (zero before
+	// it): times and sizes, as numbers, where Var would give text.
+	Exchange() Exchange
+
 	// SetConsumer attaches c (key-auth's match, or its anonymous
 	// consumer). From the next phase on the request runs the route's
 	// plugins merged with c's, as APISIX's merge_consumer_route: for a
@@ -134,6 +138,25 @@ type Ctx interface {
 
 // MaxKept is how many values a request keeps for its plugins (Ctx.Keep).
 const MaxKept = 16
+
+// Exchange is what the log phase knows of a request in numbers (nginx's
+// $request_time, $upstream_response_time, $request_length, $bytes_sent).
+type Exchange struct {
+	// RequestTime is from the request's head being read to the log phase.
+	RequestTime time.Duration
+	// UpstreamTime is from the request being sent to an upstream to the
+	// end of its response; Proxied is false (and UpstreamTime 0) when no
+	// upstream was contacted.
+	UpstreamTime time.Duration
+	Proxied      bool
+	// Upstreamed: the response came from an upstream (its head arrived),
+	// not from the gateway (APISIX's response_source "upstream").
+	Upstreamed bool
+	// RequestLength is the bytes of the request read: head and body.
+	RequestLength int64
+	// BytesSent is the bytes written to the client for the answer.
+	BytesSent int64
+}
 
 // Consumer is one consumer as the request path sees it, built with the
 // snapshot it belongs to and only read afterwards.

@@ -230,6 +230,7 @@ func (cc *clientConn) start() {
 	r := &cc.req
 	cc.served = true
 	w.requests++
+	w.cfg.Node.Requests.Add(1)
 	w.clearDeadline(cc)
 	// Draining, the answer says Connection: close, unless the client has
 	// already sent the next request: that one is answered too, not lost.
@@ -718,6 +719,7 @@ func (cc *clientConn) answerError(status int) {
 		b = append(b, body...)
 	}
 	w.scratch = b
+	cc.sent += int64(len(b))
 	_, _ = cc.c.Write(b)
 	cc.requestDone()
 }
@@ -774,6 +776,7 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 		b = append(b, body...)
 	}
 	w.scratch = b
+	cc.sent += int64(len(b))
 	if _, _ = cc.c.Write(b); cc.closed {
 		return // the client reset: the exchange ended with it
 	}

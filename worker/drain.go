@@ -217,6 +217,8 @@ func (w *Worker) trackOpen(cc *clientConn) {
 	cc.idleSince = w.now
 	w.live.Add(cc)
 	w.accepted++
+	w.cfg.Node.Accepted.Add(1)
+	w.cfg.Node.Handled.Add(1)
 	if w.cfg.OnConns != nil {
 		w.cfg.OnConns(1)
 	}

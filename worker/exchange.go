@@ -59,6 +59,14 @@ type exchange struct {
 
 	// plugin is the per-request state of the plugin phases (phases.go).
 	plugin pluginState
+
+	// For the log phase (plugins.Exchange): proxied, an upstream was
+	// contacted, first at upStart (Worker.now); upAnswered, the response
+	// head came from it; sent, the bytes written to the client.
+	proxied    bool
+	upAnswered bool
+	upStart    int64
+	sent       int64
 }
 
 // pluginState is the per-request state of plugins: which phase tables the
@@ -183,6 +191,9 @@ type upExchange struct {
 // pool (idle, now busy); cc serves no other upstream connection.
 func link(cc *clientConn, uc *upConn) {
 	cc.up, uc.cc = uc, cc
+	if !cc.proxied {
+		cc.proxied, cc.upStart = true, cc.w.now
+	}
 	uc.upExchange = upExchange{reused: uc.requests > 0}
 	uc.parser.Reset()
 	if uc.state != usDialing {

@@ -147,6 +147,7 @@ func (cc *clientConn) finishFiltered() {
 		return
 	}
 	cc.filtBuf = cc.endFiltered(cc.filtBuf[:0])
+	cc.sent += int64(len(cc.filtBuf))
 	_, _ = cc.c.Write(cc.filtBuf)
 }
 

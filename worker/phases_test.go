@@ -58,8 +58,9 @@ type probeConf struct {
 	ReqSet     map[string]string `json:"req_set"`
 	ReqAdd     []string          `json:"req_add"` // name=value
 	ReqDel     []string          `json:"req_del"`
-	Log        bool              `json:"log"` // record what the log phase sees
-	Key        string            `json:"key"` // the credential, for p-auth's consumers
+	Log        bool              `json:"log"`         // record what the log phase sees
+	LogFigures bool              `json:"log_figures"` // record the log phase's route variables and figures
+	Key        string            `json:"key"`         // the credential, for p-auth's consumers
 }
 
 func (probe) Schema() []byte { return []byte(`{"type":"object"}`) }
@@ -210,6 +211,15 @@ func (in *probeInst) Log(c plugins.Ctx) {
 		s = strconv.AppendUint(s, v, 10)
 		s = append(s, ' ')
 		in.rec.seen = append(strconv.AppendBool(s, ok), ';')
+	}
+	if in.c.LogFigures {
+		s := in.rec.seen
+		for _, v := range []string{"route_name", "service_id", "service_name", "matched_uri", "matched_host", "balancer_ip", "upstream_addr"} {
+			s = fmt.Appendf(s, "%s=%s ", v, c.Var(v))
+		}
+		e := c.Exchange()
+		s = fmt.Appendf(s, "time=%v up=%v proxied=%v upstreamed=%v length=%d sent=%d;", e.RequestTime, e.UpstreamTime, e.Proxied, e.Upstreamed, e.RequestLength, e.BytesSent)
+		in.rec.seen = s
 	}
 	if in.c.Log {
 		s := in.rec.seen

@@ -75,6 +75,17 @@ func (x *pluginCtx) Var(name string) []byte {
 			return cc.consumerName
 		}
 		return nil
+	case "route_name", "service_id", "service_name", "matched_uri", "matched_host":
+		return cc.routeVar(name)
+	case "upstream_addr", "balancer_ip":
+		if !cc.proxied || cc.rt == nil || cc.rt.up == nil || cc.node >= len(cc.rt.up.nodes) {
+			return nil
+		}
+		if nd := cc.rt.up.nodes[cc.node]; name == "balancer_ip" {
+			return nd.ip
+		} else {
+			return nd.addrText
+		}
 	}
 	switch {
 	case len(name) > 4 && name[:4] == "arg_":
@@ -113,6 +124,77 @@ func (x *pluginCtx) args() []byte {
 		return cc.upURI[i+1:]
 	}
 	return nil
+}
+
+// routeVar is a variable of the matched route: its name, its service's
+// id and name, and the uri and host patterns the request matched
+// (APISIX's curr_req_matched._path and _host).
+func (cc *clientConn) routeVar(name string) []byte {
+	rt := cc.rt
+	if rt == nil {
+		return nil
+	}
+	switch name {
+	case "route_name":
+		return rt.name
+	case "service_id":
+		return rt.serviceID
+	case "service_name":
+		return rt.serviceName
+	case "matched_uri":
+		return matchedPattern(rt.uris, cc.curPath, false)
+	default:
+		return matchedPattern(rt.hosts, cc.host, true)
+	}
+}
+
+// matchedPattern returns the first of patterns that v matches, as the
+// router matches them: exactly, or by prefix for a uri ending in '*', by
+// suffix for a host starting with '*'; nil when none matches. The result
+// is the route's pattern, which lives as long as its snapshot.
+func matchedPattern(patterns [][]byte, v []byte, host bool) []byte {
+	for _, p := range patterns {
+		switch {
+		case host && p[0] == '*':
+			if len(v) >= len(p)-1 && bytes.Equal(v[len(v)-len(p)+1:], p[1:]) {
+				return p
+			}
+		case !host && p[len(p)-1] == '*':
+			if len(v) >= len(p)-1 && bytes.Equal(v[:len(p)-1], p[:len(p)-1]) {
+				return p
+			}
+		case bytes.Equal(v, p):
+			return p
+		}
+	}
+	return nil
+}
+
+// Exchange implements plugins.Ctx, from the exchange's clocks and
+// counts (the loop's coarse clock: as of its last wake-up).
+func (x *pluginCtx) Exchange() plugins.Exchange {
+	cc := x.cc()
+	if cc.plugin.phase != plugins.Log {
+		return plugins.Exchange{}
+	}
+	now := cc.w.now
+	e := plugins.Exchange{
+		RequestTime: time.Duration(now - cc.started),
+		Proxied:     cc.proxied,
+		Upstreamed:  cc.upAnswered,
+		BytesSent:   cc.sent,
+	}
+	if cc.proxied {
+		e.UpstreamTime = time.Duration(now - cc.upStart)
+	}
+	e.RequestLength = int64(cc.req.HeadLen)
+	switch cc.reqBody {
+	case bodyLength:
+		e.RequestLength += cc.req.ContentLength - cc.reqLeft
+	case bodyChunked:
+		e.RequestLength += cc.bodyBytes
+	}
+	return e
 }
 
 // RouteID implements plugins.Ctx.

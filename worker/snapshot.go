@@ -56,6 +56,11 @@ type route struct {
 	// each consumer whose plugins change the route's (consumerPhases);
 	// nil when the route cannot attach one.
 	byConsumer map[*plugins.Consumer]*consumerPhases
+	// For the log phase's variables: the route's name, its service's id
+	// and name (nil when none), and the uri and host patterns it matches
+	// by (matchedPattern).
+	name, serviceID, serviceName []byte
+	uris, hosts                  [][]byte
 }
 
 // consumerPhases are a route's plugins merged with one consumer's, as
@@ -96,6 +101,9 @@ type node struct {
 	hostHeader []byte // Host sent with pass_host=node
 	weight     int
 	priority   int
+	// addrText and ip are addr and the node's host, for the
+	// upstream_addr and balancer_ip variables.
+	addrText, ip []byte
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
 }
@@ -243,6 +251,14 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
 		rt := &route{id: id, idBytes: []byte(id), plugins: phases}
+		rt.name = []byte(r.Name)
+		rt.uris, rt.hosts = byteStrings(r.URI, r.URIs), byteStrings(r.Host, r.Hosts)
+		if svc != nil {
+			rt.serviceID, rt.serviceName = []byte(r.ServiceID.String()), []byte(svc.Name)
+			if r.Host == "" && len(r.Hosts) == 0 {
+				rt.hosts = byteStrings("", svc.Hosts)
+			}
+		}
 		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
 			if rt.byConsumer, err = consumerVariants(consumers, conf, ps); err != nil {
 				return nil, fmt.Errorf("route %s: %w", id, err)
@@ -532,6 +548,7 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 	}
 	for _, n := range u.Nodes.List {
 		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}
+		nd.addrText, nd.ip = []byte(nd.addr), []byte(n.Host)
 		host := n.Host
 		if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {
 			host = "[" + host + "]"
@@ -547,3 +564,14 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 }
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+// byteStrings is one and many as byte slices, the empty ones left out.
+func byteStrings(one string, many []string) [][]byte {
+	var out [][]byte
+	for _, s := range append([]string{one}, many...) {
+		if s != "" {
+			out = append(out, []byte(s))
+		}
+	}
+	return out
+}

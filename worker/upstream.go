@@ -312,6 +312,7 @@ func (uc *upConn) traffic0() gnet.Action {
 		uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
 		uc.left = uc.resp.ContentLength
 		uc.chunk.Reset()
+		cc.upAnswered = true
 		cc.headerFilter(uc.resp.Status)
 		head := cc.beginResponse(w.scratch[:0], &uc.resp, uc.mode)
 		w.scratch = head
@@ -327,7 +328,8 @@ func (uc *upConn) traffic0() gnet.Action {
 		if reframe {
 			iov = cc.filterResponse(iov, 1, done && err == nil)
 		}
-		_, _ = cc.c.Writev(iov)
+		wn, _ := cc.c.Writev(iov)
+		cc.sent += int64(wn)
 		clear(iov)
 		w.iov = iov[:0]
 		consumed += n
@@ -348,7 +350,8 @@ func (uc *upConn) traffic0() gnet.Action {
 			iov = cc.filterResponse(iov, 0, done && err == nil)
 		}
 		if len(iov) > 0 {
-			_, _ = cc.c.Writev(iov)
+			wn, _ := cc.c.Writev(iov)
+			cc.sent += int64(wn)
 		}
 		clear(iov)
 		w.iov = iov[:0]

@@ -18,6 +18,7 @@ import (
 	"coregate/plugins"
 	"coregate/worker/internal/indexset"
 	"coregate/worker/router"
+	"coregate/worker/shm"
 )
 
 // Config holds a worker's settings from config.yaml.
@@ -56,6 +57,12 @@ type Config struct {
 	// and this worker's metric slots. Zero means an in-process Env
 	// (plugins.NewLocalEnv), made once for the worker's life.
 	Plugins plugins.Env
+	// Node is where the worker counts its connections and requests (the
+	// node's apisix_http_requests_total, and nginx's accepted and
+	// handled): its worker slot's region of the node's shared memory,
+	// read by the supervisor, so that a worker that dies loses nothing it
+	// counted. nil means counters of the worker's own.
+	Node *shm.NodeCounters
 	// Logger receives the worker's log; nil means slog.Default().
 	Logger *slog.Logger
 	// OnListen, if set, is called on the loop once the listening sockets
@@ -139,6 +146,9 @@ func New(cfg Config) *Worker {
 	def(&cfg.SendTimeout)
 	if cfg.Plugins == (plugins.Env{}) {
 		cfg.Plugins = plugins.NewLocalEnv()
+	}
+	if cfg.Node == nil {
+		cfg.Node = new(shm.NodeCounters)
 	}
 	w := &Worker{
 		cfg:     cfg,
@@ -299,6 +309,7 @@ func (w *Worker) OnClose(c gnet.Conn, err error) gnet.Action {
 func (w *Worker) refuse() {
 	w.accepted++
 	w.refused++
+	w.cfg.Node.Accepted.Add(1)
 	if w.refusedLogged == 0 || w.now-w.lastRefuseLog >= int64(time.Second) {
 		w.log.Warn("worker_connections are not enough, closing new connections",
 			"worker_connections", w.cfg.MaxConns, "closed", w.refused-w.refusedLogged)

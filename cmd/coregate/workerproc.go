@@ -29,11 +29,12 @@ import (
 
 // Worker processes are started by the supervisor as
 //
-//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] -c config.yaml
+//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] [--metrics-fd M] -c config.yaml
 //
 // with fd 3 the control socket, fds 4..4+K-1 the selector's objects
 // (bpf.Selector.Files order) and fd F, when given, the node's shared
-// counter table (shm).
+// counter table (shm), fd M the node's metrics segment (shm.MetricsMap),
+// whose region N the worker writes.
 
 const controlFD = 3
 
@@ -46,6 +47,7 @@ func runWorker(args []string) error {
 	mode := fs.String("mode", "hash", "selector mode")
 	cfgPath := fs.String("c", "conf/config.yaml", "path to config.yaml")
 	countersFD := fs.Int("counters-fd", 0, "inherited fd of the node's shared counter table (0: none, counters are this worker's own)")
+	metricsFD := fs.Int("metrics-fd", 0, "inherited fd of the node's metrics segment (0: none, metrics and counters are this worker's own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +62,7 @@ func runWorker(args []string) error {
 	if err != nil {
 		return err
 	}
-	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *countersFD, *mode, *cfgPath)
+	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *countersFD, *metricsFD, *mode, *cfgPath)
 	if err != nil {
 		// The supervisor logs it with the exit status.
 		_ = ctrl.Send(control.Fatal, control.FatalMsg{Error: err.Error()})
@@ -69,7 +71,7 @@ func runWorker(args []string) error {
 }
 
 // serveWorker runs the worker until it has drained, or fails.
-func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs, countersFD int, mode, cfgPath string) error {
+func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs, countersFD, metricsFD int, mode, cfgPath string) error {
 	nc, _, err := nodeconf.Load(cfgPath)
 	if err != nil {
 		return err
@@ -105,6 +107,22 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 			return fmt.Errorf("shared counters: %w", err)
 		}
 		cfg.Plugins.Counters = t
+	}
+	if metricsFD > 0 {
+		// This worker slot's region: its series and node counters outlive
+		// the process, and a process respawned in the slot continues them.
+		f := os.NewFile(uintptr(metricsFD), "metrics")
+		m, err := shm.OpenMetrics(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("shared metrics: %w", err)
+		}
+		r, err := m.Region(id)
+		if err != nil {
+			return fmt.Errorf("shared metrics: %w", err)
+		}
+		cfg.Plugins.Metrics = r
+		cfg.Node = r.Node()
 	}
 	cfg.OnListen = func(fds []int) {
 		for _, fd := range fds {

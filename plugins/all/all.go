@@ -11,5 +11,6 @@ import (
 	_ "coregate/plugins/limitcount"   // limit-count (1002, access)
 	_ "coregate/plugins/limitreq"     // limit-req (1001, access)
 	_ "coregate/plugins/mocking"      // mocking (10900, access)
+	_ "coregate/plugins/prometheus"   // prometheus (500, log)
 	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
 )

@@ -58,6 +58,10 @@ type Ctx struct {
 
 	consumer *plugins.Consumer
 	kept     []kept
+
+	// Figures is what Exchange answers: the test sets the request's times
+	// and sizes for the log phase.
+	Figures plugins.Exchange
 }
 
 type kept struct {
@@ -401,6 +405,9 @@ func (c *Ctx) Kept(owner any) (uint64, bool) {
 
 // Consumer implements plugins.Ctx.
 func (c *Ctx) Consumer() *plugins.Consumer { return c.consumer }
+
+// Exchange implements plugins.Ctx: Figures.
+func (c *Ctx) Exchange() plugins.Exchange { return c.Figures }
 
 // SetConsumer implements plugins.Ctx. The fake records the consumer; the
 // merge of its plugins into the route's is the worker's, tested there.

@@ -1,6 +1,9 @@
-// Package shm is the node's shared-memory counter table: the
+// Package shm is the node's shared memory: the counter table, the
 // plugins.Counters that every worker process maps, so that a limit of N
-// across all workers admits exactly N (limit-count's policy "local").
+// across all workers admits exactly N (limit-count's policy "local"); and
+// the metrics segment (metrics.go), one region per worker slot, where each
+// worker writes its plugins' series (plugins.Metrics) and its share of the
+// node's counters for the supervisor to sum at scrape time.
 //
 // # The segment
 //

@@ -111,3 +111,90 @@ func (t *Table) Close() error { return t.close() }
 
 // osYield gives up the CPU to another thread or process (sched_yield).
 func osYield() { _, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// CreateMetrics makes the metrics segment of regions regions (one per
+// worker slot) of series series each (0 means DefaultSeries), sealed so
+// that its size never changes, and maps it. Pages are taken as series are
+// registered: a region costs the memory its series use.
+func CreateMetrics(regions, series int) (*MetricsSegment, error) {
+	if series == 0 {
+		series = DefaultSeries
+	}
+	if series < 1 || series > MaxSeries || regions < 1 || regions > 1<<16 {
+		return nil, fmt.Errorf("%w: %d regions of %d series", ErrSize, regions, series)
+	}
+	_, arena, size := metricsSize(regions, series)
+	fd, err := unix.MemfdCreate("coregate-metrics", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("shm: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "coregate-metrics")
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: ftruncate: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: seal: %w", err)
+	}
+	m, err := mapMetrics(fd, size)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	h := metricsHeaderOf(m.mem)
+	h.regions.Store(uint64(regions))
+	h.series.Store(uint64(series))
+	h.arena.Store(uint64(arena))
+	h.version.Store(metricsVersion)
+	h.magic.Store(metricsMagic)
+	if err := m.initMetrics(); err != nil {
+		_ = m.close()
+		_ = f.Close()
+		return nil, err
+	}
+	return &MetricsSegment{MetricsMap: m, file: f}, nil
+}
+
+// File is the segment's memfd, for a child process (exec.Cmd.ExtraFiles);
+// it stays open until Close.
+func (s *MetricsSegment) File() *os.File { return s.file }
+
+// Close unmaps the segment and closes its file.
+func (s *MetricsSegment) Close() error {
+	err := s.MetricsMap.Close()
+	if cerr := s.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// OpenMetrics maps the metrics segment of an inherited file (a worker's
+// side). The file may be closed afterwards: the mapping stays for the
+// process's life, or until Close.
+func OpenMetrics(f *os.File) (*MetricsMap, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("shm: fstat: %w", err)
+	}
+	if st.Size < regionHeadSize {
+		return nil, fmt.Errorf("%w: %d bytes", ErrLayout, st.Size)
+	}
+	m, err := mapMetrics(int(f.Fd()), int(st.Size))
+	if err != nil {
+		return nil, err
+	}
+	if err := m.initMetrics(); err != nil {
+		_ = m.close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func mapMetrics(fd, size int) (*MetricsMap, error) {
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shm: mmap: %w", err)
+	}
+	return &MetricsMap{mem: mem, close: func() error { return unix.Munmap(mem) }}, nil
+}

@@ -190,6 +190,14 @@ func TestCreateRefuses(t *testing.T) {
 const childEnv = "SHM_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	if v := os.Getenv(metricsChildEnv); v != "" {
+		idx, _ := strconv.Atoi(v)
+		if err := metricsChild(idx); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(childEnv) != "" {
 		if err := child(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -1,6 +1,9 @@
 package shm
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // The segment's words are reached through typed pointers into the
 // mapping: the one use of unsafe in this package. The mapping is
@@ -28,4 +31,27 @@ func (t *Table) init() error {
 	t.seed = h.seed.Load()
 	t.probe = int(min(n, MaxProbe))
 	return nil
+}
+
+var (
+	_ [regionHeadSize - unsafe.Sizeof(regionHeader{})]byte
+	_ [entryBytes - unsafe.Sizeof(entry{})]byte
+	_ [unsafe.Sizeof(entry{}) - entryBytes]byte
+	_ [regionHeadSize - unsafe.Sizeof(metricsHeader{})]byte
+)
+
+func metricsHeaderOf(mem []byte) *metricsHeader {
+	return (*metricsHeader)(unsafe.Pointer(&mem[0]))
+}
+
+func regionOf(mem []byte, off int) *regionHeader {
+	return (*regionHeader)(unsafe.Pointer(&mem[off]))
+}
+
+func entriesOf(mem []byte, off, n int) []entry {
+	return unsafe.Slice((*entry)(unsafe.Pointer(&mem[off])), n)
+}
+
+func wordsOf(mem []byte, off, n int) []atomic.Uint64 {
+	return unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(&mem[off])), n)
 }

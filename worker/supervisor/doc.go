@@ -76,9 +76,24 @@
 // workers at once. SIGHUP calls the reload function given to Run, and starts
 // or retires (gracefully) workers to match the worker count it returns.
 //
+// # Metrics
+//
+// The supervisor owns two shared-memory segments for its whole life, so
+// that what the workers count outlives them: the counter table
+// (limit-count's, shm.Segment) and the metrics segment
+// (shm.MetricsSegment), one region per worker slot. A worker writes its
+// slot's region: its plugins' series (plugins.Env.Metrics) and the node's
+// counters (accepted and handled connections, requests) as it counts them.
+// The export server (ServeMetrics) reads every region at scrape time and
+// sums each series over them (series.go): a worker killed with SIGKILL
+// loses nothing it counted, and the process respawned in its slot
+// continues from its region. The connections open now still come from the
+// running workers' reports over the control socket, since those of a dead
+// worker are gone with it.
+//
 // # Concurrency
 //
 // A Supervisor is driven by the goroutine that calls Run; New and Run must
-// not be called concurrently. ServeMetrics reads only atomics and may run
-// beside Run.
+// not be called concurrently. ServeMetrics reads only atomics (of the
+// supervisor and of the shared segments) and may run beside Run.
 package supervisor

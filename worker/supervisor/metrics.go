@@ -16,6 +16,7 @@ import (
 
 	"coregate/admin/spec"
 	"coregate/worker/control"
+	"coregate/worker/shm"
 )
 
 // The node's own metrics, served on APISIX's export server
@@ -151,7 +152,14 @@ func (m *nodeMetrics) perWorker() (requests map[int]uint64, active map[int]int64
 // connCollector exports the workers' Stats under APISIX's names (which are
 // nginx's stub_status figures, all gauges), and per worker, to show how
 // evenly the socket selector spreads the load.
-type connCollector struct{ m *nodeMetrics }
+// With the metrics segment (seg), the counters (accepted, handled,
+// requests) are read from the workers' regions, where each worker counts
+// as it goes, so that nothing a worker counted is lost when it dies; the
+// connections open now come from the running workers' reports.
+type connCollector struct {
+	m   *nodeMetrics
+	seg *shm.MetricsMap
+}
 
 var (
 	connDesc = prometheus.NewDesc("apisix_nginx_http_current_connections",
@@ -177,6 +185,23 @@ func (c connCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c connCollector) Collect(ch chan<- prometheus.Metric) {
 	t := c.m.sum()
+	requests, active := c.m.perWorker()
+	if c.seg != nil {
+		t.Accepted, t.Handled, t.Requests = 0, 0, 0
+		states := c.m.states()
+		for i := range c.seg.Regions() {
+			n := c.seg.Node(i)
+			t.Accepted += n.Accepted.Load()
+			t.Handled += n.Handled.Load()
+			r := n.Requests.Load()
+			t.Requests += r
+			if _, ok := states[i]; ok || r > 0 {
+				requests[i] = r
+			} else {
+				delete(requests, i)
+			}
+		}
+	}
 	for _, x := range []struct {
 		state string
 		v     float64
@@ -191,7 +216,6 @@ func (c connCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(connDesc, prometheus.GaugeValue, x.v, x.state)
 	}
 	ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.GaugeValue, float64(t.Requests))
-	requests, active := c.m.perWorker()
 	for id, n := range requests {
 		w := strconv.Itoa(id)
 		ch <- prometheus.MustNewConstMetric(workerRequestsDesc, prometheus.CounterValue, float64(n), w)
@@ -237,10 +261,20 @@ func (s *Supervisor) registry() *prometheus.Registry {
 			Name: "coregate_worker_stalls_total",
 			Help: "Times a worker missed its heartbeats and was taken out of the socket selector.",
 		}, func() float64 { return float64(s.metrics.stalls.Load()) }),
-		connCollector{&s.metrics},
+		connCollector{&s.metrics, s.seriesMap()},
 	)
+	if s.series != nil {
+		reg.MustRegister(&seriesCollector{seg: s.series.MetricsMap})
+	}
 	reg.MustRegister(s.opts.Collectors...)
 	return reg
+}
+
+func (s *Supervisor) seriesMap() *shm.MetricsMap {
+	if s.series == nil {
+		return nil
+	}
+	return s.series.MetricsMap
 }
 
 // ServeMetrics serves the node's metrics on addr at path until ctx is done.

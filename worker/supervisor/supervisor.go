@@ -79,6 +79,9 @@ type Options struct {
 	// Counters is the size, in counters, of the node's shared counter
 	// table (limit-count's policy "local"); 0 means shm.DefaultSlots.
 	Counters int
+	// Series bounds the metric series of each worker (prometheus's);
+	// 0 means shm.DefaultSeries.
+	Series int
 }
 
 // Supervisor owns the worker processes.
@@ -91,7 +94,11 @@ type Supervisor struct {
 	// supervisor holds it for its whole life, so that counters outlive a
 	// worker. nil when it could not be made (workers then count alone).
 	counters *shm.Segment
-	spec     *spec.Spec
+	// series is the node's metrics segment, one region per worker slot,
+	// held like counters; nil when it could not be made (workers then
+	// count alone, and report their counters over the control socket).
+	series *shm.MetricsSegment
+	spec   *spec.Spec
 	// config is spec encoded as a Config payload, once, and sent as the
 	// same bytes to every worker. Replaced (never modified) with spec.
 	config   []byte
@@ -227,7 +234,14 @@ func New(opts Options) (*Supervisor, error) {
 		return nil, err
 	}
 	// Room for worker_processes to grow on SIGHUP without a restart.
-	s.openSelector(max(opts.Workers, len(opts.CPUs), minSlots))
+	slots := max(opts.Workers, len(opts.CPUs), minSlots)
+	s.openSelector(slots)
+	if s.series, err = shm.CreateMetrics(slots, opts.Series); err != nil {
+		if errors.Is(err, shm.ErrSize) {
+			return nil, err
+		}
+		s.log.Error("shared metrics unavailable: each worker counts alone", "err", err)
+	}
 	if s.counters, err = shm.Create(opts.Counters); err != nil {
 		if errors.Is(err, shm.ErrSize) {
 			return nil, err
@@ -276,6 +290,7 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 		if s.counters != nil {
 			_ = s.counters.Close() // the workers keep their own mappings
 		}
+		// s.series stays mapped: a scrape may still be reading it.
 	}()
 	sigs := make(chan os.Signal, 4)
 	signalNotify(sigs)
@@ -470,6 +485,10 @@ func (s *Supervisor) spawn(p *proc) {
 		// The child's fd: ExtraFiles start at 3.
 		args = append(args, "--counters-fd", strconv.Itoa(3+len(files)))
 		files = append(files, s.counters.File())
+	}
+	if s.series != nil && p.id < s.series.Regions() {
+		args = append(args, "--metrics-fd", strconv.Itoa(3+len(files)))
+		files = append(files, s.series.File())
 	}
 	cmd := exec.Command(s.opts.Exe, append(args, s.opts.WorkerArgs...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
