@@ -59,6 +59,20 @@ type exchange struct {
 
 	// plugin is the per-request state of the plugin phases (phases.go).
 	plugin pluginState
+
+	// The access log's share (accesslog.go). logOn: the exchange gets a
+	// line when it ends. respStatus is the status of the answer begun (0:
+	// none), respHead the length of its head, sent the bytes written to
+	// the client. upStart is when the last attempt at an upstream began,
+	// upConnected when its connection was ready, upStatus the status of
+	// its response (0: none), all in Worker.now units.
+	logOn       bool
+	respStatus  int
+	respHead    int
+	sent        int64
+	upStart     int64
+	upConnected int64
+	upStatus    int
 }
 
 // pluginState is the per-request state of plugins: which phase tables the

@@ -44,8 +44,11 @@ func (s *Snapshot) hasNode(addr string) bool {
 
 type route struct {
 	id      string
-	idBytes []byte    // id, for the route_id variable
-	up      *upstream // nil: the route has no upstream (answered 503)
+	idBytes []byte // id, for the route_id variable
+	// name, serviceID, serviceName: the route's name and its service's
+	// id and name (nil when unset), for the access log's variables.
+	name, serviceID, serviceName []byte
+	up                           *upstream // nil: the route has no upstream (answered 503)
 	// timeouts override the upstream's when the route sets them.
 	connectTO, sendTO, readTO time.Duration
 	// plugins are the route's plugins in their phase tables: its own
@@ -243,6 +246,15 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
 		rt := &route{id: id, idBytes: []byte(id), plugins: phases}
+		if r.Name != "" {
+			rt.name = []byte(r.Name)
+		}
+		if svc != nil {
+			rt.serviceID = []byte(svc.ID.String())
+			if svc.Name != "" {
+				rt.serviceName = []byte(svc.Name)
+			}
+		}
 		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
 			if rt.byConsumer, err = consumerVariants(consumers, conf, ps); err != nil {
 				return nil, fmt.Errorf("route %s: %w", id, err)
