@@ -11,7 +11,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultBufferSize = 16384 // APISIX's access_log_buffer
-	DefaultBuffers    = 16
+	DefaultBuffers    = 64
 	DefaultFlush      = time.Second
 )
 
@@ -86,6 +86,7 @@ func Open(opt Options) (*Log, error) {
 		l.free <- make([]byte, 0, opt.BufferSize)
 	}
 	go l.writer(f)
+	go l.warnDrops()
 	return l, nil
 }
 
@@ -185,15 +186,19 @@ func (l *Log) Dropped() uint64 { return l.dropped.Load() }
 
 // writer writes the buffers it gets from full, in order, each in one write
 // of whole lines, and gives them back on free; it reopens the file when
-// asked, and warns of dropped lines. It ends when full is closed and
+// asked. It ends when full is closed and
 // drained.
 func (l *Log) writer(f *os.File) {
 	defer close(l.done)
-	var warned uint64
-	var lastWarn time.Time
+	var lastErr time.Time
+	failed := 0 // writes failed since the last error logged
 	write := func(b []byte) {
 		if _, err := f.Write(b); err != nil {
-			l.opt.Logger.Error("access log: write", "path", l.opt.Path, "err", err)
+			// Logged once a second at most: a full disk fails every write.
+			if failed++; time.Since(lastErr) >= time.Second {
+				l.opt.Logger.Error("access log: write", "path", l.opt.Path, "err", err, "failed_writes", failed)
+				lastErr, failed = time.Now(), 0
+			}
 		}
 	}
 	for {
@@ -217,9 +222,29 @@ func (l *Log) writer(f *os.File) {
 			default: // cannot happen: free has room for every buffer
 			}
 		}
-		if d := l.dropped.Load(); d != warned && time.Since(lastWarn) >= time.Second {
+	}
+}
+
+// warnDrops logs, once a second at most, how many lines were dropped since
+// the last warning, until the writer ends. It runs apart from the writer,
+// which may be stuck in a write for as long as the disk is.
+func (l *Log) warnDrops() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var warned uint64
+	warn := func() {
+		if d := l.dropped.Load(); d != warned {
 			l.opt.Logger.Warn("access log: lines dropped, the disk is behind", "path", l.opt.Path, "dropped", d-warned)
-			warned, lastWarn = d, time.Now()
+			warned = d
+		}
+	}
+	for {
+		select {
+		case <-t.C:
+			warn()
+		case <-l.done:
+			warn()
+			return
 		}
 	}
 }
