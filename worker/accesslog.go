@@ -166,7 +166,9 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 	case accesslog.UpstreamScheme:
 		return append(b, "http"...)
 	case accesslog.UpstreamHost:
-		if h := cc.hostLine; cc.tries > 0 && len(h) > len("Host: \r\n") {
+		// hostLine is this exchange's once an attempt was sent (its
+		// connection ready), else a past exchange's.
+		if h := cc.hostLine; cc.tries > 0 && cc.upConnected != 0 && len(h) > len("Host: \r\n") {
 			return val(h[len("Host: ") : len(h)-2])
 		}
 		return opt(httpHeader(r, "host"))
@@ -210,10 +212,6 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 		x, y := a.rng.Uint64(), a.rng.Uint64()
 		b = appendHex64(b, x)
 		return appendHex64(b, y)
-	case accesslog.Connection:
-		return num(int64(cc.w.accepted)) // the worker's count of connections at the line
-	case accesslog.ConnectionRequests:
-		return num(int64(cc.w.requests))
 	case accesslog.Pid:
 		return append(b, a.pid...)
 	case accesslog.HTTP:

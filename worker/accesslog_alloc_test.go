@@ -15,7 +15,7 @@ import (
 func TestAllocAccessLog(t *testing.T) {
 	all := apisixFormat + ` $time_iso8601 $msec $request_method $uri $request_uri $args $server_port $http_x_a $arg_a` +
 		` $cookie_c $route_id $route_name $service_id $service_name $consumer_name $bytes_sent $request_length` +
-		` $upstream_connect_time $server_protocol $scheme $host $sent_http_x $connection $connection_requests $pid`
+		` $upstream_connect_time $server_protocol $scheme $host $sent_http_x $pid`
 	for _, format := range []string{apisixFormat, all} {
 		for _, esc := range []accesslog.Escape{accesslog.EscapeDefault, accesslog.EscapeJSON} {
 			h, l := logHarness(t, "/dev/null", format, esc)

@@ -114,9 +114,8 @@ func TestAccessLogLines(t *testing.T) {
 		{"variables, proxied", vars, accesslog.EscapeDefault,
 			"POST /hello/../hello?b=2&c=3 HTTP/1.1\r\nHost: Example.com\r\nX-A: 1\r\nCookie: d=4; c=5\r\nContent-Length: 3\r\n\r\nabc", ok,
 			func(out []byte) string {
-				head := len(out) - 1024
 				return "POST|/hello|/hello/../hello?b=2&c=3|b=2&c=3|9080|HTTP/1.1|http|example.com|1|2|5|" +
-					"r1|hello|s1|svc one|-|200|" + strconv.Itoa(len(out)) + "|1024|" + strconv.Itoa(head-head+len("POST /hello/../hello?b=2&c=3 HTTP/1.1\r\nHost: Example.com\r\nX-A: 1\r\nCookie: d=4; c=5\r\nContent-Length: 3\r\n\r\nabc")) + "|" +
+					"r1|hello|s1|svc one|-|200|" + strconv.Itoa(len(out)) + "|1024|" + strconv.Itoa(len("POST /hello/../hello?b=2&c=3 HTTP/1.1\r\nHost: Example.com\r\nX-A: 1\r\nCookie: d=4; c=5\r\nContent-Length: 3\r\n\r\nabc")) + "|" +
 					"2026-12-01T12:36:17+00:00|" + msec + "|0.000|-|-"
 			}},
 		{"variables, no upstream", vars, accesslog.EscapeDefault,

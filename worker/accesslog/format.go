@@ -46,8 +46,6 @@ const (
 	ServiceName          // $service_name (APISIX)
 	ConsumerName         // $consumer_name (APISIX)
 	RequestID            // $request_id, $apisix_request_id: 32 hex digits
-	Connection           // $connection: the connection's serial number
-	ConnectionRequests   // $connection_requests
 	Pid                  // $pid
 	HTTP                 // $http_NAME: a request header; Part.Name is NAME with '-' for '_'
 	Arg                  // $arg_NAME: a query argument's raw value
@@ -91,8 +89,6 @@ var names = map[string]Kind{
 	"consumer_name":          ConsumerName,
 	"request_id":             RequestID,
 	"apisix_request_id":      RequestID,
-	"connection":             Connection,
-	"connection_requests":    ConnectionRequests,
 	"pid":                    Pid,
 }
 
