@@ -237,7 +237,12 @@ func AppendValue(b, v []byte, esc Escape) []byte {
 	case EscapeNone:
 		return append(b, v...)
 	case EscapeJSON:
-		for _, c := range v {
+		i := 0
+		for i < len(v) && v[i] >= 0x20 && v[i] != '"' && v[i] != '\\' {
+			i++
+		}
+		b = append(b, v[:i]...)
+		for _, c := range v[i:] {
 			switch {
 			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
@@ -259,8 +264,13 @@ func AppendValue(b, v []byte, esc Escape) []byte {
 		}
 		return b
 	}
-	for _, c := range v {
-		if c == '"' || c == '\\' || c < 0x20 || c > 0x7e {
+	i := 0
+	for i < len(v) && !escDefault(v[i]) {
+		i++
+	}
+	b = append(b, v[:i]...) // most values need no escape: one copy
+	for _, c := range v[i:] {
+		if escDefault(c) {
 			b = append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
 			continue
 		}
@@ -268,3 +278,5 @@ func AppendValue(b, v []byte, esc Escape) []byte {
 	}
 	return b
 }
+
+func escDefault(c byte) bool { return c == '"' || c == '\\' || c < 0x20 || c > 0x7e }
