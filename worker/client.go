@@ -229,6 +229,7 @@ func (cc *clientConn) start() {
 	w := cc.w
 	r := &cc.req
 	cc.served = true
+	cc.logOn = w.alog != nil
 	w.requests++
 	w.cfg.Node.Requests.Add(1)
 	w.clearDeadline(cc)
@@ -366,7 +367,7 @@ func (cc *clientConn) pipelined() bool {
 // discardHead drops the request head from gnet's buffer, once copied for
 // the plugin phases still to run (keepHead).
 func (cc *clientConn) discardHead() {
-	if cc.plugin.late && !cc.plugin.kept {
+	if (cc.plugin.late || cc.logOn) && !cc.plugin.kept {
 		cc.keepHead()
 	}
 	_, _ = cc.c.Discard(cc.req.HeadLen)
@@ -394,8 +395,10 @@ func (cc *clientConn) dispatch() {
 	nd := up.nodes[idx]
 	cc.node = idx
 	cc.tries++
+	cc.upStart, cc.upConnected = w.now, 0
 	p := w.poolFor(up, nd)
 	if uc := p.get(); uc != nil {
+		cc.upConnected = w.now
 		link(cc, uc)
 		cc.send()
 		return
@@ -719,8 +722,8 @@ func (cc *clientConn) answerError(status int) {
 		b = append(b, body...)
 	}
 	w.scratch = b
-	cc.sent += int64(len(b))
-	_, _ = cc.c.Write(b)
+	n, _ := cc.c.Write(b)
+	cc.sent += int64(n)
 	cc.requestDone()
 }
 
@@ -757,6 +760,7 @@ func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep 
 		b = cc.appendRespHeaders(b)
 	}
 	b = append(b, "\r\n"...)
+	cc.respHead = len(b)
 	return b
 }
 
@@ -776,8 +780,8 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 		b = append(b, body...)
 	}
 	w.scratch = b
-	cc.sent += int64(len(b))
-	if _, _ = cc.c.Write(b); cc.closed {
+	n, _ := cc.c.Write(b)
+	if cc.sent += int64(n); cc.closed {
 		return // the client reset: the exchange ended with it
 	}
 	cc.keepAlive = keep
@@ -830,7 +834,8 @@ func (cc *clientConn) answerAndClose(status int) {
 	b := cc.localHead(w.scratch[:0], status, ctHTML, len(body), false)
 	b = append(b, body...)
 	w.scratch = b
-	_, _ = cc.c.Write(b)
+	n, _ := cc.c.Write(b)
+	cc.sent += int64(n)
 	cc.closing(true) // the rest of the request may still be on its way
 }
 
@@ -840,6 +845,7 @@ func (cc *clientConn) answerAndClose(status int) {
 func (cc *clientConn) requestDone() {
 	keep, read := cc.keepAlive, cc.bodyRead()
 	cc.logPhase()
+	cc.accessLog()
 	cc.resetExchange()
 	if cc.closed {
 		return
@@ -966,6 +972,7 @@ func (cc *clientConn) closedByPeer() {
 	w.clearDeadline(cc) // a csDelay exchange's answer with it
 	w.trackClose(cc)
 	cc.logPhase()
+	cc.accessLog()
 	if cc.pause.on {
 		cc.unpauseList()
 	}

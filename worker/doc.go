@@ -132,7 +132,8 @@
 //     discardHead, in start: routing, vars, the plugins' request phases and
 //     buildHead read the head before that, and exchange.host and curPath
 //     alias it until then too. When a plugin runs later (header_filter,
-//     log), discardHead first copies the head into exchangeBufs.headCopy
+//     log), or the access log is on (its line is rendered when the
+//     exchange ends: accesslog.go), discardHead first copies the head into exchangeBufs.headCopy
 //     and parses it again from there (keepHead): req, host and curPath then
 //     alias the copy until the exchange ends. A
 //     request body stays there until it is written upstream (takeBody's

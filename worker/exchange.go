@@ -61,12 +61,23 @@ type exchange struct {
 	plugin pluginState
 
 	// For the log phase (plugins.Exchange): proxied, an upstream was
-	// contacted, first at upStart (Worker.now); upAnswered, the response
-	// head came from it; sent, the bytes written to the client.
+	// contacted; upAnswered, the response head came from it.
 	proxied    bool
 	upAnswered bool
-	upStart    int64
-	sent       int64
+	// The access log's share (accesslog.go), and the log phase's figures.
+	// logOn: the exchange gets a line when it ends. respStatus is the
+	// status of the answer begun (0: none), respHead the length of its
+	// head, sent the bytes written to the client. upStart is when the last
+	// attempt at an upstream began, upConnected when its connection was
+	// ready, upStatus the status of its response (0: none), all in
+	// Worker.now units.
+	logOn       bool
+	respStatus  int
+	respHead    int
+	sent        int64
+	upStart     int64
+	upConnected int64
+	upStatus    int
 }
 
 // pluginState is the per-request state of plugins: which phase tables the
@@ -191,9 +202,7 @@ type upExchange struct {
 // pool (idle, now busy); cc serves no other upstream connection.
 func link(cc *clientConn, uc *upConn) {
 	cc.up, uc.cc = uc, cc
-	if !cc.proxied {
-		cc.proxied, cc.upStart = true, cc.w.now
-	}
+	cc.proxied = true // upStart: set by dispatch, per attempt
 	uc.upExchange = upExchange{reused: uc.requests > 0}
 	uc.parser.Reset()
 	if uc.state != usDialing {

@@ -106,7 +106,14 @@ type harness struct {
 
 func newHarness(t testing.TB, s *spec.Spec) *harness {
 	t.Helper()
-	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	return newHarnessConfig(t, s, Config{})
+}
+
+// newHarnessConfig is newHarness for a worker made with cfg.
+func newHarnessConfig(t testing.TB, s *spec.Spec, cfg Config) *harness {
+	t.Helper()
+	cfg.Listen = []string{"127.0.0.1:0"}
+	w := New(cfg)
 	if err := w.SetSpec(s); err != nil {
 		t.Fatal(err)
 	}

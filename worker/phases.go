@@ -147,8 +147,8 @@ func (cc *clientConn) finishFiltered() {
 		return
 	}
 	cc.filtBuf = cc.endFiltered(cc.filtBuf[:0])
-	cc.sent += int64(len(cc.filtBuf))
-	_, _ = cc.c.Write(cc.filtBuf)
+	n, _ := cc.c.Write(cc.filtBuf)
+	cc.sent += int64(n)
 }
 
 func (cc *clientConn) appendFiltered(out, data []byte) []byte {
@@ -224,6 +224,7 @@ func (cc *clientConn) runRequestPhases() {
 // headerFilter runs the header_filter phase, once per exchange, for a
 // response of status about to be written.
 func (cc *clientConn) headerFilter(status int) {
+	cc.respStatus = status
 	p := &cc.plugin
 	if !p.active || p.filtered {
 		return

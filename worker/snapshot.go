@@ -56,11 +56,20 @@ type route struct {
 	// each consumer whose plugins change the route's (consumerPhases);
 	// nil when the route cannot attach one.
 	byConsumer map[*plugins.Consumer]*consumerPhases
-	// For the log phase's variables: the route's name, its service's id
-	// and name (nil when none), and the uri and host patterns it matches
-	// by (matchedPattern).
+	// For the log phase's and the access log's variables: the route's
+	// name, its service's id and name (nil when none), and the uri and
+	// host patterns it matches by (matchedPattern).
 	name, serviceID, serviceName []byte
 	uris, hosts                  [][]byte
+}
+
+// nilIfEmpty is s as bytes, nil when empty: an unset variable ("-" in
+// the access log).
+func nilIfEmpty(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // consumerPhases are a route's plugins merged with one consumer's, as
@@ -251,10 +260,10 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
 		rt := &route{id: id, idBytes: []byte(id), plugins: phases}
-		rt.name = []byte(r.Name)
+		rt.name = nilIfEmpty(r.Name)
 		rt.uris, rt.hosts = byteStrings(r.URI, r.URIs), byteStrings(r.Host, r.Hosts)
 		if svc != nil {
-			rt.serviceID, rt.serviceName = []byte(r.ServiceID.String()), []byte(svc.Name)
+			rt.serviceID, rt.serviceName = []byte(r.ServiceID.String()), nilIfEmpty(svc.Name)
 			if r.Host == "" && len(r.Hosts) == 0 {
 				rt.hosts = byteStrings("", svc.Hosts)
 			}

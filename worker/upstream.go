@@ -146,6 +146,7 @@ func (uc *upConn) opened(c gnet.Conn) {
 		return
 	}
 	uc.state = usBusy
+	cc.upConnected = uc.w.now
 	cc.send()
 }
 
@@ -316,6 +317,7 @@ func (uc *upConn) traffic0() gnet.Action {
 		cc.headerFilter(uc.resp.Status)
 		head := cc.beginResponse(w.scratch[:0], &uc.resp, uc.mode)
 		w.scratch = head
+		cc.upStatus, cc.respHead = uc.resp.Status, len(head)
 		consumed += uc.resp.HeadLen
 		uc.phase = rpBody
 		w.setDeadline(uc, int64(cc.rt.readTO))
@@ -328,8 +330,8 @@ func (uc *upConn) traffic0() gnet.Action {
 		if reframe {
 			iov = cc.filterResponse(iov, 1, done && err == nil)
 		}
-		wn, _ := cc.c.Writev(iov)
-		cc.sent += int64(wn)
+		sent, _ := cc.c.Writev(iov)
+		cc.sent += int64(sent)
 		clear(iov)
 		w.iov = iov[:0]
 		consumed += n
@@ -350,8 +352,8 @@ func (uc *upConn) traffic0() gnet.Action {
 			iov = cc.filterResponse(iov, 0, done && err == nil)
 		}
 		if len(iov) > 0 {
-			wn, _ := cc.c.Writev(iov)
-			cc.sent += int64(wn)
+			sent, _ := cc.c.Writev(iov)
+			cc.sent += int64(sent)
 		}
 		clear(iov)
 		w.iov = iov[:0]

@@ -16,6 +16,7 @@ import (
 	"coregate/admin/spec"
 	"coregate/httpparse"
 	"coregate/plugins"
+	"coregate/worker/accesslog"
 	"coregate/worker/internal/indexset"
 	"coregate/worker/router"
 	"coregate/worker/shm"
@@ -72,6 +73,12 @@ type Config struct {
 	// OnConns, if set, is called on the loop with +1/-1 as client
 	// connections open and close (the selector's load counter).
 	OnConns func(delta int64)
+
+	// AccessLog, when not nil, gets a line per request in AccessLogFormat
+	// (both or neither). The worker's loop fills it and Tick-s it; the
+	// caller opened it and closes it once Run has returned.
+	AccessLog       *accesslog.Log
+	AccessLogFormat *accesslog.Format
 }
 
 // Worker is one gnet event loop that parses, routes and proxies HTTP/1.1.
@@ -117,12 +124,13 @@ type Worker struct {
 	lastPrune     int64
 	pendingRescue int
 	faultLog      faultLog
-	accepted      uint64 // client connections since start
-	refused       uint64 // of which closed at once for worker_connections
-	refusedLogged uint64 // refused at the last log line
-	lastRefuseLog int64  // Worker.now of that line
-	upOpen        int    // upstream connections on the loop
-	requests      uint64 // request heads since start
+	accepted      uint64        // client connections since start
+	refused       uint64        // of which closed at once for worker_connections
+	refusedLogged uint64        // refused at the last log line
+	lastRefuseLog int64         // Worker.now of that line
+	upOpen        int           // upstream connections on the loop
+	requests      uint64        // request heads since start
+	alog          *accessLogger // nil: no access log
 }
 
 type loopHolder struct{ el gnet.EventLoop }
@@ -167,6 +175,7 @@ func New(cfg Config) *Worker {
 		w.log = slog.Default()
 	}
 	w.epochUnix = w.epoch.UnixNano()
+	w.alog = newAccessLogger(cfg.AccessLog, cfg.AccessLogFormat)
 	w.tickFn = gnet.RunnableFunc(func(context.Context) error { w.tick(); return nil })
 	w.refreshClock()
 	return w
@@ -347,6 +356,9 @@ func (w *Worker) tick() {
 	w.resumePaused()
 	w.publishStats()
 	w.tickFaultLog()
+	if w.alog != nil {
+		w.alog.log.Tick(w.now)
+	}
 	if w.draining {
 		w.sweepIdle()
 		w.checkDrained()

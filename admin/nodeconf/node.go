@@ -76,15 +76,36 @@ type NginxConfig struct {
 
 // NginxHTTP is nginx_config.http.
 type NginxHTTP struct {
-	EnableAccessLog     bool          // default true
-	KeepaliveTimeout    time.Duration // default 60 s
-	ClientHeaderTimeout time.Duration // default 60 s
-	ClientBodyTimeout   time.Duration // default 60 s
-	SendTimeout         time.Duration // default 10 s
-	ClientMaxBodySize   int64         // bytes; 0 (default) is unlimited
-	Upstream            NginxUpstream
-	RealIPHeader        string   // default X-Real-IP
-	RealIPFrom          []string // default [127.0.0.1, unix:]
+	EnableAccessLog bool // default true
+	// AccessLog is the access log's file, relative to the directory of
+	// config.yaml (AccessLogPath); default logs/access.log.
+	AccessLog string
+	// AccessLogFormat is nginx's log_format (default APISIX's, with
+	// $apisix_request_id); AccessLogFormatEscape its escape= (default,
+	// json or none); AccessLogBuffer the buffer size in bytes (16384).
+	AccessLogFormat       string
+	AccessLogFormatEscape string
+	AccessLogBuffer       int64
+	KeepaliveTimeout      time.Duration // default 60 s
+	ClientHeaderTimeout   time.Duration // default 60 s
+	ClientBodyTimeout     time.Duration // default 60 s
+	SendTimeout           time.Duration // default 10 s
+	ClientMaxBodySize     int64         // bytes; 0 (default) is unlimited
+	Upstream              NginxUpstream
+	RealIPHeader          string   // default X-Real-IP
+	RealIPFrom            []string // default [127.0.0.1, unix:]
+}
+
+// DefaultAccessLogFormat is APISIX's nginx_config.http.access_log_format.
+const DefaultAccessLogFormat = `$remote_addr - $remote_user [$time_local] $http_host "$request" $status $body_bytes_sent $request_time "$http_referer" "$http_user_agent" $upstream_addr $upstream_status $upstream_response_time "$upstream_scheme://$upstream_host$upstream_uri" "$apisix_request_id"`
+
+// AccessLogPath is the access log's file: AccessLog as it is when
+// absolute, else relative to dir (the directory of config.yaml).
+func (h *NginxHTTP) AccessLogPath(dir string) string {
+	if filepath.IsAbs(h.AccessLog) || dir == "" {
+		return h.AccessLog
+	}
+	return filepath.Join(dir, h.AccessLog)
 }
 
 // NginxUpstream is nginx_config.http.upstream: the keep-alive pool used
@@ -261,11 +282,15 @@ func Default() *Config {
 			ErrorLogLevel:     "warn",
 			WorkerConnections: 10620,
 			HTTP: NginxHTTP{
-				EnableAccessLog:     true,
-				KeepaliveTimeout:    60 * time.Second,
-				ClientHeaderTimeout: 60 * time.Second,
-				ClientBodyTimeout:   60 * time.Second,
-				SendTimeout:         10 * time.Second,
+				EnableAccessLog:       true,
+				AccessLog:             "logs/access.log",
+				AccessLogFormat:       DefaultAccessLogFormat,
+				AccessLogFormatEscape: "default",
+				AccessLogBuffer:       16384,
+				KeepaliveTimeout:      60 * time.Second,
+				ClientHeaderTimeout:   60 * time.Second,
+				ClientBodyTimeout:     60 * time.Second,
+				SendTimeout:           10 * time.Second,
 				Upstream: NginxUpstream{
 					Keepalive:         spec.DefaultKeepaliveSize,
 					KeepaliveRequests: spec.DefaultKeepaliveRequests,
@@ -688,17 +713,20 @@ func (p *cfgParser) nginx() section {
 		},
 		"http": func(k string, n *yaml.Node) error {
 			return p.walk(k, n, unsupported(
-				"access_log", "access_log_buffer", "access_log_format", "access_log_format_escape",
 				"underscores_in_headers", "real_ip_recursive", "proxy_ssl_server_name", "charset",
 				"variables_hash_max_size", "lua_shared_dict", "custom_lua_shared_dict",
 			).with(section{
-				"enable_access_log":     p.boolean(&h.EnableAccessLog),
-				"keepalive_timeout":     p.duration(&h.KeepaliveTimeout),
-				"client_header_timeout": p.duration(&h.ClientHeaderTimeout),
-				"client_body_timeout":   p.duration(&h.ClientBodyTimeout),
-				"send_timeout":          p.duration(&h.SendTimeout),
-				"client_max_body_size":  p.size(&h.ClientMaxBodySize),
-				"real_ip_header":        p.str(&h.RealIPHeader),
+				"enable_access_log":        p.boolean(&h.EnableAccessLog),
+				"access_log":               p.str(&h.AccessLog),
+				"access_log_format":        p.str(&h.AccessLogFormat),
+				"access_log_format_escape": p.enum(&h.AccessLogFormatEscape, "default", "json", "none"),
+				"access_log_buffer":        p.size(&h.AccessLogBuffer),
+				"keepalive_timeout":        p.duration(&h.KeepaliveTimeout),
+				"client_header_timeout":    p.duration(&h.ClientHeaderTimeout),
+				"client_body_timeout":      p.duration(&h.ClientBodyTimeout),
+				"send_timeout":             p.duration(&h.SendTimeout),
+				"client_max_body_size":     p.size(&h.ClientMaxBodySize),
+				"real_ip_header":           p.str(&h.RealIPHeader),
 				"real_ip_from": p.strList(&h.RealIPFrom, func(s string) bool {
 					return s == "unix:" || validAddrOrPrefix(s)
 				}, `IP addresses, CIDRs or "unix:"`),

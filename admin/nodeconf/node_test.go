@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,14 +151,18 @@ plugin_attr:
 		ErrorLogLevel:     "info",
 		WorkerConnections: 2048,
 		HTTP: NginxHTTP{
-			KeepaliveTimeout:    75 * time.Second,
-			ClientHeaderTimeout: 30 * time.Second,
-			ClientBodyTimeout:   time.Minute,
-			SendTimeout:         500 * time.Millisecond,
-			ClientMaxBodySize:   1 << 20,
-			Upstream:            NginxUpstream{64, 100, 30 * time.Second},
-			RealIPHeader:        "X-Forwarded-For",
-			RealIPFrom:          []string{"10.0.0.0/8", "unix:", "::1"},
+			AccessLog:             "logs/access.log",
+			AccessLogFormat:       DefaultAccessLogFormat,
+			AccessLogFormatEscape: "default",
+			AccessLogBuffer:       16384,
+			KeepaliveTimeout:      75 * time.Second,
+			ClientHeaderTimeout:   30 * time.Second,
+			ClientBodyTimeout:     time.Minute,
+			SendTimeout:           500 * time.Millisecond,
+			ClientMaxBodySize:     1 << 20,
+			Upstream:              NginxUpstream{64, 100, 30 * time.Second},
+			RealIPHeader:          "X-Forwarded-For",
+			RealIPFrom:            []string{"10.0.0.0/8", "unix:", "::1"},
 		},
 	}
 	want.Deployment.RoleTraditional.ConfigProvider = "yaml"
@@ -439,5 +444,46 @@ plugin_attr:
 		if !errors.As(err, &ne) || ne.Key != tc.key {
 			t.Errorf("%q: error %v, want one naming %s", tc.src, err, tc.key)
 		}
+	}
+}
+
+// TestNodeConfigAccessLog reads the access log's keys, and their
+// defaults when unset.
+func TestNodeConfigAccessLog(t *testing.T) {
+	c, warns, err := parseNode(t, "nginx_config:\n  worker_processes: 1\n")
+	if err != nil || len(warns) != 0 {
+		t.Fatal(err, warns)
+	}
+	h := c.NginxConfig.HTTP
+	if !h.EnableAccessLog || h.AccessLog != "logs/access.log" || h.AccessLogFormat != DefaultAccessLogFormat ||
+		h.AccessLogFormatEscape != "default" || h.AccessLogBuffer != 16384 {
+		t.Errorf("defaults %+v", h)
+	}
+	if got := h.AccessLogPath("/etc/gw"); got != "/etc/gw/logs/access.log" {
+		t.Errorf("AccessLogPath: %q", got)
+	}
+	c, warns, err = parseNode(t, `
+nginx_config:
+  http:
+    enable_access_log: false
+    access_log: /var/log/gw.log
+    access_log_format: '$remote_addr $status'
+    access_log_format_escape: json
+    access_log_buffer: 64k
+`)
+	if err != nil || len(warns) != 0 {
+		t.Fatal(err, warns)
+	}
+	h = c.NginxConfig.HTTP
+	if h.EnableAccessLog || h.AccessLog != "/var/log/gw.log" || h.AccessLogFormat != "$remote_addr $status" ||
+		h.AccessLogFormatEscape != "json" || h.AccessLogBuffer != 64<<10 {
+		t.Errorf("read %+v", h)
+	}
+	if got := h.AccessLogPath("/etc/gw"); got != "/var/log/gw.log" {
+		t.Errorf("AccessLogPath: %q", got)
+	}
+	if _, _, err := parseNode(t, "nginx_config:\n  http:\n    access_log_format_escape: xml\n"); err == nil ||
+		!strings.Contains(err.Error(), "nginx_config.http.access_log_format_escape: want one of default, json, none") {
+		t.Errorf("escape xml: %v", err)
 	}
 }

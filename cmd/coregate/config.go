@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 
 	"golang.org/x/sys/unix"
@@ -9,6 +10,7 @@ import (
 	"coregate/admin/spec"
 	"coregate/httpparse"
 	"coregate/worker"
+	"coregate/worker/accesslog"
 	"coregate/worker/router"
 )
 
@@ -41,3 +43,46 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 }
 
 func closeFD(fd int) { _ = unix.Close(fd) }
+
+// accessLogFormat compiles nginx_config.http's access log format; the
+// supervisor checks it at load, each worker compiles it for its loop.
+func accessLogFormat(nc *nodeconf.Config) (*accesslog.Format, error) {
+	h := &nc.NginxConfig.HTTP
+	esc, err := accesslog.ParseEscape(h.AccessLogFormatEscape)
+	if err != nil {
+		return nil, err
+	}
+	return accesslog.Compile(h.AccessLogFormat, esc)
+}
+
+// checkAccessLog refuses a config.yaml whose access log format a worker
+// could not compile, before any worker starts with it.
+func checkAccessLog(nc *nodeconf.Config) error {
+	if !nc.NginxConfig.HTTP.EnableAccessLog {
+		return nil
+	}
+	if _, err := accessLogFormat(nc); err != nil {
+		return fmt.Errorf("config.yaml: nginx_config.http.access_log_format: %w", err)
+	}
+	return nil
+}
+
+// openAccessLog opens the worker's access log (nginx_config.http's
+// access_log, relative to the directory of config.yaml) and compiles its
+// format.
+func openAccessLog(nc *nodeconf.Config, log *slog.Logger) (*accesslog.Log, *accesslog.Format, error) {
+	f, err := accessLogFormat(nc)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := &nc.NginxConfig.HTTP
+	l, err := accesslog.Open(accesslog.Options{
+		Path:       h.AccessLogPath(nc.Dir),
+		BufferSize: int(h.AccessLogBuffer),
+		Logger:     log,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("access log: %w", err)
+	}
+	return l, f, nil
+}

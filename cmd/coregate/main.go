@@ -16,7 +16,8 @@
 // request on a kept-alive connection is answered with Connection: close, a
 // connection quiet for 2 s is closed cleanly), SIGQUIT stops at once, SIGHUP
 // re-reads config.yaml and starts or retires workers to match
-// nginx_config.worker_processes (unless --workers is given).
+// nginx_config.worker_processes (unless --workers is given), SIGUSR1 has
+// every worker reopen its access log (after logrotate renamed it).
 //
 // COREGATE_PPROF=127.0.0.1:PORT makes worker i serve net/http/pprof on
 // PORT+i (for scripts/flamegraph.sh).

@@ -153,6 +153,9 @@ func runSupervisor(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkAccessLog(nc); err != nil {
+		return err
+	}
 	sup, err := supervisor.New(supervisor.Options{
 		WorkerArgs:   []string{"-c", *cfgPath},
 		Workers:      n,
@@ -186,6 +189,9 @@ func runSupervisor(args []string) error {
 		}
 		n, err := workerCount(nc)
 		if err != nil {
+			return supervisor.Reload{}, err
+		}
+		if err := checkAccessLog(nc); err != nil {
 			return supervisor.Reload{}, err
 		}
 		return supervisor.Reload{Workers: n, Settings: settingsOf(nc)}, nil

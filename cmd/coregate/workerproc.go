@@ -52,6 +52,10 @@ func runWorker(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("worker", *id, "pid", os.Getpid())
+	// SIGUSR1 (the supervisor's, on a rotation) reopens the access log;
+	// caught from the start, so that it never ends the process.
+	reopen := make(chan os.Signal, 1)
+	signal.Notify(reopen, syscall.SIGUSR1)
 	if *cpu >= 0 {
 		// Started pinned by the supervisor; this makes sure of every thread.
 		if err := supervisor.PinAllThreads(*cpu); err != nil {
@@ -62,7 +66,7 @@ func runWorker(args []string) error {
 	if err != nil {
 		return err
 	}
-	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *countersFD, *metricsFD, *mode, *cfgPath)
+	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *countersFD, *metricsFD, *mode, *cfgPath, reopen)
 	if err != nil {
 		// The supervisor logs it with the exit status.
 		_ = ctrl.Send(control.Fatal, control.FatalMsg{Error: err.Error()})
@@ -71,7 +75,7 @@ func runWorker(args []string) error {
 }
 
 // serveWorker runs the worker until it has drained, or fails.
-func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs, countersFD, metricsFD int, mode, cfgPath string) error {
+func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs, countersFD, metricsFD int, mode, cfgPath string, reopen <-chan os.Signal) error {
 	nc, _, err := nodeconf.Load(cfgPath)
 	if err != nil {
 		return err
@@ -98,6 +102,21 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 	rejoin.fd = -1
 	cfg := workerConfig(nc, log)
 	cfg.Plugins = plugins.NewLocalEnv()
+	if nc.NginxConfig.HTTP.EnableAccessLog {
+		al, f, err := openAccessLog(nc, log)
+		if err != nil {
+			return err
+		}
+		cfg.AccessLog, cfg.AccessLogFormat = al, f
+		// Closed once the loop has stopped (Run returned): the last
+		// lines are written before the process exits.
+		defer al.Close()
+		go func() {
+			for range reopen {
+				al.Reopen()
+			}
+		}()
+	}
 	if countersFD > 0 {
 		// The mapping stays for the process's life; the fd is not needed.
 		f := os.NewFile(uintptr(countersFD), "counters")

@@ -75,6 +75,8 @@
 // Options.DrainTimeout. SIGQUIT kills the
 // workers at once. SIGHUP calls the reload function given to Run, and starts
 // or retires (gracefully) workers to match the worker count it returns.
+// SIGUSR1 is sent on to every ready worker, which reopens its access log
+// (nginx's reopen, after a rotation renamed the file).
 //
 // # Metrics
 //

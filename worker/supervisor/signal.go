@@ -6,5 +6,7 @@ import (
 	"syscall"
 )
 
-func signalNotify(c chan os.Signal) { signal.Notify(c, syscall.SIGHUP, syscall.SIGQUIT) }
-func signalStop(c chan os.Signal)   { signal.Stop(c) }
+func signalNotify(c chan os.Signal) {
+	signal.Notify(c, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1)
+}
+func signalStop(c chan os.Signal) { signal.Stop(c) }

@@ -328,6 +328,9 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 				s.log.Warn("SIGQUIT: stopping now")
 				s.killAll()
 				return nil
+			case syscall.SIGUSR1:
+				s.log.Info("SIGUSR1: the workers reopen their logs")
+				s.signalAll(syscall.SIGUSR1)
 			case syscall.SIGHUP:
 				if reload == nil {
 					continue
@@ -814,6 +817,23 @@ func (s *Supervisor) drainAll() error {
 	}
 	s.log.Info("stopped")
 	return nil
+}
+
+// signalAll sends sig to every worker process that is ready, those still
+// draining included (nginx's reopen: each opens its log files again). One
+// still starting may not handle the signal yet; it opens its files after
+// the rotation anyway.
+func (s *Supervisor) signalAll(sig os.Signal) {
+	for _, p := range s.workers {
+		if p.ready && p.cmd != nil && p.cmd.Process != nil {
+			_ = p.cmd.Process.Signal(sig)
+		}
+		for _, o := range p.prev {
+			if o.cmd != nil && o.cmd.Process != nil {
+				_ = o.cmd.Process.Signal(sig)
+			}
+		}
+	}
 }
 
 func (s *Supervisor) killAll() {

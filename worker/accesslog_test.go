@@ -1,0 +1,204 @@
+package worker
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"coregate/admin/spec"
+	"coregate/worker/accesslog"
+)
+
+// APISIX's default access_log_format (nodeconf.DefaultAccessLogFormat).
+const apisixFormat = `$remote_addr - $remote_user [$time_local] $http_host "$request" $status $body_bytes_sent $request_time "$http_referer" "$http_user_agent" $upstream_addr $upstream_status $upstream_response_time "$upstream_scheme://$upstream_host$upstream_uri" "$apisix_request_id"`
+
+// logSpec: /hello on a service's upstream 127.0.0.1:1980; /noup has no
+// upstream (503).
+func logSpec(t testing.TB) *spec.Spec {
+	t.Helper()
+	svc, err := spec.DecodeService([]byte(`{"id":"s1","name":"svc one","upstream":{"nodes":{"127.0.0.1:1980":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &spec.Spec{Services: []*spec.Service{svc}}
+	for _, r := range []string{
+		`{"id":"r1","name":"hello","uri":"/hello","service_id":"s1"}`,
+		`{"id":"r2","uri":"/noup","plugins":{}}`,
+	} {
+		x, err := spec.DecodeRoute([]byte(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Routes = append(s.Routes, x)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// logTime is the wall clock the access-log tests' worker sees.
+var logTime = time.Date(2026, 12, 1, 12, 36, 17, 250_000_000, time.UTC)
+
+// logHarness is a harness whose worker writes its access log, in format
+// with escape esc, to path; its clock stands at logTime and its request
+// ids come from PCG(1, 2).
+func logHarness(t testing.TB, path, format string, esc accesslog.Escape) (*harness, *accesslog.Log) {
+	t.Helper()
+	f, err := accesslog.Compile(format, esc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := accesslog.Open(accesslog.Options{Path: path, Flush: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessConfig(t, logSpec(t), Config{AccessLog: l, AccessLogFormat: f})
+	h.w.epochUnix = logTime.UnixNano() - h.w.now
+	h.w.alog.rng.Seed(1, 2)
+	return h, l
+}
+
+// msec is $msec at logTime.
+var msec = strconv.FormatInt(logTime.Unix(), 10) + ".250"
+
+// requestID is the n-th (from 0) request id of a logHarness's worker.
+func requestID(n int) string {
+	r := rand.NewPCG(1, 2)
+	var b []byte
+	for range n + 1 {
+		b = appendHex64(appendHex64(b[:0], r.Uint64()), r.Uint64())
+	}
+	return string(b)
+}
+
+// TestAccessLogLines renders requests through a worker in memory and
+// checks the exact lines of the file.
+func TestAccessLogLines(t *testing.T) {
+	old := time.Local
+	time.Local = time.UTC
+	defer func() { time.Local = old }()
+	body := bytes.Repeat([]byte("x"), 1024)
+	ok := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"), body...)
+	vars := "$request_method|$uri|$request_uri|$args|$server_port|$server_protocol|$scheme|$host|$http_x_a|$arg_b|$cookie_c|" +
+		"$route_id|$route_name|$service_id|$service_name|$consumer_name|$status|$bytes_sent|$body_bytes_sent|$request_length|" +
+		"$time_iso8601|$msec|$upstream_connect_time|$sent_http_x_none|$remote_user"
+	for _, tc := range []struct {
+		name, format string
+		esc          accesslog.Escape
+		req          string
+		resp         []byte
+		want         func(toClient []byte) string
+	}{
+		{"apisix default, proxied", apisixFormat, accesslog.EscapeDefault,
+			"GET /hello?a=1 HTTP/1.1\r\nHost: Example.com:9080\r\nUser-Agent: bench\r\nReferer: http://r/\r\n\r\n", ok,
+			func([]byte) string {
+				return `127.0.0.2 - - [01/Dec/2026:12:36:17 +0000] Example.com:9080 "GET /hello?a=1 HTTP/1.1" 200 1024 0.000 "http://r/" "bench" 127.0.0.1:1980 200 0.000 "http://Example.com:9080/hello?a=1" "` + requestID(0) + `"`
+			}},
+		{"apisix default, no route", apisixFormat, accesslog.EscapeDefault,
+			"GET /nope HTTP/1.0\r\n\r\n", nil,
+			func([]byte) string {
+				return `127.0.0.2 - - [01/Dec/2026:12:36:17 +0000] - "GET /nope HTTP/1.0" 404 ` + strconv.Itoa(len(notFoundBody)) + ` 0.000 "-" "-" - - - "http://-" "` + requestID(0) + `"`
+			}},
+		{"escaped values, basic user", `$remote_user "$http_user_agent" "$request"`, accesslog.EscapeDefault,
+			"GET /hello HTTP/1.1\r\nHost: h\r\nAuthorization: Basic " + "am9objpzZWNyZXQ=" + "\r\nUser-Agent: a\"b\\c\xe9\r\n\r\n", ok,
+			func([]byte) string { return `john "a\x22b\x5Cc\xE9" "GET /hello HTTP/1.1"` }},
+		{"json escape", `{"ua":"$http_user_agent","ref":"$http_referer","s":$status}`, accesslog.EscapeJSON,
+			"GET /hello HTTP/1.1\r\nHost: h\r\nUser-Agent: a\"b\\c\té\r\n\r\n", ok,
+			func([]byte) string { return `{"ua":"a\"b\\c\té","ref":"","s":200}` }},
+		{"variables, proxied", vars, accesslog.EscapeDefault,
+			"POST /hello/../hello?b=2&c=3 HTTP/1.1\r\nHost: Example.com\r\nX-A: 1\r\nCookie: d=4; c=5\r\nContent-Length: 3\r\n\r\nabc", ok,
+			func(out []byte) string {
+				return "POST|/hello|/hello/../hello?b=2&c=3|b=2&c=3|9080|HTTP/1.1|http|example.com|1|2|5|" +
+					"r1|hello|s1|svc one|-|200|" + strconv.Itoa(len(out)) + "|1024|" + strconv.Itoa(len("POST /hello/../hello?b=2&c=3 HTTP/1.1\r\nHost: Example.com\r\nX-A: 1\r\nCookie: d=4; c=5\r\nContent-Length: 3\r\n\r\nabc")) + "|" +
+					"2026-12-01T12:36:17+00:00|" + msec + "|0.000|-|-"
+			}},
+		{"variables, no upstream", vars, accesslog.EscapeDefault,
+			"GET /noup HTTP/1.1\r\nHost: h\r\n\r\n", nil,
+			func(out []byte) string {
+				return "GET|/noup|/noup|-|9080|HTTP/1.1|http|h|-|-|-|r2|-|-|-|-|503|" + strconv.Itoa(len(out)) + "|" +
+					strconv.Itoa(len(errorPages[503])) + "|" + strconv.Itoa(len("GET /noup HTTP/1.1\r\nHost: h\r\n\r\n")) + "|" +
+					"2026-12-01T12:36:17+00:00|" + msec + "|-|-|-"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "access.log")
+			h, l := logHarness(t, path, tc.format, tc.esc)
+			_, out := h.roundTrip([]byte(tc.req), tc.resp)
+			want := tc.want(bytes.Clone(out)) + "\n"
+			l.Close()
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != want {
+				t.Errorf("line:\n%s\nwant:\n%s\nanswer:\n%s", got, want, out)
+			}
+		})
+	}
+}
+
+// TestAccessLogClosedEarly: a client that leaves before any answer gets
+// a 499 line, once, and an idle connection's close writes none.
+func TestAccessLogClosedEarly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	h, l := logHarness(t, path, `$status "$request" $upstream_addr`, accesslog.EscapeDefault)
+	h.cl.in = append(h.cl.in, "GET /hello HTTP/1.1\r\nHost: h\r\n\r\n"...)
+	h.w.OnTraffic(h.cl) // with the upstream now
+	h.w.OnClose(h.cl, nil)
+	h.w.OnClose(h.cl, nil) // nothing in progress: no line
+	l.Close()
+	got, _ := os.ReadFile(path)
+	if want := "499 \"GET /hello HTTP/1.1\" 127.0.0.1:1980\n"; string(got) != want {
+		t.Errorf("lines:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestAccessLogOff: a worker without an access log keeps no head for it.
+func TestAccessLogOff(t *testing.T) {
+	h := newHarnessConfig(t, logSpec(t), Config{})
+	h.roundTrip([]byte("GET /hello HTTP/1.1\r\nHost: h\r\n\r\n"), []byte("HTTP/1.1 204 No Content\r\n\r\n"))
+	if h.w.alog != nil || len(h.cl.ctx.(*clientConn).headCopy) != 0 {
+		t.Error("the head was kept with no access log")
+	}
+}
+
+// TestAccessLogManyLines: lines from many requests, across buffer
+// hand-offs, all in the file in order once it is closed.
+func TestAccessLogManyLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	h, l := logHarness(t, path, `$request_uri $status`, accesslog.EscapeDefault)
+	// The in-memory upstream connection serves every request.
+	for _, rt := range h.w.snap.Load().routes {
+		if rt.up != nil {
+			rt.up.kaRequests = 0
+		}
+	}
+	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	var want strings.Builder
+	for i := range 2000 {
+		h.roundTrip([]byte("GET /hello?i="+strconv.Itoa(i)+" HTTP/1.1\r\nHost: h\r\n\r\n"), resp)
+		want.WriteString("/hello?i=" + strconv.Itoa(i) + " 200\n")
+		if i%100 == 99 {
+			// A writer far behind the loop may drop lines; this test is
+			// about order and wholeness, so it lets the writer catch up.
+			deadline := time.Now().Add(10 * time.Second)
+			for st, _ := os.Stat(path); (st == nil || st.Size() < int64(want.Len())-16384) && time.Now().Before(deadline); st, _ = os.Stat(path) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	l.Close()
+	got, _ := os.ReadFile(path)
+	if d := l.Dropped(); d != 0 {
+		t.Fatalf("%d lines dropped", d)
+	}
+	if string(got) != want.String() {
+		t.Errorf("%d bytes written, want %d", len(got), want.Len())
+	}
+}
