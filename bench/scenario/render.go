@@ -10,7 +10,8 @@ import (
 // count. Upstream keep-alive connections serve s.KeepaliveRequests
 // requests, as the nginx reference's do (keepalive_requests; unlimited in
 // practice, 1e8, unless the scenario says otherwise), and the export server
-// is off.
+// is off. The access log is on only in a scenario that measures it
+// (AccessLog), written to logs/access.log beside config.yaml.
 func CoregateConfig(s Scenario, port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]
@@ -22,12 +23,13 @@ deployment:
 nginx_config:
   worker_processes: %d
   http:
+    enable_access_log: %v
     upstream:
       keepalive_requests: %d
 plugin_attr:
   prometheus:
     enable_export_server: false
-`, port, workers, s.keepaliveRequests())
+`, port, workers, s.AccessLog, s.keepaliveRequests())
 }
 
 // keepaliveRequests is the upstream keepalive_requests of both gateways.
@@ -92,7 +94,7 @@ events {
     accept_mutex off;
 }
 http {
-    access_log off;
+    %[6]s
     client_body_temp_path %[2]s/body;
     proxy_temp_path %[2]s/proxy;
     fastcgi_temp_path %[2]s/fastcgi;
@@ -104,7 +106,7 @@ http {
         keepalive 320;
         keepalive_requests %[5]d;
     }
-`, workers, dir, upstream, port, s.keepaliveRequests())
+`, workers, dir, upstream, port, s.keepaliveRequests(), s.nginxAccessLog(dir))
 	limit, keys := s.HasPlugin("limit-count"), s.HasPlugin("key-auth")
 	if limit {
 		// limit-count's count per time_window as a rate nginx never
@@ -136,4 +138,17 @@ http {
 	}
 	b.WriteString("    }\n}\n")
 	return []byte(b.String())
+}
+
+// nginxAccessLog is the nginx reference's access_log directive: off, or,
+// in a scenario that measures it, APISIX's default format (less the
+// variables nginx does not have) to a file, buffered as coregate's is
+// (16 KiB, flushed within a second).
+func (s Scenario) nginxAccessLog(dir string) string {
+	if !s.AccessLog {
+		return "access_log off;"
+	}
+	return `log_format apisix '$remote_addr - $remote_user [$time_local] $http_host "$request" $status $body_bytes_sent ` +
+		`$request_time "$http_referer" "$http_user_agent" $upstream_addr $upstream_status $upstream_response_time';
+    access_log ` + dir + `/access.log apisix buffer=16k flush=1s;`
 }

@@ -45,6 +45,9 @@ type Scenario struct {
 	// serves before both gateways close it and dial anew
 	// (keepalive_requests); 0 means unlimited (1e8, the seeds' setting).
 	KeepaliveRequests int
+	// AccessLog turns both gateways' access logs on (APISIX's default
+	// format, to a file); every other scenario runs with them off.
+	AccessLog bool
 	// Baseline is the no-plugin scenario with as many routes, whose nginx
 	// row a plugin scenario is also compared with; "" for the others.
 	Baseline string
@@ -79,12 +82,14 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 		{Name: "routes-5000", Title: "5000 routes", Group: GroupMain, Routes: 5000, Upstream: true, Workers: one, Load: c16, Ready: true},
 		{Name: "redial", Title: "no plugins, 1000 requests per upstream connection", Group: GroupMain, Routes: 1, Upstream: true,
 			Workers: one, Load: c16, KeepaliveRequests: 1000, Ready: true},
+		{Name: "access-log", Title: "no plugins, access log on", Group: GroupMain, Routes: 1, Upstream: true,
+			AccessLog: true, Workers: one, Load: c16, Ready: true},
 		{Name: "mocking", Title: "mocking plugin only", Group: GroupMain, Routes: 1, Upstream: false,
 			Plugins: `{"mocking":{"response_status":200,"response_example":"` + mockBody + `"}}`, Workers: one, Load: c16, Ready: true},
 		{Name: "limit-count", Title: "limit-count", Group: GroupMain, Routes: 1, Upstream: true, Plugins: "{" + limitCount + "}", Workers: one, Load: c16, Ready: true},
 		{Name: "limit-count-100", Title: "limit-count", Group: GroupMain, Routes: 100, Upstream: true, Plugins: "{" + limitCount + "}", Workers: one, Load: c16, Ready: true},
 		{Name: "limit-count-prometheus", Title: "limit-count + prometheus", Group: GroupMain, Routes: 1, Upstream: true,
-			Plugins: "{" + limitCount + `,"prometheus":{}}`, Workers: one, Load: c16},
+			Plugins: "{" + limitCount + `,"prometheus":{}}`, Workers: one, Load: c16, Ready: true},
 		{Name: "key-auth", Title: "key-auth", Group: GroupMain, Routes: 1, Consumers: 1, Upstream: true, Plugins: "{" + keyAuth + "}",
 			Workers: one, Load: Load{Conns: 16, Header: apikey}, Ready: true},
 		{Name: "key-auth-100", Title: "key-auth", Group: GroupMain, Routes: 100, Consumers: 100, Upstream: true, Plugins: "{" + keyAuth + "}",

@@ -29,7 +29,7 @@ func TestSelect(t *testing.T) {
 		want []string
 		err  error
 	}{
-		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "mocking", "limit-count", "limit-count-100",
+		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "access-log", "mocking", "limit-count", "limit-count-100", "limit-count-prometheus",
 			"key-auth", "key-auth-100", "key-auth-limit-count", "key-auth-limit-count-100", "scaling", "latency"}},
 		{in: "routes-5000,mocking", want: []string{"routes-5000", "mocking"}},
 		{in: "nope", err: ErrUnknown},
@@ -243,7 +243,7 @@ func TestNginxAccepts(t *testing.T) {
 		}
 	}
 	seeds := Seeds(1, 1)
-	equiv, err := Select(seeds, "mocking,key-auth-limit-count-100,limit-count-prometheus")
+	equiv, err := Select(seeds, "mocking,key-auth-limit-count-100,limit-count-prometheus,access-log")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,7 @@ nginx_config:
   worker_processes: %d
   error_log_level: warn
   http:
+    enable_access_log: false
     keepalive_timeout: %ds
     upstream:
       keepalive: 320
