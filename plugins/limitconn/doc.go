@@ -24,6 +24,7 @@
 // always default_conn_delay.
 //
 // Policy "local" only: "redis" and "redis-cluster" pass the schema (as in
-// APISIX) but Build refuses them, as it refuses rules, naming what is not
+// APISIX) but Check refuses them (the Admin API answers 400), as it
+// refuses rules, naming what is not
 // supported.
 package limitconn

@@ -202,8 +202,9 @@ func TestBuildRefuses(t *testing.T) {
 		`{"conn":1,"burst":0,"default_conn_delay":1,"key":"remote_addr","policy":"redis","redis_host":"127.0.0.1"}`: `policy "redis" is not supported yet`,
 		`{"default_conn_delay":1,"rules":[{"conn":1,"burst":0,"key":"$remote_addr"}]}`:                              `rules are not supported yet`,
 	} {
-		if err := plugins.Check(Name, json.RawMessage(conf)); err != nil {
-			t.Errorf("%s: %v", conf, err)
+		// refused by the check (the Admin API's 400) and by Build alike
+		if err := plugins.Check(Name, json.RawMessage(conf)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: check error %v, want %q", conf, err, want)
 		}
 		_, err := plugins.Default.Build(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
 		if err == nil || !strings.Contains(err.Error(), want) {

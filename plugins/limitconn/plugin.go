@@ -31,7 +31,25 @@ var _ plugins.Plugin = Plugin{}
 func (Plugin) Schema() []byte { return schema }
 
 // Check implements plugins.Plugin: the schema says it all.
-func (Plugin) Check(json.RawMessage) error { return nil }
+func (Plugin) Check(raw json.RawMessage) error {
+	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	return supported(c)
+}
+
+// supported refuses what the plugin cannot run yet: in Check, so that the
+// Admin API answers 400 rather than store what no worker can build.
+func supported(c conf) error {
+	switch {
+	case c.Policy != "local":
+		return fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
+	case c.Rules != nil:
+		return errors.New("rules are not supported yet")
+	}
+	return nil
+}
 
 // conf is a configuration that passed the schema, with APISIX's defaults.
 type conf struct {
@@ -53,11 +71,10 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
+	if err := supported(c); err != nil {
+		return nil, err
+	}
 	switch {
-	case c.Policy != "local":
-		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
-	case c.Rules != nil:
-		return nil, errors.New("rules are not supported yet")
 	case env.Counters == nil:
 		return nil, errors.New("no counter table")
 	}

@@ -22,5 +22,6 @@
 // the event loop serves other connections meanwhile.
 //
 // Policy "local" only: "redis" and "redis-cluster" pass the schema (as in
-// APISIX) but Build refuses them, naming what is not supported.
+// APISIX) but Check refuses them (the Admin API answers 400), naming what
+// is not supported.
 package limitreq

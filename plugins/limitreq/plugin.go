@@ -30,7 +30,27 @@ var _ plugins.Plugin = Plugin{}
 func (Plugin) Schema() []byte { return schema }
 
 // Check implements plugins.Plugin: the schema says it all.
-func (Plugin) Check(json.RawMessage) error { return nil }
+func (Plugin) Check(raw json.RawMessage) error {
+	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	return supported(c)
+}
+
+// supported refuses what the plugin cannot run yet: in Check, so that the
+// Admin API answers 400 rather than store what no worker can build.
+func supported(c conf) error {
+	switch {
+	case c.Policy != "local":
+		return fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
+	case c.Burst > maxBurst:
+		return fmt.Errorf("burst %g is over %g", c.Burst, float64(maxBurst))
+	case c.Rate <= 0:
+		return errors.New("rate must be positive")
+	}
+	return nil
+}
 
 // conf is a configuration that passed the schema, with APISIX's defaults.
 type conf struct {
@@ -54,13 +74,10 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
+	if err := supported(c); err != nil {
+		return nil, err
+	}
 	switch {
-	case c.Policy != "local":
-		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
-	case c.Burst > maxBurst:
-		return nil, fmt.Errorf("burst %g is over %g", c.Burst, float64(maxBurst))
-	case c.Rate <= 0:
-		return nil, errors.New("rate must be positive")
 	case env.Counters == nil:
 		return nil, errors.New("no counter table")
 	}
