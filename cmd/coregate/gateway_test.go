@@ -49,13 +49,31 @@ func TestMain(m *testing.M) {
 // freePort returns a loopback TCP port nobody listens on right now.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handed.Lock()
+	defer handed.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// A port just closed is the kernel's likely next pick: two calls
+		// in a row (an admin and a metrics port) could get the same one.
+		if !handed.ports[port] {
+			handed.ports[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port not handed out before")
+	return 0
 }
+
+// handed are the ports freePort returned in this test process.
+var handed = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // syncBuffer collects a process's output for assertions.
 type syncBuffer struct {
