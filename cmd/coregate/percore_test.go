@@ -297,8 +297,14 @@ func TestPerCoreKillUnderLoad(t *testing.T) {
 		t.Fatalf("respawn_ms in %q: %v", lines[0], err)
 	}
 	t.Logf("respawn: %.1f ms (%s)", ms, lines[0])
-	if ms >= 200 {
-		t.Errorf("respawn took %.1f ms, want < 200", ms)
+	// At once, not after a backoff: the supervisor did not delay it. How
+	// long the new process takes to start is the machine's (and the race
+	// detector's) and is measured, not asserted, beyond a sanity bound.
+	if strings.Contains(g.out.String(), `msg="worker restart delayed"`) {
+		t.Errorf("the first restart was delayed:\n%s", g.out.String())
+	}
+	if ms >= 2000 {
+		t.Errorf("respawn took %.1f ms, want well under 2 s", ms)
 	}
 	died := g.waitLog(`msg="worker died".* id=0 `, 1, time.Second)
 	if why := logField(died[0], "why"); why != "signal: killed" {
