@@ -3,8 +3,11 @@ package plugintest
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"regexp"
 	"testing"
 
+	"coregate/admin/spec"
 	"coregate/plugins"
 )
 
@@ -56,6 +59,44 @@ func CheckExamples(t testing.TB, readme []byte, name string) int {
 			if p == name {
 				n++
 			}
+		}
+	}
+}
+
+// CheckRouteExamples checks that README.md (in the test's directory) shows
+// at least min ```json blocks, each a valid route whose configuration of
+// plugin name passes the plugin's checks and builds.
+func CheckRouteExamples(t testing.TB, name string, min int) {
+	t.Helper()
+	md, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatch(md, -1)
+	if len(blocks) < min {
+		t.Fatalf("README.md shows %d configurations, want %d", len(blocks), min)
+	}
+	for i, b := range blocks {
+		if err := spec.ValidateObject(spec.KindRoute, b[1]); err != nil {
+			t.Errorf("example %d: not a valid route: %v", i+1, err)
+			continue
+		}
+		var route struct {
+			Plugins map[string]json.RawMessage `json:"plugins"`
+		}
+		if err := json.Unmarshal(b[1], &route); err != nil {
+			t.Fatalf("example %d: %v", i+1, err)
+		}
+		conf, ok := route.Plugins[name]
+		if !ok {
+			t.Errorf("example %d: no %s", i+1, name)
+			continue
+		}
+		if err := plugins.Check(name, conf); err != nil {
+			t.Errorf("example %d: %v", i+1, err)
+		}
+		if _, err := plugins.Default.Build(map[string]json.RawMessage{name: conf}, plugins.NewLocalEnv()); err != nil {
+			t.Errorf("example %d: build: %v", i+1, err)
 		}
 	}
 }
