@@ -12,6 +12,7 @@ import (
 
 	"coregate/admin/spec"
 	"coregate/plugins"
+	"coregate/plugins/internal/cjson"
 )
 
 // Name is the plugin's wire name.
@@ -388,7 +389,7 @@ func (in *instance) appendJSON(b []byte, n *node) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, p.name)
+			b = cjson.AppendString(b, p.name)
 			b = append(b, ':')
 			b = in.appendJSON(b, p.node)
 		}
@@ -407,7 +408,7 @@ func (in *instance) appendJSON(b []byte, n *node) []byte {
 		return append(b, ']')
 	case kString:
 		if n.hasEx {
-			return appendJSONString(b, n.exStr)
+			return cjson.AppendString(b, n.exStr)
 		}
 		b = append(b, '"')
 		b = in.appendRandomString(b)
@@ -459,37 +460,6 @@ func (in *instance) appendRandomString(b []byte) []byte {
 // appendNumber writes a number as Lua's "%.14g" does.
 func appendNumber(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', 14, 64)
-}
-
-// appendJSONString writes s as a JSON string as lua-cjson does: '"', '\',
-// '/' and control characters escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '"', '\\', '/':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		default:
-			if c < 0x20 || c == 0x7f {
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-				continue
-			}
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
 
 // appendXML appends the generated object as xml2lua.toXml(output, "data")
