@@ -78,7 +78,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	case env.Counters == nil:
 		return nil, errors.New("no counter table")
 	}
-	canon, err := canonical(raw)
+	canon, err := cjson.Canonical(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +93,10 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		confHash:     []byte(":" + hex.EncodeToString(sum[:8]) + ":"),
 		key:          make([]byte, 0, 128),
 	}
-	if in.conn, in.connTpl, err = limitOf(c.Conn); err != nil {
+	if in.conn, in.connTpl, err = vartpl.NumberOr(c.Conn); err != nil {
 		return nil, fmt.Errorf("conn: %w", err)
 	}
-	if in.burst, in.burstTpl, err = limitOf(c.Burst); err != nil {
+	if in.burst, in.burstTpl, err = vartpl.NumberOr(c.Burst); err != nil {
 		return nil, fmt.Errorf("burst: %w", err)
 	}
 	if c.KeyType == "var_combination" {
@@ -107,31 +107,4 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
 	}
 	return in, nil
-}
-
-// limitOf reads conn or burst: an integer, or a string resolved per
-// request (APISIX's "$var").
-func limitOf(raw json.RawMessage) (int64, *vartpl.Template, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		t := vartpl.Parse(s)
-		return 0, &t, nil
-	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return 0, nil, err
-	}
-	return n, nil, nil
-}
-
-// canonical is the configuration's JSON with its members sorted: what
-// the counters' keys hash, so that a reload that leaves the plugin alone
-// keeps them and a changed configuration starts new ones.
-func canonical(raw json.RawMessage) (string, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(v)
-	return string(b), err
 }

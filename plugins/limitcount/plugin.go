@@ -106,7 +106,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	case env.Counters == nil:
 		return nil, errors.New("no counter table")
 	}
-	canon, err := canonical(raw)
+	canon, err := cjson.Canonical(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -119,10 +119,10 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	}
 	if c.Rules == nil {
 		r := rule{limitH: limitHeader, remainingH: remainingHeader, resetH: resetHeader}
-		if r.count, r.countTpl, err = limitOf(c.Count); err != nil {
+		if r.count, r.countTpl, err = vartpl.NumberOr(c.Count); err != nil {
 			return nil, fmt.Errorf("count: %w", err)
 		}
-		if r.window, r.windowTpl, err = limitOf(c.TimeWindow); err != nil {
+		if r.window, r.windowTpl, err = vartpl.NumberOr(c.TimeWindow); err != nil {
 			return nil, fmt.Errorf("time_window: %w", err)
 		}
 		switch c.KeyType {
@@ -141,10 +141,10 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 		for i, rc := range rules {
 			r := rule{keyType: keyRule, keyTpl: vartpl.Parse(rc.Key), tag: []byte("rule" + strconv.Itoa(i+1) + ":")}
-			if r.count, r.countTpl, err = limitOf(rc.Count); err != nil {
+			if r.count, r.countTpl, err = vartpl.NumberOr(rc.Count); err != nil {
 				return nil, fmt.Errorf("rules[%d].count: %w", i+1, err)
 			}
-			if r.window, r.windowTpl, err = limitOf(rc.TimeWindow); err != nil {
+			if r.window, r.windowTpl, err = vartpl.NumberOr(rc.TimeWindow); err != nil {
 				return nil, fmt.Errorf("rules[%d].time_window: %w", i+1, err)
 			}
 			prefix := strconv.Itoa(i + 1)
@@ -181,30 +181,4 @@ type ruleConf struct {
 	TimeWindow   json.RawMessage `json:"time_window"`
 	Key          string          `json:"key"`
 	HeaderPrefix *string         `json:"header_prefix"`
-}
-
-// limitOf reads count or time_window: an integer, or a string resolved
-// per request (APISIX's "$var").
-func limitOf(raw json.RawMessage) (int64, *vartpl.Template, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		t := vartpl.Parse(s)
-		return 0, &t, nil
-	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return 0, nil, err
-	}
-	return n, nil, nil
-}
-
-// canonical is the configuration's JSON with its members sorted: what
-// counters and groups compare.
-func canonical(raw json.RawMessage) (string, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(v)
-	return string(b), err
 }

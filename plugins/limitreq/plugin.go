@@ -81,7 +81,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	case env.Counters == nil:
 		return nil, errors.New("no counter table")
 	}
-	canon, err := canonical(raw)
+	canon, err := cjson.Canonical(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -106,16 +106,4 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
 	}
 	return in, nil
-}
-
-// canonical is the configuration's JSON with its members sorted: what
-// the buckets' keys hash, so that a reload that leaves the plugin alone
-// keeps them and a changed configuration starts new ones.
-func canonical(raw json.RawMessage) (string, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(v)
-	return string(b), err
 }

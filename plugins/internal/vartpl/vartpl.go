@@ -5,6 +5,7 @@
 package vartpl
 
 import (
+	"encoding/json"
 	"strings"
 
 	"coregate/plugins"
@@ -110,4 +111,19 @@ func (t *Template) Render(b []byte, c plugins.Ctx) (_ []byte, resolved int) {
 		resolved++
 	}
 	return b, resolved
+}
+
+// NumberOr reads a limit given as an integer, or as a string resolved per
+// request (APISIX's "$var"): the number, or the template, whichever raw is.
+func NumberOr(raw json.RawMessage) (int64, *Template, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		t := Parse(s)
+		return 0, &t, nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, nil, err
+	}
+	return n, nil, nil
 }
