@@ -29,21 +29,12 @@ func Create(slots int) (*Segment, error) {
 	for n < slots {
 		n <<= 1
 	}
-	fd, err := unix.MemfdCreate("coregate-counters", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return nil, fmt.Errorf("shm: memfd_create: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), "coregate-counters")
 	size := headerSize + n*SlotBytes
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("shm: ftruncate: %w", err)
+	f, err := sealedMemfd("coregate-counters", size)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("shm: seal: %w", err)
-	}
-	t, err := mapTable(fd, size)
+	t, err := mapTable(int(f.Fd()), size)
 	if err != nil {
 		_ = f.Close()
 		return nil, err
@@ -80,14 +71,11 @@ func (s *Segment) Close() error {
 // may be closed afterwards: the mapping stays for the process's life, or
 // until Table.Close.
 func Open(f *os.File) (*Table, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, fmt.Errorf("shm: fstat: %w", err)
+	size, err := fileSize(f, headerSize+SlotBytes)
+	if err != nil {
+		return nil, err
 	}
-	if st.Size < headerSize+SlotBytes {
-		return nil, fmt.Errorf("%w: %d bytes", ErrLayout, st.Size)
-	}
-	t, err := mapTable(int(f.Fd()), int(st.Size))
+	t, err := mapTable(int(f.Fd()), size)
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +87,52 @@ func Open(f *os.File) (*Table, error) {
 }
 
 func mapTable(fd, size int) (*Table, error) {
+	mem, unmap, err := mapShared(fd, size)
+	if err != nil {
+		return nil, err
+	}
+	return &Table{mem: mem, close: unmap}, nil
+}
+
+// sealedMemfd makes a memfd of size bytes, sealed so that its size never
+// changes (a worker may trust it), for a segment the supervisor passes on.
+func sealedMemfd(name string, size int) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("shm: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: ftruncate: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: seal: %w", err)
+	}
+	return f, nil
+}
+
+// fileSize is the size of an inherited segment's file, which must be at
+// least min bytes.
+func fileSize(f *os.File, min int) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, fmt.Errorf("shm: fstat: %w", err)
+	}
+	if st.Size < int64(min) {
+		return 0, fmt.Errorf("%w: %d bytes", ErrLayout, st.Size)
+	}
+	return int(st.Size), nil
+}
+
+// mapShared maps size bytes of fd shared, and returns how to unmap them.
+func mapShared(fd, size int) ([]byte, func() error, error) {
 	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("shm: mmap: %w", err)
+		return nil, nil, fmt.Errorf("shm: mmap: %w", err)
 	}
-	return &Table{mem: mem, close: func() error { return unix.Munmap(mem) }}, nil
+	return mem, func() error { return unix.Munmap(mem) }, nil
 }
 
 // Close unmaps the table. No counter of it may be used afterwards.
@@ -124,20 +153,11 @@ func CreateMetrics(regions, series int) (*MetricsSegment, error) {
 		return nil, fmt.Errorf("%w: %d regions of %d series", ErrSize, regions, series)
 	}
 	_, arena, size := metricsSize(regions, series)
-	fd, err := unix.MemfdCreate("coregate-metrics", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	f, err := sealedMemfd("coregate-metrics", size)
 	if err != nil {
-		return nil, fmt.Errorf("shm: memfd_create: %w", err)
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), "coregate-metrics")
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("shm: ftruncate: %w", err)
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("shm: seal: %w", err)
-	}
-	m, err := mapMetrics(fd, size)
+	m, err := mapMetrics(int(f.Fd()), size)
 	if err != nil {
 		_ = f.Close()
 		return nil, err
@@ -173,14 +193,11 @@ func (s *MetricsSegment) Close() error {
 // side). The file may be closed afterwards: the mapping stays for the
 // process's life, or until Close.
 func OpenMetrics(f *os.File) (*MetricsMap, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, fmt.Errorf("shm: fstat: %w", err)
+	size, err := fileSize(f, regionHeadSize)
+	if err != nil {
+		return nil, err
 	}
-	if st.Size < regionHeadSize {
-		return nil, fmt.Errorf("%w: %d bytes", ErrLayout, st.Size)
-	}
-	m, err := mapMetrics(int(f.Fd()), int(st.Size))
+	m, err := mapMetrics(int(f.Fd()), size)
 	if err != nil {
 		return nil, err
 	}
@@ -192,9 +209,9 @@ func OpenMetrics(f *os.File) (*MetricsMap, error) {
 }
 
 func mapMetrics(fd, size int) (*MetricsMap, error) {
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, unmap, err := mapShared(fd, size)
 	if err != nil {
-		return nil, fmt.Errorf("shm: mmap: %w", err)
+		return nil, err
 	}
-	return &MetricsMap{mem: mem, close: func() error { return unix.Munmap(mem) }}, nil
+	return &MetricsMap{mem: mem, close: unmap}, nil
 }
