@@ -32,11 +32,19 @@ func (Plugin) Schema() []byte { return schema }
 
 // Check implements plugins.Plugin: the schema says it all.
 func (Plugin) Check(raw json.RawMessage) error {
-	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503}
-	if err := json.Unmarshal(raw, &c); err != nil {
+	c, err := decode(raw)
+	if err != nil {
 		return err
 	}
 	return supported(c)
+}
+
+// decode reads a configuration that passed the schema, with APISIX's
+// defaults for what it leaves out.
+func decode(raw json.RawMessage) (conf, error) {
+	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503}
+	err := json.Unmarshal(raw, &c)
+	return c, err
 }
 
 // supported refuses what the plugin cannot run yet: in Check, so that the
@@ -67,8 +75,8 @@ type conf struct {
 
 // Build implements plugins.Plugin.
 func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
-	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503}
-	if err := json.Unmarshal(raw, &c); err != nil {
+	c, err := decode(raw)
+	if err != nil {
 		return nil, err
 	}
 	if err := supported(c); err != nil {
