@@ -61,6 +61,7 @@ func logHarness(t testing.TB, path, format string, esc accesslog.Escape) (*harne
 	h := newHarnessConfig(t, logSpec(t), Config{AccessLog: l, AccessLogFormat: f})
 	h.w.epochUnix = logTime.UnixNano() - h.w.now
 	h.w.alog.rng.Seed(1, 2)
+	h.w.alog.clock.Loc = time.UTC
 	return h, l
 }
 
@@ -80,9 +81,6 @@ func requestID(n int) string {
 // TestAccessLogLines renders requests through a worker in memory and
 // checks the exact lines of the file.
 func TestAccessLogLines(t *testing.T) {
-	old := time.Local
-	time.Local = time.UTC
-	defer func() { time.Local = old }()
 	body := bytes.Repeat([]byte("x"), 1024)
 	ok := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n"), body...)
 	vars := "$request_method|$uri|$request_uri|$args|$server_port|$server_protocol|$scheme|$host|$http_x_a|$arg_b|$cookie_c|" +

@@ -9,6 +9,9 @@ import (
 // $time_iso8601, in the local time zone as nginx writes them, rebuilt when
 // the second changes. It belongs to one goroutine (the worker's loop).
 type Clock struct {
+	// Loc is the zone the text is written in; nil means time.Local, read
+	// once per second.
+	Loc        *time.Location
 	sec        int64
 	local, iso []byte // valid until the second changes
 }
@@ -19,7 +22,11 @@ func (c *Clock) at(unixNano int64) {
 		return
 	}
 	c.sec = sec
-	t := time.Unix(sec, 0)
+	loc := c.Loc
+	if loc == nil {
+		loc = time.Local
+	}
+	t := time.Unix(sec, 0).In(loc)
 	c.local = t.AppendFormat(c.local[:0], "02/Jan/2006:15:04:05 -0700")
 	c.iso = t.AppendFormat(c.iso[:0], "2006-01-02T15:04:05-07:00")
 }

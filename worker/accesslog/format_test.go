@@ -99,10 +99,7 @@ func TestAppendValue(t *testing.T) {
 }
 
 func TestClock(t *testing.T) {
-	old := time.Local
-	time.Local = time.FixedZone("X", 2*3600)
-	defer func() { time.Local = old }()
-	var c Clock
+	c := Clock{Loc: time.FixedZone("X", 2*3600)}
 	ns := time.Date(2026, 12, 1, 12, 36, 17, 123456789, time.UTC).UnixNano()
 	if got := string(c.AppendTimeLocal(nil, ns)); got != "01/Dec/2026:14:36:17 +0200" {
 		t.Errorf("time_local %q", got)
