@@ -134,7 +134,39 @@ type Ctx interface {
 	// plugins merged with c's, as APISIX's merge_consumer_route: for a
 	// plugin both configure, the consumer's configuration wins.
 	SetConsumer(c *Consumer)
+
+	// Await holds the request's phases while an operation the plugin
+	// started off the event loop completes (limit-count's Redis call), as
+	// a cosocket call yields in APISIX: the phase call returns, the event
+	// loop serves other connections, and once the operation's goroutine
+	// calls the returned Waker's Wake, r.Resume runs on the loop with the
+	// request, in the phase that awaited; then the phases go on with the
+	// plugin after the caller (Resume may Exit, or Await again). If the
+	// request ended while it waited (the client closed), r.Abandon runs
+	// on the loop instead, once Wake is called, so that the plugin can
+	// take back what the operation held.
+	//
+	// From the rewrite, access and before_proxy phases and from Resume,
+	// once per call. false, and no Waker, when the request cannot wait
+	// (another phase, after Exit, already awaiting): the plugin then
+	// does not start the operation.
+	Await(r Resumer) (Waker, bool)
 }
+
+// Resumer is a plugin's side of an Await: what runs on the event loop
+// when the operation is done.
+type Resumer interface {
+	// Resume continues the request's phase, with the request: the plugin
+	// reads the operation's result it kept and acts on it (Exit, headers).
+	Resume(c Ctx)
+	// Abandon runs instead of Resume when the request is gone.
+	Abandon()
+}
+
+// Waker is the handle of one Await: the goroutine doing the operation
+// calls Wake exactly once, when it is done, from any goroutine. Wake does
+// not block and does not allocate.
+type Waker interface{ Wake() }
 
 // MaxKept is how many values a request keeps for its plugins (Ctx.Keep).
 const MaxKept = 16

@@ -23,6 +23,7 @@ const (
 	csClosing        // the last answer is queued; close once it is flushed
 	csLinger         // the answer is flushed and FIN sent; input is read and dropped
 	csDelay          // a plugin's answer, or the request, waits for its delay (ExitAfter, Delay)
+	csAwait          // the request phases wait for a plugin's operation (Ctx.Await)
 )
 
 // Request body framing.
@@ -86,6 +87,10 @@ type clientConn struct {
 
 	pause   pauseState
 	liveIdx int32 // position in Worker.live
+	// awaitSeq numbers the connection's Awaits, across exchanges and the
+	// connections that reuse this clientConn: a Wake whose ticket carries
+	// another number finds its request gone.
+	awaitSeq uint64
 }
 
 func (w *Worker) newClient(c gnet.Conn) *clientConn {
@@ -127,6 +132,13 @@ func (cc *clientConn) expire() {
 	}
 	if cc.state == csHead {
 		cc.answerAndClose(408)
+		return
+	}
+	if cc.state == csAwait {
+		// The plugin's operation outlived awaitLimit: its Wake, if it
+		// ever comes, finds the exchange gone (Abandon).
+		cc.plugin.waiting = false
+		cc.answerAndClose(504)
 		return
 	}
 	if cc.state == csDelay {
@@ -175,7 +187,7 @@ func (cc *clientConn) traffic0() gnet.Action {
 		if cc.state == csIdle {
 			return cc.readHeads()
 		}
-	case csDelay:
+	case csDelay, csAwait:
 		// The answer is not out yet: input waits, as while proxying.
 		if cc.c.InboundBuffered() > maxPipelined {
 			cc.pauseFor(nil)
@@ -287,8 +299,7 @@ func (cc *clientConn) start() {
 				return
 			}
 		}
-		cc.discardHead()
-		cc.answerLocal(404, ctText, notFoundBody, hasBody)
+		cc.routed()
 		return
 	}
 	rt := snap.routes[idx]
@@ -297,6 +308,22 @@ func (cc *clientConn) start() {
 		if cc.startPlugins(snap, rt) {
 			return
 		}
+	}
+	cc.routed()
+}
+
+// routed goes on with a request once its request phases are done and no
+// plugin ended it: to the route's upstream, or the 404 of a request no
+// route matched (cc.rt nil) that ran the global rules. The head may be
+// gone from gnet's buffer already (an Await kept a copy).
+func (cc *clientConn) routed() {
+	r := &cc.req
+	rt := cc.rt
+	hasBody := cc.reqBody != bodyNone
+	if rt == nil {
+		cc.discardHead()
+		cc.answerLocal(404, ctText, notFoundBody, hasBody)
+		return
 	}
 	if rt.up == nil {
 		cc.discardHead()
@@ -367,11 +394,15 @@ func (cc *clientConn) pipelined() bool {
 // discardHead drops the request head from gnet's buffer, once copied for
 // the plugin phases still to run (keepHead).
 func (cc *clientConn) discardHead() {
+	if cc.headGone {
+		return
+	}
 	if (cc.plugin.late || cc.logOn) && !cc.plugin.kept {
 		cc.keepHead()
 	}
 	_, _ = cc.c.Discard(cc.req.HeadLen)
 	cc.parser.Reset()
+	cc.headGone = true
 }
 
 func isIdempotent(m []byte) bool {

@@ -56,6 +56,8 @@ type exchange struct {
 	// curPath is the normalised path the request was routed by: it aliases
 	// the head (valid until discardHead) or pathBuf.
 	curPath []byte
+	// headGone: discardHead dropped the head from gnet's buffer.
+	headGone bool
 
 	// plugin is the per-request state of the plugin phases (phases.go).
 	plugin pluginState
@@ -122,6 +124,17 @@ type pluginState struct {
 	// The upstream request edits, valued in exchangeBufs (upURI, upMethod,
 	// upHost, reqEdits).
 	upURI, upMethod, upHost bool
+
+	// The request phases' cursor: the stage running (stageGlobalRewrite…)
+	// and the index of the plugin after the one running, so that they go
+	// on where they stopped when a plugin's Await returns (csAwait);
+	// fresh is the consumer's rewrite plugins (stageConsumer).
+	stage uint8
+	next  int
+	fresh []plugins.RewritePhase
+	// waiting: a plugin's Await is in progress, from the call until its
+	// Wake reaches the loop (Worker.runWakes).
+	waiting bool
 }
 
 // exchangeBufs are the exchange's buffers, embedded in clientConn beside

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"net"
 	"testing"
@@ -83,7 +84,25 @@ func (c *fakeConn) EventLoop() gnet.EventLoop { return c.loop }
 
 type fakeLoop struct {
 	gnet.EventLoop
-	w *Worker
+	w      *Worker
+	queued []gnet.Runnable
+}
+
+// Execute queues r for runQueued: the work another goroutine hands to the
+// loop.
+func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
+	l.queued = append(l.queued, r)
+	return nil
+}
+
+// runQueued runs what Execute queued, as the loop would, and what that
+// queued in turn.
+func (l *fakeLoop) runQueued() {
+	for len(l.queued) > 0 {
+		r := l.queued[0]
+		l.queued = l.queued[1:]
+		_ = r.Run(context.Background())
+	}
 }
 
 func (l *fakeLoop) Close(c gnet.Conn) error {

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"time"
+
 	"coregate/httpparse"
 	"coregate/plugins"
 )
@@ -39,9 +41,9 @@ import (
 var noPhases plugins.Phases
 
 // startPlugins runs the request phases of the exchange routed to rt (nil:
-// no route matched) with snap. It reports whether a plugin ended the
-// request: then it is answered, or waits for its delay, and the head is
-// discarded.
+// no route matched) with snap. It reports whether the request is out of
+// start's hands: a plugin ended it (it is answered, or waits for its
+// delay) or awaits an operation (csAwait); the head is then discarded.
 func (cc *clientConn) startPlugins(snap *Snapshot, rt *route) bool {
 	p := &cc.plugin
 	p.active = true
@@ -51,6 +53,18 @@ func (cc *clientConn) startPlugins(snap *Snapshot, rt *route) bool {
 		p.ph = &rt.plugins
 	}
 	cc.runRequestPhases()
+	if p.waiting {
+		cc.suspend()
+		return true
+	}
+	return cc.endRequestPhases()
+}
+
+// endRequestPhases follows the request phases once they ran to the end or
+// to a plugin's Exit: it reports whether a plugin ended the request, and
+// then answers it, or has it wait for its delay.
+func (cc *clientConn) endRequestPhases() bool {
+	p := &cc.plugin
 	p.late = hasLate(p.gl) || hasLate(p.ph)
 	p.filterBody = hasBodyFilter(p.gl) || hasBodyFilter(p.ph)
 	if !p.exited {
@@ -65,6 +79,45 @@ func (cc *clientConn) startPlugins(snap *Snapshot, rt *route) bool {
 	}
 	cc.answerExit()
 	return true
+}
+
+// awaitLimit bounds a request's wait for a plugin's operation (csAwait),
+// whose own timeout (limit-count's redis_timeout) should end it first: past
+// it the client gets 504 and the connection closes.
+const awaitLimit = 60 * time.Second
+
+// suspend parks the exchange while a plugin's operation runs: the head is
+// copied out of gnet's buffer (the phases still to run read it, and the
+// buffer moves on when the traffic call returns) and dropped from it.
+func (cc *clientConn) suspend() {
+	if !cc.plugin.kept {
+		cc.keepHead()
+	}
+	cc.discardHead()
+	cc.state = csAwait
+	cc.w.setDeadline(cc, int64(awaitLimit))
+}
+
+// resumeAwait runs, on the loop, when the Wake of the exchange's Await arrives:
+// the plugin's Resume, then the phases after it, then the request goes on
+// as start would have taken it.
+func (cc *clientConn) resumeAwait(r plugins.Resumer) {
+	p := &cc.plugin
+	p.waiting = false
+	cc.w.clearDeadline(cc)
+	p.phase = stagePhase[p.stage]
+	r.Resume((*pluginCtx)(cc))
+	if !p.exited && !p.waiting {
+		cc.runRequestPhases()
+	}
+	if p.waiting {
+		cc.w.setDeadline(cc, int64(awaitLimit))
+		return
+	}
+	if cc.endRequestPhases() {
+		return
+	}
+	cc.routed()
 }
 
 func hasLate(ph *plugins.Phases) bool {
@@ -163,61 +216,95 @@ func (cc *clientConn) appendFiltered(out, data []byte) []byte {
 	return append(out, crlf...)
 }
 
-// runRequestPhases runs rewrite, access and before_proxy until a plugin
-// exits.
+// The stages of the request phases, in order (pluginState.stage).
+const (
+	stageGlobalRewrite = iota
+	stageRewrite
+	// stageConsumer is the rewrite of the plugins an attached consumer's
+	// configuration adds (APISIX's rewrite_in_consumer); from it on, ph
+	// is the route's phases merged with the consumer's.
+	stageConsumer
+	stageGlobalAccess
+	stageAccess
+	stageGlobalBeforeProxy
+	stageBeforeProxy
+	stagesDone
+)
+
+var stagePhase = [stagesDone + 1]plugins.Phase{plugins.Rewrite, plugins.Rewrite, plugins.Rewrite,
+	plugins.Access, plugins.Access, plugins.BeforeProxy, plugins.BeforeProxy, plugins.BeforeProxy}
+
+// runRequestPhases runs rewrite, access and before_proxy from the cursor
+// (stage, next) until a plugin exits or awaits, or they are done.
 func (cc *clientConn) runRequestPhases() {
 	ctx := (*pluginCtx)(cc)
 	p := &cc.plugin
-	gl, ph := p.gl, p.ph
-	p.phase = plugins.Rewrite
-	if gl != nil {
-		for _, i := range gl.Rewrite {
-			if i.Rewrite(ctx); p.exited {
-				return
-			}
-		}
-	}
-	for _, i := range ph.Rewrite {
-		if i.Rewrite(ctx); p.exited {
-			return
-		}
-	}
-	if p.consumer != nil && cc.rt != nil {
-		if cp := cc.rt.byConsumer[p.consumer]; cp != nil {
-			ph = &cp.phases
-			p.ph = ph
-			for _, i := range cp.fresh {
-				if i.Rewrite(ctx); p.exited {
-					return
+	for ; p.stage < stagesDone; p.stage, p.next = p.stage+1, 0 {
+		p.phase = stagePhase[p.stage]
+		if p.stage == stageConsumer && p.next == 0 {
+			p.fresh = nil
+			if p.consumer != nil && cc.rt != nil {
+				if cp := cc.rt.byConsumer[p.consumer]; cp != nil {
+					p.ph = &cp.phases
+					p.fresh = cp.fresh
 				}
 			}
 		}
-	}
-	p.phase = plugins.Access
-	if gl != nil {
-		for _, i := range gl.Access {
-			if i.Access(ctx); p.exited {
+		for p.next < cc.stageLen() {
+			i := p.next
+			p.next++
+			cc.runStage(ctx, i)
+			if p.exited || p.waiting {
 				return
 			}
 		}
 	}
-	for _, i := range ph.Access {
-		if i.Access(ctx); p.exited {
-			return
-		}
+}
+
+// stageLen is the number of plugins of the current stage.
+func (cc *clientConn) stageLen() int {
+	p := &cc.plugin
+	gl, ph := p.gl, p.ph
+	if gl == nil {
+		gl = &noPhases
 	}
-	p.phase = plugins.BeforeProxy
-	if gl != nil {
-		for _, i := range gl.BeforeProxy {
-			if i.BeforeProxy(ctx); p.exited {
-				return
-			}
-		}
+	switch p.stage {
+	case stageGlobalRewrite:
+		return len(gl.Rewrite)
+	case stageRewrite:
+		return len(ph.Rewrite)
+	case stageConsumer:
+		return len(p.fresh)
+	case stageGlobalAccess:
+		return len(gl.Access)
+	case stageAccess:
+		return len(ph.Access)
+	case stageGlobalBeforeProxy:
+		return len(gl.BeforeProxy)
+	case stageBeforeProxy:
+		return len(ph.BeforeProxy)
 	}
-	for _, i := range ph.BeforeProxy {
-		if i.BeforeProxy(ctx); p.exited {
-			return
-		}
+	return 0
+}
+
+// runStage runs the i-th plugin of the current stage.
+func (cc *clientConn) runStage(ctx *pluginCtx, i int) {
+	p := &cc.plugin
+	switch p.stage {
+	case stageGlobalRewrite:
+		p.gl.Rewrite[i].Rewrite(ctx)
+	case stageRewrite:
+		p.ph.Rewrite[i].Rewrite(ctx)
+	case stageConsumer:
+		p.fresh[i].Rewrite(ctx)
+	case stageGlobalAccess:
+		p.gl.Access[i].Access(ctx)
+	case stageAccess:
+		p.ph.Access[i].Access(ctx)
+	case stageGlobalBeforeProxy:
+		p.gl.BeforeProxy[i].BeforeProxy(ctx)
+	case stageBeforeProxy:
+		p.ph.BeforeProxy[i].BeforeProxy(ctx)
 	}
 }
 

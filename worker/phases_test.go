@@ -61,6 +61,8 @@ type probeConf struct {
 	Log        bool              `json:"log"`         // record what the log phase sees
 	LogFigures bool              `json:"log_figures"` // record the log phase's route variables and figures
 	Key        string            `json:"key"`         // the credential, for p-auth's consumers
+	Await      int               `json:"await"`       // Awaits in access, one after the other, each woken at once
+	AwaitExit  int               `json:"await_exit"`  // Exit after the last Await's Resume
 }
 
 func (probe) Schema() []byte { return []byte(`{"type":"object"}`) }
@@ -132,6 +134,7 @@ type probeInst struct {
 	resp, hf       []kv
 	set, add       []kv
 	uri, meth, hst []byte
+	awaits         int
 }
 
 func (in *probeInst) record(i int) { in.rec.events = append(in.rec.events, in.ev[i]) }
@@ -188,8 +191,41 @@ func (in *probeInst) Access(c plugins.Ctx) {
 	if in.c.Keep > 0 && c.Header("k-keep") != nil {
 		c.Keep(in, in.c.Keep)
 	}
+	if in.c.Await > 0 {
+		in.awaits = 0
+		in.await(c)
+		return
+	}
 	in.maybeExit(c, "access")
 }
+
+// await starts one Await, woken at once from the loop itself: its Resume
+// runs when the worker's loop runs its queued work (fakeLoop.runQueued).
+func (in *probeInst) await(c plugins.Ctx) {
+	wk, ok := c.Await(in)
+	if !ok {
+		in.rec.events = append(in.rec.events, in.name+":refused")
+		return
+	}
+	in.awaits++
+	wk.Wake()
+}
+
+func (in *probeInst) Resume(c plugins.Ctx) {
+	in.rec.events = append(in.rec.events, in.name+":resume")
+	if c.Header("host") == nil {
+		in.rec.events = append(in.rec.events, in.name+":no-head")
+	}
+	if in.awaits < in.c.Await {
+		in.await(c)
+		return
+	}
+	if in.c.AwaitExit > 0 {
+		c.Exit(in.c.AwaitExit, in.body)
+	}
+}
+
+func (in *probeInst) Abandon() { in.rec.events = append(in.rec.events, in.name+":abandon") }
 
 func (in *probeInst) BeforeProxy(c plugins.Ctx) {
 	in.record(2)
@@ -792,5 +828,99 @@ func TestEditsSurviveRetry(t *testing.T) {
 	want := `PUT /b?x=1 host=edited.example ua=edited add=1 accept=""`
 	if resp.StatusCode != 200 || string(b) != want || resp.Header.Get("X-APISIX-Upstream-Status") != "" {
 		t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, b, want)
+	}
+}
+
+// TestAwait: a plugin's Await parks the request (csAwait) with its head
+// kept; the Wake brings it back on the loop, where the plugin's Resume
+// runs and the phases go on with the next plugin, then the request goes
+// upstream, or is answered when Resume exits. Pipelined requests wait
+// their turn; a request whose client left is abandoned, and one that
+// waits past awaitLimit gets 504.
+func TestAwait(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"await":1},"p-lo":{"req_set":{"X-Lo":"1"}}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"await":2,"await_exit":429,"body":"slow down"},"p-lo":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	loop := h.cl.loop
+	up, got := h.roundTrip([]byte("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"), nil)
+	cc := h.cl.ctx.(*clientConn)
+	if len(got) != 0 || len(up) != 0 || cc.state != csAwait {
+		t.Fatalf("went on at once (state %d): upstream %q, client %q", cc.state, up, got)
+	}
+	if d := cmp.Diff([]string{"p-hi:rewrite", "p-lo:rewrite", "p-hi:access"}, rec.events); d != "" {
+		t.Fatalf("phases before the wake (-want +got):\n%s", d)
+	}
+	loop.runQueued()
+	if d := cmp.Diff([]string{"p-hi:rewrite", "p-lo:rewrite", "p-hi:access", "p-hi:resume", "p-lo:access",
+		"p-hi:before_proxy", "p-lo:before_proxy"}, rec.events); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+	want := "POST /a HTTP/1.1\r\nHost: x\r\n"
+	if !bytes.HasPrefix(h.up.out, []byte(want)) || !bytes.Contains(h.up.out, []byte("\r\nX-Lo: 1\r\n")) ||
+		!bytes.HasSuffix(h.up.out, []byte("\r\n\r\nhi")) || cc.state != csProxy {
+		t.Fatalf("upstream got (state %d): %q", cc.state, h.up.out)
+	}
+	h.up.in = append(h.up.in, upOK...)
+	h.w.OnTraffic(h.up)
+	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 200 OK\r\n")) || !bytes.HasSuffix(h.cl.out, []byte("\r\n\r\nok")) || cc.state != csIdle {
+		t.Fatalf("answer (state %d): %q", cc.state, h.cl.out)
+	}
+
+	// Two Awaits in a row, then an Exit from Resume; the pipelined
+	// request behind waits for that answer, then goes through.
+	rec.reset()
+	h.up.out, h.cl.out = h.up.out[:0], h.cl.out[:0]
+	h.cl.in = append(h.cl.in, "GET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /a HTTP/1.1\r\nHost: y\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	if len(h.cl.out) != 0 || cc.state != csAwait {
+		t.Fatalf("answered at once (state %d): %q", cc.state, h.cl.out)
+	}
+	loop.runQueued()
+	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 429 Too Many Requests\r\n")) || !bytes.Contains(h.cl.out, []byte("\r\n\r\nslow down")) {
+		t.Fatalf("answer: %q", h.cl.out)
+	}
+	if !bytes.HasPrefix(h.up.out, []byte("GET /a HTTP/1.1\r\nHost: y\r\n")) || cc.state != csProxy {
+		t.Fatalf("the pipelined request (state %d): upstream got %q", cc.state, h.up.out)
+	}
+	if d := cmp.Diff([]string{"p-hi:rewrite", "p-lo:rewrite", "p-hi:access", "p-hi:resume", "p-hi:resume",
+		"p-hi:header_filter", "p-lo:header_filter", "p-hi:log", "p-lo:log",
+		"p-hi:rewrite", "p-lo:rewrite", "p-hi:access"}, rec.events[:12]); d != "" {
+		t.Fatalf("phases (-want +got):\n%s", d)
+	}
+	h.up.in = append(h.up.in, upOK...)
+	h.w.OnTraffic(h.up)
+
+	// The client leaves while its request waits: the Wake abandons it.
+	rec.reset()
+	h.cl.out = h.cl.out[:0]
+	h.cl.in = append(h.cl.in, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	h.w.OnTraffic(h.cl)
+	_ = loop.Close(h.cl)
+	loop.runQueued()
+	if len(h.cl.out) != 0 || rec.events[len(rec.events)-1] != "p-hi:abandon" {
+		t.Fatalf("after the close: wrote %q, phases %q", h.cl.out, rec.events)
+	}
+}
+
+// TestAwaitLimit: a request whose plugin's operation never wakes it gets
+// 504 after awaitLimit, and the late Wake is abandoned.
+func TestAwaitLimit(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"await":1}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	_, _ = h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	loop := h.cl.loop
+	late := loop.queued
+	loop.queued = nil
+	h.w.now += int64(awaitLimit)
+	h.w.expireDeadlines()
+	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 504 Gateway Time-out\r\n")) || !h.cl.closed {
+		t.Fatalf("after awaitLimit: %q (closed %v)", h.cl.out, h.cl.closed)
+	}
+	loop.queued = late
+	loop.runQueued()
+	if rec.events[len(rec.events)-1] != "p-hi:abandon" {
+		t.Fatalf("phases %q", rec.events)
 	}
 }

@@ -90,7 +90,11 @@ type Worker struct {
 
 	engine  gnet.Engine
 	loopRef atomic.Pointer[loopHolder]
-	booted  chan struct{}
+	// wakes is the stack of Awaits whose operations are done, pushed from
+	// any goroutine (ticket.Wake); freeTickets, loop-owned, recycles them.
+	wakes       atomic.Pointer[ticket]
+	freeTickets []*ticket
+	booted      chan struct{}
 	// running is closed on the first tick: gnet's loops exist from then on
 	// (OnBoot runs before they do).
 	running     chan struct{}
@@ -116,6 +120,7 @@ type Worker struct {
 	server    []byte
 	freeConns []*clientConn
 	tickFn    gnet.Runnable
+	wakeFn    gnet.Runnable // runWakes
 	// Client connections open now, for draining.
 	live          indexset.Set[*clientConn]
 	draining      bool
@@ -177,6 +182,7 @@ func New(cfg Config) *Worker {
 	w.epochUnix = w.epoch.UnixNano()
 	w.alog = newAccessLogger(cfg.AccessLog, cfg.AccessLogFormat)
 	w.tickFn = gnet.RunnableFunc(func(context.Context) error { w.tick(); return nil })
+	w.wakeFn = gnet.RunnableFunc(w.runWakes)
 	w.refreshClock()
 	return w
 }

@@ -59,6 +59,13 @@ type Ctx struct {
 	consumer *plugins.Consumer
 	kept     []kept
 
+	// awaiting is the Resumer of an Await in progress; woken receives
+	// its Wake.
+	awaiting plugins.Resumer
+	woken    chan struct{}
+	// Awaits counts the Await calls that were granted.
+	Awaits int
+
 	// Figures is what Exchange answers: the test sets the request's times
 	// and sizes for the log phase.
 	Figures plugins.Exchange
@@ -116,6 +123,7 @@ func (c *Ctx) Reset() {
 	c.consumer = nil
 	clear(c.kept)
 	c.kept = c.kept[:0]
+	c.awaiting, c.Awaits = nil, 0
 }
 
 // Method implements plugins.Ctx.
@@ -413,8 +421,56 @@ func (c *Ctx) Exchange() plugins.Exchange { return c.Figures }
 // merge of its plugins into the route's is the worker's, tested there.
 func (c *Ctx) SetConsumer(k *plugins.Consumer) { c.consumer = k }
 
+// Await implements plugins.Ctx: Settle (and Run, after each request
+// phase call) waits for the Wake and calls Resume.
+func (c *Ctx) Await(r plugins.Resumer) (plugins.Waker, bool) {
+	if c.exited || c.awaiting != nil {
+		return nil, false
+	}
+	if c.woken == nil {
+		c.woken = make(chan struct{}, 1)
+	}
+	c.awaiting = r
+	c.Awaits++
+	return waker(c.woken), true
+}
+
+type waker chan struct{}
+
+func (w waker) Wake() {
+	select {
+	case w <- struct{}{}:
+	default:
+		panic("plugintest: Wake called twice")
+	}
+}
+
+// AwaitTimeout bounds Settle's wait for one Wake.
+const AwaitTimeout = 10 * time.Second
+
+// Settle completes the Awaits of the phase call that just returned: while
+// one is pending it waits for its Wake (at most AwaitTimeout, else it
+// reports false) and calls Resume, which may Await again.
+func (c *Ctx) Settle() bool {
+	for c.awaiting != nil {
+		select {
+		case <-c.woken:
+		case <-time.After(AwaitTimeout):
+			return false
+		}
+		r := c.awaiting
+		c.awaiting = nil
+		r.Resume(c)
+	}
+	return true
+}
+
+// Awaiting reports whether an Await waits for its Wake.
+func (c *Ctx) Awaiting() bool { return c.awaiting != nil }
+
 // Run takes c through p's phases as the worker does: rewrite, access and
-// before_proxy until a plugin exits; then the answer (the exit's, or the
+// before_proxy until a plugin exits (an Await settled before the next
+// plugin runs); then the answer (the exit's, or the
 // upstream's: UpstreamStatus and UpstreamBody) through header_filter and
 // body_filter (one piece, eof) into Body; then log. Call c.Reset between
 // runs.
@@ -424,18 +480,21 @@ func Run(p *plugins.Phases, c *Ctx) {
 			break
 		}
 		i.Rewrite(c)
+		c.mustSettle()
 	}
 	for _, i := range p.Access {
 		if c.exited {
 			break
 		}
 		i.Access(c)
+		c.mustSettle()
 	}
 	for _, i := range p.BeforeProxy {
 		if c.exited {
 			break
 		}
 		i.BeforeProxy(c)
+		c.mustSettle()
 	}
 	body := c.exitBody
 	if c.exited {
@@ -457,6 +516,12 @@ func Run(p *plugins.Phases, c *Ctx) {
 	c.Body = append(c.Body[:0], body...)
 	for _, i := range p.Log {
 		i.Log(c)
+	}
+}
+
+func (c *Ctx) mustSettle() {
+	if !c.Settle() {
+		panic("plugintest: an Await was never woken")
 	}
 }
 
