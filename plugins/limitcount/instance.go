@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
 
@@ -35,6 +36,10 @@ var failBody = []byte(`{"error_msg":"failed to limit count"}` + "\n")
 // Ctx copies header values).
 type instance struct {
 	counters plugins.Counters
+	// rc is the Redis of the redis and redis-cluster policies (nil:
+	// local, in counters); free holds the instance's idle calls to it.
+	rc   *redis.Client
+	free []*call
 	// rules are the limits: one (count, time_window, key), or the
 	// configuration's rules.
 	rules []rule
@@ -64,6 +69,9 @@ type rule struct {
 	tag []byte
 	// The response headers' names (a rule's have its prefix).
 	limitH, remainingH, resetH string
+	// countArg and windowArg are count and window as the Redis script's
+	// arguments.
+	countArg, windowArg string
 }
 
 var _ plugins.AccessPhase = (*instance)(nil)
@@ -71,6 +79,10 @@ var _ plugins.AccessPhase = (*instance)(nil)
 // Access implements plugins.AccessPhase: count the request against each
 // rule that applies, and reject it past a limit.
 func (in *instance) Access(c plugins.Ctx) {
+	if in.rc != nil {
+		in.redisFrom(c, 0, 0)
+		return
+	}
 	applied := 0
 	for i := range in.rules {
 		r := &in.rules[i]

@@ -11,6 +11,7 @@ import (
 
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
+	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
 
@@ -64,8 +65,14 @@ func (Plugin) Check(raw json.RawMessage) error {
 	}
 	// What the worker cannot build yet is refused here, where the Admin
 	// API answers 400, rather than stored and refused by every worker.
-	if c.Policy != "local" {
-		return fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
+	switch c.Policy {
+	case "local":
+	case "redis", "redis-cluster":
+		if _, err := redis.Decode(c.Policy, raw); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
 	}
 	if c.WindowType != "fixed" {
 		return fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
@@ -98,11 +105,18 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err != nil {
 		return nil, err
 	}
+	var rc *redis.Client
 	switch {
-	case c.Policy != "local":
-		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
 	case c.WindowType != "fixed":
 		return nil, fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
+	case c.Policy == "redis" || c.Policy == "redis-cluster":
+		rconf, err := redis.Decode(c.Policy, raw)
+		if err != nil {
+			return nil, err
+		}
+		rc = redis.For(rconf)
+	case c.Policy != "local":
+		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
 	case env.Counters == nil:
 		return nil, errors.New("no counter table")
 	}
@@ -112,6 +126,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	}
 	in := &instance{
 		counters:     env.Counters,
+		rc:           rc,
 		rejectedCode: c.RejectedCode,
 		degrade:      c.AllowDegradation,
 		headers:      c.ShowLimitQuotaHeader,
@@ -162,15 +177,30 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
 	}
 	sum := sha256.Sum256([]byte(canon))
-	if c.Group != nil {
+	switch {
+	case rc != nil && c.Group != nil:
+		// Redis keys as APISIX names them (plugin-limit-count:v1:…), so
+		// that every gateway of a cluster, whatever its version, counts
+		// a group under one key.
+		in.prefix = []byte("plugin-limit-count:v1:" + *c.Group + ":")
+	case rc != nil:
+		// The route's id comes between these two, per request; the hash
+		// of the configuration is the same on every gateway.
+		in.prefix = []byte("plugin-limit-count:v1:/apisix/routes/")
+		in.confHash = []byte(":" + hex.EncodeToString(sum[:8]) + ":")
+	case c.Group != nil:
 		// The members of a group share its counter; the Admin API refuses
 		// members whose configurations differ (group conf mismatched), and
 		// one that got into the store anyway counts against its own count.
 		in.prefix = []byte("limit-count\x00group\x00" + *c.Group + ":")
-	} else {
+	default:
 		// The route's id comes between these two, per request.
 		in.prefix = []byte("limit-count\x00route\x00")
 		in.confHash = []byte(":" + hex.EncodeToString(sum[:8]) + ":")
+	}
+	for i := range in.rules {
+		r := &in.rules[i]
+		r.countArg, r.windowArg = strconv.FormatInt(r.count, 10), strconv.FormatInt(r.window, 10)
 	}
 	return in, nil
 }

@@ -1,0 +1,317 @@
+// Package redis is the plugins' client of Redis: the redis and
+// redis-cluster policies of limit-count, limit-req and limit-conn, which
+// share a limit between the gateways of a cluster as APISIX's do.
+//
+// A plugin's request phase submits a Call (a Lua script and its key and
+// arguments) and awaits it (plugins.Ctx.Await); the event loop never waits
+// for Redis. Each distinct connection configuration has one Client per
+// process, with one goroutine that takes every Call submitted since its
+// last round trip and sends them as one pipeline (EVALSHA, EVAL for the
+// ones Redis answers NOSCRIPT), over the rueidis client it holds: a burst
+// of requests on a worker costs one write, one read and one wake-up of the
+// loop, not one per request. The rueidis client is made on first use and
+// closed after redis_keepalive_timeout without a call; a configuration
+// whose Redis cannot be reached fails its calls at once (the plugin's
+// allow_degradation decides) and is dialled again at most every
+// redialEvery.
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"coregate/plugins"
+)
+
+// Conf is one Redis connection configuration, as APISIX's redis-schema
+// fields give it (apisix/utils/redis-schema.lua). Cluster is set for the
+// redis-cluster policy: then Nodes, ClusterName, Password, Timeout, SSL and
+// SSLVerify (redis_cluster_ssl*) count, else Host, Port, Username,
+// Password, Database, Timeout, SSL and SSLVerify.
+type Conf struct {
+	Cluster            bool
+	Host               string
+	Port               int
+	Username, Password string
+	Database           int
+	Nodes              []string
+	ClusterName        string
+	SSL, SSLVerify     bool
+	// Timeout bounds a round trip and a dial (redis_timeout).
+	Timeout time.Duration
+	// Keepalive is how long an unused client stays connected
+	// (redis_keepalive_timeout).
+	Keepalive time.Duration
+}
+
+// key identifies a Conf among the process's clients.
+func (c *Conf) key() string {
+	return fmt.Sprintf("%t|%s|%d|%s|%s|%d|%q|%t|%t|%d|%d", c.Cluster, c.Host, c.Port, c.Username, c.Password,
+		c.Database, c.Nodes, c.SSL, c.SSLVerify, c.Timeout, c.Keepalive)
+}
+
+// Script is a Lua script run with EVALSHA, EVAL when Redis does not know
+// it.
+type Script struct {
+	src, sha string
+}
+
+// NewScript makes a Script of src.
+func NewScript(src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// MaxReply is the number of integers a Call keeps of a script's reply.
+const MaxReply = 4
+
+// Call is one run of a script. Its owner (a plugin instance, on its event
+// loop) fills Script, Keys, Args and Waker and submits it; from Submit
+// until the Wake the Client owns it and the owner does not touch it; then
+// the owner reads Reply (the script's reply, an array of integers or
+// integer strings, as numbers) or Err.
+type Call struct {
+	Script *Script
+	Keys   []string
+	Args   []string
+	Waker  plugins.Waker
+
+	Reply [MaxReply]int64
+	NRep  int
+	Err   error
+
+	next *Call
+}
+
+// Client is the process's client of one Conf.
+type Client struct {
+	conf    Conf
+	opt     rueidis.ClientOption
+	pending atomic.Pointer[Call]
+	wake    chan struct{}
+
+	// Owned by the client's goroutine.
+	cli      rueidis.Client
+	dialErr  error
+	dialedAt time.Time
+	lastUse  time.Time
+	cmds     rueidis.Commands
+	batch    []*Call
+}
+
+// redialEvery is how often a Client whose Redis could not be reached
+// tries again; calls in between fail at once with the last error.
+const redialEvery = time.Second
+
+var (
+	mu      sync.Mutex
+	clients = map[string]*Client{}
+)
+
+// For returns the process's Client of c, making it (and its goroutine) on
+// first use; it does not connect. It is meant for Build, off the loop.
+func For(c Conf) *Client {
+	k := c.key()
+	mu.Lock()
+	defer mu.Unlock()
+	if cl := clients[k]; cl != nil {
+		return cl
+	}
+	cl := &Client{conf: c, wake: make(chan struct{}, 1)}
+	cl.opt = c.option()
+	clients[k] = cl
+	go cl.run()
+	return cl
+}
+
+func (c *Conf) option() rueidis.ClientOption {
+	opt := rueidis.ClientOption{
+		Username:      c.Username,
+		Password:      c.Password,
+		SelectDB:      c.Database,
+		DisableCache:  true,
+		DisableRetry:  true,
+		ClientSetInfo: rueidis.DisableClientSetInfo,
+		// One connection per node carries every call, pipelined: a
+		// small ring and buffers keep the worker's memory small.
+		RingScaleEachConn:   8,
+		ReadBufferEachConn:  64 << 10,
+		WriteBufferEachConn: 64 << 10,
+		ConnWriteTimeout:    c.Timeout,
+		Dialer:              net.Dialer{Timeout: c.Timeout, KeepAlive: time.Minute},
+	}
+	if c.Cluster {
+		opt.InitAddress = c.Nodes
+		opt.Username, opt.SelectDB = "", 0
+	} else {
+		opt.InitAddress = []string{net.JoinHostPort(c.Host, strconv.Itoa(c.Port))}
+		opt.ForceSingleClient = true
+	}
+	if c.SSL {
+		opt.TLSConfig = &tls.Config{InsecureSkipVerify: !c.SSLVerify, MinVersion: tls.VersionTLS12}
+		if !c.Cluster {
+			opt.TLSConfig.ServerName = c.Host
+		}
+	}
+	return opt
+}
+
+// Submit hands call to the client, from any goroutine; it does not block.
+// call.Waker is woken once the call has its reply or error.
+func (c *Client) Submit(call *Call) {
+	for {
+		old := c.pending.Load()
+		call.next = old
+		if c.pending.CompareAndSwap(old, call) {
+			if old == nil {
+				select {
+				case c.wake <- struct{}{}:
+				default:
+				}
+			}
+			return
+		}
+	}
+}
+
+// run is the client's goroutine: it sends what was submitted, one batch
+// at a time, and closes the connection when it has been idle for
+// Keepalive.
+func (c *Client) run() {
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	for {
+		head := c.pending.Swap(nil)
+		if head == nil {
+			if c.cli != nil {
+				idle.Reset(c.conf.Keepalive)
+			}
+			select {
+			case <-c.wake:
+				idle.Stop()
+			case <-idle.C:
+				if c.cli != nil && time.Since(c.lastUse) >= c.conf.Keepalive {
+					c.cli.Close()
+					c.cli = nil
+				}
+			}
+			continue
+		}
+		c.batch = c.batch[:0]
+		for ; head != nil; head = head.next {
+			c.batch = append(c.batch, head)
+		}
+		// The stack gave them newest first.
+		for i, j := 0, len(c.batch)-1; i < j; i, j = i+1, j-1 {
+			c.batch[i], c.batch[j] = c.batch[j], c.batch[i]
+		}
+		c.exec(c.batch)
+		for i, call := range c.batch {
+			call.next = nil
+			c.batch[i] = nil
+			call.Waker.Wake()
+		}
+	}
+}
+
+// errNoClient wraps the last dial error while the client waits to redial.
+var errNoClient = errors.New("redis: not connected")
+
+// exec runs one batch: EVALSHA for every call in one pipeline, then EVAL
+// in a second for the calls whose script Redis did not have.
+func (c *Client) exec(batch []*Call) {
+	now := time.Now()
+	c.lastUse = now
+	if c.cli == nil {
+		if c.dialErr != nil && now.Sub(c.dialedAt) < redialEvery {
+			failAll(batch, fmt.Errorf("%w: %w", errNoClient, c.dialErr))
+			return
+		}
+		c.dialedAt = now
+		cli, err := rueidis.NewClient(c.opt)
+		if err != nil {
+			c.dialErr = err
+			failAll(batch, err)
+			return
+		}
+		c.cli, c.dialErr = cli, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.conf.Timeout)
+	defer cancel()
+	c.cmds = c.cmds[:0]
+	for _, call := range batch {
+		c.cmds = append(c.cmds, c.cli.B().Evalsha().Sha1(call.Script.sha).Numkeys(int64(len(call.Keys))).
+			Key(call.Keys...).Arg(call.Args...).Build())
+	}
+	res := c.cli.DoMulti(ctx, c.cmds...)
+	var retry []int
+	for i, r := range res {
+		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
+			retry = append(retry, i)
+			continue
+		}
+		batch[i].take(r)
+	}
+	if len(retry) == 0 {
+		return
+	}
+	c.cmds = c.cmds[:0]
+	for _, i := range retry {
+		call := batch[i]
+		c.cmds = append(c.cmds, c.cli.B().Eval().Script(call.Script.src).Numkeys(int64(len(call.Keys))).
+			Key(call.Keys...).Arg(call.Args...).Build())
+	}
+	for j, r := range c.cli.DoMulti(ctx, c.cmds...) {
+		batch[retry[j]].take(r)
+	}
+}
+
+func failAll(batch []*Call, err error) {
+	for _, call := range batch {
+		call.NRep, call.Err = 0, err
+	}
+}
+
+// take records a reply: an integer, or an array of integers or integer
+// strings.
+func (call *Call) take(r rueidis.RedisResult) {
+	call.NRep, call.Err = 0, nil
+	msg, err := r.ToMessage()
+	if err != nil {
+		call.Err = err
+		return
+	}
+	if msg.IsArray() {
+		arr, _ := msg.ToArray()
+		for i := range arr {
+			if call.NRep == MaxReply {
+				break
+			}
+			v, err := arr[i].AsInt64()
+			if err != nil {
+				call.Err = fmt.Errorf("redis: reply[%d]: %w", i, err)
+				return
+			}
+			call.Reply[call.NRep] = v
+			call.NRep++
+		}
+		return
+	}
+	v, err := msg.AsInt64()
+	if err != nil {
+		call.Err = fmt.Errorf("redis: reply: %w", err)
+		return
+	}
+	call.Reply[0], call.NRep = v, 1
+}

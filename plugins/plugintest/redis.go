@@ -1,0 +1,199 @@
+package plugintest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RedisServer starts a redis-server process on a free loopback port for
+// the test, with extra configuration arguments ("--requirepass", "x"),
+// and returns its port; it is stopped, by its PID, when the test ends.
+// Without a redis-server binary the test is skipped, unless CI is set.
+func RedisServer(t testing.TB, args ...string) int {
+	t.Helper()
+	bin := redisBinary(t)
+	port := FreePort(t)
+	startRedis(t, bin, port, t.TempDir(), args...)
+	return port
+}
+
+// RedisCluster starts a Redis Cluster of n masters (n >= 3) on free
+// loopback ports, with every slot assigned, and returns their addresses.
+func RedisCluster(t testing.TB, n int) []string {
+	t.Helper()
+	bin := redisBinary(t)
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		needRedis(t, "redis-cli")
+	}
+	var addrs []string
+	for range n {
+		port, bus := FreePort(t), FreePort(t)
+		startRedis(t, bin, port, t.TempDir(), "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(port))
+	}
+	cmd := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, a := range addrs {
+		for {
+			reply, err := RedisCommand(a, "CLUSTER", "INFO")
+			if err == nil && strings.Contains(reply, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster node %s not ready: %q, %v", a, reply, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return addrs
+}
+
+// FreePort is a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func redisBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		needRedis(t, "redis-server")
+	}
+	return bin
+}
+
+func needRedis(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s not found: install redis-server (apt-get install redis-server)", what)
+	}
+	t.Skipf("%s not found", what)
+}
+
+func startRedis(t testing.TB, bin string, port int, dir string, args ...string) {
+	t.Helper()
+	argv := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no"}, args...)
+	cmd := exec.Command(bin, argv...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			t.Fatalf("redis-server on %s did not start: %v\n%s", addr, err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// RedisCommand sends one command to the Redis at addr and returns its
+// reply as text: a status or bulk string as it is, an integer in decimal,
+// an array's elements one per line; an error reply is an error.
+func RedisCommand(addr string, args ...string) (string, error) {
+	r, err := RedisCommands(addr, args)
+	if err != nil {
+		return "", err
+	}
+	return r[0], nil
+}
+
+// RedisCommands sends commands one after the other on one connection
+// (AUTH, SELECT, then what they allow) and returns their replies, as
+// RedisCommand; the first error reply ends it.
+func RedisCommands(addr string, cmds ...[]string) ([]string, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	var out []string
+	for _, args := range cmds {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		if _, err := c.Write([]byte(b.String())); err != nil {
+			return out, err
+		}
+		r, err := readReply(br)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", fmt.Errorf("empty reply line")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", fmt.Errorf("redis: %s", line[1:])
+	case '$':
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			return "", nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, _ := strconv.Atoi(line[1:])
+		var parts []string
+		for range n {
+			s, err := readReply(r)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "\n"), nil
+	}
+	return "", fmt.Errorf("unexpected reply %q", line)
+}
