@@ -16,10 +16,14 @@
 // counter, with its own headers (X-<header_prefix or position>-RateLimit-…);
 // a request no rule applies to is a limiter failure, as in APISIX.
 //
-// Policy "local" only: "redis", "redis-cluster" and "redis-sentinel" pass
-// the schema (as in APISIX) but Check refuses them, as it refuses
-// window_type "sliding", naming what is not supported, so that the Admin
-// API answers 400 rather than store what no worker can build.
+// Policies "redis" and "redis-cluster" count in Redis instead, as APISIX's
+// (redis.go): the access phase awaits the count (plugins.Ctx.Await) and
+// the event loop serves other requests meanwhile; a Redis that cannot
+// answer fails the request (500) or, with allow_degradation, lets it
+// through. "redis-sentinel" passes the schema (as in APISIX) but Check
+// refuses it, as it refuses window_type "sliding", naming what is not
+// supported, so that the Admin API answers 400 rather than store what no
+// worker can build.
 //
 // The members of a group share its counter. The Admin API refuses a
 // member whose configuration differs from the others' (APISIX's "group

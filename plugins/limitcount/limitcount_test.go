@@ -197,7 +197,9 @@ func TestCheck(t *testing.T) {
 		{`{"count":2,"time_window":60,"rejected_code":503,"key":"remote_addr"}`, ""},
 		{`{"count":2,"time_window":60}`, ""},
 		{`{"rules":[{"count":1,"time_window":1,"key":"$remote_addr"}]}`, ""},
-		{`{"count":2,"time_window":60,"policy":"redis","redis_host":"127.0.0.1"}`, `policy "redis" is not supported yet, only "local"`},
+		{`{"count":2,"time_window":60,"policy":"redis","redis_host":"127.0.0.1"}`, ""},
+		{`{"count":2,"time_window":60,"policy":"redis-sentinel","redis_sentinels":[{"host":"127.0.0.1","port":1}],"redis_master_name":"m"}`,
+			`policy "redis-sentinel" is not supported yet, only "local", "redis" and "redis-cluster"`},
 		{`{"count":2,"time_window":60,"window_type":"sliding"}`, `window_type "sliding" is not supported yet`},
 		{`{"time_window":60}`, "value should match only one schema, but matches none"},
 		{`{"count":0,"time_window":60}`, `property "count" validation failed: value should match only one schema, but matches none`},
@@ -229,8 +231,9 @@ func TestCheck(t *testing.T) {
 // a configuration that reached a worker without the Admin API, too.
 func TestBuildRefusesWhatIsNotSupported(t *testing.T) {
 	for _, tc := range []struct{ conf, err string }{
-		{`{"count":2,"time_window":60,"policy":"redis","redis_host":"127.0.0.1"}`, `policy "redis" is not supported yet, only "local"`},
-		{`{"count":2,"time_window":60,"policy":"redis-cluster","redis_cluster_nodes":["a:1"],"redis_cluster_name":"c"}`, `policy "redis-cluster" is not supported yet`},
+		{`{"count":2,"time_window":60,"policy":"redis-sentinel","redis_sentinels":[{"host":"127.0.0.1","port":1}],"redis_master_name":"m"}`,
+			`policy "redis-sentinel" is not supported yet`},
+		{`{"count":2,"time_window":60,"policy":"redis-cluster","redis_cluster_nodes":["abc"],"redis_cluster_name":"c"}`, `failed to parse address: abc`},
 		{`{"count":2,"time_window":60,"window_type":"sliding"}`, `window_type "sliding" is not supported yet`},
 	} {
 		_, err := plugins.Default.Build(map[string]json.RawMessage{Name: json.RawMessage(tc.conf)}, plugins.NewLocalEnv())
