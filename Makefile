@@ -64,7 +64,7 @@ fuzz:
 bench:
 	./bench/run $(BENCHFLAGS)
 
-# nginx and wrk from Debian, the flame graph renderer (stackvis) from npm.
+# nginx, wrk and redis-server from Debian, the flame graph renderer (stackvis) from npm.
 bench-deps:
 	./bench/deps
 

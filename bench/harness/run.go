@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,7 @@ type Options struct {
 	Coregate  string // coregate binary; "" leaves coregate out
 	StandIn   bool   // run nginx in coregate's place (harness check before the gateway exists)
 	Nginx     string // nginx binary; "" leaves the reference out
+	Redis     string // redis-server binary, for the scenarios that count in Redis
 	Direct    bool   // also measure the load generator against the upstream alone
 	Scenarios []scenario.Scenario
 	Pending   []scenario.Scenario // listed in the report, not run
@@ -65,11 +67,12 @@ type target struct {
 
 // Runner carries a run's state.
 type Runner struct {
-	o        Options
-	up       *Proc
-	upAddr   string
-	bestSpin map[int]time.Duration
-	run      *report.Run
+	o         Options
+	up        *Proc
+	upAddr    string
+	redisPort int // the redis-server started for the run, 0 before
+	bestSpin  map[int]time.Duration
+	run       *report.Run
 }
 
 // New prepares a run.
@@ -154,6 +157,13 @@ func (r *Runner) gatewayCPUs(s scenario.Scenario, w int) []int {
 // row per target.
 func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error) {
 	o := r.o
+	if s.Redis {
+		port, err := r.startRedis()
+		if err != nil {
+			return nil, err
+		}
+		s.RedisPort = port
+	}
 	var targets []*target
 	defer func() {
 		for _, t := range targets {
@@ -177,6 +187,16 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 				return nil, err
 			}
 			targets = append(targets, t)
+			if s.Baseline != "" {
+				// The no-plugin reference in the same rounds: the ratio a
+				// plugin row is judged by comes from the same minutes of
+				// the machine, not from another scenario's.
+				t, err := r.startNginx(s.Plain(), w, cpus, report.NginxPlain)
+				if err != nil {
+					return nil, err
+				}
+				targets = append(targets, t)
+			}
 		}
 	}
 	if direct && len(s.Workers) > 0 {
@@ -265,7 +285,7 @@ func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(r.o.WorkDir, fmt.Sprintf("%s-%s-w%d", name, s.Name, w))
+	dir := filepath.Join(r.o.WorkDir, fmt.Sprintf("%s-%s-w%d", strings.ReplaceAll(name, " ", "-"), s.Name, w))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -279,6 +299,42 @@ func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string)
 		return nil, err
 	}
 	return &target{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, workers: w, cpus: cpus}, nil
+}
+
+// startRedis starts the run's redis-server on the upstream's CPUs, once,
+// and returns its port. It is a backend, as the upstream is: its CPU is
+// not the gateway's.
+func (r *Runner) startRedis() (int, error) {
+	if r.redisPort != 0 {
+		return r.redisPort, nil
+	}
+	if r.o.Redis == "" {
+		return 0, errors.New("harness: a scenario counts in Redis and no redis-server was given")
+	}
+	port, err := FreePort()
+	if err != nil {
+		return 0, err
+	}
+	_, _, err = Start("redis", r.o.UpstreamCPUs, nil, filepath.Join(r.o.WorkDir, "redis.log"), false,
+		r.o.Redis, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.o.WorkDir)
+	if err != nil {
+		return 0, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("harness: redis-server on %s: %w", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.logf("redis-server on %s (cpu %s)\n", addr, procstat.FormatCPUList(r.o.UpstreamCPUs))
+	r.redisPort = port
+	return port, nil
 }
 
 // snapshot is CPU accounting at one instant.

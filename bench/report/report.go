@@ -21,7 +21,10 @@ var (
 const (
 	Coregate = "coregate"
 	Nginx    = "nginx"
-	Direct   = "upstream direct"
+	// NginxPlain is nginx proxying with no plugin, measured in a plugin
+	// scenario's rounds: its no-plugin reference.
+	NginxPlain = "nginx no plugin"
+	Direct     = "upstream direct"
 )
 
 // Machine describes where a run happened.
@@ -187,7 +190,7 @@ func (r *Run) SetRatios() {
 	for i := range r.Rows {
 		row := &r.Rows[i]
 		row.QPSRatio, row.CPURatio, row.P99Ratio = 0, 0, 0
-		if row.Target == Nginx {
+		if row.Target == Nginx || row.Target == NginxPlain {
 			continue
 		}
 		j := slices.IndexFunc(r.Rows, func(o Row) bool {
@@ -209,7 +212,11 @@ func (r *Run) SetRatios() {
 		if row.Baseline == "" || row.Target != Coregate {
 			continue
 		}
-		if base := r.find(row.Baseline, Nginx, row.Workers); base != nil {
+		base := r.find(row.Scenario, NginxPlain, row.Workers)
+		if base == nil {
+			base = r.find(row.Baseline, Nginx, row.Workers) // a run from before NginxPlain
+		}
+		if base != nil {
 			row.BaseQPSRatio = ratio(row.Median.QPS, base.Median.QPS)
 			row.BaseCPURatio = ratio(row.Median.CPUus, base.Median.CPUus)
 		}

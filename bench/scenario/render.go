@@ -48,7 +48,7 @@ func CoregateRoutes(s Scenario, upstream string) []byte {
 	for id := 1; id <= s.Routes; id++ {
 		fmt.Fprintf(&b, "  - id: %d\n    uri: %s\n", id, URI(id, s.Routes))
 		if s.Plugins != "" {
-			fmt.Fprintf(&b, "    plugins: %s\n", s.Plugins)
+			fmt.Fprintf(&b, "    plugins: %s\n", s.PluginsJSON())
 		}
 		if s.Upstream {
 			fmt.Fprintf(&b, "    upstream:\n      type: roundrobin\n      nodes:\n        \"%s\": 1\n", upstream)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -54,6 +55,24 @@ type Scenario struct {
 	// Ready is false for scenarios whose plugins coregate does not have
 	// yet: they are listed in reports as pending and run only when named.
 	Ready bool
+	// Redis: the plugins count in a redis-server the harness starts;
+	// RedisPort, set by the harness, replaces $REDIS_PORT in Plugins.
+	Redis     bool
+	RedisPort int
+}
+
+// PluginsJSON is the route's plugins object as the gateway gets it.
+func (s Scenario) PluginsJSON() string {
+	return strings.ReplaceAll(s.Plugins, "$REDIS_PORT", strconv.Itoa(s.RedisPort))
+}
+
+// Plain is the scenario's no-plugin reference: the same routes and load,
+// no plugins, no consumers, what nginx runs beside a plugin scenario in
+// its rounds (the no-plugin ratios).
+func (s Scenario) Plain() Scenario {
+	p := s
+	p.Plugins, p.Consumers, p.Redis, p.Upstream = "", 0, false, true
+	return p
 }
 
 // mockBody is what the gateway answers itself in the no-upstream
@@ -66,6 +85,10 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 	c16 := Load{Conns: 16}
 	one := []int{1}
 	limitCount := `"limit-count":{"count":999999999,"time_window":60,"rejected_code":503,"key":"remote_addr"}`
+	// The same limit, counted in Redis: what a round trip to it costs
+	// per request.
+	limitCountRedis := `"limit-count":{"count":999999999,"time_window":60,"rejected_code":503,"key":"remote_addr",` +
+		`"policy":"redis","redis_host":"127.0.0.1","redis_port":$REDIS_PORT}`
 	keyAuth := `"key-auth":{}`
 	apikey := "apikey: user-key1\r\n"
 	// 1, 2, 4, … and maxWorkers itself: the curve's shape at a cost that
@@ -88,6 +111,8 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 			Plugins: `{"mocking":{"response_status":200,"response_example":"` + mockBody + `"}}`, Workers: one, Load: c16, Ready: true},
 		{Name: "limit-count", Title: "limit-count", Group: GroupMain, Routes: 1, Upstream: true, Plugins: "{" + limitCount + "}", Workers: one, Load: c16, Ready: true},
 		{Name: "limit-count-100", Title: "limit-count", Group: GroupMain, Routes: 100, Upstream: true, Plugins: "{" + limitCount + "}", Workers: one, Load: c16, Ready: true},
+		{Name: "limit-count-redis", Title: "limit-count, policy redis", Group: GroupMain, Routes: 1, Upstream: true,
+			Plugins: "{" + limitCountRedis + "}", Redis: true, Workers: one, Load: c16, Ready: true},
 		{Name: "limit-count-prometheus", Title: "limit-count + prometheus", Group: GroupMain, Routes: 1, Upstream: true,
 			Plugins: "{" + limitCount + `,"prometheus":{}}`, Workers: one, Load: c16, Ready: true},
 		{Name: "key-auth", Title: "key-auth", Group: GroupMain, Routes: 1, Consumers: 1, Upstream: true, Plugins: "{" + keyAuth + "}",

@@ -29,7 +29,7 @@ func TestSelect(t *testing.T) {
 		want []string
 		err  error
 	}{
-		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "access-log", "mocking", "limit-count", "limit-count-100", "limit-count-prometheus",
+		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "access-log", "mocking", "limit-count", "limit-count-100", "limit-count-redis", "limit-count-prometheus",
 			"key-auth", "key-auth-100", "key-auth-limit-count", "key-auth-limit-count-100", "scaling", "latency"}},
 		{in: "routes-5000,mocking", want: []string{"routes-5000", "mocking"}},
 		{in: "nope", err: ErrUnknown},

@@ -102,6 +102,13 @@ func lookNginx() string {
 	return ""
 }
 
+func lookRedis() string {
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p
+	}
+	return ""
+}
+
 func runCmd(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	gwDef, ldDef, all := defaultPlacement()
@@ -113,6 +120,7 @@ func runCmd(args []string) error {
 		list      = fs.Bool("list", false, "list scenarios and exit")
 		coregate  = fs.String("coregate", "bin/coregate", "coregate binary; '' to leave coregate out")
 		nginx     = fs.String("nginx", lookNginx(), "nginx binary for the reference; '' to leave it out")
+		redis     = fs.String("redis", lookRedis(), "redis-server for the scenarios that count in Redis; '' to leave them out")
 		standIn   = fs.Bool("stand-in", false, "run nginx in coregate's place (checks the harness before the gateway exists)")
 		direct    = fs.Bool("direct", true, "also measure the load generator against the upstream alone")
 		body      = fs.Int("body", 1024, "upstream body bytes: 1024 (the seeds) or 10 (APISIX run.sh)")
@@ -164,6 +172,17 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *redis == "" {
+		kept := chosen[:0]
+		for _, s := range chosen {
+			if s.Redis {
+				fmt.Fprintf(os.Stderr, "bench: redis-server not installed (make bench-deps): %s left out\n", s.Name)
+				continue
+			}
+			kept = append(kept, s)
+		}
+		chosen = kept
+	}
 	var pending []scenario.Scenario
 	for _, s := range seeds {
 		if !s.Ready && !containsName(chosen, s.Name) {
@@ -191,7 +210,7 @@ func runCmd(args []string) error {
 	}
 	onSignal()
 	r := harness.New(harness.Options{
-		Self: self, Coregate: *coregate, StandIn: *standIn, Nginx: *nginx, Direct: *direct,
+		Self: self, Coregate: *coregate, StandIn: *standIn, Nginx: *nginx, Redis: *redis, Direct: *direct,
 		Scenarios: chosen, Pending: pending,
 		Rounds: max(1, *rounds), Duration: *duration, Warmup: *warmup, Body: *body, Rate: *rate,
 		GatewayCPUs: gw, LoadCPUs: ld, UpstreamCPUs: up, ScaleCPUs: sc, Redo: *redo,
