@@ -146,6 +146,7 @@ func (c *Conf) option() rueidis.ClientOption {
 		// One connection per node carries every call, pipelined: a
 		// small ring and buffers keep the worker's memory small.
 		RingScaleEachConn:   8,
+		PipelineMultiplex:   -1, // one connection: one goroutine sends the batches
 		ReadBufferEachConn:  64 << 10,
 		WriteBufferEachConn: 64 << 10,
 		ConnWriteTimeout:    c.Timeout,

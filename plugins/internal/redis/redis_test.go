@@ -1,0 +1,144 @@
+package redis
+
+import (
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"coregate/plugins/plugintest"
+)
+
+var incr = NewScript(`return redis.call('incrby', KEYS[1], ARGV[1])`)
+
+
+type callWaker struct {
+	ch   chan *Call
+	call *Call
+}
+
+func (w *callWaker) Wake() { w.ch <- w.call }
+
+func newCalls(n int, ch chan *Call) []*Call {
+	calls := make([]*Call, n)
+	for i := range calls {
+		c := &Call{Script: incr, Keys: []string{"k" + strconv.Itoa(i%4)}, Args: []string{"1"}}
+		c.Waker = &callWaker{ch: ch, call: c}
+		calls[i] = c
+	}
+	return calls
+}
+
+// TestClientBatches: calls submitted together are answered, in one
+// pipeline or more, each with its own reply; a script Redis does not know
+// is sent with EVAL.
+func TestClientBatches(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: 2 * time.Second, Keepalive: 10 * time.Second})
+	ch := make(chan *Call, 64)
+	calls := newCalls(40, ch)
+	for _, c := range calls {
+		cl.Submit(c)
+	}
+	seen := map[string][]int64{}
+	for range calls {
+		select {
+		case c := <-ch:
+			if c.Err != nil || c.NRep != 1 {
+				t.Fatalf("reply %v, %d values", c.Err, c.NRep)
+			}
+			seen[c.Keys[0]] = append(seen[c.Keys[0]], c.Reply[0])
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call was not answered")
+		}
+	}
+	for k, vs := range seen {
+		got := map[int64]bool{}
+		for _, v := range vs {
+			got[v] = true
+		}
+		for i := int64(1); i <= 10; i++ {
+			if !got[i] {
+				t.Fatalf("key %s: counts %v, want 1..10", k, vs)
+			}
+		}
+	}
+}
+
+// TestClientIdle: an unused client closes its connection after
+// Keepalive, and the next call connects again.
+func TestClientIdle(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: 2 * time.Second, Keepalive: 300 * time.Millisecond})
+	ch := make(chan *Call, 1)
+	call := newCalls(1, ch)[0]
+	clients := func() int {
+		s, err := plugintest.RedisCommand(addr, "CLIENT", "LIST")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, line := range splitLines(s) {
+			if line != "" {
+				n++
+			}
+		}
+		return n - 1 // this connection
+	}
+	cl.Submit(call)
+	<-ch
+	if n := clients(); n != 1 {
+		t.Fatalf("%d connections after a call, want 1", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for clients() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle connection was not closed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cl.Submit(call)
+	if c := <-ch; c.Err != nil || c.Reply[0] != 2 {
+		t.Fatalf("after the idle close: %v, %v", c.Err, c.Reply[0])
+	}
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// BenchmarkSubmit measures the gateway's side of a Redis call: batches of
+// 16 (wrk -c16 on one worker), the process's CPU time per call reported
+// as cpu-ns/op (Redis's own CPU is not in it).
+func BenchmarkSubmit(b *testing.B) {
+	port := plugintest.RedisServer(b)
+	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: 2 * time.Second, Keepalive: 10 * time.Second})
+	ch := make(chan *Call, 16)
+	calls := newCalls(16, ch)
+	var once sync.Once
+	var ru0, ru1 syscall.Rusage
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 16 {
+		once.Do(func() { _ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0) })
+		for _, c := range calls {
+			cl.Submit(c)
+		}
+		for range calls {
+			<-ch
+		}
+	}
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(syscall.TimevalToNsec(ru1.Utime) - syscall.TimevalToNsec(ru0.Utime) +
+		syscall.TimevalToNsec(ru1.Stime) - syscall.TimevalToNsec(ru0.Stime))
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
