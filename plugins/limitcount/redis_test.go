@@ -82,12 +82,12 @@ func TestRedisExact(t *testing.T) {
 	var mu sync.Mutex
 	passed := 0
 	var wg sync.WaitGroup
-	for g := range gateways {
+	for range gateways {
 		p := build(t, plugins.NewLocalEnv(), conf)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := newCtx("GET", "/").WithRoute("r" + strconv.Itoa(g%1)) // one route
+			c := newCtx("GET", "/").WithRoute("r1") // one route, every gateway
 			n := 0
 			for range each {
 				if run(p, c).Status == 200 {

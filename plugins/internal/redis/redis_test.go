@@ -12,7 +12,6 @@ import (
 
 var incr = NewScript(`return redis.call('incrby', KEYS[1], ARGV[1])`)
 
-
 type callWaker struct {
 	ch   chan *Call
 	call *Call
