@@ -60,6 +60,18 @@ type ConsumerSchemaPlugin interface {
 	ConsumerSchema() []byte
 }
 
+// GroupPlugin is implemented by a plugin whose configurations naming the
+// same "group" share one state (limit-count's counter): the Admin API
+// refuses a member configured unlike the group's others, APISIX's "group
+// conf mismatched".
+type GroupPlugin interface {
+	// GroupConf returns the group a configuration (which passed Check)
+	// names, "" when none, and the configuration as APISIX compares the
+	// members: with the schema's defaults filled in, in one canonical
+	// form, so that two members are alike when these bytes are equal.
+	GroupConf(raw json.RawMessage) (group string, canon []byte, err error)
+}
+
 // Sentinel errors.
 var (
 	ErrUnknown    = errors.New("unknown plugin") // APISIX's text, which clients match on

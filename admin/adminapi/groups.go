@@ -3,35 +3,37 @@ package adminapi
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
-)
+	"slices"
 
-// groupPlugins are the plugins whose configurations with the same "group"
-// share one state across the objects that carry them (limit-count's
-// counter): APISIX refuses a member configured unlike the others, "group
-// conf mismatched".
-var groupPlugins = []string{"limit-count"}
+	"coregate/plugins"
+)
 
 // groupDirs are the resources whose objects carry plugins.
 var groupDirs = []string{"routes", "services", "plugin_configs", "global_rules", "consumers"}
 
-// checkGroups refuses w when one of its groupPlugins names a group that
-// a stored object (other than w's own key) configures otherwise. Two
-// configurations are alike when their JSON is the same, members in any
-// order. As checkUniqueKeys, two writes racing can both pass.
+// checkGroups refuses w when one of its plugins that is a
+// plugins.GroupPlugin names a group that a stored object (other than w's
+// own key) configures otherwise: configurations are compared as APISIX
+// compares them, with their defaults (GroupConf). As checkUniqueKeys, two
+// writes racing can both pass.
 func (a *api) checkGroups(ctx context.Context, w *write) *apiError {
 	confs, _ := w.obj["plugins"].(map[string]any)
 	self := a.key(w.rs.name, w.id)
 	if w.rs.name == "credentials" {
 		self = a.dir("consumers/"+w.consumer+"/credentials") + w.id
 	}
-	for _, name := range groupPlugins {
-		conf, _ := confs[name].(map[string]any)
-		group, _ := conf["group"].(string)
+	for _, name := range slices.Sorted(maps.Keys(confs)) {
+		_, impl, _ := a.plugins.Lookup(name)
+		gp, ok := impl.(plugins.GroupPlugin)
+		if !ok {
+			continue
+		}
+		group, mine := groupConf(gp, confs[name])
 		if group == "" {
 			continue
 		}
-		mine := canonicalJSON(conf)
 		for _, dir := range groupDirs {
 			kvs, _, err := a.st.List(ctx, a.dir(dir))
 			if err != nil {
@@ -46,8 +48,11 @@ func (a *api) checkGroups(ctx context.Context, w *write) *apiError {
 					continue
 				}
 				theirs, _ := other["plugins"].(map[string]any)
-				oc, _ := theirs[name].(map[string]any)
-				if g, _ := oc["group"].(string); g != group || canonicalJSON(oc) == mine {
+				oc, ok := theirs[name]
+				if !ok {
+					continue
+				}
+				if g, canon := groupConf(gp, oc); g != group || canon == mine {
 					continue
 				}
 				return &apiError{Status: http.StatusBadRequest, Field: "plugins." + name + ".group",
@@ -58,12 +63,16 @@ func (a *api) checkGroups(ctx context.Context, w *write) *apiError {
 	return nil
 }
 
-// canonicalJSON is v's JSON with object members sorted (encoding/json's
-// order for maps).
-func canonicalJSON(v map[string]any) string {
-	b, err := json.Marshal(v)
+// groupConf is GroupConf of a configuration as decoded from JSON; no
+// group for one that does not encode or decode.
+func groupConf(gp plugins.GroupPlugin, conf any) (group, canon string) {
+	raw, err := json.Marshal(conf)
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	return string(b)
+	g, c, err := gp.GroupConf(raw)
+	if err != nil {
+		return "", ""
+	}
+	return g, string(c)
 }

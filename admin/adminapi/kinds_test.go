@@ -184,6 +184,10 @@ func TestLimitCountGroups(t *testing.T) {
 	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a",`+up+`,`+lc(2)+`}`), 201, "")
 	// members in another order: alike
 	c.want(c.do("PUT", "/apisix/admin/routes/2", `{"uri":"/b",`+up+`,"plugins":{"limit-count":{"group":"g","time_window":60,"count":2}}}`), 201, "")
+	// defaults written out: alike, as APISIX compares after the schema
+	// fills them in
+	c.want(c.do("PUT", "/apisix/admin/routes/4", `{"uri":"/d",`+up+`,"plugins":{"limit-count":{"group":"g","time_window":60,"count":2,"rejected_code":503,"key":"remote_addr","policy":"local"}}}`), 201, "")
+	c.want(c.do("DELETE", "/apisix/admin/routes/4", ""), 200, "")
 	mismatch := `{"error_msg":"failed to check the configuration of plugin limit-count err: group conf mismatched","field":"plugins.limit-count.group"}`
 	c.want(c.do("PUT", "/apisix/admin/routes/3", `{"uri":"/c",`+up+`,`+lc(3)+`}`), 400, mismatch)
 	c.want(c.do("PUT", "/apisix/admin/services/s1", `{`+up+`,`+lc(3)+`}`), 400, mismatch)

@@ -17,6 +17,7 @@ import (
 	"coregate/admin/nodeconf"
 	"coregate/admin/store/etcdstore"
 	"coregate/plugins"
+	"coregate/plugins/limitcount"
 )
 
 // The tests run the handler behind a real HTTP server on loopback, over
@@ -220,7 +221,9 @@ func (c *client) stored(key string) map[string]any {
 var testPlugins = func() *plugins.Registry {
 	r := plugins.NewRegistry([]plugins.Entry{{Name: "key-auth", Priority: 2500}, {Name: "limit-count", Priority: 1002}, {Name: "prometheus", Priority: 500}})
 	r.Register("key-auth", testPlugin(`{"type":"object","properties":{"header":{"type":"string"},"query":{"type":"string"},"key":{"type":"string"}}}`))
-	r.Register("limit-count", testPlugin(`{"type":"object","properties":{"count":{"type":"integer","exclusiveMinimum":0},"time_window":{"type":"integer","exclusiveMinimum":0},"key":{"type":"string"},"rejected_code":{"type":"integer","minimum":200,"maximum":599}},"required":["count","time_window"]}`))
+	// The real limit-count: its group check compares configurations
+	// with their defaults (plugins.GroupPlugin).
+	r.Register("limit-count", limitcount.Plugin{})
 	r.Register("prometheus", testPlugin(`{"type":"object","properties":{"prefer_name":{"type":"boolean"}}}`))
 	return r
 }()

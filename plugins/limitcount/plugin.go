@@ -212,3 +212,37 @@ type ruleConf struct {
 	Key          string          `json:"key"`
 	HeaderPrefix *string         `json:"header_prefix"`
 }
+
+var _ plugins.GroupPlugin = Plugin{}
+
+// GroupConf implements plugins.GroupPlugin: the group, and the
+// configuration with APISIX's defaults (the Redis fields' too), as the
+// members of a group are compared ("group conf mismatched").
+func (Plugin) GroupConf(raw json.RawMessage) (string, []byte, error) {
+	c, err := decode(raw)
+	if err != nil || c.Group == nil {
+		return "", nil, err
+	}
+	for _, m := range []*json.RawMessage{&c.Count, &c.TimeWindow, &c.Rules} {
+		if *m != nil {
+			canon, err := cjson.Canonical(*m)
+			if err != nil {
+				return "", nil, err
+			}
+			*m = json.RawMessage(canon)
+		}
+	}
+	all := struct {
+		*conf
+		Redis *redis.Conf `json:"redis,omitempty"`
+	}{conf: c}
+	if c.Policy == "redis" || c.Policy == "redis-cluster" {
+		rc, err := redis.Decode(c.Policy, raw)
+		if err != nil {
+			return "", nil, err
+		}
+		all.Redis = &rc
+	}
+	b, err := json.Marshal(all)
+	return *c.Group, b, err
+}
