@@ -32,8 +32,8 @@
 // (plugins.Ctx.Await); Resume rejects, delays or lets the request go, and
 // keeps the request's number (plugins.Ctx.Keep) when Redis counted it.
 // The log phase cannot wait: it submits the removal and nothing waits
-// for it (its call object goes back to a sync.Pool from the client's
-// goroutine). A request abandoned while Redis counted it is removed
+// for it (its call object goes back to the instance, pushed on a
+// lock-free stack from the client's goroutine). A request abandoned while Redis counted it is removed
 // likewise. When Redis cannot answer, the request is answered 500, or
 // passes with allow_degradation.
 //

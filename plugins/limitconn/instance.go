@@ -1,6 +1,7 @@
 package limitconn
 
 import (
+	"sync/atomic"
 	"time"
 
 	"coregate/plugins"
@@ -17,18 +18,22 @@ const connWindow = time.Hour
 const maxLimit = 1<<53 - 1
 
 // instance is one built configuration. Everything but the scratch buffers
-// and free is set by Build and only read afterwards; key and num are
-// scratch buffers of the phase call in progress (an instance runs on one
-// event loop, one request at a time; the counter table copies a key it
-// keeps, and the redis policy a string of it), free the Redis calls not
-// out.
+// and the Redis calls' lists is set by Build and only read afterwards; key
+// and num are scratch buffers of the phase call in progress (an instance
+// runs on one event loop, one request at a time; the counter table copies
+// a key it keeps, and the redis policy a string of it), free the access
+// phase's Redis calls not out.
 type instance struct {
 	counters plugins.Counters // the local policy's
 	// rc is the Redis of the redis and redis-cluster policies (nil:
 	// local); ttlArg is key_ttl, in seconds.
-	rc                *redis.Client
-	ttlArg            string
-	free              []*call
+	rc     *redis.Client
+	ttlArg string
+	free   []*call
+	// leaves are the log phase's Redis calls not out, returned those
+	// that came back since the loop last took them (see leave).
+	leaves            []*leaveCall
+	returned          atomic.Pointer[leaveCall]
 	conn, burst       int64
 	connTpl, burstTpl *vartpl.Template // non-nil: resolved per request
 	unit              time.Duration

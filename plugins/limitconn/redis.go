@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -140,35 +139,55 @@ func (in *instance) putCall(cl *call) {
 // leaveCall is the Redis call of a request leaving its count, which
 // nothing waits for (the log phase cannot wait, as APISIX's runs it on a
 // timer): it is its own Waker, whose Wake, on the client's goroutine,
-// hands it back to leaves.
+// hands it back to its instance (returned).
 type leaveCall struct {
 	redis.Call
+	in   *instance
 	keys [1]string
 	args [1]string
+	// nextFree links the calls of instance.returned.
+	nextFree *leaveCall
 }
-
-// leaves are the leaveCalls not out: a sync.Pool, which the event loops
-// take from and the clients' goroutines put back to without a lock.
-var leaves = sync.Pool{New: func() any {
-	l := &leaveCall{}
-	l.Script = leaving
-	l.Keys, l.Args = l.keys[:], l.args[:]
-	l.Waker = l
-	return l
-}}
 
 // Wake implements plugins.Waker: the call is done; what Redis answered
 // (the count left, or an error: the request then stays counted until its
-// score passes) matters to no one.
+// score passes) matters to no one. It pushes the call on its instance's
+// returned stack, without a lock.
 func (l *leaveCall) Wake() {
 	l.keys[0], l.args[0], l.Err = "", "", nil
-	leaves.Put(l)
+	for {
+		top := l.in.returned.Load()
+		l.nextFree = top
+		if l.in.returned.CompareAndSwap(top, l) {
+			return
+		}
+	}
 }
 
 // leave takes request id out of the count at key in Redis, without
-// waiting.
+// waiting. The leaveCalls not out are the instance's leaves, on its
+// event loop, and returned, where the clients' goroutines push them back:
+// the loop takes the whole stack at once, so that it never pops one under
+// a pusher.
 func (in *instance) leave(key string, id uint64) {
-	l := leaves.Get().(*leaveCall)
+	if len(in.leaves) == 0 {
+		for l := in.returned.Swap(nil); l != nil; {
+			n := l.nextFree
+			l.nextFree = nil
+			in.leaves = append(in.leaves, l)
+			l = n
+		}
+	}
+	var l *leaveCall
+	if n := len(in.leaves); n > 0 {
+		l = in.leaves[n-1]
+		in.leaves = in.leaves[:n-1]
+	} else {
+		l = &leaveCall{in: in}
+		l.Script = leaving
+		l.Keys, l.Args = l.keys[:], l.args[:]
+		l.Waker = l
+	}
 	l.keys[0], l.args[0] = key, requestID(id)
 	in.rc.Submit(&l.Call)
 }

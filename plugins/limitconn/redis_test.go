@@ -304,3 +304,35 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// TestRedisLeaveReuse: the log phase's Redis calls come back to their
+// instance from the client's goroutine and serve again: requests that
+// come and go one after another use one.
+func TestRedisLeaveReuse(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	p := build(t, plugins.NewLocalEnv(), redisConf(port, `,"conn":1,"burst":0`))
+	in := p.Access[0].(*instance)
+	for i := range 50 {
+		r := arrive(t, p, t0, "127.0.0.1")
+		want(t, "request "+strconv.Itoa(i+1), outcomes(r), 0)
+		r.leave(p)
+		waitInFlight(t, []string{addr}, "127.0.0.1", 0)
+	}
+	// The last one's call is back once Redis answered it, shortly after
+	// its removal.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := len(in.leaves)
+		for l := in.returned.Load(); l != nil; l = l.nextFree {
+			n++
+		}
+		if n == 1 {
+			break
+		}
+		if n > 1 || time.Now().After(deadline) {
+			t.Fatalf("%d leave calls made for 50 requests one after another, want 1", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
