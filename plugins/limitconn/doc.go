@@ -23,8 +23,20 @@
 // of the requests served unless only_use_default_delay; here the unit is
 // always default_conn_delay.
 //
-// Policy "local" only: "redis" and "redis-cluster" pass the schema (as in
-// APISIX) but Check refuses them (the Admin API answers 400), as it
-// refuses rules, naming what is not
-// supported.
+// Policies "redis" and "redis-cluster" keep the count in Redis as
+// APISIX's limit-conn/util.lua does (redis.go): a sorted set
+// limit_conn:<route's resource key>:<conf version>:<key's value> of the
+// requests in flight, each scored with its arrival plus key_ttl, past
+// which it is dropped. The access phase submits the script's call to the
+// process's client of that Redis (plugins/internal/redis) and awaits it
+// (plugins.Ctx.Await); Resume rejects, delays or lets the request go, and
+// keeps the request's number (plugins.Ctx.Keep) when Redis counted it.
+// The log phase cannot wait: it submits the removal and nothing waits
+// for it (its call object goes back to the instance, pushed on a
+// lock-free stack from the client's goroutine). A request abandoned while Redis counted it is removed
+// likewise. When Redis cannot answer, the request is answered 500, or
+// passes with allow_degradation.
+//
+// Check refuses rules (the Admin API answers 400), which the plugin does
+// not run yet.
 package limitconn

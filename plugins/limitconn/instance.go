@@ -1,9 +1,11 @@
 package limitconn
 
 import (
+	"sync/atomic"
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
 
@@ -16,11 +18,22 @@ const connWindow = time.Hour
 const maxLimit = 1<<53 - 1
 
 // instance is one built configuration. Everything but the scratch buffers
-// is set by Build and only read afterwards; key and num are scratch
-// buffers of the phase call in progress (an instance runs on one event
-// loop, one request at a time; the counter table copies a key it keeps).
+// and the Redis calls' lists is set by Build and only read afterwards; key
+// and num are scratch buffers of the phase call in progress (an instance
+// runs on one event loop, one request at a time; the counter table copies
+// a key it keeps, and the redis policy a string of it), free the access
+// phase's Redis calls not out.
 type instance struct {
-	counters          plugins.Counters
+	counters plugins.Counters // the local policy's
+	// rc is the Redis of the redis and redis-cluster policies (nil:
+	// local); ttlArg is key_ttl, in seconds.
+	rc     *redis.Client
+	ttlArg string
+	free   []*call
+	// leaves are the log phase's Redis calls not out, returned those
+	// that came back since the loop last took them (see leave).
+	leaves            []*leaveCall
+	returned          atomic.Pointer[leaveCall]
 	conn, burst       int64
 	connTpl, burstTpl *vartpl.Template // non-nil: resolved per request
 	unit              time.Duration
@@ -55,6 +68,10 @@ func (in *instance) Access(c plugins.Ctx) {
 			return
 		}
 	}
+	if in.rc != nil {
+		in.redisAccess(c, conn, burst)
+		return
+	}
 	now := c.Now()
 	ctr, until := in.counters.Counter(in.keyOf(c), now, now+int64(connWindow))
 	if ctr == nil {
@@ -73,8 +90,14 @@ func (in *instance) Access(c plugins.Ctx) {
 		in.fail(c)
 		return
 	}
+	in.delay(c, n, conn)
+}
+
+// delay holds a request counted n-th of its key: past conn, the excess
+// requests wait, as lua-resty-limit-conn makes them; APISIX sleeps from a
+// millisecond on.
+func (in *instance) delay(c plugins.Ctx, n, conn int64) {
 	if n > conn {
-		// The excess requests wait, as lua-resty-limit-conn makes them.
 		if d := in.unit * time.Duration((n-1)/conn); d >= time.Millisecond {
 			c.Delay(d)
 		}
@@ -87,6 +110,11 @@ func (in *instance) Log(c plugins.Ctx) {
 	until, ok := c.Kept(in)
 	if !ok {
 		return // not counted: rejected, or access never ran
+	}
+	if in.rc != nil {
+		// until is the request's number; Redis is told, nothing waits.
+		in.leave(string(in.keyOf(c)), until)
+		return
 	}
 	now := c.Now()
 	ctr, u := in.counters.Counter(in.keyOf(c), now, now+int64(connWindow))

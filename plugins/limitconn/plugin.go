@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
+	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
 
@@ -30,33 +32,45 @@ var _ plugins.Plugin = Plugin{}
 // Schema implements plugins.Plugin: APISIX's schema.
 func (Plugin) Schema() []byte { return schema }
 
-// Check implements plugins.Plugin: the schema says it all.
+// Check implements plugins.Plugin: what the schema leaves to the plugin
+// (the Redis fields' values).
 func (Plugin) Check(raw json.RawMessage) error {
 	c, err := decode(raw)
 	if err != nil {
 		return err
 	}
-	return supported(c)
+	_, err = supported(c, raw)
+	return err
 }
 
 // decode reads a configuration that passed the schema, with APISIX's
 // defaults for what it leaves out.
 func decode(raw json.RawMessage) (conf, error) {
-	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503}
+	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503, KeyTTL: 3600}
 	err := json.Unmarshal(raw, &c)
 	return c, err
 }
 
 // supported refuses what the plugin cannot run yet: in Check, so that the
-// Admin API answers 400 rather than store what no worker can build.
-func supported(c conf) error {
-	switch {
-	case c.Policy != "local":
-		return fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
-	case c.Rules != nil:
-		return errors.New("rules are not supported yet")
+// Admin API answers 400 rather than store what no worker can build. It
+// returns the Redis configuration of the redis and redis-cluster
+// policies.
+func supported(c conf, raw json.RawMessage) (rconf *redis.Conf, err error) {
+	switch c.Policy {
+	case "local":
+	case "redis", "redis-cluster":
+		rc, err := redis.Decode(c.Policy, raw)
+		if err != nil {
+			return nil, err
+		}
+		rconf = &rc
+	default:
+		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
 	}
-	return nil
+	if c.Rules != nil {
+		return nil, errors.New("rules are not supported yet")
+	}
+	return rconf, nil
 }
 
 // conf is a configuration that passed the schema, with APISIX's defaults.
@@ -71,6 +85,7 @@ type conf struct {
 	RejectedMsg      *string         `json:"rejected_msg"`
 	AllowDegradation bool            `json:"allow_degradation"`
 	Rules            json.RawMessage `json:"rules"`
+	KeyTTL           int64           `json:"key_ttl"`
 }
 
 // Build implements plugins.Plugin.
@@ -79,11 +94,11 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err != nil {
 		return nil, err
 	}
-	if err := supported(c); err != nil {
+	rconf, err := supported(c, raw)
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case env.Counters == nil:
+	if rconf == nil && env.Counters == nil {
 		return nil, errors.New("no counter table")
 	}
 	canon, err := cjson.Canonical(raw)
@@ -100,6 +115,15 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		prefix:       []byte("limit-conn\x00route\x00"),
 		confHash:     []byte(":" + hex.EncodeToString(sum[:8]) + ":"),
 		key:          make([]byte, 0, 128),
+	}
+	if rconf != nil {
+		// APISIX's key (limit_conn:<route's resource key>:<conf
+		// version>:<key's value>), the hash of the configuration for its
+		// version: the same on every gateway.
+		in.counters = nil
+		in.rc = redis.For(*rconf)
+		in.prefix = []byte("limit_conn:/apisix/routes/")
+		in.ttlArg = strconv.FormatInt(c.KeyTTL, 10)
 	}
 	if in.conn, in.connTpl, err = vartpl.NumberOr(c.Conn); err != nil {
 		return nil, fmt.Errorf("conn: %w", err)

@@ -21,7 +21,12 @@
 // nodelay: the plugin asks the worker to hold it (plugins.Ctx.Delay), and
 // the event loop serves other connections meanwhile.
 //
-// Policy "local" only: "redis" and "redis-cluster" pass the schema (as in
-// APISIX) but Check refuses them (the Admin API answers 400), naming what
-// is not supported.
+// Policies "redis" and "redis-cluster" keep the bucket in Redis as
+// APISIX's limit-req/util.lua does (redis.go): a hash limit_req:<route's
+// resource key>:<conf version>:<key's value> with the fields excess and
+// last, which one Lua script reads, drains, checks and writes. The access
+// phase submits the script's call to the process's client of that Redis
+// (plugins/internal/redis) and awaits it (plugins.Ctx.Await); Resume
+// rejects, delays or lets the request go. When Redis cannot answer, the
+// request is answered 500, or passes with allow_degradation.
 package limitreq

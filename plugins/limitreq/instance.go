@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
 
@@ -26,19 +27,26 @@ const (
 	casTries = 64
 )
 
-// instance is one built configuration. Everything but key is set by Build
-// and only read afterwards; key is the scratch buffer of the Access call
-// in progress (an instance runs on one event loop, one request at a time;
-// the counter table copies a key it keeps).
+// instance is one built configuration. Everything but key and free is
+// set by Build and only read afterwards; key is the scratch buffer of the
+// Access call in progress (an instance runs on one event loop, one
+// request at a time; the counter table copies a key it keeps, and the
+// redis policy a string of it), free the Redis calls not out.
 type instance struct {
-	counters     plugins.Counters
-	rate, burst  float64 // in thousandths of a request (per second)
-	nodelay      bool
-	degrade      bool
-	rejectedCode int
-	rejectedBody []byte // nil: the gateway's page for rejectedCode
-	keyVar       string
-	keyTpl       *vartpl.Template // key_type var_combination
+	counters plugins.Counters // the local policy's
+	// rc is the Redis of the redis and redis-cluster policies (nil:
+	// local), with the script's fixed arguments: the rate and the burst
+	// in thousandths, the bucket's TTL in seconds.
+	rc                        *redis.Client
+	rateArg, burstArg, ttlArg string
+	free                      []*call
+	rate, burst               float64 // in thousandths of a request (per second)
+	nodelay                   bool
+	degrade                   bool
+	rejectedCode              int
+	rejectedBody              []byte // nil: the gateway's page for rejectedCode
+	keyVar                    string
+	keyTpl                    *vartpl.Template // key_type var_combination
 	// prefix, then the route's id, then confHash, then the key's value:
 	// the counter's key.
 	prefix, confHash []byte
@@ -51,6 +59,10 @@ var _ plugins.AccessPhase = (*instance)(nil)
 // Access implements plugins.AccessPhase, as limit-req's access with
 // resty.limit.req's incoming(key, commit=true).
 func (in *instance) Access(c plugins.Ctx) {
+	if in.rc != nil {
+		in.redisAccess(c)
+		return
+	}
 	k := in.keyOf(c)
 	now := c.Now()
 	ctr, until := in.counters.Counter(k, now, now+int64(bucketWindow))
@@ -72,11 +84,16 @@ func (in *instance) Access(c plugins.Ctx) {
 	case !ok:
 		c.Exit(in.rejectedCode, in.rejectedBody)
 	case !in.nodelay:
-		// excess/rate seconds, as resty.limit.req's delay; APISIX sleeps
-		// from a millisecond on.
-		if d := time.Duration(excess / in.rate * float64(time.Second)); d >= time.Millisecond {
-			c.Delay(d)
-		}
+		in.delay(c, excess)
+	}
+}
+
+// delay holds a request admitted with excess (thousandths of a request)
+// for excess/rate seconds, as resty.limit.req's delay; APISIX sleeps from
+// a millisecond on.
+func (in *instance) delay(c plugins.Ctx, excess float64) {
+	if d := time.Duration(excess / in.rate * float64(time.Second)); d >= time.Millisecond {
+		c.Delay(d)
 	}
 }
 

@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
+	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
 
@@ -29,13 +32,15 @@ var _ plugins.Plugin = Plugin{}
 // Schema implements plugins.Plugin: APISIX's schema.
 func (Plugin) Schema() []byte { return schema }
 
-// Check implements plugins.Plugin: the schema says it all.
+// Check implements plugins.Plugin: what the schema leaves to the plugin
+// (the Redis fields' values).
 func (Plugin) Check(raw json.RawMessage) error {
 	c, err := decode(raw)
 	if err != nil {
 		return err
 	}
-	return supported(c)
+	_, err = supported(c, raw)
+	return err
 }
 
 // decode reads a configuration that passed the schema, with APISIX's
@@ -46,18 +51,29 @@ func decode(raw json.RawMessage) (conf, error) {
 	return c, err
 }
 
-// supported refuses what the plugin cannot run yet: in Check, so that the
-// Admin API answers 400 rather than store what no worker can build.
-func supported(c conf) error {
-	switch {
-	case c.Policy != "local":
-		return fmt.Errorf("policy %q is not supported yet, only \"local\"", c.Policy)
-	case c.Burst > maxBurst:
-		return fmt.Errorf("burst %g is over %g", c.Burst, float64(maxBurst))
-	case c.Rate <= 0:
-		return errors.New("rate must be positive")
+// supported refuses what the plugin cannot run: in Check, so that the
+// Admin API answers 400 rather than store what no worker can build. It
+// returns the Redis configuration of the redis and redis-cluster
+// policies.
+func supported(c conf, raw json.RawMessage) (rconf *redis.Conf, err error) {
+	switch c.Policy {
+	case "local":
+	case "redis", "redis-cluster":
+		rc, err := redis.Decode(c.Policy, raw)
+		if err != nil {
+			return nil, err
+		}
+		rconf = &rc
+	default:
+		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
 	}
-	return nil
+	switch {
+	case c.Burst > maxBurst:
+		return nil, fmt.Errorf("burst %g is over %g", c.Burst, float64(maxBurst))
+	case c.Rate <= 0:
+		return nil, errors.New("rate must be positive")
+	}
+	return rconf, nil
 }
 
 // conf is a configuration that passed the schema, with APISIX's defaults.
@@ -82,11 +98,11 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err != nil {
 		return nil, err
 	}
-	if err := supported(c); err != nil {
+	rconf, err := supported(c, raw)
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case env.Counters == nil:
+	if rconf == nil && env.Counters == nil {
 		return nil, errors.New("no counter table")
 	}
 	canon, err := cjson.Canonical(raw)
@@ -105,6 +121,17 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		prefix:       []byte("limit-req\x00route\x00"),
 		confHash:     []byte(":" + hex.EncodeToString(sum[:8]) + ":"),
 		key:          make([]byte, 0, 128),
+	}
+	if rconf != nil {
+		// APISIX's key (limit_req:<route's resource key>:<conf
+		// version>:<key's value>), the hash of the configuration for its
+		// version: the same on every gateway.
+		in.counters = nil
+		in.rc = redis.For(*rconf)
+		in.prefix = []byte("limit_req:/apisix/routes/")
+		in.rateArg = strconv.FormatFloat(in.rate, 'g', -1, 64)
+		in.burstArg = strconv.FormatFloat(in.burst, 'g', -1, 64)
+		in.ttlArg = strconv.FormatFloat(math.Ceil(in.burst/in.rate)+1, 'f', 0, 64)
 	}
 	if c.KeyType == "var_combination" {
 		t := vartpl.Parse(c.Key)
