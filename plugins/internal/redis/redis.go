@@ -6,8 +6,9 @@
 // arguments) and awaits it (plugins.Ctx.Await); the event loop never waits
 // for Redis. Each distinct connection configuration has one Client per
 // process, with one goroutine that takes every Call submitted since its
-// last round trip and sends them as one pipeline (EVALSHA, EVAL for the
-// ones Redis answers NOSCRIPT), over the rueidis client it holds: a burst
+// last round trip and sends them as one pipeline (EVALSHA; EVAL for a
+// script's first call, and again for one Redis answers NOSCRIPT), over the
+// rueidis client it holds: a burst
 // of requests on a worker costs one write, one read and one wake-up of the
 // loop, not one per request. The rueidis client is made on first use and
 // closed after redis_keepalive_timeout without a call; a configuration
@@ -108,6 +109,9 @@ type Client struct {
 	lastUse  time.Time
 	cmds     rueidis.Commands
 	batch    []*Call
+	// sent are the scripts sent with EVAL on the current client: Redis
+	// has them (unless it lost them: NOSCRIPT), and EVALSHA does.
+	sent map[*Script]bool
 }
 
 // redialEvery is how often a Client whose Redis could not be reached
@@ -229,8 +233,10 @@ func (c *Client) run() {
 // errNoClient wraps the last dial error while the client waits to redial.
 var errNoClient = errors.New("redis: not connected")
 
-// exec runs one batch: EVALSHA for every call in one pipeline, then EVAL
-// in a second for the calls whose script Redis did not have.
+// exec runs one batch: EVALSHA for every call in one pipeline (EVAL for a
+// script's first call on the connection), then EVAL in a second for the
+// calls whose script Redis did not have (it was restarted or flushed its
+// scripts: those calls then run after the rest of their batch).
 func (c *Client) exec(batch []*Call) {
 	now := time.Now()
 	c.lastUse = now
@@ -247,11 +253,20 @@ func (c *Client) exec(batch []*Call) {
 			return
 		}
 		c.cli, c.dialErr = cli, nil
+		c.sent = map[*Script]bool{}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.conf.Timeout)
 	defer cancel()
 	c.cmds = c.cmds[:0]
 	for _, call := range batch {
+		if !c.sent[call.Script] {
+			// The first run of a script on this connection carries
+			// its text, so that calls run in the order they came.
+			c.sent[call.Script] = true
+			c.cmds = append(c.cmds, c.cli.B().Eval().Script(call.Script.src).Numkeys(int64(len(call.Keys))).
+				Key(call.Keys...).Arg(call.Args...).Build())
+			continue
+		}
 		c.cmds = append(c.cmds, c.cli.B().Evalsha().Sha1(call.Script.sha).Numkeys(int64(len(call.Keys))).
 			Key(call.Keys...).Arg(call.Args...).Build())
 	}
