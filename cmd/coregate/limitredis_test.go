@@ -2,8 +2,12 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"net"
+	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,5 +137,96 @@ func TestLimitCountRedisDown(t *testing.T) {
 		if a, err := c.get("/open"); err != nil || a.status != 200 || a.limit != "" || a.body != "ok" {
 			t.Fatalf("/open: %+v, %v", a, err)
 		}
+	}
+}
+
+// TestLimitReqRedisAcrossGateways: limit-req's bucket in Redis is shared
+// by two gateways: exactly burst+1 requests pass between them.
+func TestLimitReqRedisAcrossGateways(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateways with several workers and a redis-server")
+	}
+	port := plugintest.RedisServer(t)
+	up := textUpstream(t, "ok")
+	const burst = 59
+	routes := routesYAML(obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+		"plugins": obj{"limit-req": obj{"rate": 0.001, "burst": burst, "key": "remote_addr", "nodelay": true,
+			"rejected_code": 429, "rejected_msg": "slow down", "policy": "redis", "redis_host": "127.0.0.1", "redis_port": port}}})
+	a := startSupervisor(t, routes, func(p int) string { return perCoreConfig(p, 2) }, 2)
+	b := startGateway(t, routes, "")
+	conns := append(dialSpread(t, a, 2, 3), dialLimit(t, b.addr(), 6)...)
+	passed, rejected := countReq(t, conns, "/limited", 3*(burst+1))
+	if passed != burst+1 || rejected != 2*(burst+1) {
+		t.Fatalf("%d passed and %d were rejected over two gateways, want %d and %d", passed, rejected, burst+1, 2*(burst+1))
+	}
+}
+
+// TestLimitConnRedisAcrossGateways: limit-conn's count in Redis is shared
+// by two gateways: exactly conn requests are in flight between them, the
+// others rejected; each leaves the count in its log phase, so the next
+// round admits conn again.
+func TestLimitConnRedisAcrossGateways(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateways and a redis-server")
+	}
+	port := plugintest.RedisServer(t)
+	const conn = 5
+	var arrived atomic.Int32
+	var release atomic.Pointer[chan struct{}]
+	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		select {
+		case <-*release.Load():
+		case <-time.After(30 * time.Second):
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	routes := routesYAML(obj{"id": "held", "uri": "/held", "upstream": upstreamOf(nodes(up.addr()), nil),
+		"plugins": obj{"limit-conn": obj{"conn": conn, "burst": 0, "default_conn_delay": 0.1, "key": "remote_addr",
+			"rejected_code": 429, "rejected_msg": "busy", "policy": "redis", "redis_host": "127.0.0.1", "redis_port": port}}})
+	a := startGateway(t, routes, "")
+	b := startGateway(t, routes, "")
+	conns := append(dialLimit(t, a.addr(), 6), dialLimit(t, b.addr(), 6)...)
+	for round := range 2 {
+		ch := make(chan struct{})
+		release.Store(&ch)
+		arrived.Store(0)
+		var ok, busy, bad atomic.Int32
+		var wg sync.WaitGroup
+		for _, lc := range conns {
+			wg.Go(func() {
+				a, err := lc.get("/held")
+				switch {
+				case err == nil && a.status == 200 && a.body == "ok":
+					ok.Add(1)
+				case err == nil && a.status == 429 && a.body == `{"error_msg":"busy"}`+"\n":
+					busy.Add(1)
+				default:
+					bad.Add(1)
+				}
+			})
+		}
+		eventually(t, 20*time.Second, func() error {
+			if n := busy.Load(); int(n) != len(conns)-conn || arrived.Load() != conn {
+				return fmt.Errorf("round %d: %d rejected, %d at the upstream; want %d and %d",
+					round, n, arrived.Load(), len(conns)-conn, conn)
+			}
+			return nil
+		})
+		close(ch)
+		wg.Wait()
+		if ok.Load() != conn || bad.Load() != 0 {
+			t.Fatalf("round %d: %d passed, %d unexpected answers; want %d and 0", round, ok.Load(), bad.Load(), conn)
+		}
+		// The log phases' removals reach Redis after the answers: wait
+		// for the count to empty before the next round.
+		eventually(t, 10*time.Second, func() error {
+			n, err := plugintest.RedisCommand("127.0.0.1:"+strconv.Itoa(port), "EVAL",
+				"local n = 0 for _, k in ipairs(redis.call('keys', 'limit_conn:*')) do n = n + redis.call('zcard', k) end return n", "0")
+			if err == nil && n != "0" {
+				err = fmt.Errorf("%s requests still counted", n)
+			}
+			return err
+		})
 	}
 }
