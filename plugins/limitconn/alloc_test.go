@@ -16,10 +16,11 @@ func TestAllocPhases(t *testing.T) {
 	for name, conf := range map[string]string{
 		"passed":          `{"conn":1,"burst":0,"default_conn_delay":1,"key":"remote_addr"}`,
 		"var_combination": `{"conn":"$http_x_conn","burst":"${arg_b ?? 0}","default_conn_delay":1,"key_type":"var_combination","key":"$remote_addr $http_x_user"}`,
+		"rules":           rulesConf,
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := build(t, plugins.NewLocalEnv(), conf)
-			c := plugintest.NewCtx("GET", "/hello?y=1").WithHeader("X-User", "ann").WithHeader("X-Conn", "3")
+			c := plugintest.NewCtx("GET", "/hello?y=1").WithHeader("X-User", "ann").WithHeader("X-Conn", "3").WithHeader("X-Org", "o")
 			plugintest.Run(p, c)
 			plugintest.AllocsPerRun(t, 200, func() {
 				c.Reset()

@@ -37,6 +37,11 @@
 // likewise. When Redis cannot answer, the request is answered 500, or
 // passes with allow_degradation.
 //
-// Check refuses rules (the Admin API answers 400), which the plugin does
-// not run yet.
+// With rules, each rule whose key (a template) resolves a variable, and
+// whose conn and burst resolve, counts the request in its own count, in
+// order: the first over its limit rejects the request, and the counts the
+// rules before it took are given back in the log phase, as APISIX's
+// ctx.limit_conn list is; the delays of the rules add up. A request no
+// rule applies to is a limiter failure. Rules whose keys resolve alike
+// share a count, as in APISIX.
 package limitconn

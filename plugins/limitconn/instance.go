@@ -32,18 +32,30 @@ type instance struct {
 	free   []*call
 	// leaves are the log phase's Redis calls not out, returned those
 	// that came back since the loop last took them (see leave).
-	leaves            []*leaveCall
-	returned          atomic.Pointer[leaveCall]
+	leaves   []*leaveCall
+	returned atomic.Pointer[leaveCall]
+	// rules are the limits: one (conn, burst, key), or the
+	// configuration's rules, each counted apart.
+	rules            []rule
+	unit             time.Duration
+	degrade          bool
+	rejectedCode     int
+	rejectedBody     []byte // nil: the gateway's page for rejectedCode
+	prefix, confHash []byte // the counter's key: prefix, route id, confHash, key value
+	key, num         []byte
+}
+
+// rule is one limit. A request keeps what its access phase counted in a
+// rule's count under the rule's address (plugins.Ctx.Keep's owner).
+type rule struct {
 	conn, burst       int64
 	connTpl, burstTpl *vartpl.Template // non-nil: resolved per request
-	unit              time.Duration
-	degrade           bool
-	rejectedCode      int
-	rejectedBody      []byte // nil: the gateway's page for rejectedCode
 	keyVar            string
-	keyTpl            *vartpl.Template // key_type var_combination
-	prefix, confHash  []byte           // the counter's key: prefix, route id, confHash, key value
-	key, num          []byte
+	keyTpl            *vartpl.Template // key_type var_combination, or a rule's key
+	// inRules: one of rules, whose key must resolve a variable, else the
+	// rule does not apply to the request (APISIX's get_rules); a conn or
+	// burst that does not resolve skips it too.
+	inRules bool
 }
 
 var (
@@ -54,48 +66,77 @@ var (
 // Access implements plugins.AccessPhase, as limit-conn's increase with
 // resty.limit.conn's incoming(key, commit=true).
 func (in *instance) Access(c plugins.Ctx) {
-	conn, burst := in.conn, in.burst
-	var ok bool
-	if in.connTpl != nil {
-		if conn, ok = in.resolve(c, in.connTpl); !ok || conn == 0 {
+	in.accessFrom(c, 0, 0)
+}
+
+// accessFrom counts the request against the rules from i on; applied is
+// the number of rules that applied before i. With the redis policy it
+// awaits the first rule's count and Resume goes on with the next.
+func (in *instance) accessFrom(c plugins.Ctx, i, applied int) {
+	for ; i < len(in.rules); i++ {
+		r := &in.rules[i]
+		conn, burst, ok := in.limits(c, r)
+		if !ok {
+			if r.inRules {
+				continue
+			}
 			in.fail(c)
 			return
 		}
-	}
-	if in.burstTpl != nil {
-		if burst, ok = in.resolve(c, in.burstTpl); !ok {
+		k, ok := in.keyOf(c, r)
+		if !ok {
+			continue
+		}
+		applied++
+		if in.rc != nil {
+			in.redisAccess(c, i, applied, k, conn, burst)
+			return
+		}
+		now := c.Now()
+		ctr, until := in.counters.Counter(k, now, now+int64(connWindow))
+		if ctr == nil {
 			in.fail(c)
 			return
 		}
+		n := ctr.Add(1)
+		if n > conn+burst {
+			ctr.Add(-1)
+			c.Exit(in.rejectedCode, in.rejectedBody)
+			return
+		}
+		if !c.Keep(r, uint64(until)) {
+			// The request could not remember it was counted: not counted.
+			ctr.Add(-1)
+			in.fail(c)
+			return
+		}
+		in.delay(c, n, conn)
 	}
-	if in.rc != nil {
-		in.redisAccess(c, conn, burst)
-		return
+	if applied == 0 {
+		in.fail(c) // "failed to get limit conn rules"
 	}
-	now := c.Now()
-	ctr, until := in.counters.Counter(in.keyOf(c), now, now+int64(connWindow))
-	if ctr == nil {
-		in.fail(c)
-		return
+}
+
+// limits are the rule's conn and burst for this request; false when one
+// does not resolve to a number (conn above zero, burst from zero).
+func (in *instance) limits(c plugins.Ctx, r *rule) (conn, burst int64, ok bool) {
+	conn, burst = r.conn, r.burst
+	if r.connTpl != nil {
+		if conn, ok = in.resolve(c, r.connTpl); !ok || conn == 0 {
+			return 0, 0, false
+		}
 	}
-	n := ctr.Add(1)
-	if n > conn+burst {
-		ctr.Add(-1)
-		c.Exit(in.rejectedCode, in.rejectedBody)
-		return
+	if r.burstTpl != nil {
+		if burst, ok = in.resolve(c, r.burstTpl); !ok {
+			return 0, 0, false
+		}
 	}
-	if !c.Keep(in, uint64(until)) {
-		// The request could not remember it was counted: not counted.
-		ctr.Add(-1)
-		in.fail(c)
-		return
-	}
-	in.delay(c, n, conn)
+	return conn, burst, true
 }
 
 // delay holds a request counted n-th of its key: past conn, the excess
 // requests wait, as lua-resty-limit-conn makes them; APISIX sleeps from a
-// millisecond on.
+// millisecond on. The delays of several rules add up, as APISIX's sleeps.
 func (in *instance) delay(c plugins.Ctx, n, conn int64) {
 	if n > conn {
 		if d := in.unit * time.Duration((n-1)/conn); d >= time.Millisecond {
@@ -104,29 +145,33 @@ func (in *instance) delay(c plugins.Ctx, n, conn int64) {
 	}
 }
 
-// Log implements plugins.LogPhase: the request leaves the count its
-// access phase put it in, if that counter is still the one it was.
+// Log implements plugins.LogPhase: the request leaves the counts its
+// access phase put it in, each if that counter is still the one it was.
 func (in *instance) Log(c plugins.Ctx) {
-	until, ok := c.Kept(in)
-	if !ok {
-		return // not counted: rejected, or access never ran
+	for i := range in.rules {
+		r := &in.rules[i]
+		until, ok := c.Kept(r)
+		if !ok {
+			continue // not counted: rejected, or access never reached it
+		}
+		k, _ := in.keyOf(c, r)
+		if in.rc != nil {
+			// until is the request's number; Redis is told, nothing waits.
+			in.leave(string(k), until)
+			continue
+		}
+		now := c.Now()
+		ctr, u := in.counters.Counter(k, now, now+int64(connWindow))
+		if ctr == nil || u != int64(until) {
+			continue // the counter's window ended meanwhile: counting started over
+		}
+		ctr.Add(-1)
 	}
-	if in.rc != nil {
-		// until is the request's number; Redis is told, nothing waits.
-		in.leave(string(in.keyOf(c)), until)
-		return
-	}
-	now := c.Now()
-	ctr, u := in.counters.Counter(in.keyOf(c), now, now+int64(connWindow))
-	if ctr == nil || u != int64(until) {
-		return // the counter's window ended meanwhile: counting started over
-	}
-	ctr.Add(-1)
 }
 
 // fail is a limiter failure (a full counter table, a limit that does not
-// resolve): the request passes with allow_degradation, else it is
-// answered 500, as APISIX.
+// resolve, no rule that applies): the request passes with
+// allow_degradation, else it is answered 500, as APISIX.
 func (in *instance) fail(c plugins.Ctx) {
 	if !in.degrade {
 		c.Exit(500, nil)
@@ -151,24 +196,33 @@ func (in *instance) resolve(c plugins.Ctx, t *vartpl.Template) (n int64, ok bool
 	return n, true
 }
 
-// keyOf builds the counter key of this request into in.key: the key's
-// value, or the client's address when it has none. Log builds the same
-// key as access: the variables it reads do not change between them.
-func (in *instance) keyOf(c plugins.Ctx) []byte {
+// keyOf builds the counter key of r for this request into in.key: the
+// key's value, or the client's address when it has none; false for a
+// rule whose key resolves nothing. Log builds the same key as access: the
+// variables it reads do not change between them. As APISIX, rules whose
+// keys resolve alike share a count.
+func (in *instance) keyOf(c plugins.Ctx, r *rule) ([]byte, bool) {
 	k := append(in.key[:0], in.prefix...)
 	k = append(k, c.RouteID()...)
 	k = append(k, in.confHash...)
 	mark := len(k)
-	if in.keyTpl != nil {
+	switch {
+	case r.keyTpl != nil:
 		var n int
-		if k, n = in.keyTpl.Render(k, c); n == 0 {
+		if k, n = r.keyTpl.Render(k, c); n == 0 {
+			if r.inRules {
+				in.key = k
+				return nil, false
+			}
 			k = append(k[:mark], c.Var("remote_addr")...)
 		}
-	} else if v := c.Var(in.keyVar); v != nil {
-		k = append(k, v...)
-	} else {
-		k = append(k, c.Var("remote_addr")...)
+	default:
+		if v := c.Var(r.keyVar); v != nil {
+			k = append(k, v...)
+		} else {
+			k = append(k, c.Var("remote_addr")...)
+		}
 	}
 	in.key = k
-	return k
+	return k, true
 }

@@ -3,7 +3,6 @@ package limitconn
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,21 +192,42 @@ func TestExactAcrossInstances(t *testing.T) {
 func TestBuildRefuses(t *testing.T) {
 	for _, conf := range []string{`{"conn":1,"burst":0,"key":"remote_addr"}`, `{"conn":0,"burst":0,"default_conn_delay":1,"key":"remote_addr"}`,
 		`{"conn":1,"burst":-1,"default_conn_delay":1,"key":"remote_addr"}`, `{"conn":1,"burst":0,"default_conn_delay":0,"key":"remote_addr"}`,
-		`{"conn":1,"burst":0,"default_conn_delay":1,"key":"remote_addr","policy":"redis"}`} {
+		`{"conn":1,"burst":0,"default_conn_delay":1,"key":"remote_addr","policy":"redis"}`,
+		// both forms at once
+		`{"conn":1,"burst":0,"default_conn_delay":1,"key":"remote_addr","rules":[{"conn":1,"burst":0,"key":"$remote_addr"}]}`,
+		`{"default_conn_delay":1,"rules":[{"conn":1,"burst":0}]}`} {
 		if err := plugins.Check(Name, json.RawMessage(conf)); err == nil {
 			t.Errorf("%s passed the checks", conf)
 		}
 	}
-	for conf, want := range map[string]string{
-		`{"default_conn_delay":1,"rules":[{"conn":1,"burst":0,"key":"$remote_addr"}]}`: `rules are not supported yet`,
-	} {
-		// refused by the check (the Admin API's 400) and by Build alike
-		if err := plugins.Check(Name, json.RawMessage(conf)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: check error %v, want %q", conf, err, want)
-		}
-		_, err := plugins.Default.Build(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: build error %v, want %q", conf, err, want)
-		}
-	}
+}
+
+// rulesConf limits the requests in flight per user (one) and per
+// organisation (two), each counted apart.
+const rulesConf = `{"default_conn_delay":0.5,"rejected_code":429,"rules":[` +
+	`{"conn":1,"burst":0,"key":"$http_x_user"},{"conn":2,"burst":0,"key":"org:$http_x_org"}]}`
+
+// TestRules: each rule whose key resolves counts the request in its own
+// count; the first rule over its limit rejects it, and the counts the
+// rules before it took are given back in its log phase; a request no
+// rule applies to is a limiter failure (500); the delays of several rules
+// add up.
+func TestRules(t *testing.T) {
+	p := build(t, plugins.NewLocalEnv(), rulesConf)
+	r1 := enter(p, t0, "X-User", "ann", "X-Org", "o")
+	r2 := enter(p, t0, "X-User", "bob", "X-Org", "o")
+	r3 := enter(p, t0, "X-User", "cid", "X-Org", "o") // its org is full
+	r4 := enter(p, t0, "X-User", "ann", "X-Org", "p") // ann is in flight
+	r5 := enter(p, t0)                                // no rule applies
+	r6 := enter(p, t0, "X-User", "dan")               // only the user rule applies
+	want(t, "six", outcomes(r1, r2, r3, r4, r5, r6), 0, 0, -429, -429, -500, 0)
+	r3.leave(p) // cid's count goes back
+	want(t, "cid again", outcomes(enter(p, t0, "X-User", "cid", "X-Org", "q")), 0)
+	r1.leave(p) // ann's and o's
+	want(t, "after ann left", outcomes(enter(p, t0, "X-User", "ann", "X-Org", "o")), 0)
+
+	delays := build(t, plugins.NewLocalEnv(), `{"default_conn_delay":0.5,"rules":[`+
+		`{"conn":1,"burst":1,"key":"a:$remote_addr"},{"conn":1,"burst":1,"key":"b:$remote_addr"},`+
+		`{"conn":"$http_x_conn","burst":0,"key":"c:$remote_addr"}]}`)
+	want(t, "two rules' delays", outcomes(enter(delays, t0), enter(delays, t0)), 0, 1000)
 }

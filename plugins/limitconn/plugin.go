@@ -67,9 +67,6 @@ func supported(c conf, raw json.RawMessage) (rconf *redis.Conf, err error) {
 	default:
 		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
 	}
-	if c.Rules != nil {
-		return nil, errors.New("rules are not supported yet")
-	}
 	return rconf, nil
 }
 
@@ -86,6 +83,13 @@ type conf struct {
 	AllowDegradation bool            `json:"allow_degradation"`
 	Rules            json.RawMessage `json:"rules"`
 	KeyTTL           int64           `json:"key_ttl"`
+}
+
+// ruleConf is one of rules.
+type ruleConf struct {
+	Conn  json.RawMessage `json:"conn"`
+	Burst json.RawMessage `json:"burst"`
+	Key   string          `json:"key"`
 }
 
 // Build implements plugins.Plugin.
@@ -111,7 +115,6 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		unit:         time.Duration(c.DefaultConnDelay * float64(time.Second)),
 		degrade:      c.AllowDegradation,
 		rejectedCode: c.RejectedCode,
-		keyVar:       c.Key,
 		prefix:       []byte("limit-conn\x00route\x00"),
 		confHash:     []byte(":" + hex.EncodeToString(sum[:8]) + ":"),
 		key:          make([]byte, 0, 128),
@@ -125,15 +128,35 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		in.prefix = []byte("limit_conn:/apisix/routes/")
 		in.ttlArg = strconv.FormatInt(c.KeyTTL, 10)
 	}
-	if in.conn, in.connTpl, err = vartpl.NumberOr(c.Conn); err != nil {
-		return nil, fmt.Errorf("conn: %w", err)
-	}
-	if in.burst, in.burstTpl, err = vartpl.NumberOr(c.Burst); err != nil {
-		return nil, fmt.Errorf("burst: %w", err)
-	}
-	if c.KeyType == "var_combination" {
-		t := vartpl.Parse(c.Key)
-		in.keyTpl = &t
+	if c.Rules == nil {
+		r := rule{keyVar: c.Key}
+		if r.conn, r.connTpl, err = vartpl.NumberOr(c.Conn); err != nil {
+			return nil, fmt.Errorf("conn: %w", err)
+		}
+		if r.burst, r.burstTpl, err = vartpl.NumberOr(c.Burst); err != nil {
+			return nil, fmt.Errorf("burst: %w", err)
+		}
+		if c.KeyType == "var_combination" {
+			t := vartpl.Parse(c.Key)
+			r.keyTpl = &t
+		}
+		in.rules = []rule{r}
+	} else {
+		var rules []ruleConf
+		if err := json.Unmarshal(c.Rules, &rules); err != nil {
+			return nil, err
+		}
+		for i, rc := range rules {
+			t := vartpl.Parse(rc.Key)
+			r := rule{keyTpl: &t, inRules: true}
+			if r.conn, r.connTpl, err = vartpl.NumberOr(rc.Conn); err != nil {
+				return nil, fmt.Errorf("rules[%d].conn: %w", i+1, err)
+			}
+			if r.burst, r.burstTpl, err = vartpl.NumberOr(rc.Burst); err != nil {
+				return nil, fmt.Errorf("rules[%d].burst: %w", i+1, err)
+			}
+			in.rules = append(in.rules, r)
+		}
 	}
 	if c.RejectedMsg != nil {
 		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)

@@ -8,4 +8,4 @@ import (
 
 // TestREADMEExamples: every route README.md shows is a valid route whose
 // limit-conn configuration passes the plugin's checks and builds.
-func TestREADMEExamples(t *testing.T) { plugintest.CheckRouteExamples(t, Name, 4) }
+func TestREADMEExamples(t *testing.T) { plugintest.CheckRouteExamples(t, Name, 5) }

@@ -55,18 +55,22 @@ func requestID(n uint64) string { return idPrefix + strconv.FormatUint(n, 16) }
 // Abandon.
 type call struct {
 	redis.Call
-	in   *instance
-	conn int64  // the request's conn
-	id   uint64 // the request's number
-	keys [1]string
-	args [4]string
+	in      *instance
+	rule    int    // the rule counted
+	applied int    // the rules applied so far, this one included
+	conn    int64  // the rule's conn for the request
+	id      uint64 // the request's number
+	keys    [1]string
+	args    [4]string
 }
 
-// redisAccess counts the request in Redis and awaits the answer.
-func (in *instance) redisAccess(c plugins.Ctx, conn, burst int64) {
+// redisAccess counts the request in Redis under key k for rule i and
+// awaits the answer.
+func (in *instance) redisAccess(c plugins.Ctx, i, applied int, k []byte, conn, burst int64) {
 	cl := in.getCall()
+	cl.rule, cl.applied = i, applied
 	cl.conn, cl.id = conn, lastID.Add(1)
-	cl.keys[0] = string(in.keyOf(c))
+	cl.keys[0] = string(k)
 	cl.args[0] = strconv.FormatInt(conn+burst, 10)
 	cl.args[2] = strconv.FormatInt(c.Now()/int64(time.Second), 10)
 	cl.args[3] = requestID(cl.id)
@@ -86,17 +90,23 @@ func (cl *call) added() bool { return cl.Err == nil && cl.NRep >= 2 && cl.Reply[
 // Resume implements plugins.Resumer: the count answered.
 func (cl *call) Resume(c plugins.Ctx) {
 	in := cl.in
+	rule, applied := cl.rule, cl.applied
 	switch {
 	case cl.Err != nil || cl.NRep < 2:
-		// Redis could not answer: "failed to limit conn".
+		// Redis could not answer: "failed to limit conn"; with
+		// allow_degradation the next rule counts the request.
 		in.putCall(cl)
-		in.fail(c)
+		if !in.degrade {
+			c.Exit(500, nil)
+			return
+		}
+		in.accessFrom(c, rule+1, applied)
 		return
 	case !cl.added():
 		in.putCall(cl)
 		c.Exit(in.rejectedCode, in.rejectedBody)
 		return
-	case !c.Keep(in, cl.id):
+	case !c.Keep(&in.rules[rule], cl.id):
 		// The request could not remember it was counted: not counted.
 		in.leave(cl.keys[0], cl.id)
 		in.putCall(cl)
@@ -106,6 +116,7 @@ func (cl *call) Resume(c plugins.Ctx) {
 	n, conn := cl.Reply[1], cl.conn
 	in.putCall(cl)
 	in.delay(c, n, conn)
+	in.accessFrom(c, rule+1, applied)
 }
 
 // Abandon implements plugins.Resumer: the request left while Redis

@@ -280,7 +280,6 @@ func TestRedisCheck(t *testing.T) {
 		{`{"conn":1,"burst":1,"default_conn_delay":1,"key":"remote_addr","policy":"redis-cluster","redis_cluster_nodes":["127.0.0.1:7000"]}`, "redis_cluster_name"},
 		{`{"conn":1,"burst":1,"default_conn_delay":1,"key":"remote_addr","policy":"redis-cluster","redis_cluster_name":"c","redis_cluster_nodes":["nohost"]}`, "failed to parse address: nohost"},
 		{`{"conn":1,"burst":1,"default_conn_delay":1,"key":"remote_addr","policy":"redis-sentinel"}`, `property "policy" validation failed`},
-		{`{"default_conn_delay":1,"rules":[{"conn":1,"burst":0,"key":"$remote_addr"}],"policy":"redis","redis_host":"127.0.0.1"}`, "rules are not supported yet"},
 	} {
 		err := plugins.Check(Name, json.RawMessage(tc.conf))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -335,4 +334,64 @@ func TestRedisLeaveReuse(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestRedisRules: TestRules with the counts in Redis: each rule a call,
+// in order, the next only once the previous one let the request through.
+func TestRedisRules(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	conf := strings.TrimSuffix(rulesConf, "}") + fmt.Sprintf(`,"policy":"redis","redis_host":"127.0.0.1","redis_port":%d}`, port)
+	p := build(t, plugins.NewLocalEnv(), conf)
+	enter := func(headers ...string) request {
+		c := plugintest.NewCtx("GET", "/").WithRoute("r1")
+		c.Clock = t0
+		for i := 0; i+1 < len(headers); i += 2 {
+			c.WithHeader(headers[i], headers[i+1])
+		}
+		for _, a := range p.Access {
+			a.Access(c)
+			if !c.Settle() {
+				t.Fatal("an Await was never woken")
+			}
+		}
+		return request{c}
+	}
+	// total is the requests counted in Redis, every key together.
+	total := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := plugintest.RedisCommand(addr, "EVAL",
+				"local n = 0 for _, k in ipairs(redis.call('keys', 'limit_conn:*')) do n = n + redis.call('zcard', k) end return n", "0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == strconv.Itoa(n) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s requests counted in Redis, want %d", got, n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	r1 := enter("X-User", "ann", "X-Org", "o")
+	r2 := enter("X-User", "bob", "X-Org", "o")
+	r3 := enter("X-User", "cid", "X-Org", "o")
+	r4 := enter("X-User", "ann", "X-Org", "p")
+	r5 := enter()
+	r6 := enter("X-User", "dan")
+	want(t, "six", outcomes(r1, r2, r3, r4, r5, r6), 0, 0, -429, -429, -500, 0)
+	if r3.c.Awaits != 2 || r4.c.Awaits != 1 || r5.c.Awaits != 0 {
+		t.Fatalf("Redis calls: %d, %d, %d; want 2, 1, 0", r3.c.Awaits, r4.c.Awaits, r5.c.Awaits)
+	}
+	// ann and bob twice (user, org), cid's user count, dan's.
+	total(6)
+	r3.leave(p)
+	total(5)
+	want(t, "cid again", outcomes(enter("X-User", "cid", "X-Org", "q")), 0)
+	r1.leave(p)
+	total(5)
+	want(t, "after ann left", outcomes(enter("X-User", "ann", "X-Org", "o")), 0)
 }
