@@ -311,12 +311,25 @@ func (r *Runner) startRedis() (int, error) {
 	if r.o.Redis == "" {
 		return 0, errors.New("harness: a scenario counts in Redis and no redis-server was given")
 	}
+	port, err := StartRedis(r.o.Redis, r.o.UpstreamCPUs, r.o.WorkDir)
+	if err != nil {
+		return 0, err
+	}
+	r.logf("redis-server on 127.0.0.1:%d (cpu %s)\n", port, procstat.FormatCPUList(r.o.UpstreamCPUs))
+	r.redisPort = port
+	return port, nil
+}
+
+// StartRedis starts the redis-server bin on cpus, without persistence,
+// its files in dir, and returns its port once it accepts connections.
+// StopAll stops it.
+func StartRedis(bin string, cpus []int, dir string) (int, error) {
 	port, err := FreePort()
 	if err != nil {
 		return 0, err
 	}
-	_, _, err = Start("redis", r.o.UpstreamCPUs, nil, filepath.Join(r.o.WorkDir, "redis.log"), false,
-		r.o.Redis, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.o.WorkDir)
+	_, _, err = Start("redis", cpus, nil, filepath.Join(dir, "redis.log"), false,
+		bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
 	if err != nil {
 		return 0, err
 	}
@@ -325,16 +338,13 @@ func (r *Runner) startRedis() (int, error) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			break
+			return port, nil
 		}
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("harness: redis-server on %s: %w", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r.logf("redis-server on %s (cpu %s)\n", addr, procstat.FormatCPUList(r.o.UpstreamCPUs))
-	r.redisPort = port
-	return port, nil
 }
 
 // snapshot is CPU accounting at one instant.

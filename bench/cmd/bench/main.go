@@ -456,6 +456,8 @@ func profileCmd(args []string) error {
 		target   = fs.String("target", "coregate", "what to profile: coregate, or upstream (checks the tooling)")
 		coregate = fs.String("coregate", "bin/coregate", "coregate binary")
 		routes   = fs.Int("routes", 1, "routes in the table (the measured one is /hello, last)")
+		scen     = fs.String("scenario", "", "profile this scenario of 'run -list' (its routes, plugins, consumers and load) instead of -routes without plugins")
+		redis    = fs.String("redis", lookRedis(), "redis-server, for a scenario that counts in Redis")
 		workers  = fs.Int("workers", 1, "worker processes")
 		secs     = fs.Int("seconds", 10, "profile duration")
 		out      = fs.String("out", "bench/results/cpu.pprof", "profile file to write")
@@ -491,6 +493,7 @@ func profileCmd(args []string) error {
 		return err
 	}
 	var addr string
+	var s scenario.Scenario
 	switch *target {
 	case "upstream":
 		p, _, err := harness.Start("upstream", gw, []string{"GOMAXPROCS=1"}, filepath.Join(work, "upstream.log"), false,
@@ -521,7 +524,22 @@ func profileCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		s := scenario.Scenario{Name: "profile", Routes: *routes, Upstream: true}
+		s = scenario.Scenario{Name: "profile", Routes: *routes, Upstream: true}
+		if *scen != "" {
+			sc, err := scenario.Select(scenario.Seeds(1, 10000), *scen)
+			if err != nil {
+				return err
+			}
+			s = sc[0]
+		}
+		if s.Redis {
+			if *redis == "" {
+				return errors.New("bench: profile: the scenario counts in Redis: no redis-server (make bench-deps)")
+			}
+			if s.RedisPort, err = harness.StartRedis(*redis, ld, work); err != nil {
+				return err
+			}
+		}
 		if err := os.WriteFile(filepath.Join(work, "config.yaml"), scenario.CoregateConfig(s, port, *workers), 0o644); err != nil {
 			return err
 		}
@@ -534,7 +552,7 @@ func profileCmd(args []string) error {
 			return err
 		}
 		addr = fmt.Sprintf("127.0.0.1:%d", port)
-		if err := harness.WaitReady(p, addr, "/hello", "", 15*time.Second); err != nil {
+		if err := harness.WaitReady(p, addr, "/hello", s.Load.Header, 15*time.Second); err != nil {
 			return err
 		}
 	default:
@@ -542,7 +560,7 @@ func profileCmd(args []string) error {
 	}
 	done := make(chan load.Result, 1)
 	go func() {
-		res, _ := load.Run(load.Config{Addr: addr, Conns: 16, Duration: time.Duration(*secs+2) * time.Second})
+		res, _ := load.Run(load.Config{Addr: addr, Conns: 16, Header: s.Load.Header, Duration: time.Duration(*secs+2) * time.Second})
 		done <- res
 	}()
 	time.Sleep(time.Second)
