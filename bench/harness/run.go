@@ -30,6 +30,7 @@ type Options struct {
 	StandIn   bool   // run nginx in coregate's place (harness check before the gateway exists)
 	Nginx     string // nginx binary; "" leaves the reference out
 	Redis     string // redis-server binary, for the scenarios that count in Redis
+	Perf      string // perf binary: count system calls per request in the fixed-rate scenario; "" to skip
 	Direct    bool   // also measure the load generator against the upstream alone
 	Scenarios []scenario.Scenario
 	Pending   []scenario.Scenario // listed in the report, not run
@@ -230,6 +231,19 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 				r.logf("  noisy round (other CPU %.2f cores, slow CPU ×%.2f): redoing\n", smp.ForeignCores, smp.SlowCPU)
 			}
 			samples[i] = append(samples[i], smp)
+		}
+	}
+	if s.Group == scenario.GroupLatency && o.Perf != "" {
+		for _, t := range targets {
+			if t.proc == nil {
+				continue
+			}
+			sc, err := r.countSyscalls(s, t)
+			if err != nil {
+				r.run.Notes = append(r.run.Notes, err.Error())
+				continue
+			}
+			r.run.Syscalls = append(r.run.Syscalls, sc)
 		}
 	}
 	rows := make([]report.Row, len(targets))

@@ -135,6 +135,21 @@ type Run struct {
 	Pending   []Pending `json:"pending,omitempty"`
 	WrkCheck  *WrkCheck `json:"wrk_check,omitempty"`
 	Notes     []string  `json:"notes,omitempty"`
+	// Syscalls are the per-request counts perf stat took on each gateway
+	// of a fixed-rate scenario.
+	Syscalls []Syscalls `json:"syscalls,omitempty"`
+}
+
+// Syscalls is one gateway's system calls and context switches per
+// request (Columns name PerReq's values), over Requests requests at Rate.
+type Syscalls struct {
+	Scenario string    `json:"scenario"`
+	Target   string    `json:"target"`
+	Workers  int       `json:"workers"`
+	Rate     float64   `json:"rate"`
+	Requests uint64    `json:"requests"`
+	Columns  []string  `json:"columns"`
+	PerReq   []float64 `json:"per_req"`
 }
 
 // Median returns the per-field median of samples (for an even count, the
@@ -423,6 +438,22 @@ func (r *Run) Markdown() string {
 	if w := r.WrkCheck; w != nil {
 		fmt.Fprintf(&b, "\nCross-check against wrk -t1 -c%d on %s: this generator %s req/s, wrk %s req/s (medians), difference %+.1f %%.\n",
 			s.Conns, w.Target, fmtQPS(medianOf(w.Ours)), fmtQPS(medianOf(w.Wrk)), w.DiffPct)
+	}
+	if len(r.Syscalls) > 0 {
+		sc := r.Syscalls[0]
+		fmt.Fprintf(&b, "\nPer request at a fixed %.0f req/s, %d requests, perf stat on every thread of the gateway's processes:\n\n", sc.Rate, sc.Requests)
+		b.WriteString("| gateway |")
+		for _, c := range sc.Columns {
+			fmt.Fprintf(&b, " %s |", c)
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---:|", len(sc.Columns)) + "\n")
+		for _, s := range r.Syscalls {
+			fmt.Fprintf(&b, "| %s |", s.Target)
+			for _, v := range s.PerReq {
+				fmt.Fprintf(&b, " %.2f |", v)
+			}
+			b.WriteString("\n")
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n%s\n", n)

@@ -102,6 +102,13 @@ func lookNginx() string {
 	return ""
 }
 
+func lookPerf() string {
+	if p, err := exec.LookPath("perf"); err == nil {
+		return p
+	}
+	return ""
+}
+
 func lookRedis() string {
 	if p, err := exec.LookPath("redis-server"); err == nil {
 		return p
@@ -121,6 +128,7 @@ func runCmd(args []string) error {
 		coregate  = fs.String("coregate", "bin/coregate", "coregate binary; '' to leave coregate out")
 		nginx     = fs.String("nginx", lookNginx(), "nginx binary for the reference; '' to leave it out")
 		redis     = fs.String("redis", lookRedis(), "redis-server for the scenarios that count in Redis; '' to leave them out")
+		perf      = fs.String("perf", lookPerf(), "perf, to count system calls per request in the fixed-rate scenario; '' to skip")
 		standIn   = fs.Bool("stand-in", false, "run nginx in coregate's place (checks the harness before the gateway exists)")
 		direct    = fs.Bool("direct", true, "also measure the load generator against the upstream alone")
 		body      = fs.Int("body", 1024, "upstream body bytes: 1024 (the seeds) or 10 (APISIX run.sh)")
@@ -210,7 +218,7 @@ func runCmd(args []string) error {
 	}
 	onSignal()
 	r := harness.New(harness.Options{
-		Self: self, Coregate: *coregate, StandIn: *standIn, Nginx: *nginx, Redis: *redis, Direct: *direct,
+		Self: self, Coregate: *coregate, StandIn: *standIn, Nginx: *nginx, Redis: *redis, Perf: *perf, Direct: *direct,
 		Scenarios: chosen, Pending: pending,
 		Rounds: max(1, *rounds), Duration: *duration, Warmup: *warmup, Body: *body, Rate: *rate,
 		GatewayCPUs: gw, LoadCPUs: ld, UpstreamCPUs: up, ScaleCPUs: sc, Redo: *redo,
