@@ -4,8 +4,10 @@ import (
 	"coregate/admin/spec"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -122,6 +124,13 @@ type PrometheusAttr struct {
 	EnableExportServer bool   // default true
 	ExportAddr         Listen // default 127.0.0.1:9091; ip "" is 127.0.0.1
 	ExportURI          string // default /apisix/prometheus/metrics
+	// MetricPrefix replaces apisix_ at the head of the APISIX metric
+	// names the export server serves (default apisix_).
+	MetricPrefix string
+	// DefaultBuckets are apisix_http_latency's buckets, in milliseconds,
+	// increasing; nil for APISIX's (1 ms to 60 s). The prometheus plugin
+	// reads them from PluginAttr.
+	DefaultBuckets []float64
 }
 
 // DeploymentConfig is the deployment section.
@@ -326,6 +335,7 @@ func Default() *Config {
 			EnableExportServer: true,
 			ExportAddr:         Listen{IP: "127.0.0.1", Port: 9091},
 			ExportURI:          "/apisix/prometheus/metrics",
+			MetricPrefix:       "apisix_",
 		},
 		Dir: "conf",
 	}
@@ -865,11 +875,42 @@ func (p *cfgParser) pluginAttr(key string, n *yaml.Node) error {
 	return nil
 }
 
+// metricName is what a Prometheus metric name is.
+var metricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+
 // prometheus reads plugin_attr.prometheus.
 func (p *cfgParser) prometheus() section {
 	a := &p.c.Prometheus
-	return unsupported("metric_prefix", "metrics", "default_buckets", "prefer_name").with(section{
+	return unsupported("metrics", "prefer_name").with(section{
 		"enable_export_server": p.boolean(&a.EnableExportServer),
+		"metric_prefix": func(k string, n *yaml.Node) error {
+			if err := p.str(&a.MetricPrefix)(k, n); err != nil {
+				return err
+			}
+			if !metricName.MatchString(a.MetricPrefix + "x") {
+				return p.errf(k, "want the start of a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*), got %s", describe(n))
+			}
+			return nil
+		},
+		"default_buckets": func(k string, n *yaml.Node) error {
+			if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+				return p.errf(k, "want a list of numbers, got %s", describe(n))
+			}
+			b := make([]float64, len(n.Content))
+			for i, e := range n.Content {
+				e = spec.Unalias(e)
+				tag := e.ShortTag()
+				if e.Kind != yaml.ScalarNode || tag != "!!int" && tag != "!!float" || e.Decode(&b[i]) != nil ||
+					math.IsInf(b[i], 0) || math.IsNaN(b[i]) {
+					return p.errf(fmt.Sprintf("%s[%d]", k, i), "want a number, got %s", describe(e))
+				}
+				if i > 0 && b[i] <= b[i-1] {
+					return p.errf(fmt.Sprintf("%s[%d]", k, i), "want buckets in increasing order, got %s after %v", describe(e), b[i-1])
+				}
+			}
+			a.DefaultBuckets = b
+			return nil
+		},
 		"export_uri": func(k string, n *yaml.Node) error {
 			if err := p.str(&a.ExportURI)(k, n); err != nil {
 				return err

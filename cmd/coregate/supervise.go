@@ -174,6 +174,7 @@ func runSupervisor(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	sup.SetMetricPrefix(nc.Prometheus.MetricPrefix)
 	if exp := nc.Prometheus; exp.EnableExportServer {
 		if err := sup.ServeMetrics(ctx, exp.ExportAddr.Addr(), exp.ExportURI); err != nil {
 			log.Error("metrics server not started", "addr", exp.ExportAddr.Addr(), "err", err)
@@ -194,6 +195,7 @@ func runSupervisor(args []string) error {
 		if err := checkAccessLog(nc); err != nil {
 			return supervisor.Reload{}, err
 		}
+		sup.SetMetricPrefix(nc.Prometheus.MetricPrefix)
 		return supervisor.Reload{Workers: n, Settings: settingsOf(nc)}, nil
 	})
 }

@@ -285,7 +285,7 @@ func (s *Supervisor) ServeMetrics(ctx context.Context, addr, path string) error 
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(path, promhttp.HandlerFor(s.registry(), promhttp.HandlerOpts{}))
+	mux.Handle(path, promhttp.HandlerFor(s.prefixed(s.registry()), promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

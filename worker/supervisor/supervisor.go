@@ -113,6 +113,9 @@ type Supervisor struct {
 	next   *spec.Spec
 	// epoch is the origin of the heartbeat times (monotonic).
 	epoch time.Time
+	// metricPrefix replaces apisix_ in the served metric names
+	// (SetMetricPrefix); nil keeps it.
+	metricPrefix atomic.Pointer[string]
 	// allowed is this process's CPU affinity at start; placed, the CPUs
 	// its own threads were last confined to (placeSelf).
 	allowed []int
