@@ -419,6 +419,13 @@ plugin_attr:
     metrics:
       http_status:
         expire: 0
+        extra_labels:
+          - upstream_addr: $upstream_addr
+          - uri: $uri
+      http_latency:
+        expire: 60
+      upstream_status:
+        expire: 0
     export_addr:
       port: 9100
     colour: blue
@@ -427,11 +434,13 @@ plugin_attr:
 		t.Fatal(err)
 	}
 	want = PrometheusAttr{ExportAddr: Listen{IP: "127.0.0.1", Port: 9100}, ExportURI: "/m", MetricPrefix: "gw_",
-		DefaultBuckets: []float64{10, 50.5, 100}}
+		DefaultBuckets: []float64{10, 50.5, 100},
+		ExtraLabels:    map[string][]ExtraLabel{"http_status": {{"upstream_addr", "upstream_addr"}, {"uri", "uri"}}}}
 	if diff := cmp.Diff(want, c.Prometheus); diff != "" {
 		t.Errorf("written (-want +got):\n%s", diff)
 	}
-	wantWarns := []string{"not supported yet: plugin_attr.prometheus.metrics", "unknown key plugin_attr.prometheus.colour"}
+	wantWarns := []string{"not supported yet: plugin_attr.prometheus.metrics.http_latency.expire",
+		"not supported yet: plugin_attr.prometheus.metrics.upstream_status", "unknown key plugin_attr.prometheus.colour"}
 	if diff := cmp.Diff(wantWarns, warns); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
@@ -448,6 +457,12 @@ plugin_attr:
 		{"plugin_attr:\n  prometheus:\n    default_buckets: [10, 5]\n", "plugin_attr.prometheus.default_buckets[1]"},
 		{"plugin_attr:\n  prometheus:\n    default_buckets: [10, x]\n", "plugin_attr.prometheus.default_buckets[1]"},
 		{"plugin_attr:\n  prometheus:\n    default_buckets: []\n", "plugin_attr.prometheus.default_buckets"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      bandwidth:\n        extra_labels:\n          - node: $upstream_addr\n", "plugin_attr.prometheus.metrics.bandwidth.extra_labels[0]"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_latency:\n        extra_labels:\n          - le: $uri\n", "plugin_attr.prometheus.metrics.http_latency.extra_labels[0]"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_status:\n        extra_labels:\n          - a-b: $uri\n", "plugin_attr.prometheus.metrics.http_status.extra_labels[0]"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_status:\n        extra_labels:\n          - a: uri\n", "plugin_attr.prometheus.metrics.http_status.extra_labels[0].a"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_status:\n        extra_labels: $uri\n", "plugin_attr.prometheus.metrics.http_status.extra_labels"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_status:\n        expire: -1\n", "plugin_attr.prometheus.metrics.http_status.expire"},
 	} {
 		_, _, err := parseNode(t, tc.src)
 		var ne *NodeConfigError

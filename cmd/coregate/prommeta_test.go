@@ -47,8 +47,9 @@ func labelValues(all []series, name, label string) []string {
 // TestPrometheusDisabledLabelsStandalone: with route, consumer and node
 // disabled in apisix.yaml's plugin metadata, forty routes make one
 // apisix_http_status series and one latency histogram per type; the
-// families are served under metric_prefix, with default_buckets, and
-// promtool still accepts the text.
+// families are served under metric_prefix, with default_buckets and the
+// extra labels of plugin_attr.prometheus.metrics, and promtool still
+// accepts the text.
 func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a gateway with several workers")
@@ -71,7 +72,9 @@ func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 		}}},
 	})
 	config := func(port int) string {
-		return exportConfig(workers, mport)(port) + "    metric_prefix: gw_\n    default_buckets: [5, 50, 500.5]\n"
+		return exportConfig(workers, mport)(port) + "    metric_prefix: gw_\n    default_buckets: [5, 50, 500.5]\n" +
+			"    metrics:\n      http_status:\n        extra_labels:\n          - upstream_addr: $upstream_addr\n" +
+			"      http_latency:\n        extra_labels:\n          - method: $request_method\n"
 	}
 	g := startSupervisor(t, yaml, config, workers)
 	conns := dialSpread(t, g, workers, 2)
@@ -97,12 +100,12 @@ func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 	}
 	want := map[string]string{"code": "200", "route": "", "matched_uri": "", "matched_host": "", "service": "",
 		"consumer": "", "node": "", "request_type": "traditional_http", "request_llm_model": "", "llm_model": "",
-		"response_source": "upstream"}
+		"response_source": "upstream", "upstream_addr": up.addr()}
 	if got := one(t, all, "gw_http_status", want); got != routes*per {
 		t.Errorf("gw_http_status %v = %v, want %d", want, got, routes*per)
 	}
 	for _, typ := range []string{"request", "upstream", "apisix"} {
-		lbl := map[string]string{"type": typ, "route": "", "node": ""}
+		lbl := map[string]string{"type": typ, "route": "", "node": "", "method": "GET"}
 		if got := one(t, all, "gw_http_latency_count", lbl); got != routes*per {
 			t.Errorf("gw_http_latency_count %v = %v, want %d", lbl, got, routes*per)
 		}

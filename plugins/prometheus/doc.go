@@ -12,8 +12,10 @@
 // "" (never code or type, which make a metric what it is); Build reads it
 // from plugins.Env.Metadata, so a change applies from the next snapshot.
 // plugin_attr.prometheus.default_buckets (plugins.Env.Attr) replaces
-// Buckets; metric_prefix is the export server's (it renames the families
-// it serves), the series are written under their apisix_ names.
+// Buckets, and metrics.<metric>.extra_labels add labels, variables' values,
+// after APISIX's (the export server is told their names);
+// metric_prefix is the export server's (it renames the families it
+// serves), the series are written under their apisix_ names.
 //
 // The series are slots of plugins.Env.Metrics: in the gateway, this
 // worker's region of the node's shared memory, which the supervisor's

@@ -122,3 +122,34 @@ func TestDefaultBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestExtraLabels: plugin_attr.prometheus.metrics.<metric>.extra_labels
+// add labels after APISIX's, each a variable's value ("" when unset).
+func TestExtraLabels(t *testing.T) {
+	m := plugins.NewMetricTable(1000)
+	p := buildEnv(t, m, `{"id":"prometheus","disabled_labels":{"http_status":["node"]}}`, `{"metrics":{
+		"http_status":{"extra_labels":[{"upstream_addr":"$upstream_addr"},{"method":"$request_method"}]},
+		"http_latency":{"extra_labels":[{"who":"$consumer_name"}]},
+		"bandwidth":{"extra_labels":[{"unset":"$arg_nothing"}]}}}`)
+	c := proxied().WithVar("upstream_addr", "127.0.0.1:1980").WithVar("request_method", "GET")
+	for range 2 {
+		c.Reset()
+		plugintest.Run(p, c)
+	}
+	status := []string{"200", "r1", "/hello", "example.com", "s1", "jack", "", "traditional_http", "", "", "upstream",
+		"127.0.0.1:1980", "GET"}
+	if got := m.Value(StatusMetric, status...); got != 2 {
+		t.Errorf("apisix_http_status %v = %d, want 2", status, got)
+	}
+	lat := append(latency("request", "r1", "")[:8], "jack", "50")
+	if got := m.Value(LatencyMetric+"_bucket", lat...); got != 2 {
+		t.Errorf("apisix_http_latency_bucket %v = %d, want 2", lat, got)
+	}
+	bw := append(latency("ingress", "r1", "")[:8], "")
+	if got := m.Value(BandwidthMetric, bw...); got != 200 {
+		t.Errorf("apisix_bandwidth %v = %d, want 200", bw, got)
+	}
+	if n := m.Count(StatusMetric); n != 1 {
+		t.Errorf("%d status series, want 1", n)
+	}
+}

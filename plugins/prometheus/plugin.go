@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -111,6 +112,17 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			}
 			in.buckets = ac.DefaultBuckets
 		}
+		for f, metric := range extraMetrics {
+			for i, kv := range ac.Metrics[metric].ExtraLabels {
+				if len(kv) != 1 {
+					return nil, fmt.Errorf("plugin_attr.prometheus.metrics.%s.extra_labels[%d]: want {name: $variable}", metric, i)
+				}
+				for _, v := range kv {
+					in.extra[f] = append(in.extra[f], strings.TrimPrefix(v, "$"))
+				}
+			}
+		}
+		in.xv = make([][]byte, 0, len(in.extra[0])+len(in.extra[1])+len(in.extra[2]))
 	}
 	in.le = make([]string, len(in.buckets)+1)
 	for i, b := range in.buckets {
@@ -128,7 +140,20 @@ type metadata struct {
 // attr is what the plugin reads of plugin_attr.prometheus.
 type attr struct {
 	DefaultBuckets []float64 `json:"default_buckets"`
+	Metrics        map[string]struct {
+		ExtraLabels []map[string]string `json:"extra_labels"`
+	} `json:"metrics"`
 }
+
+// The families that take extra labels (metrics.<metric>.extra_labels),
+// in the order of Instance.extra.
+const (
+	fStatus = iota
+	fLatency
+	fBandwidth
+)
+
+var extraMetrics = [...]string{fStatus: "http_status", fLatency: "http_latency", fBandwidth: "bandwidth"}
 
 // CheckBuckets checks histogram buckets: at least one, finite, strictly
 // increasing (as the Prometheus client requires).
@@ -199,6 +224,11 @@ type Instance struct {
 	// The labels disabled_labels collapses to "" in each family (bits of
 	// lRoute…).
 	offStatus, offLatency, offBandwidth uint16
+	// extra are the variables of each family's extra labels (fStatus…),
+	// and xv their values for the request being logged, the families' in
+	// turn: the event loop's, valid during one Log call.
+	extra [3][]string
+	xv    [][]byte
 
 	// buf holds the label values of the request being logged, and the
 	// caches map them to their slots; both are the event loop's. buf is
@@ -275,18 +305,32 @@ func (in *Instance) Log(c plugins.Ctx) {
 		l[lSource] = srcAPISIX
 	}
 
+	xv := in.xv[:0]
+	for _, vars := range in.extra {
+		for _, v := range vars {
+			xv = append(xv, c.Var(v))
+		}
+	}
+	in.xv = xv
+	ns, nl := len(in.extra[fStatus]), len(in.extra[fLatency])
+	xs, xl, xb := xv[:ns], xv[ns:ns+nl], xv[ns+nl:]
+
 	// apisix_http_status
 	sl := l.masked(in.offStatus)
 	b := strconv.AppendInt(in.buf[:0], int64(c.Status()), 10)
 	for _, i := range statusOrder {
 		b = append(append(b, 0), sl[i]...)
 	}
+	for _, v := range xs {
+		b = append(append(b, 0), v...)
+	}
 	in.buf = b
 	st, ok := in.status[string(b)]
 	if !ok {
-		st = in.metrics.Slot(StatusMetric, strconv.Itoa(c.Status()), string(sl[lRoute]), string(sl[lURI]),
+		vals := []string{strconv.Itoa(c.Status()), string(sl[lRoute]), string(sl[lURI]),
 			string(sl[lHost]), string(sl[lService]), string(sl[lConsumer]), string(sl[lNode]),
-			string(sl[lRequestType]), string(sl[lRequestModel]), string(sl[lModel]), string(sl[lSource]))
+			string(sl[lRequestType]), string(sl[lRequestModel]), string(sl[lModel]), string(sl[lSource])}
+		st = in.metrics.Slot(StatusMetric, appendStrings(vals, xs)...)
 		if len(in.status) < maxCached {
 			in.status[string(b)] = st
 		}
@@ -305,22 +349,25 @@ func (in *Instance) Log(c plugins.Ctx) {
 		}
 		b = append(b, kl[i]...)
 	}
+	for _, v := range xv[ns:] {
+		b = append(append(b, 0), v...)
+	}
 	in.buf = b
 	ls, ok := in.lat[string(b)]
 	if !ok {
-		ls = in.latSlots(&kl)
+		ls = in.latSlots(&kl, xb)
 		if len(in.lat) < maxCached {
 			in.lat[string(b)] = ls
 		}
 	}
 	total := e.RequestTime
-	in.observe(&ls.hist[0], 0, &kl, total)
+	in.observe(&ls.hist[0], 0, &kl, xl, total)
 	own := total
 	if e.Proxied {
-		in.observe(&ls.hist[1], 1, &kl, e.UpstreamTime)
+		in.observe(&ls.hist[1], 1, &kl, xl, e.UpstreamTime)
 		own = max(total-e.UpstreamTime, 0)
 	}
-	in.observe(&ls.hist[2], 2, &kl, own)
+	in.observe(&ls.hist[2], 2, &kl, xl, own)
 	if s := ls.bw[0]; s != nil {
 		s.Add(uint64(max(e.RequestLength, 0)))
 	}
@@ -338,12 +385,13 @@ var (
 )
 
 // observe counts d in h, the histogram of latency type t for labels l:
-// its bucket (the first whose bound, in ms, is at least d) and its sum.
+// its bucket (the first whose bound, in ms, is at least d) and its sum;
+// extra are the values of its extra labels.
 // The slots are taken on the first observation, so that a route that
 // never reaches an upstream has no upstream latency series.
-func (in *Instance) observe(h *histSlots, t int, l *labels, d time.Duration) {
+func (in *Instance) observe(h *histSlots, t int, l *labels, extra [][]byte, d time.Duration) {
 	if h.buckets == nil {
-		in.histSlots(h, t, l)
+		in.histSlots(h, t, l, extra)
 	}
 	ms := float64(d) / float64(time.Millisecond)
 	i := 0
@@ -358,23 +406,33 @@ func (in *Instance) observe(h *histSlots, t int, l *labels, d time.Duration) {
 	}
 }
 
-// latSlots takes the bandwidth slots of a new label set (allocates).
-func (in *Instance) latSlots(l *labels) *latSeries {
+// latSlots takes the bandwidth slots of a new label set, extra the values
+// of bandwidth's extra labels (allocates).
+func (in *Instance) latSlots(l *labels, extra [][]byte) *latSeries {
 	v := l.masked(in.offBandwidth)
 	ls := &latSeries{}
 	for d, typ := range bandwidthTypes {
-		ls.bw[d] = in.metrics.Slot(BandwidthMetric, typ, string(v[lRoute]), string(v[lService]), string(v[lConsumer]),
-			string(v[lNode]), string(v[lRequestType]), string(v[lRequestModel]), string(v[lModel]))
+		vals := []string{typ, string(v[lRoute]), string(v[lService]), string(v[lConsumer]),
+			string(v[lNode]), string(v[lRequestType]), string(v[lRequestModel]), string(v[lModel])}
+		ls.bw[d] = in.metrics.Slot(BandwidthMetric, appendStrings(vals, extra)...)
 	}
 	return ls
 }
 
+// appendStrings appends the values of bs to vals, as strings.
+func appendStrings(vals []string, bs [][]byte) []string {
+	for _, b := range bs {
+		vals = append(vals, string(b))
+	}
+	return vals
+}
+
 // histSlots takes the slots of latency type t's histogram for labels l
-// (allocates).
-func (in *Instance) histSlots(h *histSlots, t int, l *labels) {
+// and extra labels extra (allocates).
+func (in *Instance) histSlots(h *histSlots, t int, l *labels, extra [][]byte) {
 	v := l.masked(in.offLatency)
-	vals := []string{latencyTypes[t], string(v[lRoute]), string(v[lService]), string(v[lConsumer]),
-		string(v[lNode]), string(v[lRequestType]), string(v[lRequestModel]), string(v[lModel])}
+	vals := appendStrings([]string{latencyTypes[t], string(v[lRoute]), string(v[lService]), string(v[lConsumer]),
+		string(v[lNode]), string(v[lRequestType]), string(v[lRequestModel]), string(v[lModel])}, extra)
 	h.buckets = make([]*atomic.Uint64, len(in.le))
 	for i, le := range in.le {
 		h.buckets[i] = in.metrics.Slot(LatencyMetric+"_bucket", append(vals[:len(vals):len(vals)], le)...)

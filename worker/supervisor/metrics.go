@@ -264,7 +264,7 @@ func (s *Supervisor) registry() *prometheus.Registry {
 		connCollector{&s.metrics, s.seriesMap()},
 	)
 	if s.series != nil {
-		reg.MustRegister(&seriesCollector{seg: s.series.MetricsMap})
+		reg.MustRegister(&seriesCollector{seg: s.series.MetricsMap, extra: s.extraLabels})
 	}
 	reg.MustRegister(s.opts.Collectors...)
 	return reg

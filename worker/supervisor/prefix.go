@@ -22,6 +22,24 @@ func (s *Supervisor) SetMetricPrefix(prefix string) {
 	s.metricPrefix.Store(&prefix)
 }
 
+// SetExtraLabels sets the labels the export server serves after a
+// plugin family's registered ones, by family name
+// (plugin_attr.prometheus.metrics.<metric>.extra_labels: the workers
+// write their values last in the series' labels). A series whose labels
+// do not fit is left out. Like SetMetricPrefix it may be called at any
+// time; m is not modified afterwards.
+func (s *Supervisor) SetExtraLabels(m map[string][]string) {
+	s.extra.Store(&m)
+}
+
+// extraLabels is what SetExtraLabels set last; nil when nothing.
+func (s *Supervisor) extraLabels() map[string][]string {
+	if m := s.extra.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
 // prefixed is g with the APISIX families renamed by the metric prefix.
 func (s *Supervisor) prefixed(g prometheus.Gatherer) prometheus.Gatherer {
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {

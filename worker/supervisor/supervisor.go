@@ -116,6 +116,8 @@ type Supervisor struct {
 	// metricPrefix replaces apisix_ in the served metric names
 	// (SetMetricPrefix); nil keeps it.
 	metricPrefix atomic.Pointer[string]
+	// extra are the plugin families' extra labels (SetExtraLabels).
+	extra atomic.Pointer[map[string][]string]
 	// allowed is this process's CPU affinity at start; placed, the CPUs
 	// its own threads were last confined to (placeSelf).
 	allowed []int
