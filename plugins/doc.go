@@ -21,7 +21,12 @@
 // authentication plugin whose configuration on a consumer differs from a
 // route's (key-auth's {"key"}) is also a ConsumerSchemaPlugin: consumers'
 // and credentials' configurations go through Registry.CheckConsumer,
-// against that schema. Build makes
+// against that schema. A plugin with node-wide plugin metadata (APISIX's
+// metadata_schema, prometheus's disabled_labels) is also a
+// MetadataSchemaPlugin: the Admin API checks /apisix/admin/plugin_metadata
+// objects with Registry.CheckMetadata, the worker with IndexMetadata, and
+// Build finds its plugin's object in Env.Metadata (plugin_attr of
+// config.yaml in Env.Attr). Build makes
 // the runtime Instance, off the event loop, once per configuration
 // snapshot. The worker merges a route's plugins with its plugin_config's
 // and its service's (the route's own keys win), builds them and sorts the

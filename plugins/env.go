@@ -10,7 +10,7 @@ import (
 // interfaces, so that no plugin imports the worker: the node's shared
 // counters and this worker's metric slots. The worker gives every Build the
 // same Env for its whole life, so that a counter or a series outlives a
-// configuration reload (Consumers excepted). NewLocalEnv makes one that lives in this process.
+// configuration reload (Consumers and Metadata excepted). NewLocalEnv makes one that lives in this process.
 type Env struct {
 	Counters Counters
 	Metrics  Metrics
@@ -18,6 +18,14 @@ type Env struct {
 	// other members it changes with each snapshot (the worker sets it
 	// before building one); nil when the snapshot has none.
 	Consumers Consumers
+	// Metadata is the plugin metadata of the snapshot being built (each
+	// plugin's object, checked against its MetadataSchemaPlugin schema,
+	// without its "id"): like Consumers it changes with each snapshot; nil
+	// when there is none.
+	Metadata *Settings
+	// Attr is plugin_attr of the node's config.yaml, the same for the
+	// worker's life (a change restarts the workers); nil when none.
+	Attr *Settings
 }
 
 // Counters is the table of counters shared by every worker of the node
@@ -152,4 +160,17 @@ func (t *MetricTable) Value(name string, labels ...string) uint64 {
 		return s.Load()
 	}
 	return 0
+}
+
+// Count is the number of series of name.
+func (t *MetricTable) Count(name string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for k := range t.m {
+		if strings.HasPrefix(k, name+"\x00") {
+			n++
+		}
+	}
+	return n
 }

@@ -89,12 +89,15 @@ type Registry struct {
 	schema map[string]*spec.Schema
 	// consumer holds the consumer schemas of ConsumerSchemaPlugins.
 	consumer map[string]*spec.Schema
+	// metadata holds every plugin's metadata schema (MetadataSchemaPlugin's,
+	// or anyObject).
+	metadata map[string]*spec.Schema
 }
 
 // NewRegistry makes an empty registry whose plugins must be named in table.
 func NewRegistry(table []Entry) *Registry {
 	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}, schema: map[string]*spec.Schema{},
-		consumer: map[string]*spec.Schema{}}
+		consumer: map[string]*spec.Schema{}, metadata: map[string]*spec.Schema{}}
 	for _, e := range table {
 		r.table[e.Name] = e
 	}
@@ -131,6 +134,15 @@ func (r *Registry) Register(name string, p Plugin) {
 		}
 		r.consumer[name] = csch
 	}
+	msch := anyObject
+	if mp, ok := p.(MetadataSchemaPlugin); ok {
+		msch = mp.MetadataSchema()
+	}
+	md, err := spec.CompileSchema(name+".metadata", msch)
+	if err != nil {
+		panic(fmt.Errorf("plugins: %s: metadata schema: %w", name, err))
+	}
+	r.metadata[name] = md
 	r.impl[name] = p
 	r.schema[name] = sch
 }

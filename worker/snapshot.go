@@ -165,6 +165,9 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 		snap.consumers = cons
 		ps.env.Consumers = cons
 	}
+	if ps.env.Metadata, err = ps.reg.IndexMetadata(s.PluginMetadata); err != nil {
+		return nil, err
+	}
 	pluginConfigs := make(map[string]map[string]json.RawMessage, len(s.PluginConfigs))
 	for _, raw := range s.PluginConfigs {
 		pc, err := decodePluginSet(raw)

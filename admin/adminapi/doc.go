@@ -7,6 +7,7 @@
 //	/apisix/admin/{routes,services,upstreams,plugin_configs,global_rules,ssls}[/{id}[/{sub/path}]]
 //	/apisix/admin/consumers[/{username}]
 //	/apisix/admin/consumers/{username}/credentials[/{id}]
+//	/apisix/admin/plugin_metadata[/{plugin}]
 //	/apisix/admin/plugins/list, /apisix/admin/plugins/{name}, /apisix/admin/plugins/reload
 //	/apisix/admin/schema/{kind}, /apisix/admin/schema/plugins/{name}, /apisix/admin/schema/validate/{resource}
 //	HEAD /apisix/admin
@@ -41,6 +42,13 @@
 // rule, and no two consumers or credentials may share an authentication
 // key (unique.go). These are read-then-write checks, as in APISIX: two
 // writes racing can both pass them.
+//
+// Plugin metadata (PUT, GET, DELETE; admin/plugin_metadata.lua) is
+// checked against the plugin's metadata schema (plugins.Registry's
+// CheckMetadata: "invalid plugin name" for a plugin the gateway does not
+// have, "invalid configuration: …" for what the schema refuses) and
+// stored at <prefix>/plugin_metadata/<plugin> with the plugin's name as
+// id and no timestamps, as APISIX stores it.
 //
 // SSL objects are checked against APISIX's ssl schema (schema/ssl.json
 // here, until spec has one) and their certificates and keys must parse as

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"coregate/admin/spec"
+	"coregate/plugins"
 )
 
 // resource is one kind of stored object: its URL segment, which is also
@@ -26,6 +27,8 @@ type resource struct {
 	// username), which has no id member.
 	noID            bool
 	noPost, noPatch bool
+	// noTime: no create_time and update_time are added (plugin metadata).
+	noTime bool
 	// check validates an object as it is about to be stored.
 	check func(a *api, ctx context.Context, w *write) *apiError
 	// schemaCheck is the schema alone, for POST /schema/validate/{name}.
@@ -93,6 +96,10 @@ var resources = map[string]*resource{
 	"ssls": {
 		name: "ssls", kind: "ssl", schemaKind: "ssl",
 		check: (*api).checkSSL, schemaCheck: localSchema(sslSchema),
+	},
+	"plugin_metadata": {
+		name: "plugin_metadata", kind: "plugin_metadata", noID: true, noPost: true, noPatch: true, noTime: true,
+		check: (*api).checkPluginMetadata, schemaCheck: func([]byte) error { return nil },
 	},
 }
 
@@ -305,6 +312,40 @@ func (a *api) checkPluginsWith(obj map[string]any, prefix string, check func(str
 			e.Msg = prefix + e.Msg
 			return e
 		}
+	}
+	return nil
+}
+
+// checkPluginMetadata is APISIX's check of plugin metadata
+// (admin/plugin_metadata.lua): the plugin named by the URL must exist and
+// the object, without its id, pass the plugin's metadata schema; the id
+// stored is the plugin's name.
+func (a *api) checkPluginMetadata(_ context.Context, w *write) *apiError {
+	if w.urlID == "" {
+		return badRequest("missing plugin name")
+	}
+	conf := w.raw // not an object: the schema refuses it
+	if w.obj != nil {
+		m := make(map[string]any, len(w.obj))
+		for k, v := range w.obj {
+			if k != "id" {
+				m[k] = v
+			}
+		}
+		conf = encodeJSON(m)
+	}
+	if err := a.plugins.CheckMetadata(w.urlID, conf); err != nil {
+		if errors.Is(err, plugins.ErrInvalidName) {
+			return badRequest("invalid plugin name")
+		}
+		e := invalid(err, "")
+		e.Msg = "invalid configuration: " + e.Msg
+		return e
+	}
+	w.id = w.urlID
+	if w.obj["id"] != w.urlID {
+		w.obj["id"] = w.urlID
+		w.raw = encodeJSON(w.obj)
 	}
 	return nil
 }

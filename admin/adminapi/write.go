@@ -124,8 +124,10 @@ func (a *api) put(ctx context.Context, rw http.ResponseWriter, rq *request) *api
 	if e != nil {
 		return e
 	}
-	now := epoch()
-	obj["create_time"], obj["update_time"] = now, now
+	if !rq.rs.noTime {
+		now := epoch()
+		obj["create_time"], obj["update_time"] = now, now
+	}
 	if e := a.check(ctx, w); e != nil {
 		return e
 	}
@@ -137,7 +139,7 @@ func (a *api) put(ctx context.Context, rw http.ResponseWriter, rq *request) *api
 		switch {
 		case err == nil:
 			ifRev = prev.ModRevision
-			if p, ok := decodeStored(prev.Value); ok && p["create_time"] != nil {
+			if p, ok := decodeStored(prev.Value); ok && p["create_time"] != nil && !rq.rs.noTime {
 				obj["create_time"] = p["create_time"]
 			}
 		case !errors.Is(err, store.ErrNotFound):

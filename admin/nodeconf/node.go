@@ -4,8 +4,10 @@ import (
 	"coregate/admin/spec"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -122,7 +124,36 @@ type PrometheusAttr struct {
 	EnableExportServer bool   // default true
 	ExportAddr         Listen // default 127.0.0.1:9091; ip "" is 127.0.0.1
 	ExportURI          string // default /apisix/prometheus/metrics
+	// MetricPrefix replaces apisix_ at the head of the APISIX metric
+	// names the export server serves (default apisix_).
+	MetricPrefix string
+	// DefaultBuckets are apisix_http_latency's buckets, in milliseconds,
+	// increasing; nil for APISIX's (1 ms to 60 s). The prometheus plugin
+	// reads them from PluginAttr.
+	DefaultBuckets []float64
+	// ExtraLabels are metrics.<metric>.extra_labels, by metric
+	// (http_status, http_latency, bandwidth): labels added after APISIX's,
+	// each the value of a variable.
+	ExtraLabels map[string][]ExtraLabel
 }
+
+// ExtraLabel is one of plugin_attr.prometheus.metrics.<metric>.extra_labels:
+// {name: $var}.
+type ExtraLabel struct {
+	Name string
+	Var  string // without its "$"
+}
+
+// builtinLabels are the labels of the metrics that take extra labels
+// (exporter.lua's metric_label_map), which an extra label may not repeat.
+var builtinLabels = map[string][]string{
+	"http_status": {"code", "route", "matched_uri", "matched_host", "service", "consumer", "node",
+		"request_type", "request_llm_model", "llm_model", "response_source"},
+	"http_latency": {"type", "route", "service", "consumer", "node", "request_type", "request_llm_model", "llm_model", "le"},
+	"bandwidth":    {"type", "route", "service", "consumer", "node", "request_type", "request_llm_model", "llm_model"},
+}
+
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // DeploymentConfig is the deployment section.
 type DeploymentConfig struct {
@@ -326,6 +357,7 @@ func Default() *Config {
 			EnableExportServer: true,
 			ExportAddr:         Listen{IP: "127.0.0.1", Port: 9091},
 			ExportURI:          "/apisix/prometheus/metrics",
+			MetricPrefix:       "apisix_",
 		},
 		Dir: "conf",
 	}
@@ -865,11 +897,61 @@ func (p *cfgParser) pluginAttr(key string, n *yaml.Node) error {
 	return nil
 }
 
+// metricName is what a Prometheus metric name is.
+var metricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+
 // prometheus reads plugin_attr.prometheus.
 func (p *cfgParser) prometheus() section {
 	a := &p.c.Prometheus
-	return unsupported("metric_prefix", "metrics", "default_buckets", "prefer_name").with(section{
+	return unsupported("prefer_name").with(section{
 		"enable_export_server": p.boolean(&a.EnableExportServer),
+		"metrics": func(k string, n *yaml.Node) error {
+			if isNull(n) {
+				return nil
+			}
+			if n.Kind != yaml.MappingNode {
+				return p.errf(k, "want a mapping of metric name to settings, got %s", describe(n))
+			}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				metric := spec.Unalias(n.Content[i]).Value
+				if builtinLabels[metric] == nil {
+					p.warnings = append(p.warnings, "not supported yet: "+k+"."+metric)
+					continue
+				}
+				if err := p.walk(k+"."+metric, n.Content[i+1], p.metricAttr(metric)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"metric_prefix": func(k string, n *yaml.Node) error {
+			if err := p.str(&a.MetricPrefix)(k, n); err != nil {
+				return err
+			}
+			if !metricName.MatchString(a.MetricPrefix + "x") {
+				return p.errf(k, "want the start of a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*), got %s", describe(n))
+			}
+			return nil
+		},
+		"default_buckets": func(k string, n *yaml.Node) error {
+			if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+				return p.errf(k, "want a list of numbers, got %s", describe(n))
+			}
+			b := make([]float64, len(n.Content))
+			for i, e := range n.Content {
+				e = spec.Unalias(e)
+				tag := e.ShortTag()
+				if e.Kind != yaml.ScalarNode || tag != "!!int" && tag != "!!float" || e.Decode(&b[i]) != nil ||
+					math.IsInf(b[i], 0) || math.IsNaN(b[i]) {
+					return p.errf(fmt.Sprintf("%s[%d]", k, i), "want a number, got %s", describe(e))
+				}
+				if i > 0 && b[i] <= b[i-1] {
+					return p.errf(fmt.Sprintf("%s[%d]", k, i), "want buckets in increasing order, got %s after %v", describe(e), b[i-1])
+				}
+			}
+			a.DefaultBuckets = b
+			return nil
+		},
 		"export_uri": func(k string, n *yaml.Node) error {
 			if err := p.str(&a.ExportURI)(k, n); err != nil {
 				return err
@@ -890,6 +972,60 @@ func (p *cfgParser) prometheus() section {
 			return err
 		},
 	})
+}
+
+// metricAttr reads plugin_attr.prometheus.metrics.<metric>.
+func (p *cfgParser) metricAttr(metric string) section {
+	a := &p.c.Prometheus
+	return section{
+		"expire": func(k string, n *yaml.Node) error {
+			var v int
+			if err := p.integer(&v, 0, math.MaxInt32)(k, n); err != nil {
+				return err
+			}
+			if v != 0 {
+				p.warnings = append(p.warnings, "not supported yet: "+k)
+			}
+			return nil
+		},
+		"extra_labels": func(k string, n *yaml.Node) error {
+			if isNull(n) {
+				return nil
+			}
+			if n.Kind != yaml.SequenceNode {
+				return p.errf(k, "want a list of {name: $variable}, got %s", describe(n))
+			}
+			seen := map[string]bool{}
+			for _, l := range builtinLabels[metric] {
+				seen[l] = true
+			}
+			var out []ExtraLabel
+			for i, e := range n.Content {
+				e = spec.Unalias(e)
+				ik := fmt.Sprintf("%s[%d]", k, i)
+				if e.Kind != yaml.MappingNode || len(e.Content) != 2 {
+					return p.errf(ik, "want {name: $variable}, got %s", describe(e))
+				}
+				name, v := spec.Unalias(e.Content[0]).Value, spec.Unalias(e.Content[1])
+				if !labelName.MatchString(name) || strings.HasPrefix(name, "__") {
+					return p.errf(ik, "want a Prometheus label name, got %q", name)
+				}
+				if seen[name] {
+					return p.errf(ik, "label %q is already a label of %s", name, metric)
+				}
+				seen[name] = true
+				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" || len(v.Value) < 2 || v.Value[0] != '$' {
+					return p.errf(ik+"."+name, "want a $variable, got %s", describe(v))
+				}
+				out = append(out, ExtraLabel{Name: name, Var: v.Value[1:]})
+			}
+			if a.ExtraLabels == nil {
+				a.ExtraLabels = map[string][]ExtraLabel{}
+			}
+			a.ExtraLabels[metric] = out
+			return nil
+		},
+	}
 }
 
 // finish applies what depends on several keys.

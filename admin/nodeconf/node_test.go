@@ -403,7 +403,8 @@ func TestNodeConfigPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PrometheusAttr{EnableExportServer: true, ExportAddr: Listen{IP: "127.0.0.1", Port: 9091}, ExportURI: "/apisix/prometheus/metrics"}
+	want := PrometheusAttr{EnableExportServer: true, ExportAddr: Listen{IP: "127.0.0.1", Port: 9091}, ExportURI: "/apisix/prometheus/metrics",
+		MetricPrefix: "apisix_"}
 	if diff := cmp.Diff(want, c.Prometheus); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -414,6 +415,17 @@ plugin_attr:
     enable_export_server: false
     export_uri: /m
     metric_prefix: gw_
+    default_buckets: [10, 50.5, 100]
+    metrics:
+      http_status:
+        expire: 0
+        extra_labels:
+          - upstream_addr: $upstream_addr
+          - uri: $uri
+      http_latency:
+        expire: 60
+      upstream_status:
+        expire: 0
     export_addr:
       port: 9100
     colour: blue
@@ -421,11 +433,14 @@ plugin_attr:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = PrometheusAttr{ExportAddr: Listen{IP: "127.0.0.1", Port: 9100}, ExportURI: "/m"}
+	want = PrometheusAttr{ExportAddr: Listen{IP: "127.0.0.1", Port: 9100}, ExportURI: "/m", MetricPrefix: "gw_",
+		DefaultBuckets: []float64{10, 50.5, 100},
+		ExtraLabels:    map[string][]ExtraLabel{"http_status": {{"upstream_addr", "upstream_addr"}, {"uri", "uri"}}}}
 	if diff := cmp.Diff(want, c.Prometheus); diff != "" {
 		t.Errorf("written (-want +got):\n%s", diff)
 	}
-	wantWarns := []string{"not supported yet: plugin_attr.prometheus.metric_prefix", "unknown key plugin_attr.prometheus.colour"}
+	wantWarns := []string{"not supported yet: plugin_attr.prometheus.metrics.http_latency.expire",
+		"not supported yet: plugin_attr.prometheus.metrics.upstream_status", "unknown key plugin_attr.prometheus.colour"}
 	if diff := cmp.Diff(wantWarns, warns); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
@@ -438,6 +453,16 @@ plugin_attr:
 		{"plugin_attr:\n  prometheus:\n    export_addr:\n      port: 70000\n", "plugin_attr.prometheus.export_addr.port"},
 		{"plugin_attr:\n  prometheus:\n    export_addr: 9091\n", "plugin_attr.prometheus.export_addr"},
 		{"plugin_attr:\n  prometheus:\n    export_uri: metrics\n", "plugin_attr.prometheus.export_uri"},
+		{"plugin_attr:\n  prometheus:\n    metric_prefix: 9gw\n", "plugin_attr.prometheus.metric_prefix"},
+		{"plugin_attr:\n  prometheus:\n    default_buckets: [10, 5]\n", "plugin_attr.prometheus.default_buckets[1]"},
+		{"plugin_attr:\n  prometheus:\n    default_buckets: [10, x]\n", "plugin_attr.prometheus.default_buckets[1]"},
+		{"plugin_attr:\n  prometheus:\n    default_buckets: []\n", "plugin_attr.prometheus.default_buckets"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      bandwidth:\n        extra_labels:\n          - node: $upstream_addr\n", "plugin_attr.prometheus.metrics.bandwidth.extra_labels[0]"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_latency:\n        extra_labels:\n          - le: $uri\n", "plugin_attr.prometheus.metrics.http_latency.extra_labels[0]"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_status:\n        extra_labels:\n          - a-b: $uri\n", "plugin_attr.prometheus.metrics.http_status.extra_labels[0]"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_status:\n        extra_labels:\n          - a: uri\n", "plugin_attr.prometheus.metrics.http_status.extra_labels[0].a"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_status:\n        extra_labels: $uri\n", "plugin_attr.prometheus.metrics.http_status.extra_labels"},
+		{"plugin_attr:\n  prometheus:\n    metrics:\n      http_status:\n        expire: -1\n", "plugin_attr.prometheus.metrics.http_status.expire"},
 	} {
 		_, _, err := parseNode(t, tc.src)
 		var ne *NodeConfigError

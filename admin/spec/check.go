@@ -64,6 +64,12 @@ func (s *Spec) Check() error {
 			return err
 		}
 	}
+	metadata := make(map[string]bool, len(s.PluginMetadata))
+	for i, raw := range s.PluginMetadata {
+		if err := addID(metadata, "plugin_metadata", i, RawID(raw, "id")); err != nil {
+			return err
+		}
+	}
 	rules := make(map[string]bool, len(s.GlobalRules))
 	for i, raw := range s.GlobalRules {
 		if err := addID(rules, "global_rule", i, RawID(raw, "id")); err != nil {

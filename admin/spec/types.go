@@ -138,7 +138,8 @@ type ID struct {
 //
 // Its JSON form (the control protocol's Config frame) is the object
 // {"routes":[…],"services":[…],"upstreams":[…],"consumers":[…],
-// "plugin_configs":[…],"global_rules":[…],"credentials":[…],"hash":"<hex>"}, each object in
+// "plugin_configs":[…],"global_rules":[…],"credentials":[…],
+// "plugin_metadata":[…],"hash":"<hex>"}, each object in
 // its stored form; see MarshalJSON.
 type Spec struct {
 	Routes    []*Route    `json:"routes,omitempty"`
@@ -158,6 +159,10 @@ type Spec struct {
 	// "<username>/credentials/<id>" (CredentialOwner splits it). One whose
 	// consumer is missing is kept and ignored, as APISIX ignores it.
 	Credentials []json.RawMessage `json:"credentials,omitempty"`
+	// PluginMetadata are the plugins' metadata objects, stored at
+	// /apisix/plugin_metadata/<plugin>, each kept as written with its
+	// plugin's name as "id"; the plugin registry checks them.
+	PluginMetadata []json.RawMessage `json:"plugin_metadata,omitempty"`
 
 	// Hash is the SHA-256 of the canonical JSON of everything above, as set
 	// by SetHash; equal hashes mean equal configurations, so a reload that

@@ -12,8 +12,9 @@
 //	apisix.yaml: routes[2] (id 7): invalid configuration: additional properties forbidden, found foo
 //
 // The top level holds lists: routes, services and upstreams (decoded),
-// consumers, plugin_configs and global_rules (kept as JSON for the plugin
-// layer). APISIX's other lists (ssls, plugin_metadata, stream_routes, …)
+// consumers, plugin_configs, global_rules and plugin_metadata (kept as
+// JSON for the plugin layer; a plugin_metadata item's id is its plugin's
+// name). APISIX's other lists (ssls, stream_routes, …)
 // are accepted only when empty; any other key is an error. Items without an
 // id get arr_<n> (counting from 1), as in APISIX. Unlike APISIX, which skips
 // a bad item and loads the rest, one bad item fails the whole file: nothing

@@ -134,11 +134,12 @@ func (l *loader) fail(item, msg string, kind, err error) *LoadError {
 var supported = map[string]bool{
 	"routes": true, "services": true, "upstreams": true,
 	"consumers": true, "plugin_configs": true, "global_rules": true,
+	"plugin_metadata": true,
 }
 
 // notYet are APISIX's other top-level lists: accepted when empty.
 var notYet = map[string]bool{
-	"ssls": true, "plugin_metadata": true, "consumer_groups": true, "protos": true,
+	"ssls": true, "consumer_groups": true, "protos": true,
 	"stream_routes": true, "secrets": true, "plugins": true, "credentials": true,
 }
 
@@ -219,6 +220,15 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 		}
 	}
 	id := spec.RawID(raw, idKey)
+	if kind == "plugin_metadata" {
+		// The plugin's name is its id; the plugin checks the rest when
+		// the worker builds the configuration.
+		if id.IsZero() {
+			return l.fail(where, "missing plugin name (id)", ErrInvalid, nil)
+		}
+		s.PluginMetadata = append(s.PluginMetadata, raw)
+		return nil
+	}
 	if id.IsZero() && kind != "consumers" {
 		id = spec.StringID(fmt.Sprintf("arr_%d", index+1))
 	}

@@ -55,6 +55,9 @@ func summary(t *testing.T, s *spec.Spec) map[string][]string {
 	for _, c := range s.GlobalRules {
 		add("global_rules", c)
 	}
+	for _, c := range s.PluginMetadata {
+		add("plugin_metadata", c)
+	}
 	return out
 }
 
@@ -182,6 +185,9 @@ routes:
 			"plugin_configs": {`{"id":"pc1","plugins":{"limit-count":{"count":2,"time_window":60}}}`},
 			"routes":         {`{"id":7,"uris":["/a","/b/*"],"plugin_config_id":"pc1","upstream":{"nodes":[{"host":"127.0.0.1","port":1980,"weight":1},{"host":"::1","weight":2,"priority":-1}]}}`},
 		}},
+		{"plugin metadata", "plugin_metadata:\n  - id: prometheus\n    disabled_labels:\n      http_status: [node]\n#END", map[string][]string{
+			"plugin_metadata": {`{"id":"prometheus","disabled_labels":{"http_status":["node"]}}`},
+		}},
 		{"empty file", "#END\n", map[string][]string{}},
 		{"empty lists and unsupported empties", "routes: []\nssls: []\nplugin_metadata:\n#END", map[string][]string{}},
 		{"end flag with trailing space", "routes:\n#END  \n\n", map[string][]string{}},
@@ -211,6 +217,8 @@ func TestLoadErrors(t *testing.T) {
 		kind error
 	}{
 		{"no end flag", "routes: []\n", "apisix.yaml: missing valid end flag", ErrEndFlag},
+		{"plugin metadata without a name", "plugin_metadata:\n  - disabled_labels: {}\n#END", "apisix.yaml: plugin_metadata[0]: missing plugin name (id)", ErrInvalid},
+		{"plugin metadata twice", "plugin_metadata:\n  - id: prometheus\n  - id: prometheus\n#END", "apisix.yaml: plugin_metadata prometheus: duplicate id", ErrInvalid},
 		{"end flag not at the end", "#END\nroutes: []\n", "apisix.yaml: missing valid end flag", ErrEndFlag},
 		{"end flag too far", "routes: []\n#END           \n", "apisix.yaml: missing valid end flag", ErrEndFlag},
 		{"half written", okRoute[:40], "apisix.yaml: missing valid end flag", ErrEndFlag},

@@ -174,6 +174,8 @@ func runSupervisor(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	sup.SetMetricPrefix(nc.Prometheus.MetricPrefix)
+	sup.SetExtraLabels(extraLabels(nc))
 	if exp := nc.Prometheus; exp.EnableExportServer {
 		if err := sup.ServeMetrics(ctx, exp.ExportAddr.Addr(), exp.ExportURI); err != nil {
 			log.Error("metrics server not started", "addr", exp.ExportAddr.Addr(), "err", err)
@@ -194,6 +196,8 @@ func runSupervisor(args []string) error {
 		if err := checkAccessLog(nc); err != nil {
 			return supervisor.Reload{}, err
 		}
+		sup.SetMetricPrefix(nc.Prometheus.MetricPrefix)
+		sup.SetExtraLabels(extraLabels(nc))
 		return supervisor.Reload{Workers: n, Settings: settingsOf(nc)}, nil
 	})
 }
@@ -209,4 +213,16 @@ func settingsOf(nc *nodeconf.Config) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// extraLabels are plugin_attr.prometheus.metrics.<metric>.extra_labels'
+// names, by the family's name (apisix_<metric>).
+func extraLabels(nc *nodeconf.Config) map[string][]string {
+	m := map[string][]string{}
+	for metric, ls := range nc.Prometheus.ExtraLabels {
+		for _, l := range ls {
+			m["apisix_"+metric] = append(m["apisix_"+metric], l.Name)
+		}
+	}
+	return m
 }

@@ -102,6 +102,7 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 	rejoin.fd = -1
 	cfg := workerConfig(nc, log)
 	cfg.Plugins = plugins.NewLocalEnv()
+	cfg.Plugins.Attr = plugins.NewSettings(nc.PluginAttr)
 	if nc.NginxConfig.HTTP.EnableAccessLog {
 		al, f, err := openAccessLog(nc, log)
 		if err != nil {

@@ -2,8 +2,10 @@ package prometheus
 
 import (
 	"os"
+	"regexp"
 	"testing"
 
+	"coregate/plugins"
 	"coregate/plugins/plugintest"
 )
 
@@ -16,4 +18,16 @@ func TestREADMEExamples(t *testing.T) {
 	if n := plugintest.CheckExamples(t, md, Name); n < 3 {
 		t.Fatalf("README.md shows %d configurations of %s, want at least 3", n, Name)
 	}
+	// The plugin metadata the Admin API example PUTs.
+	bodies := metadataExample.FindAllSubmatch(md, -1)
+	if len(bodies) == 0 {
+		t.Fatal("README.md shows no plugin metadata")
+	}
+	for _, b := range bodies {
+		if err := plugins.Default.CheckMetadata(Name, b[1]); err != nil {
+			t.Errorf("README metadata %s: %v", b[1], err)
+		}
+	}
 }
+
+var metadataExample = regexp.MustCompile(`plugin_metadata/prometheus -X PUT[^']*-d '([^']*)'`)

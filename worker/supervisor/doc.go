@@ -91,7 +91,10 @@
 // loses nothing it counted, and the process respawned in its slot
 // continues from its region. The connections open now still come from the
 // running workers' reports over the control socket, since those of a dead
-// worker are gone with it.
+// worker are gone with it. The families are served under
+// plugin_attr.prometheus's metric_prefix (SetMetricPrefix, which renames
+// every apisix_ family at scrape time) with its extra labels
+// (SetExtraLabels).
 //
 // # Concurrency
 //

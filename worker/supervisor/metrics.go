@@ -264,7 +264,7 @@ func (s *Supervisor) registry() *prometheus.Registry {
 		connCollector{&s.metrics, s.seriesMap()},
 	)
 	if s.series != nil {
-		reg.MustRegister(&seriesCollector{seg: s.series.MetricsMap})
+		reg.MustRegister(&seriesCollector{seg: s.series.MetricsMap, extra: s.extraLabels})
 	}
 	reg.MustRegister(s.opts.Collectors...)
 	return reg
@@ -285,7 +285,7 @@ func (s *Supervisor) ServeMetrics(ctx context.Context, addr, path string) error 
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(path, promhttp.HandlerFor(s.registry(), promhttp.HandlerOpts{}))
+	mux.Handle(path, promhttp.HandlerFor(s.prefixed(s.registry()), promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

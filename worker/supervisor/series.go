@@ -27,6 +27,9 @@ import (
 // are known only once workers have registered series.
 type seriesCollector struct {
 	seg *shm.MetricsMap
+	// extra gives the extra labels of each family (by name), served after
+	// its registered ones (SetExtraLabels); nil for none.
+	extra func() map[string][]string
 
 	mu    sync.Mutex // one scrape at a time uses buf and descs
 	buf   []byte
@@ -70,6 +73,10 @@ func (c *seriesCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(dropped))
 
+	var extra map[string][]string
+	if c.extra != nil {
+		extra = c.extra()
+	}
 	hists := map[string]*histSeries{}
 	for key, v := range sums {
 		name, labels, ok := shm.SplitKey([]byte(key))
@@ -77,14 +84,14 @@ func (c *seriesCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		if fam, ok := plugins.LookupMetric(name); ok && fam.Kind != plugins.Histogram {
-			if len(labels) != len(fam.Labels) {
+			if len(labels) != len(fam.Labels)+len(extra[fam.Name]) {
 				continue
 			}
 			vt := prometheus.CounterValue
 			if fam.Kind == plugins.Gauge {
 				vt = prometheus.GaugeValue
 			}
-			if m, err := prometheus.NewConstMetric(c.desc(fam), vt, float64(v), labels...); err == nil {
+			if m, err := prometheus.NewConstMetric(c.desc(fam, extra[fam.Name]), vt, float64(v), labels...); err == nil {
 				ch <- m
 			}
 			continue
@@ -98,8 +105,9 @@ func (c *seriesCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		var le float64
+		n := len(fam.Labels) + len(extra[fam.Name])
 		if part == "bucket" {
-			if len(labels) != len(fam.Labels)+1 {
+			if len(labels) != n+1 {
 				continue
 			}
 			var err error
@@ -107,7 +115,7 @@ func (c *seriesCollector) Collect(ch chan<- prometheus.Metric) {
 				continue
 			}
 			labels = labels[:len(labels)-1]
-		} else if len(labels) != len(fam.Labels) {
+		} else if len(labels) != n {
 			continue
 		}
 		hk := base + "\x00" + strings.Join(labels, "\x00")
@@ -136,19 +144,23 @@ func (c *seriesCollector) Collect(ch chan<- prometheus.Metric) {
 				cum[le] = count
 			}
 		}
-		m, err := prometheus.NewConstHistogram(c.desc(h.fam), count, float64(h.sum)/h.fam.SumScale, cum, h.labels...)
+		m, err := prometheus.NewConstHistogram(c.desc(h.fam, extra[h.fam.Name]), count, float64(h.sum)/h.fam.SumScale, cum, h.labels...)
 		if err == nil {
 			ch <- m
 		}
 	}
 }
 
-// desc is fam's Desc, made once.
-func (c *seriesCollector) desc(fam plugins.MetricFamily) *prometheus.Desc {
-	d := c.descs[fam.Name]
+// desc is fam's Desc with the extra labels extra, made once.
+func (c *seriesCollector) desc(fam plugins.MetricFamily, extra []string) *prometheus.Desc {
+	key := fam.Name
+	if len(extra) > 0 {
+		key += "\x00" + strings.Join(extra, "\x00")
+	}
+	d := c.descs[key]
 	if d == nil {
-		d = prometheus.NewDesc(fam.Name, fam.Help, fam.Labels, nil)
-		c.descs[fam.Name] = d
+		d = prometheus.NewDesc(fam.Name, fam.Help, append(slices.Clip(fam.Labels), extra...), nil)
+		c.descs[key] = d
 	}
 	return d
 }

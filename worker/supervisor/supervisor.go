@@ -113,6 +113,11 @@ type Supervisor struct {
 	next   *spec.Spec
 	// epoch is the origin of the heartbeat times (monotonic).
 	epoch time.Time
+	// metricPrefix replaces apisix_ in the served metric names
+	// (SetMetricPrefix); nil keeps it.
+	metricPrefix atomic.Pointer[string]
+	// extra are the plugin families' extra labels (SetExtraLabels).
+	extra atomic.Pointer[map[string][]string]
 	// allowed is this process's CPU affinity at start; placed, the CPUs
 	// its own threads were last confined to (placeSelf).
 	allowed []int

@@ -7,8 +7,10 @@
 // spec.DecodeRoute/DecodeService/DecodeUpstream, consumers, plugin_configs
 // and global_rules with spec.ValidateObject; a consumer's credentials,
 // <prefix>/consumers/<username>/credentials/<id>, as objects with the id
-// "<username>/credentials/<id>"); other keys (gen_id, ssls,
-// plugin_metadata, …) are not part of a Spec and are ignored.
+// "<username>/credentials/<id>"; plugin_metadata/<plugin> as objects
+// with the id <plugin>, which the plugin registry checks when a worker
+// builds the Spec); other keys (gen_id, ssls, …) are not part of a Spec
+// and are ignored.
 // An object that fails validation, or whose references dangle (a route
 // whose upstream was deleted with force=true), is logged and left out; the
 // rest is served. Objects keep the order of their creation (etcd's create

@@ -88,7 +88,7 @@ type object struct {
 	route  *spec.Route
 	svc    *spec.Service
 	ups    *spec.Upstream
-	raw    json.RawMessage // consumers, plugin_configs, global_rules
+	raw    json.RawMessage // consumers, plugin_configs, global_rules, credentials, plugin_metadata
 	stored []byte          // the value as stored, for the Spec's hash
 }
 
@@ -368,13 +368,19 @@ func (s *Syncer) apply(ev store.Event) {
 // resources maps the key segment of each resource a Spec holds to its
 // kind.
 var resources = map[string]string{
-	"routes":         spec.KindRoute,
-	"services":       spec.KindService,
-	"upstreams":      spec.KindUpstream,
-	"consumers":      spec.KindConsumer,
-	"plugin_configs": spec.KindPluginConfig,
-	"global_rules":   spec.KindGlobalRule,
+	"routes":          spec.KindRoute,
+	"services":        spec.KindService,
+	"upstreams":       spec.KindUpstream,
+	"consumers":       spec.KindConsumer,
+	"plugin_configs":  spec.KindPluginConfig,
+	"global_rules":    spec.KindGlobalRule,
+	"plugin_metadata": kindPluginMetadata,
 }
+
+// kindPluginMetadata is a plugin's metadata
+// (plugin_metadata/<plugin>), which the plugin registry checks when a
+// worker builds the Spec.
+const kindPluginMetadata = "plugin_metadata"
 
 // kindCredential is a consumer's credential
 // (consumers/<username>/credentials/<id>), which has no object schema of
@@ -441,6 +447,22 @@ func decode(kind, id string, value []byte) (*object, error) {
 			break
 		}
 		err = nil
+		m["id"], _ = json.Marshal(id)
+		o.raw, err = json.Marshal(m)
+	case kindPluginMetadata:
+		var b bytes.Buffer
+		if err = json.Compact(&b, value); err != nil {
+			break
+		}
+		if b.Len() < 2 || b.Bytes()[0] != '{' {
+			err = errors.New("plugin metadata is not an object")
+			break
+		}
+		// The key names the plugin, whatever "id" the value holds.
+		var m map[string]json.RawMessage
+		if err = json.Unmarshal(b.Bytes(), &m); err != nil {
+			break
+		}
 		m["id"], _ = json.Marshal(id)
 		o.raw, err = json.Marshal(m)
 	default:
@@ -524,6 +546,8 @@ func (s *Syncer) build() (*spec.Spec, error) {
 				sp.GlobalRules = append(sp.GlobalRules, o.raw)
 			case kindCredential:
 				sp.Credentials = append(sp.Credentials, o.raw)
+			case kindPluginMetadata:
+				sp.PluginMetadata = append(sp.PluginMetadata, o.raw)
 			}
 		}
 		err := sp.Check()

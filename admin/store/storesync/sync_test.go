@@ -266,6 +266,30 @@ func TestCredentials(t *testing.T) {
 	}
 }
 
+// TestPluginMetadata: plugin_metadata/<plugin> is in the Spec with the
+// plugin's name as id, whatever id it was stored with, and goes with its
+// key.
+func TestPluginMetadata(t *testing.T) {
+	e := newEnv(t)
+	e.put("plugin_metadata/prometheus", `{"id":"x","disabled_labels":{"http_status":["node"]}}`)
+	e.put("plugin_metadata/bad", `[1]`) // not an object: left out
+	e.put("routes/1", route("/one"))
+	s := e.syncer()
+	sp, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.PluginMetadata) != 1 || string(sp.PluginMetadata[0]) != `{"disabled_labels":{"http_status":["node"]},"id":"prometheus"}` {
+		t.Fatalf("plugin metadata: %s", sp.PluginMetadata)
+	}
+	e.watch(s)
+	e.del("plugin_metadata/prometheus")
+	e.put("routes/2", route("/two"))
+	if sp := e.next("[1 2]"); len(sp.PluginMetadata) != 0 {
+		t.Fatalf("after a delete: %s", sp.PluginMetadata)
+	}
+}
+
 // TestCoalesce: a burst of changes ends in a Spec holding all of them.
 func TestCoalesce(t *testing.T) {
 	e := newEnv(t)
