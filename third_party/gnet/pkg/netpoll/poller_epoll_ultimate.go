@@ -134,7 +134,10 @@ func (p *Poller) Polling() error {
 		if now := p.clock.afterPoll(msec != 0); p.wakeHook != nil {
 			p.wakeHook(now)
 		}
-		msec = 0
+		// The next poll blocks, as nginx's does: when events are ready it
+		// returns at once, and a poll that does not block first would be one
+		// more system call per wake-up whenever none are (coregate).
+		msec = -1
 
 		for i := 0; i < n; i++ {
 			ev := &el.events[i]
@@ -186,6 +189,9 @@ func (p *Poller) Polling() error {
 		}
 
 		if n == el.size {
+			// The list was full: more events are ready, polled without
+			// blocking (coregate).
+			msec = 0
 			el.expand()
 		} else if n < el.size>>1 {
 			el.shrink()

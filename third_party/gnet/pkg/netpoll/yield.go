@@ -60,7 +60,7 @@ func (c *loopClock) start() {
 }
 
 // beforePoll runs before each poll. Before one that does not block (the
-// last poll came back with events) it reads the clock, and that reading is
+// last poll filled the event list) it reads the clock, and that reading is
 // the wake-up time of the poll too. It passes through the scheduler when
 // YieldInterval has passed since the last pass, and reads the clock again
 // after it: other goroutines may have run.
