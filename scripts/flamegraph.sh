@@ -7,25 +7,29 @@
 # folds the stacks with "go tool pprof -traces" and renders an SVG with
 # stackvis (an existing flame graph renderer, installed by make bench-deps).
 #
-# Usage: scripts/flamegraph.sh [-r ROUTES] [-w WORKERS] [-s SECONDS] [-o OUT.svg]
+# Usage: scripts/flamegraph.sh [-r ROUTES | -S SCENARIO] [-w WORKERS] [-s SECONDS] [-o OUT.svg]
 #                              [-t coregate|upstream] [-a PPROF_ADDR -u URL]
+#   -S     a scenario of "bench/.bin/bench run -list" (its routes, plugins,
+#          consumers and load; a redis-server for the Redis rows) instead of
+#          ROUTES routes without plugins
 #   -a/-u  attach to a gateway already running with COREGATE_PPROF=PPROF_ADDR,
 #          loading URL (http://127.0.0.1:PORT/hello) while profiling
 #   -t upstream  profile the bench upstream instead (checks the tooling)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-routes=1 workers=1 seconds=10 out=bench/results/flamegraph.svg target=coregate attach="" url=""
-while getopts "r:w:s:o:t:a:u:h" opt; do
+routes=1 workers=1 seconds=10 out=bench/results/flamegraph.svg target=coregate attach="" url="" scen=""
+while getopts "r:S:w:s:o:t:a:u:h" opt; do
 	case $opt in
 	r) routes=$OPTARG ;;
+	S) scen=$OPTARG ;;
 	w) workers=$OPTARG ;;
 	s) seconds=$OPTARG ;;
 	o) out=$OPTARG ;;
 	t) target=$OPTARG ;;
 	a) attach=$OPTARG ;;
 	u) url=$OPTARG ;;
-	*) sed -n '2,16p' "$0"; exit 2 ;;
+	*) sed -n '2,19p' "$0"; exit 2 ;;
 	esac
 done
 stackvis=bench/.tools/node_modules/.bin/stackvis
@@ -54,7 +58,7 @@ elif [ "$target" = upstream ]; then
 	bin=bench/.bin/bench
 else
 	go build -o bin/coregate ./cmd/coregate
-	bench/.bin/bench profile -target coregate -coregate bin/coregate -routes "$routes" \
+	bench/.bin/bench profile -target coregate -coregate bin/coregate -routes "$routes" -scenario "$scen" \
 		-workers "$workers" -seconds "$seconds" -out "$prof"
 	bin=bin/coregate
 fi
