@@ -52,6 +52,9 @@ func runWorker(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("worker", *id, "pid", os.Getpid())
+	// What packages log on their own (the plugins' Redis client) carries
+	// the worker's attributes too.
+	slog.SetDefault(log)
 	// SIGUSR1 (the supervisor's, on a rotation) reopens the access log;
 	// caught from the start, so that it never ends the process.
 	reopen := make(chan os.Signal, 1)

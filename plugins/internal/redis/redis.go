@@ -24,8 +24,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +114,42 @@ type Client struct {
 	// sent are the scripts sent with EVAL on the current client: Redis
 	// has them (unless it lost them: NOSCRIPT), and EVALSHA does.
 	sent map[*Script]bool
+	// failed counts the calls that failed since the last line logged,
+	// at loggedAt (see logFailures).
+	failed   int
+	loggedAt time.Time
+}
+
+// logEvery is how often a Client logs that its calls fail: the first
+// failure at once, then one line per logEvery with the count since.
+const logEvery = 10 * time.Second
+
+// logFailures counts the calls of a batch that failed and logs them, off
+// the event loop (on the client's goroutine), through slog's default
+// logger: the plugin decides what the request gets (500, or through with
+// allow_degradation), and the operator learns that Redis fails, as
+// APISIX's "failed to limit count" error lines tell.
+func (c *Client) logFailures(batch []*Call, now time.Time) {
+	var last error
+	for _, call := range batch {
+		if call.Err != nil {
+			c.failed++
+			last = call.Err
+		}
+	}
+	if c.failed == 0 || (!c.loggedAt.IsZero() && now.Sub(c.loggedAt) < logEvery) {
+		return
+	}
+	slog.Default().Error("redis calls failed", "redis", c.target(), "calls", c.failed, "err", last)
+	c.failed, c.loggedAt = 0, now
+}
+
+// target names the client's Redis in a log line (no credentials).
+func (c *Client) target() string {
+	if c.conf.Cluster {
+		return strings.Join(c.conf.Nodes, ",")
+	}
+	return net.JoinHostPort(c.conf.Host, strconv.Itoa(c.conf.Port))
 }
 
 // redialEvery is how often a Client whose Redis could not be reached
@@ -222,6 +260,7 @@ func (c *Client) run() {
 			c.batch[i], c.batch[j] = c.batch[j], c.batch[i]
 		}
 		c.exec(c.batch)
+		c.logFailures(c.batch, time.Now())
 		for i, call := range c.batch {
 			call.next = nil
 			c.batch[i] = nil

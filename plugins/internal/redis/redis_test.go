@@ -1,7 +1,10 @@
 package redis
 
 import (
+	"bytes"
+	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -140,4 +143,46 @@ func BenchmarkSubmit(b *testing.B) {
 	cpu := time.Duration(syscall.TimevalToNsec(ru1.Utime) - syscall.TimevalToNsec(ru0.Utime) +
 		syscall.TimevalToNsec(ru1.Stime) - syscall.TimevalToNsec(ru0.Stime))
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// TestClientLogsFailures: calls to a Redis that cannot be reached are
+// logged, the first at once, then one line per logEvery with the count.
+func TestClientLogsFailures(t *testing.T) {
+	var buf syncBuffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	port := plugintest.FreePort(t)
+	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: 200 * time.Millisecond, Keepalive: time.Second})
+	ch := make(chan *Call, 4)
+	calls := newCalls(3, ch)
+	for _, c := range calls {
+		cl.Submit(c)
+		if got := <-ch; got.Err == nil {
+			t.Fatal("a call to nothing succeeded")
+		}
+	}
+	out := buf.String()
+	if n := strings.Count(out, "redis calls failed"); n != 1 || !strings.Contains(out, "redis=127.0.0.1:"+strconv.Itoa(port)) {
+		t.Fatalf("log:\n%s\nwant one line naming the server", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from the client's
+// goroutine and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
