@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,6 +139,13 @@ func TestLimitCountRedisDown(t *testing.T) {
 			t.Fatalf("/open: %+v, %v", a, err)
 		}
 	}
+	// The operator is told, by the worker, naming the server.
+	eventually(t, 5*time.Second, func() error {
+		if out := g.out.String(); !strings.Contains(out, `msg="redis calls failed"`) || !strings.Contains(out, "worker=0") {
+			return fmt.Errorf("no log line of the failing Redis calls:\n%s", out)
+		}
+		return nil
+	})
 }
 
 // TestLimitReqRedisAcrossGateways: limit-req's bucket in Redis is shared
