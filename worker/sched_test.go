@@ -111,7 +111,12 @@ func TestLoopKeepsItsP(t *testing.T) {
 	if st.syscalls < 1000 {
 		t.Fatalf("the loop made %d system calls in %v: not flooded, nothing to judge", st.syscalls, window)
 	}
-	if want := int(window / netpoll.YieldInterval / 4); st.yields < want {
+	// The loop blocks in epoll_wait whenever the flood pauses (one
+	// blocking poll per wake-up), and the flooding process shares the
+	// machine's CPUs with it, so it is busy for part of the window only:
+	// an eighth of the nominal rate still tells a loop that yields on its
+	// clock from one that yields only after empty polls (none while busy).
+	if want := int(window / netpoll.YieldInterval / 8); st.yields < want {
 		t.Errorf("the loop yielded %d times in %v, want at least %d (once per %v while busy)",
 			st.yields, window, want, netpoll.YieldInterval)
 	}
