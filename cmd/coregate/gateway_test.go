@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/internal/syncbuf"
 )
 
 // The end-to-end tests run the real binary, built once by TestMain, against
@@ -75,31 +77,13 @@ var handed = struct {
 	ports map[int]bool
 }{ports: map[int]bool{}}
 
-// syncBuffer collects a process's output for assertions.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // gateway is one coregate process with its config directory.
 type gateway struct {
 	t    testing.TB
 	dir  string
 	port int
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan struct{}
 }
 
@@ -129,7 +113,7 @@ func startGateway(t testing.TB, apisixYAML, extra string) *gateway {
 // config for the listen port chosen.
 func startGatewayConfig(t testing.TB, apisixYAML string, config func(port int) string) *gateway {
 	t.Helper()
-	g := &gateway{t: t, dir: t.TempDir(), port: freePort(t), out: &syncBuffer{}, done: make(chan struct{})}
+	g := &gateway{t: t, dir: t.TempDir(), port: freePort(t), out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	writeFile(t, filepath.Join(g.dir, "config.yaml"), config(g.port))
 	writeFile(t, filepath.Join(g.dir, "apisix.yaml"), apisixYAML)
 	g.cmd = exec.Command(binPath, "-c", filepath.Join(g.dir, "config.yaml"))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"coregate/admin/adminapi"
+	"coregate/internal/syncbuf"
 )
 
 // etcdProc is an etcd process (Debian's etcd-server) on fixed-at-start
@@ -25,7 +26,7 @@ type etcdProc struct {
 	client, peer string
 	cmd          *exec.Cmd
 	done         chan struct{}
-	log          *syncBuffer
+	log          *syncbuf.Buffer
 }
 
 func newEtcdProc(t *testing.T) *etcdProc {
@@ -36,7 +37,7 @@ func newEtcdProc(t *testing.T) *etcdProc {
 		}
 		t.Skipf("no etcd binary (apt-get install etcd-server): %v", err)
 	}
-	e := &etcdProc{t: t, bin: bin, dir: filepath.Join(t.TempDir(), "etcd"), log: &syncBuffer{},
+	e := &etcdProc{t: t, bin: bin, dir: filepath.Join(t.TempDir(), "etcd"), log: &syncbuf.Buffer{},
 		client: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 		peer:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
 	t.Cleanup(func() {
@@ -257,7 +258,7 @@ func TestEtcdOutage(t *testing.T) {
 	g.stopped.Store(true)
 	g.stop()
 	etcd.kill()
-	g2 := &supGateway{gateway: &gateway{t: t, dir: g.dir, port: g.port, out: &syncBuffer{}, done: make(chan struct{})}}
+	g2 := &supGateway{gateway: &gateway{t: t, dir: g.dir, port: g.port, out: &syncbuf.Buffer{}, done: make(chan struct{})}}
 	g2.cmd = exec.Command(binPath, "-c", filepath.Join(g.dir, "config.yaml"))
 	g2.cmd.Stdout, g2.cmd.Stderr = g2.out, g2.out
 	if err := g2.cmd.Start(); err != nil {

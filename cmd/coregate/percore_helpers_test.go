@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"coregate/bpf"
+	"coregate/internal/syncbuf"
 	"coregate/worker/supervisor"
 )
 
@@ -86,7 +87,7 @@ type supGateway struct {
 // (0: do not wait).
 func startSupervisor(t *testing.T, apisixYAML string, config func(port int) string, ready int, args ...string) *supGateway {
 	t.Helper()
-	g := &supGateway{gateway: &gateway{t: t, dir: t.TempDir(), port: freePort(t), out: &syncBuffer{}, done: make(chan struct{})}}
+	g := &supGateway{gateway: &gateway{t: t, dir: t.TempDir(), port: freePort(t), out: &syncbuf.Buffer{}, done: make(chan struct{})}}
 	writeFile(t, filepath.Join(g.dir, "config.yaml"), config(g.port))
 	writeFile(t, filepath.Join(g.dir, "apisix.yaml"), apisixYAML)
 	g.cmd = exec.Command(binPath, append([]string{"-c", filepath.Join(g.dir, "config.yaml")}, args...)...)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"coregate/internal/syncbuf"
 )
 
 // The faulty-upstream tests watch the one worker process of the gateway:
@@ -32,7 +34,7 @@ type probedGateway struct {
 // worker's pprof endpoint on a free port, and finds the worker process.
 func startProbedGateway(t *testing.T, apisixYAML, extra string) *probedGateway {
 	t.Helper()
-	g := &gateway{t: t, dir: t.TempDir(), port: freePort(t), out: &syncBuffer{}, done: make(chan struct{})}
+	g := &gateway{t: t, dir: t.TempDir(), port: freePort(t), out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	writeFile(t, filepath.Join(g.dir, "config.yaml"), fmt.Sprintf(baseConfig, g.port, extra))
 	writeFile(t, filepath.Join(g.dir, "apisix.yaml"), apisixYAML)
 	pprof := "127.0.0.1:" + strconv.Itoa(freePort(t))

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -9,13 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"coregate/admin/spec"
+	"coregate/internal/syncbuf"
 )
 
 func TestParseCPUList(t *testing.T) {
@@ -151,7 +150,7 @@ func (fixedSource) Watch(ctx context.Context, _ func(*spec.Spec), _ func(error))
 // TestStartFailureBackoff: a worker binary that cannot be started is retried
 // with growing delays, not in a loop, and a stop still ends Run.
 func TestStartFailureBackoff(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf syncbuf.Buffer
 	s, err := New(Options{
 		Exe:     filepath.Join(t.TempDir(), "missing"),
 		Workers: 1,
@@ -192,21 +191,4 @@ func TestStartFailureBackoff(t *testing.T) {
 	if starts != 4 {
 		t.Errorf("%d start attempts in 600 ms, want 4", starts)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

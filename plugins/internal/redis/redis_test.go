@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"bytes"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/internal/syncbuf"
 	"coregate/plugins/plugintest"
 )
 
@@ -148,7 +148,7 @@ func BenchmarkSubmit(b *testing.B) {
 // TestClientLogsFailures: calls to a Redis that cannot be reached are
 // logged, the first at once, then one line per logEvery with the count.
 func TestClientLogsFailures(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	defer slog.SetDefault(old)
@@ -166,23 +166,4 @@ func TestClientLogsFailures(t *testing.T) {
 	if n := strings.Count(out, "redis calls failed"); n != 1 || !strings.Contains(out, "redis=127.0.0.1:"+strconv.Itoa(port)) {
 		t.Fatalf("log:\n%s\nwant one line naming the server", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer for a logger written from the client's
-// goroutine and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
