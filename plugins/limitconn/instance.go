@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/freelist"
 	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
@@ -29,7 +30,7 @@ type instance struct {
 	// local); ttlArg is key_ttl, in seconds.
 	rc     *redis.Client
 	ttlArg string
-	free   []*call
+	free   freelist.List[call]
 	// leaves are the log phase's Redis calls not out, returned those
 	// that came back since the loop last took them (see leave).
 	leaves   []*leaveCall

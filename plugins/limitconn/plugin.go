@@ -39,7 +39,9 @@ func (Plugin) Check(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	_, err = supported(c, raw)
+	// What a worker cannot build is refused here, where the Admin API
+	// answers 400, rather than stored.
+	_, err = redis.Decode(c.Policy, raw)
 	return err
 }
 
@@ -49,25 +51,6 @@ func decode(raw json.RawMessage) (conf, error) {
 	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503, KeyTTL: 3600}
 	err := json.Unmarshal(raw, &c)
 	return c, err
-}
-
-// supported refuses what the plugin cannot run yet: in Check, so that the
-// Admin API answers 400 rather than store what no worker can build. It
-// returns the Redis configuration of the redis and redis-cluster
-// policies.
-func supported(c conf, raw json.RawMessage) (rconf *redis.Conf, err error) {
-	switch c.Policy {
-	case "local":
-	case "redis", "redis-cluster":
-		rc, err := redis.Decode(c.Policy, raw)
-		if err != nil {
-			return nil, err
-		}
-		rconf = &rc
-	default:
-		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
-	}
-	return rconf, nil
 }
 
 // conf is a configuration that passed the schema, with APISIX's defaults.
@@ -98,7 +81,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err != nil {
 		return nil, err
 	}
-	rconf, err := supported(c, raw)
+	rconf, err := redis.Decode(c.Policy, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -129,9 +129,7 @@ func (cl *call) Abandon() {
 }
 
 func (in *instance) getCall() *call {
-	if n := len(in.free); n > 0 {
-		cl := in.free[n-1]
-		in.free = in.free[:n-1]
+	if cl := in.free.Get(); cl != nil {
 		return cl
 	}
 	cl := &call{in: in}
@@ -144,7 +142,7 @@ func (in *instance) getCall() *call {
 func (in *instance) putCall(cl *call) {
 	cl.Waker, cl.Err, cl.NRep = nil, nil, 0
 	cl.keys[0], cl.args[0], cl.args[2], cl.args[3] = "", "", "", ""
-	in.free = append(in.free, cl)
+	in.free.Put(cl)
 }
 
 // leaveCall is the Redis call of a request leaving its count, which

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/freelist"
 	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
@@ -39,7 +40,7 @@ type instance struct {
 	// rc is the Redis of the redis and redis-cluster policies (nil:
 	// local, in counters); free holds the instance's idle calls to it.
 	rc   *redis.Client
-	free []*call
+	free freelist.List[call]
 	// rules are the limits: one (count, time_window, key), or the
 	// configuration's rules.
 	rules []rule

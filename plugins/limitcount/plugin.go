@@ -65,14 +65,8 @@ func (Plugin) Check(raw json.RawMessage) error {
 	}
 	// What the worker cannot build yet is refused here, where the Admin
 	// API answers 400, rather than stored and refused by every worker.
-	switch c.Policy {
-	case "local":
-	case "redis", "redis-cluster":
-		if _, err := redis.Decode(c.Policy, raw); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
+	if _, err := redis.Decode(c.Policy, raw); err != nil {
+		return err
 	}
 	if c.WindowType != "fixed" {
 		return fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
@@ -105,19 +99,17 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err != nil {
 		return nil, err
 	}
-	var rc *redis.Client
-	switch {
-	case c.WindowType != "fixed":
+	if c.WindowType != "fixed" {
 		return nil, fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
-	case c.Policy == "redis" || c.Policy == "redis-cluster":
-		rconf, err := redis.Decode(c.Policy, raw)
-		if err != nil {
-			return nil, err
-		}
-		rc = redis.For(rconf)
-	case c.Policy != "local":
-		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
-	case env.Counters == nil:
+	}
+	rconf, err := redis.Decode(c.Policy, raw)
+	if err != nil {
+		return nil, err
+	}
+	var rc *redis.Client
+	if rconf != nil {
+		rc = redis.For(*rconf)
+	} else if env.Counters == nil {
 		return nil, errors.New("no counter table")
 	}
 	canon, err := cjson.Canonical(raw)
@@ -236,13 +228,11 @@ func (Plugin) GroupConf(raw json.RawMessage) (string, []byte, error) {
 		*conf
 		Redis *redis.Conf `json:"redis,omitempty"`
 	}{conf: c}
-	if c.Policy == "redis" || c.Policy == "redis-cluster" {
-		rc, err := redis.Decode(c.Policy, raw)
-		if err != nil {
-			return "", nil, err
-		}
-		all.Redis = &rc
+	rc, err := redis.Decode(c.Policy, raw)
+	if err != nil {
+		return "", nil, err
 	}
+	all.Redis = rc
 	b, err := json.Marshal(all)
 	return *c.Group, b, err
 }

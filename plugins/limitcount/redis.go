@@ -110,9 +110,7 @@ func (cl *call) Resume(c plugins.Ctx) {
 func (cl *call) Abandon() { cl.in.putCall(cl) }
 
 func (in *instance) getCall() *call {
-	if n := len(in.free); n > 0 {
-		cl := in.free[n-1]
-		in.free = in.free[:n-1]
+	if cl := in.free.Get(); cl != nil {
 		return cl
 	}
 	cl := &call{in: in}
@@ -124,5 +122,5 @@ func (in *instance) getCall() *call {
 func (in *instance) putCall(cl *call) {
 	cl.Waker, cl.Err = nil, nil
 	cl.keys[0] = ""
-	in.free = append(in.free, cl)
+	in.free.Put(cl)
 }

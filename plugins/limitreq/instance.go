@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/freelist"
 	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
@@ -39,7 +40,7 @@ type instance struct {
 	// in thousandths, the bucket's TTL in seconds.
 	rc                        *redis.Client
 	rateArg, burstArg, ttlArg string
-	free                      []*call
+	free                      freelist.List[call]
 	rate, burst               float64 // in thousandths of a request (per second)
 	nodelay                   bool
 	degrade                   bool

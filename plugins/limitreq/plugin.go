@@ -55,17 +55,10 @@ func decode(raw json.RawMessage) (conf, error) {
 // Admin API answers 400 rather than store what no worker can build. It
 // returns the Redis configuration of the redis and redis-cluster
 // policies.
-func supported(c conf, raw json.RawMessage) (rconf *redis.Conf, err error) {
-	switch c.Policy {
-	case "local":
-	case "redis", "redis-cluster":
-		rc, err := redis.Decode(c.Policy, raw)
-		if err != nil {
-			return nil, err
-		}
-		rconf = &rc
-	default:
-		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", c.Policy)
+func supported(c conf, raw json.RawMessage) (*redis.Conf, error) {
+	rconf, err := redis.Decode(c.Policy, raw)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case c.Burst > maxBurst:

@@ -25,15 +25,25 @@ type fields struct {
 	ClusterSSLVerify bool     `json:"redis_cluster_ssl_verify"`
 }
 
-// Decode reads the Redis fields of a plugin configuration that passed
-// its schema, for policy "redis" or "redis-cluster", with APISIX's
-// defaults (port 6379, database 0, timeout 1000 ms, keepalive 10000 ms).
+// Decode reads the Redis configuration of a plugin configuration that
+// passed its schema, by its policy: nil for "local", which needs none;
+// the Redis fields, with APISIX's defaults (port 6379, database 0,
+// timeout 1000 ms, keepalive 10000 ms), for "redis" and "redis-cluster";
+// an error for any other (APISIX's redis-sentinel), so that what the
+// gateway cannot run is refused where it is checked.
 // redis_keepalive_pool has no use here: one pipelined connection per node
 // carries a worker's calls.
-func Decode(policy string, raw json.RawMessage) (Conf, error) {
+func Decode(policy string, raw json.RawMessage) (*Conf, error) {
+	switch policy {
+	case "local":
+		return nil, nil
+	case "redis", "redis-cluster":
+	default:
+		return nil, fmt.Errorf("policy %q is not supported yet, only \"local\", \"redis\" and \"redis-cluster\"", policy)
+	}
 	f := fields{Port: 6379, Timeout: 1000, KeepaliveTimeout: 10000}
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return Conf{}, err
+		return nil, err
 	}
 	c := Conf{
 		Password:  f.Password,
@@ -54,12 +64,10 @@ func Decode(policy string, raw json.RawMessage) (Conf, error) {
 				_, err = strconv.ParseUint(port, 10, 16)
 			}
 			if err != nil || host == "" {
-				return Conf{}, fmt.Errorf("failed to parse address: %s, want host:port", n)
+				return nil, fmt.Errorf("failed to parse address: %s, want host:port", n)
 			}
 			c.Nodes = append(c.Nodes, n)
 		}
-	default:
-		return Conf{}, fmt.Errorf("policy %q is not a Redis policy", policy)
 	}
-	return c, nil
+	return &c, nil
 }
