@@ -30,7 +30,7 @@ func threadNice(t *testing.T, tid int) int {
 // does not outlive f to run other goroutines at that priority.
 func TestBackground(t *testing.T) {
 	var tid, nice int
-	Background(func() {
+	Background(func(func()) {
 		tid = unix.Gettid()
 		nice = threadNice(t, tid)
 	})

@@ -133,7 +133,7 @@ func newHarnessConfig(t testing.TB, s *spec.Spec, cfg Config) *harness {
 	t.Helper()
 	cfg.Listen = []string{"127.0.0.1:0"}
 	w := New(cfg)
-	if err := w.SetSpec(s); err != nil {
+	if err := w.SetSpec(s, nil); err != nil {
 		t.Fatal(err)
 	}
 	loop := &fakeLoop{w: w}

@@ -47,7 +47,7 @@ func runWorker(t *testing.T, cfg Config, s *spec.Spec) (*Worker, chan error) {
 	t.Helper()
 	cfg.Listen = []string{"127.0.0.1:0"}
 	w := New(cfg)
-	if err := w.SetSpec(s); err != nil {
+	if err := w.SetSpec(s, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -375,7 +375,7 @@ func TestPrunePools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.SetSpec(&spec.Spec{Routes: []*spec.Route{r}, Upstreams: []*spec.Upstream{u}}); err != nil {
+	if err := w.SetSpec(&spec.Spec{Routes: []*spec.Route{r}, Upstreams: []*spec.Upstream{u}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.prunePools()

@@ -128,7 +128,7 @@ const (
 // Compile turns a validated Spec into a Snapshot. It runs off the event loop
 // and allocates freely; an error leaves the caller's current snapshot alone.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
-	return compile(s, mode, Keepalive{}, pluginSet{})
+	return compile(s, mode, Keepalive{}, pluginSet{}, nil)
 }
 
 // pluginSet is what compile builds plugins with: a registry
@@ -149,7 +149,12 @@ type Keepalive struct {
 	Requests int
 }
 
-func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snapshot, error) {
+// compile builds s's snapshot. yield, if not nil, is called after every
+// route (see Background).
+func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, yield func()) (*Snapshot, error) {
+	if yield == nil {
+		yield = func() {}
+	}
 	if ps.reg == nil {
 		ps.reg = plugins.Default
 	}
@@ -215,6 +220,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet) (*Snaps
 
 	var rts []router.Route
 	for _, r := range s.Routes {
+		yield()
 		if !r.Enabled() {
 			continue
 		}

@@ -18,7 +18,7 @@ func TestCompileKeepaliveDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &spec.Spec{Routes: []*spec.Route{plain, own}}
-	snap, err := compile(s, router.HostURI, Keepalive{Size: 16, Idle: 5 * time.Second, Requests: 100}, pluginSet{})
+	snap, err := compile(s, router.HostURI, Keepalive{Size: 16, Idle: 5 * time.Second, Requests: 100}, pluginSet{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,8 +193,9 @@ func New(cfg Config) *Worker {
 func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 
 // SetSpec compiles s and installs it; on error the current snapshot stays.
-func (w *Worker) SetSpec(s *spec.Spec) error {
-	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive, pluginSet{env: w.cfg.Plugins})
+// yield, if not nil, is called after every route compiled (Background's).
+func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
+	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive, pluginSet{env: w.cfg.Plugins}, yield)
 	if err != nil {
 		return err
 	}

@@ -247,3 +247,68 @@ func TestMarshalReusesSetHash(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmarshalEach: UnmarshalEach decodes what MarshalJSON writes into
+// the Spec UnmarshalJSON gives, calling each once per object, and refuses
+// what UnmarshalJSON refuses.
+func TestUnmarshalEach(t *testing.T) {
+	r1, err := DecodeRoute([]byte(`{"id":"1","uri":"/a","upstream_id":"u","plugins":{"prometheus":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := DecodeRoute([]byte(`{"id":2,"uris":["/b","/c"],"service_id":"s","vars":[["arg_x","==","1"]]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := DecodeUpstream([]byte(`{"id":"u","type":"chash","key":"remote_addr","nodes":[{"host":"::1","port":80,"weight":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := DecodeService([]byte(`{"id":"s","upstream":{"nodes":{"127.0.0.1:80":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	s := &Spec{
+		Routes: []*Route{r1, r2}, Services: []*Service{sv}, Upstreams: []*Upstream{u},
+		Consumers:      []json.RawMessage{raw(`{"username":"jack"}`)},
+		PluginConfigs:  []json.RawMessage{raw(`{"id":"p","plugins":{}}`)},
+		GlobalRules:    []json.RawMessage{raw(`{"id":"g","plugins":{}}`)},
+		Credentials:    []json.RawMessage{raw(`{"id":"jack/credentials/c","plugins":{}}`)},
+		PluginMetadata: []json.RawMessage{raw(`{"id":"prometheus","disabled_labels":[]}`)},
+	}
+	s.SetHash()
+	for _, in := range []*Spec{s, {}} {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got Spec
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if err := UnmarshalEach(b, &got, func() { n++ }); err != nil {
+			t.Fatalf("UnmarshalEach(%s): %v", b, err)
+		}
+		if diff := cmp.Diff(&want, &got, cmp.AllowUnexported(Route{}, Service{}, Upstream{}, ID{}, Nodes{})); diff != "" {
+			t.Errorf("UnmarshalEach (-UnmarshalJSON +UnmarshalEach):\n%s", diff)
+		}
+		objs := len(in.Routes) + len(in.Services) + len(in.Upstreams) + len(in.Consumers) + len(in.PluginConfigs) +
+			len(in.GlobalRules) + len(in.Credentials) + len(in.PluginMetadata)
+		if n != objs {
+			t.Errorf("each called %d times for %d objects", n, objs)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"routes":{}}`, `{"routes":[{"id":1}`, `{"hash":"xy"}`, `{"routes":[1]}`, `{} {}`, `{"x":}`} {
+		var a, b Spec
+		errA, errB := json.Unmarshal([]byte(bad), &a), UnmarshalEach([]byte(bad), &b, nil)
+		if errB == nil || errA == nil {
+			t.Errorf("%q: UnmarshalJSON %v, UnmarshalEach %v; want both to refuse", bad, errA, errB)
+		}
+	}
+	var got Spec
+	if err := UnmarshalEach([]byte(`{"routes":[{"id":1,"uri":"/x"}],"routes":null,"other":{"a":[1]}}`), &got, nil); err != nil || got.Routes != nil {
+		t.Errorf("a repeated member: routes %v, err %v; want the last (null) to win", got.Routes, err)
+	}
+}

@@ -1,9 +1,12 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 )
@@ -114,10 +117,104 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	if w.Hash == "" {
 		return nil
 	}
-	h, err := hex.DecodeString(w.Hash)
-	if err != nil || len(h) != len(s.Hash) {
-		return fmt.Errorf("spec: hash %q is not 64 hex digits", w.Hash)
+	return s.setHashHex(w.Hash)
+}
+
+// UnmarshalEach is UnmarshalJSON that decodes one object at a time and
+// calls each, if not nil, after every one: a worker decoding a large
+// configuration beside its event loop gives the loop its turn there
+// (worker.Background). It reads what MarshalJSON writes into s, as
+// UnmarshalJSON does, ignoring unknown members as it does; member names
+// must be spelt as MarshalJSON writes them.
+func UnmarshalEach(b []byte, s *Spec, each func()) error {
+	*s = Spec{}
+	if each == nil {
+		each = func() {}
 	}
-	copy(s.Hash[:], h)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil {
+		return err
+	} else if t == nil {
+		return nil // null, as UnmarshalJSON leaves it
+	} else if t != json.Delim('{') {
+		return fmt.Errorf("spec: want an object, got %v", t)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		switch key {
+		case "routes":
+			err = decodeEach(dec, &s.Routes, each)
+		case "services":
+			err = decodeEach(dec, &s.Services, each)
+		case "upstreams":
+			err = decodeEach(dec, &s.Upstreams, each)
+		case "consumers":
+			err = decodeEach(dec, &s.Consumers, each)
+		case "plugin_configs":
+			err = decodeEach(dec, &s.PluginConfigs, each)
+		case "global_rules":
+			err = decodeEach(dec, &s.GlobalRules, each)
+		case "credentials":
+			err = decodeEach(dec, &s.Credentials, each)
+		case "plugin_metadata":
+			err = decodeEach(dec, &s.PluginMetadata, each)
+		case "hash":
+			var h string
+			if err = dec.Decode(&h); err == nil && h != "" {
+				if err := s.setHashHex(h); err != nil {
+					return err
+				}
+			}
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return fmt.Errorf("spec: %s: %w", key, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("spec: data after the configuration")
+	}
+	return nil
+}
+
+// decodeEach appends the elements of the JSON array (or null) dec is at
+// to dst, calling each after every one.
+func decodeEach[T any](dec *json.Decoder, dst *[]T, each func()) error {
+	*dst = nil // as Unmarshal does, for null and for a repeated member
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return err
+	}
+	if t != json.Delim('[') {
+		return fmt.Errorf("want an array, got %v", t)
+	}
+	for dec.More() {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		*dst = append(*dst, v)
+		each()
+	}
+	_, err = dec.Token()
+	return err
+}
+
+// setHashHex sets Hash from its JSON form.
+func (s *Spec) setHashHex(h string) error {
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != len(s.Hash) {
+		return fmt.Errorf("spec: hash %q is not 64 hex digits", h)
+	}
+	copy(s.Hash[:], b)
 	return nil
 }

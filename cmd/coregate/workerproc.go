@@ -193,7 +193,7 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 		}
 		switch t {
 		case control.Config:
-			configured = applyConfig(w, ctrl, payload, log)
+			configured = applyConfig(w, ctrl, payload, log, nil)
 		case control.Drain:
 			return nil // nothing served yet
 		}
@@ -225,7 +225,7 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 			switch t {
 			case control.Config:
 				// built beside the loop, on the same CPU, below its priority
-				worker.Background(func() { _ = applyConfig(w, ctrl, payload, log) })
+				worker.Background(func(yield func()) { _ = applyConfig(w, ctrl, payload, log, yield) })
 			case control.Drain:
 				var m control.DrainMsg
 				_ = json.Unmarshal(payload, &m)
@@ -323,11 +323,13 @@ func servePprof(addr string, id int, log *slog.Logger) {
 }
 
 // applyConfig installs a Config frame's configuration and acknowledges it;
-// it reports whether the configuration was installed.
-func applyConfig(w *worker.Worker, ctrl *control.Conn, payload []byte, log *slog.Logger) bool {
-	s, err := control.DecodeSpec(payload)
+// it reports whether the configuration was installed. yield, if not nil, is
+// called after every object decoded and every route compiled
+// (worker.Background).
+func applyConfig(w *worker.Worker, ctrl *control.Conn, payload []byte, log *slog.Logger, yield func()) bool {
+	s, err := control.DecodeSpec(payload, yield)
 	if err == nil {
-		err = w.SetSpec(s)
+		err = w.SetSpec(s, yield)
 	}
 	if err != nil {
 		log.Error("configuration refused, the previous one keeps serving", "err", err)

@@ -71,6 +71,10 @@ type ReadyMsg struct {
 type AppliedMsg struct {
 	Routes int    `json:"routes"`
 	Error  string `json:"error,omitempty"`
+	// BuildUS is how long the worker took to decode and compile the
+	// configuration, in microseconds: the supervisor spaces the next one
+	// by it.
+	BuildUS int64 `json:"build_us,omitempty"`
 }
 
 // FatalMsg is the payload of Fatal.
@@ -191,10 +195,11 @@ func EncodeSpec(s *spec.Spec) ([]byte, error) {
 
 // DecodeSpec parses a Config payload and checks the references between its
 // objects (spec.Spec.Check); the objects themselves were validated where
-// they were loaded or stored.
-func DecodeSpec(payload []byte) (*spec.Spec, error) {
+// they were loaded or stored. each, if not nil, is called after every
+// object is decoded (spec.UnmarshalEach).
+func DecodeSpec(payload []byte, each func()) (*spec.Spec, error) {
 	s := new(spec.Spec)
-	if err := json.Unmarshal(payload, s); err != nil {
+	if err := spec.UnmarshalEach(payload, s, each); err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}
 	if err := s.Check(); err != nil {
