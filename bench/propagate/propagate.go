@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -439,6 +440,12 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 		err error
 	}
 	outs := make([]out, len(paths))
+	// Each load loop gets a P of its own beside the Admin API client's
+	// goroutines: a loop that came back from epoll_wait to find every P
+	// taken by the PUTs would wait in the run queue, and since latency
+	// counts from when each request was due, that wait would be charged
+	// to the gateway.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + len(paths)))
 	var wg sync.WaitGroup
 	for i, p := range paths {
 		wg.Add(1)
