@@ -327,6 +327,7 @@ func servePprof(addr string, id int, log *slog.Logger) {
 // called after every object decoded and every route compiled
 // (worker.Background).
 func applyConfig(w *worker.Worker, ctrl *control.Conn, payload []byte, log *slog.Logger, yield func()) bool {
+	start := time.Now()
 	s, err := control.DecodeSpec(payload, yield)
 	if err == nil {
 		err = w.SetSpec(s, yield)
@@ -336,6 +337,6 @@ func applyConfig(w *worker.Worker, ctrl *control.Conn, payload []byte, log *slog
 		_ = ctrl.Send(control.Applied, control.AppliedMsg{Error: err.Error()})
 		return false
 	}
-	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes)})
+	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes), BuildUS: time.Since(start).Microseconds()})
 	return true
 }

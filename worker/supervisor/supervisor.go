@@ -111,6 +111,10 @@ type Supervisor struct {
 	// have, or after maxHold).
 	reload *pendingReload
 	next   *spec.Spec
+	// paced is when the next configuration may be pushed (see BuildGap);
+	// pace fires then for one held back meanwhile.
+	paced time.Time
+	pace  *time.Timer
 	// epoch is the origin of the heartbeat times (monotonic).
 	epoch time.Time
 	// metricPrefix replaces apisix_ in the served metric names
@@ -127,8 +131,9 @@ type Supervisor struct {
 type pendingReload struct {
 	routes  int
 	start   time.Time
-	refused int    // workers that answered with an error
-	err     string // the first of those errors
+	build   time.Duration // the slowest worker's decode and compile
+	refused int           // workers that answered with an error
+	err     string        // the first of those errors
 }
 
 // proc is one worker slot and the process currently in it.
@@ -318,11 +323,18 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 	s.countLive()
 	stallCheck := time.NewTicker(stallCheckEvery)
 	defer stallCheck.Stop()
+	s.pace = time.NewTimer(time.Hour)
+	s.pace.Stop()
+	defer s.pace.Stop()
 	for {
 		select {
 		case <-stallCheck.C:
 			s.checkStalls()
-			if s.next != nil && (s.reload == nil || time.Since(s.reload.start) >= maxHold) {
+			if s.next != nil && s.reload != nil && time.Since(s.reload.start) >= maxHold {
+				s.pushNext()
+			}
+		case <-s.pace.C:
+			if s.next != nil && s.reload == nil {
 				s.pushNext()
 			}
 		case <-ctx.Done():
@@ -361,6 +373,13 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 				// the workers are still building the last one: the newest
 				// waits for them, and one it replaces is never built
 				s.next = sp
+				continue
+			}
+			if wait := time.Until(s.paced); s.reload == nil && wait > 0 {
+				// they built the last one moments ago: the newest waits
+				// for the pace, with whatever else comes meanwhile
+				s.next = sp
+				s.pace.Reset(wait)
 				continue
 			}
 			s.push(sp)
@@ -570,6 +589,28 @@ func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic
 	}
 }
 
+// BuildGap and BuildBurst pace the configurations pushed in a burst of
+// changes. Each build the workers report (the longest of theirs) moves
+// the earliest time of the next push on by BuildGap times its length,
+// from no earlier than BuildBurst ago. A worker builds beside its event
+// loop on the same CPU, so a long burst (a bulk load through the Admin
+// API) takes at most about a fifth of that CPU for builds, whatever the
+// configuration's size, while changes that come one at a time, or a short
+// burst of them, go out at once.
+const (
+	BuildGap   = 4
+	BuildBurst = 250 * time.Millisecond
+)
+
+// nextPace is when the next configuration may be pushed after a build of
+// b applied at now, the earliest having been paced.
+func nextPace(paced, now time.Time, b time.Duration) time.Time {
+	if floor := now.Add(-BuildBurst); paced.Before(floor) {
+		paced = floor
+	}
+	return paced.Add(BuildGap * b)
+}
+
 // maxHold bounds how long a new configuration waits for the workers to
 // answer the previous one (a worker that stopped answering does not hold
 // the others' configuration back for longer).
@@ -617,14 +658,19 @@ func (s *Supervisor) checkReload() {
 		n++
 	}
 	s.reload = nil
+	s.paced = nextPace(s.paced, time.Now(), r.build)
 	took := time.Since(r.start).Round(time.Microsecond).String()
 	if r.refused > 0 {
 		s.log.Error("config reload refused by workers", "routes", r.routes, "workers", n, "refused", r.refused, "took", took, "err", r.err)
 	} else {
-		s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took)
+		s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took, "build", r.build.String())
 	}
 	if s.next != nil {
-		s.pushNext()
+		if wait := time.Until(s.paced); wait > 0 {
+			s.pace.Reset(wait)
+		} else {
+			s.pushNext()
+		}
 	}
 }
 
@@ -676,7 +722,10 @@ func (s *Supervisor) handle(ev event) {
 		}
 		p.acked++
 		var m control.AppliedMsg
-		if json.Unmarshal(ev.msg, &m) == nil && m.Error != "" {
+		if json.Unmarshal(ev.msg, &m) == nil && s.reload != nil {
+			s.reload.build = max(s.reload.build, time.Duration(m.BuildUS)*time.Microsecond)
+		}
+		if m.Error != "" {
 			s.log.Error("worker refused configuration", "id", p.id, "pid", p.pid, "msg", string(ev.msg))
 			if r := s.reload; r != nil {
 				r.refused++
