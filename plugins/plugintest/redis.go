@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"coregate/plugins"
 )
 
 // RedisServer starts a redis-server process on a free loopback port for
@@ -196,4 +199,31 @@ func readReply(r *bufio.Reader) (string, error) {
 		return strings.Join(parts, "\n"), nil
 	}
 	return "", fmt.Errorf("unexpected reply %q", line)
+}
+
+// CheckRedisFields checks that plugin name refuses a Redis configuration
+// missing what its policy needs, with the field's name, and takes a
+// complete one: base is the plugin's own members, without braces
+// (`"rate":1,"burst":1,"key":"remote_addr"`).
+func CheckRedisFields(t *testing.T, name, base string) {
+	t.Helper()
+	conf := func(redis string) string { return "{" + base + "," + redis + "}" }
+	for _, tc := range []struct{ conf, want string }{
+		{conf(`"policy":"redis"`), "redis_host"},
+		{conf(`"policy":"redis-cluster","redis_cluster_nodes":["127.0.0.1:7000"]`), "redis_cluster_name"},
+		{conf(`"policy":"redis-cluster","redis_cluster_name":"c","redis_cluster_nodes":["nohost"]`), "failed to parse address: nohost"},
+	} {
+		err := plugins.Check(name, json.RawMessage(tc.conf))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.conf, err, tc.want)
+		}
+	}
+	for _, c := range []string{
+		conf(`"policy":"redis","redis_host":"127.0.0.1","redis_port":6379`),
+		conf(`"policy":"redis-cluster","redis_cluster_name":"c","redis_cluster_nodes":["127.0.0.1:7000","[::1]:7001"]`),
+	} {
+		if err := plugins.Check(name, json.RawMessage(c)); err != nil {
+			t.Errorf("%s: %v", c, err)
+		}
+	}
 }
