@@ -20,7 +20,8 @@
 // every worker reopen its access log (after logrotate renamed it).
 //
 // COREGATE_PPROF=127.0.0.1:PORT makes worker i serve net/http/pprof on
-// PORT+i (for scripts/flamegraph.sh).
+// PORT+i (for scripts/flamegraph.sh); COREGATE_PPROF_SUPERVISOR=ADDR makes
+// the supervisor (Admin API, embedded etcd, the watch) serve it on ADDR.
 package main
 
 import (

@@ -73,6 +73,9 @@ func runSupervisor(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("proc", "supervisor")
+	if addr := os.Getenv("COREGATE_PPROF_SUPERVISOR"); addr != "" {
+		servePprof(addr, 0, log)
+	}
 	nc, warnings, err := nodeconf.Load(*cfgPath)
 	if err != nil {
 		return err
