@@ -18,7 +18,7 @@ import (
 // Type is a frame type.
 type Type uint8
 
-// Frame types. Supervisor to worker: Config, Drain, Rejoin. Worker to
+// Frame types. Supervisor to worker: Config, Delta, Drain, Rejoin. Worker to
 // supervisor: Ready, Applied, Stats, Fatal.
 const (
 	// Config carries a whole configuration: a spec.Spec in its JSON form
@@ -42,6 +42,9 @@ const (
 	// selector while it was silent, and that it should put its listener
 	// back (no payload).
 	Rejoin
+	// Delta carries a configuration as the changes from the one sent
+	// before it (EncodeDelta); answered with Applied, as Config is.
+	Delta
 )
 
 // MaxFrame bounds a frame: 64 MiB covers tens of thousands of routes.
@@ -75,6 +78,10 @@ type AppliedMsg struct {
 	// configuration, in microseconds: the supervisor spaces the next one
 	// by it.
 	BuildUS int64 `json:"build_us,omitempty"`
+	// Resync says the worker could not apply a Delta (it does not hold
+	// the configuration it was made against) and wants the current one
+	// whole.
+	Resync bool `json:"resync,omitempty"`
 }
 
 // FatalMsg is the payload of Fatal.
@@ -168,7 +175,7 @@ func (c *Conn) Recv() (Type, []byte, error) {
 		return 0, nil, err
 	}
 	t := Type(buf[0])
-	if t < Config || t > Rejoin {
+	if t < Config || t > Delta {
 		return t, nil, ErrUnknownType
 	}
 	return t, buf[1:], nil

@@ -14,9 +14,15 @@
 // same bytes to every worker (SendPayload); a worker decodes it and checks
 // its references (DecodeSpec) before it compiles it.
 //
+// Once a worker holds a configuration, the next goes as a Delta: the
+// objects new or changed, and runs of the previous configuration's
+// objects kept (EncodeDelta, DecodeDelta), so that a worker decodes what
+// changed, not every object again. A worker that cannot apply a Delta
+// answers Applied with Resync and gets the configuration whole.
+//
 // A conversation: the supervisor sends Config at once; the worker listens
 // only after it holds that first complete configuration, then sends Ready.
-// Every Config is answered with Applied (an error there means the worker
+// Every Config and Delta is answered with Applied (an error there means the worker
 // kept its previous configuration). Drain asks the worker to stop
 // gracefully; a worker whose control socket reaches end of file (its
 // supervisor is gone) drains too. A worker that exits on an error sends

@@ -1,0 +1,195 @@
+package control
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"coregate/admin/spec"
+)
+
+// mustRoute decodes a route or fails t.
+func mustRoute(t testing.TB, js string) *spec.Route {
+	t.Helper()
+	r, err := spec.DecodeRoute([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// viaDelta sends next as the supervisor would after base, to a worker
+// that decoded base from its Config: it returns what the worker decodes.
+func viaDelta(t *testing.T, base, next *spec.Spec) (*spec.Spec, []byte) {
+	t.Helper()
+	full, err := EncodeSpec(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := DecodeSpec(full, nil) // the worker's copy of base
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, ok, err := EncodeDelta(base, next)
+	if err != nil || !ok {
+		t.Fatalf("EncodeDelta: ok %v, %v", ok, err)
+	}
+	got, err := DecodeDelta(payload, held, nil)
+	if err != nil {
+		t.Fatalf("DecodeDelta(%s): %v", payload, err)
+	}
+	return got, payload
+}
+
+// TestDeltaCarriesTheSpec: a Delta decodes, against the worker's copy of
+// the base, to the same Spec a Config of the new one does, whatever
+// changed: objects kept, replaced, removed, added, moved, of every kind.
+func TestDeltaCarriesTheSpec(t *testing.T) {
+	base := fullSpec(t)
+	next := *base
+	next.Routes = []*spec.Route{
+		base.Routes[1], // moved before the one now after it
+		mustRoute(t, `{"id":1,"uri":"/a2","upstream_id":2}`), // replaced
+		mustRoute(t, `{"id":"r3","uri":"/new","upstream_id":2}`),
+	}
+	next.Services = nil // removed (route 1 no longer names it)
+	next.Consumers = append(slices.Clone(base.Consumers), json.RawMessage(`{"username":"jill"}`))
+	next.PluginConfigs = []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"prometheus":{"prefer_name":true}}}`)}
+	next.Credentials = []json.RawMessage{json.RawMessage(`{"id":"jack/credentials/c1","plugins":{"key-auth":{"key":"k2"}}}`)}
+	next.SetHash()
+
+	got, payload := viaDelta(t, base, &next)
+	wantJSON, err := EncodeSpec(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := DecodeSpec(wantJSON, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("decoded spec (-config +delta):\n%s\npayload %s", d, payload)
+	}
+	// What was kept travels as runs, not as objects.
+	for _, kept := range []string{`"/b"`, `"username":"jack"`, `"id":1,"plugins":{"prometheus":{}}`, `"127.0.0.1:1980":1`} {
+		if strings.Contains(string(payload), kept) {
+			t.Errorf("the payload carries %s, which the base has: %s", kept, payload)
+		}
+	}
+	for _, sent := range []string{`"/a2"`, `"/new"`, `"jill"`, `"prefer_name":true`, `"k2"`} {
+		if !strings.Contains(string(payload), sent) {
+			t.Errorf("the payload lacks %s: %s", sent, payload)
+		}
+	}
+}
+
+// TestDeltaBulkLoad: the Delta of a route added to 5 000 is one run and
+// the new route, and the worker's Spec shares the base's routes.
+func TestDeltaBulkLoad(t *testing.T) {
+	base := bulkSpec(t, 5000)
+	next := *base
+	next.Routes = append(slices.Clone(base.Routes), mustRoute(t, `{"id":"new","uri":"/new","upstream":{"nodes":{"127.0.0.1:1980":1}}}`))
+	next.SetHash()
+	got, payload := viaDelta(t, base, &next)
+	if want := `"routes":[[0,5000],{"id":"new",`; !strings.Contains(string(payload), want) || len(payload) > 400 {
+		t.Fatalf("payload %s, want %s... and under 400 bytes", payload, want)
+	}
+	if len(got.Routes) != 5001 || got.Routes[5000].ID.String() != "new" || got.Routes[4999].ID.String() != "r4999" {
+		t.Fatalf("got %d routes", len(got.Routes))
+	}
+	if got.Hash != next.Hash {
+		t.Fatal("the decoded Spec lacks the new hash")
+	}
+}
+
+func bulkSpec(t testing.TB, n int) *spec.Spec {
+	var sb strings.Builder
+	sb.WriteString(`{"routes":[`)
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":"r%d","uri":"/bulk/%d","upstream":{"type":"roundrobin","nodes":{"127.0.0.1:1980":1}}}`, i, i)
+	}
+	sb.WriteString(`]}`)
+	s, err := DecodeSpec([]byte(sb.String()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetHash()
+	return s
+}
+
+// TestDeltaNotWorthIt: a Spec that keeps nothing of the base, or either
+// without a hash, goes as a Config.
+func TestDeltaNotWorthIt(t *testing.T) {
+	base := fullSpec(t)
+	other := &spec.Spec{Routes: []*spec.Route{mustRoute(t, `{"id":9,"uri":"/z","upstream":{"nodes":{"127.0.0.1:1":1}}}`)}}
+	other.SetHash()
+	unhashed := *base
+	unhashed.Hash = [32]byte{}
+	for name, c := range map[string][2]*spec.Spec{
+		"nothing kept":    {base, other},
+		"no base":         {nil, base},
+		"base unhashed":   {&unhashed, base},
+		"next unhashed":   {base, &unhashed},
+		"equal, unhashed": {&unhashed, &unhashed},
+	} {
+		if p, ok, err := EncodeDelta(c[0], c[1]); ok || err != nil {
+			t.Errorf("%s: a Delta (%s, %v)", name, p, err)
+		}
+	}
+}
+
+// TestDeltaRefused: a Delta against another base, or malformed, is
+// refused, and the worker's base is left as it was.
+func TestDeltaRefused(t *testing.T) {
+	base := bulkSpec(t, 3)
+	before, err := EncodeSpec(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *base
+	next.Routes = base.Routes[:2]
+	next.SetHash()
+	good, ok, err := EncodeDelta(base, &next)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	other := bulkSpec(t, 4)
+	if _, err := DecodeDelta(good, other, nil); !errors.Is(err, ErrBase) {
+		t.Errorf("against another base: %v, want ErrBase", err)
+	}
+	if _, err := DecodeDelta(good, nil, nil); !errors.Is(err, ErrBase) {
+		t.Errorf("against no base: %v, want ErrBase", err)
+	}
+	h := strings.TrimPrefix(string(good[:strings.Index(string(good), `,"routes"`)]), "{")
+	for _, p := range []string{
+		`{` + h + `,"routes":[[0,4]]}`,                        // past the base's end
+		`{` + h + `,"routes":[[2,1]]}`,                        // backwards
+		`{` + h + `,"routes":[[-1,1]]}`,                       // before its start
+		`{` + h + `,"routes":[[0,1],{"id":"r0","uri":1}]}`,    // not a route
+		`{` + h + `,"routes":[[0,1],[0,1]]}`,                  // a duplicate id
+		`{` + h + `,"routes":[[0,1]],"mystery":[]}`,           // unknown member
+		`{` + h + `,"routes":[[0,1]]} {}`,                     // trailing data
+		`{"routes":[[0,1]],` + h + `}`,                        // base after a resource
+		`{` + strings.Split(h, ",")[0] + `,"routes":[[0,1]]}`, // no new hash
+		`[]`,
+	} {
+		if s, err := DecodeDelta([]byte(p), base, nil); err == nil {
+			t.Errorf("%s: decoded %d routes, want an error", p, len(s.Routes))
+		}
+	}
+	after, err := EncodeSpec(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Fatal("a refused Delta changed the base")
+	}
+}
