@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,7 +217,9 @@ func TestAdminLegacyKeyRefused(t *testing.T) {
 // TestReloadPacedByBuild: in a burst of Admin API changes the supervisor
 // pushes a configuration no sooner than supervisor.BuildGap times the
 // workers' last build after they applied it, so that building takes a
-// bounded share of the workers' CPU; every change still arrives.
+// bounded share of the workers' CPU; every change still arrives. A change
+// after the burst goes to the worker as a Delta: the new route, not the
+// 1 500 it already has.
 func TestReloadPacedByBuild(t *testing.T) {
 	up := textUpstream(t, "paced")
 	adminPort := freePort(t)
@@ -248,8 +251,8 @@ func TestReloadPacedByBuild(t *testing.T) {
 		}
 		return nil
 	})
-	// time=… msg="config reloaded" proc=supervisor routes=N workers=1 took=D build=D
-	re := regexp.MustCompile(`time=(\S+) level=INFO msg="config reloaded" proc=supervisor routes=(\d+) workers=1 took=(\S+) build=(\S+)`)
+	// time=… msg="config reloaded" proc=supervisor routes=N workers=1 took=D build=D bytes=N
+	re := regexp.MustCompile(`time=(\S+) level=INFO msg="config reloaded" proc=supervisor routes=(\d+) workers=1 took=(\S+) build=(\S+) bytes=(\d+)`)
 	type reload struct {
 		end, start time.Time
 		build      time.Duration
@@ -290,4 +293,30 @@ func TestReloadPacedByBuild(t *testing.T) {
 		t.Errorf("no reload of the %d had to wait 5 ms or more for its pace", len(rs))
 	}
 	t.Logf("%d reloads for %d routes, %d of them held 5 ms or more by the pace", len(rs), routes, paced)
+
+	body := fmt.Sprintf(`{"uri":"/paced/one-more","upstream":{"nodes":{%q:1}}}`, up.addr())
+	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/one-more", adminPort)
+	if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 201 {
+		t.Fatalf("PUT one more route: %d %s", r.status, r.body)
+	}
+	var sent string
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/paced/one-more"), "", nil, nil); r.status != 200 {
+			return fmt.Errorf("the route put after the burst: %d", r.status)
+		}
+		for _, m := range re.FindAllStringSubmatch(g.out.String(), -1) {
+			if m[2] == strconv.Itoa(routes+1) {
+				sent = m[5]
+			}
+		}
+		if sent == "" {
+			return fmt.Errorf("no reload of %d routes logged", routes+1)
+		}
+		return nil
+	})
+	// The whole configuration is over 100 KiB; the Delta is the new route
+	// and a run of the kept ones.
+	if n, _ := strconv.Atoi(sent); n == 0 || n > 1024 {
+		t.Errorf("the change after the burst sent %s bytes to the worker, want a Delta under 1 KiB", sent)
+	}
 }

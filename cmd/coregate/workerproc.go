@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"coregate/admin/nodeconf"
+	"coregate/admin/spec"
 	"coregate/bpf"
 	"coregate/plugins"
 	"coregate/worker"
@@ -185,15 +186,18 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 	w := worker.New(cfg)
 
 	// No traffic before the first complete configuration: the worker listens
-	// only once one applied.
+	// only once one applied. held is the configuration of the last Config
+	// or Delta received, which the next Delta is made against; the control
+	// reader alone uses it, one frame at a time.
+	var held *spec.Spec
 	for configured := false; !configured; {
 		t, payload, err := ctrl.Recv()
 		if err != nil {
 			return fmt.Errorf("control: %w", err)
 		}
 		switch t {
-		case control.Config:
-			configured = applyConfig(w, ctrl, payload, log, nil)
+		case control.Config, control.Delta:
+			configured = applyConfig(w, ctrl, t, payload, &held, log, nil)
 		case control.Drain:
 			return nil // nothing served yet
 		}
@@ -223,9 +227,9 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 				return
 			}
 			switch t {
-			case control.Config:
+			case control.Config, control.Delta:
 				// built beside the loop, on the same CPU, below its priority
-				worker.Background(func(yield func()) { _ = applyConfig(w, ctrl, payload, log, yield) })
+				worker.Background(func(yield func()) { _ = applyConfig(w, ctrl, t, payload, &held, log, yield) })
 			case control.Drain:
 				var m control.DrainMsg
 				_ = json.Unmarshal(payload, &m)
@@ -322,13 +326,30 @@ func servePprof(addr string, id int, log *slog.Logger) {
 	}()
 }
 
-// applyConfig installs a Config frame's configuration and acknowledges it;
-// it reports whether the configuration was installed. yield, if not nil, is
-// called after every object decoded and every route compiled
+// applyConfig installs the configuration of a Config or Delta frame (type
+// t) and acknowledges it; it reports whether the configuration was
+// installed. *held is the configuration of the last frame, which a Delta
+// is made against; applyConfig replaces it with this frame's once decoded,
+// installed or not, as the supervisor counts it sent. A Delta that does
+// not apply to *held is answered with Resync. yield, if not nil, is called
+// after every object decoded and every route compiled
 // (worker.Background).
-func applyConfig(w *worker.Worker, ctrl *control.Conn, payload []byte, log *slog.Logger, yield func()) bool {
+func applyConfig(w *worker.Worker, ctrl *control.Conn, t control.Type, payload []byte, held **spec.Spec, log *slog.Logger, yield func()) bool {
 	start := time.Now()
-	s, err := control.DecodeSpec(payload, yield)
+	var s *spec.Spec
+	var err error
+	if t == control.Delta {
+		s, err = control.DecodeDelta(payload, *held, yield)
+		if err != nil {
+			*held = nil
+			log.Warn("configuration delta refused, asking for the whole configuration", "err", err)
+			_ = ctrl.Send(control.Applied, control.AppliedMsg{Error: err.Error(), Resync: true})
+			return false
+		}
+	} else {
+		s, err = control.DecodeSpec(payload, yield)
+	}
+	*held = s // nil when it did not decode
 	if err == nil {
 		err = w.SetSpec(s, yield)
 	}

@@ -99,13 +99,19 @@ type Supervisor struct {
 	// count alone, and report their counters over the control socket).
 	series *shm.MetricsSegment
 	spec   *spec.Spec
-	// config is spec encoded as a Config payload, once, and sent as the
-	// same bytes to every worker. Replaced (never modified) with spec.
-	config   []byte
-	workers  []*proc
-	events   chan event
-	stopping bool
-	metrics  nodeMetrics
+	// config is spec encoded as a Config payload, once, at the first
+	// worker that needs it whole (wholeConfig), and sent as the same bytes
+	// to every other. Replaced (never modified) with spec.
+	config []byte
+	// delta is spec as a Delta payload against deltaBase, the Spec the
+	// workers were sent before it: encoded once, for the first worker
+	// that holds deltaBase, and sent to the others that do.
+	delta     []byte
+	deltaBase *spec.Spec
+	workers   []*proc
+	events    chan event
+	stopping  bool
+	metrics   nodeMetrics
 	// A reload pushed to the workers and not yet applied by all of them,
 	// and the newest configuration that came meanwhile (pushed when they
 	// have, or after maxHold).
@@ -133,6 +139,7 @@ type pendingReload struct {
 	start   time.Time
 	build   time.Duration // the slowest worker's decode and compile
 	refused int           // workers that answered with an error
+	bytes   int           // the largest payload sent (a Delta is small)
 	err     string        // the first of those errors
 }
 
@@ -159,8 +166,12 @@ type proc struct {
 	stalled, killed bool
 	stalledAt       time.Duration
 	// Configurations sent to the current process and its Applied answers
-	// (a worker answers each Config, in order).
+	// (a worker answers each Config and Delta, in order).
 	sent, acked int
+	// base is the Spec last sent to the current process, which the next
+	// one may be sent as a Delta against; nil for a new process, or one
+	// that asked for the whole configuration (AppliedMsg.Resync).
+	base *spec.Spec
 	// prev holds the processes this slot had before rolling restarts:
 	// they serve until the newest one is ready, then drain.
 	prev []*oldProc
@@ -240,7 +251,8 @@ func New(opts Options) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.setSpec(sp); err != nil {
+	s.setSpec(sp)
+	if _, err := s.wholeConfig(); err != nil { // every worker starts with it
 		return nil, err
 	}
 	// Room for worker_processes to grow on SIGHUP without a restart.
@@ -544,7 +556,7 @@ func (s *Supervisor) spawn(p *proc) {
 		return
 	}
 	p.cmd, p.pid, p.ready, p.started = cmd, cmd.Process.Pid, false, time.Now()
-	p.ctrl, p.fatal, p.sent, p.acked = control.New(nc), "", 0, 0
+	p.ctrl, p.fatal, p.sent, p.acked, p.base = control.New(nc), "", 0, 0, nil
 	p.beat, p.stalled, p.killed = new(atomic.Int64), false, false
 	p.beat.Store(int64(time.Since(s.epoch)))
 	s.metrics.setState(p.id, stateStarting)
@@ -616,16 +628,14 @@ func nextPace(paced, now time.Time, b time.Duration) time.Time {
 // the others' configuration back for longer).
 const maxHold = 2 * time.Second
 
-// push encodes sp once and sends it to every worker.
+// push sends sp to every worker, encoded once per form.
 func (s *Supervisor) push(sp *spec.Spec) {
-	if err := s.setSpec(sp); err != nil {
-		s.log.Error("config refused, the previous one keeps serving", "err", err)
-		return
-	}
+	s.setSpec(sp)
+	r := &pendingReload{routes: len(sp.Routes), start: time.Now()}
 	for _, p := range s.workers {
-		s.sendConfig(p)
+		r.bytes = max(r.bytes, s.sendConfig(p))
 	}
-	s.reload = &pendingReload{routes: len(sp.Routes), start: time.Now()}
+	s.reload = r
 	s.checkReload()
 }
 
@@ -663,7 +673,7 @@ func (s *Supervisor) checkReload() {
 	if r.refused > 0 {
 		s.log.Error("config reload refused by workers", "routes", r.routes, "workers", n, "refused", r.refused, "took", took, "err", r.err)
 	} else {
-		s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took, "build", r.build.String())
+		s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took, "build", r.build.String(), "bytes", r.bytes)
 	}
 	if s.next != nil {
 		if wait := time.Until(s.paced); wait > 0 {
@@ -674,25 +684,64 @@ func (s *Supervisor) checkReload() {
 	}
 }
 
-// setSpec makes sp the configuration sent to workers, encoding it once.
-func (s *Supervisor) setSpec(sp *spec.Spec) error {
-	b, err := control.EncodeSpec(sp)
-	if err != nil {
-		return err
-	}
-	s.spec, s.config = sp, b
-	return nil
+// setSpec makes sp the configuration sent to workers.
+func (s *Supervisor) setSpec(sp *spec.Spec) {
+	s.spec, s.config, s.delta, s.deltaBase = sp, nil, nil, nil
 }
 
-func (s *Supervisor) sendConfig(p *proc) {
+// wholeConfig returns the configuration as a Config payload, encoding it
+// the first time. Workers that hold the previous one get a Delta, so
+// during a burst of changes the whole configuration (some 8 ms of
+// encoding for 5 000 routes) is encoded only for a worker that starts.
+func (s *Supervisor) wholeConfig() ([]byte, error) {
+	if s.config == nil {
+		b, err := control.EncodeSpec(s.spec)
+		if err != nil {
+			return nil, err
+		}
+		s.config = b
+	}
+	return s.config, nil
+}
+
+// sendConfig sends the configuration to p: as a Delta against the last
+// one p was sent when that pays (control.EncodeDelta), whole otherwise.
+// It returns the payload's size (0 if nothing was sent).
+func (s *Supervisor) sendConfig(p *proc) int {
 	if p.ctrl == nil {
-		return
+		return 0
 	}
-	if err := p.ctrl.SendPayload(control.Config, s.config); err != nil {
+	t, payload := control.Config, []byte(nil)
+	if p.base != nil {
+		if p.base != s.deltaBase {
+			d, ok, err := control.EncodeDelta(p.base, s.spec)
+			if err != nil {
+				s.log.Warn("worker: config delta, sending it whole", "err", err)
+			}
+			if !ok {
+				d = nil
+			}
+			s.delta, s.deltaBase = d, p.base
+		}
+		if s.delta != nil {
+			t, payload = control.Delta, s.delta
+		}
+	}
+	if payload == nil {
+		var err error
+		if payload, err = s.wholeConfig(); err != nil {
+			s.log.Error("worker: config refused, its previous one keeps serving", "id", p.id, "pid", p.pid, "err", err)
+			return 0
+		}
+	}
+	if err := p.ctrl.SendPayload(t, payload); err != nil {
 		s.log.Warn("worker: send config", "id", p.id, "pid", p.pid, "err", err)
-		return
+		p.base = nil
+		return 0
 	}
+	p.base = s.spec
 	p.sent++
+	return len(payload)
 }
 
 func (s *Supervisor) handle(ev event) {
@@ -724,6 +773,16 @@ func (s *Supervisor) handle(ev event) {
 		var m control.AppliedMsg
 		if json.Unmarshal(ev.msg, &m) == nil && s.reload != nil {
 			s.reload.build = max(s.reload.build, time.Duration(m.BuildUS)*time.Microsecond)
+		}
+		if m.Resync {
+			// It does not hold the configuration a Delta was made
+			// against: it gets the current one whole, which the
+			// pending reload then waits for.
+			s.log.Warn("worker asked for the whole configuration", "id", p.id, "pid", p.pid, "err", m.Error)
+			p.base = nil
+			s.sendConfig(p)
+			s.checkReload()
+			return
 		}
 		if m.Error != "" {
 			s.log.Error("worker refused configuration", "id", p.id, "pid", p.pid, "msg", string(ev.msg))
