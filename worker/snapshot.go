@@ -218,7 +218,12 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, yield f
 		return cu, nil
 	}
 
-	var rts []router.Route
+	// One allocation each for the routes and the router's input, sized
+	// for all of them: a build of 5 000 routes made 5 000 route objects
+	// and regrew both slices (BenchmarkCompile5000).
+	rts := make([]router.Route, 0, len(s.Routes))
+	slab := make([]route, len(s.Routes))
+	snap.routes = make([]*route, 0, len(s.Routes))
 	for _, r := range s.Routes {
 		yield()
 		if !r.Enabled() {
@@ -268,7 +273,8 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, yield f
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
-		rt := &route{id: id, idBytes: []byte(id), plugins: phases}
+		rt := &slab[len(snap.routes)]
+		*rt = route{id: id, idBytes: []byte(id), plugins: phases}
 		rt.name = nilIfEmpty(r.Name)
 		rt.uris, rt.hosts = byteStrings(r.URI, r.URIs), byteStrings(r.Host, r.Hosts)
 		if svc != nil {
