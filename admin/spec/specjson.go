@@ -11,9 +11,8 @@ import (
 	"sync"
 )
 
-// specFields is Spec without its methods, so that MarshalJSON and
-// UnmarshalJSON can use the struct tags of Spec's own fields (one list of
-// fields: Spec's).
+// specFields is Spec without its methods, so that MarshalJSON can use the
+// struct tags of Spec's own fields (one list of fields: Spec's).
 type specFields Spec
 
 // encoded keeps the JSON form of the last Specs written, by Hash, so that
@@ -105,27 +104,16 @@ func (s Spec) marshalFields() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON reads what MarshalJSON writes. It checks neither the
-// objects (they were validated where they were stored) nor the references
-// between them (Check does) nor that Hash matches the content.
-func (s *Spec) UnmarshalJSON(b []byte) error {
-	*s = Spec{}
-	w := specJSON{specFields: (*specFields)(s)}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	if w.Hash == "" {
-		return nil
-	}
-	return s.setHashHex(w.Hash)
-}
+// UnmarshalJSON reads what MarshalJSON writes (UnmarshalEach). It checks
+// neither the objects (they were validated where they were stored) nor the
+// references between them (Check does) nor that Hash matches the content.
+func (s *Spec) UnmarshalJSON(b []byte) error { return UnmarshalEach(b, s, nil) }
 
-// UnmarshalEach is UnmarshalJSON that decodes one object at a time and
-// calls each, if not nil, after every one: a worker decoding a large
-// configuration beside its event loop gives the loop its turn there
-// (worker.Background). It reads what MarshalJSON writes into s, as
-// UnmarshalJSON does, ignoring unknown members as it does; member names
-// must be spelt as MarshalJSON writes them.
+// UnmarshalEach reads what MarshalJSON writes into s, one object at a
+// time, and calls each, if not nil, after every one: a worker decoding a
+// large configuration beside its event loop gives the loop its turn there
+// (worker.Background). Unknown members are ignored; member names must be
+// spelt as MarshalJSON writes them.
 func UnmarshalEach(b []byte, s *Spec, each func()) error {
 	*s = Spec{}
 	if each == nil {
