@@ -13,7 +13,7 @@ import (
 func realHarness(t testing.TB, routes, consumers, creds []string) *harness {
 	t.Helper()
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
-	snap, err := compile(pluginSpec(t, routes, nil, consumers, creds), router.HostURI, Keepalive{}, pluginSet{env: w.cfg.Plugins}, nil)
+	snap, err := compile(pluginSpec(t, routes, nil, consumers, creds), router.HostURI, Keepalive{}, pluginSet{env: w.cfg.Plugins}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

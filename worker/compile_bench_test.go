@@ -10,7 +10,8 @@ import (
 
 // BenchmarkCompile5000 compiles a configuration of 5 000 routes, each
 // with its own upstream, as a worker does for every configuration of a
-// node that size (the decode aside: control.BenchmarkDecodeSpec5000).
+// node that size (the decode aside: control.BenchmarkDelta5000): the
+// first, and the next, which keeps the served snapshot's upstreams.
 func BenchmarkCompile5000(b *testing.B) {
 	s := &spec.Spec{}
 	for i := range 5000 {
@@ -21,10 +22,27 @@ func BenchmarkCompile5000(b *testing.B) {
 		s.Routes = append(s.Routes, r)
 	}
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := compile(s, router.HostURI, Keepalive{}, pluginSet{env: w.cfg.Plugins}, nil); err != nil {
-			b.Fatal(err)
+	ps := pluginSet{env: w.cfg.Plugins}
+	b.Run("first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := compile(s, router.HostURI, Keepalive{}, ps, nil, nil); err != nil {
+				b.Fatal(err)
+			}
 		}
+	})
+	// The build after a change: the served snapshot was compiled from the
+	// same objects, as during a bulk load (control.DecodeDelta).
+	prev, err := compile(s, router.HostURI, Keepalive{}, ps, nil, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Run("next", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := compile(s, router.HostURI, Keepalive{}, ps, prev, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

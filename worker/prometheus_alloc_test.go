@@ -41,7 +41,7 @@ func TestAllocPrometheusLog(t *testing.T) {
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: plugins.Default, env: w.cfg.Plugins}, nil)
+	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: plugins.Default, env: w.cfg.Plugins}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

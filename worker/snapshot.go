@@ -34,6 +34,11 @@ type Snapshot struct {
 	// consumers is the snapshot's consumers and credentials, indexed
 	// (Env.Consumers of every plugin built with it); nil when none.
 	consumers *plugins.ConsumerIndex
+	// upstreams are the compiled upstreams by the Spec object they were
+	// compiled from: the next build takes over those whose object it
+	// still has (an unchanged one, shared by the configurations; see
+	// compile).
+	upstreams map[*spec.Upstream]*upstream
 }
 
 // hasNode reports whether a node with dial address addr is in the snapshot.
@@ -128,7 +133,7 @@ const (
 // Compile turns a validated Spec into a Snapshot. It runs off the event loop
 // and allocates freely; an error leaves the caller's current snapshot alone.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
-	return compile(s, mode, Keepalive{}, pluginSet{}, nil)
+	return compile(s, mode, Keepalive{}, pluginSet{}, nil, nil)
 }
 
 // pluginSet is what compile builds plugins with: a registry
@@ -151,7 +156,15 @@ type Keepalive struct {
 
 // compile builds s's snapshot. yield, if not nil, is called after every
 // route (see Background).
-func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, yield func()) (*Snapshot, error) {
+//
+// prev, if not nil, is the snapshot being served: an upstream object of s
+// that prev was compiled from too (the same pointer: configurations share
+// the objects that did not change, control.DecodeDelta) keeps prev's
+// compiled upstream, with its balancer's state and its nodes' pools, as
+// nginx keeps an upstream across a reload that does not change it. The
+// event loop goes on using prev meanwhile: compile reads only what no one
+// writes after compiling (the upstream and its nodes' addresses).
+func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *Snapshot, yield func()) (*Snapshot, error) {
 	if yield == nil {
 		yield = func() {}
 	}
@@ -203,13 +216,20 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, yield f
 		svcs[sv.ID.String()] = sv
 	}
 	compiled := map[*spec.Upstream]*upstream{}
+	snap.upstreams = compiled
 	upFor := func(u *spec.Upstream) (*upstream, error) {
 		if cu, ok := compiled[u]; ok {
 			return cu, nil
 		}
-		cu, err := compileUpstream(u, ka)
-		if err != nil {
-			return nil, err
+		cu, ok := (*upstream)(nil), false
+		if prev != nil {
+			cu, ok = prev.upstreams[u]
+		}
+		if !ok {
+			var err error
+			if cu, err = compileUpstream(u, ka); err != nil {
+				return nil, err
+			}
 		}
 		compiled[u] = cu
 		for _, nd := range cu.nodes {

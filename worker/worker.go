@@ -195,7 +195,7 @@ func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 // SetSpec compiles s and installs it; on error the current snapshot stays.
 // yield, if not nil, is called after every route compiled (Background's).
 func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
-	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive, pluginSet{env: w.cfg.Plugins}, yield)
+	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
 	if err != nil {
 		return err
 	}
