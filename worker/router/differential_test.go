@@ -11,10 +11,16 @@ import (
 )
 
 // refMatch is a direct, slow transcription of APISIX's routers over
-// lua-resty-radixtree: no hashing, no trie, no shortcut for trivial tails.
-// The randomized test checks Match against it.
+// lua-resty-radixtree: no hashing, no trie, no shortcut for trivial tails;
+// with Match's one stated limit, a Host header over maxHost bytes. The
+// randomized test checks Match against it.
 func refMatch(routes []Route, mode Mode, req *Request) (int, bool) {
 	fullHost := strings.ToLower(string(req.Host))
+	if len(fullHost) > maxHost {
+		// Longer than any DNS name and port: it matches only "*" hosts
+		// (Match lower-cases the host in a buffer of maxHost bytes).
+		fullHost = ""
+	}
 	host := fullHost
 	if strings.HasPrefix(host, "[") {
 		if i := strings.IndexByte(host, ']'); i >= 0 {
