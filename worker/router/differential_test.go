@@ -10,12 +10,25 @@ import (
 	"testing"
 )
 
+// asciiLower lower-cases b's ASCII letters and leaves every other byte,
+// as nginx does for $host (strings.ToLower would turn an invalid UTF-8
+// byte into three).
+func asciiLower(b []byte) string {
+	out := []byte(string(b))
+	for i, c := range out {
+		if 'A' <= c && c <= 'Z' {
+			out[i] = c + 'a' - 'A'
+		}
+	}
+	return string(out)
+}
+
 // refMatch is a direct, slow transcription of APISIX's routers over
 // lua-resty-radixtree: no hashing, no trie, no shortcut for trivial tails;
 // with Match's one stated limit, a Host header over maxHost bytes. The
 // randomized test checks Match against it.
 func refMatch(routes []Route, mode Mode, req *Request) (int, bool) {
-	fullHost := strings.ToLower(string(req.Host))
+	fullHost := asciiLower(req.Host)
 	if len(fullHost) > maxHost {
 		// Longer than any DNS name and port: it matches only "*" hosts
 		// (Match lower-cases the host in a buffer of maxHost bytes).
