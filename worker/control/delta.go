@@ -30,8 +30,9 @@ import (
 // compared by content). A Spec that shares nothing with the base goes as
 // a Config instead.
 
-// deltaKinds lists, in the Spec's JSON order, each resource's member name,
-// the element ID's member (for the JSON-kept ones) and its list in a Spec.
+// deltaKind is one resource of a Delta: its member name and, for the
+// JSON-kept resources, the member holding an object's id. deltaKinds
+// lists them in the Spec's JSON order.
 type deltaKind struct {
 	name string
 	// idKey is the member holding a JSON-kept object's id ("" for the
