@@ -2,6 +2,7 @@ package worker
 
 import (
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,22 +24,23 @@ const BackgroundNice = 10
 // with them it waits at most about this long.
 const YieldEvery = 500 * time.Microsecond
 
-// Background runs f on an OS thread of its own at BackgroundNice and
-// returns when f does. It is for the work a worker does beside its loop on
-// the loop's CPU: decoding a configuration and compiling its snapshot. f
-// calls yield after each unit of work (an object decoded, a route
-// compiled): once YieldEvery has passed since the last pass, yield lets
-// the goroutines waiting for a P, the event loop first among them, run.
-// The thread is not reused: the goroutine keeps it locked and the runtime
-// ends it with the goroutine (or, for the main thread, parks it for good),
-// so no other goroutine inherits its priority.
+// Background runs f on the worker's build thread, an OS thread of its own
+// at BackgroundNice, and returns when f does. It is for the work a worker
+// does beside its loop on the loop's CPU: decoding a configuration and
+// compiling its snapshot. f calls yield after each unit of work (an object
+// decoded, a route compiled): once YieldEvery has passed since the last
+// pass, yield lets the goroutines waiting for a P, the event loop first
+// among them, run. Calls are served one at a time, in order.
+//
+// The build thread is started at the first call and kept: its goroutine
+// is locked to it for good, so that no other goroutine ever runs at its
+// priority, and a build does not start (and end) a thread of its own,
+// which at the reload rate of a bulk load was dozens of threads a second.
 func Background(f func(yield func())) {
+	builder.once.Do(startBuilder)
 	done := make(chan struct{})
-	go func() {
+	builder.work <- func() {
 		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread ends with f
-		// setpriority(PRIO_PROCESS, 0) is the calling thread on Linux.
-		_ = unix.Setpriority(unix.PRIO_PROCESS, 0, BackgroundNice)
 		next := time.Now().Add(YieldEvery)
 		f(func() {
 			if time.Now().After(next) {
@@ -46,6 +48,24 @@ func Background(f func(yield func())) {
 				next = time.Now().Add(YieldEvery)
 			}
 		})
-	}()
+	}
 	<-done
+}
+
+// builder is the build thread's queue (see Background).
+var builder struct {
+	once sync.Once
+	work chan func()
+}
+
+func startBuilder() {
+	builder.work = make(chan func())
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread runs builds only
+		// setpriority(PRIO_PROCESS, 0) is the calling thread on Linux.
+		_ = unix.Setpriority(unix.PRIO_PROCESS, 0, BackgroundNice)
+		for job := range builder.work {
+			job()
+		}
+	}()
 }
