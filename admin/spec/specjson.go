@@ -198,11 +198,18 @@ func decodeEach[T any](dec *json.Decoder, dst *[]T, each func()) error {
 }
 
 // setHashHex sets Hash from its JSON form.
-func (s *Spec) setHashHex(h string) error {
+func (s *Spec) setHashHex(h string) (err error) {
+	s.Hash, err = ParseHash(h)
+	return err
+}
+
+// ParseHash reads a Hash in its JSON form: 64 hex digits.
+func ParseHash(h string) ([32]byte, error) {
+	var sum [32]byte
 	b, err := hex.DecodeString(h)
-	if err != nil || len(b) != len(s.Hash) {
-		return fmt.Errorf("spec: hash %q is not 64 hex digits", h)
+	if err != nil || len(b) != len(sum) {
+		return sum, fmt.Errorf("spec: hash %q is not 64 hex digits", h)
 	}
-	copy(s.Hash[:], b)
-	return nil
+	copy(sum[:], b)
+	return sum, nil
 }

@@ -219,7 +219,7 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 			var h string
 			var sum [32]byte
 			if err = dec.Decode(&h); err == nil {
-				err = decodeHash(h, &sum)
+				sum, err = spec.ParseHash(h)
 			}
 			if err != nil {
 				break
@@ -263,15 +263,6 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 		return nil, fmt.Errorf("control: config: %w", err)
 	}
 	return s, nil
-}
-
-func decodeHash(h string, sum *[32]byte) error {
-	b, err := hex.DecodeString(h)
-	if err != nil || len(b) != len(sum) {
-		return fmt.Errorf("bad hash %q", h)
-	}
-	copy(sum[:], b)
-	return nil
 }
 
 // decodeRuns sets *dst to the list of the JSON array dec is at: base's
