@@ -326,35 +326,38 @@ func TestSlowClientTimeouts(t *testing.T) {
 }
 
 // TestSlowClientsLatency: 2 000 slow connections held open on one worker
-// (1 200 heads never finished, 600 bodies stalled, 200 large answers never
-// read) leave a well-behaved client's latency as it was: its p99 stays
-// under twice its value without them.
+// (1 350 heads never finished, 600 bodies stalled, 50 large answers never
+// read) cost the worker next to no CPU while they do nothing, and leave a
+// well-behaved client's latency as it was: its median under twice its
+// value without them, its p99 under four times.
 //
-// How the figure is made robust on a small shared machine: a round is 400
-// sequential requests on one kept-alive connection, and its p99 the 4th
-// slowest. The baseline is taken from 4 rounds before the slow
-// connections open and 4 after they are closed, the loaded figure from 8
-// rounds while they are open, a second after they opened; each is the
-// lower quartile of its rounds' p99s (the 2nd best of 8). Other processes
-// on the machine can only make a round slower, and they do so in bursts
-// that hit a few rounds, whereas a cost of the slow connections in the
-// worker's request path would slow every loaded round, the best ones
-// too. A run whose noise still fails the bound is measured once more, and
-// both attempts must fail. (Measured here: the worker spends the same CPU
-// per request with the slow connections as without, and about 1 % of a
-// CPU on them when nothing else happens.)
+// How the figures are made robust on a small shared machine: a round is
+// 400 sequential requests on one kept-alive connection, giving a median
+// and a p99 (the 4th slowest). The baseline is taken from 4 rounds before
+// the slow connections open and 4 after they are closed, the loaded
+// figures from 8 rounds while they are open, three seconds after they
+// opened; each is the lower quartile of its rounds' (the 2nd best of 8).
+// Other processes on the machine can only make a round slower, and they
+// do so in bursts that hit a few rounds, whereas a cost of the slow
+// connections in the worker's request path would slow every loaded round,
+// the best ones too. The p99 of a sequential client on a 2-core machine
+// shared with the test itself moves by 2-3 times between runs, where a
+// request held up behind a slow client would take its timeout (120 s
+// here): four times is the bound. A run whose noise still fails a bound
+// is measured once more, and both attempts must fail.
 //
-// The clients that never read have a 16 KiB receive buffer: with the
-// kernel's autotuned buffers, 200 unread answers would hold enough socket
-// memory to put the whole machine's TCP under memory pressure, which slows
-// every connection, the gateway's or not.
+// The clients that never read have a 16 KiB receive buffer, and there are
+// few of them: the kernel's autotuned buffers on the gateway's side still
+// grow to several MiB a connection, and 200 unread answers held 1.3 GiB of
+// socket memory, near the point where the kernel puts the whole machine's
+// TCP under memory pressure and slows every connection.
 func TestSlowClientsLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 2 000 connections")
 	}
 	// Not parallel: a latency compared before and during needs the machine
 	// to itself, not shared with another test's load for part of the time.
-	const slowloris, slowBody, noRead = 1200, 600, 200
+	const slowloris, slowBody, noRead = 1350, 600, 50
 	// Each unread answer is larger than what the kernel buffers of its
 	// two connections hold, so that the gateway itself holds it back.
 	const bigSize = 8 << 20
@@ -381,7 +384,10 @@ func TestSlowClientsLatency(t *testing.T) {
 	br := bufio.NewReader(good)
 	req := []byte("GET /ok HTTP/1.1\r\nHost: a\r\n\r\n")
 	lat := make([]time.Duration, 400)
-	round := func() time.Duration {
+	// A round is 400 requests one after another; it gives their median
+	// and p99.
+	type quantiles struct{ p50, p99 time.Duration }
+	round := func() quantiles {
 		_ = good.SetDeadline(time.Now().Add(30 * time.Second))
 		for i := range lat {
 			start := time.Now()
@@ -397,15 +403,22 @@ func TestSlowClientsLatency(t *testing.T) {
 			lat[i] = time.Since(start)
 		}
 		slices.Sort(lat)
-		return lat[len(lat)-len(lat)/100]
+		return quantiles{lat[len(lat)/2], lat[len(lat)-len(lat)/100]}
 	}
-	lowQuartile := func(v []time.Duration) time.Duration {
-		v = slices.Clone(v)
-		slices.Sort(v)
-		return v[(len(v)-1)/4]
+	// The low quartile over rounds: what the machine gives when nothing
+	// else on it interferes.
+	lowQuartile := func(v []quantiles) quantiles {
+		p50 := make([]time.Duration, len(v))
+		p99 := make([]time.Duration, len(v))
+		for i, q := range v {
+			p50[i], p99[i] = q.p50, q.p99
+		}
+		slices.Sort(p50)
+		slices.Sort(p99)
+		return quantiles{p50[(len(v)-1)/4], p99[(len(v)-1)/4]}
 	}
-	rounds := func(n int) []time.Duration {
-		var v []time.Duration
+	rounds := func(n int) []quantiles {
+		var v []quantiles
 		for range n {
 			v = append(v, round())
 		}
@@ -454,7 +467,18 @@ func TestSlowClientsLatency(t *testing.T) {
 		return conns
 	}
 
-	var base, loaded time.Duration
+	// Three things would show a worker that slow clients hold up: CPU
+	// spent on them while they send and read nothing (a loop retrying a
+	// full socket or an unread upstream would take a whole core; the
+	// worker's runtime and its 50 ms tick over the 2 000 deadlines take
+	// 3-6 %), per-request work that grows with the connections open (the
+	// median), and a request waiting behind one of them (the p99).
+	var idle time.Duration
+	var base, loaded quantiles
+	pass := func() bool {
+		return idle < 500*time.Millisecond && loaded.p50 < 2*base.p50+100*time.Microsecond &&
+			loaded.p99 < 4*base.p99
+	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		before := rounds(4)
 		conns := open()
@@ -463,19 +487,29 @@ func TestSlowClientsLatency(t *testing.T) {
 		if b, err := os.ReadFile("/proc/net/sockstat"); err == nil {
 			t.Logf("slow connections open; %s", strings.TrimSpace(string(b)))
 		}
+		cpu0 := procCPU(t, ws[0].pid)
+		time.Sleep(2 * time.Second)
+		idle = procCPU(t, ws[0].pid) - cpu0
 		during := rounds(8)
 		closeAll(conns)
 		time.Sleep(200 * time.Millisecond)
 		after := rounds(4)
 		base, loaded = lowQuartile(append(before, after...)), lowQuartile(during)
-		t.Logf("attempt %d: p99 without the slow connections %v (rounds %v %v), with them %v (rounds %v)",
-			attempt, base, before, after, loaded, during)
-		if loaded < 2*base {
+		t.Logf("attempt %d: worker CPU in 2 s beside the idle slow connections %v; "+
+			"median/p99 without them %v/%v (rounds %v %v), with them %v/%v (rounds %v)",
+			attempt, idle, base.p50, base.p99, before, after, loaded.p50, loaded.p99, during)
+		if pass() {
 			break
 		}
 	}
-	if loaded >= 2*base {
-		t.Errorf("with 2 000 slow connections open the p99 is %v, without %v: more than twice", loaded, base)
+	if idle >= 500*time.Millisecond {
+		t.Errorf("the worker spent %v of CPU in 2 s beside 2 000 slow connections that did nothing", idle)
+	}
+	if loaded.p50 >= 2*base.p50+100*time.Microsecond {
+		t.Errorf("with 2 000 slow connections open the median is %v, without %v: more than twice", loaded.p50, base.p50)
+	}
+	if loaded.p99 >= 4*base.p99 {
+		t.Errorf("with 2 000 slow connections open the p99 is %v, without %v: more than four times", loaded.p99, base.p99)
 	}
 	// The worker is still fully serving.
 	c := newClient(t)
@@ -512,6 +546,29 @@ func inQueue(c net.Conn) int {
 		}
 	})
 	return n
+}
+
+// procCPU returns the CPU time process pid has used, user and system, to
+// the kernel's 10 ms tick.
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ...: utime and stime are fields 14 and 15, the
+	// 12th and 13th after the ')' that ends comm.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, s)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, s)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // fdCount returns how many files process pid has open.
