@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -85,4 +86,41 @@ func openAccessLog(nc *nodeconf.Config, log *slog.Logger) (*accesslog.Log, *acce
 		return nil, nil, fmt.Errorf("access log: %w", err)
 	}
 	return l, f, nil
+}
+
+// logLevel is the level of the process's log, nginx_config.error_log_level
+// once config.yaml is read (info until then, so that a config.yaml that
+// cannot be read is still explained).
+var logLevel = func() *slog.LevelVar {
+	v := new(slog.LevelVar)
+	v.Set(slog.LevelInfo)
+	return v
+}()
+
+// newLogger is the process's log, on stderr, at logLevel.
+func newLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+}
+
+// setLogLevel applies nginx_config.error_log_level. nginx's notice is
+// what this log writes at INFO (a worker started, a configuration
+// applied), so info and notice both show it; crit, alert and emerg, which
+// nothing here logs at, leave only what is above ERROR.
+func setLogLevel(nc *nodeconf.Config) {
+	logLevel.Set(logLevelOf(nc.NginxConfig.ErrorLogLevel))
+}
+
+func logLevelOf(name string) slog.Level {
+	switch name {
+	case "debug":
+		return slog.LevelDebug
+	case "info", "notice":
+		return slog.LevelInfo
+	case "warn", "":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	default: // crit, alert, emerg
+		return slog.LevelError + 4
+	}
 }

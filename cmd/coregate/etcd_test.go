@@ -51,6 +51,7 @@ deployment:
     enable_export_server: false
 nginx_config:
   worker_processes: 1
+  error_log_level: info
 `, port, adminPort, ks.String())
 	}
 }

@@ -100,6 +100,7 @@ plugin_attr:
     enable_export_server: false
 nginx_config:
   worker_processes: 1
+  error_log_level: info
 %s`
 
 // startGateway writes config.yaml (with extra appended) and apisix.yaml and

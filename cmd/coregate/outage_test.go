@@ -124,6 +124,7 @@ plugin_attr:
       port: %d
 nginx_config:
   worker_processes: 1
+  error_log_level: info
 `, port, client, adminapi.LegacyAdminKey, adminPort, mport)
 	}
 }

@@ -69,6 +69,7 @@ deployment:
     config_provider: yaml
 nginx_config:
   worker_processes: %d
+  error_log_level: info
 plugin_attr:
   prometheus:
     enable_export_server: false

@@ -72,7 +72,7 @@ func runSupervisor(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("proc", "supervisor")
+	log := newLogger().With("proc", "supervisor")
 	if addr := os.Getenv("COREGATE_PPROF_SUPERVISOR"); addr != "" {
 		servePprof(addr, 0, log)
 	}
@@ -80,6 +80,7 @@ func runSupervisor(args []string) error {
 	if err != nil {
 		return err
 	}
+	setLogLevel(nc)
 	for _, w := range warnings {
 		log.Warn("config.yaml: " + w)
 	}
@@ -189,6 +190,7 @@ func runSupervisor(args []string) error {
 		if err != nil {
 			return supervisor.Reload{}, err
 		}
+		setLogLevel(nc)
 		for _, w := range warnings {
 			log.Warn("config.yaml: " + w)
 		}

@@ -52,7 +52,7 @@ func runWorker(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("worker", *id, "pid", os.Getpid())
+	log := newLogger().With("worker", *id, "pid", os.Getpid())
 	// What packages log on their own (the plugins' Redis client) carries
 	// the worker's attributes too.
 	slog.SetDefault(log)
@@ -84,6 +84,7 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 	if err != nil {
 		return err
 	}
+	setLogLevel(nc)
 
 	var member *bpf.Member
 	if selector == bpf.KindEBPF.String() && bpfFDs == bpf.NumFiles {
