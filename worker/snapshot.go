@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -39,6 +40,51 @@ type Snapshot struct {
 	// still has (an unchanged one, shared by the configurations; see
 	// compile).
 	upstreams map[*spec.Upstream]*upstream
+
+	// What the snapshot was built from, for the next build to take over
+	// the routes that did not change (see compile): the plugin registry
+	// and Env (without its per-snapshot Consumers and Metadata), the
+	// Spec's JSON-kept resources, the consumers and plugin metadata as
+	// indexed, and for each route (in routes' order) its Spec objects and
+	// the router's input.
+	reg       *plugins.Registry
+	env       plugins.Env
+	shared    sharedInputs
+	consList  []*plugins.Consumer
+	metadata  *plugins.Settings
+	builtFrom []routeFrom
+	inputs    []router.Route
+}
+
+// sharedInputs are the Spec's resources that any route's build may read:
+// the consumers and their credentials (auth plugins, consumer variants),
+// plugin configs, global rules and plugin metadata.
+type sharedInputs [5][]json.RawMessage
+
+func sharedOf(s *spec.Spec) sharedInputs {
+	return sharedInputs{s.Consumers, s.Credentials, s.PluginConfigs, s.GlobalRules, s.PluginMetadata}
+}
+
+func (a *sharedInputs) equal(b *sharedInputs) bool {
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if !bytes.Equal(a[i][j], b[i][j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// routeFrom is what one route of a snapshot was built from: its Spec
+// object, its service's and its upstream's (nil when none).
+type routeFrom struct {
+	route *spec.Route
+	svc   *spec.Service
+	up    *spec.Upstream
 }
 
 // hasNode reports whether a node with dial address addr is in the snapshot.
@@ -174,18 +220,35 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 	if ps.env == (plugins.Env{}) {
 		ps.env = plugins.NewLocalEnv()
 	}
-	snap := &Snapshot{nodes: map[string]struct{}{}}
-	cons, consumers, err := indexConsumers(s, ps.reg)
-	if err != nil {
-		return nil, err
+	snap := &Snapshot{nodes: map[string]struct{}{}, reg: ps.reg, env: ps.env, shared: sharedOf(s)}
+	// A route whose Spec objects (route, service, upstream) are those of
+	// a route of prev is taken over as prev built it, when nothing else
+	// its build reads changed: the same plugin registry and Env, and the
+	// same consumers, credentials, plugin configs, global rules and plugin
+	// metadata (whose indexes are then prev's too, so that its consumer
+	// variants stay keyed by the same consumers). The configuration store
+	// shares unchanged objects between Specs and a Delta keeps them, so a
+	// change to one route of 5 000 builds one route, and the router.
+	reuse := prev != nil && prev.reg == ps.reg && prev.env == ps.env && prev.shared.equal(&snap.shared)
+	var consumers []*plugins.Consumer
+	if reuse {
+		snap.consumers, consumers, snap.metadata = prev.consumers, prev.consList, prev.metadata
+	} else {
+		cons, list, err := indexConsumers(s, ps.reg)
+		if err != nil {
+			return nil, err
+		}
+		snap.consumers, consumers = cons, list
+		if snap.metadata, err = ps.reg.IndexMetadata(s.PluginMetadata); err != nil {
+			return nil, err
+		}
 	}
+	snap.consList = consumers
+	cons := snap.consumers
 	if cons != nil {
-		snap.consumers = cons
 		ps.env.Consumers = cons
 	}
-	if ps.env.Metadata, err = ps.reg.IndexMetadata(s.PluginMetadata); err != nil {
-		return nil, err
-	}
+	ps.env.Metadata = snap.metadata
 	pluginConfigs := make(map[string]map[string]json.RawMessage, len(s.PluginConfigs))
 	for _, raw := range s.PluginConfigs {
 		pc, err := decodePluginSet(raw)
@@ -194,18 +257,22 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		}
 		pluginConfigs[pc.id] = pc.plugins
 	}
-	for _, raw := range s.GlobalRules {
-		gr, err := decodePluginSet(raw)
-		if err != nil {
-			return nil, fmt.Errorf("global_rule: %w", err)
+	if reuse {
+		snap.globals, snap.global = prev.globals, prev.global
+	} else {
+		for _, raw := range s.GlobalRules {
+			gr, err := decodePluginSet(raw)
+			if err != nil {
+				return nil, fmt.Errorf("global_rule: %w", err)
+			}
+			ph, err := ps.reg.BuildPhases(gr.plugins, ps.env)
+			if err != nil {
+				return nil, fmt.Errorf("global_rule %s: %w", gr.id, err)
+			}
+			snap.globals = append(snap.globals, ph)
 		}
-		ph, err := ps.reg.BuildPhases(gr.plugins, ps.env)
-		if err != nil {
-			return nil, fmt.Errorf("global_rule %s: %w", gr.id, err)
-		}
-		snap.globals = append(snap.globals, ph)
+		snap.global = mergeGlobals(snap.globals)
 	}
-	snap.global = mergeGlobals(snap.globals)
 	authGlobal := snap.global != nil && hasAuth(ps.reg, snap.global.Plugins)
 	ups := map[string]*spec.Upstream{}
 	for _, u := range s.Upstreams {
@@ -240,10 +307,38 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 
 	// One allocation each for the routes and the router's input, sized
 	// for all of them: a build of 5 000 routes made 5 000 route objects
-	// and regrew both slices (BenchmarkCompile5000).
+	// and regrew both slices (BenchmarkCompile5000). A build that takes
+	// over prev's routes allocates the few it builds one by one.
 	rts := make([]router.Route, 0, len(s.Routes))
-	slab := make([]route, len(s.Routes))
+	var slab []route
+	if !reuse {
+		slab = make([]route, len(s.Routes))
+	}
 	snap.routes = make([]*route, 0, len(s.Routes))
+	snap.builtFrom = make([]routeFrom, 0, len(s.Routes))
+	// prevIndex finds the route prev built from r: at the position after
+	// the last one found (routes keep their order), else by a map made
+	// the first time that fails.
+	var next int
+	var byRoute map[*spec.Route]int
+	prevIndex := func(r *spec.Route) int {
+		if next < len(prev.builtFrom) && prev.builtFrom[next].route == r {
+			next++
+			return next - 1
+		}
+		if byRoute == nil {
+			byRoute = make(map[*spec.Route]int, len(prev.builtFrom))
+			for i, f := range prev.builtFrom {
+				byRoute[f.route] = i
+			}
+		}
+		i, ok := byRoute[r]
+		if !ok {
+			return -1
+		}
+		next = i + 1
+		return i
+	}
 	for _, r := range s.Routes {
 		yield()
 		if !r.Enabled() {
@@ -274,6 +369,24 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 				return nil, fmt.Errorf("service %s: upstream_id %s not found", svc.ID.String(), svc.UpstreamID.String())
 			}
 		}
+		from := routeFrom{r, svc, su}
+		if reuse {
+			if i := prevIndex(r); i >= 0 && prev.builtFrom[i] == from {
+				if su != nil {
+					// The same compiled upstream: its nodes join the
+					// snapshot's.
+					if _, err := upFor(su); err != nil {
+						return nil, fmt.Errorf("route %s: %w", id, err)
+					}
+				}
+				in := prev.inputs[i]
+				in.Index = len(snap.routes)
+				snap.routes = append(snap.routes, prev.routes[i])
+				snap.builtFrom = append(snap.builtFrom, from)
+				rts = append(rts, in)
+				continue
+			}
+		}
 		// The route's plugins over its plugin_config's over its
 		// service's, built in execution order. A plugin the gateway does
 		// not have refuses the configuration rather than serving the
@@ -293,7 +406,12 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", id, err)
 		}
-		rt := &slab[len(snap.routes)]
+		var rt *route
+		if len(slab) > 0 {
+			rt, slab = &slab[0], slab[1:]
+		} else {
+			rt = new(route)
+		}
 		*rt = route{id: id, idBytes: []byte(id), plugins: phases}
 		rt.name = nilIfEmpty(r.Name)
 		rt.uris, rt.hosts = byteStrings(r.URI, r.URIs), byteStrings(r.Host, r.Hosts)
@@ -353,8 +471,10 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 			in.Vars = e
 		}
 		snap.routes = append(snap.routes, rt)
+		snap.builtFrom = append(snap.builtFrom, from)
 		rts = append(rts, in)
 	}
+	snap.inputs = rts
 	rr, err := router.Build(rts, mode)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,13 @@
 package worker
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
 	"coregate/admin/spec"
+	"coregate/plugins"
 	"coregate/worker/router"
 )
 
@@ -146,4 +149,154 @@ func TestCompileKeepsUnchangedUpstreams(t *testing.T) {
 	if fresh.routes[0].up == prev.routes[0].up {
 		t.Error("a build without a served snapshot reused an upstream")
 	}
+}
+
+// TestCompileTakesOverUnchangedRoutes: a build whose routes are, for the
+// most part, the Spec objects of the served snapshot's takes those routes
+// over as built (their plugins, consumer variants and timeouts), builds
+// the others, and routes every request as a build from nothing would; a
+// change to what every route's build reads (here a consumer) builds them
+// all again.
+func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
+	decode := func(js string) *spec.Route {
+		r, err := spec.DecodeRoute([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	svc1, err := spec.DecodeService([]byte(`{"id":"s","hosts":["a.com"],"plugins":{"proxy-rewrite":{"uri":"/svc"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc2, err := spec.DecodeService([]byte(`{"id":"s","hosts":["b.com"],"plugins":{"proxy-rewrite":{"uri":"/svc2"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ups, err := spec.DecodeUpstream([]byte(`{"id":"u","nodes":{"127.0.0.1:1980":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := decode(`{"id":"1","uri":"/a","methods":["GET"],"upstream_id":"u","plugins":{"key-auth":{}}}`)
+	replaced := decode(`{"id":"2","uri":"/b","upstream_id":"u"}`)
+	onService := decode(`{"id":"3","uri":"/c","service_id":"s"}`)
+	withVars := decode(`{"id":"4","uri":"/d","vars":[["arg_x","==","1"]],"upstream_id":"u","timeout":{"connect":1,"send":2,"read":3}}`)
+	consumer := json.RawMessage(`{"username":"jack","plugins":{"key-auth":{"key":"k1"},"proxy-rewrite":{"uri":"/jack"}}}`)
+	s1 := &spec.Spec{
+		Routes:    []*spec.Route{kept, replaced, onService, withVars},
+		Services:  []*spec.Service{svc1},
+		Upstreams: []*spec.Upstream{ups},
+		Consumers: []json.RawMessage{consumer},
+	}
+	ps := pluginSet{env: plugins.NewLocalEnv()}
+	prev, err := compile(s1, router.HostURI, Keepalive{}, ps, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Route 2 replaced, routes moved, one added, the service of route 3
+	// replaced.
+	replacement := decode(`{"id":"2","uri":"/b2","upstream_id":"u"}`)
+	added := decode(`{"id":"5","uri":"/e","upstream":{"nodes":{"127.0.0.1:1985":1}}}`)
+	s2 := &spec.Spec{
+		Routes:    []*spec.Route{withVars, kept, replacement, added, onService},
+		Services:  []*spec.Service{svc2},
+		Upstreams: []*spec.Upstream{ups},
+		Consumers: []json.RawMessage{slices.Clone(consumer)},
+	}
+	next, err := compile(s2, router.HostURI, Keepalive{}, ps, prev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := func(s *Snapshot, id string) *route {
+		for _, r := range s.routes {
+			if r.id == id {
+				return r
+			}
+		}
+		return nil
+	}
+	for id, want := range map[string]bool{"1": true, "4": true, "2": false, "3": false, "5": false} {
+		if got := byID(next, id) != nil && byID(next, id) == byID(prev, id); got != want {
+			t.Errorf("route %s taken over: %v, want %v", id, got, want)
+		}
+	}
+	if next.consumers != prev.consumers {
+		t.Error("the unchanged consumers were indexed again")
+	}
+	if c := next.consumers.ByCredential("key-auth", []byte("k1")); c == nil || byID(next, "1").byConsumer[c] == nil {
+		t.Error("the route taken over has no plugins for the consumer of the new snapshot")
+	}
+
+	// The routes taken over route as a build from nothing routes them.
+	fresh, err := compile(s2, router.HostURI, Keepalive{}, ps, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method, host, path string
+		vars               map[string]string
+		want               string // route id; "" none
+	}{
+		{"GET", "x", "/a", nil, "1"},
+		{"POST", "x", "/a", nil, ""},
+		{"GET", "x", "/b", nil, ""},
+		{"GET", "x", "/b2", nil, "2"},
+		{"GET", "a.com", "/c", nil, ""},
+		{"GET", "b.com", "/c", nil, "3"},
+		{"GET", "x", "/d", map[string]string{"arg_x": "1"}, "4"},
+		{"GET", "x", "/d", map[string]string{"arg_x": "2"}, ""},
+		{"GET", "x", "/e", nil, "5"},
+	} {
+		for name, s := range map[string]*Snapshot{"taken over": next, "fresh": fresh} {
+			req := &router.Request{Method: router.ParseMethod([]byte(tc.method)), Host: []byte(tc.host),
+				Path: []byte(tc.path), Vars: varMap(tc.vars)}
+			got := ""
+			if i, ok := s.router.Match(req); ok {
+				got = s.routes[i].id
+			}
+			if got != tc.want {
+				t.Errorf("%s: %s %s%s: route %q, want %q", name, tc.method, tc.host, tc.path, got, tc.want)
+			}
+		}
+	}
+	if r := byID(next, "4"); r.connectTO != time.Second || r.readTO != 3*time.Second {
+		t.Errorf("route 4 taken over with timeouts %v/%v", r.connectTO, r.readTO)
+	}
+	if got := byID(next, "3").hosts; len(got) != 1 || string(got[0]) != "b.com" {
+		t.Errorf("route 3 on the replaced service has hosts %q", got)
+	}
+
+	// A consumer more: every route is built again, with the new index.
+	s3 := *s2
+	s3.Consumers = append(slices.Clone(s2.Consumers), json.RawMessage(`{"username":"jill","plugins":{"key-auth":{"key":"k2"}}}`))
+	again, err := compile(&s3, router.HostURI, Keepalive{}, ps, next, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range again.routes {
+		if again.routes[i] == next.routes[i] {
+			t.Errorf("route %s taken over across a change of consumers", again.routes[i].id)
+		}
+	}
+	// Another Env (another worker's, or a test's): nothing is taken over.
+	other, err := compile(s2, router.HostURI, Keepalive{}, pluginSet{env: plugins.NewLocalEnv()}, next, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.routes[0] == next.routes[0] {
+		t.Error("a route built with another Env was taken over")
+	}
+}
+
+// varMap is a router.VarSource over APISIX variable names and values.
+type varMap map[string]string
+
+func (m varMap) Lookup(v *router.Var) ([]byte, bool) {
+	for name, val := range m {
+		if router.ParseVar(name) == *v {
+			return []byte(val), true
+		}
+	}
+	return nil, false
 }
