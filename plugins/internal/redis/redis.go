@@ -11,10 +11,14 @@
 // rueidis client it holds: a burst
 // of requests on a worker costs one write, one read and one wake-up of the
 // loop, not one per request. The rueidis client is made on first use and
-// closed after redis_keepalive_timeout without a call; a configuration
-// whose Redis cannot be reached fails its calls at once (the plugin's
+// closed after redis_keepalive_timeout without a call, and the goroutine
+// ends with it (the next call starts another); a configuration whose Redis
+// cannot be reached fails its calls at once (the plugin's
 // allow_degradation decides) and is dialled again at most every
-// redialEvery.
+// redialEvery. A Client no plugin instance holds any more is forgotten
+// once the garbage collector finds it, so that the process's clients are
+// those of the configurations in use, not of every configuration it ever
+// had.
 package redis
 
 import (
@@ -26,11 +30,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/redis/rueidis"
 
@@ -103,6 +109,9 @@ type Client struct {
 	opt     rueidis.ClientOption
 	pending atomic.Pointer[Call]
 	wake    chan struct{}
+	// running is set while the client's goroutine runs: the first Submit
+	// to find it unset starts one.
+	running atomic.Bool
 
 	// Owned by the client's goroutine.
 	cli      rueidis.Client
@@ -156,25 +165,45 @@ func (c *Client) target() string {
 // tries again; calls in between fail at once with the last error.
 const redialEvery = time.Second
 
+// clients are the process's Clients by Conf key, held weakly: a Client
+// is referenced by the plugin instances built with its Conf, and by its
+// goroutine while that runs.
 var (
 	mu      sync.Mutex
-	clients = map[string]*Client{}
+	clients = map[string]weak.Pointer[Client]{}
 )
 
-// For returns the process's Client of c, making it (and its goroutine) on
-// first use; it does not connect. It is meant for Build, off the loop.
+// For returns the process's Client of c, making it on first use; it does
+// not connect. It is meant for Build, off the loop.
 func For(c Conf) *Client {
 	k := c.key()
 	mu.Lock()
 	defer mu.Unlock()
-	if cl := clients[k]; cl != nil {
+	if cl := clients[k].Value(); cl != nil {
 		return cl
 	}
 	cl := &Client{conf: c, wake: make(chan struct{}, 1)}
 	cl.opt = c.option()
-	clients[k] = cl
-	go cl.run()
+	clients[k] = weak.Make(cl)
+	runtime.AddCleanup(cl, forget, k)
 	return cl
+}
+
+// forget drops the entry of key once its Client was collected, unless a
+// new Client took the key meanwhile.
+func forget(key string) {
+	mu.Lock()
+	defer mu.Unlock()
+	if wp, ok := clients[key]; ok && wp.Value() == nil {
+		delete(clients, key)
+	}
+}
+
+// numClients is how many Clients the process has.
+func numClients() int {
+	mu.Lock()
+	defer mu.Unlock()
+	return len(clients)
 }
 
 func (c *Conf) option() rueidis.ClientOption {
@@ -218,28 +247,48 @@ func (c *Client) Submit(call *Call) {
 		call.next = old
 		if c.pending.CompareAndSwap(old, call) {
 			if old == nil {
-				select {
-				case c.wake <- struct{}{}:
-				default:
-				}
+				c.kick()
 			}
 			return
 		}
 	}
 }
 
+// kick has the client's goroutine look at what was submitted: it starts
+// one when none runs, else wakes it.
+func (c *Client) kick() {
+	if c.running.CompareAndSwap(false, true) {
+		go c.run()
+		return
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
 // run is the client's goroutine: it sends what was submitted, one batch
-// at a time, and closes the connection when it has been idle for
-// Keepalive.
+// at a time, closes the connection when it has been idle for Keepalive,
+// and ends when it has neither a connection nor a call to send.
+//
+// Ending cannot lose a call: run clears running and then looks at pending
+// again, and Submit adds to pending and then looks at running, so at
+// least one of the two sees the other; if both do, the CompareAndSwap on
+// running picks one goroutine to go on.
 func (c *Client) run() {
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	for {
 		head := c.pending.Swap(nil)
-		if head == nil {
-			if c.cli != nil {
-				idle.Reset(c.conf.Keepalive)
+		if head == nil && c.cli == nil {
+			c.running.Store(false)
+			if c.pending.Load() == nil || !c.running.CompareAndSwap(false, true) {
+				return
 			}
+			continue
+		}
+		if head == nil {
+			idle.Reset(c.conf.Keepalive)
 			select {
 			case <-c.wake:
 				idle.Stop()

@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,10 +103,103 @@ func TestClientIdle(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The goroutine ends with the connection.
+	for cl.running.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the client's goroutine still runs without a connection")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cl.Submit(call)
 	if c := <-ch; c.Err != nil || c.Reply[0] != 2 {
 		t.Fatalf("after the idle close: %v, %v", c.Err, c.Reply[0])
 	}
+}
+
+// TestClientEndsAsCallsCome: calls submitted from many goroutines while
+// the client's goroutine keeps ending are all answered: none is left
+// behind by a goroutine that ends as it is submitted. The goroutine ends
+// after a 1 ms keepalive with a Redis, and after every batch without one
+// (a refused connection fails the calls at once and leaves no client).
+func TestClientEndsAsCallsCome(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		port        int
+		calls       int
+		wantReplies bool
+	}{
+		{"redis", plugintest.RedisServer(t), 150, true},
+		{"refused", plugintest.FreePort(t), 20000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := For(Conf{Host: "127.0.0.1", Port: tc.port, Timeout: 2 * time.Second, Keepalive: time.Millisecond})
+			const senders = 8
+			var wg sync.WaitGroup
+			errs := make(chan string, senders)
+			for g := range senders {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ch := make(chan *Call, 1)
+					call := &Call{Script: incr, Keys: []string{"ends" + strconv.Itoa(g)}, Args: []string{"1"}}
+					call.Waker = &callWaker{ch: ch, call: call}
+					for i := range tc.calls {
+						cl.Submit(call)
+						select {
+						case c := <-ch:
+							if tc.wantReplies && (c.Err != nil || c.Reply[0] != int64(i+1)) {
+								errs <- fmt.Sprintf("sender %d, call %d: %v, %d", g, i, c.Err, c.Reply[0])
+								return
+							}
+						case <-time.After(10 * time.Second):
+							errs <- fmt.Sprintf("sender %d, call %d: not answered", g, i)
+							return
+						}
+						// Now and then, long enough for the connection
+						// and the goroutine to end.
+						if tc.wantReplies && i%10 == 0 {
+							time.Sleep(2 * time.Millisecond)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Error(e)
+			}
+		})
+	}
+}
+
+// TestClientsForgotten: the clients of configurations no plugin instance
+// holds any more are forgotten; one still held stays the client of its
+// configuration.
+func TestClientsForgotten(t *testing.T) {
+	before := numClients()
+	held := For(Conf{Host: "127.0.0.1", Port: 1, Timeout: time.Second, Keepalive: time.Second, Database: 1})
+	func() {
+		for i := range 50 {
+			// Never used: no goroutine, only the plugin instances'
+			// references, gone when this returns.
+			_ = For(Conf{Host: "127.0.0.1", Port: 1, Timeout: time.Second, Keepalive: time.Second, Database: 100 + i})
+		}
+	}()
+	if n := numClients(); n != before+51 {
+		t.Fatalf("%d clients, want %d", n, before+51)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for numClients() > before+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients after the collection, want %d", numClients(), before+1)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if again := For(Conf{Host: "127.0.0.1", Port: 1, Timeout: time.Second, Keepalive: time.Second, Database: 1}); again != held {
+		t.Error("the client still held was made again")
+	}
+	runtime.KeepAlive(held)
 }
 
 func splitLines(s string) []string {
