@@ -388,6 +388,7 @@ func (s *Syncer) list(ctx context.Context) error {
 	s.found()
 	clear(s.objs)
 	clear(s.mods)
+	clear(s.order) // no stale object kept alive past the new length
 	s.order, s.sorted = s.order[:0], false
 	for _, kv := range kvs {
 		s.prevIdx = max(s.prevIdx, kv.ModRevision)
@@ -565,6 +566,7 @@ func withID(raw []byte, key, id string) json.RawMessage {
 // (replace): a build of 5 000 routes neither sorts nor hashes them again.
 func (s *Syncer) build() (*spec.Spec, error) {
 	if !s.sorted {
+		clear(s.order)
 		s.order = s.order[:0]
 		for _, o := range s.objs {
 			s.order = append(s.order, o)
