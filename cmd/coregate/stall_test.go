@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/bpf"
 	"coregate/worker/control"
 )
 
@@ -320,4 +321,59 @@ func waitStopped(t *testing.T, pid int) {
 		}
 		return nil
 	})
+}
+
+// TestStoppedOnlyWorkerQueues: the only worker, stopped, is taken out of
+// the socket selector like any stalled one, yet a connection made
+// meanwhile is not refused: with no slot to select, the program leaves
+// the choice to the kernel's hash over the listeners, the stopped
+// worker's, so the connection completes its handshake, waits in that
+// worker's accept queue, and its request is answered as soon as the
+// worker runs again.
+func TestStoppedOnlyWorkerQueues(t *testing.T) {
+	t.Parallel()
+	if kind, err := bpf.Probe(); kind != bpf.KindEBPF {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the eBPF selector is not available: %v (%v)", kind, err)
+		}
+		t.Skipf("the eBPF selector is not available: %v (%v)", kind, err)
+	}
+	up := textUpstream(t, "ok")
+	g := startGateway(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
+	if err := syscall.Kill(ws[0].pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = syscall.Kill(ws[0].pid, syscall.SIGCONT)
+		}
+	})
+	g.waitLog(`msg="worker stalled: out of the selector"`, 1, 5*time.Second)
+	c, err := net.DialTimeout("tcp", g.addr(), 500*time.Millisecond)
+	if err != nil {
+		t.Fatalf("a connection to the gateway whose only worker is stopped: %v", err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cont := time.Now()
+	resumed = true
+	if err := syscall.Kill(ws[0].pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer once the worker runs again: %v", err)
+	}
+	resp.Body.Close()
+	t.Logf("answered %v after SIGCONT", time.Since(cont).Round(time.Millisecond))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	g.waitLog(`msg="worker resumed: back in the selector"`, 1, 5*time.Second)
 }
