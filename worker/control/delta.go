@@ -31,24 +31,38 @@ import (
 // a Config instead.
 
 // deltaKind is one resource of a Delta: its member name and, for the
-// JSON-kept resources, the member holding an object's id. deltaKinds
-// lists them in the Spec's JSON order.
+// JSON-kept resources, the member holding an object's id and the list of a
+// Spec that holds them. deltaKinds lists them in the Spec's JSON order;
+// the decoded resources (routes, services, upstreams), each of its own
+// type, are named again where they are encoded and decoded.
 type deltaKind struct {
 	name string
-	// idKey is the member holding a JSON-kept object's id ("" for the
-	// decoded resources).
+	// idKey is the member holding a JSON-kept object's id.
 	idKey string
+	// list returns a Spec's list of the resource; nil for the decoded
+	// resources.
+	list func(*spec.Spec) *[]json.RawMessage
 }
 
 var deltaKinds = [...]deltaKind{
-	{"routes", ""},
-	{"services", ""},
-	{"upstreams", ""},
-	{"consumers", "username"},
-	{"plugin_configs", "id"},
-	{"global_rules", "id"},
-	{"credentials", "id"},
-	{"plugin_metadata", "id"},
+	{name: "routes"},
+	{name: "services"},
+	{name: "upstreams"},
+	{"consumers", "username", func(s *spec.Spec) *[]json.RawMessage { return &s.Consumers }},
+	{"plugin_configs", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.PluginConfigs }},
+	{"global_rules", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.GlobalRules }},
+	{"credentials", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.Credentials }},
+	{"plugin_metadata", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.PluginMetadata }},
+}
+
+// jsonKept returns the JSON-kept resource named name, or nil.
+func jsonKept(name string) *deltaKind {
+	for i := range deltaKinds {
+		if k := &deltaKinds[i]; k.name == name && k.list != nil {
+			return k
+		}
+	}
+	return nil
 }
 
 // EncodeDelta encodes next as a Delta payload against base, the Spec last
@@ -78,7 +92,7 @@ func EncodeDelta(base, next *spec.Spec) (payload []byte, ok bool, err error) {
 			n, err = encodeRuns(&b, k.name, base.Upstreams, next.Upstreams, upstreamID, same)
 		default:
 			id := func(raw json.RawMessage) string { return spec.RawID(raw, k.idKey).String() }
-			n, err = encodeRuns(&b, k.name, *rawList(base, k.name), *rawList(next, k.name), id, sameRaw)
+			n, err = encodeRuns(&b, k.name, *k.list(base), *k.list(next), id, sameRaw)
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("control: delta: %w", err)
@@ -100,23 +114,6 @@ func serviceID(s *spec.Service) string   { return s.ID.String() }
 func upstreamID(u *spec.Upstream) string { return u.ID.String() }
 func same[T comparable](a, b T) bool     { return a == b }
 func sameRaw(a, b json.RawMessage) bool  { return bytes.Equal(a, b) }
-
-// rawList returns the JSON-kept list of s named name.
-func rawList(s *spec.Spec, name string) *[]json.RawMessage {
-	switch name {
-	case "consumers":
-		return &s.Consumers
-	case "plugin_configs":
-		return &s.PluginConfigs
-	case "global_rules":
-		return &s.GlobalRules
-	case "credentials":
-		return &s.Credentials
-	case "plugin_metadata":
-		return &s.PluginMetadata
-	}
-	panic("control: no JSON-kept resource " + name)
-}
 
 // encodeRuns writes the member name of a Delta for next against base, if
 // next is not empty, and returns how many of base's objects it keeps. An
@@ -241,10 +238,12 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 			err = decodeRuns(dec, base.Services, &s.Services, each)
 		case "upstreams":
 			err = decodeRuns(dec, base.Upstreams, &s.Upstreams, each)
-		case "consumers", "plugin_configs", "global_rules", "credentials", "plugin_metadata":
-			err = decodeRuns(dec, *rawList(base, key), rawList(s, key), each)
 		default:
-			err = fmt.Errorf("unknown member %q", key)
+			if k := jsonKept(key); k != nil {
+				err = decodeRuns(dec, *k.list(base), k.list(s), each)
+			} else {
+				err = fmt.Errorf("unknown member %q", key)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("control: delta: %s: %w", key, err)
