@@ -9,6 +9,7 @@ import (
 	"coregate/admin/nodeconf"
 	"coregate/admin/store/etcdstore"
 	"coregate/admin/store/storesync"
+	"coregate/plugins"
 )
 
 // etcdDataDir is the embedded etcd's data directory, beside config.yaml.
@@ -59,6 +60,7 @@ func openEtcd(nc *nodeconf.Config, dataDir string, log *slog.Logger) (*etcdNode,
 	n.sync = storesync.New(storesync.Options{
 		Store:     n.store,
 		CachePath: filepath.Join(nc.Dir, storesync.CacheFile),
+		Plugins:   plugins.Default,
 		Log:       log,
 	})
 	return n, nil

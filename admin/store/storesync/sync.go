@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	"coregate/admin/spec"
 	"coregate/admin/store"
+	"coregate/plugins"
 )
 
 // Defaults.
@@ -55,7 +57,10 @@ type Options struct {
 	// StartTimeout bounds Load's read of the store when a local copy
 	// exists to fall back on; DefaultStartTimeout when 0.
 	StartTimeout time.Duration
-	Log          *slog.Logger
+	// Plugins checks the plugins of every object read, as the Admin API
+	// does before it stores one (checkPlugins); nil checks none.
+	Plugins *plugins.Registry
+	Log     *slog.Logger
 }
 
 // Syncer follows a store and hands each new Spec on. Load, then Watch,
@@ -454,6 +459,9 @@ func (s *Syncer) put(kv store.KV) {
 		return
 	}
 	o, err := decode(kind, id, kv.Value)
+	if err == nil {
+		err = s.checkPlugins(o)
+	}
 	if err != nil {
 		s.replace(s.objs[kv.Key], nil)
 		delete(s.objs, kv.Key)
@@ -532,6 +540,57 @@ func decode(kind, id string, value []byte) (*object, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// checkPlugins checks an object's plugins with Options.Plugins, as the
+// Admin API does before it stores one: a plugin the gateway does not
+// have, or a configuration its schema refuses, leaves out an object
+// written to the store by other means, as APISIX's etcd checker leaves it
+// out, where every worker would refuse every configuration holding it
+// (and so every change after it).
+func (s *Syncer) checkPlugins(o *object) error {
+	reg := s.opts.Plugins
+	if reg == nil {
+		return nil
+	}
+	var confs map[string]json.RawMessage
+	check := reg.Check
+	switch o.kind {
+	case spec.KindRoute:
+		confs = o.route.Plugins
+	case spec.KindService:
+		confs = o.svc.Plugins
+	case spec.KindUpstream:
+		return nil
+	case kindPluginMetadata:
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(o.raw, &m); err != nil {
+			return err
+		}
+		delete(m, "id")
+		conf, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return reg.CheckMetadata(o.id.String(), conf)
+	default: // consumers, credentials, plugin configs, global rules
+		var v struct {
+			Plugins map[string]json.RawMessage `json:"plugins"`
+		}
+		if err := json.Unmarshal(o.raw, &v); err != nil {
+			return err
+		}
+		confs = v.Plugins
+		if o.kind == spec.KindConsumer || o.kind == kindCredential {
+			check = reg.CheckConsumer
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(confs)) {
+		if err := check(name, confs[name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // withID gives a compact JSON object the member key: id when it has none

@@ -16,6 +16,8 @@ import (
 	"coregate/admin/spec"
 	"coregate/admin/store"
 	"coregate/admin/store/etcdstore"
+	"coregate/plugins"
+	_ "coregate/plugins/all"
 )
 
 // logWriter sends a Syncer's log to the test log until the test ends.
@@ -83,7 +85,7 @@ func (e *env) newStore() *etcdstore.Store {
 }
 
 func (e *env) syncer() *Syncer {
-	return New(Options{Store: e.store, CachePath: e.cache, Retry: 200 * time.Millisecond, Log: testLog(e.t)})
+	return New(Options{Store: e.store, CachePath: e.cache, Retry: 200 * time.Millisecond, Plugins: plugins.Default, Log: testLog(e.t)})
 }
 
 // watch runs s.Watch until the test ends.
@@ -288,6 +290,43 @@ func TestPluginMetadata(t *testing.T) {
 	if sp := e.next("[1 2]"); len(sp.PluginMetadata) != 0 {
 		t.Fatalf("after a delete: %s", sp.PluginMetadata)
 	}
+}
+
+// TestPluginsChecked: an object whose plugins the Admin API would refuse
+// (an unknown plugin, a configuration its schema refuses, a consumer's
+// key-auth without a key, plugin metadata its schema refuses), written
+// to the store by other means, is left out; the rest is served, and the
+// object is served once it is mended.
+func TestPluginsChecked(t *testing.T) {
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	e.put("routes/bad-conf", `{"uri":"/b","plugins":{"limit-count":{"count":-5,"time_window":60}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
+	e.put("routes/unknown", `{"uri":"/u","plugins":{"no-such-plugin":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
+	e.put("routes/2", `{"uri":"/two","plugins":{"limit-count":{"count":5,"time_window":60}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
+	e.put("services/s-bad", `{"plugins":{"proxy-rewrite":{"uri":5}}}`)
+	e.put("consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"k"}}}`)
+	e.put("consumers/jill", `{"username":"jill","plugins":{"key-auth":{}}}`)
+	e.put("consumers/jack/credentials/bad", `{"plugins":{"key-auth":{"key":7}}}`)
+	e.put("global_rules/g-bad", `{"plugins":{"prometheus":{"prefer_name":"yes"}}}`)
+	e.put("plugin_configs/p-bad", `{"plugins":{"no-such-plugin":{}}}`)
+	e.put("plugin_metadata/prometheus", `{"disabled_labels":{"http_status":["node"]}}`)
+	e.put("plugin_metadata/no-such-plugin", `{"a":1}`)
+	s := e.syncer()
+	sp, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := routeIDs(sp); got != "[1 2]" {
+		t.Errorf("routes %s, want [1 2]", got)
+	}
+	if len(sp.Services) != 0 || len(sp.Consumers) != 1 || len(sp.Credentials) != 0 || len(sp.GlobalRules) != 0 ||
+		len(sp.PluginConfigs) != 0 || len(sp.PluginMetadata) != 1 {
+		t.Errorf("services %d, consumers %s, credentials %s, global rules %s, plugin configs %s, plugin metadata %s",
+			len(sp.Services), sp.Consumers, sp.Credentials, sp.GlobalRules, sp.PluginConfigs, sp.PluginMetadata)
+	}
+	e.watch(s)
+	e.put("routes/bad-conf", `{"uri":"/b","plugins":{"limit-count":{"count":5,"time_window":60}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
+	e.next("[1 bad-conf 2]")
 }
 
 // TestCoalesce: a burst of changes ends in a Spec holding all of them.
