@@ -72,6 +72,11 @@ func runSupervisor(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		// A stray word (a subcommand that does not exist, a flag after
+		// it) would otherwise start a gateway with the defaults.
+		return fmt.Errorf("unexpected argument %q: coregate takes flags only (coregate -h)", fs.Arg(0))
+	}
 	log := newLogger().With("proc", "supervisor")
 	if addr := os.Getenv("COREGATE_PPROF_SUPERVISOR"); addr != "" {
 		servePprof(addr, 0, log)
