@@ -351,7 +351,8 @@ func TestStoppedOnlyWorkerQueues(t *testing.T) {
 		}
 	})
 	g.waitLog(`msg="worker stalled: out of the selector"`, 1, 5*time.Second)
-	c, err := net.DialTimeout("tcp", g.addr(), 500*time.Millisecond)
+	// Under the 1 s after which a dropped SYN is sent again.
+	c, err := net.DialTimeout("tcp", g.addr(), 900*time.Millisecond)
 	if err != nil {
 		t.Fatalf("a connection to the gateway whose only worker is stopped: %v", err)
 	}
