@@ -8,13 +8,14 @@
 // and global_rules with spec.ValidateObject; a consumer's credentials,
 // <prefix>/consumers/<username>/credentials/<id>, as objects with the id
 // "<username>/credentials/<id>"; plugin_metadata/<plugin> as objects
-// with the id <plugin>, which the plugin registry checks when a worker
-// builds the Spec); other keys (gen_id, ssls, …) are not part of a Spec
-// and are ignored.
+// with the id <plugin>), and its plugins are checked with the plugin
+// registry (Options.Plugins) as the Admin API checks them; other keys
+// (gen_id, ssls, …) are not part of a Spec and are ignored.
 // An object that fails validation, or whose references dangle (a route
 // whose upstream was deleted with force=true), is logged and left out; the
 // rest is served. Objects keep the order of their creation (etcd's create
-// revision), as the Admin API lists them.
+// revision), as the Admin API lists them; the Syncer keeps that order, and
+// each object's hash, from one Spec to the next.
 //
 // Changes are coalesced without delaying a lone one: a change that comes
 // after a quiet window is published at once; the changes that follow it
