@@ -79,22 +79,30 @@ func TestFixedRateThreads(t *testing.T) {
 func TestFixedRate(t *testing.T) {
 	addr := startUpstream(t)
 	const rate, dur = 2000.0, 1500 * time.Millisecond
-	res, err := Run(Config{Addr: addr, Conns: 8, Duration: dur, Rate: rate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := rate * dur.Seconds()
-	if got := float64(res.Requests); got < want*0.95 || got > want*1.01 {
-		t.Errorf("requests = %v, want about %v", got, want)
-	}
-	if res.Errors != 0 || res.Non2xx != 0 {
-		t.Errorf("errors %d non2xx %d", res.Errors, res.Non2xx)
-	}
 	// An idle upstream answers well inside the 4 ms between a connection's
-	// requests; a late timer would show as latency here.
-	if p50 := time.Duration(res.Latency.MustQuantile(0.5)); p50 > 2*time.Millisecond {
-		t.Errorf("p50 = %v at a rate far below capacity", p50)
+	// requests; a late timer would show as latency here, in every run. A
+	// burst of other work on a small shared machine (the race detector's,
+	// another process's) can push one run's median over the bound: a run
+	// over it is made once more, and both must be.
+	var p50 time.Duration
+	for attempt := 1; attempt <= 2; attempt++ {
+		res, err := Run(Config{Addr: addr, Conns: 8, Duration: dur, Rate: rate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := rate * dur.Seconds()
+		if got := float64(res.Requests); got < want*0.95 || got > want*1.01 {
+			t.Errorf("requests = %v, want about %v", got, want)
+		}
+		if res.Errors != 0 || res.Non2xx != 0 {
+			t.Errorf("errors %d non2xx %d", res.Errors, res.Non2xx)
+		}
+		if p50 = time.Duration(res.Latency.MustQuantile(0.5)); p50 <= 2*time.Millisecond {
+			return
+		}
+		t.Logf("attempt %d: p50 = %v", attempt, p50)
 	}
+	t.Errorf("p50 = %v at a rate far below capacity, in two runs", p50)
 }
 
 // TestCoordinatedOmission stalls the server for 500 ms once: a fixed-rate
