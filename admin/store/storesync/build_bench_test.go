@@ -13,12 +13,7 @@ import (
 // hash), which every coalesced burst of events pays. The store is never
 // called (it does not connect until used).
 func BenchmarkBuild5000(b *testing.B) {
-	st, err := etcdstore.New(etcdstore.Options{Endpoints: []string{"http://127.0.0.1:1"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	s := New(Options{Store: st})
+	s := New(Options{Store: unconnectedStore(b)})
 	for i := range 5000 {
 		s.put(store.KV{
 			Key:            fmt.Sprintf("/apisix/routes/%d", i),
@@ -33,4 +28,16 @@ func BenchmarkBuild5000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// unconnectedStore is a store for a Syncer whose objects a test puts
+// itself: it points at a port nothing listens on, and is never called.
+func unconnectedStore(tb testing.TB) *etcdstore.Store {
+	tb.Helper()
+	st, err := etcdstore.New(etcdstore.Options{Endpoints: []string{"http://127.0.0.1:1"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"coregate/admin/store"
-	"coregate/admin/store/etcdstore"
 )
 
 // TestOrderKeptAcrossChanges: the order a Syncer keeps from one build to
@@ -16,11 +15,7 @@ import (
 // and invalid values made valid again, serves the objects as a sort of them all does, with
 // the Hash a Syncer that read them all at once gives.
 func TestOrderKeptAcrossChanges(t *testing.T) {
-	st, err := etcdstore.New(etcdstore.Options{Endpoints: []string{"http://127.0.0.1:1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := unconnectedStore(t)
 	quiet := slog.New(slog.DiscardHandler)
 	s := New(Options{Store: st, Log: quiet})
 	rng := rand.New(rand.NewPCG(1, 2))
