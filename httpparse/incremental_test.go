@@ -288,3 +288,54 @@ func TestPipelined(t *testing.T) {
 		}
 	}
 }
+
+// TestStartLineRefusedEarly: a bad start line that arrives in pieces is
+// refused once it is whole, with the status it gets when it comes in one
+// piece, not when the head ends (which it may never do).
+func TestStartLineRefusedEarly(t *testing.T) {
+	requests := []string{
+		"DELETE /g/1,9?x=48 HTTP/1.1\xff\r\nHost: h0\r\n\r",
+		"GET / HTTP/2.0\r\nHost: x\r\n",
+		"GET / HTTP/0.9\r\n",
+		"GET /a b HTTP/1.1\r\nHost: x\r\n",
+		"G@T / HTTP/1.1\r\n",
+		"\r\nGET / HTTX/1.1\r\nA: b\r\n",
+		// A bad version, then a bare LF the search for the head's end
+		// meets in the same piece: the version is refused (505), as whole.
+		"POST /s HTTP/3.1\r\nHost: x\r\nContent-Length: 50\n\r\nhello",
+	}
+	for _, in := range requests {
+		var whole Request
+		want := new(RequestParser).Parse([]byte(in), &whole)
+		if want == nil || want == ErrNeedMore {
+			t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
+		}
+		line := strings.Index(strings.TrimLeft(in, "\r\n"), "\r\n") + len(in) - len(strings.TrimLeft(in, "\r\n"))
+		for k := 1; k <= line; k++ {
+			var r Request
+			p := &RequestParser{}
+			if err := feed(t, in, []int{k}, func(b []byte) error { return p.Parse(b, &r) }); !sameError(err, want) {
+				t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
+			}
+		}
+	}
+	responses := []string{
+		"HTTP/1.1 2000 OK\r\nA: b\r\n",
+		"HTTP/1.1 200 OK\x00\r\n",
+		"HTTP/3.0 200 OK\r\n",
+	}
+	for _, in := range responses {
+		var whole Response
+		want := new(ResponseParser).Parse([]byte(in), &whole)
+		if want == nil || want == ErrNeedMore {
+			t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
+		}
+		for k := 1; k <= strings.Index(in, "\r\n"); k++ {
+			var r Response
+			p := &ResponseParser{}
+			if err := feed(t, in, []int{k}, func(b []byte) error { return p.Parse(b, &r) }); !sameError(err, want) {
+				t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
+			}
+		}
+	}
+}

@@ -52,6 +52,7 @@ func (*noCopy) Unlock() {}
 type headScan struct {
 	next    int  // offset of the first line not looked at yet
 	started bool // the start line is behind next
+	line    int  // the length of the start line with its CRLF, once started
 	fields  int  // field lines behind next
 	active  bool // an earlier call ended with ErrNeedMore
 }
@@ -76,9 +77,30 @@ func (s *headScan) parseHead(buf []byte, lim *Limits, req *Request, resp *Respon
 		return parseResponse(buf, lim, resp)
 	}
 	if s.active {
+		started := s.started
 		if err := s.resume(buf, lim, request); err != nil {
-			if err != ErrNeedMore {
+			switch {
+			case err != ErrNeedMore:
+				// Refused: with the status the one-pass parse of these
+				// bytes gives, however the head was split.
+				if _, perr := once(); perr != nil {
+					err = perr
+				}
 				*s = headScan{}
+			case !started && s.started:
+				// The start line came whole with this piece: check it now,
+				// as the one-pass parse does when it comes with the first
+				// one, so that a bad one is refused before the head ends.
+				if request {
+					_, err = parseRequest(buf[:s.line], lim, req)
+				} else {
+					_, err = parseResponse(buf[:s.line], lim, resp)
+				}
+				if err == nil {
+					err = ErrNeedMore
+				} else {
+					*s = headScan{}
+				}
 			}
 			return err
 		}
@@ -151,6 +173,7 @@ func (s *headScan) resume(buf []byte, lim *Limits, request bool) error {
 			s.fields++
 		} else {
 			s.started = true
+			s.line = nl + 1
 		}
 		s.next = nl + 1
 	}
