@@ -118,9 +118,10 @@ func (l *fakeLoop) Close(c gnet.Conn) error {
 // harness is a worker driven in memory, with one client connection and one
 // upstream connection already kept alive in the node's pool.
 type harness struct {
-	w  *Worker
-	cl *fakeConn
-	up *fakeConn
+	w    *Worker
+	loop *fakeLoop
+	cl   *fakeConn
+	up   *fakeConn
 }
 
 func newHarness(t testing.TB, s *spec.Spec) *harness {
@@ -136,24 +137,35 @@ func newHarnessConfig(t testing.TB, s *spec.Spec, cfg Config) *harness {
 	if err := w.SetSpec(s, nil); err != nil {
 		t.Fatal(err)
 	}
-	loop := &fakeLoop{w: w}
-	cl := &fakeConn{loop: loop, fd: 10,
+	h := &harness{w: w, loop: &fakeLoop{w: w}}
+	h.cl = h.newClient()
+	h.seedPools()
+	return h
+}
+
+// newClient opens another client connection to the worker.
+func (h *harness) newClient() *fakeConn {
+	cl := &fakeConn{loop: h.loop, fd: 10,
 		laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9080},
 		raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40000}}
-	w.OnOpen(cl)
-	h := &harness{w: w, cl: cl}
-	// Seed each node's pool with one kept-alive connection.
-	snap := w.snap.Load()
+	h.w.OnOpen(cl)
+	return cl
+}
+
+// seedPools parks one kept-alive upstream connection in each node's pool
+// that has none; h.up is the last one parked.
+func (h *harness) seedPools() {
+	snap := h.w.snap.Load()
 	for _, rt := range snap.routes {
 		if rt.up == nil {
 			continue
 		}
 		for _, nd := range rt.up.nodes {
-			p := w.poolFor(rt.up, nd)
+			p := h.w.poolFor(rt.up, nd)
 			if len(p.idle) > 0 {
 				continue
 			}
-			up := &fakeConn{loop: loop, fd: 20,
+			up := &fakeConn{loop: h.loop, fd: 20,
 				laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000},
 				raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
 			uc := p.newConn()
@@ -164,7 +176,6 @@ func newHarnessConfig(t testing.TB, s *spec.Spec, cfg Config) *harness {
 			h.up = up
 		}
 	}
-	return h
 }
 
 // roundTrip sends req from the client, answers resp from the upstream and
