@@ -242,6 +242,23 @@ func (r *Registry) CheckConsumer(name string, raw json.RawMessage) error {
 	return nil
 }
 
+// CheckAll checks an object's plugins, in name order so that the same
+// object always gives the same error: with CheckConsumer for a consumer's
+// or a credential's (consumer set), with Check otherwise. name is the
+// plugin refused, with the error.
+func (r *Registry) CheckAll(confs map[string]json.RawMessage, consumer bool) (name string, err error) {
+	check := r.Check
+	if consumer {
+		check = r.CheckConsumer
+	}
+	for _, name := range slices.Sorted(maps.Keys(confs)) {
+		if err := check(name, confs[name]); err != nil {
+			return name, err
+		}
+	}
+	return "", nil
+}
+
 func checkError(name string, err error) error {
 	return fmt.Errorf("failed to check the configuration of plugin %s err: %w", name, err)
 }

@@ -3,7 +3,6 @@ package adminapi
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -173,7 +172,7 @@ func (a *api) checkRoute(ctx context.Context, w *write) *apiError {
 	if e := a.checkRef(ctx, "plugin_configs", "plugin config", "plugin_config_id", r.PluginConfigID); e != nil {
 		return e
 	}
-	return a.checkPlugins(w.obj, "")
+	return a.checkPlugins(w.obj, "", false)
 }
 
 func (a *api) checkService(ctx context.Context, w *write) *apiError {
@@ -184,7 +183,7 @@ func (a *api) checkService(ctx context.Context, w *write) *apiError {
 	if e := a.checkRef(ctx, "upstreams", "upstream", "upstream_id", s.UpstreamID); e != nil {
 		return e
 	}
-	return a.checkPlugins(w.obj, "")
+	return a.checkPlugins(w.obj, "", false)
 }
 
 func (a *api) checkUpstream(_ context.Context, w *write) *apiError {
@@ -203,7 +202,7 @@ func (a *api) checkConsumer(ctx context.Context, w *write) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Msg: "wrong username", Field: "username"}
 	}
 	w.id = name
-	if e := a.checkConsumerPlugins(w.obj, "invalid plugins configuration: "); e != nil {
+	if e := a.checkPlugins(w.obj, "invalid plugins configuration: ", true); e != nil {
 		return e
 	}
 	return a.checkUniqueKeys(ctx, w.obj, name, "")
@@ -213,7 +212,7 @@ func (a *api) checkCredential(ctx context.Context, w *write) *apiError {
 	if err := localSchema(credentialSchema)(w.raw); err != nil {
 		return invalid(err, "")
 	}
-	if e := a.checkConsumerPlugins(w.obj, "invalid plugins configuration: "); e != nil {
+	if e := a.checkPlugins(w.obj, "invalid plugins configuration: ", true); e != nil {
 		return e
 	}
 	if e := a.checkUniqueKeys(ctx, w.obj, w.consumer, w.id); e != nil {
@@ -233,7 +232,7 @@ func (a *api) checkPluginConfig(_ context.Context, w *write) *apiError {
 	if err := spec.ValidateObject(spec.KindPluginConfig, w.raw); err != nil {
 		return invalid(err, "")
 	}
-	return a.checkPlugins(w.obj, "")
+	return a.checkPlugins(w.obj, "", false)
 }
 
 // checkGlobalRule adds APISIX's rule that a plugin runs from one global
@@ -242,7 +241,7 @@ func (a *api) checkGlobalRule(ctx context.Context, w *write) *apiError {
 	if err := spec.ValidateObject(spec.KindGlobalRule, w.raw); err != nil {
 		return invalid(err, "")
 	}
-	if e := a.checkPlugins(w.obj, ""); e != nil {
+	if e := a.checkPlugins(w.obj, "", false); e != nil {
 		return e
 	}
 	mine, _ := w.obj["plugins"].(map[string]any)
@@ -291,27 +290,16 @@ func (a *api) checkRef(ctx context.Context, dir, kind, field string, id spec.ID)
 }
 
 // checkPlugins checks every entry of the object's "plugins" with the
-// plugin registry, in name order so that the same input gives the same
-// error; prefix is what the resource puts before the registry's message.
-func (a *api) checkPlugins(obj map[string]any, prefix string) *apiError {
-	return a.checkPluginsWith(obj, prefix, a.plugins.Check)
-}
-
-// checkConsumerPlugins is checkPlugins for a consumer's or a credential's
-// plugins: a plugin with a consumer schema (key-auth's {"key"}) is
-// checked against it, as APISIX checks them with TYPE_CONSUMER.
-func (a *api) checkConsumerPlugins(obj map[string]any, prefix string) *apiError {
-	return a.checkPluginsWith(obj, prefix, a.plugins.CheckConsumer)
-}
-
-func (a *api) checkPluginsWith(obj map[string]any, prefix string, check func(string, json.RawMessage) error) *apiError {
-	confs := pluginConfs(obj)
-	for _, name := range slices.Sorted(maps.Keys(confs)) {
-		if err := check(name, confs[name]); err != nil {
-			e := invalid(err, "plugins."+name)
-			e.Msg = prefix + e.Msg
-			return e
-		}
+// plugin registry (Registry.CheckAll); prefix is what the resource puts
+// before the registry's message. consumer: a consumer's or a
+// credential's plugins, where a plugin with a consumer schema (key-auth's
+// {"key"}) is checked against it, as APISIX checks them with
+// TYPE_CONSUMER.
+func (a *api) checkPlugins(obj map[string]any, prefix string, consumer bool) *apiError {
+	if name, err := a.plugins.CheckAll(pluginConfs(obj), consumer); err != nil {
+		e := invalid(err, "plugins."+name)
+		e.Msg = prefix + e.Msg
+		return e
 	}
 	return nil
 }

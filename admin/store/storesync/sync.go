@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -554,7 +553,7 @@ func (s *Syncer) checkPlugins(o *object) error {
 		return nil
 	}
 	var confs map[string]json.RawMessage
-	check := reg.Check
+	consumer := false
 	switch o.kind {
 	case spec.KindRoute:
 		confs = o.route.Plugins
@@ -581,16 +580,10 @@ func (s *Syncer) checkPlugins(o *object) error {
 			return err
 		}
 		confs = v.Plugins
-		if o.kind == spec.KindConsumer || o.kind == kindCredential {
-			check = reg.CheckConsumer
-		}
+		consumer = o.kind == spec.KindConsumer || o.kind == kindCredential
 	}
-	for _, name := range slices.Sorted(maps.Keys(confs)) {
-		if err := check(name, confs[name]); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := reg.CheckAll(confs, consumer)
+	return err
 }
 
 // withID gives a compact JSON object the member key: id when it has none
