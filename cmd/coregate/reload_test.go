@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -105,6 +108,10 @@ func TestReloadRefusesInvalid(t *testing.T) {
 		{"missing end flag", strings.TrimSuffix(good(b), "#END\n"), "end flag"},
 		{"bad yaml", "routes: [\n#END\n", "apisix.yaml"},
 		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.addr()), obj{"type": "chash", "key": "remote_addr"})}), "chash"},
+		// Refused where the file is read, as the Admin API refuses it, not
+		// by the workers' build.
+		{"bad plugin configuration", routesYAML(obj{"id": 1, "uri": "/r", "plugins": obj{"limit-count": obj{"count": -1, "time_window": 60}},
+			"upstream": upstreamOf(nodes(b.addr()), nil)}), "apisix.yaml: routes (id 1): failed to check the configuration of plugin limit-count"},
 	}
 	for _, tc := range tests {
 		before := strings.Count(g.out.String(), "refused")
@@ -132,6 +139,33 @@ func TestReloadRefusesInvalid(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestStartRefusesBadPlugins: a node whose first apisix.yaml has a plugin
+// configuration the plugin refuses does not start, and says which object
+// and plugin; it does not start serving without the routes.
+func TestStartRefusesBadPlugins(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []struct{ file, want string }{
+		{routesYAML(obj{"id": 1, "uri": "/r", "plugins": obj{"limit-count": obj{"count": -1, "time_window": 60}},
+			"upstream": upstreamOf(nodes("127.0.0.1:1980"), nil)}),
+			"apisix.yaml: routes (id 1): failed to check the configuration of plugin limit-count"},
+		{"global_rules:\n  - id: g\n    plugins:\n      no-such-plugin: {}\n#END\n",
+			"apisix.yaml: global_rules (id g): unknown plugin [no-such-plugin]"},
+		{"consumers:\n  - username: jack\n    plugins:\n      key-auth: {}\n#END\n",
+			"apisix.yaml: consumers (username jack): failed to check the configuration of plugin key-auth"},
+	} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(baseConfig, freePort(t), ""))
+		writeFile(t, filepath.Join(dir, "apisix.yaml"), bad.file)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, binPath, "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), bad.want) {
+			t.Errorf("start with %q: %v, want exit status 1 and %q:\n%s", bad.file, err, bad.want, out)
+		}
+	}
 }
 
 // TestUnknownConfigKeys: config.yaml keys the gateway does not know are

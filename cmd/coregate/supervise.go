@@ -21,6 +21,7 @@ import (
 	"coregate/admin/standalone"
 	"coregate/admin/store/storesync"
 	"coregate/bpf"
+	"coregate/plugins"
 	"coregate/worker/shm"
 	"coregate/worker/supervisor"
 
@@ -33,9 +34,16 @@ type fileSource struct {
 	log  *slog.Logger
 }
 
+// Load reads the file and checks its plugins' configurations, as the
+// Admin API does before it stores an object: a file that a worker would
+// refuse to build is refused here, where the node can say so (and not
+// start, the first time).
 func (f fileSource) Load() (*spec.Spec, error) {
 	s, err := standalone.Load(f.path)
 	if err != nil {
+		return nil, err
+	}
+	if err := standalone.CheckPlugins(f.path, s, plugins.Default); err != nil {
 		return nil, err
 	}
 	s.SetHash()
@@ -47,6 +55,10 @@ func (f fileSource) Watch(ctx context.Context, onChange func(*spec.Spec), onErro
 	standalone.Watch(ctx, f.path, time.Second, func(s *spec.Spec) {
 		h := s.SetHash()
 		if h == last {
+			return
+		}
+		if err := standalone.CheckPlugins(f.path, s, plugins.Default); err != nil {
+			onError(err)
 			return
 		}
 		last = h

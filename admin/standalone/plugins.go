@@ -1,0 +1,79 @@
+package standalone
+
+import (
+	"encoding/json"
+	"path/filepath"
+
+	"coregate/admin/spec"
+	"coregate/plugins"
+)
+
+// CheckPlugins checks the plugin configurations of a loaded file with reg,
+// as the Admin API checks them before it stores an object: every plugin of
+// every route, service, consumer, credential, plugin config and global
+// rule, and each plugin's metadata. The first one refused is returned as a
+// *LoadError (ErrInvalid) naming the item, so that a file a worker could
+// not build is refused where the file is read, with the previous
+// configuration serving, or the node not starting, as for any other
+// invalid file. path is the file's, for the error.
+func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
+	fail := func(item string, err error) error {
+		return &LoadError{File: filepath.Base(path), Item: item, Msg: err.Error(), kind: ErrInvalid, err: err}
+	}
+	check := func(item string, confs map[string]json.RawMessage, consumer bool) error {
+		if _, err := reg.CheckAll(confs, consumer); err != nil {
+			return fail(item, err)
+		}
+		return nil
+	}
+	for _, r := range s.Routes {
+		if err := check("routes (id "+r.ID.String()+")", r.Plugins, false); err != nil {
+			return err
+		}
+	}
+	for _, sv := range s.Services {
+		if err := check("services (id "+sv.ID.String()+")", sv.Plugins, false); err != nil {
+			return err
+		}
+	}
+	raws := []struct {
+		kind, key string
+		objs      []json.RawMessage
+		consumer  bool
+	}{
+		{"consumers", "username", s.Consumers, true},
+		{"consumers", "id", s.Credentials, true},
+		{"plugin_configs", "id", s.PluginConfigs, false},
+		{"global_rules", "id", s.GlobalRules, false},
+	}
+	for _, k := range raws {
+		for _, raw := range k.objs {
+			var v struct {
+				Plugins map[string]json.RawMessage `json:"plugins"`
+			}
+			item := k.kind + " (" + k.key + " " + spec.RawID(raw, k.key).String() + ")"
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return fail(item, err)
+			}
+			if err := check(item, v.Plugins, k.consumer); err != nil {
+				return err
+			}
+		}
+	}
+	for _, raw := range s.PluginMetadata {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fail("plugin_metadata", err)
+		}
+		name := spec.RawID(raw, "id").String()
+		delete(m, "id")
+		conf, err := json.Marshal(m)
+		if err != nil {
+			return fail("plugin_metadata (id "+name+")", err)
+		}
+		if err := reg.CheckMetadata(name, conf); err != nil {
+			return fail("plugin_metadata (id "+name+")", err)
+		}
+	}
+	return nil
+}
