@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -381,15 +382,6 @@ func framingRun(t testing.TB, g *gateway, u *strictUpstream, raw string) bool {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	status := resp.StatusCode
-	if e.Refused != 0 {
-		if status != e.Refused {
-			t.Fatalf("answer %d to a request the parser refuses with %d: %q", status, e.Refused, e.Raw)
-		}
-	} else if status != 200 && status != 404 && status != 400 {
-		// 404: a target the router does not take (asterisk-form);
-		// 400: a path that normalises above the root.
-		t.Fatalf("answer %d to %q", status, e.Raw)
-	}
 	// Anything the gateway wrote upstream for this request has been read by
 	// the origin once a later request's answer comes back through it.
 	if status != 200 {
@@ -402,21 +394,10 @@ func framingRun(t testing.TB, g *gateway, u *strictUpstream, raw string) bool {
 		t.Fatalf("origin faults after %q: %q", e.Raw, faults)
 	}
 	if status != 200 {
-		for _, m := range msgs {
-			if m.Target != "/sync" {
-				t.Fatalf("answered %d, yet the origin read %q from %q", status, m.Raw, e.Raw)
-			}
-		}
-		return true
+		msgs = slices.DeleteFunc(msgs, func(m framingcheck.Msg) bool { return m.Target == "/sync" })
 	}
-	if len(msgs) != 1 {
-		t.Fatalf("origin read %d messages for %q: %+v", len(msgs), e.Raw, msgs)
-	}
-	if string(body) != e.Target {
-		t.Fatalf("answer for %q, want %q", body, e.Target)
-	}
-	if d := framingcheck.Check(e, msgs[0]); d != "" {
-		t.Fatalf("%s\nsent %q\nforwarded %q", d, e.Raw, msgs[0].Raw)
+	if v := framingcheck.Verdict(e, status, string(body), msgs); v != "" {
+		t.Fatal(v)
 	}
 	return true
 }
@@ -438,12 +419,7 @@ func TestFramingDifferential(t *testing.T) {
 		}
 	}
 	for i := 0; i < 2000; i++ {
-		raw := framingcheck.Generate(rng, i)
-		if i%2 == 1 {
-			raw = framingcheck.Mutate(rng, raw)
-		} else if i%4 == 2 {
-			raw = framingcheck.Mutate(rng, framingcheck.Seeds[rng.IntN(len(framingcheck.Seeds))])
-		}
+		raw := framingcheck.Input(rng, i)
 		if e, ok := framingcheck.Expect(raw); ok && e.Refused != 0 {
 			refused++
 		}

@@ -60,22 +60,14 @@ func Read(buf []byte) (m Msg, n int, err error) {
 	n = req.HeadLen
 	switch {
 	case req.Chunked:
-		var ch httpparse.Chunked
-		var body []byte
-		done := false
-		for n < len(buf) && !done {
-			k, data, end, err := ch.Decode(buf[n:])
-			if err != nil {
-				return m, 0, fmt.Errorf("origin: bad chunked body (%v): %q", err, buf)
-			}
-			body = append(body, data...)
-			n += k
-			done = end
+		body, end, err := dechunk(buf, n)
+		if err != nil {
+			return m, 0, fmt.Errorf("origin: bad chunked body (%v): %q", err, buf)
 		}
-		if !done {
+		if end < 0 {
 			return m, 0, nil // the body is still on its way
 		}
-		m.Body = string(body)
+		m.Body, n = string(body), end
 	case req.ContentLength > 0:
 		if int64(len(buf)-n) < req.ContentLength {
 			return m, 0, nil
@@ -94,6 +86,24 @@ func Read(buf []byte) (m Msg, n int, err error) {
 		return m, 0, fmt.Errorf("net/http reads %s with %d body bytes, we read %s with %d: %q", hr.Method, len(hb), m.Method, len(m.Body), m.Raw)
 	}
 	return m, n, nil
+}
+
+// dechunk decodes the chunked body that starts at buf[n:]. end is the
+// offset just past it, -1 when buf ends first.
+func dechunk(buf []byte, n int) (body []byte, end int, err error) {
+	var c httpparse.Chunked
+	for n < len(buf) {
+		k, data, last, err := c.Decode(buf[n:])
+		if err != nil {
+			return nil, 0, err
+		}
+		body = append(body, data...)
+		n += k
+		if last {
+			return body, n, nil
+		}
+	}
+	return nil, -1, nil
 }
 
 // Answer is the origin's response to m: 200 with the request-target as
@@ -150,22 +160,14 @@ func Expect(raw string) (e Expectation, ok bool) {
 	switch {
 	case r.Chunked:
 		e.Chunked = true
-		var c httpparse.Chunked
-		var body []byte
-		done := false
-		for n < len(buf) && !done {
-			k, data, end, err := c.Decode(buf[n:])
-			if err != nil {
-				return Expectation{Refused: 400, Raw: raw}, true
-			}
-			body = append(body, data...)
-			n += k
-			done = end
+		body, end, err := dechunk(buf, n)
+		if err != nil {
+			return Expectation{Refused: 400, Raw: raw}, true
 		}
-		if !done {
+		if end < 0 {
 			return e, false
 		}
-		e.Body = string(body)
+		e.Body, n = string(body), end
 	case r.ContentLength >= 0:
 		e.CL = r.ContentLength
 		if int64(len(buf)-n) < r.ContentLength {
@@ -216,6 +218,40 @@ func Check(e Expectation, m Msg) string {
 	return ""
 }
 
+// Verdict judges one exchange: the status and body the client got for the
+// request e describes, and the messages the origin read meanwhile. It
+// returns "" when they are what the parse allows, else what is wrong: a
+// refused request must get the parser's status and reach the origin not
+// at all; an accepted one is proxied (200, exactly one message, as Check
+// says, answered with its target) or answered by the gateway itself
+// (404 for a target no route takes, as asterisk-form; 400 for a path that
+// normalises above the root) without reaching the origin.
+func Verdict(e Expectation, status int, body string, msgs []Msg) string {
+	if e.Refused != 0 {
+		if status != e.Refused {
+			return fmt.Sprintf("answer %d to a request the parser refuses with %d: %q", status, e.Refused, e.Raw)
+		}
+	} else if status != 200 && status != 404 && status != 400 {
+		return fmt.Sprintf("answer %d to %q", status, e.Raw)
+	}
+	if status != 200 {
+		if len(msgs) != 0 {
+			return fmt.Sprintf("answered %d, yet the origin read %q from %q", status, msgs[0].Raw, e.Raw)
+		}
+		return ""
+	}
+	if len(msgs) != 1 {
+		return fmt.Sprintf("origin read %d messages for %q: %+v", len(msgs), e.Raw, msgs)
+	}
+	if body != e.Target {
+		return fmt.Sprintf("answer %q, want %q", body, e.Target)
+	}
+	if d := Check(e, msgs[0]); d != "" {
+		return fmt.Sprintf("%s\nsent %q\nforwarded %q", d, e.Raw, msgs[0].Raw)
+	}
+	return ""
+}
+
 // Seeds are requests a mutation starts from: RFC 9112 edge cases beside
 // ordinary ones.
 var Seeds = []string{
@@ -261,6 +297,19 @@ func Mutate(rng *rand.Rand, s string) string {
 		}
 	}
 	return string(b)
+}
+
+// Input is the i-th input of a differential run, in turns of four: a
+// generated request, one generated and mutated, a seed mutated, and one
+// generated and mutated.
+func Input(rng *rand.Rand, i int) string {
+	raw := Generate(rng, i)
+	if i%2 == 1 {
+		raw = Mutate(rng, raw)
+	} else if i%4 == 2 {
+		raw = Mutate(rng, Seeds[rng.IntN(len(Seeds))])
+	}
+	return raw
 }
 
 // Generate makes a valid request with random framing; id goes into its
