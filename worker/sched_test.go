@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/trace"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,18 +26,21 @@ const loadEnv = "COREGATE_TEST_FLOOD"
 
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(loadEnv); addr != "" {
-		flood(addr, 3*time.Second)
+		flood(addr, 30*time.Second, os.Stdout)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
-// flood keeps 8 connections busy with pipelined requests to addr for d.
-func flood(addr string, d time.Duration) {
+// flood keeps 8 connections busy with pipelined requests to addr for d,
+// or until it is killed. It writes a line to ready once the first answers
+// came back: the flood is flowing.
+func flood(addr string, d time.Duration, ready io.Writer) {
 	const conns, depth = 8, 16
 	req := bytes.Repeat([]byte("GET /none HTTP/1.1\r\nHost: a\r\n\r\n"), depth)
 	end := time.Now().Add(d)
 	done := make(chan struct{}, conns)
+	var flowing sync.Once
 	for range conns {
 		go func() {
 			defer func() { done <- struct{}{} }()
@@ -61,6 +65,7 @@ func flood(addr string, d time.Duration) {
 						return
 					}
 				}
+				flowing.Do(func() { _, _ = io.WriteString(ready, "flowing\n") })
 			}
 		}()
 	}
@@ -84,7 +89,11 @@ func TestLoopKeepsItsP(t *testing.T) {
 
 	load := exec.Command(os.Args[0], "-test.run=^$")
 	load.Env = append(os.Environ(), loadEnv+"="+w.Addr().String())
-	load.Stdout, load.Stderr = os.Stderr, os.Stderr
+	load.Stderr = os.Stderr
+	out, err := load.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := load.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +101,21 @@ func TestLoopKeepsItsP(t *testing.T) {
 		_ = load.Process.Kill()
 		_ = load.Wait()
 	}()
-	time.Sleep(500 * time.Millisecond) // connected and flowing
+	// Trace once the flood flows, however long the load process took to
+	// start on a busy machine.
+	flowing := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(out).ReadString('\n')
+		flowing <- err
+	}()
+	select {
+	case err := <-flowing:
+		if err != nil {
+			t.Fatalf("the load process ended before its requests were answered: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the load process's requests were not answered within 20 s")
+	}
 
 	var buf bytes.Buffer
 	if err := trace.Start(&buf); err != nil {

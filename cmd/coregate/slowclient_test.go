@@ -114,9 +114,13 @@ func TestSlowClientTimeouts(t *testing.T) {
 	}
 	out := make(chan outcome, 3*each+6)
 	var wg sync.WaitGroup
-	run := func(kind string, n int, f func(c net.Conn) (time.Duration, error)) {
+	// f gets the time the dial began: the gateway's header timeout runs
+	// from its accept, which the client's goroutine may see late on a
+	// busy machine.
+	run := func(kind string, n int, f func(c net.Conn, dialed time.Time) (time.Duration, error)) {
 		for range n {
 			wg.Go(func() {
+				dialed := time.Now()
 				c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
 				if err != nil {
 					out <- outcome{kind, 0, err}
@@ -124,14 +128,14 @@ func TestSlowClientTimeouts(t *testing.T) {
 				}
 				defer c.Close()
 				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-				took, err := f(c)
+				took, err := f(c, dialed)
 				out <- outcome{kind, took, err}
 			})
 		}
 	}
 	// A head that never ends, one header line every 200 ms.
-	run("slowloris", each, func(c net.Conn) (time.Duration, error) {
-		start := time.Now()
+	run("slowloris", each, func(c net.Conn, dialed time.Time) (time.Duration, error) {
+		start := dialed
 		if _, err := io.WriteString(c, "GET /ok HTTP/1.1\r\nHost: a\r\n"); err != nil {
 			return 0, err
 		}
@@ -157,11 +161,11 @@ func TestSlowClientTimeouts(t *testing.T) {
 		return took, nil
 	})
 	// A body that stops after 10 of its 1000 bytes.
-	run("slow body", each, func(c net.Conn) (time.Duration, error) {
+	run("slow body", each, func(c net.Conn, _ time.Time) (time.Duration, error) {
+		start := time.Now() // before the gateway can read the body's start
 		if _, err := io.WriteString(c, "POST /body HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n0123456789"); err != nil {
 			return 0, err
 		}
-		start := time.Now()
 		b, err := io.ReadAll(c)
 		took := time.Since(start)
 		if len(b) > 0 && !strings.HasPrefix(string(b), "HTTP/1.1 408 ") {
@@ -177,7 +181,7 @@ func TestSlowClientTimeouts(t *testing.T) {
 	// gateway cut both connections.
 	var idN int
 	var idMu sync.Mutex
-	run("no read", each, func(c net.Conn) (time.Duration, error) {
+	run("no read", each, func(c net.Conn, _ time.Time) (time.Duration, error) {
 		idMu.Lock()
 		idN++
 		id := strconv.Itoa(idN)
@@ -215,8 +219,8 @@ func TestSlowClientTimeouts(t *testing.T) {
 	// writes all along (a blocked write gives up after 100 ms and tries
 	// again) for 20 s at most; each answer is six times its request, so a
 	// gateway that went on reading would pile up answers fast.
-	pipeline := func(req string) func(c net.Conn) (time.Duration, error) {
-		return func(c net.Conn) (time.Duration, error) {
+	pipeline := func(req string) func(c net.Conn, _ time.Time) (time.Duration, error) {
+		return func(c net.Conn, _ time.Time) (time.Duration, error) {
 			batch := []byte(strings.Repeat(req, 64))
 			start := time.Now()
 			sent := 0
