@@ -7,7 +7,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -402,8 +405,40 @@ func framingRun(t testing.TB, g *gateway, u *strictUpstream, raw string) bool {
 	return true
 }
 
-// TestFramingDifferential runs a bounded set of generated and mutated
-// requests through the real binary.
+// framingCorpus returns the requests of the worker's FuzzFraming corpus,
+// what the coverage-guided fuzzer found worth keeping, to send through the
+// binary too. Each file is in the "go test fuzz v1" format: the request as
+// a Go string literal, then the cut, which the binary's test leaves out
+// (a request goes in one write).
+func framingCorpus(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../worker/testdata/fuzz/FuzzFraming/*")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no FuzzFraming corpus (%v)", err)
+	}
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		lit, ok := strings.CutPrefix(lines[0]+"\n"+lines[min(1, len(lines)-1)], "go test fuzz v1\nstring(")
+		if !ok || !strings.HasSuffix(lit, ")") {
+			t.Fatalf("%s: not a FuzzFraming corpus entry: %q", f, b)
+		}
+		s, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestFramingDifferential runs the seeds, the worker's FuzzFraming corpus
+// and a bounded set of generated and mutated requests through the real
+// binary.
 func TestFramingDifferential(t *testing.T) {
 	t.Parallel()
 	u := newStrictUpstream(t)
@@ -418,6 +453,14 @@ func TestFramingDifferential(t *testing.T) {
 			sent++
 		}
 	}
+	corpus := 0
+	for _, s := range framingCorpus(t) {
+		if framingRun(t, g, u, s) {
+			sent++
+			corpus++
+		}
+	}
+	t.Logf("%d inputs of the worker's FuzzFraming corpus sent", corpus)
 	for i := 0; i < 2000; i++ {
 		raw := framingcheck.Input(rng, i)
 		if e, ok := framingcheck.Expect(raw); ok && e.Refused != 0 {
