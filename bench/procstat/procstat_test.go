@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,19 +129,29 @@ func TestTreeAndMeasure(t *testing.T) {
 		t.Fatalf("Tree(self) = %v, want self first and child %d", pids, cmd.Process.Pid)
 	}
 	before := Measure([]int{os.Getpid()})
-	deadline := time.Now().Add(300 * time.Millisecond)
+	// Spin until the process has had 300 ms of CPU (30 ticks), by
+	// getrusage's count, however busy the machine (10 s at most).
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	cpu0, deadline := cpu(), time.Now().Add(10*time.Second)
 	x := 0
-	for time.Now().Before(deadline) {
-		x++
+	for cpu()-cpu0 < 300*time.Millisecond && time.Now().Before(deadline) {
+		for range 100000 {
+			x++
+		}
 	}
 	runtime.KeepAlive(x)
 	after := Measure([]int{os.Getpid(), 1 << 30})
 	if after.Procs != 1 || after.RSSKiB == 0 {
 		t.Fatalf("Measure = %+v, want 1 readable process with RSS", after)
 	}
-	// 300 ms of spinning is 30 ticks; allow for a busy machine.
-	if after.Ticks < before.Ticks+5 {
-		t.Errorf("CPU ticks went from %d to %d after 300 ms busy", before.Ticks, after.Ticks)
+	if after.Ticks < before.Ticks+20 {
+		t.Errorf("CPU ticks went from %d to %d after %v of CPU by getrusage", before.Ticks, after.Ticks, cpu()-cpu0)
 	}
 }
 
