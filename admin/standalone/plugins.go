@@ -61,17 +61,11 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 		}
 	}
 	for _, raw := range s.PluginMetadata {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fail("plugin_metadata", err)
+		name, conf, err := plugins.SplitMetadata(raw)
+		if err == nil {
+			err = reg.CheckMetadata(name, conf)
 		}
-		name := spec.RawID(raw, "id").String()
-		delete(m, "id")
-		conf, err := json.Marshal(m)
 		if err != nil {
-			return fail("plugin_metadata (id "+name+")", err)
-		}
-		if err := reg.CheckMetadata(name, conf); err != nil {
 			return fail("plugin_metadata (id "+name+")", err)
 		}
 	}

@@ -154,6 +154,8 @@ func TestStartRefusesBadPlugins(t *testing.T) {
 			"apisix.yaml: global_rules (id g): unknown plugin [no-such-plugin]"},
 		{"consumers:\n  - username: jack\n    plugins:\n      key-auth: {}\n#END\n",
 			"apisix.yaml: consumers (username jack): failed to check the configuration of plugin key-auth"},
+		{"plugin_metadata:\n  - id: no-such-plugin\n    x: 1\n#END\n",
+			"apisix.yaml: plugin_metadata (id no-such-plugin): "},
 	} {
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(baseConfig, freePort(t), ""))

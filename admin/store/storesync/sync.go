@@ -561,17 +561,12 @@ func (s *Syncer) checkPlugins(o *object) error {
 		confs = o.svc.Plugins
 	case spec.KindUpstream:
 		return nil
-	case kindPluginMetadata:
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(o.raw, &m); err != nil {
-			return err
-		}
-		delete(m, "id")
-		conf, err := json.Marshal(m)
+	case kindPluginMetadata: // o.raw's "id" is the key's
+		name, conf, err := plugins.SplitMetadata(o.raw)
 		if err != nil {
 			return err
 		}
-		return reg.CheckMetadata(o.id.String(), conf)
+		return reg.CheckMetadata(name, conf)
 	default: // consumers, credentials, plugin configs, global rules
 		var v struct {
 			Plugins map[string]json.RawMessage `json:"plugins"`
