@@ -27,19 +27,7 @@ import (
 // framingSpec is one catch-all route to one node.
 func framingSpec(t testing.TB) *spec.Spec {
 	t.Helper()
-	u, err := spec.DecodeUpstream([]byte(`{"id":"1","nodes":{"127.0.0.1:1980":1}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := spec.DecodeRoute([]byte(`{"id":"1","uri":"/*","upstream_id":"1"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &spec.Spec{Upstreams: []*spec.Upstream{u}, Routes: []*spec.Route{r}}
-	if err := s.Check(); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testSpec(t, []string{`{"id":"1","nodes":{"127.0.0.1:1980":1}}`}, `{"id":"1","uri":"/*","upstream_id":"1"}`)
 }
 
 // traffic delivers what c's peer sent and closes c when the worker asks.

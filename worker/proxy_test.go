@@ -18,7 +18,7 @@ import (
 )
 
 // testSpec decodes upstreams and routes given as APISIX JSON objects.
-func testSpec(t *testing.T, upstreams []string, routes ...string) *spec.Spec {
+func testSpec(t testing.TB, upstreams []string, routes ...string) *spec.Spec {
 	t.Helper()
 	s := &spec.Spec{}
 	for _, u := range upstreams {
