@@ -2,15 +2,22 @@
 // Admin API reaches the traffic: the time from a PUT of a new route to the
 // first request proxied on it, and the effect on steady traffic of a bulk
 // load of thousands of routes. It drives a real gateway on embedded etcd
-// (bin/coregate with a config.yaml it writes), an upstream in this
-// process, and the bench load generator at a fixed rate.
+// (bin/coregate with a config.yaml it writes), an upstream, and the bench
+// load generator at a fixed rate.
+//
+// The bulk load's steady traffic is measured beside three references in
+// the same run, each as long as the bulk load's traffic, with the same
+// rate, connections and paths: the gateway with no change, nginx with no
+// change (when an nginx binary is given), and the upstream alone. On a
+// small, shared machine the tail of the load generator, the upstream and
+// the scheduler is already milliseconds long; the references say how
+// much of the bulk load's tail is the gateway's.
 package propagate
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -48,6 +55,7 @@ type Options struct {
 	Conns      int           // connections of the steady traffic; default 8
 	Parallel   int           // concurrent PUTs of the bulk load; default 8
 	Slow       time.Duration // a request slower than this counts as slow; default 10 ms
+	Nginx      string        // nginx binary for the reference without the gateway; "" leaves it out
 	Dir        string        // working directory (config, etcd data, logs)
 	Log        io.Writer     // progress; nil for none
 }
@@ -58,16 +66,28 @@ type Change struct {
 	Proxied time.Duration // from sending the PUT to the first 200 proxied on the new route
 }
 
-// Bulk is the outcome of the bulk load.
-type Bulk struct {
-	Routes              int
-	Put                 time.Duration // all PUTs answered
-	Live                time.Duration // from the first PUT until the last route proxies
-	Requests            uint64        // steady traffic during the load, and 1 s either side
-	Non2xx              uint64        // of those, answers other than 2xx (a 404 for a route that existed)
+// Traffic is one phase of steady traffic as the load generator saw it;
+// latency counts from when each request was due.
+type Traffic struct {
+	Name                string
+	Time                time.Duration
+	Requests            uint64
+	Non2xx              uint64 // answers other than 2xx (in the bulk load: a 404 for a route that existed)
 	Errors              uint64
 	Slow                uint64 // responses slower than Options.Slow
 	P50, P99, P999, Max time.Duration
+}
+
+// Bulk is the outcome of the bulk load.
+type Bulk struct {
+	Routes int
+	Put    time.Duration // all PUTs answered
+	Live   time.Duration // from the first PUT until the last route proxies
+	// Traffic is the steady traffic during the load, and 1 s either side;
+	// References are the same traffic for as long without the load: the
+	// gateway, nginx (when given) and the upstream alone, in that order.
+	Traffic    Traffic
+	References []Traffic
 	// CPU time during the load (from its first PUT until the last route
 	// proxies): the supervisor (Admin API, embedded etcd, watch and
 	// encoding) and the workers (traffic and snapshot builds).
@@ -429,11 +449,21 @@ func (e *env) change(ctx context.Context, i int) (Change, error) {
 	}
 }
 
-// bulk runs steady traffic on the base routes (one generator per base
-// route picked, at Rate in all), waits 1 s, puts Bulk routes, waits until
-// the last is served and 1 s more, and stops the traffic.
-func (e *env) bulk(ctx context.Context) (*Bulk, error) {
-	paths := []string{"/base/0", "/base/" + strconv.Itoa(e.o.BaseRoutes/2), "/base/" + strconv.Itoa(e.o.BaseRoutes-1)}
+// steadyLoads is the number of load generators of the steady traffic,
+// each on a path of its own (steadyPaths), with its share of the rate and
+// the connections.
+const steadyLoads = 3
+
+// steadyPaths are the base routes the steady traffic requests, one load
+// generator each.
+func (e *env) steadyPaths() [steadyLoads]string {
+	return [steadyLoads]string{"/base/0", "/base/" + strconv.Itoa(e.o.BaseRoutes/2), "/base/" + strconv.Itoa(e.o.BaseRoutes-1)}
+}
+
+// steady starts the steady traffic (Rate in all, spread over the paths)
+// on addr; the function it returns stops it and returns what it saw.
+func (e *env) steady(name, addr string) func() (Traffic, error) {
+	paths := e.steadyPaths()
 	var stop atomic.Bool
 	type out struct {
 		res load.Result
@@ -445,19 +475,52 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 	// taken by the PUTs would wait in the run queue, and since latency
 	// counts from when each request was due, that wait would be charged
 	// to the gateway.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + len(paths)))
+	procs := runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + len(paths))
 	var wg sync.WaitGroup
+	start := time.Now()
 	for i, p := range paths {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			outs[i].res, outs[i].err = load.Run(load.Config{
-				Addr: e.gwAddr, Path: p, Conns: max(1, e.o.Conns/len(paths)), Rate: e.o.Rate / float64(len(paths)),
+				Addr: addr, Path: p, Conns: max(1, e.o.Conns/steadyLoads), Rate: e.o.Rate / steadyLoads,
 				Duration: 30 * time.Minute, Timeout: 5 * time.Second, Stop: &stop,
 			})
 		}()
 	}
+	return func() (Traffic, error) {
+		stop.Store(true)
+		wg.Wait()
+		runtime.GOMAXPROCS(procs)
+		t := Traffic{Name: name, Time: time.Since(start)}
+		lat := hdr.New()
+		for _, o := range outs {
+			if o.err != nil {
+				return t, o.err
+			}
+			t.Requests += o.res.Requests
+			t.Non2xx += o.res.Non2xx
+			t.Errors += o.res.Errors
+			lat.Merge(o.res.Latency)
+		}
+		if lat.Count() == 0 {
+			return t, fmt.Errorf("propagate: %s: no steady traffic was answered", name)
+		}
+		t.Slow = lat.CountAbove(uint64(e.o.Slow))
+		t.P50 = time.Duration(lat.MustQuantile(0.5))
+		t.P99 = time.Duration(lat.MustQuantile(0.99))
+		t.P999 = time.Duration(lat.MustQuantile(0.999))
+		t.Max = time.Duration(lat.Max())
+		return t, nil
+	}
+}
+
+// bulk runs steady traffic on the base routes, waits 1 s, puts Bulk
+// routes, waits until the last is served and 1 s more, and stops the
+// traffic; then it runs the references, each for as long.
+func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 	b := &Bulk{Routes: e.o.Bulk}
+	done := e.steady("coregate, during the bulk load", e.gwAddr)
 	err := func() error {
 		time.Sleep(time.Second)
 		sup0, wk0 := e.cpu()
@@ -476,30 +539,115 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 		time.Sleep(time.Second)
 		return nil
 	}()
-	stop.Store(true)
-	wg.Wait()
+	t, terr := done()
 	if err != nil {
 		return nil, err
 	}
-	lat := hdr.New()
-	for _, o := range outs {
-		if o.err != nil {
-			return nil, o.err
+	if terr != nil {
+		return nil, terr
+	}
+	b.Traffic = t
+	rest := func(name, addr string) error {
+		e.logf("reference: %s, %.1f s", name, t.Time.Seconds())
+		done := e.steady(name, addr)
+		select {
+		case <-time.After(t.Time):
+		case <-ctx.Done():
 		}
-		b.Requests += o.res.Requests
-		b.Non2xx += o.res.Non2xx
-		b.Errors += o.res.Errors
-		lat.Merge(o.res.Latency)
+		r, err := done()
+		if err != nil {
+			return err
+		}
+		b.References = append(b.References, r)
+		return ctx.Err()
 	}
-	if lat.Count() == 0 {
-		return nil, errors.New("propagate: no steady traffic was answered")
+	if err := rest(fmt.Sprintf("coregate, %d routes, no change", e.o.BaseRoutes+e.o.Changes+e.o.Bulk), e.gwAddr); err != nil {
+		return nil, err
 	}
-	b.Slow = lat.CountAbove(uint64(e.o.Slow))
-	b.P50 = time.Duration(lat.MustQuantile(0.5))
-	b.P99 = time.Duration(lat.MustQuantile(0.99))
-	b.P999 = time.Duration(lat.MustQuantile(0.999))
-	b.Max = time.Duration(lat.Max())
+	if e.o.Nginx != "" {
+		ng, addr, err := e.startNginx()
+		if err != nil {
+			return nil, err
+		}
+		err = rest("nginx, no change", addr)
+		ng.Stop(5 * time.Second)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := rest("the upstream alone, no gateway", e.upAddr); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// startNginx starts nginx as a reverse proxy of every path to the
+// upstream (keep-alive both ways, access log off), with the gateway's
+// worker count and CPUs, and returns it and its address once it accepts
+// connections.
+func (e *env) startNginx() (*harness.Proc, string, error) {
+	port, err := harness.FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	dir := filepath.Join(e.o.Dir, "nginx")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	conf := fmt.Sprintf(`worker_processes %d;
+worker_cpu_affinity auto;
+daemon off;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log warn;
+events {
+    worker_connections 1024;
+}
+http {
+    access_log off;
+    client_body_temp_path %[2]s/body;
+    proxy_temp_path %[2]s/proxy;
+    fastcgi_temp_path %[2]s/fastcgi;
+    uwsgi_temp_path %[2]s/uwsgi;
+    scgi_temp_path %[2]s/scgi;
+    keepalive_requests 100000000;
+    upstream backend {
+        server %[3]s;
+        keepalive 64;
+        keepalive_requests 100000000;
+    }
+    server {
+        listen 127.0.0.1:%[4]d reuseport;
+        location / {
+            proxy_pass http://backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`, e.o.Workers, dir, e.upAddr, port)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, "", err
+	}
+	p, _, err := harness.Start("nginx", e.o.CPUs, nil, filepath.Join(dir, "nginx.log"), false,
+		e.o.Nginx, "-p", dir+"/", "-c", path, "-e", filepath.Join(dir, "error.log"))
+	if err != nil {
+		return nil, "", err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return p, addr, nil
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			p.Stop(time.Second)
+			return nil, "", fmt.Errorf("propagate: nginx not accepting on %s: %v:\n%s", addr, err, p.Tail(20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cpu reads the CPU time used so far by the supervisor and by its
@@ -532,24 +680,35 @@ func Report(w io.Writer, r *Result, o Options) {
 		fmt.Fprintf(w, "| first request proxied | %s | %s | %s | max ≤ 50 ms: %s |\n\n", ms(r.ProxiedQuantile(0.5)), ms(r.ProxiedQuantile(0.9)), ms(r.ProxiedQuantile(1)), verdict)
 	}
 	if b := r.Bulk; b != nil {
+		t := b.Traffic
 		verdict := "ok"
 		var why []string
-		if b.Slow > 0 {
-			why = append(why, fmt.Sprintf("%d requests slower than %v", b.Slow, o.Slow))
+		if t.Slow > 0 {
+			why = append(why, fmt.Sprintf("%d requests slower than %v", t.Slow, o.Slow))
 		}
-		if b.Non2xx > 0 || b.Errors > 0 {
-			why = append(why, fmt.Sprintf("%d non-2xx, %d errors", b.Non2xx, b.Errors))
+		if t.Non2xx > 0 || t.Errors > 0 {
+			why = append(why, fmt.Sprintf("%d non-2xx, %d errors", t.Non2xx, t.Errors))
 		}
 		if len(why) > 0 {
 			verdict = strings.Join(why, "; ")
+		}
+		for _, ref := range b.References[min(1, len(b.References)):] {
+			verdict += fmt.Sprintf(" (%s: %d slower)", ref.Name, ref.Slow)
 		}
 		fmt.Fprintf(w, "| bulk load of %d routes under %.0f req/s | |\n|---|---:|\n", b.Routes, o.Rate)
 		fmt.Fprintf(w, "| all PUTs answered (%d at a time) | %s |\n", o.Parallel, ms(b.Put))
 		fmt.Fprintf(w, "| last route proxied | %s |\n", ms(b.Live))
 		fmt.Fprintf(w, "| CPU: supervisor / workers, per route | %s / %s |\n",
 			ms(b.SupervisorCPU/time.Duration(b.Routes)), ms(b.WorkersCPU/time.Duration(b.Routes)))
-		fmt.Fprintf(w, "| steady requests (non-2xx, errors) | %d (%d, %d) |\n", b.Requests, b.Non2xx, b.Errors)
-		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 / max | %s / %s / %s / %s |\n", ms(b.P50), ms(b.P99), ms(b.P999), ms(b.Max))
-		fmt.Fprintf(w, "| no request over %v, no 404 | %s |\n", o.Slow, verdict)
+		fmt.Fprintf(w, "| steady requests (non-2xx, errors) | %d (%d, %d) |\n", t.Requests, t.Non2xx, t.Errors)
+		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 / max | %s / %s / %s / %s |\n", ms(t.P50), ms(t.P99), ms(t.P999), ms(t.Max))
+		fmt.Fprintf(w, "| no request over %v, no 404 | %s |\n\n", o.Slow, verdict)
+		fmt.Fprintf(w, "| steady traffic, %.0f req/s on %d connections | time | requests | non-2xx | errors | p50 | p99 | p99.9 | max | over %v |\n",
+			o.Rate, max(1, o.Conns/steadyLoads)*steadyLoads, o.Slow)
+		fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, x := range append([]Traffic{t}, b.References...) {
+			fmt.Fprintf(w, "| %s | %.1f s | %d | %d | %d | %s | %s | %s | %s | %d |\n",
+				x.Name, x.Time.Seconds(), x.Requests, x.Non2xx, x.Errors, ms(x.P50), ms(x.P99), ms(x.P999), ms(x.Max), x.Slow)
+		}
 	}
 }

@@ -26,6 +26,7 @@ func adminCmd(args []string) error {
 		rate     = fs.Float64("rate", 2000, "steady traffic during the bulk load, req/s")
 		conns    = fs.Int("c", 9, "connections of the steady traffic")
 		parallel = fs.Int("parallel", 8, "concurrent PUTs of the bulk load")
+		nginx    = fs.String("nginx", lookNginx(), "nginx binary for the reference without the gateway; '' to leave it out")
 		keep     = fs.Bool("keep", false, "keep the working directory")
 	)
 	_ = fs.Parse(args)
@@ -57,7 +58,7 @@ func adminCmd(args []string) error {
 	}
 	o := propagate.Options{
 		Coregate: bin, Self: self, Workers: *workers, CPUs: gwCPUs, BaseRoutes: *base, Changes: *changes,
-		Bulk: *bulk, Rate: *rate, Conns: *conns, Parallel: *parallel, Dir: dir, Log: os.Stderr,
+		Bulk: *bulk, Rate: *rate, Conns: *conns, Parallel: *parallel, Nginx: *nginx, Dir: dir, Log: os.Stderr,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
