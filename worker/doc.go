@@ -13,7 +13,7 @@
 // Work that must block (a dial, enrolling a rescued connection, reaching
 // the loop to drain) runs on a goroutine of its own and hands its result
 // back to the loop with EventLoop.Execute. gnet calls OnOpen, OnTraffic and
-// OnClose on the loop; OnTick on a goroutine, so it only schedules tick.
+// OnClose on the loop, and the tick (gnet.WithLoopTick) too.
 //
 // # A client connection
 //

@@ -119,7 +119,6 @@ type Worker struct {
 	iov       [][]byte
 	server    []byte
 	freeConns []*clientConn
-	tickFn    gnet.Runnable
 	wakeFn    gnet.Runnable // runWakes
 	// Client connections open now, for draining.
 	live          indexset.Set[*clientConn]
@@ -181,7 +180,6 @@ func New(cfg Config) *Worker {
 	}
 	w.epochUnix = w.epoch.UnixNano()
 	w.alog = newAccessLogger(cfg.AccessLog, cfg.AccessLogFormat)
-	w.tickFn = gnet.RunnableFunc(func(context.Context) error { w.tick(); return nil })
 	w.wakeFn = gnet.RunnableFunc(w.runWakes)
 	w.refreshClock()
 	return w
@@ -234,11 +232,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		// yield into a handoff between two threads. The supervisor pins
 		// the process to one CPU (GOMAXPROCS: supervisor.WorkerProcs).
 		gnet.WithLockOSThread(false),
-		gnet.WithTicker(true),
 		// The clock is read once per wake-up of the loop, right after
 		// epoll_wait, as nginx updates its cached time: every deadline is
 		// counted from the moment the loop woke for the event that set it.
 		gnet.WithWakeHook(w.epoch, w.setClock),
+		// The tick runs on the loop, whose blocking polls time out for it
+		// as nginx's epoll_wait times out for its next timer.
+		gnet.WithLoopTick(TickEvery, w.loopTick),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{w.log}),
 	)
@@ -345,14 +345,21 @@ func (w *Worker) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.Close
 }
 
-// OnTick implements gnet.EventHandler. gnet calls it on a goroutine of its
-// own, so it only hands the work to the loop.
-func (w *Worker) OnTick() (time.Duration, gnet.Action) {
+// TickEvery is the period of the loop's tick: how late a deadline
+// (timeouts, paused readers, a drain's idle connections) may be noticed,
+// and how often the published stats and tick count move.
+const TickEvery = 50 * time.Millisecond
+
+// OnTick implements gnet.EventHandler. gnet does not call it (no
+// gnet.WithTicker): the worker's tick is the loop's own, loopTick.
+func (w *Worker) OnTick() (time.Duration, gnet.Action) { return 0, gnet.None }
+
+// loopTick is the loop's tick (gnet.WithLoopTick): gnet calls it on the
+// loop every TickEvery, between two batches of events, after the wake
+// hook set the clock.
+func (w *Worker) loopTick(time.Duration) {
 	w.runningOnce.Do(func() { close(w.running) })
-	if h := w.loopRef.Load(); h != nil {
-		_ = h.el.Execute(context.Background(), w.tickFn)
-	}
-	return 50 * time.Millisecond, gnet.None
+	w.tick()
 }
 
 // tick runs on the loop: deadlines, paused readers. The clock was set when

@@ -124,6 +124,7 @@ func (cli *Client) Start() error {
 			eventHandler: cli.eng.eventHandler,
 		}
 		el.poller.SetWakeHook(cli.opts.WakeOrigin, cli.opts.WakeHook)
+		el.poller.SetTickHook(cli.opts.LoopTickEvery, cli.opts.LoopTick)
 		el.connections.init()
 		cli.eng.eventLoops.register(&el)
 		if cli.opts.Ticker && el.idx == 0 {

@@ -103,6 +103,7 @@ func (eng *engine) runEventLoops(ctx context.Context, numEventLoop int) error {
 		el.engine = eng
 		el.poller = p
 		el.poller.SetWakeHook(eng.opts.WakeOrigin, eng.opts.WakeHook)
+		el.poller.SetTickHook(eng.opts.LoopTickEvery, eng.opts.LoopTick)
 		el.buffer = make([]byte, eng.opts.ReadBufferCap)
 		el.connections.init()
 		el.eventHandler = eng.eventHandler
@@ -147,6 +148,7 @@ func (eng *engine) activateReactors(ctx context.Context, numEventLoop int) error
 		el.poller = p
 		el.buffer = make([]byte, eng.opts.ReadBufferCap)
 		el.poller.SetWakeHook(eng.opts.WakeOrigin, eng.opts.WakeHook)
+		el.poller.SetTickHook(eng.opts.LoopTickEvery, eng.opts.LoopTick)
 		el.connections.init()
 		el.eventHandler = eng.eventHandler
 		eng.eventLoops.register(el)

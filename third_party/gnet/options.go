@@ -109,6 +109,16 @@ type Options struct {
 	// WakeOrigin is the origin of WakeHook's durations, a time.Now() reading.
 	WakeOrigin time.Time
 
+	// LoopTick, if set, is called on the goroutine of each event loop that
+	// runs event handlers every LoopTickEvery, between two batches of
+	// events, with the time on WakeHook's clock (see netpoll.TickHook): the
+	// loop's blocking polls wait until its next tick at most, so the tick
+	// takes no goroutine, timer or task of its own. With several event
+	// loops it is called from each of them, concurrently.
+	LoopTick func(sinceOrigin time.Duration)
+	// LoopTickEvery is LoopTick's period.
+	LoopTickEvery time.Duration
+
 	// TCPKeepAlive enables the TCP keep-alive mechanism (SO_KEEPALIVE) and set its value
 	// on TCP_KEEPIDLE.
 	// When TCPKeepInterval is not set, 1/5 of TCPKeepAlive will be set on TCP_KEEPINTVL,
@@ -288,6 +298,17 @@ func WithTicker(ticker bool) Option {
 func WithWakeHook(origin time.Time, fn func(sinceOrigin time.Duration)) Option {
 	return func(opts *Options) {
 		opts.WakeOrigin, opts.WakeHook = origin, fn
+	}
+}
+
+// WithLoopTick sets a function each event loop calls every period
+// between two batches of events, with the time on WithWakeHook's clock.
+// Unlike OnTick (WithTicker), it runs on the loop itself, and the loop's
+// polls time out for it, as nginx's epoll_wait times out for its next
+// timer: no goroutine, timer or wake-up through the loop's task queue.
+func WithLoopTick(every time.Duration, fn func(sinceOrigin time.Duration)) Option {
+	return func(opts *Options) {
+		opts.LoopTickEvery, opts.LoopTick = every, fn
 	}
 }
 

@@ -144,3 +144,158 @@ func TestWakeHook(t *testing.T) {
 		t.Errorf("last wake-up at %v after the origin, want past the 5 sleeps of 2ms", last)
 	}
 }
+
+// idlePoller is a poller watching an eventfd that nothing has written yet,
+// and that fd: a loop on it is idle until the test writes to the fd.
+func idlePoller(tb testing.TB) (*Poller, int) {
+	tb.Helper()
+	p, err := OpenPoller()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = unix.Close(efd); _ = p.Close() })
+	if err := p.AddRead(&PollAttachment{FD: efd}, false); err != nil {
+		tb.Fatal(err)
+	}
+	return p, efd
+}
+
+// An idle loop ticks from its polls' timeouts alone: on time, never early,
+// the wake hook's clock set first, on the loop's goroutine.
+func TestTickHook(t *testing.T) {
+	const every = 10 * time.Millisecond
+	const ticks = 20
+	p, efd := idlePoller(t)
+	origin := time.Now()
+	var woke time.Duration
+	var times []time.Duration
+	var clockNotSet, early, events int
+	p.SetWakeHook(origin, func(d time.Duration) { woke = d })
+	p.SetTickHook(every, func(d time.Duration) {
+		if d != woke {
+			clockNotSet++
+		}
+		if real := time.Since(origin); real < d || d < time.Duration(len(times)+1)*every {
+			early++
+		}
+		times = append(times, d)
+		if len(times) == ticks {
+			// end the loop through an event
+			if _, err := unix.Write(efd, []byte{1, 0, 0, 0, 0, 0, 0, 0}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	start := time.Now()
+	_ = p.Polling(func(int, IOEvent, IOFlags) error {
+		events++
+		return errorx.ErrEngineShutdown
+	})
+	took := time.Since(start)
+	if len(times) != ticks || events != 1 {
+		t.Fatalf("%d ticks and %d events, want %d ticks, then the event that ends the loop", len(times), events, ticks)
+	}
+	if clockNotSet > 0 || early > 0 {
+		t.Errorf("of %d ticks, %d came without the wake hook's clock, %d early: %v", ticks, clockNotSet, early, times)
+	}
+	// Ticks a period apart, give or take what a loaded machine delays a
+	// timed-out poll by: a loop that ticked only on events would not have
+	// ended at all.
+	if took < ticks*every || took > ticks*every+2*time.Second {
+		t.Errorf("%d ticks of %v took %v", ticks, every, took)
+	}
+}
+
+// A loop that is never idle still ticks, between two batches of events,
+// at the wake-up time.
+func TestTickHookBusy(t *testing.T) {
+	const every = 5 * time.Millisecond
+	p := busyPoller(t)
+	origin := time.Now()
+	var woke time.Duration
+	var ticks, clockNotSet int
+	p.SetWakeHook(origin, func(d time.Duration) { woke = d })
+	p.SetTickHook(every, func(d time.Duration) {
+		if d != woke {
+			clockNotSet++
+		}
+		ticks++
+	})
+	start := time.Now()
+	_ = p.Polling(func(int, IOEvent, IOFlags) error {
+		if time.Since(start) > 20*every {
+			return errorx.ErrEngineShutdown
+		}
+		return nil
+	})
+	// 20 periods passed; a tick is never early, and a busy loop checks
+	// for it at every wake-up.
+	if ticks < 10 || ticks > 20 {
+		t.Errorf("%d ticks of %v in %v of busy polling, want about 20", ticks, every, time.Since(start))
+	}
+	if clockNotSet > 0 {
+		t.Errorf("%d ticks without the wake hook's clock", clockNotSet)
+	}
+}
+
+// The timeout of a blocking poll is the time left until the tick, rounded
+// up to a millisecond; a poll that does not block stays so.
+func TestTickTimeout(t *testing.T) {
+	var tk loopTick
+	if got := tk.timeout(-1, 0); got != -1 {
+		t.Errorf("no tick: timeout %d, want -1", got)
+	}
+	tk.set(50*time.Millisecond, func(time.Duration) {}, time.Second)
+	for _, c := range []struct {
+		msec int
+		now  time.Duration
+		want int
+	}{
+		{-1, time.Second, 50},
+		{-1, time.Second + 49*time.Millisecond + 1, 1},
+		{-1, time.Second + 50*time.Millisecond, 0},
+		{-1, 2 * time.Second, 0},
+		{-1, time.Second + 10*time.Millisecond + 500*time.Microsecond, 40},
+		{0, time.Second, 0},
+	} {
+		if got := tk.timeout(c.msec, c.now); got != c.want {
+			t.Errorf("timeout(%d, %v) = %d, want %d", c.msec, c.now, got, c.want)
+		}
+	}
+	// A tick missed by more than a period is not made up for.
+	n := 0
+	tk.fn = func(time.Duration) { n++ }
+	tk.run(time.Second + 175*time.Millisecond)
+	tk.run(time.Second + 200*time.Millisecond)
+	if n != 1 || tk.next != time.Second+225*time.Millisecond {
+		t.Errorf("after a late tick: %d calls, next at %v; want 1, 1.225s", n, tk.next)
+	}
+}
+
+// A blocking poll of a loop with a tick times out YieldWithin after the
+// loop last yielded, whatever the tick's timeout, so that the loop yields
+// again before sysmon takes its P.
+func TestYieldTimeout(t *testing.T) {
+	c := loopClock{now: time.Second, lastYield: time.Second}
+	for _, x := range []struct {
+		now        time.Duration
+		msec, want int
+	}{
+		{time.Second, -1, 9},
+		{time.Second, 50, 9},
+		{time.Second, 3, 3},
+		{time.Second, 0, 0},
+		{time.Second + 4*time.Millisecond + 500*time.Microsecond, -1, 5},
+		{time.Second + 9*time.Millisecond, -1, 0},
+		{time.Second + 20*time.Millisecond, 40, 0},
+	} {
+		c.now = x.now
+		if got := c.timeout(x.msec); got != x.want {
+			t.Errorf("%v after the yield, tick timeout %d: poll timeout %d, want %d", x.now-c.lastYield, x.msec, got, x.want)
+		}
+	}
+}

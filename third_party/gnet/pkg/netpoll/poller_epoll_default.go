@@ -42,6 +42,7 @@ type Poller struct {
 	highPriorityEventsThreshold int32                // threshold of high-priority events
 	clock                       loopClock
 	wakeHook                    WakeHook
+	tick                        loopTick
 }
 
 // OpenPoller instantiates a poller.
@@ -120,11 +121,30 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 
 	msec := -1
 	p.clock.start()
+	p.tick.set(p.tick.every, p.tick.fn, p.clock.now)
 	for {
-		p.clock.beforePoll(msec != 0)
-		n, err := unix.EpollWait(p.fd, el.events, msec)
+		// A loop with a tick reads the clock before every poll: the
+		// timeout of a blocking one counts from now (coregate).
+		p.clock.beforePoll(msec != 0 && p.tick.fn == nil)
+		wait := msec
+		if p.tick.fn != nil {
+			// until the next tick, and the next yield, at most (coregate)
+			wait = p.clock.timeout(p.tick.timeout(msec, p.clock.now))
+		}
+		n, err := unix.EpollWait(p.fd, el.events, wait)
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			msec = -1
+			if p.tick.fn != nil {
+				// The poll timed out (or a signal came): the tick, if it
+				// is due, with the clock read now (coregate).
+				now := p.clock.afterPoll(true)
+				if now >= p.tick.next {
+					if p.wakeHook != nil {
+						p.wakeHook(now)
+					}
+					p.tick.run(now)
+				}
+			}
 			continue
 		} else if err != nil {
 			logging.Errorf("error occurs in epoll: %v", os.NewSyscallError("epoll_wait", err))
@@ -185,6 +205,10 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 				}
 			}
 		}
+
+		// The tick, if it is due, at the time of the wake-up: between two
+		// batches of events however busy the loop is (coregate).
+		p.tick.run(p.clock.now)
 
 		if n == el.size {
 			// The list was full: more events are ready, polled without
@@ -257,6 +281,14 @@ func (p *Poller) Delete(fd int) error {
 // (see WakeHook). Call it before Polling.
 func (p *Poller) SetWakeHook(origin time.Time, fn WakeHook) {
 	p.clock.origin, p.wakeHook = origin, fn
+}
+
+// SetTickHook has the loop call fn every period, between two batches of
+// events, its blocking polls bounded by the time left until the next call
+// (see TickHook); the time fn gets is on the WakeHook's clock. Call it
+// before Polling.
+func (p *Poller) SetTickHook(every time.Duration, fn TickHook) {
+	p.tick.set(every, fn, 0)
 }
 
 // FD is the epoll instance's fd. It belongs to the poller: use it for

@@ -40,6 +40,7 @@ type Poller struct {
 	highPriorityEventsThreshold int32                // threshold of high-priority events
 	wakeHook                    WakeHook
 	wakeOrigin                  time.Time
+	tick                        loopTick
 }
 
 // OpenPoller instantiates a poller.
@@ -101,12 +102,32 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 	var (
 		ts       unix.Timespec
 		tsp      *unix.Timespec
+		tickTs   unix.Timespec
 		doChores bool
 	)
+	p.tick.set(p.tick.every, p.tick.fn, time.Since(p.wakeOrigin))
 	for {
-		n, err := unix.Kevent(p.fd, nil, el.events, tsp)
+		wait := tsp
+		if tsp == nil && p.tick.fn != nil {
+			// A blocking poll waits until the next tick at most (coregate).
+			left := p.tick.next - time.Since(p.wakeOrigin)
+			if left < 0 {
+				left = 0
+			}
+			tickTs = unix.NsecToTimespec(int64(left))
+			wait = &tickTs
+		}
+		n, err := unix.Kevent(p.fd, nil, el.events, wait)
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			tsp = nil
+			if p.tick.fn != nil {
+				if now := time.Since(p.wakeOrigin); now >= p.tick.next {
+					if p.wakeHook != nil {
+						p.wakeHook(now)
+					}
+					p.tick.run(now)
+				}
+			}
 			runtime.Gosched()
 			continue
 		} else if err != nil {
@@ -114,8 +135,9 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 			return err
 		}
 		tsp = &ts
+		now := time.Since(p.wakeOrigin)
 		if p.wakeHook != nil {
-			p.wakeHook(time.Since(p.wakeOrigin))
+			p.wakeHook(now)
 		}
 
 		for i := 0; i < n; i++ {
@@ -158,6 +180,9 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 				}
 			}
 		}
+
+		// The tick, if it is due, between two batches of events (coregate).
+		p.tick.run(now)
 
 		if n == el.size {
 			el.expand()
@@ -227,6 +252,14 @@ func (p *Poller) ModReadWrite(pa *PollAttachment, edgeTriggered bool) error {
 // Delete removes the given file descriptor from the poller.
 func (*Poller) Delete(_ int) error {
 	return nil
+}
+
+// SetTickHook has the loop call fn every period, between two batches of
+// events, its blocking polls bounded by the time left until the next call
+// (see TickHook); the time fn gets is on the WakeHook's clock. Call it
+// before Polling.
+func (p *Poller) SetTickHook(every time.Duration, fn TickHook) {
+	p.tick.set(every, fn, 0)
 }
 
 // SetWakeHook installs fn, called on the polling goroutine at every

@@ -61,9 +61,11 @@ func (c *loopClock) start() {
 	c.lastYield = c.now
 }
 
-// beforePoll runs before each poll. Before one that does not block (the
-// last poll filled the event list) it reads the clock, and that reading is
-// the wake-up time of the poll too. It passes through the scheduler when
+// beforePoll runs before each poll. Unless blocking is set, it reads the
+// clock: the loops call it so before a poll that does not block (the last
+// poll filled the event list), whose wake-up time that reading is too, and
+// a loop with a tick before every poll, whose timeout counts from it. It
+// passes through the scheduler when
 // YieldInterval has passed since the last pass, and reads the clock again
 // after it: other goroutines may have run.
 func (c *loopClock) beforePoll(blocking bool) {
@@ -77,6 +79,36 @@ func (c *loopClock) beforePoll(blocking bool) {
 	}
 }
 
+// YieldWithin is the longest a polling loop with a tick hook blocks in
+// epoll_wait since it last passed through the scheduler: its polls time
+// out then, and it yields (beforePoll) before it polls again.
+//
+// A goroutine that stays in a system call for forcePreemptNS (10 ms) since
+// it last passed through the scheduler has its P taken by the runtime's
+// sysmon, which then polls at its shortest period (20 µs) for about a
+// millisecond and backs off from there: a loop that blocked in epoll_wait
+// until its next tick, 50 ms away, set off that burst every tick, about a
+// thousand sysmon wake-ups a second in an idle worker. Woken a little
+// before that, the loop keeps its P and sysmon sleeps 10 ms at a time.
+const YieldWithin = 9 * time.Millisecond
+
+// timeout bounds msec, the timeout of a poll with a tick (see loopTick),
+// to YieldWithin since the loop last yielded.
+func (c *loopClock) timeout(msec int) int {
+	if msec == 0 {
+		return 0
+	}
+	left := c.lastYield + YieldWithin - c.now
+	if left <= 0 {
+		return 0
+	}
+	ms := int((left + time.Millisecond - 1) / time.Millisecond)
+	if msec < 0 || ms < msec {
+		return ms
+	}
+	return msec
+}
+
 // afterPoll runs when a poll came back with events and returns the time it
 // came back: a new reading when the poll may have blocked.
 func (c *loopClock) afterPoll(blocked bool) time.Duration {
@@ -84,4 +116,59 @@ func (c *loopClock) afterPoll(blocked bool) time.Duration {
 		c.now = time.Since(c.origin)
 	}
 	return c.now
+}
+
+// TickHook is called on a polling loop's goroutine every period given with
+// it (SetTickHook), between two batches of events, with the time as a
+// WakeHook gets it. A loop that has a tick hook bounds each blocking poll
+// by the time left until its next tick, as nginx bounds epoll_wait by its
+// next timer, so a tick needs no other goroutine, timer or wake-up of the
+// loop: the poll's timeout is the tick's clock.
+type TickHook func(sinceOrigin time.Duration)
+
+// loopTick is the tick of a polling loop (see TickHook). Owned by the
+// loop's goroutine.
+type loopTick struct {
+	every time.Duration
+	fn    TickHook
+	next  time.Duration // when the next tick is due, since the clock's origin
+}
+
+// set installs fn, every period, the first due a period after now.
+func (t *loopTick) set(every time.Duration, fn TickHook, now time.Duration) {
+	if fn == nil || every <= 0 {
+		t.fn, t.every = nil, 0
+		return
+	}
+	t.fn, t.every, t.next = fn, every, now+every
+}
+
+// timeout is the epoll_wait timeout of a poll at now: msec itself when the
+// poll does not block (0) or there is no tick, otherwise the milliseconds
+// left until the tick, rounded up so that the poll does not come back
+// just before it is due (at least 1, or 0 if it is due already).
+func (t *loopTick) timeout(msec int, now time.Duration) int {
+	if msec == 0 || t.fn == nil {
+		return msec
+	}
+	left := t.next - now
+	if left <= 0 {
+		return 0
+	}
+	return int((left + time.Millisecond - 1) / time.Millisecond)
+}
+
+// run calls the hook if its tick is due at now. The next tick is due a
+// period after the one that ran, or a period after now when the loop was
+// held longer than a period: ticks a busy handler made the loop miss are
+// not made up for.
+func (t *loopTick) run(now time.Duration) {
+	if t.fn == nil || now < t.next {
+		return
+	}
+	t.next += t.every
+	if t.next <= now {
+		t.next = now + t.every
+	}
+	t.fn(now)
 }
