@@ -36,6 +36,7 @@ import (
 	"coregate/bench/hdr"
 	"coregate/bench/load"
 	"coregate/bench/procstat"
+	"coregate/bench/scenario"
 )
 
 // AdminKey is the admin key the gateway is configured with: APISIX's
@@ -461,9 +462,8 @@ func (e *env) steadyPaths() [steadyLoads]string {
 }
 
 // steady starts the steady traffic (Rate in all, spread over the paths)
-// on addr; the function it returns stops it and returns what it saw.
-func (e *env) steady(name, addr string) func() (Traffic, error) {
-	paths := e.steadyPaths()
+// on addr, one load generator per path; the function it returns stops it and returns what it saw.
+func (e *env) steady(name, addr string, paths [steadyLoads]string) func() (Traffic, error) {
 	var stop atomic.Bool
 	type out struct {
 		res load.Result
@@ -520,7 +520,7 @@ func (e *env) steady(name, addr string) func() (Traffic, error) {
 // traffic; then it runs the references, each for as long.
 func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 	b := &Bulk{Routes: e.o.Bulk}
-	done := e.steady("coregate, during the bulk load", e.gwAddr)
+	done := e.steady("coregate, during the bulk load", e.gwAddr, e.steadyPaths())
 	err := func() error {
 		time.Sleep(time.Second)
 		sup0, wk0 := e.cpu()
@@ -547,9 +547,9 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 		return nil, terr
 	}
 	b.Traffic = t
-	rest := func(name, addr string) error {
+	rest := func(name, addr string, paths [steadyLoads]string) error {
 		e.logf("reference: %s, %.1f s", name, t.Time.Seconds())
-		done := e.steady(name, addr)
+		done := e.steady(name, addr, paths)
 		select {
 		case <-time.After(t.Time):
 		case <-ctx.Done():
@@ -561,7 +561,7 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 		b.References = append(b.References, r)
 		return ctx.Err()
 	}
-	if err := rest(fmt.Sprintf("coregate, %d routes, no change", e.o.BaseRoutes+e.o.Changes+e.o.Bulk), e.gwAddr); err != nil {
+	if err := rest(fmt.Sprintf("coregate, %d routes, no change", e.o.BaseRoutes+e.o.Changes+e.o.Bulk), e.gwAddr, e.steadyPaths()); err != nil {
 		return nil, err
 	}
 	if e.o.Nginx != "" {
@@ -569,22 +569,27 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 		if err != nil {
 			return nil, err
 		}
-		err = rest("nginx, no change", addr)
+		u := scenario.URI(1, 1)
+		err = rest("nginx, no change", addr, [steadyLoads]string{u, u, u})
 		ng.Stop(5 * time.Second)
 		if err != nil {
 			return nil, err
 		}
 	}
-	if err := rest("the upstream alone, no gateway", e.upAddr); err != nil {
+	if err := rest("the upstream alone, no gateway", e.upAddr, e.steadyPaths()); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// startNginx starts nginx as a reverse proxy of every path to the
-// upstream (keep-alive both ways, access log off), with the gateway's
-// worker count and CPUs, and returns it and its address once it accepts
-// connections.
+// nginxScenario is the reference nginx of the steady traffic: make bench's
+// nginx for one route without plugins (scenario.NginxConfig), on
+// scenario.URI(1, 1), to the same upstream.
+var nginxScenario = scenario.Scenario{Name: "admin-reference", Routes: 1, Upstream: true}
+
+// startNginx starts the reference nginx (nginxScenario) with the gateway's
+// worker count and CPUs, and returns it and its address once it proxies
+// its route.
 func (e *env) startNginx() (*harness.Proc, string, error) {
 	port, err := harness.FreePort()
 	if err != nil {
@@ -594,39 +599,9 @@ func (e *env) startNginx() (*harness.Proc, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
-	conf := fmt.Sprintf(`worker_processes %d;
-worker_cpu_affinity auto;
-daemon off;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log warn;
-events {
-    worker_connections 1024;
-}
-http {
-    access_log off;
-    client_body_temp_path %[2]s/body;
-    proxy_temp_path %[2]s/proxy;
-    fastcgi_temp_path %[2]s/fastcgi;
-    uwsgi_temp_path %[2]s/uwsgi;
-    scgi_temp_path %[2]s/scgi;
-    keepalive_requests 100000000;
-    upstream backend {
-        server %[3]s;
-        keepalive 64;
-        keepalive_requests 100000000;
-    }
-    server {
-        listen 127.0.0.1:%[4]d reuseport;
-        location / {
-            proxy_pass http://backend;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-}
-`, e.o.Workers, dir, e.upAddr, port)
+	conf := scenario.NginxConfig(nginxScenario, dir, port, e.o.Workers, e.upAddr)
 	path := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(path, conf, 0o644); err != nil {
 		return nil, "", err
 	}
 	p, _, err := harness.Start("nginx", e.o.CPUs, nil, filepath.Join(dir, "nginx.log"), false,
@@ -635,19 +610,11 @@ http {
 		return nil, "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return p, addr, nil
-		}
-		if p.Exited() || time.Now().After(deadline) {
-			p.Stop(time.Second)
-			return nil, "", fmt.Errorf("propagate: nginx not accepting on %s: %v:\n%s", addr, err, p.Tail(20))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := harness.WaitReady(p, addr, scenario.URI(1, 1), "", 10*time.Second); err != nil {
+		p.Stop(time.Second)
+		return nil, "", err
 	}
+	return p, addr, nil
 }
 
 // cpu reads the CPU time used so far by the supervisor and by its
