@@ -339,3 +339,86 @@ func TestStartLineRefusedEarly(t *testing.T) {
 		}
 	}
 }
+
+// A bad field line in a head that arrives in pieces is refused when the
+// piece that ends it arrives, with the status the one-pass parse of the
+// same bytes gives, whether or not the head has ended: a client that sends
+// it and waits is answered at once, not at the header timeout. (A field
+// at odds with one of an earlier piece, a second Content-Length, is
+// refused when the head is whole.)
+func TestFieldLineRefusedEarly(t *testing.T) {
+	requests := []string{
+		"GET / HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nA : b\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nA: b\x01c\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n c\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nNoColon\r\n",
+		"GET / HTTP/1.1\r\n: empty\r\nHost: x\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\nA: b\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n",
+	}
+	for _, in := range requests {
+		var whole Request
+		want := new(RequestParser).Parse([]byte(in), &whole)
+		if want == nil || want == ErrNeedMore {
+			t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
+		}
+		for k := 1; k < len(in); k++ {
+			var r Request
+			p := &RequestParser{}
+			if err := feed(t, in, []int{k}, func(b []byte) error { return p.Parse(b, &r) }); !sameError(err, want) {
+				t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
+			}
+		}
+	}
+	responses := []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nBad Name: y\r\n",
+		"HTTP/1.1 200 OK\r\nA: b\r\n\tc\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n",
+	}
+	for _, in := range responses {
+		var whole Response
+		want := new(ResponseParser).Parse([]byte(in), &whole)
+		if want == nil || want == ErrNeedMore {
+			t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
+		}
+		for k := 1; k < len(in); k++ {
+			var r Response
+			p := &ResponseParser{}
+			if err := feed(t, in, []int{k}, func(b []byte) error { return p.Parse(b, &r) }); !sameError(err, want) {
+				t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
+			}
+		}
+	}
+}
+
+// A head sent a line at a time parses as it does whole, and a field at
+// odds with one of an earlier piece is refused once the head is whole,
+// with the one-pass parse's status.
+func TestFieldLinesOneByOne(t *testing.T) {
+	for _, in := range []string{
+		"POST /a?b=c HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nA: b\r\nConnection: keep-alive\r\n\r\nabc",
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+	} {
+		var whole Request
+		want := new(RequestParser).Parse([]byte(in), &whole)
+		var cuts []int
+		for i := 0; i+1 < len(in); i++ {
+			if in[i] == '\r' && in[i+1] == '\n' {
+				cuts = append(cuts, i+2)
+			}
+		}
+		cuts = cuts[:len(cuts)-1] // the last is the head's end
+		var r Request
+		p := &RequestParser{}
+		err := feed(t, in, cuts, func(b []byte) error { return p.Parse(b, &r) })
+		if !sameError(err, want) {
+			t.Errorf("%q a line at a time: Parse = %v, whole input gives %v", in, err, want)
+		}
+		if want == nil && (string(r.Path) != string(whole.Path) || r.ContentLength != whole.ContentLength || len(r.Headers) != len(whole.Headers)) {
+			t.Errorf("%q a line at a time: path %q, length %d, %d fields; whole: %q, %d, %d", in, r.Path, r.ContentLength, len(r.Headers), whole.Path, whole.ContentLength, len(whole.Headers))
+		}
+	}
+}

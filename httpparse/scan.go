@@ -52,7 +52,6 @@ func (*noCopy) Unlock() {}
 type headScan struct {
 	next    int  // offset of the first line not looked at yet
 	started bool // the start line is behind next
-	line    int  // the length of the start line with its CRLF, once started
 	fields  int  // field lines behind next
 	active  bool // an earlier call ended with ErrNeedMore
 }
@@ -77,7 +76,7 @@ func (s *headScan) parseHead(buf []byte, lim *Limits, req *Request, resp *Respon
 		return parseResponse(buf, lim, resp)
 	}
 	if s.active {
-		started := s.started
+		started, fields, from := s.started, s.fields, s.next
 		if err := s.resume(buf, lim, request); err != nil {
 			switch {
 			case err != ErrNeedMore:
@@ -87,19 +86,30 @@ func (s *headScan) parseHead(buf []byte, lim *Limits, req *Request, resp *Respon
 					err = perr
 				}
 				*s = headScan{}
-			case !started && s.started:
-				// The start line came whole with this piece: check it now,
-				// as the one-pass parse does when it comes with the first
-				// one, so that a bad one is refused before the head ends.
-				if request {
-					_, err = parseRequest(buf[:s.line], lim, req)
+			case s.started && (!started || s.fields > fields):
+				// Lines came whole with this piece: check them now, as the
+				// one-pass parse does those of the first piece, so that a
+				// bad line is refused when it arrives (as nginx refuses
+				// it), not when the head ends or its timeout comes.
+				var perr error
+				if !started {
+					// the start line, and the field lines after it
+					if request {
+						_, perr = parseRequest(buf[:s.next], lim, req)
+					} else {
+						_, perr = parseResponse(buf[:s.next], lim, resp)
+					}
 				} else {
-					_, err = parseResponse(buf[:s.line], lim, resp)
+					// the new field lines alone, so that a head sent a line
+					// at a time is still looked at once
+					perr = checkFields(buf[:s.next], from, lim, req, resp)
 				}
-				if err == nil {
-					err = ErrNeedMore
-				} else {
+				if perr != nil {
+					if _, werr := once(); werr != nil {
+						perr = werr
+					}
 					*s = headScan{}
+					return perr
 				}
 			}
 			return err
@@ -123,6 +133,24 @@ func (s *headScan) parseHead(buf []byte, lim *Limits, req *Request, resp *Respon
 	*s = headScan{}
 	if err == nil {
 		err = malformed("incomplete head", len(buf))
+	}
+	return err
+}
+
+// checkFields checks the whole field lines of b from offset from on (b
+// ends with the last one's CRLF) as the one-pass parse checks field lines:
+// their syntax, and what a field says on its own or beside another of
+// these (a Content-Length, a Transfer-Encoding, a Connection). A conflict
+// with a field of an earlier piece is found when the head is whole. The
+// message's header list is the scratch space: the full parse refills it.
+func checkFields(b []byte, from int, lim *Limits, req *Request, resp *Response) error {
+	var f fieldInfo
+	f.reset()
+	var err error
+	if req != nil {
+		req.Headers, _, err = parseFields(b, from, lim.MaxHeaders, req.Headers[:0], &f)
+	} else {
+		resp.Headers, _, err = parseFields(b, from, lim.MaxHeaders, resp.Headers[:0], &f)
 	}
 	return err
 }
@@ -173,7 +201,6 @@ func (s *headScan) resume(buf []byte, lim *Limits, request bool) error {
 			s.fields++
 		} else {
 			s.started = true
-			s.line = nl + 1
 		}
 		s.next = nl + 1
 	}

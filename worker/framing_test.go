@@ -70,8 +70,9 @@ func framingExchange(t testing.TB, h *harness, raw string, cut int) bool {
 	cl.in = append(cl.in, in...)
 	h.traffic(cl)
 	if e.Refused != 0 && len(cl.out) == 0 && !cl.closed {
-		// A bad field line in a head that has not ended yet: the
-		// one-pass parse of the whole input saw it, the head's end will.
+		// A head that ends inside a bad field line, or that has a field
+		// at odds with one of the first piece: the one-pass parse of the
+		// whole input saw it, the head's end will.
 		cl.in = append(cl.in, "\r\n\r\n"...)
 		h.traffic(cl)
 	}

@@ -85,6 +85,45 @@ func TestBadRequestsRejected(t *testing.T) {
 	})
 }
 
+// TestBadFieldLineInPieces: a bad field line that arrives after the start
+// of its head, in a piece of its own, is answered 400 at once, as nginx
+// answers it, while the client still waits for the head's end to matter
+// (the header timeout is a minute away); nothing reaches the origin.
+func TestBadFieldLineInPieces(t *testing.T) {
+	t.Parallel()
+	up := newRawUpstream(t, func(c *rawConn) {
+		c.serveKeepAlive(func(*http.Request, []byte, int) (string, bool) { return okResponse("ok"), true })
+	})
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	for _, line := range []string{"X-A: 1\r\n folded\r\n", "X-A : 1\r\n", "X-A: a\x00b\r\n", "X(A): 1\r\n", "NoColon\r\n"} {
+		t.Run(strings.TrimSpace(line), func(t *testing.T) {
+			t.Parallel()
+			c := dialGateway(t, g)
+			if _, err := io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // read as a piece of its own
+			sent := time.Now()
+			go func() { _, _ = io.WriteString(c, line) }()
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			br := newReader(c)
+			r := readOne(t, br, "GET")
+			if r.status != 400 || !r.close {
+				t.Errorf("status %d (close %v), want 400 and the close", r.status, r.close)
+			}
+			if d := time.Since(sent); d > 5*time.Second {
+				t.Errorf("answered %v after the bad line", d)
+			}
+			expectClosed(t, c, br, 2*time.Second)
+		})
+	}
+	t.Cleanup(func() {
+		if n, got := up.accepted.Load(), up.received(); n != 0 || got != "" {
+			t.Errorf("origin accepted %d connections and read %q", n, got)
+		}
+	})
+}
+
 // TestInvalidChunkedBody: a request whose chunked body turns invalid after
 // its head was forwarded is cut: the client gets 400 and the close, the
 // origin a truncated request and never the request smuggled after it.
