@@ -104,12 +104,15 @@ func (s *headScan) parseHead(buf []byte, lim *Limits, req *Request, resp *Respon
 					// at a time is still looked at once
 					perr = checkFields(buf[:s.next], from, lim, req, resp)
 				}
+				// A refusal is the one-pass parse's, of all of buf: it may
+				// still wait for more of the start line (a version is
+				// judged on 9 bytes), and then so does this parse; the
+				// head's end will refuse the line.
 				if perr != nil {
 					if _, werr := once(); werr != nil {
-						perr = werr
+						*s = headScan{}
+						return werr
 					}
-					*s = headScan{}
-					return perr
 				}
 			}
 			return err
