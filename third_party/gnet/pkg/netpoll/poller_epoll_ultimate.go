@@ -138,13 +138,7 @@ func (p *Poller) Polling() error {
 			if p.tick.fn != nil {
 				// The poll timed out (or a signal came): the tick, if it
 				// is due, with the clock read now (coregate).
-				now := p.clock.afterPoll(true)
-				if now >= p.tick.next {
-					if p.wakeHook != nil {
-						p.wakeHook(now)
-					}
-					p.tick.run(now)
-				}
+				p.tick.timedOut(p.clock.afterPoll(true), p.wakeHook)
 			}
 			continue
 		} else if err != nil {

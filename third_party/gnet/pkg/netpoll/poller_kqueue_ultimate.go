@@ -111,23 +111,14 @@ func (p *Poller) Polling() error {
 		wait := tsp
 		if tsp == nil && p.tick.fn != nil {
 			// A blocking poll waits until the next tick at most (coregate).
-			left := p.tick.next - time.Since(p.wakeOrigin)
-			if left < 0 {
-				left = 0
-			}
-			tickTs = unix.NsecToTimespec(int64(left))
+			tickTs = unix.NsecToTimespec(int64(p.tick.left(time.Since(p.wakeOrigin))))
 			wait = &tickTs
 		}
 		n, err := unix.Kevent(p.fd, nil, el.events, wait)
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			tsp = nil
 			if p.tick.fn != nil {
-				if now := time.Since(p.wakeOrigin); now >= p.tick.next {
-					if p.wakeHook != nil {
-						p.wakeHook(now)
-					}
-					p.tick.run(now)
-				}
+				p.tick.timedOut(time.Since(p.wakeOrigin), p.wakeHook)
 			}
 			runtime.Gosched()
 			continue

@@ -151,11 +151,28 @@ func (t *loopTick) timeout(msec int, now time.Duration) int {
 	if msec == 0 || t.fn == nil {
 		return msec
 	}
-	left := t.next - now
-	if left <= 0 {
+	return int((t.left(now) + time.Millisecond - 1) / time.Millisecond)
+}
+
+// left is the time from now until the tick is due, 0 once it is.
+func (t *loopTick) left(now time.Duration) time.Duration {
+	if t.next <= now {
 		return 0
 	}
-	return int((left + time.Millisecond - 1) / time.Millisecond)
+	return t.next - now
+}
+
+// timedOut runs after a poll that timed out (or a signal ended): the
+// tick, if it is due at now, the wake hook given the time first, as after
+// a poll that came back with events.
+func (t *loopTick) timedOut(now time.Duration, wake WakeHook) {
+	if t.fn == nil || now < t.next {
+		return
+	}
+	if wake != nil {
+		wake(now)
+	}
+	t.run(now)
 }
 
 // run calls the hook if its tick is due at now. The next tick is due a
