@@ -90,28 +90,18 @@ func (s *headScan) parseHead(buf []byte, lim *Limits, req *Request, resp *Respon
 				// Lines came whole with this piece: check them now, as the
 				// one-pass parse does those of the first piece, so that a
 				// bad line is refused when it arrives (as nginx refuses
-				// it), not when the head ends or its timeout comes.
-				var perr error
-				if !started {
-					// the start line, and the field lines after it
-					if request {
-						_, perr = parseRequest(buf[:s.next], lim, req)
-					} else {
-						_, perr = parseResponse(buf[:s.next], lim, resp)
-					}
-				} else {
-					// the new field lines alone, so that a head sent a line
-					// at a time is still looked at once
-					perr = checkFields(buf[:s.next], from, lim, req, resp)
-				}
-				// A refusal is the one-pass parse's, of all of buf: it may
-				// still wait for more of the start line (a version is
-				// judged on 9 bytes), and then so does this parse; the
-				// head's end will refuse the line.
-				if perr != nil {
-					if _, werr := once(); werr != nil {
+				// it), not when the head ends or its timeout comes. The
+				// start line, once, with the one-pass parse; new field
+				// lines alone first (checkFields), so that a head sent a
+				// line at a time is still looked at once. A refusal is the
+				// one-pass parse's, of all of buf: it may still wait for
+				// more of the start line (a version is judged on 9 bytes),
+				// and then so does this parse; the head's end will refuse
+				// the line.
+				if !started || checkFields(buf[:s.next], from, lim, req, resp) != nil {
+					if _, perr := once(); perr != nil {
 						*s = headScan{}
-						return werr
+						return perr
 					}
 				}
 			}
