@@ -305,19 +305,8 @@ func TestStartLineRefusedEarly(t *testing.T) {
 		"POST /s HTTP/3.1\r\nHost: x\r\nContent-Length: 50\n\r\nhello",
 	}
 	for _, in := range requests {
-		var whole Request
-		want := new(RequestParser).Parse([]byte(in), &whole)
-		if want == nil || want == ErrNeedMore {
-			t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
-		}
 		line := strings.Index(strings.TrimLeft(in, "\r\n"), "\r\n") + len(in) - len(strings.TrimLeft(in, "\r\n"))
-		for k := 1; k <= line; k++ {
-			var r Request
-			p := &RequestParser{}
-			if err := feed(t, in, []int{k}, func(b []byte) error { return p.Parse(b, &r) }); !sameError(err, want) {
-				t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
-			}
-		}
+		refusedWhenSplit(t, in, line, requestParse)
 	}
 	responses := []string{
 		"HTTP/1.1 2000 OK\r\nA: b\r\n",
@@ -325,19 +314,38 @@ func TestStartLineRefusedEarly(t *testing.T) {
 		"HTTP/3.0 200 OK\r\n",
 	}
 	for _, in := range responses {
-		var whole Response
-		want := new(ResponseParser).Parse([]byte(in), &whole)
-		if want == nil || want == ErrNeedMore {
-			t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
-		}
-		for k := 1; k <= strings.Index(in, "\r\n"); k++ {
-			var r Response
-			p := &ResponseParser{}
-			if err := feed(t, in, []int{k}, func(b []byte) error { return p.Parse(b, &r) }); !sameError(err, want) {
-				t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
-			}
+		refusedWhenSplit(t, in, strings.Index(in, "\r\n"), responseParse)
+	}
+}
+
+// refusedWhenSplit checks that in, which the one-pass parse refuses, is
+// refused alike when it comes in two pieces, the first of k bytes, for
+// each k from 1 to last. parse returns the Parse of a new parser.
+func refusedWhenSplit(t *testing.T, in string, last int, parse func() func([]byte) error) {
+	t.Helper()
+	want := parse()([]byte(in))
+	if want == nil || want == ErrNeedMore {
+		t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
+	}
+	for k := 1; k <= last; k++ {
+		if err := feed(t, in, []int{k}, parse()); !sameError(err, want) {
+			t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
 		}
 	}
+}
+
+// requestParse and responseParse return the Parse of a new parser, into a
+// message of their own.
+func requestParse() func([]byte) error {
+	var r Request
+	p := &RequestParser{}
+	return func(b []byte) error { return p.Parse(b, &r) }
+}
+
+func responseParse() func([]byte) error {
+	var r Response
+	p := &ResponseParser{}
+	return func(b []byte) error { return p.Parse(b, &r) }
 }
 
 // A bad field line in a head that arrives in pieces is refused when the
@@ -358,18 +366,7 @@ func TestFieldLineRefusedEarly(t *testing.T) {
 		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n",
 	}
 	for _, in := range requests {
-		var whole Request
-		want := new(RequestParser).Parse([]byte(in), &whole)
-		if want == nil || want == ErrNeedMore {
-			t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
-		}
-		for k := 1; k < len(in); k++ {
-			var r Request
-			p := &RequestParser{}
-			if err := feed(t, in, []int{k}, func(b []byte) error { return p.Parse(b, &r) }); !sameError(err, want) {
-				t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
-			}
-		}
+		refusedWhenSplit(t, in, len(in)-1, requestParse)
 	}
 	responses := []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nBad Name: y\r\n",
@@ -377,18 +374,7 @@ func TestFieldLineRefusedEarly(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n",
 	}
 	for _, in := range responses {
-		var whole Response
-		want := new(ResponseParser).Parse([]byte(in), &whole)
-		if want == nil || want == ErrNeedMore {
-			t.Fatalf("%q: whole input gives %v, want a refusal", in, want)
-		}
-		for k := 1; k < len(in); k++ {
-			var r Response
-			p := &ResponseParser{}
-			if err := feed(t, in, []int{k}, func(b []byte) error { return p.Parse(b, &r) }); !sameError(err, want) {
-				t.Errorf("%q split at %d: Parse = %v, whole input gives %v", in, k, err, want)
-			}
-		}
+		refusedWhenSplit(t, in, len(in)-1, responseParse)
 	}
 }
 
