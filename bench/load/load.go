@@ -49,6 +49,17 @@ type Result struct {
 	Latency    *hdr.Histogram // nanoseconds per response; owned by the caller
 }
 
+// Add adds o, run at the same time, to r: the counts and latencies summed,
+// the longer of the two elapsed times. r.Latency must be set.
+func (r *Result) Add(o Result) {
+	r.Requests += o.Requests
+	r.Non2xx += o.Non2xx
+	r.Errors += o.Errors
+	r.Reconnects += o.Reconnects
+	r.Elapsed = max(r.Elapsed, o.Elapsed)
+	r.Latency.Merge(o.Latency)
+}
+
 // RPS returns responses per second.
 func (r Result) RPS() float64 {
 	if r.Elapsed <= 0 {
@@ -140,12 +151,7 @@ func Run(cfg Config) (Result, error) {
 		if p.err != nil {
 			return res, p.err
 		}
-		res.Requests += p.res.Requests
-		res.Non2xx += p.res.Non2xx
-		res.Errors += p.res.Errors
-		res.Reconnects += p.res.Reconnects
-		res.Elapsed = max(res.Elapsed, p.res.Elapsed)
-		res.Latency.Merge(p.res.Latency)
+		res.Add(p.res)
 	}
 	return res, nil
 }

@@ -493,16 +493,15 @@ func (e *env) steady(name, addr string, paths [steadyLoads]string) func() (Traff
 		wg.Wait()
 		runtime.GOMAXPROCS(procs)
 		t := Traffic{Name: name, Time: time.Since(start)}
-		lat := hdr.New()
+		all := load.Result{Latency: hdr.New()}
 		for _, o := range outs {
 			if o.err != nil {
 				return t, o.err
 			}
-			t.Requests += o.res.Requests
-			t.Non2xx += o.res.Non2xx
-			t.Errors += o.res.Errors
-			lat.Merge(o.res.Latency)
+			all.Add(o.res)
 		}
+		t.Requests, t.Non2xx, t.Errors = all.Requests, all.Non2xx, all.Errors
+		lat := all.Latency
 		if lat.Count() == 0 {
 			return t, fmt.Errorf("propagate: %s: no steady traffic was answered", name)
 		}
