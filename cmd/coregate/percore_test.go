@@ -725,3 +725,77 @@ func TestPerCoreSIGHUPRollsWorkers(t *testing.T) {
 		t.Error("no load got through")
 	}
 }
+
+// TestPerCoreSIGHUPBurst: SIGHUPs that come faster than a worker starts
+// (config.yaml changing at each) start one process at a time per slot: a
+// slot whose new process is still starting is replaced once it is ready,
+// instead of gaining a process per reload that competes for the slot's CPU
+// with the others and leaves the old process serving alone until the
+// reloads stop. The last config.yaml is what serves in the end.
+func TestPerCoreSIGHUPBurst(t *testing.T) {
+	cpus := requirePerCore(t)
+	up := textUpstream(t, "burst")
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+		func(port int) string { return perCoreConfig(port, 2) }, 2, "--cpus", cpuList(cpus))
+	pid := g.cmd.Process.Pid
+	waitWorkers(t, pid, 2, 5*time.Second)
+	cfgPath := filepath.Join(g.dir, "config.yaml")
+	tokensOff := strings.Replace(perCoreConfig(g.port, 2), "  enable_admin: false\n", "  enable_admin: false\n  enable_server_tokens: false\n", 1)
+	keepAlive := strings.Replace(perCoreConfig(g.port, 2), "nginx_config:\n", "nginx_config:\n  http:\n    keepalive_timeout: 61s\n", 1)
+
+	// The worker processes of each slot are counted between the signals
+	// and until the burst has settled.
+	most := map[int]int{}
+	sample := func() {
+		per := map[int]int{}
+		for _, w := range workerProcs(t, pid) {
+			per[w.id]++
+		}
+		for id, n := range per {
+			most[id] = max(most[id], n)
+		}
+	}
+	const reloads = 30
+	for i := range reloads {
+		cfg := keepAlive
+		if i%2 == 1 {
+			cfg = tokensOff // the last one: i = reloads-1
+		}
+		writeFile(t, cfgPath, cfg)
+		if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		sample()
+		time.Sleep(5 * time.Millisecond)
+	}
+	eventually(t, 15*time.Second, func() error {
+		sample()
+		resp, err := http.Get(g.url("/hello"))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Server"); got != "APISIX" {
+			return fmt.Errorf("Server %q, want APISIX (the last config.yaml)", got)
+		}
+		if ws := workerProcs(t, pid); len(ws) != 2 {
+			return fmt.Errorf("%d worker processes, want 2", len(ws))
+		}
+		return nil
+	})
+	replaced := len(g.waitLog(`msg="worker replaced"`, 1, time.Second))
+	t.Logf("%d SIGHUPs: %d replacements; most processes at once per slot: %v", reloads, replaced, most)
+	// Per slot: the process serving, the one starting and one replaced a
+	// moment ago that is still exiting.
+	for id, n := range most {
+		if n > 3 {
+			t.Errorf("slot %d had %d processes at once, want at most 3 (one starting at a time)", id, n)
+		}
+	}
+	if replaced >= 2*reloads {
+		t.Errorf("%d replacements for %d SIGHUPs: a slot was replaced at every one", replaced, reloads)
+	}
+	for _, w := range waitWorkers(t, pid, 2, time.Second) {
+		checkPinned(t, w)
+	}
+}

@@ -175,6 +175,10 @@ type proc struct {
 	// prev holds the processes this slot had before rolling restarts:
 	// they serve until the newest one is ready, then drain.
 	prev []*oldProc
+	// rollAgain: config.yaml changed again while the current process was
+	// starting; it is replaced in turn once it is ready, so that a slot
+	// starts one process at a time however fast reloads come.
+	rollAgain bool
 }
 
 type oldProc struct {
@@ -406,15 +410,30 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 // current config.yaml. The new process joins the same selector slot (taking
 // the slot's new connections at once); the old one drains when the new one
 // is ready, so capacity never dips and nothing queued is reset.
+//
+// A slot whose current process is still starting is replaced once that
+// process is ready (rollAgain), not at once: reloads that come faster than
+// a worker starts would otherwise pile up processes that never get ready,
+// each starting on the slot's CPU beside the others, and keep the old
+// process serving alone until the reloads stop.
 func (s *Supervisor) roll() {
 	for _, p := range s.workers {
 		if p.cmd == nil || p.retired {
+			continue // a dead slot's next process reads the new config.yaml
+		}
+		if !p.ready {
+			p.rollAgain = true
 			continue
 		}
-		p.prev = append(p.prev, &oldProc{cmd: p.cmd, ctrl: p.ctrl, pid: p.pid})
-		p.diedAt = time.Time{}
-		s.spawn(p)
+		s.rollSlot(p)
 	}
+}
+
+// rollSlot replaces the slot's ready process with a new one.
+func (s *Supervisor) rollSlot(p *proc) {
+	p.prev = append(p.prev, &oldProc{cmd: p.cmd, ctrl: p.ctrl, pid: p.pid})
+	p.diedAt = time.Time{}
+	s.spawn(p)
 }
 
 // drainOld sends the replaced processes of a slot their Drain.
@@ -505,6 +524,7 @@ func (s *Supervisor) placeSelf() {
 func (s *Supervisor) spawn(p *proc) {
 	// A failed start counts as a start for the backoff.
 	p.started = time.Now()
+	p.rollAgain = false // the new process reads the current config.yaml
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		s.log.Error("worker: control socket", "id", p.id, "err", err)
@@ -753,17 +773,20 @@ func (s *Supervisor) handle(ev event) {
 		}
 		p.ready = true
 		s.metrics.setState(p.id, stateRunning)
-		if len(p.prev) > 0 {
+		switch {
+		case len(p.prev) > 0:
 			s.log.Info("worker replaced", "id", p.id, "pid", p.pid, "cpu", p.cpu)
 			s.drainOld(p)
-			return
-		}
-		if !p.diedAt.IsZero() {
+		case !p.diedAt.IsZero():
 			s.log.Info("worker respawned", "id", p.id, "pid", p.pid, "cpu", p.cpu,
 				"respawn_ms", float64(time.Since(p.diedAt).Microseconds())/1000)
 			p.diedAt = time.Time{}
-		} else {
+		default:
 			s.log.Info("worker ready", "id", p.id, "pid", p.pid, "cpu", p.cpu)
+		}
+		if p.rollAgain && !s.stopping && !p.retired {
+			// config.yaml changed while it started
+			s.rollSlot(p)
 		}
 	case evApplied:
 		if ev.pid != p.pid {
