@@ -13,8 +13,10 @@
 // (highest first), never from the order a route lists its plugins.
 //
 // A plugin is a Plugin: Schema is the JSON Schema of its configuration,
-// compiled once at registration by admin/spec's engine (the one that checks
-// routes and upstreams); Check, pure, validates what a schema cannot say.
+// compiled once, when first used, by admin/spec's engine (the one that
+// checks routes and upstreams; the supervisor compiles every plugin's at
+// start, a worker only those its routes configure); Check, pure, validates
+// what a schema cannot say.
 // Together they are what the Admin API answers 400 with (APISIX's
 // messages, "unknown plugin [x]" and "failed to check the configuration of
 // plugin x err: …"), and Registry.Schema is what it shows. An

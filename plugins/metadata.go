@@ -18,7 +18,7 @@ import (
 // its snapshot from Env.Metadata when it is built.
 type MetadataSchemaPlugin interface {
 	// MetadataSchema is the JSON Schema of the plugin's metadata,
-	// compiled once when the plugin is registered.
+	// compiled once, when first used.
 	MetadataSchema() []byte
 }
 
@@ -56,27 +56,25 @@ func (s *Settings) Of(name string) json.RawMessage {
 // plugin that is not registered, a *spec.ValidationError (APISIX's text)
 // for metadata the schema refuses.
 func (r *Registry) CheckMetadata(name string, raw json.RawMessage) error {
-	r.mu.RLock()
-	_, ok := r.impl[name]
-	sch := r.metadata[name]
-	r.mu.RUnlock()
+	sc, ok := r.compiled(name)
 	if !ok {
 		return ErrInvalidName
 	}
-	return sch.Validate(raw)
+	if sc.err != nil {
+		return sc.err
+	}
+	return sc.metadata.Validate(raw)
 }
 
 // MetadataSchema returns the metadata schema of a registered plugin as one
 // self-contained document (the injected {"type": "object"} for a plugin
 // without one).
 func (r *Registry) MetadataSchema(name string) ([]byte, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	sch, ok := r.metadata[name]
-	if !ok {
+	sc, ok := r.compiled(name)
+	if !ok || sc.err != nil {
 		return nil, false
 	}
-	return sch.JSON(), true
+	return sc.metadata.JSON(), true
 }
 
 // IndexMetadata checks the plugin metadata objects of a configuration

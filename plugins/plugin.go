@@ -24,8 +24,8 @@ type Entry struct {
 type Plugin interface {
 	// Schema is the JSON Schema of the plugin's configuration (the value
 	// of its key in a "plugins" object), as the plugin's `schema` in
-	// apisix/plugins/<name>.lua: declarative, compiled once when the
-	// plugin is registered, evaluated with APISIX's messages, and what
+	// apisix/plugins/<name>.lua: declarative, compiled once, when first
+	// used (Registry), evaluated with APISIX's messages, and what
 	// GET /apisix/admin/plugins/{name} shows.
 	Schema() []byte
 	// Check validates what the schema cannot say (relations between
@@ -56,7 +56,7 @@ type Instance any
 // on consumers are checked as on routes.
 type ConsumerSchemaPlugin interface {
 	// ConsumerSchema is the JSON Schema of the plugin's configuration on
-	// a consumer, compiled once when the plugin is registered.
+	// a consumer, compiled with the plugin's other schemas.
 	ConsumerSchema() []byte
 }
 
@@ -82,22 +82,35 @@ var (
 // Registry holds the implementations of the plugins of one table.
 // Registration happens in init functions; afterwards a Registry is only
 // read, and all its methods are safe for concurrent use.
+//
+// A plugin's schemas are compiled when they are first used, not when it is
+// registered: every process of the gateway registers every plugin, and a
+// worker, which checks only the plugins its routes configure, would
+// otherwise compile them all at each start (most of its start's CPU time).
+// Compile compiles them all at once, for the process that checks
+// configurations, so that a schema that does not compile stops it at
+// start.
 type Registry struct {
-	mu     sync.RWMutex
-	table  map[string]Entry
-	impl   map[string]Plugin
-	schema map[string]*spec.Schema
-	// consumer holds the consumer schemas of ConsumerSchemaPlugins.
-	consumer map[string]*spec.Schema
-	// metadata holds every plugin's metadata schema (MetadataSchemaPlugin's,
-	// or anyObject).
-	metadata map[string]*spec.Schema
+	mu    sync.RWMutex
+	table map[string]Entry
+	impl  map[string]Plugin
+	// schemas holds each registered plugin's schemas, compiled on first
+	// use.
+	schemas map[string]*schemas
+}
+
+// schemas are one plugin's compiled schemas: of its configuration, on a
+// consumer (a ConsumerSchemaPlugin's; nil for others) and of its metadata
+// (a MetadataSchemaPlugin's, or anyObject).
+type schemas struct {
+	once                     sync.Once
+	conf, consumer, metadata *spec.Schema
+	err                      error
 }
 
 // NewRegistry makes an empty registry whose plugins must be named in table.
 func NewRegistry(table []Entry) *Registry {
-	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}, schema: map[string]*spec.Schema{},
-		consumer: map[string]*spec.Schema{}, metadata: map[string]*spec.Schema{}}
+	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}, schemas: map[string]*schemas{}}
 	for _, e := range table {
 		r.table[e.Name] = e
 	}
@@ -111,9 +124,9 @@ var Default = NewRegistry(Table)
 // it is meant for init functions.
 func Register(name string, p Plugin) { Default.Register(name, p) }
 
-// Register adds the implementation of the plugin name and compiles its
-// schema. A name not in the registry's table, registered twice, or with a
-// schema that does not compile panics: all are programming errors.
+// Register adds the implementation of the plugin name; its schemas are
+// compiled when first used (or by Compile). A name not in the registry's
+// table, or registered twice, panics: both are programming errors.
 func (r *Registry) Register(name string, p Plugin) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -123,61 +136,85 @@ func (r *Registry) Register(name string, p Plugin) {
 	if _, dup := r.impl[name]; dup {
 		panic(fmt.Errorf("%w: %s", ErrDuplicate, name))
 	}
-	sch, err := spec.CompileSchema(name, p.Schema())
-	if err != nil {
-		panic(fmt.Errorf("plugins: %s: schema: %w", name, err))
+	r.impl[name] = p
+	r.schemas[name] = &schemas{}
+}
+
+// compiled returns the compiled schemas of the registered plugin name,
+// compiling them on first use; false if name is not registered.
+func (r *Registry) compiled(name string) (*schemas, bool) {
+	r.mu.RLock()
+	p, ok := r.impl[name]
+	sc := r.schemas[name]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	sc.once.Do(func() { sc.err = sc.compile(name, p) })
+	return sc, true
+}
+
+func (sc *schemas) compile(name string, p Plugin) error {
+	var err error
+	if sc.conf, err = spec.CompileSchema(name, p.Schema()); err != nil {
+		return fmt.Errorf("plugins: %s: schema: %w", name, err)
 	}
 	if cp, ok := p.(ConsumerSchemaPlugin); ok {
-		csch, err := spec.CompileSchema(name+".consumer", cp.ConsumerSchema())
-		if err != nil {
-			panic(fmt.Errorf("plugins: %s: consumer schema: %w", name, err))
+		if sc.consumer, err = spec.CompileSchema(name+".consumer", cp.ConsumerSchema()); err != nil {
+			return fmt.Errorf("plugins: %s: consumer schema: %w", name, err)
 		}
-		r.consumer[name] = csch
 	}
 	msch := anyObject
 	if mp, ok := p.(MetadataSchemaPlugin); ok {
 		msch = mp.MetadataSchema()
 	}
-	md, err := spec.CompileSchema(name+".metadata", msch)
-	if err != nil {
-		panic(fmt.Errorf("plugins: %s: metadata schema: %w", name, err))
+	if sc.metadata, err = spec.CompileSchema(name+".metadata", msch); err != nil {
+		return fmt.Errorf("plugins: %s: metadata schema: %w", name, err)
 	}
-	r.metadata[name] = md
-	r.impl[name] = p
-	r.schema[name] = sch
+	return nil
+}
+
+// Compile compiles the schemas of every registered plugin that were not
+// compiled yet: the first error, which names the plugin.
+func (r *Registry) Compile() error {
+	for _, name := range r.Names() {
+		if sc, _ := r.compiled(name); sc.err != nil {
+			return sc.err
+		}
+	}
+	return nil
 }
 
 // ConsumerSchema returns the consumer schema of a registered
 // ConsumerSchemaPlugin as one self-contained document; false for any other
-// plugin (APISIX answers "not found schema" for those).
+// plugin (APISIX answers "not found schema" for those), and for one whose
+// schemas do not compile.
 func (r *Registry) ConsumerSchema(name string) ([]byte, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	sch, ok := r.consumer[name]
-	if !ok {
+	sc, ok := r.compiled(name)
+	if !ok || sc.err != nil || sc.consumer == nil {
 		return nil, false
 	}
-	return sch.JSON(), true
+	return sc.consumer.JSON(), true
 }
 
 // Schema returns the JSON Schema of a registered plugin's configuration as
-// one self-contained document.
+// one self-contained document; false for a plugin that is not registered
+// or whose schemas do not compile.
 func (r *Registry) Schema(name string) ([]byte, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	sch, ok := r.schema[name]
-	if !ok {
+	sc, ok := r.compiled(name)
+	if !ok || sc.err != nil {
 		return nil, false
 	}
-	return sch.JSON(), true
+	return sc.conf.JSON(), true
 }
 
 // check runs the schema, then the plugin's own Check.
 func (r *Registry) check(name string, p Plugin, raw json.RawMessage) error {
-	r.mu.RLock()
-	sch := r.schema[name]
-	r.mu.RUnlock()
-	if err := sch.Validate(raw); err != nil {
+	sc, _ := r.compiled(name)
+	if sc.err != nil {
+		return checkError(name, sc.err)
+	}
+	if err := sc.conf.Validate(raw); err != nil {
 		return checkError(name, err)
 	}
 	if err := p.Check(raw); err != nil {
@@ -230,13 +267,14 @@ func (r *Registry) CheckConsumer(name string, raw json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("%w [%s]", ErrUnknown, name)
 	}
-	r.mu.RLock()
-	sch, has := r.consumer[name]
-	r.mu.RUnlock()
-	if !has {
+	sc, _ := r.compiled(name)
+	if sc.err != nil {
+		return checkError(name, sc.err)
+	}
+	if sc.consumer == nil {
 		return r.check(name, p, raw)
 	}
-	if err := sch.Validate(raw); err != nil {
+	if err := sc.consumer.Validate(raw); err != nil {
 		return checkError(name, err)
 	}
 	return nil

@@ -124,7 +124,7 @@ func (limitLike) Build(raw json.RawMessage, _ Env) (Instance, error) {
 	return &fakeInstance{conf: string(raw)}, nil
 }
 
-// TestSchema: a plugin's schema is compiled at registration, refuses with
+// TestSchema: a plugin's schema is compiled when first used, refuses with
 // APISIX's messages before the plugin's own Check, and is there to show.
 func TestSchema(t *testing.T) {
 	r := NewRegistry(testTable)
@@ -149,13 +149,28 @@ func TestSchema(t *testing.T) {
 	}
 }
 
-func TestRegisterBadSchemaPanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("a schema that does not compile did not panic")
-		}
-	}()
-	NewRegistry(testTable).Register("test-limit", badSchema{})
+// TestBadSchema: a schema that does not compile is an error of Compile
+// naming the plugin, and of every check of the plugin's configuration;
+// the plugin shows no schema.
+func TestBadSchema(t *testing.T) {
+	r := NewRegistry(testTable)
+	r.Register("test-limit", badSchema{})
+	r.Register("test-a", fake{})
+	if err := r.Compile(); err == nil || !strings.Contains(err.Error(), "test-limit: schema") {
+		t.Fatalf("Compile: %v, want the schema of test-limit refused", err)
+	}
+	if err := r.Check("test-limit", json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "test-limit") {
+		t.Errorf("Check: %v, want an error naming test-limit", err)
+	}
+	if err := r.CheckMetadata("test-limit", json.RawMessage(`{}`)); err == nil {
+		t.Error("CheckMetadata: nil")
+	}
+	if _, ok := r.Schema("test-limit"); ok {
+		t.Error("Schema of a plugin whose schema does not compile")
+	}
+	if err := r.Check("test-a", json.RawMessage(`{}`)); err != nil {
+		t.Errorf("Check of the other plugin: %v", err)
+	}
 }
 
 type badSchema struct{ limitLike }

@@ -89,6 +89,13 @@ func runSupervisor(args []string) error {
 		// it) would otherwise start a gateway with the defaults.
 		return fmt.Errorf("unexpected argument %q: coregate takes flags only (coregate -h)", fs.Arg(0))
 	}
+	// The supervisor checks every configuration before a worker sees it:
+	// its plugins' schemas are compiled now, so that one that does not
+	// compile stops the start rather than a request. A worker compiles
+	// only those of the plugins its routes configure, when it builds them.
+	if err := plugins.Default.Compile(); err != nil {
+		return err
+	}
 	log := newLogger().With("proc", "supervisor")
 	if addr := os.Getenv("COREGATE_PPROF_SUPERVISOR"); addr != "" {
 		servePprof(addr, 0, log)

@@ -14,3 +14,20 @@ func TestRegistered(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemasCompile: every registered plugin's schemas compile (the
+// registry compiles them when first used; the gateway's supervisor compiles
+// them all at start).
+func TestSchemasCompile(t *testing.T) {
+	if err := plugins.Default.Compile(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range plugins.Names() {
+		if _, ok := plugins.Default.Schema(name); !ok {
+			t.Errorf("%s: no schema", name)
+		}
+		if _, ok := plugins.Default.MetadataSchema(name); !ok {
+			t.Errorf("%s: no metadata schema", name)
+		}
+	}
+}
