@@ -26,6 +26,12 @@ const (
 	// answers to requests outstanding this much later are still explained
 	// (pool connections to the old process, a signal's delivery).
 	upSlack = 500 * time.Millisecond
+	// exitWait bounds the wait for a killed worker to have exited whole.
+	exitWait = 2 * time.Second
+	// Before a fault the load should be on its schedule (onTime): it has
+	// up to catchUp to get there.
+	onTime  = 50 * time.Millisecond
+	catchUp = 10 * time.Second
 )
 
 // ErrChaos is returned when a fault caused failures it does not explain.
@@ -65,9 +71,9 @@ func RunChaos(o Options) (rows []Row, err error) {
 	stop := make(chan struct{})
 	var lw sync.WaitGroup
 	lw.Add(1)
+	l := &Load{Addr: e.GatewayAddr, Conns: o.Conns, Rate: rate, Timeout: o.Timeout, Epoch: epoch, Sink: sink}
 	go func() {
 		defer lw.Done()
-		l := &Load{Addr: e.GatewayAddr, Conns: o.Conns, Rate: rate, Timeout: o.Timeout, Epoch: epoch, Sink: sink}
 		l.Run(3*time.Minute, stop) // bounded; stopped when the faults are done
 	}()
 	endLoad := func() {
@@ -88,6 +94,21 @@ func RunChaos(o Options) (rows []Row, err error) {
 		}
 		from = faults[len(faults)-1].To
 		time.Sleep(chaosPre)
+		// A fault goes in with the load on its schedule, when it can: a
+		// backlog the last fault left would be sent in a burst meanwhile.
+		if b := l.Behind(); b > onTime {
+			w0 := time.Now()
+			for l.Behind() > onTime && time.Since(w0) < catchUp {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if b2 := l.Behind(); b2 > onTime {
+				o.logf("         the load was %v behind its schedule, still %v after %v",
+					b.Round(time.Millisecond), b2.Round(time.Millisecond), catchUp)
+			} else {
+				o.logf("         the load was %v behind its schedule; caught up in %v",
+					b.Round(time.Millisecond), time.Since(w0).Round(time.Millisecond))
+			}
+		}
 		t0 := since()
 		o.logf("%6.2fs  %s", t0.Seconds(), name)
 		rule, err := inject(t0)
@@ -118,15 +139,27 @@ func RunChaos(o Options) (rows []Row, err error) {
 		name, note string
 		inject     func(t0 time.Duration) (func(*Record) bool, error)
 	}{
-		{"kill -9 of a worker", "failures on the connections the worker owned (or may have taken while its fds were read)", func(time.Duration) (func(*Record) bool, error) {
+		{"kill -9 of a worker", "failures on the connections the worker owned (or may have taken between the reading of its fds and its exit)", func(time.Duration) (func(*Record) bool, error) {
 			pid, owned, seen, err := victim()
 			if err != nil {
 				return nil, err
 			}
 			t0 := since()
-			err = syscall.Kill(pid, syscall.SIGKILL)
-			o.logf("         worker %d owned %d client connections", pid, len(owned))
-			return KillRule(owned, seen, t0), err
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				return nil, err
+			}
+			// Until its last thread is gone, the worker's listening socket
+			// is open and the selector may give it a connection.
+			for !Exited(pid) {
+				if since()-t0 > exitWait {
+					return nil, fmt.Errorf("worker %d still runs %v after SIGKILL", pid, exitWait)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+			gone := since()
+			o.logf("         worker %d owned %d client connections; it had exited %.1f ms after the signal",
+				pid, len(owned), float64(gone-t0)/1e6)
+			return KillRule(owned, seen, gone), nil
 		}},
 		{"SIGSTOP of a worker for 5 s", fmt.Sprintf("failures on the connections the worker owned; timeouts on connections opened within %v of the stop", stopGrace),
 			func(time.Duration) (func(*Record) bool, error) {
@@ -201,6 +234,7 @@ func RunChaos(o Options) (rows []Row, err error) {
 	fmt.Fprintf(o.Out, "\nChaos, steady load at %.0f req/s (%.0f %% of %.0f), %d connections, %d workers, request timeout %v:\n\n",
 		rate, 100*o.Share, peak, o.Conns, o.Workers, o.Timeout)
 	Tabulate(o.Out, rows)
+	ListStray(o.Out, rows)
 	fmt.Fprintf(o.Out, "\nA request failed: no connection, no complete answer within %v, or not the status it should get (200; 404 for an unknown path).\n", o.Timeout)
 	fmt.Fprintf(o.Out, "Time to full recovery: from the fault to the end of the last 100 ms in which a request failed or more than 1 %% were served (sent to answered) in more than %v (5 × the steady p99, at least 100 ms).\n", slow.Round(time.Millisecond))
 	fmt.Fprintln(o.Out, "What each fault explains:")

@@ -193,3 +193,21 @@ func DescribeFDs(pids []int) []string {
 	}
 	return out
 }
+
+// Exited reports whether process pid has exited whole: reaped, or its
+// leader a zombie with no other thread left. Every file it held, a
+// listening socket among them, is closed by then (the last thread to exit
+// closes them, before the leader can be reaped).
+func Exited(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true // reaped
+	}
+	// The state follows the command, which may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X') {
+		return false
+	}
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	return err != nil || len(tasks) <= 1
+}

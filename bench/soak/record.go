@@ -47,16 +47,17 @@ type Outcome uint8
 
 // Outcomes of a request.
 const (
-	OK         Outcome = iota // the expected status, body complete
-	BadStatus                 // a complete answer with another status
-	ConnectErr                // the connection could not be made
-	Timeout                   // no complete answer within the timeout
-	Broken                    // the connection failed before the answer's head
-	Truncated                 // the head came, the body was cut short
+	OK             Outcome = iota // the expected status, body complete
+	BadStatus                     // a complete answer with another status
+	ConnectErr                    // the connection was refused or reset before it was made
+	ConnectTimeout                // no answer to the connection's SYN within the timeout
+	Timeout                       // no complete answer within the timeout
+	Broken                        // the connection failed before the answer's head
+	Truncated                     // the head came, the body was cut short
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"ok", "status", "connect", "timeout", "broken", "truncated"}
+var outcomeNames = [numOutcomes]string{"ok", "status", "connect", "connect timeout", "timeout", "broken", "truncated"}
 
 func (o Outcome) String() string {
 	if o < numOutcomes {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,6 +50,26 @@ type Load struct {
 	Timeout time.Duration // a request not answered within this has failed
 	Epoch   time.Time     // Record times count from here
 	Sink    chan<- Record // every request, as it ends
+
+	slots []*slot // set by Run, read by Behind
+	mu    sync.Mutex
+}
+
+// Behind reports how far the fixed-rate schedule is behind: the longest
+// time a slot's next request has been due (0 or less when every slot is on
+// time, before Run has started, and for a closed loop).
+func (l *Load) Behind() time.Duration {
+	l.mu.Lock()
+	slots := l.slots
+	l.mu.Unlock()
+	now := time.Now().UnixNano()
+	var most int64
+	for _, s := range slots {
+		if d := s.due.Load(); d != 0 { // 0: a closed loop has no schedule
+			most = max(most, now-d)
+		}
+	}
+	return time.Duration(most)
 }
 
 // Run drives the load until d has passed or stop is closed, and returns
@@ -56,12 +77,20 @@ type Load struct {
 func (l *Load) Run(d time.Duration, stop <-chan struct{}) {
 	until := time.Now().Add(d)
 	var wg sync.WaitGroup
+	slots := make([]*slot, l.Conns)
 	for i := range l.Conns {
 		s := &slot{l: l, n: i * 7}
 		if l.Rate > 0 {
 			s.interval = time.Duration(float64(l.Conns) / l.Rate * float64(time.Second))
 			s.next = time.Now().Add(time.Duration(i) * s.interval / time.Duration(l.Conns))
+			s.due.Store(s.next.UnixNano())
 		}
+		slots[i] = s
+	}
+	l.mu.Lock()
+	l.slots = slots
+	l.mu.Unlock()
+	for _, s := range slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -80,7 +109,8 @@ type slot struct {
 	l        *Load
 	n        int // operations done, offset per slot so that slots differ
 	interval time.Duration
-	next     time.Time // when the next operation is due (fixed rate)
+	next     time.Time    // when the next operation is due (fixed rate)
+	due      atomic.Int64 // next, in Unix nanoseconds, for Load.Behind
 
 	c      net.Conn
 	br     *bufio.Reader
@@ -115,6 +145,9 @@ func (s *slot) run(until time.Time, stop <-chan struct{}) {
 		k := MixOf(s.n)
 		s.n++
 		s.next = s.next.Add(time.Duration(Requests(k)) * s.interval)
+		if s.interval > 0 {
+			s.due.Store(s.next.UnixNano())
+		}
 		if k == Fresh {
 			s.fresh(due)
 		} else {
@@ -157,7 +190,7 @@ func (s *slot) keepAlive(k Kind, due time.Time) {
 	if s.c == nil {
 		c, port, dialed, err := s.dial()
 		if err != nil {
-			rec.Outcome, rec.End, rec.Dialed = ConnectErr, s.since(time.Now()), dialed
+			rec.Outcome, rec.End, rec.Dialed = dialFailure(err), s.since(time.Now()), dialed
 			for range Requests(k) {
 				s.l.Sink <- rec
 			}
@@ -209,7 +242,7 @@ func (s *slot) fresh(due time.Time) {
 	c, port, dialed, err := s.dial()
 	rec.Dialed = dialed
 	if err != nil {
-		rec.Outcome, rec.End = ConnectErr, s.since(time.Now())
+		rec.Outcome, rec.End = dialFailure(err), s.since(time.Now())
 		s.l.Sink <- rec
 		return
 	}
@@ -223,6 +256,15 @@ func (s *slot) fresh(due time.Time) {
 	}
 	rec.End = s.since(time.Now())
 	s.l.Sink <- rec
+}
+
+// dialFailure names a failed dial: a timeout (a SYN lost or dropped, or
+// queued where nothing answers) or a refusal.
+func dialFailure(err error) Outcome {
+	if classify(err, false) == Timeout {
+		return ConnectTimeout
+	}
+	return ConnectErr
 }
 
 // readAnswer reads one response into r (Outcome, Status) and reports

@@ -169,7 +169,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) 
 // and which failed requests that accounts for.
 type Fault struct {
 	Name     string
-	From, To time.Duration // the phase: its requests are those due in [From, To)
+	From, To time.Duration // the phase: its requests are those sent in [From, To)
 	At       time.Duration // when the fault was injected
 	Explains func(*Record) bool
 	Note     string // what the fault explains, in words, for the table's legend
@@ -177,12 +177,15 @@ type Fault struct {
 }
 
 // KillRule explains the failures on the connections the killed worker
-// owned when it was killed at t0: those it held when its fds were read at
-// seen (owned: the clients' local ports), and those opened between seen and
-// t0, which it may have taken meanwhile. A connection opened after t0 that
-// fails is not explained: the selector must send it to a live worker.
-func KillRule(owned map[uint16]bool, seen, t0 time.Duration) func(*Record) bool {
-	return func(r *Record) bool { return r.Failed() && r.Dialed < t0 && (owned[r.Port] || r.Dialed >= seen) }
+// owned: those it held when its fds were read at seen (owned: the clients'
+// local ports), and those opened between seen and gone, when its last
+// thread had exited and its listening socket was closed, which it may have
+// taken meanwhile (reset when it died, or a SYN dropped by the listener
+// closing under it, which the client retries only after a second). A
+// connection opened after gone that fails is not explained: the selector
+// must send it to a live worker.
+func KillRule(owned map[uint16]bool, seen, gone time.Duration) func(*Record) bool {
+	return func(r *Record) bool { return r.Failed() && r.Dialed < gone && (owned[r.Port] || r.Dialed >= seen) }
 }
 
 // StopRule explains, for a worker stopped at t0 (its fds read at seen, as
@@ -249,7 +252,14 @@ type Row struct {
 	Recovered bool          // false: still failing or slow at the end of the phase
 	Baseline  bool          // the row of the steady load: no recovery time
 	ByOutcome map[string]int
+	// Stray holds the first maxStray failures the fault does not explain,
+	// for the listing under the table.
+	Stray []Record
+	At    time.Duration // when the fault was injected: Stray's times are shown from it
 }
+
+// maxStray bounds the unexplained failures a row keeps for the listing.
+const maxStray = 10
 
 // Unexplained is how many failures the fault does not account for.
 func (r Row) Unexplained() int { return r.Failed - r.Explained }
@@ -271,12 +281,15 @@ const (
 // the gateway's. Recovered is false when the last bad bin ends within settle
 // of the phase's end.
 func Tally(recs []Record, f Fault, slow, settle time.Duration) Row {
-	row := Row{Fault: f.Name, Recovered: true, Baseline: f.Baseline, ByOutcome: map[string]int{}}
+	row := Row{Fault: f.Name, Recovered: true, Baseline: f.Baseline, ByOutcome: map[string]int{}, At: f.At}
 	type bin struct{ n, slow, failed int }
 	bins := map[int]*bin{}
 	for i := range recs {
 		r := &recs[i]
-		if r.Due < f.From || r.Due >= f.To {
+		// By when it was sent, not when it was due: a request the client
+		// sends late, behind its schedule, meets the fault of the phase it
+		// is sent in.
+		if r.Start < f.From || r.Start >= f.To {
 			continue
 		}
 		row.Sent++
@@ -289,6 +302,8 @@ func Tally(recs []Record, f Fault, slow, settle time.Duration) Row {
 			row.ByOutcome[key]++
 			if f.Explains != nil && f.Explains(r) {
 				row.Explained++
+			} else if len(row.Stray) < maxStray {
+				row.Stray = append(row.Stray, *r)
 			}
 		}
 		if r.End < f.At || f.Baseline {
@@ -353,3 +368,26 @@ func Tabulate(w io.Writer, rows []Row) {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %s | %s |\n", r.Fault, r.Sent, r.Failed, r.Explained, r.Unexplained(), rec, by)
 	}
 }
+
+// ListStray writes the unexplained failures the rows kept, one a line,
+// their times from the fault's injection, so that a failed run says what
+// failed when.
+func ListStray(w io.Writer, rows []Row) {
+	for _, r := range rows {
+		if len(r.Stray) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "Unexplained under %q (times from the fault; the first %d of %d):\n", r.Fault, len(r.Stray), r.Unexplained())
+		for i := range r.Stray {
+			x := &r.Stray[i]
+			fmt.Fprintf(w, "- %s, %s", x.Kind, x.Outcome)
+			if x.Status != 0 {
+				fmt.Fprintf(w, " %d", x.Status)
+			}
+			fmt.Fprintf(w, ": client port %d, connection opened at %s, sent at %s, ended at %s\n",
+				x.Port, rel(x.Dialed-r.At), rel(x.Start-r.At), rel(x.End-r.At))
+		}
+	}
+}
+
+func rel(d time.Duration) string { return fmt.Sprintf("%+.1f ms", float64(d)/1e6) }

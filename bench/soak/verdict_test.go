@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -123,7 +125,7 @@ func TestSoakCollector(t *testing.T) {
 func TestRules(t *testing.T) {
 	s := time.Second
 	owned := map[uint16]bool{1000: true}
-	kill := KillRule(owned, 9*s, 10*s)
+	kill := KillRule(owned, 9*s, 10*s) // its fds read at 9 s, gone at 10 s
 	stop := StopRule(owned, 9*s, 10*s, 1500*time.Millisecond)
 	down := UpstreamDownRule(10*s, 12*s, s/2)
 	fail := Upstream503Rule(10*s, 15*s, s/2)
@@ -137,6 +139,9 @@ func TestRules(t *testing.T) {
 		{"broken, other conn", Record{Outcome: Broken, Port: 2000, Dialed: s, Start: 11 * s, End: 11 * s}, false, false, false, false},
 		{"opened while the fds were read", Record{Outcome: Broken, Port: 4000, Dialed: 9*s + s/2, Start: 11 * s, End: 11 * s}, true, true, false, false},
 		{"same port, opened after the fault", Record{Outcome: Broken, Port: 1000, Dialed: 11 * s, Start: 11 * s, End: 11 * s}, false, true, false, false},
+		{"SYN dropped before the exit", Record{Outcome: ConnectTimeout, Dialed: 10*s - 1, Start: 10*s - 1, End: 11 * s}, true, true, false, false},
+		{"SYN dropped after the exit", Record{Outcome: ConnectTimeout, Dialed: 10 * s, Start: 10 * s, End: 11 * s}, false, true, false, false},
+		{"refused after the exit", Record{Outcome: ConnectErr, Dialed: 10 * s, Start: 10 * s, End: 10 * s}, false, true, false, false},
 		{"broken, opened after grace", Record{Outcome: Broken, Port: 1000, Dialed: 12 * s, Start: 12 * s, End: 12 * s}, false, false, false, false},
 		{"timeout, opened in grace", Record{Outcome: Timeout, Port: 3000, Dialed: 11 * s, Start: 11 * s, End: 12 * s}, false, true, false, false},
 		{"timeout, opened after grace", Record{Outcome: Timeout, Port: 3000, Dialed: 12 * s, Start: 12 * s, End: 13 * s}, false, false, false, false},
@@ -192,6 +197,16 @@ func TestTally(t *testing.T) {
 	}
 	if row.ByOutcome["broken"] != 2 || row.ByOutcome["502"] != 1 {
 		t.Errorf("by outcome %v", row.ByOutcome)
+	}
+	// The unexplained ones are listed, their times from the fault.
+	var b bytes.Buffer
+	ListStray(&b, []Row{row})
+	want := `Unexplained under "kill" (times from the fault; the first 2 of 2):
+- keep-alive, broken: client port 2, connection opened at -10000.0 ms, sent at +0.0 ms, ended at +50.0 ms
+- new connection, status 502: client port 3, connection opened at +1000.0 ms, sent at +1000.0 ms, ended at +1200.0 ms
+`
+	if b.String() != want {
+		t.Errorf("ListStray:\n%s\nwant:\n%s", b.String(), want)
 	}
 	// A stray slow request among 100 in its 100 ms is noise.
 	recs = append(recs, Record{Kind: KeepAlive, Due: 15 * s, Start: 15 * s, End: 15*s + 120*ms})
@@ -303,5 +318,36 @@ func TestDescribeFDs(t *testing.T) {
 	got := DescribeFDs([]int{os.Getpid()})
 	if len(got) != 1 || !strings.Contains(got[0], fmt.Sprintf("tcp LISTEN %d→0 ×1;", port)) {
 		t.Errorf("DescribeFDs = %q, want this process's listener on %d", got, port)
+	}
+}
+
+// TestExited: a child is not exited while it runs, and is once it is a
+// zombie (killed, not yet reaped) and once reaped.
+func TestExited(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if Exited(pid) {
+		t.Fatalf("pid %d: exited while it runs", pid)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !Exited(pid) { // a zombie: this process has not waited for it
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d: not exited 5 s after SIGKILL", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		t.Errorf("pid %d: reaped before Wait: %v", pid, err)
+	}
+	_ = cmd.Wait()
+	if !Exited(pid) {
+		t.Errorf("pid %d: not exited once reaped", pid)
 	}
 }
