@@ -78,6 +78,8 @@ func runSupervisor(args []string) error {
 	stallRestart := fs.Duration("stall-restart", supervisor.DefaultStallRestart,
 		"a worker silent this long (stopped, or its event loop stuck) is killed and restarted; after "+
 			supervisor.DefaultStallAfter.String()+" of silence it is already out of the socket selector")
+	startTimeout := fs.Duration("start-timeout", supervisor.DefaultStartTimeout,
+		"a worker not ready this long after it was started (its first configuration built) is killed and restarted")
 	counters := fs.Int("counters", 0, "size of the node's shared counter table, in counters (limit-count's policy local; 128 bytes each; 0: "+
 		strconv.Itoa(shm.DefaultSlots)+")")
 	etcdData := fs.String("etcd-data", "", "data directory of the embedded etcd (default: "+etcdDataDir+" beside config.yaml)")
@@ -191,6 +193,7 @@ func runSupervisor(args []string) error {
 		Mode:         mode,
 		DrainTimeout: *shutdownTimeout,
 		StallRestart: *stallRestart,
+		StartTimeout: *startTimeout,
 		Source:       source,
 		Collectors:   collectors,
 		Settings:     settingsOf(nc),

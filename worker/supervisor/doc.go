@@ -50,7 +50,14 @@
 // Rejoin, puts the same socket back (bpf.Member.Rejoin) and is logged at
 // WARN ("worker resumed: back in the selector"). A worker silent for
 // Options.StallRestart (10 s, --stall-restart) is killed with SIGKILL and
-// goes through the restart path above.
+// goes through the restart path above; so is a worker not ready within
+// Options.StartTimeout (a minute, --start-timeout) of its start.
+//
+// Rolling restarts (SIGHUP with a changed config.yaml) replace a slot's
+// ready process with a new one, which takes the slot when ready, the old
+// one draining then. A slot whose new process is still starting is not
+// given another: it is replaced in turn once ready, so that a burst of
+// reloads starts one process at a time per slot.
 //
 // What the stopped worker already held cannot be moved while it is
 // stopped: its established connections, and those that reached its accept

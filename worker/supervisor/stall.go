@@ -30,17 +30,35 @@ const (
 	DefaultStallRestart = 10 * time.Second
 	// stallCheckEvery is how often the supervisor looks at the beats.
 	stallCheckEvery = 100 * time.Millisecond
+	// DefaultStartTimeout is how long a worker may take to get ready. A
+	// start takes tens of milliseconds, and a first configuration of tens
+	// of thousands of routes seconds; one that takes a minute is stuck,
+	// and it holds its slot: a slot that is starting is not rolled again
+	// (Supervisor.roll), and a first start serves nothing until ready.
+	DefaultStartTimeout = time.Minute
 )
 
 // checkStalls takes the running workers that stopped beating out of the
 // selector, puts back those that beat again, and kills those silent for
 // longer than StallRestart (the exit goes through the usual restart
-// path). Only the current process of a slot that said Ready is watched:
-// one that starts is not in the selector yet, and a replaced one has
-// left its slot to its successor.
+// path). Only the current process of a slot that said Ready is watched
+// for beats: one that starts is not in the selector yet (it is killed if
+// it is not ready within StartTimeout), and a replaced one has left its
+// slot to its successor.
 func (s *Supervisor) checkStalls() {
 	now := time.Since(s.epoch)
 	for _, p := range s.workers {
+		if p.cmd != nil && !p.ready && !p.retired && !p.killed && time.Since(p.started) >= s.opts.StartTimeout {
+			// Stuck starting: killed, its exit goes through the usual
+			// restart path (with backoff, as it never ran).
+			p.killed = true
+			s.log.Warn("worker not ready in time: killing it", "id", p.id, "pid", p.pid, "cpu", p.cpu,
+				"start_timeout", s.opts.StartTimeout.String())
+			if p.cmd.Process != nil {
+				_ = p.cmd.Process.Kill()
+			}
+			continue
+		}
 		if p.cmd == nil || !p.ready || p.retired || p.beat == nil {
 			continue
 		}

@@ -68,6 +68,10 @@ type Options struct {
 	// StallRestart is how long a worker may be silent before it is killed
 	// and restarted (default DefaultStallRestart; at least StallAfter).
 	StallRestart time.Duration
+	// StartTimeout is how long a worker may take to get ready (its first
+	// configuration built, its listener in its slot) before it is killed
+	// and restarted (default DefaultStartTimeout).
+	StartTimeout time.Duration
 	Source       Source
 	Log          *slog.Logger
 	// Settings is the Reload.Settings of the config.yaml workers start
@@ -250,6 +254,9 @@ func New(opts Options) (*Supervisor, error) {
 		opts.StallRestart = DefaultStallRestart
 	}
 	opts.StallRestart = max(opts.StallRestart, opts.StallAfter)
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
 	s := &Supervisor{opts: opts, log: opts.Log, events: make(chan event, 64), epoch: time.Now(), allowed: allowed}
 	sp, err := opts.Source.Load()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -190,5 +191,58 @@ func TestStartFailureBackoff(t *testing.T) {
 	}
 	if starts != 4 {
 		t.Errorf("%d start attempts in 600 ms, want 4", starts)
+	}
+}
+
+// TestStartTimeout: a worker that never gets ready (here a program that
+// ignores its control socket and sleeps) is killed after StartTimeout and
+// restarted, with the backoff of a worker that never ran.
+func TestStartTimeout(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "stuck")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logBuf syncbuf.Buffer
+	s, err := New(Options{
+		Exe:          exe,
+		Workers:      1,
+		CPUs:         []int{0},
+		Source:       fixedSource{},
+		StartTimeout: 300 * time.Millisecond,
+		DrainTimeout: 100 * time.Millisecond,
+		Log:          slog.New(slog.NewTextHandler(&logBuf, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, nil) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	var timedOut, died []string
+	for _, l := range strings.Split(logBuf.String(), "\n") {
+		if strings.Contains(l, `msg="worker not ready in time: killing it"`) {
+			timedOut = append(timedOut, l)
+		}
+		if strings.Contains(l, `msg="worker died"`) && strings.Contains(l, `why="signal: killed"`) {
+			died = append(died, l)
+		}
+	}
+	// Killed at 0.3-0.4 s and restarted at once, killed again at 0.6-0.8 s
+	// and restarted 100 ms later, killed again by 1.2 s; then the stop.
+	if len(timedOut) < 2 || len(died) < 2 {
+		t.Errorf("%d start timeouts and %d deaths by SIGKILL in 1.5 s, want at least 2 each; log:\n%s",
+			len(timedOut), len(died), logBuf.String())
+	}
+	if len(timedOut) > 4 {
+		t.Errorf("%d start timeouts in 1.5 s at 300 ms each: restarted without backoff", len(timedOut))
 	}
 }
