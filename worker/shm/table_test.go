@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -227,7 +228,7 @@ func child() error {
 	_, _ = os.NewFile(4, "start").Read(b[:]) // EOF: go
 	// Many keys inserted by every process at once, in the same order.
 	for k := range manyKeys {
-		c, _ := t.Counter(fmt.Appendf(nil, "many-%d", k), now, 100*sec)
+		c := counter(t, fmt.Appendf(nil, "many-%d", k), now, 100*sec)
 		if c == nil {
 			return fmt.Errorf("many-%d: no counter", k)
 		}
@@ -237,13 +238,34 @@ func child() error {
 	var key [8]byte
 	for i := range hotAdds * hotKeys {
 		kb := strconv.AppendInt(append(key[:0], "hot-"...), int64(i%hotKeys), 10)
-		c, _ := t.Counter(kb, now, 100*sec)
+		c := counter(t, kb, now, 100*sec)
 		if c == nil {
 			return fmt.Errorf("%s: no counter", kb)
 		}
 		c.Add(1)
 	}
 	return nil
+}
+
+// counter is t.Counter, tried again for up to a second. A process
+// preempted in the middle of an insertion holds its slot busy, and another
+// waiting for that key gives up after maxWait (the gateway fails that one
+// request rather than wait on its event loop); with this test's 2 to 4
+// processes on a shared CPU, that happens. A key still without a counter
+// after a second is a failure: the table is full, or a slot stuck.
+func counter(t *Table, b []byte, now, expires int64) *atomic.Int64 {
+	var deadline time.Time
+	for {
+		if c, _ := t.Counter(b, now, expires); c != nil {
+			return c
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(time.Second)
+		} else if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // TestProcesses: several processes map one segment, insert the same keys
