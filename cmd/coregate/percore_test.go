@@ -799,3 +799,67 @@ func TestPerCoreSIGHUPBurst(t *testing.T) {
 		checkPinned(t, w)
 	}
 }
+
+// TestPerCoreRollWithoutBinary: a reload whose new workers cannot start
+// (the binary gone, as in the middle of an upgrade) leaves the old
+// workers serving, and the restart path replaces them once it is back.
+func TestPerCoreRollWithoutBinary(t *testing.T) {
+	cpus := requirePerCore(t)
+	exe := filepath.Join(t.TempDir(), "coregate")
+	b, err := os.ReadFile(binPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, exe, string(b))
+	if err := os.Chmod(exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	saved := binPath
+	binPath = exe // the supervisor starts its workers from its own path
+	up := textUpstream(t, "upgrade")
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+		func(port int) string { return perCoreConfig(port, 2) }, 2, "--cpus", cpuList(cpus))
+	binPath = saved
+	pid := g.cmd.Process.Pid
+	before := waitWorkers(t, pid, 2, 5*time.Second)
+	server := func() (int, string) {
+		resp, err := http.Get(g.url("/hello"))
+		if err != nil {
+			return 0, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Server")
+	}
+
+	if err := os.Rename(exe, exe+".away"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(perCoreConfig(g.port, 2), "  enable_admin: false\n", "  enable_admin: false\n  enable_server_tokens: false\n", 1)
+	writeFile(t, filepath.Join(g.dir, "config.yaml"), cfg)
+	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	g.waitLog(`msg="worker: start"`, 2, 5*time.Second) // both slots' new processes failed
+	time.Sleep(300 * time.Millisecond)
+	if status, srv := server(); status != 200 || srv != "APISIX/"+spec.CompatVersion {
+		t.Errorf("with the binary gone: %d, Server %q; want the old workers serving", status, srv)
+	}
+	if err := os.Rename(exe+".away", exe); err != nil {
+		t.Fatal(err)
+	}
+	g.waitLog(`msg="worker replaced"`, 2, 10*time.Second)
+	eventually(t, 5*time.Second, func() error {
+		if status, srv := server(); status != 200 || srv != "APISIX" {
+			return fmt.Errorf("%d, Server %q, want the new config.yaml's APISIX", status, srv)
+		}
+		return nil
+	})
+	after := waitWorkers(t, pid, 2, 5*time.Second)
+	for _, w := range after {
+		for _, b := range before {
+			if w.pid == b.pid {
+				t.Errorf("worker %d (pid %d) was not replaced", w.id, w.pid)
+			}
+		}
+	}
+}

@@ -436,9 +436,14 @@ func (s *Supervisor) roll() {
 	}
 }
 
-// rollSlot replaces the slot's ready process with a new one.
+// rollSlot replaces the slot's ready process with a new one. The old one
+// leaves the slot's current process for prev at once: if the new one
+// cannot start (the binary gone in the middle of an upgrade, no file
+// descriptors left), the restart path tries again with backoff, as for a
+// dead worker, while the old one serves on.
 func (s *Supervisor) rollSlot(p *proc) {
 	p.prev = append(p.prev, &oldProc{cmd: p.cmd, ctrl: p.ctrl, pid: p.pid})
+	p.cmd, p.ctrl, p.pid = nil, nil, 0
 	p.diedAt = time.Time{}
 	s.spawn(p)
 }
@@ -485,6 +490,7 @@ func (s *Supervisor) resize(n int) {
 		s.workers = s.workers[:len(s.workers)-1]
 		p.retired = true
 		s.drain(p)
+		s.drainOld(p) // processes it was rolling from, if its new one is not ready yet
 	}
 	if s.sel != nil {
 		if err := s.sel.SetLive(n); err != nil {
