@@ -49,14 +49,8 @@ func (s *Supervisor) checkStalls() {
 	now := time.Since(s.epoch)
 	for _, p := range s.workers {
 		if p.cmd != nil && !p.ready && !p.retired && !p.killed && time.Since(p.started) >= s.opts.StartTimeout {
-			// Stuck starting: killed, its exit goes through the usual
-			// restart path (with backoff, as it never ran).
-			p.killed = true
-			s.log.Warn("worker not ready in time: killing it", "id", p.id, "pid", p.pid, "cpu", p.cpu,
-				"start_timeout", s.opts.StartTimeout.String())
-			if p.cmd.Process != nil {
-				_ = p.cmd.Process.Kill()
-			}
+			// Stuck starting (restarted with backoff, as it never ran).
+			s.killStuck(p, "worker not ready in time: killing it", "start_timeout", s.opts.StartTimeout.String())
 			continue
 		}
 		if p.cmd == nil || !p.ready || p.retired || p.beat == nil {
@@ -91,12 +85,18 @@ func (s *Supervisor) checkStalls() {
 			s.log.Warn("worker resumed: back in the selector", "id", p.id, "pid", p.pid, "cpu", p.cpu,
 				"silent_for", (last - p.stalledAt).Round(time.Millisecond).String())
 		case p.stalled && silent >= s.opts.StallRestart && !p.killed:
-			p.killed = true
-			s.log.Warn("worker silent too long: killing it", "id", p.id, "pid", p.pid, "cpu", p.cpu,
-				"silent", silent.Round(time.Millisecond).String())
-			if p.cmd.Process != nil {
-				_ = p.cmd.Process.Kill()
-			}
+			s.killStuck(p, "worker silent too long: killing it", "silent", silent.Round(time.Millisecond).String())
 		}
+	}
+}
+
+// killStuck kills the slot's current process with SIGKILL, once, logging
+// why (msg, and the measure key = value); its exit goes through the usual
+// restart path.
+func (s *Supervisor) killStuck(p *proc, msg, key, value string) {
+	p.killed = true
+	s.log.Warn(msg, "id", p.id, "pid", p.pid, "cpu", p.cpu, key, value)
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
 	}
 }

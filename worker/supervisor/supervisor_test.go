@@ -151,32 +151,11 @@ func (fixedSource) Watch(ctx context.Context, _ func(*spec.Spec), _ func(error))
 // TestStartFailureBackoff: a worker binary that cannot be started is retried
 // with growing delays, not in a loop, and a stop still ends Run.
 func TestStartFailureBackoff(t *testing.T) {
-	var logBuf syncbuf.Buffer
-	s, err := New(Options{
-		Exe:     filepath.Join(t.TempDir(), "missing"),
-		Workers: 1,
-		CPUs:    []int{0},
-		Source:  fixedSource{},
-		Log:     slog.New(slog.NewTextHandler(&logBuf, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, nil) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after its context ended")
-	}
+	opts := Options{Exe: filepath.Join(t.TempDir(), "missing")}
+	lines := runFor(t, opts, 600*time.Millisecond, 5*time.Second)
 	var starts int
 	var delays []string
-	for _, l := range strings.Split(logBuf.String(), "\n") {
+	for _, l := range lines {
 		if strings.Contains(l, `msg="worker: start"`) {
 			starts++
 		}
@@ -187,7 +166,7 @@ func TestStartFailureBackoff(t *testing.T) {
 	// Start, immediate retry, then after 100 and 200 ms (at 100 and 300
 	// ms); the next waits 400 ms, past the stop at 600 ms.
 	if diff := cmp.Diff([]string{"100ms", "200ms", "400ms"}, delays); diff != "" {
-		t.Errorf("restart delays (-want +got):\n%s\nlog:\n%s", diff, logBuf.String())
+		t.Errorf("restart delays (-want +got):\n%s\nlog:\n%s", diff, strings.Join(lines, "\n"))
 	}
 	if starts != 4 {
 		t.Errorf("%d start attempts in 600 ms, want 4", starts)
@@ -202,33 +181,10 @@ func TestStartTimeout(t *testing.T) {
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var logBuf syncbuf.Buffer
-	s, err := New(Options{
-		Exe:          exe,
-		Workers:      1,
-		CPUs:         []int{0},
-		Source:       fixedSource{},
-		StartTimeout: 300 * time.Millisecond,
-		DrainTimeout: 100 * time.Millisecond,
-		Log:          slog.New(slog.NewTextHandler(&logBuf, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, nil) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context ended")
-	}
+	opts := Options{Exe: exe, StartTimeout: 300 * time.Millisecond, DrainTimeout: 100 * time.Millisecond}
+	lines := runFor(t, opts, 1500*time.Millisecond, 10*time.Second)
 	var timedOut, died []string
-	for _, l := range strings.Split(logBuf.String(), "\n") {
+	for _, l := range lines {
 		if strings.Contains(l, `msg="worker not ready in time: killing it"`) {
 			timedOut = append(timedOut, l)
 		}
@@ -240,9 +196,36 @@ func TestStartTimeout(t *testing.T) {
 	// and restarted 100 ms later, killed again by 1.2 s; then the stop.
 	if len(timedOut) < 2 || len(died) < 2 {
 		t.Errorf("%d start timeouts and %d deaths by SIGKILL in 1.5 s, want at least 2 each; log:\n%s",
-			len(timedOut), len(died), logBuf.String())
+			len(timedOut), len(died), strings.Join(lines, "\n"))
 	}
 	if len(timedOut) > 4 {
 		t.Errorf("%d start timeouts in 1.5 s at 300 ms each: restarted without backoff", len(timedOut))
 	}
+}
+
+// runFor runs a supervisor of opts with one worker on CPU 0 and an empty
+// configuration for d, and returns its log lines; Run must return within
+// limit of its start.
+func runFor(t *testing.T, opts Options, d, limit time.Duration) []string {
+	t.Helper()
+	var logBuf syncbuf.Buffer
+	opts.Workers, opts.CPUs, opts.Source = 1, []int{0}, fixedSource{}
+	opts.Log = slog.New(slog.NewTextHandler(&logBuf, nil))
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, nil) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(limit):
+		t.Fatal("Run did not return after its context ended")
+	}
+	return strings.Split(logBuf.String(), "\n")
 }
