@@ -3,12 +3,15 @@ package soak
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"coregate/bench/procstat"
 )
 
 // Socket is one line of /proc/net/tcp or tcp6: its ports and inode.
@@ -199,13 +202,11 @@ func DescribeFDs(pids []int) []string {
 // listening socket among them, is closed by then (the last thread to exit
 // closes them, before the leader can be reaped).
 func Exited(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	st, err := procstat.ReadStat(pid)
 	if err != nil {
-		return true // reaped
+		return !errors.Is(err, procstat.ErrFormat) // gone: reaped
 	}
-	// The state follows the command, which may hold spaces and ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X') {
+	if st.State != 'Z' && st.State != 'X' {
 		return false
 	}
 	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
