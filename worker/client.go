@@ -72,6 +72,13 @@ type clientConn struct {
 	// was accepted (Worker.now units): draining closes it once quiet.
 	idleSince int64
 	served    bool // a request was read on this connection: it is kept alive
+	// requests counts the requests read on the connection and opened is
+	// when it was accepted (Worker.now units), for keepalive_requests and
+	// keepalive_time; spentAt is the request that reached either bound, 0
+	// before (see spent).
+	requests int
+	spentAt  int
+	opened   int64
 
 	ip       netip.Addr
 	ipText   []byte
@@ -107,6 +114,8 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.state = csIdle
 	cc.closed = false
 	cc.served = false
+	cc.requests, cc.spentAt = 0, 0
+	cc.opened = w.now
 	cc.linger = false
 	cc.parser.Limits = w.cfg.Limits
 	cc.parser.Reset()
@@ -241,13 +250,14 @@ func (cc *clientConn) start() {
 	w := cc.w
 	r := &cc.req
 	cc.served = true
+	cc.requests++
 	cc.logOn = w.alog != nil
 	w.requests++
 	w.cfg.Node.Requests.Add(1)
 	w.clearDeadline(cc)
 	// Draining, the answer says Connection: close, unless the client has
 	// already sent the next request: that one is answered too, not lost.
-	cc.keepAlive = r.KeepAlive && (!w.draining || cc.pipelined())
+	cc.keepAlive = r.KeepAlive && (!w.draining || cc.pipelined()) && !cc.spent()
 	cc.http10 = r.Major == 1 && r.Minor == 0
 	cc.isHead = string(r.Method) == "HEAD"
 	cc.idempotent = isIdempotent(r.Method)
@@ -311,6 +321,31 @@ func (cc *clientConn) start() {
 	}
 	cc.routed()
 }
+
+// spent says whether the request being started is the connection's last
+// by keepalive_requests or keepalive_time. Unlike nginx, which drops what
+// the client pipelined behind that request, the worker answers the
+// requests already buffered behind it, each of them in turn the last if
+// nothing follows it in the buffer, as a draining worker does; a client
+// that keeps the pipeline full is closed maxSpentPipelined requests past
+// the bound, and what it pipelined beyond is dropped with the lingering
+// close, for it to send again on a new connection.
+func (cc *clientConn) spent() bool {
+	if cc.spentAt == 0 {
+		cfg := &cc.w.cfg
+		if !(cfg.KeepaliveRequests > 0 && cc.requests >= cfg.KeepaliveRequests) &&
+			!(cfg.KeepaliveTime > 0 && cc.w.now-cc.opened >= int64(cfg.KeepaliveTime)) {
+			return false
+		}
+		cc.spentAt = cc.requests
+	}
+	return !cc.pipelined() || cc.requests-cc.spentAt >= maxSpentPipelined
+}
+
+// maxSpentPipelined bounds the requests a connection past
+// keepalive_requests or keepalive_time answers because the client had
+// pipelined them (see spent).
+const maxSpentPipelined = 16
 
 // routed goes on with a request once its request phases are done and no
 // plugin ended it: to the route's upstream, or the 404 of a request no

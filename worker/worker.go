@@ -40,6 +40,17 @@ type Config struct {
 	BodyTimeout      time.Duration
 	KeepaliveTimeout time.Duration
 	SendTimeout      time.Duration
+	// KeepaliveRequests and KeepaliveTime bound a client connection's
+	// life, as nginx's keepalive_requests and keepalive_time: the answer
+	// to its KeepaliveRequests-th request, or to a request that starts
+	// once it has been open for KeepaliveTime, says Connection: close and
+	// the connection closes after it. Clients then reconnect, and the
+	// socket selector spreads the new connections over the workers: a
+	// worker's share of long-lived connections evens out after a worker
+	// restarts. Zero means no bound (config.yaml's defaults are nginx's:
+	// 1000 and 1 h).
+	KeepaliveRequests int
+	KeepaliveTime     time.Duration
 	// UpstreamKeepalive is the pool of upstreams without keepalive_pool
 	// (nginx_config.http.upstream).
 	UpstreamKeepalive Keepalive

@@ -96,6 +96,13 @@ type NginxHTTP struct {
 	Upstream              NginxUpstream
 	RealIPHeader          string   // default X-Real-IP
 	RealIPFrom            []string // default [127.0.0.1, unix:]
+	// KeepaliveRequests and KeepaliveTime are nginx's keepalive_requests
+	// and keepalive_time, which APISIX leaves at nginx's defaults (1000 and
+	// 1 h): a client connection closes after its KeepaliveRequests-th
+	// request, or after the first request that starts KeepaliveTime or
+	// more after it was opened. A KeepaliveTime of 0 sets no bound.
+	KeepaliveRequests int
+	KeepaliveTime     time.Duration
 }
 
 // DefaultAccessLogFormat is APISIX's nginx_config.http.access_log_format.
@@ -319,6 +326,8 @@ func Default() *Config {
 				AccessLogFormatEscape: "default",
 				AccessLogBuffer:       16384,
 				KeepaliveTimeout:      60 * time.Second,
+				KeepaliveRequests:     1000,
+				KeepaliveTime:         time.Hour,
 				ClientHeaderTimeout:   60 * time.Second,
 				ClientBodyTimeout:     60 * time.Second,
 				SendTimeout:           10 * time.Second,
@@ -754,6 +763,8 @@ func (p *cfgParser) nginx() section {
 				"access_log_format_escape": p.enum(&h.AccessLogFormatEscape, "default", "json", "none"),
 				"access_log_buffer":        p.size(&h.AccessLogBuffer),
 				"keepalive_timeout":        p.duration(&h.KeepaliveTimeout),
+				"keepalive_requests":       p.integer(&h.KeepaliveRequests, 1, 1<<30),
+				"keepalive_time":           p.duration(&h.KeepaliveTime),
 				"client_header_timeout":    p.duration(&h.ClientHeaderTimeout),
 				"client_body_timeout":      p.duration(&h.ClientBodyTimeout),
 				"send_timeout":             p.duration(&h.SendTimeout),

@@ -41,6 +41,8 @@ func TestNodeConfigDefaults(t *testing.T) {
 		{"worker_processes auto", c.NginxConfig.WorkerProcesses, 0},
 		{"worker_connections", c.NginxConfig.WorkerConnections, 10620},
 		{"keepalive_timeout", c.NginxConfig.HTTP.KeepaliveTimeout, 60 * time.Second},
+		{"keepalive_requests", c.NginxConfig.HTTP.KeepaliveRequests, 1000},
+		{"keepalive_time", c.NginxConfig.HTTP.KeepaliveTime, time.Hour},
 		{"send_timeout", c.NginxConfig.HTTP.SendTimeout, 10 * time.Second},
 		{"upstream keepalive", c.NginxConfig.HTTP.Upstream, NginxUpstream{320, 1000, 60 * time.Second}},
 		{"role", c.Deployment.Role, "traditional"},
@@ -85,6 +87,8 @@ nginx_config:
   http:
     enable_access_log: false
     keepalive_timeout: 75s
+    keepalive_requests: 50
+    keepalive_time: 10m
     client_header_timeout: 30
     client_body_timeout: 1m
     send_timeout: 500ms
@@ -163,6 +167,8 @@ plugin_attr:
 			Upstream:              NginxUpstream{64, 100, 30 * time.Second},
 			RealIPHeader:          "X-Forwarded-For",
 			RealIPFrom:            []string{"10.0.0.0/8", "unix:", "::1"},
+			KeepaliveRequests:     50,
+			KeepaliveTime:         10 * time.Minute,
 		},
 	}
 	want.Deployment.RoleTraditional.ConfigProvider = "yaml"
@@ -287,6 +293,7 @@ func TestNodeConfigTypeErrors(t *testing.T) {
 		{"apisix:\n  router:\n    http: radix", `apisix.router.http: want one of radixtree_host_uri, radixtree_uri, got "radix"`},
 		{"nginx_config:\n  error_log_level: loud", `nginx_config.error_log_level: want one of debug, info, notice, warn, error, crit, alert, emerg, got "loud"`},
 		{"nginx_config:\n  http:\n    keepalive_timeout: 60x", `nginx_config.http.keepalive_timeout: want an nginx time such as "60s", got "60x"`},
+		{"nginx_config:\n  http:\n    keepalive_requests: 0", `nginx_config.http.keepalive_requests: want an integer from 1 to 1073741824, got 0`},
 		{"nginx_config:\n  http:\n    client_max_body_size: 1q", `nginx_config.http.client_max_body_size: want an nginx size such as "0" or "1m", got "1q"`},
 		{"nginx_config:\n  http:\n    real_ip_from: [nope]", `nginx_config.http.real_ip_from[0]: want IP addresses, CIDRs or "unix:", got "nope"`},
 		{"deployment:\n  role: edge", `deployment.role: want one of traditional, data_plane, control_plane, got "edge"`},

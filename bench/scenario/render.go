@@ -9,8 +9,9 @@ import (
 // data plane, standalone YAML, listening on port with the given worker
 // count. Upstream keep-alive connections serve s.KeepaliveRequests
 // requests, as the nginx reference's do (keepalive_requests; unlimited in
-// practice, 1e8, unless the scenario says otherwise), and the export server
-// is off. The access log is on only in a scenario that measures it
+// practice, 1e8, unless the scenario says otherwise); client connections
+// are kept for 1e8 requests too, as nginx's (coregate's default is nginx's
+// stock 1000), and the export server is off. The access log is on only in a scenario that measures it
 // (AccessLog), written to logs/access.log beside config.yaml.
 func CoregateConfig(s Scenario, port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
@@ -24,6 +25,7 @@ nginx_config:
   worker_processes: %d
   http:
     enable_access_log: %v
+    keepalive_requests: 100000000
     upstream:
       keepalive_requests: %d
 plugin_attr:

@@ -172,6 +172,10 @@ func TestCoregateConfig(t *testing.T) {
 		if n := nc.NginxConfig.HTTP.Upstream.KeepaliveRequests; n != tc.want {
 			t.Errorf("coregate upstream keepalive_requests = %d, want %d", n, tc.want)
 		}
+		// Client connections: as many requests as nginx's reference keeps.
+		if n := nc.NginxConfig.HTTP.KeepaliveRequests; n != 100000000 {
+			t.Errorf("coregate client keepalive_requests = %d, want 100000000", n)
+		}
 		conf := string(NginxConfig(tc.s, "/tmp/x", 8080, 1, "127.0.0.1:1980"))
 		if want := fmt.Sprintf("keepalive 320;\n        keepalive_requests %d;\n", tc.want); !strings.Contains(conf, want) {
 			t.Errorf("nginx.conf lacks %q:\n%s", want, conf)

@@ -23,6 +23,8 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 		HeaderTimeout:      nc.NginxConfig.HTTP.ClientHeaderTimeout,
 		BodyTimeout:        nc.NginxConfig.HTTP.ClientBodyTimeout,
 		KeepaliveTimeout:   nc.NginxConfig.HTTP.KeepaliveTimeout,
+		KeepaliveRequests:  nc.NginxConfig.HTTP.KeepaliveRequests,
+		KeepaliveTime:      nc.NginxConfig.HTTP.KeepaliveTime,
 		SendTimeout:        nc.NginxConfig.HTTP.SendTimeout,
 		MaxBodySize:        nc.NginxConfig.HTTP.ClientMaxBodySize,
 		MaxConns:           nc.NginxConfig.WorkerConnections,
