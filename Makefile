@@ -4,6 +4,8 @@
 GO      ?= go
 BIN     := bin
 PKGS    := ./...
+# The carried gnet's packages that have coregate's tests (third_party/gnet/COREGATE.md).
+GNET_PKGS := github.com/panjf2000/gnet/v2/pkg/netpoll github.com/panjf2000/gnet/v2/pkg/io
 export GOTOOLCHAIN := local
 
 .PHONY: build run test alloc check fuzz bench bench-deps microbench soak chaos cross clean
@@ -37,12 +39,12 @@ run: build
 # the scheduling, latency and respawn tests measure a worker on a 2-core
 # machine, and the end-to-end package loads both cores for two minutes.
 test:
-	$(GO) test -count=1 -run 'Alloc' $(PKGS)
+	$(GO) test -count=1 -run 'Alloc' $(PKGS) $(GNET_PKGS)
 	$(GO) test -race -shuffle=on -count=1 -p 1 -timeout 20m $(PKGS)
-	$(GO) test -race -count=1 github.com/panjf2000/gnet/v2/pkg/netpoll
+	$(GO) test -race -count=1 $(GNET_PKGS)
 
 alloc:
-	$(GO) test -count=1 -run 'Alloc' -v $(PKGS)
+	$(GO) test -count=1 -run 'Alloc' -v $(PKGS) $(GNET_PKGS)
 
 # gofmt, vet, staticcheck, and the import rules (cmd/layering: which
 # package may import which, read from go list).

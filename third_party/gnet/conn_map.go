@@ -22,17 +22,18 @@ import (
 	"github.com/panjf2000/gnet/v2/internal/gfd"
 )
 
+// connMatrix holds an event loop's connections by descriptor, in a slice
+// indexed by the fd (coregate's change, see COREGATE.md): descriptors are
+// small and dense, and the lookup at every event was a map access.
 type connMatrix struct {
 	connCount int32
-	connMap   map[int]*conn
+	conns     []*conn // by fd; nil where the loop has no connection
 }
 
-func (cm *connMatrix) init() {
-	cm.connMap = make(map[int]*conn)
-}
+func (cm *connMatrix) init() {}
 
 func (cm *connMatrix) iterate(f func(*conn) bool) {
-	for _, c := range cm.connMap {
+	for _, c := range cm.conns {
 		if c != nil {
 			if !f(c) {
 				return
@@ -51,21 +52,38 @@ func (cm *connMatrix) loadCount() (n int32) {
 
 func (cm *connMatrix) addConn(c *conn, index int) {
 	c.gfd = gfd.NewGFD(c.fd, index, 0, 0)
-	cm.connMap[c.fd] = c
+	if c.fd >= len(cm.conns) {
+		n := 2 * len(cm.conns)
+		if n < 64 {
+			n = 64
+		}
+		if n <= c.fd {
+			n = c.fd + 1
+		}
+		grown := make([]*conn, n)
+		copy(grown, cm.conns)
+		cm.conns = grown
+	}
+	cm.conns[c.fd] = c
 	cm.incCount(0, 1)
 }
 
 func (cm *connMatrix) delConn(c *conn) {
-	delete(cm.connMap, c.fd)
+	if c.fd >= 0 && c.fd < len(cm.conns) && cm.conns[c.fd] == c {
+		cm.conns[c.fd] = nil
+	}
 	cm.incCount(0, -1)
 }
 
 func (cm *connMatrix) getConn(fd int) *conn {
-	return cm.connMap[fd]
+	if uint(fd) < uint(len(cm.conns)) {
+		return cm.conns[fd]
+	}
+	return nil
 }
 
 /*
 func (cm *connMatrix) getConnByGFD(fd gfd.GFD) *conn {
-	return cm.connMap[fd.Fd()]
+	return cm.getConn(fd.Fd())
 }
 */
