@@ -15,12 +15,24 @@
 package netpoll
 
 import (
-	"runtime"
 	"time"
+	_ "unsafe" // for go:linkname
 )
 
+// goyield is the runtime's yield of the processor that puts the calling
+// goroutine on its P's own run queue, where runtime.Gosched puts it on the
+// global one and wakes an idle P's thread to take it (a futex call and a
+// context switch each time). It is one of the runtime's functions that
+// packages may link to (go.dev/issue/67401), and it passes through the
+// scheduler as Gosched does: the P's schedtick advances, which is what
+// keeps sysmon from treating the loop as a goroutine hogging its P, and
+// goroutines waiting in the P's run queue run first.
+//
+//go:linkname goyield runtime.goyield
+func goyield()
+
 // YieldInterval is the longest a polling loop runs between two passes
-// through the Go scheduler (runtime.Gosched).
+// through the Go scheduler (goyield).
 //
 // Upstream gnet yields after every empty poll, which is cheap with
 // GOMAXPROCS=1 but, with a second P idle, wakes a spinning thread each
@@ -31,9 +43,9 @@ import (
 // passes through the scheduler at least every 10 ms (forcePreemptNS);
 // otherwise sysmon treats it as a goroutine hogging its P and takes the P
 // at the next system call. Yielding every 5 ms keeps inside that with a
-// margin of two, and costs one wakeup of an idle thread (a futex call)
-// per yield: 0.04 per request at 10 000 req/s, against 0.16 with the
-// 1 ms this was before (see COREGATE.md, change 1).
+// margin of two. With runtime.Gosched each yield woke an idle thread (a
+// futex call): 0.04 per request at 10 000 req/s, 0.16 with the 1 ms this
+// was before (see COREGATE.md, change 1); goyield wakes none (change 8).
 const YieldInterval = 5 * time.Millisecond
 
 // WakeHook is called on a polling loop's goroutine each time epoll_wait
@@ -73,7 +85,7 @@ func (c *loopClock) beforePoll(blocking bool) {
 		c.now = time.Since(c.origin)
 	}
 	if c.now-c.lastYield >= YieldInterval {
-		runtime.Gosched()
+		goyield()
 		c.now = time.Since(c.origin)
 		c.lastYield = c.now
 	}
