@@ -81,7 +81,11 @@ func flood(addr string, d time.Duration, ready io.Writer) {
 // goroutine seldom comes out of a syscall without its P). Upstream gnet
 // yields only after empty polls: a busy loop then goes 10 ms without one,
 // and sysmon, taking it for a goroutine that hogs its P, retakes the P at
-// its next system call. Read from an execution trace of the worker.
+// its next system call. Read from an execution trace of the worker. The
+// loop's reads, writes and short polls are raw system calls, which the
+// trace does not see (third_party/gnet/COREGATE.md, changes 6 and 9): the
+// loop is the goroutine that yields most, and the flood is counted in
+// requests.
 func TestLoopKeepsItsP(t *testing.T) {
 	prev := runtime.GOMAXPROCS(supervisor.WorkerProcs)
 	defer runtime.GOMAXPROCS(prev)
@@ -123,17 +127,19 @@ func TestLoopKeepsItsP(t *testing.T) {
 		t.Fatal(err)
 	}
 	const window = time.Second
+	before := w.cfg.Node.Requests.Load()
 	time.Sleep(window)
+	served := w.cfg.Node.Requests.Load() - before
 	trace.Stop()
 
 	st, err := loopStats(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("loop goroutine over %v: %d system calls, %d yields, %d times out of a syscall without its P",
-		window, st.syscalls, st.yields, st.lostP)
-	if st.syscalls < 1000 {
-		t.Fatalf("the loop made %d system calls in %v: not flooded, nothing to judge", st.syscalls, window)
+	t.Logf("loop goroutine over %v: %d requests, %d system calls seen, %d yields, %d times out of a syscall without its P",
+		window, served, st.syscalls, st.yields, st.lostP)
+	if served < 1000 {
+		t.Fatalf("the worker served %d requests in %v: not flooded, nothing to judge", served, window)
 	}
 	// The loop blocks in epoll_wait whenever the flood pauses (one
 	// blocking poll per wake-up), and the flooding process shares the
@@ -156,7 +162,7 @@ func TestLoopKeepsItsP(t *testing.T) {
 type loopCounts struct{ syscalls, yields, lostP int }
 
 // loopStats reads an execution trace and returns the counts of the
-// goroutine that made the most system calls: the event loop.
+// goroutine that yielded most: the event loop.
 func loopStats(r io.Reader) (loopCounts, error) {
 	tr, err := xtrace.NewReader(r)
 	if err != nil {
@@ -195,7 +201,7 @@ func loopStats(r io.Reader) (loopCounts, error) {
 	}
 	var best loopCounts
 	for _, c := range byG {
-		if c.syscalls > best.syscalls {
+		if c.yields > best.yields {
 			best = *c
 		}
 	}
