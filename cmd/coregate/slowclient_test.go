@@ -90,7 +90,8 @@ func TestSlowClientTimeouts(t *testing.T) {
 		"    client_header_timeout: 1s\n"+
 		"    client_body_timeout: 1s\n"+
 		"    send_timeout: 1s\n"+
-		"    keepalive_timeout: 10s\n")
+		"    keepalive_timeout: 10s\n"+
+		"    keepalive_requests: 1000000\n") // clients that pipeline thousands
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
 	rss0, err := rss(ws[0].pid)
 	if err != nil {
@@ -377,7 +378,8 @@ func TestSlowClientsLatency(t *testing.T) {
 	g := startGateway(t, slowRoutes(up.addr()), "  http:\n"+
 		"    client_header_timeout: 120s\n"+
 		"    client_body_timeout: 120s\n"+
-		"    send_timeout: 120s\n")
+		"    send_timeout: 120s\n"+
+		"    keepalive_requests: 1000000\n") // the well-behaved client sends 400 a round
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
 
 	good, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
@@ -591,7 +593,8 @@ func fdCount(pid int) int {
 func TestPipelinedLateReader(t *testing.T) {
 	t.Parallel()
 	up := newSlowUpstream(t)
-	g := startGateway(t, slowRoutes(up.addr()), "")
+	// keepalive_requests above the requests sent: all of them are answered.
+	g := startGateway(t, slowRoutes(up.addr()), "  http:\n    keepalive_requests: 100000\n")
 	c := dialGateway(t, g)
 	const n = 50000 // about 10 MB of 404 answers, more than the kernel holds
 	go func() {
