@@ -82,10 +82,9 @@ func flood(addr string, d time.Duration, ready io.Writer) {
 // yields only after empty polls: a busy loop then goes 10 ms without one,
 // and sysmon, taking it for a goroutine that hogs its P, retakes the P at
 // its next system call. Read from an execution trace of the worker. The
-// loop's reads, writes and short polls are raw system calls, which the
-// trace does not see (third_party/gnet/COREGATE.md, changes 6 and 9): the
-// loop is the goroutine that yields most, and the flood is counted in
-// requests.
+// loop's reads and writes are raw system calls, which the trace does not
+// see (third_party/gnet/COREGATE.md, change 6): the loop is the goroutine
+// that yields most, and the flood is counted in requests.
 func TestLoopKeepsItsP(t *testing.T) {
 	prev := runtime.GOMAXPROCS(supervisor.WorkerProcs)
 	defer runtime.GOMAXPROCS(prev)

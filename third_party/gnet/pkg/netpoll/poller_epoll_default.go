@@ -131,7 +131,7 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 			// until the next tick, and the next yield, at most (coregate)
 			wait = p.clock.timeout(p.tick.timeout(msec, p.clock.now))
 		}
-		n, err := boundedEpollWait(p.fd, el.events, wait) // raw when short (coregate)
+		n, err := unix.EpollWait(p.fd, el.events, wait)
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			msec = -1
 			if p.tick.fn != nil {
