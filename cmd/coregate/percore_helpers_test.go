@@ -179,13 +179,7 @@ func workerProcs(t testing.TB, supPID int) []workerProc {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		f := procStat(pid)
 		if len(f) < 2 || f[1] != strconv.Itoa(supPID) || f[0] == "Z" {
 			continue
 		}
@@ -209,6 +203,18 @@ func workerProcs(t testing.TB, supPID int) []workerProc {
 		out = append(out, w)
 	}
 	return out
+}
+
+// procStat returns the fields of /proc/<pid>/stat after the command
+// name: state, ppid, … (utime and stime are the 12th and 13th); nil when
+// the process is gone. The name may hold spaces, so it cuts at the last ')'.
+func procStat(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
 
 // waitWorkers waits until the supervisor has exactly n worker children.

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -150,11 +149,6 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 
 // isZombie says whether pid has exited but not been reaped, or is gone.
 func isZombie(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+	f := procStat(pid)
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }

@@ -558,21 +558,14 @@ func inQueue(c net.Conn) int {
 // the kernel's 10 ms tick.
 func procCPU(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// pid (comm) state ...: utime and stime are fields 14 and 15, the
-	// 12th and 13th after the ')' that ends comm.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	f := procStat(pid)
 	if len(f) < 13 {
-		t.Fatalf("/proc/%d/stat: %q", pid, s)
+		t.Fatalf("/proc/%d/stat: %q", pid, f)
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		t.Fatalf("/proc/%d/stat: %q", pid, s)
+		t.Fatalf("/proc/%d/stat: %q", pid, f)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
