@@ -100,7 +100,8 @@ type NginxHTTP struct {
 	// and keepalive_time, which APISIX leaves at nginx's defaults (1000 and
 	// 1 h): a client connection closes after its KeepaliveRequests-th
 	// request, or after the first request that starts KeepaliveTime or
-	// more after it was opened. A KeepaliveTime of 0 sets no bound.
+	// more after it was opened. As in nginx, a KeepaliveTime of 0, like a
+	// KeepaliveTimeout of 0, leaves one request per connection.
 	KeepaliveRequests int
 	KeepaliveTime     time.Duration
 }

@@ -36,6 +36,13 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 			Requests: nc.NginxConfig.HTTP.Upstream.KeepaliveRequests,
 		},
 	}
+	// nginx's keepalive_timeout 0 turns keep-alive off, and a
+	// keepalive_time of 0 ends a connection after its first request: both
+	// are one request per connection (worker.Config's zeros mean defaults
+	// and no bound).
+	if nc.NginxConfig.HTTP.KeepaliveTimeout == 0 || nc.NginxConfig.HTTP.KeepaliveTime == 0 {
+		cfg.KeepaliveRequests = 1
+	}
 	if nc.APISIX.RouterHTTP == "radixtree_uri" {
 		cfg.RouterMode = router.URI
 	}
