@@ -71,11 +71,10 @@ type clientConn struct {
 	// idleSince is when the connection last had a request in progress or
 	// was accepted (Worker.now units): draining closes it once quiet.
 	idleSince int64
-	served    bool // a request was read on this connection: it is kept alive
-	// requests counts the requests read on the connection and opened is
-	// when it was accepted (Worker.now units), for keepalive_requests and
-	// keepalive_time; spentAt is the request that reached either bound, 0
-	// before (see spent).
+	// requests counts the requests read on the connection (one read: it
+	// is kept alive) and opened is when it was accepted (Worker.now
+	// units), for keepalive_requests and keepalive_time; spentAt is the
+	// request that reached either bound, 0 before (see spent).
 	requests int
 	spentAt  int
 	opened   int64
@@ -113,7 +112,6 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.c = c
 	cc.state = csIdle
 	cc.closed = false
-	cc.served = false
 	cc.requests, cc.spentAt = 0, 0
 	cc.opened = w.now
 	cc.linger = false
@@ -225,7 +223,7 @@ func (cc *clientConn) readHeads() gnet.Action {
 			// far was keepalive_timeout's and client_header_timeout starts
 			// now; on a fresh one it has run since the accept.
 			cc.state = csHead
-			if cc.served {
+			if cc.requests > 0 {
 				cc.w.setDeadline(cc, int64(cc.w.cfg.HeaderTimeout))
 			}
 		}
@@ -249,7 +247,6 @@ func (cc *clientConn) readHeads() gnet.Action {
 func (cc *clientConn) start() {
 	w := cc.w
 	r := &cc.req
-	cc.served = true
 	cc.requests++
 	cc.logOn = w.alog != nil
 	w.requests++

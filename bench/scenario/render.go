@@ -11,8 +11,9 @@ import (
 // requests, as the nginx reference's do (keepalive_requests; unlimited in
 // practice, 1e8, unless the scenario says otherwise); client connections
 // are kept for 1e8 requests too, as nginx's (coregate's default is nginx's
-// stock 1000), and the export server is off. The access log is on only in a scenario that measures it
-// (AccessLog), written to logs/access.log beside config.yaml.
+// stock 1000), and the export server is off. The access log is on only in
+// a scenario that measures it (AccessLog), written to logs/access.log
+// beside config.yaml.
 func CoregateConfig(s Scenario, port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]

@@ -35,12 +35,17 @@ import (
 // zero is the address passed for an empty buffer, as x/sys does.
 var zero uintptr
 
+// base is the address of p's first byte, or zero's when p is empty.
+func base(p []byte) unsafe.Pointer {
+	if len(p) > 0 {
+		return unsafe.Pointer(&p[0])
+	}
+	return unsafe.Pointer(&zero)
+}
+
 // Read calls read() on fd, a non-blocking descriptor.
 func Read(fd int, p []byte) (int, error) {
-	ptr := unsafe.Pointer(&zero)
-	if len(p) > 0 {
-		ptr = unsafe.Pointer(&p[0])
-	}
+	ptr := base(p)
 	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
 	n := int(r)
 	if e != 0 {
@@ -54,10 +59,7 @@ func Read(fd int, p []byte) (int, error) {
 
 // Write calls write() on fd, a non-blocking descriptor.
 func Write(fd int, p []byte) (int, error) {
-	ptr := unsafe.Pointer(&zero)
-	if len(p) > 0 {
-		ptr = unsafe.Pointer(&p[0])
-	}
+	ptr := base(p)
 	if raceEnabled && len(p) > 0 {
 		raceReadRange(ptr, len(p))
 	}
