@@ -2,14 +2,17 @@ package harness
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	"coregate/bench/floor"
 	"coregate/bench/procstat"
 	"coregate/bench/report"
 	"coregate/bench/scenario"
@@ -22,6 +25,9 @@ import (
 // "<self> upstream ...", and the child, seeing the variable, serves.
 func TestMain(m *testing.M) {
 	if os.Getenv("BENCH_HARNESS_TEST_UPSTREAM") == "1" {
+		if i := slices.Index(os.Args, "floor"); i > 0 {
+			serveFloor(os.Args[i+1:])
+		}
 		s, err := upstream.Start("127.0.0.1:0", upstream.Body1K, 1)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -39,6 +45,28 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("BENCH_HARNESS_TEST_UPSTREAM", "1")
 	os.Exit(m.Run())
+}
+
+// serveFloor is "bench floor -listen A -upstream B" for the test binary.
+func serveFloor(args []string) {
+	fs := flag.NewFlagSet("floor", flag.ExitOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "")
+	up := fs.String("upstream", "", "")
+	_ = fs.Parse(args)
+	s, err := floor.Start(*listen, *up)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("listening %s\n", s.Addr)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, os.Interrupt)
+	select {
+	case <-ch:
+	case <-time.After(2 * time.Minute):
+	}
+	_ = s.Stop()
+	os.Exit(0)
 }
 
 func alive(pid int) bool {
@@ -61,7 +89,7 @@ func TestRun(t *testing.T) {
 	scens := []scenario.Scenario{seeds[0], seeds[len(seeds)-1]} // no-plugin, latency at 2000 req/s
 	self, _ := os.Executable()
 	r := New(Options{
-		Self: self, Nginx: nginx, StandIn: nginx != "", Direct: true,
+		Self: self, Nginx: nginx, StandIn: nginx != "", Direct: true, Floor: true,
 		Scenarios: scens, Pending: seeds[3:4],
 		Rounds: 2, Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Body: 1024, Rate: 2000,
 		GatewayCPUs: cpus[:1], LoadCPUs: cpus[len(cpus)-1:], UpstreamCPUs: cpus[len(cpus)-1:], ScaleCPUs: cpus,
@@ -86,7 +114,11 @@ func TestRun(t *testing.T) {
 		if md.QPS <= 0 || md.Requests == 0 || md.Errors != 0 || md.Non2xx != 0 || md.P99 <= 0 {
 			t.Errorf("%s/%s: implausible median %+v", row.Scenario, row.Target, md)
 		}
-		if row.Target != report.Direct && (md.CPUus <= 0 || md.RSSMiB <= 0 || md.Procs < 2) {
+		procs := 2 // a master and a worker, or a supervisor and a worker
+		if row.Target == report.Floor {
+			procs = 1
+		}
+		if row.Target != report.Direct && (md.CPUus <= 0 || md.RSSMiB <= 0 || md.Procs < procs) {
 			t.Errorf("%s/%s: no gateway accounting: %+v", row.Scenario, row.Target, md)
 		}
 		// Fixed rate: never above the offered 2000 req/s (closed-loop load
@@ -99,17 +131,22 @@ func TestRun(t *testing.T) {
 	var want []key
 	if nginx != "" {
 		want = []key{
-			{"no-plugin", report.Coregate, 2}, {"no-plugin", report.Nginx, 2}, {"no-plugin", report.Direct, 2},
-			{"latency", report.Coregate, 2}, {"latency", report.Nginx, 2},
+			{"no-plugin", report.Coregate, 2}, {"no-plugin", report.Nginx, 2}, {"no-plugin", report.Floor, 2},
+			{"no-plugin", report.Direct, 2},
+			{"latency", report.Coregate, 2}, {"latency", report.Nginx, 2}, {"latency", report.Floor, 2},
 		}
 	} else {
-		want = []key{{"no-plugin", report.Direct, 2}}
+		want = []key{{"no-plugin", report.Floor, 2}, {"no-plugin", report.Direct, 2}, {"latency", report.Floor, 2}}
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("rows (-want +got):\n%s", d)
 	}
-	if nginx != "" && res.Rows[0].QPSRatio == 0 {
-		t.Error("coregate row has no ratio to nginx")
+	if nginx != "" {
+		for _, row := range res.Rows {
+			if row.Target != report.Nginx && row.QPSRatio == 0 {
+				t.Errorf("%s/%s row has no ratio to nginx", row.Scenario, row.Target)
+			}
+		}
 	}
 	if len(res.Pending) != 1 || res.Machine.Cores != len(cpus) || res.Placement.Load == "" {
 		t.Errorf("pending %v, machine %+v, placement %+v", res.Pending, res.Machine, res.Placement)

@@ -185,9 +185,9 @@ func StartUpstream(self string, cpus []int, body int, dir string) (*Proc, string
 	return p, addr, nil
 }
 
-// UpstreamAddr reads the address an upstream process p reports on out, its
-// first line "listening ADDR", and drains the rest of out. It stops p when
-// the line is not that or does not come within 10 s.
+// UpstreamAddr reads the address an upstream or floor process p reports on
+// out, its first line "listening ADDR", and drains the rest of out. It stops
+// p when the line is not that or does not come within 10 s.
 func UpstreamAddr(p *Proc, out io.Reader) (string, error) {
 	lines := make(chan string, 1)
 	go func() {

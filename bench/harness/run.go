@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ type Options struct {
 	Redis     string // redis-server binary, for the scenarios that count in Redis
 	Perf      string // perf binary: count system calls per request in the fixed-rate scenario; "" to skip
 	Direct    bool   // also measure the load generator against the upstream alone
+	Floor     bool   // also measure the I/O floor (bench/floor) in the one-worker no-plugin and fixed-rate scenarios
 	Scenarios []scenario.Scenario
 	Pending   []scenario.Scenario // listed in the report, not run
 
@@ -98,7 +100,7 @@ func (r *Runner) logf(format string, a ...any) {
 func (r *Runner) Run() (*report.Run, error) {
 	defer StopAll()
 	o := r.o
-	if o.Coregate == "" && !o.StandIn && o.Nginx == "" && !o.Direct {
+	if o.Coregate == "" && !o.StandIn && o.Nginx == "" && !o.Direct && !o.Floor {
 		return nil, ErrNoTarget
 	}
 	mach := machine(o) // before pinning narrows what this process sees
@@ -200,6 +202,13 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 			}
 		}
 	}
+	if o.Floor && FloorScenario(s) {
+		t, err := r.startFloor(s)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
 	if direct && len(s.Workers) > 0 {
 		// The load of the largest worker count: the ceiling that matters
 		// most is the one the biggest gateway runs against.
@@ -292,6 +301,33 @@ func (r *Runner) startCoregate(s scenario.Scenario, w int, cpus []int) (*target,
 		return nil, err
 	}
 	return &target{name: report.Coregate, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, workers: w, cpus: cpus}, nil
+}
+
+// FloorScenario reports whether the I/O floor is measured beside s: the
+// one-worker scenarios of a plain proxy, at saturation and at a fixed
+// rate, the two loads the cost per request is judged at.
+func FloorScenario(s scenario.Scenario) bool {
+	return (s.Name == "no-plugin" || s.Group == scenario.GroupLatency) && slices.Equal(s.Workers, []int{1})
+}
+
+// startFloor runs "self floor" on the gateway's CPUs, with the worker's
+// GOMAXPROCS, in front of the run's upstream.
+func (r *Runner) startFloor(s scenario.Scenario) (*target, error) {
+	cpus := r.gatewayCPUs(s, 1)
+	dir := filepath.Join(r.o.WorkDir, "floor-"+s.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	p, out, err := Start(report.Floor, cpus, []string{"GOMAXPROCS=2"}, filepath.Join(dir, "floor.log"), true,
+		r.o.Self, "floor", "-listen", "127.0.0.1:0", "-upstream", r.upAddr)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := UpstreamAddr(p, out)
+	if err != nil {
+		return nil, fmt.Errorf("harness: floor: %w", err)
+	}
+	return &target{name: report.Floor, addr: addr, proc: p, workers: 1, cpus: cpus}, nil
 }
 
 func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string) (*target, error) {

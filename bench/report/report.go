@@ -25,6 +25,9 @@ const (
 	// scenario's rounds: its no-plugin reference.
 	NginxPlain = "nginx no plugin"
 	Direct     = "upstream direct"
+	// Floor is bench/floor: the I/O of a proxy and nothing else, the
+	// least any proxy's loop costs on the machine.
+	Floor = "floor loop"
 )
 
 // Machine describes where a run happened.

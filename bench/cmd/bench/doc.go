@@ -3,6 +3,7 @@
 //	bench run      start upstream, coregate and nginx on loopback, measure every
 //	               scenario in interleaved rounds, write bench/results/
 //	bench upstream serve the fixed 1 KiB (or 10-byte) body on one event loop
+//	bench floor    the I/O floor: a proxy loop that does nothing but the I/O
 //	bench load     drive load at a URL, closed loop or fixed rate, like wrk / wrk2
 //	bench profile  run a scenario and save a CPU profile of the gateway
 //	bench report   re-render a results.json into Markdown and SVG

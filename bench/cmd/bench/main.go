@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"coregate/bench/floor"
 	"coregate/bench/harness"
 	"coregate/bench/load"
 	"coregate/bench/procstat"
@@ -39,6 +40,8 @@ func main() {
 		err = runCmd(args)
 	case "upstream":
 		err = upstreamCmd(args)
+	case "floor":
+		err = floorCmd(args)
 	case "load":
 		err = loadCmd(args)
 	case "profile":
@@ -50,7 +53,7 @@ func main() {
 	case "admin":
 		err = adminCmd(args)
 	default:
-		err = fmt.Errorf("bench: unknown subcommand %q (run, upstream, load, profile, report, config, admin)", cmd)
+		err = fmt.Errorf("bench: unknown subcommand %q (run, upstream, floor, load, profile, report, config, admin)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -131,6 +134,7 @@ func runCmd(args []string) error {
 		perf      = fs.String("perf", lookPerf(), "perf, to count system calls per request in the fixed-rate scenario; '' to skip")
 		standIn   = fs.Bool("stand-in", false, "run nginx in coregate's place (checks the harness before the gateway exists)")
 		direct    = fs.Bool("direct", true, "also measure the load generator against the upstream alone")
+		floor     = fs.Bool("floor", true, "also measure the I/O floor (bench floor) beside the one-worker no-plugin and fixed-rate rows")
 		body      = fs.Int("body", 1024, "upstream body bytes: 1024 (the seeds) or 10 (APISIX run.sh)")
 		rate      = fs.Float64("rate", 10000, "fixed rate of the latency scenario, req/s")
 		gwCPUs    = cpuFlag(fs, "cpus", gwDef, "CPUs of the gateway under test")
@@ -218,7 +222,7 @@ func runCmd(args []string) error {
 	}
 	onSignal()
 	r := harness.New(harness.Options{
-		Self: self, Coregate: *coregate, StandIn: *standIn, Nginx: *nginx, Redis: *redis, Perf: *perf, Direct: *direct,
+		Self: self, Coregate: *coregate, StandIn: *standIn, Nginx: *nginx, Redis: *redis, Perf: *perf, Direct: *direct, Floor: *floor,
 		Scenarios: chosen, Pending: pending,
 		Rounds: max(1, *rounds), Duration: *duration, Warmup: *warmup, Body: *body, Rate: *rate,
 		GatewayCPUs: gw, LoadCPUs: ld, UpstreamCPUs: up, ScaleCPUs: sc, Redo: *redo,
@@ -386,6 +390,25 @@ func upstreamCmd(args []string) error {
 		go func() { _ = http.ListenAndServe(*pprof, nil) }()
 	}
 	s, err := upstream.Start(*listen, b, *loops)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listening %s\n", s.Addr)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	<-ch
+	return s.Stop()
+}
+
+func floorCmd(args []string) error {
+	fs := flag.NewFlagSet("floor", flag.ExitOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	up := fs.String("upstream", "", "upstream host:port (required)")
+	_ = fs.Parse(args)
+	if *up == "" {
+		return errors.New("bench: floor: -upstream wanted")
+	}
+	s, err := floor.Start(*listen, *up)
 	if err != nil {
 		return err
 	}
