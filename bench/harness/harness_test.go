@@ -29,19 +29,8 @@ func TestMain(m *testing.M) {
 			serveFloor(os.Args[i+1:])
 		}
 		s, err := upstream.Start("127.0.0.1:0", upstream.Body1K, 1)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		fmt.Printf("listening %s\n", s.Addr)
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGTERM, os.Interrupt)
-		select {
-		case <-ch:
-		case <-time.After(2 * time.Minute):
-		}
-		_ = s.Stop()
-		os.Exit(0)
+		exitOn(err)
+		serve(s.Addr, s.Stop)
 	}
 	os.Setenv("BENCH_HARNESS_TEST_UPSTREAM", "1")
 	os.Exit(m.Run())
@@ -54,19 +43,30 @@ func serveFloor(args []string) {
 	up := fs.String("upstream", "", "")
 	_ = fs.Parse(args)
 	s, err := floor.Start(*listen, *up)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Printf("listening %s\n", s.Addr)
+	exitOn(err)
+	serve(s.Addr, s.Stop)
+}
+
+// serve is a child process's life: it reports addr as the harness reads
+// it, waits for SIGTERM or SIGINT (2 minutes at most), calls stop and exits.
+func serve(addr string, stop func() error) {
+	fmt.Printf("listening %s\n", addr)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, os.Interrupt)
 	select {
 	case <-ch:
 	case <-time.After(2 * time.Minute):
 	}
-	_ = s.Stop()
+	_ = stop()
 	os.Exit(0)
+}
+
+// exitOn ends a child process that could not start.
+func exitOn(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
 
 func alive(pid int) bool {

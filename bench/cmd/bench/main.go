@@ -393,11 +393,17 @@ func upstreamCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("listening %s\n", s.Addr)
+	return serveUntilSignal(s.Addr, s.Stop)
+}
+
+// serveUntilSignal reports addr on stdout, as the harness reads it
+// (harness.UpstreamAddr), and calls stop on SIGINT or SIGTERM.
+func serveUntilSignal(addr string, stop func() error) error {
+	fmt.Printf("listening %s\n", addr)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	<-ch
-	return s.Stop()
+	return stop()
 }
 
 func floorCmd(args []string) error {
@@ -412,11 +418,7 @@ func floorCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("listening %s\n", s.Addr)
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	<-ch
-	return s.Stop()
+	return serveUntilSignal(s.Addr, s.Stop)
 }
 
 func loadCmd(args []string) error {
