@@ -360,5 +360,9 @@ func applyConfig(w *worker.Worker, ctrl *control.Conn, t control.Type, payload [
 		return false
 	}
 	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes), BuildUS: time.Since(start).Microseconds()})
+	workerGC.applied()
 	return true
 }
+
+// workerGC paces the worker process's garbage collector (gcpace.go).
+var workerGC = newGCPacer()
