@@ -5,10 +5,11 @@
 // (bin/coregate with a config.yaml it writes), an upstream, and the bench
 // load generator at a fixed rate.
 //
-// The bulk load's steady traffic is measured beside three references in
-// the same run, each as long as the bulk load's traffic, with the same
-// rate, connections and paths: the gateway with no change, nginx with no
-// change (when an nginx binary is given), and the upstream alone. On a
+// The bulk load's steady traffic is measured beside four references in
+// the same run, with the same rate, connections and paths: the gateway
+// with no change, nginx with no change and nginx while the gateway takes a
+// second bulk load (when an nginx binary is given), and the upstream
+// alone; those with no change run as long as the bulk load's traffic. On a
 // small, shared machine the tail of the load generator, the upstream and
 // the scheduler is already milliseconds long; the references say how
 // much of the bulk load's tail is the gateway's.
@@ -583,6 +584,9 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 		}
 		u := scenario.URI(1, 1)
 		err = rest("nginx, no change", addr, [steadyLoads]string{u, u, u})
+		if err == nil {
+			err = e.beside(ctx, b, addr, [steadyLoads]string{u, u, u})
+		}
 		ng.Stop(5 * time.Second)
 		if err != nil {
 			return nil, err
@@ -592,6 +596,37 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// beside measures the steady traffic through nginx while the gateway
+// takes a second bulk load of as many routes ("again-<i>"): the same
+// supervisor, etcd and worker builds competing for the same CPUs, and a
+// proxy that has nothing to do with them. What nginx's tail gains there is
+// the machine's; what coregate's own bulk load shows beyond it is the
+// gateway's.
+func (e *env) beside(ctx context.Context, b *Bulk, addr string, paths [steadyLoads]string) error {
+	e.logf("reference: nginx, during a second bulk load of the gateway")
+	done := e.steady("nginx, during a bulk load of coregate", addr, paths)
+	err := func() error {
+		time.Sleep(time.Second)
+		if _, err := e.putRoutes(ctx, "again", e.o.Bulk); err != nil {
+			return err
+		}
+		if err := e.waitServed(ctx, "/again/"+strconv.Itoa(e.o.Bulk-1), 5*time.Minute); err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+		return nil
+	}()
+	r, terr := done()
+	if err != nil {
+		return err
+	}
+	if terr != nil {
+		return terr
+	}
+	b.References = append(b.References, r)
+	return nil
 }
 
 // nginxScenario is the reference nginx of the steady traffic: make bench's
