@@ -23,6 +23,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"coregate/bench/upstream"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -270,8 +272,6 @@ func (s *Server) next(c *conn) {
 	c.busy = true
 }
 
-var contentLength = []byte("\r\ncontent-length:")
-
 func (s *Server) fromUpstream(c *conn) {
 	if c.nout == len(c.out) {
 		s.drop(c)
@@ -291,7 +291,7 @@ func (s *Server) fromUpstream(c *conn) {
 		if head < 0 {
 			return
 		}
-		cl, ok := bodyLength(c.out[:head+2])
+		cl, ok := bodyLength(c.out[:head])
 		if !ok {
 			s.drop(c)
 			return
@@ -309,30 +309,15 @@ func (s *Server) fromUpstream(c *conn) {
 	s.next(c) // a pipelined request already read
 }
 
-// bodyLength finds the Content-Length in a response head that ends with
-// CRLF, its name in any case.
+// bodyLength reads the Content-Length of a response head (without its
+// final CRLFCRLF, upstream.ContentLength): false when there is none, it is
+// malformed, or the body would not fit the buffer.
 func bodyLength(head []byte) (int, bool) {
-	for i := bytes.IndexByte(head, '\n'); i >= 0 && i+1 < len(head); {
-		line := head[i+1:]
-		j := bytes.IndexByte(line, '\n')
-		if j < 0 {
-			return 0, false
-		}
-		name, value, ok := bytes.Cut(bytes.TrimRight(line[:j], "\r"), []byte(":"))
-		if ok && bytes.EqualFold(name, contentLength[2:len(contentLength)-1]) {
-			v := bytes.TrimSpace(value)
-			n := 0
-			for _, b := range v {
-				if b < '0' || b > '9' || n > bufSize {
-					return 0, false
-				}
-				n = n*10 + int(b-'0')
-			}
-			return n, len(v) > 0
-		}
-		i += 1 + j
+	n, err := upstream.ContentLength(head)
+	if err != nil || n < 0 || n > bufSize {
+		return 0, false
 	}
-	return 0, false
+	return n, true
 }
 
 // rawRead and rawWrite make the call without the runtime's entersyscall and

@@ -101,7 +101,7 @@ func Scan(buf []byte, skip *int) (consumed, requests int, err error) {
 			return consumed, requests, nil
 		}
 		head := rest[:end]
-		cl, err := contentLength(head)
+		cl, err := ContentLength(head) // -1, none: no body
 		if err != nil {
 			return consumed, requests, err
 		}
@@ -124,10 +124,12 @@ var (
 	hdrTE    = []byte("\r\ntransfer-encoding:")
 )
 
-// contentLength finds a Content-Length header in a request head (without
-// the final CRLFCRLF); a Transfer-Encoding header is refused.
-func contentLength(head []byte) (int, error) {
-	cl := 0
+// ContentLength finds the Content-Length header in a message head (without
+// its final CRLFCRLF), its name in any case: -1 when there is none. A value
+// that is not 1 to 9 digits, or a Transfer-Encoding header, is
+// ErrMalformed.
+func ContentLength(head []byte) (int, error) {
+	cl := -1
 	for i := 0; i+len(hdrCL) <= len(head); i++ {
 		if head[i] != '\r' {
 			continue
