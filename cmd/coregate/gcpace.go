@@ -13,9 +13,9 @@ import (
 // A worker allocates only when it builds a configuration; serving
 // requests allocates nothing. A build of 5 000 routes allocates about
 // 3 MB beside the 2–8 MB a worker keeps live, so at GOGC=100 a bulk load
-// through the Admin API ran a collection almost every build, each with
-// 5–20 ms of marking on the worker's one CPU, where the event loop waits
-// for it. With the headroom a collection comes every several builds; the
+// through the Admin API ran a collection about every build, each with
+// 2–16 ms of concurrent marking on the worker's one CPU, where the event
+// loop waits for it. With the headroom a collection comes every several builds; the
 // cost is at most this much heap, and only while configurations change.
 const gcHeadroom = 16 << 20
 
