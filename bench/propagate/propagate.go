@@ -523,32 +523,12 @@ const settle = 5 * time.Second
 // traffic; then, after settle, it runs the references, each for as long.
 func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 	b := &Bulk{Routes: e.o.Bulk}
-	done := e.steady("coregate, during the bulk load", e.gwAddr, e.steadyPaths())
-	err := func() error {
-		time.Sleep(time.Second)
-		sup0, wk0 := e.cpu()
-		start := time.Now()
-		d, err := e.putRoutes(ctx, "bulk", e.o.Bulk)
-		if err != nil {
-			return err
-		}
-		b.Put = d
-		if err := e.waitServed(ctx, "/bulk/"+strconv.Itoa(e.o.Bulk-1), 5*time.Minute); err != nil {
-			return err
-		}
-		b.Live = time.Since(start)
-		sup1, wk1 := e.cpu()
-		b.SupervisorCPU, b.WorkersCPU = sup1-sup0, wk1-wk0
-		time.Sleep(time.Second)
-		return nil
-	}()
-	t, terr := done()
+	l, err := e.duringBulkLoad(ctx, "coregate, during the bulk load", e.gwAddr, e.steadyPaths(), "bulk")
 	if err != nil {
 		return nil, err
 	}
-	if terr != nil {
-		return nil, terr
-	}
+	t := l.traffic
+	b.Put, b.Live, b.SupervisorCPU, b.WorkersCPU = l.put, l.live, l.supervisorCPU, l.workersCPU
 	b.Traffic = t
 	// The phase right after the bulk load measured a longer tail than
 	// the same phase later in the run, whichever target it had (coregate
@@ -606,27 +586,50 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 // gateway's.
 func (e *env) beside(ctx context.Context, b *Bulk, addr string, paths [steadyLoads]string) error {
 	e.logf("reference: nginx, during a second bulk load of the gateway")
-	done := e.steady("nginx, during a bulk load of coregate", addr, paths)
-	err := func() error {
-		time.Sleep(time.Second)
-		if _, err := e.putRoutes(ctx, "again", e.o.Bulk); err != nil {
-			return err
-		}
-		if err := e.waitServed(ctx, "/again/"+strconv.Itoa(e.o.Bulk-1), 5*time.Minute); err != nil {
-			return err
-		}
-		time.Sleep(time.Second)
-		return nil
-	}()
-	r, terr := done()
+	l, err := e.duringBulkLoad(ctx, "nginx, during a bulk load of coregate", addr, paths, "again")
 	if err != nil {
 		return err
 	}
-	if terr != nil {
-		return terr
-	}
-	b.References = append(b.References, r)
+	b.References = append(b.References, l.traffic)
 	return nil
+}
+
+// bulkLoad is what duringBulkLoad saw.
+type bulkLoad struct {
+	traffic                   Traffic
+	put, live                 time.Duration // all PUTs answered; the last route proxied, from the first PUT
+	supervisorCPU, workersCPU time.Duration // from the first PUT to the last route proxied
+}
+
+// duringBulkLoad runs steady traffic (named name) on addr's paths, waits
+// 1 s, puts Bulk routes <prefix>-<i> on /<prefix>/<i>, waits until the
+// last is proxied and 1 s more, and stops the traffic.
+func (e *env) duringBulkLoad(ctx context.Context, name, addr string, paths [steadyLoads]string, prefix string) (bulkLoad, error) {
+	var l bulkLoad
+	done := e.steady(name, addr, paths)
+	err := func() error {
+		time.Sleep(time.Second)
+		sup0, wk0 := e.cpu()
+		start := time.Now()
+		var err error
+		if l.put, err = e.putRoutes(ctx, prefix, e.o.Bulk); err != nil {
+			return err
+		}
+		if err := e.waitServed(ctx, "/"+prefix+"/"+strconv.Itoa(e.o.Bulk-1), 5*time.Minute); err != nil {
+			return err
+		}
+		l.live = time.Since(start)
+		sup1, wk1 := e.cpu()
+		l.supervisorCPU, l.workersCPU = sup1-sup0, wk1-wk0
+		time.Sleep(time.Second)
+		return nil
+	}()
+	var terr error
+	l.traffic, terr = done()
+	if err != nil {
+		return l, err
+	}
+	return l, terr
 }
 
 // nginxScenario is the reference nginx of the steady traffic: make bench's
