@@ -202,7 +202,7 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 			}
 		}
 	}
-	if o.Floor && FloorScenario(s) {
+	if o.Floor && floorScenario(s) {
 		t, err := r.startFloor(s)
 		if err != nil {
 			return nil, err
@@ -303,10 +303,10 @@ func (r *Runner) startCoregate(s scenario.Scenario, w int, cpus []int) (*target,
 	return &target{name: report.Coregate, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, workers: w, cpus: cpus}, nil
 }
 
-// FloorScenario reports whether the I/O floor is measured beside s: the
+// floorScenario reports whether the I/O floor is measured beside s: the
 // one-worker scenarios of a plain proxy, at saturation and at a fixed
 // rate, the two loads the cost per request is judged at.
-func FloorScenario(s scenario.Scenario) bool {
+func floorScenario(s scenario.Scenario) bool {
 	return (s.Name == "no-plugin" || s.Group == scenario.GroupLatency) && slices.Equal(s.Workers, []int{1})
 }
 
