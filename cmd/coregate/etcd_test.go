@@ -255,13 +255,13 @@ func TestAdminLegacyKeyRefused(t *testing.T) {
 // workers' last build after they applied it, so that building takes a
 // bounded share of the workers' CPU; every change still arrives. A change
 // after the burst goes to the worker as a Delta: the new route, not the
-// 1 500 it already has.
+// 3 000 it already has.
 func TestReloadPacedByBuild(t *testing.T) {
 	up := textUpstream(t, "paced")
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	const routes = 1500
+	const routes = 3000
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
