@@ -2,8 +2,11 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
+	"sync/atomic"
 )
 
 // gcHeadroom is how far a worker's heap may grow past what the last
@@ -29,9 +32,21 @@ func gcPercent(live uint64) int {
 }
 
 // gcPacer sets the worker's GOGC from its live heap after each
-// configuration it applies, unless GOGC is set in the environment.
+// configuration it applies and after each collection, unless GOGC is set
+// in the environment. Set once per configuration only, a percent made for
+// a small live heap would stay while the live heap grows (the buffers of
+// slow clients, of large bodies), and the heap's goal, a multiple of live,
+// with it: 10 000 % of 30 MiB live is 3 GiB. Set again after each
+// collection, the goal is never more than max(live, gcHeadroom) past
+// what the last collection left live.
 type gcPacer struct {
-	off     bool
+	off bool
+	// following is set from start until stop: the finalizers re-pace
+	// and re-arm only while it is.
+	following atomic.Bool
+	// mu orders the configuration's and the collector's calls; neither
+	// runs on the event loop.
+	mu      sync.Mutex
 	percent int
 	sample  []metrics.Sample
 }
@@ -41,11 +56,44 @@ func newGCPacer() *gcPacer {
 	return &gcPacer{off: set, percent: 100, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 }
 
+// start has the pacer follow every collection from now on (see arm).
+func (p *gcPacer) start() {
+	if !p.off && !p.following.Swap(true) {
+		p.arm()
+	}
+}
+
+// stop ends start's following: the finalizer armed last runs and stops.
+func (p *gcPacer) stop() { p.following.Store(false) }
+
+// gcSentinel is an object nothing references, whose finalizer runs after
+// the collection that found it unreachable. It holds a pointer so that it
+// is not a tiny allocation, which shares its block with others and may
+// never be finalized.
+type gcSentinel struct{ _ *byte }
+
+// arm has repace called once the next collection ends, and arms the one
+// after: one small allocation per collection, none per request.
+func (p *gcPacer) arm() {
+	runtime.SetFinalizer(new(gcSentinel), func(*gcSentinel) {
+		if p.following.Load() {
+			p.repace()
+			p.arm()
+		}
+	})
+}
+
 // applied is called after a configuration is applied.
 func (p *gcPacer) applied() {
-	if p.off {
-		return
+	if !p.off {
+		p.repace()
 	}
+}
+
+// repace sets GOGC from the live heap of the last collection.
+func (p *gcPacer) repace() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	metrics.Read(p.sample)
 	if p.sample[0].Value.Kind() != metrics.KindUint64 {
 		return
@@ -54,4 +102,11 @@ func (p *gcPacer) applied() {
 		debug.SetGCPercent(pc)
 		p.percent = pc
 	}
+}
+
+// current is the GOGC the pacer last set.
+func (p *gcPacer) current() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.percent
 }

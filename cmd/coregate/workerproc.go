@@ -70,6 +70,7 @@ func runWorker(args []string) error {
 	if err != nil {
 		return err
 	}
+	workerGC.start()
 	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *countersFD, *metricsFD, *mode, *cfgPath, reopen)
 	if err != nil {
 		// The supervisor logs it with the exit status.
