@@ -30,6 +30,19 @@ type Config struct {
 	// Stop, if set, ends the run early once it reads true (within the
 	// generator's 100 ms tick); Elapsed is then the time run.
 	Stop *atomic.Bool
+	// SlowOver, if set, has each response slower than it kept in
+	// Result.Slow, up to MaxSlow of them per generator (room made before
+	// the run, so that a slow response costs no allocation).
+	SlowOver time.Duration
+}
+
+// MaxSlow is how many slow responses (Config.SlowOver) one generator keeps.
+const MaxSlow = 4096
+
+// Slow is one response slower than Config.SlowOver.
+type Slow struct {
+	Due     time.Time     // when the request was due (fixed rate) or sent
+	Latency time.Duration // from Due to the response's end
 }
 
 // Progress is a running count, passed to Config.Progress.
@@ -47,6 +60,7 @@ type Result struct {
 	Reconnects uint64         // connections reopened after an error or Connection: close
 	Elapsed    time.Duration  // measured time
 	Latency    *hdr.Histogram // nanoseconds per response; owned by the caller
+	Slow       []Slow         // with Config.SlowOver: the slow responses, in order within a generator
 }
 
 // Add adds o, run at the same time, to r: the counts and latencies summed,
@@ -58,6 +72,7 @@ func (r *Result) Add(o Result) {
 	r.Reconnects += o.Reconnects
 	r.Elapsed = max(r.Elapsed, o.Elapsed)
 	r.Latency.Merge(o.Latency)
+	r.Slow = append(r.Slow, o.Slow...)
 }
 
 // RPS returns responses per second.
@@ -198,6 +213,9 @@ func run(cfg Config) (Result, error) {
 	g.sa = unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
 	g.req = []byte("GET " + cfg.Path + " HTTP/1.1\r\nHost: " + cfg.Host + "\r\n" + cfg.Header + "\r\n")
 	g.res.Latency = hdr.New()
+	if cfg.SlowOver > 0 {
+		g.res.Slow = make([]Slow, 0, MaxSlow)
+	}
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -473,4 +491,7 @@ func (g *gen) complete(c *conn) {
 		g.res.Non2xx++
 	}
 	g.res.Latency.Record(uint64(t - c.due))
+	if g.cfg.SlowOver > 0 && t-c.due > int64(g.cfg.SlowOver) && len(g.res.Slow) < cap(g.res.Slow) {
+		g.res.Slow = append(g.res.Slow, Slow{Due: g.base.Add(time.Duration(c.due)), Latency: time.Duration(t - c.due)})
+	}
 }

@@ -107,7 +107,7 @@ func TestFixedRate(t *testing.T) {
 
 // TestCoordinatedOmission stalls the server for 500 ms once: a fixed-rate
 // run must charge the stall to every request that was due during it, not
-// just to the one in flight.
+// just to the one in flight, and keeps the slow ones with when they were due.
 func TestCoordinatedOmission(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -123,9 +123,21 @@ func TestCoordinatedOmission(t *testing.T) {
 		_, _ = w.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		return true
 	})
-	res, err := Run(Config{Addr: ln.Addr().String(), Conns: 1, Duration: 1500 * time.Millisecond, Rate: 1000})
+	res, err := Run(Config{Addr: ln.Addr().String(), Conns: 1, Duration: 1500 * time.Millisecond, Rate: 1000,
+		SlowOver: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The responses over 100 ms are those due in the stall's first 400 ms
+	// or so, each kept with when it was due.
+	if n := len(res.Slow); n < 200 || n > 600 {
+		t.Errorf("%d responses kept as slower than 100 ms, want about 400", n)
+	}
+	for _, sl := range res.Slow {
+		if d := sl.Due.Sub(start); d < 250*time.Millisecond || d > time.Second || sl.Latency <= 100*time.Millisecond {
+			t.Errorf("slow response due at +%v, %v: want due during the stall (+300 to +800 ms), over 100 ms", d, sl.Latency)
+			break
+		}
 	}
 	// About 500 requests were due during the stall, with latencies spread
 	// from 0 to 500 ms, so the 80th percentile is well over 50 ms.

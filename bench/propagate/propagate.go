@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -78,6 +79,9 @@ type Traffic struct {
 	Errors              uint64
 	Slow                uint64 // responses slower than Options.Slow
 	P50, P99, P999, Max time.Duration
+	// SlowDue are when the slow responses' requests were due, in order
+	// (at most load.MaxSlow per load generator).
+	SlowDue []time.Time
 }
 
 // Bulk is the outcome of the bulk load.
@@ -94,6 +98,86 @@ type Bulk struct {
 	// proxies): the supervisor (Admin API, embedded etcd, watch and
 	// encoding) and the workers (traffic and snapshot builds).
 	SupervisorCPU, WorkersCPU time.Duration
+	// Start is the first PUT. Reloads are the configurations pushed
+	// meanwhile, from the supervisor's log: each from its push to the
+	// last worker's answer, which spans the workers' builds.
+	Start   time.Time
+	Reloads []Window
+}
+
+// Window is a span of time.
+type Window struct{ From, To time.Time }
+
+// SlowTimeline sorts the bulk load's slow requests by when they were due:
+// during the PUTs, after them until the last route was proxied, and
+// before the first PUT or after the last route; and counts those whose
+// wait overlaps a reload in its first slow (the part that made it slow).
+// covered is the share of the time from the first PUT to the last route
+// that reloads span.
+func (b *Bulk) SlowTimeline(slow time.Duration) (before, puts, building, after, inReload int, covered float64) {
+	put, live := b.Start.Add(b.Put), b.Start.Add(b.Live)
+	for _, d := range b.Traffic.SlowDue {
+		switch {
+		case d.Before(b.Start):
+			before++
+		case d.Before(put):
+			puts++
+		case d.Before(live):
+			building++
+		default:
+			after++
+		}
+		end := d.Add(slow)
+		for _, r := range b.Reloads {
+			if r.From.Before(end) && d.Before(r.To) {
+				inReload++
+				break
+			}
+		}
+	}
+	var span time.Duration
+	for _, r := range b.Reloads {
+		from, to := maxTime(r.From, b.Start), minTime(r.To, live)
+		if to.After(from) {
+			span += to.Sub(from)
+		}
+	}
+	if b.Live > 0 {
+		covered = float64(span) / float64(b.Live)
+	}
+	return
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// reloadLine is the supervisor's log line for an applied configuration.
+var reloadLine = regexp.MustCompile(`time=(\S+) level=INFO msg="config reloaded" proc=supervisor .*took=(\S+) `)
+
+// parseReloads returns the reloads the supervisor logged, each from its
+// push to its end (the log's times are to the millisecond).
+func parseReloads(log []byte) []Window {
+	var out []Window
+	for _, m := range reloadLine.FindAllSubmatch(log, -1) {
+		end, err := time.Parse(time.RFC3339Nano, string(m[1]))
+		took, err2 := time.ParseDuration(string(m[2]))
+		if err != nil || err2 != nil {
+			continue
+		}
+		out = append(out, Window{From: end.Add(-took), To: end})
+	}
+	return out
 }
 
 // Result of Run.
@@ -251,7 +335,7 @@ func (e *env) start() error {
   node_listen: [%d]
 nginx_config:
   worker_processes: %d
-  error_log_level: warn
+  error_log_level: info
   http:
     enable_access_log: false
 deployment:
@@ -485,7 +569,7 @@ func (e *env) steady(name, addr string, paths [steadyLoads]string) func() (Traff
 			defer wg.Done()
 			outs[i].res, outs[i].err = load.Run(load.Config{
 				Addr: addr, Path: p, Conns: max(1, e.o.Conns/steadyLoads), Rate: e.o.Rate / steadyLoads,
-				Duration: 30 * time.Minute, Timeout: 5 * time.Second, Stop: &stop,
+				Duration: 30 * time.Minute, Timeout: 5 * time.Second, Stop: &stop, SlowOver: e.o.Slow,
 			})
 		}()
 	}
@@ -507,6 +591,10 @@ func (e *env) steady(name, addr string, paths [steadyLoads]string) func() (Traff
 			return t, fmt.Errorf("propagate: %s: no steady traffic was answered", name)
 		}
 		t.Slow = lat.CountAbove(uint64(e.o.Slow))
+		for _, sl := range all.Slow {
+			t.SlowDue = append(t.SlowDue, sl.Due)
+		}
+		slices.SortFunc(t.SlowDue, time.Time.Compare)
 		t.P50 = time.Duration(lat.MustQuantile(0.5))
 		t.P99 = time.Duration(lat.MustQuantile(0.99))
 		t.P999 = time.Duration(lat.MustQuantile(0.999))
@@ -529,7 +617,14 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 	}
 	t := l.traffic
 	b.Put, b.Live, b.SupervisorCPU, b.WorkersCPU = l.put, l.live, l.supervisorCPU, l.workersCPU
-	b.Traffic = t
+	b.Traffic, b.Start = t, l.start
+	if log, err := os.ReadFile(filepath.Join(e.o.Dir, "coregate.log")); err == nil {
+		for _, r := range parseReloads(log) {
+			if r.To.After(l.start) && r.From.Before(l.start.Add(l.live)) {
+				b.Reloads = append(b.Reloads, r)
+			}
+		}
+	}
 	// The phase right after the bulk load measured a longer tail than
 	// the same phase later in the run, whichever target it had (coregate
 	// with no change, or nginx when it came first): the machine is still
@@ -597,6 +692,7 @@ func (e *env) beside(ctx context.Context, b *Bulk, addr string, paths [steadyLoa
 // bulkLoad is what duringBulkLoad saw.
 type bulkLoad struct {
 	traffic                   Traffic
+	start                     time.Time     // the first PUT
 	put, live                 time.Duration // all PUTs answered; the last route proxied, from the first PUT
 	supervisorCPU, workersCPU time.Duration // from the first PUT to the last route proxied
 }
@@ -611,6 +707,7 @@ func (e *env) duringBulkLoad(ctx context.Context, name, addr string, paths [stea
 		time.Sleep(time.Second)
 		sup0, wk0 := e.cpu()
 		start := time.Now()
+		l.start = start
 		var err error
 		if l.put, err = e.putRoutes(ctx, prefix, e.o.Bulk); err != nil {
 			return err
@@ -719,7 +816,15 @@ func Report(w io.Writer, r *Result, o Options) {
 			ms(b.SupervisorCPU/time.Duration(b.Routes)), ms(b.WorkersCPU/time.Duration(b.Routes)))
 		fmt.Fprintf(w, "| steady requests (non-2xx, errors) | %d (%d, %d) |\n", t.Requests, t.Non2xx, t.Errors)
 		fmt.Fprintf(w, "| latency p50 / p99 / p99.9 / max | %s / %s / %s / %s |\n", ms(t.P50), ms(t.P99), ms(t.P999), ms(t.Max))
-		fmt.Fprintf(w, "| no request over %v, no 404 | %s |\n\n", o.Slow, verdict)
+		fmt.Fprintf(w, "| no request over %v, no 404 | %s |\n", o.Slow, verdict)
+		if t.Slow > 0 {
+			before, puts, building, after, inReload, covered := b.SlowTimeline(o.Slow)
+			fmt.Fprintf(w, "| slow requests due before the first PUT / during the PUTs / until the last route / after | %d / %d / %d / %d |\n",
+				before, puts, building, after)
+			fmt.Fprintf(w, "| slow requests waiting across a reload (%d reloads, %.0f %% of the load's time) | %d of %d |\n",
+				len(b.Reloads), 100*covered, inReload, len(t.SlowDue))
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "| steady traffic, %.0f req/s on %d connections | time | requests | non-2xx | errors | p50 | p99 | p99.9 | max | over %v |\n",
 			o.Rate, max(1, o.Conns/steadyLoads)*steadyLoads, o.Slow)
 		fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
