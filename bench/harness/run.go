@@ -311,14 +311,15 @@ func floorScenario(s scenario.Scenario) bool {
 }
 
 // startFloor runs "self floor" on the gateway's CPUs, with the worker's
-// GOMAXPROCS, in front of the run's upstream.
+// GOMAXPROCS (supervisor.WorkerProcs, which bench/ may not import), in
+// front of the run's upstream.
 func (r *Runner) startFloor(s scenario.Scenario) (*target, error) {
 	cpus := r.gatewayCPUs(s, 1)
 	dir := filepath.Join(r.o.WorkDir, "floor-"+s.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	p, out, err := Start(report.Floor, cpus, []string{"GOMAXPROCS=2"}, filepath.Join(dir, "floor.log"), true,
+	p, out, err := Start(report.Floor, cpus, []string{"GOMAXPROCS=4"}, filepath.Join(dir, "floor.log"), true,
 		r.o.Self, "floor", "-listen", "127.0.0.1:0", "-upstream", r.upAddr)
 	if err != nil {
 		return nil, err
