@@ -2,9 +2,11 @@ package router
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -123,29 +125,32 @@ func (r *Router) Len() int { return r.n }
 // Mode returns the mode the Router was built with.
 func (r *Router) Mode() Mode { return r.mode }
 
-// entry is a candidate with its sort keys, before the table is frozen.
+// entry is a candidate with its sort keys, before the table is frozen:
+// key is the exact path or the prefix before the '*'.
 type entry struct {
+	key     string
 	c       cand
 	prio    int
 	pathLen int
 }
 
+// tableBuilder gathers one table's candidates in insertion order, one
+// slice per kind, where a map of slices per path cost each path two
+// allocations and the map its growth: the build of a 5000-route
+// configuration, which a bulk load through the Admin API repeats at every
+// reload, spent a third of its time and most of its garbage there.
 type tableBuilder struct {
-	exact  map[string][]entry
-	prefix map[string][]entry
-}
-
-func newTableBuilder() *tableBuilder {
-	return &tableBuilder{exact: map[string][]entry{}, prefix: map[string][]entry{}}
+	exact  []entry
+	prefix []entry
 }
 
 // add inserts route rt (with its compiled conditions x) for each of its paths.
 func (b *tableBuilder) add(rt *Route, x *extra) {
 	for _, p := range rt.URIs {
-		e := entry{c: cand{index: rt.Index, methods: rt.Methods, x: x}, prio: rt.Priority, pathLen: len(p)}
+		e := entry{key: p, c: cand{index: rt.Index, methods: rt.Methods, x: x}, prio: rt.Priority, pathLen: len(p)}
 		star := strings.IndexByte(p, '*')
 		if star < 0 {
-			b.exact[p] = append(b.exact[p], e)
+			b.exact = append(b.exact, e)
 			continue
 		}
 		re, never := tailPattern(p, star)
@@ -157,46 +162,70 @@ func (b *tableBuilder) add(rt *Route, x *extra) {
 			cp.tail, cp.never = re, never
 			e.c.x = &cp
 		}
-		key := p[:star]
-		b.prefix[key] = append(b.prefix[key], e)
+		e.key = p[:star]
+		b.prefix = append(b.prefix, e)
 	}
 }
 
-func sortEntries(es []entry) []cand {
-	// Insertion order breaks the remaining ties, as insert_tab_in_order does.
-	sort.SliceStable(es, func(i, j int) bool {
-		if es[i].prio != es[j].prio {
-			return es[i].prio > es[j].prio
+// sortEntries orders es by key, then each key's candidates in match order:
+// highest priority first, then longest path, and insertion order breaks
+// the remaining ties, as insert_tab_in_order does. It returns the number
+// of distinct keys.
+func sortEntries(es []entry) int {
+	slices.SortStableFunc(es, func(a, b entry) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
 		}
-		return es[i].pathLen > es[j].pathLen
+		if c := cmp.Compare(b.prio, a.prio); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.pathLen, a.pathLen)
 	})
-	cs := make([]cand, len(es))
+	n := 0
 	for i := range es {
-		cs[i] = es[i].c
+		if i == 0 || es[i].key != es[i-1].key {
+			n++
+		}
 	}
-	return cs
+	return n
+}
+
+// groups calls f with each key of es (sorted by sortEntries) and its
+// candidates, carved in order out of one array.
+func groups(es []entry, f func(key string, cs []cand)) {
+	all := make([]cand, len(es))
+	for i := range es {
+		all[i] = es[i].c
+	}
+	for i := 0; i < len(es); {
+		j := i + 1
+		for j < len(es) && es[j].key == es[i].key {
+			j++
+		}
+		f(es[i].key, all[i:j:j])
+		i = j
+	}
 }
 
 func (b *tableBuilder) build() *table {
 	t := &table{tree: newTrie(), empty: len(b.exact) == 0 && len(b.prefix) == 0}
 	if len(b.exact) > 0 {
-		t.exact = make(map[string][]cand, len(b.exact))
-		for p, es := range b.exact {
-			t.exact[p] = sortEntries(es)
-		}
+		t.exact = make(map[string][]cand, sortEntries(b.exact))
+		groups(b.exact, func(p string, cs []cand) { t.exact[p] = cs })
 	}
-	keys := make([]string, 0, len(b.prefix))
-	for k := range b.prefix {
-		keys = append(keys, k)
+	if len(b.prefix) == 0 {
+		t.tree.link()
+		return t
 	}
-	sort.Strings(keys) // deterministic node layout
-	for _, k := range keys {
+	// Keys in order: a deterministic node layout.
+	t.prefix = make([][]cand, 0, sortEntries(b.prefix))
+	groups(b.prefix, func(k string, cs []cand) {
 		v := int32(len(t.prefix))
-		t.prefix = append(t.prefix, sortEntries(b.prefix[k]))
+		t.prefix = append(t.prefix, cs)
 		n := firstSeg([]byte(k))
 		if n < 0 {
 			t.tree.put(k, v)
-			continue
+			return
 		}
 		if t.segs == nil {
 			t.segs = map[string]int32{}
@@ -208,7 +237,7 @@ func (b *tableBuilder) build() *table {
 			t.subs = append(t.subs, newTrie())
 		}
 		t.subs[s].put(k[n:], v)
-	}
+	})
 	t.tree.link()
 	for i := range t.subs {
 		t.subs[i].link()
@@ -223,7 +252,24 @@ func Build(routes []Route, mode Mode) (*Router, error) {
 		return nil, fmt.Errorf("%w: %d", ErrMode, mode)
 	}
 	r := &Router{mode: mode, n: len(routes)}
-	noHost := newTableBuilder()
+	noHost := &tableBuilder{}
+	// One pass to size the host-less table, which holds most routes:
+	// growing it by appends would allocate several times its size.
+	var nExact, nPrefix int
+	for i := range routes {
+		if mode == HostURI && len(routes[i].Hosts) > 0 {
+			continue
+		}
+		for _, p := range routes[i].URIs {
+			if strings.IndexByte(p, '*') < 0 {
+				nExact++
+			} else {
+				nPrefix++
+			}
+		}
+	}
+	noHost.exact = make([]entry, 0, nExact)
+	noHost.prefix = make([]entry, 0, nPrefix)
 	byHost := map[hostPat]*tableBuilder{}
 	var hostOrder []hostPat
 	for i := range routes {
@@ -241,20 +287,22 @@ func Build(routes []Route, mode Mode) (*Router, error) {
 			hp.s = h
 			hosts = append(hosts, hp)
 		}
-		x := &extra{}
+		var x *extra // nil for the routes with no condition but the method
+		var cond extra
 		for _, p := range rt.RemoteAddrs {
-			x.remote = append(x.remote, normPrefix(p))
+			cond.remote = append(cond.remote, normPrefix(p))
 		}
 		if rt.Vars.Len() > 0 {
 			v := rt.Vars
-			x.vars = &v
+			cond.vars = &v
 		}
 		if mode == URI && len(hosts) > 0 {
-			x.hosts = hosts
+			cond.hosts = hosts
 			r.needURI = true
 		}
-		if x.hosts == nil && x.remote == nil && x.vars == nil {
-			x = nil
+		if cond.hosts != nil || cond.remote != nil || cond.vars != nil {
+			x = &extra{}
+			*x = cond
 		}
 		if mode == URI || len(hosts) == 0 {
 			noHost.add(rt, x)
@@ -263,7 +311,7 @@ func Build(routes []Route, mode Mode) (*Router, error) {
 		for _, hp := range hosts {
 			b := byHost[hp]
 			if b == nil {
-				b = newTableBuilder()
+				b = &tableBuilder{}
 				byHost[hp] = b
 				hostOrder = append(hostOrder, hp)
 			}

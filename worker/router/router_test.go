@@ -395,3 +395,31 @@ func TestBuildTime(t *testing.T) {
 		}
 	}
 }
+
+// TestInsertionOrderAtScale checks that routes equal in path, priority and
+// path length match in the order they were given, as insert_tab_in_order
+// keeps them, when the table is large and its candidates are interleaved:
+// the build sorts all candidates at once, and an unstable sort keeps
+// insertion order only for short runs.
+func TestInsertionOrderAtScale(t *testing.T) {
+	const paths, per = 50, 40
+	var routes []Route
+	for i := range paths * per {
+		p := i % paths
+		routes = append(routes,
+			Route{Index: 2 * i, URIs: []string{fmt.Sprintf("/p%d", p)}},
+			Route{Index: 2*i + 1, URIs: []string{fmt.Sprintf("/q%d/*", p)}})
+	}
+	for _, mode := range []Mode{HostURI, URI} {
+		r := mustBuild(t, routes, mode)
+		for p := range paths {
+			// The first route given on each path is number p.
+			if got, ok := r.Match(&Request{Method: MethodGET, Path: fmt.Appendf(nil, "/p%d", p)}); !ok || got != 2*p {
+				t.Errorf("mode %d: /p%d matched %d, %v; want %d", mode, p, got, ok, 2*p)
+			}
+			if got, ok := r.Match(&Request{Method: MethodGET, Path: fmt.Appendf(nil, "/q%d/x", p)}); !ok || got != 2*p+1 {
+				t.Errorf("mode %d: /q%d/x matched %d, %v; want %d", mode, p, got, ok, 2*p+1)
+			}
+		}
+	}
+}
