@@ -468,7 +468,7 @@ func (cc *clientConn) dispatch() {
 	}
 	uc := p.newConn()
 	link(cc, uc)
-	w.dial(uc, nd.addr, cc.rt.connectTO)
+	w.dial(uc, nd, cc.rt.connectTO)
 }
 
 // send writes the request head, and whatever body is buffered, to cc.up.

@@ -10,9 +10,11 @@
 // there, without locks, except what is safe from any goroutine: the
 // snapshot pointer (SetSnapshot: a request keeps the snapshot it was routed
 // with), the published Stats and tick count, the bound address and Drain.
-// Work that must block (a dial, enrolling a rescued connection, reaching
-// the loop to drain) runs on a goroutine of its own and hands its result
-// back to the loop with EventLoop.Execute. gnet calls OnOpen, OnTraffic and
+// Work that must block (dialing a node given by host name, enrolling a
+// rescued connection, reaching the loop to drain) runs on a goroutine of
+// its own and hands its result back to the loop with EventLoop.Execute; a
+// node given by IP address is connected to by the loop itself, without
+// blocking (Worker.dial). gnet calls OnOpen, OnTraffic and
 // OnClose on the loop, and the tick (gnet.WithLoopTick) too.
 //
 // # A client connection
@@ -91,7 +93,8 @@
 // and received, the response framing, why it failed), zeroed when it is
 // linked to a client. Its states:
 //
-//	usDialing  connect in progress off the loop  -> usBusy (opened), usClosed (dialFailed)
+//	usDialing  connect in progress               -> usBusy (opened), usClosed (dialFailed,
+//	                                                the connect timeout)
 //	usBusy     serving its client's exchange     -> usIdle (response done, kept alive),
 //	                                                usClosed (failure, timeout, not reusable)
 //	usIdle     in its node's pool                -> usBusy (link), usClosed (idle timeout,

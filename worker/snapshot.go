@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -157,7 +158,10 @@ type upstream struct {
 
 // node is one upstream server of one upstream.
 type node struct {
-	addr       string // dial address host:port
+	addr string // dial address host:port
+	// ap is addr when its host is an IP address: the loop connects to it
+	// itself (Worker.dial). Invalid for a host name.
+	ap         netip.AddrPort
 	hostHeader []byte // Host sent with pass_host=node
 	weight     int
 	priority   int
@@ -713,6 +717,9 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 	for _, n := range u.Nodes.List {
 		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}
 		nd.addrText, nd.ip = []byte(nd.addr), []byte(n.Host)
+		if ap, err := netip.ParseAddrPort(nd.addr); err == nil {
+			nd.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		}
 		host := n.Host
 		if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {
 			host = "[" + host + "]"

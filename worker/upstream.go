@@ -2,6 +2,9 @@ package worker
 
 import (
 	"errors"
+	"net"
+	"net/netip"
+	"os"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -11,7 +14,7 @@ import (
 
 // Upstream connection states.
 const (
-	usDialing = iota // connect in progress off the loop
+	usDialing = iota // connect in progress
 	usBusy           // serving cc's request
 	usIdle           // in its pool, kept alive
 	usClosed
@@ -54,6 +57,11 @@ type upConn struct {
 
 	poolIdx int
 	pause   pauseState
+
+	// connFD is the socket of the loop's own connect while it is in
+	// progress (gnet.ConnectTCP), -1 otherwise; ap is its address.
+	connFD int
+	ap     netip.AddrPort
 }
 
 func (uc *upConn) slot() *timerSlot { return &uc.timerSlot }
@@ -70,7 +78,7 @@ type pool struct {
 }
 
 func (p *pool) newConn() *upConn {
-	uc := &upConn{w: p.w, pool: p, poolIdx: -1, state: usDialing}
+	uc := &upConn{w: p.w, pool: p, poolIdx: -1, state: usDialing, connFD: -1}
 	uc.idx = -1
 	uc.pause.idx = -1
 	uc.parser.Limits = p.w.cfg.Limits
@@ -137,6 +145,8 @@ func (uc *upConn) write(iov [][]byte) {
 // opened runs on the loop when a dial completed and gnet enrolled the
 // connection.
 func (uc *upConn) opened(c gnet.Conn) {
+	uc.w.clearDeadline(uc) // the connect's
+	uc.connFD = -1
 	uc.c = c
 	cc := uc.cc
 	if cc == nil {
@@ -152,6 +162,8 @@ func (uc *upConn) opened(c gnet.Conn) {
 
 // dialFailed runs on the loop when a dial failed.
 func (uc *upConn) dialFailed(err error) {
+	uc.w.clearDeadline(uc)
+	uc.connFD = -1
 	uc.state = usClosed
 	if cc := uc.cc; cc != nil {
 		uc.setFault(faultConnect, err)
@@ -163,6 +175,11 @@ func (uc *upConn) dialFailed(err error) {
 // truncated response), or the idle timeout of a pooled one.
 func (uc *upConn) expire() {
 	switch uc.state {
+	case usDialing:
+		// Only the loop's own connects have a deadline (Worker.dial).
+		if gnet.CancelConnect(uc.w.loop, uc.connFD) {
+			uc.dialFailed(&net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(uc.ap), Err: os.ErrDeadlineExceeded})
+		}
 	case usIdle:
 		uc.pool.remove(uc)
 		uc.close()

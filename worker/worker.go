@@ -445,10 +445,38 @@ func (w *Worker) poolFor(up *upstream, nd *node) *pool {
 	return p
 }
 
-// dial connects to addr off the loop and enrolls the connection on the loop;
-// uc.opened or uc.dialFailed runs on the loop when it is done.
-func (w *Worker) dial(uc *upConn, addr string, timeout time.Duration) {
+// dial connects uc to node nd; uc.opened or uc.dialFailed runs on the loop
+// when it is done, never before dial returns.
+//
+// A node given by IP address is connected to by the loop itself, as
+// nginx does: a non-blocking connect whose socket joins the loop's poller
+// (gnet.ConnectTCP), with timeout as a deadline of uc. A goroutine that
+// dialed waited for the Go runtime's netpoller, which nothing may look at
+// for up to 10 ms while every P is busy: the collector marking beside a
+// configuration build held requests that needed a new upstream connection
+// that long. A node given by host name is dialed off the loop, where the
+// name is resolved.
+func (w *Worker) dial(uc *upConn, nd *node, timeout time.Duration) {
 	el := w.loop
+	if nd.ap.IsValid() {
+		uc.ap = nd.ap
+		fd, err := gnet.ConnectTCP(el, nd.ap, uc, uc.dialFailed)
+		if err == nil {
+			if fd >= 0 {
+				uc.connFD = fd
+				w.setDeadline(uc, int64(timeout))
+			}
+			return
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				uc.dialFailed(err)
+				return nil
+			}))
+			return
+		}
+	}
+	addr := nd.addr
 	go func() {
 		d := net.Dialer{Timeout: timeout}
 		conn, err := d.Dial("tcp", addr)

@@ -47,6 +47,17 @@ type eventloop struct {
 	buffer       []byte            // read packet buffer whose capacity is set by user, default value is 64KB
 	connections  connMatrix        // loop connections storage
 	eventHandler EventHandler      // user eventHandler
+	// connecting are the connects ConnectTCP started, by fd (coregate).
+	connecting map[int]*pendingConnect
+}
+
+// pendingConnect is a TCP connect that ConnectTCP started on the loop,
+// until its socket turns writable: connected, or failed.
+type pendingConnect struct {
+	sa     unix.Sockaddr
+	remote *net.TCPAddr
+	ctx    any
+	failed func(error)
 }
 
 func (el *eventloop) Register(ctx context.Context, addr net.Addr) (<-chan RegisteredResult, error) {
