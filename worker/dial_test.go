@@ -73,12 +73,7 @@ func TestDialOnLoop(t *testing.T) {
 	w := startWorker(t, nil,
 		fmt.Sprintf(`{"id":"1","uri":"/ip","upstream":{"nodes":{"%s":1}}}`, origin),
 		fmt.Sprintf(`{"id":"2","uri":"/name","upstream":{"nodes":{"localhost:%s":1}}}`, port))
-	c, err := net.Dial("tcp", w.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
+	c, br := dialWorker(t, w)
 	get(t, c, br, "/ip") // the pools and the loop's first connection
 	const n = 40
 	before := goroutinesCreated()

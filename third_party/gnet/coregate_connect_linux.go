@@ -21,10 +21,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/panjf2000/gnet/v2/pkg/netpoll"
+	"github.com/panjf2000/gnet/v2/pkg/queue"
+	"github.com/panjf2000/gnet/v2/pkg/socket"
 )
 
 // ConnectTCP starts a non-blocking connect to addr from el's loop, as
@@ -47,9 +50,7 @@ func ConnectTCP(el EventLoop, addr netip.AddrPort, ctx any, failed func(error)) 
 		return -1, errors.ErrUnsupported
 	}
 	remote := net.TCPAddrFromAddrPort(addr)
-	opErr := func(op string, err error) error {
-		return &net.OpError{Op: "dial", Net: "tcp", Addr: remote, Err: os.NewSyscallError(op, err)}
-	}
+	opErr := func(op string, err error) error { return dialError(remote, os.NewSyscallError(op, err)) }
 	var sa unix.Sockaddr
 	family := unix.AF_INET
 	if ip := addr.Addr().Unmap(); ip.Is4() {
@@ -72,7 +73,11 @@ func ConnectTCP(el EventLoop, addr netip.AddrPort, ctx any, failed func(error)) 
 		}
 		// Refused at once, or unreachable: reported on the loop like one
 		// that fails later, so that failed never runs inside the caller.
-		return l.failSoon(failed, opErr("connect", err))
+		err = opErr("connect", err)
+		if l.poller.Trigger(queue.LowPriority, func(any) error { failed(err); return nil }, nil) != nil {
+			return -1, err
+		}
+		return -1, nil
 	}
 	if err = l.poller.AddWrite(&netpoll.PollAttachment{FD: fd}, false); err != nil {
 		_ = unix.Close(fd)
@@ -83,4 +88,72 @@ func ConnectTCP(el EventLoop, addr netip.AddrPort, ctx any, failed func(error)) 
 	}
 	l.connecting[fd] = &pendingConnect{sa: sa, remote: remote, ctx: ctx, failed: failed}
 	return fd, nil
+}
+
+// CancelConnect abandons the connect of fd that ConnectTCP started and
+// closes its socket; its failed does not run. It returns false when fd
+// is no pending connect (it completed or failed already). Call it on
+// el's loop only.
+func CancelConnect(el EventLoop, fd int) bool {
+	l, ok := el.(*eventloop)
+	if !ok || l.connecting[fd] == nil {
+		return false
+	}
+	delete(l.connecting, fd)
+	_ = l.poller.Delete(fd)
+	_ = unix.Close(fd)
+	return true
+}
+
+// connectDone finishes the pending connect of fd, whose socket the poll
+// reported: it joins the loop (OnOpen runs), or its failed runs. It
+// returns false when fd is no pending connect.
+func (el *eventloop) connectDone(fd int) (bool, error) {
+	pc := el.connecting[fd]
+	if pc == nil {
+		return false, nil
+	}
+	delete(el.connecting, fd)
+	errno, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err == nil && errno != 0 {
+		err = syscall.Errno(errno)
+	}
+	if err != nil {
+		_ = el.poller.Delete(fd)
+		_ = unix.Close(fd)
+		pc.failed(dialError(pc.remote, os.NewSyscallError("connect", err)))
+		return true, nil
+	}
+	var local net.Addr
+	if lsa, err := unix.Getsockname(fd); err == nil {
+		local = socket.SockaddrToTCPOrUnixAddr(lsa)
+	}
+	c := newStreamConn("tcp", fd, el, pc.sa, local, pc.remote)
+	c.ctx = pc.ctx
+	// The socket is in the poller for writability: now for reading, as
+	// register0 adds a connection.
+	if err := el.poller.ModRead(&c.pollAttachment, el.engine.opts.EdgeTriggeredIO); err != nil {
+		_ = el.poller.Delete(fd)
+		_ = unix.Close(fd)
+		c.release()
+		pc.failed(dialError(pc.remote, err))
+		return true, nil
+	}
+	el.connections.addConn(c, el.idx)
+	return true, el.open(c)
+}
+
+// closeConnecting closes the sockets of the connects still pending when
+// the loop ends.
+func (el *eventloop) closeConnecting() {
+	for fd := range el.connecting {
+		_ = el.poller.Delete(fd)
+		_ = unix.Close(fd)
+	}
+	el.connecting = nil
+}
+
+// dialError is err as net.Dial reports a failed TCP connect to remote.
+func dialError(remote *net.TCPAddr, err error) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: remote, Err: err}
 }

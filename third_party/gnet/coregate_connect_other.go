@@ -25,3 +25,6 @@ import (
 func ConnectTCP(EventLoop, netip.AddrPort, any, func(error)) (int, error) {
 	return -1, errors.ErrUnsupported
 }
+
+// CancelConnect has nothing to cancel where ConnectTCP is not available.
+func CancelConnect(EventLoop, int) bool { return false }

@@ -12,9 +12,12 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-//go:build windows || poll_opt
+//go:build (darwin || dragonfly || freebsd || netbsd || openbsd) && !poll_opt
 
 package gnet
 
-// CancelConnect has nothing to cancel where ConnectTCP is not available.
-func CancelConnect(EventLoop, int) bool { return false }
+// connectDone has no connect to finish where ConnectTCP is not available.
+func (el *eventloop) connectDone(int) (bool, error) { return false, nil }
+
+// closeConnecting has no connect to close where ConnectTCP is not available.
+func (el *eventloop) closeConnecting() {}
