@@ -192,7 +192,7 @@ func (s *Server) accept() {
 			return // EAGAIN, or an error the next event repeats
 		}
 		_ = unix.SetsockoptInt(cfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-		ufd, err := s.dial()
+		ufd, err := dialUpstream(&s.up)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			unix.Close(cfd)
@@ -207,14 +207,15 @@ func (s *Server) accept() {
 	}
 }
 
-// dial connects to the upstream, blocking: a loopback connect completes at
-// once, and it happens once per client connection.
-func (s *Server) dial() (int, error) {
+// dialUpstream connects to the upstream, blocking: a loopback connect completes at
+// once, and it happens once per client connection. The socket it returns
+// is non-blocking.
+func dialUpstream(up *unix.SockaddrInet4) (int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("floor: socket: %w", err)
 	}
-	if err := unix.Connect(fd, &s.up); err != nil {
+	if err := unix.Connect(fd, up); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("floor: connect upstream: %w", err)
 	}

@@ -18,18 +18,49 @@ import (
 
 const get = "GET /hello HTTP/1.1\r\nHost: floor\r\n\r\n"
 
-func start(t *testing.T) (*Server, *upstream.Server) {
-	t.Helper()
-	up, err := upstream.Start("127.0.0.1:0", upstream.Body1K, 1)
-	if err != nil {
-		t.Fatal(err)
+// loop is one of the floor's two loops, running.
+type loop struct {
+	Addr string
+	Stop func() error
+}
+
+// loops are the floor on epoll and on io_uring, which every test runs.
+var loops = []struct {
+	name  string
+	start func(listen, upstream string) (loop, error)
+}{
+	{"epoll", func(l, u string) (loop, error) {
+		s, err := Start(l, u)
+		if err != nil {
+			return loop{}, err
+		}
+		return loop{s.Addr, s.Stop}, nil
+	}},
+	{"io_uring", func(l, u string) (loop, error) {
+		s, err := StartRing(l, u)
+		if err != nil {
+			return loop{}, err
+		}
+		return loop{s.Addr, s.Stop}, nil
+	}},
+}
+
+// eachLoop runs f for each loop, started on an upstream of its own.
+func eachLoop(t *testing.T, f func(t *testing.T, s loop)) {
+	for _, l := range loops {
+		t.Run(l.name, func(t *testing.T) {
+			up, err := upstream.Start("127.0.0.1:0", upstream.Body1K, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = up.Stop() })
+			s, err := l.start("127.0.0.1:0", up.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(t, s)
+		})
 	}
-	t.Cleanup(func() { _ = up.Stop() })
-	s, err := Start("127.0.0.1:0", up.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, up
 }
 
 // readResponse reads one response from br and checks it is the upstream's.
@@ -57,8 +88,9 @@ func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-func TestProxies(t *testing.T) {
-	s, _ := start(t)
+func TestProxies(t *testing.T) { eachLoop(t, testProxies) }
+
+func testProxies(t *testing.T, s loop) {
 	// Connections of their own, each with requests one after another.
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -122,8 +154,9 @@ func TestProxies(t *testing.T) {
 
 // A request that does not fit the buffer closes the connection; the loop
 // serves others on.
-func TestOversizedRequest(t *testing.T) {
-	s, _ := start(t)
+func TestOversizedRequest(t *testing.T) { eachLoop(t, testOversizedRequest) }
+
+func testOversizedRequest(t *testing.T, s loop) {
 	defer s.Stop()
 	c, br := dial(t, s.Addr)
 	long := "GET /hello HTTP/1.1\r\nX: " + strings.Repeat("a", 2*bufSize) + "\r\n\r\n"

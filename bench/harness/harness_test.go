@@ -36,12 +36,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serveFloor is "bench floor -listen A -upstream B" for the test binary.
+// serveFloor is "bench floor -listen A -upstream B [-ring]" for the test
+// binary.
 func serveFloor(args []string) {
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "")
 	up := fs.String("upstream", "", "")
+	ring := fs.Bool("ring", false, "")
 	_ = fs.Parse(args)
+	if *ring {
+		s, err := floor.StartRing(*listen, *up)
+		exitOn(err)
+		serve(s.Addr, s.Stop)
+	}
 	s, err := floor.Start(*listen, *up)
 	exitOn(err)
 	serve(s.Addr, s.Stop)
@@ -115,7 +122,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s/%s: implausible median %+v", row.Scenario, row.Target, md)
 		}
 		procs := 2 // a master and a worker, or a supervisor and a worker
-		if row.Target == report.Floor {
+		if row.Target == report.Floor || row.Target == report.RingFloor {
 			procs = 1
 		}
 		if row.Target != report.Direct && (md.CPUus <= 0 || md.RSSMiB <= 0 || md.Procs < procs) {
@@ -132,11 +139,13 @@ func TestRun(t *testing.T) {
 	if nginx != "" {
 		want = []key{
 			{"no-plugin", report.Coregate, 2}, {"no-plugin", report.Nginx, 2}, {"no-plugin", report.Floor, 2},
-			{"no-plugin", report.Direct, 2},
+			{"no-plugin", report.RingFloor, 2}, {"no-plugin", report.Direct, 2},
 			{"latency", report.Coregate, 2}, {"latency", report.Nginx, 2}, {"latency", report.Floor, 2},
+			{"latency", report.RingFloor, 2},
 		}
 	} else {
-		want = []key{{"no-plugin", report.Floor, 2}, {"no-plugin", report.Direct, 2}, {"latency", report.Floor, 2}}
+		want = []key{{"no-plugin", report.Floor, 2}, {"no-plugin", report.RingFloor, 2}, {"no-plugin", report.Direct, 2},
+			{"latency", report.Floor, 2}, {"latency", report.RingFloor, 2}}
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("rows (-want +got):\n%s", d)

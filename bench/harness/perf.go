@@ -35,6 +35,7 @@ var perfGroups = []struct {
 	{"read", []string{"syscalls:sys_enter_read", "syscalls:sys_enter_recvfrom", "syscalls:sys_enter_readv"}},
 	{"write", []string{"syscalls:sys_enter_write", "syscalls:sys_enter_writev", "syscalls:sys_enter_sendto", "syscalls:sys_enter_sendmsg"}},
 	{"futex", []string{"syscalls:sys_enter_futex"}},
+	{"io_uring_enter", []string{"syscalls:sys_enter_io_uring_enter"}},
 	{"context switches", []string{"context-switches"}},
 	{"all syscalls", []string{"raw_syscalls:sys_enter"}},
 }

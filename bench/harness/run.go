@@ -33,7 +33,7 @@ type Options struct {
 	Redis     string // redis-server binary, for the scenarios that count in Redis
 	Perf      string // perf binary: count system calls per request in the fixed-rate scenario; "" to skip
 	Direct    bool   // also measure the load generator against the upstream alone
-	Floor     bool   // also measure the I/O floor (bench/floor) in the one-worker no-plugin and fixed-rate scenarios
+	Floor     bool   // also measure the I/O floor (bench/floor, on epoll and on io_uring) in the one-worker no-plugin and fixed-rate scenarios
 	Scenarios []scenario.Scenario
 	Pending   []scenario.Scenario // listed in the report, not run
 
@@ -203,11 +203,13 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 		}
 	}
 	if o.Floor && floorScenario(s) {
-		t, err := r.startFloor(s)
-		if err != nil {
-			return nil, err
+		for _, ring := range []bool{false, true} {
+			t, err := r.startFloor(s, ring)
+			if err != nil {
+				return nil, err
+			}
+			targets = append(targets, t)
 		}
-		targets = append(targets, t)
 	}
 	if direct && len(s.Workers) > 0 {
 		// The load of the largest worker count: the ceiling that matters
@@ -310,25 +312,28 @@ func floorScenario(s scenario.Scenario) bool {
 	return (s.Name == "no-plugin" || s.Group == scenario.GroupLatency) && slices.Equal(s.Workers, []int{1})
 }
 
-// startFloor runs "self floor" on the gateway's CPUs, with the worker's
-// GOMAXPROCS (supervisor.WorkerProcs, which bench/ may not import), in
-// front of the run's upstream.
-func (r *Runner) startFloor(s scenario.Scenario) (*target, error) {
+// startFloor runs "self floor" (with ring, "self floor -ring") on the
+// gateway's CPUs, with the worker's GOMAXPROCS (supervisor.WorkerProcs,
+// which bench/ may not import), in front of the run's upstream.
+func (r *Runner) startFloor(s scenario.Scenario, ring bool) (*target, error) {
 	cpus := r.gatewayCPUs(s, 1)
-	dir := filepath.Join(r.o.WorkDir, "floor-"+s.Name)
+	name, sub, args := report.Floor, "floor", []string{"floor", "-listen", "127.0.0.1:0", "-upstream", r.upAddr}
+	if ring {
+		name, sub, args = report.RingFloor, "floor-ring", append(args, "-ring")
+	}
+	dir := filepath.Join(r.o.WorkDir, sub+"-"+s.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	p, out, err := Start(report.Floor, cpus, []string{"GOMAXPROCS=4"}, filepath.Join(dir, "floor.log"), true,
-		r.o.Self, "floor", "-listen", "127.0.0.1:0", "-upstream", r.upAddr)
+	p, out, err := Start(name, cpus, []string{"GOMAXPROCS=4"}, filepath.Join(dir, "floor.log"), true, append([]string{r.o.Self}, args...)...)
 	if err != nil {
 		return nil, err
 	}
 	addr, err := UpstreamAddr(p, out)
 	if err != nil {
-		return nil, fmt.Errorf("harness: floor: %w", err)
+		return nil, fmt.Errorf("harness: %s: %w", name, err)
 	}
-	return &target{name: report.Floor, addr: addr, proc: p, workers: 1, cpus: cpus}, nil
+	return &target{name: name, addr: addr, proc: p, workers: 1, cpus: cpus}, nil
 }
 
 func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string) (*target, error) {

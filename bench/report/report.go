@@ -28,6 +28,9 @@ const (
 	// Floor is bench/floor: the I/O of a proxy and nothing else, the
 	// least any proxy's loop costs on the machine.
 	Floor = "floor loop"
+	// RingFloor is bench/floor's loop on io_uring: the same I/O in one
+	// io_uring_enter per wake-up instead of a system call per operation.
+	RingFloor = "floor loop io_uring"
 )
 
 // Machine describes where a run happened.

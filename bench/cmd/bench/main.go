@@ -410,9 +410,17 @@ func floorCmd(args []string) error {
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	up := fs.String("upstream", "", "upstream host:port (required)")
+	ring := fs.Bool("ring", false, "the loop on io_uring instead of epoll")
 	_ = fs.Parse(args)
 	if *up == "" {
 		return errors.New("bench: floor: -upstream wanted")
+	}
+	if *ring {
+		s, err := floor.StartRing(*listen, *up)
+		if err != nil {
+			return err
+		}
+		return serveUntilSignal(s.Addr, s.Stop)
 	}
 	s, err := floor.Start(*listen, *up)
 	if err != nil {
