@@ -268,8 +268,8 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 			Equivalent: s.Equivalent(), Baseline: s.Baseline,
 			Upstream: s.Upstream, Workers: t.workers, Target: t.name, Mode: mode, Rounds: samples[i], Median: report.Median(samples[i])}
 		md := rows[i].Median
-		r.logf("%-14s w%d %-16s %8.0f req/s  p99 %6.2f ms  cpu %6.1f µs/req  rss %5.1f MiB\n",
-			s.Name, t.workers, t.name, md.QPS, md.P99, md.CPUus, md.RSSMiB)
+		r.logf("%-14s w%d %-16s %8.0f req/s  p99 %6.2f ms  cpu %6.1f µs/req  rss %5.1f MiB  pss %5.1f MiB\n",
+			s.Name, t.workers, t.name, md.QPS, md.P99, md.CPUus, md.RSSMiB, md.PSSMiB)
 	}
 	return rows, nil
 }
@@ -536,6 +536,7 @@ func (r *Runner) measure(s scenario.Scenario, t *target, gwCPUs []int, label str
 		smp.CPUus = perReq(b.gw.Ticks - a.gw.Ticks)
 		smp.GatewayCores = float64(b.gw.Ticks-a.gw.Ticks) / procstat.Hz / b.at.Sub(a.at).Seconds()
 		smp.RSSMiB = float64(b.gw.RSSKiB) / 1024
+		smp.PSSMiB = float64(b.gw.PSSKiB) / 1024
 		smp.Procs = b.gw.Procs
 	}
 	smp.Noisy = smp.ForeignCores > o.MaxOther || smp.SlowCPU > o.MaxSlow

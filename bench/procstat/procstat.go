@@ -102,6 +102,35 @@ func ReadRSS(pid int) (uint64, error) {
 	return ParseRSS(b)
 }
 
+// ParsePSS returns Pss in KiB from the contents of /proc/<pid>/smaps_rollup:
+// the process's resident pages, each shared one divided by the number of
+// processes that map it, so that a group's sum counts every page once
+// where VmRSS counts a page shared by a master and its workers in each.
+// 0 for a process without memory.
+func ParsePSS(b []byte) (uint64, error) {
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		rest, ok := bytes.CutPrefix(line, []byte("Pss:"))
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(rest))
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, ErrFormat
+		}
+		return strconv.ParseUint(f[0], 10, 64)
+	}
+	return 0, nil
+}
+
+// ReadPSS reads the proportional set size of a process in KiB.
+func ReadPSS(pid int) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(Root, strconv.Itoa(pid), "smaps_rollup"))
+	if err != nil {
+		return 0, err
+	}
+	return ParsePSS(b)
+}
+
 // Tree returns pid followed by all of its live descendants, in ascending
 // order after pid. Processes that vanish while the tree is read are skipped.
 func Tree(pid int) ([]int, error) {
@@ -133,11 +162,12 @@ func Tree(pid int) ([]int, error) {
 type Usage struct {
 	Ticks  uint64 // utime+stime of all processes read
 	RSSKiB uint64 // VmRSS summed over the processes
+	PSSKiB uint64 // Pss summed over the processes: shared pages counted once
 	Procs  int    // processes that could be read
 }
 
-// Measure sums CPU ticks and RSS over pids; processes gone meanwhile are
-// skipped.
+// Measure sums CPU ticks, RSS and PSS over pids; processes gone meanwhile
+// are skipped.
 func Measure(pids []int) Usage {
 	var u Usage
 	for _, p := range pids {
@@ -148,6 +178,9 @@ func Measure(pids []int) Usage {
 		u.Ticks += st.CPU()
 		if rss, err := ReadRSS(p); err == nil {
 			u.RSSKiB += rss
+		}
+		if pss, err := ReadPSS(p); err == nil {
+			u.PSSKiB += pss
 		}
 		u.Procs++
 	}

@@ -86,6 +86,23 @@ func TestParseSystem(t *testing.T) {
 	}
 }
 
+func TestParsePSS(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want uint64
+		err  error
+	}{
+		{in: "55d0a000-7ffd0000 ---p 00000000 00:00 0 [rollup]\nRss:\t   30000 kB\nPss:\t   12345 kB\nPss_Dirty: 5 kB\n", want: 12345},
+		{in: "Rss: 10 kB\n", want: 0},
+		{in: "Pss:\t12 MB\n", err: ErrFormat},
+	} {
+		got, err := ParsePSS([]byte(tc.in))
+		if got != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("ParsePSS(%q) = %d, %v; want %d, %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
 func TestCPUList(t *testing.T) {
 	tests := []struct {
 		in   string
@@ -147,8 +164,19 @@ func TestTreeAndMeasure(t *testing.T) {
 	}
 	runtime.KeepAlive(x)
 	after := Measure([]int{os.Getpid(), 1 << 30})
-	if after.Procs != 1 || after.RSSKiB == 0 {
-		t.Fatalf("Measure = %+v, want 1 readable process with RSS", after)
+	if after.Procs != 1 || after.RSSKiB == 0 || after.PSSKiB == 0 {
+		t.Fatalf("Measure = %+v, want 1 readable process with RSS and PSS", after)
+	}
+	// Two sleeps map the same binary and libc pages: summed, PSS counts
+	// those once and comes out below RSS, which counts them twice.
+	cmd2 := exec.Command("sleep", "30")
+	if err := cmd2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd2.Process.Kill(); _ = cmd2.Wait() }()
+	time.Sleep(100 * time.Millisecond) // both have run past exec
+	if two := Measure([]int{cmd.Process.Pid, cmd2.Process.Pid}); two.Procs != 2 || two.PSSKiB == 0 || two.PSSKiB >= two.RSSKiB {
+		t.Errorf("two sleeps: %+v; want PSS above 0 and below RSS", two)
 	}
 	if after.Ticks < before.Ticks+20 {
 		t.Errorf("CPU ticks went from %d to %d after %v of CPU by getrusage", before.Ticks, after.Ticks, cpu()-cpu0)

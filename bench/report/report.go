@@ -78,9 +78,10 @@ type Sample struct {
 	UpstreamCPUs float64 `json:"upstream_cpu_us_per_req"` // the upstream
 	GatewayCores float64 `json:"gateway_cores"`           // gateway CPU time / wall time
 	RSSMiB       float64 `json:"rss_mib"`
-	Procs        int     `json:"procs"`         // gateway processes counted
-	ForeignCores float64 `json:"foreign_cores"` // CPU used by anything else
-	SlowCPU      float64 `json:"slow_cpu"`      // worst compute-probe time ÷ best seen
+	PSSMiB       float64 `json:"pss_mib,omitempty"` // shared pages counted once across the processes
+	Procs        int     `json:"procs"`             // gateway processes counted
+	ForeignCores float64 `json:"foreign_cores"`     // CPU used by anything else
+	SlowCPU      float64 `json:"slow_cpu"`          // worst compute-probe time ÷ best seen
 	Noisy        bool    `json:"noisy,omitempty"`
 	Redone       int     `json:"redone,omitempty"` // times the round was redone as noisy
 }
@@ -194,6 +195,7 @@ func Median(samples []Sample) Sample {
 		UpstreamCPUs: f(func(s Sample) float64 { return s.UpstreamCPUs }),
 		GatewayCores: f(func(s Sample) float64 { return s.GatewayCores }),
 		RSSMiB:       f(func(s Sample) float64 { return s.RSSMiB }),
+		PSSMiB:       f(func(s Sample) float64 { return s.PSSMiB }),
 		Procs:        int(f(func(s Sample) float64 { return float64(s.Procs) })),
 		ForeignCores: f(func(s Sample) float64 { return s.ForeignCores }),
 		SlowCPU:      f(func(s Sample) float64 { return s.SlowCPU }),
@@ -344,7 +346,7 @@ func (r *Run) Markdown() string {
 		s.Conns, s.Conns, s.WarmupS, s.DurationS, s.Rounds, s.BodyBytes)
 
 	if rows := r.rowsIn("main"); len(rows) > 0 {
-		b.WriteString("| scenario | routes / consumers | upstream | gateway | QPS | P99 ms | P95 ms | CPU µs/req | RSS MiB | QPS ÷ nginx | CPU/req ÷ nginx |\n")
+		b.WriteString("| scenario | routes / consumers | upstream | gateway | QPS | P99 ms | P95 ms | CPU µs/req | RSS / PSS MiB | QPS ÷ nginx | CPU/req ÷ nginx |\n")
 		b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, row := range rows {
 			md := row.Median
@@ -377,7 +379,7 @@ func (r *Run) Markdown() string {
 	if rows := r.rowsIn("scaling"); len(rows) > 0 {
 		slices.SortStableFunc(rows, func(a, b Row) int { return a.Workers - b.Workers })
 		b.WriteString("Worker scaling (no plugins, 1 route):\n\n")
-		b.WriteString("| workers | gateway | QPS | P99 ms | CPU µs/req | gateway cores busy | processes | RSS MiB | QPS ÷ nginx | CPU/req ÷ nginx |\n")
+		b.WriteString("| workers | gateway | QPS | P99 ms | CPU µs/req | gateway cores busy | processes | RSS / PSS MiB | QPS ÷ nginx | CPU/req ÷ nginx |\n")
 		b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, row := range rows {
 			md := row.Median
@@ -487,6 +489,9 @@ func cpuCell(row Row) string {
 func rssCell(row Row) string {
 	if row.Target == Direct {
 		return "–"
+	}
+	if row.Median.PSSMiB > 0 {
+		return fmt.Sprintf("%.1f / %.1f", row.Median.RSSMiB, row.Median.PSSMiB)
 	}
 	return fmt.Sprintf("%.1f", row.Median.RSSMiB)
 }

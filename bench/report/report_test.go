@@ -41,7 +41,7 @@ func TestMedian(t *testing.T) {
 
 func sampleRun() *Run {
 	row := func(scen, title, group, target string, routes, workers int, qps, p99, cpu float64) Row {
-		s := Sample{QPS: qps, P50: p99 / 3, P95: p99 / 2, P99: p99, P999: p99 * 2, CPUus: cpu, RSSMiB: 12, LoadCPUus: 5, Procs: workers}
+		s := Sample{QPS: qps, P50: p99 / 3, P95: p99 / 2, P99: p99, P999: p99 * 2, CPUus: cpu, RSSMiB: 12, PSSMiB: 9.5, LoadCPUus: 5, Procs: workers}
 		return Row{Scenario: scen, Title: title, Group: group, Routes: routes, Workers: workers, Upstream: true,
 			Target: target, Mode: "closed c16", Rounds: []Sample{s}, Median: s}
 	}
@@ -92,9 +92,9 @@ func TestSetRatios(t *testing.T) {
 func TestMarkdown(t *testing.T) {
 	md := sampleRun().Markdown()
 	for _, want := range []string{
-		"| scenario | routes / consumers | upstream | gateway | QPS | P99 ms | P95 ms | CPU µs/req | RSS MiB | QPS ÷ nginx | CPU/req ÷ nginx |",
-		"| no plugins | 1 / 0 | yes | coregate | 40.0k | 1.00 | 0.50 | 20.0 | 12.0 | 1.14× | 0.77× |",
-		"| 5000 routes | 5000 / 0 | yes | nginx | 34.0k | 1.40 | 0.70 | 27.0 | 12.0 | – | – |",
+		"| scenario | routes / consumers | upstream | gateway | QPS | P99 ms | P95 ms | CPU µs/req | RSS / PSS MiB | QPS ÷ nginx | CPU/req ÷ nginx |",
+		"| no plugins | 1 / 0 | yes | coregate | 40.0k | 1.00 | 0.50 | 20.0 | 12.0 / 9.5 | 1.14× | 0.77× |",
+		"| 5000 routes | 5000 / 0 | yes | nginx | 34.0k | 1.40 | 0.70 | 27.0 | 12.0 / 9.5 | – | – |",
 		"| no plugins | 1 / 0 | yes | upstream direct | 48.0k | 0.30 | 0.15 | – | – | 1.37× | – |",
 		"| 2 | coregate | 70.0k |",
 		"| coregate | 10.0k | 0.167 | 0.250 | 0.500 | 1.000 | 18.0 | 0.50× | 0.75× |",
