@@ -262,6 +262,24 @@ func (c *Config) ServerHeader(version string) string {
 	return "APISIX"
 }
 
+// Ports are the TCP ports the node itself listens on by its
+// configuration: node_listen, the Admin API's when it is enabled, and the
+// Prometheus export server's when that is. Anything the node opens on a
+// port of its own choosing (the embedded etcd) keeps clear of them.
+func (c *Config) Ports() []int {
+	var ps []int
+	for _, l := range c.APISIX.NodeListen {
+		ps = append(ps, l.Port)
+	}
+	if c.APISIX.EnableAdmin {
+		ps = append(ps, c.Deployment.Admin.AdminListen.Port)
+	}
+	if c.Prometheus.EnableExportServer {
+		ps = append(ps, c.Prometheus.ExportAddr.Port)
+	}
+	return ps
+}
+
 // WorkerCount is the number of workers: worker_processes, or for auto the
 // number of CPUs this process may run on (Workers).
 func (c *Config) WorkerCount() int {

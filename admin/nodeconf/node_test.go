@@ -519,3 +519,24 @@ nginx_config:
 		t.Errorf("escape xml: %v", err)
 	}
 }
+
+func TestNodeConfigPorts(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want []int
+	}{
+		{"", []int{9080, 9180, 9091}},
+		{"apisix:\n  node_listen: [40001, 40002]\ndeployment:\n  admin:\n    admin_listen:\n      port: 40003\n" +
+			"plugin_attr:\n  prometheus:\n    export_addr:\n      port: 40004\n", []int{40001, 40002, 40003, 40004}},
+		{"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n" +
+			"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", []int{9080}},
+	} {
+		c, _, err := parseNode(t, tc.src)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+		if d := cmp.Diff(tc.want, c.Ports()); d != "" {
+			t.Errorf("%q: Ports (-want +got):\n%s", tc.src, d)
+		}
+	}
+}

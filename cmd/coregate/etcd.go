@@ -41,7 +41,7 @@ func openEtcd(nc *nodeconf.Config, dataDir string, log *slog.Logger) (*etcdNode,
 		if dataDir == "" {
 			dataDir = filepath.Join(nc.Dir, etcdDataDir)
 		}
-		emb, err := etcdstore.StartEmbedded(dataDir, etcdstore.EmbedOptions{})
+		emb, err := etcdstore.StartEmbedded(dataDir, etcdstore.EmbedOptions{Avoid: nc.Ports()})
 		if err != nil {
 			return nil, err
 		}

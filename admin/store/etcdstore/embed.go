@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +34,11 @@ type EmbedOptions struct {
 	// CompactionRetention is how many revisions of history the embedded
 	// etcd keeps (it compacts itself every five minutes); 10000 when 0.
 	CompactionRetention int
+	// Avoid are ports the free ports must not be: the node's own, which
+	// it binds after etcd has started. A port of the ephemeral range that
+	// is configured but not yet bound is free to the kernel, and etcd
+	// listening there first would keep the node from starting.
+	Avoid []int
 }
 
 // Embedded is a running embedded etcd.
@@ -79,10 +86,10 @@ func StartEmbedded(dir string, o EmbedOptions) (*Embedded, error) {
 	if o.ClientURL == "" || o.PeerURL == "" {
 		var saved savedURLs
 		if b, err := os.ReadFile(filepath.Join(dir, urlsFile)); err == nil && json.Unmarshal(b, &saved) == nil &&
-			saved.Client != "" && saved.Peer != "" && free(saved.Client) && free(saved.Peer) {
+			saved.Client != "" && saved.Peer != "" && free(saved.Client, o.Avoid) && free(saved.Peer, o.Avoid) {
 			o.ClientURL, o.PeerURL = saved.Client, saved.Peer
 		} else {
-			ports, err := freePorts(2)
+			ports, err := freePorts(2, o.Avoid)
 			if err != nil {
 				return nil, fmt.Errorf("embedded etcd: %w", err)
 			}
@@ -183,10 +190,14 @@ func embedLogger(level string, stopping *atomic.Bool) (*zap.Logger, error) {
 	}))
 }
 
-// free reports whether a URL's host:port can be listened on now.
-func free(u string) bool {
+// free reports whether a URL's host:port can be listened on now and its
+// port is not in avoid.
+func free(u string, avoid []int) bool {
 	p, err := url.Parse(u)
 	if err != nil {
+		return false
+	}
+	if port, err := strconv.Atoi(p.Port()); err != nil || slices.Contains(avoid, port) {
 		return false
 	}
 	l, err := net.Listen("tcp", p.Host)
@@ -197,10 +208,10 @@ func free(u string) bool {
 	return true
 }
 
-// freePorts returns n distinct ports free on 127.0.0.1 now. They are
-// closed again before etcd listens; another process could take one in
-// between, which the start then reports.
-func freePorts(n int) ([]int, error) {
+// freePorts returns n distinct ports free on 127.0.0.1 now and not in
+// avoid. They are closed again before etcd listens; another process could
+// take one in between, which the start then reports.
+func freePorts(n int, avoid []int) ([]int, error) {
 	ls := make([]net.Listener, 0, n)
 	defer func() {
 		for _, l := range ls {
@@ -208,13 +219,20 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	ports := make([]int, 0, n)
-	for range n {
+	// Every port taken stays open until the end, so the kernel hands out
+	// a different one each time; 100 tries bound the search.
+	for range 100 {
+		if len(ports) == n {
+			break
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		if p := l.Addr().(*net.TCPAddr).Port; !slices.Contains(avoid, p) {
+			ports = append(ports, p)
+		}
 	}
 	if len(ports) != n {
 		return nil, errors.New("no free port")

@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +156,38 @@ func TestEmbeddedPortTaken(t *testing.T) {
 	s2.prefix = s.prefix
 	if _, err := s2.Get(ctx, s.Prefix()+"/routes/1"); err != nil {
 		t.Fatalf("data after a restart on other ports: %v", err)
+	}
+}
+
+// TestEmbeddedAvoid: the ports of its last start are not taken again when
+// the node now listens on one of them itself, and fresh ones keep clear
+// of Avoid as well.
+func TestEmbeddedAvoid(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	e := startEmbedded(t, dir)
+	port := func(u string) int {
+		p, err := strconv.Atoi(u[strings.LastIndexByte(u, ':')+1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	client, peer := port(e.Endpoints[0]), port(e.PeerURL)
+	e.Stop()
+	e2, err := StartEmbedded(dir, EmbedOptions{LogLevel: "none", Avoid: []int{client}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e2.Stop)
+	if c, p := port(e2.Endpoints[0]), port(e2.PeerURL); c == client || p == client || c == p {
+		t.Fatalf("restart avoiding %d (last %d/%d): client %d, peer %d", client, client, peer, c, p)
+	}
+	ports, err := freePorts(3, []int{client, peer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 3 || slices.Contains(ports, client) || slices.Contains(ports, peer) {
+		t.Fatalf("freePorts(3, avoid %d %d) = %v", client, peer, ports)
 	}
 }
 

@@ -44,7 +44,7 @@ func startEtcdProcess(t *testing.T) *etcdProcess {
 		}
 		t.Skipf("no etcd binary (apt-get install etcd-server): %v", err)
 	}
-	ports, err := freePorts(2)
+	ports, err := freePorts(2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func startEtcdCluster(t *testing.T, n int) []*etcdMember {
 		}
 		t.Skipf("no etcd binary (apt-get install etcd-server): %v", err)
 	}
-	ports, err := freePorts(2 * n)
+	ports, err := freePorts(2*n, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestEtcdProcessTLS(t *testing.T) {
 	ca, caKey, caPath, _ := writeCert(t, dir, "ca", nil, nil, true)
 	_, _, srvCert, srvKey := writeCert(t, dir, "server", ca, caKey, false)
 	_, _, cliCert, cliKey := writeCert(t, dir, "client", ca, caKey, false)
-	ports, err := freePorts(2)
+	ports, err := freePorts(2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
