@@ -65,17 +65,11 @@ type Server struct {
 // on its own locked OS thread, each client connection through its own
 // connection to upstream.
 func Start(listen, upstream string) (*Server, error) {
-	ua, err := net.ResolveTCPAddr("tcp4", upstream)
+	la, up, err := resolve(listen, upstream)
 	if err != nil {
-		return nil, fmt.Errorf("floor: upstream: %w", err)
+		return nil, err
 	}
-	la, err := net.ResolveTCPAddr("tcp4", listen)
-	if err != nil {
-		return nil, fmt.Errorf("floor: listen: %w", err)
-	}
-	s := &Server{lfd: -1, epfd: -1, efd: -1, conns: make([]*conn, 1024), done: make(chan struct{})}
-	s.up.Port = ua.Port
-	copy(s.up.Addr[:], ua.IP.To4())
+	s := &Server{lfd: -1, epfd: -1, efd: -1, up: up, conns: make([]*conn, 1024), done: make(chan struct{})}
 	if err := s.open(la); err != nil {
 		s.closeAll()
 		return nil, err
@@ -84,26 +78,56 @@ func Start(listen, upstream string) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) open(la *net.TCPAddr) error {
-	var err error
-	if s.lfd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0); err != nil {
-		return fmt.Errorf("floor: socket: %w", err)
+// resolve reads a floor's listen and upstream addresses (host:port, IPv4).
+func resolve(listen, upstream string) (*net.TCPAddr, unix.SockaddrInet4, error) {
+	var up unix.SockaddrInet4
+	ua, err := net.ResolveTCPAddr("tcp4", upstream)
+	if err != nil {
+		return nil, up, fmt.Errorf("floor: upstream: %w", err)
 	}
-	_ = unix.SetsockoptInt(s.lfd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	la, err := net.ResolveTCPAddr("tcp4", listen)
+	if err != nil {
+		return nil, up, fmt.Errorf("floor: listen: %w", err)
+	}
+	up.Port = ua.Port
+	copy(up.Addr[:], ua.IP.To4())
+	return la, up, nil
+}
+
+// listenTCP opens a listening socket on la, with flags added to its type
+// (SOCK_NONBLOCK for the epoll loop), and returns it and the address it
+// got. On an error it returns -1, the socket closed.
+func listenTCP(la *net.TCPAddr, flags int) (int, string, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|flags, 0)
+	if err != nil {
+		return -1, "", fmt.Errorf("floor: socket: %w", err)
+	}
+	fail := func(err error) (int, string, error) {
+		unix.Close(fd)
+		return -1, "", err
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
 	sa := &unix.SockaddrInet4{Port: la.Port}
 	copy(sa.Addr[:], la.IP.To4())
-	if err := unix.Bind(s.lfd, sa); err != nil {
-		return fmt.Errorf("floor: bind %s: %w", la, err)
+	if err := unix.Bind(fd, sa); err != nil {
+		return fail(fmt.Errorf("floor: bind %s: %w", la, err))
 	}
-	if err := unix.Listen(s.lfd, 1024); err != nil {
-		return fmt.Errorf("floor: listen: %w", err)
+	if err := unix.Listen(fd, 1024); err != nil {
+		return fail(fmt.Errorf("floor: listen: %w", err))
 	}
-	got, err := unix.Getsockname(s.lfd)
+	got, err := unix.Getsockname(fd)
 	if err != nil {
-		return fmt.Errorf("floor: getsockname: %w", err)
+		return fail(fmt.Errorf("floor: getsockname: %w", err))
 	}
 	g := got.(*unix.SockaddrInet4)
-	s.Addr = net.JoinHostPort(net.IP(g.Addr[:]).String(), strconv.Itoa(g.Port))
+	return fd, net.JoinHostPort(net.IP(g.Addr[:]).String(), strconv.Itoa(g.Port)), nil
+}
+
+func (s *Server) open(la *net.TCPAddr) error {
+	var err error
+	if s.lfd, s.Addr, err = listenTCP(la, unix.SOCK_NONBLOCK); err != nil {
+		return err
+	}
 	if s.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return fmt.Errorf("floor: epoll_create1: %w", err)
 	}
@@ -288,18 +312,14 @@ func (s *Server) fromUpstream(c *conn) {
 	}
 	c.nout += n
 	if c.want == 0 {
-		head := bytes.Index(c.out[:c.nout], blankLine)
-		if head < 0 {
-			return
-		}
-		cl, ok := bodyLength(c.out[:head])
+		n, ok := responseLength(c.out[:c.nout])
 		if !ok {
 			s.drop(c)
 			return
 		}
-		c.want = head + len(blankLine) + cl
+		c.want = n
 	}
-	if c.nout < c.want {
+	if c.want == 0 || c.nout < c.want {
 		return
 	}
 	if c.nout > c.want || !writeAll(c.cfd, c.out[:c.want]) {
@@ -308,6 +328,18 @@ func (s *Server) fromUpstream(c *conn) {
 	}
 	c.nout, c.want, c.busy = 0, 0, false
 	s.next(c) // a pipelined request already read
+}
+
+// responseLength is the length of the response at the start of b, its
+// head and its body, once b holds the whole head; 0 before. false: a head
+// the floor cannot frame (see bodyLength).
+func responseLength(b []byte) (int, bool) {
+	head := bytes.Index(b, blankLine)
+	if head < 0 {
+		return 0, true
+	}
+	cl, ok := bodyLength(b[:head])
+	return head + len(blankLine) + cl, ok
 }
 
 // bodyLength reads the Content-Length of a response head (without its

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"unsafe"
 
@@ -74,17 +73,11 @@ const (
 
 // StartRing is Start on io_uring.
 func StartRing(listen, upstream string) (*RingServer, error) {
-	ua, err := net.ResolveTCPAddr("tcp4", upstream)
+	la, up, err := resolve(listen, upstream)
 	if err != nil {
-		return nil, fmt.Errorf("floor: upstream: %w", err)
+		return nil, err
 	}
-	la, err := net.ResolveTCPAddr("tcp4", listen)
-	if err != nil {
-		return nil, fmt.Errorf("floor: listen: %w", err)
-	}
-	s := &RingServer{lfd: -1, efd: -1, conns: make([]*rconn, 0, 64), done: make(chan struct{})}
-	s.up.Port = ua.Port
-	copy(s.up.Addr[:], ua.IP.To4())
+	s := &RingServer{lfd: -1, efd: -1, up: up, conns: make([]*rconn, 0, 64), done: make(chan struct{})}
 	if err := s.open(la); err != nil {
 		s.closeAll()
 		return nil, err
@@ -98,26 +91,13 @@ func StartRing(listen, upstream string) (*RingServer, error) {
 	return s, nil
 }
 
+// open makes the listening socket, blocking: the ring's accept waits in
+// the kernel, not in the loop.
 func (s *RingServer) open(la *net.TCPAddr) error {
 	var err error
-	if s.lfd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
-		return fmt.Errorf("floor: socket: %w", err)
+	if s.lfd, s.Addr, err = listenTCP(la, 0); err != nil {
+		return err
 	}
-	_ = unix.SetsockoptInt(s.lfd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-	sa := &unix.SockaddrInet4{Port: la.Port}
-	copy(sa.Addr[:], la.IP.To4())
-	if err := unix.Bind(s.lfd, sa); err != nil {
-		return fmt.Errorf("floor: bind %s: %w", la, err)
-	}
-	if err := unix.Listen(s.lfd, 1024); err != nil {
-		return fmt.Errorf("floor: listen: %w", err)
-	}
-	got, err := unix.Getsockname(s.lfd)
-	if err != nil {
-		return fmt.Errorf("floor: getsockname: %w", err)
-	}
-	g := got.(*unix.SockaddrInet4)
-	s.Addr = net.JoinHostPort(net.IP(g.Addr[:]).String(), strconv.Itoa(g.Port))
 	if s.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
 		return fmt.Errorf("floor: eventfd: %w", err)
 	}
@@ -261,19 +241,14 @@ func (s *RingServer) complete(q *cqe) {
 		}
 		c.nout += res
 		if c.want == 0 {
-			head := bytes.Index(c.out[:c.nout], blankLine)
-			if head < 0 {
-				s.armUp(c)
-				return
-			}
-			cl, ok := bodyLength(c.out[:head])
+			n, ok := responseLength(c.out[:c.nout])
 			if !ok {
 				s.drop(c)
 				return
 			}
-			c.want = head + len(blankLine) + cl
+			c.want = n
 		}
-		if c.nout < c.want {
+		if c.want == 0 || c.nout < c.want {
 			s.armUp(c)
 			return
 		}
