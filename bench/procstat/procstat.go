@@ -78,38 +78,26 @@ func ReadStat(pid int) (Stat, error) {
 
 // ParseRSS returns VmRSS in KiB from the contents of /proc/<pid>/status
 // (0 for a process without memory, such as a zombie).
-func ParseRSS(b []byte) (uint64, error) {
-	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
-		if !ok {
-			continue
-		}
-		f := strings.Fields(string(rest))
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, ErrFormat
-		}
-		return strconv.ParseUint(f[0], 10, 64)
-	}
-	return 0, nil
-}
+func ParseRSS(b []byte) (uint64, error) { return parseKiB(b, "VmRSS:") }
 
 // ReadRSS reads the resident set of a process in KiB.
-func ReadRSS(pid int) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(Root, strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0, err
-	}
-	return ParseRSS(b)
-}
+func ReadRSS(pid int) (uint64, error) { return readKiB(pid, "status", "VmRSS:") }
 
 // ParsePSS returns Pss in KiB from the contents of /proc/<pid>/smaps_rollup:
 // the process's resident pages, each shared one divided by the number of
 // processes that map it, so that a group's sum counts every page once
 // where VmRSS counts a page shared by a master and its workers in each.
 // 0 for a process without memory.
-func ParsePSS(b []byte) (uint64, error) {
+func ParsePSS(b []byte) (uint64, error) { return parseKiB(b, "Pss:") }
+
+// ReadPSS reads the proportional set size of a process in KiB.
+func ReadPSS(pid int) (uint64, error) { return readKiB(pid, "smaps_rollup", "Pss:") }
+
+// parseKiB returns the value of the "key  N kB" line of a /proc file, 0
+// when there is none.
+func parseKiB(b []byte, key string) (uint64, error) {
 	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
-		rest, ok := bytes.CutPrefix(line, []byte("Pss:"))
+		rest, ok := bytes.CutPrefix(line, []byte(key))
 		if !ok {
 			continue
 		}
@@ -122,13 +110,13 @@ func ParsePSS(b []byte) (uint64, error) {
 	return 0, nil
 }
 
-// ReadPSS reads the proportional set size of a process in KiB.
-func ReadPSS(pid int) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(Root, strconv.Itoa(pid), "smaps_rollup"))
+// readKiB reads /proc/<pid>/file and parses key's line from it.
+func readKiB(pid int, file, key string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(Root, strconv.Itoa(pid), file))
 	if err != nil {
 		return 0, err
 	}
-	return ParsePSS(b)
+	return parseKiB(b, key)
 }
 
 // Tree returns pid followed by all of its live descendants, in ascending
