@@ -24,41 +24,24 @@ type loop struct {
 	Stop func() error
 }
 
-// loops are the floor on epoll and on io_uring, which every test runs.
-var loops = []struct {
-	name  string
-	start func(listen, upstream string) (loop, error)
-}{
-	{"epoll", func(l, u string) (loop, error) {
-		s, err := Start(l, u)
-		if err != nil {
-			return loop{}, err
-		}
-		return loop{s.Addr, s.Stop}, nil
-	}},
-	{"io_uring", func(l, u string) (loop, error) {
-		s, err := StartRing(l, u)
-		if err != nil {
-			return loop{}, err
-		}
-		return loop{s.Addr, s.Stop}, nil
-	}},
-}
-
 // eachLoop runs f for each loop, started on an upstream of its own.
 func eachLoop(t *testing.T, f func(t *testing.T, s loop)) {
-	for _, l := range loops {
-		t.Run(l.name, func(t *testing.T) {
+	for _, ring := range []bool{false, true} {
+		name := "epoll"
+		if ring {
+			name = "io_uring"
+		}
+		t.Run(name, func(t *testing.T) {
 			up, err := upstream.Start("127.0.0.1:0", upstream.Body1K, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = up.Stop() })
-			s, err := l.start("127.0.0.1:0", up.Addr)
+			addr, stop, err := Run("127.0.0.1:0", up.Addr, ring)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f(t, s)
+			f(t, loop{addr, stop})
 		})
 	}
 }

@@ -71,6 +71,23 @@ const (
 	kSendUp
 )
 
+// Run starts the floor on epoll (Start), or on io_uring when ring is set
+// (StartRing), and returns the address it listens on and its Stop.
+func Run(listen, upstream string, ring bool) (addr string, stop func() error, err error) {
+	if ring {
+		s, err := StartRing(listen, upstream)
+		if err != nil {
+			return "", nil, err
+		}
+		return s.Addr, s.Stop, nil
+	}
+	s, err := Start(listen, upstream)
+	if err != nil {
+		return "", nil, err
+	}
+	return s.Addr, s.Stop, nil
+}
+
 // StartRing is Start on io_uring.
 func StartRing(listen, upstream string) (*RingServer, error) {
 	la, up, err := resolve(listen, upstream)

@@ -44,14 +44,9 @@ func serveFloor(args []string) {
 	up := fs.String("upstream", "", "")
 	ring := fs.Bool("ring", false, "")
 	_ = fs.Parse(args)
-	if *ring {
-		s, err := floor.StartRing(*listen, *up)
-		exitOn(err)
-		serve(s.Addr, s.Stop)
-	}
-	s, err := floor.Start(*listen, *up)
+	addr, stop, err := floor.Run(*listen, *up, *ring)
 	exitOn(err)
-	serve(s.Addr, s.Stop)
+	serve(addr, stop)
 }
 
 // serve is a child process's life: it reports addr as the harness reads

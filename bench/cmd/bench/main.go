@@ -415,18 +415,11 @@ func floorCmd(args []string) error {
 	if *up == "" {
 		return errors.New("bench: floor: -upstream wanted")
 	}
-	if *ring {
-		s, err := floor.StartRing(*listen, *up)
-		if err != nil {
-			return err
-		}
-		return serveUntilSignal(s.Addr, s.Stop)
-	}
-	s, err := floor.Start(*listen, *up)
+	addr, stop, err := floor.Run(*listen, *up, *ring)
 	if err != nil {
 		return err
 	}
-	return serveUntilSignal(s.Addr, s.Stop)
+	return serveUntilSignal(addr, stop)
 }
 
 func loadCmd(args []string) error {
