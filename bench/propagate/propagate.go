@@ -61,7 +61,22 @@ type Options struct {
 	Nginx      string        // nginx binary for the reference without the gateway; "" leaves it out
 	Dir        string        // working directory (config, etcd data, logs)
 	Log        io.Writer     // progress; nil for none
+	// Trace, when set, is a file for worker 0's execution trace (Go's
+	// runtime/trace, through its COREGATE_PPROF server) of the bulk
+	// load's steady traffic: TraceFor long (default 15 s), from the start
+	// of the traffic, 1 s before the first PUT. For go tool trace.
+	Trace    string
+	TraceFor time.Duration
+	// AccessLog turns on the gateway's access log, Dir/access.log, with
+	// each request's times (AccessLogFormat): which side a slow request
+	// waited on.
+	AccessLog bool
 }
+
+// AccessLogFormat is the access log of Options.AccessLog: when the
+// response was sent, the request's time in the gateway, the upstream's
+// connect and response times, the path and the status.
+const AccessLogFormat = "$msec $request_time $upstream_connect_time $upstream_response_time $uri $status"
 
 // Change is one timed PUT.
 type Change struct {
@@ -223,6 +238,8 @@ type env struct {
 	gwAddr   string
 	adminURL string
 	client   *http.Client
+	pprof    string    // worker 0's net/http/pprof address when Options.Trace is set
+	traced   time.Time // when the trace was asked for
 }
 
 // Run starts the upstream and the gateway, puts the base routes, times
@@ -286,6 +303,9 @@ func defaults(o Options) Options {
 	if o.Slow <= 0 {
 		o.Slow = 10 * time.Millisecond
 	}
+	if o.TraceFor <= 0 {
+		o.TraceFor = 15 * time.Second
+	}
 	return o
 }
 
@@ -331,33 +351,20 @@ func (e *env) start() error {
 	}
 	e.gwAddr = "127.0.0.1:" + strconv.Itoa(gwPort)
 	e.adminURL = "http://127.0.0.1:" + strconv.Itoa(adminPort) + "/apisix/admin"
-	conf := fmt.Sprintf(`apisix:
-  node_listen: [%d]
-nginx_config:
-  worker_processes: %d
-  error_log_level: info
-  http:
-    enable_access_log: false
-deployment:
-  role: traditional
-  role_traditional:
-    config_provider: etcd
-  admin:
-    admin_key:
-      - name: admin
-        key: %s
-        role: admin
-    admin_listen:
-      ip: 127.0.0.1
-      port: %d
-plugin_attr:
-  prometheus:
-    enable_export_server: false
-`, gwPort, e.o.Workers, AdminKey, adminPort)
+	conf := e.config(gwPort, adminPort)
 	if err := os.WriteFile(filepath.Join(e.o.Dir, "config.yaml"), []byte(conf), 0o644); err != nil {
 		return err
 	}
-	e.gw, _, err = harness.Start("coregate", e.o.CPUs, nil, filepath.Join(e.o.Dir, "coregate.log"), false,
+	var env []string
+	if e.o.Trace != "" {
+		port, err := harness.FreePort()
+		if err != nil {
+			return err
+		}
+		e.pprof = "127.0.0.1:" + strconv.Itoa(port)
+		env = append(env, "COREGATE_PPROF="+e.pprof)
+	}
+	e.gw, _, err = harness.Start("coregate", e.o.CPUs, env, filepath.Join(e.o.Dir, "coregate.log"), false,
 		e.o.Coregate, "-c", filepath.Join(e.o.Dir, "config.yaml"))
 	if err != nil {
 		return err
@@ -373,6 +380,40 @@ plugin_attr:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// config is the gateway's config.yaml: the proxy on gwPort, the Admin API
+// on adminPort with AdminKey, embedded etcd, and the access log when
+// Options.AccessLog asks for it.
+func (e *env) config(gwPort, adminPort int) string {
+	accessLog := "    enable_access_log: false"
+	if e.o.AccessLog {
+		accessLog = fmt.Sprintf("    enable_access_log: true\n    access_log: %s\n    access_log_format: %q",
+			filepath.Join(e.o.Dir, "access.log"), AccessLogFormat)
+	}
+	return fmt.Sprintf(`apisix:
+  node_listen: [%d]
+nginx_config:
+  worker_processes: %d
+  error_log_level: info
+  http:
+%[5]s
+deployment:
+  role: traditional
+  role_traditional:
+    config_provider: etcd
+  admin:
+    admin_key:
+      - name: admin
+        key: %[3]s
+        role: admin
+    admin_listen:
+      ip: 127.0.0.1
+      port: %[4]d
+plugin_attr:
+  prometheus:
+    enable_export_server: false
+`, gwPort, e.o.Workers, AdminKey, adminPort, accessLog)
 }
 
 func (e *env) close() {
@@ -611,9 +652,20 @@ const settle = 5 * time.Second
 // traffic; then, after settle, it runs the references, each for as long.
 func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 	b := &Bulk{Routes: e.o.Bulk}
+	traced := e.trace(ctx)
 	l, err := e.duringBulkLoad(ctx, "coregate, during the bulk load", e.gwAddr, e.steadyPaths(), "bulk")
+	if terr := traced(); err == nil {
+		err = terr
+	}
 	if err != nil {
 		return nil, err
+	}
+	if e.o.Trace != "" {
+		e.logf("trace: first PUT at %v, last route at %v; slow requests due at (from the trace's request):",
+			l.start.Sub(e.traced).Round(time.Microsecond), l.start.Add(l.live).Sub(e.traced).Round(time.Microsecond))
+		for _, d := range l.traffic.SlowDue {
+			e.logf("  %v", d.Sub(e.traced).Round(time.Microsecond))
+		}
 	}
 	t := l.traffic
 	b.Put, b.Live, b.SupervisorCPU, b.WorkersCPU = l.put, l.live, l.supervisorCPU, l.workersCPU
@@ -671,6 +723,46 @@ func (e *env) bulk(ctx context.Context) (*Bulk, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// trace starts fetching worker 0's execution trace into Options.Trace
+// when it is set, and returns a function that waits for the trace to end.
+// The trace's clock starts about when this returns: the progress log
+// says when, in the wall-clock time of the slow requests' due times.
+func (e *env) trace(ctx context.Context) func() error {
+	if e.o.Trace == "" {
+		return func() error { return nil }
+	}
+	url := fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%g", e.pprof, e.o.TraceFor.Seconds())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- func() error {
+			req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := (&http.Client{}).Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return fmt.Errorf("propagate: trace: %s", resp.Status)
+			}
+			f, err := os.Create(e.o.Trace)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}()
+	}()
+	e.traced = time.Now()
+	e.logf("tracing worker 0 for %v", e.o.TraceFor)
+	return func() error { return <-errc }
 }
 
 // beside measures the steady traffic through nginx while the gateway

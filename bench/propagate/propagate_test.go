@@ -1,8 +1,11 @@
 package propagate
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
+
+	"coregate/admin/nodeconf"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -58,5 +61,30 @@ func TestSlowTimeline(t *testing.T) {
 	}
 	if want := 0.3 / 6; covered < want-1e-9 || covered > want+1e-9 {
 		t.Errorf("covered %v, want %v", covered, want)
+	}
+}
+
+// TestConfig: the gateway's config.yaml parses, with the access log and
+// its format only when asked for.
+func TestConfig(t *testing.T) {
+	for _, access := range []bool{false, true} {
+		e := &env{o: defaults(Options{Dir: t.TempDir(), AccessLog: access})}
+		c, warn, err := nodeconf.Parse([]byte(e.config(9080, 9180)), filepath.Join(e.o.Dir, "config.yaml"))
+		if err != nil {
+			t.Fatalf("access log %v: %v", access, err)
+		}
+		if len(warn) > 0 {
+			t.Errorf("access log %v: warnings %v", access, warn)
+		}
+		h := c.NginxConfig.HTTP
+		if h.EnableAccessLog != access {
+			t.Errorf("enable_access_log %v, want %v", h.EnableAccessLog, access)
+		}
+		if access && (h.AccessLogFormat != AccessLogFormat || h.AccessLog != filepath.Join(e.o.Dir, "access.log")) {
+			t.Errorf("access log %q format %q, want %q in the working directory", h.AccessLog, h.AccessLogFormat, AccessLogFormat)
+		}
+		if c.NginxConfig.WorkerProcesses != 1 {
+			t.Errorf("worker_processes %d, want 1", c.NginxConfig.WorkerProcesses)
+		}
 	}
 }

@@ -28,6 +28,9 @@ func adminCmd(args []string) error {
 		parallel = fs.Int("parallel", 8, "concurrent PUTs of the bulk load")
 		nginx    = fs.String("nginx", lookNginx(), "nginx binary for the reference without the gateway; '' to leave it out")
 		keep     = fs.Bool("keep", false, "keep the working directory")
+		trace    = fs.String("trace", "", "file for worker 0's execution trace of the bulk load (go tool trace)")
+		access   = fs.Bool("access-log", false, "the gateway's access log with each request's times, access.log in the working directory (with -keep)")
+		traceFor = fs.Duration("trace-for", 15*time.Second, "length of the -trace, from the start of the bulk load's traffic")
 	)
 	_ = fs.Parse(args)
 	var gwCPUs []int
@@ -59,6 +62,7 @@ func adminCmd(args []string) error {
 	o := propagate.Options{
 		Coregate: bin, Self: self, Workers: *workers, CPUs: gwCPUs, BaseRoutes: *base, Changes: *changes,
 		Bulk: *bulk, Rate: *rate, Conns: *conns, Parallel: *parallel, Nginx: *nginx, Dir: dir, Log: os.Stderr,
+		Trace: *trace, TraceFor: *traceFor, AccessLog: *access,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -70,5 +74,8 @@ func adminCmd(args []string) error {
 		return err
 	}
 	propagate.Report(os.Stdout, res, o)
+	if *keep {
+		fmt.Fprintf(os.Stderr, "bench admin: kept %s\n", dir)
+	}
 	return nil
 }
