@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -206,5 +207,29 @@ func TestWaitReadyReportsExit(t *testing.T) {
 	err = WaitReady(p, fmt.Sprintf("127.0.0.1:%d", port), "/hello", "", 5*time.Second)
 	if !errors.Is(err, ErrExited) {
 		t.Fatalf("error = %v, want ErrExited", err)
+	}
+}
+
+// TestStartUpstreamProcs: the upstream gets a P per loop and one for the
+// goroutine that accepts (StartUpstream).
+func TestStartUpstreamProcs(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cpus := range [][]int{nil, {0}, {0, 1}} {
+		p, _, err := StartUpstream(self, cpus, 1024, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID()))
+		p.Stop(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("GOMAXPROCS=%d", max(1, len(cpus))+1)
+		if !slices.Contains(strings.Split(string(env), "\x00"), want) {
+			t.Errorf("cpus %v: upstream environment lacks %s", cpus, want)
+		}
 	}
 }
