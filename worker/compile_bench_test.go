@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"coregate/admin/spec"
@@ -15,11 +16,7 @@ import (
 func BenchmarkCompile5000(b *testing.B) {
 	s := &spec.Spec{}
 	for i := range 5000 {
-		r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r%d","uri":"/bulk/%d","upstream":{"type":"roundrobin","nodes":{"127.0.0.1:1980":1}}}`, i, i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.Routes = append(s.Routes, r)
+		s.Routes = append(s.Routes, bulkRoute(b, i))
 	}
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
 	ps := pluginSet{env: w.cfg.Plugins}
@@ -45,4 +42,38 @@ func BenchmarkCompile5000(b *testing.B) {
 			}
 		}
 	})
+	// The builds of a bulk load through the Admin API: routes created
+	// since the served snapshot, which come last (the store serves objects
+	// in creation order), and a route replaced in the middle.
+	grown := &spec.Spec{Routes: slices.Clone(s.Routes)}
+	for i := 5000; i < 5008; i++ {
+		grown.Routes = append(grown.Routes, bulkRoute(b, i))
+	}
+	b.Run("added", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := compile(grown, router.HostURI, Keepalive{}, ps, prev, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	changed := &spec.Spec{Routes: slices.Clone(s.Routes)}
+	changed.Routes[2500] = bulkRoute(b, 2500)
+	b.Run("changed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := compile(changed, router.HostURI, Keepalive{}, ps, prev, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// bulkRoute is route r<i> of BenchmarkCompile5000, decoded anew.
+func bulkRoute(b *testing.B, i int) *spec.Route {
+	r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r%d","uri":"/bulk/%d","upstream":{"type":"roundrobin","nodes":{"127.0.0.1:1980":1}}}`, i, i))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"coregate/admin/spec"
@@ -45,16 +46,15 @@ type Snapshot struct {
 	// What the snapshot was built from, for the next build to take over
 	// the routes that did not change (see compile): the plugin registry
 	// and Env (without its per-snapshot Consumers and Metadata), the
-	// Spec's JSON-kept resources, the consumers and plugin metadata as
-	// indexed, and for each route (in routes' order) its Spec objects and
-	// the router's input.
-	reg       *plugins.Registry
-	env       plugins.Env
-	shared    sharedInputs
-	consList  []*plugins.Consumer
-	metadata  *plugins.Settings
-	builtFrom []routeFrom
-	inputs    []router.Route
+	// Spec's JSON-kept resources, and the consumers and plugin metadata
+	// as indexed. Each route keeps its own Spec objects and router input
+	// (route.from, route.in), so that a build over 5 000 routes allocates
+	// no per-snapshot copy of them.
+	reg      *plugins.Registry
+	env      plugins.Env
+	shared   sharedInputs
+	consList []*plugins.Consumer
+	metadata *plugins.Settings
 }
 
 // sharedInputs are the Spec's resources that any route's build may read:
@@ -113,6 +113,12 @@ type route struct {
 	// host patterns it matches by (matchedPattern).
 	name, serviceID, serviceName []byte
 	uris, hosts                  [][]byte
+
+	// What the route was built from and what it gave the router (its
+	// Index aside, which is its place in each snapshot), for a later
+	// build to take it over (see compile). Read by builds only.
+	from routeFrom
+	in   router.Route
 }
 
 // nilIfEmpty is s as bytes, nil when empty: an unset variable ("-" in
@@ -224,7 +230,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 	if ps.env == (plugins.Env{}) {
 		ps.env = plugins.NewLocalEnv()
 	}
-	snap := &Snapshot{nodes: map[string]struct{}{}, reg: ps.reg, env: ps.env, shared: sharedOf(s)}
+	snap := &Snapshot{reg: ps.reg, env: ps.env, shared: sharedOf(s)}
 	// A route whose Spec objects (route, service, upstream) are those of
 	// a route of prev is taken over as prev built it, when nothing else
 	// its build reads changed: the same plugin registry and Env, and the
@@ -286,7 +292,14 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 	for _, sv := range s.Services {
 		svcs[sv.ID.String()] = sv
 	}
-	compiled := map[*spec.Upstream]*upstream{}
+	// Sized as prev's: a map grown from empty to 5 000 upstreams
+	// allocates about as much again in the tables it outgrows.
+	var nUps, nNodes int
+	if prev != nil {
+		nUps, nNodes = len(prev.upstreams), len(prev.nodes)
+	}
+	snap.nodes = make(map[string]struct{}, nNodes)
+	compiled := make(map[*spec.Upstream]*upstream, nUps)
 	snap.upstreams = compiled
 	upFor := func(u *spec.Upstream) (*upstream, error) {
 		if cu, ok := compiled[u]; ok {
@@ -309,38 +322,52 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		return cu, nil
 	}
 
-	// One allocation each for the routes and the router's input, sized
-	// for all of them: a build of 5 000 routes made 5 000 route objects
-	// and regrew both slices (BenchmarkCompile5000). A build that takes
-	// over prev's routes allocates the few it builds one by one.
-	rts := make([]router.Route, 0, len(s.Routes))
+	// One allocation for the routes, sized for all of them: a build of
+	// 5 000 routes made 5 000 route objects and regrew the slice
+	// (BenchmarkCompile5000). A build that takes over prev's routes
+	// allocates the few it builds one by one. The router's input is
+	// scratch, reused from one build to the next (routeInputs).
+	rts := getRouteInputs(len(s.Routes))
+	defer putRouteInputs(rts)
 	var slab []route
 	if !reuse {
 		slab = make([]route, len(s.Routes))
 	}
 	snap.routes = make([]*route, 0, len(s.Routes))
-	snap.builtFrom = make([]routeFrom, 0, len(s.Routes))
-	// prevIndex finds the route prev built from r: at the position after
-	// the last one found (routes keep their order), else by a map made
-	// the first time that fails.
+	// prevIndex finds the route prev built from r, -1 when prev has none.
+	// Routes keep their order (the store serves them in creation order),
+	// so it looks where the last one was found first: r is the route
+	// there, or replaced it (the same id), or follows one deleted since;
+	// past prev's last route, r was created since. Only when none of
+	// these holds does it make a map of prev's routes, once per build:
+	// one for every build of a bulk load, which appends routes, was a
+	// tenth of a worker's garbage.
 	var next int
 	var byRoute map[*spec.Route]int
 	prevIndex := func(r *spec.Route) int {
-		if next < len(prev.builtFrom) && prev.builtFrom[next].route == r {
-			next++
-			return next - 1
-		}
 		if byRoute == nil {
-			byRoute = make(map[*spec.Route]int, len(prev.builtFrom))
-			for i, f := range prev.builtFrom {
-				byRoute[f.route] = i
+			switch {
+			case next >= len(prev.routes):
+				return -1
+			case prev.routes[next].from.route == r:
+				next++
+				return next - 1
+			case prev.routes[next].from.route.ID == r.ID:
+				next++
+				return -1
+			case next+1 < len(prev.routes) && prev.routes[next+1].from.route == r:
+				next += 2
+				return next - 1
+			}
+			byRoute = make(map[*spec.Route]int, len(prev.routes))
+			for i, pr := range prev.routes {
+				byRoute[pr.from.route] = i
 			}
 		}
 		i, ok := byRoute[r]
 		if !ok {
 			return -1
 		}
-		next = i + 1
 		return i
 	}
 	for _, r := range s.Routes {
@@ -375,7 +402,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		}
 		from := routeFrom{r, svc, su}
 		if reuse {
-			if i := prevIndex(r); i >= 0 && prev.builtFrom[i] == from {
+			if i := prevIndex(r); i >= 0 && prev.routes[i].from == from {
 				if su != nil {
 					// The same compiled upstream: its nodes join the
 					// snapshot's.
@@ -383,11 +410,10 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 						return nil, fmt.Errorf("route %s: %w", id, err)
 					}
 				}
-				in := prev.inputs[i]
+				in := prev.routes[i].in
 				in.Index = len(snap.routes)
 				snap.routes = append(snap.routes, prev.routes[i])
-				snap.builtFrom = append(snap.builtFrom, from)
-				rts = append(rts, in)
+				*rts = append(*rts, in)
 				continue
 			}
 		}
@@ -474,12 +500,11 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 			}
 			in.Vars = e
 		}
+		rt.from, rt.in = from, in
 		snap.routes = append(snap.routes, rt)
-		snap.builtFrom = append(snap.builtFrom, from)
-		rts = append(rts, in)
+		*rts = append(*rts, in)
 	}
-	snap.inputs = rts
-	rr, err := router.Build(rts, mode)
+	rr, err := router.Build(*rts, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -745,4 +770,28 @@ func byteStrings(one string, many []string) [][]byte {
 		}
 	}
 	return out
+}
+
+// routeInputs are the router's input arrays of the builds, reused: the
+// router keeps nothing of them (router.Build), and one of 5 000 routes is
+// about 600 kB, which every build of a bulk load allocated and dropped.
+var routeInputs sync.Pool
+
+// getRouteInputs returns an empty array for n routes' router inputs.
+func getRouteInputs(n int) *[]router.Route {
+	if p, ok := routeInputs.Get().(*[]router.Route); ok && cap(*p) >= n {
+		return p
+	}
+	// Room to grow: during a bulk load every build has more routes than
+	// the one before, and one sized exactly would fit none after it.
+	a := make([]router.Route, 0, n+n/4)
+	return &a
+}
+
+// putRouteInputs empties *p, so that it keeps no configuration alive,
+// and gives it back.
+func putRouteInputs(p *[]router.Route) {
+	clear(*p)
+	*p = (*p)[:0]
+	routeInputs.Put(p)
 }

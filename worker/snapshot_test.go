@@ -2,6 +2,7 @@ package worker
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -299,4 +300,62 @@ func (m varMap) Lookup(v *router.Var) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// TestCompileTakesOverInServedOrder changes routes the way the store
+// serves them (in creation order: one replaced in place, one deleted, new
+// ones last) and checks that every route left unchanged is taken over and
+// every other one built, through the search that follows that order.
+func TestCompileTakesOverInServedOrder(t *testing.T) {
+	route := func(id, uri string) *spec.Route {
+		r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":%q,"uri":%q,"upstream":{"nodes":{"127.0.0.1:1980":1}}}`, id, uri))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var rs []*spec.Route
+	for i := 1; i <= 6; i++ {
+		rs = append(rs, route(fmt.Sprint(i), fmt.Sprint("/", i)))
+	}
+	ps := pluginSet{env: plugins.NewLocalEnv()}
+	prev, err := compile(&spec.Spec{Routes: rs}, router.HostURI, Keepalive{}, ps, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 replaced, 3 deleted, 7 and 8 created; then 5 deleted and 6
+	// replaced, the next build over that one.
+	s2 := []*spec.Route{rs[0], route("2", "/2b"), rs[3], rs[4], rs[5], route("7", "/7"), route("8", "/8")}
+	next, err := compile(&spec.Spec{Routes: s2}, router.HostURI, Keepalive{}, ps, prev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3 := []*spec.Route{s2[0], s2[1], s2[2], route("6", "/6b"), s2[5], s2[6]}
+	last, err := compile(&spec.Spec{Routes: s3}, router.HostURI, Keepalive{}, ps, next, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		prev, snap *Snapshot
+		taken      []bool
+	}{
+		{"second build", prev, next, []bool{true, false, true, true, true, false, false}},
+		{"third build", next, last, []bool{true, true, true, false, true, true}},
+	} {
+		if len(c.snap.routes) != len(c.taken) {
+			t.Fatalf("%s: %d routes, want %d", c.name, len(c.snap.routes), len(c.taken))
+		}
+		for i, r := range c.snap.routes {
+			if got := slices.Contains(c.prev.routes, r); got != c.taken[i] {
+				t.Errorf("%s: route %s taken over: %v, want %v", c.name, r.id, got, c.taken[i])
+			}
+		}
+		for i, r := range c.snap.routes {
+			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Host: []byte("x"), Path: c.snap.routes[i].uris[0]}
+			if j, ok := c.snap.router.Match(req); !ok || c.snap.routes[j] != r {
+				t.Errorf("%s: %s does not route to route %s", c.name, req.Path, r.id)
+			}
+		}
+	}
 }
