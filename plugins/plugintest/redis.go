@@ -24,9 +24,7 @@ import (
 func RedisServer(t testing.TB, args ...string) int {
 	t.Helper()
 	bin := redisBinary(t)
-	port := FreePort(t)
-	startRedis(t, bin, port, t.TempDir(), args...)
-	return port
+	return startRedis(t, bin, t.TempDir(), func(port int) []string { return args })
 }
 
 // RedisCluster starts a Redis Cluster of n masters (n >= 3) on free
@@ -38,16 +36,24 @@ func RedisCluster(t testing.TB, n int) []string {
 	if err != nil {
 		needRedis(t, "redis-cli")
 	}
-	var addrs []string
+	var addrs, dirs []string
 	for range n {
-		port, bus := FreePort(t), FreePort(t)
-		startRedis(t, bin, port, t.TempDir(), "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		dir := t.TempDir()
+		port := startRedis(t, bin, dir, func(int) []string {
+			return []string{"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(FreePort(t)),
+				"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}
+		})
 		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(port))
+		dirs = append(dirs, dir)
 	}
 	cmd := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+		var logs strings.Builder
+		for i, dir := range dirs {
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			fmt.Fprintf(&logs, "--- %s\n%s", addrs[i], log)
+		}
+		t.Fatalf("redis-cli --cluster create: %v\n%s\n%s", err, out, logs.String())
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for _, a := range addrs {
@@ -93,32 +99,61 @@ func needRedis(t testing.TB, what string) {
 	t.Skipf("%s not found", what)
 }
 
-func startRedis(t testing.TB, bin string, port int, dir string, args ...string) {
+// startRedis starts a redis-server on a free loopback port with the
+// arguments args gives for that port, in dir, and returns the port once
+// the server answers a command (a dial alone can succeed before the server
+// has finished starting, and on a port that a server then fails to keep).
+// A server that exits while starting, for example because another process
+// took its cluster bus port first, is started again on other ports; the
+// test fails after three such tries. The server is killed, by its PID, when
+// the test ends.
+func startRedis(t testing.TB, bin, dir string, args func(port int) []string) int {
 	t.Helper()
-	argv := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no"}, args...)
-	cmd := exec.Command(bin, argv...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
+	logPath := filepath.Join(dir, "redis.log")
+	var why string
+	for range 3 {
+		_ = os.Remove(filepath.Join(dir, "nodes.conf")) // a cluster node's, from a failed try
+		port := FreePort(t)
+		argv := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--logfile", logPath, "--daemonize", "no"}, args(port)...)
+		cmd := exec.Command(bin, argv...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			t.Fatalf("redis-server on %s did not start: %v\n%s", addr, err, log)
+		exited := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(exited)
+		}()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-exited
+		})
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			// Any reply, NOAUTH included, says the server is serving.
+			_, err := RedisCommand(addr, "PING")
+			if err == nil || strings.HasPrefix(err.Error(), "redis: ") {
+				return port
+			}
+			select {
+			case <-exited:
+				log, _ := os.ReadFile(logPath)
+				why = fmt.Sprintf("redis-server on %s exited while starting: %s", addr, log)
+			default:
+				if time.Now().After(deadline) {
+					log, _ := os.ReadFile(logPath)
+					t.Fatalf("redis-server on %s did not start: %v\n%s", addr, err, log)
+				}
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	t.Fatal(why)
+	return 0
 }
 
 // RedisCommand sends one command to the Redis at addr and returns its

@@ -1,0 +1,35 @@
+package plugintest
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+// TestStartRedisRetries: a cluster node whose bus port another process
+// holds exits while starting; startRedis starts it again on other ports
+// and returns once that one answers.
+func TestStartRedisRetries(t *testing.T) {
+	bin := redisBinary(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	taken := held.Addr().(*net.TCPAddr).Port
+	tries := 0
+	port := startRedis(t, bin, t.TempDir(), func(int) []string {
+		tries++
+		bus := taken
+		if tries > 1 {
+			bus = FreePort(t)
+		}
+		return []string{"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus), "--cluster-config-file", "nodes.conf"}
+	})
+	if tries != 2 {
+		t.Fatalf("%d tries, want 2: the first with the held bus port", tries)
+	}
+	if got, err := RedisCommand("127.0.0.1:"+strconv.Itoa(port), "PING"); err != nil || got != "PONG" {
+		t.Fatalf("PING: %q, %v", got, err)
+	}
+}
