@@ -232,9 +232,11 @@ const (
 // with the mark termination after it the loop waited 6.3 ms; every slow
 // request of the bulk load waited across a reload, that is, a build and
 // its collection (bench admin: 13 of 13, 15 of 15, 18 of 18). At 4 it is
-// one dedicated mark worker on a P of its own, the loop keeps its P, and
-// the kernel shares the CPU between their threads, the loop's preempting
-// on its wake-up: in the same runs the slow requests left fell outside
+// one dedicated mark worker on a P of its own, the loop keeps its P
+// (it still stops, as every goroutine does, while the collector scans its
+// stack and for the cycle's two stop-the-world phases), and the kernel
+// shares the CPU between their threads, the loop's preempting on its
+// wake-up: in the same runs the slow requests left fell outside
 // reloads, as many as nginx's beside the same load. The extra Ps stay
 // idle between collections; the request path still makes no futex call.
 const WorkerProcs = 4
