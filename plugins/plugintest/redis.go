@@ -3,6 +3,7 @@ package plugintest
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -110,8 +111,7 @@ func needRedis(t testing.TB, what string) {
 func startRedis(t testing.TB, bin, dir string, args func(port int) []string) int {
 	t.Helper()
 	logPath := filepath.Join(dir, "redis.log")
-	var why string
-	for range 3 {
+	for try := 1; ; try++ {
 		_ = os.Remove(filepath.Join(dir, "nodes.conf")) // a cluster node's, from a failed try
 		port := FreePort(t)
 		argv := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -130,31 +130,46 @@ func startRedis(t testing.TB, bin, dir string, args func(port int) []string) int
 			<-exited
 		})
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			// Any reply, NOAUTH included, says the server is serving.
-			_, err := RedisCommand(addr, "PING")
-			if err == nil || strings.HasPrefix(err.Error(), "redis: ") {
-				return port
-			}
-			select {
-			case <-exited:
-				log, _ := os.ReadFile(logPath)
-				why = fmt.Sprintf("redis-server on %s exited while starting: %s", addr, log)
-			default:
-				if time.Now().After(deadline) {
-					log, _ := os.ReadFile(logPath)
-					t.Fatalf("redis-server on %s did not start: %v\n%s", addr, err, log)
-				}
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			break
+		err := awaitRedis(addr, exited)
+		if err == nil {
+			return port
+		}
+		if err != errExited || try == 3 {
+			log, _ := os.ReadFile(logPath)
+			t.Fatalf("redis-server on %s: %v\n%s", addr, err, log)
 		}
 	}
-	t.Fatal(why)
-	return 0
 }
+
+var errExited = errors.New("exited while starting")
+
+// awaitRedis waits, for up to 10 s, until the Redis at addr answers a
+// command; it gives up at once with errExited when exited is closed.
+func awaitRedis(addr string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// Any reply, NOAUTH included, says the server is serving.
+		_, err := RedisCommand(addr, "PING")
+		var reply replyError
+		if err == nil || errors.As(err, &reply) {
+			return nil
+		}
+		select {
+		case <-exited:
+			return errExited
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("did not start: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// replyError is an error reply from Redis ("-ERR ...", "-NOAUTH ...").
+type replyError string
+
+func (e replyError) Error() string { return "redis: " + string(e) }
 
 // RedisCommand sends one command to the Redis at addr and returns its
 // reply as text: a status or bulk string as it is, an integer in decimal,
@@ -210,7 +225,7 @@ func readReply(r *bufio.Reader) (string, error) {
 	case '+', ':':
 		return line[1:], nil
 	case '-':
-		return "", fmt.Errorf("redis: %s", line[1:])
+		return "", replyError(line[1:])
 	case '$':
 		n, _ := strconv.Atoi(line[1:])
 		if n < 0 {
