@@ -67,6 +67,7 @@ type pauseProbe struct {
 	read    atomic.Int64 // bytes handed to OnTraffic
 	calls   atomic.Int64
 	pausing atomic.Bool
+	failed  chan error // PauseRead's error, if any
 }
 
 func (p *pauseProbe) OnBoot(e gnet.Engine) gnet.Action { p.eng <- e; return gnet.None }
@@ -82,7 +83,10 @@ func (p *pauseProbe) OnTraffic(c gnet.Conn) gnet.Action {
 	p.read.Add(int64(n))
 	if p.pausing.Load() {
 		if err := gnet.PauseRead(c); err != nil {
-			panic(err)
+			select {
+			case p.failed <- err:
+			default:
+			}
 		}
 	}
 	return gnet.None
@@ -100,7 +104,7 @@ func TestPauseReadEdgeTriggered(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p := &pauseProbe{eng: make(chan gnet.Engine, 1), conns: make(chan gnet.Conn, 1)}
+	p := &pauseProbe{eng: make(chan gnet.Engine, 1), conns: make(chan gnet.Conn, 1), failed: make(chan error, 1)}
 	p.pausing.Store(true)
 	done := make(chan error, 1)
 	go func() {
@@ -134,6 +138,11 @@ func TestPauseReadEdgeTriggered(t *testing.T) {
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		for end := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			select {
+			case err := <-p.failed:
+				t.Fatalf("PauseRead: %v", err)
+			default:
+			}
 			if time.Now().After(end) {
 				t.Fatalf("%s: %d bytes read in %d calls", what, p.read.Load(), p.calls.Load())
 			}
