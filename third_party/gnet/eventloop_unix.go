@@ -259,12 +259,7 @@ func (el *eventloop) open(c *conn) error {
 }
 
 func (el *eventloop) read0(a any) error {
-	c := a.(*conn)
-	if c.readPaused {
-		// ResumeRead re-arms the socket: it reads the rest then (coregate).
-		return nil
-	}
-	return el.read(c)
+	return el.read(a.(*conn))
 }
 
 func (el *eventloop) read(c *conn) error {
@@ -300,14 +295,7 @@ loop:
 	_, _ = c.inboundBuffer.Write(c.buffer)
 	c.buffer = c.buffer[:0]
 
-	// In ET mode a read that did not fill the buffer emptied the socket,
-	// and data that comes later makes another edge: one read per event, as
-	// nginx's recv counts on with EPOLLRDHUP. Reading on until EAGAIN would
-	// be a system call more per event. A connection that OnTraffic took out
-	// of the read interest (PauseRead), or closed, reads no further
-	// (coregate).
-	full := isET && n == len(el.buffer) && !c.readPaused && c.opened
-	if c.isEOF || (full && recv < chunk) {
+	if c.isEOF || (isET && recv < chunk) {
 		goto loop
 	}
 
@@ -315,7 +303,7 @@ loop:
 	// we need to set up threshold for the maximum read bytes per connection
 	// on each event-loop. If the threshold is reached and there are still
 	// unread data in the socket buffer, we must issue another read event manually.
-	if full {
+	if isET && n == len(el.buffer) {
 		return el.poller.Trigger(queue.LowPriority, el.read0, c)
 	}
 
