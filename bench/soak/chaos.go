@@ -49,11 +49,10 @@ func RunChaos(o Options) (rows []Row, err error) {
 	}
 	defer e.Close()
 	o.logf("gateway %s (%d workers), upstream %s, logs in %s", e.GatewayAddr, o.Workers, e.UpstreamAddr, o.Dir)
-	peak, err := probe(&o, e)
+	rate, peak, err := loadRate(&o, e)
 	if err != nil {
 		return nil, err
 	}
-	rate := o.Share * peak
 	o.logf("chaos: steady load at %.0f req/s (%.0f %% of the maximum), %d connections, request timeout %v",
 		rate, 100*o.Share, o.Conns, o.Timeout)
 

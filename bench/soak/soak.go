@@ -20,6 +20,7 @@ type Options struct {
 	Conns    int           // client slots
 	Duration time.Duration // soak: how long the load runs, warm-up included
 	Share    float64       // of the measured maximum rate, 0 < Share ≤ 1
+	Rate     float64       // if > 0: this fixed rate, req/s, and no probe (Share unused)
 	Probe    time.Duration // how long the closed-loop run that finds the maximum lasts
 	Timeout  time.Duration // a request not answered within this has failed
 	Out      io.Writer     // where the run reports
@@ -43,6 +44,18 @@ func SoakPlan(d time.Duration) (warmup, window time.Duration) {
 		window = time.Minute
 	}
 	return warmup, window
+}
+
+// loadRate returns the rate of the steady load and the maximum it is a share
+// of: o.Rate with no probe when it is set (peak is then o.Rate / o.Share),
+// else o.Share of what probe measures.
+func loadRate(o *Options, e *Env) (rate, peak float64, err error) {
+	if o.Rate > 0 {
+		o.logf("fixed rate %.0f req/s: no closed-loop maximum measured", o.Rate)
+		return o.Rate, o.Rate / o.Share, nil
+	}
+	peak, err = probe(o, e)
+	return o.Share * peak, peak, err
 }
 
 // probe runs the mix as a closed loop for o.Probe and returns the rate of
@@ -107,7 +120,7 @@ func RunSoak(o Options) (SoakVerdict, error) {
 	}
 	defer e.Close()
 	o.logf("gateway %s (%d workers), upstream %s, logs in %s", e.GatewayAddr, o.Workers, e.UpstreamAddr, o.Dir)
-	peak, err := probe(&o, e)
+	rate, peak, err := loadRate(&o, e)
 	if err != nil {
 		return SoakVerdict{}, err
 	}
@@ -121,7 +134,6 @@ func RunSoak(o Options) (SoakVerdict, error) {
 	beforeFDs := DescribeFDs(e.GatewayPIDs())
 	o.logf("quiet before the load: %d open fds in %d processes (%d to the upstream)", before.Total, before.Procs, before.Pool)
 
-	rate := o.Share * peak
 	o.logf("soak: %v at %.0f req/s (%.0f %% of the maximum), warm-up %v, windows of %v, reload every %v",
 		o.Duration, rate, 100*o.Share, warmup, window, ReloadEvery)
 	epoch := time.Now()

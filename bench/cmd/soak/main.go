@@ -50,6 +50,7 @@ func runCmd(cmd string, args []string) error {
 	workers := fs.Int("workers", 2, "gateway worker processes")
 	conns := fs.Int("c", 32, "client connections (slots), each with its own share of the mix")
 	share := fs.Float64("load", 0, "share of the measured maximum rate (default 0.7 for soak, 0.5 for chaos)")
+	rate := fs.Float64("rate", 0, "a fixed rate, req/s, instead of -load's share of a measured maximum (to compare two builds at the same load)")
 	probe := fs.Duration("probe", 5*time.Second, "how long the closed-loop run that finds the maximum lasts")
 	timeout := fs.Duration("timeout", 0, "a request not answered within this has failed (default 3s for soak, 1s for chaos)")
 	keep := fs.Bool("keep", false, "keep the temporary directory (configs, logs and, for chaos, records.csv of every request)")
@@ -65,6 +66,9 @@ func runCmd(cmd string, args []string) error {
 		if cmd == "chaos" {
 			*timeout = time.Second
 		}
+	}
+	if *rate < 0 {
+		return fmt.Errorf("soak: -rate %v: want a rate above 0", *rate)
 	}
 	if *share <= 0 || *share > 1 {
 		return fmt.Errorf("soak: -load %v: want 0 < load ≤ 1", *share)
@@ -111,7 +115,7 @@ func runCmd(cmd string, args []string) error {
 		os.Exit(2)
 	}()
 	o := soak.Options{Coregate: bin, Self: self, Dir: dir, Workers: *workers, Conns: *conns, Duration: *d,
-		Share: *share, Probe: *probe, Timeout: *timeout, Out: os.Stdout}
+		Share: *share, Rate: *rate, Probe: *probe, Timeout: *timeout, Out: os.Stdout}
 	if *keep && cmd == "chaos" {
 		o.Records = filepath.Join(dir, "records.csv")
 	}
