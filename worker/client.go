@@ -173,7 +173,7 @@ func (cc *clientConn) traffic0() gnet.Action {
 	switch cc.state {
 	case csIdle, csHead:
 		if cc.waitsForFlush() {
-			cc.w.pauseRead(cc.c) // gnet resumed it on a flush
+			cc.w.pauseRead(cc.c) // a no-op unless it was resumed meanwhile
 			return gnet.None
 		}
 		return cc.readHeads()

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestLoopFDs: the worker finds its loop's epoll fd (read back-pressure)
-// and listening socket (draining) through the carried gnet's accessors.
+// TestLoopFDs: the worker finds its loop's epoll fd and listening socket
+// (draining) through the carried gnet's accessors.
 func TestLoopFDs(t *testing.T) {
 	w := startWorker(t, nil)
 	c, br := dialWorker(t, w)
@@ -52,5 +54,130 @@ func TestLoopFDs(t *testing.T) {
 	}
 	if gnet.PollerFD(nil) != -1 {
 		t.Error("PollerFD(nil) != -1")
+	}
+}
+
+// pauseProbe is an edge-triggered gnet engine that takes each connection
+// out of the read interest at its first OnTraffic, as the worker pauses a
+// side whose peer is slow.
+type pauseProbe struct {
+	gnet.BuiltinEventEngine
+	eng     chan gnet.Engine
+	conns   chan gnet.Conn
+	read    atomic.Int64 // bytes handed to OnTraffic
+	calls   atomic.Int64
+	pausing atomic.Bool
+	failed  chan error // PauseRead's error, if any
+}
+
+func (p *pauseProbe) OnBoot(e gnet.Engine) gnet.Action { p.eng <- e; return gnet.None }
+
+func (p *pauseProbe) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	p.conns <- c
+	return nil, gnet.None
+}
+
+func (p *pauseProbe) OnTraffic(c gnet.Conn) gnet.Action {
+	p.calls.Add(1)
+	n, _ := c.Discard(-1)
+	p.read.Add(int64(n))
+	if p.pausing.Load() {
+		if err := gnet.PauseRead(c); err != nil {
+			select {
+			case p.failed <- err:
+			default:
+			}
+		}
+	}
+	return gnet.None
+}
+
+// TestPauseReadEdgeTriggered: with the loop edge-triggered, as the
+// worker's is, a pause holds until ResumeRead. gnet does not go on with a
+// read that filled its buffer, and the resume reports what waited in the
+// socket with no new data from the peer (an edge-triggered socket is
+// re-armed by the change).
+func TestPauseReadEdgeTriggered(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	p := &pauseProbe{eng: make(chan gnet.Engine, 1), conns: make(chan gnet.Conn, 1), failed: make(chan error, 1)}
+	p.pausing.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		done <- gnet.Run(p, "tcp://"+addr, gnet.WithEdgeTriggeredIO(true), gnet.WithNumEventLoop(1))
+	}()
+	var eng gnet.Engine
+	select {
+	case eng = <-p.eng:
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine did not start")
+	}
+	defer func() {
+		_ = eng.Stop(context.Background())
+		<-done
+	}()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc := <-p.conns
+	// More than the loop's read buffer (64 KiB), less than the kernel
+	// holds for a connection on loopback: all of it is in the socket
+	// before the loop reads, and the peer sends nothing after it.
+	const size = 100 << 10
+	if _, err := c.Write(make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for end := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			select {
+			case err := <-p.failed:
+				t.Fatalf("PauseRead: %v", err)
+			default:
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s: %d bytes read in %d calls", what, p.read.Load(), p.calls.Load())
+			}
+		}
+	}
+	wait("the first read", func() bool { return p.calls.Load() > 0 })
+	time.Sleep(100 * time.Millisecond)
+	if n, calls := p.read.Load(), p.calls.Load(); calls != 1 || n >= size {
+		t.Fatalf("paused at the first read, yet %d bytes read in %d calls", n, calls)
+	}
+	// onLoop runs f on the connection's loop, which owns it.
+	onLoop := func(f func() error) {
+		t.Helper()
+		errc := make(chan error, 1)
+		err := sc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			errc <- f()
+			return nil
+		}))
+		if err == nil {
+			err = <-errc
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var paused bool
+	onLoop(func() error { paused = gnet.ReadPaused(sc); return nil })
+	if !paused {
+		t.Fatal("ReadPaused: false after PauseRead")
+	}
+	p.pausing.Store(false)
+	onLoop(func() error { return gnet.ResumeRead(sc) })
+	wait("after ResumeRead", func() bool { return p.read.Load() == size })
+	onLoop(func() error { paused = gnet.ReadPaused(sc); return nil })
+	if paused {
+		t.Error("ReadPaused: true after ResumeRead")
 	}
 }

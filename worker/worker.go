@@ -251,6 +251,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		// as nginx's epoll_wait times out for its next timer.
 		gnet.WithLoopTick(TickEvery, w.loopTick),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		// Edge-triggered, with EPOLLRDHUP, as nginx's epoll is: a socket
+		// the loop read is not polled again at its next epoll_wait, and a
+		// read that does not fill the buffer is the only one of its event
+		// (third_party/gnet/COREGATE.md, change 10).
+		gnet.WithEdgeTriggeredIO(true),
 		gnet.WithLogger(gnetLogger{w.log}),
 	)
 }

@@ -130,9 +130,13 @@ func (el *eventloop) connectDone(fd int) (bool, error) {
 	}
 	c := newStreamConn("tcp", fd, el, pc.sa, local, pc.remote)
 	c.ctx = pc.ctx
-	// The socket is in the poller for writability: now for reading, as
-	// register0 adds a connection.
-	if err := el.poller.ModRead(&c.pollAttachment, el.engine.opts.EdgeTriggeredIO); err != nil {
+	// The socket is in the poller for writability: now for reading, and
+	// for writing too when edge-triggered, as register0 adds a connection.
+	mod := el.poller.ModRead
+	if el.engine.opts.EdgeTriggeredIO {
+		mod = el.poller.ModReadWrite
+	}
+	if err := mod(&c.pollAttachment, el.engine.opts.EdgeTriggeredIO); err != nil {
 		_ = el.poller.Delete(fd)
 		_ = unix.Close(fd)
 		c.release()

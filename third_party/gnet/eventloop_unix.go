@@ -259,7 +259,12 @@ func (el *eventloop) open(c *conn) error {
 }
 
 func (el *eventloop) read0(a any) error {
-	return el.read(a.(*conn))
+	c := a.(*conn)
+	if c.readPaused {
+		// ResumeRead re-arms the socket: it reads the rest then (coregate).
+		return nil
+	}
+	return el.read(c)
 }
 
 func (el *eventloop) read(c *conn) error {
@@ -295,7 +300,14 @@ loop:
 	_, _ = c.inboundBuffer.Write(c.buffer)
 	c.buffer = c.buffer[:0]
 
-	if c.isEOF || (isET && recv < chunk) {
+	// In ET mode a read that did not fill the buffer emptied the socket,
+	// and data that comes later makes another edge: one read per event, as
+	// nginx's recv counts on with EPOLLRDHUP. Reading on until EAGAIN would
+	// be a system call more per event. A connection that OnTraffic took out
+	// of the read interest (PauseRead), or closed, reads no further
+	// (coregate).
+	full := isET && n == len(el.buffer) && !c.readPaused && c.opened
+	if c.isEOF || (full && recv < chunk) {
 		goto loop
 	}
 
@@ -303,7 +315,7 @@ loop:
 	// we need to set up threshold for the maximum read bytes per connection
 	// on each event-loop. If the threshold is reached and there are still
 	// unread data in the socket buffer, we must issue another read event manually.
-	if isET && n == len(el.buffer) {
+	if full {
 		return el.poller.Trigger(queue.LowPriority, el.read0, c)
 	}
 
