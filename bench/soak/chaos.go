@@ -53,8 +53,8 @@ func RunChaos(o Options) (rows []Row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	o.logf("chaos: steady load at %.0f req/s (%.0f %% of the maximum), %d connections, request timeout %v",
-		rate, 100*o.Share, o.Conns, o.Timeout)
+	o.logf("chaos: steady load at %.0f req/s (%s), %d connections, request timeout %v",
+		rate, o.of(peak), o.Conns, o.Timeout)
 
 	epoch := time.Now()
 	since := func() time.Duration { return time.Since(epoch) }
@@ -230,8 +230,8 @@ func RunChaos(o Options) (rows []Row, err error) {
 	for _, f := range faults {
 		rows = append(rows, Tally(recs, f, slow, chaosSettle))
 	}
-	fmt.Fprintf(o.Out, "\nChaos, steady load at %.0f req/s (%.0f %% of %.0f), %d connections, %d workers, request timeout %v:\n\n",
-		rate, 100*o.Share, peak, o.Conns, o.Workers, o.Timeout)
+	fmt.Fprintf(o.Out, "\nChaos, steady load at %.0f req/s (%s), %d connections, %d workers, request timeout %v:\n\n",
+		rate, o.of(peak), o.Conns, o.Workers, o.Timeout)
 	Tabulate(o.Out, rows)
 	ListStray(o.Out, rows)
 	fmt.Fprintf(o.Out, "\nA request failed: no connection, no complete answer within %v, or not the status it should get (200; 404 for an unknown path).\n", o.Timeout)

@@ -46,16 +46,25 @@ func SoakPlan(d time.Duration) (warmup, window time.Duration) {
 	return warmup, window
 }
 
-// loadRate returns the rate of the steady load and the maximum it is a share
-// of: o.Rate with no probe when it is set (peak is then o.Rate / o.Share),
-// else o.Share of what probe measures.
+// loadRate returns the rate of the steady load and, when it is a share of
+// a measured maximum, that maximum: o.Rate with no probe when it is set
+// (peak 0), else o.Share of what probe measures.
 func loadRate(o *Options, e *Env) (rate, peak float64, err error) {
 	if o.Rate > 0 {
 		o.logf("fixed rate %.0f req/s: no closed-loop maximum measured", o.Rate)
-		return o.Rate, o.Rate / o.Share, nil
+		return o.Rate, 0, nil
 	}
 	peak, err = probe(o, e)
 	return o.Share * peak, peak, err
+}
+
+// of says what the load's rate is: the share of the measured maximum peak,
+// or fixed.
+func (o *Options) of(peak float64) string {
+	if peak == 0 {
+		return "fixed"
+	}
+	return fmt.Sprintf("%.0f %% of %.0f", 100*o.Share, peak)
 }
 
 // probe runs the mix as a closed loop for o.Probe and returns the rate of
@@ -134,8 +143,8 @@ func RunSoak(o Options) (SoakVerdict, error) {
 	beforeFDs := DescribeFDs(e.GatewayPIDs())
 	o.logf("quiet before the load: %d open fds in %d processes (%d to the upstream)", before.Total, before.Procs, before.Pool)
 
-	o.logf("soak: %v at %.0f req/s (%.0f %% of the maximum), warm-up %v, windows of %v, reload every %v",
-		o.Duration, rate, 100*o.Share, warmup, window, ReloadEvery)
+	o.logf("soak: %v at %.0f req/s (%s), warm-up %v, windows of %v, reload every %v",
+		o.Duration, rate, o.of(peak), warmup, window, ReloadEvery)
 	epoch := time.Now()
 	sink := make(chan Record, 1<<16)
 	col := newSoakCollector(warmup, window)
@@ -229,8 +238,8 @@ func RunSoak(o Options) (SoakVerdict, error) {
 	t.FDsBefore, t.FDsAfter = before.Other(), after.Other()
 	v := JudgeSoak(ws, t)
 	fmt.Fprintln(o.Out)
-	fmt.Fprintf(o.Out, "Soak, %v at %.0f req/s (%.0f %% of %.0f), %d connections, %d workers, %d reloads; windows after %v of warm-up:\n\n",
-		o.Duration, rate, 100*o.Share, peak, o.Conns, o.Workers, len(reloads), warmup)
+	fmt.Fprintf(o.Out, "Soak, %v at %.0f req/s (%s), %d connections, %d workers, %d reloads; windows after %v of warm-up:\n\n",
+		o.Duration, rate, o.of(peak), o.Conns, o.Workers, len(reloads), warmup)
 	RenderWindows(o.Out, ws)
 	fmt.Fprintln(o.Out)
 	if len(col.outcomes) > 0 {
