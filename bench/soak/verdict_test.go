@@ -351,3 +351,24 @@ func TestExited(t *testing.T) {
 		t.Errorf("pid %d: not exited once reaped", pid)
 	}
 }
+
+// A fixed rate (-rate) is used as given, with no probe of the gateway (the
+// Env is never touched), and reported as fixed; a share of a probed
+// maximum says both.
+func TestLoadRateFixed(t *testing.T) {
+	var out bytes.Buffer
+	o := Options{Rate: 12000, Share: 0.7, Out: &out}
+	rate, peak, err := loadRate(&o, nil)
+	if err != nil || rate != 12000 || peak != 0 {
+		t.Fatalf("loadRate with Rate 12000: %v, %v, %v; want 12000, 0, nil", rate, peak, err)
+	}
+	if got := o.of(peak); got != "fixed" {
+		t.Errorf("of(0) = %q, want fixed", got)
+	}
+	if got := o.of(17143); got != "70 % of 17143" {
+		t.Errorf("of(17143) = %q, want 70 %% of 17143", got)
+	}
+	if !strings.Contains(out.String(), "fixed rate 12000 req/s") {
+		t.Errorf("log %q does not say the rate is fixed", out.String())
+	}
+}

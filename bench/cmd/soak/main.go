@@ -68,7 +68,7 @@ func runCmd(cmd string, args []string) error {
 		}
 	}
 	if *rate < 0 {
-		return fmt.Errorf("soak: -rate %v: want a rate above 0", *rate)
+		return fmt.Errorf("soak: -rate %v: want a rate above 0 (or 0 for -load's share)", *rate)
 	}
 	if *share <= 0 || *share > 1 {
 		return fmt.Errorf("soak: -load %v: want 0 < load ≤ 1", *share)
