@@ -68,16 +68,17 @@ func ResumeRead(c Conn) error {
 	if err != nil {
 		return err
 	}
-	var ev uint32 = netpoll.ReadEvents
-	if el.engine.opts.EdgeTriggeredIO {
-		if !cc.readPaused {
-			return nil
-		}
-		ev = netpoll.ReadWriteEvents | unix.EPOLLET | unix.EPOLLRDHUP
-	} else if !cc.outboundBuffer.IsEmpty() {
-		ev |= netpoll.WriteEvents
+	et := el.engine.opts.EdgeTriggeredIO
+	if et && !cc.readPaused {
+		return nil
 	}
-	if err := modEvents(el, cc.fd, ev); err != nil {
+	// the interest register0 gives a connection: reading, and writing too
+	// when edge-triggered or when output is pending
+	mod := el.poller.ModRead
+	if et || !cc.outboundBuffer.IsEmpty() {
+		mod = el.poller.ModReadWrite
+	}
+	if err := mod(&cc.pollAttachment, et); err != nil {
 		return err
 	}
 	cc.readPaused = false
