@@ -98,12 +98,7 @@ func (p *pauseProbe) OnTraffic(c gnet.Conn) gnet.Action {
 // socket with no new data from the peer (an edge-triggered socket is
 // re-armed by the change).
 func TestPauseReadEdgeTriggered(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := unusedAddr(t)
 	p := &pauseProbe{eng: make(chan gnet.Engine, 1), conns: make(chan gnet.Conn, 1), failed: make(chan error, 1)}
 	p.pausing.Store(true)
 	done := make(chan error, 1)

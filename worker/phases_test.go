@@ -794,12 +794,7 @@ func TestBodyFilter(t *testing.T) {
 // refuses the connection is sent again to the next node with the plugins'
 // edits (method, target, Host, headers) as the first attempt had them.
 func TestEditsSurviveRetry(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	l.Close()
+	dead := unusedAddr(t)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %s host=%s ua=%s add=%s accept=%q", r.Method, r.RequestURI, r.Host, r.UserAgent(), r.Header.Get("X-Add"), r.Header.Get("Accept"))
 	}))

@@ -133,10 +133,21 @@ func TestProxyBasic(t *testing.T) {
 	}
 }
 
-func TestProxyRefused(t *testing.T) {
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := l.Addr().String()
+// unusedAddr is a loopback address that nothing listens on: a port the
+// kernel gave out and that was closed again.
+func unusedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
 	l.Close()
+	return addr
+}
+
+func TestProxyRefused(t *testing.T) {
+	dead := unusedAddr(t)
 	w := startWorker(t, nil, fmt.Sprintf(`{"id":"1","uri":"/x","upstream":{"nodes":{"%s":1}}}`, dead))
 	// Two requests on one connection: a 502 for a request that has no
 	// body leaves the connection open, as nginx does.
