@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -29,6 +31,9 @@ func TestMain(m *testing.M) {
 		if i := slices.Index(os.Args, "floor"); i > 0 {
 			serveFloor(os.Args[i+1:])
 		}
+		if i := slices.Index(os.Args, "-c"); i > 0 {
+			serveGateway(os.Args[i+1])
+		}
 		s, err := upstream.Start("127.0.0.1:0", upstream.Body1K, 1)
 		exitOn(err)
 		serve(s.Addr, s.Stop)
@@ -46,6 +51,23 @@ func serveFloor(args []string) {
 	ring := fs.Bool("ring", false, "")
 	_ = fs.Parse(args)
 	addr, stop, err := floor.Run(*listen, *up, *ring)
+	exitOn(err)
+	serve(addr, stop)
+}
+
+// serveGateway stands in for "coregate -c config.yaml": the floor loop on
+// the config's port, in front of the upstream its routes name.
+func serveGateway(config string) {
+	conf, err := os.ReadFile(config)
+	exitOn(err)
+	routes, err := os.ReadFile(filepath.Join(filepath.Dir(config), "apisix.yaml"))
+	exitOn(err)
+	port := regexp.MustCompile(`node_listen: \[(\d+)\]`).FindSubmatch(conf)
+	up := regexp.MustCompile(`"(127\.0\.0\.1:\d+)"`).FindSubmatch(routes)
+	if port == nil || up == nil {
+		exitOn(fmt.Errorf("stand-in gateway: no port or upstream in %s", config))
+	}
+	addr, stop, err := floor.Run("127.0.0.1:"+string(port[1]), string(up[1]), false)
 	exitOn(err)
 	serve(addr, stop)
 }
@@ -231,5 +253,99 @@ func TestStartUpstreamProcs(t *testing.T) {
 		if !slices.Contains(strings.Split(string(env), "\x00"), want) {
 			t.Errorf("cpus %v: upstream environment lacks %s", cpus, want)
 		}
+	}
+}
+
+// TestPair pairs two gateways on one CPU: the test binary standing in for
+// coregate (the floor loop behind a coregate config) against a second
+// copy of itself, and against nginx where it is installed.
+func TestPair(t *testing.T) {
+	cpus, err := procstat.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	defer func() { _ = procstat.PinSelf(cpus) }()
+	nginx, _ := exec.LookPath("nginx")
+	if nginx == "" {
+		if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+			nginx = "/usr/sbin/nginx"
+		}
+	}
+	againsts := []string{self}
+	if nginx != "" {
+		againsts = append(againsts, "")
+	}
+	seeds := scenario.Seeds(1, 2000)
+	for _, against := range againsts {
+		for _, s := range []scenario.Scenario{seeds[0], seeds[len(seeds)-1]} { // no-plugin, latency at 2000 req/s
+			r := New(Options{
+				Self: self, Coregate: self, Nginx: nginx, Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Body: 1024,
+				GatewayCPUs: cpus[:1], LoadCPUs: cpus[len(cpus)-1:], UpstreamCPUs: cpus[len(cpus)-1:], WorkDir: t.TempDir(),
+			})
+			rep, err := r.Pair(s, 3, against)
+			if err != nil {
+				t.Fatalf("against %q, %s: %v", against, s.Name, err)
+			}
+			if len(rep.Pairs) != 3 || rep.Scenario != s.Name || rep.Rate != s.Load.Rate {
+				t.Fatalf("against %q, %s: report %+v", against, s.Name, rep)
+			}
+			for i, p := range rep.Pairs {
+				if p.AFirst != (i%2 == 0) {
+					t.Errorf("pair %d: A first %v; want A B, B A, A B", i, p.AFirst)
+				}
+				for _, side := range []PairSide{p.A, p.B} {
+					if side.CPUns <= 0 || side.Requests == 0 || side.P99 <= 0 {
+						t.Errorf("against %q, %s, pair %d: side %+v", against, s.Name, i, side)
+					}
+					// 300 ms at 2000 req/s is about 600 requests; a closed
+					// loop on loopback makes many more.
+					if s.Load.Rate > 0 && side.Requests > 700 {
+						t.Errorf("against %q, %s: %d requests in 300 ms at 2000 req/s", against, s.Name, side.Requests)
+					}
+				}
+			}
+			if m := rep.Median(); m <= 0 || m > 100 || rep.Lower() > 3 {
+				t.Errorf("against %q, %s: median %v, lower %d", against, s.Name, m, rep.Lower())
+			}
+			liveMu.Lock()
+			n := len(live)
+			liveMu.Unlock()
+			if n != 0 {
+				t.Errorf("%d processes still registered after Pair", n)
+			}
+		}
+	}
+	scaling, err := scenario.Select(scenario.Seeds(2, 2000), "scaling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{Self: self, Coregate: self, WorkDir: t.TempDir()})
+	if _, err := r.Pair(scaling[0], 1, self); err == nil {
+		t.Error("Pair took a scenario of more than one worker")
+	}
+}
+
+func TestPairSummary(t *testing.T) {
+	rep := &PairReport{Pairs: []Pair{
+		{A: PairSide{CPUns: 90, P99: 1}, B: PairSide{CPUns: 100, P99: 2}},
+		{A: PairSide{CPUns: 110, P99: 3}, B: PairSide{CPUns: 100, P99: 1}},
+		{A: PairSide{CPUns: 80, P99: 2}, B: PairSide{CPUns: 100, P99: 4}},
+		{A: PairSide{CPUns: 95, P99: 5}, B: PairSide{CPUns: 100, P99: 3}},
+	}}
+	if m := rep.Median(); m < 0.9249 || m > 0.9251 { // ratios .8 .9 .95 1.1
+		t.Errorf("median %v, want 0.925", m)
+	}
+	if n := rep.Lower(); n != 3 {
+		t.Errorf("lower %d, want 3", n)
+	}
+	if a, b := rep.P99(); a != 2.5 || b != 2.5 {
+		t.Errorf("p99 medians %v %v, want 2.5 2.5", a, b)
+	}
+	if !ABFirst(0) || ABFirst(1) || !ABFirst(2) {
+		t.Error("ABFirst is not A B, B A, A B")
+	}
+	if m := (&PairReport{}).Median(); m != 0 {
+		t.Errorf("median of no pairs %v", m)
 	}
 }

@@ -279,30 +279,7 @@ func (r *Runner) startCoregate(s scenario.Scenario, w int, cpus []int) (*target,
 		t, err := r.startNginx(s, w, cpus, report.Coregate)
 		return t, err
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(r.o.WorkDir, fmt.Sprintf("coregate-%s-w%d", s.Name, w))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), scenario.CoregateConfig(s, port, w), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "apisix.yaml"), scenario.CoregateRoutes(s, r.upAddr), 0o644); err != nil {
-		return nil, err
-	}
-	var env []string
-	if r.o.Pprof != "" {
-		env = append(env, "COREGATE_PPROF="+r.o.Pprof)
-	}
-	p, _, err := Start("coregate", cpus, env, filepath.Join(dir, "coregate.log"), false,
-		r.o.Coregate, "-c", filepath.Join(dir, "config.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	return &target{name: report.Coregate, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, workers: w, cpus: cpus}, nil
+	return r.startCoregateBin(r.o.Coregate, report.Coregate, s, w, cpus)
 }
 
 // floorScenario reports whether the I/O floor is measured beside s: the

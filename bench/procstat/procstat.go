@@ -280,3 +280,38 @@ func FormatCPUList(cpus []int) string {
 	}
 	return sb.String()
 }
+
+// ParseSchedstat returns the first field of a /proc/<pid>/task/<tid>/schedstat
+// line: the nanoseconds the thread has run on a CPU.
+func ParseSchedstat(b []byte) (uint64, error) {
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		return 0, fmt.Errorf("procstat: schedstat %q: want 3 fields", strings.TrimSpace(string(b)))
+	}
+	return strconv.ParseUint(f[0], 10, 64)
+}
+
+// RunNS sums the nanoseconds every thread of pids has run, from the
+// kernel's schedstat: where /proc/<pid>/stat counts in ticks of 10 ms, this
+// resolves a round of a few seconds to well under 0.1 %. Threads and
+// processes gone meanwhile are skipped, so a reading is comparable with
+// another only over long-lived threads (a gateway's workers are).
+func RunNS(pids []int) uint64 {
+	var sum uint64
+	for _, p := range pids {
+		tasks, err := os.ReadDir(filepath.Join(Root, strconv.Itoa(p), "task"))
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(filepath.Join(Root, strconv.Itoa(p), "task", t.Name(), "schedstat"))
+			if err != nil {
+				continue
+			}
+			if ns, err := ParseSchedstat(b); err == nil {
+				sum += ns
+			}
+		}
+	}
+	return sum
+}

@@ -212,3 +212,29 @@ func TestAffinity(t *testing.T) {
 		t.Fatalf("Probe = %v, %v", p, err)
 	}
 }
+
+func TestParseSchedstat(t *testing.T) {
+	if ns, err := ParseSchedstat([]byte("123456789 4242 17\n")); err != nil || ns != 123456789 {
+		t.Errorf("got %d, %v; want 123456789", ns, err)
+	}
+	for _, bad := range []string{"", "1 2", "x 2 3", "1 2 3 4"} {
+		if _, err := ParseSchedstat([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestRunNS: this process's threads run while it spins, and RunNS sees it.
+func TestRunNS(t *testing.T) {
+	pid := []int{os.Getpid()}
+	before := RunNS(pid)
+	for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+	}
+	after := RunNS(pid)
+	if after < before+10_000_000 {
+		t.Errorf("RunNS went from %d to %d over 20 ms of spinning", before, after)
+	}
+	if n := RunNS([]int{-1}); n != 0 {
+		t.Errorf("RunNS of no process: %d", n)
+	}
+}

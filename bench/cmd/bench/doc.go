@@ -2,6 +2,8 @@
 //
 //	bench run      start upstream, coregate and nginx on loopback, measure every
 //	               scenario in interleaved rounds, write bench/results/
+//	bench pair     coregate against nginx (or another build) on one CPU, loaded
+//	               in turn in short ABBA rounds: the median ratio of CPU per request
 //	bench upstream serve the fixed 1 KiB (or 10-byte) body on one event loop
 //	bench floor    the I/O floor: a proxy loop that does nothing but the I/O
 //	bench load     drive load at a URL, closed loop or fixed rate, like wrk / wrk2

@@ -38,6 +38,8 @@ func main() {
 	switch cmd {
 	case "run":
 		err = runCmd(args)
+	case "pair":
+		err = pairCmd(args)
 	case "upstream":
 		err = upstreamCmd(args)
 	case "floor":
@@ -53,7 +55,7 @@ func main() {
 	case "admin":
 		err = adminCmd(args)
 	default:
-		err = fmt.Errorf("bench: unknown subcommand %q (run, upstream, floor, load, profile, report, config, admin)", cmd)
+		err = fmt.Errorf("bench: unknown subcommand %q (run, pair, upstream, floor, load, profile, report, config, admin)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -243,6 +245,93 @@ func runCmd(args []string) error {
 	}
 	fmt.Print(res.Markdown())
 	fmt.Fprintf(os.Stderr, "\nresults: %s (results.md, results.json, *.svg)\n", dir)
+	return nil
+}
+
+// pairCmd is "bench pair": coregate's worker against nginx's (or another
+// coregate build's), both listening on the gateway's CPU and loaded in
+// turn, ABBA; see harness.Runner.Pair.
+func pairCmd(args []string) error {
+	fs := flag.NewFlagSet("pair", flag.ExitOnError)
+	gwDef, ldDef, _ := defaultPlacement()
+	var (
+		name     = fs.String("scenario", "no-plugin", "a one-worker scenario (see bench run -list); latency runs at -rate")
+		pairs    = fs.Int("pairs", 16, "pairs of rounds")
+		duration = fs.Duration("d", 3*time.Second, "measured time per round")
+		warmup   = fs.Duration("warmup", time.Second, "one round of each before the pairs")
+		rate     = fs.Float64("rate", 10000, "fixed rate of the latency scenario, req/s")
+		coregate = fs.String("coregate", "bin/coregate", "coregate binary (A)")
+		against  = fs.String("against", "", "another coregate binary as B; default: nginx")
+		nginx    = fs.String("nginx", lookNginx(), "nginx binary, B when -against is not given")
+		redis    = fs.String("redis", lookRedis(), "redis-server, for the scenarios that count in Redis")
+		body     = fs.Int("body", 1024, "upstream body bytes")
+		gwCPUs   = cpuFlag(fs, "cpus", gwDef, "CPUs of both gateways")
+		loadCPUs = cpuFlag(fs, "load-cpus", ldDef, "CPUs of the load generator")
+		upCPUs   = cpuFlag(fs, "upstream-cpus", "", "CPUs of the upstream; default: the load generator's")
+	)
+	_ = fs.Parse(args)
+	gw, err := parseCPUs("cpus", *gwCPUs)
+	if err != nil {
+		return err
+	}
+	ld, err := parseCPUs("load-cpus", *loadCPUs)
+	if err != nil {
+		return err
+	}
+	up := ld
+	if *upCPUs != "" {
+		if up, err = parseCPUs("upstream-cpus", *upCPUs); err != nil {
+			return err
+		}
+	}
+	chosen, err := scenario.Select(scenario.Seeds(1, *rate), *name)
+	if err != nil {
+		return err
+	}
+	if len(chosen) != 1 {
+		return fmt.Errorf("bench: pair: -scenario names one scenario, not %d", len(chosen))
+	}
+	bins := []*string{coregate}
+	if *against != "" {
+		bins = append(bins, against)
+	}
+	for _, b := range bins {
+		if *b, err = filepath.Abs(*b); err != nil {
+			return err
+		}
+		if _, err := os.Stat(*b); err != nil {
+			return fmt.Errorf("bench: pair: %w", err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "coregate-pair-")
+	if err != nil {
+		return err
+	}
+	onSignal()
+	r := harness.New(harness.Options{
+		Self: self, Coregate: *coregate, Nginx: *nginx, Redis: *redis,
+		Duration: *duration, Warmup: *warmup, Body: *body,
+		GatewayCPUs: gw, LoadCPUs: ld, UpstreamCPUs: up,
+		WorkDir: work, Progress: os.Stderr,
+	})
+	rep, err := r.Pair(chosen[0], *pairs, *against)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: logs kept in %s\n", work)
+		return err
+	}
+	_ = os.RemoveAll(work)
+	load := "closed loop"
+	if rep.Rate > 0 {
+		load = fmt.Sprintf("%.0f req/s", rep.Rate)
+	}
+	pa, pb := rep.P99()
+	fmt.Printf("%s, %s, %d pairs of %v: CPU per request A/B median %.3f, A lower in %d; p99 median A %.3f ms, B %.3f ms\n",
+		rep.Scenario, load, len(rep.Pairs), *duration, rep.Median(), rep.Lower(), pa, pb)
+	fmt.Printf("A: %s\nB: %s\n", rep.A, rep.B)
 	return nil
 }
 
