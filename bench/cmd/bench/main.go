@@ -87,6 +87,24 @@ func parseCPUs(name, v string) ([]int, error) {
 	return c, nil
 }
 
+// placement parses the -cpus, -load-cpus and -upstream-cpus flags; the
+// upstream runs on the load generator's CPUs when its flag is empty.
+func placement(gwCPUs, loadCPUs, upCPUs string) (gw, ld, up []int, err error) {
+	if gw, err = parseCPUs("cpus", gwCPUs); err != nil {
+		return nil, nil, nil, err
+	}
+	if ld, err = parseCPUs("load-cpus", loadCPUs); err != nil {
+		return nil, nil, nil, err
+	}
+	up = ld
+	if upCPUs != "" {
+		if up, err = parseCPUs("upstream-cpus", upCPUs); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return gw, ld, up, nil
+}
+
 func defaultPlacement() (gw, ld string, all []int) {
 	all, err := procstat.Online()
 	if err != nil || len(all) == 0 {
@@ -150,19 +168,9 @@ func runCmd(args []string) error {
 		pprof     = fs.String("pprof", "", "set COREGATE_PPROF for coregate to this loopback address")
 	)
 	_ = fs.Parse(args)
-	gw, err := parseCPUs("cpus", *gwCPUs)
+	gw, ld, up, err := placement(*gwCPUs, *loadCPUs, *upCPUs)
 	if err != nil {
 		return err
-	}
-	ld, err := parseCPUs("load-cpus", *loadCPUs)
-	if err != nil {
-		return err
-	}
-	up := ld
-	if *upCPUs != "" {
-		if up, err = parseCPUs("upstream-cpus", *upCPUs); err != nil {
-			return err
-		}
 	}
 	sc, err := parseCPUs("scale-cpus", *scaleCPUs)
 	if err != nil {
@@ -270,19 +278,9 @@ func pairCmd(args []string) error {
 		upCPUs   = cpuFlag(fs, "upstream-cpus", "", "CPUs of the upstream; default: the load generator's")
 	)
 	_ = fs.Parse(args)
-	gw, err := parseCPUs("cpus", *gwCPUs)
+	gw, ld, up, err := placement(*gwCPUs, *loadCPUs, *upCPUs)
 	if err != nil {
 		return err
-	}
-	ld, err := parseCPUs("load-cpus", *loadCPUs)
-	if err != nil {
-		return err
-	}
-	up := ld
-	if *upCPUs != "" {
-		if up, err = parseCPUs("upstream-cpus", *upCPUs); err != nil {
-			return err
-		}
 	}
 	chosen, err := scenario.Select(scenario.Seeds(1, *rate), *name)
 	if err != nil {
