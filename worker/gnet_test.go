@@ -67,12 +67,17 @@ type pauseProbe struct {
 	read    atomic.Int64 // bytes handed to OnTraffic
 	calls   atomic.Int64
 	pausing atomic.Bool
-	failed  chan error // PauseRead's error, if any
+	closed  atomic.Bool
+	failed  chan error    // PauseRead's error, if any
+	hold    time.Duration // OnOpen holds the loop this long: what the peer sends meanwhile waits in the socket
 }
+
+func (p *pauseProbe) OnClose(gnet.Conn, error) gnet.Action { p.closed.Store(true); return gnet.None }
 
 func (p *pauseProbe) OnBoot(e gnet.Engine) gnet.Action { p.eng <- e; return gnet.None }
 
 func (p *pauseProbe) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	time.Sleep(p.hold)
 	p.conns <- c
 	return nil, gnet.None
 }
@@ -97,9 +102,23 @@ func (p *pauseProbe) OnTraffic(c gnet.Conn) gnet.Action {
 // read that filled its buffer, and the resume reports what waited in the
 // socket with no new data from the peer (an edge-triggered socket is
 // re-armed by the change).
+// With the peer's FIN behind the data, the connection neither reads on
+// nor closes while paused: what the socket holds is the rest of a
+// close-delimited body, and it is read after ResumeRead, before the close.
 func TestPauseReadEdgeTriggered(t *testing.T) {
+	for _, fin := range []bool{false, true} {
+		t.Run("fin="+strconv.FormatBool(fin), func(t *testing.T) { testPauseReadEdgeTriggered(t, fin) })
+	}
+}
+
+func testPauseReadEdgeTriggered(t *testing.T, fin bool) {
 	addr := unusedAddr(t)
 	p := &pauseProbe{eng: make(chan gnet.Engine, 1), conns: make(chan gnet.Conn, 1), failed: make(chan error, 1)}
+	if fin {
+		// The data and the FIN both wait in the socket when the loop first
+		// looks at it: one event reports them together.
+		p.hold = 200 * time.Millisecond
+	}
 	p.pausing.Store(true)
 	done := make(chan error, 1)
 	go func() {
@@ -122,7 +141,6 @@ func TestPauseReadEdgeTriggered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	sc := <-p.conns
 	// More than the loop's read buffer (64 KiB), less than the kernel
 	// holds for a connection on loopback: all of it is in the socket
 	// before the loop reads, and the peer sends nothing after it.
@@ -130,6 +148,12 @@ func TestPauseReadEdgeTriggered(t *testing.T) {
 	if _, err := c.Write(make([]byte, size)); err != nil {
 		t.Fatal(err)
 	}
+	if fin {
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := <-p.conns
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		for end := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
@@ -147,6 +171,9 @@ func TestPauseReadEdgeTriggered(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n, calls := p.read.Load(), p.calls.Load(); calls != 1 || n >= size {
 		t.Fatalf("paused at the first read, yet %d bytes read in %d calls", n, calls)
+	}
+	if p.closed.Load() {
+		t.Fatalf("closed while paused, %d of %d bytes read", p.read.Load(), size)
 	}
 	// onLoop runs f on the connection's loop, which owns it.
 	onLoop := func(f func() error) {
@@ -171,6 +198,10 @@ func TestPauseReadEdgeTriggered(t *testing.T) {
 	p.pausing.Store(false)
 	onLoop(func() error { return gnet.ResumeRead(sc) })
 	wait("after ResumeRead", func() bool { return p.read.Load() == size })
+	if fin {
+		wait("the close after the data", p.closed.Load)
+		return
+	}
 	onLoop(func() error { paused = gnet.ReadPaused(sc); return nil })
 	if paused {
 		t.Error("ReadPaused: true after ResumeRead")

@@ -64,6 +64,14 @@ func (c *conn) processIO(_ int, ev netpoll.IOEvent, _ netpoll.IOFlags) error {
 		// Received the event of EPOLLIN|EPOLLRDHUP, but the previous eventloop.read
 		// failed to drain the socket buffer, so we ensure to get it done this time.
 		c.isEOF = true
+		if c.readPaused {
+			// Paused (PauseRead), by the handler in the read above or before:
+			// what the socket holds is read after ResumeRead, whose re-arm
+			// reports it and the FIN behind it again; reading it now would
+			// hand it to a handler that asked for no more, and close the
+			// connection before it took it (coregate).
+			return nil
+		}
 		return el.read(c)
 	}
 	return nil

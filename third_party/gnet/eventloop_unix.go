@@ -304,10 +304,10 @@ loop:
 	// and data that comes later makes another edge: one read per event, as
 	// nginx's recv counts on with EPOLLRDHUP. Reading on until EAGAIN would
 	// be a system call more per event. A connection that OnTraffic took out
-	// of the read interest (PauseRead), or closed, reads no further
-	// (coregate).
+	// of the read interest (PauseRead), or closed, reads no further, even
+	// to the peer's FIN (coregate).
 	full := isET && n == len(el.buffer) && !c.readPaused && c.opened
-	if c.isEOF || (full && recv < chunk) {
+	if (c.isEOF && !c.readPaused && c.opened) || (full && recv < chunk) {
 		goto loop
 	}
 
