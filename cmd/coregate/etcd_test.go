@@ -263,7 +263,10 @@ func TestReloadPacedByBuild(t *testing.T) {
 	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
 	c := newClient(t)
 	// put adds routes [from, to) from 8 clients at once, and waits until
-	// the last one is served.
+	// the last one is served and a reload of all to of them is logged: the
+	// clients' puts commit in any order, so the reload that serves route
+	// to-1 may still lack another, which would then travel with the next
+	// change.
 	put := func(from, to int) {
 		var next atomic.Int64
 		next.Store(int64(from))
@@ -285,6 +288,9 @@ func TestReloadPacedByBuild(t *testing.T) {
 		eventually(t, 30*time.Second, func() error {
 			if r := do(t, c, "GET", g.url(fmt.Sprintf("/paced/%d", to-1)), "", nil, nil); r.status != 200 {
 				return fmt.Errorf("last route: %d", r.status)
+			}
+			if !strings.Contains(g.out.String(), fmt.Sprintf(`msg="config reloaded" proc=supervisor routes=%d `, to)) {
+				return fmt.Errorf("no reload of %d routes logged", to)
 			}
 			return nil
 		})
