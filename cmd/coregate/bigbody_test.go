@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -207,4 +211,65 @@ func TestLargeBodiesBoundedMemory(t *testing.T) {
 			t.Errorf("gateway RSS grew by %d MiB, want under %d MiB", (peak-idle)>>20, rssSlack>>20)
 		}
 	})
+}
+
+// TestUntilCloseBodyBehindPause: the upstream writes a close-delimited
+// body faster than the client reads it, so the gateway keeps pausing its
+// reads of the upstream, and the upstream's last bytes and its FIN come
+// while it is paused: at the resume they are reported together, the first
+// read fills the client's side again, and the rest of the socket must
+// wait for the next resume, not be read past the pause and dropped with
+// the close. The body must come whole, ending with the close.
+func TestUntilCloseBodyBehindPause(t *testing.T) {
+	t.Parallel()
+	const size = 16 << 20
+	wrote := make(chan error, 1)
+	up := newRawUpstream(t, func(rc *rawConn) {
+		if _, _, err := rc.readRequest(); err != nil {
+			wrote <- err
+			return
+		}
+		_, _ = io.WriteString(rc, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n")
+		_, err := io.Copy(rc, randomBody(size, 7))
+		wrote <- err
+	})
+	g := startGateway(t, routesYAML(
+		obj{"id": 1, "uri": "/until-close", "upstream": upstreamOf(nodes(up.addr()), nil)},
+	), "")
+	want := crc32.New(crcTable)
+	if _, err := io.Copy(want, randomBody(size, 7)); err != nil {
+		t.Fatal(err)
+	}
+	// A small receive buffer on the client: the gateway's writes to it
+	// stop short soon, and a resume's first read pauses again.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10) })
+		return errors.Join(err, serr)
+	}}
+	for round := range 5 {
+		c, err := d.Dial("tcp", g.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, "GET /until-close HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		// A quarter of what the gateway forwards on this machine: it is
+		// paused most of the time.
+		resp, err := http.ReadResponse(bufio.NewReader(&throttled{r: c, bps: 16 << 20}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := crc32.New(crcTable)
+		n, err := io.Copy(h, resp.Body)
+		c.Close()
+		if err != nil || n != size || h.Sum32() != want.Sum32() || !resp.Close {
+			t.Errorf("round %d: got %d of %d bytes (err %v, close %v), crc %08x want %08x", round, n, size, err, resp.Close, h.Sum32(), want.Sum32())
+		}
+		if err := <-wrote; err != nil {
+			t.Errorf("round %d: upstream: %v", round, err)
+		}
+	}
 }
