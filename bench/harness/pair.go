@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -46,7 +45,7 @@ func (r *PairReport) Median() float64 {
 	for i, p := range r.Pairs {
 		v[i] = p.Ratio()
 	}
-	return median(v)
+	return report.MedianOf(v)
 }
 
 // Lower counts the pairs in which A cost less per request than B.
@@ -66,20 +65,7 @@ func (r *PairReport) P99() (a, b float64) {
 	for i, p := range r.Pairs {
 		va[i], vb[i] = p.A.P99, p.B.P99
 	}
-	return median(va), median(vb)
-}
-
-// median of v (the mean of the middle two for an even count); v is sorted
-// in place. 0 for none.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return report.MedianOf(va), report.MedianOf(vb)
 }
 
 // ABFirst reports whether pair i (from 0) loads A before B: A B, B A, A B,
@@ -109,15 +95,10 @@ func (r *Runner) Pair(s scenario.Scenario, pairs int, against string) (*PairRepo
 	case pairs < 1:
 		return nil, errors.New("harness: pair: at least one pair")
 	}
-	if err := procstat.PinSelf(o.LoadCPUs); err != nil {
-		return nil, fmt.Errorf("harness: pin load generator: %w", err)
-	}
-	runtime.GOMAXPROCS(max(1, len(o.LoadCPUs)))
-	var err error
-	r.up, r.upAddr, err = StartUpstream(o.Self, o.UpstreamCPUs, o.Body, o.WorkDir)
-	if err != nil {
+	if err := r.startLoadAndUpstream(); err != nil {
 		return nil, err
 	}
+	var err error
 	if s.Redis {
 		if s.RedisPort, err = r.startRedis(); err != nil {
 			return nil, err

@@ -104,10 +104,6 @@ func (r *Runner) Run() (*report.Run, error) {
 		return nil, ErrNoTarget
 	}
 	mach := machine(o) // before pinning narrows what this process sees
-	if err := procstat.PinSelf(o.LoadCPUs); err != nil {
-		return nil, fmt.Errorf("harness: pin load generator: %w", err)
-	}
-	runtime.GOMAXPROCS(max(1, len(o.LoadCPUs)))
 	r.run = &report.Run{
 		Started: time.Now(),
 		Machine: mach,
@@ -124,12 +120,9 @@ func (r *Runner) Run() (*report.Run, error) {
 		r.run.Pending = append(r.run.Pending, report.Pending{Scenario: s.Name, Title: s.Title, Routes: s.Routes,
 			Cons: s.Consumers, Upstream: s.Upstream, Why: "plugins not implemented yet"})
 	}
-	var err error
-	r.up, r.upAddr, err = StartUpstream(o.Self, o.UpstreamCPUs, o.Body, o.WorkDir)
-	if err != nil {
+	if err := r.startLoadAndUpstream(); err != nil {
 		return nil, err
 	}
-	r.logf("upstream on %s (pid %d, cpu %s)\n", r.upAddr, r.up.PID(), procstat.FormatCPUList(o.UpstreamCPUs))
 	for si, s := range o.Scenarios {
 		rows, err := r.scenario(s, o.Direct && si == 0)
 		if err != nil {
@@ -144,6 +137,23 @@ func (r *Runner) Run() (*report.Run, error) {
 		}
 	}
 	return r.run, nil
+}
+
+// startLoadAndUpstream pins this process, the load generator, to its CPUs
+// with a P for each, and starts the run's upstream on its own.
+func (r *Runner) startLoadAndUpstream() error {
+	o := r.o
+	if err := procstat.PinSelf(o.LoadCPUs); err != nil {
+		return fmt.Errorf("harness: pin load generator: %w", err)
+	}
+	runtime.GOMAXPROCS(max(1, len(o.LoadCPUs)))
+	var err error
+	r.up, r.upAddr, err = StartUpstream(o.Self, o.UpstreamCPUs, o.Body, o.WorkDir)
+	if err != nil {
+		return err
+	}
+	r.logf("upstream on %s (pid %d, cpu %s)\n", r.upAddr, r.up.PID(), procstat.FormatCPUList(o.UpstreamCPUs))
+	return nil
 }
 
 func (r *Runner) gatewayCPUs(s scenario.Scenario, w int) []int {
