@@ -102,6 +102,7 @@ func (p *pauseProbe) OnTraffic(c gnet.Conn) gnet.Action {
 // read that filled its buffer, and the resume reports what waited in the
 // socket with no new data from the peer (an edge-triggered socket is
 // re-armed by the change).
+//
 // With the peer's FIN behind the data, the connection neither reads on
 // nor closes while paused: what the socket holds is the rest of a
 // close-delimited body, and it is read after ResumeRead, before the close.

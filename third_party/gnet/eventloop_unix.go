@@ -306,8 +306,9 @@ loop:
 	// be a system call more per event. A connection that OnTraffic took out
 	// of the read interest (PauseRead), or closed, reads no further, even
 	// to the peer's FIN (coregate).
-	full := isET && n == len(el.buffer) && !c.readPaused && c.opened
-	if (c.isEOF && !c.readPaused && c.opened) || (full && recv < chunk) {
+	more := !c.readPaused && c.opened
+	full := isET && n == len(el.buffer) && more
+	if (c.isEOF && more) || (full && recv < chunk) {
 		goto loop
 	}
 
