@@ -40,6 +40,12 @@ type exchange struct {
 	// respStarted: the response head went to the client; a failure now can
 	// only cut the answer short.
 	respStarted bool
+	// chunkClose: the upstream's body ends with its close, and the worker
+	// sends it to this HTTP/1.1 client chunked (upConn.takeBody), so that
+	// the client can tell that end from a cut and the connection can stay
+	// open, as nginx's chunked filter does; the last chunk goes only after
+	// a clean close (upConn.closedByPeer).
+	chunkClose bool
 
 	// A chunked request held in csHold (bodylimit.go): holdSeen body bytes,
 	// framing included, read by holdScan so far, holdData of them chunk

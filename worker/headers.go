@@ -173,11 +173,13 @@ func namedIn(tokens [][]byte, name []byte) bool {
 // upstream's response, whose body is sent as mode says: it decides whether
 // the client connection stays open after it and appends the head for the
 // client to b. A chunked body goes to an HTTP/1.0 client decoded,
-// delimited by the close.
+// delimited by the close; one the upstream ends with its close goes to an
+// HTTP/1.1 client chunked (chunkClose), to an HTTP/1.0 client as it came.
 func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
 	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
-	cc.keepAlive = cc.keepAlive && cc.reqDone && mode != httpparse.BodyUntilClose &&
-		!(cc.http10 && (mode == httpparse.BodyChunked || cc.plugin.reframe))
+	cc.chunkClose = mode == httpparse.BodyUntilClose && !cc.http10 && !cc.plugin.reframe
+	cc.keepAlive = cc.keepAlive && cc.reqDone &&
+		!(cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe))
 	cc.respStarted = true
 	return cc.responseHead(b, resp, cc.keepAlive)
 }
@@ -239,6 +241,10 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		if !cc.http10 {
 			b = append(b, "Transfer-Encoding: chunked\r\n"...)
 		}
+	case cc.chunkClose:
+		// After the upstream's codings, if it named any (RFC 9112 §6.1:
+		// the field lines combine in order).
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
 	case resp.ContentLength >= 0:
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, resp.ContentLength, 10)

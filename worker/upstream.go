@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -232,11 +233,17 @@ func (uc *upConn) closedByPeer(err error) {
 	if cc == nil {
 		return
 	}
-	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose {
-		// The end of a close-delimited response.
+	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose && (err == nil || errors.Is(err, io.EOF)) {
+		// The end of a close-delimited response. Any other error (a
+		// reset) cuts it short: the client connection closes below
+		// without the last chunk, as nginx's does.
 		unlink(cc, uc)
-		if cc.plugin.reframe {
+		switch {
+		case cc.plugin.reframe:
 			cc.finishFiltered()
+		case cc.chunkClose && !cc.closed:
+			n, _ := cc.c.Write(lastChunk)
+			cc.sent += int64(n)
 		}
 		cc.requestDone()
 		return
@@ -383,15 +390,16 @@ func (uc *upConn) traffic0() gnet.Action {
 
 // takeBody appends to iov what of buf, response bytes after the head, the
 // client gets now, and returns iov, how many bytes of buf that stands for,
-// and whether the body ends there. A Content-Length or close-delimited
-// body goes as it came; a chunked one is decoded and written again by the
-// gateway (as clientConn.takeBody does for requests): one chunk of the
-// data decoded so far and, at the end, the last chunk, for an HTTP/1.1
-// client (framed); the data alone for an HTTP/1.0 client. Chunk extensions and
-// trailer fields are checked and dropped, as nginx drops them. The slices
-// alias buf and uc.sizeLine, valid until buf is discarded and the next
-// takeBody. An error is a malformed chunked body: nothing of the bad part
-// is appended.
+// and whether the body ends there. A Content-Length body goes as it came;
+// a chunked one is decoded and written again by the gateway (as
+// clientConn.takeBody does for requests): one chunk of the data decoded
+// so far and, at the end, the last chunk, for an HTTP/1.1 client (framed);
+// the data alone for an HTTP/1.0 client. Chunk extensions and trailer
+// fields are checked and dropped, as nginx drops them. A close-delimited
+// body goes as one chunk of buf when framed (its last chunk follows a
+// clean close, closedByPeer), as it came otherwise. The slices alias buf
+// and uc.sizeLine, valid until buf is discarded and the next takeBody. An
+// error is a malformed chunked body: nothing of the bad part is appended.
 func (uc *upConn) takeBody(iov [][]byte, buf []byte, framed bool) ([][]byte, int, bool, error) {
 	switch uc.mode {
 	case httpparse.BodyNone:
@@ -407,10 +415,14 @@ func (uc *upConn) takeBody(iov [][]byte, buf []byte, framed bool) ([][]byte, int
 		}
 		return iov, n, uc.left == 0, nil
 	case httpparse.BodyUntilClose:
-		if len(buf) > 0 {
-			iov = append(iov, buf)
+		if len(buf) == 0 {
+			return iov, 0, false, nil
 		}
-		return iov, len(buf), false, nil
+		if framed {
+			uc.sizeLine = httpparse.AppendChunkSize(uc.sizeLine[:0], len(buf))
+			return append(iov, uc.sizeLine, buf, crlf), len(buf), false, nil
+		}
+		return append(iov, buf), len(buf), false, nil
 	}
 	iov, n, _, done, err := reframe(&uc.chunk, iov, buf, &uc.sizeLine, framed)
 	return iov, n, done, err

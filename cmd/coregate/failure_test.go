@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,6 +85,62 @@ func TestUpstreamMisbehaves(t *testing.T) {
 	if r := do(t, c, "GET", g.url("/good"), "", nil, nil); r.status != 200 || r.body != "good" {
 		t.Errorf("after the failures: %d %q", r.status, r.body)
 	}
+}
+
+// TestCloseDelimitedCut: an origin that resets its connection in the
+// middle of a body it delimits by closing. The gateway sends such a body
+// to an HTTP/1.1 client chunked, so that the reset reaches the client as
+// a cut (no last chunk, the connection closed), not as a whole answer;
+// the same body ending with a clean close ends with the last chunk.
+func TestCloseDelimitedCut(t *testing.T) {
+	t.Parallel()
+	reset := make(chan struct{}, 1)
+	up := newRawUpstream(t, func(c *rawConn) {
+		req, _, err := c.readRequest()
+		if err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n0123456789")
+		if req.URL.Path == "/clean" {
+			return
+		}
+		select {
+		case <-reset: // the client saw the first bytes
+		case <-c.quit:
+		}
+		resetConn(c.Conn)
+	})
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+
+	c := dialGateway(t, g)
+	_, _ = io.WriteString(c, "GET /clean HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := newReader(c)
+	if r := readOne(t, br, "GET"); r.status != 200 || r.body != "0123456789" || r.close {
+		t.Errorf("clean close: %d %q close=%v", r.status, r.body, r.close)
+	}
+
+	c = dialGateway(t, g)
+	_, _ = io.WriteString(c, "GET /reset HTTP/1.1\r\nHost: x\r\n\r\n")
+	var got []byte
+	buf := make([]byte, 4096)
+	for !strings.Contains(string(got), "0123456789\r\n") {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("before the reset: %v after %q", err, got)
+		}
+	}
+	reset <- struct{}{}
+	rest, err := io.ReadAll(c)
+	got = append(got, rest...)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after the reset: %v", err)
+	}
+	head, body, _ := strings.Cut(string(got), "\r\n\r\n")
+	if !strings.Contains(head, "\r\nTransfer-Encoding: chunked\r\n") || body != "a\r\n0123456789\r\n" {
+		t.Errorf("a reset answer reached the client as:\n%q", got)
+	}
+	g.waitLog(`upstream connection failed while .*connection reset by peer`, 1, 5*time.Second)
 }
 
 // TestUpstreamSendsTooMuch: bytes after the end of an answer (a second,

@@ -138,7 +138,9 @@ func TestRequestBodies(t *testing.T) {
 }
 
 // TestResponseBodies: Content-Length, chunked and close-delimited answers
-// reach the client whole; a close-delimited one ends with the connection.
+// reach the client whole. A close-delimited one goes to an HTTP/1.1
+// client chunked, its connection kept, and to an HTTP/1.0 client as it
+// came, ending with the connection.
 func TestResponseBodies(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("x", 300<<10)
@@ -161,19 +163,22 @@ func TestResponseBodies(t *testing.T) {
 	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
 	tests := []struct {
 		path      string
+		proto     string // the client's
 		body      string
 		chunked   bool
 		connClose bool
 	}{
-		{"/cl", big, false, false},
-		{"/chunked", "abcd" + big, true, false},
-		{"/close", big, false, true},
-		{"/close10", big, false, true},
+		{"/cl", "HTTP/1.1", big, false, false},
+		{"/chunked", "HTTP/1.1", "abcd" + big, true, false},
+		{"/close", "HTTP/1.1", big, true, false},
+		{"/close10", "HTTP/1.1", big, true, false},
+		{"/chunked", "HTTP/1.0", "abcd" + big, false, true},
+		{"/close", "HTTP/1.0", big, false, true},
 	}
 	for _, tc := range tests {
-		t.Run(tc.path[1:], func(t *testing.T) {
+		t.Run(tc.path[1:]+"-"+tc.proto[5:], func(t *testing.T) {
 			c := dialGateway(t, g)
-			_, _ = io.WriteString(c, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			_, _ = io.WriteString(c, "GET "+tc.path+" "+tc.proto+"\r\nHost: x\r\n\r\n")
 			br := newReader(c)
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
