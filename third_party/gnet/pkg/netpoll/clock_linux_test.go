@@ -17,7 +17,10 @@
 package netpoll
 
 import (
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,5 +300,73 @@ func TestYieldTimeout(t *testing.T) {
 		if got := c.timeout(x.msec); got != x.want {
 			t.Errorf("%v after the yield, tick timeout %d: poll timeout %d, want %d", x.now-c.lastYield, x.msec, got, x.want)
 		}
+	}
+}
+
+// voluntarySwitches reads the calling thread's count of voluntary context
+// switches: each time it slept, in a poll or waiting for a P.
+func voluntarySwitches(tb testing.TB) int {
+	b, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return n
+		}
+	}
+	tb.Fatal("no voluntary_ctxt_switches in /proc/thread-self/status")
+	return 0
+}
+
+// An idle loop with a tick parks: after ParkAfter without events its polls
+// wait until the next tick, not YieldWithin, so it wakes about once a tick
+// (it woke every 9 ms before, 11 times in a tick of 100 ms). An event
+// still ends a parked poll at once.
+func TestIdleParks(t *testing.T) {
+	const every = 100 * time.Millisecond
+	const ticks = 10
+	skip := int(ParkAfter/every) + 1 // ticks before the loop parks
+	p, efd := idlePoller(t)
+	var first, last, n int
+	var evAt time.Time
+	p.SetTickHook(every, func(time.Duration) {
+		switch n++; n {
+		case skip:
+			first = voluntarySwitches(t)
+		case skip + ticks:
+			last = voluntarySwitches(t)
+			evAt = time.Now()
+			if _, err := unix.Write(efd, []byte{1, 0, 0, 0, 0, 0, 0, 0}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	done := make(chan time.Duration)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		_ = p.Polling(func(int, IOEvent, IOFlags) error {
+			done <- time.Since(evAt)
+			return errorx.ErrEngineShutdown
+		})
+	}()
+	var late time.Duration
+	select {
+	case late = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not end")
+	}
+	// A wake-up per tick, and the sleeps of a P hand-off or two around
+	// it; a loop that woke every YieldWithin would sleep 11 times a tick.
+	if sw := last - first; sw < ticks || sw > 4*ticks {
+		t.Errorf("%d voluntary context switches in %d idle ticks of %v, want %d to %d", sw, ticks, every, ticks, 4*ticks)
+	}
+	if late > time.Second {
+		t.Errorf("the event was handled %v after it came", late)
 	}
 }

@@ -127,18 +127,30 @@ func (p *Poller) Polling() error {
 		// A loop with a tick reads the clock before every poll: the
 		// timeout of a blocking one counts from now (coregate).
 		p.clock.beforePoll(msec != 0 && p.tick.fn == nil)
-		wait := msec
+		wait, park := msec, false
 		if p.tick.fn != nil {
-			// until the next tick, and the next yield, at most (coregate)
-			wait = p.clock.timeout(p.tick.timeout(msec, p.clock.now))
+			// until the next tick, and the next yield, at most; a loop idle
+			// for ParkAfter, until the next tick with its P given back
+			// (coregate)
+			wait = p.tick.timeout(msec, p.clock.now)
+			park = wait != 0 && p.clock.idle()
+			if !park {
+				wait = p.clock.timeout(wait)
+			}
 		}
-		n, err := epollWait(p.fd, el.events, wait)
+		var n int
+		var err error
+		if park {
+			n, err = p.pollParked(el, wait)
+		} else {
+			n, err = epollWait(p.fd, el.events, wait)
+		}
 		if n == 0 || (n < 0 && err == unix.EINTR) {
 			msec = -1
 			if p.tick.fn != nil {
 				// The poll timed out (or a signal came): the tick, if it
 				// is due, with the clock read now (coregate).
-				p.tick.timedOut(p.clock.afterPoll(true), p.wakeHook)
+				p.tick.timedOut(p.clock.timedOut(), p.wakeHook)
 			}
 			continue
 		} else if err != nil {
