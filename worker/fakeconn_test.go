@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"testing"
 
 	"github.com/panjf2000/gnet/v2"
@@ -106,13 +108,23 @@ func (l *fakeLoop) runQueued() {
 }
 
 func (l *fakeLoop) Close(c gnet.Conn) error {
+	l.closeWith(c, nil)
+	return nil
+}
+
+// peerClosed is the peer's FIN, as gnet reports it: the read that found
+// the end of the stream closes the connection with io.EOF.
+func (l *fakeLoop) peerClosed(c gnet.Conn) {
+	l.closeWith(c, os.NewSyscallError("read", io.EOF))
+}
+
+func (l *fakeLoop) closeWith(c gnet.Conn, err error) {
 	fc := c.(*fakeConn)
 	if fc.closed {
-		return nil
+		return
 	}
 	fc.closed = true
-	l.w.OnClose(c, nil)
-	return nil
+	l.w.OnClose(c, err)
 }
 
 // harness is a worker driven in memory, with one client connection and one

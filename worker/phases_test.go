@@ -784,9 +784,19 @@ func TestBodyFilter(t *testing.T) {
 		`{"id":"r1","uri":"/a","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
 	}, nil, nil, nil))
 	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nxy"))
-	_ = h.up.loop.Close(h.up)
+	h.up.loop.peerClosed(h.up)
 	if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != "4\r\n[xy]\r\n1\r\n!\r\n0\r\n\r\n" {
 		t.Fatalf("close-delimited answer:\n%q", h.cl.out)
+	}
+	// Closed by the worker (a stop) rather than by the upstream's FIN, the
+	// same answer is cut: no last piece, no last chunk, the client closed.
+	h, _ = pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nxy"))
+	_ = h.up.loop.Close(h.up)
+	if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != "4\r\n[xy]\r\n" || !h.cl.closed {
+		t.Fatalf("close-delimited answer cut by the worker (client closed %v):\n%q", h.cl.closed, h.cl.out)
 	}
 }
 

@@ -233,10 +233,11 @@ func (uc *upConn) closedByPeer(err error) {
 	if cc == nil {
 		return
 	}
-	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose && (err == nil || errors.Is(err, io.EOF)) {
-		// The end of a close-delimited response. Any other error (a
-		// reset) cuts it short: the client connection closes below
-		// without the last chunk, as nginx's does.
+	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose && errors.Is(err, io.EOF) {
+		// The end of a close-delimited response: the upstream's FIN.
+		// Anything else cuts it short (a reset; the worker's own close,
+		// at a stop), and the client connection closes below without
+		// the last chunk, as nginx's does.
 		unlink(cc, uc)
 		switch {
 		case cc.plugin.reframe:
