@@ -303,6 +303,29 @@ func TestYieldTimeout(t *testing.T) {
 	}
 }
 
+// A blocking poll of a loop with a tick parks once the loop has had no
+// events for ParkAfter: it then waits until the tick, not YieldWithin.
+// A poll that does not block never parks.
+func TestPollWait(t *testing.T) {
+	var tk loopTick
+	tk.set(50*time.Millisecond, func(time.Duration) {}, time.Second)
+	for _, x := range []struct {
+		sinceEvents time.Duration
+		msec, want  int
+		park        bool
+	}{
+		{0, -1, 9, false},
+		{ParkAfter - time.Millisecond, -1, 9, false},
+		{ParkAfter, -1, 50, true},
+		{ParkAfter, 0, 0, false},
+	} {
+		c := loopClock{now: time.Second, lastYield: time.Second, lastEvents: time.Second - x.sinceEvents}
+		if wait, park := c.pollWait(&tk, x.msec); wait != x.want || park != x.park {
+			t.Errorf("%v without events, msec %d: wait %d, park %v; want %d, %v", x.sinceEvents, x.msec, wait, park, x.want, x.park)
+		}
+	}
+}
+
 // voluntarySwitches reads the calling thread's count of voluntary context
 // switches: each time it slept, in a poll or waiting for a P.
 func voluntarySwitches(tb testing.TB) int {

@@ -128,14 +128,9 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 		p.clock.beforePoll(msec != 0 && p.tick.fn == nil)
 		wait, park := msec, false
 		if p.tick.fn != nil {
-			// until the next tick, and the next yield, at most; a loop idle
-			// for ParkAfter, until the next tick with its P given back
+			// until the next tick, and the next yield, at most, or parked
 			// (coregate)
-			wait = p.tick.timeout(msec, p.clock.now)
-			park = wait != 0 && p.clock.idle()
-			if !park {
-				wait = p.clock.timeout(wait)
-			}
+			wait, park = p.clock.pollWait(&p.tick, msec)
 		}
 		var n int
 		var err error

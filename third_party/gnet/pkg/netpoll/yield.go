@@ -97,6 +97,19 @@ func (c *loopClock) idle() bool {
 	return c.now-c.lastEvents >= ParkAfter
 }
 
+// pollWait returns the timeout of the next poll at c.now of a loop with
+// tick t (msec: 0 for a poll that does not block, -1 otherwise), and
+// whether that poll parks: until the next tick, and the next yield, at
+// most; a loop idle for ParkAfter waits until the next tick with its P
+// given back (pollParked).
+func (c *loopClock) pollWait(t *loopTick, msec int) (wait int, park bool) {
+	wait = t.timeout(msec, c.now)
+	if wait != 0 && c.idle() {
+		return wait, true
+	}
+	return c.timeout(wait), false
+}
+
 // unpark runs when a parked poll comes back, on the P the loop got back:
 // a pass through the scheduler, so that the P's scheduling tick moves and
 // sysmon counts the loop's time on it from now.
