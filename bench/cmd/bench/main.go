@@ -75,6 +75,21 @@ func onSignal() {
 	}()
 }
 
+// harnessSetup returns what a harness.Runner starts from: this binary,
+// which it runs again as the upstream (and the floor loop), and a new work
+// directory named with prefix; from then on an interrupt stops every child
+// process.
+func harnessSetup(prefix string) (self, work string, err error) {
+	if self, err = os.Executable(); err != nil {
+		return "", "", err
+	}
+	if work, err = os.MkdirTemp("", prefix); err != nil {
+		return "", "", err
+	}
+	onSignal()
+	return self, work, nil
+}
+
 func cpuFlag(fs *flag.FlagSet, name, def, usage string) *string {
 	return fs.String(name, def, usage+" (cpu list, e.g. 0 or 2-3)")
 }
@@ -222,15 +237,10 @@ func runCmd(args []string) error {
 	if *nginx == "" {
 		fmt.Fprintln(os.Stderr, "bench: nginx not installed (make bench-deps): no reference column")
 	}
-	self, err := os.Executable()
+	self, work, err := harnessSetup("coregate-bench-")
 	if err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "coregate-bench-")
-	if err != nil {
-		return err
-	}
-	onSignal()
 	r := harness.New(harness.Options{
 		Self: self, Coregate: *coregate, StandIn: *standIn, Nginx: *nginx, Redis: *redis, Perf: *perf, Direct: *direct, Floor: *floor,
 		Scenarios: chosen, Pending: pending,
@@ -301,15 +311,10 @@ func pairCmd(args []string) error {
 			return fmt.Errorf("bench: pair: %w", err)
 		}
 	}
-	self, err := os.Executable()
+	self, work, err := harnessSetup("coregate-pair-")
 	if err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "coregate-pair-")
-	if err != nil {
-		return err
-	}
-	onSignal()
 	r := harness.New(harness.Options{
 		Self: self, Coregate: *coregate, Nginx: *nginx, Redis: *redis,
 		Duration: *duration, Warmup: *warmup, Body: *body,
