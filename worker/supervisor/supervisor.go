@@ -679,8 +679,12 @@ func nextPace(paced, now time.Time, b time.Duration) time.Time {
 // the others' configuration back for longer).
 const maxHold = 2 * time.Second
 
-// push sends sp to every worker, encoded once per form.
+// push sends sp to every worker, encoded once per form. A configuration
+// held back for the pace or for the workers' answers (s.next) is older
+// than sp and is dropped: pushed after it, it would take back the changes
+// sp carries.
 func (s *Supervisor) push(sp *spec.Spec) {
+	s.next = nil
 	s.setSpec(sp)
 	r := &pendingReload{routes: len(sp.Routes), start: time.Now()}
 	for _, p := range s.workers {
