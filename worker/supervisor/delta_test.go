@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ import (
 const (
 	fakeWorkerEnv    = "SUPERVISOR_TEST_WORKER_LOG"
 	fakeWorkerRefuse = "SUPERVISOR_TEST_WORKER_REFUSE"
+	// fakeWorkerBeats, set to N, makes the fake worker fall silent after
+	// N heartbeats (its control socket stays open).
+	fakeWorkerBeats = "SUPERVISOR_TEST_WORKER_BEATS"
 )
 
 func TestMain(m *testing.M) {
@@ -49,8 +53,16 @@ func fakeWorker(path string, refuse bool) error {
 	if err != nil {
 		return err
 	}
+	beats := -1
+	if n, err := strconv.Atoi(os.Getenv(fakeWorkerBeats)); err == nil {
+		beats = n
+	}
 	go func() {
 		for range time.Tick(control.StatsEvery) {
+			if beats == 0 {
+				return
+			}
+			beats--
 			_ = ctrl.Send(control.Stats, control.StatsMsg{})
 		}
 	}()

@@ -28,7 +28,10 @@ const (
 	// in its accept queue (which migrate to the live workers once it is
 	// killed) and its established ones do not wait without end.
 	DefaultStallRestart = 10 * time.Second
-	// stallCheckEvery is how often the supervisor looks at the beats.
+	// stallCheckEvery is the least time between two looks at the beats.
+	// The supervisor looks when a deadline falls due (checkDue), not on a
+	// clock, but not sooner than this after its last look, and this often
+	// while a worker is stalled, for the beat that puts it back.
 	stallCheckEvery = 100 * time.Millisecond
 	// DefaultStartTimeout is how long a worker may take to get ready. A
 	// start takes tens of milliseconds, and a first configuration of tens
@@ -88,6 +91,66 @@ func (s *Supervisor) checkStalls() {
 			s.killStuck(p, "worker silent too long: killing it", "silent", silent.Round(time.Millisecond).String())
 		}
 	}
+}
+
+// checkDue returns when checkStalls, or the configuration held back past
+// maxHold, next has something to decide: the earliest of the running
+// workers' last beats plus StallAfter, the starting workers' starts plus
+// StartTimeout, the held configuration's maxHold, and, while a worker is
+// stalled, now plus stallCheckEvery. ok is false when nothing waits on the
+// clock. A beat only moves its deadline later, so a due time computed
+// before the beat comes is early, never late: the check then finds nothing
+// to do and the next due time is computed from the new beat.
+func (s *Supervisor) checkDue(now time.Time) (due time.Time, ok bool) {
+	at := func(t time.Time) {
+		if !ok || t.Before(due) {
+			due, ok = t, true
+		}
+	}
+	for _, p := range s.workers {
+		if p.cmd != nil && !p.ready && !p.retired && !p.killed {
+			at(p.started.Add(s.opts.StartTimeout))
+			continue
+		}
+		if p.cmd == nil || !p.ready || p.retired || p.beat == nil {
+			continue
+		}
+		switch {
+		case !p.stalled:
+			at(s.epoch.Add(time.Duration(p.beat.Load()) + s.opts.StallAfter))
+		case !p.killed:
+			at(now.Add(stallCheckEvery))
+		}
+	}
+	if s.next != nil && s.reload != nil {
+		at(s.reload.start.Add(maxHold))
+	}
+	return due, ok
+}
+
+// armCheck sets the check timer to checkDue, but not sooner than
+// stallCheckEvery after the last check. With one or two workers the
+// supervisor then looks about once a StallAfter rather than ten times a
+// second; with many, whose beats fall due at different times, no more
+// often than a ticker of stallCheckEvery, and a silence is still found at
+// most stallCheckEvery after StallAfter.
+func (s *Supervisor) armCheck() {
+	due, ok := s.checkDue(time.Now())
+	if !ok {
+		if !s.checkAt.IsZero() {
+			s.check.Stop()
+			s.checkAt = time.Time{}
+		}
+		return
+	}
+	if floor := s.checked.Add(stallCheckEvery); due.Before(floor) {
+		due = floor
+	}
+	if due.Equal(s.checkAt) {
+		return
+	}
+	s.checkAt = due
+	s.check.Reset(time.Until(due))
 }
 
 // killStuck kills the slot's current process with SIGKILL, once, logging

@@ -125,6 +125,12 @@ type Supervisor struct {
 	// pace fires then for one held back meanwhile.
 	paced time.Time
 	pace  *time.Timer
+	// check fires at checkAt, when checkStalls or the held configuration
+	// has something to decide (armCheck); checked is when it last fired,
+	// checks how often (for tests).
+	check            *time.Timer
+	checkAt, checked time.Time
+	checks           int
 	// epoch is the origin of the heartbeat times (monotonic).
 	epoch time.Time
 	// metricPrefix replaces apisix_ in the served metric names
@@ -362,14 +368,18 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 
 	s.resize(s.opts.Workers)
 	s.countLive()
-	stallCheck := time.NewTicker(stallCheckEvery)
-	defer stallCheck.Stop()
+	s.check = time.NewTimer(time.Hour)
+	s.check.Stop()
+	defer s.check.Stop()
 	s.pace = time.NewTimer(time.Hour)
 	s.pace.Stop()
 	defer s.pace.Stop()
 	for {
+		s.armCheck()
 		select {
-		case <-stallCheck.C:
+		case <-s.check.C:
+			s.checkAt, s.checked = time.Time{}, time.Now()
+			s.checks++
 			s.checkStalls()
 			if s.next != nil && s.reload != nil && time.Since(s.reload.start) >= maxHold {
 				s.pushNext()
