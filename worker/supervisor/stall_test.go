@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"coregate/admin/spec"
-	"coregate/internal/syncbuf"
 )
 
 // TestCheckDue: the supervisor's next look at its workers is the earliest
@@ -93,27 +90,8 @@ func TestChecksFollowBeats(t *testing.T) {
 	run := func(t *testing.T, opts Options, d time.Duration) (*Supervisor, string) {
 		t.Helper()
 		t.Setenv(fakeWorkerEnv, t.TempDir()+"/frames")
-		var logBuf syncbuf.Buffer
-		opts.Exe, opts.Workers, opts.CPUs = exe, 1, []int{0}
-		opts.Source = chanSource{first: &spec.Spec{}, next: make(chan *spec.Spec)}
-		opts.Log = slog.New(slog.NewTextHandler(&logBuf, nil))
-		s, err := New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		defer cancel()
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx, nil) }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(d + 15*time.Second):
-			t.Fatal("Run did not return after its context ended")
-		}
-		return s, logBuf.String()
+		opts.Exe = exe
+		return runSupervisor(t, opts, d, d+15*time.Second)
 	}
 
 	t.Run("beating", func(t *testing.T) {

@@ -208,6 +208,14 @@ func TestStartTimeout(t *testing.T) {
 // limit of its start.
 func runFor(t *testing.T, opts Options, d, limit time.Duration) []string {
 	t.Helper()
+	_, log := runSupervisor(t, opts, d, limit)
+	return strings.Split(log, "\n")
+}
+
+// runSupervisor is runFor returning the supervisor, once Run has returned,
+// and its log.
+func runSupervisor(t *testing.T, opts Options, d, limit time.Duration) (*Supervisor, string) {
+	t.Helper()
 	var logBuf syncbuf.Buffer
 	opts.Workers, opts.CPUs, opts.Source = 1, []int{0}, fixedSource{}
 	opts.Log = slog.New(slog.NewTextHandler(&logBuf, nil))
@@ -227,5 +235,5 @@ func runFor(t *testing.T, opts Options, d, limit time.Duration) []string {
 	case <-time.After(limit):
 		t.Fatal("Run did not return after its context ended")
 	}
-	return strings.Split(logBuf.String(), "\n")
+	return s, logBuf.String()
 }
