@@ -51,12 +51,12 @@ const (
 func (s *Supervisor) checkStalls() {
 	now := time.Since(s.epoch)
 	for _, p := range s.workers {
-		if p.cmd != nil && !p.ready && !p.retired && !p.killed && time.Since(p.started) >= s.opts.StartTimeout {
+		if p.starting() && time.Since(p.started) >= s.opts.StartTimeout {
 			// Stuck starting (restarted with backoff, as it never ran).
 			s.killStuck(p, "worker not ready in time: killing it", "start_timeout", s.opts.StartTimeout.String())
 			continue
 		}
-		if p.cmd == nil || !p.ready || p.retired || p.beat == nil {
+		if !p.watched() {
 			continue
 		}
 		last := time.Duration(p.beat.Load())
@@ -93,6 +93,18 @@ func (s *Supervisor) checkStalls() {
 	}
 }
 
+// starting reports whether the slot's current process was started and is
+// not ready yet (and was not killed for it): StartTimeout runs for it.
+func (p *proc) starting() bool {
+	return p.cmd != nil && !p.ready && !p.retired && !p.killed
+}
+
+// watched reports whether the slot's current process is ready and its
+// beats are watched: StallAfter and StallRestart run for it.
+func (p *proc) watched() bool {
+	return p.cmd != nil && p.ready && !p.retired && p.beat != nil
+}
+
 // checkDue returns when checkStalls, or the configuration held back past
 // maxHold, next has something to decide: the earliest of the running
 // workers' last beats plus StallAfter, the starting workers' starts plus
@@ -108,11 +120,11 @@ func (s *Supervisor) checkDue(now time.Time) (due time.Time, ok bool) {
 		}
 	}
 	for _, p := range s.workers {
-		if p.cmd != nil && !p.ready && !p.retired && !p.killed {
+		if p.starting() {
 			at(p.started.Add(s.opts.StartTimeout))
 			continue
 		}
-		if p.cmd == nil || !p.ready || p.retired || p.beat == nil {
+		if !p.watched() {
 			continue
 		}
 		switch {
