@@ -785,8 +785,7 @@ func (cc *clientConn) answerError(status int) {
 		b = append(b, body...)
 	}
 	w.scratch = b
-	n, _ := cc.c.Write(b)
-	cc.sent += int64(n)
+	cc.write(b)
 	cc.requestDone()
 }
 
@@ -843,8 +842,7 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 		b = append(b, body...)
 	}
 	w.scratch = b
-	n, _ := cc.c.Write(b)
-	if cc.sent += int64(n); cc.closed {
+	if cc.write(b); cc.closed {
 		return // the client reset: the exchange ended with it
 	}
 	cc.keepAlive = keep
@@ -888,6 +886,21 @@ func (cc *clientConn) discardBody() {
 	}
 }
 
+// write writes b to the client and counts what went out in sent ($bytes_sent,
+// the log phase's BytesSent). gnet keeps what the socket did not take, so
+// b may be reused once write returns. A failed write closes the connection
+// (cc.closed), which the caller checks where it goes on.
+func (cc *clientConn) write(b []byte) {
+	n, _ := cc.c.Write(b)
+	cc.sent += int64(n)
+}
+
+// writev is write for a list of buffers, the iovecs of one writev(2).
+func (cc *clientConn) writev(iov [][]byte) {
+	n, _ := cc.c.Writev(iov)
+	cc.sent += int64(n)
+}
+
 // answerAndClose answers a malformed or refused request and closes: nothing
 // of it was forwarded.
 func (cc *clientConn) answerAndClose(status int) {
@@ -897,8 +910,7 @@ func (cc *clientConn) answerAndClose(status int) {
 	b := cc.localHead(w.scratch[:0], status, ctHTML, len(body), false)
 	b = append(b, body...)
 	w.scratch = b
-	n, _ := cc.c.Write(b)
-	cc.sent += int64(n)
+	cc.write(b)
 	cc.closing(true) // the rest of the request may still be on its way
 }
 

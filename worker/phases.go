@@ -200,8 +200,7 @@ func (cc *clientConn) finishFiltered() {
 		return
 	}
 	cc.filtBuf = cc.endFiltered(cc.filtBuf[:0])
-	n, _ := cc.c.Write(cc.filtBuf)
-	cc.sent += int64(n)
+	cc.write(cc.filtBuf)
 }
 
 func (cc *clientConn) appendFiltered(out, data []byte) []byte {

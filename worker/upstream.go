@@ -243,8 +243,7 @@ func (uc *upConn) closedByPeer(err error) {
 		case cc.plugin.reframe:
 			cc.finishFiltered()
 		case cc.chunkClose && !cc.closed:
-			n, _ := cc.c.Write(lastChunk)
-			cc.sent += int64(n)
+			cc.write(lastChunk)
 		}
 		cc.requestDone()
 		return
@@ -355,8 +354,7 @@ func (uc *upConn) traffic0() gnet.Action {
 		if reframe {
 			iov = cc.filterResponse(iov, 1, done && err == nil)
 		}
-		sent, _ := cc.c.Writev(iov)
-		cc.sent += int64(sent)
+		cc.writev(iov)
 		clear(iov)
 		w.iov = iov[:0]
 		consumed += n
@@ -377,8 +375,7 @@ func (uc *upConn) traffic0() gnet.Action {
 			iov = cc.filterResponse(iov, 0, done && err == nil)
 		}
 		if len(iov) > 0 {
-			sent, _ := cc.c.Writev(iov)
-			cc.sent += int64(sent)
+			cc.writev(iov)
 		}
 		clear(iov)
 		w.iov = iov[:0]
