@@ -47,9 +47,21 @@ func epollWaitParked(epfd int, events unsafe.Pointer, size, msec int) (int, unix
 	return int(r), e
 }
 
+// pollTimeout returns the timeout of the loop's next poll (msec: 0 for a
+// poll that does not block, -1 otherwise) and whether it parks
+// (loopClock.pollWait); a loop without a tick polls as asked and never
+// parks.
+func (p *Poller) pollTimeout(msec int) (wait int, park bool) {
+	if p.tick.fn == nil {
+		return msec, false
+	}
+	return p.clock.pollWait(&p.tick, msec)
+}
+
 // pollParked is the poll of a loop idle for ParkAfter (loopClock.idle):
 // epoll_wait until the next tick with the loop's P given back, then a
-// pass through the scheduler on the P it gets back (loopClock.unpark).
+// pass through the scheduler on the P it gets back (loopClock.unpark),
+// which also reads the clock for the time the poll came back.
 func (p *Poller) pollParked(el *eventList, msec int) (int, error) {
 	n, e := epollWaitParked(p.fd, unsafe.Pointer(&el.events[0]), len(el.events), msec)
 	p.clock.unpark()

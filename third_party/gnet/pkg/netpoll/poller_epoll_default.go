@@ -126,12 +126,9 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 		// A loop with a tick reads the clock before every poll: the
 		// timeout of a blocking one counts from now (coregate).
 		p.clock.beforePoll(msec != 0 && p.tick.fn == nil)
-		wait, park := msec, false
-		if p.tick.fn != nil {
-			// until the next tick, and the next yield, at most, or parked
-			// (coregate)
-			wait, park = p.clock.pollWait(&p.tick, msec)
-		}
+		// until the next tick, and the next yield, at most, or parked
+		// (coregate)
+		wait, park := p.pollTimeout(msec)
 		var n int
 		var err error
 		if park {
@@ -144,14 +141,15 @@ func (p *Poller) Polling(callback PollEventHandler) error {
 			if p.tick.fn != nil {
 				// The poll timed out (or a signal came): the tick, if it
 				// is due, with the clock read now (coregate).
-				p.tick.timedOut(p.clock.timedOut(), p.wakeHook)
+				p.tick.timedOut(p.clock.timedOut(park), p.wakeHook)
 			}
 			continue
 		} else if err != nil {
 			logging.Errorf("error occurs in epoll: %v", os.NewSyscallError("epoll_wait", err))
 			return err
 		}
-		if now := p.clock.afterPoll(msec != 0); p.wakeHook != nil {
+		// A parked poll's unpark read the clock when it came back.
+		if now := p.clock.afterPoll(msec != 0 && !park); p.wakeHook != nil {
 			p.wakeHook(now)
 		}
 		// The next poll blocks, as nginx's does: when events are ready it

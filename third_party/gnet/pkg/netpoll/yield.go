@@ -112,7 +112,8 @@ func (c *loopClock) pollWait(t *loopTick, msec int) (wait int, park bool) {
 
 // unpark runs when a parked poll comes back, on the P the loop got back:
 // a pass through the scheduler, so that the P's scheduling tick moves and
-// sysmon counts the loop's time on it from now.
+// sysmon counts the loop's time on it from now. Its clock reading is the
+// time the poll came back, for afterPoll and timedOut as well.
 func (c *loopClock) unpark() {
 	goyield()
 	c.now = time.Since(c.origin)
@@ -168,9 +169,12 @@ func (c *loopClock) timeout(msec int) int {
 }
 
 // timedOut runs when a poll came back without events (it timed out, or a
-// signal ended it) and returns the time it came back.
-func (c *loopClock) timedOut() time.Duration {
-	c.now = time.Since(c.origin)
+// signal ended it) and returns the time it came back: a new reading unless
+// the poll was parked, whose unpark read the clock.
+func (c *loopClock) timedOut(parked bool) time.Duration {
+	if !parked {
+		c.now = time.Since(c.origin)
+	}
 	return c.now
 }
 
