@@ -272,7 +272,7 @@ func TestPair(t *testing.T) {
 			nginx = "/usr/sbin/nginx"
 		}
 	}
-	againsts := []string{self}
+	againsts := []string{self, PairFloor}
 	if nginx != "" {
 		againsts = append(againsts, "")
 	}
@@ -323,6 +323,15 @@ func TestPair(t *testing.T) {
 	r := New(Options{Self: self, Coregate: self, WorkDir: t.TempDir()})
 	if _, err := r.Pair(scaling[0], 1, self); err == nil {
 		t.Error("Pair took a scenario of more than one worker")
+	}
+	// The floor proxies; it has no plugins to run.
+	mocking, err := scenario.Select(seeds, "mocking")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = New(Options{Self: self, Coregate: self, GatewayCPUs: cpus[:1], LoadCPUs: cpus[len(cpus)-1:], UpstreamCPUs: cpus[len(cpus)-1:], WorkDir: t.TempDir()})
+	if _, err := r.Pair(mocking[0], 1, PairFloor); err == nil || !strings.Contains(err.Error(), "floor") {
+		t.Errorf("Pair of the floor in %s: %v; want refused", mocking[0].Name, err)
 	}
 }
 

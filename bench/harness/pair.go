@@ -75,7 +75,7 @@ func ABFirst(i int) bool { return i%2 == 0 }
 
 // Pair measures coregate (Options.Coregate) against a reference on the
 // same CPUs: nginx (Options.Nginx) when against is "", otherwise the
-// coregate binary at against. Both listen at once, one worker each on
+// coregate binary at against. Either side may be PairFloor. Both listen at once, one worker each on
 // Options.GatewayCPUs, and are loaded in turn, pairs pairs of rounds of
 // Options.Duration each, ABBA. A difference of a few per cent, which the
 // machine's drift between two minutes exceeds, shows as the median of
@@ -104,7 +104,7 @@ func (r *Runner) Pair(s scenario.Scenario, pairs int, against string) (*PairRepo
 			return nil, err
 		}
 	}
-	a, err := r.startCoregateBin(o.Coregate, report.Coregate, s, 1, o.GatewayCPUs)
+	a, err := r.startPairSide(s, o.Coregate, report.Coregate)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (r *Runner) Pair(s scenario.Scenario, pairs int, against string) (*PairRepo
 		b, err = r.startNginx(s, 1, o.GatewayCPUs, report.Nginx)
 		rep.B = o.Nginx
 	} else {
-		b, err = r.startCoregateBin(against, "coregate-b", s, 1, o.GatewayCPUs)
+		b, err = r.startPairSide(s, against, "coregate-b")
 		rep.B = against
 	}
 	if err != nil {
@@ -153,6 +153,24 @@ func (r *Runner) Pair(s scenario.Scenario, pairs int, against string) (*PairRepo
 			i+1, p.A.CPUns, p.B.CPUns, p.Ratio(), p.A.P99, p.B.P99)
 	}
 	return rep, nil
+}
+
+// PairFloor, given as either side's binary, pairs the I/O floor
+// (bench/floor on epoll, as "bench run -floor" measures it) instead of a
+// coregate build: how much of a gateway's cost per request any proxy pays
+// on the machine for the same I/O.
+const PairFloor = "floor"
+
+// startPairSide starts a side of a pair: the coregate binary bin as name,
+// or the I/O floor when bin is PairFloor (a plain proxy's scenarios only).
+func (r *Runner) startPairSide(s scenario.Scenario, bin, name string) (*target, error) {
+	if bin != PairFloor {
+		return r.startCoregateBin(bin, name, s, 1, r.o.GatewayCPUs)
+	}
+	if !floorScenario(s) {
+		return nil, fmt.Errorf("harness: pair: the I/O floor serves no-plugin and latency only, not %s", s.Name)
+	}
+	return r.startFloor(s, false)
 }
 
 // pairRound loads t for d and returns its CPU per request over that time.

@@ -278,8 +278,8 @@ func pairCmd(args []string) error {
 		duration = fs.Duration("d", 3*time.Second, "measured time per round")
 		warmup   = fs.Duration("warmup", time.Second, "one round of each before the pairs")
 		rate     = fs.Float64("rate", 10000, "fixed rate of the latency scenario, req/s")
-		coregate = fs.String("coregate", "bin/coregate", "coregate binary (A)")
-		against  = fs.String("against", "", "another coregate binary as B; default: nginx")
+		coregate = fs.String("coregate", "bin/coregate", "coregate binary (A), or \"floor\": the I/O floor (no-plugin and latency)")
+		against  = fs.String("against", "", "another coregate binary as B, or \"floor\"; default: nginx")
 		nginx    = fs.String("nginx", lookNginx(), "nginx binary, B when -against is not given")
 		redis    = fs.String("redis", lookRedis(), "redis-server, for the scenarios that count in Redis")
 		body     = fs.Int("body", 1024, "upstream body bytes")
@@ -304,6 +304,9 @@ func pairCmd(args []string) error {
 		bins = append(bins, against)
 	}
 	for _, b := range bins {
+		if *b == harness.PairFloor {
+			continue
+		}
 		if *b, err = filepath.Abs(*b); err != nil {
 			return err
 		}
