@@ -1044,7 +1044,7 @@ func (cc *clientConn) closeSoon() {
 func (cc *clientConn) closedByPeer() {
 	w := cc.w
 	cc.closed = true
-	w.clearDeadline(cc) // a csDelay exchange's answer with it
+	w.dropDeadline(cc) // a csDelay exchange's answer with it
 	w.trackClose(cc)
 	cc.logPhase()
 	cc.accessLog()

@@ -163,7 +163,7 @@ func (uc *upConn) opened(c gnet.Conn) {
 
 // dialFailed runs on the loop when a dial failed.
 func (uc *upConn) dialFailed(err error) {
-	uc.w.clearDeadline(uc)
+	uc.w.dropDeadline(uc)
 	uc.connFD = -1
 	uc.state = usClosed
 	if cc := uc.cc; cc != nil {
@@ -221,7 +221,7 @@ func (uc *upConn) closedByPeer(err error) {
 	prev := uc.state
 	uc.state = usClosed
 	uc.gone = true
-	w.clearDeadline(uc)
+	w.dropDeadline(uc)
 	if uc.pause.on {
 		uc.unpauseList()
 	}
