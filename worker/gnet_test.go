@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -206,5 +208,95 @@ func testPauseReadEdgeTriggered(t *testing.T, fin bool) {
 	onLoop(func() error { paused = gnet.ReadPaused(sc); return nil })
 	if paused {
 		t.Error("ReadPaused: true after ResumeRead")
+	}
+}
+
+// writevProbe answers each byte a client sends with one Writev of the
+// pieces that byte names in parts, on an edge-triggered loop as the
+// worker's.
+type writevProbe struct {
+	gnet.BuiltinEventEngine
+	eng   chan gnet.Engine
+	parts map[byte][][]byte
+}
+
+func (p *writevProbe) OnBoot(e gnet.Engine) gnet.Action { p.eng <- e; return gnet.None }
+
+func (p *writevProbe) OnTraffic(c gnet.Conn) gnet.Action {
+	in, _ := c.Next(-1)
+	for _, b := range in {
+		// Writev may keep the slice; each call gets its own.
+		if _, err := c.Writev(append([][]byte(nil), p.parts[b]...)); err != nil {
+			return gnet.Close
+		}
+	}
+	return gnet.None
+}
+
+// TestWritevGathered: a Writev of small buffers, which the carried gnet
+// copies together and sends with one write (GatherMax), arrives whole and
+// in order: alone, beside a Writev past GatherMax, and behind a write the
+// socket could not take at once (the peer not reading), which leaves the
+// rest in the connection's outbound buffer and the small Writev behind it.
+func TestWritevGathered(t *testing.T) {
+	fill := func(n int, c byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = c + byte(i%7)
+		}
+		return b
+	}
+	p := &writevProbe{eng: make(chan gnet.Engine, 1), parts: map[byte][][]byte{
+		'a': {[]byte("HTTP/1.1 200 OK\r\n"), []byte("Content-Length: 5\r\n\r\n"), []byte("hello")},
+		'b': {fill(100, 'b'), fill(gnet.GatherMax, 'B')},
+		'c': {fill(8<<20, 'c'), []byte("!")},
+		'd': {[]byte("tail-"), fill(300, 'd'), []byte("-end")},
+	}}
+	addr := unusedAddr(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- gnet.Run(p, "tcp://"+addr, gnet.WithEdgeTriggeredIO(true), gnet.WithNumEventLoop(1))
+	}()
+	var eng gnet.Engine
+	select {
+	case eng = <-p.eng:
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine did not start")
+	}
+	defer func() {
+		_ = eng.Stop(context.Background())
+		<-done
+	}()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// 'c' writes 8 MiB, more than loopback's socket buffers take while
+	// the client reads nothing; 'd' is sent in the same segment, so its
+	// small Writev comes while the rest of 'c' waits in gnet.
+	const order = "abacd"
+	var want []byte
+	for _, k := range []byte(order) {
+		for _, part := range p.parts[k] {
+			want = append(want, part...)
+		}
+	}
+	if _, err := c.Write([]byte(order)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("read %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("%d bytes arrived, first difference at byte %d of %d", len(got), i, len(want))
 	}
 }

@@ -49,6 +49,11 @@ type eventloop struct {
 	eventHandler EventHandler      // user eventHandler
 	// connecting are the connects ConnectTCP started, by fd (coregate).
 	connecting map[int]*pendingConnect
+	// gather is where a small Writev's buffers are copied together to go
+	// out in one write (conn.writev, coregate). It is the loop's own and
+	// holds nothing past the call: what the socket does not take is copied
+	// on to the connection's outbound buffer.
+	gather []byte
 }
 
 // pendingConnect is a TCP connect that ConnectTCP started on the loop,
