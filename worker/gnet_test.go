@@ -59,6 +59,35 @@ func TestLoopFDs(t *testing.T) {
 	}
 }
 
+// runProbe runs h as a gnet engine with one edge-triggered loop, as the
+// worker's, on addr (booted reports its start) and returns a client
+// connection to it; both end with the test.
+func runProbe(t *testing.T, h gnet.EventHandler, booted <-chan gnet.Engine, addr string) net.Conn {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		done <- gnet.Run(h, "tcp://"+addr, gnet.WithEdgeTriggeredIO(true), gnet.WithNumEventLoop(1))
+	}()
+	var eng gnet.Engine
+	select {
+	case eng = <-booted:
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine did not start")
+	}
+	t.Cleanup(func() {
+		_ = eng.Stop(context.Background())
+		<-done
+	})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // pauseProbe is an edge-triggered gnet engine that takes each connection
 // out of the read interest at its first OnTraffic, as the worker pauses a
 // side whose peer is slow.
@@ -123,27 +152,7 @@ func testPauseReadEdgeTriggered(t *testing.T, fin bool) {
 		p.hold = 200 * time.Millisecond
 	}
 	p.pausing.Store(true)
-	done := make(chan error, 1)
-	go func() {
-		done <- gnet.Run(p, "tcp://"+addr, gnet.WithEdgeTriggeredIO(true), gnet.WithNumEventLoop(1))
-	}()
-	var eng gnet.Engine
-	select {
-	case eng = <-p.eng:
-	case err := <-done:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the engine did not start")
-	}
-	defer func() {
-		_ = eng.Stop(context.Background())
-		<-done
-	}()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := runProbe(t, p, p.eng, addr)
 	// More than the loop's read buffer (64 KiB), less than the kernel
 	// holds for a connection on loopback: all of it is in the socket
 	// before the loop reads, and the peer sends nothing after it.
@@ -252,28 +261,7 @@ func TestWritevGathered(t *testing.T) {
 		'c': {fill(8<<20, 'c'), []byte("!")},
 		'd': {[]byte("tail-"), fill(300, 'd'), []byte("-end")},
 	}}
-	addr := unusedAddr(t)
-	done := make(chan error, 1)
-	go func() {
-		done <- gnet.Run(p, "tcp://"+addr, gnet.WithEdgeTriggeredIO(true), gnet.WithNumEventLoop(1))
-	}()
-	var eng gnet.Engine
-	select {
-	case eng = <-p.eng:
-	case err := <-done:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the engine did not start")
-	}
-	defer func() {
-		_ = eng.Stop(context.Background())
-		<-done
-	}()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := runProbe(t, p, p.eng, unusedAddr(t))
 	// 'c' writes 8 MiB, more than loopback's socket buffers take while
 	// the client reads nothing; 'd' is sent in the same segment, so its
 	// small Writev comes while the rest of 'c' waits in gnet.
