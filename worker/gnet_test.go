@@ -234,7 +234,9 @@ func (p *writevProbe) OnBoot(e gnet.Engine) gnet.Action { p.eng <- e; return gne
 func (p *writevProbe) OnTraffic(c gnet.Conn) gnet.Action {
 	in, _ := c.Next(-1)
 	for _, b := range in {
-		// Writev may keep the slice; each call gets its own.
+		// After a partial write Writev advances the entries of the slice
+		// it was given past what went out: each call gets its own copy,
+		// so that parts stays whole for the next byte that names it.
 		if _, err := c.Writev(append([][]byte(nil), p.parts[b]...)); err != nil {
 			return gnet.Close
 		}

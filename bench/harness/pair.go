@@ -77,11 +77,11 @@ func ABFirst(i int) bool { return i%2 == 0 }
 // same CPUs: nginx (Options.Nginx) when against is "", otherwise the
 // coregate binary at against; either side may be PairFloor. Both listen
 // at once, one worker each on Options.GatewayCPUs, and are loaded in turn,
-// pairs pairs of rounds of Options.Duration each, ABBA. A difference of a few per cent, which the
-// machine's drift between two minutes exceeds, shows as the median of
-// the pairs' ratios: each pair's two rounds are seconds apart. Every
-// round must be free of errors and non-2xx answers. Processes are
-// stopped before it returns.
+// pairs pairs of rounds of Options.Duration each, ABBA. A difference of a
+// few per cent, which the machine's drift between two minutes exceeds,
+// shows as the median of the pairs' ratios: each pair's two rounds are
+// seconds apart. Every round must be free of errors and non-2xx answers.
+// Processes are stopped before it returns.
 func (r *Runner) Pair(s scenario.Scenario, pairs int, against string) (*PairReport, error) {
 	defer StopAll()
 	o := r.o
