@@ -8,7 +8,7 @@ PKGS    := ./...
 GNET_PKGS := github.com/panjf2000/gnet/v2/pkg/netpoll github.com/panjf2000/gnet/v2/pkg/io
 export GOTOOLCHAIN := local
 
-.PHONY: build run test alloc check fuzz bench bench-deps microbench soak chaos cross clean
+.PHONY: build run test alloc check fuzz bench bench-deps bench-bundle microbench soak chaos cross clean
 
 build:
 	$(GO) build -o $(BIN)/coregate ./cmd/coregate
@@ -83,6 +83,11 @@ soak: build
 chaos: build
 	$(GO) build -o bench/.bin/soak ./bench/cmd/soak
 	bench/.bin/soak chaos $(CHAOSFLAGS)
+
+# bench pair on a host without Go or nginx: bin/bench-bundle.tar.xz
+# (bench/bundle says what it holds and how to run it there).
+bench-bundle:
+	./bench/bundle
 
 # Go micro-benchmarks (parser, router, whole request path).
 microbench:
