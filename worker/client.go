@@ -712,6 +712,12 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 	}
 	if cc.respStarted {
 		cc.w.logFault(uc, cc, 0)
+		if cc.closeFramed {
+			// The close ends the body for this client: a FIN would pass
+			// the cut answer off as whole, a reset does not. (HTTP/1.1
+			// clients see the missing length or last chunk.)
+			_ = cc.c.SetLinger(0)
+		}
 		cc.w.closeConn(cc.c)
 		return
 	}

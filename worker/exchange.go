@@ -46,6 +46,11 @@ type exchange struct {
 	// open, as nginx's chunked filter does; the last chunk goes only after
 	// a clean close (upConn.closedByPeer).
 	chunkClose bool
+	// closeFramed: the client's answer ends with the client connection's
+	// close (an HTTP/1.0 client, a body not sent with its length), so a
+	// close after a failure would read as its end: that close is a reset
+	// (clientConn.upstreamFailed).
+	closeFramed bool
 
 	// A chunked request held in csHold (bodylimit.go): holdSeen body bytes,
 	// framing included, read by holdScan so far, holdData of them chunk

@@ -30,6 +30,8 @@ type fakeConn struct {
 	// failWrites makes every write fail as one to a peer that reset does
 	// with gnet: the connection is closed (OnClose runs) inside the write.
 	failWrites bool
+	// reset: SetLinger(0) made the connection's close a reset.
+	reset bool
 }
 
 func (c *fakeConn) Peek(n int) ([]byte, error) {
@@ -82,6 +84,7 @@ func (c *fakeConn) SetContext(x any)          { c.ctx = x }
 func (c *fakeConn) LocalAddr() net.Addr       { return c.laddr }
 func (c *fakeConn) RemoteAddr() net.Addr      { return c.raddr }
 func (c *fakeConn) Fd() int                   { return c.fd }
+func (c *fakeConn) SetLinger(sec int) error   { c.reset = sec == 0; return nil }
 func (c *fakeConn) EventLoop() gnet.EventLoop { return c.loop }
 
 type fakeLoop struct {

@@ -178,6 +178,7 @@ func namedIn(tokens [][]byte, name []byte) bool {
 func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
 	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
 	cc.chunkClose = mode == httpparse.BodyUntilClose && !cc.http10 && !cc.plugin.reframe
+	cc.closeFramed = cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe)
 	cc.keepAlive = cc.keepAlive && cc.reqDone &&
 		!(cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe))
 	cc.respStarted = true

@@ -795,8 +795,28 @@ func TestBodyFilter(t *testing.T) {
 	}, nil, nil, nil))
 	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nxy"))
 	_ = h.up.loop.Close(h.up)
-	if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != "4\r\n[xy]\r\n" || !h.cl.closed {
-		t.Fatalf("close-delimited answer cut by the worker (client closed %v):\n%q", h.cl.closed, h.cl.out)
+	if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != "4\r\n[xy]\r\n" || !h.cl.closed || h.cl.reset {
+		t.Fatalf("close-delimited answer cut by the worker (client closed %v, reset %v):\n%q", h.cl.closed, h.cl.reset, h.cl.out)
+	}
+	// To an HTTP/1.0 client the close ends the body: the cut is a reset,
+	// and the clean end a close.
+	for _, cut := range []bool{true, false} {
+		h, _ = pluginHarness(t, pluginSpec(t, []string{
+			`{"id":"r1","uri":"/a","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		}, nil, nil, nil))
+		h.roundTrip([]byte("GET /a HTTP/1.0\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nxy"))
+		if cut {
+			_ = h.up.loop.Close(h.up)
+		} else {
+			h.up.loop.peerClosed(h.up)
+		}
+		want := "[xy]"
+		if !cut {
+			want += "!"
+		}
+		if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != want || !h.cl.closed || h.cl.reset != cut {
+			t.Fatalf("HTTP/1.0, cut %v: client closed %v, reset %v:\n%q", cut, h.cl.closed, h.cl.reset, h.cl.out)
+		}
 	}
 }
 

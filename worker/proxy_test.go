@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -398,5 +400,98 @@ func TestPrunePools(t *testing.T) {
 	w.prunePools()
 	if len(w.pools) != 0 {
 		t.Fatalf("pool of a removed node kept: %d pools", len(w.pools))
+	}
+}
+
+// TestCutAnswerReset: an answer whose end, for the client, is the close of
+// its connection (HTTP/1.0, a body without a length) and that the upstream
+// cuts short with a reset reaches the client as a reset, not as a close
+// that would pass it off as whole. The same answer ended by the
+// upstream's FIN still ends with a close; an HTTP/1.1 client of the cut
+// answer gets it chunked without the last chunk, then a close.
+func TestCutAnswerReset(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	w := startWorker(t, nil, fmt.Sprintf(`{"id":"1","uri":"/x","upstream":{"nodes":{"%s":1}}}`, l.Addr()))
+	for _, tc := range []struct {
+		name, req, resp string
+		cut             bool   // the upstream resets after resp, else sends FIN
+		seen            string // what the client has before the upstream's end
+		wantReset       bool
+	}{
+		{"HTTP/1.0, close-delimited, cut", "GET /x HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\npartial", true, "\r\n\r\npartial", true},
+		{"HTTP/1.0, chunked, cut", "GET /x HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7\r\npartial\r\n", true, "\r\n\r\npartial", true},
+		{"HTTP/1.0, close-delimited, whole", "GET /x HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\npartial", false, "\r\n\r\npartial", false},
+		{"HTTP/1.1, close-delimited, cut", "GET /x HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\npartial", true, "\r\n7\r\npartial\r\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			end := make(chan struct{})
+			upErr := make(chan error, 1)
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					upErr <- err
+					return
+				}
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						upErr <- err
+						return
+					}
+					if line == "\r\n" {
+						break
+					}
+				}
+				if _, err := io.WriteString(c, tc.resp); err != nil {
+					upErr <- err
+					return
+				}
+				<-end
+				if tc.cut {
+					_ = c.(*net.TCPConn).SetLinger(0)
+				}
+				upErr <- nil
+			}()
+			c, err := net.Dial("tcp", w.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.WriteString(c, tc.req); err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			buf := make([]byte, 4096)
+			for !strings.Contains(string(got), tc.seen) {
+				n, err := c.Read(buf)
+				got = append(got, buf[:n]...)
+				if err != nil {
+					close(end)
+					t.Fatalf("before the upstream's end: %v after %q", err, got)
+				}
+			}
+			close(end)
+			if err := <-upErr; err != nil {
+				t.Fatal(err)
+			}
+			for err == nil {
+				var n int
+				n, err = c.Read(buf)
+				got = append(got, buf[:n]...)
+			}
+			if reset := errors.Is(err, syscall.ECONNRESET); reset != tc.wantReset || !reset && err != io.EOF {
+				t.Fatalf("the client's connection ended with %v after %q; want a reset: %v", err, got, tc.wantReset)
+			}
+			if strings.HasSuffix(string(got), "0\r\n\r\n") {
+				t.Fatalf("a cut answer ended with the last chunk: %q", got)
+			}
+		})
 	}
 }
