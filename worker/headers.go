@@ -194,9 +194,10 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 // because Connection names it.
 //
 // When body_filter may change the body, it is the worker's to frame
-// (pluginState.reframe): chunked, or the close for HTTP/1.0. The response
-// headers plugins set replace the upstream's of the same name (the Server
-// and Date lines included) and follow them.
+// (pluginState.reframe): chunked, after any other coding the upstream
+// applied, or the close for HTTP/1.0. The response headers plugins set
+// replace the upstream's of the same name (the Server and Date lines
+// included) and follow them.
 func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
 	w := cc.w
 	b = append(b, "HTTP/1.1 "...)
@@ -221,7 +222,7 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		case httpparse.HdrContentLength:
 			continue
 		case httpparse.HdrTransferEncoding:
-			if !cc.http10 && !cc.plugin.reframe {
+			if !cc.http10 {
 				b = append(b, "Transfer-Encoding: "...)
 				b = append(b, h.Value...)
 				b = append(b, '\r', '\n')
@@ -238,8 +239,10 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 	}
 	switch {
 	case cc.plugin.reframe:
-		// body_filter may change the body: the worker frames it.
-		if !cc.http10 {
+		// body_filter may change the body: the worker frames it, chunked
+		// after the upstream's other codings (a chunked upstream body is
+		// chunked again, its field lines as they came).
+		if !cc.http10 && !resp.Chunked {
 			b = append(b, "Transfer-Encoding: chunked\r\n"...)
 		}
 	case cc.chunkClose:

@@ -818,6 +818,19 @@ func TestBodyFilter(t *testing.T) {
 			t.Fatalf("HTTP/1.0, cut %v: client closed %v, reset %v:\n%q", cut, h.cl.closed, h.cl.reset, h.cl.out)
 		}
 	}
+	// The upstream's codings other than chunked stay, chunked after them.
+	for _, tc := range []struct{ up, want string }{
+		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\nxy", "\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"},
+		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n", "\r\nTransfer-Encoding: gzip, chunked\r\n"},
+	} {
+		h, _ = pluginHarness(t, pluginSpec(t, []string{
+			`{"id":"r1","uri":"/a","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		}, nil, nil, nil))
+		h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(tc.up))
+		if !strings.Contains(string(h.cl.out), tc.want) || strings.Count(string(h.cl.out), "Transfer-Encoding") != strings.Count(tc.want, "Transfer-Encoding") {
+			t.Fatalf("upstream codings %q: head\n%q", tc.up, h.cl.out)
+		}
+	}
 }
 
 // TestEditsSurviveRetry: on real sockets, a request whose first node
