@@ -33,6 +33,7 @@ const (
 	faultSwitching         // 101 to a request that asked for no upgrade
 	faultBadChunk          // a chunked body that breaks the grammar (uc.err)
 	faultExtraData         // bytes after the end of the response
+	faultStopped           // the worker's stop closed the connection mid-exchange
 )
 
 // faultText is each fault in nginx's words, without where it happened.
@@ -47,6 +48,7 @@ var faultText = [...]string{
 	faultSwitching: "upstream sent 101 to a request without upgrade",
 	faultBadChunk:  "upstream sent invalid chunked response",
 	faultExtraData: `upstream sent more data than specified in "Content-Length" header`,
+	faultStopped:   "worker stopped before the upstream answered in full",
 }
 
 // faultLogPerSecond bounds the upstream error lines a worker writes in a
@@ -70,13 +72,18 @@ func (uc *upConn) setFault(f upFault, err error) {
 }
 
 // closeFault records the cause of a close gnet reports with err: the
-// upstream's FIN (io.EOF) or a failed read or write.
+// upstream's FIN (io.EOF), a failed read or write, or (nil, the worker's
+// own close) the engine's stop at the end of a drain, whose deadline
+// passed with the exchange still in progress.
 func (uc *upConn) closeFault(err error) {
-	if err == nil || errors.Is(err, io.EOF) {
+	switch {
+	case err == nil && uc.w.stopping:
+		uc.setFault(faultStopped, nil)
+	case err == nil || errors.Is(err, io.EOF):
 		uc.setFault(faultClosed, nil)
-		return
+	default:
+		uc.setFault(faultIOError, err)
 	}
-	uc.setFault(faultIOError, err)
 }
 
 // headFault records a response head that failed to parse.
