@@ -34,6 +34,7 @@ const (
 	faultBadChunk          // a chunked body that breaks the grammar (uc.err)
 	faultExtraData         // bytes after the end of the response
 	faultStopped           // the worker's stop closed the connection mid-exchange
+	faultCoding            // a transfer coding other than chunked to an HTTP/1.0 request
 )
 
 // faultText is each fault in nginx's words, without where it happened.
@@ -49,6 +50,7 @@ var faultText = [...]string{
 	faultBadChunk:  "upstream sent invalid chunked response",
 	faultExtraData: `upstream sent more data than specified in "Content-Length" header`,
 	faultStopped:   "worker stopped before the upstream answered in full",
+	faultCoding:    `upstream sent unknown "Transfer-Encoding" to an HTTP/1.0 request`,
 }
 
 // faultLogPerSecond bounds the upstream error lines a worker writes in a

@@ -36,3 +36,31 @@ func TestCloseFaultWords(t *testing.T) {
 		}
 	}
 }
+
+// TestCodingToHTTP10: HTTP/1.0 has no Transfer-Encoding, so an upstream
+// body in a coding other than chunked cannot reach an HTTP/1.0 client as
+// what it is: the client gets 502 and the error log says why, as nginx
+// (1.23 and later) answers an unknown coding. A chunked body reaches it
+// decoded, and an HTTP/1.1 client gets the coded body with its codings.
+func TestCodingToHTTP10(t *testing.T) {
+	for _, tc := range []struct {
+		req, te, body string
+		status, log   string
+	}{
+		{"GET /a HTTP/1.0\r\n\r\n", "gzip", "xy", "HTTP/1.1 502 ", `upstream sent unknown \"Transfer-Encoding\" to an HTTP/1.0 request while reading response header from upstream`},
+		{"GET /a HTTP/1.0\r\n\r\n", "gzip, chunked", "2\r\nxy\r\n0\r\n\r\n", "HTTP/1.1 502 ", `unknown \"Transfer-Encoding\"`},
+		{"GET /a HTTP/1.0\r\n\r\n", "chunked", "2\r\nxy\r\n0\r\n\r\n", "HTTP/1.1 200 ", ""},
+		{"HEAD /a HTTP/1.0\r\n\r\n", "gzip", "", "HTTP/1.1 200 ", ""},
+		{"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "gzip", "xy", "HTTP/1.1 200 ", ""},
+	} {
+		var log bytes.Buffer
+		h := newHarnessConfig(t, framingSpec(t), Config{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		_, got := h.roundTrip([]byte(tc.req), []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: "+tc.te+"\r\n\r\n"+tc.body))
+		if !strings.HasPrefix(string(got), tc.status) || tc.log != "" && !strings.Contains(log.String(), tc.log) || tc.log == "" && log.Len() > 0 {
+			t.Fatalf("%q answered with Transfer-Encoding %q: client got\n%q\nlog:\n%s", tc.req, tc.te, got, log.String())
+		}
+		if tc.status == "HTTP/1.1 200 " && strings.HasPrefix(tc.req, "GET /a HTTP/1.0") && !strings.HasSuffix(string(got), "\r\n\r\nxy") {
+			t.Fatalf("chunked body to HTTP/1.0, not decoded: %q", got)
+		}
+	}
+}
