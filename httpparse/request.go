@@ -53,6 +53,40 @@ func (r *Request) Reset() {
 	*r = Request{ContentLength: -1, Headers: r.Headers[:0]}
 }
 
+// Rebase points r's slices that alias head, the buffer r was parsed from,
+// at the same bytes of moved, a copy of head, so that r stays valid once
+// head's buffer is reused, without parsing the head again. It reports
+// false, changing nothing, when r was not parsed from head (the request
+// line is not in it); slices that alias neither (a constant of the
+// parser's) are left as they are.
+func (r *Request) Rebase(head, moved []byte) bool {
+	if _, ok := offsetIn(r.Method, head); !ok || len(moved) < len(head) {
+		return false
+	}
+	r.Method = Rebase(r.Method, head, moved)
+	r.Target = Rebase(r.Target, head, moved)
+	r.Path = Rebase(r.Path, head, moved)
+	r.Query = Rebase(r.Query, head, moved)
+	r.Host = Rebase(r.Host, head, moved)
+	r.Upgrade = Rebase(r.Upgrade, head, moved)
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		h.Name = Rebase(h.Name, head, moved)
+		h.Value = Rebase(h.Value, head, moved)
+	}
+	return true
+}
+
+// Rebase returns the bytes of moved at s's place in head when s lies
+// within head, else s: a slice of a head carried over to its copy.
+func Rebase(s, head, moved []byte) []byte {
+	off, ok := offsetIn(s, head)
+	if !ok {
+		return s
+	}
+	return moved[off : off+len(s) : off+len(s)]
+}
+
 // HasBody reports whether a body follows the head: a Content-Length above
 // zero or a chunked Transfer-Encoding (RFC 9112 §6.3).
 func (r *Request) HasBody() bool {

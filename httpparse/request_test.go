@@ -2,6 +2,8 @@ package httpparse
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -386,5 +388,59 @@ func TestLookupHeader(t *testing.T) {
 	}
 	if got := HeaderID(200).String(); got != "other" {
 		t.Errorf("HeaderID(200).String() = %q", got)
+	}
+}
+
+// requestText is every byte-slice field of r, its headers' too, as text:
+// found by reflection, so that a field added to Request is compared too.
+func requestText(r *Request) string {
+	var b strings.Builder
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Interface().(type) {
+		case []byte:
+			fmt.Fprintf(&b, "%s=%q ", v.Type().Field(i).Name, f.Bytes())
+		case []Header:
+			for _, h := range r.Headers {
+				fmt.Fprintf(&b, "%q: %q ", h.Name, h.Value)
+			}
+		}
+	}
+	return b.String()
+}
+
+// TestRebase: a request rebased onto a copy of its head reads the same
+// once the head's buffer is overwritten, in every byte-slice field; a
+// request parsed from another buffer is not rebased.
+func TestRebase(t *testing.T) {
+	for _, raw := range []string{
+		"GET /a/b?x=1 HTTP/1.1\r\nHost: Example.com\r\nUpgrade: websocket\r\nConnection: upgrade\r\nX-A: 1\r\n\r\n",
+		"\r\n\r\nOPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET http://example.com/p?q HTTP/1.1\r\nHost: example.com\r\n\r\n",
+		"GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n",
+		"POST /u HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc",
+	} {
+		head := []byte(raw)
+		var p RequestParser
+		var r Request
+		if err := p.Parse(head, &r); err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		want := requestText(&r)
+		moved := append([]byte(nil), head[:r.HeadLen]...)
+		if !r.Rebase(head[:r.HeadLen], moved) {
+			t.Fatalf("%q: not rebased", raw)
+		}
+		for i := range head {
+			head[i] = 'X'
+		}
+		if got := requestText(&r); got != want {
+			t.Fatalf("%q rebased:\n%s\nwant\n%s", raw, got, want)
+		}
+		other := []byte(raw)
+		if r.Rebase(other, append([]byte(nil), other...)) || requestText(&r) != want {
+			t.Fatalf("%q: rebased from a buffer it was not parsed from", raw)
+		}
 	}
 }

@@ -32,16 +32,35 @@ type fakeConn struct {
 	failWrites bool
 	// reset: SetLinger(0) made the connection's close a reset.
 	reset bool
+	// peekCopies makes Peek hand back the inbound bytes copied into one
+	// of two buffers in turn, as gnet assembles a head that spans two
+	// reads anew at each Peek, in memory that Discard gives back to be
+	// reused (here: overwritten).
+	peekCopies bool
+	peekBufs   [2][]byte
+	peekNext   int
 }
 
 func (c *fakeConn) Peek(n int) ([]byte, error) {
-	if n <= 0 || n > len(c.in) {
-		return c.in, nil
+	b := c.in
+	if n > 0 && n <= len(c.in) {
+		b = c.in[:n]
 	}
-	return c.in[:n], nil
+	if c.peekCopies {
+		k := c.peekNext
+		c.peekNext = 1 - k
+		c.peekBufs[k] = append(c.peekBufs[k][:0], b...)
+		return c.peekBufs[k], nil
+	}
+	return b, nil
 }
 
 func (c *fakeConn) Discard(n int) (int, error) {
+	for _, b := range c.peekBufs {
+		for i := range b {
+			b[i] = 'X' // gnet's pool hands the memory to the next Peek
+		}
+	}
 	if n <= 0 || n >= len(c.in) {
 		m := len(c.in)
 		c.in = c.in[:0]

@@ -350,14 +350,21 @@ func (cc *clientConn) logPhase() {
 }
 
 // keepHead copies the request head out of gnet's buffer into
-// exchangeBufs.headCopy before discardHead drops it, and parses it again
-// from there, so that cc.req, host and curPath (all aliasing the head)
-// stay valid for the phases that run later. It runs only for exchanges
-// with such phases (pluginState.late).
+// exchangeBufs.headCopy before discardHead drops it, and points cc.req,
+// host and curPath (all aliasing the head) at the copy, so that they stay
+// valid for the phases that run later (pluginState.late) and the access
+// log. When gnet's Peek hands back other memory than the head was parsed
+// from (a head that spanned two reads is assembled anew at each Peek), the
+// copy is parsed again instead.
 func (cc *clientConn) keepHead() {
 	buf, _ := cc.c.Peek(cc.req.HeadLen)
 	cc.headCopy = append(cc.headCopy[:0], buf...)
 	cc.plugin.kept = true
+	if cc.req.Rebase(buf, cc.headCopy) {
+		cc.host = httpparse.Rebase(cc.host, buf, cc.headCopy)
+		cc.curPath = httpparse.Rebase(cc.curPath, buf, cc.headCopy)
+		return
+	}
 	cc.parser.Reset()
 	if cc.parser.Parse(cc.headCopy, &cc.req) != nil {
 		return // the same bytes parsed a moment ago

@@ -510,11 +510,21 @@ func TestUpstreamEdits(t *testing.T) {
 
 // TestLogSeesTheRequest: what the log phase reads of the request (method,
 // path, headers, vars) is the request's, though its head has left gnet's
-// buffer and the next pipelined request has taken its place.
+// buffer and the next pipelined request has taken its place: whether
+// gnet's Peek hands back the memory the head was parsed from (the request
+// is rebased onto its copy) or other memory each time (the copy is parsed
+// again).
 func TestLogSeesTheRequest(t *testing.T) {
+	for _, copies := range []bool{false, true} {
+		t.Run(fmt.Sprintf("peek copies %v", copies), func(t *testing.T) { testLogSeesTheRequest(t, copies) })
+	}
+}
+
+func testLogSeesTheRequest(t *testing.T, peekCopies bool) {
 	h, rec := pluginHarness(t, pluginSpec(t, []string{
 		`{"id":"r1","uri":"/a*","plugins":{"p-lo":{"log":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
 	}, nil, nil, nil))
+	h.cl.peekCopies = peekCopies
 	three := "GET /aaa?a=1 HTTP/1.1\r\nHost: x\r\nUser-Agent: first\r\n\r\n" +
 		"GET /abbbbbbbbbbbbbbbb?a=2 HTTP/1.1\r\nHost: x\r\nUser-Agent: second-agent-longer\r\n\r\n" +
 		"GET /ac?a=3 HTTP/1.1\r\nHost: x\r\nUser-Agent: third\r\n\r\n"
