@@ -16,6 +16,9 @@ type Response struct {
 	ContentLength int64
 	// Chunked reports a Transfer-Encoding whose final coding is chunked.
 	Chunked bool
+	// Coded reports a Transfer-Encoding that names a coding other than
+	// chunked (gzip, say), which a client of HTTP/1.0 cannot be told of.
+	Coded bool
 	// Conn is the set of Connection tokens.
 	Conn ConnFlags
 	// KeepAlive reports whether the Connection fields and the version let
@@ -127,6 +130,7 @@ func parseResponse(buf []byte, lim *Limits, r *Response) (int, error) {
 			return 0, malformed("content-length with transfer-encoding", f.teOff)
 		}
 		r.Chunked = f.teLastChunked
+		r.Coded = f.teCodings > f.teChunked
 	}
 	r.ContentLength = f.contentLength
 	r.Conn = f.conn

@@ -56,13 +56,13 @@ var validResponses = []struct {
 	{
 		name: "gzip then chunked",
 		in:   "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\ntransfer-encoding: , CHUNKED\r\n\r\n",
-		want: Response{Major: 1, Minor: 1, Status: 200, Reason: b("OK"), ContentLength: -1, Chunked: true, KeepAlive: true,
+		want: Response{Major: 1, Minor: 1, Status: 200, Reason: b("OK"), ContentLength: -1, Chunked: true, Coded: true, KeepAlive: true,
 			Headers: []Header{hdr("Transfer-Encoding", "gzip"), hdr("transfer-encoding", ", CHUNKED")}},
 	},
 	{
 		name: "chunked not final",
 		in:   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
-		want: Response{Major: 1, Minor: 1, Status: 200, Reason: b("OK"), ContentLength: -1, KeepAlive: true,
+		want: Response{Major: 1, Minor: 1, Status: 200, Reason: b("OK"), ContentLength: -1, Coded: true, KeepAlive: true,
 			Headers: []Header{hdr("Transfer-Encoding", "chunked, gzip")}},
 	},
 	{

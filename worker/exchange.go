@@ -47,8 +47,9 @@ type exchange struct {
 	// a clean close (upConn.closedByPeer).
 	chunkClose bool
 	// closeFramed: the client's answer ends with the client connection's
-	// close (an HTTP/1.0 client, a body not sent with its length), so a
-	// close after a failure would read as its end: that close is a reset
+	// close (an HTTP/1.0 client, a body not sent with its length), so the
+	// connection cannot stay open after it, and a close after a failure
+	// would read as its end: that close is a reset
 	// (clientConn.upstreamFailed).
 	closeFramed bool
 

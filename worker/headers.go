@@ -179,8 +179,7 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
 	cc.chunkClose = mode == httpparse.BodyUntilClose && !cc.http10 && !cc.plugin.reframe
 	cc.closeFramed = cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe)
-	cc.keepAlive = cc.keepAlive && cc.reqDone &&
-		!(cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe))
+	cc.keepAlive = cc.keepAlive && cc.reqDone && !cc.closeFramed
 	cc.respStarted = true
 	return cc.responseHead(b, resp, cc.keepAlive)
 }

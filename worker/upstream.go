@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -336,7 +335,7 @@ func (uc *upConn) traffic0() gnet.Action {
 			break
 		}
 		uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
-		if cc.http10 && uc.mode != httpparse.BodyNone && codedOtherThanChunked(&uc.resp) {
+		if cc.http10 && uc.mode != httpparse.BodyNone && uc.resp.Coded {
 			// HTTP/1.0 has no Transfer-Encoding: a body in another coding
 			// would reach this client still coded, with nothing saying so.
 			uc.setFault(faultCoding, nil)
@@ -484,23 +483,6 @@ func (uc *upConn) failHead(cc *clientConn) gnet.Action {
 	uc.state = usClosed
 	cc.upstreamFailed(uc, 502)
 	return gnet.Close
-}
-
-// codedOtherThanChunked reports whether resp's Transfer-Encoding names a
-// coding other than chunked (the parser checked the token lists).
-func codedOtherThanChunked(resp *httpparse.Response) bool {
-	for i := range resp.Headers {
-		h := &resp.Headers[i]
-		if h.ID != httpparse.HdrTransferEncoding {
-			continue
-		}
-		for c := range bytes.SplitSeq(h.Value, []byte{','}) {
-			if c = bytes.Trim(c, " \t"); len(c) > 0 && !bytes.EqualFold(c, []byte("chunked")) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // maxHead is the head limit: the most bytes of one response head, and of
