@@ -19,7 +19,7 @@ import (
 type Type uint8
 
 // Frame types. Supervisor to worker: Config, Delta, Drain, Rejoin. Worker to
-// supervisor: Ready, Applied, Stats, Fatal.
+// supervisor: Ready, Applied, Stats, Fatal, Hello.
 const (
 	// Config carries a whole configuration: a spec.Spec in its JSON form
 	// (every resource and the hash; EncodeSpec). A worker serves no request
@@ -45,6 +45,11 @@ const (
 	// Delta carries a configuration as the changes from the one sent
 	// before it (EncodeDelta); answered with Applied, as Config is.
 	Delta
+	// Hello introduces a worker whose supervisor is gone to the supervisor
+	// that takes it over (payload: HelloMsg), with the node's shared
+	// objects passed beside it (SendFiles); the conversation then goes on
+	// as on an inherited control socket.
+	Hello
 )
 
 // MaxFrame bounds a frame: 64 MiB covers tens of thousands of routes.
@@ -175,7 +180,7 @@ func (c *Conn) Recv() (Type, []byte, error) {
 		return 0, nil, err
 	}
 	t := Type(buf[0])
-	if t < Config || t > Delta {
+	if t < Config || t > Hello {
 		return t, nil, ErrUnknownType
 	}
 	return t, buf[1:], nil

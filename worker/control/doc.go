@@ -24,9 +24,19 @@
 // only after it holds that first complete configuration, then sends Ready.
 // Every Config and Delta is answered with Applied (an error there means the worker
 // kept its previous configuration). Drain asks the worker to stop
-// gracefully; a worker whose control socket reaches end of file (its
-// supervisor is gone) drains too. A worker that exits on an error sends
+// gracefully. A worker that exits on an error sends
 // Fatal with it first. The worker sends Stats every StatsEvery while its
 // event loop turns: the supervisor takes a worker that misses them out of
 // the socket selector, and sends it Rejoin when it speaks again.
+//
+// A worker whose control socket reaches end of file without a Drain (its
+// supervisor was killed) serves on with the configuration it holds and
+// waits on an abstract Unix socket (TakeoverAddr, listed by FindTakeover)
+// for the next supervisor of the node. It answers a connection from its
+// own user or root (PeerCred) with Hello, the node's shared objects passed
+// beside it (SendFiles, RecvFiles): the counter table, the metrics segment
+// and the eBPF selector's objects. That connection is its control socket
+// from then on, and the conversation goes on as above, the new supervisor
+// sending the configuration whole first. A worker started without a
+// takeover key drains when its supervisor is gone.
 package control
