@@ -25,6 +25,10 @@ var fileNames = [NumFiles]string{
 	FileCPUMap:    "coregate-bpf-cpumap",
 }
 
+// FileName is the name of the selector's object at position i of
+// Selector.Files (the files' names, which InheritedFiles gives too).
+func FileName(i int) string { return fileNames[i] }
+
 // InheritedFiles returns NumFiles files for the descriptors first,
 // first+1, … that a worker inherited from Selector.Files through
 // exec.Cmd.ExtraFiles (ExtraFiles[i] becomes descriptor 3+i). The supervisor

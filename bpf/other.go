@@ -15,6 +15,11 @@ func NewSelector(mode Mode, slots int, cpus []int) (*Selector, error) {
 	return nil, fmt.Errorf("%w: sk_reuseport needs linux", ErrNotSupported)
 }
 
+// AdoptSelector returns an error wrapping ErrNotSupported outside Linux.
+func AdoptSelector(files []*os.File, mode Mode) (*Selector, error) {
+	return nil, fmt.Errorf("%w: sk_reuseport needs linux", ErrNotSupported)
+}
+
 // Mode returns ModeHash.
 func (s *Selector) Mode() Mode { return ModeHash }
 

@@ -113,11 +113,12 @@ func newSelector(mode Mode, slots int, cpus []int, migrate bool) (_ *Selector, e
 		cpumap: s.cpumap.FD(), loads: s.loads.FD(),
 	}
 	spec := &ebpf.ProgramSpec{
-		Name: "cg_select", Type: ebpf.SkReuseport, License: "GPL",
+		Name: progMigrate, Type: ebpf.SkReuseport, License: "GPL",
 		AttachType:   ebpf.AttachSkReuseportSelectOrMigrate,
 		Instructions: programInsns(mode, slots, fds, migrate),
 	}
 	if !migrate {
+		spec.Name = progSelect
 		spec.AttachType = ebpf.AttachSkReuseportSelect
 	}
 	s.prog, err = ebpf.NewProgram(spec)
@@ -125,6 +126,7 @@ func newSelector(mode Mode, slots int, cpus []int, migrate bool) (_ *Selector, e
 	if err != nil && migrate {
 		// Before 5.14 the kernel rejects the SELECT_OR_MIGRATE attach type
 		// (and the context's migrating_sk).
+		spec.Name = progSelect
 		spec.AttachType = ebpf.AttachSkReuseportSelect
 		spec.Instructions = programInsns(mode, slots, fds, false)
 		var err2 error
@@ -139,6 +141,86 @@ func newSelector(mode Mode, slots int, cpus []int, migrate bool) (_ *Selector, e
 		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return nil, fmt.Errorf("bpf: dup %s: %w", fileNames[i], err)
+		}
+		s.files = append(s.files, os.NewFile(uintptr(d), fileNames[i]))
+	}
+	return s, nil
+}
+
+// The program's names: the kernel keeps no attach type a later process
+// could read back, so the name says which one it was loaded with
+// (AdoptSelector).
+const (
+	progMigrate = "cg_select"
+	progSelect  = "cg_select_only"
+)
+
+// AdoptSelector makes a Selector of objects another process created with
+// NewSelector, from files ordered as Selector.Files: the descriptors of a
+// worker that a new supervisor takes over, after its own was killed. mode
+// is the mode the program was built for (the program cannot tell it). The
+// Selector duplicates the descriptors it keeps: the caller may close
+// files.
+func AdoptSelector(files []*os.File, mode Mode) (_ *Selector, err error) {
+	if len(files) != NumFiles {
+		return nil, fmt.Errorf("%w: %d files, want %d", ErrBadFiles, len(files), NumFiles)
+	}
+	if !mode.valid() {
+		return nil, fmt.Errorf("%w: %d", ErrBadMode, mode)
+	}
+	s := &Selector{mode: mode}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	maps := []struct {
+		m   **ebpf.Map
+		typ ebpf.MapType
+	}{
+		FileSockArray: {&s.sockarray, ebpf.ReusePortSockArray},
+		FileLoads:     {&s.loads, ebpf.Array},
+		FileConfig:    {&s.config, ebpf.Array},
+		FileCPUMap:    {&s.cpumap, ebpf.Array},
+	}
+	for i, m := range maps {
+		if m.m == nil {
+			continue
+		}
+		if *m.m, err = mapFromFile(files[i]); err != nil {
+			return nil, err
+		}
+		if (*m.m).Type() != m.typ {
+			return nil, fmt.Errorf("%w: file %d is a %s map, want %s", ErrBadFiles, i, (*m.m).Type(), m.typ)
+		}
+	}
+	s.slots, s.ncpu = int(s.sockarray.MaxEntries()), int(s.cpumap.MaxEntries())
+	if s.loads.ValueSize() != loadStride || s.loads.Flags()&unix.BPF_F_MMAPABLE == 0 ||
+		int(s.loads.MaxEntries()) != s.slots || s.config.MaxEntries() != 1 {
+		return nil, fmt.Errorf("%w: not the selector's maps", ErrBadFiles)
+	}
+	fd, err := dupFile(files[FileProgram])
+	if err != nil {
+		return nil, err
+	}
+	if s.prog, err = ebpf.NewProgramFromFD(fd); err != nil {
+		return nil, fmt.Errorf("%w: file %d: %w", ErrBadFiles, FileProgram, err)
+	}
+	info, err := s.prog.Info()
+	if err != nil {
+		return nil, fmt.Errorf("bpf: program info: %w", err)
+	}
+	if s.prog.Type() != ebpf.SkReuseport || (info.Name != progMigrate && info.Name != progSelect) {
+		return nil, fmt.Errorf("%w: file %d is not the selector's program", ErrBadFiles, FileProgram)
+	}
+	s.migrate = info.Name == progMigrate
+	if s.mem, err = mmapLoads(s.loads); err != nil {
+		return nil, err
+	}
+	for i, f := range files {
+		d, err := dupFile(f)
+		if err != nil {
+			return nil, err
 		}
 		s.files = append(s.files, os.NewFile(uintptr(d), fileNames[i]))
 	}

@@ -561,3 +561,74 @@ func TestNoLiveRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestAdoptSelector: a selector taken over from another holder's files (a
+// new supervisor, from a worker) after the creator closed its own is the
+// same objects: same slots, counts, migration, and its SetLive and Remove
+// steer the members the first one joined.
+func TestAdoptSelector(t *testing.T) {
+	orig := newTestSelector(t, ModeHash, 2, nil)
+	ls := listenGroup(t, 2)
+	ms := joinAll(t, orig, ls)
+	ms[1].AddConns(3)
+	// What a worker holds: its own duplicates of the files.
+	var held []*os.File
+	for i, f := range orig.Files() {
+		fd, err := dupFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, os.NewFile(uintptr(fd), FileName(i)))
+	}
+	migrates := orig.Migrates()
+	if err := orig.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := AdoptSelector(held, ModeHash)
+	for _, f := range held {
+		f.Close()
+	}
+	if err != nil {
+		t.Fatalf("AdoptSelector: %v", err)
+	}
+	defer s.Close()
+	if s.Slots() != 2 || s.Migrates() != migrates || s.Mode() != ModeHash || len(s.Files()) != NumFiles {
+		t.Errorf("adopted: %d slots, migrates %v (want %v), mode %v, %d files", s.Slots(), s.Migrates(), migrates, s.Mode(), len(s.Files()))
+	}
+	if got := s.Conns(1); got != 3 {
+		t.Errorf("slot 1's count through the adopted selector: %d, want 3", got)
+	}
+	if counts := steer(t, ls, -1, 100); counts[0] == 0 || counts[1] == 0 {
+		t.Errorf("after the takeover: counts %v, want both slots used", counts)
+	}
+	if err := s.SetLive(1); err != nil {
+		t.Fatal(err)
+	}
+	if counts := steer(t, ls, -1, 100); counts[1] != 0 {
+		t.Errorf("one live slot set through the adopted selector: counts %v, want slot 0 only", counts)
+	}
+	if err := s.SetLive(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(0); err != nil {
+		t.Fatal(err)
+	}
+	if counts := steer(t, ls, -1, 100); counts[0] != 0 {
+		t.Errorf("slot 0 removed through the adopted selector: counts %v, want slot 1 only", counts)
+	}
+	// A member can open the adopted selector's files, as a worker the new
+	// supervisor starts does.
+	m, err := OpenMember(s.Files(), 0)
+	if err != nil {
+		t.Fatalf("OpenMember on the adopted files: %v", err)
+	}
+	m.Close()
+
+	if _, err := AdoptSelector(s.Files()[:2], ModeHash); !errors.Is(err, ErrBadFiles) {
+		t.Errorf("AdoptSelector of 2 files = %v, want ErrBadFiles", err)
+	}
+	swapped := append([]*os.File{s.Files()[FileLoads], s.Files()[FileProgram], s.Files()[FileSockArray]}, s.Files()[3:]...)
+	if _, err := AdoptSelector(swapped, ModeHash); !errors.Is(err, ErrBadFiles) {
+		t.Errorf("AdoptSelector of misordered files = %v, want ErrBadFiles", err)
+	}
+}
