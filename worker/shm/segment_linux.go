@@ -86,6 +86,17 @@ func Open(f *os.File) (*Table, error) {
 	return t, nil
 }
 
+// Adopt maps the segment of f, made by Create in another process (a
+// supervisor before this one, whose worker passed it on), as this
+// process's Segment: f becomes the Segment's, closed by Close.
+func Adopt(f *os.File) (*Segment, error) {
+	t, err := Open(f)
+	if err != nil {
+		return nil, err
+	}
+	return &Segment{Table: t, file: f}, nil
+}
+
 func mapTable(fd, size int) (*Table, error) {
 	mem, unmap, err := mapShared(fd, size)
 	if err != nil {
@@ -206,6 +217,17 @@ func OpenMetrics(f *os.File) (*MetricsMap, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// AdoptMetrics maps the metrics segment of f, made by CreateMetrics in
+// another process (see Adopt), as this process's MetricsSegment: f becomes
+// the segment's, closed by Close.
+func AdoptMetrics(f *os.File) (*MetricsSegment, error) {
+	m, err := OpenMetrics(f)
+	if err != nil {
+		return nil, err
+	}
+	return &MetricsSegment{MetricsMap: m, file: f}, nil
 }
 
 func mapMetrics(fd, size int) (*MetricsMap, error) {
