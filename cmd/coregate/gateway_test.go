@@ -161,7 +161,13 @@ func (g *gateway) stop() {
 			}
 		case <-time.After(5 * time.Second):
 			g.t.Errorf("the gateway did not stop within 5s of SIGTERM")
+			// Its workers would outlive it (they wait for the next
+			// supervisor): they go too.
+			ws := workerProcs(g.t, g.cmd.Process.Pid)
 			_ = g.cmd.Process.Kill()
+			for _, w := range ws {
+				_ = syscall.Kill(w.pid, syscall.SIGKILL)
+			}
 			<-g.done
 		}
 	}

@@ -109,7 +109,11 @@ func startSupervisor(t *testing.T, apisixYAML string, config func(port int) stri
 		case <-g.done:
 		case <-time.After(5 * time.Second):
 			t.Errorf("the gateway did not stop")
+			ws := workerProcs(t, g.cmd.Process.Pid)
 			_ = g.cmd.Process.Kill()
+			for _, w := range ws {
+				_ = syscall.Kill(w.pid, syscall.SIGKILL)
+			}
 			<-g.done
 		}
 		if t.Failed() {

@@ -198,6 +198,7 @@ func runSupervisor(args []string) error {
 		Collectors:   collectors,
 		Settings:     settingsOf(nc),
 		Counters:     *counters,
+		Takeover:     supervisor.TakeoverKey(*cfgPath),
 		Log:          log,
 	})
 	if err != nil {

@@ -30,12 +30,13 @@ import (
 
 // Worker processes are started by the supervisor as
 //
-//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] [--metrics-fd M] -c config.yaml
+//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] [--metrics-fd M] [--takeover KEY] -c config.yaml
 //
 // with fd 3 the control socket, fds 4..4+K-1 the selector's objects
 // (bpf.Selector.Files order) and fd F, when given, the node's shared
 // counter table (shm), fd M the node's metrics segment (shm.MetricsMap),
-// whose region N the worker writes.
+// whose region N the worker writes. KEY names the node's takeover sockets
+// (takeover.go): without it a worker whose supervisor is gone drains.
 
 const controlFD = 3
 
@@ -49,6 +50,8 @@ func runWorker(args []string) error {
 	cfgPath := fs.String("c", "conf/config.yaml", "path to config.yaml")
 	countersFD := fs.Int("counters-fd", 0, "inherited fd of the node's shared counter table (0: none, counters are this worker's own)")
 	metricsFD := fs.Int("metrics-fd", 0, "inherited fd of the node's metrics segment (0: none, metrics and counters are this worker's own)")
+	objects := fs.String("objects", "", "the name of the node's shared objects this worker uses (with --takeover)")
+	takeoverKey := fs.String("takeover", "", "the node's key: a worker whose supervisor is gone serves on and waits for the next one on a socket named by it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,12 +69,19 @@ func runWorker(args []string) error {
 			log.Warn("pinning", "err", err)
 		}
 	}
-	ctrl, err := control.FromFile(os.NewFile(controlFD, "control"))
+	conn, err := control.FromFile(os.NewFile(controlFD, "control"))
 	if err != nil {
 		return err
 	}
+	ctrl := new(ctrlRef)
+	ctrl.set(conn)
+	to := &takeover{key: *takeoverKey, log: log, hello: control.HelloMsg{
+		Proto: control.TakeoverProto, ID: *id, PID: os.Getpid(), CPU: *cpu,
+		Started: time.Now().UnixNano(), Selector: *selector, Mode: *mode,
+		Binary: control.BinaryID("/proc/self/exe"), Objects: *objects,
+	}}
 	workerGC.start()
-	err = serveWorker(ctrl, log, *id, *selector, *bpfFDs, *countersFD, *metricsFD, *mode, *cfgPath, reopen)
+	err = serveWorker(ctrl, to, log, *id, *selector, *bpfFDs, *countersFD, *metricsFD, *mode, *cfgPath, reopen)
 	if err != nil {
 		// The supervisor logs it with the exit status.
 		_ = ctrl.Send(control.Fatal, control.FatalMsg{Error: err.Error()})
@@ -80,18 +90,25 @@ func runWorker(args []string) error {
 }
 
 // serveWorker runs the worker until it has drained, or fails.
-func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, bpfFDs, countersFD, metricsFD int, mode, cfgPath string, reopen <-chan os.Signal) error {
+func serveWorker(ctrl *ctrlRef, to *takeover, log *slog.Logger, id int, selector string, bpfFDs, countersFD, metricsFD int, mode, cfgPath string, reopen <-chan os.Signal) error {
 	nc, _, err := nodeconf.Load(cfgPath)
 	if err != nil {
 		return err
 	}
 	setLogLevel(nc)
+	to.hello.Settings = settingsOf(nc)
 
 	var member *bpf.Member
-	if selector == bpf.KindEBPF.String() && bpfFDs == bpf.NumFiles {
-		if member, err = bpf.OpenMember(bpf.InheritedFiles(controlFD+1), id); err != nil {
-			log.Error("selector: cannot join, kernel hash steers this worker", "err", err)
-			member = nil
+	if bpfFDs == bpf.NumFiles {
+		files := bpf.InheritedFiles(controlFD + 1)
+		if selector == bpf.KindEBPF.String() {
+			if member, err = bpf.OpenMember(files, id); err != nil {
+				log.Error("selector: cannot join, kernel hash steers this worker", "err", err)
+				member = nil
+			}
+		}
+		for _, f := range files {
+			to.keep(f.Name(), f)
 		}
 	}
 	bmode, _ := bpf.ParseMode(mode)
@@ -125,21 +142,22 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 		}()
 	}
 	if countersFD > 0 {
-		// The mapping stays for the process's life; the fd is not needed.
-		f := os.NewFile(uintptr(countersFD), "counters")
+		// The mapping stays for the process's life; the fd is kept for a
+		// supervisor that takes the worker over.
+		f := os.NewFile(uintptr(countersFD), control.FileCounters)
 		t, err := shm.Open(f)
-		_ = f.Close()
 		if err != nil {
 			return fmt.Errorf("shared counters: %w", err)
 		}
+		to.keep(control.FileCounters, f)
 		cfg.Plugins.Counters = t
 	}
 	if metricsFD > 0 {
 		// This worker slot's region: its series and node counters outlive
 		// the process, and a process respawned in the slot continues them.
-		f := os.NewFile(uintptr(metricsFD), "metrics")
+		f := os.NewFile(uintptr(metricsFD), control.FileMetrics)
 		m, err := shm.OpenMetrics(f)
-		_ = f.Close()
+		to.keep(control.FileMetrics, f)
 		if err != nil {
 			return fmt.Errorf("shared metrics: %w", err)
 		}
@@ -193,13 +211,13 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 	// reader alone uses it, one frame at a time.
 	var held *spec.Spec
 	for configured := false; !configured; {
-		t, payload, err := ctrl.Recv()
+		t, payload, err := ctrl.get().Recv()
 		if err != nil {
 			return fmt.Errorf("control: %w", err)
 		}
 		switch t {
 		case control.Config, control.Delta:
-			configured = applyConfig(w, ctrl, t, payload, &held, log, nil)
+			configured = applyConfig(w, ctrl.get(), t, payload, &held, log, nil)
 		case control.Drain:
 			return nil // nothing served yet
 		}
@@ -213,6 +231,7 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 		drainOnce.Do(func() {
 			drainStart = time.Now()
 			log.Info("draining", "timeout", d.String())
+			to.close()
 			if member != nil {
 				_ = member.Leave()
 			}
@@ -220,18 +239,40 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 			w.Drain(d)
 		})
 	}
+	isReady := func() bool {
+		select {
+		case <-w.Ready():
+			return true
+		default:
+			return false
+		}
+	}
 	go func() {
 		for {
-			t, payload, err := ctrl.Recv()
+			conn := ctrl.get()
+			t, payload, err := conn.Recv()
 			if err != nil {
-				log.Warn("control socket closed: draining")
+				_ = conn.Close()
+				next, terr := to.await(isReady)
+				if terr == nil {
+					// The new supervisor sends the configuration whole.
+					ctrl.set(next)
+					continue
+				}
+				switch {
+				case !errors.Is(terr, errNoTakeover):
+					log.Error("supervisor gone, and no takeover socket: draining", "err", terr)
+				case to.key == "":
+					log.Warn("control socket closed: draining")
+				}
+				// else draining already
 				drain(time.Duration(drainTimeout.Load()))
 				return
 			}
 			switch t {
 			case control.Config, control.Delta:
 				// built beside the loop, on the same CPU, below its priority
-				worker.Background(func(yield func()) { _ = applyConfig(w, ctrl, t, payload, &held, log, yield) })
+				worker.Background(func(yield func()) { _ = applyConfig(w, conn, t, payload, &held, log, yield) })
 			case control.Drain:
 				var m control.DrainMsg
 				_ = json.Unmarshal(payload, &m)
@@ -281,12 +322,14 @@ func serveWorker(ctrl *control.Conn, log *slog.Logger, id int, selector string, 
 }
 
 // sendStats reports the worker's counters to the supervisor every
-// control.StatsEvery until the control socket fails. The reports are the
+// control.StatsEvery, on the control socket the worker has at the time
+// (one that failed is replaced when a supervisor takes the worker over),
+// for the life of the process. The reports are the
 // worker's heartbeat, and they come from the loop's progress: one is sent
 // only when the loop has ticked since the last (or has not ticked yet), so
 // that a loop stuck in one event falls silent like a stopped process,
 // while a busy one, which still ticks every 50 ms, keeps reporting.
-func sendStats(ctrl *control.Conn, w *worker.Worker) {
+func sendStats(ctrl *ctrlRef, w *worker.Worker) {
 	t := time.NewTicker(control.StatsEvery)
 	defer t.Stop()
 	var last uint64
@@ -296,9 +339,7 @@ func sendStats(ctrl *control.Conn, w *worker.Worker) {
 			continue
 		}
 		last = ticks
-		if err := ctrl.Send(control.Stats, w.Stats()); err != nil {
-			return
-		}
+		_ = ctrl.Send(control.Stats, w.Stats())
 	}
 }
 

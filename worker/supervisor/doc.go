@@ -71,6 +71,35 @@
 // while stalled has left its slot to its successor and is no longer
 // watched.
 //
+// # When the supervisor dies
+//
+// Workers outlive their supervisor, as nginx's outlive their master: the
+// supervisor holds the embedded etcd and is the node's largest process,
+// the OOM killer's pick, and a SIGKILL or crash of it must not stop the
+// traffic. A worker is started without a parent-death signal; when its
+// control socket reaches end of file without a Drain it serves on with
+// the configuration it holds, its counters and metrics in the same shared
+// memory, its listener in the same eBPF selector, and waits to be taken
+// over on an abstract Unix socket named by Options.Takeover (TakeoverKey:
+// the config.yaml's path names the node), its slot and its pid.
+//
+// New looks for such workers (control.FindTakeover) before it makes
+// anything: it connects to each (only to a socket of its own user), reads
+// its Hello and the node's shared objects passed beside it, and takes the
+// objects over (bpf.AdoptSelector, shm.Adopt, shm.AdoptMetrics) from the
+// newest worker, all of them or none, so that counters, metrics and the
+// selector go on where they were (limit-count admits its count across the
+// restart, not twice it). Run then puts each worker in its slot, its
+// configuration sent whole; one that runs another binary, read another
+// config.yaml or is pinned to another CPU is replaced as a SIGHUP would
+// replace it (it serves until its successor is ready, then drains), as is
+// every worker when the objects could not be taken over (another selector
+// mode, say), or one of other objects than those taken over. A slot whose
+// worker died meanwhile is started again. Such a worker is not the new
+// supervisor's child: its exit is seen on a pidfd, its status unknown, and
+// its signals go through a pidfd too. No request is refused across a
+// SIGKILL of the supervisor and its restart (TestSupervisorKilledUnderLoad).
+//
 // # Signals
 //
 // The context given to Run ending (SIGTERM, SIGINT in the command) drains

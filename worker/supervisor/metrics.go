@@ -304,7 +304,7 @@ func (s *Supervisor) ServeMetrics(ctx context.Context, addr, path string) error 
 func (s *Supervisor) countLive() {
 	n := 0
 	for _, p := range s.workers {
-		if p.cmd != nil {
+		if p.ps != nil {
 			n++
 		}
 	}

@@ -96,13 +96,13 @@ func (s *Supervisor) checkStalls() {
 // starting reports whether the slot's current process was started and is
 // not ready yet (and was not killed for it): StartTimeout runs for it.
 func (p *proc) starting() bool {
-	return p.cmd != nil && !p.ready && !p.retired && !p.killed
+	return p.ps != nil && !p.ready && !p.retired && !p.killed
 }
 
 // watched reports whether the slot's current process is ready and its
 // beats are watched: StallAfter and StallRestart run for it.
 func (p *proc) watched() bool {
-	return p.cmd != nil && p.ready && !p.retired && p.beat != nil
+	return p.ps != nil && p.ready && !p.retired && p.beat != nil
 }
 
 // checkDue returns when checkStalls, or the configuration held back past
@@ -171,7 +171,5 @@ func (s *Supervisor) armCheck() {
 func (s *Supervisor) killStuck(p *proc, msg, key, value string) {
 	p.killed = true
 	s.log.Warn(msg, "id", p.id, "pid", p.pid, "cpu", p.cpu, key, value)
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-	}
+	_ = p.ps.Kill()
 }

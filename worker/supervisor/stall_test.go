@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -27,11 +26,11 @@ func TestCheckDue(t *testing.T) {
 		b.Store(int64(at))
 		return b
 	}
-	running := &proc{cmd: new(exec.Cmd), ready: true, beat: beat(9500 * time.Millisecond)}
-	starting := &proc{cmd: new(exec.Cmd), started: now.Add(-59800 * time.Millisecond), beat: beat(0)}
-	stalled := &proc{cmd: new(exec.Cmd), ready: true, stalled: true, beat: beat(0)}
-	killed := &proc{cmd: new(exec.Cmd), ready: true, stalled: true, killed: true, beat: beat(0)}
-	retired := &proc{cmd: new(exec.Cmd), ready: true, retired: true, beat: beat(0)}
+	running := &proc{ps: new(os.Process), ready: true, beat: beat(9500 * time.Millisecond)}
+	starting := &proc{ps: new(os.Process), started: now.Add(-59800 * time.Millisecond), beat: beat(0)}
+	stalled := &proc{ps: new(os.Process), ready: true, stalled: true, beat: beat(0)}
+	killed := &proc{ps: new(os.Process), ready: true, stalled: true, killed: true, beat: beat(0)}
+	retired := &proc{ps: new(os.Process), ready: true, retired: true, beat: beat(0)}
 	dead := &proc{ready: true, beat: beat(0)}
 	cases := []struct {
 		name    string

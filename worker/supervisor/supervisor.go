@@ -86,6 +86,11 @@ type Options struct {
 	// Series bounds the metric series of each worker (prometheus's);
 	// 0 means shm.DefaultSeries.
 	Series int
+	// Takeover is the node's key (TakeoverKey): workers whose supervisor
+	// is gone wait to be taken over on sockets named by it, and New
+	// takes over those a previous supervisor left. "" turns both off
+	// (a worker then drains when its supervisor is gone).
+	Takeover string
 }
 
 // Supervisor owns the worker processes.
@@ -102,7 +107,13 @@ type Supervisor struct {
 	// held like counters; nil when it could not be made (workers then
 	// count alone, and report their counters over the control socket).
 	series *shm.MetricsSegment
-	spec   *spec.Spec
+	// objects names the shared objects above (the selector's, the
+	// counters', the metrics'): made with them, or taken over with them
+	// from the workers a previous supervisor left (adoptObjects).
+	objects string
+	// orphans are those workers, found by New, put in their slots by Run.
+	orphans []*orphan
+	spec    *spec.Spec
 	// config is spec encoded as a Config payload, once, at the first
 	// worker that needs it whole (wholeConfig), and sent as the same bytes
 	// to every other. Replaced (never modified) with spec.
@@ -155,9 +166,12 @@ type pendingReload struct {
 
 // proc is one worker slot and the process currently in it.
 type proc struct {
-	id       int
-	cpu      int
-	cmd      *exec.Cmd
+	id  int
+	cpu int
+	// ps is the current process: one this supervisor started, or one a
+	// previous supervisor of the node started and this one took over
+	// (adopt). nil while the slot has none.
+	ps       *os.Process
 	ctrl     *control.Conn
 	pid      int
 	ready    bool
@@ -192,7 +206,7 @@ type proc struct {
 }
 
 type oldProc struct {
-	cmd     *exec.Cmd
+	ps      *os.Process
 	ctrl    *control.Conn
 	pid     int
 	drained bool
@@ -290,6 +304,11 @@ func New(opts Options) (*Supervisor, error) {
 	if _, err := s.wholeConfig(); err != nil { // every worker starts with it
 		return nil, err
 	}
+	s.orphans = s.findOrphans()
+	if s.adoptObjects(s.orphans) {
+		return s, nil
+	}
+	s.objects = newObjectsID()
 	// Room for worker_processes to grow on SIGHUP without a restart.
 	slots := max(opts.Workers, len(opts.CPUs), minSlots)
 	s.openSelector(slots)
@@ -366,6 +385,8 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 		s.log.Error("config refused, the previous one keeps serving", "err", err)
 	})
 
+	s.takeOver(s.orphans)
+	s.orphans = nil
 	s.resize(s.opts.Workers)
 	s.countLive()
 	s.check = time.NewTimer(time.Hour)
@@ -453,7 +474,7 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 // process serving alone until the reloads stop.
 func (s *Supervisor) roll() {
 	for _, p := range s.workers {
-		if p.cmd == nil || p.retired {
+		if p.ps == nil || p.retired {
 			continue // a dead slot's next process reads the new config.yaml
 		}
 		if !p.ready {
@@ -470,8 +491,8 @@ func (s *Supervisor) roll() {
 // descriptors left), the restart path tries again with backoff, as for a
 // dead worker, while the old one serves on.
 func (s *Supervisor) rollSlot(p *proc) {
-	p.prev = append(p.prev, &oldProc{cmd: p.cmd, ctrl: p.ctrl, pid: p.pid})
-	p.cmd, p.ctrl, p.pid = nil, nil, 0
+	p.prev = append(p.prev, &oldProc{ps: p.ps, ctrl: p.ctrl, pid: p.pid})
+	p.ps, p.ctrl, p.pid = nil, nil, 0
 	p.diedAt = time.Time{}
 	s.spawn(p)
 }
@@ -581,6 +602,9 @@ func (s *Supervisor) spawn(p *proc) {
 	args := []string{"worker", "--id", strconv.Itoa(p.id), "--cpu", strconv.Itoa(p.cpu),
 		"--selector", s.selKind, "--mode", s.opts.Mode.String(), "--bpf-fds", strconv.Itoa(len(selFiles))}
 	files := append([]*os.File{child}, selFiles...)
+	if s.opts.Takeover != "" {
+		args = append(args, "--takeover", s.opts.Takeover, "--objects", s.objects)
+	}
 	if s.counters != nil {
 		// The child's fd: ExtraFiles start at 3.
 		args = append(args, "--counters-fd", strconv.Itoa(3+len(files)))
@@ -594,8 +618,8 @@ func (s *Supervisor) spawn(p *proc) {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = files
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(WorkerProcs))
-	// A worker whose supervisor dies drains and exits.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// No Pdeathsig: a worker outlives its supervisor, serving with the
+	// configuration it holds until the next one takes it over (adopt).
 	err = startPinned(p.cpu, cmd.Start)
 	// a thread the runtime made while the starting one was pinned to
 	// p.cpu inherited that mask
@@ -616,23 +640,29 @@ func (s *Supervisor) spawn(p *proc) {
 		s.scheduleRestart(p)
 		return
 	}
-	p.cmd, p.pid, p.ready, p.started = cmd, cmd.Process.Pid, false, time.Now()
+	p.ps, p.pid, p.ready, p.started = cmd.Process, cmd.Process.Pid, false, time.Now()
 	p.ctrl, p.fatal, p.sent, p.acked, p.base = control.New(nc), "", 0, 0, nil
 	p.beat, p.stalled, p.killed = new(atomic.Int64), false, false
 	p.beat.Store(int64(time.Since(s.epoch)))
 	s.metrics.setState(p.id, stateStarting)
 	s.sendConfig(p)
+	s.watch(p, cmd.Wait)
+}
+
+// watch reads the control socket of the slot's current process and reports
+// its exit, which wait waits for.
+func (s *Supervisor) watch(p *proc, wait func() error) {
 	readDone := make(chan struct{})
 	go s.readControl(p, p.ctrl, p.pid, p.beat, readDone)
-	go func(cmd *exec.Cmd, pid int) {
-		err := cmd.Wait()
+	go func(pid int) {
+		err := wait()
 		// The worker's last frames (Fatal) come before its exit.
 		select {
 		case <-readDone:
 		case <-time.After(time.Second):
 		}
 		s.events <- event{p: p, pid: pid, kind: evExit, err: err}
-	}(cmd, p.pid)
+	}(p.pid)
 }
 
 func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic.Int64, done chan<- struct{}) {
@@ -724,7 +754,7 @@ func (s *Supervisor) checkReload() {
 	}
 	n := 0
 	for _, p := range s.workers {
-		if p.cmd == nil || p.ctrl == nil {
+		if p.ps == nil || p.ctrl == nil {
 			continue
 		}
 		if p.acked < p.sent {
@@ -881,7 +911,7 @@ func (s *Supervisor) handle(ev event) {
 			_ = p.ctrl.Close()
 			p.ctrl = nil
 		}
-		p.cmd = nil
+		p.ps = nil
 		s.checkReload() // it will not answer; its successor gets the new config
 		if s.sel != nil && !p.retired {
 			// The next process in this slot starts with no connections.
@@ -906,7 +936,7 @@ func (s *Supervisor) handle(ev event) {
 		p.diedAt = time.Now()
 		s.scheduleRestart(p)
 	case evRestart:
-		if s.stopping || p.retired || p.cmd != nil {
+		if s.stopping || p.retired || p.ps != nil {
 			return
 		}
 		s.spawn(p)
@@ -967,7 +997,7 @@ func (s *Supervisor) drainAll() error {
 	}
 	live := 0
 	for _, p := range s.workers {
-		if p.cmd != nil {
+		if p.ps != nil {
 			s.drain(p)
 			live++
 		}
@@ -982,8 +1012,8 @@ func (s *Supervisor) drainAll() error {
 				continue
 			}
 			switch p := ev.p; {
-			case ev.pid == p.pid && p.cmd != nil:
-				p.cmd = nil
+			case ev.pid == p.pid && p.ps != nil:
+				p.ps = nil
 				live--
 			default:
 				if _, ok := s.oldExited(p, ev.pid); ok {
@@ -1006,13 +1036,11 @@ func (s *Supervisor) drainAll() error {
 // the rotation anyway.
 func (s *Supervisor) signalAll(sig os.Signal) {
 	for _, p := range s.workers {
-		if p.ready && p.cmd != nil && p.cmd.Process != nil {
-			_ = p.cmd.Process.Signal(sig)
+		if p.ready && p.ps != nil {
+			_ = p.ps.Signal(sig)
 		}
 		for _, o := range p.prev {
-			if o.cmd != nil && o.cmd.Process != nil {
-				_ = o.cmd.Process.Signal(sig)
-			}
+			_ = o.ps.Signal(sig)
 		}
 	}
 }
@@ -1020,13 +1048,11 @@ func (s *Supervisor) signalAll(sig os.Signal) {
 func (s *Supervisor) killAll() {
 	s.stopping = true
 	for _, p := range s.workers {
-		if p.cmd != nil && p.cmd.Process != nil {
-			_ = p.cmd.Process.Kill()
+		if p.ps != nil {
+			_ = p.ps.Kill()
 		}
 		for _, o := range p.prev {
-			if o.cmd.Process != nil {
-				_ = o.cmd.Process.Kill()
-			}
+			_ = o.ps.Kill()
 		}
 	}
 }

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A supervisor killed with SIGKILL leaves its workers serving; the
+// supervisor started next takes them over (takeover.go). These tests run
+// the node as an operator would: two supervisors one after the other on
+// the same config.yaml, under load.
+
+// nodeProc is one supervisor process of a node whose output goes to a file:
+// its workers outlive it and keep writing to the same file, which a pipe
+// read by the test would not allow (Wait would wait for them).
+type nodeProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	out  string
+	done chan struct{}
+}
+
+func startNodeProc(t *testing.T, dir, name string) *nodeProc {
+	t.Helper()
+	n := &nodeProc{t: t, out: filepath.Join(dir, name+".log"), done: make(chan struct{})}
+	f, err := os.Create(n.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n.cmd = exec.Command(binPath, "-c", filepath.Join(dir, "config.yaml"))
+	n.cmd.Stdout, n.cmd.Stderr = f, f
+	n.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = n.cmd.Wait(); close(n.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-n.done:
+		default:
+			_ = n.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-n.done:
+			case <-time.After(15 * time.Second):
+				_ = n.cmd.Process.Kill()
+				<-n.done
+			}
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(n.out)
+			t.Logf("%s:\n%s", name, b)
+		}
+		if b, _ := os.ReadFile(n.out); strings.Contains(string(b), "WARNING: DATA RACE") {
+			t.Errorf("%s: a data race", name)
+		}
+	})
+	return n
+}
+
+func (n *nodeProc) log() string {
+	b, _ := os.ReadFile(n.out)
+	return string(b)
+}
+
+// wait waits until n lines of the output match re.
+func (n *nodeProc) wait(re string, count int, timeout time.Duration) []string {
+	n.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(timeout)
+	for {
+		var got []string
+		for _, l := range strings.Split(n.log(), "\n") {
+			if rx.MatchString(l) {
+				got = append(got, l)
+			}
+		}
+		if len(got) >= count {
+			return got
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("after %v: %d lines match %q, want %d:\n%s", timeout, len(got), re, count, n.log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// workerPIDs are the pids of the "worker ready" lines of the output.
+func workerPIDs(lines []string) []int {
+	var pids []int
+	for _, l := range lines {
+		var pid int
+		if _, err := fmt.Sscan(logField(l, "pid"), &pid); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// alive says whether pid is a process that has not exited (a zombie has).
+func alive(pid int) bool {
+	f := procStat(pid)
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// killWorkersAtEnd makes sure the workers a test's supervisors left are
+// gone when it ends, whatever happened to the supervisors: they are the
+// test's processes (started by the binary it started).
+func killWorkersAtEnd(t *testing.T, pids *[]int) {
+	t.Cleanup(func() {
+		for _, pid := range *pids {
+			if alive(pid) {
+				t.Errorf("worker %d still runs at the end", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+}
+
+// steadyLoad sends requests until stopped: keep-alive clients, and clients
+// that open a connection per request (so that the socket selector's
+// choice is exercised all along). Every request must succeed.
+type steadyLoad struct {
+	stop     atomic.Bool
+	wg       sync.WaitGroup
+	ok       atomic.Int64
+	mu       sync.Mutex
+	failures []string
+}
+
+func startSteadyLoad(t *testing.T, url string) *steadyLoad {
+	l := &steadyLoad{}
+	for i := range 4 {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			tr := &http.Transport{DisableKeepAlives: i%2 == 1, MaxIdleConnsPerHost: 2}
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			// Bounded: about 5000 requests a second at most here, for
+			// well under a minute.
+			for n := 0; !l.stop.Load() && n < 300000; n++ {
+				r, err := tryDo(c, "GET", url, "", nil, nil)
+				switch {
+				case err != nil:
+					l.fail(time.Now().Format("15:04:05.000") + " " + err.Error())
+				case r.status != 200:
+					l.fail(fmt.Sprintf("%s status %d %q", time.Now().Format("15:04:05.000"), r.status, r.body))
+				default:
+					l.ok.Add(1)
+				}
+			}
+		}()
+	}
+	return l
+}
+
+func (l *steadyLoad) fail(s string) {
+	l.mu.Lock()
+	l.failures = append(l.failures, s)
+	l.mu.Unlock()
+}
+
+// end stops the load and returns the requests answered and the failures.
+func (l *steadyLoad) end() (int64, []string) {
+	l.stop.Store(true)
+	l.wg.Wait()
+	return l.ok.Load(), l.failures
+}
+
+// takeoverNode writes a node's config.yaml (two workers, the standalone
+// apisix.yaml beside it) and returns its directory and port.
+func takeoverNode(t *testing.T, apisixYAML string) (dir string, port int) {
+	dir, port = t.TempDir(), freePort(t)
+	writeFile(t, filepath.Join(dir, "config.yaml"), perCoreConfig(port, 2))
+	writeFile(t, filepath.Join(dir, "apisix.yaml"), apisixYAML)
+	return dir, port
+}
+
+// TestSupervisorKilledUnderLoad: the supervisor is killed with SIGKILL
+// while clients send; its workers serve on with their configuration, the
+// supervisor started again takes the same processes over (their shared
+// counters go on: a limit of 5 admits 5 across the two supervisors), a
+// configuration change reaches them, and its SIGTERM drains them. No
+// request fails at any point.
+func TestSupervisorKilledUnderLoad(t *testing.T) {
+	requirePerCore(t)
+	up := textUpstream(t, strings.Repeat("x", 1024))
+	routes := func(extra ...obj) string {
+		return routesYAML(append([]obj{
+			{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)},
+			{"id": 2, "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+				"plugins": obj{"limit-count": obj{"count": 5, "time_window": 60, "key_type": "constant", "key": "all", "rejected_code": 429}}},
+		}, extra...)...)
+	}
+	dir, port := takeoverNode(t, routes())
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var pids []int
+	killWorkersAtEnd(t, &pids)
+
+	first := startNodeProc(t, dir, "first")
+	pids = workerPIDs(first.wait(`msg="worker ready"`, 2, 10*time.Second))
+	c := newClient(t)
+	for i := range 3 {
+		if r := do(t, c, "GET", base+"/limited", "", nil, nil); r.status != 200 {
+			t.Fatalf("limited request %d: %d, want 200", i+1, r.status)
+		}
+	}
+	load := startSteadyLoad(t, base+"/hello")
+	time.Sleep(300 * time.Millisecond)
+
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	first.wait(`msg="supervisor gone: serving the last configuration`, 2, 5*time.Second)
+	// Orphaned, the workers serve: the load goes on for a while with no
+	// supervisor at all.
+	time.Sleep(time.Second)
+	for _, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("worker %d exited with its supervisor", pid)
+		}
+	}
+	served := load.ok.Load()
+
+	second := startNodeProc(t, dir, "second")
+	second.wait(`msg="took over the workers a previous supervisor left".* kept=2 replaced=0`, 1, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	ok, failures := load.end()
+	if len(failures) > 0 {
+		t.Errorf("%d of %d requests failed across the supervisor's kill and restart; first: %v", len(failures), ok+int64(len(failures)), failures[:min(5, len(failures))])
+	}
+	if served == 0 || ok == served {
+		t.Errorf("requests served: %d before the restart, %d in all: the load did not run across it", served, ok)
+	}
+	t.Logf("%d requests, %d failed, across a supervisor SIGKILL and restart", ok, len(failures))
+	for _, pid := range pids {
+		if !alive(pid) {
+			t.Errorf("worker %d is gone: it was not taken over", pid)
+		}
+	}
+
+	// The counter table is the same: 3 counted before, 2 more admitted.
+	for i := range 3 {
+		want := 200
+		if i == 2 {
+			want = 429
+		}
+		if r := do(t, c, "GET", base+"/limited", "", nil, nil); r.status != want {
+			t.Errorf("limited request %d after the takeover: %d, want %d", i+4, r.status, want)
+		}
+	}
+
+	// A configuration change reaches the workers taken over.
+	writeFile(t, filepath.Join(dir, "apisix.yaml"), routes(obj{"id": 3, "uri": "/new", "plugins": obj{"mocking": obj{"response_example": "new"}}}))
+	eventually(t, 10*time.Second, func() error {
+		// both workers: new connections each time
+		for range 8 {
+			r, err := tryDo(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}, "GET", base+"/new", "", nil, nil)
+			if err != nil || r.status != 200 || r.body != "new" {
+				return fmt.Errorf("/new: %v %d %q", err, r.status, r.body)
+			}
+		}
+		return nil
+	})
+
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-second.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the second supervisor did not stop on SIGTERM")
+	}
+	if code := second.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the second supervisor exited with %d", code)
+	}
+	for _, pid := range pids {
+		deadline := time.Now().Add(5 * time.Second)
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("worker %d still runs after its new supervisor stopped", pid)
+		}
+	}
+}
+
+// TestSupervisorRestartedOnChangedConfig: config.yaml changes while the
+// node has no supervisor; the one started then replaces the orphaned
+// workers one by one, as a SIGHUP would (each serves until its successor
+// is ready, then drains), without a failed request.
+func TestSupervisorRestartedOnChangedConfig(t *testing.T) {
+	requirePerCore(t)
+	up := textUpstream(t, "ok")
+	dir, port := takeoverNode(t, routesYAML(obj{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}))
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var pids []int
+	killWorkersAtEnd(t, &pids)
+
+	first := startNodeProc(t, dir, "first")
+	pids = workerPIDs(first.wait(`msg="worker ready"`, 2, 10*time.Second))
+	load := startSteadyLoad(t, base+"/hello")
+	time.Sleep(300 * time.Millisecond)
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	first.wait(`msg="supervisor gone`, 2, 5*time.Second)
+	// A setting every worker reads: the workers are replaced.
+	conf := strings.Replace(perCoreConfig(port, 2), "error_log_level: info", "error_log_level: info\n  http:\n    keepalive_requests: 500", 1)
+	writeFile(t, filepath.Join(dir, "config.yaml"), conf)
+
+	second := startNodeProc(t, dir, "second")
+	second.wait(`msg="took over the workers a previous supervisor left"`, 1, 10*time.Second)
+	replaced := second.wait(`msg="worker replaced"`, 2, 15*time.Second)
+	// the old ones drain and exit
+	for _, pid := range pids {
+		deadline := time.Now().Add(15 * time.Second)
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("replaced worker %d did not exit", pid)
+		}
+	}
+	pids = append(pids, workerPIDs(replaced)...)
+	time.Sleep(300 * time.Millisecond)
+	ok, failures := load.end()
+	if len(failures) > 0 {
+		t.Errorf("%d of %d requests failed across the restart on a changed config.yaml; first: %v", len(failures), ok+int64(len(failures)), failures[:min(5, len(failures))])
+	}
+	t.Logf("%d requests, %d failed", ok, len(failures))
+	for _, pid := range workerPIDs(replaced) {
+		if slices.Contains(pids[:2], pid) {
+			t.Errorf("worker %d was kept, want it replaced", pid)
+		}
+	}
+}
