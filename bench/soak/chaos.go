@@ -18,10 +18,12 @@ const (
 	chaosSettle = time.Second     // a phase still failing this close to its end has not recovered
 	stopFor     = 5 * time.Second // SIGSTOP … SIGCONT
 	stopGrace   = 1500 * time.Millisecond
-	upDownFor   = 2 * time.Second  // the upstream is dead this long before it is restarted
-	failFor     = 5 * time.Second  // the upstream answers 503 this long
-	reloadCount = 50               // reloads …
-	reloadSpan  = 10 * time.Second // … spread over this
+	upDownFor   = 2 * time.Second // the upstream is dead this long before it is restarted
+	// supervisorDownFor: the node has no supervisor this long.
+	supervisorDownFor = time.Second
+	failFor           = 5 * time.Second  // the upstream answers 503 this long
+	reloadCount       = 50               // reloads …
+	reloadSpan        = 10 * time.Second // … spread over this
 	// upSlack: after the upstream is back (or answers normally again), error
 	// answers to requests outstanding this much later are still explained
 	// (pool connections to the old process, a signal's delivery).
@@ -174,6 +176,9 @@ func RunChaos(o Options) (rows []Row, err error) {
 				time.Sleep(stopFor)
 				return StopRule(owned, seen, t0, stopGrace), syscall.Kill(pid, syscall.SIGCONT)
 			}},
+		{"kill -9 of the supervisor, started again 1 s later", "nothing", func(time.Duration) (func(*Record) bool, error) {
+			return ExplainsNothing, e.RestartSupervisor(supervisorDownFor, 30*time.Second)
+		}},
 		{fmt.Sprintf("%d SIGHUP reloads in %v", reloadCount, reloadSpan), "nothing", func(time.Duration) (func(*Record) bool, error) {
 			for i := range reloadCount {
 				if err := e.Reload(); err != nil {

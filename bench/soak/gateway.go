@@ -25,8 +25,9 @@ type Env struct {
 	GatewayPort  uint16
 	UpstreamPort uint16
 
-	gw   *harness.Proc
-	up   *harness.Proc
+	gw       *harness.Proc
+	up       *harness.Proc
+	restarts int // supervisors killed and started again
 	gen  int // config.yaml generation: reloads alternate between two
 	logf func(string, ...any)
 }
@@ -54,9 +55,7 @@ func StartEnv(dir, coregate, self string, workers int, logf func(string, ...any)
 		e.Close()
 		return nil, err
 	}
-	e.gw, _, err = harness.Start("coregate", nil, nil, filepath.Join(dir, "coregate.log"), false,
-		coregate, "-c", filepath.Join(dir, "config.yaml"))
-	if err != nil {
+	if err := e.startSupervisor("coregate.log"); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -110,6 +109,43 @@ func (e *Env) routes() []byte {
 	return []byte(b.String())
 }
 
+// startSupervisor starts the gateway's supervisor, its output in log.
+func (e *Env) startSupervisor(log string) error {
+	var err error
+	e.gw, _, err = harness.Start("coregate", nil, nil, filepath.Join(e.Dir, log), false,
+		e.Coregate, "-c", filepath.Join(e.Dir, "config.yaml"))
+	return err
+}
+
+// RestartSupervisor kills the supervisor with SIGKILL, waits for it to be
+// gone and, after, starts another on the same config.yaml, which takes
+// the workers over (its output in coregate-N.log). It returns once the new
+// one said so.
+func (e *Env) RestartSupervisor(after, timeout time.Duration) error {
+	e.restarts++
+	_ = syscall.Kill(e.gw.PID(), syscall.SIGKILL)
+	// Reaped, not stopped: Stop would end its workers too.
+	for t0 := time.Now(); !e.gw.Exited(); {
+		if time.Since(t0) > exitWait {
+			return fmt.Errorf("soak: the supervisor still runs %v after SIGKILL", exitWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	e.gw.Stop(0)
+	time.Sleep(after)
+	if err := e.startSupervisor(fmt.Sprintf("coregate-%d.log", e.restarts+1)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(e.gw.Tail(50), "took over the workers") {
+		if e.gw.Exited() || time.Now().After(deadline) {
+			return fmt.Errorf("soak: the supervisor started again did not take the workers over:\n%s", e.gw.Tail(20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
 func (e *Env) writeConfig() error {
 	p := filepath.Join(e.Dir, "config.yaml")
 	if err := os.WriteFile(p+".tmp", e.config(), 0o644); err != nil {
@@ -154,23 +190,33 @@ func (e *Env) KillUpstream() {
 // SIGUSR2: answer normally).
 func (e *Env) SignalUpstream(s syscall.Signal) error { return syscall.Kill(e.up.PID(), s) }
 
-// GatewayPIDs returns the supervisor and its live descendants.
-func (e *Env) GatewayPIDs() []int { return e.gw.PIDs() }
+// GatewayPIDs returns the supervisor and its workers.
+func (e *Env) GatewayPIDs() []int { return append([]int{e.gw.PID()}, e.WorkerPIDs()...) }
 
 // GatewayAlive reports whether the supervisor is still running.
 func (e *Env) GatewayAlive() bool { return !e.gw.Exited() }
 
-// WorkerPIDs returns the live worker processes (`coregate worker ...`),
-// draining ones included.
+// WorkerPIDs returns the live worker processes (`coregate worker ... -c
+// DIR/config.yaml`), draining ones included: the supervisor's children,
+// or those a supervisor started again took over, which are not.
 func (e *Env) WorkerPIDs() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	conf := filepath.Join(e.Dir, "config.yaml")
 	var out []int
-	for _, p := range e.GatewayPIDs()[1:] {
-		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
+	for _, ent := range ents {
+		p, err := strconv.Atoi(ent.Name())
 		if err != nil {
 			continue
 		}
-		args := strings.Split(string(b), "\x00")
-		if len(args) > 1 && args[1] == "worker" {
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) > 2 && args[1] == "worker" && args[len(args)-2] == "-c" && args[len(args)-1] == conf {
 			if st, err := procstat.ReadStat(p); err == nil && st.State != 'Z' {
 				out = append(out, p)
 			}
