@@ -180,6 +180,11 @@ func (s *Supervisor) adoptObjects(orphans []*orphan) bool {
 		}
 		s.sel, s.selKind, s.counters, s.series, s.objects = sel, h.Selector, counters, series, h.Objects
 		if sel != nil {
+			// --cpus may have changed (the workers on other CPUs are
+			// replaced: this is where they will be).
+			if err := sel.SetCPUs(s.opts.CPUs[:min(len(s.opts.CPUs), sel.Slots())]); err != nil {
+				s.log.Warn("takeover: selector cpus", "err", err)
+			}
 			s.log.Info("socket selector", "kind", s.selKind, "mode", mode.String(), "slots", sel.Slots(), "taken_over", true)
 		}
 		return true
