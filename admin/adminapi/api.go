@@ -149,6 +149,11 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // errNoHandler is APISIX's answer when its router has no handler.
 var errNoHandler = &apiError{Status: http.StatusNotFound, Msg: "not found"}
 
+// errStreamDisabled is APISIX's answer, to every method, on stream routes
+// when apisix.proxy_mode is http, its default and the only mode coregate
+// has.
+var errStreamDisabled = badRequest("stream mode is disabled, can not add stream routes")
+
 // adminSegments returns the segments of a path under /apisix/admin,
 // normalised as nginx does ($uri: decoded, slashes merged, dot segments
 // resolved); ok is false for a path outside it.
@@ -199,6 +204,9 @@ func (a *api) route(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	res, id, sub := seg(segs, 0), seg(segs, 1), tail(segs, 2)
 	if res == "schema" && id == "plugins" {
 		res, id, sub = "plugins", seg(segs, 2), tail(segs, 3)
+	}
+	if res == "stream_routes" {
+		return errStreamDisabled
 	}
 	var consumer string
 	if res == "consumers" && seg(segs, 2) == "credentials" {

@@ -21,7 +21,11 @@
 // refused while another object refers to the one deleted unless
 // force=true. A missing key is 404 {"message":"Key not found"}, a store
 // that cannot be reached 503 {"error_msg": …}, everything the client got
-// wrong 400 {"error_msg": …} (envelope.go).
+// wrong 400 {"error_msg": …} (envelope.go). Stream routes are answered as
+// APISIX answers them with its default proxy_mode, http (coregate has no
+// stream proxy): 400 "stream mode is disabled, can not add stream routes",
+// whatever the method. Other resources APISIX has and coregate has not yet
+// (consumer_groups, protos, secrets) are 404 "Unsupported resource type".
 //
 // # What is stored
 //

@@ -269,6 +269,19 @@ func TestRouting(t *testing.T) {
 	// Slashes merged and dot segments resolved, as nginx's $uri.
 	c.want(c.do("PUT", "/apisix/admin//upstreams/./1/", `{"nodes":{"127.0.0.1:1":1}}`), 201, "")
 	c.want(c.do("GET", "/apisix/admin/upstreams/1", ""), 200, "")
+
+	// Stream routes: APISIX with its default proxy_mode (http, the only
+	// one coregate has) refuses every method on them, whatever the body,
+	// once the token is checked.
+	for _, m := range []string{"GET", "PUT", "POST", "DELETE", "PATCH"} {
+		for _, p := range []string{"/apisix/admin/stream_routes", "/apisix/admin/stream_routes/1", "/apisix/admin/stream_routes/1/x"} {
+			c.want(c.do(m, p, `{"x`), 400, `{"error_msg":"stream mode is disabled, can not add stream routes"}`)
+		}
+	}
+	anon := *c
+	anon.key = ""
+	anon.want(anon.do("PUT", "/apisix/admin/stream_routes/1", `{}`), 401, "")
+	c.want(c.do("HEAD", "/apisix/admin/stream_routes", ""), 404, "")
 }
 
 func TestStoreUnavailable(t *testing.T) {
