@@ -12,9 +12,20 @@
 //	/apisix/admin/schema/{kind}, /apisix/admin/schema/plugins/{name}, /apisix/admin/schema/validate/{resource}
 //	HEAD /apisix/admin
 //
-// with APISIX's envelopes, status codes and error bodies: PUT answers 201
-// for a new key and 200 for a replaced one, POST 201 with an id minted by
-// the store (%020d), GET one {key, value, createdIndex, modifiedIndex},
+// The path is normalised as nginx normalises $uri (slashes merged, dot
+// segments resolved), then each segment is decoded on its own: an encoded
+// "/" or dot segment (%2F, %2E%2E) stays inside its segment. An id in the
+// path must be one APISIX's schemas allow in the object (1 to 64
+// characters of a-z, A-Z, 0-9, "-", "_" and "."; a consumer's username, a
+// credential's consumer's too, 1 to 256 of a-z, A-Z, 0-9, "_" and "-"; a
+// plugin's name for plugin metadata as an id), else 400 "invalid route id
+// [a/b]" (field, detail), whatever the method: a request reaches the key
+// its path names and no other, so that path rules placed in front of the
+// Admin API mean what they say.
+//
+// The answers have APISIX's envelopes, status codes and error bodies: PUT
+// answers 201 for a new key and 200 for a replaced one, POST 201 with an
+// id minted by the store (%020d), GET one {key, value, createdIndex, modifiedIndex},
 // GET a list {list, total} with page/page_size and the name, label, uri and
 // filter arguments (list.go), PATCH merges or replaces a sub-path under a
 // compare-and-swap on modifiedIndex (patch.go), DELETE {deleted:"1", key},

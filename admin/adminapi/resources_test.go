@@ -308,3 +308,76 @@ func TestStoreUnavailable(t *testing.T) {
 	// What is wrong with the request is still said first.
 	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a","foo":1}`), 400, "")
 }
+
+// TestPathIDs: an id in the path is one segment, decoded once, and must
+// be an id APISIX's schema allows (a username for a consumer, a plugin's
+// name for plugin metadata): a decoded "/" or ".." never makes it reach
+// another key, so that path rules placed in front of the Admin API mean
+// what they say.
+func TestPathIDs(t *testing.T) {
+	c := newTestServer(t)
+	route := `{"uri":"/a","upstream":` + upstream1 + `}`
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack", `{"username":"jack"}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c1", `{"plugins":{"key-auth":{"key":"k1"}}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/routes/a", route), 201, "")
+
+	const idDetail = `an id is 1 to 64 characters of a-z, A-Z, 0-9, \"-\", \"_\" and \".\"`
+	const nameDetail = `a username is 1 to 256 characters of a-z, A-Z, 0-9, \"_\" and \"-\"`
+	badID := func(kind, id string) string {
+		return `{"error_msg":"invalid ` + kind + ` id [` + id + `]","field":"id","detail":"` + idDetail + `"}`
+	}
+	badName := func(name string) string {
+		return `{"error_msg":"invalid consumer username [` + name + `]","field":"username","detail":"` + nameDetail + `"}`
+	}
+	long := strings.Repeat("a", 65)
+	for _, tc := range []struct{ method, path, body, want string }{
+		{"PUT", "/apisix/admin/routes/a%2fb", route, badID("route", "a/b")},
+		{"PUT", "/apisix/admin/routes/a%2Fb", route, badID("route", "a/b")},
+		{"PATCH", "/apisix/admin/routes/a%2fb", `{"desc":"x"}`, badID("route", "a/b")},
+		{"GET", "/apisix/admin/routes/a%2fb", "", badID("route", "a/b")},
+		{"DELETE", "/apisix/admin/routes/a%2fb", "", badID("route", "a/b")},
+		{"PUT", "/apisix/admin/routes/x%2f..%2f..%2fconsumers%2fevil", `{"username":"evil"}`, badID("route", "x/../../consumers/evil")},
+		{"DELETE", "/apisix/admin/routes/x%2f..%2f..%2fconsumers%2fjack", "", badID("route", "x/../../consumers/jack")},
+		{"PUT", "/apisix/admin/upstreams/%2e%2e", upstream1, badID("upstream", "..")},
+		{"PUT", "/apisix/admin/upstreams/%2e", upstream1, badID("upstream", ".")},
+		{"PUT", "/apisix/admin/services/a%20b", `{"upstream":` + upstream1 + `}`, badID("service", "a b")},
+		{"PUT", "/apisix/admin/plugin_configs/" + long, `{"plugins":{}}`, badID("plugin config", long)},
+		{"PUT", "/apisix/admin/global_rules/g%3a1", `{"plugins":{}}`, badID("global rule", "g:1")},
+		{"GET", "/apisix/admin/ssls/s%2f1", "", badID("ssl", "s/1")},
+		{"PUT", "/apisix/admin/consumers/jack%2fcredentials%2fc2", `{"username":"jack/credentials/c2"}`, badName("jack/credentials/c2")},
+		{"GET", "/apisix/admin/consumers/jack%2fcredentials%2fc1", "", badName("jack/credentials/c1")},
+		{"DELETE", "/apisix/admin/consumers/jack%2fcredentials%2fc1", "", badName("jack/credentials/c1")},
+		{"PUT", "/apisix/admin/consumers/ja.ck", `{"username":"ja.ck"}`, badName("ja.ck")},
+		{"GET", "/apisix/admin/consumers/x%2f..%2fjack/credentials", "", badName("x/../jack")},
+		{"PUT", "/apisix/admin/consumers/x%2f..%2fjack/credentials/c2", `{"plugins":{"key-auth":{"key":"k2"}}}`, badName("x/../jack")},
+		{"PUT", "/apisix/admin/consumers/jack/credentials/c%2f..%2fc1", `{"plugins":{"key-auth":{"key":"k2"}}}`, badID("credential", "c/../c1")},
+		{"DELETE", "/apisix/admin/consumers/jack/credentials/%2e%2e", "", badID("credential", "..")},
+		{"GET", "/apisix/admin/plugin_metadata/a%2fb", "", `{"error_msg":"invalid plugin name [a/b]","field":"id","detail":"` + idDetail + `"}`},
+		{"DELETE", "/apisix/admin/plugin_metadata/..%2f..%2froutes%2fa", "", `{"error_msg":"invalid plugin name [../../routes/a]","field":"id","detail":"` + idDetail + `"}`},
+	} {
+		c.want(c.do(tc.method, tc.path, tc.body), 400, tc.want)
+	}
+	// Nothing was written or deleted: route a as it was, no route "a/b",
+	// no consumer evil, jack and his credential still there.
+	kvs, _, err := c.st.List(t.Context(), c.st.Prefix()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range kvs {
+		keys = append(keys, strings.TrimPrefix(kv.Key, c.st.Prefix()))
+	}
+	if want := "/consumers/jack /consumers/jack/credentials/c1 /routes/a"; strings.Join(keys, " ") != want {
+		t.Fatalf("stored %v, want %s", keys, want)
+	}
+	if c.stored("/routes/a")["desc"] != nil {
+		t.Fatal("route a patched")
+	}
+
+	// An id percent-encoded where it need not be is the same id.
+	c.want(c.do("PUT", "/apisix/admin/routes/%61-b", route), 201, "")
+	if c.stored("/routes/a-b") == nil {
+		t.Fatal("route a-b not stored")
+	}
+	c.want(c.do("GET", "/apisix/admin/consumers/%6Aack/credentials/c%31", ""), 200, "")
+}
