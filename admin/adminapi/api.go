@@ -286,6 +286,11 @@ func (a *api) readBody(rq *request) *apiError {
 		return nil
 	}
 	v, err := decodeJSON(b)
+	if err == nil {
+		if e := checkText(b); e != nil {
+			err = e
+		}
+	}
 	if err != nil {
 		e := err.(*apiError)
 		s := string(b)

@@ -50,7 +50,10 @@
 // (one schema per plugin), so nothing the gateway would refuse reaches the
 // store. Validation errors keep APISIX's text in error_msg, which clients
 // match on; where spec knows the field at fault, and the detail APISIX's
-// text leaves out, the body adds them as "field" and "detail".
+// text leaves out, the body adds them as "field" and "detail". A body
+// that is not JSON, or whose strings are not Unicode text (bytes that are
+// not UTF-8, an escaped surrogate that is not half of a pair), is 400
+// "invalid request body: …", never stored with U+FFFD in their place.
 //
 // Across objects: upstream_id, service_id and plugin_config_id must name
 // stored objects, a global rule's plugin may not be in another global

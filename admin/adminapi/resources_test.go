@@ -203,6 +203,36 @@ func TestRequestErrors(t *testing.T) {
 		t.Fatalf("chunked: %d %s", resp.StatusCode, out)
 	}
 
+	// Text that is not Unicode is refused, not stored with U+FFFD in its
+	// place: bytes that are not UTF-8, an escaped surrogate that is not
+	// half of a pair.
+	for _, tc := range []struct{ body, want string }{
+		{"{\"uri\":\"/a\xff\",\"upstream\":" + upstream1 + "}", "invalid request body: invalid UTF-8 at offset 10"},
+		{"{\"uri\":\"/a\",\"desc\":\"\xc0\xaf\",\"upstream\":" + upstream1 + "}", "invalid request body: invalid UTF-8 at offset 20"},
+		{"{\"uri\":\"/a\",\"desc\":\"\xed\xa0\x80\",\"upstream\":" + upstream1 + "}", "invalid request body: invalid UTF-8 at offset 20"},
+		{"{\"uri\":\"/a\",\"d\xe9sc\":\"x\",\"upstream\":" + upstream1 + "}", "invalid request body: invalid UTF-8 at offset 14"},
+		{`{"uri":"/a","desc":"\ud800","upstream":` + upstream1 + `}`, "invalid request body: invalid unicode escape code at offset 20"},
+		{`{"uri":"/a","desc":"\udc00\ud800","upstream":` + upstream1 + `}`, "invalid request body: invalid unicode escape code at offset 20"},
+		{`{"uri":"/a","desc":"\ud800\u0041","upstream":` + upstream1 + `}`, "invalid request body: invalid unicode escape code at offset 20"},
+		{`{"uri":"/a","desc":"x\\ud800\ud83d","upstream":` + upstream1 + `}`, "invalid request body: invalid unicode escape code at offset 28"},
+	} {
+		r := c.do("PUT", "/apisix/admin/routes/1", tc.body)
+		c.want(r, 400, "")
+		if m := r.json(t); m["error_msg"] != tc.want || m["req_body"] == nil {
+			t.Fatalf("%q: %s", tc.body, r.body)
+		}
+		if c.stored("/routes/1") != nil {
+			t.Fatalf("%q: stored", tc.body)
+		}
+	}
+	// A pair is one character; escaped or not, it is stored as sent.
+	r = c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a","desc":"\ud83d\ude00 \u00e9 é 😀","upstream":`+upstream1+`}`)
+	c.want(r, 201, "")
+	if d := c.stored("/routes/1")["desc"]; d != "😀 é é 😀" {
+		t.Fatalf("desc %q", d)
+	}
+	c.want(c.do("DELETE", "/apisix/admin/routes/1", ""), 200, "")
+
 	for _, tc := range []struct{ body, want string }{
 		{`{"uri":"/a","methods":["FOO"]}`, `{"error_msg":"invalid configuration: property \"methods\" validation failed: failed to validate item 1: matches none of the enum values","field":"methods[0]","detail":"value \"FOO\", expected one of \"GET\", \"POST\", \"PUT\", \"DELETE\", \"PATCH\", \"HEAD\", \"OPTIONS\", \"CONNECT\", \"TRACE\", \"PURGE\""}`},
 		{`{"uri":"/a","foo":1}`, `{"error_msg":"invalid configuration: additional properties forbidden, found foo"}`},
