@@ -73,9 +73,10 @@
 // PEM; GET never shows key or keys. Keys are stored as sent: APISIX
 // encrypts them (and plugins' secret fields) with its data_encryption
 // keyring, which is not done here. Credentials are checked against
-// APISIX's credential schema (schema/credential.json); that their plugin
-// is an authentication one is not checked, the registry not knowing
-// plugin types.
+// APISIX's credential schema (schema/credential.json), and their plugin
+// must be an authentication one (plugins.CredentialPlugin, as the workers
+// take it): 400 "only supports auth type plugins in consumer credential"
+// otherwise.
 //
 // # Authentication
 //

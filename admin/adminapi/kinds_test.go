@@ -60,6 +60,19 @@ func TestConsumersAndCredentials(t *testing.T) {
 		"/consumers/jack/credentials/c1", `{"id":"c1","plugins":{"key-auth":{"key":"x"}}}`)
 	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"key-auth":{},"prometheus":{}}}`), 400, "")
 	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"username":"x"}`), 400, "")
+	// A credential holds an authentication plugin; its configuration is
+	// checked first.
+	for _, tc := range []struct{ name, conf string }{{"prometheus", `{}`}, {"limit-count", `{"count":1,"time_window":60}`}} {
+		c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"`+tc.name+`":`+tc.conf+`}}`), 400,
+			`{"error_msg":"only supports auth type plugins in consumer credential","field":"plugins.`+tc.name+`"}`)
+	}
+	r = c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"limit-count":{"count":0,"time_window":60}}}`)
+	if m := r.json(t); r.status != 400 || !strings.HasPrefix(m["error_msg"].(string), "invalid plugins configuration: ") {
+		t.Fatalf("credential plugin: %s", r.body)
+	}
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"no-such":{}}}`), 400, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{}}`), 201, "")
+	c.want(c.do("DELETE", "/apisix/admin/consumers/jack/credentials/c2", ""), 200, "")
 	r = c.do("GET", "/apisix/admin/consumers/jack/credentials", "")
 	c.want(r, 200, "")
 	if m := r.json(t); m["total"] != json.Number("1") {
