@@ -76,7 +76,9 @@
 // APISIX's credential schema (schema/credential.json), and their plugin
 // must be an authentication one (plugins.CredentialPlugin, as the workers
 // take it): 400 "only supports auth type plugins in consumer credential"
-// otherwise.
+// otherwise. Consumer groups are not supported yet: a consumer with a
+// group_id is 400 "group_id: consumer groups are not supported yet",
+// rather than stored and run without its group's plugins.
 //
 // # Authentication
 //

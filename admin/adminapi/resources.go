@@ -205,7 +205,17 @@ func (a *api) checkConsumer(ctx context.Context, w *write) *apiError {
 	if e := a.checkPlugins(w.obj, "invalid plugins configuration: ", true); e != nil {
 		return e
 	}
-	return a.checkUniqueKeys(ctx, w.obj, name, "")
+	if e := a.checkUniqueKeys(ctx, w.obj, name, ""); e != nil {
+		return e
+	}
+	// APISIX's schema has group_id, and the consumer takes its group's
+	// plugins; without consumer groups, a consumer that names one would
+	// run without them.
+	if g, ok := w.obj["group_id"]; ok {
+		return &apiError{Status: http.StatusBadRequest, Field: "group_id",
+			Msg: "group_id: consumer groups are not supported yet", Detail: "value " + string(encodeJSON(g))}
+	}
+	return nil
 }
 
 func (a *api) checkCredential(ctx context.Context, w *write) *apiError {
