@@ -92,5 +92,11 @@
 //
 // The handler keeps no mutable state of its own: requests run
 // concurrently, and writes that must not interleave (PUT's create_time,
-// PATCH's read-modify-write) are compare-and-swaps in the store.
+// PATCH's read-modify-write) are compare-and-swaps in the store. One that
+// loses to another write is done again, read included, after a growing
+// random wait, until the request's time (30 s) is up (retryCAS): a PUT is
+// last-writer-wins, as in APISIX, and a PATCH is applied to the object as
+// the other write left it, where APISIX answers 503 "value changed before
+// overwritten"; that answer is left for a key written without pause for
+// the whole time.
 package adminapi
