@@ -171,10 +171,10 @@ const (
 
 // retryCAS runs try, a read-modify-write that ends in a compare-and-swap,
 // again each time it loses to another write (storeError's answer to
-// store.ErrConflict, lost), after a random wait that grows, until ctx ends (the
-// request's time, which bounds the store's calls too): so a write that
-// APISIX never refuses for a concurrent one is not refused here either,
-// and none is lost. What else try answers is the answer.
+// store.ErrConflict, lost), after a random wait that grows, until ctx
+// ends (the request's time, which bounds the store's calls too): so a
+// write that APISIX never refuses for a concurrent one is not refused
+// here either, and none is lost. What else try answers is the answer.
 func retryCAS(ctx context.Context, try func() *apiError) *apiError {
 	wait := casFirstWait
 	for {
