@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"path"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -109,7 +109,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("X-API-VERSION", "v3")
 
-	segs, ok := adminSegments(r.URL.Path)
+	segs, ok := adminSegments(r.URL.EscapedPath())
 	switch {
 	case !ok:
 		writeError(w, errNoHandler)
@@ -149,22 +149,40 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // errNoHandler is APISIX's answer when its router has no handler.
 var errNoHandler = &apiError{Status: http.StatusNotFound, Msg: "not found"}
 
-// adminSegments returns the segments of a path under /apisix/admin,
-// normalised as nginx does ($uri: decoded, slashes merged, dot segments
-// resolved); ok is false for a path outside it.
-func adminSegments(p string) ([]string, bool) {
-	p = path.Clean("/" + p)
-	if p != "/apisix/admin" && !strings.HasPrefix(p, "/apisix/admin/") {
-		return nil, false
-	}
-	rest := strings.TrimPrefix(p, "/apisix/admin")
+// errStreamDisabled is APISIX's answer, to every method, on stream routes
+// when apisix.proxy_mode is http, its default and the only mode coregate
+// has.
+var errStreamDisabled = badRequest("stream mode is disabled, can not add stream routes")
+
+// adminSegments returns the segments of a path under /apisix/admin, given
+// as it was sent (percent-encoded), normalised as nginx normalises $uri
+// (slashes merged, dot segments resolved); ok is false for a path outside
+// it. Each segment is decoded on its own, after the path is split and its
+// dot segments resolved: an encoded "/" (%2F) is part of a segment, not a
+// separator, and an encoded dot segment (%2E%2E) is a segment like any
+// other, so that no segment, once decoded, moves a request to another
+// resource than the path, as sent, names.
+func adminSegments(escaped string) ([]string, bool) {
 	var segs []string
-	for s := range strings.SplitSeq(rest, "/") {
-		if s != "" {
-			segs = append(segs, s)
+	for s := range strings.SplitSeq(escaped, "/") {
+		switch s {
+		case "", ".":
+		case "..":
+			if len(segs) > 0 {
+				segs = segs[:len(segs)-1]
+			}
+		default:
+			d, err := url.PathUnescape(s)
+			if err != nil {
+				return nil, false
+			}
+			segs = append(segs, d)
 		}
 	}
-	return segs, true
+	if len(segs) < 2 || segs[0] != "apisix" || segs[1] != "admin" {
+		return nil, false
+	}
+	return segs[2:], true
 }
 
 func seg(segs []string, i int) string {
@@ -200,6 +218,9 @@ func (a *api) route(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if res == "schema" && id == "plugins" {
 		res, id, sub = "plugins", seg(segs, 2), tail(segs, 3)
 	}
+	if res == "stream_routes" {
+		return errStreamDisabled
+	}
 	var consumer string
 	if res == "consumers" && seg(segs, 2) == "credentials" {
 		res, consumer, id, sub = "credentials", id, seg(segs, 3), tail(segs, 4)
@@ -224,6 +245,9 @@ func (a *api) route(ctx context.Context, w http.ResponseWriter, r *http.Request,
 		return a.pluginSchema(w, r, id)
 	case res == "schema":
 		return a.objectSchemaDoc(w, id)
+	}
+	if e := rq.checkPathIDs(); e != nil {
+		return e
 	}
 	switch r.Method {
 	case http.MethodGet:
@@ -262,6 +286,11 @@ func (a *api) readBody(rq *request) *apiError {
 		return nil
 	}
 	v, err := decodeJSON(b)
+	if err == nil {
+		if e := checkText(b); e != nil {
+			err = e
+		}
+	}
 	if err != nil {
 		e := err.(*apiError)
 		s := string(b)
@@ -270,6 +299,44 @@ func (a *api) readBody(rq *request) *apiError {
 	}
 	rq.body, rq.hasBody = v, true
 	return nil
+}
+
+// Details of the answer to an id in the path that is not one.
+const (
+	idDetail       = `an id is 1 to 64 characters of a-z, A-Z, 0-9, "-", "_" and "."`
+	usernameDetail = `a username is 1 to 256 characters of a-z, A-Z, 0-9, "_" and "-"`
+)
+
+// checkPathIDs refuses ids in the path that APISIX's schemas would not
+// allow in the object: an id, a consumer's username (that of a
+// credential's consumer too), a plugin's name for plugin metadata. The
+// key an id names is then <prefix>/<resource>/<id> and nothing else: no
+// "/" nor dot segment that a decoded path segment brought in reaches
+// another key, whatever the method.
+func (rq *request) checkPathIDs() *apiError {
+	if rq.consumer != "" && !spec.ValidUsername(rq.consumer) {
+		return badUsername(rq.consumer)
+	}
+	switch {
+	case rq.id == "":
+		return nil
+	case rq.rs.name == "consumers":
+		if !spec.ValidUsername(rq.id) {
+			return badUsername(rq.id)
+		}
+	case !spec.ValidStringID(rq.id) || rq.id == "." || rq.id == "..":
+		what := rq.rs.kind + " id"
+		if rq.rs.name == "plugin_metadata" {
+			what = "plugin name"
+		}
+		return &apiError{Status: http.StatusBadRequest, Msg: "invalid " + what + " [" + rq.id + "]", Field: "id", Detail: idDetail}
+	}
+	return nil
+}
+
+func badUsername(name string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Msg: "invalid consumer username [" + name + "]",
+		Field: "username", Detail: usernameDetail}
 }
 
 func tooLarge(n int64) *apiError {

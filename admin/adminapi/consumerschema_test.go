@@ -9,7 +9,7 @@ import (
 // consumerSchemaPlugin is a test authentication plugin with a consumer
 // schema of its own, as key-auth's: {"key"} required on consumers and
 // credentials, not on routes.
-type consumerSchemaPlugin struct{ testPlugin }
+type consumerSchemaPlugin struct{ testAuthPlugin }
 
 func (consumerSchemaPlugin) ConsumerSchema() []byte {
 	return []byte(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"]}`)
@@ -20,7 +20,7 @@ func (consumerSchemaPlugin) ConsumerSchema() []byte {
 // against its schema, and GET ...?schema_type=consumer shows it.
 func TestConsumerSchema(t *testing.T) {
 	r := plugins.NewRegistry([]plugins.Entry{{Name: "key-auth", Priority: 2500}, {Name: "prometheus", Priority: 500}})
-	r.Register("key-auth", consumerSchemaPlugin{testPlugin(`{"type":"object","properties":{"header":{"type":"string"}}}`)})
+	r.Register("key-auth", consumerSchemaPlugin{testAuthPlugin{`{"type":"object","properties":{"header":{"type":"string"}}}`}})
 	r.Register("prometheus", testPlugin(`{"type":"object","properties":{"prefer_name":{"type":"boolean"}}}`))
 	st := newStore(t)
 	h, err := New(Options{Store: st, Admin: testAdmin(), Plugins: r})

@@ -12,16 +12,31 @@
 //	/apisix/admin/schema/{kind}, /apisix/admin/schema/plugins/{name}, /apisix/admin/schema/validate/{resource}
 //	HEAD /apisix/admin
 //
-// with APISIX's envelopes, status codes and error bodies: PUT answers 201
-// for a new key and 200 for a replaced one, POST 201 with an id minted by
-// the store (%020d), GET one {key, value, createdIndex, modifiedIndex},
+// The path is normalised as nginx normalises $uri (slashes merged, dot
+// segments resolved), then each segment is decoded on its own: an encoded
+// "/" or dot segment (%2F, %2E%2E) stays inside its segment. An id in the
+// path must be one APISIX's schemas allow in the object (1 to 64
+// characters of a-z, A-Z, 0-9, "-", "_" and "."; a consumer's username, a
+// credential's consumer's too, 1 to 256 of a-z, A-Z, 0-9, "_" and "-"; a
+// plugin's name for plugin metadata as an id), else 400 "invalid route id
+// [a/b]" (field, detail), whatever the method: a request reaches the key
+// its path names and no other, so that path rules placed in front of the
+// Admin API mean what they say.
+//
+// The answers have APISIX's envelopes, status codes and error bodies: PUT
+// answers 201 for a new key and 200 for a replaced one, POST 201 with an
+// id minted by the store (%020d), GET one {key, value, createdIndex, modifiedIndex},
 // GET a list {list, total} with page/page_size and the name, label, uri and
 // filter arguments (list.go), PATCH merges or replaces a sub-path under a
 // compare-and-swap on modifiedIndex (patch.go), DELETE {deleted:"1", key},
 // refused while another object refers to the one deleted unless
 // force=true. A missing key is 404 {"message":"Key not found"}, a store
 // that cannot be reached 503 {"error_msg": …}, everything the client got
-// wrong 400 {"error_msg": …} (envelope.go).
+// wrong 400 {"error_msg": …} (envelope.go). Stream routes are answered as
+// APISIX answers them with its default proxy_mode, http (coregate has no
+// stream proxy): 400 "stream mode is disabled, can not add stream routes",
+// whatever the method. Other resources APISIX has and coregate has not yet
+// (consumer_groups, protos, secrets) are 404 "Unsupported resource type".
 //
 // # What is stored
 //
@@ -35,7 +50,10 @@
 // (one schema per plugin), so nothing the gateway would refuse reaches the
 // store. Validation errors keep APISIX's text in error_msg, which clients
 // match on; where spec knows the field at fault, and the detail APISIX's
-// text leaves out, the body adds them as "field" and "detail".
+// text leaves out, the body adds them as "field" and "detail". A body
+// that is not JSON, or whose strings are not Unicode text (bytes that are
+// not UTF-8, an escaped surrogate that is not half of a pair), is 400
+// "invalid request body: …", never stored with U+FFFD in their place.
 //
 // Across objects: upstream_id, service_id and plugin_config_id must name
 // stored objects, a global rule's plugin may not be in another global
@@ -55,9 +73,12 @@
 // PEM; GET never shows key or keys. Keys are stored as sent: APISIX
 // encrypts them (and plugins' secret fields) with its data_encryption
 // keyring, which is not done here. Credentials are checked against
-// APISIX's credential schema (schema/credential.json); that their plugin
-// is an authentication one is not checked, the registry not knowing
-// plugin types.
+// APISIX's credential schema (schema/credential.json), and their plugin
+// must be an authentication one (plugins.CredentialPlugin, as the workers
+// take it): 400 "only supports auth type plugins in consumer credential"
+// otherwise. Consumer groups are not supported yet: a consumer with a
+// group_id is 400 "group_id: consumer groups are not supported yet",
+// rather than stored and run without its group's plugins.
 //
 // # Authentication
 //
@@ -71,5 +92,11 @@
 //
 // The handler keeps no mutable state of its own: requests run
 // concurrently, and writes that must not interleave (PUT's create_time,
-// PATCH's read-modify-write) are compare-and-swaps in the store.
+// PATCH's read-modify-write) are compare-and-swaps in the store. One that
+// loses to another write is done again, read included, after a growing
+// random wait, until the request's time (30 s) is up (retryCAS): a PUT is
+// last-writer-wins, as in APISIX, and a PATCH is applied to the object as
+// the other write left it, where APISIX answers 503 "value changed before
+// overwritten"; that answer is left for a key written without pause for
+// the whole time.
 package adminapi

@@ -22,6 +22,9 @@ type apiError struct {
 	ReqBody *string // the request body echoed back, for a body that is not JSON
 	// NotFound selects APISIX's other form, {"message":"Key not found"}.
 	NotFound bool
+	// lost: a compare-and-swap lost to another write (retryCAS tries
+	// again).
+	lost bool
 }
 
 func (e *apiError) Error() string { return e.Msg }
@@ -40,7 +43,7 @@ func storeError(err error) *apiError {
 	case errors.Is(err, store.ErrNotFound):
 		return errKeyNotFound
 	case errors.Is(err, store.ErrConflict):
-		return &apiError{Status: http.StatusServiceUnavailable, Msg: "value changed before overwritten"}
+		return &apiError{Status: http.StatusServiceUnavailable, Msg: "value changed before overwritten", lost: true}
 	case errors.Is(err, store.ErrReadOnly):
 		return badRequest("the configuration is read-only (standalone file): " + err.Error())
 	}

@@ -48,6 +48,18 @@ func TestConsumersAndCredentials(t *testing.T) {
 		"/consumers/jack", `{"username":"jack","desc":"d"}`)
 	c.want(c.do("PUT", "/apisix/admin/consumers/jill", `{"username":"jack"}`), 400, `{"error_msg":"wrong username","field":"username"}`)
 	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"a b"}`), 400, "")
+	// Consumer groups are not supported yet: a consumer in one is refused
+	// rather than stored without its group's plugins. (APISIX refuses a
+	// group that does not exist: "failed to fetch consumer group info by
+	// consumer group id [g1], response code: 404".)
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"bob","group_id":"g1"}`), 400,
+		`{"error_msg":"group_id: consumer groups are not supported yet","field":"group_id","detail":"value \"g1\""}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack", `{"username":"jack","group_id":7,"plugins":{"key-auth":{"key":"k1"}}}`), 400,
+		`{"error_msg":"group_id: consumer groups are not supported yet","field":"group_id","detail":"value 7"}`)
+	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"bob","group_id":"a/b"}`), 400, "") // the schema's refusal
+	if c.stored("/consumers/bob") != nil || c.stored("/consumers/jack")["group_id"] != nil {
+		t.Fatal("group_id stored")
+	}
 	r := c.do("PUT", "/apisix/admin/consumers", `{"username":"bob","plugins":{"limit-count":{"count":-1,"time_window":1}}}`)
 	c.want(r, 400, "")
 	if m := r.json(t); !strings.HasPrefix(m["error_msg"].(string), "invalid plugins configuration: failed to check the configuration of plugin limit-count err: ") {
@@ -60,6 +72,19 @@ func TestConsumersAndCredentials(t *testing.T) {
 		"/consumers/jack/credentials/c1", `{"id":"c1","plugins":{"key-auth":{"key":"x"}}}`)
 	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"key-auth":{},"prometheus":{}}}`), 400, "")
 	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"username":"x"}`), 400, "")
+	// A credential holds an authentication plugin; its configuration is
+	// checked first.
+	for _, tc := range []struct{ name, conf string }{{"prometheus", `{}`}, {"limit-count", `{"count":1,"time_window":60}`}} {
+		c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"`+tc.name+`":`+tc.conf+`}}`), 400,
+			`{"error_msg":"only supports auth type plugins in consumer credential","field":"plugins.`+tc.name+`"}`)
+	}
+	r = c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"limit-count":{"count":0,"time_window":60}}}`)
+	if m := r.json(t); r.status != 400 || !strings.HasPrefix(m["error_msg"].(string), "invalid plugins configuration: ") {
+		t.Fatalf("credential plugin: %s", r.body)
+	}
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{"no-such":{}}}`), 400, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c2", `{"plugins":{}}`), 201, "")
+	c.want(c.do("DELETE", "/apisix/admin/consumers/jack/credentials/c2", ""), 200, "")
 	r = c.do("GET", "/apisix/admin/consumers/jack/credentials", "")
 	c.want(r, 200, "")
 	if m := r.json(t); m["total"] != json.Number("1") {

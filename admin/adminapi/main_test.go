@@ -217,10 +217,10 @@ func (c *client) stored(key string) map[string]any {
 
 // Test plugins: a registry of three plugins named as APISIX's, with
 // schemas close to theirs, so that plugin checks run through the real
-// registry.
+// registry; key-auth authenticates.
 var testPlugins = func() *plugins.Registry {
 	r := plugins.NewRegistry([]plugins.Entry{{Name: "key-auth", Priority: 2500}, {Name: "limit-count", Priority: 1002}, {Name: "prometheus", Priority: 500}})
-	r.Register("key-auth", testPlugin(`{"type":"object","properties":{"header":{"type":"string"},"query":{"type":"string"},"key":{"type":"string"}}}`))
+	r.Register("key-auth", testAuthPlugin{`{"type":"object","properties":{"header":{"type":"string"},"query":{"type":"string"},"key":{"type":"string"}}}`})
 	// The real limit-count: its group check compares configurations
 	// with their defaults (plugins.GroupPlugin).
 	r.Register("limit-count", limitcount.Plugin{})
@@ -234,4 +234,16 @@ func (p testPlugin) Schema() []byte            { return []byte(p) }
 func (testPlugin) Check(json.RawMessage) error { return nil }
 func (testPlugin) Build(json.RawMessage, plugins.Env) (plugins.Instance, error) {
 	return struct{}{}, nil
+}
+
+// testAuthPlugin is a testPlugin that authenticates: its consumers are
+// found by their "key" (plugins.CredentialPlugin), as key-auth's.
+type testAuthPlugin struct{ testPlugin }
+
+func (testAuthPlugin) Credential(raw json.RawMessage) (string, error) {
+	var c struct {
+		Key string `json:"key"`
+	}
+	err := json.Unmarshal(raw, &c)
+	return c.Key, err
 }

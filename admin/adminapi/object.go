@@ -3,7 +3,9 @@ package adminapi
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A request body or a stored value is handled as the tree encoding/json
@@ -30,6 +32,84 @@ func decodeJSON(b []byte) (any, error) {
 		return nil, badRequest("invalid request body: " + strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return v, nil
+}
+
+// checkText refuses a JSON document (one json.Valid accepts) whose
+// strings are not Unicode text: bytes that are not UTF-8, or a \u escape
+// of a UTF-16 surrogate that is not the first half of a pair followed by
+// its second. encoding/json would decode either into U+FFFD, and the
+// object stored would not be the one sent. (APISIX's decoder, lua-cjson,
+// refuses such an escape, "invalid unicode escape code", and passes bytes
+// that are not UTF-8 through untouched, into values no JSON parser need
+// accept.)
+func checkText(b []byte) *apiError {
+	if utf8.Valid(b) && !bytes.Contains(b, []byte(`\u`)) {
+		return nil
+	}
+	inString := false
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				return badRequest("invalid request body: invalid UTF-8 at offset " + strconv.Itoa(i))
+			}
+			i += n
+			continue
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			if b[i+1] != 'u' { // the document is valid: an escape follows
+				i += 2
+				continue
+			}
+			r := hex4(b[i+2 : i+6])
+			switch {
+			case r >= 0xd800 && r < 0xdc00:
+				if i+12 > len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
+					return badEscape(i)
+				}
+				if low := hex4(b[i+8 : i+12]); low < 0xdc00 || low >= 0xe000 {
+					return badEscape(i)
+				}
+				i += 12
+			case r >= 0xdc00 && r < 0xe000:
+				return badEscape(i)
+			default:
+				i += 6
+			}
+			continue
+		}
+		i++
+	}
+	return nil
+}
+
+func badEscape(at int) *apiError {
+	return badRequest("invalid request body: invalid unicode escape code at offset " + strconv.Itoa(at))
+}
+
+// hex4 is the value of four hexadecimal digits (which a valid document's
+// \u escape has), -1 for anything else.
+func hex4(h []byte) rune {
+	if len(h) != 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return r
 }
 
 // encodeJSON encodes a tree compactly, members sorted, HTML characters

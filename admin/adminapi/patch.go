@@ -11,8 +11,10 @@ import (
 // patch is PATCH: the body merged into the stored object
 // (/routes/{id}), or put at a sub-path of it (/routes/{id}/upstream/nodes),
 // then checked as a whole and written with a compare-and-swap on the
-// revision read, so that a concurrent write is never lost (503 "value
-// changed before overwritten" instead, as APISIX).
+// revision read, so that a concurrent write is never lost; when another
+// write came between, all of it (read, merge, check, write) is done again
+// (retryCAS), where APISIX answers 503 "value changed before overwritten".
+// Each try starts from the object then stored.
 func (a *api) patch(ctx context.Context, rw http.ResponseWriter, rq *request) *apiError {
 	rs := rq.rs
 	if rs.noPatch {
@@ -29,44 +31,46 @@ func (a *api) patch(ctx context.Context, rw http.ResponseWriter, rq *request) *a
 		return badRequest("invalid configuration")
 	}
 	key := a.keyOf(rq, rq.id)
-	old, err := a.st.Get(ctx, key)
-	if err != nil {
-		return storeError(err)
-	}
-	obj, ok := decodeStored(old.Value)
-	if !ok {
-		obj = map[string]any{}
-	}
+	return retryCAS(ctx, func() *apiError {
+		old, err := a.st.Get(ctx, key)
+		if err != nil {
+			return storeError(err)
+		}
+		obj, ok := decodeStored(old.Value)
+		if !ok {
+			obj = map[string]any{}
+		}
 
-	now := epoch()
-	if len(rq.sub) > 0 {
-		if e := patchPath(obj, rq.sub, rq.body); e != nil {
+		now := epoch()
+		if len(rq.sub) > 0 {
+			if e := patchPath(obj, rq.sub, rq.body); e != nil {
+				return e
+			}
+			obj["update_time"] = now
+		} else {
+			merge(obj, conf)
+			if conf["update_time"] == nil {
+				obj["update_time"] = now
+			}
+		}
+		if obj["create_time"] == nil {
+			obj["create_time"] = now
+		}
+
+		w, e := a.prepare(rq, obj, true, true)
+		if e != nil {
 			return e
 		}
-		obj["update_time"] = now
-	} else {
-		merge(obj, conf)
-		if conf["update_time"] == nil {
-			obj["update_time"] = now
+		if e := a.check(ctx, w); e != nil {
+			return e
 		}
-	}
-	if obj["create_time"] == nil {
-		obj["create_time"] = now
-	}
-
-	w, e := a.prepare(rq, obj, true, true)
-	if e != nil {
-		return e
-	}
-	if e := a.check(ctx, w); e != nil {
-		return e
-	}
-	kv, _, err := a.st.Put(ctx, key, w.raw, store.PutOptions{IfModRevision: old.ModRevision, TTL: rq.ttl})
-	if err != nil {
-		return storeError(err)
-	}
-	writeJSON(rw, http.StatusOK, kvBody{Key: kv.Key, Value: w.raw})
-	return nil
+		kv, _, err := a.st.Put(ctx, key, w.raw, store.PutOptions{IfModRevision: old.ModRevision, TTL: rq.ttl})
+		if err != nil {
+			return storeError(err) // a conflict: read, merge and check again
+		}
+		writeJSON(rw, http.StatusOK, kvBody{Key: kv.Key, Value: w.raw})
+		return nil
+	})
 }
 
 // merge is APISIX's core.table.merge: members of src replace those of

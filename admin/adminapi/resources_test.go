@@ -203,6 +203,36 @@ func TestRequestErrors(t *testing.T) {
 		t.Fatalf("chunked: %d %s", resp.StatusCode, out)
 	}
 
+	// Text that is not Unicode is refused, not stored with U+FFFD in its
+	// place: bytes that are not UTF-8, an escaped surrogate that is not
+	// half of a pair.
+	for _, tc := range []struct{ body, want string }{
+		{"{\"uri\":\"/a\xff\",\"upstream\":" + upstream1 + "}", "invalid request body: invalid UTF-8 at offset 10"},
+		{"{\"uri\":\"/a\",\"desc\":\"\xc0\xaf\",\"upstream\":" + upstream1 + "}", "invalid request body: invalid UTF-8 at offset 20"},
+		{"{\"uri\":\"/a\",\"desc\":\"\xed\xa0\x80\",\"upstream\":" + upstream1 + "}", "invalid request body: invalid UTF-8 at offset 20"},
+		{"{\"uri\":\"/a\",\"d\xe9sc\":\"x\",\"upstream\":" + upstream1 + "}", "invalid request body: invalid UTF-8 at offset 14"},
+		{`{"uri":"/a","desc":"\ud800","upstream":` + upstream1 + `}`, "invalid request body: invalid unicode escape code at offset 20"},
+		{`{"uri":"/a","desc":"\udc00\ud800","upstream":` + upstream1 + `}`, "invalid request body: invalid unicode escape code at offset 20"},
+		{`{"uri":"/a","desc":"\ud800\u0041","upstream":` + upstream1 + `}`, "invalid request body: invalid unicode escape code at offset 20"},
+		{`{"uri":"/a","desc":"x\\ud800\ud83d","upstream":` + upstream1 + `}`, "invalid request body: invalid unicode escape code at offset 28"},
+	} {
+		r := c.do("PUT", "/apisix/admin/routes/1", tc.body)
+		c.want(r, 400, "")
+		if m := r.json(t); m["error_msg"] != tc.want || m["req_body"] == nil {
+			t.Fatalf("%q: %s", tc.body, r.body)
+		}
+		if c.stored("/routes/1") != nil {
+			t.Fatalf("%q: stored", tc.body)
+		}
+	}
+	// A pair is one character; escaped or not, it is stored as sent.
+	r = c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a","desc":"\ud83d\ude00 \u00e9 é 😀","upstream":`+upstream1+`}`)
+	c.want(r, 201, "")
+	if d := c.stored("/routes/1")["desc"]; d != "😀 é é 😀" {
+		t.Fatalf("desc %q", d)
+	}
+	c.want(c.do("DELETE", "/apisix/admin/routes/1", ""), 200, "")
+
 	for _, tc := range []struct{ body, want string }{
 		{`{"uri":"/a","methods":["FOO"]}`, `{"error_msg":"invalid configuration: property \"methods\" validation failed: failed to validate item 1: matches none of the enum values","field":"methods[0]","detail":"value \"FOO\", expected one of \"GET\", \"POST\", \"PUT\", \"DELETE\", \"PATCH\", \"HEAD\", \"OPTIONS\", \"CONNECT\", \"TRACE\", \"PURGE\""}`},
 		{`{"uri":"/a","foo":1}`, `{"error_msg":"invalid configuration: additional properties forbidden, found foo"}`},
@@ -269,6 +299,19 @@ func TestRouting(t *testing.T) {
 	// Slashes merged and dot segments resolved, as nginx's $uri.
 	c.want(c.do("PUT", "/apisix/admin//upstreams/./1/", `{"nodes":{"127.0.0.1:1":1}}`), 201, "")
 	c.want(c.do("GET", "/apisix/admin/upstreams/1", ""), 200, "")
+
+	// Stream routes: APISIX with its default proxy_mode (http, the only
+	// one coregate has) refuses every method on them, whatever the body,
+	// once the token is checked.
+	for _, m := range []string{"GET", "PUT", "POST", "DELETE", "PATCH"} {
+		for _, p := range []string{"/apisix/admin/stream_routes", "/apisix/admin/stream_routes/1", "/apisix/admin/stream_routes/1/x"} {
+			c.want(c.do(m, p, `{"x`), 400, `{"error_msg":"stream mode is disabled, can not add stream routes"}`)
+		}
+	}
+	anon := *c
+	anon.key = ""
+	anon.want(anon.do("PUT", "/apisix/admin/stream_routes/1", `{}`), 401, "")
+	c.want(c.do("HEAD", "/apisix/admin/stream_routes", ""), 404, "")
 }
 
 func TestStoreUnavailable(t *testing.T) {
@@ -294,4 +337,77 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	// What is wrong with the request is still said first.
 	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a","foo":1}`), 400, "")
+}
+
+// TestPathIDs: an id in the path is one segment, decoded once, and must
+// be an id APISIX's schema allows (a username for a consumer, a plugin's
+// name for plugin metadata): a decoded "/" or ".." never makes it reach
+// another key, so that path rules placed in front of the Admin API mean
+// what they say.
+func TestPathIDs(t *testing.T) {
+	c := newTestServer(t)
+	route := `{"uri":"/a","upstream":` + upstream1 + `}`
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack", `{"username":"jack"}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers/jack/credentials/c1", `{"plugins":{"key-auth":{"key":"k1"}}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/routes/a", route), 201, "")
+
+	const idDetail = `an id is 1 to 64 characters of a-z, A-Z, 0-9, \"-\", \"_\" and \".\"`
+	const nameDetail = `a username is 1 to 256 characters of a-z, A-Z, 0-9, \"_\" and \"-\"`
+	badID := func(kind, id string) string {
+		return `{"error_msg":"invalid ` + kind + ` id [` + id + `]","field":"id","detail":"` + idDetail + `"}`
+	}
+	badName := func(name string) string {
+		return `{"error_msg":"invalid consumer username [` + name + `]","field":"username","detail":"` + nameDetail + `"}`
+	}
+	long := strings.Repeat("a", 65)
+	for _, tc := range []struct{ method, path, body, want string }{
+		{"PUT", "/apisix/admin/routes/a%2fb", route, badID("route", "a/b")},
+		{"PUT", "/apisix/admin/routes/a%2Fb", route, badID("route", "a/b")},
+		{"PATCH", "/apisix/admin/routes/a%2fb", `{"desc":"x"}`, badID("route", "a/b")},
+		{"GET", "/apisix/admin/routes/a%2fb", "", badID("route", "a/b")},
+		{"DELETE", "/apisix/admin/routes/a%2fb", "", badID("route", "a/b")},
+		{"PUT", "/apisix/admin/routes/x%2f..%2f..%2fconsumers%2fevil", `{"username":"evil"}`, badID("route", "x/../../consumers/evil")},
+		{"DELETE", "/apisix/admin/routes/x%2f..%2f..%2fconsumers%2fjack", "", badID("route", "x/../../consumers/jack")},
+		{"PUT", "/apisix/admin/upstreams/%2e%2e", upstream1, badID("upstream", "..")},
+		{"PUT", "/apisix/admin/upstreams/%2e", upstream1, badID("upstream", ".")},
+		{"PUT", "/apisix/admin/services/a%20b", `{"upstream":` + upstream1 + `}`, badID("service", "a b")},
+		{"PUT", "/apisix/admin/plugin_configs/" + long, `{"plugins":{}}`, badID("plugin config", long)},
+		{"PUT", "/apisix/admin/global_rules/g%3a1", `{"plugins":{}}`, badID("global rule", "g:1")},
+		{"GET", "/apisix/admin/ssls/s%2f1", "", badID("ssl", "s/1")},
+		{"PUT", "/apisix/admin/consumers/jack%2fcredentials%2fc2", `{"username":"jack/credentials/c2"}`, badName("jack/credentials/c2")},
+		{"GET", "/apisix/admin/consumers/jack%2fcredentials%2fc1", "", badName("jack/credentials/c1")},
+		{"DELETE", "/apisix/admin/consumers/jack%2fcredentials%2fc1", "", badName("jack/credentials/c1")},
+		{"PUT", "/apisix/admin/consumers/ja.ck", `{"username":"ja.ck"}`, badName("ja.ck")},
+		{"GET", "/apisix/admin/consumers/x%2f..%2fjack/credentials", "", badName("x/../jack")},
+		{"PUT", "/apisix/admin/consumers/x%2f..%2fjack/credentials/c2", `{"plugins":{"key-auth":{"key":"k2"}}}`, badName("x/../jack")},
+		{"PUT", "/apisix/admin/consumers/jack/credentials/c%2f..%2fc1", `{"plugins":{"key-auth":{"key":"k2"}}}`, badID("credential", "c/../c1")},
+		{"DELETE", "/apisix/admin/consumers/jack/credentials/%2e%2e", "", badID("credential", "..")},
+		{"GET", "/apisix/admin/plugin_metadata/a%2fb", "", `{"error_msg":"invalid plugin name [a/b]","field":"id","detail":"` + idDetail + `"}`},
+		{"DELETE", "/apisix/admin/plugin_metadata/..%2f..%2froutes%2fa", "", `{"error_msg":"invalid plugin name [../../routes/a]","field":"id","detail":"` + idDetail + `"}`},
+	} {
+		c.want(c.do(tc.method, tc.path, tc.body), 400, tc.want)
+	}
+	// Nothing was written or deleted: route a as it was, no route "a/b",
+	// no consumer evil, jack and his credential still there.
+	kvs, _, err := c.st.List(t.Context(), c.st.Prefix()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range kvs {
+		keys = append(keys, strings.TrimPrefix(kv.Key, c.st.Prefix()))
+	}
+	if want := "/consumers/jack /consumers/jack/credentials/c1 /routes/a"; strings.Join(keys, " ") != want {
+		t.Fatalf("stored %v, want %s", keys, want)
+	}
+	if c.stored("/routes/a")["desc"] != nil {
+		t.Fatal("route a patched")
+	}
+
+	// An id percent-encoded where it need not be is the same id.
+	c.want(c.do("PUT", "/apisix/admin/routes/%61-b", route), 201, "")
+	if c.stored("/routes/a-b") == nil {
+		t.Fatal("route a-b not stored")
+	}
+	c.want(c.do("GET", "/apisix/admin/consumers/%6Aack/credentials/c%31", ""), 200, "")
 }

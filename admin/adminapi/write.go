@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,10 +14,6 @@ import (
 	"coregate/admin/spec"
 	"coregate/admin/store"
 )
-
-// casTries bounds the compare-and-swap loop of a PUT that keeps the
-// previous create_time while others write the same key.
-const casTries = 16
 
 // postIDPlaceholder stands for the id POST mints while the object is
 // checked, so that an invalid object does not use up an id: the minted
@@ -133,7 +130,7 @@ func (a *api) put(ctx context.Context, rw http.ResponseWriter, rq *request) *api
 	}
 	key := a.keyOf(rq, w.id)
 	checked := w.raw
-	for range casTries {
+	return retryCAS(ctx, func() *apiError {
 		prev, err := a.st.Get(ctx, key)
 		ifRev := int64(-1)
 		switch {
@@ -153,11 +150,8 @@ func (a *api) put(ctx context.Context, rw http.ResponseWriter, rq *request) *api
 			checked = w.raw
 		}
 		kv, old, err := a.st.Put(ctx, key, w.raw, store.PutOptions{IfModRevision: ifRev, TTL: rq.ttl})
-		if errors.Is(err, store.ErrConflict) {
-			continue // written meanwhile: take its create_time and try again
-		}
 		if err != nil {
-			return storeError(err)
+			return storeError(err) // a conflict: written meanwhile, take its create_time and try again
 		}
 		status := http.StatusCreated
 		if old.Key != "" {
@@ -165,8 +159,38 @@ func (a *api) put(ctx context.Context, rw http.ResponseWriter, rq *request) *api
 		}
 		writeJSON(rw, status, kvBody{Key: kv.Key, Value: w.raw})
 		return nil
+	})
+}
+
+// Backoff of retryCAS: the first wait is up to casFirstWait, each next
+// one up to twice the one before, at most casMaxWait.
+const (
+	casFirstWait = time.Millisecond
+	casMaxWait   = 64 * time.Millisecond
+)
+
+// retryCAS runs try, a read-modify-write that ends in a compare-and-swap,
+// again each time it loses to another write (storeError's answer to
+// store.ErrConflict, lost), after a random wait that grows, until ctx
+// ends (the request's time, which bounds the store's calls too): so a
+// write that APISIX never refuses for a concurrent one is not refused
+// here either, and none is lost. What else try answers is the answer.
+func retryCAS(ctx context.Context, try func() *apiError) *apiError {
+	wait := casFirstWait
+	for {
+		e := try()
+		if e == nil || !e.lost {
+			return e
+		}
+		t := time.NewTimer(rand.N(wait) + 1)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return e
+		case <-t.C:
+		}
+		wait = min(2*wait, casMaxWait)
 	}
-	return storeError(store.ErrConflict)
 }
 
 // post is POST: a new object under an id the store mints.

@@ -6,7 +6,21 @@ import (
 	"strconv"
 )
 
-var idPattern = regexp.MustCompile(`^[a-zA-Z0-9-_.]+$`)
+var (
+	idPattern       = regexp.MustCompile(`^[a-zA-Z0-9-_.]+$`)
+	usernamePattern = regexp.MustCompile(`^[a-zA-Z0-9_\-]+$`)
+)
+
+// ValidStringID reports whether s is an id APISIX's id schema allows in
+// a string: 1 to 64 characters of a-z, A-Z, 0-9, "-", "_" and ".".
+func ValidStringID(s string) bool { return StringID(s).valid() }
+
+// ValidUsername reports whether s is a consumer's username as APISIX's
+// consumer schema allows it: 1 to 256 characters of a-z, A-Z, 0-9, "_"
+// and "-".
+func ValidUsername(s string) bool {
+	return len(s) >= 1 && len(s) <= 256 && usernamePattern.MatchString(s)
+}
 
 // StringID returns the id written as a JSON string.
 func StringID(s string) ID { return ID{Str: s} }

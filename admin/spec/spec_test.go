@@ -49,6 +49,30 @@ func TestIDJSON(t *testing.T) {
 	}
 }
 
+// TestValidPathIDs: ValidStringID and ValidUsername allow what the
+// schemas allow in an object's id and a consumer's username.
+func TestValidPathIDs(t *testing.T) {
+	long := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 'a'
+		}
+		return string(b)
+	}
+	for _, s := range []string{"1", "a-b_c.d", "A9", "..", ".", "-", "_", "a/b", "a b", "a:b", "a%2fb", "é", "", "ja.ck",
+		"x\x00y", long(64), long(65), long(256), long(257)} {
+		raw, _ := json.Marshal(s)
+		idOK := ValidateObject(KindPluginConfig, []byte(`{"id":`+string(raw)+`,"plugins":{}}`)) == nil
+		if got := ValidStringID(s); got != idOK {
+			t.Errorf("ValidStringID(%q) = %v, the schema says %v", s, got, idOK)
+		}
+		nameOK := ValidateObject(KindConsumer, []byte(`{"username":`+string(raw)+`}`)) == nil
+		if got := ValidUsername(s); got != nameOK {
+			t.Errorf("ValidUsername(%q) = %v, the schema says %v", s, got, nameOK)
+		}
+	}
+}
+
 func TestNodeAddr(t *testing.T) {
 	tests := []struct {
 		n      Node

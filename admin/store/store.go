@@ -20,7 +20,8 @@ var (
 	// ErrNotFound: no such key.
 	ErrNotFound = errors.New("store: key not found")
 	// ErrConflict: a compare-and-swap found another revision (the Admin
-	// API's 503 "value changed before overwritten").
+	// API reads and tries again; 503 "value changed before overwritten"
+	// once the request's time is up).
 	ErrConflict = errors.New("store: value changed before overwritten")
 	// ErrUnavailable: the backend cannot be reached or did not answer in
 	// time (the Admin API answers 503).

@@ -321,6 +321,19 @@ func TestAdminAPIKeyAuth(t *testing.T) {
 	if !strings.Contains(r.body, "duplicate key of plugin key-auth found with credential: c1 of consumer: jack") {
 		t.Fatalf("duplicate of a credential's key: %s", r.body)
 	}
+	// A credential holds an authentication plugin (key-auth is one, of
+	// the gateway's plugins; limit-count and prometheus are not); a
+	// consumer in a group is refused until consumer groups are supported.
+	for _, p := range []string{`"limit-count":{"count":1,"time_window":60}`, `"prometheus":{}`} {
+		r = put("consumers/jack/credentials/c2", `{"plugins":{`+p+`}}`, 400)
+		if !strings.Contains(r.body, `"error_msg":"only supports auth type plugins in consumer credential"`) {
+			t.Fatalf("credential {%s}: %s", p, r.body)
+		}
+	}
+	r = put("consumers", `{"username":"rose","group_id":"g1","plugins":{"key-auth":{"key":"rose-key"}}}`, 400)
+	if !strings.Contains(r.body, `"error_msg":"group_id: consumer groups are not supported yet"`) {
+		t.Fatalf("group_id: %s", r.body)
+	}
 
 	// A consumer's key changed: the old one stops working, the new works.
 	put("consumers", `{"username":"jack","plugins":{"key-auth":{"key":"jack-key-2"}}}`, 200)
