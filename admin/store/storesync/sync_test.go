@@ -333,9 +333,10 @@ func TestPluginsChecked(t *testing.T) {
 
 // TestPluginRefsChecked: an object whose plugin configuration holds a
 // reference this process cannot resolve ($env:// of a variable that is
-// not set, $secret://), written to the store by other means (or before
-// the node lost the variable), is left out; one whose reference resolves
-// is served, as stored: the Spec holds the reference, not its value.
+// not set, $secret://), or a key-auth key that is empty, written to the
+// store by other means (or before the node lost the variable), is left
+// out; one whose reference resolves is served, as stored: the Spec holds
+// the reference, not its value.
 func TestPluginRefsChecked(t *testing.T) {
 	t.Setenv("COREGATE_SYNC_TEST_KEY", "sync-secret")
 	t.Setenv("COREGATE_SYNC_TEST_UNSET", "")
@@ -348,6 +349,7 @@ func TestPluginRefsChecked(t *testing.T) {
 	e.put("routes/unset", `{"uri":"/u","plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"$env://COREGATE_SYNC_TEST_UNSET"}}}},`+up+`}`)
 	e.put("consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"$env://COREGATE_SYNC_TEST_KEY"}}}`)
 	e.put("consumers/bob", `{"username":"bob","plugins":{"key-auth":{"key":"$env://COREGATE_SYNC_TEST_UNSET"}}}`)
+	e.put("consumers/ann", `{"username":"ann","plugins":{"key-auth":{"key":""}}}`)
 	e.put("consumers/jack/credentials/s", `{"plugins":{"key-auth":{"key":"$secret://vault/1/jack"}}}`)
 	sp, err := e.syncer().Load()
 	if err != nil {
