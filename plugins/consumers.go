@@ -2,9 +2,12 @@ package plugins
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+
+	"coregate/admin/spec"
 )
 
 // Credential is one credential object (/apisix/consumers/<username>/credentials/<id>):
@@ -19,8 +22,9 @@ type Credential struct {
 // ConsumerIndex is a Consumers over a fixed set of consumers and
 // credentials, built once per snapshot and only read afterwards.
 type ConsumerIndex struct {
-	byName map[string]*Consumer
-	byCred map[string]map[string]*Consumer // plugin → credential → consumer
+	byName  map[string]*Consumer
+	byCred  map[string]map[string]*Consumer // plugin → credential → consumer
+	refused []error
 }
 
 var _ Consumers = (*ConsumerIndex)(nil)
@@ -28,48 +32,89 @@ var _ Consumers = (*ConsumerIndex)(nil)
 // IndexConsumers indexes consumers by username and, for each registered
 // plugin that is a CredentialPlugin, by the credential of their
 // configuration of it and of their credential objects', once that
-// configuration passed CheckConsumer (a refusal is returned). A credential
-// object of an unknown consumer is skipped (APISIX ignores it too); two
-// consumers with one credential of a plugin are refused with APISIX's
-// message, as the Admin API refuses them on write.
+// configuration passed CheckConsumer (a refusal is returned), its
+// references resolved. A credential object of an unknown consumer is
+// skipped (APISIX ignores it too); two consumers with one credential of a
+// plugin are refused with APISIX's message, as the Admin API refuses them
+// on write.
+//
+// A consumer or a credential object refused because of a reference
+// (ErrReference: one of its plugins' configurations holds a reference
+// that does not resolve here, or whose value the plugin refuses; or its
+// credential, resolved, is another's) is left out instead, whole, and the
+// rest indexed: the Admin API checked it where it could resolve it, so
+// its refusal depends on this process's environment, and no credential
+// of it is matched, resolved or not. A consumer left out takes its
+// credential objects with it. Refused lists them.
 func (r *Registry) IndexConsumers(consumers []*Consumer, creds []Credential) (*ConsumerIndex, error) {
 	x := &ConsumerIndex{byName: make(map[string]*Consumer, len(consumers)), byCred: map[string]map[string]*Consumer{}}
-	for _, c := range consumers {
-		x.byName[c.Username] = c
+	// fromRef marks the credentials that a reference resolved to.
+	fromRef := map[[2]string]bool{}
+	type credential struct {
+		plugin, value string
+		ref           bool
 	}
+	// add indexes one object's credentials, all or none.
 	add := func(c *Consumer, conf map[string]json.RawMessage, what string) error {
+		var found []credential
 		for _, name := range slices.Sorted(maps.Keys(conf)) {
 			_, p, ok := r.Lookup(name)
 			if !ok {
 				continue
 			}
-			cp, ok := p.(CredentialPlugin)
-			if !ok {
+			cp, isCred := p.(CredentialPlugin)
+			if !isCred && !mayHoldRefs(conf[name]) {
 				continue
 			}
-			if err := r.CheckConsumer(name, conf[name]); err != nil {
+			resolved, refs, err := r.checkConsumer(name, p, conf[name])
+			switch {
+			case err != nil && (isCred || errors.Is(err, ErrReference)):
 				return fmt.Errorf("%s: %w", what, err)
+			case !isCred:
+				// Another plugin's configuration is checked when it
+				// is built; one whose reference does not resolve
+				// leaves the consumer out here rather than every
+				// route it could be attached on.
+				continue
 			}
-			cred, err := cp.Credential(conf[name])
+			cred, err := cp.Credential(resolved)
 			if err != nil {
-				return fmt.Errorf("%s: plugin %s: %w", what, name, err)
+				return fmt.Errorf("%s: plugin %s: %w", what, name, redactRefs(err, refs))
 			}
-			m := x.byCred[name]
+			found = append(found, credential{name, cred, len(refs) > 0})
+		}
+		for _, f := range found {
+			if prev, dup := x.byCred[f.plugin][f.value]; dup && prev != c {
+				err := fmt.Errorf("duplicate key of plugin %s found with consumer: %s", f.plugin, prev.Username)
+				if f.ref || fromRef[[2]string{f.plugin, f.value}] {
+					err = fmt.Errorf("%s: %w", what, &refError{&spec.ValidationError{
+						Msg: err.Error() + ", after references resolved"}})
+				}
+				return err
+			}
+		}
+		for _, f := range found {
+			m := x.byCred[f.plugin]
 			if m == nil {
 				m = map[string]*Consumer{}
-				x.byCred[name] = m
+				x.byCred[f.plugin] = m
 			}
-			if prev, dup := m[cred]; dup && prev != c {
-				return fmt.Errorf("duplicate key of plugin %s found with consumer: %s", name, prev.Username)
+			m[f.value] = c
+			if f.ref {
+				fromRef[[2]string{f.plugin, f.value}] = true
 			}
-			m[cred] = c
 		}
 		return nil
 	}
 	for _, c := range consumers {
 		if err := add(c, c.Plugins, "consumer "+c.Username); err != nil {
-			return nil, err
+			if !errors.Is(err, ErrReference) {
+				return nil, err
+			}
+			x.refused = append(x.refused, err)
+			continue
 		}
+		x.byName[c.Username] = c
 	}
 	for _, cr := range creds {
 		c := x.byName[cr.Username]
@@ -77,11 +122,19 @@ func (r *Registry) IndexConsumers(consumers []*Consumer, creds []Credential) (*C
 			continue
 		}
 		if err := add(c, cr.Plugins, "credential "+cr.ID+" of consumer "+cr.Username); err != nil {
-			return nil, err
+			if !errors.Is(err, ErrReference) {
+				return nil, err
+			}
+			x.refused = append(x.refused, err)
 		}
 	}
 	return x, nil
 }
+
+// Refused lists the consumers and credential objects IndexConsumers left
+// out, each error naming the object, the plugin and the field, never a
+// value the environment gave.
+func (x *ConsumerIndex) Refused() []error { return x.refused }
 
 // ByCredential implements Consumers.
 func (x *ConsumerIndex) ByCredential(plugin string, cred []byte) *Consumer {

@@ -35,6 +35,30 @@
 // instances into Phases, one slice per phase, type-asserted once, so a
 // request does no lookups.
 //
+// # References: $env:// and $secret://
+//
+// A string value of a plugin's configuration, at any depth, may be a
+// reference in place of the value, as in APISIX (envref.go):
+// "$env://NAME" (the prefix in any case) is the environment variable
+// NAME, "$env://NAME/member" the string member of NAME's value, a JSON
+// object; "$secret://…", a secret manager's, is refused ("secret managers
+// ($secret://) are not supported yet"). The Registry resolves them, and
+// nothing else does: Check, CheckConsumer and CheckAll (the Admin API,
+// apisix.yaml, the configuration store's syncer) check the configuration
+// as it resolves in this process, and refuse one whose reference does not
+// resolve (a variable that is not set, a member its value lacks) with
+// APISIX's message form naming the field and the reference; Build and
+// IndexConsumers (the worker) build and index the resolved configuration,
+// so that every plugin, authentication plugins' credentials included,
+// gets values and none a reference. What is stored, and what the Admin
+// API shows, is the configuration as written: the reference, never its
+// value. The workers are the supervisor's children and inherit its
+// environment, so a configuration the supervisor took resolves alike in
+// them; one that does not (ErrReference) is refused by its object, never
+// built with the reference as its value. A refusal never quotes a value:
+// a schema's or a plugin's message about a resolved configuration, which
+// may quote one, gives way to one naming the references.
+//
 // Registration happens in init functions, under a name of Table; the
 // registry is read-only afterwards and safe for concurrent use.
 package plugins

@@ -220,7 +220,8 @@ type Consumers interface {
 // with consumer: jack").
 type CredentialPlugin interface {
 	// Credential returns the credential of a consumer's (or credential
-	// object's) configuration of the plugin, which passed its schema.
+	// object's) configuration of the plugin, which passed its schema, its
+	// references resolved.
 	Credential(raw json.RawMessage) (string, error)
 }
 

@@ -30,13 +30,15 @@ type Plugin interface {
 	Schema() []byte
 	// Check validates what the schema cannot say (relations between
 	// fields, values that must parse), for a configuration that passed the
-	// schema; nil when there is nothing more. It is pure: no side effects,
+	// schema, its $env:// references resolved (see the package doc); nil
+	// when there is nothing more. It is pure: no side effects,
 	// nothing kept, safe for concurrent use; with the schema it is what the
 	// Admin API calls to answer 400, so its error names the field and the
 	// value at fault.
 	Check(raw json.RawMessage) error
 	// Build makes the runtime instance of a configuration that passed
-	// Check. It runs off the event loop, once per configuration snapshot,
+	// Check, its references resolved as Check saw them. It runs off the
+	// event loop, once per configuration snapshot,
 	// and may allocate; env gives the process's shared counters and metric
 	// slots. The instance implements the phase interfaces it runs in
 	// (RewritePhase, AccessPhase, …) and is shared by every request of
@@ -208,19 +210,25 @@ func (r *Registry) Schema(name string) ([]byte, bool) {
 	return sc.conf.JSON(), true
 }
 
-// check runs the schema, then the plugin's own Check.
-func (r *Registry) check(name string, p Plugin, raw json.RawMessage) error {
+// check resolves raw's references (resolveRefs), then runs the schema and
+// the plugin's own Check on what they resolved to: the configuration to
+// build, and the references it held.
+func (r *Registry) check(name string, p Plugin, raw json.RawMessage) (json.RawMessage, []ref, error) {
 	sc, _ := r.compiled(name)
 	if sc.err != nil {
-		return checkError(name, sc.err)
+		return nil, nil, checkError(name, sc.err)
 	}
-	if err := sc.conf.Validate(raw); err != nil {
-		return checkError(name, err)
+	resolved, refs, err := resolveRefs(raw)
+	if err != nil {
+		return nil, nil, checkError(name, err)
 	}
-	if err := p.Check(raw); err != nil {
-		return checkError(name, err)
+	if err := sc.conf.Validate(resolved); err != nil {
+		return nil, nil, checkError(name, redactRefs(err, refs))
 	}
-	return nil
+	if err := p.Check(resolved); err != nil {
+		return nil, nil, checkError(name, redactRefs(err, refs))
+	}
+	return resolved, refs, nil
 }
 
 // Lookup returns the table entry and the implementation of a registered
@@ -250,13 +258,15 @@ func (r *Registry) Names() []string {
 // Check checks one plugin's configuration with APISIX's messages:
 // "unknown plugin [name]" (wrapping ErrUnknown) for a plugin that is not
 // registered, "failed to check the configuration of plugin <name> err:
-// <why>" for a configuration it refuses.
+// <why>" for a configuration it refuses, as its references resolve in
+// this process (one that does not resolve matches ErrReference).
 func (r *Registry) Check(name string, raw json.RawMessage) error {
 	_, p, ok := r.Lookup(name)
 	if !ok {
 		return fmt.Errorf("%w [%s]", ErrUnknown, name)
 	}
-	return r.check(name, p, raw)
+	_, _, err := r.check(name, p, raw)
+	return err
 }
 
 // CheckConsumer checks one plugin's configuration on a consumer or a
@@ -267,17 +277,28 @@ func (r *Registry) CheckConsumer(name string, raw json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("%w [%s]", ErrUnknown, name)
 	}
+	_, _, err := r.checkConsumer(name, p, raw)
+	return err
+}
+
+// checkConsumer is CheckConsumer of a registered plugin, as check: the
+// configuration with its references resolved, and the references.
+func (r *Registry) checkConsumer(name string, p Plugin, raw json.RawMessage) (json.RawMessage, []ref, error) {
 	sc, _ := r.compiled(name)
 	if sc.err != nil {
-		return checkError(name, sc.err)
+		return nil, nil, checkError(name, sc.err)
 	}
 	if sc.consumer == nil {
 		return r.check(name, p, raw)
 	}
-	if err := sc.consumer.Validate(raw); err != nil {
-		return checkError(name, err)
+	resolved, refs, err := resolveRefs(raw)
+	if err != nil {
+		return nil, nil, checkError(name, err)
 	}
-	return nil
+	if err := sc.consumer.Validate(resolved); err != nil {
+		return nil, nil, checkError(name, redactRefs(err, refs))
+	}
+	return resolved, refs, nil
 }
 
 // CheckAll checks an object's plugins, in name order so that the same
@@ -308,8 +329,9 @@ type Configured struct {
 }
 
 // Build checks and builds a "plugins" object in execution order (priority,
-// highest first, then name). The first refusal is returned, with Check's
-// messages.
+// highest first, then name), each configuration with its references
+// resolved. The first refusal is returned, with Check's messages; one
+// because of a reference matches ErrReference.
 func (r *Registry) Build(conf map[string]json.RawMessage, env Env) ([]Configured, error) {
 	out := make([]Configured, 0, len(conf))
 	// Name order: the same error first for the same configuration.
@@ -319,12 +341,13 @@ func (r *Registry) Build(conf map[string]json.RawMessage, env Env) ([]Configured
 		if !ok {
 			return nil, fmt.Errorf("%w [%s]", ErrUnknown, name)
 		}
-		if err := r.check(name, p, raw); err != nil {
+		resolved, refs, err := r.check(name, p, raw)
+		if err != nil {
 			return nil, err
 		}
-		inst, err := p.Build(raw, env)
+		inst, err := p.Build(resolved, env)
 		if err != nil {
-			return nil, checkError(name, err)
+			return nil, checkError(name, redactRefs(err, refs))
 		}
 		out = append(out, Configured{Entry: e, Instance: inst})
 	}

@@ -2,8 +2,13 @@ package worker
 
 import (
 	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
 	"testing"
 
+	"coregate/plugins"
 	_ "coregate/plugins/all"
 	"coregate/worker/router"
 )
@@ -97,5 +102,78 @@ func TestKeyAuthNotRerunForConsumer(t *testing.T) {
 	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: h\r\nX-Key: nope\r\n\r\n"), []byte(upOK))
 	if !bytes.HasPrefix(got, []byte("HTTP/1.1 401 ")) {
 		t.Fatalf("bad key: answer %q", got)
+	}
+}
+
+// TestCompileResolvesRefs: every plugin is built with its $env://
+// references resolved from the worker's environment. A route or a
+// consumer whose reference does not resolve is left out, logged with its
+// field and never a value, and the rest is served: no credential matches
+// the reference as written. A global rule so refused refuses the whole
+// configuration.
+func TestCompileResolvesRefs(t *testing.T) {
+	const (
+		key   = "COREGATE_WORKER_TEST_KEY"
+		token = "COREGATE_WORKER_TEST_TOKEN"
+		unset = "COREGATE_WORKER_TEST_UNSET"
+	)
+	t.Setenv(key, "k-secret")
+	t.Setenv(token, "t-secret")
+	t.Setenv(unset, "")
+	if err := os.Unsetenv(unset); err != nil {
+		t.Fatal(err)
+	}
+	up := `"upstream":{"nodes":{"127.0.0.1:1980":1}}`
+	s := pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"key-auth":{}},` + up + `}`,
+		`{"id":"r2","uri":"/b","plugins":{"proxy-rewrite":{"headers":{"set":{"X-Token":"$env://` + unset + `"}}}},` + up + `}`,
+		`{"id":"r3","uri":"/c","plugins":{"proxy-rewrite":{"headers":{"set":{"X-Token":"$ENV://` + token + `"}}}},` + up + `}`,
+	}, nil, []string{
+		`{"username":"jack","plugins":{"key-auth":{"key":"$env://` + key + `"}}}`,
+		`{"username":"bob","plugins":{"key-auth":{"key":"$env://` + unset + `"}}}`,
+		`{"username":"ann","plugins":{"key-auth":{"key":"k-ann"}}}`,
+	}, nil)
+	var log bytes.Buffer
+	w := New(Config{Listen: []string{"127.0.0.1:0"}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err := w.SetSpec(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`msg="configuration: object left out" err="consumer bob: failed to check the configuration of plugin key-auth err: property \"key\" validation failed: cannot resolve $env://` + unset,
+		`msg="configuration: object left out" err="route r2: failed to check the configuration of plugin proxy-rewrite err: property \"headers\" validation failed: property \"set\" validation failed: property \"X-Token\" validation failed: cannot resolve $env://` + unset,
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, log.String())
+		}
+	}
+	if strings.Contains(log.String(), "secret") {
+		t.Errorf("the log shows a value:\n%s", log.String())
+	}
+	h := newHarnessSnap(t, w, w.snap.Load())
+	for _, tc := range []struct{ req, status, upWant string }{
+		{"GET /a HTTP/1.1\r\nHost: h\r\napikey: k-secret\r\n\r\n", "200", "\r\nX-Consumer-Username: jack\r\n"},
+		{"GET /a HTTP/1.1\r\nHost: h\r\napikey: $env://" + key + "\r\n\r\n", "401", ""},
+		{"GET /a HTTP/1.1\r\nHost: h\r\napikey: $env://" + unset + "\r\n\r\n", "401", ""},
+		{"GET /a HTTP/1.1\r\nHost: h\r\napikey: k-ann\r\n\r\n", "200", "\r\nX-Consumer-Username: ann\r\n"},
+		{"GET /b HTTP/1.1\r\nHost: h\r\n\r\n", "404", ""},
+		{"GET /c HTTP/1.1\r\nHost: h\r\n\r\n", "200", "\r\nX-Token: t-secret\r\n"},
+	} {
+		resp := []byte(upOK)
+		if tc.upWant == "" {
+			resp = nil
+		}
+		toUp, got := h.roundTrip([]byte(tc.req), resp)
+		if !bytes.HasPrefix(got, []byte("HTTP/1.1 "+tc.status+" ")) {
+			t.Errorf("%q: answer %q, want %s", tc.req, got, tc.status)
+		}
+		if !strings.Contains(upHead(toUp), tc.upWant) {
+			t.Errorf("%q: upstream head lacks %q:\n%s", tc.req, tc.upWant, upHead(toUp))
+		}
+	}
+
+	g := pluginSpec(t, []string{`{"id":"r1","uri":"/a",` + up + `}`},
+		[]string{`{"id":"g1","plugins":{"proxy-rewrite":{"headers":{"set":{"X-Token":"$env://` + unset + `"}}}}}`}, nil, nil)
+	if err := w.SetSpec(g, nil); !errors.Is(err, plugins.ErrReference) || !strings.HasPrefix(err.Error(), "global_rule g1: ") {
+		t.Errorf("a global rule's unresolved reference: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -42,6 +43,12 @@ type Snapshot struct {
 	// still has (an unchanged one, shared by the configurations; see
 	// compile).
 	upstreams map[*spec.Upstream]*upstream
+	// refused are the objects compile left out because of a plugin
+	// configuration's reference (plugins.ErrReference): the consumers and
+	// credentials IndexConsumers refused, the routes whose plugins did not
+	// build. Each error names the object, the plugin and the field, never
+	// a value; SetSpec logs them.
+	refused []error
 
 	// What the snapshot was built from, for the next build to take over
 	// the routes that did not change (see compile): the plugin registry
@@ -188,6 +195,15 @@ const (
 
 // Compile turns a validated Spec into a Snapshot. It runs off the event loop
 // and allocates freely; an error leaves the caller's current snapshot alone.
+//
+// A plugin configuration's $env:// reference is resolved when its plugin
+// is built (plugins.Registry), from this process's environment. A route,
+// a consumer or a credential refused because of one (plugins.ErrReference:
+// the variable is not set here, or its value is refused) is left out of
+// the snapshot, the error kept in Snapshot.refused, and the rest served: no
+// credential is matched against a reference that did not resolve. A
+// global rule so refused refuses s, as any other error does: leaving it
+// out would serve every route without it.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
 	return compile(s, mode, Keepalive{}, pluginSet{}, nil, nil)
 }
@@ -249,6 +265,9 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 			return nil, err
 		}
 		snap.consumers, consumers = cons, list
+		if cons != nil {
+			snap.refused = append(snap.refused, cons.Refused()...)
+		}
 		if snap.metadata, err = ps.reg.IndexMetadata(s.PluginMetadata); err != nil {
 			return nil, err
 		}
@@ -434,7 +453,21 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		conf := mergePlugins(r.Plugins, pcPlugins, svcPlugins)
 		phases, err := ps.reg.BuildPhases(conf, ps.env)
 		if err != nil {
+			if errors.Is(err, plugins.ErrReference) {
+				snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
+				continue
+			}
 			return nil, fmt.Errorf("route %s: %w", id, err)
+		}
+		var byConsumer map[*plugins.Consumer]*consumerPhases
+		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
+			if byConsumer, err = consumerVariants(consumers, conf, ps); err != nil {
+				if errors.Is(err, plugins.ErrReference) {
+					snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
+					continue
+				}
+				return nil, fmt.Errorf("route %s: %w", id, err)
+			}
 		}
 		var rt *route
 		if len(slab) > 0 {
@@ -442,18 +475,13 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		} else {
 			rt = new(route)
 		}
-		*rt = route{id: id, idBytes: []byte(id), plugins: phases}
+		*rt = route{id: id, idBytes: []byte(id), plugins: phases, byConsumer: byConsumer}
 		rt.name = nilIfEmpty(r.Name)
 		rt.uris, rt.hosts = byteStrings(r.URI, r.URIs), byteStrings(r.Host, r.Hosts)
 		if svc != nil {
 			rt.serviceID, rt.serviceName = []byte(r.ServiceID.String()), nilIfEmpty(svc.Name)
 			if r.Host == "" && len(r.Hosts) == 0 {
 				rt.hosts = byteStrings("", svc.Hosts)
-			}
-		}
-		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
-			if rt.byConsumer, err = consumerVariants(consumers, conf, ps); err != nil {
-				return nil, fmt.Errorf("route %s: %w", id, err)
 			}
 		}
 		if su != nil {
@@ -590,7 +618,8 @@ func hasAuth(reg *plugins.Registry, cs []plugins.Configured) bool {
 
 // indexConsumers decodes the Spec's consumers and credentials and indexes
 // them (Registry.IndexConsumers); nil when there are none. The consumers
-// are returned too, in the Spec's order.
+// indexed are returned too, in the Spec's order: those it left out
+// (ConsumerIndex.Refused) are not.
 func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex, []*plugins.Consumer, error) {
 	if len(s.Consumers) == 0 {
 		return nil, nil, nil
@@ -625,7 +654,14 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumers: %w", err)
 	}
-	return x, cs, nil
+	// Those IndexConsumers left out are no route's consumer variants.
+	kept := cs[:0]
+	for _, c := range cs {
+		if x.ByName(c.Username) == c {
+			kept = append(kept, c)
+		}
+	}
+	return x, kept, nil
 }
 
 // consumerVariants builds a route's plugins (conf, merged from its layers)

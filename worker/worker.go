@@ -202,11 +202,17 @@ func New(cfg Config) *Worker {
 func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 
 // SetSpec compiles s and installs it; on error the current snapshot stays.
-// yield, if not nil, is called after every route compiled (Background's).
+// The objects left out because a plugin configuration's reference did
+// not resolve here (see Snapshot.refused) are logged, one error each, and
+// the rest is installed. yield, if not nil, is called after every route
+// compiled (Background's).
 func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
 	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
 	if err != nil {
 		return err
+	}
+	for _, err := range snap.refused {
+		w.log.Error("configuration: object left out", "err", err)
 	}
 	w.SetSnapshot(snap)
 	return nil

@@ -11,9 +11,11 @@ import (
 // CheckPlugins checks the plugin configurations of a loaded file with reg,
 // as the Admin API checks them before it stores an object: every plugin of
 // every route, service, consumer, credential, plugin config and global
-// rule, and each plugin's metadata. The first one refused is returned as a
-// *LoadError (ErrInvalid) naming the item, so that a file a worker could
-// not build is refused where the file is read, with the previous
+// rule, and each plugin's metadata, their $env:// references resolved as
+// the workers will resolve them (a variable that is not set refuses the
+// file, as does a $secret:// reference). The first one refused is returned
+// as a *LoadError (ErrInvalid) naming the item, so that a file a worker
+// could not build is refused where the file is read, with the previous
 // configuration serving, or the node not starting, as for any other
 // invalid file. path is the file's, for the error.
 func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {

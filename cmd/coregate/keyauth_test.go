@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -356,4 +357,175 @@ func TestAdminAPIKeyAuth(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The variables the gateway resolves $env:// references from: the tests
+// that use them set them in this process (t.Setenv, so they are not
+// parallel), and the gateway, its workers included, inherits them.
+const (
+	e2eKeyVar   = "COREGATE_E2E_KEY"
+	e2eUnsetVar = "COREGATE_E2E_UNSET"
+	e2eKey      = "secret-value"
+)
+
+func setKeyEnv(t *testing.T) {
+	t.Helper()
+	t.Setenv(e2eKeyVar, e2eKey)
+	t.Setenv(e2eUnsetVar, "")
+	if err := os.Unsetenv(e2eUnsetVar); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKeyAuthEnvStandalone: a consumer's key given as $env://NAME in
+// apisix.yaml is the value of NAME in the gateway's environment: that
+// value authenticates, the reference as written does not, nor does an
+// empty key. A file whose reference names a variable that is not set is
+// refused, naming the object, and the previous one keeps serving; the
+// value is never logged.
+func TestKeyAuthEnvStandalone(t *testing.T) {
+	setKeyEnv(t)
+	up := headEchoUpstream(t)
+	file := func(consumers ...obj) string {
+		return standaloneYAML(map[string][]obj{
+			"routes": {{"id": "ka", "uri": "/ka", "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"key-auth": obj{}}}},
+			"consumers": append([]obj{
+				{"username": "jack", "plugins": obj{"key-auth": obj{"key": "$env://" + e2eKeyVar}}},
+				{"username": "ann", "plugins": obj{"key-auth": obj{"key": "ann-key"}}},
+			}, consumers...),
+		})
+	}
+	g := startGateway(t, file(), "")
+	c := newClient(t)
+	if r := do(t, c, "GET", g.url("/ka"), "", map[string]string{"apikey": e2eKey}, nil); r.status != 200 {
+		t.Errorf("the variable's value: %d %q, want 200", r.status, r.body)
+	} else if e := upstreamSaw(t, r); e.get("X-Consumer-Username") != "jack" {
+		t.Errorf("the variable's value: upstream saw %+v", e)
+	}
+	for _, tc := range []struct {
+		name, path string
+		hdr        map[string]string
+	}{
+		{"the reference as written", "/ka", map[string]string{"apikey": "$env://" + e2eKeyVar}},
+		{"the reference in the query", "/ka?apikey=" + url.QueryEscape("$env://"+e2eKeyVar), nil},
+		{"an empty header", "/ka", map[string]string{"apikey": ""}},
+		{"an empty query argument", "/ka?apikey=", nil},
+	} {
+		r := do(t, c, "GET", g.url(tc.path), "", tc.hdr, nil)
+		if r.status != 401 || r.body != invalidKeyBody {
+			t.Errorf("%s: %d %q, want 401 %q", tc.name, r.status, r.body, invalidKeyBody)
+		}
+	}
+
+	before := len(reloadRefusals(g.out.String()))
+	g.rewrite(file(obj{"username": "bob", "plugins": obj{"key-auth": obj{"key": "$env://" + e2eUnsetVar}}}))
+	eventually(t, 5*time.Second, func() error {
+		if len(reloadRefusals(g.out.String())) == before {
+			return fmt.Errorf("no refusal logged")
+		}
+		return nil
+	})
+	want := `apisix.yaml: consumers (username bob): failed to check the configuration of plugin key-auth err: ` +
+		`property \"key\" validation failed: cannot resolve $env://` + e2eUnsetVar + `: environment variable ` + e2eUnsetVar + ` is not set`
+	if last := reloadRefusals(g.out.String())[before]; !strings.Contains(last, want) {
+		t.Errorf("refusal %q, want %q", last, want)
+	}
+	if e := upstreamSaw(t, do(t, c, "GET", g.url("/ka"), "", map[string]string{"apikey": e2eKey}, nil)); e.get("X-Consumer-Username") != "jack" {
+		t.Fatalf("after the refusal: upstream saw %+v", e)
+	}
+	if strings.Contains(g.out.String(), e2eKey) {
+		t.Errorf("the gateway logged the variable's value:\n%s", g.out.String())
+	}
+}
+
+// TestAdminAPIKeyAuthEnv: a consumer written through the Admin API with
+// its key as $env://NAME is stored as written, and the workers match the
+// value of NAME; a reference the gateway cannot resolve, a secret
+// manager's reference and an empty key are refused with a 400 naming the
+// field, and nothing is stored.
+func TestAdminAPIKeyAuthEnv(t *testing.T) {
+	setKeyEnv(t)
+	up := headEchoUpstream(t)
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/", adminPort)
+	akey := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	put := func(path, body string) result {
+		t.Helper()
+		return do(t, c, "PUT", admin+path, "", akey, strings.NewReader(body))
+	}
+	if r := put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.addr())); r.status != 201 {
+		t.Fatalf("PUT the route: %d %s", r.status, r.body)
+	}
+
+	// Refused: each is a 400 naming the field, and is not stored.
+	refused := []struct{ name, body, msg string }{
+		{"unset", `{"username":"bob","plugins":{"key-auth":{"key":"$env://` + e2eUnsetVar + `"}}}`,
+			`invalid plugins configuration: failed to check the configuration of plugin key-auth err: property \"key\" validation failed: ` +
+				`cannot resolve $env://` + e2eUnsetVar + `: environment variable ` + e2eUnsetVar + ` is not set`},
+		{"secret", `{"username":"bob","plugins":{"key-auth":{"key":"$secret://vault/1/bob/key"}}}`,
+			`invalid plugins configuration: failed to check the configuration of plugin key-auth err: property \"key\" validation failed: ` +
+				`$secret://vault/1/bob/key: secret managers ($secret://) are not supported yet`},
+		{"empty", `{"username":"bob","plugins":{"key-auth":{"key":""}}}`,
+			`invalid plugins configuration: failed to check the configuration of plugin key-auth err: property \"key\" validation failed: ` +
+				`string too short, expected at least 1, got 0`},
+	}
+	var answers []result
+	for _, tc := range refused {
+		answers = append(answers, put("consumers", tc.body))
+	}
+	// A consumer written after them is served once they would have been.
+	if r := put("consumers", `{"username":"zed","plugins":{"key-auth":{"key":"zed-key"}}}`); r.status != 201 {
+		t.Fatalf("PUT zed: %d %s", r.status, r.body)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/ka"), "", map[string]string{"apikey": "zed-key"}, nil); r.status != 200 {
+			return fmt.Errorf("zed's key: %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	for i, tc := range refused {
+		want := `{"error_msg":"` + tc.msg + `","field":"plugins.key-auth.key"}`
+		if r := answers[i]; r.status != 400 || strings.TrimSpace(r.body) != want {
+			t.Errorf("%s: %d %s, want 400 %s", tc.name, r.status, r.body, want)
+		}
+	}
+	if r := do(t, c, "GET", admin+"consumers/bob", "", akey, nil); r.status != 404 {
+		t.Errorf("GET bob: %d %s, want 404", r.status, r.body)
+	}
+	noKey := func(name, path string, hdr map[string]string) {
+		t.Helper()
+		r := do(t, c, "GET", g.url(path), "", hdr, nil)
+		if r.status != 401 || r.body != invalidKeyBody || r.header.Get("WWW-Authenticate") != keyAuthChallege {
+			t.Errorf("%s: %d %q, want 401 %q", name, r.status, r.body, invalidKeyBody)
+		}
+	}
+	noKey("an empty header", "/ka", map[string]string{"apikey": ""})
+	noKey("an empty query argument", "/ka?apikey=", nil)
+
+	// jack's value authenticates as jack; his reference as written does
+	// not.
+	if r := put("consumers", `{"username":"jack","plugins":{"key-auth":{"key":"$env://`+e2eKeyVar+`"}}}`); r.status != 201 {
+		t.Fatalf("PUT jack: %d %s", r.status, r.body)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/ka"), "", map[string]string{"apikey": e2eKey}, nil); r.status != 200 {
+			return fmt.Errorf("the variable's value: %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	if e := upstreamSaw(t, do(t, c, "GET", g.url("/ka"), "", map[string]string{"apikey": e2eKey}, nil)); e.get("X-Consumer-Username") != "jack" {
+		t.Fatalf("the variable's value: upstream saw %+v", e)
+	}
+	noKey("the reference as written", "/ka", map[string]string{"apikey": "$env://" + e2eKeyVar})
+
+	// The Admin API shows the reference as stored, never the value.
+	r := do(t, c, "GET", admin+"consumers/jack", "", akey, nil)
+	if r.status != 200 || !strings.Contains(r.body, `"key":"$env://`+e2eKeyVar+`"`) || strings.Contains(r.body, e2eKey) {
+		t.Errorf("GET jack: %d %s", r.status, r.body)
+	}
+	if strings.Contains(g.out.String(), e2eKey) {
+		t.Errorf("the gateway logged the variable's value:\n%s", g.out.String())
+	}
 }

@@ -2,6 +2,8 @@ package keyauth
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -106,8 +108,9 @@ func passed(consumer, uri string, headers ...string) outcome {
 // key-auth-anonymous-consumer.t.
 func TestRewrite(t *testing.T) {
 	all := consumers(t, jack, spaced, anonymous)
-	// A key may be empty: only "?apikey=" or an empty header gives it.
-	withEmpty := consumers(t, jack, `{"username":"blank","plugins":{"key-auth":{"key":""}}}`)
+	// An index that has a consumer of the empty key, which the consumer
+	// schema refuses: a request's empty key is still no consumer's.
+	withEmpty := emptyKeyIndex{all, &plugins.Consumer{Username: "blank"}}
 	tests := []struct {
 		name string
 		conf string
@@ -142,8 +145,16 @@ func TestRewrite(t *testing.T) {
 			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
 		{"query empty", `{}`, all, request{"/hello?apikey=", nil},
 			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
-		{"empty key", `{}`, withEmpty, request{"/hello?apikey=", nil}, passed("blank", "")},
-		{"empty key in a header", `{}`, withEmpty, request{"/hello", []string{"apikey", ""}}, passed("blank", "", "apikey", "")},
+		{"empty key", `{}`, withEmpty, request{"/hello?apikey=", nil},
+			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
+		{"empty key in a header", `{}`, withEmpty, request{"/hello", []string{"apikey", ""}},
+			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
+		// An empty header is a key, as ngx.req.get_headers gives "": the
+		// query argument is not looked at.
+		{"empty header before query", `{}`, all, request{"/hello?apikey=auth-one", []string{"apikey", ""}},
+			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
+		{"empty key, anonymous", `{"anonymous_consumer":"anonymous"}`, withEmpty, request{"/hello", []string{"apikey", ""}},
+			passed("anonymous", "", "apikey", "")},
 		{"argument without value is no key", `{}`, withEmpty, request{"/hello?apikey", nil},
 			outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
 		{"header before query", `{}`, all, request{"/hello?apikey=auth-one", []string{"apikey", "bad"}},
@@ -204,6 +215,20 @@ func TestRewrite(t *testing.T) {
 	}
 }
 
+// emptyKeyIndex is an index whose consumer blank has the empty key of
+// key-auth, as no checked configuration gives.
+type emptyKeyIndex struct {
+	plugins.Consumers
+	blank *plugins.Consumer
+}
+
+func (x emptyKeyIndex) ByCredential(plugin string, cred []byte) *plugins.Consumer {
+	if plugin == Name && len(cred) == 0 {
+		return x.blank
+	}
+	return x.Consumers.ByCredential(plugin, cred)
+}
+
 // TestConsumerSchema: a consumer's configuration is checked against the
 // consumer schema (t/plugin/key-auth.t TESTs 1, 2, 9), a route's against
 // the route schema.
@@ -216,6 +241,7 @@ func TestConsumerSchema(t *testing.T) {
 		{true, `{"key":"test-key"}`, ""},
 		{true, `{"key":123}`, `failed to check the configuration of plugin key-auth err: property "key" validation failed: wrong type: expected string, got number`},
 		{true, `{}`, `failed to check the configuration of plugin key-auth err: property "key" is required`},
+		{true, `{"key":""}`, `failed to check the configuration of plugin key-auth err: property "key" validation failed: string too short, expected at least 1, got 0`},
 		{false, `{}`, ""},
 		{false, `{"header":"Authorization","query":"auth","hide_credentials":true,"anonymous_consumer":"anonymous","realm":"r"}`, ""},
 		{false, `{"hide_credentials":"yes"}`, `failed to check the configuration of plugin key-auth err: property "hide_credentials" validation failed: wrong type: expected boolean, got string`},
@@ -279,4 +305,53 @@ func TestLookupIndependentOfConsumers(t *testing.T) {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// TestEnvKey: a consumer's key given as $env://NAME is the variable's
+// value: that value authenticates, the reference itself does not, and a
+// consumer whose variable is not set is left out, its reference matching
+// nothing.
+func TestEnvKey(t *testing.T) {
+	const v = "COREGATE_KEYAUTH_TEST_KEY"
+	t.Setenv(v, "env-secret")
+	refd := `{"username":"envy","plugins":{"key-auth":{"key":"$env://` + v + `"}}}`
+	if err := plugins.CheckConsumer(Name, json.RawMessage(`{"key":"$env://`+v+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	p := build(t, `{}`, consumers(t, jack, refd))
+	for _, tc := range []struct {
+		key  string
+		want outcome
+	}{
+		{"env-secret", passed("envy", "", "apikey", "env-secret")},
+		{"$env://" + v, outcome{Status: 401, Body: invalid, Challenge: `apikey realm="key"`}},
+		{"auth-one", passed("jack", "", "apikey", "auth-one")},
+	} {
+		c := request{"/hello", []string{"apikey", tc.key}}.ctx()
+		plugintest.Run(&p, c)
+		if diff := cmp.Diff(tc.want, observe(c)); diff != "" {
+			t.Errorf("apikey %s (-want +got):\n%s", tc.key, diff)
+		}
+	}
+
+	t.Setenv(v, "")
+	if err := os.Unsetenv(v); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugins.CheckConsumer(Name, json.RawMessage(`{"key":"$env://`+v+`"}`)); err == nil ||
+		err.Error() != `failed to check the configuration of plugin key-auth err: property "key" validation failed: cannot resolve $env://`+v+`: environment variable `+v+` is not set` {
+		t.Errorf("CheckConsumer of an unset variable: %v", err)
+	}
+	x := consumers(t, jack, refd)
+	if r := x.Refused(); len(r) != 1 || !errors.Is(r[0], plugins.ErrReference) || !strings.HasPrefix(r[0].Error(), "consumer envy: ") {
+		t.Errorf("Refused = %v, want consumer envy", r)
+	}
+	p = build(t, `{}`, x)
+	for _, key := range []string{"$env://" + v, "env-secret", ""} {
+		c := request{"/hello", []string{"apikey", key}}.ctx()
+		plugintest.Run(&p, c)
+		if o := observe(c); o.Status != 401 || o.Consumer != "" {
+			t.Errorf("apikey %q with the variable unset: %+v", key, o)
+		}
+	}
 }

@@ -165,7 +165,9 @@ func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
 		}
 		key = v
 	}
-	if in.consumers == nil {
+	// An empty key ("apikey:", "?apikey=") is a key no consumer has: the
+	// consumer schema refuses one, and none is looked up.
+	if len(key) == 0 || in.consumers == nil {
 		return nil, invalidKey
 	}
 	k := in.consumers.ByCredential(Name, key)

@@ -13,7 +13,12 @@
 // (gen_id, ssls, …) are not part of a Spec and are ignored.
 // An object that fails validation, or whose references dangle (a route
 // whose upstream was deleted with force=true), is logged and left out; the
-// rest is served. Objects keep the order of their creation (etcd's create
+// rest is served. So is one whose plugin configuration holds a $env://
+// reference this process cannot resolve (a node restarted without the
+// variable): the registry checks configurations as they resolve here,
+// where the workers, which inherit this environment, would build them.
+// The Spec, and its local copy, keep the references as stored, never
+// their values. Objects keep the order of their creation (etcd's create
 // revision), as the Admin API lists them; the Syncer keeps that order, and
 // each object's hash, from one Spec to the next.
 //

@@ -4,9 +4,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -327,6 +329,45 @@ func TestPluginsChecked(t *testing.T) {
 	e.watch(s)
 	e.put("routes/bad-conf", `{"uri":"/b","plugins":{"limit-count":{"count":5,"time_window":60}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
 	e.next("[1 bad-conf 2]")
+}
+
+// TestPluginRefsChecked: an object whose plugin configuration holds a
+// reference this process cannot resolve ($env:// of a variable that is
+// not set, $secret://), or a key-auth key that is empty, written to the
+// store by other means (or before the node lost the variable), is left
+// out; one whose reference resolves is served, as stored: the Spec holds
+// the reference, not its value.
+func TestPluginRefsChecked(t *testing.T) {
+	t.Setenv("COREGATE_SYNC_TEST_KEY", "sync-secret")
+	t.Setenv("COREGATE_SYNC_TEST_UNSET", "")
+	if err := os.Unsetenv("COREGATE_SYNC_TEST_UNSET"); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	up := `"upstream":{"nodes":{"127.0.0.1:1980":1}}`
+	e.put("routes/1", `{"uri":"/one","plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"$env://COREGATE_SYNC_TEST_KEY"}}}},`+up+`}`)
+	e.put("routes/unset", `{"uri":"/u","plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"$env://COREGATE_SYNC_TEST_UNSET"}}}},`+up+`}`)
+	e.put("consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"$env://COREGATE_SYNC_TEST_KEY"}}}`)
+	e.put("consumers/bob", `{"username":"bob","plugins":{"key-auth":{"key":"$env://COREGATE_SYNC_TEST_UNSET"}}}`)
+	e.put("consumers/ann", `{"username":"ann","plugins":{"key-auth":{"key":""}}}`)
+	e.put("consumers/jack/credentials/s", `{"plugins":{"key-auth":{"key":"$secret://vault/1/jack"}}}`)
+	sp, err := e.syncer().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := routeIDs(sp); got != "[1]" {
+		t.Errorf("routes %s, want [1]", got)
+	}
+	if len(sp.Consumers) != 1 || !strings.Contains(string(sp.Consumers[0]), `"key":"$env://COREGATE_SYNC_TEST_KEY"`) || len(sp.Credentials) != 0 {
+		t.Errorf("consumers %s, credentials %s, want jack's as stored", sp.Consumers, sp.Credentials)
+	}
+	b, err := json.Marshal(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "$env://COREGATE_SYNC_TEST_KEY") || strings.Contains(string(b), "sync-secret") {
+		t.Errorf("the Spec holds a resolved value, or not the reference: %s", b)
+	}
 }
 
 // TestCoalesce: a burst of changes ends in a Spec holding all of them.
