@@ -40,6 +40,8 @@ func (cc *clientConn) buildHead() {
 	b = append(b, ' ')
 	if cc.plugin.upURI {
 		b = append(b, cc.upURI...)
+	} else if cc.servletTarget {
+		b = append(b, cc.targetBuf...)
 	} else if len(r.Target) > 0 && r.Target[0] == '/' {
 		b = append(b, r.Target...)
 	} else {

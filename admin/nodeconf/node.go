@@ -47,6 +47,10 @@ type APISIXConfig struct {
 	EnableControl                      bool     // default true
 	DeleteURITailSlash                 bool
 	ShowUpstreamStatusInResponseHeader bool
+	// NormalizeURILikeServlet is apisix.normalize_uri_like_servlet: routes
+	// match the path as a Java servlet container maps it, its segments'
+	// ";" parameters removed (worker.Config.NormalizeURILikeServlet).
+	NormalizeURILikeServlet bool
 	// SSLTrustedCertificate is apisix.ssl.ssl_trusted_certificate: the CAs
 	// the node trusts as a TLS client (etcd over https), a comma-separated
 	// list of "system" (the system's store) and PEM files; default "system".
@@ -647,7 +651,7 @@ func (p *cfgParser) apisix() section {
 	a := &p.c.APISIX
 	return unsupported(
 		"enable_dev_mode", "enable_reuseport", "enable_ipv6", "enable_http2",
-		"extra_lua_path", "extra_lua_cpath", "proxy_cache", "normalize_uri_like_servlet",
+		"extra_lua_path", "extra_lua_cpath", "proxy_cache",
 		"proxy_mode", "resolver_timeout", "enable_resolv_search_opt",
 		"disable_sync_configuration_during_start", "worker_startup_time_threshold",
 		"data_encryption", "events", "lru", "dns_resolver", "dns_resolver_valid",
@@ -680,6 +684,7 @@ func (p *cfgParser) apisix() section {
 		"enable_control":                          p.boolean(&a.EnableControl),
 		"delete_uri_tail_slash":                   p.boolean(&a.DeleteURITailSlash),
 		"show_upstream_status_in_response_header": p.boolean(&a.ShowUpstreamStatusInResponseHeader),
+		"normalize_uri_like_servlet":              p.boolean(&a.NormalizeURILikeServlet),
 	})
 }
 

@@ -77,6 +77,7 @@ apisix:
   enable_control: false
   delete_uri_tail_slash: true
   show_upstream_status_in_response_header: true
+  normalize_uri_like_servlet: true
   ssl:
     ssl_trusted_certificate: system, /etc/coregate/ca.pem
 nginx_config:
@@ -148,6 +149,7 @@ plugin_attr:
 		RouterHTTP:                         "radixtree_uri",
 		DeleteURITailSlash:                 true,
 		ShowUpstreamStatusInResponseHeader: true,
+		NormalizeURILikeServlet:            true,
 		SSLTrustedCertificate:              "system, /etc/coregate/ca.pem",
 	}
 	want.NginxConfig = NginxConfig{
