@@ -8,8 +8,11 @@
 // does not implement yet, come back as warnings, unless ignoring them would
 // weaken security or lose data: those are refused (below). Values of the
 // wrong type are errors naming the key (*NodeConfigError, matching
-// ErrNodeConfig), and so are the refused keys. ParseNginxDuration and
-// ParseNginxSize read nginx's time and size syntax.
+// ErrNodeConfig), and so are the refused keys. A configuration APISIX
+// warns about at start is a warning too, in APISIX's words:
+// deployment.admin.admin_key_required false while the Admin API is served
+// (AdminKeyBypassed). ParseNginxDuration and ParseNginxSize read nginx's
+// time and size syntax.
 //
 // # Keys coregate does not implement
 //

@@ -401,10 +401,11 @@ func Default() *Config {
 // resolved from the environment, written keys override APISIX's defaults.
 // Warnings list every key that is not used: "unknown key apisix.foo.bar"
 // for keys APISIX does not have either, "not supported yet: <key>" for
-// APISIX keys coregate does not implement yet. A value of the wrong type,
-// and an APISIX key coregate does not implement whose value, ignored,
-// would weaken security or lose data (the package doc lists them), is a
-// *NodeConfigError naming its key.
+// APISIX keys coregate does not implement yet; and the configurations
+// APISIX warns about at start (AdminKeyBypassed). A value of the wrong
+// type, and an APISIX key coregate does not implement whose value,
+// ignored, would weaken security or lose data (the package doc lists
+// them), is a *NodeConfigError naming its key.
 func Load(path string) (*Config, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -1268,5 +1269,16 @@ func (p *cfgParser) finish() error {
 				"has the proxy's address in remote_addrs, ipmatch and the limits keyed on remote_addr",
 			"remove the real_ip_* keys, or write real_ip_from: [] to say no proxy is trusted")
 	}
+	if p.c.APISIX.EnableAdmin && !d.Admin.AdminKeyRequired {
+		p.warnings = append(p.warnings, AdminKeyBypassed)
+	}
 	return nil
 }
+
+// AdminKeyBypassed is the warning for deployment.admin.admin_key_required
+// false while the Admin API is served: APISIX's, word for word, as its
+// command line prints it at start and its Admin API logs it at warn
+// (apisix/cli/ops.lua, apisix/admin/init.lua), so that whoever looks for
+// it in APISIX's logs finds it in coregate's.
+const AdminKeyBypassed = "Admin key is bypassed! If you are deploying APISIX in a production environment, " +
+	"please enable `admin_key_required` and set a secure admin key!"

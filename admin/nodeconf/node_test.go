@@ -650,3 +650,32 @@ func TestNodeConfigRefusedKeysAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeConfigAdminKeyBypassed: admin_key_required false while the
+// Admin API is served is reported in APISIX's words, whatever allow_admin
+// says, as APISIX reports it; not when the node serves no Admin API.
+func TestNodeConfigAdminKeyBypassed(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		warn bool
+	}{
+		{"deployment:\n  admin:\n    admin_key_required: false\n    allow_admin: [0.0.0.0/0]", true},
+		{"deployment:\n  admin:\n    admin_key_required: false", true},
+		{"deployment:\n  admin:\n    admin_key_required: true\n    allow_admin: [0.0.0.0/0]", false},
+		{"apisix:\n  enable_admin: false\ndeployment:\n  admin:\n    admin_key_required: false", false},
+		{"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n  admin:\n    admin_key_required: false", false},
+	} {
+		_, warns, err := parseNode(t, tc.src+"\n")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		var want []string
+		if tc.warn {
+			want = []string{"Admin key is bypassed! If you are deploying APISIX in a production environment, " +
+				"please enable `admin_key_required` and set a secure admin key!"}
+		}
+		if diff := cmp.Diff(want, warns); diff != "" {
+			t.Errorf("%s: warnings (-want +got):\n%s", tc.src, diff)
+		}
+	}
+}
