@@ -322,21 +322,21 @@ func (cc *clientConn) start() {
 	cc.routed()
 }
 
-// servletRoute applies Config.NormalizeURILikeServlet to the request's
-// path, path being it normalised (normalizePath): curPath becomes path
-// without its segments' parameters (servletPath), the path routing, the
-// plugins and $uri see. When normalizePath changed the path, the upstream
-// is sent that path, its parameters kept, escaped again, and the query as
-// received (servletTarget), not the target as received: decoded once, as
-// the servlet container decodes it, it is the path routed, parameters
-// aside, with no dot segment left for the container to resolve otherwise
-// than routing did ("/a/.;/../b" is routed as "/a/b" and sent as
-// "/a/b"). An unchanged path goes as it came. It reports false for a path
+// servletRoute applies Config.NormalizeURILikeServlet to the request,
+// given its path normalised (normalizePath). curPath, the path routing,
+// the plugins and $uri see, becomes that path without its segments'
+// parameters (servletPath). When normalizePath had to change the path,
+// the upstream gets it, its parameters kept, escaped again, with the
+// query as received, instead of the target as received (servletTarget):
+// a servlet container that decodes it once has the path that was routed,
+// parameters aside, with no dot segment left to resolve otherwise than
+// routing did ("/a/.;/../b" is routed and sent as "/a/b"). A path
+// normalizePath left alone goes as it came. It reports false for a path
 // to answer 400 to.
 //
 // APISIX sends the upstream $uri, decoded and without the query, whenever
-// the option is on: a servlet then decodes it a second time ("%252e%252e"
-// becomes a dot segment after routing), and the query is lost.
+// the option is on: the query is lost, and a container decodes the path a
+// second time ("%252e%252e" is a dot segment to it, not to routing).
 func (cc *clientConn) servletRoute(path []byte) bool {
 	sp, sb, ok := servletPath(path, cc.servletBuf)
 	cc.servletBuf = sb
