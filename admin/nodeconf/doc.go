@@ -26,8 +26,9 @@
 //   - apisix.delete_uri_tail_slash: true. "/a/" would not be routed as
 //     "/a", and could miss the route that guards "/a" for a broader one
 //     while the upstream serves it as "/a".
-//   - apisix.trusted_addresses, any. Clients outside them would have their
-//     X-Forwarded-For reach the upstream as sent, where APISIX drops it.
+//   - apisix.trusted_addresses, when set. Clients outside them would have
+//     their X-Forwarded-For reach the upstream as sent, where APISIX drops
+//     it.
 //   - apisix.data_encryption, unless it is null or its keyring is null or
 //     empty. Plugins' secret fields and SSL private keys would be kept
 //     unencrypted in etcd, and those APISIX encrypted read as they are.

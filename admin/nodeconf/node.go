@@ -529,8 +529,8 @@ func (p *cfgParser) refuseSet(harm, fix string) handler {
 	}
 }
 
-// Snippets are nginx directives, and lua_module_hook Lua code: coregate
-// runs neither, and cannot tell what they enforce.
+// The nginx_config snippets are nginx directives, which coregate does not
+// run and whose effect it cannot tell.
 const (
 	snippetHarm = "skip the nginx directives it holds, and whatever access rules, limits or headers they enforce"
 	snippetFix  = "remove it, and configure what it does through routes, plugins or global rules"
