@@ -84,7 +84,11 @@
 //   - An HTTP/1.1 request has exactly one Host field, an HTTP/1.0 request at
 //     most one. Its value is empty or a reg-name (unreserved and sub-delims,
 //     without percent-encoding) or a bracketed IPv6 address, with an optional
-//     ":" port of digits.
+//     ":" port of digits. As nginx (ngx_http_validate_host), a reg-name with
+//     an empty label is malformed: two dots in a row ("a..b", "a..") or a
+//     lone "."; a leading dot and one trailing dot are accepted (nginx's
+//     $host drops the trailing dot). An absolute-form authority is held to
+//     the same rules.
 //   - Connection values are lists of tokens.
 //   - A status line is HTTP-version SP 3DIGIT SP reason-phrase CRLF with a
 //     status code from 100 to 599. Like nginx, the SP before an empty reason

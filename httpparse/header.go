@@ -518,6 +518,12 @@ func (f *fieldInfo) addConnection(v []byte, off int) error {
 // brackets, then ":" and digits. With needPort the port must be present and
 // non-empty, as in the authority-form of CONNECT. An empty b is valid only
 // without needPort, and only as a whole.
+//
+// A reg-name with an empty label is not, as nginx refuses it
+// (ngx_http_validate_host): two dots in a row anywhere ("a..b", "a.."),
+// or a lone "." (a host that is empty once nginx drops one trailing dot).
+// A leading dot and one trailing dot are valid, as they are there; the
+// trailing dot is not part of nginx's $host.
 func validHost(b []byte, needPort bool) bool {
 	i := 0
 	if len(b) > 0 && b[0] == '[' {
@@ -528,9 +534,12 @@ func validHost(b []byte, needPort bool) bool {
 		i = end + 1
 	} else {
 		for i < len(b) && charClass[b[i]]&cHost != 0 {
+			if b[i] == '.' && i > 0 && b[i-1] == '.' {
+				return false
+			}
 			i++
 		}
-		if i == 0 && (needPort || len(b) > 0) {
+		if i == 0 && (needPort || len(b) > 0) || i == 1 && b[0] == '.' {
 			return false
 		}
 	}

@@ -98,6 +98,15 @@ var validRequests = []struct {
 			Headers: []Header{hdr("Host", "h")}},
 	},
 	{
+		// nginx accepts both: a leading dot, and one trailing dot that
+		// its $host drops.
+		name: "host with a leading and a trailing dot",
+		in:   "GET / HTTP/1.1\r\nHost: .secure.test.:80\r\n\r\n",
+		want: Request{Method: b("GET"), Target: b("/"), Path: b("/"),
+			Major: 1, Minor: 1, Host: b(".secure.test.:80"), ContentLength: -1, KeepAlive: true,
+			Headers: []Header{hdr("Host", ".secure.test.:80")}},
+	},
+	{
 		name: "http/1.0 without host",
 		in:   "GET /x HTTP/1.0\r\n\r\n",
 		want: Request{Method: b("GET"), Target: b("/x"), Path: b("/x"), Major: 1, Minor: 0,
@@ -332,6 +341,18 @@ var rejectedRequests = []struct {
 	{"ipv4 in brackets", "GET / HTTP/1.1\r\nHost: [1.2.3.4]\r\n\r\n", ErrMalformed},
 	{"ipv6 zone", "GET / HTTP/1.1\r\nHost: [fe80::1%25eth0]\r\n\r\n", ErrMalformed},
 	{"invalid host with absolute-form", "GET http://h/ HTTP/1.1\r\nHost: a b\r\n\r\n", ErrMalformed},
+	// Empty labels, as nginx refuses them (ngx_http_validate_host).
+	{"two trailing dots in host", "GET / HTTP/1.1\r\nHost: secure.test..\r\n\r\n", ErrMalformed},
+	{"two trailing dots in host with port", "GET / HTTP/1.1\r\nHost: secure.test..:80\r\n\r\n", ErrMalformed},
+	{"two dots inside host", "GET / HTTP/1.1\r\nHost: secure..test\r\n\r\n", ErrMalformed},
+	{"two leading dots in host", "GET / HTTP/1.1\r\nHost: ..secure.test\r\n\r\n", ErrMalformed},
+	{"dot host", "GET / HTTP/1.1\r\nHost: .\r\n\r\n", ErrMalformed},
+	{"dot host with port", "GET / HTTP/1.1\r\nHost: .:80\r\n\r\n", ErrMalformed},
+	{"dots host", "GET / HTTP/1.1\r\nHost: ..\r\n\r\n", ErrMalformed},
+	{"two trailing dots in absolute-form", "GET http://secure.test../ HTTP/1.1\r\nHost: secure.test\r\n\r\n", ErrMalformed},
+	{"two dots in absolute-form with port", "GET http://a..b:80/ HTTP/1.1\r\nHost: a\r\n\r\n", ErrMalformed},
+	{"dot in absolute-form", "GET http://./ HTTP/1.1\r\nHost: a\r\n\r\n", ErrMalformed},
+	{"two dots in authority-form", "CONNECT a..b:443 HTTP/1.1\r\nHost: a\r\n\r\n", ErrMalformed},
 	// Connection
 	{"connection not a token", okStart + "Connection: close x\r\n\r\n", ErrMalformed},
 }

@@ -131,3 +131,23 @@ func TestAllocPluginPhases(t *testing.T) {
 		t.Errorf("held: %.1f allocations per request, want 0", allocs)
 	}
 }
+
+// TestAllocServletPath guards the request path with
+// NormalizeURILikeServlet on, for a path with parameters that had to be
+// normalised: its parameters removed for routing, and the target rebuilt
+// for the upstream.
+func TestAllocServletPath(t *testing.T) {
+	h := newHarnessConfig(t, servletSpec(t), Config{NormalizeURILikeServlet: true})
+	req := []byte("GET /private;a=1/x/.;/../y%20z?q=1 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	for i := 0; i < 10; i++ {
+		h.roundTrip(req, resp)
+	}
+	up, got := h.roundTrip(req, resp)
+	if !bytes.HasPrefix(up, []byte("GET /private;a=1/x/y%20z?q=1 HTTP/1.1\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\nok")) {
+		t.Fatalf("unexpected exchange:\n%s\n%s", up, got)
+	}
+	if allocs := testing.AllocsPerRun(200, func() { h.roundTrip(req, resp) }); allocs != 0 {
+		t.Fatalf("request path with servlet paths allocates %.1f times per request, want 0", allocs)
+	}
+}

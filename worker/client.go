@@ -284,6 +284,9 @@ func (cc *clientConn) start() {
 	path, pb, ok := normalizePath(r.Path, cc.pathBuf)
 	cc.pathBuf = pb
 	cc.curPath = path
+	if ok && w.cfg.NormalizeURILikeServlet {
+		ok = cc.servletRoute(path)
+	}
 	if !ok {
 		cc.discardHead()
 		cc.answerAndClose(400)
@@ -291,7 +294,7 @@ func (cc *clientConn) start() {
 	}
 	rq := router.Request{
 		Method:     router.ParseMethod(r.Method),
-		Path:       path,
+		Path:       cc.curPath,
 		Host:       r.Host,
 		RemoteAddr: cc.ip,
 		Vars:       (*reqVars)(cc),
@@ -317,6 +320,42 @@ func (cc *clientConn) start() {
 		}
 	}
 	cc.routed()
+}
+
+// servletRoute applies Config.NormalizeURILikeServlet to the request,
+// given its path normalised (normalizePath). curPath, the path routing,
+// the plugins and $uri see, becomes that path without its segments'
+// parameters (servletPath). When normalizePath had to change the path,
+// the upstream gets it, its parameters kept, escaped again, with the
+// query as received, instead of the target as received (servletTarget):
+// a servlet container that decodes it once has the path that was routed,
+// parameters aside, with no dot segment left to resolve otherwise than
+// routing did ("/a/.;/../b" is routed and sent as "/a/b"). A path
+// normalizePath left alone goes as it came. It reports false for a path
+// to answer 400 to.
+//
+// APISIX sends the upstream $uri, decoded and without the query, whenever
+// the option is on: the query is lost, and a container decodes the path a
+// second time ("%252e%252e" is a dot segment to it, not to routing).
+func (cc *clientConn) servletRoute(path []byte) bool {
+	sp, sb, ok := servletPath(path, cc.servletBuf)
+	cc.servletBuf = sb
+	if !ok {
+		return false
+	}
+	cc.curPath = sp
+	r := &cc.req
+	if len(path) == len(r.Path) && (len(path) == 0 || &path[0] == &r.Path[0]) {
+		return true
+	}
+	t := appendEscapedPath(cc.targetBuf[:0], path)
+	if r.Query != nil {
+		t = append(t, '?')
+		t = append(t, r.Query...)
+	}
+	cc.targetBuf = t
+	cc.servletTarget = true
+	return true
 }
 
 // spent says whether the request being started is the connection's last

@@ -155,9 +155,9 @@
 //     the Connection fields being read) are the loop's, good for one use
 //     at a time: until the write, until the next connTokens.
 //   - The exchange's buffers (exchangeBufs: head, hostLine, hostValue,
-//     hostBuf, pathBuf, sizeLine, statuses, and the plugins' exitBody,
-//     respHdr, reqEdits, upURI, upMethod, upHost, consumerName, headCopy,
-//     kept)
+//     hostBuf, pathBuf, servletBuf, targetBuf, sizeLine, statuses, and the
+//     plugins' exitBody, respHdr, reqEdits, upURI, upMethod, upHost,
+//     consumerName, headCopy, kept)
 //     and upConn.sizeLine are the connection's: their capacity is kept from
 //     one exchange to the next, and each is written from its start before
 //     it is read within one exchange (statuses, respHdr and reqEdits are

@@ -66,8 +66,11 @@ type exchange struct {
 	// It aliases the head (valid until discardHead) or hostBuf.
 	host []byte
 	// curPath is the normalised path the request was routed by: it aliases
-	// the head (valid until discardHead) or pathBuf.
+	// the head (valid until discardHead), pathBuf or servletBuf.
 	curPath []byte
+	// servletTarget: the target sent upstream is targetBuf, the path as
+	// routed with its parameters (servletRoute).
+	servletTarget bool
 	// headGone: discardHead dropped the head from gnet's buffer.
 	headGone bool
 
@@ -168,6 +171,10 @@ type exchangeBufs struct {
 	hostValue []byte // the client's Host, for pass_host=pass
 	hostBuf   []byte // backs host when it had to be lower-cased
 	pathBuf   []byte // backs curPath when it had to be normalised
+	// servletBuf backs curPath when its parameters were removed, and
+	// targetBuf holds the target sent upstream then (servletRoute).
+	servletBuf []byte
+	targetBuf  []byte
 
 	// The plugins' share (pluginState says which are set): the exit's
 	// body, the response headers set, the upstream request's edits, the

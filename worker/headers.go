@@ -40,6 +40,8 @@ func (cc *clientConn) buildHead() {
 	b = append(b, ' ')
 	if cc.plugin.upURI {
 		b = append(b, cc.upURI...)
+	} else if cc.servletTarget {
+		b = append(b, cc.targetBuf...)
 	} else if len(r.Target) > 0 && r.Target[0] == '/' {
 		b = append(b, r.Target...)
 	} else {
@@ -114,8 +116,8 @@ func (cc *clientConn) buildHead() {
 	cc.head = b
 }
 
-// hostOnly strips the port from a Host value (nginx's $host once
-// lower-cased, see clientConn.host).
+// hostOnly strips the port, and one trailing dot, from a Host value
+// (nginx's $host once lower-cased, see clientConn.host).
 func hostOnly(h []byte) []byte {
 	if len(h) > 0 && h[0] == '[' {
 		if i := bytes.IndexByte(h, ']'); i > 0 {
@@ -124,7 +126,10 @@ func hostOnly(h []byte) []byte {
 		return h
 	}
 	if i := bytes.LastIndexByte(h, ':'); i >= 0 {
-		return h[:i]
+		h = h[:i]
+	}
+	if len(h) > 0 && h[len(h)-1] == '.' {
+		h = h[:len(h)-1]
 	}
 	return h
 }

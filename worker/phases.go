@@ -372,6 +372,11 @@ func (cc *clientConn) keepHead() {
 	cc.host, cc.hostBuf = lowerASCII(hostOnly(cc.req.Host), cc.hostBuf)
 	if path, pb, ok := normalizePath(cc.req.Path, cc.pathBuf); ok {
 		cc.curPath, cc.pathBuf = path, pb
+		if cc.w.cfg.NormalizeURILikeServlet {
+			if sp, sb, ok := servletPath(path, cc.servletBuf); ok {
+				cc.curPath, cc.servletBuf = sp, sb
+			}
+		}
 	}
 }
 

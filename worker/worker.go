@@ -65,6 +65,14 @@ type Config struct {
 	// ShowUpstreamStatus adds X-APISIX-Upstream-Status to every proxied
 	// answer, not only to 5xx ones.
 	ShowUpstreamStatus bool
+	// NormalizeURILikeServlet is apisix.normalize_uri_like_servlet, for
+	// upstreams that are Java servlet containers: routes match the path
+	// without its segments' ";" parameters, as the container maps it, a
+	// path whose parameters would hide a dot segment is answered 400, and
+	// a path that had to be normalised goes upstream as it was routed
+	// (servletPath, clientConn.servletRoute). Off, paths cost nothing
+	// more.
+	NormalizeURILikeServlet bool
 	// Plugins is what plugin instances get: the node's shared counters
 	// and this worker's metric slots. Zero means an in-process Env
 	// (plugins.NewLocalEnv), made once for the worker's life.

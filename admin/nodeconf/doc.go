@@ -5,9 +5,94 @@
 //
 // Load reads config.yaml with APISIX's keys and defaults
 // (apisix/cli/config.lua). Keys coregate does not know, and APISIX keys it
-// does not implement yet, come back as warnings; values of the wrong type
-// are errors naming the key (*NodeConfigError, matching ErrNodeConfig).
-// ParseNginxDuration and ParseNginxSize read nginx's time and size syntax.
+// does not implement yet, come back as warnings, unless ignoring them would
+// weaken security or lose data: those are refused (below). Values of the
+// wrong type are errors naming the key (*NodeConfigError, matching
+// ErrNodeConfig), and so are the refused keys. A configuration APISIX
+// warns about at start is a warning too, in APISIX's words:
+// deployment.admin.admin_key_required false while the Admin API is served
+// (AdminKeyBypassed). ParseNginxDuration and ParseNginxSize read nginx's
+// time and size syntax.
+//
+// # Keys coregate does not implement
+//
+// An APISIX key coregate does not implement is refused, and the node does
+// not start, when a node that ignored it would let through what the key
+// stops, expose what it guards, or keep in clear what it protects; the
+// error names the key and the file, says what ignoring it would do and
+// what to write instead. A value that asks for nothing coregate does not
+// do already (false, null, an empty string) is accepted. Refused:
+//
+//   - apisix.delete_uri_tail_slash: true. "/a/" would not be routed as
+//     "/a", and could miss the route that guards "/a" for a broader one
+//     while the upstream serves it as "/a".
+//   - apisix.trusted_addresses, when set. Clients outside them would have
+//     their X-Forwarded-For reach the upstream as sent, where APISIX drops
+//     it.
+//   - apisix.data_encryption, unless it is null or its keyring is null or
+//     empty. Plugins' secret fields and SSL private keys would be kept
+//     unencrypted in etcd, and those APISIX encrypted read as they are.
+//     Without a keyring written APISIX's default one applies.
+//   - apisix.lua_module_hook and nginx_config's main_, http_, http_server_,
+//     http_server_location_, http_admin_ and http_end_configuration_snippet,
+//     when not empty: Lua code and nginx directives coregate does not run,
+//     whose access rules, limits or headers would be skipped.
+//   - nginx_config.user, when not empty: the workers would keep the user
+//     that started coregate instead of dropping to that one.
+//   - nginx_config.http.underscores_in_headers: off. Fields with "_" in
+//     their names, which nginx drops then, would reach the plugins and the
+//     upstream.
+//   - nginx_config.http.real_ip_header, real_ip_from and real_ip_recursive,
+//     any of them written, unless real_ip_from is empty: coregate takes the
+//     client address from the connection only, so every client behind a
+//     trusted proxy would have the proxy's address in remote_addrs,
+//     ipmatch and the limits keyed on remote_addr.
+//   - deployment.admin.https_admin: true. The Admin API would be served
+//     over plain HTTP, its keys readable on the wire.
+//
+// Two of APISIX's defaults differ in the same way and, not written, cannot
+// be refused: its data_encryption keyring (coregate stores what it is sent
+// in clear, see package adminapi) and real_ip_from 127.0.0.1 and unix:
+// with real_ip_header X-Real-IP (coregate takes no address from it).
+//
+// Reported ("not supported yet: <key>"), the node starting without them,
+// since ignoring them fails closed or costs a feature, a tuning or a log,
+// never a guard:
+//
+//   - What would serve more, that coregate does not serve at all, so that
+//     clients cannot connect or get no answer: apisix.ssl and its keys (no
+//     HTTPS listener), apisix.router.ssl, apisix.enable_http2 and
+//     node_listen[].enable_http2 (HTTP/1.1 only), apisix.enable_ipv6,
+//     apisix.proxy_mode, stream_proxy, proxy_protocol, control and status,
+//     apisix.enable_control and deployment.admin.enable_admin_ui when true,
+//     deployment.admin.admin_api_mtls (used only with https_admin),
+//     nginx_config.stream and stream_configuration_snippet, stream_plugins,
+//     xrpc.
+//   - Features coregate does not have, whose objects fail closed:
+//     apisix.proxy_cache, discovery, graphql, ext-plugin, wasm,
+//     apisix.match_uri_encoded_slash (paths match decoded, so that a route
+//     written with "%2F" does not match), apisix.max_post_args_readable_size,
+//     deployment.certs (an etcd that wants a client certificate refuses the
+//     node), deployment.fallback_cp.
+//   - Tunings of what coregate does its own way: apisix.enable_dev_mode,
+//     enable_reuseport (always on), extra_lua_path, extra_lua_cpath,
+//     resolver_timeout, enable_resolv_search_opt, dns_resolver,
+//     dns_resolver_valid, disable_sync_configuration_during_start,
+//     worker_startup_time_threshold, events, lru, id, tracing,
+//     disable_upstream_healthcheck; nginx_config.error_log (the log goes to
+//     stderr), enable_cpu_affinity (workers are pinned anyway),
+//     worker_rlimit_nofile, worker_shutdown_timeout (--shutdown-timeout),
+//     max_pending_timers, max_running_timers, meta, envs;
+//     nginx_config.http.proxy_ssl_server_name, charset,
+//     variables_hash_max_size, lua_shared_dict, custom_lua_shared_dict;
+//     deployment.etcd.resync_delay, health_check_timeout,
+//     startup_retry_interval, watch_timeout, startup_retry;
+//     plugin_attr.prometheus.prefer_name, metrics.<metric>.expire and the
+//     metrics other than http_status, http_latency and bandwidth.
+//   - Keys of APISIX 2 that APISIX 3 ignores too: apisix.admin_key,
+//     allow_admin, port_admin, enable_admin_cors, admin_listen,
+//     https_admin, admin_api_mtls and config_center (deployment.admin and
+//     deployment.role now), and the top-level etcd (deployment.etcd).
 //
 // Like spec it imports only the standard library, YAML and spec itself. A
 // Config is read once at start; treat it as read-only afterwards.

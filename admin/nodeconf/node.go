@@ -45,8 +45,11 @@ type APISIXConfig struct {
 	RouterHTTP                         string   // radixtree_host_uri (default) or radixtree_uri
 	EnableAdmin                        bool     // default true; false on a data plane
 	EnableControl                      bool     // default true
-	DeleteURITailSlash                 bool
 	ShowUpstreamStatusInResponseHeader bool
+	// NormalizeURILikeServlet is apisix.normalize_uri_like_servlet: routes
+	// match the path as a Java servlet container maps it, its segments'
+	// ";" parameters removed (worker.Config.NormalizeURILikeServlet).
+	NormalizeURILikeServlet bool
 	// SSLTrustedCertificate is apisix.ssl.ssl_trusted_certificate: the CAs
 	// the node trusts as a TLS client (etcd over https), a comma-separated
 	// list of "system" (the system's store) and PEM files; default "system".
@@ -94,8 +97,11 @@ type NginxHTTP struct {
 	SendTimeout           time.Duration // default 10 s
 	ClientMaxBodySize     int64         // bytes; 0 (default) is unlimited
 	Upstream              NginxUpstream
-	RealIPHeader          string   // default X-Real-IP
-	RealIPFrom            []string // default [127.0.0.1, unix:]
+	// RealIPHeader and RealIPFrom are real_ip_header and real_ip_from as
+	// read; coregate takes no client address from a header, and refuses
+	// a config.yaml that asks it to (see the package doc).
+	RealIPHeader string   // default X-Real-IP
+	RealIPFrom   []string // default [127.0.0.1, unix:]
 	// KeepaliveRequests and KeepaliveTime are nginx's keepalive_requests
 	// and keepalive_time, which APISIX leaves at nginx's defaults (1000 and
 	// 1 h): a client connection closes after its KeepaliveRequests-th
@@ -395,8 +401,11 @@ func Default() *Config {
 // resolved from the environment, written keys override APISIX's defaults.
 // Warnings list every key that is not used: "unknown key apisix.foo.bar"
 // for keys APISIX does not have either, "not supported yet: <key>" for
-// APISIX keys coregate does not implement yet. A value of the wrong type
-// is a *NodeConfigError naming its key.
+// APISIX keys coregate does not implement yet; and the configurations
+// APISIX warns about at start (AdminKeyBypassed). A value of the wrong
+// type, and an APISIX key coregate does not implement whose value,
+// ignored, would weaken security or lose data (the package doc lists
+// them), is a *NodeConfigError naming its key.
 func Load(path string) (*Config, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -433,6 +442,9 @@ type cfgParser struct {
 	file     string
 	c        *Config
 	warnings []string
+	// realIP is the first of nginx_config.http's real_ip_* keys written,
+	// "" if none is (finish).
+	realIP string
 }
 
 // handler reads the value of one key; a nil handler marks an APISIX key
@@ -471,6 +483,59 @@ func (p *cfgParser) errf(key, format string, args ...any) error {
 	return &NodeConfigError{File: p.file, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
+// notYet reports an APISIX key coregate does not implement and can
+// ignore.
+func (p *cfgParser) notYet(key string) {
+	p.warnings = append(p.warnings, "not supported yet: "+key)
+}
+
+// refused is the error for an APISIX key coregate does not implement
+// whose value, ignored, would weaken security or lose data (the package
+// doc lists them): harm is what ignoring it would do, fix what to write
+// instead.
+func (p *cfgParser) refused(key, harm, fix string) error {
+	return p.errf(key, "not supported, and ignoring it would %s: %s", harm, fix)
+}
+
+// refuseTrue refuses true (refused); false asks for what coregate does.
+func (p *cfgParser) refuseTrue(harm, fix string) handler {
+	return func(key string, n *yaml.Node) error {
+		var v bool
+		if err := p.boolean(&v)(key, n); err != nil {
+			return err
+		}
+		if v {
+			return p.refused(key, harm, fix)
+		}
+		return nil
+	}
+}
+
+// refuseSet refuses any string but the empty one (refused), null
+// included in what is accepted.
+func (p *cfgParser) refuseSet(harm, fix string) handler {
+	return func(key string, n *yaml.Node) error {
+		if isNull(n) {
+			return nil
+		}
+		var v string
+		if err := p.str(&v)(key, n); err != nil {
+			return err
+		}
+		if v != "" {
+			return p.refused(key, harm, fix)
+		}
+		return nil
+	}
+}
+
+// The nginx_config snippets are nginx directives, which coregate does not
+// run and whose effect it cannot tell.
+const (
+	snippetHarm = "skip the nginx directives it holds, and whatever access rules, limits or headers they enforce"
+	snippetFix  = "remove it, and configure what it does through routes, plugins or global rules"
+)
+
 // describe shows a value in "got …" messages.
 func describe(n *yaml.Node) string {
 	switch n.Kind {
@@ -503,7 +568,7 @@ func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
 		case !known:
 			p.unknown(key, v)
 		case h == nil:
-			p.warnings = append(p.warnings, "not supported yet: "+key)
+			p.notYet(key)
 		default:
 			if err := h(key, spec.Unalias(v)); err != nil {
 				return err
@@ -542,6 +607,41 @@ func (p *cfgParser) integer(dst *int, minV, maxV int) handler {
 		}
 		*dst = v
 		return nil
+	}
+}
+
+// integerNotYet is integer for a key that is read but not applied yet:
+// written, it is reported.
+func (p *cfgParser) integerNotYet(dst *int, minV, maxV int) handler {
+	read := p.integer(dst, minV, maxV)
+	return func(key string, n *yaml.Node) error {
+		if err := read(key, n); err != nil {
+			return err
+		}
+		p.notYet(key)
+		return nil
+	}
+}
+
+// onOff reads an nginx flag: "on" or "off", or YAML's true or false.
+func (p *cfgParser) onOff(key string, n *yaml.Node) (bool, error) {
+	if n.Kind == yaml.ScalarNode {
+		switch {
+		case n.ShortTag() == "!!bool":
+			var v bool
+			err := n.Decode(&v)
+			return v, err
+		case n.ShortTag() == "!!str" && (n.Value == "on" || n.Value == "off"):
+			return n.Value == "on", nil
+		}
+	}
+	return false, p.errf(key, `want "on" or "off", got %s`, describe(n))
+}
+
+// wroteRealIP notes that a real_ip_* key is written (finish).
+func (p *cfgParser) wroteRealIP(key string) {
+	if p.realIP == "" {
+		p.realIP = key
 	}
 }
 
@@ -647,13 +747,14 @@ func (p *cfgParser) apisix() section {
 	a := &p.c.APISIX
 	return unsupported(
 		"enable_dev_mode", "enable_reuseport", "enable_ipv6", "enable_http2",
-		"extra_lua_path", "extra_lua_cpath", "proxy_cache", "normalize_uri_like_servlet",
+		"extra_lua_path", "extra_lua_cpath", "proxy_cache",
 		"proxy_mode", "resolver_timeout", "enable_resolv_search_opt",
 		"disable_sync_configuration_during_start", "worker_startup_time_threshold",
-		"data_encryption", "events", "lru", "dns_resolver", "dns_resolver_valid",
-		"stream_proxy", "proxy_protocol", "lua_module_hook", "control", "id", "status",
+		"events", "lru", "dns_resolver", "dns_resolver_valid",
+		"stream_proxy", "proxy_protocol", "control", "id", "status",
 		"tracing", "admin_key", "allow_admin", "port_admin", "enable_admin_cors",
 		"admin_listen", "https_admin", "admin_api_mtls", "config_center",
+		"match_uri_encoded_slash", "max_post_args_readable_size", "disable_upstream_healthcheck",
 	).with(section{
 		"node_listen":          p.nodeListen,
 		"enable_server_tokens": p.boolean(&a.EnableServerTokens),
@@ -676,11 +777,61 @@ func (p *cfgParser) apisix() section {
 				},
 			}))
 		},
-		"enable_admin":                            p.boolean(&a.EnableAdmin),
-		"enable_control":                          p.boolean(&a.EnableControl),
-		"delete_uri_tail_slash":                   p.boolean(&a.DeleteURITailSlash),
+		"enable_admin": p.boolean(&a.EnableAdmin),
+		"enable_control": func(k string, n *yaml.Node) error {
+			if err := p.boolean(&a.EnableControl)(k, n); err != nil {
+				return err
+			}
+			if a.EnableControl {
+				p.notYet(k) // no control API
+			}
+			return nil
+		},
 		"show_upstream_status_in_response_header": p.boolean(&a.ShowUpstreamStatusInResponseHeader),
+		"normalize_uri_like_servlet":              p.boolean(&a.NormalizeURILikeServlet),
+		"delete_uri_tail_slash": p.refuseTrue(
+			`route a path ending in "/" apart from the path without it, "/a/" missing the route that guards "/a"`,
+			"set it to false"),
+		"trusted_addresses": func(k string, n *yaml.Node) error {
+			if isNull(n) {
+				return nil
+			}
+			return p.refused(k, "pass the X-Forwarded-For of clients outside them to the upstream as sent, where APISIX drops it",
+				"remove it")
+		},
+		"data_encryption": p.dataEncryption,
+		"lua_module_hook": p.refuseSet(
+			"skip the Lua hook it names, and whatever it enforces",
+			"remove it"),
 	})
+}
+
+// dataEncryption reads apisix.data_encryption. coregate encrypts nothing
+// it stores: a keyring, APISIX's default one when none is written, would
+// have APISIX encrypt plugins' secret fields and SSL private keys in etcd.
+// Only a configuration without a keyring asks for what coregate does.
+func (p *cfgParser) dataEncryption(key string, n *yaml.Node) error {
+	if isNull(n) {
+		return nil
+	}
+	var enable bool
+	var keyring *yaml.Node
+	err := p.walk(key, n, section{
+		"enable_encrypt_fields": p.boolean(&enable),
+		"keyring":               func(_ string, n *yaml.Node) error { keyring = n; return nil },
+	})
+	if err != nil {
+		return err
+	}
+	const harm = "keep plugins' secret fields and SSL private keys unencrypted in etcd, and read those APISIX encrypted as they are"
+	switch {
+	case keyring == nil:
+		return p.refused(key, harm+" (APISIX's default keyring applies when none is written)",
+			"write keyring: null to store them in clear knowingly")
+	case isNull(keyring) || keyring.Kind == yaml.SequenceNode && len(keyring.Content) == 0:
+		return nil
+	}
+	return p.refused(key+".keyring", harm, "write keyring: null to store them in clear knowingly")
 }
 
 // nodeListen reads apisix.node_listen: a port, a list of ports, or a list
@@ -736,7 +887,7 @@ func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
 			return p.errf(ek, "want a port or {ip, port}, got %s", describe(e))
 		}
 		if http2 {
-			p.warnings = append(p.warnings, "not supported yet: "+ek+".enable_http2")
+			p.notYet(ek + ".enable_http2")
 		}
 		out = append(out, l)
 	}
@@ -750,11 +901,16 @@ func (p *cfgParser) nginx() section {
 	return unsupported(
 		"error_log", "enable_cpu_affinity", "worker_rlimit_nofile", "worker_shutdown_timeout",
 		"max_pending_timers", "max_running_timers", "meta", "stream",
-		"main_configuration_snippet", "http_configuration_snippet",
-		"http_server_configuration_snippet", "http_server_location_configuration_snippet",
-		"http_admin_configuration_snippet", "http_end_configuration_snippet",
-		"stream_configuration_snippet", "envs", "user",
+		"stream_configuration_snippet", "envs",
 	).with(section{
+		"main_configuration_snippet":                 p.refuseSet(snippetHarm, snippetFix),
+		"http_configuration_snippet":                 p.refuseSet(snippetHarm, snippetFix),
+		"http_server_configuration_snippet":          p.refuseSet(snippetHarm, snippetFix),
+		"http_server_location_configuration_snippet": p.refuseSet(snippetHarm, snippetFix),
+		"http_admin_configuration_snippet":           p.refuseSet(snippetHarm, snippetFix),
+		"http_end_configuration_snippet":             p.refuseSet(snippetHarm, snippetFix),
+		"user": p.refuseSet("leave the workers running as the user that started coregate, not as this one",
+			"start coregate as that user (systemd's User=, for one) and remove the key"),
 		"worker_processes": func(k string, n *yaml.Node) error {
 			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == "auto" {
 				g.WorkerProcesses = 0
@@ -773,9 +929,22 @@ func (p *cfgParser) nginx() section {
 		},
 		"http": func(k string, n *yaml.Node) error {
 			return p.walk(k, n, unsupported(
-				"underscores_in_headers", "real_ip_recursive", "proxy_ssl_server_name", "charset",
+				"proxy_ssl_server_name", "charset",
 				"variables_hash_max_size", "lua_shared_dict", "custom_lua_shared_dict",
 			).with(section{
+				"underscores_in_headers": func(k string, n *yaml.Node) error {
+					on, err := p.onOff(k, n)
+					if err == nil && !on {
+						err = p.refused(k, `forward the fields with "_" in their names, which nginx drops with it off, to the plugins and the upstream`,
+							"set it to on")
+					}
+					return err
+				},
+				"real_ip_recursive": func(k string, n *yaml.Node) error {
+					p.wroteRealIP(k)
+					_, err := p.onOff(k, n)
+					return err
+				},
 				"enable_access_log":        p.boolean(&h.EnableAccessLog),
 				"access_log":               p.str(&h.AccessLog),
 				"access_log_format":        p.str(&h.AccessLogFormat),
@@ -788,10 +957,16 @@ func (p *cfgParser) nginx() section {
 				"client_body_timeout":      p.duration(&h.ClientBodyTimeout),
 				"send_timeout":             p.duration(&h.SendTimeout),
 				"client_max_body_size":     p.size(&h.ClientMaxBodySize),
-				"real_ip_header":           p.str(&h.RealIPHeader),
-				"real_ip_from": p.strList(&h.RealIPFrom, func(s string) bool {
-					return s == "unix:" || validAddrOrPrefix(s)
-				}, `IP addresses, CIDRs or "unix:"`),
+				"real_ip_header": func(k string, n *yaml.Node) error {
+					p.wroteRealIP(k)
+					return p.str(&h.RealIPHeader)(k, n)
+				},
+				"real_ip_from": func(k string, n *yaml.Node) error {
+					p.wroteRealIP(k)
+					return p.strList(&h.RealIPFrom, func(s string) bool {
+						return s == "unix:" || validAddrOrPrefix(s)
+					}, `IP addresses, CIDRs or "unix:"`)(k, n)
+				},
 				"upstream": func(k string, n *yaml.Node) error {
 					return p.walk(k, n, section{
 						"keepalive":          p.integer(&h.Upstream.Keepalive, 1, 1<<24),
@@ -823,12 +998,22 @@ func (p *cfgParser) deployment() section {
 
 func (p *cfgParser) admin() section {
 	a := &p.c.Deployment.Admin
-	return unsupported("https_admin", "admin_api_mtls").with(section{
+	return unsupported("admin_api_mtls").with(section{
+		"https_admin": p.refuseTrue("serve the Admin API over plain HTTP, its keys readable on the wire",
+			"set it to false, and keep admin_listen on loopback or put a TLS proxy in front"),
 		"admin_key_required": p.boolean(&a.AdminKeyRequired),
 		"enable_admin_cors":  p.boolean(&a.EnableAdminCORS),
-		"enable_admin_ui":    p.boolean(&a.EnableAdminUI),
-		"allow_admin":        p.strList(&a.AllowAdmin, validAddrOrPrefix, "IP addresses or CIDRs"),
-		"admin_api_version":  p.enum(&a.AdminAPIVersion, "v3"),
+		"enable_admin_ui": func(k string, n *yaml.Node) error {
+			if err := p.boolean(&a.EnableAdminUI)(k, n); err != nil {
+				return err
+			}
+			if a.EnableAdminUI {
+				p.notYet(k) // no dashboard served
+			}
+			return nil
+		},
+		"allow_admin":       p.strList(&a.AllowAdmin, validAddrOrPrefix, "IP addresses or CIDRs"),
+		"admin_api_version": p.enum(&a.AdminAPIVersion, "v3"),
 		"admin_listen": func(k string, n *yaml.Node) error {
 			return p.walk(k, n, section{
 				"ip":   p.str(&a.AdminListen.IP),
@@ -883,8 +1068,8 @@ func (p *cfgParser) etcd() section {
 		},
 		"prefix":        p.str(&e.Prefix),
 		"timeout":       p.integer(&e.Timeout, 1, 3600),
-		"watch_timeout": p.integer(&e.WatchTimeout, 1, 3600),
-		"startup_retry": p.integer(&e.StartupRetry, 0, 1000),
+		"watch_timeout": p.integerNotYet(&e.WatchTimeout, 1, 3600),
+		"startup_retry": p.integerNotYet(&e.StartupRetry, 0, 1000),
 		"user":          p.str(&e.User),
 		"password":      p.str(&e.Password),
 		"tls": func(k string, n *yaml.Node) error {
@@ -945,7 +1130,7 @@ func (p *cfgParser) prometheus() section {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				metric := spec.Unalias(n.Content[i]).Value
 				if builtinLabels[metric] == nil {
-					p.warnings = append(p.warnings, "not supported yet: "+k+"."+metric)
+					p.notYet(k + "." + metric)
 					continue
 				}
 				if err := p.walk(k+"."+metric, n.Content[i+1], p.metricAttr(metric)); err != nil {
@@ -1014,7 +1199,7 @@ func (p *cfgParser) metricAttr(metric string) section {
 				return err
 			}
 			if v != 0 {
-				p.warnings = append(p.warnings, "not supported yet: "+k)
+				p.notYet(k)
 			}
 			return nil
 		},
@@ -1075,5 +1260,25 @@ func (p *cfgParser) finish() error {
 		d.RoleTraditional.ConfigProvider = "etcd"
 	}
 	d.Etcd.TLS.TrustedCA = p.c.APISIX.SSLTrustedCertificate
+	// nginx's realip module takes the client address from real_ip_header
+	// for connections from real_ip_from; with no address there it does
+	// nothing, which is what coregate does.
+	if p.realIP != "" && len(p.c.NginxConfig.HTTP.RealIPFrom) > 0 {
+		return p.refused(p.realIP,
+			"leave the client address the connection's, so that every client behind a proxy in real_ip_from "+
+				"has the proxy's address in remote_addrs, ipmatch and the limits keyed on remote_addr",
+			"remove the real_ip_* keys, or write real_ip_from: [] to say no proxy is trusted")
+	}
+	if p.c.APISIX.EnableAdmin && !d.Admin.AdminKeyRequired {
+		p.warnings = append(p.warnings, AdminKeyBypassed)
+	}
 	return nil
 }
+
+// AdminKeyBypassed is the warning for deployment.admin.admin_key_required
+// false while the Admin API is served: APISIX's, word for word, as its
+// command line prints it at start and its Admin API logs it at warn
+// (apisix/cli/ops.lua, apisix/admin/init.lua), so that whoever looks for
+// it in APISIX's logs finds it in coregate's.
+const AdminKeyBypassed = "Admin key is bypassed! If you are deploying APISIX in a production environment, " +
+	"please enable `admin_key_required` and set a secure admin key!"

@@ -75,8 +75,8 @@ apisix:
     http: radixtree_uri
   enable_admin: false
   enable_control: false
-  delete_uri_tail_slash: true
   show_upstream_status_in_response_header: true
+  normalize_uri_like_servlet: true
   ssl:
     ssl_trusted_certificate: system, /etc/coregate/ca.pem
 nginx_config:
@@ -94,7 +94,8 @@ nginx_config:
     send_timeout: 500ms
     client_max_body_size: 1m
     real_ip_header: X-Forwarded-For
-    real_ip_from: [10.0.0.0/8, "unix:", "::1"]
+    real_ip_from: []
+    underscores_in_headers: "on"
     upstream:
       keepalive: 64
       keepalive_requests: 100
@@ -146,8 +147,8 @@ plugin_attr:
 	want.APISIX = APISIXConfig{
 		NodeListen:                         []Listen{{Port: 9080}, {IP: "127.0.0.1", Port: 9081}, {Port: 9082}},
 		RouterHTTP:                         "radixtree_uri",
-		DeleteURITailSlash:                 true,
 		ShowUpstreamStatusInResponseHeader: true,
+		NormalizeURILikeServlet:            true,
 		SSLTrustedCertificate:              "system, /etc/coregate/ca.pem",
 	}
 	want.NginxConfig = NginxConfig{
@@ -166,7 +167,7 @@ plugin_attr:
 			ClientMaxBodySize:     1 << 20,
 			Upstream:              NginxUpstream{64, 100, 30 * time.Second},
 			RealIPHeader:          "X-Forwarded-For",
-			RealIPFrom:            []string{"10.0.0.0/8", "unix:", "::1"},
+			RealIPFrom:            []string{},
 			KeepaliveRequests:     50,
 			KeepaliveTime:         10 * time.Minute,
 		},
@@ -212,15 +213,24 @@ apisix:
     enable: true
   router:
     ssl: radixtree_sni
+  enable_control: true
+  match_uri_encoded_slash: true
 nginx_config:
   http:
     lua_shared_dict:
       x: 1m
     typo: 1
   stream: {}
+  stream_configuration_snippet: "server {}"
 deployment:
+  admin:
+    enable_admin_ui: true
+    admin_api_mtls:
+      admin_ssl_cert: a.pem
   etcd:
     resync_delay: 5
+    watch_timeout: 50
+    startup_retry: 2
 stream_plugins: [mqtt-proxy]
 whatever: 1
 `
@@ -234,10 +244,17 @@ whatever: 1
 		"not supported yet: apisix.enable_ipv6",
 		"not supported yet: apisix.ssl.enable",
 		"not supported yet: apisix.router.ssl",
+		"not supported yet: apisix.enable_control",
+		"not supported yet: apisix.match_uri_encoded_slash",
 		"not supported yet: nginx_config.http.lua_shared_dict",
 		"unknown key nginx_config.http.typo",
 		"not supported yet: nginx_config.stream",
+		"not supported yet: nginx_config.stream_configuration_snippet",
+		"not supported yet: deployment.admin.enable_admin_ui",
+		"not supported yet: deployment.admin.admin_api_mtls",
 		"not supported yet: deployment.etcd.resync_delay",
+		"not supported yet: deployment.etcd.watch_timeout",
+		"not supported yet: deployment.etcd.startup_retry",
 		"not supported yet: stream_plugins",
 		"unknown key whatever",
 	}
@@ -391,8 +408,9 @@ func TestNodeConfigIPZone(t *testing.T) {
 		"deployment:\n  admin:\n    allow_admin: [\"fe80::1%eth0\"]\n",
 		"apisix:\n  node_listen:\n    - ip: \"fe80::1%eth0\"\n      port: 9080\n",
 	} {
-		if _, _, err := parseNode(t, src); err == nil {
-			t.Errorf("accepted a zone:\n%s", src)
+		// The error is the address's, not one about the key as a whole.
+		if _, _, err := parseNode(t, src); !strings.Contains(errText(err), "[0]") {
+			t.Errorf("accepted a zone (%v):\n%s", err, src)
 		}
 	}
 }
@@ -537,6 +555,127 @@ func TestNodeConfigPorts(t *testing.T) {
 		}
 		if d := cmp.Diff(tc.want, c.Ports()); d != "" {
 			t.Errorf("%q: Ports (-want +got):\n%s", tc.src, d)
+		}
+	}
+}
+
+// TestNodeConfigRefused: each APISIX key coregate does not implement
+// whose value, ignored, would weaken security or lose data (the package
+// doc's list) stops the start, with an error naming the key and the file
+// that matches ErrNodeConfig.
+func TestNodeConfigRefused(t *testing.T) {
+	const realIPHarm = `leave the client address the connection's, so that every client behind a proxy in real_ip_from ` +
+		`has the proxy's address in remote_addrs, ipmatch and the limits keyed on remote_addr: ` +
+		`remove the real_ip_* keys, or write real_ip_from: [] to say no proxy is trusted`
+	const encHarm = `keep plugins' secret fields and SSL private keys unencrypted in etcd, and read those APISIX encrypted as they are`
+	const snippet = `skip the nginx directives it holds, and whatever access rules, limits or headers they enforce: ` +
+		`remove it, and configure what it does through routes, plugins or global rules`
+	tests := []struct{ src, key, why string }{
+		{"apisix:\n  delete_uri_tail_slash: true", "apisix.delete_uri_tail_slash",
+			`route a path ending in "/" apart from the path without it, "/a/" missing the route that guards "/a": set it to false`},
+		{"apisix:\n  trusted_addresses: [10.0.0.0/8]", "apisix.trusted_addresses",
+			`pass the X-Forwarded-For of clients outside them to the upstream as sent, where APISIX drops it: remove it`},
+		{"apisix:\n  data_encryption:\n    enable_encrypt_fields: false", "apisix.data_encryption",
+			encHarm + ` (APISIX's default keyring applies when none is written): write keyring: null to store them in clear knowingly`},
+		{"apisix:\n  data_encryption:\n    enable_encrypt_fields: true\n    keyring: [qeddd145sfvddff3]", "apisix.data_encryption.keyring",
+			encHarm + `: write keyring: null to store them in clear knowingly`},
+		{"apisix:\n  data_encryption:\n    keyring: qeddd145sfvddff3", "apisix.data_encryption.keyring",
+			encHarm + `: write keyring: null to store them in clear knowingly`},
+		{"apisix:\n  lua_module_hook: my_hook", "apisix.lua_module_hook",
+			`skip the Lua hook it names, and whatever it enforces: remove it`},
+		{"nginx_config:\n  user: nobody", "nginx_config.user",
+			`leave the workers running as the user that started coregate, not as this one: start coregate as that user (systemd's User=, for one) and remove the key`},
+		{"nginx_config:\n  main_configuration_snippet: load_module x.so;", "nginx_config.main_configuration_snippet", snippet},
+		{"nginx_config:\n  http_configuration_snippet: limit_req_zone x;", "nginx_config.http_configuration_snippet", snippet},
+		{"nginx_config:\n  http_server_configuration_snippet: deny all;", "nginx_config.http_server_configuration_snippet", snippet},
+		{"nginx_config:\n  http_server_location_configuration_snippet: deny 10.0.0.0/8;", "nginx_config.http_server_location_configuration_snippet", snippet},
+		{"nginx_config:\n  http_admin_configuration_snippet: auth_basic on;", "nginx_config.http_admin_configuration_snippet", snippet},
+		{"nginx_config:\n  http_end_configuration_snippet: |\n    server { listen 80; }", "nginx_config.http_end_configuration_snippet", snippet},
+		{"nginx_config:\n  http:\n    underscores_in_headers: \"off\"", "nginx_config.http.underscores_in_headers",
+			`forward the fields with "_" in their names, which nginx drops with it off, to the plugins and the upstream: set it to on`},
+		{"nginx_config:\n  http:\n    underscores_in_headers: false", "nginx_config.http.underscores_in_headers",
+			`forward the fields with "_" in their names, which nginx drops with it off, to the plugins and the upstream: set it to on`},
+		{"nginx_config:\n  http:\n    real_ip_from: [10.0.0.0/8]", "nginx_config.http.real_ip_from", realIPHarm},
+		// APISIX's default real_ip_from (127.0.0.1 and unix:) applies.
+		{"nginx_config:\n  http:\n    real_ip_header: X-Forwarded-For", "nginx_config.http.real_ip_header", realIPHarm},
+		{"nginx_config:\n  http:\n    real_ip_recursive: \"on\"\n    real_ip_from: [\"unix:\"]", "nginx_config.http.real_ip_recursive", realIPHarm},
+		{"deployment:\n  admin:\n    https_admin: true", "deployment.admin.https_admin",
+			`serve the Admin API over plain HTTP, its keys readable on the wire: set it to false, and keep admin_listen on loopback or put a TLS proxy in front`},
+	}
+	for _, tc := range tests {
+		_, _, err := parseNode(t, tc.src+"\n")
+		want := "nodeconf: conf/config.yaml: " + tc.key + ": not supported, and ignoring it would " + tc.why
+		if diff := cmp.Diff(want, errText(err)); diff != "" {
+			t.Errorf("%s: error (-want +got):\n%s", tc.key, diff)
+		}
+		if !errors.Is(err, ErrNodeConfig) {
+			t.Errorf("%s: error does not match ErrNodeConfig", tc.key)
+		}
+	}
+}
+
+// TestNodeConfigRefusedKeysAccepted: the values of those keys that ask
+// for nothing coregate does not do start the node, with no warning.
+func TestNodeConfigRefusedKeysAccepted(t *testing.T) {
+	for _, src := range []string{
+		"apisix:\n  delete_uri_tail_slash: false",
+		"apisix:\n  trusted_addresses: null",
+		"apisix:\n  data_encryption: null",
+		"apisix:\n  data_encryption:\n    enable_encrypt_fields: true\n    keyring: null",
+		"apisix:\n  data_encryption:\n    keyring: []",
+		"apisix:\n  lua_module_hook: \"\"",
+		"nginx_config:\n  user: \"\"",
+		"nginx_config:\n  main_configuration_snippet: \"\"\n  http_configuration_snippet: \"\"\n" +
+			"  http_server_configuration_snippet: \"\"\n  http_server_location_configuration_snippet: \"\"\n" +
+			"  http_admin_configuration_snippet: \"\"\n  http_end_configuration_snippet: null",
+		"nginx_config:\n  http:\n    underscores_in_headers: \"on\"",
+		"nginx_config:\n  http:\n    underscores_in_headers: true",
+		"nginx_config:\n  http:\n    real_ip_header: X-Forwarded-For\n    real_ip_recursive: \"on\"\n    real_ip_from: []",
+		"deployment:\n  admin:\n    https_admin: false",
+	} {
+		_, warns, err := parseNode(t, src+"\n")
+		if err != nil || len(warns) != 0 {
+			t.Errorf("%s:\nerror %v, warnings %v", src, err, warns)
+		}
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"nginx_config:\n  http:\n    underscores_in_headers: maybe", `nginx_config.http.underscores_in_headers: want "on" or "off", got "maybe"`},
+		{"nginx_config:\n  user: [a]", `nginx_config.user: want a string, got a list`},
+		{"apisix:\n  delete_uri_tail_slash: 1", `apisix.delete_uri_tail_slash: want true or false, got 1`},
+		{"apisix:\n  data_encryption: 1", `apisix.data_encryption: want a mapping, got 1`},
+	} {
+		_, _, err := parseNode(t, tc.src+"\n")
+		if diff := cmp.Diff("nodeconf: conf/config.yaml: "+tc.want, errText(err)); diff != "" {
+			t.Errorf("%s: error (-want +got):\n%s", tc.src, diff)
+		}
+	}
+}
+
+// TestNodeConfigAdminKeyBypassed: admin_key_required false while the
+// Admin API is served is reported in APISIX's words, whatever allow_admin
+// says, as APISIX reports it; not when the node serves no Admin API.
+func TestNodeConfigAdminKeyBypassed(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		warn bool
+	}{
+		{"deployment:\n  admin:\n    admin_key_required: false\n    allow_admin: [0.0.0.0/0]", true},
+		{"deployment:\n  admin:\n    admin_key_required: false", true},
+		{"deployment:\n  admin:\n    admin_key_required: true\n    allow_admin: [0.0.0.0/0]", false},
+		{"apisix:\n  enable_admin: false\ndeployment:\n  admin:\n    admin_key_required: false", false},
+		{"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n  admin:\n    admin_key_required: false", false},
+	} {
+		_, warns, err := parseNode(t, tc.src+"\n")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		var want []string
+		if tc.warn {
+			want = []string{"Admin key is bypassed! If you are deploying APISIX in a production environment, " +
+				"please enable `admin_key_required` and set a secure admin key!"}
+		}
+		if diff := cmp.Diff(want, warns); diff != "" {
+			t.Errorf("%s: warnings (-want +got):\n%s", tc.src, diff)
 		}
 	}
 }

@@ -178,3 +178,54 @@ func TestInvalidChunkedBody(t *testing.T) {
 		t.Errorf("origin read past the invalid chunk:\n%q", got)
 	}
 }
+
+// TestHostEmptyLabel: a Host with an empty label ("secure.test..") does
+// not slip past a route bound to secure.test to the host-less route: it
+// is answered 400 with the close, as nginx answers it
+// (ngx_http_validate_host), in the Host field and in the authority of an
+// absolute-form target, and nothing reaches either origin. One trailing
+// dot is nginx's $host without it: the bound route's, whose upstream sees
+// X-Forwarded-Host without the dot.
+func TestHostEmptyLabel(t *testing.T) {
+	t.Parallel()
+	secure := headEchoUpstream(t)
+	open := newRawUpstream(t, func(c *rawConn) {
+		c.serveKeepAlive(func(*http.Request, []byte, int) (string, bool) { return okResponse("open"), true })
+	})
+	g := startGateway(t, routesYAML(
+		obj{"id": "secure", "uri": "/*", "hosts": []string{"secure.test"}, "upstream": upstreamOf(nodes(secure.addr()), nil)},
+		obj{"id": "open", "uri": "/*", "upstream": upstreamOf(nodes(open.addr()), nil)},
+	), "")
+	for _, raw := range []string{
+		"GET /x HTTP/1.1\r\nHost: secure.test..\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: secure.test..:80\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: secure..test\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: .\r\n\r\n",
+		"GET http://secure.test../x HTTP/1.1\r\nHost: secure.test\r\n\r\n",
+		"GET http://secure.test..:80/x HTTP/1.1\r\nHost: secure.test\r\n\r\n",
+	} {
+		c := dialGateway(t, g)
+		go func() { _, _ = io.WriteString(c, raw) }()
+		br := newReader(c)
+		r := readOne(t, br, "GET")
+		if r.status != 400 || !r.close {
+			t.Errorf("%q: status %d (close %v), want 400 and the close: %s", raw, r.status, r.close, r.body)
+		}
+		expectClosed(t, c, br, 2*time.Second)
+	}
+	if n, got := open.accepted.Load(), open.received(); n != 0 || got != "" {
+		t.Errorf("the open origin accepted %d connections and read %q", n, got)
+	}
+	if n := secure.conns.Load(); n != 0 {
+		t.Errorf("the secure origin accepted %d connections", n)
+	}
+	for _, raw := range []string{
+		"GET /x HTTP/1.1\r\nHost: secure.test.\r\n\r\n",
+		"GET http://Secure.Test.:80/x HTTP/1.1\r\nHost: other\r\n\r\n",
+	} {
+		r, _, _ := rawRequest(t, g, raw)
+		if e := upstreamSaw(t, r); e.get("X-Forwarded-Host") != "secure.test" {
+			t.Errorf("%q: X-Forwarded-Host %q, want secure.test", raw, e.get("X-Forwarded-Host"))
+		}
+	}
+}

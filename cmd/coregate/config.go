@@ -46,6 +46,7 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 	if nc.APISIX.RouterHTTP == "radixtree_uri" {
 		cfg.RouterMode = router.URI
 	}
+	cfg.NormalizeURILikeServlet = nc.APISIX.NormalizeURILikeServlet
 	for _, l := range nc.APISIX.NodeListen {
 		cfg.Listen = append(cfg.Listen, l.Addr())
 	}

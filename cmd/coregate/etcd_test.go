@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"coregate/admin/adminapi"
+	"coregate/admin/nodeconf"
 	"coregate/admin/store"
 	"coregate/admin/store/etcdstore"
 	"coregate/admin/store/storesync"
@@ -247,6 +248,26 @@ func TestAdminLegacyKeyRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, etcdDataDir)); err == nil {
 		t.Fatal("refused before anything started, yet the embedded etcd made its data directory")
+	}
+}
+
+// TestAdminKeyBypassedWarned: admin_key_required false with the Admin API
+// open to every address is logged at WARN at start, in APISIX's words,
+// and the Admin API then checks no key.
+func TestAdminKeyBypassedWarned(t *testing.T) {
+	adminPort := freePort(t)
+	cfg := func(port int) string {
+		return strings.Replace(etcdConfig(adminPort, "a-key-of-its-own")(port),
+			"  admin:\n", "  admin:\n    admin_key_required: false\n    allow_admin: [0.0.0.0/0]\n", 1)
+	}
+	g := startSupervisor(t, "", cfg, 1)
+	line := g.waitLog(`level=WARN .*Admin key is bypassed!`, 1, 5*time.Second)
+	if len(line) != 1 || !strings.Contains(line[0], nodeconf.AdminKeyBypassed) {
+		t.Fatalf("no warning:\n%s", g.out.String())
+	}
+	list := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes", adminPort)
+	if r := do(t, newClient(t), "GET", list, "", nil, nil); r.status != 200 {
+		t.Fatalf("GET without a key: %d %s", r.status, r.body)
 	}
 }
 

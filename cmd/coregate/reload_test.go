@@ -203,6 +203,30 @@ func TestUnknownConfigKeys(t *testing.T) {
 	}
 }
 
+// TestStartRefusesUnimplementedKeys: a config.yaml key coregate does not
+// implement whose absence would weaken security stops the start, the
+// error naming the file and the key (admin/nodeconf's doc lists them).
+func TestStartRefusesUnimplementedKeys(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ extra, key string }{
+		{"  http:\n    real_ip_from: [10.0.0.0/8]\n", "nginx_config.http.real_ip_from"},
+		{"  user: nobody\n", "nginx_config.user"},
+	} {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "config.yaml")
+		writeFile(t, cfg, fmt.Sprintf(baseConfig, freePort(t), tc.extra))
+		writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, binPath, "-c", cfg).CombinedOutput()
+		cancel()
+		want := cfg + ": " + tc.key + ": not supported, and ignoring it would "
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), want) {
+			t.Errorf("start with %s: %v, want exit status 1 and %q:\n%s", tc.key, err, want, out)
+		}
+	}
+}
+
 // TestRepositoryConfig: the repository's conf/config.yaml, with the listen,
 // metrics, Admin API and upstream ports moved, serves /hello as `make run`
 // does: on the embedded etcd, once the Makefile's PUT of the route went
