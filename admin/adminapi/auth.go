@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
@@ -25,14 +26,28 @@ const (
 // listens on an address other than loopback.
 var ErrLegacyKey = errors.New("adminapi: a public default admin key on a non-loopback admin_listen")
 
+// ErrNoKey: the Admin API requires a key, admits more than APISIX's
+// default 127.0.0.0/24, and has none (admin_key null or empty).
+var ErrNoKey = errors.New("adminapi: missing valid Admin API token")
+
 // CheckKeys refuses a configuration that sets one of APISIX's public
 // default keys (LegacyAdminKey, LegacyViewerKey) while
 // deployment.admin.admin_listen is not a loopback address: with such a
-// key, anyone who can reach the port can change the gateway. Start-up
-// calls it before serving. The error wraps ErrLegacyKey and says what to
-// change.
+// key, anyone who can reach the port can change the gateway (the error
+// wraps ErrLegacyKey). As APISIX's start does, it refuses one that
+// requires a key but has none (admin_key null or []) unless allow_admin
+// is APISIX's default, loopback only: the Admin API would otherwise
+// answer every address it admits with no token asked (ErrNoKey). Start-up
+// calls it before serving; the error says what to change.
 func CheckKeys(cfg nodeconf.AdminConfig) error {
-	if !cfg.AdminKeyRequired || loopbackListen(cfg.AdminListen.IP) {
+	if !cfg.AdminKeyRequired {
+		return nil
+	}
+	if len(cfg.AdminKey) == 0 && !slices.Equal(cfg.AllowAdmin, []string{"127.0.0.0/24"}) {
+		return fmt.Errorf("%w: deployment.admin.admin_key is %s while deployment.admin.allow_admin admits %q: "+
+			"set a key (an empty key has one generated at first start)", ErrNoKey, describeKeys(cfg.AdminKey), cfg.AllowAdmin)
+	}
+	if loopbackListen(cfg.AdminListen.IP) {
 		return nil
 	}
 	for i, k := range cfg.AdminKey {
@@ -55,6 +70,13 @@ func loopbackListen(ip string) bool {
 	}
 	a, err := netip.ParseAddr(ip)
 	return err == nil && a.IsLoopback()
+}
+
+func describeKeys(keys []nodeconf.AdminKey) string {
+	if keys == nil {
+		return "null"
+	}
+	return "empty"
 }
 
 // auth is deployment.admin's access rules, compiled once.

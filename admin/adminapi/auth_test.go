@@ -157,4 +157,27 @@ func TestCheckKeys(t *testing.T) {
 	if err := CheckKeys(cfg); err != nil {
 		t.Errorf("keys not required: %v", err)
 	}
+
+	// No key at all, as APISIX's start: refused unless only loopback is
+	// admitted (APISIX's default allow_admin), or no key is required.
+	cfg.AdminKeyRequired = true
+	cfg.AdminListen = nodeconf.Listen{IP: "127.0.0.1", Port: 9180}
+	for _, keys := range [][]nodeconf.AdminKey{nil, {}} {
+		cfg.AdminKey = keys
+		cfg.AllowAdmin = []string{"127.0.0.0/24"}
+		if err := CheckKeys(cfg); err != nil {
+			t.Errorf("admin_key %v, loopback only: %v", keys, err)
+		}
+		for _, allow := range [][]string{nil, {"0.0.0.0/0"}, {"127.0.0.0/24", "10.0.0.0/8"}} {
+			cfg.AllowAdmin = allow
+			if err := CheckKeys(cfg); !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "deployment.admin.admin_key is") {
+				t.Errorf("admin_key %v, allow_admin %q: %v, want ErrNoKey", keys, allow, err)
+			}
+		}
+		cfg.AdminKeyRequired = false
+		if err := CheckKeys(cfg); err != nil {
+			t.Errorf("admin_key %v, not required: %v", keys, err)
+		}
+		cfg.AdminKeyRequired = true
+	}
 }

@@ -224,6 +224,24 @@ func TestAdminKeyGenerated(t *testing.T) {
 	}
 }
 
+// TestAdminNoKeyRefused: an Admin API that requires a key, has none and
+// admits more than loopback does not start, as APISIX's ("missing valid
+// Admin API token"): it would answer every address it admits unasked.
+func TestAdminNoKeyRefused(t *testing.T) {
+	for _, keys := range []string{"null", "[]"} {
+		dir := t.TempDir()
+		cfg := strings.Replace(etcdConfig(freePort(t))(freePort(t)),
+			"  admin:\n", "  admin:\n    admin_key: "+keys+"\n    allow_admin: [0.0.0.0/0]\n", 1)
+		writeFile(t, filepath.Join(dir, "config.yaml"), cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, binPath, "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), "missing valid Admin API token") || !strings.Contains(string(out), "deployment.admin.admin_key is") {
+			t.Fatalf("admin_key %s, allow_admin 0.0.0.0/0: %v\n%s", keys, err, out)
+		}
+	}
+}
+
 // TestAdminLegacyKeyRefused: the public legacy key with the Admin API on
 // every address refuses to start, saying why.
 func TestAdminLegacyKeyRefused(t *testing.T) {
