@@ -112,6 +112,9 @@ type Client struct {
 	// running is set while the client's goroutine runs: the first Submit
 	// to find it unset starts one.
 	running atomic.Bool
+	// logEvery is how often the client logs that its calls fail (see
+	// logFailures): the constant logEvery, which tests shorten.
+	logEvery time.Duration
 
 	// Owned by the client's goroutine.
 	cli      rueidis.Client
@@ -124,8 +127,9 @@ type Client struct {
 	// has them (unless it lost them: NOSCRIPT), and EVALSHA does.
 	sent map[*Script]bool
 	// failed counts the calls that failed since the last line logged,
-	// at loggedAt (see logFailures).
+	// at loggedAt, lastErr the last of their errors (see logFailures).
 	failed   int
+	lastErr  error
 	loggedAt time.Time
 }
 
@@ -133,24 +137,24 @@ type Client struct {
 // failure at once, then one line per logEvery with the count since.
 const logEvery = 10 * time.Second
 
-// logFailures counts the calls of a batch that failed and logs them, off
-// the event loop (on the client's goroutine), through slog's default
-// logger: the plugin decides what the request gets (500, or through with
+// logFailures counts the calls of a batch that failed and logs those
+// failed since the last line, with the last of their errors, off the
+// event loop (on the client's goroutine), through slog's default logger:
+// the plugin decides what the request gets (500, or through with
 // allow_degradation), and the operator learns that Redis fails, as
 // APISIX's "failed to limit count" error lines tell.
 func (c *Client) logFailures(batch []*Call, now time.Time) {
-	var last error
 	for _, call := range batch {
 		if call.Err != nil {
 			c.failed++
-			last = call.Err
+			c.lastErr = call.Err
 		}
 	}
-	if c.failed == 0 || (!c.loggedAt.IsZero() && now.Sub(c.loggedAt) < logEvery) {
+	if c.failed == 0 || (!c.loggedAt.IsZero() && now.Sub(c.loggedAt) < c.logEvery) {
 		return
 	}
-	slog.Default().Error("redis calls failed", "redis", c.target(), "calls", c.failed, "err", last)
-	c.failed, c.loggedAt = 0, now
+	slog.Default().Error("redis calls failed", "redis", c.target(), "calls", c.failed, "err", c.lastErr)
+	c.failed, c.lastErr, c.loggedAt = 0, nil, now
 }
 
 // target names the client's Redis in a log line (no credentials).
@@ -182,7 +186,7 @@ func For(c Conf) *Client {
 	if cl := clients[k].Value(); cl != nil {
 		return cl
 	}
-	cl := &Client{conf: c, wake: make(chan struct{}, 1)}
+	cl := &Client{conf: c, wake: make(chan struct{}, 1), logEvery: logEvery}
 	cl.opt = c.option()
 	clients[k] = weak.Make(cl)
 	runtime.AddCleanup(cl, forget, k)

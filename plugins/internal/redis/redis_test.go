@@ -262,3 +262,64 @@ func TestClientLogsFailures(t *testing.T) {
 		t.Fatalf("log:\n%s\nwant one line naming the server", out)
 	}
 }
+
+// TestClientLogsRealError: the line that counts the calls failed since
+// the last one names their error, also when it is logged after Redis came
+// back, with a call that succeeded.
+func TestClientLogsRealError(t *testing.T) {
+	var buf syncbuf.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	port, proc := plugintest.RedisProcess(t)
+	const timeout = 200 * time.Millisecond
+	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: timeout, Keepalive: 10 * time.Second})
+	cl.logEvery = time.Second // before its goroutine starts
+	ch := make(chan *Call, 1)
+	call := newCalls(1, ch)[0]
+	ask := func() error {
+		cl.Submit(call)
+		select {
+		case c := <-ch:
+			return c.Err
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call was not answered")
+			return nil
+		}
+	}
+	if err := ask(); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	hung := time.Now()
+	for range 2 { // the first logged at once, the second counted
+		if err := ask(); err == nil {
+			_ = proc.Signal(syscall.SIGCONT)
+			t.Fatal("a call to a hung Redis succeeded")
+		}
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(hung.Add(cl.logEvery + redialEvery)))
+	deadline := time.Now().Add(5 * time.Second)
+	for ask() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("calls still fail after Redis went on")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var lines []string // this client's: another test's may log too
+	for _, line := range splitLines(buf.String()) {
+		if strings.Contains(line, "redis=127.0.0.1:"+strconv.Itoa(port)+" ") {
+			lines = append(lines, line)
+		}
+	}
+	out := strings.Join(lines, "\n")
+	if len(lines) != 2 || strings.Contains(out, "err=<nil>") || !strings.Contains(lines[1], "calls=1 ") ||
+		!strings.Contains(lines[1], `err=`) {
+		t.Fatalf("log:\n%s\nwant two lines naming the calls' error, the second of one call", out)
+	}
+}
