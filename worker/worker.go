@@ -252,6 +252,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		gnet.WithMulticore(false),
 		gnet.WithNumEventLoop(1),
 		gnet.WithReusePort(true),
+		// SO_REUSEADDR too, as nginx sets it: the connections the
+		// worker closed first stay in TIME_WAIT on the port, and
+		// without it on both sides no server (nginx, or this gateway
+		// after one) could bind the port until they expire.
+		gnet.WithReuseAddr(true),
 		// Not locked to an OS thread: the loop yields to the scheduler
 		// every netpoll.YieldInterval, and a locked goroutine turns each
 		// yield into a handoff between two threads. The supervisor pins

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,9 +25,14 @@ import (
 // in the Redis on port, /open the same with allow_degradation, and /other
 // unlimited.
 func redisLimitRoutes(up string, port, count int) string {
+	return redisLimitRoutesTimeout(up, port, count, 3000)
+}
+
+// redisLimitRoutesTimeout is redisLimitRoutes with redis_timeout ms.
+func redisLimitRoutesTimeout(up string, port, count, ms int) string {
 	conf := func(extra obj) obj {
 		c := obj{"count": count, "time_window": 300, "rejected_msg": "limited", "key_type": "constant", "key": "all",
-			"policy": "redis", "redis_host": "127.0.0.1", "redis_port": port, "redis_timeout": 3000}
+			"policy": "redis", "redis_host": "127.0.0.1", "redis_port": port, "redis_timeout": ms}
 		for k, v := range extra {
 			c[k] = v
 		}
@@ -143,6 +149,129 @@ func TestLimitCountRedisDown(t *testing.T) {
 	eventually(t, 5*time.Second, func() error {
 		if out := g.out.String(); !strings.Contains(out, `msg="redis calls failed"`) || !strings.Contains(out, "worker=0") {
 			return fmt.Errorf("no log line of the failing Redis calls:\n%s", out)
+		}
+		return nil
+	})
+}
+
+// TestLimitRedisHung: with Redis hung (SIGSTOP) and redis_timeout 1000,
+// requests asked while others wait for Redis are each answered within
+// the timeout of their own asking (limit-count and limit-req 500,
+// limit-count and limit-conn with allow_degradation through), not after
+// the timeouts of the requests before them too; once Redis goes on
+// (SIGCONT) the limits count again by themselves, and the line that
+// counts the calls failed meanwhile names their error.
+func TestLimitRedisHung(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the 10 s between two lines of failed Redis calls")
+	}
+	port, proc := plugintest.RedisProcess(t)
+	up := textUpstream(t, "ok")
+	const timeout = time.Second
+	redis := func(extra obj) obj {
+		c := obj{"policy": "redis", "redis_host": "127.0.0.1", "redis_port": port, "redis_timeout": timeout.Milliseconds(),
+			"key": "remote_addr"}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	routes := routesYAML(
+		obj{"id": "count", "uri": "/count", "upstream": upstreamOf(nodes(up.addr()), nil),
+			"plugins": obj{"limit-count": redis(obj{"count": 1000, "time_window": 300})}},
+		obj{"id": "count-open", "uri": "/count-open", "upstream": upstreamOf(nodes(up.addr()), nil),
+			"plugins": obj{"limit-count": redis(obj{"count": 1000, "time_window": 300, "allow_degradation": true})}},
+		obj{"id": "req", "uri": "/req", "upstream": upstreamOf(nodes(up.addr()), nil),
+			"plugins": obj{"limit-req": redis(obj{"rate": 1000, "burst": 0, "nodelay": true})}},
+		obj{"id": "conn-open", "uri": "/conn-open", "upstream": upstreamOf(nodes(up.addr()), nil),
+			"plugins": obj{"limit-conn": redis(obj{"conn": 100, "burst": 0, "default_conn_delay": 0.1, "allow_degradation": true})}},
+	)
+	g := startGateway(t, routes, "")
+	paths := []string{"/count", "/count-open", "/req", "/conn-open"}
+	want := map[string]int{"/count": 500, "/count-open": 200, "/req": 500, "/conn-open": 200}
+	conns := dialLimit(t, g.addr(), 8)
+	for _, p := range paths { // connected to Redis
+		if a, err := conns[0].get(p); err != nil || a.status != 200 {
+			t.Fatalf("%s before the hang: %+v, %v", p, a, err)
+		}
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = proc.Signal(syscall.SIGCONT)
+		}
+	}()
+	// Two waves of eight requests: the first asked over half the timeout
+	// while the first of them waits, the second once the first failed.
+	for wave := range 2 {
+		var wg sync.WaitGroup
+		errs := make(chan string, len(conns))
+		for i, lc := range conns {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * timeout / 16)
+				p := paths[i%len(paths)]
+				start := time.Now()
+				a, err := lc.get(p)
+				if took := time.Since(start); err != nil || a.status != want[p] || took > timeout*3/2 {
+					errs <- fmt.Sprintf("wave %d, %s: %+v, %v after %v; want %d within %v", wave, p, a, err, took, want[p], timeout*3/2)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	var first time.Time // the first line of failed calls, once seen
+	eventually(t, 5*time.Second, func() error {
+		if !strings.Contains(g.out.String(), `msg="redis calls failed"`) {
+			return fmt.Errorf("no line of the failed calls:\n%s", g.out.String())
+		}
+		first = time.Now()
+		return nil
+	})
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	eventually(t, 5*time.Second, func() error {
+		for _, p := range paths {
+			if a, err := conns[0].get(p); err != nil || a.status != 200 {
+				return fmt.Errorf("%s after the hang: %+v, %v", p, a, err)
+			}
+		}
+		return nil
+	})
+	if a, err := conns[0].get("/count"); err != nil || a.remaining == "" {
+		t.Fatalf("/count is not counted after the hang: %+v, %v", a, err)
+	}
+	// The second wave's failures are logged with the next call past 10 s
+	// from the first line.
+	time.Sleep(time.Until(first.Add(10 * time.Second)))
+	eventually(t, 5*time.Second, func() error {
+		if a, err := conns[0].get("/count"); err != nil || a.status != 200 {
+			return fmt.Errorf("/count: %+v, %v", a, err)
+		}
+		var lines []string
+		for _, line := range strings.Split(g.out.String(), "\n") {
+			if strings.Contains(line, `msg="redis calls failed"`) {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) < 2 {
+			return fmt.Errorf("%d lines of the failed calls, want 2:\n%s", len(lines), strings.Join(lines, "\n"))
+		}
+		for _, line := range lines {
+			if strings.Contains(line, "err=<nil>") || !strings.Contains(line, "no reply within 1s") {
+				t.Fatalf("a line of the failed calls does not name their error: %s", line)
+			}
 		}
 		return nil
 	})

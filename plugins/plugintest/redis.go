@@ -24,6 +24,15 @@ import (
 // Without a redis-server binary the test is skipped, unless CI is set.
 func RedisServer(t testing.TB, args ...string) int {
 	t.Helper()
+	port, _ := RedisProcess(t, args...)
+	return port
+}
+
+// RedisProcess is RedisServer that also returns the server's process,
+// for a test that stops it (SIGSTOP) to hang it and continues it
+// (SIGCONT) to bring it back.
+func RedisProcess(t testing.TB, args ...string) (int, *os.Process) {
+	t.Helper()
 	bin := redisBinary(t)
 	return startRedis(t, bin, t.TempDir(), func(port int) []string { return args })
 }
@@ -40,7 +49,7 @@ func RedisCluster(t testing.TB, n int) []string {
 	var addrs, dirs []string
 	for range n {
 		dir := t.TempDir()
-		port := startRedis(t, bin, dir, func(int) []string {
+		port, _ := startRedis(t, bin, dir, func(int) []string {
 			return []string{"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(FreePort(t)),
 				"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}
 		})
@@ -107,8 +116,9 @@ func needRedis(t testing.TB, what string) {
 // A server that exits while starting, for example because another process
 // took its cluster bus port first, is started again on other ports; the
 // test fails after three such tries. The server is killed, by its PID, when
-// the test ends.
-func startRedis(t testing.TB, bin, dir string, args func(port int) []string) int {
+// the test ends (a stopped one too). startRedis returns the port and the
+// server's process.
+func startRedis(t testing.TB, bin, dir string, args func(port int) []string) (int, *os.Process) {
 	t.Helper()
 	logPath := filepath.Join(dir, "redis.log")
 	for try := 1; ; try++ {
@@ -132,7 +142,7 @@ func startRedis(t testing.TB, bin, dir string, args func(port int) []string) int
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		err := awaitRedis(addr, exited)
 		if err == nil {
-			return port
+			return port, cmd.Process
 		}
 		if err != errExited || try == 3 {
 			log, _ := os.ReadFile(logPath)

@@ -18,7 +18,7 @@ func TestStartRedisRetries(t *testing.T) {
 	defer held.Close()
 	taken := held.Addr().(*net.TCPAddr).Port
 	tries := 0
-	port := startRedis(t, bin, t.TempDir(), func(int) []string {
+	port, _ := startRedis(t, bin, t.TempDir(), func(int) []string {
 		tries++
 		bus := taken
 		if tries > 1 {

@@ -8,17 +8,24 @@
 // process, with one goroutine that takes every Call submitted since its
 // last round trip and sends them as one pipeline (EVALSHA; EVAL for a
 // script's first call, and again for one Redis answers NOSCRIPT), over the
-// rueidis client it holds: a burst
-// of requests on a worker costs one write, one read and one wake-up of the
-// loop, not one per request. The rueidis client is made on first use and
-// closed after redis_keepalive_timeout without a call, and the goroutine
-// ends with it (the next call starts another); a configuration whose Redis
-// cannot be reached fails its calls at once (the plugin's
-// allow_degradation decides) and is dialled again at most every
-// redialEvery. A Client no plugin instance holds any more is forgotten
-// once the garbage collector finds it, so that the process's clients are
-// those of the configurations in use, not of every configuration it ever
-// had.
+// rueidis client it holds: a burst of requests on a worker costs one
+// write, one read and one wake-up of the loop, not one per request. The
+// rueidis client is made on first use and closed after
+// redis_keepalive_timeout without a call, and the goroutine ends with it
+// (the next call starts another); a configuration whose Redis cannot be
+// reached fails its calls at once (the plugin's allow_degradation decides)
+// and is dialled again at most every redialEvery.
+//
+// Every call is answered within redis_timeout of its Submit: a round trip
+// (its dial included) ends at the deadline of the first call in it, and a
+// watchdog fails its calls then if Redis has not answered, with those
+// queued behind it; the connection is given up, and the next calls go
+// over a new one. A hung Redis costs each request redis_timeout at most,
+// not the wait of the requests before it as well.
+//
+// A Client no plugin instance holds any more is forgotten once the
+// garbage collector finds it, so that the process's clients are those of
+// the configurations in use, not of every configuration it ever had.
 package redis
 
 import (
@@ -29,7 +36,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -100,8 +109,15 @@ type Call struct {
 	NRep  int
 	Err   error
 
+	due  int64 // when the call fails unanswered, on clock's scale
 	next *Call
 }
+
+// epoch is the origin of clock.
+var epoch = time.Now()
+
+// clock is the time on the monotonic clock, in nanoseconds since epoch.
+func clock() int64 { return int64(time.Since(epoch)) }
 
 // Client is the process's client of one Conf.
 type Client struct {
@@ -109,23 +125,25 @@ type Client struct {
 	opt     rueidis.ClientOption
 	pending atomic.Pointer[Call]
 	wake    chan struct{}
-	// running is set while the client's goroutine runs: the first Submit
-	// to find it unset starts one.
+	// running is set while the client has a goroutine that looks at
+	// pending: the first Submit to find it unset starts one.
 	running atomic.Bool
+	// errTimeout is the error of a call Redis did not answer within
+	// Timeout of its Submit.
+	errTimeout error
+	// logEvery is how often the client logs that its calls fail (see
+	// logFailures): the constant logEvery, which tests shorten.
+	logEvery time.Duration
 
-	// Owned by the client's goroutine.
-	cli      rueidis.Client
-	dialErr  error
-	dialedAt time.Time
-	lastUse  time.Time
-	cmds     rueidis.Commands
-	batch    []*Call
-	// sent are the scripts sent with EVAL on the current client: Redis
-	// has them (unless it lost them: NOSCRIPT), and EVALSHA does.
-	sent map[*Script]bool
+	// Owned by the client's goroutine, or by the watchdog that took its
+	// round trip over (sender.expire) until it starts the next one.
+	dialErr  error // the last dial's, nil once one succeeded
+	noClient error // errNoClient wrapping dialErr
+	dialedAt int64 // when the last dial began, on clock's scale
 	// failed counts the calls that failed since the last line logged,
-	// at loggedAt (see logFailures).
+	// at loggedAt, lastErr the last of their errors (see logFailures).
 	failed   int
+	lastErr  error
 	loggedAt time.Time
 }
 
@@ -133,24 +151,35 @@ type Client struct {
 // failure at once, then one line per logEvery with the count since.
 const logEvery = 10 * time.Second
 
-// logFailures counts the calls of a batch that failed and logs them, off
-// the event loop (on the client's goroutine), through slog's default
-// logger: the plugin decides what the request gets (500, or through with
-// allow_degradation), and the operator learns that Redis fails, as
-// APISIX's "failed to limit count" error lines tell.
-func (c *Client) logFailures(batch []*Call, now time.Time) {
-	var last error
+// answer wakes the calls of batch, whose Reply or Err is set, clearing
+// batch; the failed ones are counted and logged first.
+func (c *Client) answer(batch []*Call) {
 	for _, call := range batch {
 		if call.Err != nil {
 			c.failed++
-			last = call.Err
+			c.lastErr = call.Err
 		}
 	}
-	if c.failed == 0 || (!c.loggedAt.IsZero() && now.Sub(c.loggedAt) < logEvery) {
+	c.logFailures(time.Now())
+	for i, call := range batch {
+		call.next = nil
+		batch[i] = nil
+		call.Waker.Wake()
+	}
+}
+
+// logFailures logs the calls that failed since the last line, off the
+// event loop (on the client's goroutine or its watchdog), through slog's
+// default logger, with the last of their errors: the plugin decides what
+// the request gets (500, or through with allow_degradation), and the
+// operator learns that Redis fails, as APISIX's "failed to limit count"
+// error lines tell.
+func (c *Client) logFailures(now time.Time) {
+	if c.failed == 0 || (!c.loggedAt.IsZero() && now.Sub(c.loggedAt) < c.logEvery) {
 		return
 	}
-	slog.Default().Error("redis calls failed", "redis", c.target(), "calls", c.failed, "err", last)
-	c.failed, c.loggedAt = 0, now
+	slog.Default().Error("redis calls failed", "redis", c.target(), "calls", c.failed, "err", c.lastErr)
+	c.failed, c.lastErr, c.loggedAt = 0, nil, now
 }
 
 // target names the client's Redis in a log line (no credentials).
@@ -182,8 +211,9 @@ func For(c Conf) *Client {
 	if cl := clients[k].Value(); cl != nil {
 		return cl
 	}
-	cl := &Client{conf: c, wake: make(chan struct{}, 1)}
+	cl := &Client{conf: c, wake: make(chan struct{}, 1), logEvery: logEvery}
 	cl.opt = c.option()
+	cl.errTimeout = fmt.Errorf("redis: no reply within %v", c.Timeout)
 	clients[k] = weak.Make(cl)
 	runtime.AddCleanup(cl, forget, k)
 	return cl
@@ -240,8 +270,10 @@ func (c *Conf) option() rueidis.ClientOption {
 }
 
 // Submit hands call to the client, from any goroutine; it does not block.
-// call.Waker is woken once the call has its reply or error.
+// call.Waker is woken once the call has its reply or error, at the latest
+// when the client's Timeout has passed since Submit.
 func (c *Client) Submit(call *Call) {
+	call.due = clock() + int64(c.conf.Timeout)
 	for {
 		old := c.pending.Load()
 		call.next = old
@@ -269,18 +301,23 @@ func (c *Client) kick() {
 
 // run is the client's goroutine: it sends what was submitted, one batch
 // at a time, closes the connection when it has been idle for Keepalive,
-// and ends when it has neither a connection nor a call to send.
+// and ends when it has neither a connection nor a call to send, or when
+// its round trip outlived its deadline (the watchdog then answered the
+// calls and started the next goroutine, with a connection of its own).
 //
 // Ending cannot lose a call: run clears running and then looks at pending
 // again, and Submit adds to pending and then looks at running, so at
 // least one of the two sees the other; if both do, the CompareAndSwap on
 // running picks one goroutine to go on.
 func (c *Client) run() {
+	s := &sender{c: c}
+	s.watchdog = time.AfterFunc(time.Hour, s.expire)
+	s.watchdog.Stop()
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	for {
 		head := c.pending.Swap(nil)
-		if head == nil && c.cli == nil {
+		if head == nil && s.cli == nil {
 			c.running.Store(false)
 			if c.pending.Load() == nil || !c.running.CompareAndSwap(false, true) {
 				return
@@ -293,129 +330,307 @@ func (c *Client) run() {
 			case <-c.wake:
 				idle.Stop()
 			case <-idle.C:
-				if c.cli != nil && time.Since(c.lastUse) >= c.conf.Keepalive {
-					c.cli.Close()
-					c.cli = nil
+				if s.cli != nil && time.Duration(clock()-s.lastUse) >= c.conf.Keepalive {
+					s.cli.Close()
+					s.cli = nil
 				}
 			}
 			continue
 		}
-		c.batch = c.batch[:0]
+		s.batch = s.batch[:0]
 		for ; head != nil; head = head.next {
-			c.batch = append(c.batch, head)
+			s.batch = append(s.batch, head)
 		}
 		// The stack gave them newest first.
-		for i, j := 0, len(c.batch)-1; i < j; i, j = i+1, j-1 {
-			c.batch[i], c.batch[j] = c.batch[j], c.batch[i]
+		for i, j := 0, len(s.batch)-1; i < j; i, j = i+1, j-1 {
+			s.batch[i], s.batch[j] = s.batch[j], s.batch[i]
 		}
-		c.exec(c.batch)
-		c.logFailures(c.batch, time.Now())
-		for i, call := range c.batch {
-			call.next = nil
-			c.batch[i] = nil
-			call.Waker.Wake()
+		if !s.send() {
+			return
 		}
+		c.answer(s.batch)
 	}
+}
+
+// takeQueued appends to batch the calls submitted and not yet taken, each
+// failed with errTimeout: they were queued behind a round trip that Redis
+// did not answer in time, on a connection now given up.
+func (c *Client) takeQueued(batch []*Call) []*Call {
+	from := len(batch)
+	for head := c.pending.Swap(nil); head != nil; head = head.next {
+		head.NRep, head.Err = 0, c.errTimeout
+		batch = append(batch, head)
+	}
+	// The stack gave them newest first.
+	for i, j := from, len(batch)-1; i < j; i, j = i+1, j-1 {
+		batch[i], batch[j] = batch[j], batch[i]
+	}
+	return batch
+}
+
+// dialFailed records a failed dial, begun at at: the calls of the next
+// redialEvery fail at once.
+func (c *Client) dialFailed(err error, at int64) {
+	c.dialErr, c.dialedAt = err, at
+	c.noClient = fmt.Errorf("%w: %w", errNoClient, err)
 }
 
 // errNoClient wraps the last dial error while the client waits to redial.
 var errNoClient = errors.New("redis: not connected")
 
-// exec runs one batch: EVALSHA for every call in one pipeline (EVAL for a
-// script's first call on the connection), then EVAL in a second for the
-// calls whose script Redis did not have (it was restarted or flushed its
-// scripts: those calls then run after the rest of their batch).
-func (c *Client) exec(batch []*Call) {
-	now := time.Now()
-	c.lastUse = now
-	if c.cli == nil {
-		if c.dialErr != nil && now.Sub(c.dialedAt) < redialEvery {
-			failAll(batch, fmt.Errorf("%w: %w", errNoClient, c.dialErr))
-			return
+// sender is one of the client's goroutines (run) with its connection,
+// and the watchdog of its round trips. The goroutine makes one round trip
+// at a time (dialling first when it has no connection), each with the
+// deadline of the call in it that was submitted first; if the round trip
+// has not come back by then, the watchdog takes it over: it fails its
+// calls and those queued behind it, and starts another goroutine for the
+// calls to come, which dials a connection of its own. The goroutine stuck
+// in the round trip ends when it comes back (at the deadline, which is
+// the connection's too, or once its dial gives up) and closes its
+// connection. So no call waits past Timeout from its Submit, whatever
+// Redis or the network do.
+type sender struct {
+	c *Client
+	// flight is the deadline of the round trip under way, on clock's
+	// scale; 0 when there is none, -1 once the watchdog took it over.
+	// Whichever of the goroutine and the watchdog changes it from the
+	// deadline owns the round trip's calls.
+	flight   atomic.Int64
+	watchdog *time.Timer
+
+	// Owned by the goroutine; batch, dialing and dialAt are read by the
+	// watchdog that took the round trip over.
+	batch   []*Call
+	dialing bool  // the round trip dials first
+	dialAt  int64 // when, on clock's scale
+	lastUse int64 // the last round trip, on clock's scale
+
+	// Owned by the goroutine, during the round trip too: ops are what it
+	// sends, copied from the calls, and what Redis answered.
+	cli     rueidis.Client
+	dialErr error
+	// sent are the scripts sent with EVAL on the current client: Redis
+	// has them (unless it lost them: NOSCRIPT), and EVALSHA does.
+	sent  map[*Script]bool
+	ops   []op
+	cmds  rueidis.Commands
+	retry []int
+}
+
+// op is one call of a round trip, copied: the round trip reads and writes
+// only its ops, so that a call the watchdog answered is its owner's again
+// even while the round trip goes on.
+type op struct {
+	call       int // its index in batch
+	script     *Script
+	keys, args []string
+	reply      [MaxReply]int64
+	nrep       int
+	err        error
+	broken     bool // err is the connection's, not a Redis error reply
+}
+
+// send runs s.batch: it fails at once, with errTimeout, the calls already
+// past their deadline, and all of them, with noClient, while the last dial
+// failed less than redialEvery ago; it sends the others in one round trip
+// under the watchdog and records their replies in the calls. It returns
+// false when the watchdog took the round trip over: then s.batch is no
+// longer the goroutine's, which must end.
+func (s *sender) send() bool {
+	c := s.c
+	now := clock()
+	s.lastUse = now
+	if s.cli == nil && c.dialErr != nil && time.Duration(now-c.dialedAt) < redialEvery {
+		for _, call := range s.batch {
+			call.NRep, call.Err = 0, c.noClient
 		}
-		c.dialedAt = now
-		cli, err := rueidis.NewClient(c.opt)
-		if err != nil {
-			c.dialErr = err
-			failAll(batch, err)
-			return
-		}
-		c.cli, c.dialErr = cli, nil
-		c.sent = map[*Script]bool{}
+		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.conf.Timeout)
+	s.ops = s.ops[:0]
+	deadline := int64(math.MaxInt64)
+	for i, call := range s.batch {
+		if call.due <= now {
+			call.NRep, call.Err = 0, c.errTimeout
+			continue
+		}
+		deadline = min(deadline, call.due)
+		s.addOp(i, call)
+	}
+	if len(s.ops) == 0 {
+		return true
+	}
+	s.dialing, s.dialAt = s.cli == nil, now
+	s.flight.Store(deadline)
+	s.watchdog.Reset(time.Duration(deadline - now))
+	s.roundTrip(epoch.Add(time.Duration(deadline)))
+	if !s.flight.CompareAndSwap(deadline, 0) {
+		if s.cli != nil {
+			s.cli.Close()
+		}
+		return false
+	}
+	s.watchdog.Stop()
+	s.record()
+	return true
+}
+
+// addOp copies call, batch[i], into the next op.
+func (s *sender) addOp(i int, call *Call) {
+	n := len(s.ops)
+	if n < cap(s.ops) {
+		s.ops = s.ops[:n+1]
+	} else {
+		s.ops = append(s.ops, op{})
+	}
+	o := &s.ops[n]
+	o.call, o.script = i, call.Script
+	o.keys = append(o.keys[:0], call.Keys...)
+	o.args = append(o.args[:0], call.Args...)
+	o.nrep, o.err, o.broken = 0, nil, false
+}
+
+// roundTrip dials if the sender has no connection, then runs the ops:
+// EVALSHA for every one in one pipeline (EVAL for a script's first call on
+// the connection), then EVAL in a second for those whose script Redis did
+// not have (it was restarted or flushed its scripts: those calls then run
+// after the rest of their batch); both end at deadline.
+func (s *sender) roundTrip(deadline time.Time) {
+	if s.cli == nil {
+		cli, err := rueidis.NewClient(s.c.opt)
+		s.dialErr = err
+		if err != nil {
+			for i := range s.ops {
+				s.ops[i].err, s.ops[i].broken = err, true
+			}
+			return
+		}
+		s.cli, s.sent = cli, map[*Script]bool{}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	c.cmds = c.cmds[:0]
-	for _, call := range batch {
-		if !c.sent[call.Script] {
+	s.cmds = s.cmds[:0]
+	for i := range s.ops {
+		o := &s.ops[i]
+		if !s.sent[o.script] {
 			// The first run of a script on this connection carries
 			// its text, so that calls run in the order they came.
-			c.sent[call.Script] = true
-			c.cmds = append(c.cmds, c.cli.B().Eval().Script(call.Script.src).Numkeys(int64(len(call.Keys))).
-				Key(call.Keys...).Arg(call.Args...).Build())
+			s.sent[o.script] = true
+			s.cmds = append(s.cmds, s.eval(o))
 			continue
 		}
-		c.cmds = append(c.cmds, c.cli.B().Evalsha().Sha1(call.Script.sha).Numkeys(int64(len(call.Keys))).
-			Key(call.Keys...).Arg(call.Args...).Build())
+		s.cmds = append(s.cmds, s.cli.B().Evalsha().Sha1(o.script.sha).Numkeys(int64(len(o.keys))).
+			Key(o.keys...).Arg(o.args...).Build())
 	}
-	res := c.cli.DoMulti(ctx, c.cmds...)
-	var retry []int
-	for i, r := range res {
+	s.retry = s.retry[:0]
+	for i, r := range s.cli.DoMulti(ctx, s.cmds...) {
 		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
-			retry = append(retry, i)
+			s.retry = append(s.retry, i)
 			continue
 		}
-		batch[i].take(r)
+		s.ops[i].take(r)
 	}
-	if len(retry) == 0 {
+	if len(s.retry) == 0 {
 		return
 	}
-	c.cmds = c.cmds[:0]
-	for _, i := range retry {
-		call := batch[i]
-		c.cmds = append(c.cmds, c.cli.B().Eval().Script(call.Script.src).Numkeys(int64(len(call.Keys))).
-			Key(call.Keys...).Arg(call.Args...).Build())
+	s.cmds = s.cmds[:0]
+	for _, i := range s.retry {
+		s.cmds = append(s.cmds, s.eval(&s.ops[i]))
 	}
-	for j, r := range c.cli.DoMulti(ctx, c.cmds...) {
-		batch[retry[j]].take(r)
+	for j, r := range s.cli.DoMulti(ctx, s.cmds...) {
+		s.ops[s.retry[j]].take(r)
 	}
 }
 
-func failAll(batch []*Call, err error) {
-	for _, call := range batch {
-		call.NRep, call.Err = 0, err
+func (s *sender) eval(o *op) rueidis.Completed {
+	return s.cli.B().Eval().Script(o.script.src).Numkeys(int64(len(o.keys))).Key(o.keys...).Arg(o.args...).Build()
+}
+
+// record hands what the round trip got to its calls. A connection that
+// failed (not a Redis error reply) is closed, so that the next round trip
+// dials a new one; one that timed out fails the calls queued behind it.
+func (s *sender) record() {
+	c := s.c
+	if s.dialing {
+		if s.dialErr != nil {
+			c.dialFailed(s.dialErr, s.dialAt)
+		} else {
+			c.dialErr, c.noClient = nil, nil
+		}
 	}
+	broken, late := false, false
+	for i := range s.ops {
+		o := &s.ops[i]
+		err := o.err
+		if o.broken {
+			broken = true
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+				err, late = c.errTimeout, true
+			}
+		}
+		call := s.batch[o.call]
+		call.Reply, call.NRep, call.Err = o.reply, o.nrep, err
+	}
+	if broken && s.cli != nil {
+		s.cli.Close()
+		s.cli = nil
+	}
+	if late {
+		s.batch = c.takeQueued(s.batch)
+	}
+}
+
+// expire is the watchdog: once the round trip's deadline has passed, it
+// takes the round trip over from the goroutine, unless that was back
+// first. It fails the round trip's calls and those queued behind it with
+// errTimeout and answers them; a round trip that began with a dial counts
+// as a failed dial (the Redis accepts connections but does not answer).
+// Then it starts the client's next goroutine.
+func (s *sender) expire() {
+	d := s.flight.Load()
+	if d <= 0 || clock() < d || !s.flight.CompareAndSwap(d, -1) {
+		return // no round trip, or a later one than this firing's
+	}
+	c := s.c
+	if s.dialing {
+		c.dialFailed(c.errTimeout, s.dialAt)
+	}
+	for _, call := range s.batch {
+		call.NRep, call.Err = 0, c.errTimeout
+	}
+	s.batch = c.takeQueued(s.batch)
+	c.answer(s.batch)
+	go c.run()
 }
 
 // take records a reply: an integer, or an array of integers or integer
 // strings.
-func (call *Call) take(r rueidis.RedisResult) {
-	call.NRep, call.Err = 0, nil
+func (o *op) take(r rueidis.RedisResult) {
+	o.nrep, o.err, o.broken = 0, nil, false
 	msg, err := r.ToMessage()
 	if err != nil {
-		call.Err = err
+		o.err, o.broken = err, r.NonRedisError() != nil
 		return
 	}
 	if msg.IsArray() {
 		arr, _ := msg.ToArray()
 		for i := range arr {
-			if call.NRep == MaxReply {
+			if o.nrep == MaxReply {
 				break
 			}
 			v, err := arr[i].AsInt64()
 			if err != nil {
-				call.Err = fmt.Errorf("redis: reply[%d]: %w", i, err)
+				o.err = fmt.Errorf("redis: reply[%d]: %w", i, err)
 				return
 			}
-			call.Reply[call.NRep] = v
-			call.NRep++
+			o.reply[o.nrep] = v
+			o.nrep++
 		}
 		return
 	}
 	v, err := msg.AsInt64()
 	if err != nil {
-		call.Err = fmt.Errorf("redis: reply: %w", err)
+		o.err = fmt.Errorf("redis: reply: %w", err)
 		return
 	}
-	call.Reply[0], call.NRep = v, 1
+	o.reply[0], o.nrep = v, 1
 }

@@ -262,3 +262,159 @@ func TestClientLogsFailures(t *testing.T) {
 		t.Fatalf("log:\n%s\nwant one line naming the server", out)
 	}
 }
+
+// TestClientHungRedis: with Redis hung (SIGSTOP), calls asked one after
+// the other, while earlier ones wait, each fail within Timeout of being
+// asked, not after the calls before them plus their own Timeout; calls
+// asked after the first ones failed too. Once Redis goes on (SIGCONT),
+// calls succeed again by themselves.
+func TestClientHungRedis(t *testing.T) {
+	port, proc := plugintest.RedisProcess(t)
+	const timeout = time.Second
+	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: timeout, Keepalive: 10 * time.Second})
+	ask := func(key string) (*Call, time.Duration) {
+		ch := make(chan *Call, 1)
+		call := &Call{Script: incr, Keys: []string{key}, Args: []string{"1"}}
+		call.Waker = &callWaker{ch: ch, call: call}
+		start := time.Now()
+		cl.Submit(call)
+		select {
+		case c := <-ch:
+			return c, time.Since(start)
+		case <-time.After(10 * timeout):
+			t.Fatalf("a call to %s was not answered", key)
+			return nil, 0
+		}
+	}
+	if c, _ := ask("hung"); c.Err != nil || c.Reply[0] != 1 {
+		t.Fatalf("before the hang: %v, %d", c.Err, c.Reply[0])
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = proc.Signal(syscall.SIGCONT)
+		}
+	}()
+	// Two waves of eight: the first asked over half a Timeout, while the
+	// first call waits; the second after the first wave failed.
+	for wave := range 2 {
+		var wg sync.WaitGroup
+		errs := make(chan string, 8)
+		for i := range 8 {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * timeout / 16)
+				c, took := ask("hung")
+				if c.Err == nil || took > timeout*3/2 {
+					errs <- fmt.Sprintf("wave %d, call %d: %v after %v, want an error within %v", wave, i, c.Err, took, timeout*3/2)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, _ := ask("back")
+		if c.Err == nil {
+			if c.Reply[0] < 1 {
+				t.Fatalf("after the hang: %d", c.Reply[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calls still fail after Redis went on: %v", c.Err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The connections given up are closed: one is left.
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for {
+		s, err := plugintest.RedisCommand(addr, "CLIENT", "LIST")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, line := range splitLines(s) {
+			if strings.HasPrefix(line, "id=") {
+				n++
+			}
+		}
+		if n == 2 { // and this one
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%d connections after the hang, want 1:\n%s", n-1, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestClientLogsRealError: the line that counts the calls failed since
+// the last one names their error, also when it is logged after Redis came
+// back, with a call that succeeded.
+func TestClientLogsRealError(t *testing.T) {
+	var buf syncbuf.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	port, proc := plugintest.RedisProcess(t)
+	const timeout = 200 * time.Millisecond
+	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: timeout, Keepalive: 10 * time.Second})
+	cl.logEvery = time.Second // before its goroutine starts
+	ch := make(chan *Call, 1)
+	call := newCalls(1, ch)[0]
+	ask := func() error {
+		cl.Submit(call)
+		select {
+		case c := <-ch:
+			return c.Err
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call was not answered")
+			return nil
+		}
+	}
+	if err := ask(); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	hung := time.Now()
+	for range 2 { // the first logged at once, the second counted
+		if err := ask(); err == nil {
+			_ = proc.Signal(syscall.SIGCONT)
+			t.Fatal("a call to a hung Redis succeeded")
+		}
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(hung.Add(cl.logEvery + redialEvery)))
+	deadline := time.Now().Add(5 * time.Second)
+	for ask() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("calls still fail after Redis went on")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var lines []string // this client's: another test's may log too
+	for _, line := range splitLines(buf.String()) {
+		if strings.Contains(line, "redis=127.0.0.1:"+strconv.Itoa(port)+" ") {
+			lines = append(lines, line)
+		}
+	}
+	out := strings.Join(lines, "\n")
+	if len(lines) != 2 || strings.Contains(out, "err=<nil>") || !strings.Contains(lines[1], "calls=1 ") ||
+		!strings.Contains(lines[1], `err="redis: no reply within 200ms"`) {
+		t.Fatalf("log:\n%s\nwant two lines naming the calls' error, the second of one call", out)
+	}
+}
