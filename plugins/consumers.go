@@ -19,6 +19,29 @@ type Credential struct {
 	Plugins  map[string]json.RawMessage
 }
 
+// ErrNotAuth: a credential object holds a plugin that does not
+// authenticate (is no CredentialPlugin). The text is APISIX's.
+var ErrNotAuth = errors.New("only supports auth type plugins in consumer credential")
+
+// CheckCredential checks the plugins of a credential object: each must be
+// an authentication plugin (a CredentialPlugin: a credential is how a
+// consumer is found), as APISIX requires, whatever its configuration. It
+// returns the first that is not, with ErrNotAuth. The configurations
+// themselves are CheckAll's.
+func (r *Registry) CheckCredential(confs map[string]json.RawMessage) (name string, err error) {
+	for _, name := range slices.Sorted(maps.Keys(confs)) {
+		if _, p, _ := r.Lookup(name); !isAuth(p) {
+			return name, fmt.Errorf("%w (plugin %s)", ErrNotAuth, name)
+		}
+	}
+	return "", nil
+}
+
+func isAuth(p Plugin) bool {
+	_, ok := p.(CredentialPlugin)
+	return ok
+}
+
 // ConsumerIndex is a Consumers over a fixed set of consumers and
 // credentials, built once per snapshot and only read afterwards.
 type ConsumerIndex struct {

@@ -213,7 +213,7 @@ func (a *api) checkConsumer(ctx context.Context, w *write) *apiError {
 	// run without them.
 	if g, ok := w.obj["group_id"]; ok {
 		return &apiError{Status: http.StatusBadRequest, Field: "group_id",
-			Msg: "group_id: consumer groups are not supported yet", Detail: "value " + string(encodeJSON(g))}
+			Msg: spec.ErrConsumerGroup.Error(), Detail: "value " + string(encodeJSON(g))}
 	}
 	return nil
 }
@@ -226,11 +226,8 @@ func (a *api) checkCredential(ctx context.Context, w *write) *apiError {
 		return e
 	}
 	// Its plugin authenticates: a credential is how a consumer is found.
-	for name := range pluginConfs(w.obj) { // one at most: the schema says so
-		if _, p, _ := a.plugins.Lookup(name); !isAuth(p) {
-			return &apiError{Status: http.StatusBadRequest, Field: "plugins." + name,
-				Msg: "only supports auth type plugins in consumer credential"}
-		}
+	if name, err := a.plugins.CheckCredential(pluginConfs(w.obj)); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Field: "plugins." + name, Msg: plugins.ErrNotAuth.Error()}
 	}
 	if e := a.checkUniqueKeys(ctx, w.obj, w.consumer, w.id); e != nil {
 		return e
@@ -319,14 +316,6 @@ func (a *api) checkPlugins(obj map[string]any, prefix string, consumer bool) *ap
 		return e
 	}
 	return nil
-}
-
-// isAuth reports whether a plugin is of APISIX's type "auth": one that
-// finds the consumer of a request by a credential (plugins.CredentialPlugin),
-// as the workers take it.
-func isAuth(p plugins.Plugin) bool {
-	_, ok := p.(plugins.CredentialPlugin)
-	return ok
 }
 
 // checkPluginMetadata is APISIX's check of plugin metadata

@@ -2,7 +2,11 @@ package standalone
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"coregate/plugins"
+	_ "coregate/plugins/all"
 )
 
 // TestLoadCredentials: a credential is listed with the consumers, its id
@@ -34,5 +38,33 @@ consumers:
 	_, err = Parse([]byte("consumers:\n  - id: rose/credentials/\n    plugins: {}\n#END"), "conf/apisix.yaml", env(nil))
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a credential without an id: %v", err)
+	}
+}
+
+// TestRefusedConsumers: what the Admin API refuses of consumers and
+// credentials beside their plugins' configurations refuses the file: a
+// consumer in a consumer group (not supported yet: it would run without
+// its group's plugins), a credential of a plugin that does not
+// authenticate (APISIX's message).
+func TestRefusedConsumers(t *testing.T) {
+	_, err := Parse([]byte("consumers:\n  - username: rose\n    group_id: g1\n#END"), "conf/apisix.yaml", env(nil))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "consumer groups are not supported yet") || !strings.Contains(err.Error(), "username rose") {
+		t.Errorf("a consumer in a group: %v", err)
+	}
+	s, err := Parse([]byte(`
+consumers:
+  - username: rose
+  - id: rose/credentials/c1
+    plugins:
+      limit-count:
+        count: 5
+        time_window: 60
+#END`), "conf/apisix.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckPlugins("conf/apisix.yaml", s, plugins.Default)
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, plugins.ErrNotAuth) || !strings.Contains(err.Error(), "id rose/credentials/c1") {
+		t.Errorf("a credential of limit-count: %v", err)
 	}
 }

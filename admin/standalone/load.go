@@ -274,6 +274,9 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 		if err := spec.ValidateObject(spec.KindConsumer, raw); err != nil {
 			return bad(err)
 		}
+		if err := spec.CheckConsumerGroup(raw); err != nil {
+			return bad(err)
+		}
 		s.Consumers = append(s.Consumers, raw)
 	case "plugin_configs":
 		if err := spec.ValidateObject(spec.KindPluginConfig, raw); err != nil {

@@ -39,14 +39,14 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 		}
 	}
 	raws := []struct {
-		kind, key string
-		objs      []json.RawMessage
-		consumer  bool
+		kind, key            string
+		objs                 []json.RawMessage
+		consumer, credential bool
 	}{
-		{"consumers", "username", s.Consumers, true},
-		{"consumers", "id", s.Credentials, true},
-		{"plugin_configs", "id", s.PluginConfigs, false},
-		{"global_rules", "id", s.GlobalRules, false},
+		{"consumers", "username", s.Consumers, true, false},
+		{"consumers", "id", s.Credentials, true, true},
+		{"plugin_configs", "id", s.PluginConfigs, false, false},
+		{"global_rules", "id", s.GlobalRules, false, false},
 	}
 	for _, k := range raws {
 		for _, raw := range k.objs {
@@ -59,6 +59,11 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 			}
 			if err := check(item, v.Plugins, k.consumer); err != nil {
 				return err
+			}
+			if k.credential {
+				if _, err := reg.CheckCredential(v.Plugins); err != nil {
+					return fail(item, err)
+				}
 			}
 		}
 	}

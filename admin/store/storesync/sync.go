@@ -576,6 +576,17 @@ func (s *Syncer) checkPlugins(o *object) error {
 		}
 		confs = v.Plugins
 		consumer = o.kind == spec.KindConsumer || o.kind == kindCredential
+		// What the Admin API refuses beside the plugins' own checks.
+		if o.kind == spec.KindConsumer {
+			if err := spec.CheckConsumerGroup(o.raw); err != nil {
+				return err
+			}
+		}
+		if o.kind == kindCredential {
+			if _, err := reg.CheckCredential(confs); err != nil {
+				return err
+			}
+		}
 	}
 	_, err := reg.CheckAll(confs, consumer)
 	return err

@@ -296,7 +296,9 @@ func TestPluginMetadata(t *testing.T) {
 
 // TestPluginsChecked: an object whose plugins the Admin API would refuse
 // (an unknown plugin, a configuration its schema refuses, a consumer's
-// key-auth without a key, plugin metadata its schema refuses), written
+// key-auth without a key, plugin metadata its schema refuses, a consumer
+// in a consumer group, a credential of a plugin that does not
+// authenticate), written
 // to the store by other means, is left out; the rest is served, and the
 // object is served once it is mended.
 func TestPluginsChecked(t *testing.T) {
@@ -309,6 +311,9 @@ func TestPluginsChecked(t *testing.T) {
 	e.put("consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"k"}}}`)
 	e.put("consumers/jill", `{"username":"jill","plugins":{"key-auth":{}}}`)
 	e.put("consumers/jack/credentials/bad", `{"plugins":{"key-auth":{"key":7}}}`)
+	e.put("consumers/jack/credentials/good", `{"plugins":{"key-auth":{"key":"k2"}}}`)
+	e.put("consumers/jack/credentials/limit", `{"plugins":{"limit-count":{"count":5,"time_window":60}}}`)
+	e.put("consumers/grouped", `{"username":"grouped","group_id":"g1","plugins":{"key-auth":{"key":"k3"}}}`)
 	e.put("global_rules/g-bad", `{"plugins":{"prometheus":{"prefer_name":"yes"}}}`)
 	e.put("plugin_configs/p-bad", `{"plugins":{"no-such-plugin":{}}}`)
 	e.put("plugin_metadata/prometheus", `{"disabled_labels":{"http_status":["node"]}}`)
@@ -321,7 +326,7 @@ func TestPluginsChecked(t *testing.T) {
 	if got := routeIDs(sp); got != "[1 2]" {
 		t.Errorf("routes %s, want [1 2]", got)
 	}
-	if len(sp.Services) != 0 || len(sp.Consumers) != 1 || len(sp.Credentials) != 0 || len(sp.GlobalRules) != 0 ||
+	if len(sp.Services) != 0 || len(sp.Consumers) != 1 || len(sp.Credentials) != 1 || len(sp.GlobalRules) != 0 ||
 		len(sp.PluginConfigs) != 0 || len(sp.PluginMetadata) != 1 {
 		t.Errorf("services %d, consumers %s, credentials %s, global rules %s, plugin configs %s, plugin metadata %s",
 			len(sp.Services), sp.Consumers, sp.Credentials, sp.GlobalRules, sp.PluginConfigs, sp.PluginMetadata)
