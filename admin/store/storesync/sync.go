@@ -98,6 +98,11 @@ type object struct {
 	svc    *spec.Service
 	ups    *spec.Upstream
 	raw    json.RawMessage // consumers, plugin_configs, global_rules, credentials, plugin_metadata
+	// unresolved: a global rule whose plugins hold a reference this
+	// process cannot resolve (plugins.ErrReference). It refuses every
+	// configuration (build) rather than be left out: every route would
+	// be served without it, its authentication or limit among them.
+	unresolved error
 	// sum is the SHA-256 of key and the value as stored: the Spec's hash
 	// is made of them.
 	sum [32]byte
@@ -460,6 +465,9 @@ func (s *Syncer) put(kv store.KV) {
 	o, err := decode(kind, id, kv.Value)
 	if err == nil {
 		err = s.checkPlugins(o)
+		if kind == spec.KindGlobalRule && errors.Is(err, plugins.ErrReference) {
+			o.unresolved, err = err, nil
+		}
 	}
 	if err != nil {
 		s.replace(s.objs[kv.Key], nil)
@@ -640,6 +648,9 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		for _, o := range objs {
 			if len(skip) > 0 && skip[o.kind+" "+o.id.String()] {
 				continue
+			}
+			if o.unresolved != nil {
+				return nil, fmt.Errorf("config store: global rule %s refuses the configuration, which would serve every route without it: %w", o.id, o.unresolved)
 			}
 			h.Write(o.sum[:])
 			switch o.kind {

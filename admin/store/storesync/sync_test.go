@@ -375,6 +375,53 @@ func TestPluginRefsChecked(t *testing.T) {
 	}
 }
 
+// TestGlobalRuleUnresolvedRefuses: a global rule whose reference this
+// process cannot resolve is not left out, as other objects are (every
+// route would be served without it, its authentication among them): it
+// refuses the configuration, naming the rule, and the one before keeps
+// serving; mended, it is served.
+func TestGlobalRuleUnresolvedRefuses(t *testing.T) {
+	t.Setenv("COREGATE_SYNC_TEST_UNSET", "")
+	if err := os.Unsetenv("COREGATE_SYNC_TEST_UNSET"); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	e.put("global_rules/g", `{"plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"$env://COREGATE_SYNC_TEST_UNSET"}}}}}`)
+	s := e.syncer()
+	if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), "global rule g refuses the configuration") {
+		t.Fatalf("Load with a global rule that does not resolve: %v", err)
+	}
+	e.put("global_rules/g", `{"plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"fixed"}}}}}`)
+	sp, err := s.Load()
+	if err != nil || len(sp.GlobalRules) != 1 {
+		t.Fatalf("mended: %v, global rules %s", err, sp.GlobalRules)
+	}
+	e.watch(s)
+	e.put("global_rules/g", `{"plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"$env://COREGATE_SYNC_TEST_UNSET"}}}}}`)
+	select {
+	case err := <-e.errs:
+		if !strings.Contains(err.Error(), "global rule g") {
+			t.Errorf("refusal %v, want it to name the global rule", err)
+		}
+	case sp := <-e.specs:
+		t.Fatalf("a configuration without the global rule was published: %s", sp.GlobalRules)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no refusal within 30 s")
+	}
+	e.put("routes/2", route("/two"))
+	select {
+	case err := <-e.errs:
+		if !strings.Contains(err.Error(), "global rule g") {
+			t.Errorf("refusal %v", err)
+		}
+	case sp := <-e.specs:
+		t.Fatalf("published while the global rule does not resolve: routes %s", routeIDs(sp))
+	case <-time.After(30 * time.Second):
+		t.Fatal("no refusal within 30 s")
+	}
+}
+
 // TestCoalesce: a burst of changes ends in a Spec holding all of them.
 func TestCoalesce(t *testing.T) {
 	e := newEnv(t)
