@@ -446,7 +446,16 @@ func (s *Store) watch(ctx context.Context, dir string, fromRev int64, out chan<-
 	defer tick.Stop()
 	lastHeard := time.Now()
 	seen := fromRev - 1 // the highest store revision seen
+	// reached: etcd is known to be at fromRev or past it. Until then it
+	// sends this watch no progress notification (etcd 3.7 withholds them
+	// from a watch whose start revision it has not reached, so that none
+	// shows a revision below it: etcd-io/etcd#20229), and a watch from the revision
+	// after a List's, on an etcd nobody writes to, would hear nothing:
+	// the keep-alive asks for etcd's revision instead.
+	reached := fromRev <= 0
 	progress := make(chan struct{}, 1)
+	type answer struct{ rev, floor int64 }
+	probed := make(chan answer, 1)
 	for {
 		select {
 		case <-ctx.Done():
@@ -458,17 +467,42 @@ func (s *Store) watch(ctx context.Context, dir string, fromRev int64, out chan<-
 				fail(fmt.Errorf("%w: watch on %s: no answer from etcd for %v", store.ErrUnavailable, dir, time.Since(lastHeard).Round(time.Millisecond)))
 				return
 			}
-			// Ask for a progress notification, off this goroutine: the
-			// request waits while the client reconnects.
+			// Ask for a progress notification, or etcd's revision, off
+			// this goroutine: the request waits while the client
+			// reconnects.
 			select {
 			case progress <- struct{}{}:
+				probe, floor := !reached && seen < fromRev, seen
 				go func() {
 					defer func() { <-progress }()
 					pctx, pcancel := context.WithTimeout(wctx, keepAlive)
 					defer pcancel()
-					_ = cli.RequestProgress(pctx)
+					if !probe {
+						_ = cli.RequestProgress(pctx)
+						return
+					}
+					r, err := cli.Get(pctx, dir, clientv3.WithCountOnly())
+					if err != nil {
+						return
+					}
+					select {
+					case probed <- answer{r.Header.Revision, floor}:
+					case <-wctx.Done():
+					}
 				}()
 			default:
+			}
+		case a := <-probed:
+			switch {
+			case a.rev < a.floor:
+				// Below a revision this watch showed before the probe
+				// was sent: etcd went back, as below.
+				fail(fmt.Errorf("%w: watch on %s: etcd went back from revision %d to %d", store.ErrCompacted, dir, a.floor, a.rev))
+				return
+			case a.rev < fromRev:
+				lastHeard = time.Now() // etcd answers; nothing to send yet
+			default:
+				reached = true // progress notifications from now on
 			}
 		case wr, ok := <-wch:
 			if !ok {

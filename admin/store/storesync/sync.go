@@ -390,6 +390,7 @@ func (s *Syncer) list(ctx context.Context) error {
 		return err
 	}
 	s.found()
+	s.opts.Log.Info("config store read", "revision", rev, "keys", len(kvs))
 	clear(s.objs)
 	clear(s.mods)
 	clear(s.order) // no stale object kept alive past the new length
