@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"coregate/admin/nodeconf"
+	"coregate/admin/store"
 	"coregate/admin/store/etcdstore"
 	"coregate/admin/store/storesync"
 	"coregate/plugins"
@@ -15,13 +19,17 @@ import (
 // etcdDataDir is the embedded etcd's data directory, beside config.yaml.
 const etcdDataDir = "etcd-data"
 
+// acceptResetFlag is the command-line flag that accepts a reset store.
+const acceptResetFlag = "--accept-store-reset"
+
 // etcdNode is a node's configuration in etcd: the embedded etcd it
-// started (nil for an external cluster), the store over it, and the Syncer
-// that feeds the supervisor.
+// started (nil for an external cluster), the store over it, the Syncer
+// that feeds the supervisor, and the store the Admin API writes through.
 type etcdNode struct {
 	embedded *etcdstore.Embedded
 	store    *etcdstore.Store
 	sync     *storesync.Syncer
+	admin    store.Store
 }
 
 // openEtcd connects a node to its etcd. With deployment.etcd.host written
@@ -29,8 +37,9 @@ type etcdNode struct {
 // etcd inside its own process, its data in dataDir (default etcd-data
 // beside config.yaml), on free loopback ports (those of its last start
 // when they are free). The local copy of the last good configuration is
-// config-cache.json beside config.yaml.
-func openEtcd(nc *nodeconf.Config, dataDir string, log *slog.Logger) (*etcdNode, error) {
+// config-cache.json beside config.yaml; a store found reset against it
+// (storesync.ResetError) is refused unless acceptReset.
+func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.Logger) (*etcdNode, error) {
 	ec := nc.Deployment.Etcd
 	o, err := etcdstore.OptionsFrom(ec)
 	if err != nil {
@@ -58,12 +67,65 @@ func openEtcd(nc *nodeconf.Config, dataDir string, log *slog.Logger) (*etcdNode,
 		return nil, fmt.Errorf("deployment.etcd: %w", err)
 	}
 	n.sync = storesync.New(storesync.Options{
-		Store:     n.store,
-		CachePath: filepath.Join(nc.Dir, storesync.CacheFile),
-		Plugins:   plugins.Default,
-		Log:       log,
+		Store:       n.store,
+		CachePath:   filepath.Join(nc.Dir, storesync.CacheFile),
+		Plugins:     plugins.Default,
+		AcceptReset: acceptReset,
+		ResetRemedy: "restore the store from a backup, or restart the node with " + acceptResetFlag +
+			" to serve the store as it is (the local copy is then replaced)",
+		Log: log,
 	})
+	n.admin = guardedStore{n.store, n.sync}
 	return n, nil
+}
+
+// guardedStore is the Admin API's store: changes are refused (503) while
+// the node does not serve from the store (storesync.Syncer.Refusal): one
+// written into a store found reset would be acknowledged and not served,
+// and would move that store's revision on towards the local copy's. A
+// change that comes before the store was first read waits for that read
+// (a node that starts), at most storesync.DefaultStartTimeout. Reads
+// answer from the store as it is.
+type guardedStore struct {
+	store.Store
+	sync *storesync.Syncer
+}
+
+func (g guardedStore) refused(ctx context.Context) error {
+	if errors.Is(g.sync.Refusal(), storesync.ErrNotRead) {
+		t := time.NewTimer(storesync.DefaultStartTimeout)
+		defer t.Stop()
+		select {
+		case <-g.sync.FirstRead():
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	if err := g.sync.Refusal(); err != nil {
+		return fmt.Errorf("%w: changes refused: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+func (g guardedStore) Put(ctx context.Context, key string, value []byte, opts store.PutOptions) (kv, prev store.KV, err error) {
+	if err := g.refused(ctx); err != nil {
+		return kv, prev, err
+	}
+	return g.Store.Put(ctx, key, value, opts)
+}
+
+func (g guardedStore) Delete(ctx context.Context, key string, ifModRevision int64) (store.KV, error) {
+	if err := g.refused(ctx); err != nil {
+		return store.KV{}, err
+	}
+	return g.Store.Delete(ctx, key, ifModRevision)
+}
+
+func (g guardedStore) GenID(ctx context.Context) (string, error) {
+	if err := g.refused(ctx); err != nil {
+		return "", err
+	}
+	return g.Store.GenID(ctx)
 }
 
 // close releases the store and stops the embedded etcd, in that order.

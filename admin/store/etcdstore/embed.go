@@ -1,6 +1,8 @@
 package etcdstore
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,6 +122,15 @@ func StartEmbedded(dir string, o EmbedOptions) (*Embedded, error) {
 	cfg.ListenPeerUrls = []url.URL{*purl}
 	cfg.AdvertisePeerUrls = []url.URL{*purl}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	// The token makes the cluster id, and it is read only when the data
+	// directory has no member/ yet: each new store gets an id of its own,
+	// so that one rebuilt from nothing (member/ lost) on the same ports is
+	// not taken for the store it replaces (storesync compares the ids).
+	token := make([]byte, 8)
+	if _, err := rand.Read(token); err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	cfg.InitialClusterToken = "coregate-" + hex.EncodeToString(token)
 	cfg.AutoCompactionMode = embed.CompactorModeRevision
 	cfg.AutoCompactionRetention = fmt.Sprint(o.CompactionRetention)
 	stopping := new(atomic.Bool)

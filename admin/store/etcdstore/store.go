@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"coregate/admin/nodeconf"
@@ -137,6 +138,8 @@ type Store struct {
 	mu     sync.Mutex
 	cli    *clientv3.Client // nil until the first call connects
 	closed bool
+
+	cluster atomic.Uint64 // the cluster id of the last List's answer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -274,6 +277,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.KV, int64, error)
 	if err != nil {
 		return nil, 0, wrap(err)
 	}
+	s.cluster.Store(resp.Header.ClusterId)
 	kvs := make([]store.KV, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		if string(kv.Key) == dir {
@@ -283,6 +287,11 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.KV, int64, error)
 	}
 	return kvs, resp.Header.Revision, nil
 }
+
+// ClusterID is the id of the etcd cluster the last List read from (0
+// before one answered): a store rebuilt from nothing, or another cluster,
+// has another id, where its revisions start over.
+func (s *Store) ClusterID() uint64 { return s.cluster.Load() }
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts store.PutOptions) (kv, prev store.KV, err error) {
