@@ -23,11 +23,12 @@ const etcdDataDir = "etcd-data"
 const acceptResetFlag = "--accept-store-reset"
 
 // etcdNode is a node's configuration in etcd: the embedded etcd it
-// started (nil for an external cluster), the store over it, the Syncer
-// that feeds the supervisor, and the store the Admin API writes through.
+// started (nil for an external cluster, or one whose database is
+// damaged), the store over it, the Syncer that feeds the supervisor, and
+// the store the Admin API writes through.
 type etcdNode struct {
 	embedded *etcdstore.Embedded
-	store    *etcdstore.Store
+	store    store.Store
 	sync     *storesync.Syncer
 	admin    store.Store
 }
@@ -39,6 +40,11 @@ type etcdNode struct {
 // when they are free). The local copy of the last good configuration is
 // config-cache.json beside config.yaml; a store found reset against it
 // (storesync.ResetError) is refused unless acceptReset.
+//
+// An embedded etcd whose database is damaged (etcdstore.DamagedError) is
+// not started: the node logs the file and what to do, serves
+// config-cache.json, reports etcd unreachable, and the Admin API answers
+// 503 (without a local copy the node does not start).
 func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.Logger) (*etcdNode, error) {
 	ec := nc.Deployment.Etcd
 	o, err := etcdstore.OptionsFrom(ec)
@@ -46,25 +52,39 @@ func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.L
 		return nil, err
 	}
 	n := &etcdNode{}
+	damaged := false // the embedded etcd's database: n.store is etcdstore.Down
 	if !ec.External {
 		if dataDir == "" {
 			dataDir = filepath.Join(nc.Dir, etcdDataDir)
 		}
 		emb, err := etcdstore.StartEmbedded(dataDir, etcdstore.EmbedOptions{Avoid: nc.Ports()})
-		if err != nil {
+		var de *etcdstore.DamagedError
+		switch {
+		case errors.As(err, &de):
+			damaged = true
+			log.Error("embedded etcd not started: its database is damaged; the node serves "+storesync.CacheFile+" and refuses changes",
+				"path", de.Path, "err", de.Err,
+				"remedy", "stop the node, then restore "+dataDir+" from a backup, or move it aside to start on an empty store with "+
+					acceptResetFlag+" ("+storesync.CacheFile+" keeps the last configuration)")
+			if n.store, err = etcdstore.Down(o, err); err != nil {
+				return nil, fmt.Errorf("deployment.etcd: %w", err)
+			}
+		case err != nil:
 			return nil, err
+		default:
+			n.embedded = emb
+			// The embedded etcd has no users and no TLS.
+			o.Endpoints, o.Username, o.Password, o.TLS = emb.Endpoints, "", "", nil
+			log.Info("embedded etcd started", "data", dataDir, "endpoints", strings.Join(emb.Endpoints, ","))
 		}
-		n.embedded = emb
-		// The embedded etcd has no users and no TLS.
-		o.Endpoints, o.Username, o.Password, o.TLS = emb.Endpoints, "", "", nil
-		log.Info("embedded etcd started", "data", dataDir, "endpoints", strings.Join(emb.Endpoints, ","))
 	} else {
 		log.Info("external etcd", "endpoints", strings.Join(o.Endpoints, ","), "prefix", o.Prefix)
 	}
-	n.store, err = etcdstore.New(o)
-	if err != nil {
-		n.close()
-		return nil, fmt.Errorf("deployment.etcd: %w", err)
+	if n.store == nil {
+		if n.store, err = etcdstore.New(o); err != nil {
+			n.close()
+			return nil, fmt.Errorf("deployment.etcd: %w", err)
+		}
 	}
 	n.sync = storesync.New(storesync.Options{
 		Store:       n.store,
@@ -76,6 +96,9 @@ func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.L
 		Log: log,
 	})
 	n.admin = guardedStore{n.store, n.sync}
+	if damaged {
+		n.admin = n.store // every call answers why, at once
+	}
 	return n, nil
 }
 

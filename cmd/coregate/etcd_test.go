@@ -283,6 +283,68 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 	}
 }
 
+// TestEmbeddedEtcdDamaged: a node whose embedded etcd's database is
+// garbage, or a file cut short, does not crash: it logs the file and what
+// to do, serves its local copy, answers Admin API writes 503 and reports
+// etcd unreachable. (Before, the supervisor died of a Go panic, or of
+// SIGBUS for the file cut short, naming no file.)
+func TestEmbeddedEtcdDamaged(t *testing.T) {
+	up := textUpstream(t, "cached")
+	adminPort, mport := freePort(t), freePort(t)
+	cfg := func(port int) string {
+		return strings.Replace(etcdConfig(adminPort, adminapi.LegacyAdminKey)(port), "    enable_export_server: false\n",
+			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
+	}
+	g := startSupervisor(t, "", cfg, 1)
+	c := newClient(t)
+	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
+	body := fmt.Sprintf(`{"uri":"/c","upstream":{"nodes":{%q:1}}}`, up.addr())
+	if r := do(t, c, "PUT", admin+"1", "", key, strings.NewReader(body)); r.status != 201 {
+		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
+	}
+	cacheOrigin(t, g.dir, 1)
+	g.stopped.Store(true)
+	g.stop()
+
+	db := filepath.Join(g.dir, etcdDataDir, "member", "snap", "db")
+	good, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := make([]byte, len(good)/4)
+	for i := range garbage {
+		garbage[i] = byte(i*7 + i>>8)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"garbage", garbage},
+		{"cut short", good[:3*os.Getpagesize()]}, // its meta pages, not the pages they count
+	} {
+		if err := os.WriteFile(db, tc.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g = g.restart(t, 1)
+		if r := do(t, c, "GET", g.url("/c"), "", nil, nil); r.status != 200 || r.body != "cached" {
+			t.Fatalf("%s: GET /c = %d %q, want the local copy's route", tc.name, r.status, r.body)
+		}
+		line := g.logLine(t, `level=ERROR msg="embedded etcd not started: its database is damaged`, 10*time.Second)
+		if logField(line, "path") != db || !strings.Contains(logField(line, "remedy"), "backup") {
+			t.Errorf("%s: the log line does not name %s and what to do: %s", tc.name, db, line)
+		}
+		if r := do(t, c, "PUT", admin+"2", "", key, strings.NewReader(body)); r.status != 503 || !strings.Contains(r.body, "damaged") {
+			t.Errorf("%s: PUT with the database damaged: %d %s, want 503 saying why", tc.name, r.status, r.body)
+		}
+		if v, err := reachable(c, mport); v != "0" {
+			t.Errorf("%s: apisix_etcd_reachable %q (%v), want 0", tc.name, v, err)
+		}
+		g.stopped.Store(true)
+		g.stop() // and it exits 0 on SIGTERM
+	}
+}
+
 // TestEtcdBadPluginsLeftOut: a route whose plugin configuration the Admin
 // API would refuse, written into etcd by other means, is left out and
 // logged; the routes around it, and those written after it, are served.

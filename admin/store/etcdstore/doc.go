@@ -27,6 +27,11 @@
 // etcd that answers from a revision lower than one it showed before
 // (wiped, or restored from a backup): what the watch saw may be gone.
 //
+// StartEmbedded reads the embedded etcd's database before etcd opens it
+// and refuses one that would crash the process (etcd maps the file: a
+// file cut short is a SIGBUS there, garbage a Go panic, neither naming the
+// file) with a DamagedError that names it.
+//
 // The store connects lazily: New does not dial, so a node whose etcd is
 // down still starts (and serves its last good configuration) and the
 // first call that reaches etcd connects.

@@ -81,9 +81,16 @@ type savedURLs struct {
 // cluster with its data in dir (created 0700 if absent; a directory
 // beside config.yaml by default), and waits until it serves. Stop it with
 // Stop.
+//
+// The database in dir is checked first (checkDB): one that would crash
+// etcd as it opens it (garbage, a file cut short) is not opened, and the
+// error is a *DamagedError naming the file.
 func StartEmbedded(dir string, o EmbedOptions) (*Embedded, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	if err := checkDB(dir); err != nil {
+		return nil, err
 	}
 	if o.ClientURL == "" || o.PeerURL == "" {
 		var saved savedURLs

@@ -149,12 +149,9 @@ func New(o Options) (*Store, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("etcdstore: no etcd endpoint")
 	}
-	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
-	}
-	o.Prefix = strings.TrimRight(o.Prefix, "/")
-	if o.Prefix == "" || o.Prefix[0] != '/' {
-		return nil, fmt.Errorf("etcdstore: prefix %q must start with /", o.Prefix)
+	var err error
+	if o.Prefix, err = prefixOf(o); err != nil {
+		return nil, err
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -164,6 +161,19 @@ func New(o Options) (*Store, error) {
 	}
 	o.Endpoints = append([]string(nil), o.Endpoints...)
 	return &Store{opts: o, prefix: o.Prefix}, nil
+}
+
+// prefixOf is o's prefix, DefaultPrefix when empty, without a trailing /.
+func prefixOf(o Options) (string, error) {
+	p := o.Prefix
+	if p == "" {
+		p = DefaultPrefix
+	}
+	p = strings.TrimRight(p, "/")
+	if p == "" || p[0] != '/' {
+		return "", fmt.Errorf("etcdstore: prefix %q must start with /", p)
+	}
+	return p, nil
 }
 
 // client returns the connected client, connecting first if needed. A
