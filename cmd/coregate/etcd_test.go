@@ -20,6 +20,7 @@ import (
 	"coregate/admin/store"
 	"coregate/admin/store/etcdstore"
 	"coregate/admin/store/storesync"
+	"coregate/internal/syncbuf"
 	"coregate/worker/supervisor"
 )
 
@@ -121,6 +122,228 @@ func TestEmbeddedEtcdRoute(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestEmbeddedEtcdIdle: a node started on its embedded etcd, which
+// nobody writes to, reads the store once and then only follows it: its
+// watch is not taken for a store gone (before, a watch from the revision
+// after the read heard no progress notification from etcd 3.7, ended
+// every 6–8 s as "unreachable", and the whole configuration was read
+// again each time), and apisix_etcd_reachable stays 1.
+func TestEmbeddedEtcdIdle(t *testing.T) {
+	mport := freePort(t)
+	cfg := func(port int) string {
+		return strings.Replace(etcdConfig(freePort(t))(port), "    enable_export_server: false\n",
+			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
+	}
+	g := startSupervisor(t, "", cfg, 1)
+	c := newClient(t)
+	const idle = 30 * time.Second
+	for end := time.Now().Add(idle); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if v, err := reachable(c, mport); v != "1" {
+			t.Fatalf("apisix_etcd_reachable %q (%v) on an idle node, want 1", v, err)
+		}
+	}
+	out := g.out.String()
+	if n := strings.Count(out, `msg="config store read"`); n != 1 {
+		t.Errorf("%d full reads of the store in %v idle, want the one at start", n, idle)
+	}
+	if strings.Contains(out, "unreachable") {
+		t.Errorf("an idle node took its embedded etcd for unreachable")
+	}
+}
+
+// restart stops g and starts the binary again on its config directory
+// and port with args, as startSupervisor starts it, waiting until ready
+// workers are ready (0: not).
+func (g *supGateway) restart(t *testing.T, ready int, args ...string) *supGateway {
+	t.Helper()
+	if !g.stopped.Swap(true) {
+		g.stop()
+	}
+	g2 := &supGateway{gateway: &gateway{t: t, dir: g.dir, port: g.port, out: &syncbuf.Buffer{}, done: make(chan struct{})}}
+	g2.cmd = exec.Command(binPath, append([]string{"-c", filepath.Join(g.dir, "config.yaml")}, args...)...)
+	g2.cmd.Stdout, g2.cmd.Stderr = g2.out, g2.out
+	g2.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	if err := g2.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g2.cmd.Wait(); close(g2.done) }()
+	t.Cleanup(func() {
+		if !g2.stopped.Load() {
+			g2.stop()
+		}
+	})
+	if ready > 0 {
+		g2.waitLog(`msg="worker ready"`, ready, 30*time.Second)
+	}
+	return g2
+}
+
+// cacheOrigin reads the revision and cluster id of the node's local copy
+// once it holds routes routes.
+func cacheOrigin(t *testing.T, dir string, routes int) (int64, uint64) {
+	t.Helper()
+	path := filepath.Join(dir, storesync.CacheFile)
+	eventually(t, 10*time.Second, func() error {
+		sp, err := storesync.ReadCache(path)
+		if err != nil {
+			return err
+		}
+		if len(sp.Routes) != routes {
+			return fmt.Errorf("local copy holds %d routes, want %d", len(sp.Routes), routes)
+		}
+		return nil
+	})
+	rev, cluster, err := storesync.CacheOrigin(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev, cluster
+}
+
+// TestEmbeddedEtcdMemberLost: a node whose embedded etcd lost its member/
+// directory starts from its local copy, not from the empty store, says so
+// at ERROR with both origins, keeps the copy as it was and refuses Admin
+// API changes with a 503 that says how to accept the store; started with
+// --accept-store-reset it serves the store as it is. (Before, it started
+// with no route, answered 404 to everything, logged nothing and wrote the
+// empty store over the copy.)
+func TestEmbeddedEtcdMemberLost(t *testing.T) {
+	up := textUpstream(t, "kept")
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := func(id string) string {
+		return fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/%s", adminPort, id)
+	}
+	route := func(uri string) *strings.Reader {
+		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.addr()))
+	}
+	for _, id := range []string{"1", "2"} {
+		if r := do(t, c, "PUT", admin(id), "", key, route("/r"+id)); r.status != 201 {
+			t.Fatalf("PUT route %s: %d %s", id, r.status, r.body)
+		}
+	}
+	rev, cluster := cacheOrigin(t, g.dir, 2)
+	if cluster == 0 {
+		t.Fatal("the local copy does not name its etcd cluster")
+	}
+	copyBefore, err := os.ReadFile(filepath.Join(g.dir, storesync.CacheFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	g.stopped.Store(true)
+	g.stop()
+	if err := os.RemoveAll(filepath.Join(g.dir, etcdDataDir, "member")); err != nil {
+		t.Fatal(err)
+	}
+	g2 := g.restart(t, 1) // g stopped: only started again
+	for _, path := range []string{"/r1", "/r2"} {
+		if r := do(t, c, "GET", g2.url(path), "", nil, nil); r.status != 200 || r.body != "kept" {
+			t.Fatalf("after member/ was lost: GET %s = %d %q, want the local copy's route", path, r.status, r.body)
+		}
+	}
+	line := g2.logLine(t, `level=ERROR msg="config store reset`, 10*time.Second)
+	for k, want := range map[string]string{
+		"copy_revision": strconv.FormatInt(rev, 10), "copy_cluster": strconv.FormatUint(cluster, 16),
+		"copy_routes": "2", "store_routes": "0",
+	} {
+		if got := logField(line, k); got != want {
+			t.Errorf("%s=%q in %q, want %q", k, got, line, want)
+		}
+	}
+	if r, _ := strconv.ParseInt(logField(line, "store_revision"), 10, 64); r == 0 || r >= rev {
+		t.Errorf("store_revision in %q, want one below %d", line, rev)
+	}
+	if sc := logField(line, "store_cluster"); sc == "" || sc == "unknown" || sc == strconv.FormatUint(cluster, 16) {
+		t.Errorf("store_cluster in %q, want the rebuilt store's own", line)
+	}
+	r := do(t, c, "PUT", admin("3"), "", key, route("/r3"))
+	if r.status != 503 || !strings.Contains(r.body, "config store reset") || !strings.Contains(r.body, acceptResetFlag) {
+		t.Fatalf("PUT into the reset store: %d %s, want 503 saying it was reset and how to accept it", r.status, r.body)
+	}
+	time.Sleep(2 * storesync.CacheEvery) // the copy would be written by now
+	if b, err := os.ReadFile(filepath.Join(g.dir, storesync.CacheFile)); err != nil || string(b) != string(copyBefore) {
+		t.Fatalf("the local copy changed while the store is refused (%v)", err)
+	}
+
+	// Accepted: the store as it is, empty, replaces the copy.
+	g3 := g2.restart(t, 1, acceptResetFlag)
+	g3.waitLog(`level=WARN msg="config store reset, accepted`, 1, 10*time.Second)
+	if r := do(t, c, "GET", g3.url("/r1"), "", nil, nil); r.status != 404 {
+		t.Fatalf("with %s: GET /r1 = %d, want 404 (the store is empty)", acceptResetFlag, r.status)
+	}
+	if r := do(t, c, "PUT", admin("3"), "", key, route("/r3")); r.status != 201 {
+		t.Fatalf("PUT with the store accepted: %d %s", r.status, r.body)
+	}
+	if r3, c3 := cacheOrigin(t, g.dir, 1); r3 >= rev || c3 == cluster {
+		t.Fatalf("local copy at revision %d of %x, want the accepted store's", r3, c3)
+	}
+}
+
+// TestEmbeddedEtcdDamaged: a node whose embedded etcd's database is
+// garbage, or a file cut short, does not crash: it logs the file and what
+// to do, serves its local copy, answers Admin API writes 503 and reports
+// etcd unreachable. (Before, the supervisor died of a Go panic, or of
+// SIGBUS for the file cut short, naming no file.)
+func TestEmbeddedEtcdDamaged(t *testing.T) {
+	up := textUpstream(t, "cached")
+	adminPort, mport := freePort(t), freePort(t)
+	cfg := func(port int) string {
+		return strings.Replace(etcdConfig(adminPort, adminapi.LegacyAdminKey)(port), "    enable_export_server: false\n",
+			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
+	}
+	g := startSupervisor(t, "", cfg, 1)
+	c := newClient(t)
+	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
+	body := fmt.Sprintf(`{"uri":"/c","upstream":{"nodes":{%q:1}}}`, up.addr())
+	if r := do(t, c, "PUT", admin+"1", "", key, strings.NewReader(body)); r.status != 201 {
+		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
+	}
+	cacheOrigin(t, g.dir, 1)
+	g.stopped.Store(true)
+	g.stop()
+
+	db := filepath.Join(g.dir, etcdDataDir, "member", "snap", "db")
+	good, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := make([]byte, len(good)/4)
+	for i := range garbage {
+		garbage[i] = byte(i*7 + i>>8)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"garbage", garbage},
+		{"cut short", good[:3*os.Getpagesize()]}, // its meta pages, not the pages they count
+	} {
+		if err := os.WriteFile(db, tc.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g = g.restart(t, 1)
+		if r := do(t, c, "GET", g.url("/c"), "", nil, nil); r.status != 200 || r.body != "cached" {
+			t.Fatalf("%s: GET /c = %d %q, want the local copy's route", tc.name, r.status, r.body)
+		}
+		line := g.logLine(t, `level=ERROR msg="embedded etcd not started: its database is damaged`, 10*time.Second)
+		if logField(line, "path") != db || !strings.Contains(logField(line, "remedy"), "backup") {
+			t.Errorf("%s: the log line does not name %s and what to do: %s", tc.name, db, line)
+		}
+		if r := do(t, c, "PUT", admin+"2", "", key, strings.NewReader(body)); r.status != 503 || !strings.Contains(r.body, "damaged") {
+			t.Errorf("%s: PUT with the database damaged: %d %s, want 503 saying why", tc.name, r.status, r.body)
+		}
+		if v, err := reachable(c, mport); v != "0" {
+			t.Errorf("%s: apisix_etcd_reachable %q (%v), want 0", tc.name, v, err)
+		}
+		g.stopped.Store(true)
+		g.stop() // and it exits 0 on SIGTERM
+	}
 }
 
 // TestEtcdBadPluginsLeftOut: a route whose plugin configuration the Admin

@@ -2,12 +2,13 @@
 //
 //	coregate [-c conf/config.yaml] [--workers auto|N] [--cpus 0-3,6]
 //	         [--selector hash|cpu|least_conn] [--shutdown-timeout 10s]
-//	         [--etcd-data DIR]
+//	         [--etcd-data DIR] [--accept-store-reset]
 //
 // runs the supervisor: it loads the eBPF socket selector, reads the routes
 // (apisix.yaml beside config.yaml for a data plane; etcd otherwise, the
 // node's embedded one unless deployment.etcd.host names a cluster, see
-// etcd.go), and starts one worker
+// etcd.go; --accept-store-reset serves an etcd found older than the
+// node's config-cache.json, which it otherwise refuses), and starts one worker
 // process per CPU (`coregate worker ...`, see workerproc.go), each pinned to
 // its CPU and running one event loop on the shared SO_REUSEPORT port.
 //

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"coregate/admin/adminapi"
+	"coregate/admin/store/storesync"
 	"coregate/internal/syncbuf"
 )
 
@@ -275,5 +277,56 @@ func TestEtcdOutage(t *testing.T) {
 	}
 	if !strings.Contains(g2.out.String(), "local copy") {
 		t.Fatalf("the node did not say it serves its local copy:\n%s", g2.out.String())
+	}
+}
+
+// TestEtcdRebuiltExternal: an external etcd rebuilt from nothing under a
+// running node (same name and ports: the same cluster id, its revisions
+// started over) is refused: the node keeps serving, keeps its local copy,
+// refuses Admin API changes and says why; apisix_etcd_reachable stays 1,
+// since etcd answers. Started again, the node serves its local copy.
+func TestEtcdRebuiltExternal(t *testing.T) {
+	etcd := newEtcdProc(t)
+	etcd.start()
+	up := textUpstream(t, "up")
+	adminPort, mport := freePort(t), freePort(t)
+	g := startSupervisor(t, "", externalConfig(etcd.client, adminPort, mport), 1)
+	c := newClient(t)
+	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
+	route := func(uri string) *strings.Reader {
+		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.addr()))
+	}
+	if r := do(t, c, "PUT", admin+"1", "", key, route("/one")); r.status != 201 {
+		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
+	}
+	rev, _ := cacheOrigin(t, g.dir, 1)
+
+	etcd.kill()
+	if err := os.RemoveAll(etcd.dir); err != nil {
+		t.Fatal(err)
+	}
+	etcd.start()
+	line := g.logLine(t, `level=ERROR msg="config store reset`, 30*time.Second)
+	if got := logField(line, "copy_revision"); got != strconv.FormatInt(rev, 10) {
+		t.Errorf("copy_revision=%q in %q, want %d", got, line, rev)
+	}
+	if r := do(t, c, "GET", g.url("/one"), "", nil, nil); r.status != 200 {
+		t.Fatalf("GET /one with the store refused = %d, want the route served", r.status)
+	}
+	if r := do(t, c, "PUT", admin+"2", "", key, route("/two")); r.status != 503 || !strings.Contains(r.body, acceptResetFlag) {
+		t.Fatalf("PUT into the rebuilt etcd: %d %s, want 503 saying how to accept it", r.status, r.body)
+	}
+	if v, err := reachable(c, mport); v != "1" {
+		t.Errorf("apisix_etcd_reachable %q (%v) with etcd answering, want 1", v, err)
+	}
+	if r, _, err := storesync.CacheOrigin(filepath.Join(g.dir, storesync.CacheFile)); err != nil || r != rev {
+		t.Fatalf("local copy's revision %d (%v), want %d kept", r, err, rev)
+	}
+
+	g2 := g.restart(t, 1)
+	g2.waitLog(`level=ERROR msg="config store reset`, 1, 10*time.Second)
+	if r := do(t, c, "GET", g2.url("/one"), "", nil, nil); r.status != 200 || r.body != "up" {
+		t.Fatalf("started again on the rebuilt etcd: GET /one = %d %q, want the local copy's route", r.status, r.body)
 	}
 }

@@ -83,6 +83,8 @@ func runSupervisor(args []string) error {
 	counters := fs.Int("counters", 0, "size of the node's shared counter table, in counters (limit-count's policy local; 128 bytes each; 0: "+
 		strconv.Itoa(shm.DefaultSlots)+")")
 	etcdData := fs.String("etcd-data", "", "data directory of the embedded etcd (default: "+etcdDataDir+" beside config.yaml)")
+	acceptReset := fs.Bool(acceptResetFlag[2:], false, "serve the configuration etcd holds even if it is older than "+storesync.CacheFile+
+		" (a lower revision, or another cluster: etcd rebuilt or restored), and replace the copy with it; without it such a store is refused")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -124,7 +126,7 @@ func runSupervisor(args []string) error {
 		}
 		source = fileSource{path: prov.File, log: log}
 	case "etcd":
-		node, err := openEtcd(nc, *etcdData, log)
+		node, err := openEtcd(nc, *etcdData, *acceptReset, log)
 		if err != nil {
 			return err
 		}
@@ -147,7 +149,7 @@ func runSupervisor(args []string) error {
 			}, func() float64 { return float64(node.sync.ModifyIndexes()[key]) }))
 		}
 		if nc.APISIX.EnableAdmin {
-			stopAdmin, err := serveAdmin(nc, node.store, log)
+			stopAdmin, err := serveAdmin(nc, node.admin, log)
 			if err != nil {
 				return err
 			}

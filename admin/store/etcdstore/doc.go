@@ -19,10 +19,18 @@
 // notification every KeepAlive; a watch that hears nothing for three of
 // them ends with ErrUnavailable, so its owner knows the store is gone and
 // resynchronises when it is back, instead of waiting in the client's
-// silent retries. A compacted start revision ends a watch with
-// ErrCompacted, and so does an etcd that answers from a revision lower
-// than one it showed before (wiped, or restored from a backup): what the
-// watch saw may be gone.
+// silent retries. Until etcd's revision reaches the watch's start (a
+// watch from the revision after a List's, on an etcd nobody writes to),
+// etcd 3.7 sends it no progress notification (etcd-io/etcd#20229): the
+// watch asks for etcd's revision instead, with a read of one key. A
+// compacted start revision ends a watch with ErrCompacted, and so does an
+// etcd that answers from a revision lower than one it showed before
+// (wiped, or restored from a backup): what the watch saw may be gone.
+//
+// StartEmbedded reads the embedded etcd's database before etcd opens it
+// and refuses one that would crash the process (etcd maps the file: a
+// file cut short is a SIGBUS there, garbage a Go panic, neither naming the
+// file) with a DamagedError that names it.
 //
 // The store connects lazily: New does not dial, so a node whose etcd is
 // down still starts (and serves its last good configuration) and the

@@ -1,6 +1,8 @@
 package etcdstore
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,9 +81,16 @@ type savedURLs struct {
 // cluster with its data in dir (created 0700 if absent; a directory
 // beside config.yaml by default), and waits until it serves. Stop it with
 // Stop.
+//
+// The database in dir is checked first (checkDB): one that would crash
+// etcd as it opens it (garbage, a file cut short) is not opened, and the
+// error is a *DamagedError naming the file.
 func StartEmbedded(dir string, o EmbedOptions) (*Embedded, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	if err := checkDB(dir); err != nil {
+		return nil, err
 	}
 	if o.ClientURL == "" || o.PeerURL == "" {
 		var saved savedURLs
@@ -120,6 +129,15 @@ func StartEmbedded(dir string, o EmbedOptions) (*Embedded, error) {
 	cfg.ListenPeerUrls = []url.URL{*purl}
 	cfg.AdvertisePeerUrls = []url.URL{*purl}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	// The token makes the cluster id, and it is read only when the data
+	// directory has no member/ yet: each new store gets an id of its own,
+	// so that one rebuilt from nothing (member/ lost) on the same ports is
+	// not taken for the store it replaces (storesync compares the ids).
+	token := make([]byte, 8)
+	if _, err := rand.Read(token); err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	cfg.InitialClusterToken = "coregate-" + hex.EncodeToString(token)
 	cfg.AutoCompactionMode = embed.CompactorModeRevision
 	cfg.AutoCompactionRetention = fmt.Sprint(o.CompactionRetention)
 	stopping := new(atomic.Bool)

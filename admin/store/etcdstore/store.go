@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"coregate/admin/nodeconf"
@@ -137,6 +138,8 @@ type Store struct {
 	mu     sync.Mutex
 	cli    *clientv3.Client // nil until the first call connects
 	closed bool
+
+	cluster atomic.Uint64 // the cluster id of the last List's answer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -146,12 +149,9 @@ func New(o Options) (*Store, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("etcdstore: no etcd endpoint")
 	}
-	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
-	}
-	o.Prefix = strings.TrimRight(o.Prefix, "/")
-	if o.Prefix == "" || o.Prefix[0] != '/' {
-		return nil, fmt.Errorf("etcdstore: prefix %q must start with /", o.Prefix)
+	var err error
+	if o.Prefix, err = prefixOf(o); err != nil {
+		return nil, err
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -161,6 +161,19 @@ func New(o Options) (*Store, error) {
 	}
 	o.Endpoints = append([]string(nil), o.Endpoints...)
 	return &Store{opts: o, prefix: o.Prefix}, nil
+}
+
+// prefixOf is o's prefix, DefaultPrefix when empty, without a trailing /.
+func prefixOf(o Options) (string, error) {
+	p := o.Prefix
+	if p == "" {
+		p = DefaultPrefix
+	}
+	p = strings.TrimRight(p, "/")
+	if p == "" || p[0] != '/' {
+		return "", fmt.Errorf("etcdstore: prefix %q must start with /", p)
+	}
+	return p, nil
 }
 
 // client returns the connected client, connecting first if needed. A
@@ -274,6 +287,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.KV, int64, error)
 	if err != nil {
 		return nil, 0, wrap(err)
 	}
+	s.cluster.Store(resp.Header.ClusterId)
 	kvs := make([]store.KV, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		if string(kv.Key) == dir {
@@ -283,6 +297,11 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.KV, int64, error)
 	}
 	return kvs, resp.Header.Revision, nil
 }
+
+// ClusterID is the id of the etcd cluster the last List read from (0
+// before one answered): a store rebuilt from nothing, or another cluster,
+// has another id, where its revisions start over.
+func (s *Store) ClusterID() uint64 { return s.cluster.Load() }
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, key string, value []byte, opts store.PutOptions) (kv, prev store.KV, err error) {
@@ -446,7 +465,16 @@ func (s *Store) watch(ctx context.Context, dir string, fromRev int64, out chan<-
 	defer tick.Stop()
 	lastHeard := time.Now()
 	seen := fromRev - 1 // the highest store revision seen
+	// reached: etcd is known to be at fromRev or past it. Until then it
+	// sends this watch no progress notification (etcd 3.7 withholds them
+	// from a watch whose start revision it has not reached, so that none
+	// shows a revision below it: etcd-io/etcd#20229), and a watch from the revision
+	// after a List's, on an etcd nobody writes to, would hear nothing:
+	// the keep-alive asks for etcd's revision instead.
+	reached := fromRev <= 0
 	progress := make(chan struct{}, 1)
+	type answer struct{ rev, floor int64 }
+	probed := make(chan answer, 1)
 	for {
 		select {
 		case <-ctx.Done():
@@ -458,17 +486,42 @@ func (s *Store) watch(ctx context.Context, dir string, fromRev int64, out chan<-
 				fail(fmt.Errorf("%w: watch on %s: no answer from etcd for %v", store.ErrUnavailable, dir, time.Since(lastHeard).Round(time.Millisecond)))
 				return
 			}
-			// Ask for a progress notification, off this goroutine: the
-			// request waits while the client reconnects.
+			// Ask for a progress notification, or etcd's revision, off
+			// this goroutine: the request waits while the client
+			// reconnects.
 			select {
 			case progress <- struct{}{}:
+				probe, floor := !reached && seen < fromRev, seen
 				go func() {
 					defer func() { <-progress }()
 					pctx, pcancel := context.WithTimeout(wctx, keepAlive)
 					defer pcancel()
-					_ = cli.RequestProgress(pctx)
+					if !probe {
+						_ = cli.RequestProgress(pctx)
+						return
+					}
+					r, err := cli.Get(pctx, dir, clientv3.WithCountOnly())
+					if err != nil {
+						return
+					}
+					select {
+					case probed <- answer{r.Header.Revision, floor}:
+					case <-wctx.Done():
+					}
 				}()
 			default:
+			}
+		case a := <-probed:
+			switch {
+			case a.rev < a.floor:
+				// Below a revision this watch showed before the probe
+				// was sent: etcd went back, as below.
+				fail(fmt.Errorf("%w: watch on %s: etcd went back from revision %d to %d", store.ErrCompacted, dir, a.floor, a.rev))
+				return
+			case a.rev < fromRev:
+				lastHeard = time.Now() // etcd answers; nothing to send yet
+			default:
+				reached = true // progress notifications from now on
 			}
 		case wr, ok := <-wch:
 			if !ok {

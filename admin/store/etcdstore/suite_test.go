@@ -65,6 +65,7 @@ func runSuite(t *testing.T, endpoints []string) {
 	t.Run("GenID", func(t *testing.T) { testGenID(t, newStore(t, endpoints)) })
 	t.Run("ListOrder", func(t *testing.T) { testList(t, newStore(t, endpoints)) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, newStore(t, endpoints)) })
+	t.Run("WatchIdle", func(t *testing.T) { testWatchIdle(t, newStore(t, endpoints)) })
 	// Last: compaction drops every case's history.
 	t.Run("Compacted", func(t *testing.T) { testCompacted(t, newStore(t, endpoints)) })
 }
@@ -321,6 +322,39 @@ func testWatch(t *testing.T, s *Store) {
 	}
 	cancel()
 	for range ch { // closes once ctx is done
+	}
+}
+
+// testWatchIdle: a watch from the revision after a List's, on an etcd
+// that nobody writes to, stays open: etcd 3.7 sends no progress
+// notification to a watch whose start revision it has not reached, and
+// its keep-alive must not take that silence for an etcd gone. A write
+// then arrives on it.
+func testWatchIdle(t *testing.T, s *Store) {
+	ctx := ctxT(t)
+	dir := s.Prefix() + "/"
+	_, rev, err := s.List(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := s.Watch(ctx, dir, rev+1)
+	select {
+	case wr := <-ch:
+		t.Fatalf("idle watch answered %+v", wr)
+	case <-time.After(8 * s.opts.KeepAlive):
+	}
+	if _, _, err := s.Put(ctx, dir+"routes/1", []byte(`{}`), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wr, ok := recv(t, ch, 20*time.Second)
+	if !ok || wr.Err != nil || len(wr.Events) != 1 || wr.Events[0].KV.Key != dir+"routes/1" {
+		t.Fatalf("the write after the quiet: %+v", wr)
+	}
+	// Past the start revision, progress notifications keep it open.
+	select {
+	case wr := <-ch:
+		t.Fatalf("quiet watch answered %+v", wr)
+	case <-time.After(8 * s.opts.KeepAlive):
 	}
 }
 

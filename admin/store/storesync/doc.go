@@ -44,5 +44,16 @@
 // node whose etcd cannot be reached at start serves that copy until etcd
 // answers.
 //
+// The copy records the store revision and etcd cluster id it was read at.
+// A full read that finds the store at a lower revision, or in another
+// cluster (etcd rebuilt from nothing, restored from a backup, or another
+// one configured), holding another configuration, is of a reset store
+// (ResetError): it is logged at ERROR with both origins and refused. The
+// node keeps serving what it has, the copy is not replaced, Refusal says
+// why (the Admin API refuses changes with it), and the store is read again
+// every five Retry until it holds the configuration served, or a revision
+// past it in its cluster. Options.AcceptReset accepts the first read as it
+// is.
+//
 // Syncer implements the supervisor's Source: Load once, then Watch.
 package storesync

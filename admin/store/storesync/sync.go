@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -59,11 +60,19 @@ type Options struct {
 	// Plugins checks the plugins of every object read, as the Admin API
 	// does before it stores one (checkPlugins); nil checks none.
 	Plugins *plugins.Registry
-	Log     *slog.Logger
+	// AcceptReset makes the first full read of the store replace the
+	// configuration served even when the store was reset (ResetError).
+	AcceptReset bool
+	// ResetRemedy ends the log line of a reset store refused, and Refusal's
+	// error: how the operator accepts the store as it is ("restart the node
+	// with --accept-store-reset").
+	ResetRemedy string
+	Log         *slog.Logger
 }
 
 // Syncer follows a store and hands each new Spec on. Load, then Watch,
-// from one goroutine; Reachable and Revision from any.
+// from one goroutine; Reachable, Revision, ModifyIndexes, Refusal and
+// FirstRead from any.
 type Syncer struct {
 	opts Options
 	dir  string // <prefix>/
@@ -80,12 +89,60 @@ type Syncer struct {
 	rev      int64            // the revision objs reflect (0: none read)
 	lastHash [32]byte         // of the last Spec handed on or loaded
 
-	seen      bool           // the store has answered once
-	toCache   chan cacheItem // to the local copy's writer, while Watch runs
-	reachable atomic.Bool
-	revision  atomic.Int64
-	indexes   atomic.Pointer[map[string]int64] // ModifyIndexes, set by publish
-	cacheMu   sync.Mutex
+	cluster      uint64 // the store's cluster id, as of the last full read (0: unknown)
+	served       origin // where the configuration served was read (0: nowhere yet)
+	servedRoutes int
+	accept       bool           // Options.AcceptReset, until the first full read
+	seen         bool           // the store has answered once
+	toCache      chan cacheItem // to the local copy's writer, while Watch runs
+	reachable    atomic.Bool
+	revision     atomic.Int64
+	indexes      atomic.Pointer[map[string]int64] // ModifyIndexes, set by publish
+	refusal      atomic.Pointer[error]            // Refusal's answer; nil once a full read is accepted
+	firstRead    chan struct{}                    // closed once Refusal is not ErrNotRead
+	readOnce     sync.Once
+	cacheMu      sync.Mutex
+}
+
+// origin is where a configuration was read: the store's revision and
+// cluster id (0: unknown).
+type origin struct {
+	rev     int64
+	cluster uint64
+}
+
+// ErrNotRead is Refusal's answer before the first full read of the store.
+var ErrNotRead = errors.New("config store not read yet")
+
+// ResetError is a store that holds an older configuration than the one
+// the node serves: it answers at a lower revision than that configuration
+// was read at, or it is another etcd cluster (rebuilt from nothing,
+// restored from a backup, or another one named), and what it holds
+// differs. The node keeps serving its configuration (the local copy, at a
+// start) and does not replace the local copy with the store's.
+type ResetError struct {
+	Copy                        string // the local copy's path
+	CopyRevision, StoreRevision int64
+	CopyCluster, StoreCluster   uint64 // 0: unknown
+	CopyRoutes, StoreRoutes     int
+	Remedy                      string // Options.ResetRemedy
+}
+
+func (e *ResetError) Error() string {
+	msg := fmt.Sprintf("config store reset: etcd answers at revision %d of cluster %s (routes: %d); the configuration served was read at revision %d of cluster %s (routes: %d; kept in %s)",
+		e.StoreRevision, clusterString(e.StoreCluster), e.StoreRoutes, e.CopyRevision, clusterString(e.CopyCluster), e.CopyRoutes, e.Copy)
+	if e.Remedy != "" {
+		msg += "; " + e.Remedy
+	}
+	return msg
+}
+
+// clusterString is an etcd cluster id as etcdctl shows it, in hex.
+func clusterString(id uint64) string {
+	if id == 0 {
+		return "unknown"
+	}
+	return strconv.FormatUint(id, 16)
 }
 
 // object is one decoded stored object.
@@ -156,8 +213,26 @@ func New(o Options) *Syncer {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}, mods: map[string]int64{}}
+	s := &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}, mods: map[string]int64{},
+		accept: o.AcceptReset, firstRead: make(chan struct{})}
+	s.refusal.Store(&ErrNotRead)
+	return s
 }
+
+// Refusal is nil while the configuration served is the store's: ErrNotRead
+// before the store was first read, a *ResetError while its content is
+// refused. The Admin API refuses changes meanwhile, which would go into a
+// store the node does not serve from. Safe for concurrent use.
+func (s *Syncer) Refusal() error {
+	if p := s.refusal.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// FirstRead is closed once the store was first read and its content
+// accepted or refused: from then on Refusal is not ErrNotRead.
+func (s *Syncer) FirstRead() <-chan struct{} { return s.firstRead }
 
 // Reachable reports whether the store answered the last call made to it
 // (apisix_etcd_reachable).
@@ -190,15 +265,30 @@ func (s *Syncer) Revision() int64 { return s.revision.Load() }
 // copy, else the store's own timeout) it returns the local copy instead
 // (Watch then reads the store as soon as it answers); with no local copy
 // either, the error.
+//
+// A store that was reset (ResetError: it answers at a lower revision than
+// the local copy was written at, or from another etcd cluster, and holds
+// another configuration) does not replace the local copy: Load logs it
+// and returns the local copy, and Watch goes on reading the store every
+// five Retry until it holds the copy's configuration, or a revision past
+// the copy's in the copy's cluster. Options.AcceptReset accepts it.
 func (s *Syncer) Load() (*spec.Spec, error) {
 	ctx := context.Background()
+	var cached *cacheFile
+	var cerr error = fs.ErrNotExist
 	if s.opts.CachePath != "" {
-		if _, err := os.Stat(s.opts.CachePath); err == nil {
+		cached, cerr = readCache(s.opts.CachePath)
+		if !errors.Is(cerr, fs.ErrNotExist) {
 			// With a copy to serve, a node does not wait the store's
 			// whole timeout (30 s by default) before it serves.
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, s.opts.StartTimeout)
 			defer cancel()
+		}
+		if cached != nil {
+			s.served = origin{cached.Revision, cached.cluster}
+			s.servedRoutes = len(cached.Spec.Routes)
+			s.lastHash = cached.Spec.Hash
 		}
 	}
 	err := s.list(ctx)
@@ -207,6 +297,11 @@ func (s *Syncer) Load() (*spec.Spec, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s.refuse(sp) {
+			s.rev = 0 // Watch reads the store again, and follows it only once accepted
+			return cached.Spec, nil
+		}
+		s.servedRoutes = len(sp.Routes)
 		s.lastHash = sp.Hash
 		s.revision.Store(s.rev)
 		s.writeCache(sp)
@@ -215,14 +310,50 @@ func (s *Syncer) Load() (*spec.Spec, error) {
 	if !errors.Is(err, store.ErrUnavailable) || s.opts.CachePath == "" {
 		return nil, err
 	}
-	cached, cerr := ReadCache(s.opts.CachePath)
 	if cerr != nil {
 		return nil, fmt.Errorf("%w; no local copy to start from: %w", err, cerr)
 	}
 	s.opts.Log.Warn("config store unreachable: serving the local copy of the last good configuration until it answers",
-		"err", err, "copy", s.opts.CachePath, "routes", len(cached.Routes))
-	s.lastHash = cached.Hash
-	return cached, nil
+		"err", err, "copy", s.opts.CachePath, "routes", len(cached.Spec.Routes))
+	return cached.Spec, nil
+}
+
+// refuse decides on sp, the Spec of a full read: the store was reset when
+// the configuration served was read at a later revision, or from another
+// cluster, and sp differs from it. A reset store is refused (true; Refusal
+// says why, logged when the refusal starts) unless Options.AcceptReset
+// holds for this, the first read; otherwise the read is accepted and
+// becomes the origin of the configuration served.
+func (s *Syncer) refuse(sp *spec.Spec) bool {
+	accept := s.accept
+	s.accept = false
+	was := s.served
+	if was.rev != 0 && sp.Hash != s.lastHash &&
+		(s.rev < was.rev || was.cluster != 0 && s.cluster != 0 && s.cluster != was.cluster) {
+		e := &ResetError{Copy: s.opts.CachePath, CopyRevision: was.rev, StoreRevision: s.rev,
+			CopyCluster: was.cluster, StoreCluster: s.cluster, CopyRoutes: s.servedRoutes, StoreRoutes: len(sp.Routes),
+			Remedy: s.opts.ResetRemedy}
+		attrs := []any{"copy", e.Copy, "copy_revision", e.CopyRevision, "copy_cluster", clusterString(e.CopyCluster),
+			"copy_routes", e.CopyRoutes, "store_revision", e.StoreRevision, "store_cluster", clusterString(e.StoreCluster),
+			"store_routes", e.StoreRoutes}
+		if !accept {
+			if _, refused := s.Refusal().(*ResetError); !refused {
+				s.opts.Log.Error("config store reset: the node keeps serving its configuration, does not replace its local copy, and refuses changes",
+					append(attrs, "remedy", e.Remedy)...)
+			}
+			var err error = e
+			s.refusal.Store(&err)
+			s.readOnce.Do(func() { close(s.firstRead) })
+			return true
+		}
+		s.opts.Log.Warn("config store reset, accepted: its configuration replaces the one served", attrs...)
+	} else if _, refused := s.Refusal().(*ResetError); refused {
+		s.opts.Log.Info("config store accepted again", "revision", s.rev, "cluster", clusterString(s.cluster))
+	}
+	s.refusal.Store(nil)
+	s.readOnce.Do(func() { close(s.firstRead) })
+	s.served = origin{s.rev, s.cluster}
+	return false
 }
 
 // Watch follows the store until ctx is done, calling onChange with each
@@ -258,7 +389,7 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 				}
 			}
 			last = time.Now()
-			s.writeCacheAt(it.sp, it.rev)
+			s.writeCacheAt(it.sp, it.from)
 		}
 	}()
 	defer func() {
@@ -275,7 +406,18 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 				sleep(ctx, s.opts.Retry)
 				continue
 			}
-			s.publish(onChange, onError)
+			sp, err := s.build()
+			switch {
+			case err != nil:
+				onError(err)
+			case s.refuse(sp):
+				// Read it again later: the store may be brought back.
+				s.rev = 0
+				sleep(ctx, 5*s.opts.Retry)
+				continue
+			default:
+				s.handOn(sp, onChange)
+			}
 		}
 		err := s.follow(ctx, onChange, onError)
 		if ctx.Err() != nil {
@@ -350,6 +492,7 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 				s.apply(ev)
 			}
 			s.rev = max(s.rev, wr.Revision)
+			s.served.rev = max(s.served.rev, s.rev)
 			if pending {
 				break
 			}
@@ -395,6 +538,12 @@ func (s *Syncer) list(ctx context.Context) error {
 		return err
 	}
 	s.found()
+	if _, refused := s.Refusal().(*ResetError); !refused { // read again every 5 Retry, logged once
+		s.opts.Log.Info("config store read", "revision", rev, "keys", len(kvs))
+	}
+	if c, ok := s.opts.Store.(interface{ ClusterID() uint64 }); ok {
+		s.cluster = c.ClusterID()
+	}
 	clear(s.objs)
 	clear(s.mods)
 	clear(s.order) // no stale object kept alive past the new length
@@ -695,14 +844,21 @@ func (s *Syncer) publish(onChange func(*spec.Spec), onError func(error)) {
 		onError(err)
 		return
 	}
+	s.handOn(sp, onChange)
+}
+
+// handOn hands sp on, and to the local copy's writer, unless it is the
+// last one.
+func (s *Syncer) handOn(sp *spec.Spec, onChange func(*spec.Spec)) {
 	s.revision.Store(s.rev)
 	s.setIndexes()
 	if sp.Hash == s.lastHash {
 		return
 	}
 	s.lastHash = sp.Hash
+	s.servedRoutes = len(sp.Routes)
 	onChange(sp)
-	it := cacheItem{sp, s.rev}
+	it := cacheItem{sp, origin{s.rev, s.cluster}}
 	select {
 	case s.toCache <- it:
 	default:
@@ -733,22 +889,26 @@ func (s *Syncer) setIndexes() {
 }
 
 type cacheItem struct {
-	sp  *spec.Spec
-	rev int64
+	sp   *spec.Spec
+	from origin
 }
 
-// cacheFile is the local copy's content.
+// cacheFile is the local copy's content: the configuration, and the
+// store's revision and cluster id (hex, as etcdctl shows it; absent when
+// unknown, and in copies written before it was kept) it was read at.
 type cacheFile struct {
-	Revision int64      `json:"revision"`
-	Written  time.Time  `json:"written"`
-	Spec     *spec.Spec `json:"spec"`
+	Revision  int64      `json:"revision"`
+	ClusterID string     `json:"cluster_id,omitempty"`
+	Written   time.Time  `json:"written"`
+	Spec      *spec.Spec `json:"spec"`
+	cluster   uint64     // ClusterID's value
 }
 
 // writeCache replaces the local copy with sp (write and rename, so a
 // reader never sees half a file). A failure is logged: serving goes on.
-func (s *Syncer) writeCache(sp *spec.Spec) { s.writeCacheAt(sp, s.rev) }
+func (s *Syncer) writeCache(sp *spec.Spec) { s.writeCacheAt(sp, origin{s.rev, s.cluster}) }
 
-func (s *Syncer) writeCacheAt(sp *spec.Spec, rev int64) {
+func (s *Syncer) writeCacheAt(sp *spec.Spec, from origin) {
 	if s.opts.CachePath == "" {
 		return
 	}
@@ -761,7 +921,12 @@ func (s *Syncer) writeCacheAt(sp *spec.Spec, rev int64) {
 	if err == nil {
 		b = make([]byte, 0, len(sj)+96)
 		b = append(b, `{"revision":`...)
-		b = strconv.AppendInt(b, rev, 10)
+		b = strconv.AppendInt(b, from.rev, 10)
+		if from.cluster != 0 {
+			b = append(b, `,"cluster_id":"`...)
+			b = strconv.AppendUint(b, from.cluster, 16)
+			b = append(b, '"')
+		}
 		b = append(b, `,"written":"`...)
 		b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `","spec":`...)
@@ -801,6 +966,24 @@ func writeAtomic(path string, b []byte) error {
 // Spec, with the Hash it was written with (so that the same store content
 // read again is recognised).
 func ReadCache(path string) (*spec.Spec, error) {
+	c, err := readCache(path)
+	if err != nil {
+		return nil, err
+	}
+	return c.Spec, nil
+}
+
+// CacheOrigin is the store revision and cluster id (0: unknown) the local
+// copy at path was read at.
+func CacheOrigin(path string) (rev int64, cluster uint64, err error) {
+	c, err := readCache(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	return c.Revision, c.cluster, nil
+}
+
+func readCache(path string) (*cacheFile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -812,13 +995,18 @@ func ReadCache(path string) (*spec.Spec, error) {
 	if c.Spec == nil {
 		return nil, fmt.Errorf("%s: no configuration", path)
 	}
+	if c.ClusterID != "" {
+		if c.cluster, err = strconv.ParseUint(c.ClusterID, 16, 64); err != nil {
+			return nil, fmt.Errorf("%s: cluster_id: %w", path, err)
+		}
+	}
 	if err := c.Spec.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if c.Spec.Hash == ([32]byte{}) {
 		c.Spec.SetHash()
 	}
-	return c.Spec, nil
+	return &c, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

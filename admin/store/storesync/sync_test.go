@@ -611,3 +611,170 @@ func TestModifyIndexes(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// rebuild stops the embedded etcd, removes its member directory, as a
+// disk lost or a careless cleanup would, and starts it again: an empty
+// store, of another cluster, on the same ports.
+func (e *env) rebuild() {
+	e.t.Helper()
+	e.etcd.Stop()
+	if err := os.RemoveAll(filepath.Join(e.dir, "member")); err != nil {
+		e.t.Fatal(err)
+	}
+	e.start()
+}
+
+// refusal waits until s refuses its store as reset, and returns why.
+func refusal(t *testing.T, s *Syncer) *ResetError {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var re *ResetError
+		if errors.As(s.Refusal(), &re) {
+			return re
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Refusal %v 30 s on, want a ResetError", s.Refusal())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// quiet fails the test if a Spec is handed on within d.
+func (e *env) quiet(d time.Duration) {
+	e.t.Helper()
+	select {
+	case sp := <-e.specs:
+		e.t.Fatalf("Spec with routes %s handed on from a refused store", routeIDs(sp))
+	case <-time.After(d):
+	}
+}
+
+// TestStoreResetAtStart: a node whose etcd lost its data starts from its
+// local copy, not from the empty store (which would serve no route and
+// overwrite the copy); the copy keeps its revision and cluster; the
+// refusal names both origins; nothing written into the reset store is
+// followed. Once the store holds the copy's configuration again it is
+// followed. (Before, Load returned the empty store's Spec and wrote it
+// over the copy.)
+func TestStoreResetAtStart(t *testing.T) {
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	e.put("routes/2", route("/two"))
+	first := e.syncer()
+	select {
+	case <-first.FirstRead():
+		t.Fatal("FirstRead closed before the first read")
+	default:
+	}
+	if err := first.Refusal(); !errors.Is(err, ErrNotRead) {
+		t.Fatalf("Refusal before the first read: %v, want ErrNotRead", err)
+	}
+	if _, err := first.Load(); err != nil {
+		t.Fatal(err)
+	}
+	<-first.FirstRead()
+	if err := first.Refusal(); err != nil {
+		t.Fatalf("Refusal after the first read: %v", err)
+	}
+	rev, cluster, err := CacheOrigin(e.cache)
+	if err != nil || rev != first.Revision() || cluster == 0 || cluster != e.store.ClusterID() {
+		t.Fatalf("local copy's origin: revision %d cluster %x (%v), want %d %x", rev, cluster, err, first.Revision(), e.store.ClusterID())
+	}
+
+	e.rebuild()
+	s := e.syncer()
+	sp, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if routeIDs(sp) != "[1 2]" {
+		t.Fatalf("Load on a reset store served routes %s, want the local copy's [1 2]", routeIDs(sp))
+	}
+	<-s.FirstRead()
+	re := refusal(t, s)
+	if re.CopyRevision != rev || re.CopyCluster != cluster || re.StoreRevision >= rev ||
+		re.StoreCluster == cluster || re.StoreCluster == 0 || re.CopyRoutes != 2 || re.StoreRoutes != 0 {
+		t.Fatalf("refusal %+v, want the copy at %d of %x with 2 routes", re, rev, cluster)
+	}
+	if !s.Reachable() {
+		t.Fatal("a reset store that answers is reported unreachable")
+	}
+	e.watch(s)
+	e.put("routes/9", route("/nine"))
+	e.quiet(2 * time.Second)
+	if r, c, err := CacheOrigin(e.cache); err != nil || r != rev || c != cluster {
+		t.Fatalf("local copy's origin after the refusal: %d %x (%v), want %d %x", r, c, err, rev, cluster)
+	}
+
+	// The copy's configuration put back (as from a backup): followed again.
+	e.del("routes/9")
+	e.put("routes/1", route("/one"))
+	e.put("routes/2", route("/two"))
+	deadline := time.Now().Add(30 * time.Second)
+	for s.Refusal() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("still refused 30 s after the store holds the copy's configuration: %v", s.Refusal())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.put("routes/3", route("/three"))
+	e.next("[1 2 3]")
+}
+
+// TestStoreResetWhileFollowing: an etcd that comes back from an outage
+// empty is refused too: the Syncer keeps the configuration it serves and
+// its local copy.
+func TestStoreResetWhileFollowing(t *testing.T) {
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	s := e.syncer()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.watch(s)
+	e.put("routes/2", route("/two"))
+	e.next("[1 2]")
+	var rev int64
+	deadline := time.Now().Add(10 * time.Second)
+	for rev != s.Revision() {
+		if time.Now().After(deadline) {
+			t.Fatalf("local copy at revision %d, the Syncer at %d", rev, s.Revision())
+		}
+		time.Sleep(20 * time.Millisecond)
+		rev, _, _ = CacheOrigin(e.cache)
+	}
+
+	e.rebuild()
+	re := refusal(t, s)
+	if re.CopyRevision != rev || re.CopyRoutes != 2 || re.StoreRoutes != 0 {
+		t.Fatalf("refusal %+v, want the copy at %d with 2 routes", re, rev)
+	}
+	e.quiet(2 * time.Second)
+	if r, _, err := CacheOrigin(e.cache); err != nil || r != rev {
+		t.Fatalf("local copy's revision %d (%v) after the refusal, want %d", r, err, rev)
+	}
+}
+
+// TestStoreResetAccepted: with AcceptReset the first read replaces the
+// local copy whatever it holds, and the store is followed.
+func TestStoreResetAccepted(t *testing.T) {
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	if _, err := e.syncer().Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.rebuild()
+	e.put("routes/7", route("/seven"))
+	s := New(Options{Store: e.store, CachePath: e.cache, Retry: 200 * time.Millisecond, AcceptReset: true, Log: testLog(t)})
+	sp, err := s.Load()
+	if err != nil || routeIDs(sp) != "[7]" || s.Refusal() != nil {
+		t.Fatalf("Load with AcceptReset: routes %v (%v), refusal %v; want the store's [7]", routeIDs(sp), err, s.Refusal())
+	}
+	if r, c, err := CacheOrigin(e.cache); err != nil || r != s.Revision() || c != e.store.ClusterID() {
+		t.Fatalf("local copy's origin %d %x (%v), want the store's %d %x", r, c, err, s.Revision(), e.store.ClusterID())
+	}
+	e.watch(s)
+	e.put("routes/8", route("/eight"))
+	e.next("[7 8]")
+}
