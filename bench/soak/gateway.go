@@ -28,8 +28,8 @@ type Env struct {
 	gw       *harness.Proc
 	up       *harness.Proc
 	restarts int // supervisors killed and started again
-	gen  int // config.yaml generation: reloads alternate between two
-	logf func(string, ...any)
+	gen      int // config.yaml generation: reloads alternate between two
+	logf     func(string, ...any)
 }
 
 // StartEnv writes the gateway's config.yaml and apisix.yaml into dir,
