@@ -512,6 +512,48 @@ func TestAdminKeyBypassedWarned(t *testing.T) {
 	}
 }
 
+// TestConfigTestFlag: coregate -t checks config.yaml (and a data plane's
+// apisix.yaml) as the start would, prints its warnings (the Admin API's
+// bypassed key among them) and exits, starting nothing: 0 for a
+// configuration the node would start with, 1 with the reason otherwise.
+func TestConfigTestFlag(t *testing.T) {
+	run := func(dir string) (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, binPath, "-t", "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
+		return string(out), err
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "config.yaml"), strings.Replace(etcdConfig(freePort(t), "a-key-of-its-own")(freePort(t)),
+		"  admin:\n", "  admin:\n    admin_key_required: false\n    allow_admin: [0.0.0.0/0]\n", 1))
+	out, err := run(dir)
+	if err != nil || !strings.Contains(out, nodeconf.AdminKeyBypassed) || !strings.Contains(out, "test is successful") {
+		t.Fatalf("-t of a node with its Admin API key bypassed: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, etcdDataDir)); err == nil {
+		t.Error("-t started the embedded etcd")
+	}
+
+	// A data plane's routes file is checked too.
+	writeFile(t, filepath.Join(dir, "config.yaml"), perCoreConfig(freePort(t), 1))
+	writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML(obj{"id": 1, "uri": "/a", "plugins": obj{"limit-count": obj{"count": -1, "time_window": 1}}}))
+	if out, err := run(dir); err == nil || !strings.Contains(out, "limit-count") {
+		t.Errorf("-t of a routes file a worker would refuse: %v\n%s", err, out)
+	}
+	writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML(obj{"id": 1, "uri": "/a", "plugins": obj{"mocking": obj{"response_example": "x"}}}))
+	if out, err := run(dir); err != nil || !strings.Contains(out, "apisix.yaml is ok") {
+		t.Errorf("-t of a sound data plane: %v\n%s", err, out)
+	}
+
+	// What refuses the start fails -t, saying why.
+	writeFile(t, filepath.Join(dir, "config.yaml"), strings.Replace(perCoreConfig(freePort(t), 1),
+		"enable_admin: false", "enable_admin: false\n  delete_uri_tail_slash: true", 1))
+	if out, err := run(dir); err == nil || strings.Contains(out, "successful") || !strings.Contains(out, "delete_uri_tail_slash") {
+		t.Errorf("-t of an invalid config.yaml: %v\n%s", err, out)
+	}
+}
+
 // TestReloadPacedByBuild: in a burst of Admin API changes the supervisor
 // pushes a configuration no sooner than supervisor.BuildGap times the
 // workers' last build after they applied it, so that building takes a

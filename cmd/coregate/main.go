@@ -3,6 +3,7 @@
 //	coregate [-c conf/config.yaml] [--workers auto|N] [--cpus 0-3,6]
 //	         [--selector hash|cpu|least_conn] [--shutdown-timeout 10s]
 //	         [--etcd-data DIR] [--accept-store-reset]
+//	coregate -t [-c conf/config.yaml]
 //
 // runs the supervisor: it loads the eBPF socket selector, reads the routes
 // (apisix.yaml beside config.yaml for a data plane; etcd otherwise, the
@@ -11,6 +12,10 @@
 // node's config-cache.json, which it otherwise refuses), and starts one worker
 // process per CPU (`coregate worker ...`, see workerproc.go), each pinned to
 // its CPU and running one event loop on the shared SO_REUSEPORT port.
+//
+// With -t it only checks config.yaml (and a data plane's apisix.yaml) as
+// the start would, prints the warnings, and exits: 0 when the node would
+// start with it.
 //
 // Signals to the supervisor: SIGTERM or SIGINT stop gracefully (no new
 // connections; in-flight requests finish within --shutdown-timeout; the next

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -83,6 +84,7 @@ func runSupervisor(args []string) error {
 	counters := fs.Int("counters", 0, "size of the node's shared counter table, in counters (limit-count's policy local; 128 bytes each; 0: "+
 		strconv.Itoa(shm.DefaultSlots)+")")
 	etcdData := fs.String("etcd-data", "", "data directory of the embedded etcd (default: "+etcdDataDir+" beside config.yaml)")
+	testOnly := fs.Bool("t", false, "check config.yaml (and a data plane's apisix.yaml), print its warnings and exit, as nginx -t: status 0 when the node would start with it")
 	acceptReset := fs.Bool(acceptResetFlag[2:], false, "serve the configuration etcd holds even if it is older than "+storesync.CacheFile+
 		" (a lower revision, or another cluster: etcd rebuilt or restored), and replace the copy with it; without it such a store is refused")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +101,9 @@ func runSupervisor(args []string) error {
 	// only those of the plugins its routes configure, when it builds them.
 	if err := plugins.Default.Compile(); err != nil {
 		return err
+	}
+	if *testOnly {
+		return testConfig(*cfgPath, os.Stderr)
 	}
 	log := newLogger().With("proc", "supervisor")
 	if addr := os.Getenv("COREGATE_PPROF_SUPERVISOR"); addr != "" {
@@ -235,6 +240,42 @@ func runSupervisor(args []string) error {
 		sup.SetExtraLabels(extraLabels(nc))
 		return supervisor.Reload{Workers: n, Settings: settingsOf(nc)}, nil
 	})
+}
+
+// testConfig is `coregate -t`: what the start checks of config.yaml,
+// and of the standalone file a data plane reads beside it, without
+// starting anything. Its warnings (keys coregate does not implement, an
+// Admin API that checks no key) are printed to w; an error is what would
+// stop the start. The configuration held in etcd is not read.
+func testConfig(path string, w io.Writer) error {
+	nc, warnings, err := nodeconf.Load(path)
+	if err != nil {
+		return err
+	}
+	for _, warn := range warnings {
+		fmt.Fprintf(w, "coregate: [warn] %s: %s\n", path, warn)
+	}
+	if nc.APISIX.EnableAdmin {
+		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
+			return err
+		}
+	}
+	if err := checkAccessLog(nc); err != nil {
+		return err
+	}
+	switch prov := nc.Provider(); prov.Kind {
+	case "yaml", "json":
+		if prov.File != "" {
+			if _, err := (fileSource{path: prov.File}).Load(); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "coregate: the routes file %s is ok\n", prov.File)
+		}
+	case "etcd":
+		fmt.Fprintf(w, "coregate: the configuration in etcd is not read by -t\n")
+	}
+	fmt.Fprintf(w, "coregate: the configuration file %s syntax is ok\ncoregate: configuration file %s test is successful\n", path, path)
+	return nil
 }
 
 // settingsOf fingerprints what a worker reads from config.yaml, all but
