@@ -646,14 +646,14 @@ func (s *Supervisor) spawn(p *proc) {
 	p.beat.Store(int64(time.Since(s.epoch)))
 	s.metrics.setState(p.id, stateStarting)
 	s.sendConfig(p)
-	s.watch(p, cmd.Wait)
+	s.watch(p, p.ctrl, p.pid, p.beat, cmd.Wait)
 }
 
-// watch reads the control socket of the slot's current process and reports
-// its exit, which wait waits for.
-func (s *Supervisor) watch(p *proc, wait func() error) {
+// watch reads the control socket ctrl of the process pid of slot p and
+// reports its exit, which wait waits for.
+func (s *Supervisor) watch(p *proc, ctrl *control.Conn, pid int, beat *atomic.Int64, wait func() error) {
 	readDone := make(chan struct{})
-	go s.readControl(p, p.ctrl, p.pid, p.beat, readDone)
+	go s.readControl(p, ctrl, pid, beat, readDone)
 	go func(pid int) {
 		err := wait()
 		// The worker's last frames (Fatal) come before its exit.
@@ -662,7 +662,7 @@ func (s *Supervisor) watch(p *proc, wait func() error) {
 		case <-time.After(time.Second):
 		}
 		s.events <- event{p: p, pid: pid, kind: evExit, err: err}
-	}(p.pid)
+	}(pid)
 }
 
 func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic.Int64, done chan<- struct{}) {

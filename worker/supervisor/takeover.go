@@ -254,7 +254,9 @@ func (s *Supervisor) takeOver(orphans []*orphan) {
 			// whose newer one is kept: it drains once the slot has a
 			// ready process of this supervisor's.
 			p.prev = append(p.prev, &oldProc{ps: ps, ctrl: ctrl, pid: h.PID})
-			s.watchOld(p, h.PID, wait)
+			// Read as a replaced process of this supervisor's is: what
+			// it sends is not the slot's.
+			s.watch(p, ctrl, h.PID, new(atomic.Int64), wait)
 			replaced++
 			continue
 		}
@@ -268,7 +270,7 @@ func (s *Supervisor) takeOver(orphans []*orphan) {
 			s.metrics.setState(p.id, stateStarting)
 		}
 		s.sendConfig(p)
-		s.watch(p, wait)
+		s.watch(p, p.ctrl, p.pid, p.beat, wait)
 		taken++
 		if h.ID < n && (h.Settings != s.opts.Settings || h.Binary != bin || h.CPU != p.cpu) {
 			// config.yaml or the binary changed while the node had
@@ -289,15 +291,6 @@ func (s *Supervisor) takeOver(orphans []*orphan) {
 		}
 	}
 	s.log.Warn("took over the workers a previous supervisor left", "kept", taken, "replaced", replaced)
-}
-
-// watchOld reports the exit of a replaced process of slot p, which wait
-// waits for. Its control socket is not read: it is only told to drain.
-func (s *Supervisor) watchOld(p *proc, pid int, wait func() error) {
-	go func() {
-		err := wait()
-		s.events <- event{p: p, pid: pid, kind: evExit, err: err}
-	}()
 }
 
 // errOrphanExit is the exit of a process this supervisor took over: it is
