@@ -1,14 +1,10 @@
 package adminapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,23 +58,19 @@ func TestConcurrentWriters(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(w), 7))
 			for range ops {
 				method, path, body := ops1[r.IntN(len(ops1))](r)
-				req, _ := http.NewRequest(method, c.url+path, bytes.NewReader([]byte(body)))
-				req.Header.Set("X-API-KEY", testKey)
-				resp, err := c.http.Do(req)
+				resp, err := c.tryDo(method, path, body)
 				if err != nil {
 					mu.Lock()
 					problems = append(problems, err.Error())
 					mu.Unlock()
 					return
 				}
-				out, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
 				mu.Lock()
-				statuses[resp.StatusCode]++
-				if err := checkAnswer(resp.StatusCode, out); err != nil {
+				statuses[resp.status]++
+				if err := checkAnswer(resp.status, resp.body); err != nil {
 					problems = append(problems, fmt.Sprintf("%s %s: %v", method, path, err))
 				}
-				if method == "POST" && resp.StatusCode == 201 {
+				if method == "POST" && resp.status == 201 {
 					posted++
 				}
 				mu.Unlock()
@@ -137,22 +129,17 @@ func TestConcurrentPutOneID(t *testing.T) {
 		wg.Go(func() {
 			for i := range puts {
 				desc := fmt.Sprintf("w%d-%d", w, i)
-				req, _ := http.NewRequest("PUT", c.url+"/apisix/admin/routes/1",
-					strings.NewReader(`{"uri":"/a","desc":"`+desc+`","upstream":`+upstream1+`}`))
-				req.Header.Set("X-API-KEY", testKey)
-				resp, err := c.http.Do(req)
+				resp, err := c.tryDo("PUT", "/apisix/admin/routes/1", `{"uri":"/a","desc":"`+desc+`","upstream":`+upstream1+`}`)
 				if err != nil {
 					mu.Lock()
 					problems = append(problems, err.Error())
 					mu.Unlock()
 					return
 				}
-				out, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
 				mu.Lock()
-				statuses[resp.StatusCode]++
-				if resp.StatusCode != 200 && resp.StatusCode != 201 {
-					problems = append(problems, fmt.Sprintf("PUT %s: %d %s", desc, resp.StatusCode, out))
+				statuses[resp.status]++
+				if resp.status != 200 && resp.status != 201 {
+					problems = append(problems, fmt.Sprintf("PUT %s: %d %s", desc, resp.status, resp.body))
 				}
 				written[desc] = true
 				mu.Unlock()
@@ -191,21 +178,16 @@ func TestConcurrentPatchOneID(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range patches {
-				req, _ := http.NewRequest("PATCH", c.url+"/apisix/admin/routes/1",
-					strings.NewReader(fmt.Sprintf(`{"labels":{"w%d":"%d"}}`, w, i)))
-				req.Header.Set("X-API-KEY", testKey)
-				resp, err := c.http.Do(req)
+				resp, err := c.tryDo("PATCH", "/apisix/admin/routes/1", fmt.Sprintf(`{"labels":{"w%d":"%d"}}`, w, i))
 				if err != nil {
 					mu.Lock()
 					problems = append(problems, err.Error())
 					mu.Unlock()
 					return
 				}
-				out, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
+				if resp.status != 200 {
 					mu.Lock()
-					problems = append(problems, fmt.Sprintf("PATCH w%d %d: %d %s", w, i, resp.StatusCode, out))
+					problems = append(problems, fmt.Sprintf("PATCH w%d %d: %d %s", w, i, resp.status, resp.body))
 					mu.Unlock()
 				}
 			}

@@ -150,13 +150,23 @@ func (r response) json(t testing.TB) map[string]any {
 // do sends a request; hdr holds extra header lines "Name: value".
 func (c *client) do(method, path, body string, hdr ...string) response {
 	c.t.Helper()
+	r, err := c.tryDo(method, path, body, hdr...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r
+}
+
+// tryDo is do returning the error instead of failing the test, for
+// goroutines of their own.
+func (c *client) tryDo(method, path, body string, hdr ...string) (response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, c.url+path, rd)
 	if err != nil {
-		c.t.Fatal(err)
+		return response{}, err
 	}
 	if c.key != "" {
 		req.Header.Set("X-API-KEY", c.key)
@@ -167,14 +177,14 @@ func (c *client) do(method, path, body string, hdr ...string) response {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.t.Fatal(err)
+		return response{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		c.t.Fatal(err)
+		return response{}, err
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
 // want checks the status and, when body is not empty, the exact body
