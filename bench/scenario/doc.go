@@ -1,8 +1,9 @@
-// Package scenario declares the benchmark scenarios, the seeds' table from
-// DESIGN.md, as small data entries (routes, consumers, plugins, upstream or
-// not, load, worker counts), and renders the configuration each gateway
-// needs for one: coregate's config.yaml and standalone apisix.yaml, and the
-// nginx reference's nginx.conf.
+// Package scenario declares the benchmark scenarios, APISIX's and Kong's
+// published ones (bench/README.md, "Scenarios"), as small data entries
+// (routes, consumers, plugins, upstream or not, load, worker counts), and
+// renders the configuration each gateway needs for one: coregate's
+// config.yaml and standalone apisix.yaml, and the nginx reference's
+// nginx.conf.
 //
 // Route layout, the same for coregate and nginx: a scenario with N routes has
 // ids 1..N; routes 1..N-1 serve /hello1 … /hello<N-1>, and route N, the last
