@@ -46,10 +46,14 @@ test:
 alloc:
 	$(GO) test -count=1 -run 'Alloc' -v $(PKGS) $(GNET_PKGS)
 
-# gofmt, vet, staticcheck, and the import rules (cmd/layering: which
-# package may import which, read from go list).
+# gofmt, vet, staticcheck, the import rules (cmd/layering: which
+# package may import which, read from go list), and the carried gnet: the
+# v2.9.7 release with third_party/gnet/patches applied, byte for byte
+# (scripts/gnet-patches).
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	GO=$(GO) ./scripts/gnet-patches check
+	GO=$(GO) ./scripts/gnet-patches selftest
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	$(GO) test -count=1 ./cmd/layering
