@@ -17,7 +17,7 @@ import (
 	"github.com/panjf2000/gnet/v2/pkg/netpoll"
 	xtrace "golang.org/x/exp/trace"
 
-	"coregate/worker/supervisor"
+	"coregate/node/supervisor"
 )
 
 // loadEnv names the address the test binary floods with pipelined requests

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"coregate/admin/spec"
-	"coregate/worker/supervisor"
+	"coregate/node/supervisor"
 )
 
 // End-to-end tests of the per-core worker model: the supervisor, pinning,

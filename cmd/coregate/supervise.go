@@ -22,9 +22,9 @@ import (
 	"coregate/admin/standalone"
 	"coregate/admin/store/storesync"
 	"coregate/bpf"
+	"coregate/node/supervisor"
 	"coregate/plugins"
 	"coregate/worker/shm"
-	"coregate/worker/supervisor"
 
 	"github.com/prometheus/client_golang/prometheus"
 )

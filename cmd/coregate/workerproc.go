@@ -21,11 +21,11 @@ import (
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
 	"coregate/bpf"
+	"coregate/node/supervisor"
 	"coregate/plugins"
 	"coregate/worker"
 	"coregate/worker/control"
 	"coregate/worker/shm"
-	"coregate/worker/supervisor"
 )
 
 // Worker processes are started by the supervisor as
