@@ -17,7 +17,7 @@ const (
 	// bounds how long it black-holes new connections to about a second
 	// (the silence, plus at most stallCheckEvery), while a healthy worker
 	// never comes near it: its beats come from a goroutine of their own,
-	// on a P of their own (WorkerProcs), which neither a busy loop nor a
+	// on a P of their own (worker.Procs), which neither a busy loop nor a
 	// busy CPU delays by a second. A worker taken out wrongly costs
 	// little: it keeps what it serves and rejoins at its next beat.
 	DefaultStallAfter = 4 * control.StatsEvery
