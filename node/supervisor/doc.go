@@ -132,6 +132,17 @@
 // every apisix_ family at scrape time) with its extra labels
 // (SetExtraLabels).
 //
+// # The supervisor process
+//
+// Main is the supervisor process, `coregate` as cmd/coregate parses its
+// command line (Command): it reads config.yaml, opens the configuration's
+// source (a data plane's apisix.yaml, fileSource; or etcd, the node's
+// embedded one unless deployment.etcd.host names a cluster, openEtcd, with
+// the Admin API over it, serveAdmin), starts the export server and runs a
+// Supervisor until SIGTERM or SIGINT; its reload function re-reads
+// config.yaml. Check is `coregate -t`. The worker processes it starts are
+// package workerproc's.
+//
 // # Concurrency
 //
 // A Supervisor is driven by the goroutine that calls Run; New and Run must

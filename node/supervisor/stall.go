@@ -10,7 +10,7 @@ import (
 // are its heartbeat; it sends one only when its event loop has ticked
 // since the last, so a loop stuck in one event falls silent like a
 // stopped process, while a busy loop, which still ticks every 50 ms, keeps
-// beating (see cmd/coregate's sendStats).
+// beating (see workerproc's sendStats).
 const (
 	// DefaultStallAfter is how long a running worker may be silent before
 	// it is taken out of the socket selector: four missed beats. That
