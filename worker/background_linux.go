@@ -17,7 +17,7 @@ const BackgroundNice = 10
 // YieldEvery is the longest Background's f holds a P between two passes
 // through the Go scheduler, where it calls yield. The nice value ranks
 // threads for the kernel, but the event loop also needs one of the
-// worker's Ps (supervisor.WorkerProcs): when it comes back from epoll_wait and
+// worker's Ps (Procs): when it comes back from epoll_wait and
 // its P was taken, it waits in the run queue. A build of 5 000 routes
 // holds a P for about 60 ms, and the runtime preempts a goroutine only
 // after 10 ms, so without the yields a request could wait that long;

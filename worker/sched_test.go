@@ -16,8 +16,6 @@ import (
 
 	"github.com/panjf2000/gnet/v2/pkg/netpoll"
 	xtrace "golang.org/x/exp/trace"
-
-	"coregate/worker/supervisor"
 )
 
 // loadEnv names the address the test binary floods with pipelined requests
@@ -75,18 +73,18 @@ func flood(addr string, d time.Duration, ready io.Writer) {
 }
 
 // TestLoopKeepsItsP: run as the supervisor runs a worker (GOMAXPROCS =
-// supervisor.WorkerProcs) and flooded by another process, the event loop
-// passes through the Go scheduler about once per netpoll.YieldInterval,
-// and the runtime seldom takes its P away while it is in a system call (the
-// goroutine seldom comes out of a syscall without its P). Upstream gnet
-// yields only after empty polls: a busy loop then goes 10 ms without one,
-// and sysmon, taking it for a goroutine that hogs its P, retakes the P at
-// its next system call. Read from an execution trace of the worker. The
-// loop's reads and writes are raw system calls, which the trace does not
-// see (third_party/gnet/COREGATE.md, change 6): the loop is the goroutine
-// that yields most, and the flood is counted in requests.
+// Procs) and flooded by another process, the event loop passes through the
+// Go scheduler about once per netpoll.YieldInterval, and the runtime seldom
+// takes its P away while it is in a system call (the goroutine seldom comes
+// out of a syscall without its P). Upstream gnet yields only after empty
+// polls: a busy loop then goes 10 ms without one, and sysmon, taking it for
+// a goroutine that hogs its P, retakes the P at its next system call. Read
+// from an execution trace of the worker. The loop's reads and writes are
+// raw system calls, which the trace does not see
+// (third_party/gnet/COREGATE.md, change 6): the loop is the goroutine that
+// yields most, and the flood is counted in requests.
 func TestLoopKeepsItsP(t *testing.T) {
-	prev := runtime.GOMAXPROCS(supervisor.WorkerProcs)
+	prev := runtime.GOMAXPROCS(Procs)
 	defer runtime.GOMAXPROCS(prev)
 	w := startWorker(t, nil)
 

@@ -260,7 +260,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		// Not locked to an OS thread: the loop yields to the scheduler
 		// every netpoll.YieldInterval, and a locked goroutine turns each
 		// yield into a handoff between two threads. The supervisor pins
-		// the process to one CPU (GOMAXPROCS: supervisor.WorkerProcs).
+		// the process to one CPU (GOMAXPROCS: Procs).
 		gnet.WithLockOSThread(false),
 		// The clock is read once per wake-up of the loop, right after
 		// epoll_wait, as nginx updates its cached time: every deadline is
@@ -281,7 +281,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // The event loop must pass through the Go scheduler regularly without
 // yielding on every empty poll: that is third_party/gnet's change to gnet
-// (see supervisor.WorkerProcs). This fails to build against upstream gnet.
+// (see Procs). This fails to build against upstream gnet.
 var _ = netpoll.YieldInterval
 
 // Stop closes the listener and every connection.

@@ -300,7 +300,7 @@ func floorScenario(s scenario.Scenario) bool {
 }
 
 // startFloor runs "self floor" (with ring, "self floor -ring") on the
-// gateway's CPUs, with the worker's GOMAXPROCS (supervisor.WorkerProcs,
+// gateway's CPUs, with the worker's GOMAXPROCS (worker.Procs,
 // which bench/ may not import), in front of the run's upstream.
 func (r *Runner) startFloor(s scenario.Scenario, ring bool) (*target, error) {
 	cpus := r.gatewayCPUs(s, 1)

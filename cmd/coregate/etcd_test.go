@@ -21,7 +21,7 @@ import (
 	"coregate/admin/store/etcdstore"
 	"coregate/admin/store/storesync"
 	"coregate/internal/syncbuf"
-	"coregate/worker/supervisor"
+	"coregate/node/supervisor"
 )
 
 // etcdConfig is a traditional node on its embedded etcd, its Admin API on

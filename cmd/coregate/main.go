@@ -5,13 +5,14 @@
 //	         [--etcd-data DIR] [--accept-store-reset]
 //	coregate -t [-c conf/config.yaml]
 //
-// runs the supervisor: it loads the eBPF socket selector, reads the routes
-// (apisix.yaml beside config.yaml for a data plane; etcd otherwise, the
-// node's embedded one unless deployment.etcd.host names a cluster, see
-// etcd.go; --accept-store-reset serves an etcd found older than the
-// node's config-cache.json, which it otherwise refuses), and starts one worker
-// process per CPU (`coregate worker ...`, see workerproc.go), each pinned to
-// its CPU and running one event loop on the shared SO_REUSEPORT port.
+// runs the supervisor (package coregate/node/supervisor): it loads the
+// eBPF socket selector, reads the routes (apisix.yaml beside config.yaml
+// for a data plane; etcd otherwise, the node's embedded one unless
+// deployment.etcd.host names a cluster; --accept-store-reset serves an
+// etcd found older than the node's config-cache.json, which it otherwise
+// refuses), and starts one worker process per CPU (`coregate worker ...`,
+// package coregate/node/workerproc), each pinned to its CPU and running
+// one event loop on the shared SO_REUSEPORT port.
 //
 // With -t it only checks config.yaml (and a data plane's apisix.yaml) as
 // the start would, prints the warnings, and exits: 0 when the node would

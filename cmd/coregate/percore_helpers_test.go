@@ -25,7 +25,7 @@ import (
 
 	"coregate/bpf"
 	"coregate/internal/syncbuf"
-	"coregate/worker/supervisor"
+	"coregate/node/supervisor"
 )
 
 // Helpers of the per-core worker tests: they look at the gateway only from

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"coregate/admin/spec"
-	"coregate/worker/supervisor"
+	"coregate/worker"
 )
 
 // End-to-end tests of the per-core worker model: the supervisor, pinning,
@@ -44,7 +44,7 @@ func TestPerCorePinned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := strconv.Itoa(supervisor.WorkerProcs); env["GOMAXPROCS"] != want {
+		if want := strconv.Itoa(worker.Procs); env["GOMAXPROCS"] != want {
 			t.Errorf("worker %d: GOMAXPROCS=%q, want %s", w.id, env["GOMAXPROCS"], want)
 		}
 	}

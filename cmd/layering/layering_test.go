@@ -81,6 +81,15 @@ var rules = []rule{
 		allows:  func(d string, std bool) bool { return !under(d, "admin") || configModel(d) },
 		module:  true,
 	},
+	{
+		// node/ holds the processes (the supervisor, the worker process),
+		// which put the event loop, the configuration and the plugins
+		// together; what they put together does not reach back.
+		name:    "nothing outside cmd/... and node/... imports node/...",
+		applies: func(p string) bool { return !under(p, "cmd") && !under(p, "node") },
+		allows:  func(d string, std bool) bool { return !under(d, "node") },
+		module:  true,
+	},
 }
 
 // direct rules hold for every package's own imports (no path to follow:

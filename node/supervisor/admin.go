@@ -1,4 +1,4 @@
-package main
+package supervisor
 
 import (
 	"context"
@@ -20,18 +20,18 @@ import (
 	"coregate/admin/store"
 )
 
-// adminKeysFile, beside config.yaml, keeps the keys generated for the
+// AdminKeysFile, beside config.yaml, keeps the keys generated for the
 // admin_key entries config.yaml leaves empty (APISIX writes them back into
 // config.yaml; coregate leaves config.yaml as its owner wrote it).
-const adminKeysFile = "admin-keys.json"
+const AdminKeysFile = "admin-keys.json"
 
 // adminKeys fills the admin_key entries whose key is empty: with the key
-// generated at an earlier start (adminKeysFile), or with a new random one,
+// generated at an earlier start (AdminKeysFile), or with a new random one,
 // stored there (0600) and printed once on stderr.
 func adminKeys(nc *nodeconf.Config) (nodeconf.AdminConfig, error) {
 	a := nc.Deployment.Admin
 	a.AdminKey = append([]nodeconf.AdminKey(nil), a.AdminKey...)
-	path := filepath.Join(nc.Dir, adminKeysFile)
+	path := filepath.Join(nc.Dir, AdminKeysFile)
 	saved := map[string]string{}
 	b, err := os.ReadFile(path)
 	switch {

@@ -1,4 +1,4 @@
-package main
+package supervisor
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 	"coregate/plugins"
 )
 
-// etcdDataDir is the embedded etcd's data directory, beside config.yaml.
-const etcdDataDir = "etcd-data"
+// EtcdDataDir is the embedded etcd's data directory, beside config.yaml.
+const EtcdDataDir = "etcd-data"
 
-// acceptResetFlag is the command-line flag that accepts a reset store.
-const acceptResetFlag = "--accept-store-reset"
+// AcceptResetFlag is the command-line flag that accepts a reset store.
+const AcceptResetFlag = "--accept-store-reset"
 
 // etcdNode is a node's configuration in etcd: the embedded etcd it
 // started (nil for an external cluster, or one whose database is
@@ -55,7 +55,7 @@ func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.L
 	damaged := false // the embedded etcd's database: n.store is etcdstore.Down
 	if !ec.External {
 		if dataDir == "" {
-			dataDir = filepath.Join(nc.Dir, etcdDataDir)
+			dataDir = filepath.Join(nc.Dir, EtcdDataDir)
 		}
 		emb, err := etcdstore.StartEmbedded(dataDir, etcdstore.EmbedOptions{Avoid: nc.Ports()})
 		var de *etcdstore.DamagedError
@@ -65,7 +65,7 @@ func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.L
 			log.Error("embedded etcd not started: its database is damaged; the node serves "+storesync.CacheFile+" and refuses changes",
 				"path", de.Path, "err", de.Err,
 				"remedy", "stop the node, then restore "+dataDir+" from a backup, or move it aside to start on an empty store with "+
-					acceptResetFlag+" ("+storesync.CacheFile+" keeps the last configuration)")
+					AcceptResetFlag+" ("+storesync.CacheFile+" keeps the last configuration)")
 			if n.store, err = etcdstore.Down(o, err); err != nil {
 				return nil, fmt.Errorf("deployment.etcd: %w", err)
 			}
@@ -91,7 +91,7 @@ func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.L
 		CachePath:   filepath.Join(nc.Dir, storesync.CacheFile),
 		Plugins:     plugins.Default,
 		AcceptReset: acceptReset,
-		ResetRemedy: "restore the store from a backup, or restart the node with " + acceptResetFlag +
+		ResetRemedy: "restore the store from a backup, or restart the node with " + AcceptResetFlag +
 			" to serve the store as it is (the local copy is then replaced)",
 		Log: log,
 	})

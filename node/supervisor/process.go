@@ -1,11 +1,7 @@
-package main
+package supervisor
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,14 +18,13 @@ import (
 	"coregate/admin/standalone"
 	"coregate/admin/store/storesync"
 	"coregate/bpf"
+	"coregate/node"
 	"coregate/plugins"
-	"coregate/worker/shm"
-	"coregate/worker/supervisor"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// fileSource is the standalone apisix.yaml as a supervisor.Source.
+// fileSource is the standalone apisix.yaml as a Source.
 type fileSource struct {
 	path string
 	log  *slog.Logger
@@ -67,34 +62,43 @@ func (f fileSource) Watch(ctx context.Context, onChange func(*spec.Spec), onErro
 	}, onError)
 }
 
-// runSupervisor is `coregate [-c config.yaml] [--workers N|auto] [--cpus LIST]`.
-func runSupervisor(args []string) error {
-	fs := flag.NewFlagSet("coregate", flag.ContinueOnError)
-	cfgPath := fs.String("c", "conf/config.yaml", "path to config.yaml")
-	workersFlag := fs.String("workers", "", "worker processes: auto or N (overrides nginx_config.worker_processes)")
-	cpusFlag := fs.String("cpus", "", "CPUs to pin workers to, e.g. 0-3,6 (default: this process's affinity mask)")
-	modeFlag := fs.String("selector", "hash", "how the eBPF selector spreads connections: hash, cpu or least_conn")
-	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second,
-		"graceful stop deadline (SIGTERM, SIGINT, retired workers): in-flight requests may take this long")
-	stallRestart := fs.Duration("stall-restart", supervisor.DefaultStallRestart,
-		"a worker silent this long (stopped, or its event loop stuck) is killed and restarted; after "+
-			supervisor.DefaultStallAfter.String()+" of silence it is already out of the socket selector")
-	startTimeout := fs.Duration("start-timeout", supervisor.DefaultStartTimeout,
-		"a worker not ready this long after it was started (its first configuration built) is killed and restarted")
-	counters := fs.Int("counters", 0, "size of the node's shared counter table, in counters (limit-count's policy local; 128 bytes each; 0: "+
-		strconv.Itoa(shm.DefaultSlots)+")")
-	etcdData := fs.String("etcd-data", "", "data directory of the embedded etcd (default: "+etcdDataDir+" beside config.yaml)")
-	testOnly := fs.Bool("t", false, "check config.yaml (and a data plane's apisix.yaml), print its warnings and exit, as nginx -t: status 0 when the node would start with it")
-	acceptReset := fs.Bool(acceptResetFlag[2:], false, "serve the configuration etcd holds even if it is older than "+storesync.CacheFile+
-		" (a lower revision, or another cluster: etcd rebuilt or restored), and replace the copy with it; without it such a store is refused")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		// A stray word (a subcommand that does not exist, a flag after
-		// it) would otherwise start a gateway with the defaults.
-		return fmt.Errorf("unexpected argument %q: coregate takes flags only (coregate -h)", fs.Arg(0))
-	}
+// Command is the supervisor process's command line (`coregate [flags]`,
+// which cmd/coregate parses): the flags' values as given, checked by Main.
+type Command struct {
+	// Config is config.yaml's path (-c).
+	Config string
+	// Workers is --workers: "auto", a number ≥ 1, or "" for
+	// nginx_config.worker_processes.
+	Workers string
+	// CPUs is --cpus, a CPU list (ParseCPUList); "": the process's
+	// affinity mask.
+	CPUs string
+	// Selector is --selector, the eBPF selector's mode (bpf.ParseMode).
+	Selector string
+	// ShutdownTimeout, StallRestart and StartTimeout are Options'
+	// DrainTimeout, StallRestart and StartTimeout.
+	ShutdownTimeout time.Duration
+	StallRestart    time.Duration
+	StartTimeout    time.Duration
+	// Counters is Options.Counters.
+	Counters int
+	// EtcdData is the embedded etcd's data directory (--etcd-data); "":
+	// EtcdDataDir beside config.yaml.
+	EtcdData string
+	// AcceptReset serves an etcd found older than the node's local copy
+	// (AcceptResetFlag).
+	AcceptReset bool
+	// Test only checks the configuration (-t, Check).
+	Test bool
+}
+
+// Main is the supervisor process: it reads config.yaml, opens the
+// configuration's source (the standalone file a data plane reads beside
+// config.yaml, or etcd: openEtcd) and the Admin API over it, serves the
+// node's metrics, and runs the workers (Supervisor.Run) until SIGTERM or
+// SIGINT; SIGHUP re-reads config.yaml. With c.Test it only checks the
+// configuration (Check), on stderr.
+func Main(c Command) error {
 	// The supervisor checks every configuration before a worker sees it:
 	// its plugins' schemas are compiled now, so that one that does not
 	// compile stops the start rather than a request. A worker compiles
@@ -102,18 +106,18 @@ func runSupervisor(args []string) error {
 	if err := plugins.Default.Compile(); err != nil {
 		return err
 	}
-	if *testOnly {
-		return testConfig(*cfgPath, os.Stderr)
+	if c.Test {
+		return Check(c.Config, os.Stderr)
 	}
-	log := newLogger().With("proc", "supervisor")
+	log := node.NewLogger().With("proc", "supervisor")
 	if addr := os.Getenv("COREGATE_PPROF_SUPERVISOR"); addr != "" {
-		servePprof(addr, 0, log)
+		node.ServePprof(addr, 0, log)
 	}
-	nc, warnings, err := nodeconf.Load(*cfgPath)
+	nc, warnings, err := nodeconf.Load(c.Config)
 	if err != nil {
 		return err
 	}
-	setLogLevel(nc)
+	node.SetLogLevel(nc)
 	for _, w := range warnings {
 		log.Warn("config.yaml: " + w)
 	}
@@ -122,7 +126,7 @@ func runSupervisor(args []string) error {
 			return err
 		}
 	}
-	var source supervisor.Source
+	var source Source
 	var collectors []prometheus.Collector
 	switch prov := nc.Provider(); prov.Kind {
 	case "yaml", "json":
@@ -131,17 +135,17 @@ func runSupervisor(args []string) error {
 		}
 		source = fileSource{path: prov.File, log: log}
 	case "etcd":
-		node, err := openEtcd(nc, *etcdData, *acceptReset, log)
+		en, err := openEtcd(nc, c.EtcdData, c.AcceptReset, log)
 		if err != nil {
 			return err
 		}
-		defer node.close()
-		source = node.sync
+		defer en.close()
+		source = en.sync
 		collectors = append(collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "apisix_etcd_reachable",
 			Help: "Config server etcd reachable from the node, 0 is unreachable.",
 		}, func() float64 {
-			if node.sync.Reachable() {
+			if en.sync.Reachable() {
 				return 1
 			}
 			return 0
@@ -151,10 +155,10 @@ func runSupervisor(args []string) error {
 				Name:        "apisix_etcd_modify_indexes",
 				Help:        "Etcd modify index for APISIX keys",
 				ConstLabels: prometheus.Labels{"key": key},
-			}, func() float64 { return float64(node.sync.ModifyIndexes()[key]) }))
+			}, func() float64 { return float64(en.sync.ModifyIndexes()[key]) }))
 		}
 		if nc.APISIX.EnableAdmin {
-			stopAdmin, err := serveAdmin(nc, node.admin, log)
+			stopAdmin, err := serveAdmin(nc, en.admin, log)
 			if err != nil {
 				return err
 			}
@@ -163,26 +167,26 @@ func runSupervisor(args []string) error {
 	default:
 		return fmt.Errorf("config provider %q is not available", prov.Kind)
 	}
-	mode, err := bpf.ParseMode(*modeFlag)
+	mode, err := bpf.ParseMode(c.Selector)
 	if err != nil {
 		return err
 	}
 	var cpus []int
-	if *cpusFlag != "" {
-		if cpus, err = supervisor.ParseCPUList(*cpusFlag); err != nil {
+	if c.CPUs != "" {
+		if cpus, err = ParseCPUList(c.CPUs); err != nil {
 			return err
 		}
 	}
 	workerCount := func(nc *nodeconf.Config) (int, error) {
-		switch *workersFlag {
+		switch c.Workers {
 		case "":
 			return nc.NginxConfig.WorkerProcesses, nil // 0: auto
 		case "auto":
 			return 0, nil
 		}
-		n, err := strconv.Atoi(*workersFlag)
+		n, err := strconv.Atoi(c.Workers)
 		if err != nil || n < 1 {
-			return 0, fmt.Errorf("--workers: want auto or a number ≥ 1, got %q", *workersFlag)
+			return 0, fmt.Errorf("--workers: want auto or a number ≥ 1, got %q", c.Workers)
 		}
 		return n, nil
 	}
@@ -190,22 +194,22 @@ func runSupervisor(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkAccessLog(nc); err != nil {
+	if err := node.CheckAccessLog(nc); err != nil {
 		return err
 	}
-	sup, err := supervisor.New(supervisor.Options{
-		WorkerArgs:   []string{"-c", *cfgPath},
+	sup, err := New(Options{
+		WorkerArgs:   []string{"-c", c.Config},
 		Workers:      n,
 		CPUs:         cpus,
 		Mode:         mode,
-		DrainTimeout: *shutdownTimeout,
-		StallRestart: *stallRestart,
-		StartTimeout: *startTimeout,
+		DrainTimeout: c.ShutdownTimeout,
+		StallRestart: c.StallRestart,
+		StartTimeout: c.StartTimeout,
 		Source:       source,
 		Collectors:   collectors,
-		Settings:     settingsOf(nc),
-		Counters:     *counters,
-		Takeover:     supervisor.TakeoverKey(*cfgPath),
+		Settings:     node.Settings(nc),
+		Counters:     c.Counters,
+		Takeover:     TakeoverKey(c.Config),
 		Log:          log,
 	})
 	if err != nil {
@@ -220,34 +224,34 @@ func runSupervisor(args []string) error {
 			log.Error("metrics server not started", "addr", exp.ExportAddr.Addr(), "err", err)
 		}
 	}
-	return sup.Run(ctx, func() (supervisor.Reload, error) {
-		nc, warnings, err := nodeconf.Load(*cfgPath)
+	return sup.Run(ctx, func() (Reload, error) {
+		nc, warnings, err := nodeconf.Load(c.Config)
 		if err != nil {
-			return supervisor.Reload{}, err
+			return Reload{}, err
 		}
-		setLogLevel(nc)
+		node.SetLogLevel(nc)
 		for _, w := range warnings {
 			log.Warn("config.yaml: " + w)
 		}
 		n, err := workerCount(nc)
 		if err != nil {
-			return supervisor.Reload{}, err
+			return Reload{}, err
 		}
-		if err := checkAccessLog(nc); err != nil {
-			return supervisor.Reload{}, err
+		if err := node.CheckAccessLog(nc); err != nil {
+			return Reload{}, err
 		}
 		sup.SetMetricPrefix(nc.Prometheus.MetricPrefix)
 		sup.SetExtraLabels(extraLabels(nc))
-		return supervisor.Reload{Workers: n, Settings: settingsOf(nc)}, nil
+		return Reload{Workers: n, Settings: node.Settings(nc)}, nil
 	})
 }
 
-// testConfig is `coregate -t`: what the start checks of config.yaml,
+// Check is `coregate -t`: what the start checks of config.yaml,
 // and of the standalone file a data plane reads beside it, without
 // starting anything. Its warnings (keys coregate does not implement, an
 // Admin API that checks no key) are printed to w; an error is what would
 // stop the start. The configuration held in etcd is not read.
-func testConfig(path string, w io.Writer) error {
+func Check(path string, w io.Writer) error {
 	nc, warnings, err := nodeconf.Load(path)
 	if err != nil {
 		return err
@@ -260,7 +264,7 @@ func testConfig(path string, w io.Writer) error {
 			return err
 		}
 	}
-	if err := checkAccessLog(nc); err != nil {
+	if err := node.CheckAccessLog(nc); err != nil {
 		return err
 	}
 	switch prov := nc.Provider(); prov.Kind {
@@ -276,19 +280,6 @@ func testConfig(path string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "coregate: the configuration file %s syntax is ok\ncoregate: configuration file %s test is successful\n", path, path)
 	return nil
-}
-
-// settingsOf fingerprints what a worker reads from config.yaml, all but
-// worker_processes (which the supervisor applies itself).
-func settingsOf(nc *nodeconf.Config) string {
-	c := *nc
-	c.NginxConfig.WorkerProcesses = 0
-	b, err := json.Marshal(&c)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // extraLabels are plugin_attr.prometheus.metrics.<metric>.extra_labels'

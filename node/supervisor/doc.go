@@ -7,10 +7,10 @@
 // Supervisor.Run starts worker i as `EXE worker --id i --cpu C --selector
 // KIND --mode M --bpf-fds K ARGS...` from a thread whose affinity is set to C
 // for the fork, so every thread of the worker, the Go runtime's included,
-// runs on C from its first instruction, with GOMAXPROCS=WorkerProcs. The worker
-// inherits fd 3, its end of a control socket (package control), and fds
-// 4..4+K-1, the eBPF selector's objects in bpf.Selector.Files order. It gets
-// a configuration before it listens, and says Ready once it does.
+// runs on C from its first instruction, with GOMAXPROCS=worker.Procs. The
+// worker inherits fd 3, its end of a control socket (package control), and
+// fds 4..4+K-1, the eBPF selector's objects in bpf.Selector.Files order. It
+// gets a configuration before it listens, and says Ready once it does.
 //
 // The supervisor holds no listening socket of the SO_REUSEPORT group (a
 // listener it never accepts on would cost CPU on every new connection, and
@@ -131,6 +131,17 @@
 // plugin_attr.prometheus's metric_prefix (SetMetricPrefix, which renames
 // every apisix_ family at scrape time) with its extra labels
 // (SetExtraLabels).
+//
+// # The supervisor process
+//
+// Main is the supervisor process, `coregate` as cmd/coregate parses its
+// command line (Command): it reads config.yaml, opens the configuration's
+// source (a data plane's apisix.yaml, fileSource; or etcd, the node's
+// embedded one unless deployment.etcd.host names a cluster, openEtcd, with
+// the Admin API over it, serveAdmin), starts the export server and runs a
+// Supervisor until SIGTERM or SIGINT; its reload function re-reads
+// config.yaml. Check is `coregate -t`. The worker processes it starts are
+// package workerproc's.
 //
 // # Concurrency
 //

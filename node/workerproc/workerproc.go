@@ -1,18 +1,13 @@
-package main
+package workerproc
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	_ "net/http/pprof" // served only when COREGATE_PPROF is set
 	"os"
 	"os/signal"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,67 +16,98 @@ import (
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
 	"coregate/bpf"
+	"coregate/node"
+	"coregate/node/supervisor"
 	"coregate/plugins"
 	"coregate/worker"
 	"coregate/worker/control"
 	"coregate/worker/shm"
-	"coregate/worker/supervisor"
 )
 
-// Worker processes are started by the supervisor as
-//
-//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] [--metrics-fd M] [--takeover KEY] -c config.yaml
-//
-// with fd 3 the control socket, fds 4..4+K-1 the selector's objects
-// (bpf.Selector.Files order) and fd F, when given, the node's shared
-// counter table (shm), fd M the node's metrics segment (shm.MetricsMap),
-// whose region N the worker writes. KEY names the node's takeover sockets
-// (takeover.go): without it a worker whose supervisor is gone drains.
+// ControlFD is the worker process's control socket, inherited from the
+// supervisor (the selector's objects follow it).
+const ControlFD = 3
 
-const controlFD = 3
+// Options are a worker process's, from its command line (see the package
+// comment) and what it inherits.
+type Options struct {
+	// ID is the worker's slot (--id).
+	ID int
+	// CPU is the CPU the supervisor pinned the process to (--cpu); every
+	// thread is pinned to it again. -1: not pinned.
+	CPU int
+	// Selector is what steers connections to the worker (--selector):
+	// ebpf, cbpf, kernel-hash or plain.
+	Selector string
+	// BPFFDs is the number of the selector's inherited fds after the
+	// control socket (--bpf-fds); only bpf.NumFiles is used.
+	BPFFDs int
+	// Mode is the selector's mode (--mode).
+	Mode string
+	// Config is config.yaml's path (-c).
+	Config string
+	// CountersFD is the inherited fd of the node's shared counter table
+	// (--counters-fd); 0: none, counters are the worker's own.
+	CountersFD int
+	// MetricsFD is the inherited fd of the node's metrics segment
+	// (--metrics-fd); 0: none, metrics and counters are the worker's own.
+	MetricsFD int
+	// Objects names the node's shared objects the worker uses
+	// (--objects, with Takeover).
+	Objects string
+	// Takeover is the node's key (--takeover): a worker whose supervisor
+	// is gone serves on and waits for the next one on a socket named by
+	// it. "": it drains.
+	Takeover string
+	// Control is the worker's end of its control socket (ControlFD for a
+	// process the supervisor started), a connected stream socket; Run
+	// owns it.
+	Control *os.File
+	// Log is the worker's log; nil: the process's (node.NewLogger, with
+	// the worker's slot and pid), made the slog default, so that what
+	// packages log on their own (the plugins' Redis client) carries the
+	// worker's attributes too.
+	Log *slog.Logger
+}
 
-func runWorker(args []string) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	id := fs.Int("id", 0, "worker slot")
-	cpu := fs.Int("cpu", -1, "CPU the worker is pinned to")
-	selector := fs.String("selector", "plain", "what steers connections: ebpf, cbpf, kernel-hash, plain")
-	bpfFDs := fs.Int("bpf-fds", 0, "number of inherited selector fds after the control socket")
-	mode := fs.String("mode", "hash", "selector mode")
-	cfgPath := fs.String("c", "conf/config.yaml", "path to config.yaml")
-	countersFD := fs.Int("counters-fd", 0, "inherited fd of the node's shared counter table (0: none, counters are this worker's own)")
-	metricsFD := fs.Int("metrics-fd", 0, "inherited fd of the node's metrics segment (0: none, metrics and counters are this worker's own)")
-	objects := fs.String("objects", "", "the name of the node's shared objects this worker uses (with --takeover)")
-	takeoverKey := fs.String("takeover", "", "the node's key: a worker whose supervisor is gone serves on and waits for the next one on a socket named by it")
-	if err := fs.Parse(args); err != nil {
-		return err
+// Run is the worker process: it reads config.yaml, waits for its first
+// configuration on o.Control, listens once that is built, and serves until
+// it has drained (told to by the supervisor, on SIGTERM or SIGINT, when
+// ctx is done once configured, or when its supervisor is gone and no other
+// takes it over), or fails. An error is reported to the supervisor
+// (control.Fatal) before Run returns it.
+//
+// Run is called once per process: it handles the process's signals
+// (SIGUSR1 reopens the access log) and paces its garbage collector.
+func Run(ctx context.Context, o Options) error {
+	log := o.Log
+	if log == nil {
+		log = node.NewLogger().With("worker", o.ID, "pid", os.Getpid())
+		slog.SetDefault(log)
 	}
-	log := newLogger().With("worker", *id, "pid", os.Getpid())
-	// What packages log on their own (the plugins' Redis client) carries
-	// the worker's attributes too.
-	slog.SetDefault(log)
 	// SIGUSR1 (the supervisor's, on a rotation) reopens the access log;
 	// caught from the start, so that it never ends the process.
 	reopen := make(chan os.Signal, 1)
 	signal.Notify(reopen, syscall.SIGUSR1)
-	if *cpu >= 0 {
+	if o.CPU >= 0 {
 		// Started pinned by the supervisor; this makes sure of every thread.
-		if err := supervisor.PinAllThreads(*cpu); err != nil {
+		if err := supervisor.PinAllThreads(o.CPU); err != nil {
 			log.Warn("pinning", "err", err)
 		}
 	}
-	conn, err := control.FromFile(os.NewFile(controlFD, "control"))
+	conn, err := control.FromFile(o.Control)
 	if err != nil {
 		return err
 	}
 	ctrl := new(ctrlRef)
 	ctrl.set(conn)
-	to := &takeover{key: *takeoverKey, log: log, hello: control.HelloMsg{
-		Proto: control.TakeoverProto, ID: *id, PID: os.Getpid(), CPU: *cpu,
-		Started: time.Now().UnixNano(), Selector: *selector, Mode: *mode,
-		Binary: control.BinaryID("/proc/self/exe"), Objects: *objects,
+	to := &takeover{key: o.Takeover, log: log, hello: control.HelloMsg{
+		Proto: control.TakeoverProto, ID: o.ID, PID: os.Getpid(), CPU: o.CPU,
+		Started: time.Now().UnixNano(), Selector: o.Selector, Mode: o.Mode,
+		Binary: control.BinaryID("/proc/self/exe"), Objects: o.Objects,
 	}}
 	workerGC.start()
-	err = serveWorker(ctrl, to, log, *id, *selector, *bpfFDs, *countersFD, *metricsFD, *mode, *cfgPath, reopen)
+	err = serve(ctx, ctrl, to, log, o, reopen)
 	if err != nil {
 		// The supervisor logs it with the exit status.
 		_ = ctrl.Send(control.Fatal, control.FatalMsg{Error: err.Error()})
@@ -89,20 +115,20 @@ func runWorker(args []string) error {
 	return err
 }
 
-// serveWorker runs the worker until it has drained, or fails.
-func serveWorker(ctrl *ctrlRef, to *takeover, log *slog.Logger, id int, selector string, bpfFDs, countersFD, metricsFD int, mode, cfgPath string, reopen <-chan os.Signal) error {
-	nc, _, err := nodeconf.Load(cfgPath)
+// serve runs the worker until it has drained, or fails.
+func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o Options, reopen <-chan os.Signal) error {
+	nc, _, err := nodeconf.Load(o.Config)
 	if err != nil {
 		return err
 	}
-	setLogLevel(nc)
-	to.hello.Settings = settingsOf(nc)
+	node.SetLogLevel(nc)
+	to.hello.Settings = node.Settings(nc)
 
 	var member *bpf.Member
-	if bpfFDs == bpf.NumFiles {
-		files := bpf.InheritedFiles(controlFD + 1)
-		if selector == bpf.KindEBPF.String() {
-			if member, err = bpf.OpenMember(files, id); err != nil {
+	if o.BPFFDs == bpf.NumFiles {
+		files := bpf.InheritedFiles(ControlFD + 1)
+		if o.Selector == bpf.KindEBPF.String() {
+			if member, err = bpf.OpenMember(files, o.ID); err != nil {
 				log.Error("selector: cannot join, kernel hash steers this worker", "err", err)
 				member = nil
 			}
@@ -111,7 +137,7 @@ func serveWorker(ctrl *ctrlRef, to *takeover, log *slog.Logger, id int, selector
 			to.keep(f.Name(), f)
 		}
 	}
-	bmode, _ := bpf.ParseMode(mode)
+	bmode, _ := bpf.ParseMode(o.Mode)
 
 	// rejoin keeps a duplicate of the listener that joined the selector,
 	// to put it back when the supervisor took this worker out while it was
@@ -141,10 +167,10 @@ func serveWorker(ctrl *ctrlRef, to *takeover, log *slog.Logger, id int, selector
 			}
 		}()
 	}
-	if countersFD > 0 {
+	if o.CountersFD > 0 {
 		// The mapping stays for the process's life; the fd is kept for a
 		// supervisor that takes the worker over.
-		f := os.NewFile(uintptr(countersFD), control.FileCounters)
+		f := os.NewFile(uintptr(o.CountersFD), control.FileCounters)
 		t, err := shm.Open(f)
 		if err != nil {
 			return fmt.Errorf("shared counters: %w", err)
@@ -152,16 +178,16 @@ func serveWorker(ctrl *ctrlRef, to *takeover, log *slog.Logger, id int, selector
 		to.keep(control.FileCounters, f)
 		cfg.Plugins.Counters = t
 	}
-	if metricsFD > 0 {
+	if o.MetricsFD > 0 {
 		// This worker slot's region: its series and node counters outlive
 		// the process, and a process respawned in the slot continues them.
-		f := os.NewFile(uintptr(metricsFD), control.FileMetrics)
+		f := os.NewFile(uintptr(o.MetricsFD), control.FileMetrics)
 		m, err := shm.OpenMetrics(f)
 		to.keep(control.FileMetrics, f)
 		if err != nil {
 			return fmt.Errorf("shared metrics: %w", err)
 		}
-		r, err := m.Region(id)
+		r, err := m.Region(o.ID)
 		if err != nil {
 			return fmt.Errorf("shared metrics: %w", err)
 		}
@@ -181,7 +207,7 @@ func serveWorker(ctrl *ctrlRef, to *takeover, log *slog.Logger, id int, selector
 					rejoin.fd, fd = fd, -1
 				}
 				rejoin.Unlock()
-			case selector == bpf.KindCBPF.String():
+			case o.Selector == bpf.KindCBPF.String():
 				if err := bpf.AttachCBPF(fd, bmode); err != nil {
 					log.Error("selector: classic BPF", "err", err)
 				}
@@ -296,15 +322,18 @@ func serveWorker(ctrl *ctrlRef, to *takeover, log *slog.Logger, id int, selector
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
-		<-sigs
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+		}
 		drain(time.Duration(drainTimeout.Load()))
 	}()
 	if addr := os.Getenv("COREGATE_PPROF"); addr != "" {
-		servePprof(addr, id, log)
+		node.ServePprof(addr, o.ID, log)
 	}
 	go func() {
 		<-w.Ready()
-		_ = ctrl.Send(control.Ready, control.ReadyMsg{ID: id, PID: os.Getpid(), Selector: selector})
+		_ = ctrl.Send(control.Ready, control.ReadyMsg{ID: o.ID, PID: os.Getpid(), Selector: o.Selector})
 		sendStats(ctrl, w)
 	}()
 	err = w.Run(context.Background())
@@ -349,24 +378,6 @@ func sendStats(ctrl *ctrlRef, w *worker.Worker) {
 // connection).
 func loopTurned(last, now uint64) bool {
 	return now == 0 || now != last
-}
-
-// servePprof serves net/http/pprof for worker id on the port after addr's
-// by id (worker 0 on addr itself).
-func servePprof(addr string, id int, log *slog.Logger) {
-	host, port, err := net.SplitHostPort(addr)
-	p, perr := strconv.Atoi(port)
-	if err != nil || perr != nil {
-		log.Error("COREGATE_PPROF: want host:port", "value", addr)
-		return
-	}
-	addr = net.JoinHostPort(host, strconv.Itoa(p+id))
-	go func() {
-		log.Info("pprof listening", "addr", addr)
-		if err := http.ListenAndServe(addr, nil); err != nil {
-			log.Error("pprof", "err", err)
-		}
-	}()
 }
 
 // applyConfig installs the configuration of a Config or Delta frame (type

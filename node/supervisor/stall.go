@@ -10,14 +10,14 @@ import (
 // are its heartbeat; it sends one only when its event loop has ticked
 // since the last, so a loop stuck in one event falls silent like a
 // stopped process, while a busy loop, which still ticks every 50 ms, keeps
-// beating (see cmd/coregate's sendStats).
+// beating (see workerproc's sendStats).
 const (
 	// DefaultStallAfter is how long a running worker may be silent before
 	// it is taken out of the socket selector: four missed beats. That
 	// bounds how long it black-holes new connections to about a second
 	// (the silence, plus at most stallCheckEvery), while a healthy worker
 	// never comes near it: its beats come from a goroutine of their own,
-	// on a P of their own (WorkerProcs), which neither a busy loop nor a
+	// on a P of their own (worker.Procs), which neither a busy loop nor a
 	// busy CPU delays by a second. A worker taken out wrongly costs
 	// little: it keeps what it serves and rejoins at its next beat.
 	DefaultStallAfter = 4 * control.StatsEvery

@@ -1,0 +1,22 @@
+// Package workerproc is a worker process of the node: one event loop
+// (package worker) on the shared SO_REUSEPORT port, fed its configuration
+// by the supervisor over a control socket (package control).
+//
+// The supervisor (package supervisor) starts a worker process as
+//
+//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] [--metrics-fd M] [--takeover KEY] -c config.yaml
+//
+// with fd 3 the control socket (ControlFD), fds 4..4+K-1 the selector's
+// objects (bpf.Selector.Files order) and fd F, when given, the node's
+// shared counter table (shm), fd M the node's metrics segment
+// (shm.MetricsMap), whose region N the worker writes. KEY names the node's
+// takeover sockets (takeover.go): without it a worker whose supervisor is
+// gone drains. cmd/coregate parses that command line into Options and
+// calls Run.
+//
+// The worker listens only once its first configuration is built, says
+// Ready, then reports its counters every control.StatsEvery for as long
+// as its event loop turns (the supervisor's heartbeat), applies each
+// Config or Delta beside the loop (worker.Background) and acknowledges
+// it, and drains on Drain, SIGTERM or SIGINT.
+package workerproc
