@@ -157,8 +157,7 @@ func (uc *upConn) opened(c gnet.Conn) {
 		return
 	}
 	uc.state = usBusy
-	cc.upConnected = uc.w.now
-	cc.send()
+	cc.connected()
 }
 
 // dialFailed runs on the loop when a dial failed.
@@ -354,9 +353,9 @@ func (uc *upConn) readHead(cc *clientConn, buf []byte) (consumed int, act gnet.A
 
 // sendHead answers the client with the final head readHead parsed, which
 // starts consumed bytes into buf, and the body that follows it in buf,
-// written together; then the body goes on (relayBody). The head passes
-// the plugins' header_filter first, and the response's framing for the
-// client is chosen here (uc.mode).
+// written together; then the body goes on (relayBody). The response's
+// framing is chosen here (uc.mode); the client's side of the answer (the
+// plugins' header_filter, the head it gets) is beginResponse's.
 func (uc *upConn) sendHead(cc *clientConn, buf []byte, consumed int) gnet.Action {
 	w := uc.w
 	uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
@@ -368,11 +367,8 @@ func (uc *upConn) sendHead(cc *clientConn, buf []byte, consumed int) gnet.Action
 	}
 	uc.left = uc.resp.ContentLength
 	uc.chunk.Reset()
-	cc.upAnswered = true
-	cc.headerFilter(uc.resp.Status)
 	head := cc.beginResponse(w.scratch[:0], &uc.resp, uc.mode)
 	w.scratch = head
-	cc.upStatus, cc.respHead = uc.resp.Status, len(head)
 	consumed += uc.resp.HeadLen
 	uc.phase = rpBody
 	w.setDeadline(uc, int64(cc.rt.readTO))
