@@ -500,14 +500,20 @@ func (cc *clientConn) dispatch() {
 	cc.upStart, cc.upConnected = w.now, 0
 	p := w.poolFor(up, nd)
 	if uc := p.get(); uc != nil {
-		cc.upConnected = w.now
 		link(cc, uc)
-		cc.send()
+		cc.connected()
 		return
 	}
 	uc := p.newConn()
 	link(cc, uc)
 	w.dial(uc, nd, cc.rt.connectTO)
+}
+
+// connected runs when the attempt's upstream connection is ready, taken
+// from its pool (dispatch) or dialed (upConn.opened): the request goes.
+func (cc *clientConn) connected() {
+	cc.upConnected = cc.w.now
+	cc.send()
 }
 
 // send writes the request head, and whatever body is buffered, to cc.up.

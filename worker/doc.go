@@ -30,8 +30,8 @@
 //	           client_header_timeout       drain, quiet for drainIdle  csClosing (lingering)
 //	           from the accept)
 //	csHead     the rest of the head        head parsed: start          csHold, csProxy, csDiscard,
-//	           (client_header_timeout)                                 csDelay, csIdle or csClosing
-//	                                                                   (see below)
+//	           (client_header_timeout)                                 csDelay, csAwait, csIdle or
+//	                                                                   csClosing (see below)
 //	                                       malformed head              400, 414, 431…; csClosing
 //	                                       timeout                     408, csClosing
 //	csHold     a chunked body, judged      body within the limit       csProxy (dispatch)
@@ -48,6 +48,13 @@
 //	           on the connection's         or, after Delay alone,      csHold or csProxy (proceed)
 //	           deadline)                   the request goes upstream
 //	                                       closed                      closed (the timer with it)
+//	csAwait    a plugin's operation (Ctx.  its Wake (runWakes): the    csAwait again (another Await), or
+//	           Await: a Redis call), for   plugin's Resume, the        as start goes on: csHold, csProxy,
+//	           at most awaitLimit; the     request phases after it     csDelay, csDiscard, csIdle or
+//	           head is copied out of                                   csClosing
+//	           gnet's buffer (keepHead)    awaitLimit passed           504, csClosing; a late Wake
+//	                                                                   abandons (Resumer.Abandon)
+//	                                       closed                      closed; the Wake abandons
 //	csDiscard  the rest of the body of a   body read                   csIdle
 //	           request the worker          malformed or oversized      csClosing (lingering)
 //	           answered (lingering_time)   timeout                     closed
@@ -64,8 +71,11 @@
 // upstream, csHold when its chunked body must be judged first, csIdle when
 // the worker or a plugin answered it (404, 503, a plugin's Exit, …) and it
 // had no body, csDiscard when it had one to read and drop, csDelay when a
-// plugin's answer waits for its delay, csClosing when it was refused (400,
-// 413). Between requests, an answer larger than highWater still in
+// plugin's answer waits for its delay, csAwait when a plugin awaits an
+// operation off the loop (await.go; resumeAwait then goes on where start
+// stopped), csClosing when it was refused (400, 413). While the request
+// waits (csDelay, csAwait), the client's further input stays in gnet's
+// buffer, its reading paused past maxPipelined, as in csProxy. Between requests, an answer larger than highWater still in
 // the outbound buffer keeps the connection in csIdle with its reading
 // paused until the answer is flushed (awaitHead): pipelined requests are
 // read one answer at a time. Whatever the phase, when gnet closes the
@@ -110,9 +120,30 @@
 // clientConn.up and upConn.cc point at each other while the upstream
 // connection serves the client's exchange, and change only in link
 // (dispatch) and unlink (the exchange's end on either side, a failure, a
-// timeout, a close). Neither side writes the other's fields: the response
-// side asks the client to begin its answer (beginResponse), the client side
-// writes through upConn.write.
+// timeout, a close); link also starts the upstream's share of the exchange
+// (upExchange) over. Apart from link, each side's fields are written only
+// by its own code: clientConn's and its exchange's by clientConn's methods
+// (client.go, headers.go, phases.go, …), upConn's by upConn's and its
+// pool's (upstream.go, faultlog.go) and Worker.dial. The other side calls
+// them: the upstream connection tells the client it is ready (connected),
+// begins the client's answer (beginResponse, which runs header_filter and
+// records the upstream's status), writes to it (writev) and ends or fails
+// the exchange (requestDone, upstreamFailed); the client side writes the
+// request through upConn.write, and aborts the connection or puts it back
+// in its pool. Two kinds of state are shared code's, not a side's: the
+// deadlines (timer.go), which the client side sets on its upstream
+// connection while it writes the request to it (send_timeout per write,
+// then read_timeout once the request is whole: afterBodyWrite) and the
+// upstream side from then on; and the pause states (pause.go), each set by
+// the side that pauses itself and cleared by the worker's tick once the
+// peer it waits for drains (resumePaused). Each side reads the other's fields
+// freely: the upstream side the exchange's (reqDone, isHead, http10,
+// closed, chunkClose, the route's timeouts, plugin.reframe), the client
+// side upExchange's and the state (gotBytes, sentAny, reused) for a
+// retry's decision. All of it runs on the one event loop goroutine, one
+// handler at a time, so no field is written while another handler reads
+// it; what a call into the other side changes under its caller (a close
+// inside a write) is the guard's to sort out (Re-entrancy).
 //
 // # Re-entrancy
 //

@@ -175,18 +175,25 @@ func namedIn(tokens [][]byte, name []byte) bool {
 }
 
 // beginResponse starts the answer to the client with the head of the
-// upstream's response, whose body is sent as mode says: it decides whether
-// the client connection stays open after it and appends the head for the
-// client to b. A chunked body goes to an HTTP/1.0 client decoded,
-// delimited by the close; one the upstream ends with its close goes to an
-// HTTP/1.1 client chunked (chunkClose), to an HTTP/1.0 client as it came.
+// upstream's response, whose body is sent as mode says: the exchange
+// records that the upstream answered (upAnswered, upStatus), the plugins'
+// header_filter runs, it decides whether the client connection stays open
+// after it and appends the head for the client to b (respHead is its
+// length). A chunked body goes to an HTTP/1.0 client decoded, delimited
+// by the close; one the upstream ends with its close goes to an HTTP/1.1
+// client chunked (chunkClose), to an HTTP/1.0 client as it came.
 func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
+	cc.upAnswered = true
+	cc.headerFilter(resp.Status)
 	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
 	cc.chunkClose = mode == httpparse.BodyUntilClose && !cc.http10 && !cc.plugin.reframe
 	cc.closeFramed = cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe)
 	cc.keepAlive = cc.keepAlive && cc.reqDone && !cc.closeFramed
 	cc.respStarted = true
-	return cc.responseHead(b, resp, cc.keepAlive)
+	start := len(b)
+	b = cc.responseHead(b, resp, cc.keepAlive)
+	cc.upStatus, cc.respHead = resp.Status, len(b)-start
+	return b
 }
 
 // responseHead writes the head sent to the client for an upstream response

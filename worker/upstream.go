@@ -157,8 +157,7 @@ func (uc *upConn) opened(c gnet.Conn) {
 		return
 	}
 	uc.state = usBusy
-	cc.upConnected = uc.w.now
-	cc.send()
+	cc.connected()
 }
 
 // dialFailed runs on the loop when a dial failed.
@@ -265,6 +264,8 @@ func (uc *upConn) traffic() gnet.Action {
 	return act
 }
 
+// traffic0 is traffic under the guard: the response head, while it is
+// being read (readHead, then sendHead), else the body (relayBody).
 func (uc *upConn) traffic0() gnet.Action {
 	cc := uc.cc
 	if cc == nil || uc.state != usBusy {
@@ -277,119 +278,144 @@ func (uc *upConn) traffic0() gnet.Action {
 		uc.w.pauseRead(uc.c)
 		return gnet.None
 	}
-	w := uc.w
 	buf, _ := uc.c.Peek(-1)
 	if len(buf) == 0 {
 		return gnet.None
 	}
 	uc.gotBytes = true
-	consumed := 0
 	if uc.phase == rpHead {
-		if cc.reqDone {
-			// timeout.read is the longest wait between two reads, as
-			// nginx's proxy_read_timeout: a head that trickles in is no
-			// timeout.
-			w.setDeadline(uc, int64(cc.rt.readTO))
+		consumed, act, ok := uc.readHead(cc, buf)
+		if !ok {
+			return act
 		}
-		for {
-			err := uc.parser.Parse(buf[consumed:], &uc.resp)
-			if err == httpparse.ErrNeedMore && notHTTP(buf[consumed:]) {
-				// Seen at the first wrong byte, not after a status line's
-				// worth of them.
-				err = errNotHTTP
-			}
-			if err == httpparse.ErrNeedMore {
-				// The interim heads parsed are done with; the parser goes on
-				// from the start of the next head.
-				if consumed > 0 { // Discard(0) drops everything
-					_, _ = uc.c.Discard(consumed)
-				}
-				return gnet.None
-			}
-			if err != nil {
-				uc.headFault(err)
-				return uc.failHead(cc)
-			}
-			if uc.resp.Status >= 100 && uc.resp.Status < 200 {
-				if uc.resp.Status == 101 {
-					uc.setFault(faultSwitching, nil)
-					return uc.failHead(cc)
-				}
-				// Interim answers are not forwarded; 100 Continue was sent to
-				// the client by the gateway itself. Together they stay
-				// within the head limit (in nginx they share the header
-				// buffer with the final head).
-				uc.interim += uc.resp.HeadLen
-				if uc.interim > uc.maxHead() {
-					uc.setFault(faultBigHead, nil)
-					return uc.failHead(cc)
-				}
-				consumed += uc.resp.HeadLen
-				uc.parser.Reset()
-				if consumed == len(buf) {
-					_, _ = uc.c.Discard(consumed)
-					return gnet.None
-				}
-				continue
-			}
-			break
-		}
-		uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
-		if cc.http10 && uc.mode != httpparse.BodyNone && uc.resp.Coded {
-			// HTTP/1.0 has no Transfer-Encoding: a body in another coding
-			// would reach this client still coded, with nothing saying so.
-			uc.setFault(faultCoding, nil)
-			return uc.failHead(cc)
-		}
-		uc.left = uc.resp.ContentLength
-		uc.chunk.Reset()
-		cc.upAnswered = true
-		cc.headerFilter(uc.resp.Status)
-		head := cc.beginResponse(w.scratch[:0], &uc.resp, uc.mode)
-		w.scratch = head
-		cc.upStatus, cc.respHead = uc.resp.Status, len(head)
-		consumed += uc.resp.HeadLen
-		uc.phase = rpBody
-		w.setDeadline(uc, int64(cc.rt.readTO))
-		reframe := cc.plugin.reframe
-		iov, n, done, err := uc.takeBody(append(w.iov[:0], head), buf[consumed:], !cc.http10 && !reframe)
-		if err != nil {
-			uc.setFault(faultBadChunk, err)
-			uc.state = usClosed
-		}
-		if reframe {
-			iov = cc.filterResponse(iov, 1, done && err == nil)
-		}
-		cc.writev(iov)
-		clear(iov)
-		w.iov = iov[:0]
-		consumed += n
-		if done || err != nil || consumed == len(buf) || cc.closed {
-			return uc.afterWrite(cc, consumed, len(buf), done)
-		}
+		return uc.sendHead(cc, buf, consumed)
 	}
-	w.setDeadline(uc, int64(cc.rt.readTO))
+	uc.w.setDeadline(uc, int64(cc.rt.readTO))
+	return uc.relayBody(cc, buf, 0)
+}
+
+// readHead parses the response head at the start of buf, skipping the
+// interim (1xx) heads before it: ok true when uc.resp holds the final
+// head, which starts consumed bytes into buf. Otherwise traffic0 returns
+// act: the head is incomplete (what was read of it waits in gnet's
+// buffer, the interim heads before it discarded), or unusable (502, the
+// connection closes).
+func (uc *upConn) readHead(cc *clientConn, buf []byte) (consumed int, act gnet.Action, ok bool) {
+	if cc.reqDone {
+		// timeout.read is the longest wait between two reads, as
+		// nginx's proxy_read_timeout: a head that trickles in is no
+		// timeout.
+		uc.w.setDeadline(uc, int64(cc.rt.readTO))
+	}
 	for {
-		// Chunks past one write's worth: more writes from the same buffer.
-		reframe := cc.plugin.reframe
-		iov, n, done, err := uc.takeBody(w.iov[:0], buf[consumed:], !cc.http10 && !reframe)
+		err := uc.parser.Parse(buf[consumed:], &uc.resp)
+		if err == httpparse.ErrNeedMore && notHTTP(buf[consumed:]) {
+			// Seen at the first wrong byte, not after a status line's
+			// worth of them.
+			err = errNotHTTP
+		}
+		if err == httpparse.ErrNeedMore {
+			// The interim heads parsed are done with; the parser goes on
+			// from the start of the next head.
+			if consumed > 0 { // Discard(0) drops everything
+				_, _ = uc.c.Discard(consumed)
+			}
+			return 0, gnet.None, false
+		}
 		if err != nil {
-			uc.setFault(faultBadChunk, err)
-			uc.state = usClosed
+			uc.headFault(err)
+			return 0, uc.failHead(cc), false
 		}
-		if reframe {
-			iov = cc.filterResponse(iov, 0, done && err == nil)
+		if uc.resp.Status < 100 || uc.resp.Status >= 200 {
+			return consumed, gnet.None, true
 		}
-		if len(iov) > 0 {
-			cc.writev(iov)
+		if uc.resp.Status == 101 {
+			uc.setFault(faultSwitching, nil)
+			return 0, uc.failHead(cc), false
 		}
-		clear(iov)
-		w.iov = iov[:0]
+		// Interim answers are not forwarded; 100 Continue was sent to
+		// the client by the gateway itself. Together they stay within
+		// the head limit (in nginx they share the header buffer with the
+		// final head).
+		uc.interim += uc.resp.HeadLen
+		if uc.interim > uc.maxHead() {
+			uc.setFault(faultBigHead, nil)
+			return 0, uc.failHead(cc), false
+		}
+		consumed += uc.resp.HeadLen
+		uc.parser.Reset()
+		if consumed == len(buf) {
+			_, _ = uc.c.Discard(consumed)
+			return 0, gnet.None, false
+		}
+	}
+}
+
+// sendHead answers the client with the final head readHead parsed, which
+// starts consumed bytes into buf, and the body that follows it in buf,
+// written together; then the body goes on (relayBody). The response's
+// framing is chosen here (uc.mode); the client's side of the answer (the
+// plugins' header_filter, the head it gets) is beginResponse's.
+func (uc *upConn) sendHead(cc *clientConn, buf []byte, consumed int) gnet.Action {
+	w := uc.w
+	uc.mode = httpparse.ResponseBody(&uc.resp, cc.isHead)
+	if cc.http10 && uc.mode != httpparse.BodyNone && uc.resp.Coded {
+		// HTTP/1.0 has no Transfer-Encoding: a body in another coding
+		// would reach this client still coded, with nothing saying so.
+		uc.setFault(faultCoding, nil)
+		return uc.failHead(cc)
+	}
+	uc.left = uc.resp.ContentLength
+	uc.chunk.Reset()
+	head := cc.beginResponse(w.scratch[:0], &uc.resp, uc.mode)
+	w.scratch = head
+	consumed += uc.resp.HeadLen
+	uc.phase = rpBody
+	w.setDeadline(uc, int64(cc.rt.readTO))
+	n, done, broken := uc.forward(cc, append(w.iov[:0], head), buf[consumed:])
+	consumed += n
+	if done || broken || consumed == len(buf) || cc.closed {
+		return uc.afterWrite(cc, consumed, len(buf), done)
+	}
+	return uc.relayBody(cc, buf, consumed)
+}
+
+// relayBody forwards the response body in buf from consumed on, as many
+// writes as it takes (a chunked body's chunks past one write's worth),
+// and ends the exchange once the body is complete (afterWrite).
+func (uc *upConn) relayBody(cc *clientConn, buf []byte, consumed int) gnet.Action {
+	for {
+		n, done, broken := uc.forward(cc, uc.w.iov[:0], buf[consumed:])
 		consumed += n
-		if done || err != nil || consumed == len(buf) || cc.closed {
+		if done || broken || consumed == len(buf) || cc.closed {
 			return uc.afterWrite(cc, consumed, len(buf), done)
 		}
 	}
+}
+
+// forward writes to the client iov (the head alone, or nothing) and what
+// takeBody takes of buf for one write, through the plugins' body_filter
+// when they reframe the body; it returns how many bytes of buf it took,
+// whether the body ends there, and broken: the chunked body is
+// malformed (the connection is closed; afterWrite truncates the
+// response). iov is w.iov's storage, which it clears and gives back.
+func (uc *upConn) forward(cc *clientConn, iov [][]byte, buf []byte) (n int, done, broken bool) {
+	head := len(iov)
+	reframe := cc.plugin.reframe
+	iov, n, done, err := uc.takeBody(iov, buf, !cc.http10 && !reframe)
+	if err != nil {
+		uc.setFault(faultBadChunk, err)
+		uc.state = usClosed
+	}
+	if reframe {
+		iov = cc.filterResponse(iov, head, done && err == nil)
+	}
+	if len(iov) > 0 {
+		cc.writev(iov)
+	}
+	clear(iov)
+	uc.w.iov = iov[:0]
+	return n, done, err != nil
 }
 
 // takeBody appends to iov what of buf, response bytes after the head, the

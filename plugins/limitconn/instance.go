@@ -6,6 +6,7 @@ import (
 
 	"coregate/plugins"
 	"coregate/plugins/internal/freelist"
+	"coregate/plugins/internal/limit"
 	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
@@ -37,13 +38,11 @@ type instance struct {
 	returned atomic.Pointer[leaveCall]
 	// rules are the limits: one (conn, burst, key), or the
 	// configuration's rules, each counted apart.
-	rules            []rule
-	unit             time.Duration
-	degrade          bool
-	rejectedCode     int
-	rejectedBody     []byte // nil: the gateway's page for rejectedCode
-	prefix, confHash []byte // the counter's key: prefix, route id, confHash, key value
-	key, num         []byte
+	rules    []rule
+	unit     time.Duration
+	answer   limit.Answer
+	space    limit.Space // the counter's key: space (route id, configuration), key value
+	key, num []byte
 }
 
 // rule is one limit. A request keeps what its access phase counted in a
@@ -51,12 +50,11 @@ type instance struct {
 type rule struct {
 	conn, burst       int64
 	connTpl, burstTpl *vartpl.Template // non-nil: resolved per request
-	keyVar            string
-	keyTpl            *vartpl.Template // key_type var_combination, or a rule's key
-	// inRules: one of rules, whose key must resolve a variable, else the
-	// rule does not apply to the request (APISIX's get_rules); a conn or
-	// burst that does not resolve skips it too.
-	inRules bool
+	// key is the key_type's key, or one of rules' (key.InRules), which
+	// must resolve a variable, else the rule does not apply to the
+	// request (APISIX's get_rules); a conn or burst that does not resolve
+	// skips it too.
+	key limit.Key
 }
 
 var (
@@ -78,10 +76,10 @@ func (in *instance) accessFrom(c plugins.Ctx, i, applied int) {
 		r := &in.rules[i]
 		conn, burst, ok := in.limits(c, r)
 		if !ok {
-			if r.inRules {
+			if r.key.InRules() {
 				continue
 			}
-			in.fail(c)
+			in.answer.Fail(c, nil)
 			return
 		}
 		k, ok := in.keyOf(c, r)
@@ -96,25 +94,25 @@ func (in *instance) accessFrom(c plugins.Ctx, i, applied int) {
 		now := c.Now()
 		ctr, until := in.counters.Counter(k, now, now+int64(connWindow))
 		if ctr == nil {
-			in.fail(c)
+			in.answer.Fail(c, nil)
 			return
 		}
 		n := ctr.Add(1)
 		if n > conn+burst {
 			ctr.Add(-1)
-			c.Exit(in.rejectedCode, in.rejectedBody)
+			in.answer.Reject(c)
 			return
 		}
 		if !c.Keep(r, uint64(until)) {
 			// The request could not remember it was counted: not counted.
 			ctr.Add(-1)
-			in.fail(c)
+			in.answer.Fail(c, nil)
 			return
 		}
 		in.delay(c, n, conn)
 	}
 	if applied == 0 {
-		in.fail(c) // "failed to get limit conn rules"
+		in.answer.Fail(c, nil) // "failed to get limit conn rules"
 	}
 }
 
@@ -140,9 +138,7 @@ func (in *instance) limits(c plugins.Ctx, r *rule) (conn, burst int64, ok bool) 
 // millisecond on. The delays of several rules add up, as APISIX's sleeps.
 func (in *instance) delay(c plugins.Ctx, n, conn int64) {
 	if n > conn {
-		if d := in.unit * time.Duration((n-1)/conn); d >= time.Millisecond {
-			c.Delay(d)
-		}
+		limit.Delay(c, in.unit*time.Duration((n-1)/conn))
 	}
 }
 
@@ -170,15 +166,6 @@ func (in *instance) Log(c plugins.Ctx) {
 	}
 }
 
-// fail is a limiter failure (a full counter table, a limit that does not
-// resolve, no rule that applies): the request passes with
-// allow_degradation, else it is answered 500, as APISIX.
-func (in *instance) fail(c plugins.Ctx) {
-	if !in.degrade {
-		c.Exit(500, nil)
-	}
-}
-
 // resolve is a conn or burst resolved for this request: a non-negative
 // integer, else ok false (APISIX's "resolved value is not a number").
 func (in *instance) resolve(c plugins.Ctx, t *vartpl.Template) (n int64, ok bool) {
@@ -203,27 +190,7 @@ func (in *instance) resolve(c plugins.Ctx, t *vartpl.Template) (n int64, ok bool
 // variables it reads do not change between them. As APISIX, rules whose
 // keys resolve alike share a count.
 func (in *instance) keyOf(c plugins.Ctx, r *rule) ([]byte, bool) {
-	k := append(in.key[:0], in.prefix...)
-	k = append(k, c.RouteID()...)
-	k = append(k, in.confHash...)
-	mark := len(k)
-	switch {
-	case r.keyTpl != nil:
-		var n int
-		if k, n = r.keyTpl.Render(k, c); n == 0 {
-			if r.inRules {
-				in.key = k
-				return nil, false
-			}
-			k = append(k[:mark], c.Var("remote_addr")...)
-		}
-	default:
-		if v := c.Var(r.keyVar); v != nil {
-			k = append(k, v...)
-		} else {
-			k = append(k, c.Var("remote_addr")...)
-		}
-	}
+	k, ok := r.key.Append(in.space.Append(in.key[:0], c), c)
 	in.key = k
-	return k, true
+	return k, ok
 }

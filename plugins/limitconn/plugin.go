@@ -1,18 +1,14 @@
 package limitconn
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"coregate/plugins"
-	"coregate/plugins/internal/cjson"
-	"coregate/plugins/internal/redis"
+	"coregate/plugins/internal/limit"
 	"coregate/plugins/internal/vartpl"
 )
 
@@ -41,14 +37,13 @@ func (Plugin) Check(raw json.RawMessage) error {
 	}
 	// What a worker cannot build is refused here, where the Admin API
 	// answers 400, rather than stored.
-	_, err = redis.Decode(c.Policy, raw)
-	return err
+	return c.CheckPolicy(raw)
 }
 
 // decode reads a configuration that passed the schema, with APISIX's
 // defaults for what it leaves out.
 func decode(raw json.RawMessage) (conf, error) {
-	c := conf{KeyType: "var", Policy: "local", RejectedCode: 503, KeyTTL: 3600}
+	c := conf{KeyTTL: 3600, Conf: limit.Defaults()}
 	err := json.Unmarshal(raw, &c)
 	return c, err
 }
@@ -58,14 +53,9 @@ type conf struct {
 	Conn             json.RawMessage `json:"conn"`
 	Burst            json.RawMessage `json:"burst"`
 	DefaultConnDelay float64         `json:"default_conn_delay"`
-	Key              string          `json:"key"`
-	KeyType          string          `json:"key_type"`
-	Policy           string          `json:"policy"`
-	RejectedCode     int             `json:"rejected_code"`
-	RejectedMsg      *string         `json:"rejected_msg"`
-	AllowDegradation bool            `json:"allow_degradation"`
 	Rules            json.RawMessage `json:"rules"`
 	KeyTTL           int64           `json:"key_ttl"`
+	limit.Conf
 }
 
 // ruleConf is one of rules.
@@ -81,47 +71,35 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err != nil {
 		return nil, err
 	}
-	rconf, err := redis.Decode(c.Policy, raw)
+	counters, rc, err := c.Open(raw, env)
 	if err != nil {
 		return nil, err
 	}
-	if rconf == nil && env.Counters == nil {
-		return nil, errors.New("no counter table")
-	}
-	canon, err := cjson.Canonical(raw)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256([]byte(canon))
 	in := &instance{
-		counters:     env.Counters,
-		unit:         time.Duration(c.DefaultConnDelay * float64(time.Second)),
-		degrade:      c.AllowDegradation,
-		rejectedCode: c.RejectedCode,
-		prefix:       []byte("limit-conn\x00route\x00"),
-		confHash:     []byte(":" + hex.EncodeToString(sum[:8]) + ":"),
-		key:          make([]byte, 0, 128),
+		counters: counters,
+		rc:       rc,
+		unit:     time.Duration(c.DefaultConnDelay * float64(time.Second)),
+		answer:   c.Answer(),
+		key:      make([]byte, 0, 128),
 	}
-	if rconf != nil {
+	prefix := "limit-conn\x00route\x00"
+	if rc != nil {
 		// APISIX's key (limit_conn:<route's resource key>:<conf
 		// version>:<key's value>), the hash of the configuration for its
 		// version: the same on every gateway.
-		in.counters = nil
-		in.rc = redis.For(*rconf)
-		in.prefix = []byte("limit_conn:/apisix/routes/")
+		prefix = "limit_conn:/apisix/routes/"
 		in.ttlArg = strconv.FormatInt(c.KeyTTL, 10)
 	}
+	if in.space, err = limit.NewSpace(prefix, raw); err != nil {
+		return nil, err
+	}
 	if c.Rules == nil {
-		r := rule{keyVar: c.Key}
+		r := rule{key: limit.NewKey(c.KeyType, c.Key)}
 		if r.conn, r.connTpl, err = vartpl.NumberOr(c.Conn); err != nil {
 			return nil, fmt.Errorf("conn: %w", err)
 		}
 		if r.burst, r.burstTpl, err = vartpl.NumberOr(c.Burst); err != nil {
 			return nil, fmt.Errorf("burst: %w", err)
-		}
-		if c.KeyType == "var_combination" {
-			t := vartpl.Parse(c.Key)
-			r.keyTpl = &t
 		}
 		in.rules = []rule{r}
 	} else {
@@ -130,8 +108,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			return nil, err
 		}
 		for i, rc := range rules {
-			t := vartpl.Parse(rc.Key)
-			r := rule{keyTpl: &t, inRules: true}
+			r := rule{key: limit.RuleKey(rc.Key)}
 			if r.conn, r.connTpl, err = vartpl.NumberOr(rc.Conn); err != nil {
 				return nil, fmt.Errorf("rules[%d].conn: %w", i+1, err)
 			}
@@ -140,9 +117,6 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			}
 			in.rules = append(in.rules, r)
 		}
-	}
-	if c.RejectedMsg != nil {
-		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
 	}
 	return in, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/limit"
 	"coregate/plugins/internal/redis"
 )
 
@@ -74,14 +75,10 @@ func (in *instance) redisAccess(c plugins.Ctx, i, applied int, k []byte, conn, b
 	cl.args[0] = strconv.FormatInt(conn+burst, 10)
 	cl.args[2] = strconv.FormatInt(c.Now()/int64(time.Second), 10)
 	cl.args[3] = requestID(cl.id)
-	wk, ok := c.Await(cl)
-	if !ok {
+	if !limit.Await(c, cl, in.rc, &cl.Call) {
 		in.putCall(cl)
-		in.fail(c)
-		return
+		in.answer.Fail(c, nil)
 	}
-	cl.Waker = wk
-	in.rc.Submit(&cl.Call)
 }
 
 // added reports whether Redis answered that it counted the request.
@@ -96,7 +93,7 @@ func (cl *call) Resume(c plugins.Ctx) {
 		// Redis could not answer: "failed to limit conn"; with
 		// allow_degradation the next rule counts the request.
 		in.putCall(cl)
-		if !in.degrade {
+		if !in.answer.Degrade {
 			c.Exit(500, nil)
 			return
 		}
@@ -104,13 +101,13 @@ func (cl *call) Resume(c plugins.Ctx) {
 		return
 	case !cl.added():
 		in.putCall(cl)
-		c.Exit(in.rejectedCode, in.rejectedBody)
+		in.answer.Reject(c)
 		return
 	case !c.Keep(&in.rules[rule], cl.id):
 		// The request could not remember it was counted: not counted.
 		in.leave(cl.keys[0], cl.id)
 		in.putCall(cl)
-		in.fail(c)
+		in.answer.Fail(c, nil)
 		return
 	}
 	n, conn := cl.Reply[1], cl.conn

@@ -5,17 +5,9 @@ import (
 
 	"coregate/plugins"
 	"coregate/plugins/internal/freelist"
+	"coregate/plugins/internal/limit"
 	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
-)
-
-const (
-	keyVar = iota
-	keyCombination
-	keyConstant
-	// keyRule is a rule's key: a template that must resolve at least one
-	// variable, else the rule does not apply to the request.
-	keyRule
 )
 
 // The response headers (APISIX's plugin metadata defaults).
@@ -44,13 +36,11 @@ type instance struct {
 	// rules are the limits: one (count, time_window, key), or the
 	// configuration's rules.
 	rules []rule
-	// prefix, then the route's id and confHash (no group), or the group
-	// (prefix holds it), then the rule's tag and the key's value: the
-	// counter's key.
-	prefix, confHash []byte
-	rejectedCode     int
-	rejectedBody     []byte // nil: the gateway's page for rejectedCode
-	degrade, headers bool
+	// space (the route's and the configuration's, or the group's), then
+	// the rule's tag and the key's value: the counter's key.
+	space   limit.Space
+	answer  limit.Answer
+	headers bool
 
 	key, num, tpl []byte
 }
@@ -61,10 +51,8 @@ type rule struct {
 	// windowTpl resolve them per request.
 	count, window       int64
 	countTpl, windowTpl *vartpl.Template
-	keyType             int
-	keyVar              string
-	keyTpl              vartpl.Template
-	constKey            []byte
+	// key is the key_type's key, or a rule's (which may not apply).
+	key limit.Key
 	// tag sets the rule's counters apart from the other rules' (empty
 	// without rules).
 	tag []byte
@@ -95,18 +83,18 @@ func (in *instance) Access(c plugins.Ctx) {
 		count, window := r.count, r.window
 		if r.countTpl != nil || r.windowTpl != nil {
 			if count, ok = in.resolveLimit(c, r.countTpl, count); !ok {
-				in.fail(c, nil)
+				in.answer.Fail(c, nil)
 				return
 			}
 			if window, ok = in.resolveLimit(c, r.windowTpl, window); !ok {
-				in.fail(c, nil)
+				in.answer.Fail(c, nil)
 				return
 			}
 		}
 		now := c.Now()
 		ctr, until := in.counters.Counter(k, now, now+window*1e9)
 		if ctr == nil {
-			in.fail(c, failBody)
+			in.answer.Fail(c, failBody)
 			return
 		}
 		remaining := count - ctr.Add(1)
@@ -114,7 +102,7 @@ func (in *instance) Access(c plugins.Ctx) {
 			if in.headers {
 				in.setHeaders(c, r, count, 0, until-now)
 			}
-			c.Exit(in.rejectedCode, in.rejectedBody)
+			in.answer.Reject(c)
 			return
 		}
 		if in.headers {
@@ -123,53 +111,17 @@ func (in *instance) Access(c plugins.Ctx) {
 	}
 	if applied == 0 {
 		// No rule applies: APISIX's "failed to get rate limit rules".
-		in.fail(c, nil)
+		in.answer.Fail(c, nil)
 	}
 }
 
 // keyOf builds the counter key of r for this request into in.key; false
 // when r is a rule whose key resolves nothing.
 func (in *instance) keyOf(c plugins.Ctx, r *rule) ([]byte, bool) {
-	k := append(in.key[:0], in.prefix...)
-	if in.confHash != nil {
-		k = append(append(k, c.RouteID()...), in.confHash...)
-	}
-	k = append(k, r.tag...)
-	n := len(k)
-	switch r.keyType {
-	case keyConstant:
-		k = append(k, r.constKey...)
-	case keyRule:
-		var resolved int
-		if k, resolved = r.keyTpl.Render(k, c); resolved == 0 {
-			in.key = k
-			return nil, false
-		}
-		in.key = k
-		return k, true
-	case keyCombination:
-		var resolved int
-		if k, resolved = r.keyTpl.Render(k, c); resolved == 0 {
-			k = k[:n]
-		}
-	default:
-		k = append(k, c.Var(r.keyVar)...)
-	}
-	if len(k) == n {
-		// No value: the client's address, as APISIX.
-		k = append(k, c.Var("remote_addr")...)
-	}
+	k := append(in.space.Append(in.key[:0], c), r.tag...)
+	k, ok := r.key.Append(k, c)
 	in.key = k
-	return k, true
-}
-
-// fail is APISIX's answer to a limiter that cannot count: the request
-// passes with allow_degradation, else 500 with body (nil: the gateway's
-// page).
-func (in *instance) fail(c plugins.Ctx, body []byte) {
-	if !in.degrade {
-		c.Exit(500, body)
-	}
+	return k, ok
 }
 
 // resolveLimit resolves a count or time_window given as a string: a

@@ -1,9 +1,7 @@
 package limitcount
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
+	"coregate/plugins/internal/limit"
 	"coregate/plugins/internal/redis"
 	"coregate/plugins/internal/vartpl"
 )
@@ -38,18 +37,13 @@ type conf struct {
 	WindowType           string          `json:"window_type"`
 	Rules                json.RawMessage `json:"rules"`
 	Group                *string         `json:"group"`
-	Key                  string          `json:"key"`
-	KeyType              string          `json:"key_type"`
-	RejectedCode         int             `json:"rejected_code"`
-	RejectedMsg          *string         `json:"rejected_msg"`
-	Policy               string          `json:"policy"`
-	AllowDegradation     bool            `json:"allow_degradation"`
 	ShowLimitQuotaHeader bool            `json:"show_limit_quota_header"`
+	limit.Conf
 }
 
 func decode(raw json.RawMessage) (*conf, error) {
-	c := &conf{WindowType: "fixed", Key: "remote_addr", KeyType: "var", RejectedCode: 503,
-		Policy: "local", ShowLimitQuotaHeader: true}
+	c := &conf{WindowType: "fixed", ShowLimitQuotaHeader: true, Conf: limit.Defaults()}
+	c.Key = "remote_addr"
 	if err := json.Unmarshal(raw, c); err != nil {
 		return nil, err
 	}
@@ -65,7 +59,7 @@ func (Plugin) Check(raw json.RawMessage) error {
 	}
 	// What the worker cannot build yet is refused here, where the Admin
 	// API answers 400, rather than stored and refused by every worker.
-	if _, err := redis.Decode(c.Policy, raw); err != nil {
+	if err := c.CheckPolicy(raw); err != nil {
 		return err
 	}
 	if c.WindowType != "fixed" {
@@ -102,27 +96,16 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if c.WindowType != "fixed" {
 		return nil, fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
 	}
-	rconf, err := redis.Decode(c.Policy, raw)
-	if err != nil {
-		return nil, err
-	}
-	var rc *redis.Client
-	if rconf != nil {
-		rc = redis.For(*rconf)
-	} else if env.Counters == nil {
-		return nil, errors.New("no counter table")
-	}
-	canon, err := cjson.Canonical(raw)
+	counters, rc, err := c.Open(raw, env)
 	if err != nil {
 		return nil, err
 	}
 	in := &instance{
-		counters:     env.Counters,
-		rc:           rc,
-		rejectedCode: c.RejectedCode,
-		degrade:      c.AllowDegradation,
-		headers:      c.ShowLimitQuotaHeader,
-		key:          make([]byte, 0, 128),
+		counters: counters,
+		rc:       rc,
+		answer:   c.Answer(),
+		headers:  c.ShowLimitQuotaHeader,
+		key:      make([]byte, 0, 128),
 	}
 	if c.Rules == nil {
 		r := rule{limitH: limitHeader, remainingH: remainingHeader, resetH: resetHeader}
@@ -132,14 +115,8 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		if r.window, r.windowTpl, err = vartpl.NumberOr(c.TimeWindow); err != nil {
 			return nil, fmt.Errorf("time_window: %w", err)
 		}
-		switch c.KeyType {
-		case "constant":
-			r.keyType, r.constKey = keyConstant, []byte(c.Key)
-		case "var_combination":
-			r.keyType, r.keyTpl = keyCombination, vartpl.Parse(c.Key)
-		default:
-			r.keyType, r.keyVar = keyVar, c.Key
-		}
+		// No value, or an empty one: the client's address, as APISIX.
+		r.key = limit.NewKey(c.KeyType, c.Key).EmptyIsNone()
 		in.rules = []rule{r}
 	} else {
 		var rules []ruleConf
@@ -147,7 +124,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			return nil, err
 		}
 		for i, rc := range rules {
-			r := rule{keyType: keyRule, keyTpl: vartpl.Parse(rc.Key), tag: []byte("rule" + strconv.Itoa(i+1) + ":")}
+			r := rule{key: limit.RuleKey(rc.Key), tag: []byte("rule" + strconv.Itoa(i+1) + ":")}
 			if r.count, r.countTpl, err = vartpl.NumberOr(rc.Count); err != nil {
 				return nil, fmt.Errorf("rules[%d].count: %w", i+1, err)
 			}
@@ -165,30 +142,26 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			in.rules = append(in.rules, r)
 		}
 	}
-	if c.RejectedMsg != nil {
-		in.rejectedBody = append(cjson.AppendString(append([]byte(nil), `{"error_msg":`...), *c.RejectedMsg), "}\n"...)
-	}
-	sum := sha256.Sum256([]byte(canon))
 	switch {
 	case rc != nil && c.Group != nil:
 		// Redis keys as APISIX names them (plugin-limit-count:v1:…), so
 		// that every gateway of a cluster, whatever its version, counts
 		// a group under one key.
-		in.prefix = []byte("plugin-limit-count:v1:" + *c.Group + ":")
+		in.space = limit.FixedSpace("plugin-limit-count:v1:" + *c.Group + ":")
 	case rc != nil:
-		// The route's id comes between these two, per request; the hash
-		// of the configuration is the same on every gateway.
-		in.prefix = []byte("plugin-limit-count:v1:/apisix/routes/")
-		in.confHash = []byte(":" + hex.EncodeToString(sum[:8]) + ":")
+		// The route's id and the hash of the configuration follow, the
+		// same on every gateway.
+		in.space, err = limit.NewSpace("plugin-limit-count:v1:/apisix/routes/", raw)
 	case c.Group != nil:
 		// The members of a group share its counter; the Admin API refuses
 		// members whose configurations differ (group conf mismatched), and
 		// one that got into the store anyway counts against its own count.
-		in.prefix = []byte("limit-count\x00group\x00" + *c.Group + ":")
+		in.space = limit.FixedSpace("limit-count\x00group\x00" + *c.Group + ":")
 	default:
-		// The route's id comes between these two, per request.
-		in.prefix = []byte("limit-count\x00route\x00")
-		in.confHash = []byte(":" + hex.EncodeToString(sum[:8]) + ":")
+		in.space, err = limit.NewSpace("limit-count\x00route\x00", raw)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for i := range in.rules {
 		r := &in.rules[i]

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/limit"
 	"coregate/plugins/internal/redis"
 )
 
@@ -47,11 +48,11 @@ func (in *instance) redisFrom(c plugins.Ctx, i, applied int) {
 		countArg, windowArg := r.countArg, r.windowArg
 		if r.countTpl != nil || r.windowTpl != nil {
 			if count, ok = in.resolveLimit(c, r.countTpl, count); !ok {
-				in.fail(c, nil)
+				in.answer.Fail(c, nil)
 				return
 			}
 			if window, ok = in.resolveLimit(c, r.windowTpl, window); !ok {
-				in.fail(c, nil)
+				in.answer.Fail(c, nil)
 				return
 			}
 			countArg, windowArg = strconv.FormatInt(count, 10), strconv.FormatInt(window, 10)
@@ -60,18 +61,14 @@ func (in *instance) redisFrom(c plugins.Ctx, i, applied int) {
 		cl.rule, cl.applied, cl.count = i, applied+1, count
 		cl.keys[0] = string(k)
 		cl.args[0], cl.args[1], cl.args[2] = countArg, windowArg, "1"
-		wk, ok := c.Await(cl)
-		if !ok {
+		if !limit.Await(c, cl, in.rc, &cl.Call) {
 			in.putCall(cl)
-			in.fail(c, failBody)
-			return
+			in.answer.Fail(c, failBody)
 		}
-		cl.Waker = wk
-		in.rc.Submit(&cl.Call)
 		return
 	}
 	if applied == 0 {
-		in.fail(c, nil) // no rule applies: "failed to get rate limit rules"
+		in.answer.Fail(c, nil) // no rule applies: "failed to get rate limit rules"
 	}
 }
 
@@ -85,7 +82,7 @@ func (cl *call) Resume(c plugins.Ctx) {
 	if err != nil || n < 2 {
 		// Redis could not count: the request passes with
 		// allow_degradation (and the next rule counts it), else 500.
-		if !in.degrade {
+		if !in.answer.Degrade {
 			c.Exit(500, failBody)
 			return
 		}
@@ -97,7 +94,7 @@ func (cl *call) Resume(c plugins.Ctx) {
 		if in.headers {
 			in.setHeaders(c, r, count, 0, ttlMs*1e6)
 		}
-		c.Exit(in.rejectedCode, in.rejectedBody)
+		in.answer.Reject(c)
 		return
 	}
 	if in.headers {

@@ -6,8 +6,8 @@ import (
 
 	"coregate/plugins"
 	"coregate/plugins/internal/freelist"
+	"coregate/plugins/internal/limit"
 	"coregate/plugins/internal/redis"
-	"coregate/plugins/internal/vartpl"
 )
 
 // The bucket's word: excess<<relBits | (last+1), where excess is in
@@ -28,8 +28,8 @@ const (
 	casTries = 64
 )
 
-// instance is one built configuration. Everything but key and free is
-// set by Build and only read afterwards; key is the scratch buffer of the
+// instance is one built configuration. Everything but buf and free is
+// set by Build and only read afterwards; buf is the scratch buffer of the
 // Access call in progress (an instance runs on one event loop, one
 // request at a time; the counter table copies a key it keeps, and the
 // redis policy a string of it), free the Redis calls not out.
@@ -43,16 +43,13 @@ type instance struct {
 	free                      freelist.List[call]
 	rate, burst               float64 // in thousandths of a request (per second)
 	nodelay                   bool
-	degrade                   bool
-	rejectedCode              int
-	rejectedBody              []byte // nil: the gateway's page for rejectedCode
-	keyVar                    string
-	keyTpl                    *vartpl.Template // key_type var_combination
-	// prefix, then the route's id, then confHash, then the key's value:
-	// the counter's key.
-	prefix, confHash []byte
+	answer                    limit.Answer
+	// space (the route's and the configuration's), then key's value: the
+	// counter's key.
+	space limit.Space
+	key   limit.Key
 
-	key []byte
+	buf []byte
 }
 
 var _ plugins.AccessPhase = (*instance)(nil)
@@ -68,7 +65,7 @@ func (in *instance) Access(c plugins.Ctx) {
 	now := c.Now()
 	ctr, until := in.counters.Counter(k, now, now+int64(bucketWindow))
 	if ctr == nil {
-		in.fail(c)
+		in.answer.Fail(c, nil)
 		return
 	}
 	rel := (now - (until - int64(bucketWindow))) / int64(time.Millisecond)
@@ -81,9 +78,9 @@ func (in *instance) Access(c plugins.Ctx) {
 	}
 	switch {
 	case !done:
-		in.fail(c)
+		in.answer.Fail(c, nil)
 	case !ok:
-		c.Exit(in.rejectedCode, in.rejectedBody)
+		in.answer.Reject(c)
 	case !in.nodelay:
 		in.delay(c, excess)
 	}
@@ -93,9 +90,7 @@ func (in *instance) Access(c plugins.Ctx) {
 // for excess/rate seconds, as resty.limit.req's delay; APISIX sleeps from
 // a millisecond on.
 func (in *instance) delay(c plugins.Ctx, excess float64) {
-	if d := time.Duration(excess / in.rate * float64(time.Second)); d >= time.Millisecond {
-		c.Delay(d)
-	}
+	limit.Delay(c, time.Duration(excess/in.rate*float64(time.Second)))
 }
 
 // incoming is one try at admitting a request at rel: the excess it is
@@ -118,33 +113,9 @@ func (in *instance) incoming(ctr *atomic.Int64, rel int64) (excess float64, ok, 
 	return excess, true, ctr.CompareAndSwap(old, w)
 }
 
-// fail is a limiter failure (a full counter table, a word that never
-// settled): the request passes with allow_degradation, else it is
-// answered 500, as APISIX.
-func (in *instance) fail(c plugins.Ctx) {
-	if !in.degrade {
-		c.Exit(500, nil)
-	}
-}
-
-// keyOf builds the counter key of this request into in.key: the key's
+// keyOf builds the counter key of this request into in.buf: the key's
 // value, or the client's address when it has none.
 func (in *instance) keyOf(c plugins.Ctx) []byte {
-	k := append(in.key[:0], in.prefix...)
-	k = append(k, c.RouteID()...)
-	k = append(k, in.confHash...)
-	mark := len(k)
-	if in.keyTpl != nil {
-		var n int
-		if k, n = in.keyTpl.Render(k, c); n == 0 {
-			k = k[:mark]
-			k = append(k, c.Var("remote_addr")...)
-		}
-	} else if v := c.Var(in.keyVar); v != nil {
-		k = append(k, v...)
-	} else {
-		k = append(k, c.Var("remote_addr")...)
-	}
-	in.key = k
-	return k
+	in.buf, _ = in.key.Append(in.space.Append(in.buf[:0], c), c)
+	return in.buf
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/limit"
 	"coregate/plugins/internal/redis"
 )
 
@@ -49,14 +50,10 @@ func (in *instance) redisAccess(c plugins.Ctx) {
 	cl := in.getCall()
 	cl.keys[0] = string(in.keyOf(c))
 	cl.args[2] = formatMs(c.Now())
-	wk, ok := c.Await(cl)
-	if !ok {
+	if !limit.Await(c, cl, in.rc, &cl.Call) {
 		in.putCall(cl)
-		in.fail(c)
-		return
+		in.answer.Fail(c, nil)
 	}
-	cl.Waker = wk
-	in.rc.Submit(&cl.Call)
 }
 
 // Resume implements plugins.Resumer: the bucket answered.
@@ -67,9 +64,9 @@ func (cl *call) Resume(c plugins.Ctx) {
 	switch {
 	case err != nil || n < 2:
 		// Redis could not answer: "failed to limit req".
-		in.fail(c)
+		in.answer.Fail(c, nil)
 	case admitted == 0:
-		c.Exit(in.rejectedCode, in.rejectedBody)
+		in.answer.Reject(c)
 	case !in.nodelay:
 		in.delay(c, float64(micro)/1000)
 	}
