@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"coregate/internal/jsonesc"
 )
 
 // Kind is what a part of a format stands for: literal text or a variable.
@@ -237,32 +239,7 @@ func AppendValue(b, v []byte, esc Escape) []byte {
 	case EscapeNone:
 		return append(b, v...)
 	case EscapeJSON:
-		i := 0
-		for i < len(v) && v[i] >= 0x20 && v[i] != '"' && v[i] != '\\' {
-			i++
-		}
-		b = append(b, v[:i]...)
-		for _, c := range v[i:] {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-			default:
-				b = append(b, c)
-			}
-		}
-		return b
+		return jsonesc.Append(b, v, jsonesc.Nginx)
 	}
 	i := 0
 	for i < len(v) && !escDefault(v[i]) {
