@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/freelist"
 	"coregate/plugins/internal/redis"
@@ -51,7 +52,7 @@ type instance struct {
 type rule struct {
 	conn, burst       int64
 	connTpl, burstTpl *vartpl.Template // non-nil: resolved per request
-	keyVar            string
+	keyVar            httpvar.Var
 	keyTpl            *vartpl.Template // key_type var_combination, or a rule's key
 	// inRules: one of rules, whose key must resolve a variable, else the
 	// rule does not apply to the request (APISIX's get_rules); a conn or
@@ -215,15 +216,18 @@ func (in *instance) keyOf(c plugins.Ctx, r *rule) ([]byte, bool) {
 				in.key = k
 				return nil, false
 			}
-			k = append(k[:mark], c.Var("remote_addr")...)
+			k = append(k[:mark], c.Var(remoteAddr)...)
 		}
 	default:
 		if v := c.Var(r.keyVar); v != nil {
 			k = append(k, v...)
 		} else {
-			k = append(k, c.Var("remote_addr")...)
+			k = append(k, c.Var(remoteAddr)...)
 		}
 	}
 	in.key = k
 	return k, true
 }
+
+// remoteAddr is the key of last resort, as APISIX's.
+var remoteAddr = httpvar.Var{Kind: httpvar.RemoteAddr}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
 	"coregate/plugins/internal/redis"
@@ -112,7 +113,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		in.ttlArg = strconv.FormatInt(c.KeyTTL, 10)
 	}
 	if c.Rules == nil {
-		r := rule{keyVar: c.Key}
+		r := rule{keyVar: httpvar.Parse(c.Key)}
 		if r.conn, r.connTpl, err = vartpl.NumberOr(c.Conn); err != nil {
 			return nil, fmt.Errorf("conn: %w", err)
 		}

@@ -3,6 +3,7 @@ package limitcount
 import (
 	"strconv"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/freelist"
 	"coregate/plugins/internal/redis"
@@ -62,7 +63,7 @@ type rule struct {
 	count, window       int64
 	countTpl, windowTpl *vartpl.Template
 	keyType             int
-	keyVar              string
+	keyVar              httpvar.Var
 	keyTpl              vartpl.Template
 	constKey            []byte
 	// tag sets the rule's counters apart from the other rules' (empty
@@ -157,7 +158,7 @@ func (in *instance) keyOf(c plugins.Ctx, r *rule) ([]byte, bool) {
 	}
 	if len(k) == n {
 		// No value: the client's address, as APISIX.
-		k = append(k, c.Var("remote_addr")...)
+		k = append(k, c.Var(remoteAddr)...)
 	}
 	in.key = k
 	return k, true
@@ -245,3 +246,6 @@ func parseLimit(b []byte) (int64, bool) {
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
+
+// remoteAddr is the key of last resort, as APISIX's.
+var remoteAddr = httpvar.Var{Kind: httpvar.RemoteAddr}

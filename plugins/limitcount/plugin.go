@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
 	"coregate/plugins/internal/redis"
@@ -138,7 +139,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		case "var_combination":
 			r.keyType, r.keyTpl = keyCombination, vartpl.Parse(c.Key)
 		default:
-			r.keyType, r.keyVar = keyVar, c.Key
+			r.keyType, r.keyVar = keyVar, httpvar.Parse(c.Key)
 		}
 		in.rules = []rule{r}
 	} else {

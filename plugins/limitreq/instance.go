@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/freelist"
 	"coregate/plugins/internal/redis"
@@ -46,7 +47,7 @@ type instance struct {
 	degrade                   bool
 	rejectedCode              int
 	rejectedBody              []byte // nil: the gateway's page for rejectedCode
-	keyVar                    string
+	keyVar                    httpvar.Var
 	keyTpl                    *vartpl.Template // key_type var_combination
 	// prefix, then the route's id, then confHash, then the key's value:
 	// the counter's key.
@@ -138,13 +139,16 @@ func (in *instance) keyOf(c plugins.Ctx) []byte {
 		var n int
 		if k, n = in.keyTpl.Render(k, c); n == 0 {
 			k = k[:mark]
-			k = append(k, c.Var("remote_addr")...)
+			k = append(k, c.Var(remoteAddr)...)
 		}
 	} else if v := c.Var(in.keyVar); v != nil {
 		k = append(k, v...)
 	} else {
-		k = append(k, c.Var("remote_addr")...)
+		k = append(k, c.Var(remoteAddr)...)
 	}
 	in.key = k
 	return k
 }
+
+// remoteAddr is the key of last resort, as APISIX's.
+var remoteAddr = httpvar.Var{Kind: httpvar.RemoteAddr}

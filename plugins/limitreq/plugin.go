@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
 	"coregate/plugins/internal/redis"
@@ -110,7 +111,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		nodelay:      c.NoDelay,
 		degrade:      c.AllowDegradation,
 		rejectedCode: c.RejectedCode,
-		keyVar:       c.Key,
+		keyVar:       httpvar.Parse(c.Key),
 		prefix:       []byte("limit-req\x00route\x00"),
 		confHash:     []byte(":" + hex.EncodeToString(sum[:8]) + ":"),
 		key:          make([]byte, 0, 128),
