@@ -3,6 +3,8 @@ package plugins
 import (
 	"encoding/json"
 	"time"
+
+	"coregate/httpvar"
 )
 
 // Phase is one of APISIX's request phases a plugin can run in, in the order
@@ -53,12 +55,15 @@ type Ctx interface {
 	// Header is the value of the first request header of that name,
 	// compared case-insensitively; nil when absent.
 	Header(name string) []byte
-	// Var is an nginx/APISIX variable (remote_addr, uri, arg_<name>,
-	// http_<name>, route_id…); nil when unset. args, query_string and
-	// arg_<name> are ngx.var.args: the query of the target an earlier
-	// SetUpstreamURI set (key-auth's hide_credentials edits the
-	// arguments for the plugins after it), Query when none did.
-	Var(name string) []byte
+	// Var is an nginx/APISIX variable of httpvar's table (remote_addr,
+	// uri, arg_<name>, http_<name>, route_id…), resolved by httpvar.Parse
+	// when the plugin's configuration was built; nil when unset, and for
+	// the access log's own variables (httpvar.Kind.LogOnly) and names not
+	// in the table. args, query_string and arg_<name> are ngx.var.args:
+	// the query of the target an earlier SetUpstreamURI set (key-auth's
+	// hide_credentials edits the arguments for the plugins after it),
+	// Query when none did.
+	Var(v httpvar.Var) []byte
 	// RouteID is the id of the route the request matched.
 	RouteID() string
 	// Now is the worker's coarse clock, Unix nanoseconds as of the event

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"coregate/httpparse"
+	"coregate/httpvar"
 	"coregate/worker/accesslog"
 )
 
@@ -57,7 +58,9 @@ func (cc *clientConn) accessLog() {
 	a.log.Commit(b)
 }
 
-// appendPart appends one part of the format.
+// appendPart appends one part of the format: the log's own variables
+// here, the request's and the exchange's as route vars and plugins read
+// them (varValue).
 func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) []byte {
 	w := cc.w
 	r := &cc.req
@@ -70,20 +73,25 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 		return accesslog.AppendValue(b, v, esc)
 	}
 	num := func(n int64) []byte { return strconv.AppendInt(b, n, 10) }
-	switch p.Kind {
-	case accesslog.Literal:
+	if p.Kind == accesslog.Literal {
 		return append(b, p.Text...)
-	case accesslog.RemoteAddr:
-		return val(cc.ipText)
-	case accesslog.RemoteUser:
+	}
+	if !p.Kind.LogOnly() {
+		if v, ok := cc.varValue(&httpvar.Var{Kind: p.Kind, Name: p.Name}); ok {
+			return val(v)
+		}
+		return accesslog.AppendUnset(b, esc)
+	}
+	switch p.Kind {
+	case httpvar.RemoteUser:
 		return opt(cc.basicUser(a))
-	case accesslog.TimeLocal:
+	case httpvar.TimeLocal:
 		return a.clock.AppendTimeLocal(b, w.epochUnix+w.now)
-	case accesslog.TimeISO8601:
+	case httpvar.TimeISO8601:
 		return a.clock.AppendISO8601(b, w.epochUnix+w.now)
-	case accesslog.Msec:
+	case httpvar.Msec:
 		return accesslog.AppendMillis(b, w.epochUnix+w.now)
-	case accesslog.Request:
+	case httpvar.Request:
 		if r.Method == nil {
 			return accesslog.AppendUnset(b, esc)
 		}
@@ -91,37 +99,23 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 		b = append(b, ' ')
 		b = accesslog.AppendValue(b, r.Target, esc)
 		return appendProto(append(b, ' '), r.Major, r.Minor)
-	case accesslog.RequestMethod:
-		return opt(r.Method)
-	case accesslog.RequestURI:
-		return opt(r.Target)
-	case accesslog.URI:
-		return opt(cc.curPath)
-	case accesslog.Args:
-		return opt(r.Query)
-	case accesslog.ServerProtocol:
+	case httpvar.ServerProtocol:
 		if r.Method == nil {
 			return accesslog.AppendUnset(b, esc)
 		}
 		return appendProto(b, r.Major, r.Minor)
-	case accesslog.Scheme:
-		return append(b, "http"...)
-	case accesslog.Host:
-		return opt(cc.host)
-	case accesslog.ServerPort:
-		return val(cc.portText)
-	case accesslog.Status:
+	case httpvar.Status:
 		if cc.respStatus == 0 {
 			// No answer was begun: nginx logs 499 for a client that
 			// left first.
 			return append(b, "499"...)
 		}
 		return num(int64(cc.respStatus))
-	case accesslog.BodyBytesSent:
+	case httpvar.BodyBytesSent:
 		return num(max(cc.sent-int64(cc.respHead), 0))
-	case accesslog.BytesSent:
+	case httpvar.BytesSent:
 		return num(cc.sent)
-	case accesslog.RequestLength:
+	case httpvar.RequestLength:
 		n := int64(r.HeadLen)
 		if cc.reqBody == bodyLength {
 			n += r.ContentLength - cc.reqLeft
@@ -129,14 +123,9 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 			n += cc.bodyBytes
 		}
 		return num(n)
-	case accesslog.RequestTime:
+	case httpvar.RequestTime:
 		return accesslog.AppendMillis(b, w.now-cc.started)
-	case accesslog.UpstreamAddr:
-		if cc.tries == 0 || cc.rt == nil || cc.rt.up == nil || cc.node >= len(cc.rt.up.nodes) {
-			return accesslog.AppendUnset(b, esc)
-		}
-		return append(b, cc.rt.up.nodes[cc.node].addr...)
-	case accesslog.UpstreamStatus:
+	case httpvar.UpstreamStatus:
 		if len(cc.statuses) == 0 && cc.upStatus == 0 {
 			return accesslog.AppendUnset(b, esc)
 		}
@@ -153,26 +142,26 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 			b = strconv.AppendInt(b, int64(cc.upStatus), 10)
 		}
 		return b
-	case accesslog.UpstreamResponseTime:
+	case httpvar.UpstreamResponseTime:
 		if cc.tries == 0 {
 			return accesslog.AppendUnset(b, esc)
 		}
 		return accesslog.AppendMillis(b, w.now-cc.upStart)
-	case accesslog.UpstreamConnectTime:
+	case httpvar.UpstreamConnectTime:
 		if cc.tries == 0 || cc.upConnected == 0 {
 			return accesslog.AppendUnset(b, esc)
 		}
 		return accesslog.AppendMillis(b, cc.upConnected-cc.upStart)
-	case accesslog.UpstreamScheme:
+	case httpvar.UpstreamScheme:
 		return append(b, "http"...)
-	case accesslog.UpstreamHost:
+	case httpvar.UpstreamHost:
 		// hostLine is this exchange's once an attempt was sent (its
 		// connection ready), else a past exchange's.
 		if h := cc.hostLine; cc.tries > 0 && cc.upConnected != 0 && len(h) > len("Host: \r\n") {
 			return val(h[len("Host: ") : len(h)-2])
 		}
 		return opt(httpHeader(r, "host"))
-	case accesslog.UpstreamURI:
+	case httpvar.UpstreamURI:
 		if cc.tries > 0 && cc.lineEnd > 0 && cc.lineEnd <= len(cc.head) {
 			line := cc.head[:cc.lineEnd]
 			if i := bytes.IndexByte(line, ' '); i >= 0 {
@@ -183,58 +172,15 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 			}
 		}
 		return b // APISIX's $upstream_uri is '' until the proxy sets it
-	case accesslog.RouteID:
-		if cc.rt == nil {
-			return accesslog.AppendUnset(b, esc)
-		}
-		return val(cc.rt.idBytes)
-	case accesslog.RouteName:
-		if cc.rt == nil {
-			return accesslog.AppendUnset(b, esc)
-		}
-		return opt(cc.rt.name)
-	case accesslog.ServiceID:
-		if cc.rt == nil {
-			return accesslog.AppendUnset(b, esc)
-		}
-		return opt(cc.rt.serviceID)
-	case accesslog.ServiceName:
-		if cc.rt == nil {
-			return accesslog.AppendUnset(b, esc)
-		}
-		return opt(cc.rt.serviceName)
-	case accesslog.ConsumerName:
-		if cc.plugin.consumer == nil {
-			return accesslog.AppendUnset(b, esc)
-		}
-		return val(cc.consumerName)
-	case accesslog.RequestID:
+	case httpvar.RequestID:
 		x, y := a.rng.Uint64(), a.rng.Uint64()
 		b = appendHex64(b, x)
 		return appendHex64(b, y)
-	case accesslog.Pid:
+	case httpvar.Pid:
 		return append(b, a.pid...)
-	case accesslog.HTTP:
-		return opt(httpHeader(r, p.Name))
-	case accesslog.Arg:
-		v, ok := queryArg(r.Query, p.Name)
-		if !ok {
-			return accesslog.AppendUnset(b, esc)
-		}
-		return val(v)
-	case accesslog.Cookie:
-		for i := range r.Headers {
-			h := &r.Headers[i]
-			if len(h.Name) == 6 && headerNameEq(h.Name, "cookie") {
-				if v, ok := cookieValue(h.Value, p.Name); ok {
-					return val(v)
-				}
-			}
-		}
-		return accesslog.AppendUnset(b, esc)
-	case accesslog.SentHTTP:
+	case httpvar.SentHTTP:
 		for i := range cc.respHdr {
-			if h := &cc.respHdr[i]; eqFoldStr(h.name, p.Name) {
+			if h := &cc.respHdr[i]; httpvar.HeaderIs(h.name, p.Name) {
 				return val(h.value)
 			}
 		}

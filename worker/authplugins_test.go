@@ -5,11 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"coregate/plugins"
 	_ "coregate/plugins/all"
+	"coregate/worker/accesslog"
 	"coregate/worker/router"
 )
 
@@ -175,5 +178,35 @@ func TestCompileResolvesRefs(t *testing.T) {
 		[]string{`{"id":"g1","plugins":{"proxy-rewrite":{"headers":{"set":{"X-Token":"$env://` + unset + `"}}}}}`}, nil, nil)
 	if err := w.SetSpec(g, nil); !errors.Is(err, plugins.ErrReference) || !strings.HasPrefix(err.Error(), "global_rule g1: ") {
 		t.Errorf("a global rule's unresolved reference: %v", err)
+	}
+}
+
+// TestAccessLogArgsAfterKeyAuth: the access log's $args and $arg_NAME
+// are ngx.var.args as the plugins left it, as the route vars' and the
+// plugins' are: key-auth's hide_credentials takes the key out of them, as
+// its ngx.req.set_uri_args does in APISIX. $request_uri stays as sent.
+func TestAccessLogArgsAfterKeyAuth(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	f, err := accesslog.Compile("$args|$arg_apikey|$arg_x|$request_uri", accesslog.EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := accesslog.Open(accesslog.Options{Path: path, Flush: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := New(Config{Listen: []string{"127.0.0.1:0"}, AccessLog: l, AccessLogFormat: f})
+	snap, err := compile(pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"key-auth":{"hide_credentials":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, []string{`{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`}, nil), router.HostURI, Keepalive{}, pluginSet{env: w.cfg.Plugins}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessSnap(t, w, snap)
+	h.roundTrip([]byte("GET /a?x=1&apikey=k1 HTTP/1.1\r\nHost: h\r\n\r\n"), []byte(upOK))
+	l.Close()
+	got, _ := os.ReadFile(path)
+	if want := "x=1|-|1|/a?x=1&apikey=k1\n"; string(got) != want {
+		t.Errorf("line %q, want %q", got, want)
 	}
 }

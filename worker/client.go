@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"coregate/httpparse"
+	"coregate/httpvar"
 	"coregate/worker/router"
 )
 
@@ -259,7 +260,7 @@ func (cc *clientConn) start() {
 	cc.isHead = string(r.Method) == "HEAD"
 	cc.idempotent = isIdempotent(r.Method)
 	cc.started = w.now
-	cc.host, cc.hostBuf = lowerASCII(hostOnly(r.Host), cc.hostBuf)
+	cc.host, cc.hostBuf = lowerASCII(httpvar.HostOnly(r.Host), cc.hostBuf)
 	switch {
 	case r.Chunked:
 		cc.reqBody = bodyChunked

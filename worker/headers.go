@@ -116,24 +116,6 @@ func (cc *clientConn) buildHead() {
 	cc.head = b
 }
 
-// hostOnly strips the port, and one trailing dot, from a Host value
-// (nginx's $host once lower-cased, see clientConn.host).
-func hostOnly(h []byte) []byte {
-	if len(h) > 0 && h[0] == '[' {
-		if i := bytes.IndexByte(h, ']'); i > 0 {
-			return h[:i+1]
-		}
-		return h
-	}
-	if i := bytes.LastIndexByte(h, ':'); i >= 0 {
-		h = h[:i]
-	}
-	if len(h) > 0 && h[len(h)-1] == '.' {
-		h = h[:len(h)-1]
-	}
-	return h
-}
-
 // connTokens returns the tokens of the Connection fields when they name
 // something besides close/keep-alive/upgrade, else nil. The result is
 // worker scratch, valid until the next call.

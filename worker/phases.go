@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"coregate/httpparse"
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -369,7 +370,7 @@ func (cc *clientConn) keepHead() {
 	if cc.parser.Parse(cc.headCopy, &cc.req) != nil {
 		return // the same bytes parsed a moment ago
 	}
-	cc.host, cc.hostBuf = lowerASCII(hostOnly(cc.req.Host), cc.hostBuf)
+	cc.host, cc.hostBuf = lowerASCII(httpvar.HostOnly(cc.req.Host), cc.hostBuf)
 	if path, pb, ok := normalizePath(cc.req.Path, cc.pathBuf); ok {
 		cc.curPath, cc.pathBuf = path, pb
 		if cc.w.cfg.NormalizeURILikeServlet {

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/worker/router"
 )
@@ -251,7 +252,7 @@ func (in *probeInst) Log(c plugins.Ctx) {
 	if in.c.LogFigures {
 		s := in.rec.seen
 		for _, v := range []string{"route_name", "service_id", "service_name", "matched_uri", "matched_host", "balancer_ip", "upstream_addr"} {
-			s = fmt.Appendf(s, "%s=%s ", v, c.Var(v))
+			s = fmt.Appendf(s, "%s=%s ", v, c.Var(httpvar.Parse(v)))
 		}
 		e := c.Exchange()
 		s = fmt.Appendf(s, "time=%v up=%v proxied=%v upstreamed=%v length=%d sent=%d;", e.RequestTime, e.UpstreamTime, e.Proxied, e.Upstreamed, e.RequestLength, e.BytesSent)
@@ -263,15 +264,15 @@ func (in *probeInst) Log(c plugins.Ctx) {
 		s = append(s, ' ')
 		s = append(s, c.Path()...)
 		s = append(s, ' ')
-		s = append(s, c.Var("uri")...)
+		s = append(s, c.Var(httpvar.Parse("uri"))...)
 		s = append(s, " ua="...)
 		s = append(s, c.Header("user-agent")...)
 		s = append(s, " arg="...)
-		s = append(s, c.Var("arg_a")...)
+		s = append(s, c.Var(httpvar.Parse("arg_a"))...)
 		s = append(s, " route="...)
 		s = append(s, c.RouteID()...)
 		s = append(s, " consumer="...)
-		s = append(s, c.Var("consumer_name")...)
+		s = append(s, c.Var(httpvar.Parse("consumer_name"))...)
 		s = append(s, " status="...)
 		s = fmt.Appendf(s, "%d;", c.Status()) // tests that measure allocations do not log
 		in.rec.seen = s

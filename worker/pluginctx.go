@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"time"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -43,109 +44,11 @@ func (x *pluginCtx) Header(name string) []byte {
 	return nil
 }
 
-// Var implements plugins.Ctx: nginx's and APISIX's request variables (the
-// route vars' set, plus route_id and consumer_name).
-func (x *pluginCtx) Var(name string) []byte {
-	cc := x.cc()
-	r := &cc.req
-	switch name {
-	case "uri":
-		return cc.curPath
-	case "host":
-		return cc.host
-	case "remote_addr":
-		return cc.ipText
-	case "request_method":
-		return r.Method
-	case "request_uri":
-		return r.Target
-	case "query_string", "args":
-		return x.args()
-	case "scheme":
-		return schemeHTTP
-	case "server_port":
-		return cc.portText
-	case "route_id":
-		if cc.rt != nil {
-			return cc.rt.idBytes
-		}
-		return nil
-	case "consumer_name":
-		if cc.plugin.consumer != nil {
-			return cc.consumerName
-		}
-		return nil
-	case "route_name", "service_id", "service_name", "matched_uri", "matched_host":
-		return cc.routeVar(name)
-	case "upstream_addr", "balancer_ip":
-		if !cc.proxied || cc.rt == nil || cc.rt.up == nil || cc.node >= len(cc.rt.up.nodes) {
-			return nil
-		}
-		if nd := cc.rt.up.nodes[cc.node]; name == "balancer_ip" {
-			return nd.ip
-		} else {
-			return nd.addrText
-		}
-	}
-	switch {
-	case len(name) > 4 && name[:4] == "arg_":
-		v, _ := queryArg(x.args(), name[4:])
-		return v
-	case len(name) > 5 && name[:5] == "http_":
-		want := name[5:]
-		for i := range r.Headers {
-			if headerVarEq(r.Headers[i].Name, want) {
-				return r.Headers[i].Value
-			}
-		}
-	case len(name) > 7 && name[:7] == "cookie_":
-		for i := range r.Headers {
-			h := &r.Headers[i]
-			if len(h.Name) == 6 && headerNameEq(h.Name, "cookie") {
-				if v, ok := cookieValue(h.Value, name[7:]); ok {
-					return v
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// args is $args: the query of the target an earlier plugin set
-// (SetUpstreamURI), as key-auth's hide_credentials edits ngx.var.args and
-// the plugins after it read the edited arguments; the request's query when
-// no plugin set one. nil when empty.
-func (x *pluginCtx) args() []byte {
-	cc := x.cc()
-	if !cc.plugin.upURI {
-		return cc.req.Query
-	}
-	if i := bytes.IndexByte(cc.upURI, '?'); i >= 0 && i+1 < len(cc.upURI) {
-		return cc.upURI[i+1:]
-	}
-	return nil
-}
-
-// routeVar is a variable of the matched route: its name, its service's
-// id and name, and the uri and host patterns the request matched
-// (APISIX's curr_req_matched._path and _host).
-func (cc *clientConn) routeVar(name string) []byte {
-	rt := cc.rt
-	if rt == nil {
-		return nil
-	}
-	switch name {
-	case "route_name":
-		return rt.name
-	case "service_id":
-		return rt.serviceID
-	case "service_name":
-		return rt.serviceName
-	case "matched_uri":
-		return matchedPattern(rt.uris, cc.curPath, false)
-	default:
-		return matchedPattern(rt.hosts, cc.host, true)
-	}
+// Var implements plugins.Ctx: varValue, which the route vars and the
+// access log read too.
+func (x *pluginCtx) Var(v httpvar.Var) []byte {
+	val, _ := x.cc().varValue(&v)
+	return val
 }
 
 // matchedPattern returns the first of patterns that v matches, as the
@@ -498,24 +401,6 @@ func eqFoldStr(a, b string) bool {
 	}
 	for i := 0; i < len(a); i++ {
 		if lowerByte(a[i]) != lowerByte(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// headerVarEq compares a header name with the tail of an http_ variable as
-// nginx does: case-insensitively, '-' in the header for '_'.
-func headerVarEq(h []byte, v string) bool {
-	if len(h) != len(v) {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c, w := lowerByte(h[i]), lowerByte(v[i])
-		if c == '-' {
-			c = '_'
-		}
-		if c != w {
 			return false
 		}
 	}

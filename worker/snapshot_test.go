@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/worker/router"
 )
@@ -293,9 +294,9 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 // varMap is a router.VarSource over APISIX variable names and values.
 type varMap map[string]string
 
-func (m varMap) Lookup(v *router.Var) ([]byte, bool) {
+func (m varMap) Lookup(v *httpvar.Var) ([]byte, bool) {
 	for name, val := range m {
-		if router.ParseVar(name) == *v {
+		if httpvar.Parse(name) == *v {
 			return []byte(val), true
 		}
 	}

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 
+	"coregate/httpvar"
 	"coregate/worker/router"
 )
 
@@ -15,47 +16,120 @@ var _ router.VarSource = (*reqVars)(nil)
 
 var schemeHTTP = []byte("http")
 
-// Lookup implements router.VarSource without allocating.
-func (v *reqVars) Lookup(x *router.Var) ([]byte, bool) {
-	cc := (*clientConn)(v)
+// noValue is the value of a variable set to nothing (an empty header).
+var noValue = []byte{}
+
+// Lookup implements router.VarSource without allocating: varValue, with no
+// route matched yet (the exchange variables are unset).
+func (v *reqVars) Lookup(x *httpvar.Var) ([]byte, bool) {
+	return (*clientConn)(v).varValue(x)
+}
+
+// varValue is the value of a request or exchange variable (httpvar) for
+// the exchange in flight: the one reading of the request state behind
+// route vars (reqVars), the plugins' Var (pluginCtx) and the access log
+// (appendPart). ok is false when the variable is not set: a missing
+// header, argument or cookie, an exchange variable not known yet, a log
+// variable. It does not allocate; the value aliases the request (see
+// pluginCtx for how long it lives) or the route, which lives as long as
+// its snapshot.
+func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 	r := &cc.req
 	switch x.Kind {
-	case router.VarURI:
-		return cc.curPath, true
-	case router.VarHost:
+	case httpvar.URI:
+		return cc.curPath, cc.curPath != nil
+	case httpvar.RequestURI:
+		return r.Target, r.Target != nil
+	case httpvar.Args:
+		a := cc.args()
+		return a, a != nil
+	case httpvar.Host:
 		return cc.host, len(cc.host) > 0
-	case router.VarRemoteAddr:
+	case httpvar.RemoteAddr:
 		return cc.ipText, true
-	case router.VarRequestMethod:
-		return r.Method, true
-	case router.VarRequestURI:
-		return r.Target, true
-	case router.VarQueryString:
-		return r.Query, r.Query != nil
-	case router.VarScheme:
+	case httpvar.RequestMethod:
+		return r.Method, r.Method != nil
+	case httpvar.Scheme:
 		return schemeHTTP, true
-	case router.VarServerPort:
+	case httpvar.ServerPort:
 		return cc.portText, true
-	case router.VarArg:
-		return queryArg(r.Query, x.Name)
-	case router.VarHTTP:
+	case httpvar.Arg:
+		return httpvar.QueryArg(cc.args(), x.Name)
+	case httpvar.HTTP:
 		for i := range r.Headers {
-			h := &r.Headers[i]
-			if len(h.Name) == len(x.Name) && headerNameEq(h.Name, x.Name) {
+			if h := &r.Headers[i]; httpvar.HeaderIs(h.Name, x.Name) {
+				if h.Value == nil {
+					return noValue, true
+				}
 				return h.Value, true
 			}
 		}
-	case router.VarCookie:
+	case httpvar.Cookie:
 		for i := range r.Headers {
 			h := &r.Headers[i]
 			if len(h.Name) == 6 && headerNameEq(h.Name, "cookie") {
-				if val, ok := cookieValue(h.Value, x.Name); ok {
+				if val, ok := httpvar.CookieValue(h.Value, x.Name); ok {
 					return val, true
 				}
 			}
 		}
+	case httpvar.ConsumerName:
+		if cc.plugin.consumer != nil {
+			return cc.consumerName, true
+		}
+	case httpvar.UpstreamAddr, httpvar.BalancerIP:
+		// As nginx's $upstream_addr: the node picked, once one was.
+		if cc.tries == 0 || cc.rt == nil || cc.rt.up == nil || cc.node >= len(cc.rt.up.nodes) {
+			return nil, false
+		}
+		if nd := cc.rt.up.nodes[cc.node]; x.Kind == httpvar.BalancerIP {
+			return nd.ip, true
+		} else {
+			return nd.addrText, true
+		}
+	default:
+		if x.Kind.Exchange() && cc.rt != nil {
+			v := cc.routeVar(x.Kind)
+			return v, v != nil
+		}
 	}
 	return nil, false
+}
+
+// args is $args: the query of the target an earlier plugin set
+// (SetUpstreamURI), as key-auth's hide_credentials edits ngx.var.args and
+// the plugins after it read the edited arguments; the request's query when
+// no plugin set one. nil when there is none.
+func (cc *clientConn) args() []byte {
+	if !cc.plugin.upURI {
+		return cc.req.Query
+	}
+	if i := bytes.IndexByte(cc.upURI, '?'); i >= 0 && i+1 < len(cc.upURI) {
+		return cc.upURI[i+1:]
+	}
+	return nil
+}
+
+// routeVar is a variable of the matched route (cc.rt, not nil): its id and
+// name, its service's id and name, and the uri and host patterns the
+// request matched (APISIX's curr_req_matched._path and _host).
+func (cc *clientConn) routeVar(k httpvar.Kind) []byte {
+	rt := cc.rt
+	switch k {
+	case httpvar.RouteID:
+		return rt.idBytes
+	case httpvar.RouteName:
+		return rt.name
+	case httpvar.ServiceID:
+		return rt.serviceID
+	case httpvar.ServiceName:
+		return rt.serviceName
+	case httpvar.MatchedURI:
+		return matchedPattern(rt.uris, cc.curPath, false)
+	case httpvar.MatchedHost:
+		return matchedPattern(rt.hosts, cc.host, true)
+	}
+	return nil
 }
 
 // lowerASCII returns b lower-cased: b itself when it has no upper-case
@@ -89,41 +163,4 @@ func headerNameEq(b []byte, lower string) bool {
 		}
 	}
 	return true
-}
-
-// queryArg returns the raw first value of argument name in q.
-func queryArg(q []byte, name string) ([]byte, bool) {
-	for len(q) > 0 {
-		var part []byte
-		if i := bytes.IndexByte(q, '&'); i >= 0 {
-			part, q = q[:i], q[i+1:]
-		} else {
-			part, q = q, nil
-		}
-		k, val := part, []byte(nil)
-		if i := bytes.IndexByte(part, '='); i >= 0 {
-			k, val = part[:i], part[i+1:]
-		}
-		if string(k) == name {
-			return val, true
-		}
-	}
-	return nil, false
-}
-
-// cookieValue returns the value of cookie name in a Cookie header value.
-func cookieValue(h []byte, name string) ([]byte, bool) {
-	for len(h) > 0 {
-		var part []byte
-		if i := bytes.IndexByte(h, ';'); i >= 0 {
-			part, h = h[:i], h[i+1:]
-		} else {
-			part, h = h, nil
-		}
-		part = bytes.TrimLeft(part, " \t")
-		if i := bytes.IndexByte(part, '='); i >= 0 && string(part[:i]) == name {
-			return bytes.TrimRight(part[i+1:], " \t"), true
-		}
-	}
-	return nil, false
 }

@@ -54,10 +54,10 @@ var rules = []rule{
 	},
 	{
 		name: "the config model (admin/spec, admin/nodeconf) imports only the standard library, " +
-			"go.yaml.in/yaml/v3, github.com/santhosh-tekuri/jsonschema/v6 and itself",
+			"go.yaml.in/yaml/v3, github.com/santhosh-tekuri/jsonschema/v6, internal/jsonesc and itself",
 		applies: configModel,
 		allows: func(d string, std bool) bool {
-			return std || configModel(d) ||
+			return std || configModel(d) || d == module+"/internal/jsonesc" ||
 				d == "go.yaml.in/yaml/v3" || strings.HasPrefix(d, "go.yaml.in/yaml/v3/") ||
 				d == "github.com/santhosh-tekuri/jsonschema/v6" ||
 				strings.HasPrefix(d, "github.com/santhosh-tekuri/jsonschema/v6/")
@@ -89,6 +89,11 @@ var rules = []rule{
 		applies: func(p string) bool { return !under(p, "cmd") && !under(p, "node") },
 		allows:  func(d string, std bool) bool { return !under(d, "node") },
 		module:  true,
+	},
+	{
+		name:    "internal/jsonesc and httpvar import only the standard library",
+		applies: func(p string) bool { return under(p, "internal/jsonesc") || under(p, "httpvar") },
+		allows:  func(d string, std bool) bool { return std },
 	},
 }
 
@@ -303,6 +308,8 @@ func TestImportRulesCatch(t *testing.T) {
 	add(m("bench/hdr"), false, "fmt")
 	add(m("bench/load"), false, m("bench/hdr"))
 	add(m("cmd/coregate"), false, m("worker"))
+	add(m("internal/jsonesc"), false, "fmt", "golang.org/x/sys/unix")
+	add(m("httpvar"), false, m("httpparse"))
 	pkgs[m("plugins")].TestImports = []string{m("admin/standalone")}
 
 	got := check(pkgs)
@@ -315,6 +322,8 @@ func TestImportRulesCatch(t *testing.T) {
 		m("plugins/keyauth") + " imports coregate/bench/hdr: breaks the rule \"" + direct[1].name + "\"",
 		m("worker") + " imports coregate/admin/standalone: breaks the rule \"" + rules[4].name + "\"",
 		m("worker/router") + " imports coregate/cmd/coregate: breaks the rule \"" + direct[0].name + "\"",
+		m("internal/jsonesc") + " imports golang.org/x/sys/unix: breaks the rule \"" + rules[6].name + "\"",
+		m("httpvar") + " imports coregate/httpparse: breaks the rule \"" + rules[6].name + "\"",
 	}
 	sort.Strings(got)
 	sort.Strings(want)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
 )
@@ -207,7 +208,8 @@ type template []piece
 // piece is literal text, or a variable (with its default when def is
 // set).
 type piece struct {
-	text   string // the literal, or the variable's name
+	text   string      // the literal, or the variable's name
+	v      httpvar.Var // the variable, resolved
 	isVar  bool
 	hasDef bool
 	def    string
@@ -239,7 +241,7 @@ func parseTemplate(s string) template {
 				continue
 			}
 			name, def, hasDef := splitDefault(inner)
-			p = piece{text: name, isVar: true, hasDef: hasDef, def: def}
+			p = piece{text: name, v: httpvar.Parse(name), isVar: true, hasDef: hasDef, def: def}
 			end = i + 2 + j + 1
 		default:
 			j := i + 1
@@ -249,7 +251,7 @@ func parseTemplate(s string) template {
 			if j == i+1 {
 				continue
 			}
-			p = piece{text: s[i+1 : j], isVar: true}
+			p = piece{text: s[i+1 : j], v: httpvar.Parse(s[i+1 : j]), isVar: true}
 			end = j
 		}
 		if lit < i {
@@ -288,7 +290,7 @@ func (t template) render(b []byte, c plugins.Ctx) []byte {
 			b = append(b, p.text...)
 			continue
 		}
-		v := c.Var(p.text)
+		v := c.Var(p.v)
 		if v == nil && p.hasDef {
 			b = append(b, p.def...)
 			continue

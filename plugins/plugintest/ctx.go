@@ -1,10 +1,12 @@
 package plugintest
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -20,10 +22,12 @@ type Header struct {
 // that a run allocates nothing of its own. Not safe for concurrent use.
 type Ctx struct {
 	method, path, query []byte
+	target              []byte // $request_uri
+	host                []byte // $host, from the Host header
 	headers             []Header
-	vars                map[string][]byte
+	vars                []setVar // WithVar's
 	routeID             string
-	routeIDb            []byte // routeID, for Var("route_id")
+	routeIDb            []byte // routeID, for Var(route_id)
 
 	// Clock is what Now answers: the time of NewCtx unless set.
 	Clock int64
@@ -56,8 +60,9 @@ type Ctx struct {
 	upHeaders                                 []Header
 	upEdited                                  bool
 
-	consumer *plugins.Consumer
-	kept     []kept
+	consumer     *plugins.Consumer
+	consumerName []byte // $consumer_name
+	kept         []kept
 
 	// awaiting is the Resumer of an Await in progress; woken receives
 	// its Wake.
@@ -81,7 +86,8 @@ var _ plugins.Ctx = (*Ctx)(nil)
 // NewCtx makes a request of method to target (path and query), from
 // remote_addr 127.0.0.1, matched by route "1".
 func NewCtx(method, target string) *Ctx {
-	c := &Ctx{method: []byte(method), routeID: "1", routeIDb: []byte("1"), Clock: time.Now().UnixNano(), vars: map[string][]byte{"remote_addr": []byte("127.0.0.1")}}
+	c := &Ctx{method: []byte(method), target: []byte(target), routeID: "1", routeIDb: []byte("1"), Clock: time.Now().UnixNano()}
+	c.WithVar("remote_addr", "127.0.0.1")
 	path, query, ok := strings.Cut(target, "?")
 	c.path = []byte(path)
 	if ok {
@@ -90,16 +96,36 @@ func NewCtx(method, target string) *Ctx {
 	return c
 }
 
-// WithHeader adds a request header.
+// WithHeader adds a request header. The first Host header is $host, as
+// the worker reads it: without its port, lower-case.
 func (c *Ctx) WithHeader(name, value string) *Ctx {
 	c.headers = append(c.headers, Header{Name: name, Value: []byte(value)})
+	if c.host == nil && strings.EqualFold(name, "host") {
+		c.host = bytes.ToLower(httpvar.HostOnly([]byte(value)))
+	}
 	return c
 }
 
-// WithVar sets a variable (remote_addr, or any other Var answers).
+// WithVar sets a variable, named as httpvar.Parse reads it, whatever the
+// request says: remote_addr, server_port, an exchange variable the fake
+// has no state for (route_name, service_id, matched_uri, upstream_addr,
+// ...) or any name, known or not.
 func (c *Ctx) WithVar(name, value string) *Ctx {
-	c.vars[name] = []byte(value)
+	v := httpvar.Parse(name)
+	for i := range c.vars {
+		if c.vars[i].v == v {
+			c.vars[i].val = []byte(value)
+			return c
+		}
+	}
+	c.vars = append(c.vars, setVar{v, []byte(value)})
 	return c
+}
+
+// setVar is a variable set with WithVar.
+type setVar struct {
+	v   httpvar.Var
+	val []byte
 }
 
 // WithRoute sets the matched route's id.
@@ -151,37 +177,69 @@ func (c *Ctx) Header(name string) []byte {
 	return nil
 }
 
-// Var implements plugins.Ctx: a variable set with WithVar, uri,
-// request_method, route_id (WithRoute), args and query_string, arg_<name>
-// from them and http_<name> from the headers (with '_' for '-'). args is
-// the query of the target SetUpstreamURI set, as the worker's: a plugin
-// that edits the arguments (key-auth's hide_credentials) edits them for
-// the plugins after it.
-func (c *Ctx) Var(name string) []byte {
-	if v, ok := c.vars[name]; ok {
-		return v
+// Var implements plugins.Ctx, on httpvar's table as the worker reads it: a
+// variable set with WithVar; else the request's (uri is the path as
+// given, not normalised; host is the Host header's; server_port is unset
+// unless set), route_id (WithRoute) and consumer_name (SetConsumer); nil
+// for the other exchange variables and the log's. args is the query of
+// the target SetUpstreamURI set, as the worker's: a plugin that edits the
+// arguments (key-auth's hide_credentials) edits them for the plugins
+// after it.
+func (c *Ctx) Var(v httpvar.Var) []byte {
+	for i := range c.vars {
+		if x := &c.vars[i]; x.v.Kind == v.Kind && x.v.Name == v.Name {
+			return x.val
+		}
 	}
-	switch {
-	case name == "uri":
+	switch v.Kind {
+	case httpvar.URI:
 		return c.path
-	case name == "request_method":
-		return c.method
-	case name == "route_id":
-		return c.routeIDb
-	case name == "args" || name == "query_string":
+	case httpvar.RequestURI:
+		return c.target
+	case httpvar.Args:
 		return c.args()
-	case strings.HasPrefix(name, "arg_"):
-		return arg(c.args(), name[len("arg_"):])
-	case strings.HasPrefix(name, "http_"):
-		want := name[len("http_"):]
+	case httpvar.Host:
+		if len(c.host) > 0 {
+			return c.host
+		}
+	case httpvar.RequestMethod:
+		return c.method
+	case httpvar.Scheme:
+		return scheme
+	case httpvar.Arg:
+		val, _ := httpvar.QueryArg(c.args(), v.Name)
+		return val
+	case httpvar.HTTP:
 		for i := range c.headers {
-			if headerVarEqual(c.headers[i].Name, want) {
+			if httpvar.HeaderIs(c.headers[i].Name, v.Name) {
+				if c.headers[i].Value == nil {
+					return noValue
+				}
 				return c.headers[i].Value
 			}
+		}
+	case httpvar.Cookie:
+		for i := range c.headers {
+			if strings.EqualFold(c.headers[i].Name, "cookie") {
+				if val, ok := httpvar.CookieValue(c.headers[i].Value, v.Name); ok {
+					return val
+				}
+			}
+		}
+	case httpvar.RouteID:
+		return c.routeIDb
+	case httpvar.ConsumerName:
+		if c.consumer != nil {
+			return c.consumerName
 		}
 	}
 	return nil
 }
+
+var (
+	scheme  = []byte("http")
+	noValue = []byte{}
+)
 
 // args is $args: the query of the target SetUpstreamURI set, the
 // request's when none; nil when empty.
@@ -189,67 +247,10 @@ func (c *Ctx) args() []byte {
 	if len(c.UpstreamURI) == 0 {
 		return c.query
 	}
-	if i := indexByte(c.UpstreamURI, '?'); i >= 0 && i+1 < len(c.UpstreamURI) {
+	if i := bytes.IndexByte(c.UpstreamURI, '?'); i >= 0 && i+1 < len(c.UpstreamURI) {
 		return c.UpstreamURI[i+1:]
 	}
 	return nil
-}
-
-// arg is the value of the first query argument name (raw, not unescaped).
-func arg(q []byte, name string) []byte {
-	for len(q) > 0 {
-		var kv []byte
-		if i := indexByte(q, '&'); i >= 0 {
-			kv, q = q[:i], q[i+1:]
-		} else {
-			kv, q = q, nil
-		}
-		k, v := kv, []byte(nil)
-		if i := indexByte(kv, '='); i >= 0 {
-			k, v = kv[:i], kv[i+1:]
-		}
-		if string(k) == name {
-			if v == nil {
-				v = kv[len(kv):]
-			}
-			return v
-		}
-	}
-	return nil
-}
-
-func indexByte(b []byte, c byte) int {
-	for i := range b {
-		if b[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-// headerVarEqual compares a header name with the tail of an http_ variable
-// as nginx does: case-insensitively, '-' in the header for '_'.
-func headerVarEqual(header, v string) bool {
-	if len(header) != len(v) {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		h, w := lower(header[i]), lower(v[i])
-		if h == '-' {
-			h = '_'
-		}
-		if h != w {
-			return false
-		}
-	}
-	return true
-}
-
-func lower(b byte) byte {
-	if 'A' <= b && b <= 'Z' {
-		return b + 'a' - 'A'
-	}
-	return b
 }
 
 // Exit implements plugins.Ctx.
@@ -419,7 +420,12 @@ func (c *Ctx) Exchange() plugins.Exchange { return c.Figures }
 
 // SetConsumer implements plugins.Ctx. The fake records the consumer; the
 // merge of its plugins into the route's is the worker's, tested there.
-func (c *Ctx) SetConsumer(k *plugins.Consumer) { c.consumer = k }
+func (c *Ctx) SetConsumer(k *plugins.Consumer) {
+	c.consumer = k
+	if k != nil {
+		c.consumerName = append(c.consumerName[:0], k.Username...)
+	}
+}
 
 // Await implements plugins.Ctx: Settle (and Run, after each request
 // phase call) waits for the Wake and calls Resume.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -65,7 +66,7 @@ type limitInstance struct {
 }
 
 func (l *limitInstance) Access(c plugins.Ctx) {
-	l.key = append(append(append(l.key[:0], c.RouteID()...), ':'), c.Var("remote_addr")...)
+	l.key = append(append(append(l.key[:0], c.RouteID()...), ':'), c.Var(httpvar.Parse("remote_addr"))...)
 	n, _ := l.counters.Counter(l.key, c.Now(), c.Now()+60e9)
 	if n == nil {
 		c.Exit(500, nil)
@@ -142,14 +143,15 @@ func TestRunPhases(t *testing.T) {
 func TestCtxVars(t *testing.T) {
 	c := NewCtx("POST", "/a/b?x=1&flag&y=2").WithHeader("X-Api-Key", "k").WithVar("remote_addr", "10.0.0.1")
 	for name, want := range map[string]string{
-		"uri": "/a/b", "request_method": "POST", "arg_x": "1", "arg_y": "2", "arg_flag": "",
+		"uri": "/a/b", "request_method": "POST", "arg_x": "1", "arg_y": "2",
 		"http_x_api_key": "k", "remote_addr": "10.0.0.1",
 	} {
-		if got := c.Var(name); got == nil || string(got) != want {
+		if got := c.Var(httpvar.Parse(name)); got == nil || string(got) != want {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	if c.Var("arg_z") != nil || c.Var("http_host") != nil || c.Header("x-api-key") == nil {
+	// As nginx's ngx_http_arg: "flag" without '=' is no argument.
+	if c.Var(httpvar.Parse("arg_flag")) != nil || c.Var(httpvar.Parse("arg_z")) != nil || c.Var(httpvar.Parse("http_host")) != nil || c.Header("x-api-key") == nil {
 		t.Error("absent vars must be nil, headers case-insensitive")
 	}
 }
@@ -159,30 +161,30 @@ func TestCtxVars(t *testing.T) {
 // plugin set with SetUpstreamURI, as the worker's.
 func TestCtxRouteAndArgs(t *testing.T) {
 	c := NewCtx("GET", "/a?x=1&k=2")
-	if got := string(c.Var("route_id")); got != "1" {
+	if got := string(c.Var(httpvar.Parse("route_id"))); got != "1" {
 		t.Fatalf("route_id %q, want 1", got)
 	}
 	c.WithRoute("r7")
-	if got := string(c.Var("route_id")); got != "r7" || c.RouteID() != "r7" {
+	if got := string(c.Var(httpvar.Parse("route_id"))); got != "r7" || c.RouteID() != "r7" {
 		t.Fatalf("route_id %q, RouteID %q, want r7", got, c.RouteID())
 	}
-	if got := string(c.Var("args")); got != "x=1&k=2" || string(c.Var("query_string")) != got {
+	if got := string(c.Var(httpvar.Parse("args"))); got != "x=1&k=2" || string(c.Var(httpvar.Parse("query_string"))) != got {
 		t.Fatalf("args %q", got)
 	}
 	c.SetUpstreamURI([]byte("/a?x=1"))
-	if got := string(c.Var("args")); got != "x=1" || c.Var("arg_k") != nil || string(c.Var("query_string")) != got {
-		t.Fatalf("after SetUpstreamURI: args %q, arg_k %q", got, c.Var("arg_k"))
+	if got := string(c.Var(httpvar.Parse("args"))); got != "x=1" || c.Var(httpvar.Parse("arg_k")) != nil || string(c.Var(httpvar.Parse("query_string"))) != got {
+		t.Fatalf("after SetUpstreamURI: args %q, arg_k %q", got, c.Var(httpvar.Parse("arg_k")))
 	}
 	if string(c.Query()) != "x=1&k=2" {
 		t.Fatalf("Query %q: the request's, unchanged", c.Query())
 	}
 	c.SetUpstreamURI([]byte("/a"))
-	if c.Var("args") != nil {
-		t.Fatalf("args %q after a target without a query", c.Var("args"))
+	if c.Var(httpvar.Parse("args")) != nil {
+		t.Fatalf("args %q after a target without a query", c.Var(httpvar.Parse("args")))
 	}
 	c.Reset()
-	if string(c.Var("args")) != "x=1&k=2" {
-		t.Fatalf("args %q after Reset", c.Var("args"))
+	if string(c.Var(httpvar.Parse("args"))) != "x=1&k=2" {
+		t.Fatalf("args %q after Reset", c.Var(httpvar.Parse("args")))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -118,7 +119,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 					return nil, fmt.Errorf("plugin_attr.prometheus.metrics.%s.extra_labels[%d]: want {name: $variable}", metric, i)
 				}
 				for _, v := range kv {
-					in.extra[f] = append(in.extra[f], strings.TrimPrefix(v, "$"))
+					in.extra[f] = append(in.extra[f], httpvar.Parse(strings.TrimPrefix(v, "$")))
 				}
 			}
 		}
@@ -227,7 +228,7 @@ type Instance struct {
 	// extra are the variables of each family's extra labels (fStatus…),
 	// and xv their values for the request being logged, the families' in
 	// turn: the event loop's, valid during one Log call.
-	extra [3][]string
+	extra [3][]httpvar.Var
 	xv    [][]byte
 
 	// buf holds the label values of the request being logged, and the
@@ -281,20 +282,20 @@ var (
 func (in *Instance) Log(c plugins.Ctx) {
 	e := c.Exchange()
 	var l labels
-	l[lRoute] = c.Var("route_id")
-	l[lService] = c.Var("service_id")
+	l[lRoute] = c.Var(httpvar.Var{Kind: httpvar.RouteID})
+	l[lService] = c.Var(httpvar.Var{Kind: httpvar.ServiceID})
 	if in.preferName {
-		if n := c.Var("route_name"); len(n) > 0 {
+		if n := c.Var(httpvar.Var{Kind: httpvar.RouteName}); len(n) > 0 {
 			l[lRoute] = n
 		}
-		if n := c.Var("service_name"); len(l[lService]) > 0 && len(n) > 0 {
+		if n := c.Var(httpvar.Var{Kind: httpvar.ServiceName}); len(l[lService]) > 0 && len(n) > 0 {
 			l[lService] = n
 		}
 	}
-	l[lURI] = c.Var("matched_uri")
-	l[lHost] = c.Var("matched_host")
-	l[lConsumer] = c.Var("consumer_name")
-	l[lNode] = c.Var("balancer_ip")
+	l[lURI] = c.Var(httpvar.Var{Kind: httpvar.MatchedURI})
+	l[lHost] = c.Var(httpvar.Var{Kind: httpvar.MatchedHost})
+	l[lConsumer] = c.Var(httpvar.Var{Kind: httpvar.ConsumerName})
+	l[lNode] = c.Var(httpvar.Var{Kind: httpvar.BalancerIP})
 	l[lRequestType] = requestType
 	switch {
 	case e.Upstreamed:

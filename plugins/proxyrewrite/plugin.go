@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -284,7 +285,7 @@ func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
-	in := &instance{unsafe: c.Unsafe, vars: vars{names: map[string]string{}}}
+	in := &instance{unsafe: c.Unsafe, vars: vars{names: map[string]httpvar.Var{}}}
 	if c.Host != nil {
 		in.host = []byte(*c.Host)
 	}

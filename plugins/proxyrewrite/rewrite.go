@@ -3,6 +3,7 @@ package proxyrewrite
 import (
 	"bytes"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -48,7 +49,7 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 
 // requestURI is $request_uri: the target as the client sent it.
 func (in *instance) requestURI(c plugins.Ctx) []byte {
-	if v := c.Var("request_uri"); v != nil {
+	if v := c.Var(httpvar.Var{Kind: httpvar.RequestURI}); v != nil {
 		return v
 	}
 	t := append(in.work[:0], c.Path()...)
@@ -65,7 +66,7 @@ func (in *instance) rewriteURI(c plugins.Ctx) (matched bool) {
 	var src []byte
 	if in.unsafe {
 		src = in.requestURI(c)
-	} else if src = c.Var("uri"); src == nil {
+	} else if src = c.Var(httpvar.Var{Kind: httpvar.URI}); src == nil {
 		src = c.Path()
 	}
 	out := in.target[:0]
@@ -112,7 +113,7 @@ func (in *instance) rewriteURI(c plugins.Ctx) (matched bool) {
 	}
 	// $args, as APISIX appends ctx.var.args: a plugin before this one
 	// may have edited them (key-auth's hide_credentials).
-	if q := c.Var("args"); len(q) > 0 {
+	if q := c.Var(httpvar.Var{Kind: httpvar.Args}); len(q) > 0 {
 		if index >= 0 {
 			w = append(w, '&')
 		} else {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -238,11 +239,11 @@ func trimLeft(b []byte) []byte {
 }
 
 // vars resolves variable names through a Ctx without allocating: a name
-// is looked up in a table of interned names, filled at Build with the
-// names the configuration writes and, up to a bound, with names that only
-// a capture brings.
+// is looked up in a table of names resolved by httpvar.Parse, filled at
+// Build with the names the configuration writes and, up to a bound, with
+// names that only a capture brings.
 type vars struct {
-	names  map[string]string
+	names  map[string]httpvar.Var
 	static int // how many names the configuration wrote
 }
 
@@ -258,20 +259,20 @@ func (v *vars) intern(tpl []byte) {
 		if !ok {
 			return
 		}
-		v.names[string(r.name)] = string(r.name)
+		v.names[string(r.name)] = httpvar.Parse(string(r.name))
 		from = r.end
 	}
 }
 
-func (v *vars) name(b []byte) string {
-	if s, ok := v.names[string(b)]; ok {
-		return s
+func (v *vars) resolve(b []byte) httpvar.Var {
+	if x, ok := v.names[string(b)]; ok {
+		return x
 	}
-	s := string(b)
+	x := httpvar.Parse(string(b))
 	if len(v.names) < v.static+maxDynamicNames {
-		v.names[s] = s
+		v.names[string(b)] = x
 	}
-	return s
+	return x
 }
 
 // expand appends tpl with its variable references resolved through c:
@@ -286,7 +287,7 @@ func (v *vars) expand(dst, tpl []byte, c plugins.Ctx, escapeQuestion bool) []byt
 			return append(dst, tpl[from:]...)
 		}
 		dst = append(dst, tpl[from:r.start]...)
-		val := c.Var(v.name(r.name))
+		val := c.Var(v.resolve(r.name))
 		if val == nil && r.hasDef {
 			val = r.def
 		}

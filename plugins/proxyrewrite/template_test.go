@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"coregate/httpvar"
 	"coregate/plugins/plugintest"
 )
 
@@ -12,7 +13,7 @@ import (
 // and its "??" default.
 func TestExpandVars(t *testing.T) {
 	c := plugintest.NewCtx("GET", "/p?x=1&e=").WithVar("v.w", "dotted")
-	v := vars{names: map[string]string{}}
+	v := vars{names: map[string]httpvar.Var{}}
 	for _, tc := range []struct{ tpl, want string }{
 		{"plain", "plain"},
 		{"$arg_x", "1"},

@@ -4,111 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"coregate/httpvar"
+	"coregate/internal/jsonesc"
 )
 
-// Kind is what a part of a format stands for: literal text or a variable.
-type Kind uint8
+// Literal is the Kind of a Part that is literal text: no variable has it.
+const Literal = httpvar.Unknown
 
-// Part kinds. Each variable has nginx's or APISIX's meaning; a value that
-// is not set is written "-", as nginx does.
-const (
-	Literal Kind = iota
-
-	RemoteAddr           // $remote_addr
-	RemoteUser           // $remote_user: the user of Basic authorization
-	TimeLocal            // $time_local: 01/Dec/2026:12:36:17 +0000
-	TimeISO8601          // $time_iso8601: 2026-12-01T12:36:17+00:00
-	Msec                 // $msec: seconds with milliseconds, at the log write
-	Request              // $request: the request line
-	RequestMethod        // $request_method
-	RequestURI           // $request_uri: the request target as sent
-	URI                  // $uri, $document_uri: the normalised path
-	Args                 // $args, $query_string
-	ServerProtocol       // $server_protocol: HTTP/1.1
-	Scheme               // $scheme
-	Host                 // $host: the host without port, lower-case
-	ServerPort           // $server_port
-	Status               // $status
-	BodyBytesSent        // $body_bytes_sent
-	BytesSent            // $bytes_sent
-	RequestLength        // $request_length: head and body bytes read
-	RequestTime          // $request_time: seconds with milliseconds
-	UpstreamAddr         // $upstream_addr: each attempt's node, ", "-separated
-	UpstreamStatus       // $upstream_status: each attempt's status
-	UpstreamResponseTime // $upstream_response_time
-	UpstreamConnectTime  // $upstream_connect_time
-	UpstreamScheme       // $upstream_scheme (APISIX)
-	UpstreamHost         // $upstream_host (APISIX): the Host sent upstream
-	UpstreamURI          // $upstream_uri (APISIX): the target sent upstream
-	RouteID              // $route_id (APISIX)
-	RouteName            // $route_name (APISIX)
-	ServiceID            // $service_id (APISIX)
-	ServiceName          // $service_name (APISIX)
-	ConsumerName         // $consumer_name (APISIX)
-	RequestID            // $request_id, $apisix_request_id: 32 hex digits
-	Pid                  // $pid
-	HTTP                 // $http_NAME: a request header; Part.Name is NAME with '-' for '_'
-	Arg                  // $arg_NAME: a query argument's raw value
-	Cookie               // $cookie_NAME
-	SentHTTP             // $sent_http_NAME: a response header set by a plugin
-)
-
-var names = map[string]Kind{
-	"remote_addr":            RemoteAddr,
-	"remote_user":            RemoteUser,
-	"time_local":             TimeLocal,
-	"time_iso8601":           TimeISO8601,
-	"msec":                   Msec,
-	"request":                Request,
-	"request_method":         RequestMethod,
-	"request_uri":            RequestURI,
-	"uri":                    URI,
-	"document_uri":           URI,
-	"args":                   Args,
-	"query_string":           Args,
-	"server_protocol":        ServerProtocol,
-	"scheme":                 Scheme,
-	"host":                   Host,
-	"server_port":            ServerPort,
-	"status":                 Status,
-	"body_bytes_sent":        BodyBytesSent,
-	"bytes_sent":             BytesSent,
-	"request_length":         RequestLength,
-	"request_time":           RequestTime,
-	"upstream_addr":          UpstreamAddr,
-	"upstream_status":        UpstreamStatus,
-	"upstream_response_time": UpstreamResponseTime,
-	"upstream_connect_time":  UpstreamConnectTime,
-	"upstream_scheme":        UpstreamScheme,
-	"upstream_host":          UpstreamHost,
-	"upstream_uri":           UpstreamURI,
-	"route_id":               RouteID,
-	"route_name":             RouteName,
-	"service_id":             ServiceID,
-	"service_name":           ServiceName,
-	"consumer_name":          ConsumerName,
-	"request_id":             RequestID,
-	"apisix_request_id":      RequestID,
-	"pid":                    Pid,
-}
-
-var prefixes = []struct {
-	prefix string
-	kind   Kind
-}{
-	{"http_", HTTP},
-	{"arg_", Arg},
-	{"cookie_", Cookie},
-	{"sent_http_", SentHTTP},
-}
-
-// Part is one piece of a compiled format.
+// Part is one piece of a compiled format: literal text, or a variable of
+// httpvar's table. Each variable has nginx's or APISIX's meaning; a value
+// that is not set is written "-", as nginx does.
 type Part struct {
-	Kind Kind
+	// Kind is the variable's, or Literal.
+	Kind httpvar.Kind
 	// Text is a Literal's text.
 	Text string
-	// Name is the name of an HTTP, SentHTTP (lower-case, '-' for '_'),
-	// Arg or Cookie part.
+	// Name is the httpvar.Var's name of an HTTP, SentHTTP, Arg or Cookie
+	// part.
 	Name string
 }
 
@@ -149,8 +62,9 @@ type Format struct {
 var ErrFormat = errors.New("access log format")
 
 // Compile reads an nginx log format: text with $name or ${name}
-// variables, names made of letters, digits and '_'. An unknown variable is
-// an error, as in nginx.
+// variables, names made of letters, digits and '_', resolved by
+// httpvar.Parse. A variable not in httpvar's table is an error, as an
+// unknown variable is in nginx.
 func Compile(format string, esc Escape) (*Format, error) {
 	f := &Format{Escape: esc}
 	var lit strings.Builder
@@ -198,21 +112,11 @@ func Compile(format string, esc Escape) (*Format, error) {
 }
 
 func variable(name string) (Part, error) {
-	lname := strings.ToLower(name)
-	if k, ok := names[lname]; ok {
-		return Part{Kind: k}, nil
+	v := httpvar.Parse(name)
+	if v.Kind == httpvar.Unknown {
+		return Part{}, fmt.Errorf("%w: unknown variable $%s", ErrFormat, name)
 	}
-	for _, p := range prefixes {
-		if rest, ok := strings.CutPrefix(lname, p.prefix); ok && rest != "" {
-			switch p.kind {
-			case HTTP, SentHTTP:
-				return Part{Kind: p.kind, Name: strings.ReplaceAll(rest, "_", "-")}, nil
-			default:
-				return Part{Kind: p.kind, Name: name[len(p.prefix):]}, nil
-			}
-		}
-	}
-	return Part{}, fmt.Errorf("%w: unknown variable $%s", ErrFormat, name)
+	return Part{Kind: v.Kind, Name: v.Name}, nil
 }
 
 func isNameByte(c byte) bool {
@@ -237,32 +141,7 @@ func AppendValue(b, v []byte, esc Escape) []byte {
 	case EscapeNone:
 		return append(b, v...)
 	case EscapeJSON:
-		i := 0
-		for i < len(v) && v[i] >= 0x20 && v[i] != '"' && v[i] != '\\' {
-			i++
-		}
-		b = append(b, v[:i]...)
-		for _, c := range v[i:] {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-			default:
-				b = append(b, c)
-			}
-		}
-		return b
+		return jsonesc.Append(b, v, jsonesc.Nginx)
 	}
 	i := 0
 	for i < len(v) && !escDefault(v[i]) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/httpvar"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -16,26 +17,26 @@ func TestCompile(t *testing.T) {
 		{"", nil},
 		{"plain", []Part{{Kind: Literal, Text: "plain"}}},
 		{`$remote_addr - [$time_local] "$request"`, []Part{
-			{Kind: RemoteAddr}, {Kind: Literal, Text: " - ["}, {Kind: TimeLocal},
-			{Kind: Literal, Text: `] "`}, {Kind: Request}, {Kind: Literal, Text: `"`},
+			{Kind: httpvar.RemoteAddr}, {Kind: Literal, Text: " - ["}, {Kind: httpvar.TimeLocal},
+			{Kind: Literal, Text: `] "`}, {Kind: httpvar.Request}, {Kind: Literal, Text: `"`},
 		}},
-		{"${status}x$status", []Part{{Kind: Status}, {Kind: Literal, Text: "x"}, {Kind: Status}}},
+		{"${status}x$status", []Part{{Kind: httpvar.Status}, {Kind: Literal, Text: "x"}, {Kind: httpvar.Status}}},
 		{"$http_user_agent $HTTP_X_Real_IP", []Part{
-			{Kind: HTTP, Name: "user-agent"}, {Kind: Literal, Text: " "}, {Kind: HTTP, Name: "x-real-ip"},
+			{Kind: httpvar.HTTP, Name: "user_agent"}, {Kind: Literal, Text: " "}, {Kind: httpvar.HTTP, Name: "x_real_ip"},
 		}},
 		{"$arg_Page $cookie_sid $sent_http_x_id", []Part{
-			{Kind: Arg, Name: "Page"}, {Kind: Literal, Text: " "}, {Kind: Cookie, Name: "sid"},
-			{Kind: Literal, Text: " "}, {Kind: SentHTTP, Name: "x-id"},
+			{Kind: httpvar.Arg, Name: "Page"}, {Kind: Literal, Text: " "}, {Kind: httpvar.Cookie, Name: "sid"},
+			{Kind: Literal, Text: " "}, {Kind: httpvar.SentHTTP, Name: "x_id"},
 		}},
 		{"$apisix_request_id $request_id $query_string $args", []Part{
-			{Kind: RequestID}, {Kind: Literal, Text: " "}, {Kind: RequestID}, {Kind: Literal, Text: " "},
-			{Kind: Args}, {Kind: Literal, Text: " "}, {Kind: Args},
+			{Kind: httpvar.RequestID}, {Kind: Literal, Text: " "}, {Kind: httpvar.RequestID}, {Kind: Literal, Text: " "},
+			{Kind: httpvar.Args}, {Kind: Literal, Text: " "}, {Kind: httpvar.Args},
 		}},
 		{"$route_id/$route_name/$service_id/$consumer_name", []Part{
-			{Kind: RouteID}, {Kind: Literal, Text: "/"}, {Kind: RouteName}, {Kind: Literal, Text: "/"},
-			{Kind: ServiceID}, {Kind: Literal, Text: "/"}, {Kind: ConsumerName},
+			{Kind: httpvar.RouteID}, {Kind: Literal, Text: "/"}, {Kind: httpvar.RouteName}, {Kind: Literal, Text: "/"},
+			{Kind: httpvar.ServiceID}, {Kind: Literal, Text: "/"}, {Kind: httpvar.ConsumerName},
 		}},
-		{"$msec.", []Part{{Kind: Msec}, {Kind: Literal, Text: "."}}},
+		{"$msec.", []Part{{Kind: httpvar.Msec}, {Kind: Literal, Text: "."}}},
 	} {
 		f, err := Compile(tc.format, EscapeDefault)
 		if err != nil {

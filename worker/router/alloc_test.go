@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 )
 
 func TestMatchAllocs(t *testing.T) {
@@ -21,11 +22,11 @@ func TestMatchAllocs(t *testing.T) {
 		{Index: 8, URIs: []string{"/p"}, Hosts: []string{"foo.com:8080"}},
 	}
 	src := mapVars{
-		{Kind: VarArg, Name: "a"}:    []byte("1"),
-		{Kind: VarHTTP, Name: "x-n"}: []byte("17.5"),
-		{Kind: VarHTTP, Name: "ua"}:  []byte("Android 14"),
-		{Kind: VarHTTP, Name: "ip"}:  []byte("2001:db8::7"),
-		{Kind: VarCookie, Name: "c"}: []byte("y"),
+		{Kind: httpvar.Arg, Name: "a"}:    []byte("1"),
+		{Kind: httpvar.HTTP, Name: "x_n"}: []byte("17.5"),
+		{Kind: httpvar.HTTP, Name: "ua"}:  []byte("Android 14"),
+		{Kind: httpvar.HTTP, Name: "ip"}:  []byte("2001:db8::7"),
+		{Kind: httpvar.Cookie, Name: "c"}: []byte("y"),
 	}
 	cases := []struct {
 		name string

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"coregate/httpvar"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -276,7 +277,7 @@ func TestMatchAgainstReference(t *testing.T) {
 					RemoteAddr: addrs[rng.IntN(len(addrs))],
 				}
 				if rng.IntN(2) == 0 {
-					req.Vars = mapVars{{Kind: VarArg, Name: "k"}: []byte("1")}
+					req.Vars = mapVars{{Kind: httpvar.Arg, Name: "k"}: []byte("1")}
 				}
 				gi, gok := rt.Match(req)
 				wi, wok := refMatch(routes, mode, req)

@@ -37,7 +37,11 @@
 // # Vars
 //
 // Route vars are lua-resty-expr conditions compiled once by [CompileVars]
-// and evaluated against a [VarSource] the caller implements.
+// and evaluated against a [VarSource] the caller implements. Their
+// variables are httpvar's table, each name resolved by httpvar.Parse when
+// the conditions are compiled; the worker's VarSource reads them as the
+// plugins and the access log do, the exchange variables (route_id, ...)
+// unset since no route is matched yet.
 //
 // # Concurrency and memory
 //

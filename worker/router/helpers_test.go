@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 )
 
 // mapVars is a VarSource over fixed values.
-type mapVars map[Var][]byte
+type mapVars map[httpvar.Var][]byte
 
-func (m mapVars) Lookup(v *Var) ([]byte, bool) {
+func (m mapVars) Lookup(v *httpvar.Var) ([]byte, bool) {
 	b, ok := m[*v]
 	return b, ok
 }
@@ -42,7 +43,7 @@ func (p probe) request(t testing.TB) *Request {
 	if p.vars != nil {
 		mv := mapVars{}
 		for k, v := range p.vars {
-			mv[ParseVar(k)] = []byte(v)
+			mv[httpvar.Parse(k)] = []byte(v)
 		}
 		req.Vars = mv
 	}

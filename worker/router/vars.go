@@ -9,64 +9,8 @@ import (
 	"strings"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 )
-
-// VarKind says which request value a Var names.
-type VarKind uint8
-
-// The kinds of request variables. Names follow nginx and APISIX.
-const (
-	VarOther         VarKind = iota // any other variable; Var.Name is its full name
-	VarURI                          // $uri: the decoded, normalised path
-	VarHost                         // $host: lower-case host without port
-	VarRemoteAddr                   // $remote_addr
-	VarRequestMethod                // $request_method
-	VarRequestURI                   // $request_uri: path and query as sent
-	VarQueryString                  // $query_string or $args
-	VarScheme                       // $scheme
-	VarServerPort                   // $server_port
-	VarArg                          // arg_NAME: first value of query argument NAME
-	VarHTTP                         // http_NAME: request header; Name is the header name, lower case, '_' as '-'
-	VarCookie                       // cookie_NAME: cookie NAME
-)
-
-// Var names one request variable.
-type Var struct {
-	Kind VarKind
-	Name string // argument, header or cookie name; the full name for VarOther; empty otherwise
-}
-
-// ParseVar maps an APISIX variable name ("uri", "arg_id", "http_x_user",
-// "cookie_sid", ...) to a Var. "http_X_Foo" names the header "x-foo".
-func ParseVar(name string) Var {
-	switch name {
-	case "uri":
-		return Var{Kind: VarURI}
-	case "host":
-		return Var{Kind: VarHost}
-	case "remote_addr":
-		return Var{Kind: VarRemoteAddr}
-	case "request_method":
-		return Var{Kind: VarRequestMethod}
-	case "request_uri":
-		return Var{Kind: VarRequestURI}
-	case "query_string", "args":
-		return Var{Kind: VarQueryString}
-	case "scheme":
-		return Var{Kind: VarScheme}
-	case "server_port":
-		return Var{Kind: VarServerPort}
-	}
-	switch {
-	case strings.HasPrefix(name, "arg_") && len(name) > 4:
-		return Var{Kind: VarArg, Name: name[4:]}
-	case strings.HasPrefix(name, "http_") && len(name) > 5:
-		return Var{Kind: VarHTTP, Name: strings.ReplaceAll(strings.ToLower(name[5:]), "_", "-")}
-	case strings.HasPrefix(name, "cookie_") && len(name) > 7:
-		return Var{Kind: VarCookie, Name: name[7:]}
-	}
-	return Var{Kind: VarOther, Name: name}
-}
 
 // VarSource gives the value of a request variable. The worker implements it
 // over its parsed request. Lookup reports ok=false when the variable is not
@@ -74,7 +18,7 @@ func ParseVar(name string) Var {
 // stay valid until the Match or Eval call that asked for it returns; it is
 // not modified. Lookup must not allocate if Match is to stay allocation-free.
 type VarSource interface {
-	Lookup(v *Var) (val []byte, ok bool)
+	Lookup(v *httpvar.Var) (val []byte, ok bool)
 }
 
 // Expr is a compiled lua-resty-expr condition list: every condition must
@@ -96,7 +40,7 @@ const (
 )
 
 type cond struct {
-	v     Var
+	v     httpvar.Var
 	not   bool
 	op    spec.VarOp
 	kind  valKind
@@ -141,9 +85,9 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 			return cond{}, fmt.Errorf("%w: %q", ErrOperator, e.Op)
 		}
 		// [var, value]: kept for compatibility, means [var, "==", value].
-		return cond{v: ParseVar(e.Var), not: e.Not, op: spec.VarOpEq, kind: valStr, str: e.Op}, nil
+		return cond{v: httpvar.Parse(e.Var), not: e.Not, op: spec.VarOpEq, kind: valStr, str: e.Op}, nil
 	}
-	c := cond{v: ParseVar(e.Var), not: e.Not, op: op}
+	c := cond{v: httpvar.Parse(e.Var), not: e.Not, op: op}
 	var val any
 	if len(raw) != 0 {
 		if err := json.Unmarshal(raw, &val); err != nil {
@@ -230,8 +174,9 @@ func parsePrefix(s string) (netip.Prefix, error) {
 // Len returns the number of conditions.
 func (e *Expr) Len() int { return len(e.conds) }
 
-// Eval reports whether every condition holds for req. Variables are read
-// through req.Vars, except uri, which is req.Path, and remote_addr under
+// Eval reports whether every condition holds for req. Variables, resolved
+// by httpvar.Parse when the Expr was compiled, are read through req.Vars,
+// except uri, which is req.Path, and remote_addr under
 // ipmatch, which is req.RemoteAddr when that is valid. It does not allocate
 // when req.Vars does not, and is safe for concurrent use.
 func (e *Expr) Eval(req *Request) bool {
@@ -245,7 +190,7 @@ func (e *Expr) Eval(req *Request) bool {
 }
 
 func (c *cond) lookup(req *Request) ([]byte, bool) {
-	if c.v.Kind == VarURI {
+	if c.v.Kind == httpvar.URI {
 		return req.Path, true
 	}
 	if req.Vars == nil {
@@ -255,7 +200,7 @@ func (c *cond) lookup(req *Request) ([]byte, bool) {
 }
 
 func (c *cond) eval(req *Request) bool {
-	if c.op == spec.VarOpIPMatch && c.v.Kind == VarRemoteAddr && req.RemoteAddr.IsValid() {
+	if c.op == spec.VarOpIPMatch && c.v.Kind == httpvar.RemoteAddr && req.RemoteAddr.IsValid() {
 		return addrIn(c.nets, req.RemoteAddr.Unmap())
 	}
 	l, ok := c.lookup(req)

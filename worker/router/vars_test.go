@@ -9,26 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestParseVar(t *testing.T) {
-	names := []string{"uri", "host", "remote_addr", "request_method", "request_uri",
-		"query_string", "args", "scheme", "server_port", "arg_id", "http_X_Real_IP",
-		"http_user_agent", "cookie_sid", "arg_", "upstream_addr"}
-	var got []Var
-	for _, n := range names {
-		got = append(got, ParseVar(n))
-	}
-	want := []Var{
-		{Kind: VarURI}, {Kind: VarHost}, {Kind: VarRemoteAddr}, {Kind: VarRequestMethod},
-		{Kind: VarRequestURI}, {Kind: VarQueryString}, {Kind: VarQueryString}, {Kind: VarScheme},
-		{Kind: VarServerPort}, {Kind: VarArg, Name: "id"}, {Kind: VarHTTP, Name: "x-real-ip"},
-		{Kind: VarHTTP, Name: "user-agent"}, {Kind: VarCookie, Name: "sid"},
-		{Kind: VarOther, Name: "arg_"}, {Kind: VarOther, Name: "upstream_addr"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ParseVar (-want +got):\n%s", diff)
-	}
-}
-
 func TestExprEval(t *testing.T) {
 	tests := []struct {
 		vars string

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
 	"coregate/plugins/internal/vartpl"
@@ -26,7 +27,7 @@ const (
 // APISIX's limit plugins count it.
 type Key struct {
 	kind     int
-	name     string
+	name     httpvar.Var // key_type "var": resolved once, when built
 	tpl      vartpl.Template
 	constant []byte
 	// emptyIsNone: an empty value is no value, counted under the client's
@@ -44,7 +45,7 @@ func NewKey(keyType, key string) Key {
 	case "var_combination":
 		return Key{kind: kindCombination, tpl: vartpl.Parse(key)}
 	default:
-		return Key{kind: kindVar, name: key}
+		return Key{kind: kindVar, name: httpvar.Parse(key)}
 	}
 }
 
@@ -78,20 +79,23 @@ func (k *Key) Append(dst []byte, c plugins.Ctx) ([]byte, bool) {
 	case kindCombination:
 		var n int
 		if dst, n = k.tpl.Render(dst, c); n == 0 {
-			return append(dst[:mark], c.Var("remote_addr")...), true
+			return append(dst[:mark], c.Var(remoteAddr)...), true
 		}
 	default:
 		v := c.Var(k.name)
 		if v == nil {
-			return append(dst, c.Var("remote_addr")...), true
+			return append(dst, c.Var(remoteAddr)...), true
 		}
 		dst = append(dst, v...)
 	}
 	if k.emptyIsNone && len(dst) == mark {
-		dst = append(dst, c.Var("remote_addr")...)
+		dst = append(dst, c.Var(remoteAddr)...)
 	}
 	return dst, true
 }
+
+// remoteAddr is the key of last resort, as APISIX's.
+var remoteAddr = httpvar.Var{Kind: httpvar.RemoteAddr}
 
 // Space is what comes before the key's value in a counter's key, so that
 // the counters of distinct configurations, and of distinct plugins, are

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -23,6 +24,7 @@ type Template struct {
 type part struct {
 	lit        string
 	name       string
+	v          httpvar.Var // name, resolved
 	def        string
 	hasDefault bool
 }
@@ -54,9 +56,9 @@ func Parse(s string) Template {
 				if inner == "" {
 					inner = rest[1:end]
 				}
-				p := part{name: inner}
+				p := part{name: inner, v: httpvar.Parse(inner)}
 				if name, def, ok := cutDefault(inner); ok {
-					p = part{name: name, def: def, hasDefault: true}
+					p = part{name: name, v: httpvar.Parse(name), def: def, hasDefault: true}
 				}
 				flush()
 				t.parts = append(t.parts, p)
@@ -73,7 +75,7 @@ func Parse(s string) Template {
 			continue
 		}
 		flush()
-		t.parts = append(t.parts, part{name: rest[:n]})
+		t.parts = append(t.parts, part{name: rest[:n], v: httpvar.Parse(rest[:n])})
 		i += n
 	}
 	flush()
@@ -99,7 +101,7 @@ func (t *Template) Render(b []byte, c plugins.Ctx) (_ []byte, resolved int) {
 			b = append(b, p.lit...)
 			continue
 		}
-		v := c.Var(p.name)
+		v := c.Var(p.v)
 		switch {
 		case v != nil:
 			b = append(b, v...)

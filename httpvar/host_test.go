@@ -1,4 +1,4 @@
-package worker
+package httpvar
 
 import "testing"
 
@@ -14,9 +14,11 @@ func TestHostOnly(t *testing.T) {
 		"[::1]:80":          "[::1]",
 		"[::1]":             "[::1]",
 		"":                  "",
+		"Example.com:8080":  "Example.com",
+		"[::1":              "[::1",
 	} {
-		if got := string(hostOnly([]byte(in))); got != want {
-			t.Errorf("hostOnly(%q) = %q, want %q", in, got, want)
+		if got := string(HostOnly([]byte(in))); got != want {
+			t.Errorf("HostOnly(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,0 +1,271 @@
+// Package httpvar is the one table of the nginx and APISIX variables
+// coregate knows ($uri, $arg_id, $http_x_user, $route_id, $status, ...),
+// shared by everything that names one: route vars (worker/router), the
+// plugins (plugins.Ctx.Var, their templates and keys), the access log's
+// format (worker/accesslog) and the plugin test kit's fake
+// (plugins/plugintest).
+//
+// A variable's name is resolved once, when a configuration is built
+// (Parse), to a Var: its Kind and, for the families arg_, http_, cookie_
+// and sent_http_, the name it carries. Reading a variable for a request is
+// then a switch on the Kind, with no string compared but the header,
+// argument or cookie name. The readers of the request state (the worker,
+// the fake) switch on the same kinds with this package's helpers
+// (QueryArg, CookieValue, HeaderIs), so that a variable reads the same
+// wherever it is named.
+//
+// The kinds come in three groups:
+//
+//   - request variables (URI to Cookie): read from the request, in route
+//     vars, plugins and the access log alike;
+//   - exchange variables (RouteID to BalancerIP): the matched route, the
+//     consumer and the upstream node; not set while routing (route vars
+//     see them unset), set for the plugins and the log once known;
+//   - log variables (RemoteUser on, LogOnly): the access log's own, its
+//     times, sizes and statuses; plugins.Ctx.Var answers nil for them.
+//
+// Names are case-insensitive, as nginx's are; the argument and cookie
+// names of arg_ and cookie_ are compared as written. Everything here is
+// immutable and safe for concurrent use; the helpers do not allocate.
+package httpvar
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+)
+
+// Kind says which variable a Var is.
+type Kind uint8
+
+// The kinds of variables. Names follow nginx and APISIX.
+const (
+	Unknown Kind = iota // a name coregate does not know: never set; Var.Name is the name
+
+	// Request variables.
+	URI           // $uri, $document_uri: the decoded, normalised path
+	RequestURI    // $request_uri: the target as sent
+	Args          // $args, $query_string: the query (as a plugin edited it, see plugins.Ctx)
+	Host          // $host: the Host without port, lower-case
+	RemoteAddr    // $remote_addr
+	RequestMethod // $request_method
+	Scheme        // $scheme
+	ServerPort    // $server_port
+	Arg           // $arg_NAME: the raw first value of query argument NAME
+	HTTP          // $http_NAME: the first request header NAME
+	Cookie        // $cookie_NAME
+
+	// Exchange variables.
+	RouteID      // $route_id (APISIX)
+	RouteName    // $route_name (APISIX)
+	ServiceID    // $service_id (APISIX)
+	ServiceName  // $service_name (APISIX)
+	MatchedURI   // $matched_uri (APISIX): the route's uri pattern the request matched
+	MatchedHost  // $matched_host (APISIX): the route's host pattern the request matched
+	ConsumerName // $consumer_name (APISIX)
+	UpstreamAddr // $upstream_addr: the node of the last attempt, host:port
+	BalancerIP   // $balancer_ip (APISIX): the host of that node
+
+	// Log variables.
+	RemoteUser           // $remote_user: the user of Basic authorization
+	TimeLocal            // $time_local: 01/Dec/2026:12:36:17 +0000
+	TimeISO8601          // $time_iso8601: 2026-12-01T12:36:17+00:00
+	Msec                 // $msec: seconds with milliseconds, at the log write
+	Request              // $request: the request line
+	ServerProtocol       // $server_protocol: HTTP/1.1
+	Status               // $status
+	BodyBytesSent        // $body_bytes_sent
+	BytesSent            // $bytes_sent
+	RequestLength        // $request_length: head and body bytes read
+	RequestTime          // $request_time: seconds with milliseconds
+	UpstreamStatus       // $upstream_status: each attempt's status
+	UpstreamResponseTime // $upstream_response_time
+	UpstreamConnectTime  // $upstream_connect_time
+	UpstreamScheme       // $upstream_scheme (APISIX)
+	UpstreamHost         // $upstream_host (APISIX): the Host sent upstream
+	UpstreamURI          // $upstream_uri (APISIX): the target sent upstream
+	RequestID            // $request_id, $apisix_request_id: 32 hex digits
+	Pid                  // $pid
+	SentHTTP             // $sent_http_NAME: a response header set by a plugin
+)
+
+// Exchange reports whether k is an exchange variable: unset while routing.
+func (k Kind) Exchange() bool { return k >= RouteID && k < RemoteUser }
+
+// LogOnly reports whether k is one of the access log's own variables.
+func (k Kind) LogOnly() bool { return k >= RemoteUser }
+
+// Var is a variable resolved by Parse.
+type Var struct {
+	Kind Kind
+	// Name is the argument or cookie name of Arg and Cookie (as
+	// written), the header name of HTTP and SentHTTP (lower-case, '_' for
+	// '-', as HeaderIs compares it), the name itself for Unknown; empty
+	// otherwise.
+	Name string
+}
+
+var names = map[string]Kind{
+	"uri":                    URI,
+	"document_uri":           URI,
+	"request_uri":            RequestURI,
+	"args":                   Args,
+	"query_string":           Args,
+	"host":                   Host,
+	"remote_addr":            RemoteAddr,
+	"request_method":         RequestMethod,
+	"scheme":                 Scheme,
+	"server_port":            ServerPort,
+	"route_id":               RouteID,
+	"route_name":             RouteName,
+	"service_id":             ServiceID,
+	"service_name":           ServiceName,
+	"matched_uri":            MatchedURI,
+	"matched_host":           MatchedHost,
+	"consumer_name":          ConsumerName,
+	"upstream_addr":          UpstreamAddr,
+	"balancer_ip":            BalancerIP,
+	"remote_user":            RemoteUser,
+	"time_local":             TimeLocal,
+	"time_iso8601":           TimeISO8601,
+	"msec":                   Msec,
+	"request":                Request,
+	"server_protocol":        ServerProtocol,
+	"status":                 Status,
+	"body_bytes_sent":        BodyBytesSent,
+	"bytes_sent":             BytesSent,
+	"request_length":         RequestLength,
+	"request_time":           RequestTime,
+	"upstream_status":        UpstreamStatus,
+	"upstream_response_time": UpstreamResponseTime,
+	"upstream_connect_time":  UpstreamConnectTime,
+	"upstream_scheme":        UpstreamScheme,
+	"upstream_host":          UpstreamHost,
+	"upstream_uri":           UpstreamURI,
+	"request_id":             RequestID,
+	"apisix_request_id":      RequestID,
+	"pid":                    Pid,
+}
+
+// The families of variables that carry a name, longest prefix first.
+var families = []struct {
+	prefix string
+	kind   Kind
+}{
+	{"sent_http_", SentHTTP},
+	{"cookie_", Cookie},
+	{"http_", HTTP},
+	{"arg_", Arg},
+}
+
+// Parse resolves a variable's name ("uri", "arg_id", "http_x_user",
+// "cookie_sid", ...), case-insensitively. "http_X-Foo" names the header
+// X-Foo (or X_Foo) as "http_x_foo" does. A name not in the table is
+// Unknown, never set.
+func Parse(name string) Var {
+	lname := strings.ToLower(name)
+	if k, ok := names[lname]; ok {
+		return Var{Kind: k}
+	}
+	for _, f := range families {
+		rest, ok := strings.CutPrefix(lname, f.prefix)
+		if !ok || rest == "" {
+			continue
+		}
+		switch f.kind {
+		case HTTP, SentHTTP:
+			return Var{Kind: f.kind, Name: strings.ReplaceAll(rest, "-", "_")}
+		}
+		return Var{Kind: f.kind, Name: name[len(f.prefix):]}
+	}
+	return Var{Kind: Unknown, Name: name}
+}
+
+// Names returns the table's names, sorted, and its families' prefixes
+// ("arg_", ...).
+func Names() (exact, prefixes []string) {
+	for n := range names {
+		exact = append(exact, n)
+	}
+	sort.Strings(exact)
+	for _, f := range families {
+		prefixes = append(prefixes, f.prefix)
+	}
+	sort.Strings(prefixes)
+	return exact, prefixes
+}
+
+// HeaderIs reports whether a header's name is the one an HTTP or SentHTTP
+// Var names, as nginx compares them: case-insensitively, the header's '-'
+// read as '_'.
+func HeaderIs[T string | []byte](header T, name string) bool {
+	if len(header) != len(name) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := header[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '-':
+			c = '_'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// QueryArg returns the raw first value of argument name in the query q;
+// ok is false when there is none. As in nginx, an argument is name=value:
+// "a" without '=' is no argument a ("a=" is, empty).
+func QueryArg(q []byte, name string) (val []byte, ok bool) {
+	for len(q) > 0 {
+		var part []byte
+		if i := bytes.IndexByte(q, '&'); i >= 0 {
+			part, q = q[:i], q[i+1:]
+		} else {
+			part, q = q, nil
+		}
+		if i := bytes.IndexByte(part, '='); i >= 0 && string(part[:i]) == name {
+			return part[i+1:], true
+		}
+	}
+	return nil, false
+}
+
+// CookieValue returns the value of cookie name in a Cookie header's value.
+func CookieValue(h []byte, name string) ([]byte, bool) {
+	for len(h) > 0 {
+		var part []byte
+		if i := bytes.IndexByte(h, ';'); i >= 0 {
+			part, h = h[:i], h[i+1:]
+		} else {
+			part, h = h, nil
+		}
+		part = bytes.TrimLeft(part, " \t")
+		if i := bytes.IndexByte(part, '='); i >= 0 && string(part[:i]) == name {
+			return bytes.TrimRight(part[i+1:], " \t"), true
+		}
+	}
+	return nil, false
+}
+
+// HostOnly returns the host of a Host header's value: without its port
+// and a trailing dot, an IPv6 literal with its brackets; not lower-cased.
+func HostOnly(h []byte) []byte {
+	if len(h) > 0 && h[0] == '[' {
+		if i := bytes.IndexByte(h, ']'); i > 0 {
+			return h[:i+1]
+		}
+		return h
+	}
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 {
+		h = h[:i]
+	}
+	if len(h) > 0 && h[len(h)-1] == '.' {
+		h = h[:len(h)-1]
+	}
+	return h
+}
