@@ -91,7 +91,7 @@ func TestEmbeddedEtcdRoute(t *testing.T) {
 	}
 	s := embeddedStore(t, g.dir)
 	ctx := context.Background()
-	route := fmt.Sprintf(`{"id":"1","uri":"/hello","upstream":{"type":"roundrobin","nodes":{%q:1}}}`, up.addr())
+	route := fmt.Sprintf(`{"id":"1","uri":"/hello","upstream":{"type":"roundrobin","nodes":{%q:1}}}`, up.Addr())
 	start := time.Now()
 	if _, _, err := s.Put(ctx, "/apisix/routes/1", []byte(route), store.PutOptions{}); err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 		return fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/%s", adminPort, id)
 	}
 	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.addr()))
+		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
 	}
 	for _, id := range []string{"1", "2"} {
 		if r := do(t, c, "PUT", admin(id), "", key, route("/r"+id)); r.status != 201 {
@@ -300,7 +300,7 @@ func TestEmbeddedEtcdDamaged(t *testing.T) {
 	c := newClient(t)
 	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
 	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
-	body := fmt.Sprintf(`{"uri":"/c","upstream":{"nodes":{%q:1}}}`, up.addr())
+	body := fmt.Sprintf(`{"uri":"/c","upstream":{"nodes":{%q:1}}}`, up.Addr())
 	if r := do(t, c, "PUT", admin+"1", "", key, strings.NewReader(body)); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
 	}
@@ -363,8 +363,8 @@ func TestEtcdBadPluginsLeftOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put("routes/bad", fmt.Sprintf(`{"uri":"/bad","plugins":{"limit-count":{"count":-5,"time_window":60}},"upstream":{"nodes":{%q:1}}}`, up.addr()))
-	put("routes/after", fmt.Sprintf(`{"uri":"/after","upstream":{"nodes":{%q:1}}}`, up.addr()))
+	put("routes/bad", fmt.Sprintf(`{"uri":"/bad","plugins":{"limit-count":{"count":-5,"time_window":60}},"upstream":{"nodes":{%q:1}}}`, up.Addr()))
+	put("routes/after", fmt.Sprintf(`{"uri":"/after","upstream":{"nodes":{%q:1}}}`, up.Addr()))
 	c := newClient(t)
 	eventually(t, 10*time.Second, func() error {
 		if r := do(t, c, "GET", g.url("/after"), "", nil, nil); r.status != 200 {
@@ -391,7 +391,7 @@ func TestAdminAPIRoute(t *testing.T) {
 	c := newClient(t)
 	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/1", adminPort)
 	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	body := fmt.Sprintf(`{"uri": "/hello", "upstream": {"type": "roundrobin", "nodes": {%q: 1}}}`, up.addr())
+	body := fmt.Sprintf(`{"uri": "/hello", "upstream": {"type": "roundrobin", "nodes": {%q: 1}}}`, up.Addr())
 	start := time.Now()
 	r := do(t, c, "PUT", admin, "", key, strings.NewReader(body))
 	if r.status != 201 || r.header.Get("X-API-VERSION") != "v3" {
@@ -579,7 +579,7 @@ func TestReloadPacedByBuild(t *testing.T) {
 			wg.Go(func() {
 				c := newClient(t)
 				for i := next.Add(1) - 1; i < int64(to); i = next.Add(1) - 1 {
-					body := fmt.Sprintf(`{"uri":"/paced/%d","upstream":{"nodes":{%q:1}}}`, i, up.addr())
+					body := fmt.Sprintf(`{"uri":"/paced/%d","upstream":{"nodes":{%q:1}}}`, i, up.Addr())
 					admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/p%d", adminPort, i)
 					if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 201 {
 						t.Errorf("PUT route %d: %d %s", i, r.status, r.body)
@@ -659,7 +659,7 @@ func TestReloadPacedByBuild(t *testing.T) {
 	// still checked against its pace.
 	t.Logf("%d reloads for %d routes, %d of them held 5 ms or more by the pace", n, routes, paced)
 
-	body := fmt.Sprintf(`{"uri":"/paced/one-more","upstream":{"nodes":{%q:1}}}`, up.addr())
+	body := fmt.Sprintf(`{"uri":"/paced/one-more","upstream":{"nodes":{%q:1}}}`, up.Addr())
 	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/one-more", adminPort)
 	if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 201 {
 		t.Fatalf("PUT one more route: %d %s", r.status, r.body)

@@ -61,7 +61,7 @@ func TestKeyAuth(t *testing.T) {
 	t.Parallel()
 	up := headEchoUpstream(t)
 	route := func(id, uri string, plugins obj) obj {
-		return obj{"id": id, "uri": uri, "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": plugins}
+		return obj{"id": id, "uri": uri, "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": plugins}
 	}
 	consumers := []obj{
 		{"username": "jack", "plugins": obj{"key-auth": obj{"key": "jack-key"}}},
@@ -199,7 +199,7 @@ func TestProxyRewrite(t *testing.T) {
 	t.Parallel()
 	up := headEchoUpstream(t)
 	route := func(id, uri string, plugins obj) obj {
-		return obj{"id": id, "uri": uri, "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": plugins}
+		return obj{"id": id, "uri": uri, "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": plugins}
 	}
 	g := startGateway(t, standaloneYAML(map[string][]obj{
 		"routes": {
@@ -281,7 +281,7 @@ func TestAdminAPIKeyAuth(t *testing.T) {
 		}
 		return r
 	}
-	put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.addr()), 201)
+	put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.Addr()), 201)
 	eventually(t, 10*time.Second, func() error {
 		if r := do(t, c, "GET", g.url("/ka"), "", nil, nil); r.status != 401 || r.body != missingKeyBody {
 			return fmt.Errorf("GET /ka without a key = %d %q", r.status, r.body)
@@ -388,7 +388,7 @@ func TestKeyAuthEnvStandalone(t *testing.T) {
 	up := headEchoUpstream(t)
 	file := func(consumers ...obj) string {
 		return standaloneYAML(map[string][]obj{
-			"routes": {{"id": "ka", "uri": "/ka", "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"key-auth": obj{}}}},
+			"routes": {{"id": "ka", "uri": "/ka", "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"key-auth": obj{}}}},
 			"consumers": append([]obj{
 				{"username": "jack", "plugins": obj{"key-auth": obj{"key": "$env://" + e2eKeyVar}}},
 				{"username": "ann", "plugins": obj{"key-auth": obj{"key": "ann-key"}}},
@@ -455,7 +455,7 @@ func TestAdminAPIKeyAuthEnv(t *testing.T) {
 		t.Helper()
 		return do(t, c, "PUT", admin+path, "", akey, strings.NewReader(body))
 	}
-	if r := put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.addr())); r.status != 201 {
+	if r := put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.Addr())); r.status != 201 {
 		t.Fatalf("PUT the route: %d %s", r.status, r.body)
 	}
 

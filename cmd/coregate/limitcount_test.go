@@ -74,7 +74,7 @@ func dialSpread(t *testing.T, g *supGateway, workers, perWorker int) []*limitCon
 	var ports []int
 	for round := 0; round < 20; round++ {
 		for range workers * perWorker {
-			c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+			c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func TestLimitCountExactAcrossWorkers(t *testing.T) {
 	for _, workers := range []int{2, 4} {
 		t.Run(strconv.Itoa(workers)+" workers", func(t *testing.T) {
 			const limit = 150
-			g := startSupervisor(t, limitRoutes(up.addr(), limit), func(port int) string { return perCoreConfig(port, workers) }, workers)
+			g := startSupervisor(t, limitRoutes(up.Addr(), limit), func(port int) string { return perCoreConfig(port, workers) }, workers)
 			conns := dialSpread(t, g, workers, 4)
 			first, err := conns[0].get("/limited")
 			if err != nil {
@@ -178,10 +178,10 @@ func TestLimitCountExactAcrossWorkers(t *testing.T) {
 
 			// A reload that leaves the plugin alone keeps the counter.
 			g.rewrite(routesYAML(
-				obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+				obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.Addr()), nil),
 					"plugins": obj{"limit-count": obj{"count": limit, "time_window": 300, "rejected_msg": "limited"}}},
-				obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up.addr()), nil)},
-				obj{"id": "new", "uri": "/new", "upstream": upstreamOf(nodes(up.addr()), nil)},
+				obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+				obj{"id": "new", "uri": "/new", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 			))
 			eventually(t, 15*time.Second, func() error {
 				a, err := conns[0].get("/new")
@@ -198,7 +198,7 @@ func TestLimitCountExactAcrossWorkers(t *testing.T) {
 			// Every worker swaps its snapshot on its own: each connection
 			// (all workers have some) waits for the new limit, and the
 			// requests that saw it count against it.
-			g.rewrite(limitRoutes(up.addr(), limit+1))
+			g.rewrite(limitRoutes(up.Addr(), limit+1))
 			seen := 0
 			for i, c := range conns {
 				eventually(t, 15*time.Second, func() error {
@@ -228,8 +228,8 @@ func TestLimitCountFullTable(t *testing.T) {
 		return obj{"count": 5, "time_window": 300, "key": "http_x_user", "allow_degradation": degrade}
 	}
 	routes := routesYAML(
-		obj{"id": "strict", "uri": "/strict", "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"limit-count": conf(false)}},
-		obj{"id": "lenient", "uri": "/lenient", "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"limit-count": conf(true)}},
+		obj{"id": "strict", "uri": "/strict", "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"limit-count": conf(false)}},
+		obj{"id": "lenient", "uri": "/lenient", "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"limit-count": conf(true)}},
 	)
 	g := startSupervisor(t, routes, func(port int) string { return perCoreConfig(port, 1) }, 1, "--counters", "1")
 	c := newClient(t)

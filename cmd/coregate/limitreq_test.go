@@ -63,7 +63,7 @@ func TestLimitReqExactAcrossWorkers(t *testing.T) {
 	// A rate so low that the test's duration drains nothing worth a
 	// request: exactly burst+1 pass.
 	g := startSupervisor(t, routesYAML(
-		obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-req": obj{"rate": 0.001, "burst": burst, "key": "remote_addr", "nodelay": true,
 				"rejected_code": 429, "rejected_msg": "slow down"}}},
 	), func(port int) string { return perCoreConfig(port, workers) }, workers)
@@ -83,9 +83,9 @@ func TestLimitReqDelay(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
 	g := startGateway(t, routesYAML(
-		obj{"id": "slow", "uri": "/slow", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "slow", "uri": "/slow", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-req": obj{"rate": 2, "burst": 2, "key": "http_x_user"}}},
-		obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up.addr()), nil)},
+		obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 	), "")
 	user := map[string]string{"X-User": "ann"}
 	start := time.Now()

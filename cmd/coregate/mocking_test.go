@@ -40,10 +40,10 @@ func TestMocking(t *testing.T) {
 			}},
 			"with_mock_header": false,
 		}}},
-		obj{"id": "with-upstream", "uri": "/up", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "with-upstream", "uri": "/up", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"mocking": obj{"response_example": `{"a":1}`}}},
 		obj{"id": "slow", "uri": "/slow", "plugins": obj{"mocking": obj{"response_example": "late", "delay": 2}}},
-		obj{"id": "plain", "uri": "/plain", "upstream": upstreamOf(nodes(up.addr()), nil)},
+		obj{"id": "plain", "uri": "/plain", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 	), "")
 	c := newClient(t)
 	mockBy := "APISIX/" + spec.CompatVersion

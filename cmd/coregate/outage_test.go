@@ -161,7 +161,7 @@ func TestEtcdOutage(t *testing.T) {
 		return fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/%s", adminPort, id)
 	}
 	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.addr()))
+		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.Addr()))
 	}
 	if r := do(t, c, "PUT", admin("1"), "", key, route("/one")); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
@@ -295,7 +295,7 @@ func TestEtcdRebuiltExternal(t *testing.T) {
 	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
 	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
 	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.addr()))
+		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
 	}
 	if r := do(t, c, "PUT", admin+"1", "", key, route("/one")); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)

@@ -61,7 +61,7 @@ func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 	var rs []obj
 	for i := range routes {
 		rs = append(rs, obj{"id": fmt.Sprintf("r%d", i), "uri": fmt.Sprintf("/r%d", i),
-			"upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"prometheus": obj{}}})
+			"upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"prometheus": obj{}}})
 	}
 	yaml := standaloneYAML(map[string][]obj{
 		"routes": rs,
@@ -100,7 +100,7 @@ func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 	}
 	want := map[string]string{"code": "200", "route": "", "matched_uri": "", "matched_host": "", "service": "",
 		"consumer": "", "node": "", "request_type": "traditional_http", "request_llm_model": "", "llm_model": "",
-		"response_source": "upstream", "upstream_addr": up.addr()}
+		"response_source": "upstream", "upstream_addr": up.Addr()}
 	if got := one(t, all, "gw_http_status", want); got != routes*per {
 		t.Errorf("gw_http_status %v = %v, want %d", want, got, routes*per)
 	}
@@ -168,7 +168,7 @@ func TestPrometheusMetadataAdminAPI(t *testing.T) {
 		t.Fatalf("GET the metadata: %d %s", r.status, r.body)
 	}
 	for i := range 3 {
-		body := fmt.Sprintf(`{"uri":"/r%d","plugins":{"prometheus":{}},"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, i, up.addr())
+		body := fmt.Sprintf(`{"uri":"/r%d","plugins":{"prometheus":{}},"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, i, up.Addr())
 		if r := admin("PUT", fmt.Sprintf("routes/%d", i), body); r.status != 201 {
 			t.Fatalf("PUT route %d: %d %s", i, r.status, r.body)
 		}

@@ -20,7 +20,7 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
 	const perConn, clients, rounds = 20, 16, 10
-	g := startSupervisor(t, routesYAML(obj{"uri": "/ka", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/ka", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string {
 			return strings.Replace(perCoreConfig(port, 2), "  error_log_level: info\n",
 				"  error_log_level: info\n  http:\n    keepalive_requests: "+strconv.Itoa(perConn)+"\n", 1)
@@ -62,7 +62,7 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 		served int // requests on c
 	}
 	dial := func() *client {
-		c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

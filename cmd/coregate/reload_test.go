@@ -24,7 +24,7 @@ func TestReloadUnderTraffic(t *testing.T) {
 	t.Parallel()
 	a, b := textUpstream(t, "a"), textUpstream(t, "b")
 	conf := func(up *httpUpstream) string {
-		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)})
+		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.Addr()), nil)})
 	}
 	g := startGateway(t, conf(a), "")
 	var (
@@ -109,22 +109,22 @@ func TestReloadRefusesInvalid(t *testing.T) {
 	t.Parallel()
 	a, b := textUpstream(t, "a"), textUpstream(t, "b")
 	good := func(up *httpUpstream) string {
-		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)})
+		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.Addr()), nil)})
 	}
 	g := startGateway(t, good(a), "")
 	c := newClient(t)
 	tests := []struct {
 		name, file, logWant string
 	}{
-		{"bad field", routesYAML(obj{"id": 1, "uri": "/r", "no_such_field": 1, "upstream": upstreamOf(nodes(b.addr()), nil)}), "no_such_field"},
-		{"bad value", routesYAML(obj{"id": 1, "uri": "/r", "methods": []string{"FETCH"}, "upstream": upstreamOf(nodes(b.addr()), nil)}), "methods"},
+		{"bad field", routesYAML(obj{"id": 1, "uri": "/r", "no_such_field": 1, "upstream": upstreamOf(nodes(b.Addr()), nil)}), "no_such_field"},
+		{"bad value", routesYAML(obj{"id": 1, "uri": "/r", "methods": []string{"FETCH"}, "upstream": upstreamOf(nodes(b.Addr()), nil)}), "methods"},
 		{"missing end flag", strings.TrimSuffix(good(b), "#END\n"), "end flag"},
 		{"bad yaml", "routes: [\n#END\n", "apisix.yaml"},
-		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.addr()), obj{"type": "chash", "key": "remote_addr"})}), "chash"},
+		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.Addr()), obj{"type": "chash", "key": "remote_addr"})}), "chash"},
 		// Refused where the file is read, as the Admin API refuses it, not
 		// by the workers' build.
 		{"bad plugin configuration", routesYAML(obj{"id": 1, "uri": "/r", "plugins": obj{"limit-count": obj{"count": -1, "time_window": 60}},
-			"upstream": upstreamOf(nodes(b.addr()), nil)}), "apisix.yaml: routes (id 1): failed to check the configuration of plugin limit-count"},
+			"upstream": upstreamOf(nodes(b.Addr()), nil)}), "apisix.yaml: routes (id 1): failed to check the configuration of plugin limit-count"},
 	}
 	for _, tc := range tests {
 		before := len(reloadRefusals(g.out.String()))
@@ -190,7 +190,7 @@ func TestStartRefusesBadPlugins(t *testing.T) {
 func TestUnknownConfigKeys(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		"  no_such_nginx_key: 1\n  http:\n    not_a_directive: on\n")
 	if r := do(t, newClient(t), "GET", g.url("/r"), "", nil, nil); r.status != 200 {
 		t.Fatalf("status %d", r.status)
@@ -265,7 +265,7 @@ func TestRepositoryConfig(t *testing.T) {
 		return strings.Replace(c, "port: 9091", "port: "+strconv.Itoa(metricsPort), 1)
 	})
 	c := newClient(t)
-	route := strings.ReplaceAll(string(put[1]), "127.0.0.1:1980", up.addr())
+	route := strings.ReplaceAll(string(put[1]), "127.0.0.1:1980", up.Addr())
 	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/1", adminPort)
 	if r := do(t, c, "PUT", admin, "", map[string]string{"X-API-KEY": string(key[1])}, strings.NewReader(route)); r.status != 201 {
 		t.Fatalf("the Makefile's PUT: %d %s", r.status, r.body)

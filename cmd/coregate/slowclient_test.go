@@ -86,7 +86,7 @@ func slowRoutes(up string) string {
 func TestSlowClientTimeouts(t *testing.T) {
 	t.Parallel()
 	up := newSlowUpstream(t)
-	g := startGateway(t, slowRoutes(up.addr()), "  http:\n"+
+	g := startGateway(t, slowRoutes(up.Addr()), "  http:\n"+
 		"    client_header_timeout: 1s\n"+
 		"    client_body_timeout: 1s\n"+
 		"    send_timeout: 1s\n"+
@@ -122,7 +122,7 @@ func TestSlowClientTimeouts(t *testing.T) {
 		for range n {
 			wg.Go(func() {
 				dialed := time.Now()
-				c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+				c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 				if err != nil {
 					out <- outcome{kind, 0, err}
 					return
@@ -259,7 +259,7 @@ func TestSlowClientTimeouts(t *testing.T) {
 	goodDone := make(chan struct{})
 	go func() {
 		defer close(goodDone)
-		c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 		if err != nil {
 			goodErr = err
 			return
@@ -392,14 +392,14 @@ func TestSlowClientsLatency(t *testing.T) {
 		}
 	}
 	up := newSlowUpstream(t)
-	g := startGateway(t, slowRoutes(up.addr()), "  http:\n"+
+	g := startGateway(t, slowRoutes(up.Addr()), "  http:\n"+
 		"    client_header_timeout: 120s\n"+
 		"    client_body_timeout: 120s\n"+
 		"    send_timeout: 120s\n"+
 		"    keepalive_requests: 1000000\n") // the well-behaved client sends 400 a round
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
 
-	good, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+	good, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +457,7 @@ func TestSlowClientsLatency(t *testing.T) {
 			if smallRcvbuf {
 				d.Control = smallRcvbufControl
 			}
-			c, err := d.Dial("tcp", g.addr())
+			c, err := d.Dial("tcp", g.Addr())
 			if err != nil {
 				t.Fatalf("connection %d: %v", len(conns), err)
 			}
@@ -604,7 +604,7 @@ func TestPipelinedLateReader(t *testing.T) {
 	t.Parallel()
 	up := newSlowUpstream(t)
 	// keepalive_requests above the requests sent: all of them are answered.
-	g := startGateway(t, slowRoutes(up.addr()), "  http:\n    keepalive_requests: 100000\n")
+	g := startGateway(t, slowRoutes(up.Addr()), "  http:\n    keepalive_requests: 100000\n")
 	c := dialGateway(t, g)
 	const n = 50000 // about 10 MB of 404 answers, more than the kernel holds
 	go func() {

@@ -28,7 +28,7 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		exportConfig(2, mport), 2, "--cpus", cpuList(cpus))
 	ws := waitWorkers(t, g.cmd.Process.Pid, 2, 5*time.Second)
 	victim, survivor := ws[0], ws[1]
@@ -42,11 +42,11 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 
 	// Busy is not stalled: under as much load as the clients can make,
 	// both workers keep beating.
-	load := startNewConnLoad(g.addr(), "/hello", 8, false)
+	load := startNewConnLoad(g.Addr(), "/hello", 8, false)
 	time.Sleep(2 * time.Second)
 	served := 0
-	for _, o := range load.finish() {
-		if o.err == nil && o.status == 200 {
+	for _, o := range load.Finish() {
+		if o.Err == nil && o.Status == 200 {
 			served++
 		}
 	}
@@ -68,7 +68,7 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 	waitStopped(t, victim.pid)
 	// Connections opened at once land partly in the stopped worker's
 	// accept queue, before anything can notice: they wait.
-	early := startExchanges(g.addr(), 16, 30*time.Second)
+	early := startExchanges(g.Addr(), 16, 30*time.Second)
 
 	// From 1.5 s after the stop, every new connection is served promptly,
 	// by the other worker: the stopped one left the selector within about
@@ -77,7 +77,7 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 	var ports []int
 	for i := range 40 {
 		start := time.Now()
-		c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 		if err != nil {
 			t.Fatalf("connection %d: %v", i, err)
 		}
@@ -118,7 +118,7 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 	defer func() { closeAll(conns) }()
 	ports = ports[:0]
 	for range 40 {
-		c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestPerCoreStoppedWorkerReplaced(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		exportConfig(2, mport), 2, "--cpus", cpuList(cpus), "--stall-restart", "3s")
 	ws := waitWorkers(t, g.cmd.Process.Pid, 2, 5*time.Second)
 	victim, survivor := ws[0], ws[1]
@@ -156,7 +156,7 @@ func TestPerCoreStoppedWorkerReplaced(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(victim.pid, syscall.SIGCONT) })
 	waitStopped(t, victim.pid)
-	early := startExchanges(g.addr(), 16, 30*time.Second)
+	early := startExchanges(g.Addr(), 16, 30*time.Second)
 
 	g.waitLog(`level=WARN msg="worker stalled.*" .*id=0 `, 1, 3*time.Second)
 	kill := g.waitLog(`msg="worker silent too long.*" .*id=0 `, 1, 10*time.Second)
@@ -197,7 +197,7 @@ func TestPerCoreStoppedWorkerReplaced(t *testing.T) {
 	defer func() { closeAll(conns) }()
 	var ports []int
 	for range 40 {
-		c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func TestStoppedOnlyWorkerQueues(t *testing.T) {
 		t.Skipf("the eBPF selector is not available: %v (%v)", kind, err)
 	}
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
 	if err := syscall.Kill(ws[0].pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -352,7 +352,7 @@ func TestStoppedOnlyWorkerQueues(t *testing.T) {
 	})
 	g.waitLog(`msg="worker stalled: out of the selector"`, 1, 5*time.Second)
 	// Under the 1 s after which a dropped SYN is sent again.
-	c, err := net.DialTimeout("tcp", g.addr(), 900*time.Millisecond)
+	c, err := net.DialTimeout("tcp", g.Addr(), 900*time.Millisecond)
 	if err != nil {
 		t.Fatalf("a connection to the gateway whose only worker is stopped: %v", err)
 	}

@@ -200,8 +200,8 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 	up := textUpstream(t, strings.Repeat("x", 1024))
 	routes := func(extra ...obj) string {
 		return routesYAML(append([]obj{
-			{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)},
-			{"id": 2, "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+			{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+			{"id": 2, "uri": "/limited", "upstream": upstreamOf(nodes(up.Addr()), nil),
 				"plugins": obj{"limit-count": obj{"count": 5, "time_window": 60, "key_type": "constant", "key": "all", "rejected_code": 429}}},
 		}, extra...)...)
 	}
@@ -306,7 +306,7 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 func TestSupervisorRestartedOnChangedConfig(t *testing.T) {
 	requirePerCore(t)
 	up := textUpstream(t, "ok")
-	dir, port := takeoverNode(t, routesYAML(obj{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}))
+	dir, port := takeoverNode(t, routesYAML(obj{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var pids []int
 	killWorkersAtEnd(t, &pids)

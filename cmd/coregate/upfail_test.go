@@ -164,16 +164,6 @@ func (g *probedGateway) backTo(t *testing.T, base usage) {
 	})
 }
 
-// dropConns closes every connection the upstream accepted so far, which
-// empties the gateway's pool of them.
-func (u *rawUpstream) dropConns() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for _, c := range u.conns {
-		_ = c.Close()
-	}
-}
-
 // How a faulty exchange must end for the client.
 const (
 	outAnswered  = iota // the gateway's own 502/504 page; the connection stays
@@ -210,10 +200,10 @@ func write(c *rawConn, parts ...string) {
 // hang holds the connection until the gateway closes it or the test ends.
 func hang(c *rawConn) {
 	go func() {
-		<-c.quit
+		<-c.Quit
 		_ = c.Close()
 	}()
-	_, _ = io.Copy(io.Discard, c.br)
+	_, _ = io.Copy(io.Discard, c.BR)
 }
 
 // trickle writes s one byte at a time, gap apart.
@@ -362,7 +352,7 @@ var faultCases = []faultCase{
 func faultyUpstream(t *testing.T, fault func(c *rawConn) bool) *rawUpstream {
 	return newRawUpstream(t, func(c *rawConn) {
 		for i := 1; ; i++ {
-			req, _, err := c.readRequest()
+			req, _, err := c.ReadRequest()
 			if err != nil {
 				return
 			}
@@ -372,7 +362,7 @@ func faultyUpstream(t *testing.T, fault func(c *rawConn) bool) *rawUpstream {
 				}
 				continue
 			}
-			if _, err := io.WriteString(c, okResponse(fmt.Sprintf("ok %d/%d", c.n, i))); err != nil {
+			if _, err := io.WriteString(c, okResponse(fmt.Sprintf("ok %d/%d", c.N, i))); err != nil {
 				return
 			}
 		}
@@ -390,7 +380,7 @@ func TestFaultyUpstreams(t *testing.T) {
 	t.Parallel()
 	good := textUpstream(t, "good")
 	ups := make([]*rawUpstream, len(faultCases))
-	routes := []obj{{"id": "good", "uri": "/good", "upstream": upstreamOf(nodes(good.addr()), nil)}}
+	routes := []obj{{"id": "good", "uri": "/good", "upstream": upstreamOf(nodes(good.Addr()), nil)}}
 	for i, fc := range faultCases {
 		ups[i] = faultyUpstream(t, fc.fault)
 		read := fc.read
@@ -398,7 +388,7 @@ func TestFaultyUpstreams(t *testing.T) {
 			read = 1
 		}
 		routes = append(routes, obj{"id": fc.name, "uri": "/" + fc.name + "/*",
-			"upstream": upstreamOf(nodes(ups[i].addr()), obj{"timeout": obj{"connect": 2, "send": 2, "read": read}})})
+			"upstream": upstreamOf(nodes(ups[i].Addr()), obj{"timeout": obj{"connect": 2, "send": 2, "read": read}})})
 	}
 	g := startProbedGateway(t, routesYAML(routes...), "")
 	// One request first, so that whatever the worker makes once is made;
@@ -482,8 +472,8 @@ func runFaultCase(t *testing.T, g *probedGateway, up *rawUpstream, fc faultCase)
 	}
 	if fc.cause != "" {
 		line := g.logLine(t, `level=(ERROR|WARN) .*route=`+regexp.QuoteMeta(fc.name)+`( |$)`, 5*time.Second)
-		if line != "" && logField(line, "upstream") != up.addr() || !regexp.MustCompile(fc.cause).MatchString(line) {
-			t.Errorf("log line %q: want upstream=%s and cause %q", line, up.addr(), fc.cause)
+		if line != "" && logField(line, "upstream") != up.Addr() || !regexp.MustCompile(fc.cause).MatchString(line) {
+			t.Errorf("log line %q: want upstream=%s and cause %q", line, up.Addr(), fc.cause)
 		}
 	}
 	if fc.name == "cl-shorter-later" {
@@ -508,7 +498,7 @@ func runFaultCase(t *testing.T, g *probedGateway, up *rawUpstream, fc faultCase)
 	}
 	c.Close()
 	c2.Close()
-	up.dropConns()
+	up.DropConns()
 }
 
 // logLine returns the first line of the gateway's output that matches re,
@@ -550,7 +540,7 @@ func apisixPage(status int) string {
 func TestUpstreamContinue(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		req, err := http.ReadRequest(c.br)
+		req, err := http.ReadRequest(c.BR)
 		if err != nil {
 			return
 		}
@@ -558,7 +548,7 @@ func TestUpstreamContinue(t *testing.T) {
 		b, _ := io.ReadAll(req.Body)
 		_, _ = io.WriteString(c, okResponse("got "+string(b)))
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	br := newReader(c)
 	_, _ = io.WriteString(c, "POST /p HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
