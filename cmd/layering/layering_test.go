@@ -81,6 +81,13 @@ var rules = []rule{
 		allows:  func(d string, std bool) bool { return !under(d, "admin") || configModel(d) },
 		module:  true,
 	},
+	{
+		// Not module: the rule is about the code that is built; tests
+		// import the harness, that is what it is for.
+		name:    "only tests import internal/e2e (the end-to-end harness)",
+		applies: func(p string) bool { return !under(p, "internal/e2e") },
+		allows:  func(d string, std bool) bool { return !under(d, "internal/e2e") },
+	},
 }
 
 // direct rules hold for every package's own imports (no path to follow:
@@ -294,10 +301,14 @@ func TestImportRulesCatch(t *testing.T) {
 	add(m("bench/hdr"), false, "fmt")
 	add(m("bench/load"), false, m("bench/hdr"))
 	add(m("cmd/coregate"), false, m("worker"))
+	add(m("internal/e2e"), false, "fmt")
+	add(m("admin/adminapi"), false, m("internal/e2e"))
 	pkgs[m("plugins")].TestImports = []string{m("admin/standalone")}
+	pkgs[m("cmd/coregate")].TestImports = []string{m("internal/e2e")} // allowed
 
 	got := check(pkgs)
 	want := []string{
+		m("admin/adminapi") + " imports coregate/internal/e2e: breaks the rule \"" + rules[5].name + "\"",
 		m("admin/nodeconf") + " imports coregate/bpf: breaks the rule \"" + rules[1].name + "\"",
 		m("httpparse") + " imports golang.org/x/sys/unix: breaks the rule \"" + rules[0].name + "\"",
 		m("plugins") + " imports coregate/worker/router: breaks the rule \"" + rules[2].name + "\"",
