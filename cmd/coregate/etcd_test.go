@@ -246,7 +246,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 			t.Fatalf("after member/ was lost: GET %s = %d %q, want the local copy's route", path, r.status, r.body)
 		}
 	}
-	line := g2.logLine(t, `level=ERROR msg="config store reset`, 10*time.Second)
+	line := g2.LogLine(t, `level=ERROR msg="config store reset`, 10*time.Second)
 	for k, want := range map[string]string{
 		"copy_revision": strconv.FormatInt(rev, 10), "copy_cluster": strconv.FormatUint(cluster, 16),
 		"copy_routes": "2", "store_routes": "0",
@@ -331,7 +331,7 @@ func TestEmbeddedEtcdDamaged(t *testing.T) {
 		if r := do(t, c, "GET", g.url("/c"), "", nil, nil); r.status != 200 || r.body != "cached" {
 			t.Fatalf("%s: GET /c = %d %q, want the local copy's route", tc.name, r.status, r.body)
 		}
-		line := g.logLine(t, `level=ERROR msg="embedded etcd not started: its database is damaged`, 10*time.Second)
+		line := g.LogLine(t, `level=ERROR msg="embedded etcd not started: its database is damaged`, 10*time.Second)
 		if logField(line, "path") != db || !strings.Contains(logField(line, "remedy"), "backup") {
 			t.Errorf("%s: the log line does not name %s and what to do: %s", tc.name, db, line)
 		}

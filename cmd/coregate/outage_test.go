@@ -307,7 +307,7 @@ func TestEtcdRebuiltExternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	etcd.start()
-	line := g.logLine(t, `level=ERROR msg="config store reset`, 30*time.Second)
+	line := g.LogLine(t, `level=ERROR msg="config store reset`, 30*time.Second)
 	if got := logField(line, "copy_revision"); got != strconv.FormatInt(rev, 10) {
 		t.Errorf("copy_revision=%q in %q, want %d", got, line, rev)
 	}

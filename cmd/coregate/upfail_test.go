@@ -4,16 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"coregate/internal/syncbuf"
+	"coregate/internal/e2e"
 )
 
 // The faulty-upstream tests watch the one worker process of the gateway:
@@ -34,19 +31,10 @@ type probedGateway struct {
 // worker's pprof endpoint on a free port, and finds the worker process.
 func startProbedGateway(t *testing.T, apisixYAML, extra string) *probedGateway {
 	t.Helper()
-	g := &gateway{t: t, dir: t.TempDir(), port: freePort(t), out: &syncbuf.Buffer{}, done: make(chan struct{})}
-	writeFile(t, filepath.Join(g.dir, "config.yaml"), fmt.Sprintf(baseConfig, g.port, extra))
-	writeFile(t, filepath.Join(g.dir, "apisix.yaml"), apisixYAML)
 	pprof := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	g.cmd = exec.Command(binPath, "-c", filepath.Join(g.dir, "config.yaml"))
-	g.cmd.Stdout, g.cmd.Stderr = g.out, g.out
-	g.cmd.Env = append(os.Environ(), "COREGATE_PPROF="+pprof)
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.cmd.Wait(); close(g.done) }()
-	t.Cleanup(g.stop)
-	g.waitLog(`msg="worker ready"`, 1, 10*time.Second)
+	g := bindGateway(e2e.Start(t, e2e.Options{Bin: binPath, APISIX: apisixYAML,
+		Config: func(port int) string { return fmt.Sprintf(baseConfig, port, extra) },
+		Env:    []string{"COREGATE_PPROF=" + pprof}, Ready: 1}))
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 10*time.Second)
 	pg := &probedGateway{gateway: g, pid: ws[0].pid, pprof: pprof}
 	eventually(t, 10*time.Second, func() error {
@@ -54,24 +42,6 @@ func startProbedGateway(t *testing.T, apisixYAML, extra string) *probedGateway {
 		return err
 	})
 	return pg
-}
-
-// fdList names the worker's open file descriptors, for a failure message.
-func (g *probedGateway) fdList() string {
-	dir := "/proc/" + strconv.Itoa(g.pid) + "/fd/"
-	ents, _ := os.ReadDir(dir)
-	var out []string
-	for _, e := range ents {
-		l, _ := os.Readlink(dir + e.Name())
-		out = append(out, e.Name()+"->"+l)
-	}
-	return strings.Join(out, " ")
-}
-
-// fds counts the worker's open file descriptors.
-func (g *probedGateway) fds() (int, error) {
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(g.pid) + "/fd")
-	return len(ents), err
 }
 
 // goroutines counts the worker's goroutines from its goroutine profile,
@@ -130,7 +100,7 @@ func (g *probedGateway) settled(t *testing.T) usage {
 	var u usage
 	eventually(t, 10*time.Second, func() error {
 		var err error
-		if u.fds, err = g.fds(); err != nil {
+		if u.fds, err = e2e.FDs(g.pid); err != nil {
 			return err
 		}
 		if u.goroutines, err = g.goroutines(); err != nil {
@@ -149,7 +119,7 @@ func (g *probedGateway) settled(t *testing.T) usage {
 func (g *probedGateway) backTo(t *testing.T, base usage) {
 	t.Helper()
 	eventually(t, 10*time.Second, func() error {
-		fds, err := g.fds()
+		fds, err := e2e.FDs(g.pid)
 		if err != nil {
 			return err
 		}
@@ -158,7 +128,7 @@ func (g *probedGateway) backTo(t *testing.T, base usage) {
 			return err
 		}
 		if fds != base.fds || gs != base.goroutines {
-			return fmt.Errorf("worker holds %d fds (%s) and %d goroutines, %d and %d before", fds, g.fdList(), gs, base.fds, base.goroutines)
+			return fmt.Errorf("worker holds %d fds (%s) and %d goroutines, %d and %d before", fds, e2e.FDList(g.pid), gs, base.fds, base.goroutines)
 		}
 		return nil
 	})
@@ -397,7 +367,7 @@ func TestFaultyUpstreams(t *testing.T) {
 		t.Fatalf("warm-up: %d", r.status)
 	}
 	base := g.settled(t)
-	t.Logf("worker %d at rest: %d fds, %d goroutines: %s", g.pid, base.fds, base.goroutines, g.fdList())
+	t.Logf("worker %d at rest: %d fds, %d goroutines: %s", g.pid, base.fds, base.goroutines, e2e.FDList(g.pid))
 	for i, fc := range faultCases {
 		if testing.Short() && fc.slow {
 			continue
@@ -471,7 +441,7 @@ func runFaultCase(t *testing.T, g *probedGateway, up *rawUpstream, fc faultCase)
 		t.Errorf("another client while the fault was on: %v", err)
 	}
 	if fc.cause != "" {
-		line := g.logLine(t, `level=(ERROR|WARN) .*route=`+regexp.QuoteMeta(fc.name)+`( |$)`, 5*time.Second)
+		line := g.LogLine(t, `level=(ERROR|WARN) .*route=`+regexp.QuoteMeta(fc.name)+`( |$)`, 5*time.Second)
 		if line != "" && logField(line, "upstream") != up.Addr() || !regexp.MustCompile(fc.cause).MatchString(line) {
 			t.Errorf("log line %q: want upstream=%s and cause %q", line, up.Addr(), fc.cause)
 		}
@@ -499,26 +469,6 @@ func runFaultCase(t *testing.T, g *probedGateway, up *rawUpstream, fc faultCase)
 	c.Close()
 	c2.Close()
 	up.DropConns()
-}
-
-// logLine returns the first line of the gateway's output that matches re,
-// waiting for it; it fails t (and returns "") when none comes in time.
-func (g *gateway) logLine(t *testing.T, re string, timeout time.Duration) string {
-	t.Helper()
-	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, l := range strings.Split(g.out.String(), "\n") {
-			if rx.MatchString(l) {
-				return l
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("no log line matches %q", re)
-			return ""
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // oneShotClient is an HTTP client that closes each connection after its

@@ -23,7 +23,8 @@ type Options struct {
 	Bin string
 	// Dir is the config directory; a new t.TempDir() when "".
 	Dir string
-	// Port is the listen port; a FreePort when 0.
+	// Port is the listen port; a FreePort when 0 and Config is set (when
+	// it is not, the config.yaml in Dir says, and Port may stay 0).
 	Port int
 	// Config makes config.yaml for the listen port. When nil, no file is
 	// written: the directory's are used as they are (a restart).
@@ -35,6 +36,11 @@ type Options struct {
 	Args []string
 	// Env is added to the test process's environment.
 	Env []string
+	// LogFile, when set, is where the output goes instead of Out (which
+	// is then nil): a file the workers, which may outlive the process
+	// (a supervisor killed), go on writing to, where a pipe read by the
+	// test would have Wait wait for them.
+	LogFile string
 	// Listen: Start returns once the listen port accepts a connection,
 	// within 10 s.
 	Listen bool
@@ -45,22 +51,33 @@ type Options struct {
 }
 
 // Gateway is one coregate process the test started, with its config
-// directory and its output (standard output and error, together).
+// directory and its output (standard output and error, together: Log).
 //
 // When the test ends it is stopped as Stop says, unless the test set
 // Stopped, saying it stops the process itself: then it is waited for 5 s,
-// and ended with its workers by SIGKILL (failing the test) past that.
-// Its output is logged when the test failed.
+// and ended with its workers by SIGKILL (failing the test) past that. Either
+// way a data race in its output fails the test, and its output is logged
+// when the test failed.
 type Gateway struct {
 	T    testing.TB
 	Dir  string
 	Port int
 	Cmd  *exec.Cmd
-	Out  *syncbuf.Buffer
+	Out  *syncbuf.Buffer // the output; nil with Options.LogFile
 	// Done is closed once the process exited and was reaped.
 	Done chan struct{}
 	// Stopped is set by a test that stops the process itself.
 	Stopped atomic.Bool
+	logFile string
+}
+
+// Log is the output so far.
+func (g *Gateway) Log() string {
+	if g.logFile == "" {
+		return g.Out.String()
+	}
+	b, _ := os.ReadFile(g.logFile)
+	return string(b)
 }
 
 // Start writes the config directory as o says, runs `bin -c
@@ -68,11 +85,11 @@ type Gateway struct {
 // process exits first or the wait passes its bound).
 func Start(t testing.TB, o Options) *Gateway {
 	t.Helper()
-	g := &Gateway{T: t, Dir: o.Dir, Port: o.Port, Out: &syncbuf.Buffer{}, Done: make(chan struct{})}
+	g := &Gateway{T: t, Dir: o.Dir, Port: o.Port, Done: make(chan struct{}), logFile: o.LogFile}
 	if g.Dir == "" {
 		g.Dir = t.TempDir()
 	}
-	if g.Port == 0 {
+	if g.Port == 0 && o.Config != nil {
 		g.Port = FreePort(t)
 	}
 	if o.Config != nil {
@@ -80,7 +97,17 @@ func Start(t testing.TB, o Options) *Gateway {
 		WriteFile(t, filepath.Join(g.Dir, "apisix.yaml"), o.APISIX)
 	}
 	g.Cmd = exec.Command(o.Bin, append([]string{"-c", filepath.Join(g.Dir, "config.yaml")}, o.Args...)...)
-	g.Cmd.Stdout, g.Cmd.Stderr = g.Out, g.Out
+	if o.LogFile == "" {
+		g.Out = &syncbuf.Buffer{}
+		g.Cmd.Stdout, g.Cmd.Stderr = g.Out, g.Out
+	} else {
+		f, err := os.Create(o.LogFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close() // the process has its own
+		g.Cmd.Stdout, g.Cmd.Stderr = f, f
+	}
 	if o.Env != nil {
 		g.Cmd.Env = append(os.Environ(), o.Env...)
 	}
@@ -126,8 +153,11 @@ func (g *Gateway) cleanup() {
 		g.T.Errorf("the gateway did not stop")
 		g.kill()
 	}
+	if strings.Contains(g.Log(), "WARNING: DATA RACE") {
+		g.T.Errorf("the gateway has a data race")
+	}
 	if g.T.Failed() {
-		g.T.Logf("gateway output:\n%s", g.Out.String())
+		g.T.Logf("gateway output:\n%s", g.Log())
 	}
 }
 
@@ -143,11 +173,11 @@ func (g *Gateway) waitListen() {
 		}
 		select {
 		case <-g.Done:
-			g.T.Fatalf("gateway exited at start:\n%s", g.Out.String())
+			g.T.Fatalf("gateway exited at start:\n%s", g.Log())
 		default:
 		}
 		if time.Now().After(deadline) {
-			g.T.Fatalf("gateway did not listen within 10s:\n%s", g.Out.String())
+			g.T.Fatalf("gateway did not listen within 10s:\n%s", g.Log())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -183,11 +213,11 @@ func (g *Gateway) Stop() {
 			g.kill()
 		}
 	}
-	if strings.Contains(g.Out.String(), "WARNING: DATA RACE") {
+	if strings.Contains(g.Log(), "WARNING: DATA RACE") {
 		g.T.Errorf("the gateway has a data race")
 	}
 	if g.T.Failed() {
-		g.T.Logf("gateway output:\n%s", g.Out.String())
+		g.T.Logf("gateway output:\n%s", g.Log())
 	}
 }
 
@@ -212,15 +242,16 @@ func (g *Gateway) Signal(sig syscall.Signal) {
 }
 
 // WaitLog waits until the output holds n lines that match re, and returns
-// them. It fails the test when the timeout passes or the process exits
-// first.
+// them. It fails the test when the timeout passes, or when the process
+// exits first unless its output goes to a LogFile (which its workers may
+// go on writing to).
 func (g *Gateway) WaitLog(re string, n int, timeout time.Duration) []string {
 	g.T.Helper()
 	rx := regexp.MustCompile(re)
 	deadline := time.Now().Add(timeout)
 	for {
 		var got []string
-		for _, l := range strings.Split(g.Out.String(), "\n") {
+		for _, l := range strings.Split(g.Log(), "\n") {
 			if rx.MatchString(l) {
 				got = append(got, l)
 			}
@@ -228,10 +259,12 @@ func (g *Gateway) WaitLog(re string, n int, timeout time.Duration) []string {
 		if len(got) >= n {
 			return got
 		}
-		select {
-		case <-g.Done:
-			g.T.Fatalf("gateway exited while waiting for %d lines matching %q:\n%s", n, re, g.Out.String())
-		default:
+		if g.logFile == "" {
+			select {
+			case <-g.Done:
+				g.T.Fatalf("gateway exited while waiting for %d lines matching %q:\n%s", n, re, g.Log())
+			default:
+			}
 		}
 		if time.Now().After(deadline) {
 			g.T.Fatalf("after %v: %d lines match %q, want %d", timeout, len(got), re, n)
@@ -248,7 +281,7 @@ func (g *Gateway) LogLine(t testing.TB, re string, timeout time.Duration) string
 	rx := regexp.MustCompile(re)
 	deadline := time.Now().Add(timeout)
 	for {
-		for _, l := range strings.Split(g.Out.String(), "\n") {
+		for _, l := range strings.Split(g.Log(), "\n") {
 			if rx.MatchString(l) {
 				return l
 			}

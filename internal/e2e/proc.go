@@ -217,3 +217,13 @@ func TreeRSS(pid int) (int64, error) {
 	}
 	return total, nil
 }
+
+// WaitExited waits up to timeout, polling every 20 ms, until pid is no
+// longer alive (Alive), and says whether it is not.
+func WaitExited(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for Alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return !Alive(pid)
+}
