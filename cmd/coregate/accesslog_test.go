@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // accessLogConfig is a config.yaml with n workers and extra under
@@ -234,8 +235,8 @@ func TestAccessLogBadFormat(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "config.yaml"), accessLogConfig(1, "    access_log_format: '$remote_addr $nope'\n")(freePort(t)))
 	writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML())
-	out, err := exec.Command(binPath, "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "access_log_format: access log format: unknown variable $nope") {
+	out, err := e2e.Run(binPath, 10*time.Second, "-c", filepath.Join(dir, "config.yaml"))
+	if err == nil || !strings.Contains(out, "access_log_format: access log format: unknown variable $nope") {
 		t.Errorf("err %v, output:\n%s", err, out)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -20,7 +19,7 @@ import (
 	"coregate/admin/store"
 	"coregate/admin/store/etcdstore"
 	"coregate/admin/store/storesync"
-	"coregate/internal/syncbuf"
+	"coregate/internal/e2e"
 	"coregate/worker/supervisor"
 )
 
@@ -151,33 +150,6 @@ func TestEmbeddedEtcdIdle(t *testing.T) {
 	if strings.Contains(out, "unreachable") {
 		t.Errorf("an idle node took its embedded etcd for unreachable")
 	}
-}
-
-// restart stops g and starts the binary again on its config directory
-// and port with args, as startSupervisor starts it, waiting until ready
-// workers are ready (0: not).
-func (g *supGateway) restart(t *testing.T, ready int, args ...string) *supGateway {
-	t.Helper()
-	if !g.stopped.Swap(true) {
-		g.stop()
-	}
-	g2 := &supGateway{gateway: &gateway{t: t, dir: g.dir, port: g.port, out: &syncbuf.Buffer{}, done: make(chan struct{})}}
-	g2.cmd = exec.Command(binPath, append([]string{"-c", filepath.Join(g.dir, "config.yaml")}, args...)...)
-	g2.cmd.Stdout, g2.cmd.Stderr = g2.out, g2.out
-	g2.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	if err := g2.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g2.cmd.Wait(); close(g2.done) }()
-	t.Cleanup(func() {
-		if !g2.stopped.Load() {
-			g2.stop()
-		}
-	})
-	if ready > 0 {
-		g2.waitLog(`msg="worker ready"`, ready, 30*time.Second)
-	}
-	return g2
 }
 
 // cacheOrigin reads the revision and cluster id of the node's local copy
@@ -456,10 +428,8 @@ func TestAdminNoKeyRefused(t *testing.T) {
 		cfg := strings.Replace(etcdConfig(freePort(t))(freePort(t)),
 			"  admin:\n", "  admin:\n    admin_key: "+keys+"\n    allow_admin: [0.0.0.0/0]\n", 1)
 		writeFile(t, filepath.Join(dir, "config.yaml"), cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, binPath, "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
-		cancel()
-		if err == nil || !strings.Contains(string(out), "missing valid Admin API token") || !strings.Contains(string(out), "deployment.admin.admin_key is") {
+		out, err := e2e.Run(binPath, 30*time.Second, "-c", filepath.Join(dir, "config.yaml"))
+		if err == nil || !strings.Contains(out, "missing valid Admin API token") || !strings.Contains(out, "deployment.admin.admin_key is") {
 			t.Fatalf("admin_key %s, allow_admin 0.0.0.0/0: %v\n%s", keys, err, out)
 		}
 	}
@@ -472,19 +442,9 @@ func TestAdminLegacyKeyRefused(t *testing.T) {
 	cfg := strings.Replace(etcdConfig(freePort(t), adminapi.LegacyAdminKey)(freePort(t)),
 		"admin_listen:\n      ip: 127.0.0.1", "admin_listen:\n      ip: 0.0.0.0", 1)
 	writeFile(t, filepath.Join(dir, "config.yaml"), cfg)
-	cmd := exec.Command(binPath, "-c", filepath.Join(dir, "config.yaml"))
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("still running after 30 s:\n%s", out)
-	}
-	if err == nil || !strings.Contains(string(out), "not a loopback address") {
+	// Still running after 30 s, it is killed: err is then not nil.
+	out, err := e2e.Run(binPath, 30*time.Second, "-c", filepath.Join(dir, "config.yaml"))
+	if err == nil || !strings.Contains(out, "not a loopback address") {
 		t.Fatalf("start with the legacy key on 0.0.0.0: %v\n%s", err, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, etcdDataDir)); err == nil {
@@ -519,10 +479,7 @@ func TestAdminKeyBypassedWarned(t *testing.T) {
 func TestConfigTestFlag(t *testing.T) {
 	run := func(dir string) (string, error) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, binPath, "-t", "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
-		return string(out), err
+		return e2e.Run(binPath, 20*time.Second, "-t", "-c", filepath.Join(dir, "config.yaml"))
 	}
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "config.yaml"), strings.Replace(etcdConfig(freePort(t), "a-key-of-its-own")(freePort(t)),

@@ -80,6 +80,15 @@ func startSupervisor(t *testing.T, apisixYAML string, config func(port int) stri
 		Ready: ready}))
 }
 
+// restart stops g (unless the test stopped it) and starts the binary again
+// on its config directory and port with args, as startSupervisor starts
+// it, waiting until ready workers are ready (0: not).
+func (g *supGateway) restart(t *testing.T, ready int, args ...string) *supGateway {
+	t.Helper()
+	return bindSupervisor(g.Restart(t, e2e.Options{Bin: binPath, Args: args,
+		Env: []string{"GORACE=atexit_sleep_ms=0"}, Ready: ready, ReadyTimeout: 30 * time.Second}))
+}
+
 func bindSupervisor(g *e2e.Gateway) *supGateway {
 	return &supGateway{gateway: bindGateway(g), stopped: &g.Stopped}
 }

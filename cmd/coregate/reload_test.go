@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // TestReloadUnderTraffic: apisix.yaml is rewritten several times while
@@ -175,11 +176,9 @@ func TestStartRefusesBadPlugins(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(baseConfig, freePort(t), ""))
 		writeFile(t, filepath.Join(dir, "apisix.yaml"), bad.file)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		out, err := exec.CommandContext(ctx, binPath, "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
-		cancel()
+		out, err := e2e.Run(binPath, 10*time.Second, "-c", filepath.Join(dir, "config.yaml"))
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), bad.want) {
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, bad.want) {
 			t.Errorf("start with %q: %v, want exit status 1 and %q:\n%s", bad.file, err, bad.want, out)
 		}
 	}
@@ -216,12 +215,10 @@ func TestStartRefusesUnimplementedKeys(t *testing.T) {
 		cfg := filepath.Join(dir, "config.yaml")
 		writeFile(t, cfg, fmt.Sprintf(baseConfig, freePort(t), tc.extra))
 		writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		out, err := exec.CommandContext(ctx, binPath, "-c", cfg).CombinedOutput()
-		cancel()
+		out, err := e2e.Run(binPath, 10*time.Second, "-c", cfg)
 		want := cfg + ": " + tc.key + ": not supported, and ignoring it would "
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), want) {
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, want) {
 			t.Errorf("start with %s: %v, want exit status 1 and %q:\n%s", tc.key, err, want, out)
 		}
 	}

@@ -129,17 +129,17 @@ func Start(t testing.TB, o Options) *Gateway {
 	return g
 }
 
-// Restart stops g (unless the test stopped it already, which it then
-// waits for as the cleanup would) and starts the binary again on the same
-// directory and port, with o's other settings; o.Config is not used: the
-// files stay as they are.
-func (g *Gateway) Restart(o Options) *Gateway {
-	g.T.Helper()
+// Restart stops g (unless the test set Stopped: then its cleanup waits for
+// it) and starts the binary again for t on the same directory and port,
+// with o's other settings; o.Config is not used: the files stay as they
+// are.
+func (g *Gateway) Restart(t testing.TB, o Options) *Gateway {
+	t.Helper()
 	if !g.Stopped.Swap(true) {
 		g.Stop()
 	}
 	o.Dir, o.Port, o.Config = g.Dir, g.Port, nil
-	return Start(g.T, o)
+	return Start(t, o)
 }
 
 func (g *Gateway) cleanup() {
