@@ -144,7 +144,6 @@ func checkPinned(t testing.TB, w workerProc) {
 type exchangeError = e2e.ExchangeError
 
 var (
-	procStat         = e2e.ProcStat
 	serverSockets    = e2e.ServerSockets
 	socketOwners     = e2e.SocketOwners
 	acceptedBy       = e2e.AcceptedBy

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // TestPerCoreKeepaliveRebalance: kept-alive client connections do not stay
@@ -49,7 +51,7 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !isZombie(victim.pid) {
+	for !e2e.Exited(victim.pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("worker %d did not exit within 5 s of SIGKILL", victim.pid)
 		}
@@ -145,10 +147,4 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 	if onFresh < samples/4 {
 		t.Errorf("%d of %d new connections went to the restarted worker, want ≥ %d", onFresh, samples, samples/4)
 	}
-}
-
-// isZombie says whether pid has exited but not been reaped, or is gone.
-func isZombie(pid int) bool {
-	f := procStat(pid)
-	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }

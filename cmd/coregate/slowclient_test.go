@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"coregate/internal/e2e"
 )
 
 // slowUpstream serves the routes of the slow-client tests: /ok answers at
@@ -479,8 +481,8 @@ func TestSlowClientsLatency(t *testing.T) {
 		// connection for each stalled body and unread answer.
 		want := slowloris + 2*slowBody + 2*noRead
 		eventually(t, 30*time.Second, func() error {
-			if n := fdCount(ws[0].pid); n < want {
-				return fmt.Errorf("the worker holds %d fds, want %d or more", n, want)
+			if n, err := e2e.FDs(ws[0].pid); err != nil || n < want {
+				return fmt.Errorf("the worker holds %d fds (%v), want %d or more", n, err, want)
 			}
 			if n := int(up.writing.Load()); n < noRead*9/10 {
 				return fmt.Errorf("%d unread answers are held up, want about %d", n, noRead)
@@ -510,9 +512,9 @@ func TestSlowClientsLatency(t *testing.T) {
 		if b, err := os.ReadFile("/proc/net/sockstat"); err == nil {
 			t.Logf("slow connections open; %s", strings.TrimSpace(string(b)))
 		}
-		cpu0 := procCPU(t, ws[0].pid)
+		cpu0 := e2e.CPUTime(t, ws[0].pid)
 		time.Sleep(2 * time.Second)
-		idle = procCPU(t, ws[0].pid) - cpu0
+		idle = e2e.CPUTime(t, ws[0].pid) - cpu0
 		during := rounds(8)
 		closeAll(conns)
 		time.Sleep(200 * time.Millisecond)
@@ -569,31 +571,6 @@ func inQueue(c net.Conn) int {
 		}
 	})
 	return n
-}
-
-// procCPU returns the CPU time process pid has used, user and system, to
-// the kernel's 10 ms tick.
-func procCPU(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	f := procStat(pid)
-	if len(f) < 13 {
-		t.Fatalf("/proc/%d/stat: %q", pid, f)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("/proc/%d/stat: %q", pid, f)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// fdCount returns how many files process pid has open.
-func fdCount(pid int) int {
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
 }
 
 // TestPipelinedLateReader: a client that pipelines many requests and

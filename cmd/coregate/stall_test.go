@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"coregate/bpf"
+	"coregate/internal/e2e"
 	"coregate/worker/control"
 )
 
@@ -65,7 +66,7 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 			_ = syscall.Kill(victim.pid, syscall.SIGCONT)
 		}
 	})
-	waitStopped(t, victim.pid)
+	e2e.WaitStopped(t, victim.pid)
 	// Connections opened at once land partly in the stopped worker's
 	// accept queue, before anything can notice: they wait.
 	early := startExchanges(g.Addr(), 16, 30*time.Second)
@@ -155,7 +156,7 @@ func TestPerCoreStoppedWorkerReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(victim.pid, syscall.SIGCONT) })
-	waitStopped(t, victim.pid)
+	e2e.WaitStopped(t, victim.pid)
 	early := startExchanges(g.Addr(), 16, 30*time.Second)
 
 	g.waitLog(`level=WARN msg="worker stalled.*" .*id=0 `, 1, 3*time.Second)
@@ -297,30 +298,6 @@ func TestLoopTurned(t *testing.T) {
 			t.Errorf("loopTurned(%d, %d) = %v, want %v", c.last, c.now, got, c.want)
 		}
 	}
-}
-
-// waitStopped waits until every thread of pid is stopped (state T), so
-// that no connection dialed afterwards can be accepted by it.
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	eventually(t, 5*time.Second, func() error {
-		dir := fmt.Sprintf("/proc/%d/task", pid)
-		tasks, err := os.ReadDir(dir)
-		if err != nil {
-			return err
-		}
-		for _, task := range tasks {
-			stat, err := os.ReadFile(dir + "/" + task.Name() + "/stat")
-			if err != nil {
-				return err
-			}
-			st := string(stat)
-			if f := strings.Fields(st[strings.LastIndexByte(st, ')')+1:]); len(f) == 0 || f[0] != "T" {
-				return fmt.Errorf("thread %s of pid %d not stopped: %q", task.Name(), pid, f[:1])
-			}
-		}
-		return nil
-	})
 }
 
 // TestStoppedOnlyWorkerQueues: the only worker, stopped, is taken out of
