@@ -186,15 +186,12 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	admin := func(id string) string {
-		return fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/%s", adminPort, id)
-	}
-	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
+	admin := legacyAdmin(adminPort)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
 	}
 	for _, id := range []string{"1", "2"} {
-		if r := do(t, c, "PUT", admin(id), "", key, route("/r"+id)); r.status != 201 {
+		if r := admin.do(t, c, "PUT", "routes/"+id, route("/r"+id)); r.status != 201 {
 			t.Fatalf("PUT route %s: %d %s", id, r.status, r.body)
 		}
 	}
@@ -233,7 +230,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 	if sc := logField(line, "store_cluster"); sc == "" || sc == "unknown" || sc == strconv.FormatUint(cluster, 16) {
 		t.Errorf("store_cluster in %q, want the rebuilt store's own", line)
 	}
-	r := do(t, c, "PUT", admin("3"), "", key, route("/r3"))
+	r := admin.do(t, c, "PUT", "routes/3", route("/r3"))
 	if r.status != 503 || !strings.Contains(r.body, "config store reset") || !strings.Contains(r.body, acceptResetFlag) {
 		t.Fatalf("PUT into the reset store: %d %s, want 503 saying it was reset and how to accept it", r.status, r.body)
 	}
@@ -248,7 +245,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 	if r := do(t, c, "GET", g3.url("/r1"), "", nil, nil); r.status != 404 {
 		t.Fatalf("with %s: GET /r1 = %d, want 404 (the store is empty)", acceptResetFlag, r.status)
 	}
-	if r := do(t, c, "PUT", admin("3"), "", key, route("/r3")); r.status != 201 {
+	if r := admin.do(t, c, "PUT", "routes/3", route("/r3")); r.status != 201 {
 		t.Fatalf("PUT with the store accepted: %d %s", r.status, r.body)
 	}
 	if r3, c3 := cacheOrigin(t, g.dir, 1); r3 >= rev || c3 == cluster {
@@ -270,10 +267,9 @@ func TestEmbeddedEtcdDamaged(t *testing.T) {
 	}
 	g := startSupervisor(t, "", cfg, 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
+	admin := legacyAdmin(adminPort)
 	body := fmt.Sprintf(`{"uri":"/c","upstream":{"nodes":{%q:1}}}`, up.Addr())
-	if r := do(t, c, "PUT", admin+"1", "", key, strings.NewReader(body)); r.status != 201 {
+	if r := admin.do(t, c, "PUT", "routes/1", body); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
 	}
 	cacheOrigin(t, g.dir, 1)
@@ -307,7 +303,7 @@ func TestEmbeddedEtcdDamaged(t *testing.T) {
 		if logField(line, "path") != db || !strings.Contains(logField(line, "remedy"), "backup") {
 			t.Errorf("%s: the log line does not name %s and what to do: %s", tc.name, db, line)
 		}
-		if r := do(t, c, "PUT", admin+"2", "", key, strings.NewReader(body)); r.status != 503 || !strings.Contains(r.body, "damaged") {
+		if r := admin.do(t, c, "PUT", "routes/2", body); r.status != 503 || !strings.Contains(r.body, "damaged") {
 			t.Errorf("%s: PUT with the database damaged: %d %s, want 503 saying why", tc.name, r.status, r.body)
 		}
 		if v, err := reachable(c, mport); v != "0" {
@@ -361,11 +357,10 @@ func TestAdminAPIRoute(t *testing.T) {
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/1", adminPort)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := legacyAdmin(adminPort)
 	body := fmt.Sprintf(`{"uri": "/hello", "upstream": {"type": "roundrobin", "nodes": {%q: 1}}}`, up.Addr())
 	start := time.Now()
-	r := do(t, c, "PUT", admin, "", key, strings.NewReader(body))
+	r := admin.do(t, c, "PUT", "routes/1", body)
 	if r.status != 201 || r.header.Get("X-API-VERSION") != "v3" {
 		t.Fatalf("PUT a new route: %d %s", r.status, r.body)
 	}
@@ -376,13 +371,13 @@ func TestAdminAPIRoute(t *testing.T) {
 		return nil
 	})
 	t.Logf("route proxied %v after the PUT was sent", time.Since(start).Round(time.Millisecond))
-	if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 200 {
+	if r := admin.do(t, c, "PUT", "routes/1", body); r.status != 200 {
 		t.Fatalf("PUT the route again: %d %s, want 200", r.status, r.body)
 	}
-	if r := do(t, c, "PUT", admin, "", map[string]string{"X-API-KEY": "wrong"}, strings.NewReader(body)); r.status != 401 {
+	if r := (adminAPI{e2e.Admin{Port: adminPort, Key: "wrong"}}).do(t, c, "PUT", "routes/1", body); r.status != 401 {
 		t.Fatalf("PUT with a wrong key: %d %s, want 401", r.status, r.body)
 	}
-	if r := do(t, c, "DELETE", admin, "", key, nil); r.status != 200 {
+	if r := admin.do(t, c, "DELETE", "routes/1", ""); r.status != 200 {
 		t.Fatalf("DELETE: %d %s", r.status, r.body)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -410,11 +405,10 @@ func TestAdminKeyGenerated(t *testing.T) {
 		t.Fatalf("the generated key is printed %d times, want once:\n%s", n, g.out.String())
 	}
 	c := newClient(t)
-	list := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes", adminPort)
-	if r := do(t, c, "GET", list, "", map[string]string{"X-API-KEY": keys["admin"]}, nil); r.status != 200 {
+	if r := (adminAPI{e2e.Admin{Port: adminPort, Key: keys["admin"]}}).do(t, c, "GET", "routes", ""); r.status != 200 {
 		t.Fatalf("GET with the generated key: %d %s", r.status, r.body)
 	}
-	if r := do(t, c, "GET", list, "", map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}, nil); r.status != 401 {
+	if r := legacyAdmin(adminPort).do(t, c, "GET", "routes", ""); r.status != 401 {
 		t.Fatalf("GET with the legacy key: %d %s, want 401", r.status, r.body)
 	}
 }
@@ -521,7 +515,7 @@ func TestReloadPacedByBuild(t *testing.T) {
 	up := textUpstream(t, "paced")
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := legacyAdmin(adminPort)
 	c := newClient(t)
 	// put adds routes [from, to) from 8 clients at once, and waits until
 	// the last one is served and a reload of all to of them is logged: the
@@ -537,8 +531,7 @@ func TestReloadPacedByBuild(t *testing.T) {
 				c := newClient(t)
 				for i := next.Add(1) - 1; i < int64(to); i = next.Add(1) - 1 {
 					body := fmt.Sprintf(`{"uri":"/paced/%d","upstream":{"nodes":{%q:1}}}`, i, up.Addr())
-					admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/p%d", adminPort, i)
-					if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 201 {
+					if r := admin.do(t, c, "PUT", fmt.Sprintf("routes/p%d", i), body); r.status != 201 {
 						t.Errorf("PUT route %d: %d %s", i, r.status, r.body)
 						return
 					}
@@ -617,8 +610,7 @@ func TestReloadPacedByBuild(t *testing.T) {
 	t.Logf("%d reloads for %d routes, %d of them held 5 ms or more by the pace", n, routes, paced)
 
 	body := fmt.Sprintf(`{"uri":"/paced/one-more","upstream":{"nodes":{%q:1}}}`, up.Addr())
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/one-more", adminPort)
-	if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 201 {
+	if r := admin.do(t, c, "PUT", "routes/one-more", body); r.status != 201 {
 		t.Fatalf("PUT one more route: %d %s", r.status, r.body)
 	}
 	var sent string

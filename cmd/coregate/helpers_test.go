@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"coregate/admin/adminapi"
 	"coregate/internal/e2e"
 )
 
@@ -74,4 +75,18 @@ var (
 func dialGateway(t testing.TB, g *gateway) net.Conn {
 	t.Helper()
 	return e2e.Dial(t, g.Addr())
+}
+
+// adminAPI is a node's Admin API (e2e.Admin).
+type adminAPI struct{ e2e.Admin }
+
+// legacyAdmin is the Admin API on 127.0.0.1:port with the legacy key.
+func legacyAdmin(port int) adminAPI {
+	return adminAPI{e2e.Admin{Port: port, Key: adminapi.LegacyAdminKey}}
+}
+
+// do sends method on path (under /apisix/admin/) with body ("": none).
+func (a adminAPI) do(t testing.TB, c *http.Client, method, path, body string) result {
+	t.Helper()
+	return resultOf(a.Do(t, c, method, path, body))
 }

@@ -80,14 +80,11 @@ func TestEtcdOutage(t *testing.T) {
 	adminPort, mport := freePort(t), freePort(t)
 	g := startSupervisor(t, "", externalConfig(etcd.Client, adminPort, mport), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	admin := func(id string) string {
-		return fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/%s", adminPort, id)
+	admin := legacyAdmin(adminPort)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.Addr())
 	}
-	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.Addr()))
-	}
-	if r := do(t, c, "PUT", admin("1"), "", key, route("/one")); r.status != 201 {
+	if r := admin.do(t, c, "PUT", "routes/1", route("/one")); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -150,14 +147,14 @@ func TestEtcdOutage(t *testing.T) {
 		}
 		return nil
 	})
-	if r := do(t, c, "PUT", admin("2"), "", key, route("/two")); r.status != 503 {
+	if r := admin.do(t, c, "PUT", "routes/2", route("/two")); r.status != 503 {
 		t.Fatalf("PUT with etcd down: %d %s, want 503", r.status, r.body)
 	}
 	etcd.Start()
 	// A write made as soon as etcd is back: it arrives with the resync
 	// or the new watch.
 	eventually(t, 30*time.Second, func() error {
-		if r := do(t, c, "PUT", admin("2"), "", key, route("/two")); r.status != 201 && r.status != 200 {
+		if r := admin.do(t, c, "PUT", "routes/2", route("/two")); r.status != 201 && r.status != 200 {
 			return fmt.Errorf("PUT route 2 after the restart: %d %s", r.status, r.body)
 		}
 		return nil
@@ -208,12 +205,11 @@ func TestEtcdRebuiltExternal(t *testing.T) {
 	adminPort, mport := freePort(t), freePort(t)
 	g := startSupervisor(t, "", externalConfig(etcd.Client, adminPort, mport), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
-	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
+	admin := legacyAdmin(adminPort)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
 	}
-	if r := do(t, c, "PUT", admin+"1", "", key, route("/one")); r.status != 201 {
+	if r := admin.do(t, c, "PUT", "routes/1", route("/one")); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
 	}
 	rev, _ := cacheOrigin(t, g.dir, 1)
@@ -230,7 +226,7 @@ func TestEtcdRebuiltExternal(t *testing.T) {
 	if r := do(t, c, "GET", g.url("/one"), "", nil, nil); r.status != 200 {
 		t.Fatalf("GET /one with the store refused = %d, want the route served", r.status)
 	}
-	if r := do(t, c, "PUT", admin+"2", "", key, route("/two")); r.status != 503 || !strings.Contains(r.body, acceptResetFlag) {
+	if r := admin.do(t, c, "PUT", "routes/2", route("/two")); r.status != 503 || !strings.Contains(r.body, acceptResetFlag) {
 		t.Fatalf("PUT into the rebuilt etcd: %d %s, want 503 saying how to accept it", r.status, r.body)
 	}
 	if v, err := reachable(c, mport); v != "1" {

@@ -140,13 +140,8 @@ func TestPrometheusMetadataAdminAPI(t *testing.T) {
 	adminPort, mport := freePort(t), freePort(t)
 	g := startSupervisor(t, "", exportEtcdConfig(adminPort, mport), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
 	admin := func(method, path, body string) result {
-		var r io.Reader
-		if body != "" {
-			r = strings.NewReader(body)
-		}
-		return do(t, c, method, fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/%s", adminPort, path), "", key, r)
+		return legacyAdmin(adminPort).do(t, c, method, path, body)
 	}
 	const md = "plugin_metadata/prometheus"
 	if r := admin("PUT", md, `{"disabled_labels":{"http_status":["code"]}}`); r.status != 400 ||

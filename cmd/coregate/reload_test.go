@@ -263,8 +263,8 @@ func TestRepositoryConfig(t *testing.T) {
 	})
 	c := newClient(t)
 	route := strings.ReplaceAll(string(put[1]), "127.0.0.1:1980", up.Addr())
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/1", adminPort)
-	if r := do(t, c, "PUT", admin, "", map[string]string{"X-API-KEY": string(key[1])}, strings.NewReader(route)); r.status != 201 {
+	admin := adminAPI{e2e.Admin{Port: adminPort, Key: string(key[1])}}
+	if r := admin.do(t, c, "PUT", "routes/1", route); r.status != 201 {
 		t.Fatalf("the Makefile's PUT: %d %s", r.status, r.body)
 	}
 	eventually(t, 10*time.Second, func() error {
