@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,31 +112,7 @@ func TestEtcdOutage(t *testing.T) {
 	}
 
 	// Steady traffic on its own connection for the whole outage.
-	var ok, failed atomic.Int64
-	var firstErr sync.Once
-	var failure string
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		lc := newClient(t)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			r, err := tryDo(lc, "GET", g.url("/one"), "", nil, nil)
-			if err == nil && r.status == 200 {
-				ok.Add(1)
-			} else {
-				failed.Add(1)
-				firstErr.Do(func() { failure = fmt.Sprintf("%v %d %s", err, r.status, r.body) })
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
+	load := e2e.StartSteadyLoad(g.url("/one"), 2*time.Millisecond, newClient(t))
 
 	etcd.Kill()
 	eventually(t, 30*time.Second, func() error {
@@ -171,11 +145,10 @@ func TestEtcdOutage(t *testing.T) {
 		}
 		return nil
 	})
-	close(stop)
-	wg.Wait()
-	t.Logf("through the outage: %d requests answered 200, %d failed", ok.Load(), failed.Load())
-	if failed.Load() != 0 || ok.Load() == 0 {
-		t.Fatalf("%d requests failed (first: %s), %d answered", failed.Load(), failure, ok.Load())
+	ok, failures := load.End()
+	t.Logf("through the outage: %d requests answered 200, %d failed", ok, len(failures))
+	if len(failures) != 0 || ok == 0 {
+		t.Fatalf("%d requests failed (first: %v), %d answered", len(failures), failures[:min(1, len(failures))], ok)
 	}
 
 	// Cold start with etcd down: the node serves its local copy.

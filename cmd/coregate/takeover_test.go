@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,55 +40,18 @@ func workerPIDs(lines []string) []int {
 	return pids
 }
 
-// steadyLoad sends requests until stopped: keep-alive clients, and clients
-// that open a connection per request (so that the socket selector's
-// choice is exercised all along). Every request must succeed.
-type steadyLoad struct {
-	stop     atomic.Bool
-	wg       sync.WaitGroup
-	ok       atomic.Int64
-	mu       sync.Mutex
-	failures []string
-}
-
-func startSteadyLoad(t *testing.T, url string) *steadyLoad {
-	l := &steadyLoad{}
+// startSteadyLoad sends requests until ended: keep-alive clients, and
+// clients that open a connection per request (so that the socket
+// selector's choice is exercised all along). Every request must succeed.
+func startSteadyLoad(url string) *e2e.SteadyLoad {
+	var clients []*http.Client
 	for i := range 4 {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			tr := &http.Transport{DisableKeepAlives: i%2 == 1, MaxIdleConnsPerHost: 2}
-			defer tr.CloseIdleConnections()
-			c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-			// Bounded: about 5000 requests a second at most here, for
-			// well under a minute.
-			for n := 0; !l.stop.Load() && n < 300000; n++ {
-				r, err := tryDo(c, "GET", url, "", nil, nil)
-				switch {
-				case err != nil:
-					l.fail(time.Now().Format("15:04:05.000") + " " + err.Error())
-				case r.status != 200:
-					l.fail(fmt.Sprintf("%s status %d %q", time.Now().Format("15:04:05.000"), r.status, r.body))
-				default:
-					l.ok.Add(1)
-				}
-			}
-		}()
+		tr := &http.Transport{DisableKeepAlives: i%2 == 1, MaxIdleConnsPerHost: 2}
+		clients = append(clients, &http.Client{Transport: tr, Timeout: 10 * time.Second})
 	}
-	return l
-}
-
-func (l *steadyLoad) fail(s string) {
-	l.mu.Lock()
-	l.failures = append(l.failures, s)
-	l.mu.Unlock()
-}
-
-// end stops the load and returns the requests answered and the failures.
-func (l *steadyLoad) end() (int64, []string) {
-	l.stop.Store(true)
-	l.wg.Wait()
-	return l.ok.Load(), l.failures
+	// Bounded: about 5000 requests a second at most here, for well under
+	// a minute.
+	return e2e.StartSteadyLoad(url, 0, clients...)
 }
 
 // takeoverNode writes a node's config.yaml (two workers, the standalone
@@ -131,7 +92,7 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 			t.Fatalf("limited request %d: %d, want 200", i+1, r.status)
 		}
 	}
-	load := startSteadyLoad(t, base+"/hello")
+	load := startSteadyLoad(base + "/hello")
 	time.Sleep(300 * time.Millisecond)
 
 	first.Stopped.Store(true)
@@ -146,12 +107,12 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 			t.Fatalf("worker %d exited with its supervisor", pid)
 		}
 	}
-	served := load.ok.Load()
+	served := load.OK.Load()
 
 	second := startNodeProc(t, dir, "second")
 	second.WaitLog(`msg="took over the workers a previous supervisor left".* kept=2 replaced=0`, 1, 10*time.Second)
 	time.Sleep(300 * time.Millisecond)
-	ok, failures := load.end()
+	ok, failures := load.End()
 	if len(failures) > 0 {
 		t.Errorf("%d of %d requests failed across the supervisor's kill and restart; first: %v", len(failures), ok+int64(len(failures)), failures[:min(5, len(failures))])
 	}
@@ -220,7 +181,7 @@ func TestSupervisorRestartedOnChangedConfig(t *testing.T) {
 
 	first := startNodeProc(t, dir, "first")
 	pids = workerPIDs(first.WaitLog(`msg="worker ready"`, 2, 10*time.Second))
-	load := startSteadyLoad(t, base+"/hello")
+	load := startSteadyLoad(base + "/hello")
 	time.Sleep(300 * time.Millisecond)
 	first.Stopped.Store(true)
 	first.Signal(syscall.SIGKILL)
@@ -241,7 +202,7 @@ func TestSupervisorRestartedOnChangedConfig(t *testing.T) {
 	}
 	pids = append(pids, workerPIDs(replaced)...)
 	time.Sleep(300 * time.Millisecond)
-	ok, failures := load.end()
+	ok, failures := load.End()
 	if len(failures) > 0 {
 		t.Errorf("%d of %d requests failed across the restart on a changed config.yaml; first: %v", len(failures), ok+int64(len(failures)), failures[:min(5, len(failures))])
 	}

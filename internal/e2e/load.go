@@ -148,3 +148,58 @@ func (l *NewConnLoad) Finish() []LoadOutcome {
 	defer l.mu.Unlock()
 	return l.res
 }
+
+// SteadyLoad is a bounded load of GET requests for one URL: one goroutine
+// per client given, each sending one request after the other (pause
+// between two), at most 300000, until End. A request answered 200 counts
+// in OK; any other outcome is a failure, kept with the time it happened.
+// Its methods are safe for concurrent use.
+type SteadyLoad struct {
+	OK       atomic.Int64
+	stop     atomic.Bool
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	failures []string
+}
+
+// StartSteadyLoad starts a SteadyLoad on url through clients; their idle
+// connections are closed when it ends.
+func StartSteadyLoad(url string, pause time.Duration, clients ...*http.Client) *SteadyLoad {
+	l := &SteadyLoad{}
+	for _, c := range clients {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer c.CloseIdleConnections()
+			for n := 0; !l.stop.Load() && n < 300000; n++ {
+				r, err := TryDo(c, "GET", url, "", nil, nil)
+				switch {
+				case err != nil:
+					l.fail(time.Now().Format("15:04:05.000") + " " + err.Error())
+				case r.Status != 200:
+					l.fail(fmt.Sprintf("%s status %d %q", time.Now().Format("15:04:05.000"), r.Status, r.Body))
+				default:
+					l.OK.Add(1)
+				}
+				if pause > 0 {
+					time.Sleep(pause)
+				}
+			}
+		}()
+	}
+	return l
+}
+
+func (l *SteadyLoad) fail(s string) {
+	l.mu.Lock()
+	l.failures = append(l.failures, s)
+	l.mu.Unlock()
+}
+
+// End stops the load, waits for its requests in flight, and returns the
+// requests answered 200 and the failures.
+func (l *SteadyLoad) End() (int64, []string) {
+	l.stop.Store(true)
+	l.wg.Wait()
+	return l.OK.Load(), l.failures
+}
