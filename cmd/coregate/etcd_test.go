@@ -261,11 +261,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 func TestEmbeddedEtcdDamaged(t *testing.T) {
 	up := textUpstream(t, "cached")
 	adminPort, mport := freePort(t), freePort(t)
-	cfg := func(port int) string {
-		return strings.Replace(etcdConfig(adminPort, adminapi.LegacyAdminKey)(port), "    enable_export_server: false\n",
-			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
-	}
-	g := startSupervisor(t, "", cfg, 1)
+	g := startSupervisor(t, "", exportEtcdConfig(adminPort, mport), 1)
 	c := newClient(t)
 	admin := legacyAdmin(adminPort)
 	body := fmt.Sprintf(`{"uri":"/c","upstream":{"nodes":{%q:1}}}`, up.Addr())
