@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // The limit-count plugin end to end: the workers of one node share its
@@ -61,6 +63,16 @@ func (lc *limitConn) get(path string) (limitAnswer, error) {
 		remaining: resp.Header.Get("X-RateLimit-Remaining"), body: string(b)}, nil
 }
 
+// dialLimit opens n connections to addr, closed when the test ends.
+func dialLimit(t *testing.T, addr string, n int) []*limitConn {
+	t.Helper()
+	var conns []*limitConn
+	for _, c := range e2e.DialN(t, addr, n, 2*time.Second) {
+		conns = append(conns, &limitConn{c: c, br: bufio.NewReader(c)})
+	}
+	return conns
+}
+
 // dialSpread opens connections until every worker holds perWorker of them
 // at least (bounded), and returns them all.
 func dialSpread(t *testing.T, g *supGateway, workers, perWorker int) []*limitConn {
@@ -73,14 +85,9 @@ func dialSpread(t *testing.T, g *supGateway, workers, perWorker int) []*limitCon
 	var conns []*limitConn
 	var ports []int
 	for round := 0; round < 20; round++ {
-		for range workers * perWorker {
-			c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
-			conns = append(conns, &limitConn{c: c, br: bufio.NewReader(c)})
-			ports = append(ports, localPort(c))
+		for _, lc := range dialLimit(t, g.Addr(), workers*perWorker) {
+			conns = append(conns, lc)
+			ports = append(ports, localPort(lc.c))
 		}
 		by := countBy(acceptedBy(t, g.port, ports, pids, 5*time.Second))
 		enough := len(by) == workers

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,20 +43,6 @@ func redisLimitRoutesTimeout(up string, port, count, ms int) string {
 			"plugins": obj{"limit-count": conf(obj{"allow_degradation": true})}},
 		obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up), nil)},
 	)
-}
-
-func dialLimit(t *testing.T, addr string, n int) []*limitConn {
-	t.Helper()
-	var conns []*limitConn
-	for range n {
-		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		conns = append(conns, &limitConn{c: c, br: bufio.NewReader(c)})
-	}
-	return conns
 }
 
 func TestLimitCountRedisAcrossGateways(t *testing.T) {

@@ -201,3 +201,19 @@ func CountBy(m map[int]int) map[int]int {
 	}
 	return out
 }
+
+// DialN opens n connections to addr, each within timeout, and fails the
+// test when one cannot be opened. They are closed when the test ends.
+func DialN(t testing.TB, addr string, n int, timeout time.Duration) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, 0, n)
+	for range n {
+		c, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		conns = append(conns, c)
+	}
+	return conns
+}
