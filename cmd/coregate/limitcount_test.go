@@ -108,6 +108,25 @@ func dialSpread(t *testing.T, g *supGateway, workers, perWorker int) []*limitCon
 // or the rejection (503, Remaining 0, the rejected_msg body).
 func hammer(t *testing.T, conns []*limitConn, path string, total int, limit string) (passed, rejected int) {
 	t.Helper()
+	return sendAll(t, conns, path, total, func(a limitAnswer) (bool, error) {
+		switch {
+		case a.limit != limit:
+			return false, fmt.Errorf("X-RateLimit-Limit %q, want %q", a.limit, limit)
+		case a.status == 200:
+			return true, nil
+		case a.status == 503 && a.remaining == "0" && a.body == `{"error_msg":"limited"}`+"\n":
+			return false, nil
+		}
+		return false, fmt.Errorf("unexpected answer %+v", a)
+	})
+}
+
+// sendAll sends requests for path over every connection at once until
+// total were sent, and counts the answers classify passes and those it
+// says are the rejection expected; the first error, a failed exchange or
+// one classify returns, fails the test once every connection stopped.
+func sendAll(t *testing.T, conns []*limitConn, path string, total int, classify func(limitAnswer) (passed bool, err error)) (passed, rejected int) {
+	t.Helper()
 	var sent, ok, no atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -116,19 +135,18 @@ func hammer(t *testing.T, conns []*limitConn, path string, total int, limit stri
 		wg.Go(func() {
 			for sent.Add(1) <= int64(total) {
 				a, err := lc.get(path)
-				if err == nil && a.limit != limit {
-					err = fmt.Errorf("X-RateLimit-Limit %q, want %q", a.limit, limit)
+				var pass bool
+				if err == nil {
+					pass, err = classify(a)
 				}
 				switch {
 				case err != nil:
-				case a.status == 200:
+				case pass:
 					ok.Add(1)
 					continue
-				case a.status == 503 && a.remaining == "0" && a.body == `{"error_msg":"limited"}`+"\n":
+				default:
 					no.Add(1)
 					continue
-				default:
-					err = fmt.Errorf("unexpected answer %+v", a)
 				}
 				mu.Lock()
 				if failure == nil {
