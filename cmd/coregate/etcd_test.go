@@ -131,11 +131,7 @@ func TestEmbeddedEtcdRoute(t *testing.T) {
 // again each time), and apisix_etcd_reachable stays 1.
 func TestEmbeddedEtcdIdle(t *testing.T) {
 	mport := freePort(t)
-	cfg := func(port int) string {
-		return strings.Replace(etcdConfig(freePort(t))(port), "    enable_export_server: false\n",
-			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
-	}
-	g := startSupervisor(t, "", cfg, 1)
+	g := startSupervisor(t, "", withExport(etcdConfig(freePort(t)), mport), 1)
 	c := newClient(t)
 	const idle = 30 * time.Second
 	for end := time.Now().Add(idle); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {

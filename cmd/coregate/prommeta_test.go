@@ -121,12 +121,17 @@ func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 	}
 }
 
-// exportEtcdConfig is etcdConfig with the export server on
-// 127.0.0.1:mport at /m.
+// exportEtcdConfig is etcdConfig with the legacy admin key and the export
+// server on 127.0.0.1:mport at /m.
 func exportEtcdConfig(adminPort, mport int) func(port int) string {
+	return withExport(etcdConfig(adminPort, adminapi.LegacyAdminKey), mport)
+}
+
+// withExport is config with the export server, which it disables, on
+// 127.0.0.1:mport at /m.
+func withExport(config func(port int) string, mport int) func(port int) string {
 	return func(port int) string {
-		return strings.Replace(etcdConfig(adminPort, adminapi.LegacyAdminKey)(port),
-			"    enable_export_server: false\n",
+		return strings.Replace(config(port), "    enable_export_server: false\n",
 			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
 	}
 }
