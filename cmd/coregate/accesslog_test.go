@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // accessLogConfig is a config.yaml with n workers and extra under
@@ -69,14 +70,14 @@ func waitFile(t *testing.T, path string, n int) []string {
 // within the flush interval.
 func TestAccessLogDefaultFormat(t *testing.T) {
 	up := textUpstream(t, "hello")
-	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string { return fmt.Sprintf(baseConfig, port, "") }, 1)
 	c := newClient(t)
 	if r := do(t, c, "GET", g.url("/hello?x=1"), "", map[string]string{"User-Agent": `ua "q"`}, nil); r.status != 200 {
 		t.Fatalf("status %d", r.status)
 	}
 	lines := waitFile(t, filepath.Join(g.dir, "logs", "access.log"), 1)
-	gw, upAddr := regexp.QuoteMeta(g.addr()), regexp.QuoteMeta(up.addr())
+	gw, upAddr := regexp.QuoteMeta(g.Addr()), regexp.QuoteMeta(up.Addr())
 	re := regexp.MustCompile(`^127\.0\.0\.1 - - \[\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\] ` + gw +
 		` "GET /hello\?x=1 HTTP/1\.1" 200 5 \d+\.\d{3} "-" "ua \\x22q\\x22" ` + upAddr + ` 200 \d+\.\d{3} "http://` + gw + `/hello\?x=1" "[0-9a-f]{32}"$`)
 	if len(lines) != 1 || !re.MatchString(lines[0]) {
@@ -89,7 +90,7 @@ func TestAccessLogDefaultFormat(t *testing.T) {
 // none lost or doubled.
 func TestAccessLogWorkers(t *testing.T) {
 	up := textUpstream(t, "hello")
-	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		accessLogConfig(2, "    access_log: logs/x.log\n    access_log_format: '$request_uri $status $body_bytes_sent $upstream_status $route_id $pid \"$http_user_agent\"'\n"), 2)
 	const clients, per = 8, 150
 	var wg sync.WaitGroup
@@ -154,7 +155,7 @@ func TestAccessLogWorkers(t *testing.T) {
 // supervisor has the workers write to a new file at the path.
 func TestAccessLogReopen(t *testing.T) {
 	up := textUpstream(t, "hello")
-	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		accessLogConfig(2, "    access_log_format: '$request_uri $status'\n"), 2)
 	path := filepath.Join(g.dir, "logs", "access.log")
 	c := newClient(t)
@@ -188,7 +189,7 @@ func TestAccessLogReopen(t *testing.T) {
 // TestAccessLogOff: enable_access_log: false writes nothing.
 func TestAccessLogOff(t *testing.T) {
 	up := textUpstream(t, "hello")
-	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		accessLogConfig(1, "    enable_access_log: false\n"), 1)
 	for range 5 {
 		do(t, newClient(t), "GET", g.url("/hello"), "", nil, nil)
@@ -214,7 +215,7 @@ func TestAccessLogBlockedDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		accessLogConfig(1, "    access_log: "+fifo+"\n    access_log_buffer: 4k\n    access_log_format: '$request_uri $status "+strings.Repeat("x", 400)+"'\n"), 1)
 	// 2 MB of lines: far past the pipe's 64 KiB and the worker's buffers.
 	c := newClient(t)
@@ -234,8 +235,8 @@ func TestAccessLogBadFormat(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "config.yaml"), accessLogConfig(1, "    access_log_format: '$remote_addr $nope'\n")(freePort(t)))
 	writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML())
-	out, err := exec.Command(binPath, "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "access_log_format: access log format: unknown variable $nope") {
+	out, err := e2e.Run(binPath, 10*time.Second, "-c", filepath.Join(dir, "config.yaml"))
+	if err == nil || !strings.Contains(out, "access_log_format: access log format: unknown variable $nope") {
 		t.Errorf("err %v, output:\n%s", err, out)
 	}
 }

@@ -14,9 +14,9 @@ import (
 func TestBadRequestsRejected(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(*http.Request, []byte, int) (string, bool) { return okResponse("ok"), true })
+		c.ServeKeepAlive(func(*http.Request, []byte, int) (string, bool) { return okResponse("ok"), true })
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	const host = "Host: x\r\n"
 	manyHeaders := strings.Repeat("X-H: 1\r\n", 101)
 	bigHeader := "X-Big: " + strings.Repeat("a", 33<<10) + "\r\n"
@@ -79,7 +79,7 @@ func TestBadRequestsRejected(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// Runs after the parallel subtests.
-		if n, got := up.accepted.Load(), up.received(); n != 0 || got != "" {
+		if n, got := up.Accepted.Load(), up.Received(); n != 0 || got != "" {
 			t.Errorf("origin accepted %d connections and read %q", n, got)
 		}
 	})
@@ -92,9 +92,9 @@ func TestBadRequestsRejected(t *testing.T) {
 func TestBadFieldLineInPieces(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(*http.Request, []byte, int) (string, bool) { return okResponse("ok"), true })
+		c.ServeKeepAlive(func(*http.Request, []byte, int) (string, bool) { return okResponse("ok"), true })
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	for _, line := range []string{"X-A: 1\r\n folded\r\n", "X-A : 1\r\n", "X-A: a\x00b\r\n", "X(A): 1\r\n", "NoColon\r\n"} {
 		t.Run(strings.TrimSpace(line), func(t *testing.T) {
 			t.Parallel()
@@ -118,7 +118,7 @@ func TestBadFieldLineInPieces(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		if n, got := up.accepted.Load(), up.received(); n != 0 || got != "" {
+		if n, got := up.Accepted.Load(), up.Received(); n != 0 || got != "" {
 			t.Errorf("origin accepted %d connections and read %q", n, got)
 		}
 	})
@@ -130,11 +130,11 @@ func TestBadFieldLineInPieces(t *testing.T) {
 func TestInvalidChunkedBody(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
+		c.ServeKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
 			return okResponse(req.URL.Path), true
 		})
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	const head = "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
 	const bad = "5\r\nhello\r\nzz\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
 	for _, tc := range []struct {
@@ -174,7 +174,7 @@ func TestInvalidChunkedBody(t *testing.T) {
 		})
 	}
 	time.Sleep(100 * time.Millisecond)
-	if got := up.received(); strings.Contains(got, "smuggled") || strings.Contains(got, "zz") {
+	if got := up.Received(); strings.Contains(got, "smuggled") || strings.Contains(got, "zz") {
 		t.Errorf("origin read past the invalid chunk:\n%q", got)
 	}
 }
@@ -190,11 +190,11 @@ func TestHostEmptyLabel(t *testing.T) {
 	t.Parallel()
 	secure := headEchoUpstream(t)
 	open := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(*http.Request, []byte, int) (string, bool) { return okResponse("open"), true })
+		c.ServeKeepAlive(func(*http.Request, []byte, int) (string, bool) { return okResponse("open"), true })
 	})
 	g := startGateway(t, routesYAML(
-		obj{"id": "secure", "uri": "/*", "hosts": []string{"secure.test"}, "upstream": upstreamOf(nodes(secure.addr()), nil)},
-		obj{"id": "open", "uri": "/*", "upstream": upstreamOf(nodes(open.addr()), nil)},
+		obj{"id": "secure", "uri": "/*", "hosts": []string{"secure.test"}, "upstream": upstreamOf(nodes(secure.Addr()), nil)},
+		obj{"id": "open", "uri": "/*", "upstream": upstreamOf(nodes(open.Addr()), nil)},
 	), "")
 	for _, raw := range []string{
 		"GET /x HTTP/1.1\r\nHost: secure.test..\r\n\r\n",
@@ -213,10 +213,10 @@ func TestHostEmptyLabel(t *testing.T) {
 		}
 		expectClosed(t, c, br, 2*time.Second)
 	}
-	if n, got := open.accepted.Load(), open.received(); n != 0 || got != "" {
+	if n, got := open.Accepted.Load(), open.Received(); n != 0 || got != "" {
 		t.Errorf("the open origin accepted %d connections and read %q", n, got)
 	}
-	if n := secure.conns.Load(); n != 0 {
+	if n := secure.Conns.Load(); n != 0 {
 		t.Errorf("the secure origin accepted %d connections", n)
 	}
 	for _, raw := range []string{

@@ -121,15 +121,15 @@ func TestLargeBodiesBoundedMemory(t *testing.T) {
 	})
 	// An HTTP/1.0-style answer whose body ends with the connection.
 	untilClose := newRawUpstream(t, func(rc *rawConn) {
-		if _, _, err := rc.readRequest(); err != nil {
+		if _, _, err := rc.ReadRequest(); err != nil {
 			return
 		}
 		_, _ = io.WriteString(rc, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n")
 		_, _ = io.Copy(rc, randomBody(closeSize, 5))
 	})
 	g := startGateway(t, routesYAML(
-		obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)},
-		obj{"id": 2, "uri": "/until-close", "upstream": upstreamOf(nodes(untilClose.addr()), nil)},
+		obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": 2, "uri": "/until-close", "upstream": upstreamOf(nodes(untilClose.Addr()), nil)},
 	), "")
 	c := newClient(t)
 	c.Timeout = 60 * time.Second
@@ -227,7 +227,7 @@ func TestUntilCloseBodyBehindPause(t *testing.T) {
 	const size = 16 << 20
 	wrote := make(chan error, 1)
 	up := newRawUpstream(t, func(rc *rawConn) {
-		if _, _, err := rc.readRequest(); err != nil {
+		if _, _, err := rc.ReadRequest(); err != nil {
 			wrote <- err
 			return
 		}
@@ -236,7 +236,7 @@ func TestUntilCloseBodyBehindPause(t *testing.T) {
 		wrote <- err
 	})
 	g := startGateway(t, routesYAML(
-		obj{"id": 1, "uri": "/until-close", "upstream": upstreamOf(nodes(up.addr()), nil)},
+		obj{"id": 1, "uri": "/until-close", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 	), "")
 	want := crc32.New(crcTable)
 	if _, err := io.Copy(want, randomBody(size, 7)); err != nil {
@@ -250,7 +250,7 @@ func TestUntilCloseBodyBehindPause(t *testing.T) {
 		return errors.Join(err, serr)
 	}}
 	for round := range 5 {
-		c, err := d.Dial("tcp", g.addr())
+		c, err := d.Dial("tcp", g.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}

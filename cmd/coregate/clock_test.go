@@ -17,7 +17,7 @@ import (
 func TestReplacedWorkerClock(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		"  http:\n    client_header_timeout: 2s\n")
 	// A changed client_header_timeout replaces the worker.
 	writeFile(t, filepath.Join(g.dir, "config.yaml"), fmt.Sprintf(baseConfig, g.port, "  http:\n    client_header_timeout: 1s\n"))

@@ -40,9 +40,9 @@ func TestReloadAnswersEveryRequest(t *testing.T) {
 				fmt.Sprintf("  enable_admin: false\n  enable_server_tokens: %v\n", tokens), 1)
 		}
 	}
-	g := startSupervisor(t, routesYAML(obj{"uri": "/echo", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/echo", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		config(true), 2, "--cpus", cpuList(cpus), "--shutdown-timeout", deadline.String())
-	load := startPostLoad(g.addr(), clients)
+	load := startPostLoad(g.Addr(), clients)
 	defer load.finish()
 
 	// progress waits until the clients got n more answers.

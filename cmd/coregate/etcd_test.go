@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -20,7 +19,7 @@ import (
 	"coregate/admin/store"
 	"coregate/admin/store/etcdstore"
 	"coregate/admin/store/storesync"
-	"coregate/internal/syncbuf"
+	"coregate/internal/e2e"
 	"coregate/node/supervisor"
 )
 
@@ -91,7 +90,7 @@ func TestEmbeddedEtcdRoute(t *testing.T) {
 	}
 	s := embeddedStore(t, g.dir)
 	ctx := context.Background()
-	route := fmt.Sprintf(`{"id":"1","uri":"/hello","upstream":{"type":"roundrobin","nodes":{%q:1}}}`, up.addr())
+	route := fmt.Sprintf(`{"id":"1","uri":"/hello","upstream":{"type":"roundrobin","nodes":{%q:1}}}`, up.Addr())
 	start := time.Now()
 	if _, _, err := s.Put(ctx, "/apisix/routes/1", []byte(route), store.PutOptions{}); err != nil {
 		t.Fatal(err)
@@ -132,11 +131,7 @@ func TestEmbeddedEtcdRoute(t *testing.T) {
 // again each time), and apisix_etcd_reachable stays 1.
 func TestEmbeddedEtcdIdle(t *testing.T) {
 	mport := freePort(t)
-	cfg := func(port int) string {
-		return strings.Replace(etcdConfig(freePort(t))(port), "    enable_export_server: false\n",
-			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
-	}
-	g := startSupervisor(t, "", cfg, 1)
+	g := startSupervisor(t, "", withExport(etcdConfig(freePort(t)), mport), 1)
 	c := newClient(t)
 	const idle = 30 * time.Second
 	for end := time.Now().Add(idle); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
@@ -151,33 +146,6 @@ func TestEmbeddedEtcdIdle(t *testing.T) {
 	if strings.Contains(out, "unreachable") {
 		t.Errorf("an idle node took its embedded etcd for unreachable")
 	}
-}
-
-// restart stops g and starts the binary again on its config directory
-// and port with args, as startSupervisor starts it, waiting until ready
-// workers are ready (0: not).
-func (g *supGateway) restart(t *testing.T, ready int, args ...string) *supGateway {
-	t.Helper()
-	if !g.stopped.Swap(true) {
-		g.stop()
-	}
-	g2 := &supGateway{gateway: &gateway{t: t, dir: g.dir, port: g.port, out: &syncbuf.Buffer{}, done: make(chan struct{})}}
-	g2.cmd = exec.Command(binPath, append([]string{"-c", filepath.Join(g.dir, "config.yaml")}, args...)...)
-	g2.cmd.Stdout, g2.cmd.Stderr = g2.out, g2.out
-	g2.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	if err := g2.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g2.cmd.Wait(); close(g2.done) }()
-	t.Cleanup(func() {
-		if !g2.stopped.Load() {
-			g2.stop()
-		}
-	})
-	if ready > 0 {
-		g2.waitLog(`msg="worker ready"`, ready, 30*time.Second)
-	}
-	return g2
 }
 
 // cacheOrigin reads the revision and cluster id of the node's local copy
@@ -214,15 +182,12 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	admin := func(id string) string {
-		return fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/%s", adminPort, id)
-	}
-	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.addr()))
+	admin := legacyAdmin(adminPort)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
 	}
 	for _, id := range []string{"1", "2"} {
-		if r := do(t, c, "PUT", admin(id), "", key, route("/r"+id)); r.status != 201 {
+		if r := admin.do(t, c, "PUT", "routes/"+id, route("/r"+id)); r.status != 201 {
 			t.Fatalf("PUT route %s: %d %s", id, r.status, r.body)
 		}
 	}
@@ -246,7 +211,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 			t.Fatalf("after member/ was lost: GET %s = %d %q, want the local copy's route", path, r.status, r.body)
 		}
 	}
-	line := g2.logLine(t, `level=ERROR msg="config store reset`, 10*time.Second)
+	line := g2.LogLine(t, `level=ERROR msg="config store reset`, 10*time.Second)
 	for k, want := range map[string]string{
 		"copy_revision": strconv.FormatInt(rev, 10), "copy_cluster": strconv.FormatUint(cluster, 16),
 		"copy_routes": "2", "store_routes": "0",
@@ -261,7 +226,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 	if sc := logField(line, "store_cluster"); sc == "" || sc == "unknown" || sc == strconv.FormatUint(cluster, 16) {
 		t.Errorf("store_cluster in %q, want the rebuilt store's own", line)
 	}
-	r := do(t, c, "PUT", admin("3"), "", key, route("/r3"))
+	r := admin.do(t, c, "PUT", "routes/3", route("/r3"))
 	if r.status != 503 || !strings.Contains(r.body, "config store reset") || !strings.Contains(r.body, acceptResetFlag) {
 		t.Fatalf("PUT into the reset store: %d %s, want 503 saying it was reset and how to accept it", r.status, r.body)
 	}
@@ -276,7 +241,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 	if r := do(t, c, "GET", g3.url("/r1"), "", nil, nil); r.status != 404 {
 		t.Fatalf("with %s: GET /r1 = %d, want 404 (the store is empty)", acceptResetFlag, r.status)
 	}
-	if r := do(t, c, "PUT", admin("3"), "", key, route("/r3")); r.status != 201 {
+	if r := admin.do(t, c, "PUT", "routes/3", route("/r3")); r.status != 201 {
 		t.Fatalf("PUT with the store accepted: %d %s", r.status, r.body)
 	}
 	if r3, c3 := cacheOrigin(t, g.dir, 1); r3 >= rev || c3 == cluster {
@@ -292,16 +257,11 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 func TestEmbeddedEtcdDamaged(t *testing.T) {
 	up := textUpstream(t, "cached")
 	adminPort, mport := freePort(t), freePort(t)
-	cfg := func(port int) string {
-		return strings.Replace(etcdConfig(adminPort, adminapi.LegacyAdminKey)(port), "    enable_export_server: false\n",
-			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
-	}
-	g := startSupervisor(t, "", cfg, 1)
+	g := startSupervisor(t, "", exportEtcdConfig(adminPort, mport), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
-	body := fmt.Sprintf(`{"uri":"/c","upstream":{"nodes":{%q:1}}}`, up.addr())
-	if r := do(t, c, "PUT", admin+"1", "", key, strings.NewReader(body)); r.status != 201 {
+	admin := legacyAdmin(adminPort)
+	body := fmt.Sprintf(`{"uri":"/c","upstream":{"nodes":{%q:1}}}`, up.Addr())
+	if r := admin.do(t, c, "PUT", "routes/1", body); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
 	}
 	cacheOrigin(t, g.dir, 1)
@@ -331,11 +291,11 @@ func TestEmbeddedEtcdDamaged(t *testing.T) {
 		if r := do(t, c, "GET", g.url("/c"), "", nil, nil); r.status != 200 || r.body != "cached" {
 			t.Fatalf("%s: GET /c = %d %q, want the local copy's route", tc.name, r.status, r.body)
 		}
-		line := g.logLine(t, `level=ERROR msg="embedded etcd not started: its database is damaged`, 10*time.Second)
+		line := g.LogLine(t, `level=ERROR msg="embedded etcd not started: its database is damaged`, 10*time.Second)
 		if logField(line, "path") != db || !strings.Contains(logField(line, "remedy"), "backup") {
 			t.Errorf("%s: the log line does not name %s and what to do: %s", tc.name, db, line)
 		}
-		if r := do(t, c, "PUT", admin+"2", "", key, strings.NewReader(body)); r.status != 503 || !strings.Contains(r.body, "damaged") {
+		if r := admin.do(t, c, "PUT", "routes/2", body); r.status != 503 || !strings.Contains(r.body, "damaged") {
 			t.Errorf("%s: PUT with the database damaged: %d %s, want 503 saying why", tc.name, r.status, r.body)
 		}
 		if v, err := reachable(c, mport); v != "0" {
@@ -363,8 +323,8 @@ func TestEtcdBadPluginsLeftOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put("routes/bad", fmt.Sprintf(`{"uri":"/bad","plugins":{"limit-count":{"count":-5,"time_window":60}},"upstream":{"nodes":{%q:1}}}`, up.addr()))
-	put("routes/after", fmt.Sprintf(`{"uri":"/after","upstream":{"nodes":{%q:1}}}`, up.addr()))
+	put("routes/bad", fmt.Sprintf(`{"uri":"/bad","plugins":{"limit-count":{"count":-5,"time_window":60}},"upstream":{"nodes":{%q:1}}}`, up.Addr()))
+	put("routes/after", fmt.Sprintf(`{"uri":"/after","upstream":{"nodes":{%q:1}}}`, up.Addr()))
 	c := newClient(t)
 	eventually(t, 10*time.Second, func() error {
 		if r := do(t, c, "GET", g.url("/after"), "", nil, nil); r.status != 200 {
@@ -389,11 +349,10 @@ func TestAdminAPIRoute(t *testing.T) {
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/1", adminPort)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	body := fmt.Sprintf(`{"uri": "/hello", "upstream": {"type": "roundrobin", "nodes": {%q: 1}}}`, up.addr())
+	admin := legacyAdmin(adminPort)
+	body := fmt.Sprintf(`{"uri": "/hello", "upstream": {"type": "roundrobin", "nodes": {%q: 1}}}`, up.Addr())
 	start := time.Now()
-	r := do(t, c, "PUT", admin, "", key, strings.NewReader(body))
+	r := admin.do(t, c, "PUT", "routes/1", body)
 	if r.status != 201 || r.header.Get("X-API-VERSION") != "v3" {
 		t.Fatalf("PUT a new route: %d %s", r.status, r.body)
 	}
@@ -404,13 +363,13 @@ func TestAdminAPIRoute(t *testing.T) {
 		return nil
 	})
 	t.Logf("route proxied %v after the PUT was sent", time.Since(start).Round(time.Millisecond))
-	if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 200 {
+	if r := admin.do(t, c, "PUT", "routes/1", body); r.status != 200 {
 		t.Fatalf("PUT the route again: %d %s, want 200", r.status, r.body)
 	}
-	if r := do(t, c, "PUT", admin, "", map[string]string{"X-API-KEY": "wrong"}, strings.NewReader(body)); r.status != 401 {
+	if r := (adminAPI{e2e.Admin{Port: adminPort, Key: "wrong"}}).do(t, c, "PUT", "routes/1", body); r.status != 401 {
 		t.Fatalf("PUT with a wrong key: %d %s, want 401", r.status, r.body)
 	}
-	if r := do(t, c, "DELETE", admin, "", key, nil); r.status != 200 {
+	if r := admin.do(t, c, "DELETE", "routes/1", ""); r.status != 200 {
 		t.Fatalf("DELETE: %d %s", r.status, r.body)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -438,11 +397,10 @@ func TestAdminKeyGenerated(t *testing.T) {
 		t.Fatalf("the generated key is printed %d times, want once:\n%s", n, g.out.String())
 	}
 	c := newClient(t)
-	list := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes", adminPort)
-	if r := do(t, c, "GET", list, "", map[string]string{"X-API-KEY": keys["admin"]}, nil); r.status != 200 {
+	if r := (adminAPI{e2e.Admin{Port: adminPort, Key: keys["admin"]}}).do(t, c, "GET", "routes", ""); r.status != 200 {
 		t.Fatalf("GET with the generated key: %d %s", r.status, r.body)
 	}
-	if r := do(t, c, "GET", list, "", map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}, nil); r.status != 401 {
+	if r := legacyAdmin(adminPort).do(t, c, "GET", "routes", ""); r.status != 401 {
 		t.Fatalf("GET with the legacy key: %d %s, want 401", r.status, r.body)
 	}
 }
@@ -456,10 +414,8 @@ func TestAdminNoKeyRefused(t *testing.T) {
 		cfg := strings.Replace(etcdConfig(freePort(t))(freePort(t)),
 			"  admin:\n", "  admin:\n    admin_key: "+keys+"\n    allow_admin: [0.0.0.0/0]\n", 1)
 		writeFile(t, filepath.Join(dir, "config.yaml"), cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, binPath, "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
-		cancel()
-		if err == nil || !strings.Contains(string(out), "missing valid Admin API token") || !strings.Contains(string(out), "deployment.admin.admin_key is") {
+		out, err := e2e.Run(binPath, 30*time.Second, "-c", filepath.Join(dir, "config.yaml"))
+		if err == nil || !strings.Contains(out, "missing valid Admin API token") || !strings.Contains(out, "deployment.admin.admin_key is") {
 			t.Fatalf("admin_key %s, allow_admin 0.0.0.0/0: %v\n%s", keys, err, out)
 		}
 	}
@@ -472,19 +428,9 @@ func TestAdminLegacyKeyRefused(t *testing.T) {
 	cfg := strings.Replace(etcdConfig(freePort(t), adminapi.LegacyAdminKey)(freePort(t)),
 		"admin_listen:\n      ip: 127.0.0.1", "admin_listen:\n      ip: 0.0.0.0", 1)
 	writeFile(t, filepath.Join(dir, "config.yaml"), cfg)
-	cmd := exec.Command(binPath, "-c", filepath.Join(dir, "config.yaml"))
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("still running after 30 s:\n%s", out)
-	}
-	if err == nil || !strings.Contains(string(out), "not a loopback address") {
+	// Still running after 30 s, it is killed: err is then not nil.
+	out, err := e2e.Run(binPath, 30*time.Second, "-c", filepath.Join(dir, "config.yaml"))
+	if err == nil || !strings.Contains(out, "not a loopback address") {
 		t.Fatalf("start with the legacy key on 0.0.0.0: %v\n%s", err, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, etcdDataDir)); err == nil {
@@ -519,10 +465,7 @@ func TestAdminKeyBypassedWarned(t *testing.T) {
 func TestConfigTestFlag(t *testing.T) {
 	run := func(dir string) (string, error) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, binPath, "-t", "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
-		return string(out), err
+		return e2e.Run(binPath, 20*time.Second, "-t", "-c", filepath.Join(dir, "config.yaml"))
 	}
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "config.yaml"), strings.Replace(etcdConfig(freePort(t), "a-key-of-its-own")(freePort(t)),
@@ -564,7 +507,7 @@ func TestReloadPacedByBuild(t *testing.T) {
 	up := textUpstream(t, "paced")
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := legacyAdmin(adminPort)
 	c := newClient(t)
 	// put adds routes [from, to) from 8 clients at once, and waits until
 	// the last one is served and a reload of all to of them is logged: the
@@ -579,9 +522,8 @@ func TestReloadPacedByBuild(t *testing.T) {
 			wg.Go(func() {
 				c := newClient(t)
 				for i := next.Add(1) - 1; i < int64(to); i = next.Add(1) - 1 {
-					body := fmt.Sprintf(`{"uri":"/paced/%d","upstream":{"nodes":{%q:1}}}`, i, up.addr())
-					admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/p%d", adminPort, i)
-					if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 201 {
+					body := fmt.Sprintf(`{"uri":"/paced/%d","upstream":{"nodes":{%q:1}}}`, i, up.Addr())
+					if r := admin.do(t, c, "PUT", fmt.Sprintf("routes/p%d", i), body); r.status != 201 {
 						t.Errorf("PUT route %d: %d %s", i, r.status, r.body)
 						return
 					}
@@ -659,9 +601,8 @@ func TestReloadPacedByBuild(t *testing.T) {
 	// still checked against its pace.
 	t.Logf("%d reloads for %d routes, %d of them held 5 ms or more by the pace", n, routes, paced)
 
-	body := fmt.Sprintf(`{"uri":"/paced/one-more","upstream":{"nodes":{%q:1}}}`, up.addr())
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/one-more", adminPort)
-	if r := do(t, c, "PUT", admin, "", key, strings.NewReader(body)); r.status != 201 {
+	body := fmt.Sprintf(`{"uri":"/paced/one-more","upstream":{"nodes":{%q:1}}}`, up.Addr())
+	if r := admin.do(t, c, "PUT", "routes/one-more", body); r.status != 201 {
 		t.Fatalf("PUT one more route: %d %s", r.status, r.body)
 	}
 	var sent string

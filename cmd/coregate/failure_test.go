@@ -31,11 +31,11 @@ func TestUpstreamMisbehaves(t *testing.T) {
 	t.Parallel()
 	resetter := newRawUpstream(t, func(c *rawConn) { resetConn(c.Conn) })
 	resetAfterHead := newRawUpstream(t, func(c *rawConn) {
-		_, _, _ = c.readRequest()
+		_, _, _ = c.ReadRequest()
 		resetConn(c.Conn)
 	})
 	cut := newRawUpstream(t, func(c *rawConn) {
-		req, _, err := c.readRequest()
+		req, _, err := c.ReadRequest()
 		if err != nil {
 			return
 		}
@@ -46,23 +46,23 @@ func TestUpstreamMisbehaves(t *testing.T) {
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"+strings.Repeat("x", 50))
 	})
 	garbage := newRawUpstream(t, func(c *rawConn) {
-		_, _, _ = c.readRequest()
+		_, _, _ = c.ReadRequest()
 		_, _ = io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n\r\n")
 	})
 	badChunk := newRawUpstream(t, func(c *rawConn) {
-		_, _, _ = c.readRequest()
+		_, _, _ = c.ReadRequest()
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\nzz\r\n")
-		_, _ = c.br.ReadByte()
+		_, _ = c.BR.ReadByte()
 	})
 	good := textUpstream(t, "good")
 	g := startGateway(t, routesYAML(
-		obj{"id": "reset", "uri": "/reset", "upstream": upstreamOf(nodes(resetter.addr()), nil)},
-		obj{"id": "reset-after-head", "uri": "/reset-after-head", "upstream": upstreamOf(nodes(resetAfterHead.addr()), nil)},
-		obj{"id": "reset-then-good", "uri": "/reset-then-good", "upstream": upstreamOf(nodes(resetter.addr(), good.addr()), nil)},
-		obj{"id": "cut", "uri": "/cut*", "upstream": upstreamOf(nodes(cut.addr()), nil)},
-		obj{"id": "garbage", "uri": "/garbage", "upstream": upstreamOf(nodes(garbage.addr()), nil)},
-		obj{"id": "bad-chunk", "uri": "/bad-chunk", "upstream": upstreamOf(nodes(badChunk.addr()), nil)},
-		obj{"id": "good", "uri": "/good", "upstream": upstreamOf(nodes(good.addr()), nil)},
+		obj{"id": "reset", "uri": "/reset", "upstream": upstreamOf(nodes(resetter.Addr()), nil)},
+		obj{"id": "reset-after-head", "uri": "/reset-after-head", "upstream": upstreamOf(nodes(resetAfterHead.Addr()), nil)},
+		obj{"id": "reset-then-good", "uri": "/reset-then-good", "upstream": upstreamOf(nodes(resetter.Addr(), good.Addr()), nil)},
+		obj{"id": "cut", "uri": "/cut*", "upstream": upstreamOf(nodes(cut.Addr()), nil)},
+		obj{"id": "garbage", "uri": "/garbage", "upstream": upstreamOf(nodes(garbage.Addr()), nil)},
+		obj{"id": "bad-chunk", "uri": "/bad-chunk", "upstream": upstreamOf(nodes(badChunk.Addr()), nil)},
+		obj{"id": "good", "uri": "/good", "upstream": upstreamOf(nodes(good.Addr()), nil)},
 	), "")
 	c := newClient(t)
 	for _, p := range []string{"/reset", "/reset-after-head", "/garbage"} {
@@ -96,7 +96,7 @@ func TestCloseDelimitedCut(t *testing.T) {
 	t.Parallel()
 	reset := make(chan struct{}, 1)
 	up := newRawUpstream(t, func(c *rawConn) {
-		req, _, err := c.readRequest()
+		req, _, err := c.ReadRequest()
 		if err != nil {
 			return
 		}
@@ -106,11 +106,11 @@ func TestCloseDelimitedCut(t *testing.T) {
 		}
 		select {
 		case <-reset: // the client saw the first bytes
-		case <-c.quit:
+		case <-c.Quit:
 		}
 		resetConn(c.Conn)
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 
 	c := dialGateway(t, g)
 	_, _ = io.WriteString(c, "GET /clean HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -149,7 +149,7 @@ func TestCloseDelimitedCut(t *testing.T) {
 func TestUpstreamSendsTooMuch(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
+		c.ServeKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
 			switch {
 			case req.URL.Path == "/extra":
 				return okResponse("ok") + okResponse("WRONG"), true
@@ -159,7 +159,7 @@ func TestUpstreamSendsTooMuch(t *testing.T) {
 			return okResponse("right"), true
 		})
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	br := newReader(c)
 	type ans struct {
@@ -186,14 +186,14 @@ func TestUpstreamSendsTooMuch(t *testing.T) {
 func TestEarlyAnswer(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		req, err := http.ReadRequest(c.br)
+		req, err := http.ReadRequest(c.BR)
 		if err != nil {
 			return
 		}
 		_, _ = io.WriteString(c, okResponse("early"))
 		_, _ = io.Copy(io.Discard, req.Body)
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	_, _ = io.WriteString(c, "POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nsome")
 	br := newReader(c)
@@ -227,7 +227,7 @@ func TestClientGoes(t *testing.T) {
 			_, _ = io.WriteString(w, "ok")
 		}
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	_, _ = io.WriteString(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
 	if _, err := io.ReadFull(c, make([]byte, 1<<20)); err != nil {
@@ -259,7 +259,7 @@ func TestConcurrentClients(t *testing.T) {
 	t.Parallel()
 	up := echoUpstream(t)
 	up2 := echoUpstream(t)
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr(), up2.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr(), up2.Addr()), nil)}), "")
 	var wg sync.WaitGroup
 	var failed atomic.Int32
 	for w := range 16 {

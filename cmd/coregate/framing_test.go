@@ -75,7 +75,7 @@ func newStrictUpstream(t testing.TB) *strictUpstream {
 	return u
 }
 
-func (u *strictUpstream) addr() string { return u.l.Addr().String() }
+func (u *strictUpstream) Addr() string { return u.l.Addr().String() }
 
 func (u *strictUpstream) fault(format string, args ...any) {
 	u.mu.Lock()
@@ -130,14 +130,14 @@ func (u *strictUpstream) take() ([]framingcheck.Msg, []string) {
 
 // framingGateway starts the gateway with one catch-all route to u.
 func framingGateway(t testing.TB, u *strictUpstream) *gateway {
-	return startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(u.addr()), nil)}), "")
+	return startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(u.Addr()), nil)}), "")
 }
 
 // exchangeN sends raw on a new connection and reads every response until
 // the gateway closes the connection or idle passes without a byte.
 func exchangeN(t testing.TB, g *gateway, raw string, n int) []result {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+	c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestFramingRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out := rawExchange(t, g.addr(), tc.raw, 2*time.Second)
+			out := rawExchange(t, g.Addr(), tc.raw, 2*time.Second)
 			resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(out)), nil)
 			if err != nil || resp.StatusCode != 400 || !resp.Close {
 				t.Fatalf("answer %q (%v), want 400 and close", out, err)
@@ -281,7 +281,7 @@ func TestHTTP10Upstream(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
+		c.ServeKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
 			mu.Lock()
 			lines = append(lines, req.Proto+" "+req.Header.Get("Connection"))
 			mu.Unlock()
@@ -291,12 +291,12 @@ func TestHTTP10Upstream(t *testing.T) {
 			return okResponse("plain"), true
 		})
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
-	out := rawExchange(t, g.addr(), "GET /chunked HTTP/1.0\r\nHost: x\r\n\r\n", 2*time.Second)
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
+	out := rawExchange(t, g.Addr(), "GET /chunked HTTP/1.0\r\nHost: x\r\n\r\n", 2*time.Second)
 	if !strings.HasSuffix(out, "\r\n\r\nabcde") || strings.Contains(strings.ToLower(out), "transfer-encoding") {
 		t.Errorf("HTTP/1.0 client got %q, want the decoded body and no Transfer-Encoding", out)
 	}
-	out = rawExchange(t, g.addr(), "GET /plain HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /plain HTTP/1.0\r\n\r\n", 2*time.Second)
+	out = rawExchange(t, g.Addr(), "GET /plain HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /plain HTTP/1.0\r\n\r\n", 2*time.Second)
 	if n := strings.Count(out, "\r\n\r\nplain"); n != 2 || !strings.Contains(out, "Connection: keep-alive") {
 		t.Errorf("two HTTP/1.0 requests, the first kept alive: %q", out)
 	}
@@ -310,7 +310,7 @@ func TestHTTP10Upstream(t *testing.T) {
 			t.Errorf("origin saw %q, want HTTP/1.1 without a Connection field", l)
 		}
 	}
-	if n := up.accepted.Load(); n != 1 {
+	if n := up.Accepted.Load(); n != 1 {
 		t.Errorf("origin accepted %d connections, want 1 kept alive", n)
 	}
 }
@@ -321,7 +321,7 @@ func TestHTTP10Upstream(t *testing.T) {
 func TestResponseFramingOwned(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
+		c.ServeKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
 			switch req.URL.Path {
 			case "/cl":
 				return "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: 5, 5\r\n\r\nhello", true
@@ -331,9 +331,9 @@ func TestResponseFramingOwned(t *testing.T) {
 			return okResponse("next"), true
 		})
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	for _, path := range []string{"/cl", "/te"} {
-		out := rawExchange(t, g.addr(), "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\nGET /n HTTP/1.1\r\nHost: x\r\n\r\n", time.Second)
+		out := rawExchange(t, g.Addr(), "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\nGET /n HTTP/1.1\r\nHost: x\r\n\r\n", time.Second)
 		br := bufio.NewReader(strings.NewReader(out))
 		rs := make([]string, 0, 2)
 		for i := 0; i < 2; i++ {
@@ -370,7 +370,7 @@ func framingRun(t testing.TB, g *gateway, u *strictUpstream, raw string) bool {
 	if !ok {
 		return false
 	}
-	c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+	c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

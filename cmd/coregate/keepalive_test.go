@@ -17,7 +17,7 @@ import (
 func TestKeepAliveReuse(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ka", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ka", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := newClient(t)
 	for i := range 20 {
 		if r := do(t, c, "GET", g.url("/ka"), "", nil, nil); r.status != 200 || r.body != "ok" {
@@ -31,7 +31,7 @@ func TestKeepAliveReuse(t *testing.T) {
 			t.Fatalf("closing client %d: %d", i, r.status)
 		}
 	}
-	if n := up.conns.Load(); n != 1 {
+	if n := up.Conns.Load(); n != 1 {
 		t.Errorf("upstream accepted %d connections for 25 sequential requests, want 1", n)
 	}
 }
@@ -42,11 +42,11 @@ func TestKeepAliveReuse(t *testing.T) {
 func TestUpstreamConnectionClose(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(_ *http.Request, _ []byte, _ int) (string, bool) {
+		c.ServeKeepAlive(func(_ *http.Request, _ []byte, _ int) (string, bool) {
 			return "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", false
 		})
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/c", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/c", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := newClient(t)
 	for i := range 6 {
 		r := do(t, c, "GET", g.url("/c"), "", nil, nil)
@@ -57,7 +57,7 @@ func TestUpstreamConnectionClose(t *testing.T) {
 			t.Errorf("request %d: the origin's Connection: close reached the client", i)
 		}
 	}
-	if n := up.accepted.Load(); n != 6 {
+	if n := up.Accepted.Load(); n != 6 {
 		t.Errorf("upstream accepted %d connections, want 6", n)
 	}
 }
@@ -69,7 +69,7 @@ func TestUpstreamIdleClose(t *testing.T) {
 	up := newRawUpstream(t, func(c *rawConn) {
 		for {
 			_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-			if _, _, err := c.readRequest(); err != nil {
+			if _, _, err := c.ReadRequest(); err != nil {
 				return
 			}
 			if _, err := c.Write([]byte(okResponse("ok"))); err != nil {
@@ -77,7 +77,7 @@ func TestUpstreamIdleClose(t *testing.T) {
 			}
 		}
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/idle", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/idle", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := newClient(t)
 	for i := range 5 {
 		if r := do(t, c, "GET", g.url("/idle"), "", nil, nil); r.status != 200 || r.body != "ok" {
@@ -85,7 +85,7 @@ func TestUpstreamIdleClose(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	if n := up.accepted.Load(); n != 5 {
+	if n := up.Accepted.Load(); n != 5 {
 		t.Errorf("upstream accepted %d connections, want 5", n)
 	}
 }
@@ -100,8 +100,8 @@ func TestStaleConnectionRetried(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			up := newRawUpstream(t, func(c *rawConn) {
-				c.serveKeepAlive(func(req *http.Request, _ []byte, n int) (string, bool) {
-					if c.n == 1 && n == 2 {
+				c.ServeKeepAlive(func(req *http.Request, _ []byte, n int) (string, bool) {
+					if c.N == 1 && n == 2 {
 						if mode == "reset" {
 							if tc, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
 								_ = tc.SetLinger(0)
@@ -112,7 +112,7 @@ func TestStaleConnectionRetried(t *testing.T) {
 					return okResponse(req.URL.Path), true
 				})
 			})
-			g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), obj{"retries": 0})}), "")
+			g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), obj{"retries": 0})}), "")
 			c := newClient(t)
 			for i := range 4 {
 				p := "/r" + strconv.Itoa(i)
@@ -120,7 +120,7 @@ func TestStaleConnectionRetried(t *testing.T) {
 					t.Fatalf("request %d: %d %q %q", i, r.status, r.body, r.header.Get("X-APISIX-Upstream-Status"))
 				}
 			}
-			if n := up.accepted.Load(); n != 2 {
+			if n := up.Accepted.Load(); n != 2 {
 				t.Errorf("upstream accepted %d connections, want 2", n)
 			}
 		})
@@ -134,7 +134,7 @@ func TestStaleConnectionNotReplayedForPost(t *testing.T) {
 	t.Parallel()
 	var posts atomic.Int32
 	serve := func(c *rawConn) {
-		c.serveKeepAlive(func(req *http.Request, _ []byte, n int) (string, bool) {
+		c.ServeKeepAlive(func(req *http.Request, _ []byte, n int) (string, bool) {
 			if req.Method == "POST" {
 				posts.Add(1)
 				return "", false
@@ -145,7 +145,7 @@ func TestStaleConnectionNotReplayedForPost(t *testing.T) {
 	first := newRawUpstream(t, serve)
 	second := newRawUpstream(t, serve)
 	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": obj{"nodes": nodeList(t,
-		nodeSpec{addr: first.addr(), weight: 1, priority: 1}, nodeSpec{addr: second.addr(), weight: 1})}}), "")
+		nodeSpec{addr: first.Addr(), weight: 1, priority: 1}, nodeSpec{addr: second.Addr(), weight: 1})}}), "")
 	c := newClient(t)
 	if r := do(t, c, "GET", g.url("/warm"), "", nil, nil); r.status != 200 {
 		t.Fatalf("warm-up: %d", r.status)
@@ -168,7 +168,7 @@ func TestKeepalivePoolSettings(t *testing.T) {
 	t.Run("requests", func(t *testing.T) {
 		t.Parallel()
 		up := textUpstream(t, "ok")
-		g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/k", "upstream": upstreamOf(nodes(up.addr()),
+		g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/k", "upstream": upstreamOf(nodes(up.Addr()),
 			obj{"keepalive_pool": obj{"size": 10, "idle_timeout": 60, "requests": 3}})}), "")
 		c := newClient(t)
 		var got []int32
@@ -176,7 +176,7 @@ func TestKeepalivePoolSettings(t *testing.T) {
 			if r := do(t, c, "GET", g.url("/k"), "", nil, nil); r.status != 200 {
 				t.Fatalf("request %d: %d", i, r.status)
 			}
-			got = append(got, up.conns.Load())
+			got = append(got, up.Conns.Load())
 		}
 		if diff := cmp.Diff([]int32{1, 1, 1, 2, 2, 2, 3, 3, 3}, got); diff != "" {
 			t.Errorf("upstream connections after each request (-want +got):\n%s", diff)
@@ -185,13 +185,13 @@ func TestKeepalivePoolSettings(t *testing.T) {
 	t.Run("idle_timeout", func(t *testing.T) {
 		t.Parallel()
 		up := newHTTPUpstream(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-		g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/k", "upstream": upstreamOf(nodes(up.addr()),
+		g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/k", "upstream": upstreamOf(nodes(up.Addr()),
 			obj{"keepalive_pool": obj{"size": 10, "idle_timeout": 0.3, "requests": 100}})}), "")
 		c := newClient(t)
 		do(t, c, "GET", g.url("/k"), "", nil, nil)
 		start := time.Now()
 		eventually(t, 3*time.Second, func() error {
-			if up.closed.Load() != 1 {
+			if up.Closed.Load() != 1 {
 				return fmt.Errorf("idle upstream connection not closed")
 			}
 			return nil
@@ -200,7 +200,7 @@ func TestKeepalivePoolSettings(t *testing.T) {
 			t.Errorf("idle connection closed after %v, before idle_timeout 0.3s", took)
 		}
 		do(t, c, "GET", g.url("/k"), "", nil, nil)
-		if n := up.conns.Load(); n != 2 {
+		if n := up.Conns.Load(); n != 2 {
 			t.Errorf("upstream connections %d, want 2", n)
 		}
 	})
@@ -218,7 +218,7 @@ func TestKeepalivePoolSettings(t *testing.T) {
 			}
 			_, _ = w.Write([]byte("ok"))
 		})
-		g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()),
+		g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()),
 			obj{"keepalive_pool": obj{"size": 1, "idle_timeout": 60, "requests": 100}})}), "")
 		var wg sync.WaitGroup
 		for range 3 {
@@ -241,7 +241,7 @@ func TestKeepalivePoolSettings(t *testing.T) {
 		wg.Wait()
 		// Three connections finished; the pool keeps one.
 		eventually(t, 3*time.Second, func() error {
-			if n := up.closed.Load(); n != 2 {
+			if n := up.Closed.Load(); n != 2 {
 				return fmt.Errorf("%d upstream connections closed, want 2", n)
 			}
 			return nil
@@ -250,7 +250,7 @@ func TestKeepalivePoolSettings(t *testing.T) {
 		for range 3 {
 			do(t, c, "GET", g.url("/fast"), "", nil, nil)
 		}
-		if n := up.conns.Load(); n != 3 {
+		if n := up.Conns.Load(); n != 3 {
 			t.Errorf("upstream connections %d, want 3 (the kept one reused)", n)
 		}
 	})

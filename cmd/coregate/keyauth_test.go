@@ -61,7 +61,7 @@ func TestKeyAuth(t *testing.T) {
 	t.Parallel()
 	up := headEchoUpstream(t)
 	route := func(id, uri string, plugins obj) obj {
-		return obj{"id": id, "uri": uri, "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": plugins}
+		return obj{"id": id, "uri": uri, "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": plugins}
 	}
 	consumers := []obj{
 		{"username": "jack", "plugins": obj{"key-auth": obj{"key": "jack-key"}}},
@@ -199,7 +199,7 @@ func TestProxyRewrite(t *testing.T) {
 	t.Parallel()
 	up := headEchoUpstream(t)
 	route := func(id, uri string, plugins obj) obj {
-		return obj{"id": id, "uri": uri, "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": plugins}
+		return obj{"id": id, "uri": uri, "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": plugins}
 	}
 	g := startGateway(t, standaloneYAML(map[string][]obj{
 		"routes": {
@@ -271,17 +271,16 @@ func TestAdminAPIKeyAuth(t *testing.T) {
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/", adminPort)
-	akey := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := legacyAdmin(adminPort)
 	put := func(path, body string, want int) result {
 		t.Helper()
-		r := do(t, c, "PUT", admin+path, "", akey, strings.NewReader(body))
+		r := admin.do(t, c, "PUT", path, body)
 		if r.status != want {
 			t.Fatalf("PUT %s: %d %s, want %d", path, r.status, r.body, want)
 		}
 		return r
 	}
-	put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.addr()), 201)
+	put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.Addr()), 201)
 	eventually(t, 10*time.Second, func() error {
 		if r := do(t, c, "GET", g.url("/ka"), "", nil, nil); r.status != 401 || r.body != missingKeyBody {
 			return fmt.Errorf("GET /ka without a key = %d %q", r.status, r.body)
@@ -348,7 +347,7 @@ func TestAdminAPIKeyAuth(t *testing.T) {
 		return nil
 	})
 	// A deleted credential's key stops working.
-	if r := do(t, c, "DELETE", admin+"consumers/jack/credentials/c1", "", akey, nil); r.status != 200 {
+	if r := admin.do(t, c, "DELETE", "consumers/jack/credentials/c1", ""); r.status != 200 {
 		t.Fatalf("DELETE the credential: %d %s", r.status, r.body)
 	}
 	within("a deleted credential", func() error {
@@ -388,7 +387,7 @@ func TestKeyAuthEnvStandalone(t *testing.T) {
 	up := headEchoUpstream(t)
 	file := func(consumers ...obj) string {
 		return standaloneYAML(map[string][]obj{
-			"routes": {{"id": "ka", "uri": "/ka", "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"key-auth": obj{}}}},
+			"routes": {{"id": "ka", "uri": "/ka", "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"key-auth": obj{}}}},
 			"consumers": append([]obj{
 				{"username": "jack", "plugins": obj{"key-auth": obj{"key": "$env://" + e2eKeyVar}}},
 				{"username": "ann", "plugins": obj{"key-auth": obj{"key": "ann-key"}}},
@@ -449,13 +448,12 @@ func TestAdminAPIKeyAuthEnv(t *testing.T) {
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/", adminPort)
-	akey := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
+	admin := legacyAdmin(adminPort)
 	put := func(path, body string) result {
 		t.Helper()
-		return do(t, c, "PUT", admin+path, "", akey, strings.NewReader(body))
+		return admin.do(t, c, "PUT", path, body)
 	}
-	if r := put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.addr())); r.status != 201 {
+	if r := put("routes/1", fmt.Sprintf(`{"uri":"/ka","plugins":{"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.Addr())); r.status != 201 {
 		t.Fatalf("PUT the route: %d %s", r.status, r.body)
 	}
 
@@ -491,7 +489,7 @@ func TestAdminAPIKeyAuthEnv(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400 %s", tc.name, r.status, r.body, want)
 		}
 	}
-	if r := do(t, c, "GET", admin+"consumers/bob", "", akey, nil); r.status != 404 {
+	if r := admin.do(t, c, "GET", "consumers/bob", ""); r.status != 404 {
 		t.Errorf("GET bob: %d %s, want 404", r.status, r.body)
 	}
 	noKey := func(name, path string, hdr map[string]string) {
@@ -521,7 +519,7 @@ func TestAdminAPIKeyAuthEnv(t *testing.T) {
 	noKey("the reference as written", "/ka", map[string]string{"apikey": "$env://" + e2eKeyVar})
 
 	// The Admin API shows the reference as stored, never the value.
-	r := do(t, c, "GET", admin+"consumers/jack", "", akey, nil)
+	r := admin.do(t, c, "GET", "consumers/jack", "")
 	if r.status != 200 || !strings.Contains(r.body, `"key":"$env://`+e2eKeyVar+`"`) || strings.Contains(r.body, e2eKey) {
 		t.Errorf("GET jack: %d %s", r.status, r.body)
 	}

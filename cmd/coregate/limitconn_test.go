@@ -30,7 +30,7 @@ func TestLimitConnExactAcrossWorkers(t *testing.T) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	g := startSupervisor(t, routesYAML(
-		obj{"id": "held", "uri": "/held", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "held", "uri": "/held", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-conn": obj{"conn": conn, "burst": 0, "default_conn_delay": 0.1, "key": "remote_addr",
 				"rejected_code": 429, "rejected_msg": "busy"}}},
 	), func(port int) string { return perCoreConfig(port, workers) }, workers)

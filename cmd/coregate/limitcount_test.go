@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // The limit-count plugin end to end: the workers of one node share its
@@ -61,6 +63,16 @@ func (lc *limitConn) get(path string) (limitAnswer, error) {
 		remaining: resp.Header.Get("X-RateLimit-Remaining"), body: string(b)}, nil
 }
 
+// dialLimit opens n connections to addr, closed when the test ends.
+func dialLimit(t *testing.T, addr string, n int) []*limitConn {
+	t.Helper()
+	var conns []*limitConn
+	for _, c := range e2e.DialN(t, addr, n, 2*time.Second) {
+		conns = append(conns, &limitConn{c: c, br: bufio.NewReader(c)})
+	}
+	return conns
+}
+
 // dialSpread opens connections until every worker holds perWorker of them
 // at least (bounded), and returns them all.
 func dialSpread(t *testing.T, g *supGateway, workers, perWorker int) []*limitConn {
@@ -73,14 +85,9 @@ func dialSpread(t *testing.T, g *supGateway, workers, perWorker int) []*limitCon
 	var conns []*limitConn
 	var ports []int
 	for round := 0; round < 20; round++ {
-		for range workers * perWorker {
-			c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
-			conns = append(conns, &limitConn{c: c, br: bufio.NewReader(c)})
-			ports = append(ports, localPort(c))
+		for _, lc := range dialLimit(t, g.Addr(), workers*perWorker) {
+			conns = append(conns, lc)
+			ports = append(ports, localPort(lc.c))
 		}
 		by := countBy(acceptedBy(t, g.port, ports, pids, 5*time.Second))
 		enough := len(by) == workers
@@ -101,6 +108,25 @@ func dialSpread(t *testing.T, g *supGateway, workers, perWorker int) []*limitCon
 // or the rejection (503, Remaining 0, the rejected_msg body).
 func hammer(t *testing.T, conns []*limitConn, path string, total int, limit string) (passed, rejected int) {
 	t.Helper()
+	return sendAll(t, conns, path, total, func(a limitAnswer) (bool, error) {
+		switch {
+		case a.limit != limit:
+			return false, fmt.Errorf("X-RateLimit-Limit %q, want %q", a.limit, limit)
+		case a.status == 200:
+			return true, nil
+		case a.status == 503 && a.remaining == "0" && a.body == `{"error_msg":"limited"}`+"\n":
+			return false, nil
+		}
+		return false, fmt.Errorf("unexpected answer %+v", a)
+	})
+}
+
+// sendAll sends requests for path over every connection at once until
+// total were sent, and counts the answers classify passes and those it
+// says are the rejection expected; the first error, a failed exchange or
+// one classify returns, fails the test once every connection stopped.
+func sendAll(t *testing.T, conns []*limitConn, path string, total int, classify func(limitAnswer) (passed bool, err error)) (passed, rejected int) {
+	t.Helper()
 	var sent, ok, no atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -109,19 +135,18 @@ func hammer(t *testing.T, conns []*limitConn, path string, total int, limit stri
 		wg.Go(func() {
 			for sent.Add(1) <= int64(total) {
 				a, err := lc.get(path)
-				if err == nil && a.limit != limit {
-					err = fmt.Errorf("X-RateLimit-Limit %q, want %q", a.limit, limit)
+				var pass bool
+				if err == nil {
+					pass, err = classify(a)
 				}
 				switch {
 				case err != nil:
-				case a.status == 200:
+				case pass:
 					ok.Add(1)
 					continue
-				case a.status == 503 && a.remaining == "0" && a.body == `{"error_msg":"limited"}`+"\n":
+				default:
 					no.Add(1)
 					continue
-				default:
-					err = fmt.Errorf("unexpected answer %+v", a)
 				}
 				mu.Lock()
 				if failure == nil {
@@ -147,7 +172,7 @@ func TestLimitCountExactAcrossWorkers(t *testing.T) {
 	for _, workers := range []int{2, 4} {
 		t.Run(strconv.Itoa(workers)+" workers", func(t *testing.T) {
 			const limit = 150
-			g := startSupervisor(t, limitRoutes(up.addr(), limit), func(port int) string { return perCoreConfig(port, workers) }, workers)
+			g := startSupervisor(t, limitRoutes(up.Addr(), limit), func(port int) string { return perCoreConfig(port, workers) }, workers)
 			conns := dialSpread(t, g, workers, 4)
 			first, err := conns[0].get("/limited")
 			if err != nil {
@@ -178,10 +203,10 @@ func TestLimitCountExactAcrossWorkers(t *testing.T) {
 
 			// A reload that leaves the plugin alone keeps the counter.
 			g.rewrite(routesYAML(
-				obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+				obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.Addr()), nil),
 					"plugins": obj{"limit-count": obj{"count": limit, "time_window": 300, "rejected_msg": "limited"}}},
-				obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up.addr()), nil)},
-				obj{"id": "new", "uri": "/new", "upstream": upstreamOf(nodes(up.addr()), nil)},
+				obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+				obj{"id": "new", "uri": "/new", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 			))
 			eventually(t, 15*time.Second, func() error {
 				a, err := conns[0].get("/new")
@@ -198,7 +223,7 @@ func TestLimitCountExactAcrossWorkers(t *testing.T) {
 			// Every worker swaps its snapshot on its own: each connection
 			// (all workers have some) waits for the new limit, and the
 			// requests that saw it count against it.
-			g.rewrite(limitRoutes(up.addr(), limit+1))
+			g.rewrite(limitRoutes(up.Addr(), limit+1))
 			seen := 0
 			for i, c := range conns {
 				eventually(t, 15*time.Second, func() error {
@@ -228,8 +253,8 @@ func TestLimitCountFullTable(t *testing.T) {
 		return obj{"count": 5, "time_window": 300, "key": "http_x_user", "allow_degradation": degrade}
 	}
 	routes := routesYAML(
-		obj{"id": "strict", "uri": "/strict", "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"limit-count": conf(false)}},
-		obj{"id": "lenient", "uri": "/lenient", "upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"limit-count": conf(true)}},
+		obj{"id": "strict", "uri": "/strict", "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"limit-count": conf(false)}},
+		obj{"id": "lenient", "uri": "/lenient", "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"limit-count": conf(true)}},
 	)
 	g := startSupervisor(t, routes, func(port int) string { return perCoreConfig(port, 1) }, 1, "--counters", "1")
 	c := newClient(t)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,20 +45,6 @@ func redisLimitRoutesTimeout(up string, port, count, ms int) string {
 	)
 }
 
-func dialLimit(t *testing.T, addr string, n int) []*limitConn {
-	t.Helper()
-	var conns []*limitConn
-	for range n {
-		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		conns = append(conns, &limitConn{c: c, br: bufio.NewReader(c)})
-	}
-	return conns
-}
-
 func TestLimitCountRedisAcrossGateways(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateways with several workers and a redis-server")
@@ -68,10 +52,10 @@ func TestLimitCountRedisAcrossGateways(t *testing.T) {
 	port := plugintest.RedisServer(t)
 	up := textUpstream(t, "ok")
 	const limit = 120
-	routes := redisLimitRoutes(up.addr(), port, limit)
+	routes := redisLimitRoutes(up.Addr(), port, limit)
 	a := startSupervisor(t, routes, func(p int) string { return perCoreConfig(p, 2) }, 2)
 	b := startGateway(t, routes, "")
-	conns := append(dialSpread(t, a, 2, 4), dialLimit(t, b.addr(), 8)...)
+	conns := append(dialSpread(t, a, 2, 4), dialLimit(t, b.Addr(), 8)...)
 	passed, rejected := hammer(t, conns, "/limited", 2*limit, strconv.Itoa(limit))
 	if passed != limit || rejected != limit {
 		t.Fatalf("%d passed and %d were rejected over two gateways, want %d and %d", passed, rejected, limit, limit)
@@ -89,8 +73,8 @@ func TestLimitCountRedisDoesNotBlock(t *testing.T) {
 	port := plugintest.RedisServer(t, "--enable-debug-command", "yes")
 	raddr := "127.0.0.1:" + strconv.Itoa(port)
 	up := textUpstream(t, "ok")
-	g := startGateway(t, redisLimitRoutes(up.addr(), port, 100), "")
-	conns := dialLimit(t, g.addr(), 2)
+	g := startGateway(t, redisLimitRoutes(up.Addr(), port, 100), "")
+	conns := dialLimit(t, g.Addr(), 2)
 	if a, err := conns[0].get("/limited"); err != nil || a.status != 200 {
 		t.Fatalf("first request: %+v, %v", a, err) // connected to Redis
 	}
@@ -135,8 +119,8 @@ func TestLimitCountRedisDoesNotBlock(t *testing.T) {
 // lets the request through without the headers.
 func TestLimitCountRedisDown(t *testing.T) {
 	up := textUpstream(t, "ok")
-	g := startGateway(t, redisLimitRoutes(up.addr(), freePort(t), 100), "")
-	c := dialLimit(t, g.addr(), 1)[0]
+	g := startGateway(t, redisLimitRoutes(up.Addr(), freePort(t), 100), "")
+	c := dialLimit(t, g.Addr(), 1)[0]
 	for range 2 {
 		if a, err := c.get("/limited"); err != nil || a.status != 500 || a.body != `{"error_msg":"failed to limit count"}`+"\n" {
 			t.Fatalf("/limited: %+v, %v", a, err)
@@ -177,19 +161,19 @@ func TestLimitRedisHung(t *testing.T) {
 		return c
 	}
 	routes := routesYAML(
-		obj{"id": "count", "uri": "/count", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "count", "uri": "/count", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-count": redis(obj{"count": 1000, "time_window": 300})}},
-		obj{"id": "count-open", "uri": "/count-open", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "count-open", "uri": "/count-open", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-count": redis(obj{"count": 1000, "time_window": 300, "allow_degradation": true})}},
-		obj{"id": "req", "uri": "/req", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "req", "uri": "/req", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-req": redis(obj{"rate": 1000, "burst": 0, "nodelay": true})}},
-		obj{"id": "conn-open", "uri": "/conn-open", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "conn-open", "uri": "/conn-open", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-conn": redis(obj{"conn": 100, "burst": 0, "default_conn_delay": 0.1, "allow_degradation": true})}},
 	)
 	g := startGateway(t, routes, "")
 	paths := []string{"/count", "/count-open", "/req", "/conn-open"}
 	want := map[string]int{"/count": 500, "/count-open": 200, "/req": 500, "/conn-open": 200}
-	conns := dialLimit(t, g.addr(), 8)
+	conns := dialLimit(t, g.Addr(), 8)
 	for _, p := range paths { // connected to Redis
 		if a, err := conns[0].get(p); err != nil || a.status != 200 {
 			t.Fatalf("%s before the hang: %+v, %v", p, a, err)
@@ -286,12 +270,12 @@ func TestLimitReqRedisAcrossGateways(t *testing.T) {
 	port := plugintest.RedisServer(t)
 	up := textUpstream(t, "ok")
 	const burst = 59
-	routes := routesYAML(obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+	routes := routesYAML(obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.Addr()), nil),
 		"plugins": obj{"limit-req": obj{"rate": 0.001, "burst": burst, "key": "remote_addr", "nodelay": true,
 			"rejected_code": 429, "rejected_msg": "slow down", "policy": "redis", "redis_host": "127.0.0.1", "redis_port": port}}})
 	a := startSupervisor(t, routes, func(p int) string { return perCoreConfig(p, 2) }, 2)
 	b := startGateway(t, routes, "")
-	conns := append(dialSpread(t, a, 2, 3), dialLimit(t, b.addr(), 6)...)
+	conns := append(dialSpread(t, a, 2, 3), dialLimit(t, b.Addr(), 6)...)
 	passed, rejected := countReq(t, conns, "/limited", 3*(burst+1))
 	if passed != burst+1 || rejected != 2*(burst+1) {
 		t.Fatalf("%d passed and %d were rejected over two gateways, want %d and %d", passed, rejected, burst+1, 2*(burst+1))
@@ -318,12 +302,12 @@ func TestLimitConnRedisAcrossGateways(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	routes := routesYAML(obj{"id": "held", "uri": "/held", "upstream": upstreamOf(nodes(up.addr()), nil),
+	routes := routesYAML(obj{"id": "held", "uri": "/held", "upstream": upstreamOf(nodes(up.Addr()), nil),
 		"plugins": obj{"limit-conn": obj{"conn": conn, "burst": 0, "default_conn_delay": 0.1, "key": "remote_addr",
 			"rejected_code": 429, "rejected_msg": "busy", "policy": "redis", "redis_host": "127.0.0.1", "redis_port": port}}})
 	a := startGateway(t, routes, "")
 	b := startGateway(t, routes, "")
-	conns := append(dialLimit(t, a.addr(), 6), dialLimit(t, b.addr(), 6)...)
+	conns := append(dialLimit(t, a.Addr(), 6), dialLimit(t, b.Addr(), 6)...)
 	for round := range 2 {
 		ch := make(chan struct{})
 		release.Store(&ch)

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,39 +17,15 @@ import (
 // the rejected_msg body).
 func countReq(t *testing.T, conns []*limitConn, path string, total int) (passed, rejected int) {
 	t.Helper()
-	var sent, ok, no atomic.Int64
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failure error
-	for _, lc := range conns {
-		wg.Go(func() {
-			for sent.Add(1) <= int64(total) {
-				a, err := lc.get(path)
-				switch {
-				case err != nil:
-				case a.status == 200:
-					ok.Add(1)
-					continue
-				case a.status == 429 && a.body == `{"error_msg":"slow down"}`+"\n":
-					no.Add(1)
-					continue
-				default:
-					err = fmt.Errorf("unexpected answer %+v", a)
-				}
-				mu.Lock()
-				if failure == nil {
-					failure = err
-				}
-				mu.Unlock()
-				return
-			}
-		})
-	}
-	wg.Wait()
-	if failure != nil {
-		t.Fatal(failure)
-	}
-	return int(ok.Load()), int(no.Load())
+	return sendAll(t, conns, path, total, func(a limitAnswer) (bool, error) {
+		switch {
+		case a.status == 200:
+			return true, nil
+		case a.status == 429 && a.body == `{"error_msg":"slow down"}`+"\n":
+			return false, nil
+		}
+		return false, fmt.Errorf("unexpected answer %+v", a)
+	})
 }
 
 func TestLimitReqExactAcrossWorkers(t *testing.T) {
@@ -63,7 +37,7 @@ func TestLimitReqExactAcrossWorkers(t *testing.T) {
 	// A rate so low that the test's duration drains nothing worth a
 	// request: exactly burst+1 pass.
 	g := startSupervisor(t, routesYAML(
-		obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-req": obj{"rate": 0.001, "burst": burst, "key": "remote_addr", "nodelay": true,
 				"rejected_code": 429, "rejected_msg": "slow down"}}},
 	), func(port int) string { return perCoreConfig(port, workers) }, workers)
@@ -83,9 +57,9 @@ func TestLimitReqDelay(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
 	g := startGateway(t, routesYAML(
-		obj{"id": "slow", "uri": "/slow", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "slow", "uri": "/slow", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"limit-req": obj{"rate": 2, "burst": 2, "key": "http_x_user"}}},
-		obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up.addr()), nil)},
+		obj{"id": "other", "uri": "/other", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 	), "")
 	user := map[string]string{"X-User": "ann"}
 	start := time.Now()

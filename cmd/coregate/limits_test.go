@@ -20,7 +20,7 @@ import (
 func TestWorkerConnections(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		"  event:\n    worker_connections: 4\n")
 
 	// Three kept-alive clients, each served once (so the worker has
@@ -35,7 +35,7 @@ func TestWorkerConnections(t *testing.T) {
 		}
 		held = append(held, c)
 	}
-	if n := up.conns.Load(); n != 1 {
+	if n := up.Conns.Load(); n != 1 {
 		t.Fatalf("the upstream saw %d connections, want 1 reused", n)
 	}
 
@@ -63,7 +63,7 @@ func TestWorkerConnections(t *testing.T) {
 	// One client leaves: a new one is served.
 	held[0].Close()
 	eventually(t, 5*time.Second, func() error {
-		c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 		if err != nil {
 			return err
 		}
@@ -86,12 +86,12 @@ func TestMaxBodySizeChunked(t *testing.T) {
 	t.Parallel()
 	var bodies atomic.Int32
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(_ *http.Request, body []byte, _ int) (string, bool) {
+		c.ServeKeepAlive(func(_ *http.Request, body []byte, _ int) (string, bool) {
 			bodies.Add(1)
 			return okResponse(fmt.Sprintf("got %d", len(body))), true
 		})
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		"  http:\n    client_max_body_size: 1k\n")
 	chunk := func(n int) string { return fmt.Sprintf("%x\r\n%s\r\n", n, bytes.Repeat([]byte("x"), n)) }
 	head := "POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -131,9 +131,9 @@ func TestMaxBodySizeChunked(t *testing.T) {
 			t.Errorf("got %d close=%v, want 400 and close", r.status, r.close)
 		}
 	})
-	if got := up.received(); got != "" || up.accepted.Load() != 0 {
+	if got := up.Received(); got != "" || up.Accepted.Load() != 0 {
 		t.Fatalf("the upstream got %d bytes on %d connections of refused requests: %q",
-			len(got), up.accepted.Load(), cut(got))
+			len(got), up.Accepted.Load(), cut(got))
 	}
 
 	t.Run("within the limit", func(t *testing.T) {
@@ -155,14 +155,14 @@ func TestMaxBodySizeChunkedStreamed(t *testing.T) {
 	t.Parallel()
 	var complete, cutShort atomic.Int32
 	up := newRawUpstream(t, func(c *rawConn) {
-		if _, _, err := c.readRequest(); err != nil {
+		if _, _, err := c.ReadRequest(); err != nil {
 			cutShort.Add(1)
 			return
 		}
 		complete.Add(1)
 		_, _ = io.WriteString(c, okResponse("ok"))
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		"  http:\n    client_max_body_size: 1m\n")
 	c := dialGateway(t, g)
 	go func() {

@@ -23,7 +23,7 @@ import (
 func TestLingeringClose(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	body := bytes.Repeat([]byte("x"), 4<<20)
 	tests := []struct {
 		name    string
@@ -54,7 +54,7 @@ func TestLingeringClose(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for round := range 3 {
-				c, err := net.Dial("tcp", g.addr())
+				c, err := net.Dial("tcp", g.Addr())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -87,7 +87,7 @@ func TestLingeringClose(t *testing.T) {
 	// A client that stops sending but keeps its side open gets the answer
 	// and FIN at once; the gateway closes for good after lingering_timeout
 	// (5 s): a write after that is answered with a reset.
-	c, err := net.Dial("tcp", g.addr())
+	c, err := net.Dial("tcp", g.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

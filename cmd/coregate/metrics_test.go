@@ -27,7 +27,7 @@ func TestNodeMetrics(t *testing.T) {
 	promtool := requirePromtool(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)
-	g := startGatewayConfig(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startGatewayConfig(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		exportConfig(1, mport))
 	url := fmt.Sprintf("http://127.0.0.1:%d/m", mport)
 	scrape := func() string {
@@ -84,7 +84,7 @@ func TestConnectionMetrics(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		exportConfig(2, mport), 2, "--cpus", cpuList(cpus[:2]))
 	url := fmt.Sprintf("http://127.0.0.1:%d/m", mport)
 	type figures struct {
@@ -142,7 +142,7 @@ func TestConnectionMetrics(t *testing.T) {
 	// 8 connections, 5 requests each, left open and idle.
 	const conns, perConn = 8, 5
 	for i := 0; i < conns; i++ {
-		c, err := net.Dial("tcp", g.addr())
+		c, err := net.Dial("tcp", g.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,10 +40,10 @@ func TestMocking(t *testing.T) {
 			}},
 			"with_mock_header": false,
 		}}},
-		obj{"id": "with-upstream", "uri": "/up", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "with-upstream", "uri": "/up", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"mocking": obj{"response_example": `{"a":1}`}}},
 		obj{"id": "slow", "uri": "/slow", "plugins": obj{"mocking": obj{"response_example": "late", "delay": 2}}},
-		obj{"id": "plain", "uri": "/plain", "upstream": upstreamOf(nodes(up.addr()), nil)},
+		obj{"id": "plain", "uri": "/plain", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 	), "")
 	c := newClient(t)
 	mockBy := "APISIX/" + spec.CompatVersion
@@ -114,15 +114,14 @@ func TestAdminAPIMocking(t *testing.T) {
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	r := do(t, c, "PUT", admin+"bad", "", key, strings.NewReader(
-		`{"uri":"/bad","plugins":{"mocking":{"response_example":"x","content_type":"image/png"}}}`))
+	admin := legacyAdmin(adminPort)
+	r := admin.do(t, c, "PUT", "routes/bad",
+		`{"uri":"/bad","plugins":{"mocking":{"response_example":"x","content_type":"image/png"}}}`)
 	if r.status != 400 || !strings.HasPrefix(r.body, `{"error_msg":"failed to check the configuration of plugin mocking err: unsupported content type!"`) {
 		t.Fatalf("PUT a refused configuration: %d %s", r.status, r.body)
 	}
-	r = do(t, c, "PUT", admin+"1", "", key, strings.NewReader(
-		`{"uri":"/hello","plugins":{"mocking":{"response_example":"hello $arg_who","content_type":"text/plain","response_status":202}}}`))
+	r = admin.do(t, c, "PUT", "routes/1",
+		`{"uri":"/hello","plugins":{"mocking":{"response_example":"hello $arg_who","content_type":"text/plain","response_status":202}}}`)
 	if r.status != 201 {
 		t.Fatalf("PUT: %d %s", r.status, r.body)
 	}

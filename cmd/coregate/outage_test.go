@@ -8,91 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"coregate/admin/adminapi"
 	"coregate/admin/store/storesync"
-	"coregate/internal/syncbuf"
+	"coregate/internal/e2e"
 )
-
-// etcdProc is an etcd process (Debian's etcd-server) on fixed-at-start
-// free loopback ports and a data directory, which start can run again on
-// the same ports and data after a kill.
-type etcdProc struct {
-	t            *testing.T
-	bin, dir     string
-	client, peer string
-	cmd          *exec.Cmd
-	done         chan struct{}
-	log          *syncbuf.Buffer
-}
-
-func newEtcdProc(t *testing.T) *etcdProc {
-	bin, err := exec.LookPath("etcd")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no etcd binary under CI (apt-get install etcd-server): %v", err)
-		}
-		t.Skipf("no etcd binary (apt-get install etcd-server): %v", err)
-	}
-	e := &etcdProc{t: t, bin: bin, dir: filepath.Join(t.TempDir(), "etcd"), log: &syncbuf.Buffer{},
-		client: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-		peer:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
-	t.Cleanup(func() {
-		e.kill()
-		if t.Failed() {
-			t.Logf("etcd output:\n%s", e.log.String())
-		}
-	})
-	return e
-}
-
-// start runs etcd and waits until its client port answers.
-func (e *etcdProc) start() {
-	e.t.Helper()
-	e.cmd = exec.Command(e.bin, "--name", "t", "--data-dir", e.dir,
-		"--listen-client-urls", e.client, "--advertise-client-urls", e.client,
-		"--listen-peer-urls", e.peer, "--initial-advertise-peer-urls", e.peer,
-		"--initial-cluster", "t="+e.peer, "--log-level", "error")
-	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
-	if err := e.cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	e.done = done
-	go func(c *exec.Cmd) { _ = c.Wait(); close(done) }(e.cmd)
-	c := &http.Client{Timeout: time.Second}
-	eventually(e.t, 30*time.Second, func() error {
-		select {
-		case <-done:
-			e.t.Fatalf("etcd exited:\n%s", e.log.String())
-		default:
-		}
-		r, err := c.Get(e.client + "/health")
-		if err != nil {
-			return err
-		}
-		r.Body.Close()
-		if r.StatusCode != 200 {
-			return fmt.Errorf("etcd /health: %d", r.StatusCode)
-		}
-		return nil
-	})
-}
-
-// kill ends the process it started with SIGKILL, as a crash would.
-func (e *etcdProc) kill() {
-	if e.cmd == nil {
-		return
-	}
-	_ = e.cmd.Process.Signal(syscall.SIGKILL)
-	<-e.done
-	e.cmd = nil
-}
 
 // externalConfig is a traditional node on the external etcd at client,
 // its Admin API on adminPort (legacy key) and its metrics on mport at /m.
@@ -150,20 +72,17 @@ func reachable(c *http.Client, mport int) (string, error) {
 // (apisix_etcd_reachable 0, Admin API writes 503), takes the changes made
 // once etcd is back, and starts again with etcd down from its local copy.
 func TestEtcdOutage(t *testing.T) {
-	etcd := newEtcdProc(t)
-	etcd.start()
+	etcd := e2e.NewEtcd(t)
+	etcd.Start()
 	up := textUpstream(t, "up")
 	adminPort, mport := freePort(t), freePort(t)
-	g := startSupervisor(t, "", externalConfig(etcd.client, adminPort, mport), 1)
+	g := startSupervisor(t, "", externalConfig(etcd.Client, adminPort, mport), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	admin := func(id string) string {
-		return fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/%s", adminPort, id)
+	admin := legacyAdmin(adminPort)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.Addr())
 	}
-	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.addr()))
-	}
-	if r := do(t, c, "PUT", admin("1"), "", key, route("/one")); r.status != 201 {
+	if r := admin.do(t, c, "PUT", "routes/1", route("/one")); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -193,47 +112,23 @@ func TestEtcdOutage(t *testing.T) {
 	}
 
 	// Steady traffic on its own connection for the whole outage.
-	var ok, failed atomic.Int64
-	var firstErr sync.Once
-	var failure string
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		lc := newClient(t)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			r, err := tryDo(lc, "GET", g.url("/one"), "", nil, nil)
-			if err == nil && r.status == 200 {
-				ok.Add(1)
-			} else {
-				failed.Add(1)
-				firstErr.Do(func() { failure = fmt.Sprintf("%v %d %s", err, r.status, r.body) })
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
+	load := e2e.StartSteadyLoad(g.url("/one"), 2*time.Millisecond, newClient(t))
 
-	etcd.kill()
+	etcd.Kill()
 	eventually(t, 30*time.Second, func() error {
 		if v, err := reachable(c, mport); v != "0" {
 			return fmt.Errorf("apisix_etcd_reachable %q (%v), want 0 with etcd down", v, err)
 		}
 		return nil
 	})
-	if r := do(t, c, "PUT", admin("2"), "", key, route("/two")); r.status != 503 {
+	if r := admin.do(t, c, "PUT", "routes/2", route("/two")); r.status != 503 {
 		t.Fatalf("PUT with etcd down: %d %s, want 503", r.status, r.body)
 	}
-	etcd.start()
+	etcd.Start()
 	// A write made as soon as etcd is back: it arrives with the resync
 	// or the new watch.
 	eventually(t, 30*time.Second, func() error {
-		if r := do(t, c, "PUT", admin("2"), "", key, route("/two")); r.status != 201 && r.status != 200 {
+		if r := admin.do(t, c, "PUT", "routes/2", route("/two")); r.status != 201 && r.status != 200 {
 			return fmt.Errorf("PUT route 2 after the restart: %d %s", r.status, r.body)
 		}
 		return nil
@@ -250,26 +145,17 @@ func TestEtcdOutage(t *testing.T) {
 		}
 		return nil
 	})
-	close(stop)
-	wg.Wait()
-	t.Logf("through the outage: %d requests answered 200, %d failed", ok.Load(), failed.Load())
-	if failed.Load() != 0 || ok.Load() == 0 {
-		t.Fatalf("%d requests failed (first: %s), %d answered", failed.Load(), failure, ok.Load())
+	ok, failures := load.End()
+	t.Logf("through the outage: %d requests answered 200, %d failed", ok, len(failures))
+	if len(failures) != 0 || ok == 0 {
+		t.Fatalf("%d requests failed (first: %v), %d answered", len(failures), failures[:min(1, len(failures))], ok)
 	}
 
 	// Cold start with etcd down: the node serves its local copy.
 	g.stopped.Store(true)
 	g.stop()
-	etcd.kill()
-	g2 := &supGateway{gateway: &gateway{t: t, dir: g.dir, port: g.port, out: &syncbuf.Buffer{}, done: make(chan struct{})}}
-	g2.cmd = exec.Command(binPath, "-c", filepath.Join(g.dir, "config.yaml"))
-	g2.cmd.Stdout, g2.cmd.Stderr = g2.out, g2.out
-	if err := g2.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g2.cmd.Wait(); close(g2.done) }()
-	t.Cleanup(g2.stop)
-	g2.waitLog(`msg="worker ready"`, 1, 30*time.Second)
+	etcd.Kill()
+	g2 := g.restart(t, 1)
 	for _, path := range []string{"/one", "/two"} {
 		if r := do(t, c, "GET", g2.url(path), "", nil, nil); r.status != 200 || r.body != "up" {
 			t.Fatalf("cold start from the local copy: GET %s = %d %q", path, r.status, r.body)
@@ -286,35 +172,34 @@ func TestEtcdOutage(t *testing.T) {
 // refuses Admin API changes and says why; apisix_etcd_reachable stays 1,
 // since etcd answers. Started again, the node serves its local copy.
 func TestEtcdRebuiltExternal(t *testing.T) {
-	etcd := newEtcdProc(t)
-	etcd.start()
+	etcd := e2e.NewEtcd(t)
+	etcd.Start()
 	up := textUpstream(t, "up")
 	adminPort, mport := freePort(t), freePort(t)
-	g := startSupervisor(t, "", externalConfig(etcd.client, adminPort, mport), 1)
+	g := startSupervisor(t, "", externalConfig(etcd.Client, adminPort, mport), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/", adminPort)
-	route := func(uri string) *strings.Reader {
-		return strings.NewReader(fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.addr()))
+	admin := legacyAdmin(adminPort)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
 	}
-	if r := do(t, c, "PUT", admin+"1", "", key, route("/one")); r.status != 201 {
+	if r := admin.do(t, c, "PUT", "routes/1", route("/one")); r.status != 201 {
 		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
 	}
 	rev, _ := cacheOrigin(t, g.dir, 1)
 
-	etcd.kill()
-	if err := os.RemoveAll(etcd.dir); err != nil {
+	etcd.Kill()
+	if err := os.RemoveAll(etcd.Dir); err != nil {
 		t.Fatal(err)
 	}
-	etcd.start()
-	line := g.logLine(t, `level=ERROR msg="config store reset`, 30*time.Second)
+	etcd.Start()
+	line := g.LogLine(t, `level=ERROR msg="config store reset`, 30*time.Second)
 	if got := logField(line, "copy_revision"); got != strconv.FormatInt(rev, 10) {
 		t.Errorf("copy_revision=%q in %q, want %d", got, line, rev)
 	}
 	if r := do(t, c, "GET", g.url("/one"), "", nil, nil); r.status != 200 {
 		t.Fatalf("GET /one with the store refused = %d, want the route served", r.status)
 	}
-	if r := do(t, c, "PUT", admin+"2", "", key, route("/two")); r.status != 503 || !strings.Contains(r.body, acceptResetFlag) {
+	if r := admin.do(t, c, "PUT", "routes/2", route("/two")); r.status != 503 || !strings.Contains(r.body, acceptResetFlag) {
 		t.Fatalf("PUT into the rebuilt etcd: %d %s, want 503 saying how to accept it", r.status, r.body)
 	}
 	if v, err := reachable(c, mport); v != "1" {

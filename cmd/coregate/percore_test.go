@@ -77,7 +77,7 @@ func TestPerCoreSteering(t *testing.T) {
 	t.Run("cpu", func(t *testing.T) {
 		g, ws := start(t, "cpu")
 		for _, w := range ws {
-			conns := dialPinned(t, g.addr(), w.cpu, dials)
+			conns := dialPinned(t, g.Addr(), w.cpu, dials)
 			ports := make([]int, len(conns))
 			for i, c := range conns {
 				ports[i] = localPort(c)
@@ -96,7 +96,7 @@ func TestPerCoreSteering(t *testing.T) {
 		g, ws := start(t, "hash")
 		conns := make([]net.Conn, 0, dials)
 		for range dials {
-			c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+			c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestPerCoreSteering(t *testing.T) {
 		conns := map[int]net.Conn{}
 		var ports []int
 		for range 60 {
-			c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+			c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestPerCoreSteering(t *testing.T) {
 			socks := serverSockets(t, g.port)
 			owners := socketOwners([]int{light})
 			for _, e := range socks {
-				if _, ok := owners[e.inode]; ok && e.state == 1 {
+				if _, ok := owners[e.Inode]; ok && e.State == 1 {
 					return fmt.Errorf("the light worker still holds a connection")
 				}
 			}
@@ -171,7 +171,7 @@ func TestPerCoreSteering(t *testing.T) {
 		n := held / 2
 		toLight := 0
 		for range n {
-			c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+			c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +223,7 @@ func readEnviron(pid int) (map[string]string, error) {
 func TestPerCoreKillUnderLoad(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, strings.Repeat("k", 1024))
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string { return perCoreConfig(port, 2) }, 2, "--cpus", cpuList(cpus))
 	ws := waitWorkers(t, g.cmd.Process.Pid, 2, 5*time.Second)
 	victim, survivor := ws[0], ws[1]
@@ -231,7 +231,7 @@ func TestPerCoreKillUnderLoad(t *testing.T) {
 		victim, survivor = survivor, victim
 	}
 
-	load := startNewConnLoad(g.addr(), "/hello", 8, false)
+	load := startNewConnLoad(g.Addr(), "/hello", 8, false)
 	time.Sleep(500 * time.Millisecond)
 	// Stopped, the victim accepts nothing more: the connections steered to
 	// it from now on wait in its accept queue.
@@ -243,14 +243,14 @@ func TestPerCoreKillUnderLoad(t *testing.T) {
 	owners := socketOwners([]int{victim.pid})
 	// By connection seq: those the victim accepted, those in its queue.
 	accepted, queued := map[uint64]bool{}, map[uint64]bool{}
-	for port, seq := range load.inFlight() {
+	for port, seq := range load.InFlight() {
 		e, ok := socks[port]
 		switch {
 		case !ok:
-		case e.inode == 0:
+		case e.Inode == 0:
 			queued[seq] = true
 		default:
-			if _, ok := owners[e.inode]; ok {
+			if _, ok := owners[e.Inode]; ok {
 				accepted[seq] = true
 			}
 		}
@@ -259,23 +259,23 @@ func TestPerCoreKillUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	res := load.finish()
+	res := load.Finish()
 
 	ok, bad := 0, 0
 	servedQueued := 0
 	for _, o := range res {
 		switch {
-		case o.err == nil && o.status == 200:
+		case o.Err == nil && o.Status == 200:
 			ok++
-			if queued[o.seq] {
+			if queued[o.Seq] {
 				servedQueued++
 			}
-		case accepted[o.seq]:
-			t.Logf("connection accepted by the killed worker failed (allowed): %v", o.err)
+		case accepted[o.Seq]:
+			t.Logf("connection accepted by the killed worker failed (allowed): %v", o.Err)
 		default:
 			bad++
 			if bad <= 10 {
-				t.Errorf("connection %d (port %d, queued: %v): status %d, %v", o.seq, o.port, queued[o.seq], o.status, o.err)
+				t.Errorf("connection %d (port %d, queued: %v): status %d, %v", o.Seq, o.Port, queued[o.Seq], o.Status, o.Err)
 			}
 		}
 	}
@@ -323,7 +323,7 @@ func TestPerCoreKillUnderLoad(t *testing.T) {
 		t.Fatalf("after the restart: workers %v, want a new id 0 on cpu %d beside %v", ws, victim.cpu, survivor)
 	}
 	checkPinned(t, fresh)
-	conns := dialPinned(t, g.addr(), fresh.cpu, 20)
+	conns := dialPinned(t, g.Addr(), fresh.cpu, 20)
 	defer closeAll(conns)
 	served := 0
 	for _, c := range conns {
@@ -354,19 +354,19 @@ func TestPerCoreGracefulStop(t *testing.T) {
 		_, _ = io.WriteString(w, body)
 	})
 	route := func(uri string) obj {
-		return obj{"uri": uri, "upstream": upstreamOf(nodes(up.addr()), nil)}
+		return obj{"uri": uri, "upstream": upstreamOf(nodes(up.Addr()), nil)}
 	}
 	const deadline = 4 * time.Second
 	g := startSupervisor(t, routesYAML(route("/hello"), route("/slow")),
 		func(port int) string { return perCoreConfig(port, 2) }, 2,
 		"--cpus", cpuList(cpus), "--shutdown-timeout", deadline.String())
 
-	ka := startKeepAliveLoad(g.addr(), "/hello", 3)
-	nc := startNewConnLoad(g.addr(), "/hello", 3, true)
+	ka := startKeepAliveLoad(g.Addr(), "/hello", 3)
+	nc := startNewConnLoad(g.Addr(), "/hello", 3, true)
 	time.Sleep(500 * time.Millisecond)
 	slow := make(chan error, 1)
 	go func() {
-		c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 		if err != nil {
 			slow <- err
 			return
@@ -406,16 +406,16 @@ func TestPerCoreGracefulStop(t *testing.T) {
 	}
 
 	kaStats := ka.finish()
-	ncRes := nc.finish()
+	ncRes := nc.Finish()
 	ncOK, refused := 0, 0
 	for _, o := range ncRes {
 		switch {
-		case o.err == nil && o.status == 200:
+		case o.Err == nil && o.Status == 200:
 			ncOK++
-		case o.port == 0 && isRefused(o.err):
+		case o.Port == 0 && isRefused(o.Err):
 			refused++
 		default:
-			t.Errorf("new connection %d (port %d): status %d, %v", o.seq, o.port, o.status, o.err)
+			t.Errorf("new connection %d (port %d): status %d, %v", o.Seq, o.Port, o.Status, o.Err)
 		}
 	}
 	for _, err := range kaStats.errs {
@@ -491,7 +491,7 @@ func startKeepAliveLoad(addr, path string, n int) *keepAliveLoad {
 					if closed {
 						l.stats.closeHeader++
 					}
-				case reused && errors.As(err, &ee) && !ee.started && errors.Is(err, io.EOF):
+				case reused && errors.As(err, &ee) && !ee.Started && errors.Is(err, io.EOF):
 					l.stats.idleClosed++
 					closed = true
 				default:
@@ -524,7 +524,7 @@ func (l *keepAliveLoad) finish() keepAliveStats {
 func TestPerCoreReloadWorkers(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, strings.Repeat("r", 1024))
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string { return perCoreConfig(port, 1) }, 1, "--cpus", cpuList(cpus))
 	pid := g.cmd.Process.Pid
 	waitWorkers(t, pid, 1, 5*time.Second)
@@ -543,7 +543,7 @@ func TestPerCoreReloadWorkers(t *testing.T) {
 		t.Errorf("both workers on cpu %d", ws[0].cpu)
 	}
 
-	load := startNewConnLoad(g.addr(), "/hello", 3, false)
+	load := startNewConnLoad(g.Addr(), "/hello", 3, false)
 	time.Sleep(300 * time.Millisecond)
 	writeFile(t, cfgPath, perCoreConfig(g.port, 1))
 	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -552,17 +552,17 @@ func TestPerCoreReloadWorkers(t *testing.T) {
 	g.waitLog(`msg="worker retired".* id=1 `, 1, 5*time.Second)
 	ws = waitWorkers(t, pid, 1, 5*time.Second)
 	time.Sleep(300 * time.Millisecond)
-	res := load.finish()
+	res := load.Finish()
 	if ws[0].id != 0 {
 		t.Errorf("worker %d stayed, want 0", ws[0].id)
 	}
 	ok := 0
 	for _, o := range res {
-		if o.err == nil && o.status == 200 {
+		if o.Err == nil && o.Status == 200 {
 			ok++
 			continue
 		}
-		t.Errorf("connection %d (port %d) while a worker retired: status %d, %v", o.seq, o.port, o.status, o.err)
+		t.Errorf("connection %d (port %d) while a worker retired: status %d, %v", o.Seq, o.Port, o.Status, o.Err)
 	}
 	t.Logf("2 → 1 workers under load: %d exchanges, %d ok", len(res), ok)
 	if ok == 0 {
@@ -632,7 +632,7 @@ func TestPerCoreQuit(t *testing.T) {
 		_, _ = io.WriteString(w, "late")
 	})
 	t.Cleanup(func() { close(release) })
-	g := startSupervisor(t, routesYAML(obj{"uri": "/slow", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/slow", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string { return perCoreConfig(port, 2) }, 2, "--cpus", cpuList(cpus))
 	ws := waitWorkers(t, g.cmd.Process.Pid, 2, 5*time.Second)
 	c := dialGateway(t, g.gateway)
@@ -672,7 +672,7 @@ func TestPerCoreQuit(t *testing.T) {
 func TestPerCoreSIGHUPRollsWorkers(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, strings.Repeat("s", 512))
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string { return perCoreConfig(port, 2) }, 2, "--cpus", cpuList(cpus))
 	pid := g.cmd.Process.Pid
 	before := waitWorkers(t, pid, 2, 5*time.Second)
@@ -688,7 +688,7 @@ func TestPerCoreSIGHUPRollsWorkers(t *testing.T) {
 		t.Fatalf("Server before = %q", got)
 	}
 
-	load := startNewConnLoad(g.addr(), "/hello", 3, false)
+	load := startNewConnLoad(g.Addr(), "/hello", 3, false)
 	time.Sleep(300 * time.Millisecond)
 	cfg := strings.Replace(perCoreConfig(g.port, 2), "  enable_admin: false\n", "  enable_admin: false\n  enable_server_tokens: false\n", 1)
 	writeFile(t, filepath.Join(g.dir, "config.yaml"), cfg)
@@ -698,7 +698,7 @@ func TestPerCoreSIGHUPRollsWorkers(t *testing.T) {
 	g.waitLog(`msg="worker replaced"`, 2, 10*time.Second)
 	g.waitLog(`msg="replaced worker exited"`, 2, 10*time.Second)
 	time.Sleep(300 * time.Millisecond)
-	res := load.finish()
+	res := load.Finish()
 
 	if got := server(); got != "APISIX" {
 		t.Errorf("Server after SIGHUP = %q, want APISIX", got)
@@ -714,11 +714,11 @@ func TestPerCoreSIGHUPRollsWorkers(t *testing.T) {
 	}
 	ok := 0
 	for _, o := range res {
-		if o.err == nil && o.status == 200 {
+		if o.Err == nil && o.Status == 200 {
 			ok++
 			continue
 		}
-		t.Errorf("connection %d (port %d) across the roll: status %d, %v", o.seq, o.port, o.status, o.err)
+		t.Errorf("connection %d (port %d) across the roll: status %d, %v", o.Seq, o.Port, o.Status, o.Err)
 	}
 	t.Logf("rolling restart under load: %d exchanges, %d ok", len(res), ok)
 	if ok == 0 {
@@ -735,7 +735,7 @@ func TestPerCoreSIGHUPRollsWorkers(t *testing.T) {
 func TestPerCoreSIGHUPBurst(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "burst")
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string { return perCoreConfig(port, 2) }, 2, "--cpus", cpuList(cpus))
 	pid := g.cmd.Process.Pid
 	waitWorkers(t, pid, 2, 5*time.Second)
@@ -817,7 +817,7 @@ func TestPerCoreRollWithoutBinary(t *testing.T) {
 	saved := binPath
 	binPath = exe // the supervisor starts its workers from its own path
 	up := textUpstream(t, "upgrade")
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string { return perCoreConfig(port, 2) }, 2, "--cpus", cpuList(cpus))
 	binPath = saved
 	pid := g.cmd.Process.Pid

@@ -99,11 +99,11 @@ func TestPrometheusPlugin(t *testing.T) {
 	mport := freePort(t)
 	const workers = 2
 	g := startSupervisor(t, routesYAML(
-		obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil),
+		obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil),
 			"plugins": obj{"prometheus": obj{}}},
 		obj{"id": "teapot", "uri": "/teapot", "plugins": obj{"prometheus": obj{},
 			"mocking": obj{"response_example": "tea", "response_status": 418}}},
-		obj{"id": "plain", "uri": "/plain", "upstream": upstreamOf(nodes(up.addr()), nil)},
+		obj{"id": "plain", "uri": "/plain", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 	), exportConfig(workers, mport), workers)
 	url := fmt.Sprintf("http://127.0.0.1:%d/m", mport)
 	scrape := func() (string, []series) {

@@ -61,7 +61,7 @@ func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 	var rs []obj
 	for i := range routes {
 		rs = append(rs, obj{"id": fmt.Sprintf("r%d", i), "uri": fmt.Sprintf("/r%d", i),
-			"upstream": upstreamOf(nodes(up.addr()), nil), "plugins": obj{"prometheus": obj{}}})
+			"upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"prometheus": obj{}}})
 	}
 	yaml := standaloneYAML(map[string][]obj{
 		"routes": rs,
@@ -100,7 +100,7 @@ func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 	}
 	want := map[string]string{"code": "200", "route": "", "matched_uri": "", "matched_host": "", "service": "",
 		"consumer": "", "node": "", "request_type": "traditional_http", "request_llm_model": "", "llm_model": "",
-		"response_source": "upstream", "upstream_addr": up.addr()}
+		"response_source": "upstream", "upstream_addr": up.Addr()}
 	if got := one(t, all, "gw_http_status", want); got != routes*per {
 		t.Errorf("gw_http_status %v = %v, want %d", want, got, routes*per)
 	}
@@ -121,12 +121,17 @@ func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
 	}
 }
 
-// exportEtcdConfig is etcdConfig with the export server on
-// 127.0.0.1:mport at /m.
+// exportEtcdConfig is etcdConfig with the legacy admin key and the export
+// server on 127.0.0.1:mport at /m.
 func exportEtcdConfig(adminPort, mport int) func(port int) string {
+	return withExport(etcdConfig(adminPort, adminapi.LegacyAdminKey), mport)
+}
+
+// withExport is config with the export server, which it disables, on
+// 127.0.0.1:mport at /m.
+func withExport(config func(port int) string, mport int) func(port int) string {
 	return func(port int) string {
-		return strings.Replace(etcdConfig(adminPort, adminapi.LegacyAdminKey)(port),
-			"    enable_export_server: false\n",
+		return strings.Replace(config(port), "    enable_export_server: false\n",
 			fmt.Sprintf("    export_uri: /m\n    export_addr:\n      ip: 127.0.0.1\n      port: %d\n", mport), 1)
 	}
 }
@@ -140,13 +145,8 @@ func TestPrometheusMetadataAdminAPI(t *testing.T) {
 	adminPort, mport := freePort(t), freePort(t)
 	g := startSupervisor(t, "", exportEtcdConfig(adminPort, mport), 1)
 	c := newClient(t)
-	key := map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}
 	admin := func(method, path, body string) result {
-		var r io.Reader
-		if body != "" {
-			r = strings.NewReader(body)
-		}
-		return do(t, c, method, fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/%s", adminPort, path), "", key, r)
+		return legacyAdmin(adminPort).do(t, c, method, path, body)
 	}
 	const md = "plugin_metadata/prometheus"
 	if r := admin("PUT", md, `{"disabled_labels":{"http_status":["code"]}}`); r.status != 400 ||
@@ -168,7 +168,7 @@ func TestPrometheusMetadataAdminAPI(t *testing.T) {
 		t.Fatalf("GET the metadata: %d %s", r.status, r.body)
 	}
 	for i := range 3 {
-		body := fmt.Sprintf(`{"uri":"/r%d","plugins":{"prometheus":{}},"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, i, up.addr())
+		body := fmt.Sprintf(`{"uri":"/r%d","plugins":{"prometheus":{}},"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, i, up.Addr())
 		if r := admin("PUT", fmt.Sprintf("routes/%d", i), body); r.status != 201 {
 			t.Fatalf("PUT route %d: %d %s", i, r.status, r.body)
 		}

@@ -27,7 +27,7 @@ func echoUpstream(t testing.TB) *httpUpstream {
 func TestPipelining(t *testing.T) {
 	t.Parallel()
 	up := echoUpstream(t)
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	reqs := "GET /a HTTP/1.1\r\nHost: x\r\n\r\n" +
 		"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello" +
@@ -54,7 +54,7 @@ func TestPipelining(t *testing.T) {
 func TestPipeliningMany(t *testing.T) {
 	t.Parallel()
 	up := echoUpstream(t)
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	var b strings.Builder
 	const n = 200
@@ -90,12 +90,12 @@ func TestRequestBodies(t *testing.T) {
 	}
 	seenCh := make(chan seen, 4)
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(req *http.Request, body []byte, _ int) (string, bool) {
+		c.ServeKeepAlive(func(req *http.Request, body []byte, _ int) (string, bool) {
 			seenCh <- seen{body: body, te: req.TransferEncoding, cl: req.ContentLength}
 			return okResponse("ok"), true
 		})
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	big := strings.Repeat("0123456789abcdef", 40<<10) // 640 KiB
 	tests := []struct {
 		name, raw, body string
@@ -128,7 +128,7 @@ func TestRequestBodies(t *testing.T) {
 	}
 	// The chunked framing is the gateway's: the data as chunks of its own,
 	// no extension, no trailer field.
-	got := up.received()
+	got := up.Received()
 	if strings.Contains(got, "name=value") || strings.Contains(got, "X-Sum") {
 		t.Errorf("chunk extensions or trailer fields forwarded:\n%q", got)
 	}
@@ -145,7 +145,7 @@ func TestResponseBodies(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("x", 300<<10)
 	up := newRawUpstream(t, func(c *rawConn) {
-		c.serveKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
+		c.ServeKeepAlive(func(req *http.Request, _ []byte, _ int) (string, bool) {
 			switch req.URL.Path {
 			case "/cl":
 				return okResponse(big), true
@@ -160,7 +160,7 @@ func TestResponseBodies(t *testing.T) {
 			return "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", true
 		})
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	tests := []struct {
 		path      string
 		proto     string // the client's
@@ -226,7 +226,7 @@ func TestNoBodyAnswers(t *testing.T) {
 			_, _ = io.WriteString(w, "0123456789")
 		}
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	_, _ = io.WriteString(c, "HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n"+
 		"GET /204 HTTP/1.1\r\nHost: x\r\n\r\n"+
@@ -263,7 +263,7 @@ func TestNoBodyAnswers(t *testing.T) {
 func TestHTTP10AndConnectionClose(t *testing.T) {
 	t.Parallel()
 	up := echoUpstream(t)
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	t.Run("1.0 close", func(t *testing.T) {
 		c := dialGateway(t, g)
 		_, _ = io.WriteString(c, "GET /a HTTP/1.0\r\nHost: x\r\n\r\n")
@@ -319,7 +319,7 @@ func TestExpectContinue(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "expect=%q body=%s", r.Header.Get("Expect"), b)
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	_, _ = io.WriteString(c, "PUT /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
 	br := newReader(c)
@@ -344,7 +344,7 @@ func TestHopByHopAndForwardedHeaders(t *testing.T) {
 	t.Parallel()
 	heads := make(chan string, 1)
 	up := newRawUpstream(t, func(c *rawConn) {
-		tp := bufio.NewReader(c.br)
+		tp := bufio.NewReader(c.BR)
 		var head strings.Builder
 		for {
 			line, err := tp.ReadString('\n')
@@ -369,7 +369,7 @@ func TestHopByHopAndForwardedHeaders(t *testing.T) {
 			"Server: origin/1.0\r\n"+
 			"Content-Length: 2\r\n\r\nok")
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	_, _ = io.WriteString(c, "GET /h HTTP/1.1\r\n"+
 		"Host: Front.example:8443\r\n"+
@@ -430,7 +430,7 @@ func TestServerHeaderEverywhere(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
 	routes := routesYAML(
-		obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up.addr()), nil)},
+		obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up.Addr()), nil)},
 		obj{"id": 2, "uri": "/dead", "upstream": upstreamOf(nodes(deadAddr(t)), nil)},
 	)
 	for _, tc := range []struct{ tokens, want string }{
@@ -448,7 +448,7 @@ func TestServerHeaderEverywhere(t *testing.T) {
 				t.Errorf("%s: Server %q, want %q", p, got, tc.want)
 			}
 		}
-		r := rawExchange(t, g.addr(), "GET / HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", time.Second)
+		r := rawExchange(t, g.Addr(), "GET / HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", time.Second)
 		if !strings.Contains(r, "\r\nServer: "+tc.want+"\r\n") {
 			t.Errorf("400 answer without Server %q:\n%s", tc.want, r)
 		}
@@ -468,7 +468,7 @@ func TestPipeliningLargeBodies(t *testing.T) {
 		}
 		_, _ = w.Write(b)
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	type req struct{ method, path, body string }
 	var reqs []req
@@ -508,7 +508,7 @@ func TestRequestTarget(t *testing.T) {
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %s", r.RequestURI, r.Host)
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/foo*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/foo*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	tests := []struct{ target, host, want string }{
 		{"/f%6Fo/a%20b?x=%20&y=1", "front", "/f%6Fo/a%20b?x=%20&y=1 front"},
 		{"/foo?", "front", "/foo? front"},

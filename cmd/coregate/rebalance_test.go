@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // TestPerCoreKeepaliveRebalance: kept-alive client connections do not stay
@@ -20,7 +22,7 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
 	const perConn, clients, rounds = 20, 16, 10
-	g := startSupervisor(t, routesYAML(obj{"uri": "/ka", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/ka", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string {
 			return strings.Replace(perCoreConfig(port, 2), "  error_log_level: info\n",
 				"  error_log_level: info\n  http:\n    keepalive_requests: "+strconv.Itoa(perConn)+"\n", 1)
@@ -49,7 +51,7 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !isZombie(victim.pid) {
+	for !e2e.Exited(victim.pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("worker %d did not exit within 5 s of SIGKILL", victim.pid)
 		}
@@ -62,7 +64,7 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 		served int // requests on c
 	}
 	dial := func() *client {
-		c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,10 +147,4 @@ func TestPerCoreKeepaliveRebalance(t *testing.T) {
 	if onFresh < samples/4 {
 		t.Errorf("%d of %d new connections went to the restarted worker, want ≥ %d", onFresh, samples, samples/4)
 	}
-}
-
-// isZombie says whether pid has exited but not been reaped, or is gone.
-func isZombie(pid int) bool {
-	f := procStat(pid)
-	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // TestReloadUnderTraffic: apisix.yaml is rewritten several times while
@@ -24,7 +25,7 @@ func TestReloadUnderTraffic(t *testing.T) {
 	t.Parallel()
 	a, b := textUpstream(t, "a"), textUpstream(t, "b")
 	conf := func(up *httpUpstream) string {
-		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)})
+		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.Addr()), nil)})
 	}
 	g := startGateway(t, conf(a), "")
 	var (
@@ -109,22 +110,22 @@ func TestReloadRefusesInvalid(t *testing.T) {
 	t.Parallel()
 	a, b := textUpstream(t, "a"), textUpstream(t, "b")
 	good := func(up *httpUpstream) string {
-		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)})
+		return routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.Addr()), nil)})
 	}
 	g := startGateway(t, good(a), "")
 	c := newClient(t)
 	tests := []struct {
 		name, file, logWant string
 	}{
-		{"bad field", routesYAML(obj{"id": 1, "uri": "/r", "no_such_field": 1, "upstream": upstreamOf(nodes(b.addr()), nil)}), "no_such_field"},
-		{"bad value", routesYAML(obj{"id": 1, "uri": "/r", "methods": []string{"FETCH"}, "upstream": upstreamOf(nodes(b.addr()), nil)}), "methods"},
+		{"bad field", routesYAML(obj{"id": 1, "uri": "/r", "no_such_field": 1, "upstream": upstreamOf(nodes(b.Addr()), nil)}), "no_such_field"},
+		{"bad value", routesYAML(obj{"id": 1, "uri": "/r", "methods": []string{"FETCH"}, "upstream": upstreamOf(nodes(b.Addr()), nil)}), "methods"},
 		{"missing end flag", strings.TrimSuffix(good(b), "#END\n"), "end flag"},
 		{"bad yaml", "routes: [\n#END\n", "apisix.yaml"},
-		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.addr()), obj{"type": "chash", "key": "remote_addr"})}), "chash"},
+		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.Addr()), obj{"type": "chash", "key": "remote_addr"})}), "chash"},
 		// Refused where the file is read, as the Admin API refuses it, not
 		// by the workers' build.
 		{"bad plugin configuration", routesYAML(obj{"id": 1, "uri": "/r", "plugins": obj{"limit-count": obj{"count": -1, "time_window": 60}},
-			"upstream": upstreamOf(nodes(b.addr()), nil)}), "apisix.yaml: routes (id 1): failed to check the configuration of plugin limit-count"},
+			"upstream": upstreamOf(nodes(b.Addr()), nil)}), "apisix.yaml: routes (id 1): failed to check the configuration of plugin limit-count"},
 	}
 	for _, tc := range tests {
 		before := len(reloadRefusals(g.out.String()))
@@ -175,11 +176,9 @@ func TestStartRefusesBadPlugins(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(baseConfig, freePort(t), ""))
 		writeFile(t, filepath.Join(dir, "apisix.yaml"), bad.file)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		out, err := exec.CommandContext(ctx, binPath, "-c", filepath.Join(dir, "config.yaml")).CombinedOutput()
-		cancel()
+		out, err := e2e.Run(binPath, 10*time.Second, "-c", filepath.Join(dir, "config.yaml"))
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), bad.want) {
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, bad.want) {
 			t.Errorf("start with %q: %v, want exit status 1 and %q:\n%s", bad.file, err, bad.want, out)
 		}
 	}
@@ -190,7 +189,7 @@ func TestStartRefusesBadPlugins(t *testing.T) {
 func TestUnknownConfigKeys(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		"  no_such_nginx_key: 1\n  http:\n    not_a_directive: on\n")
 	if r := do(t, newClient(t), "GET", g.url("/r"), "", nil, nil); r.status != 200 {
 		t.Fatalf("status %d", r.status)
@@ -216,12 +215,10 @@ func TestStartRefusesUnimplementedKeys(t *testing.T) {
 		cfg := filepath.Join(dir, "config.yaml")
 		writeFile(t, cfg, fmt.Sprintf(baseConfig, freePort(t), tc.extra))
 		writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		out, err := exec.CommandContext(ctx, binPath, "-c", cfg).CombinedOutput()
-		cancel()
+		out, err := e2e.Run(binPath, 10*time.Second, "-c", cfg)
 		want := cfg + ": " + tc.key + ": not supported, and ignoring it would "
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), want) {
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, want) {
 			t.Errorf("start with %s: %v, want exit status 1 and %q:\n%s", tc.key, err, want, out)
 		}
 	}
@@ -265,9 +262,9 @@ func TestRepositoryConfig(t *testing.T) {
 		return strings.Replace(c, "port: 9091", "port: "+strconv.Itoa(metricsPort), 1)
 	})
 	c := newClient(t)
-	route := strings.ReplaceAll(string(put[1]), "127.0.0.1:1980", up.addr())
-	admin := fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/routes/1", adminPort)
-	if r := do(t, c, "PUT", admin, "", map[string]string{"X-API-KEY": string(key[1])}, strings.NewReader(route)); r.status != 201 {
+	route := strings.ReplaceAll(string(put[1]), "127.0.0.1:1980", up.Addr())
+	admin := adminAPI{e2e.Admin{Port: adminPort, Key: string(key[1])}}
+	if r := admin.do(t, c, "PUT", "routes/1", route); r.status != 201 {
 		t.Fatalf("the Makefile's PUT: %d %s", r.status, r.body)
 	}
 	eventually(t, 10*time.Second, func() error {

@@ -21,7 +21,7 @@ func TestRouting(t *testing.T) {
 		_, _ = w.Write([]byte(r.Host))
 	})
 	to := func(name string) obj {
-		return upstreamOf(nodes(up.addr()), obj{"pass_host": "rewrite", "upstream_host": name})
+		return upstreamOf(nodes(up.Addr()), obj{"pass_host": "rewrite", "upstream_host": name})
 	}
 	rt := func(id, uri string, extra obj) obj {
 		r := obj{"id": id, "uri": uri, "upstream": to(id)}
@@ -69,7 +69,7 @@ func TestRouting(t *testing.T) {
 	delete(routes[len(routes)-1], "uri")
 	g := startGateway(t, standaloneYAML(map[string][]obj{
 		"routes":    routes,
-		"upstreams": {{"id": "u1", "nodes": nodes(up.addr()), "type": "roundrobin", "pass_host": "rewrite", "upstream_host": "upstream-u1"}},
+		"upstreams": {{"id": "u1", "nodes": nodes(up.Addr()), "type": "roundrobin", "pass_host": "rewrite", "upstream_host": "upstream-u1"}},
 		"services": {
 			{"id": "s1", "hosts": []string{"svc.example.com"}, "upstream": to("service-s1")},
 			{"id": "s2", "upstream_id": "u1"},
@@ -183,7 +183,7 @@ func TestRouting(t *testing.T) {
 func TestNotFoundAnswer(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ok", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	_, _ = c.Write([]byte("GET /nope HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n"))
 	br := newReader(c)

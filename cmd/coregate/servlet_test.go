@@ -36,8 +36,8 @@ func TestNormalizeURILikeServlet(t *testing.T) {
 	up := headEchoUpstream(t)
 	routes := standaloneYAML(map[string][]obj{
 		"routes": {
-			{"id": "public", "uri": "/public/*", "upstream": upstreamOf(nodes(up.addr()), nil)},
-			{"id": "private", "uri": "/private/*", "upstream": upstreamOf(nodes(up.addr()), nil),
+			{"id": "public", "uri": "/public/*", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+			{"id": "private", "uri": "/private/*", "upstream": upstreamOf(nodes(up.Addr()), nil),
 				"plugins": obj{"key-auth": obj{}}},
 		},
 		"consumers": {{"username": "jack", "plugins": obj{"key-auth": obj{"key": "jack-key"}}}},

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"coregate/internal/e2e"
 )
 
 // slowUpstream serves the routes of the slow-client tests: /ok answers at
@@ -86,7 +88,7 @@ func slowRoutes(up string) string {
 func TestSlowClientTimeouts(t *testing.T) {
 	t.Parallel()
 	up := newSlowUpstream(t)
-	g := startGateway(t, slowRoutes(up.addr()), "  http:\n"+
+	g := startGateway(t, slowRoutes(up.Addr()), "  http:\n"+
 		"    client_header_timeout: 1s\n"+
 		"    client_body_timeout: 1s\n"+
 		"    send_timeout: 1s\n"+
@@ -122,7 +124,7 @@ func TestSlowClientTimeouts(t *testing.T) {
 		for range n {
 			wg.Go(func() {
 				dialed := time.Now()
-				c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+				c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 				if err != nil {
 					out <- outcome{kind, 0, err}
 					return
@@ -259,7 +261,7 @@ func TestSlowClientTimeouts(t *testing.T) {
 	goodDone := make(chan struct{})
 	go func() {
 		defer close(goodDone)
-		c, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 		if err != nil {
 			goodErr = err
 			return
@@ -392,14 +394,14 @@ func TestSlowClientsLatency(t *testing.T) {
 		}
 	}
 	up := newSlowUpstream(t)
-	g := startGateway(t, slowRoutes(up.addr()), "  http:\n"+
+	g := startGateway(t, slowRoutes(up.Addr()), "  http:\n"+
 		"    client_header_timeout: 120s\n"+
 		"    client_body_timeout: 120s\n"+
 		"    send_timeout: 120s\n"+
 		"    keepalive_requests: 1000000\n") // the well-behaved client sends 400 a round
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
 
-	good, err := net.DialTimeout("tcp", g.addr(), 2*time.Second)
+	good, err := net.DialTimeout("tcp", g.Addr(), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +459,7 @@ func TestSlowClientsLatency(t *testing.T) {
 			if smallRcvbuf {
 				d.Control = smallRcvbufControl
 			}
-			c, err := d.Dial("tcp", g.addr())
+			c, err := d.Dial("tcp", g.Addr())
 			if err != nil {
 				t.Fatalf("connection %d: %v", len(conns), err)
 			}
@@ -479,8 +481,8 @@ func TestSlowClientsLatency(t *testing.T) {
 		// connection for each stalled body and unread answer.
 		want := slowloris + 2*slowBody + 2*noRead
 		eventually(t, 30*time.Second, func() error {
-			if n := fdCount(ws[0].pid); n < want {
-				return fmt.Errorf("the worker holds %d fds, want %d or more", n, want)
+			if n, err := e2e.FDs(ws[0].pid); err != nil || n < want {
+				return fmt.Errorf("the worker holds %d fds (%v), want %d or more", n, err, want)
 			}
 			if n := int(up.writing.Load()); n < noRead*9/10 {
 				return fmt.Errorf("%d unread answers are held up, want about %d", n, noRead)
@@ -510,9 +512,9 @@ func TestSlowClientsLatency(t *testing.T) {
 		if b, err := os.ReadFile("/proc/net/sockstat"); err == nil {
 			t.Logf("slow connections open; %s", strings.TrimSpace(string(b)))
 		}
-		cpu0 := procCPU(t, ws[0].pid)
+		cpu0 := e2e.CPUTime(t, ws[0].pid)
 		time.Sleep(2 * time.Second)
-		idle = procCPU(t, ws[0].pid) - cpu0
+		idle = e2e.CPUTime(t, ws[0].pid) - cpu0
 		during := rounds(8)
 		closeAll(conns)
 		time.Sleep(200 * time.Millisecond)
@@ -571,31 +573,6 @@ func inQueue(c net.Conn) int {
 	return n
 }
 
-// procCPU returns the CPU time process pid has used, user and system, to
-// the kernel's 10 ms tick.
-func procCPU(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	f := procStat(pid)
-	if len(f) < 13 {
-		t.Fatalf("/proc/%d/stat: %q", pid, f)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("/proc/%d/stat: %q", pid, f)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// fdCount returns how many files process pid has open.
-func fdCount(pid int) int {
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
-}
-
 // TestPipelinedLateReader: a client that pipelines many requests and
 // starts reading only after a while (within send_timeout) gets every
 // answer: the worker stops reading its requests while the answers pile up,
@@ -604,7 +581,7 @@ func TestPipelinedLateReader(t *testing.T) {
 	t.Parallel()
 	up := newSlowUpstream(t)
 	// keepalive_requests above the requests sent: all of them are answered.
-	g := startGateway(t, slowRoutes(up.addr()), "  http:\n    keepalive_requests: 100000\n")
+	g := startGateway(t, slowRoutes(up.Addr()), "  http:\n    keepalive_requests: 100000\n")
 	c := dialGateway(t, g)
 	const n = 50000 // about 10 MB of 404 answers, more than the kernel holds
 	go func() {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"coregate/bpf"
+	"coregate/internal/e2e"
 	"coregate/worker/control"
 )
 
@@ -28,7 +29,7 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		exportConfig(2, mport), 2, "--cpus", cpuList(cpus))
 	ws := waitWorkers(t, g.cmd.Process.Pid, 2, 5*time.Second)
 	victim, survivor := ws[0], ws[1]
@@ -42,11 +43,11 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 
 	// Busy is not stalled: under as much load as the clients can make,
 	// both workers keep beating.
-	load := startNewConnLoad(g.addr(), "/hello", 8, false)
+	load := startNewConnLoad(g.Addr(), "/hello", 8, false)
 	time.Sleep(2 * time.Second)
 	served := 0
-	for _, o := range load.finish() {
-		if o.err == nil && o.status == 200 {
+	for _, o := range load.Finish() {
+		if o.Err == nil && o.Status == 200 {
 			served++
 		}
 	}
@@ -65,10 +66,10 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 			_ = syscall.Kill(victim.pid, syscall.SIGCONT)
 		}
 	})
-	waitStopped(t, victim.pid)
+	e2e.WaitStopped(t, victim.pid)
 	// Connections opened at once land partly in the stopped worker's
 	// accept queue, before anything can notice: they wait.
-	early := startExchanges(g.addr(), 16, 30*time.Second)
+	early := startExchanges(g.Addr(), 16, 30*time.Second)
 
 	// From 1.5 s after the stop, every new connection is served promptly,
 	// by the other worker: the stopped one left the selector within about
@@ -77,7 +78,7 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 	var ports []int
 	for i := range 40 {
 		start := time.Now()
-		c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 		if err != nil {
 			t.Fatalf("connection %d: %v", i, err)
 		}
@@ -118,7 +119,7 @@ func TestPerCoreStoppedWorker(t *testing.T) {
 	defer func() { closeAll(conns) }()
 	ports = ports[:0]
 	for range 40 {
-		c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ func TestPerCoreStoppedWorkerReplaced(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)
-	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}),
+	g := startSupervisor(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		exportConfig(2, mport), 2, "--cpus", cpuList(cpus), "--stall-restart", "3s")
 	ws := waitWorkers(t, g.cmd.Process.Pid, 2, 5*time.Second)
 	victim, survivor := ws[0], ws[1]
@@ -155,8 +156,8 @@ func TestPerCoreStoppedWorkerReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(victim.pid, syscall.SIGCONT) })
-	waitStopped(t, victim.pid)
-	early := startExchanges(g.addr(), 16, 30*time.Second)
+	e2e.WaitStopped(t, victim.pid)
+	early := startExchanges(g.Addr(), 16, 30*time.Second)
 
 	g.waitLog(`level=WARN msg="worker stalled.*" .*id=0 `, 1, 3*time.Second)
 	kill := g.waitLog(`msg="worker silent too long.*" .*id=0 `, 1, 10*time.Second)
@@ -197,7 +198,7 @@ func TestPerCoreStoppedWorkerReplaced(t *testing.T) {
 	defer func() { closeAll(conns) }()
 	var ports []int
 	for range 40 {
-		c, err := net.DialTimeout("tcp", g.addr(), time.Second)
+		c, err := net.DialTimeout("tcp", g.Addr(), time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,30 +280,6 @@ func (e *exchanges) wait() []error {
 	return e.errs
 }
 
-// waitStopped waits until every thread of pid is stopped (state T), so
-// that no connection dialed afterwards can be accepted by it.
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	eventually(t, 5*time.Second, func() error {
-		dir := fmt.Sprintf("/proc/%d/task", pid)
-		tasks, err := os.ReadDir(dir)
-		if err != nil {
-			return err
-		}
-		for _, task := range tasks {
-			stat, err := os.ReadFile(dir + "/" + task.Name() + "/stat")
-			if err != nil {
-				return err
-			}
-			st := string(stat)
-			if f := strings.Fields(st[strings.LastIndexByte(st, ')')+1:]); len(f) == 0 || f[0] != "T" {
-				return fmt.Errorf("thread %s of pid %d not stopped: %q", task.Name(), pid, f[:1])
-			}
-		}
-		return nil
-	})
-}
-
 // TestStoppedOnlyWorkerQueues: the only worker, stopped, is taken out of
 // the socket selector like any stalled one, yet a connection made
 // meanwhile is not refused: with no slot to select, the program leaves
@@ -319,7 +296,7 @@ func TestStoppedOnlyWorkerQueues(t *testing.T) {
 		t.Skipf("the eBPF selector is not available: %v (%v)", kind, err)
 	}
 	up := textUpstream(t, "ok")
-	g := startGateway(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 5*time.Second)
 	if err := syscall.Kill(ws[0].pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -332,7 +309,7 @@ func TestStoppedOnlyWorkerQueues(t *testing.T) {
 	})
 	g.waitLog(`msg="worker stalled: out of the selector"`, 1, 5*time.Second)
 	// Under the 1 s after which a dropped SYN is sent again.
-	c, err := net.DialTimeout("tcp", g.addr(), 900*time.Millisecond)
+	c, err := net.DialTimeout("tcp", g.Addr(), 900*time.Millisecond)
 	if err != nil {
 		t.Fatalf("a connection to the gateway whose only worker is stopped: %v", err)
 	}

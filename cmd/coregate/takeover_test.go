@@ -3,17 +3,14 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // A supervisor killed with SIGKILL leaves its workers serving; the
@@ -21,79 +18,13 @@ import (
 // the node as an operator would: two supervisors one after the other on
 // the same config.yaml, under load.
 
-// nodeProc is one supervisor process of a node whose output goes to a file:
-// its workers outlive it and keep writing to the same file, which a pipe
-// read by the test would not allow (Wait would wait for them).
-type nodeProc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	out  string
-	done chan struct{}
-}
-
-func startNodeProc(t *testing.T, dir, name string) *nodeProc {
+// startNodeProc starts a supervisor of the node in dir whose output goes
+// to the file <dir>/<name>.log: its workers outlive it and keep writing to
+// the same file.
+func startNodeProc(t *testing.T, dir, name string) *e2e.Gateway {
 	t.Helper()
-	n := &nodeProc{t: t, out: filepath.Join(dir, name+".log"), done: make(chan struct{})}
-	f, err := os.Create(n.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n.cmd = exec.Command(binPath, "-c", filepath.Join(dir, "config.yaml"))
-	n.cmd.Stdout, n.cmd.Stderr = f, f
-	n.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	if err := n.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = n.cmd.Wait(); close(n.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-n.done:
-		default:
-			_ = n.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-n.done:
-			case <-time.After(15 * time.Second):
-				_ = n.cmd.Process.Kill()
-				<-n.done
-			}
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(n.out)
-			t.Logf("%s:\n%s", name, b)
-		}
-		if b, _ := os.ReadFile(n.out); strings.Contains(string(b), "WARNING: DATA RACE") {
-			t.Errorf("%s: a data race", name)
-		}
-	})
-	return n
-}
-
-func (n *nodeProc) log() string {
-	b, _ := os.ReadFile(n.out)
-	return string(b)
-}
-
-// wait waits until n lines of the output match re.
-func (n *nodeProc) wait(re string, count int, timeout time.Duration) []string {
-	n.t.Helper()
-	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(timeout)
-	for {
-		var got []string
-		for _, l := range strings.Split(n.log(), "\n") {
-			if rx.MatchString(l) {
-				got = append(got, l)
-			}
-		}
-		if len(got) >= count {
-			return got
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("after %v: %d lines match %q, want %d:\n%s", timeout, len(got), re, count, n.log())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return e2e.Start(t, e2e.Options{Bin: binPath, Dir: dir, LogFile: filepath.Join(dir, name+".log"),
+		Env: []string{"GORACE=atexit_sleep_ms=0"}})
 }
 
 // workerPIDs are the pids of the "worker ready" lines of the output.
@@ -109,75 +40,18 @@ func workerPIDs(lines []string) []int {
 	return pids
 }
 
-// alive says whether pid is a process that has not exited (a zombie has).
-func alive(pid int) bool {
-	f := procStat(pid)
-	return len(f) > 0 && f[0] != "Z"
-}
-
-// killWorkersAtEnd makes sure the workers a test's supervisors left are
-// gone when it ends, whatever happened to the supervisors: they are the
-// test's processes (started by the binary it started).
-func killWorkersAtEnd(t *testing.T, pids *[]int) {
-	t.Cleanup(func() {
-		for _, pid := range *pids {
-			if alive(pid) {
-				t.Errorf("worker %d still runs at the end", pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-}
-
-// steadyLoad sends requests until stopped: keep-alive clients, and clients
-// that open a connection per request (so that the socket selector's
-// choice is exercised all along). Every request must succeed.
-type steadyLoad struct {
-	stop     atomic.Bool
-	wg       sync.WaitGroup
-	ok       atomic.Int64
-	mu       sync.Mutex
-	failures []string
-}
-
-func startSteadyLoad(t *testing.T, url string) *steadyLoad {
-	l := &steadyLoad{}
+// startSteadyLoad sends requests until ended: keep-alive clients, and
+// clients that open a connection per request (so that the socket
+// selector's choice is exercised all along). Every request must succeed.
+func startSteadyLoad(url string) *e2e.SteadyLoad {
+	var clients []*http.Client
 	for i := range 4 {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			tr := &http.Transport{DisableKeepAlives: i%2 == 1, MaxIdleConnsPerHost: 2}
-			defer tr.CloseIdleConnections()
-			c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-			// Bounded: about 5000 requests a second at most here, for
-			// well under a minute.
-			for n := 0; !l.stop.Load() && n < 300000; n++ {
-				r, err := tryDo(c, "GET", url, "", nil, nil)
-				switch {
-				case err != nil:
-					l.fail(time.Now().Format("15:04:05.000") + " " + err.Error())
-				case r.status != 200:
-					l.fail(fmt.Sprintf("%s status %d %q", time.Now().Format("15:04:05.000"), r.status, r.body))
-				default:
-					l.ok.Add(1)
-				}
-			}
-		}()
+		tr := &http.Transport{DisableKeepAlives: i%2 == 1, MaxIdleConnsPerHost: 2}
+		clients = append(clients, &http.Client{Transport: tr, Timeout: 10 * time.Second})
 	}
-	return l
-}
-
-func (l *steadyLoad) fail(s string) {
-	l.mu.Lock()
-	l.failures = append(l.failures, s)
-	l.mu.Unlock()
-}
-
-// end stops the load and returns the requests answered and the failures.
-func (l *steadyLoad) end() (int64, []string) {
-	l.stop.Store(true)
-	l.wg.Wait()
-	return l.ok.Load(), l.failures
+	// Bounded: about 5000 requests a second at most here, for well under
+	// a minute.
+	return e2e.StartSteadyLoad(url, 0, clients...)
 }
 
 // takeoverNode writes a node's config.yaml (two workers, the standalone
@@ -200,46 +74,45 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 	up := textUpstream(t, strings.Repeat("x", 1024))
 	routes := func(extra ...obj) string {
 		return routesYAML(append([]obj{
-			{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)},
-			{"id": 2, "uri": "/limited", "upstream": upstreamOf(nodes(up.addr()), nil),
+			{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+			{"id": 2, "uri": "/limited", "upstream": upstreamOf(nodes(up.Addr()), nil),
 				"plugins": obj{"limit-count": obj{"count": 5, "time_window": 60, "key_type": "constant", "key": "all", "rejected_code": 429}}},
 		}, extra...)...)
 	}
 	dir, port := takeoverNode(t, routes())
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var pids []int
-	killWorkersAtEnd(t, &pids)
+	e2e.KillAtEnd(t, &pids)
 
 	first := startNodeProc(t, dir, "first")
-	pids = workerPIDs(first.wait(`msg="worker ready"`, 2, 10*time.Second))
+	pids = workerPIDs(first.WaitLog(`msg="worker ready"`, 2, 10*time.Second))
 	c := newClient(t)
 	for i := range 3 {
 		if r := do(t, c, "GET", base+"/limited", "", nil, nil); r.status != 200 {
 			t.Fatalf("limited request %d: %d, want 200", i+1, r.status)
 		}
 	}
-	load := startSteadyLoad(t, base+"/hello")
+	load := startSteadyLoad(base + "/hello")
 	time.Sleep(300 * time.Millisecond)
 
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
-	first.wait(`msg="supervisor gone: serving the last configuration`, 2, 5*time.Second)
+	first.Stopped.Store(true)
+	first.Signal(syscall.SIGKILL)
+	<-first.Done
+	first.WaitLog(`msg="supervisor gone: serving the last configuration`, 2, 5*time.Second)
 	// Orphaned, the workers serve: the load goes on for a while with no
 	// supervisor at all.
 	time.Sleep(time.Second)
 	for _, pid := range pids {
-		if !alive(pid) {
+		if !e2e.Alive(pid) {
 			t.Fatalf("worker %d exited with its supervisor", pid)
 		}
 	}
-	served := load.ok.Load()
+	served := load.OK.Load()
 
 	second := startNodeProc(t, dir, "second")
-	second.wait(`msg="took over the workers a previous supervisor left".* kept=2 replaced=0`, 1, 10*time.Second)
+	second.WaitLog(`msg="took over the workers a previous supervisor left".* kept=2 replaced=0`, 1, 10*time.Second)
 	time.Sleep(300 * time.Millisecond)
-	ok, failures := load.end()
+	ok, failures := load.End()
 	if len(failures) > 0 {
 		t.Errorf("%d of %d requests failed across the supervisor's kill and restart; first: %v", len(failures), ok+int64(len(failures)), failures[:min(5, len(failures))])
 	}
@@ -248,7 +121,7 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d requests, %d failed, across a supervisor SIGKILL and restart", ok, len(failures))
 	for _, pid := range pids {
-		if !alive(pid) {
+		if !e2e.Alive(pid) {
 			t.Errorf("worker %d is gone: it was not taken over", pid)
 		}
 	}
@@ -277,23 +150,18 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 		return nil
 	})
 
-	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	second.Stopped.Store(true)
+	second.Signal(syscall.SIGTERM)
 	select {
-	case <-second.done:
+	case <-second.Done:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the second supervisor did not stop on SIGTERM")
 	}
-	if code := second.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := second.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("the second supervisor exited with %d", code)
 	}
 	for _, pid := range pids {
-		deadline := time.Now().Add(5 * time.Second)
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if alive(pid) {
+		if !e2e.WaitExited(pid, 5*time.Second) {
 			t.Errorf("worker %d still runs after its new supervisor stopped", pid)
 		}
 	}
@@ -306,40 +174,35 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 func TestSupervisorRestartedOnChangedConfig(t *testing.T) {
 	requirePerCore(t)
 	up := textUpstream(t, "ok")
-	dir, port := takeoverNode(t, routesYAML(obj{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.addr()), nil)}))
+	dir, port := takeoverNode(t, routesYAML(obj{"id": 1, "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var pids []int
-	killWorkersAtEnd(t, &pids)
+	e2e.KillAtEnd(t, &pids)
 
 	first := startNodeProc(t, dir, "first")
-	pids = workerPIDs(first.wait(`msg="worker ready"`, 2, 10*time.Second))
-	load := startSteadyLoad(t, base+"/hello")
+	pids = workerPIDs(first.WaitLog(`msg="worker ready"`, 2, 10*time.Second))
+	load := startSteadyLoad(base + "/hello")
 	time.Sleep(300 * time.Millisecond)
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
-	first.wait(`msg="supervisor gone`, 2, 5*time.Second)
+	first.Stopped.Store(true)
+	first.Signal(syscall.SIGKILL)
+	<-first.Done
+	first.WaitLog(`msg="supervisor gone`, 2, 5*time.Second)
 	// A setting every worker reads: the workers are replaced.
 	conf := strings.Replace(perCoreConfig(port, 2), "error_log_level: info", "error_log_level: info\n  http:\n    keepalive_requests: 500", 1)
 	writeFile(t, filepath.Join(dir, "config.yaml"), conf)
 
 	second := startNodeProc(t, dir, "second")
-	second.wait(`msg="took over the workers a previous supervisor left"`, 1, 10*time.Second)
-	replaced := second.wait(`msg="worker replaced"`, 2, 15*time.Second)
+	second.WaitLog(`msg="took over the workers a previous supervisor left"`, 1, 10*time.Second)
+	replaced := second.WaitLog(`msg="worker replaced"`, 2, 15*time.Second)
 	// the old ones drain and exit
 	for _, pid := range pids {
-		deadline := time.Now().Add(15 * time.Second)
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if alive(pid) {
+		if !e2e.WaitExited(pid, 15*time.Second) {
 			t.Errorf("replaced worker %d did not exit", pid)
 		}
 	}
 	pids = append(pids, workerPIDs(replaced)...)
 	time.Sleep(300 * time.Millisecond)
-	ok, failures := load.end()
+	ok, failures := load.End()
 	if len(failures) > 0 {
 		t.Errorf("%d of %d requests failed across the restart on a changed config.yaml; first: %v", len(failures), ok+int64(len(failures)), failures[:min(5, len(failures))])
 	}

@@ -22,7 +22,7 @@ func TestClientTimeouts(t *testing.T) {
 	var bodyEOF atomic.Int32
 	up := newRawUpstream(t, func(c *rawConn) {
 		for {
-			req, err := http.ReadRequest(c.br)
+			req, err := http.ReadRequest(c.BR)
 			if err != nil {
 				return
 			}
@@ -37,7 +37,7 @@ func TestClientTimeouts(t *testing.T) {
 			}
 		}
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), shortClientTimeouts)
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), shortClientTimeouts)
 
 	t.Run("header", func(t *testing.T) {
 		t.Parallel()
@@ -121,12 +121,12 @@ func TestSendTimeouts(t *testing.T) {
 		}
 	})
 	deaf := newRawUpstream(t, func(c *rawConn) {
-		_, _ = http.ReadRequest(c.br) // the head only, never the body
-		<-c.quit
+		_, _ = http.ReadRequest(c.BR) // the head only, never the body
+		<-c.Quit
 	})
 	g := startGateway(t, routesYAML(
-		obj{"id": 1, "uri": "/down", "upstream": upstreamOf(nodes(up.addr()), nil)},
-		obj{"id": 2, "uri": "/up", "upstream": upstreamOf(nodes(deaf.addr()), obj{"timeout": obj{"connect": 0.5, "send": 0.5, "read": 0.5}})},
+		obj{"id": 1, "uri": "/down", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": 2, "uri": "/up", "upstream": upstreamOf(nodes(deaf.Addr()), obj{"timeout": obj{"connect": 0.5, "send": 0.5, "read": 0.5}})},
 	), "  http:\n    send_timeout: 1s\n")
 	t.Run("client does not read", func(t *testing.T) {
 		t.Parallel()

@@ -4,16 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"coregate/internal/syncbuf"
+	"coregate/internal/e2e"
 )
 
 // The faulty-upstream tests watch the one worker process of the gateway:
@@ -34,19 +31,10 @@ type probedGateway struct {
 // worker's pprof endpoint on a free port, and finds the worker process.
 func startProbedGateway(t *testing.T, apisixYAML, extra string) *probedGateway {
 	t.Helper()
-	g := &gateway{t: t, dir: t.TempDir(), port: freePort(t), out: &syncbuf.Buffer{}, done: make(chan struct{})}
-	writeFile(t, filepath.Join(g.dir, "config.yaml"), fmt.Sprintf(baseConfig, g.port, extra))
-	writeFile(t, filepath.Join(g.dir, "apisix.yaml"), apisixYAML)
 	pprof := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	g.cmd = exec.Command(binPath, "-c", filepath.Join(g.dir, "config.yaml"))
-	g.cmd.Stdout, g.cmd.Stderr = g.out, g.out
-	g.cmd.Env = append(os.Environ(), "COREGATE_PPROF="+pprof)
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.cmd.Wait(); close(g.done) }()
-	t.Cleanup(g.stop)
-	g.waitLog(`msg="worker ready"`, 1, 10*time.Second)
+	g := bindGateway(e2e.Start(t, e2e.Options{Bin: binPath, APISIX: apisixYAML,
+		Config: func(port int) string { return fmt.Sprintf(baseConfig, port, extra) },
+		Env:    []string{"COREGATE_PPROF=" + pprof}, Ready: 1}))
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 10*time.Second)
 	pg := &probedGateway{gateway: g, pid: ws[0].pid, pprof: pprof}
 	eventually(t, 10*time.Second, func() error {
@@ -54,24 +42,6 @@ func startProbedGateway(t *testing.T, apisixYAML, extra string) *probedGateway {
 		return err
 	})
 	return pg
-}
-
-// fdList names the worker's open file descriptors, for a failure message.
-func (g *probedGateway) fdList() string {
-	dir := "/proc/" + strconv.Itoa(g.pid) + "/fd/"
-	ents, _ := os.ReadDir(dir)
-	var out []string
-	for _, e := range ents {
-		l, _ := os.Readlink(dir + e.Name())
-		out = append(out, e.Name()+"->"+l)
-	}
-	return strings.Join(out, " ")
-}
-
-// fds counts the worker's open file descriptors.
-func (g *probedGateway) fds() (int, error) {
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(g.pid) + "/fd")
-	return len(ents), err
 }
 
 // goroutines counts the worker's goroutines from its goroutine profile,
@@ -130,7 +100,7 @@ func (g *probedGateway) settled(t *testing.T) usage {
 	var u usage
 	eventually(t, 10*time.Second, func() error {
 		var err error
-		if u.fds, err = g.fds(); err != nil {
+		if u.fds, err = e2e.FDs(g.pid); err != nil {
 			return err
 		}
 		if u.goroutines, err = g.goroutines(); err != nil {
@@ -149,7 +119,7 @@ func (g *probedGateway) settled(t *testing.T) usage {
 func (g *probedGateway) backTo(t *testing.T, base usage) {
 	t.Helper()
 	eventually(t, 10*time.Second, func() error {
-		fds, err := g.fds()
+		fds, err := e2e.FDs(g.pid)
 		if err != nil {
 			return err
 		}
@@ -158,20 +128,10 @@ func (g *probedGateway) backTo(t *testing.T, base usage) {
 			return err
 		}
 		if fds != base.fds || gs != base.goroutines {
-			return fmt.Errorf("worker holds %d fds (%s) and %d goroutines, %d and %d before", fds, g.fdList(), gs, base.fds, base.goroutines)
+			return fmt.Errorf("worker holds %d fds (%s) and %d goroutines, %d and %d before", fds, e2e.FDList(g.pid), gs, base.fds, base.goroutines)
 		}
 		return nil
 	})
-}
-
-// dropConns closes every connection the upstream accepted so far, which
-// empties the gateway's pool of them.
-func (u *rawUpstream) dropConns() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for _, c := range u.conns {
-		_ = c.Close()
-	}
 }
 
 // How a faulty exchange must end for the client.
@@ -210,10 +170,10 @@ func write(c *rawConn, parts ...string) {
 // hang holds the connection until the gateway closes it or the test ends.
 func hang(c *rawConn) {
 	go func() {
-		<-c.quit
+		<-c.Quit
 		_ = c.Close()
 	}()
-	_, _ = io.Copy(io.Discard, c.br)
+	_, _ = io.Copy(io.Discard, c.BR)
 }
 
 // trickle writes s one byte at a time, gap apart.
@@ -362,7 +322,7 @@ var faultCases = []faultCase{
 func faultyUpstream(t *testing.T, fault func(c *rawConn) bool) *rawUpstream {
 	return newRawUpstream(t, func(c *rawConn) {
 		for i := 1; ; i++ {
-			req, _, err := c.readRequest()
+			req, _, err := c.ReadRequest()
 			if err != nil {
 				return
 			}
@@ -372,7 +332,7 @@ func faultyUpstream(t *testing.T, fault func(c *rawConn) bool) *rawUpstream {
 				}
 				continue
 			}
-			if _, err := io.WriteString(c, okResponse(fmt.Sprintf("ok %d/%d", c.n, i))); err != nil {
+			if _, err := io.WriteString(c, okResponse(fmt.Sprintf("ok %d/%d", c.N, i))); err != nil {
 				return
 			}
 		}
@@ -390,7 +350,7 @@ func TestFaultyUpstreams(t *testing.T) {
 	t.Parallel()
 	good := textUpstream(t, "good")
 	ups := make([]*rawUpstream, len(faultCases))
-	routes := []obj{{"id": "good", "uri": "/good", "upstream": upstreamOf(nodes(good.addr()), nil)}}
+	routes := []obj{{"id": "good", "uri": "/good", "upstream": upstreamOf(nodes(good.Addr()), nil)}}
 	for i, fc := range faultCases {
 		ups[i] = faultyUpstream(t, fc.fault)
 		read := fc.read
@@ -398,7 +358,7 @@ func TestFaultyUpstreams(t *testing.T) {
 			read = 1
 		}
 		routes = append(routes, obj{"id": fc.name, "uri": "/" + fc.name + "/*",
-			"upstream": upstreamOf(nodes(ups[i].addr()), obj{"timeout": obj{"connect": 2, "send": 2, "read": read}})})
+			"upstream": upstreamOf(nodes(ups[i].Addr()), obj{"timeout": obj{"connect": 2, "send": 2, "read": read}})})
 	}
 	g := startProbedGateway(t, routesYAML(routes...), "")
 	// One request first, so that whatever the worker makes once is made;
@@ -407,7 +367,7 @@ func TestFaultyUpstreams(t *testing.T) {
 		t.Fatalf("warm-up: %d", r.status)
 	}
 	base := g.settled(t)
-	t.Logf("worker %d at rest: %d fds, %d goroutines: %s", g.pid, base.fds, base.goroutines, g.fdList())
+	t.Logf("worker %d at rest: %d fds, %d goroutines: %s", g.pid, base.fds, base.goroutines, e2e.FDList(g.pid))
 	for i, fc := range faultCases {
 		if testing.Short() && fc.slow {
 			continue
@@ -481,9 +441,9 @@ func runFaultCase(t *testing.T, g *probedGateway, up *rawUpstream, fc faultCase)
 		t.Errorf("another client while the fault was on: %v", err)
 	}
 	if fc.cause != "" {
-		line := g.logLine(t, `level=(ERROR|WARN) .*route=`+regexp.QuoteMeta(fc.name)+`( |$)`, 5*time.Second)
-		if line != "" && logField(line, "upstream") != up.addr() || !regexp.MustCompile(fc.cause).MatchString(line) {
-			t.Errorf("log line %q: want upstream=%s and cause %q", line, up.addr(), fc.cause)
+		line := g.LogLine(t, `level=(ERROR|WARN) .*route=`+regexp.QuoteMeta(fc.name)+`( |$)`, 5*time.Second)
+		if line != "" && logField(line, "upstream") != up.Addr() || !regexp.MustCompile(fc.cause).MatchString(line) {
+			t.Errorf("log line %q: want upstream=%s and cause %q", line, up.Addr(), fc.cause)
 		}
 	}
 	if fc.name == "cl-shorter-later" {
@@ -508,27 +468,7 @@ func runFaultCase(t *testing.T, g *probedGateway, up *rawUpstream, fc faultCase)
 	}
 	c.Close()
 	c2.Close()
-	up.dropConns()
-}
-
-// logLine returns the first line of the gateway's output that matches re,
-// waiting for it; it fails t (and returns "") when none comes in time.
-func (g *gateway) logLine(t *testing.T, re string, timeout time.Duration) string {
-	t.Helper()
-	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, l := range strings.Split(g.out.String(), "\n") {
-			if rx.MatchString(l) {
-				return l
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("no log line matches %q", re)
-			return ""
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	up.DropConns()
 }
 
 // oneShotClient is an HTTP client that closes each connection after its
@@ -550,7 +490,7 @@ func apisixPage(status int) string {
 func TestUpstreamContinue(t *testing.T) {
 	t.Parallel()
 	up := newRawUpstream(t, func(c *rawConn) {
-		req, err := http.ReadRequest(c.br)
+		req, err := http.ReadRequest(c.BR)
 		if err != nil {
 			return
 		}
@@ -558,7 +498,7 @@ func TestUpstreamContinue(t *testing.T) {
 		b, _ := io.ReadAll(req.Body)
 		_, _ = io.WriteString(c, okResponse("got "+string(b)))
 	})
-	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.addr()), nil)}), "")
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}), "")
 	c := dialGateway(t, g)
 	br := newReader(c)
 	_, _ = io.WriteString(c, "POST /p HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")

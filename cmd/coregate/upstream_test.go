@@ -67,7 +67,7 @@ func TestRoundRobinWeights(t *testing.T) {
 			var specs []nodeSpec
 			for i, w := range weights {
 				up := textUpstream(t, strconv.Itoa(i))
-				specs = append(specs, nodeSpec{addr: up.addr(), weight: w})
+				specs = append(specs, nodeSpec{addr: up.Addr(), weight: w})
 			}
 			g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/rr", "upstream": obj{"type": "roundrobin", "nodes": nodeList(t, specs...)}}), "")
 			n := 40
@@ -112,10 +112,10 @@ func TestPriorityGroups(t *testing.T) {
 	g := startGateway(t, routesYAML(
 		obj{"id": "down", "uri": "/down", "upstream": obj{"nodes": nodeList(t,
 			nodeSpec{addr: dead, weight: 1, priority: 1},
-			nodeSpec{addr: low.addr(), weight: 1, priority: 0})}},
+			nodeSpec{addr: low.Addr(), weight: 1, priority: 0})}},
 		obj{"id": "up", "uri": "/up", "upstream": obj{"nodes": nodeList(t,
-			nodeSpec{addr: high.addr(), weight: 1, priority: 1},
-			nodeSpec{addr: low.addr(), weight: 100, priority: -1})}},
+			nodeSpec{addr: high.Addr(), weight: 1, priority: 1},
+			nodeSpec{addr: low.Addr(), weight: 100, priority: -1})}},
 	), "")
 	c := newClient(t)
 	for i := range 6 {
@@ -139,12 +139,12 @@ func TestRetries(t *testing.T) {
 	d1, d2, d3 := deadAddr(t), deadAddr(t), deadAddr(t)
 	g := startGateway(t, routesYAML(
 		obj{"id": "all-dead", "uri": "/all-dead", "upstream": upstreamOf(nodes(d1, d2, d3), nil)},
-		obj{"id": "one-live", "uri": "/one-live", "upstream": upstreamOf(nodes(d1, d2, live.addr()), nil)},
+		obj{"id": "one-live", "uri": "/one-live", "upstream": upstreamOf(nodes(d1, d2, live.Addr()), nil)},
 		obj{"id": "retries-1", "uri": "/retries-1", "upstream": upstreamOf(nodes(d1, d2, d3), obj{"retries": 1})},
 		obj{"id": "then-500", "uri": "/then-500", "upstream": obj{"nodes": nodeList(t,
-			nodeSpec{addr: d1, weight: 1, priority: 1}, nodeSpec{addr: failing.addr(), weight: 1})}},
+			nodeSpec{addr: d1, weight: 1, priority: 1}, nodeSpec{addr: failing.Addr(), weight: 1})}},
 		obj{"id": "no-retry", "uri": "/no-retry", "upstream": obj{"nodes": nodeList(t,
-			nodeSpec{addr: d1, weight: 1}, nodeSpec{addr: live.addr(), weight: 1}), "retries": 0}},
+			nodeSpec{addr: d1, weight: 1}, nodeSpec{addr: live.Addr(), weight: 1}), "retries": 0}},
 	), "")
 	c := newClient(t)
 	r := do(t, c, "GET", g.url("/all-dead"), "", nil, nil)
@@ -219,17 +219,17 @@ func TestUpstreamErrors(t *testing.T) {
 	t.Parallel()
 	hole := blackholeAddr(t)
 	silent := newRawUpstream(t, func(c *rawConn) {
-		_, _, _ = c.readRequest()
-		_, _ = c.br.ReadByte() // until the gateway gives up
+		_, _, _ = c.ReadRequest()
+		_, _ = c.BR.ReadByte() // until the gateway gives up
 	})
 	timeouts := obj{"connect": 0.5, "send": 0.5, "read": 0.5}
 	g := startGateway(t, routesYAML(
 		obj{"id": "hole", "uri": "/connect-timeout", "upstream": upstreamOf(nodes(hole), obj{"timeout": timeouts})},
-		obj{"id": "silent", "uri": "/read-timeout", "upstream": upstreamOf(nodes(silent.addr()), obj{"timeout": timeouts})},
-		obj{"id": "route-timeout", "uri": "/route-timeout", "timeout": timeouts, "upstream": upstreamOf(nodes(silent.addr()), nil)},
+		obj{"id": "silent", "uri": "/read-timeout", "upstream": upstreamOf(nodes(silent.Addr()), obj{"timeout": timeouts})},
+		obj{"id": "route-timeout", "uri": "/route-timeout", "timeout": timeouts, "upstream": upstreamOf(nodes(silent.Addr()), nil)},
 		obj{"id": "refused", "uri": "/refused", "upstream": upstreamOf(nodes(deadAddr(t)), nil)},
 		obj{"id": "silent-twice", "uri": "/read-timeout-retried", "upstream": obj{"nodes": nodeList(t,
-			nodeSpec{addr: silent.addr(), weight: 1}, nodeSpec{addr: silent.addr(), weight: 1, priority: -1}),
+			nodeSpec{addr: silent.Addr(), weight: 1}, nodeSpec{addr: silent.Addr(), weight: 1, priority: -1}),
 			"timeout": timeouts}},
 	), "")
 	page := func(title string) string {
@@ -284,16 +284,16 @@ func TestPassHost(t *testing.T) {
 		_, _ = w.Write([]byte(r.Host))
 	})
 	g := startGateway(t, routesYAML(
-		obj{"id": "default", "uri": "/default", "upstream": upstreamOf(nodes(up.addr()), nil)},
-		obj{"id": "pass", "uri": "/pass", "upstream": upstreamOf(nodes(up.addr()), obj{"pass_host": "pass"})},
-		obj{"id": "node", "uri": "/node", "upstream": upstreamOf(nodes(up.addr()), obj{"pass_host": "node"})},
-		obj{"id": "rewrite", "uri": "/rewrite", "upstream": upstreamOf(nodes(up.addr()), obj{"pass_host": "rewrite", "upstream_host": "rewritten.example"})},
+		obj{"id": "default", "uri": "/default", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": "pass", "uri": "/pass", "upstream": upstreamOf(nodes(up.Addr()), obj{"pass_host": "pass"})},
+		obj{"id": "node", "uri": "/node", "upstream": upstreamOf(nodes(up.Addr()), obj{"pass_host": "node"})},
+		obj{"id": "rewrite", "uri": "/rewrite", "upstream": upstreamOf(nodes(up.Addr()), obj{"pass_host": "rewrite", "upstream_host": "rewritten.example"})},
 	), "")
 	c := newClient(t)
 	tests := []struct{ path, host, want string }{
 		{"/default", "client.example:8080", "client.example:8080"},
 		{"/pass", "client.example", "client.example"},
-		{"/node", "client.example", up.addr()},
+		{"/node", "client.example", up.Addr()},
 		{"/rewrite", "client.example", "rewritten.example"},
 	}
 	for _, tc := range tests {

@@ -95,6 +95,13 @@ var rules = []rule{
 		applies: func(p string) bool { return under(p, "internal/jsonesc") || under(p, "httpvar") },
 		allows:  func(d string, std bool) bool { return std },
 	},
+	{
+		// Not module: the rule is about the code that is built; tests
+		// import the harness, that is what it is for.
+		name:    "only tests import internal/e2e (the end-to-end harness)",
+		applies: func(p string) bool { return !under(p, "internal/e2e") },
+		allows:  func(d string, std bool) bool { return !under(d, "internal/e2e") },
+	},
 }
 
 // direct rules hold for every package's own imports (no path to follow:
@@ -310,15 +317,22 @@ func TestImportRulesCatch(t *testing.T) {
 	add(m("cmd/coregate"), false, m("worker"))
 	add(m("internal/jsonesc"), false, "fmt", "golang.org/x/sys/unix")
 	add(m("httpvar"), false, m("httpparse"))
+	add(m("internal/e2e"), false, "fmt")
+	add(m("admin/adminapi"), false, m("internal/e2e"))
+	add(m("node/supervisor"), false, "fmt")
+	add(m("plugins/mocking"), false, m("node/supervisor"))
 	pkgs[m("plugins")].TestImports = []string{m("admin/standalone")}
+	pkgs[m("cmd/coregate")].TestImports = []string{m("internal/e2e")} // allowed
 
 	got := check(pkgs)
 	want := []string{
+		m("admin/adminapi") + " imports coregate/internal/e2e: breaks the rule \"" + rules[7].name + "\"",
 		m("admin/nodeconf") + " imports coregate/bpf: breaks the rule \"" + rules[1].name + "\"",
 		m("httpparse") + " imports golang.org/x/sys/unix: breaks the rule \"" + rules[0].name + "\"",
 		m("plugins") + " imports coregate/worker/router: breaks the rule \"" + rules[2].name + "\"",
 		m("plugins") + " imports coregate/admin/standalone through coregate/plugins → coregate/worker/router → coregate/cmd/coregate → coregate/worker → coregate/admin/standalone: breaks the rule \"" + rules[3].name + "\"",
 		m("plugins") + " (its tests) imports coregate/admin/standalone through coregate/plugins → coregate/admin/standalone: breaks the rule \"" + rules[3].name + "\"",
+		m("plugins/mocking") + " imports coregate/node/supervisor: breaks the rule \"" + rules[5].name + "\"",
 		m("plugins/keyauth") + " imports coregate/bench/hdr: breaks the rule \"" + direct[1].name + "\"",
 		m("worker") + " imports coregate/admin/standalone: breaks the rule \"" + rules[4].name + "\"",
 		m("worker/router") + " imports coregate/cmd/coregate: breaks the rule \"" + direct[0].name + "\"",

@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The harness's own tests run a stand-in for the gateway: this test
+// binary, run again with E2E_FAKE_GATEWAY set, reads the port from the
+// config.yaml its -c names, listens on it, says msg="worker ready" and
+// exits 0 on SIGTERM (or with the status E2E_FAKE_EXIT names at once).
+func TestMain(m *testing.M) {
+	if os.Getenv("E2E_FAKE_GATEWAY") != "" {
+		os.Exit(fakeGateway())
+	}
+	os.Exit(m.Run())
+}
+
+func fakeGateway() int {
+	if code := os.Getenv("E2E_FAKE_EXIT"); code != "" {
+		n, _ := strconv.Atoi(code)
+		fmt.Println("exiting at once")
+		return n
+	}
+	if len(os.Args) < 3 || os.Args[1] != "-c" {
+		fmt.Println("usage: -c config.yaml")
+		return 2
+	}
+	b, err := os.ReadFile(os.Args[2])
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	l, err := net.Listen("tcp", "127.0.0.1:"+strings.TrimSpace(string(b)))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	go func() {
+		_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "fake") }))
+	}()
+	fmt.Printf("level=INFO msg=\"worker ready\" pid=%d args=%q\n", os.Getpid(), strings.Join(os.Args[3:], " "))
+	<-sig
+	fmt.Println("level=INFO msg=\"stopped\"")
+	return 0
+}
+
+func fakeOptions(t *testing.T) Options {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Bin: bin, Env: []string{"E2E_FAKE_GATEWAY=1"},
+		Config: func(port int) string { return strconv.Itoa(port) }, APISIX: "routes: []\n#END\n"}
+}
+
+// TestStartStop: Start writes both files, waits until the process
+// listens and says it is ready; a request is answered; Stop ends it with
+// SIGTERM and exit status 0; Restart runs it again on the same directory
+// and port.
+func TestStartStop(t *testing.T) {
+	o := fakeOptions(t)
+	o.Listen, o.Ready, o.Args = true, 1, []string{"--x"}
+	g := Start(t, o)
+	if b, err := os.ReadFile(filepath.Join(g.Dir, "apisix.yaml")); err != nil || string(b) != o.APISIX {
+		t.Fatalf("apisix.yaml: %q %v", b, err)
+	}
+	if r := Do(t, NewClient(t), "GET", g.URL("/"), "", nil, nil); r.Status != 200 || r.Body != "fake" {
+		t.Fatalf("GET: %d %q", r.Status, r.Body)
+	}
+	if line := g.WaitLog(`msg="worker ready"`, 1, time.Second)[0]; LogField(line, "args") != "--x" || LogField(line, "pid") != strconv.Itoa(g.PID()) {
+		t.Fatalf("ready line %q", line)
+	}
+	g2 := g.Restart(t, Options{Bin: o.Bin, Env: o.Env, Listen: true})
+	if g2.Dir != g.Dir || g2.Port != g.Port || g2.PID() == g.PID() {
+		t.Fatalf("restart: %s:%d pid %d, was %s:%d pid %d", g2.Dir, g2.Port, g2.PID(), g.Dir, g.Port, g.PID())
+	}
+	if code := g.Cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(g.Log(), `msg="stopped"`) {
+		t.Fatalf("stopped with status %d:\n%s", code, g.Log())
+	}
+	g2.Stop()
+	g2.Stopped.Store(true)
+	if Alive(g2.PID()) {
+		t.Fatalf("pid %d alive after Stop", g2.PID())
+	}
+}
+
+// TestStartFailsOnExit: a process that exits at start fails the test at
+// once, naming its output, instead of waiting out the bound.
+func TestStartFailsOnExit(t *testing.T) {
+	o := fakeOptions(t)
+	o.Env = append(o.Env, "E2E_FAKE_EXIT=3")
+	o.Listen = true
+	start := time.Now()
+	ft := &fakeT{TB: t}
+	func() {
+		defer func() { _ = recover() }() // Fatalf on fakeT panics to stop the helper
+		Start(ft, o)
+	}()
+	if !strings.Contains(ft.msg, "gateway exited at start") || !strings.Contains(ft.msg, "exiting at once") {
+		t.Fatalf("fatal message %q", ft.msg)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v to see the exit", d)
+	}
+}
+
+// fakeT records a Fatalf and stops the caller by panicking; its cleanups
+// are the test's.
+type fakeT struct {
+	testing.TB
+	msg string
+}
+
+func (f *fakeT) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic(f.msg)
+}
+
+func (f *fakeT) Errorf(format string, args ...any) { f.msg += fmt.Sprintf(format, args...) }
+
+// TestLogFile: with a LogFile the output is read from the file, and
+// WaitLog goes on waiting after the process exited (workers would write).
+func TestLogFile(t *testing.T) {
+	o := fakeOptions(t)
+	o.LogFile = filepath.Join(t.TempDir(), "out.log")
+	o.Ready = 1
+	g := Start(t, o)
+	if g.Out != nil || !strings.Contains(g.Log(), `msg="worker ready"`) {
+		t.Fatalf("log %q", g.Log())
+	}
+	g.Stopped.Store(true)
+	g.Signal(syscall.SIGTERM)
+	<-g.Done
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		f, err := os.OpenFile(o.LogFile, os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, _ = io.WriteString(f, "level=INFO msg=\"late line\"\n")
+			f.Close()
+		}
+	}()
+	g.WaitLog(`msg="late line"`, 1, 5*time.Second)
+}
+
+// TestFreePort: the ports handed out are distinct and free.
+func TestFreePort(t *testing.T) {
+	seen := map[int]bool{}
+	for range 50 {
+		p := FreePort(t)
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("port %d not free: %v", p, err)
+		}
+		l.Close()
+	}
+}
+
+// TestRawUpstream: a scripted origin records what it read and counts its
+// connections; Eventually sees the count.
+func TestRawUpstream(t *testing.T) {
+	u := NewRawUpstream(t, func(c *RawConn) {
+		c.ServeKeepAlive(func(req *http.Request, body []byte, n int) (string, bool) {
+			return OKResponse(fmt.Sprintf("%s %s %d %d", req.Method, body, n, c.N)), n < 2
+		})
+	})
+	c := Dial(t, u.Addr())
+	_, _ = io.WriteString(c, "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhiGET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := NewReader(c)
+	if r := ReadOne(t, br, "POST"); r.Body != "POST hi 1 1" {
+		t.Fatalf("first answer %q", r.Body)
+	}
+	if r := ReadOne(t, br, "GET"); r.Body != "GET  2 1" {
+		t.Fatalf("second answer %q", r.Body)
+	}
+	ExpectClosed(t, c, br, 5*time.Second)
+	Eventually(t, 5*time.Second, func() error {
+		if n := u.Accepted.Load(); n != 1 {
+			return fmt.Errorf("%d connections", n)
+		}
+		return nil
+	})
+	if got := u.Received(); !strings.HasPrefix(got, "POST /a HTTP/1.1\r\n") || !strings.HasSuffix(got, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n") {
+		t.Fatalf("received %q", got)
+	}
+}
+
+// TestStandaloneYAML: sections in name order, each a flow sequence, then
+// the end flag.
+func TestStandaloneYAML(t *testing.T) {
+	got := StandaloneYAML(map[string][]Obj{
+		"upstreams": {{"id": 1, "nodes": Nodes("a:1")}},
+		"routes":    {{"uri": "/x", "upstream": UpstreamOf(Nodes("b:2"), Obj{"timeout": 1})}},
+	})
+	want := `routes: [{"upstream":{"nodes":{"b:2":1},"timeout":1,"type":"roundrobin"},"uri":"/x"}]` + "\n" +
+		`upstreams: [{"id":1,"nodes":{"a:1":1}}]` + "\n#END\n"
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestAdmin: the Admin API's URL, and its key sent as X-API-KEY.
+func TestAdmin(t *testing.T) {
+	u := NewHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-API-KEY"))
+	})
+	port, _ := strconv.Atoi(u.Addr()[strings.LastIndexByte(u.Addr(), ':')+1:])
+	a := Admin{Port: port, Key: "k1"}
+	if r := a.Do(t, NewClient(t), "PUT", "routes/1", "{}"); r.Body != "PUT /apisix/admin/routes/1 k1" {
+		t.Fatalf("%q", r.Body)
+	}
+	if r := (Admin{Port: port}).Do(t, NewClient(t), "GET", "routes", ""); r.Body != "GET /apisix/admin/routes " {
+		t.Fatalf("no key: %q", r.Body)
+	}
+}
