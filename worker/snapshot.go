@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,21 +68,45 @@ type Snapshot struct {
 // sharedInputs are the Spec's resources that any route's build may read:
 // the consumers and their credentials (auth plugins, consumer variants),
 // plugin configs, global rules and plugin metadata.
-type sharedInputs [5][]json.RawMessage
+type sharedInputs struct {
+	consumers     []*spec.Consumer
+	credentials   []json.RawMessage
+	pluginConfigs []*spec.PluginConfig
+	globalRules   []*spec.GlobalRule
+	metadata      []json.RawMessage
+}
 
 func sharedOf(s *spec.Spec) sharedInputs {
 	return sharedInputs{s.Consumers, s.Credentials, s.PluginConfigs, s.GlobalRules, s.PluginMetadata}
 }
 
 func (a *sharedInputs) equal(b *sharedInputs) bool {
+	return sameObjects(a.consumers, b.consumers) && sameRaws(a.credentials, b.credentials) &&
+		sameObjects(a.pluginConfigs, b.pluginConfigs) && sameObjects(a.globalRules, b.globalRules) &&
+		sameRaws(a.metadata, b.metadata)
+}
+
+// sameObjects reports whether a and b hold the same objects, or equal
+// ones (a Config frame decodes them anew), in the same order.
+func sameObjects[T any](a, b []*T) bool {
+	if len(a) != len(b) {
+		return false
+	}
 	for i := range a {
-		if len(a[i]) != len(b[i]) {
+		if a[i] != b[i] && !reflect.DeepEqual(a[i], b[i]) {
 			return false
 		}
-		for j := range a[i] {
-			if !bytes.Equal(a[i][j], b[i][j]) {
-				return false
-			}
+	}
+	return true
+}
+
+func sameRaws(a, b []json.RawMessage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
 		}
 	}
 	return true
@@ -279,24 +304,16 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 	}
 	ps.env.Metadata = snap.metadata
 	pluginConfigs := make(map[string]map[string]json.RawMessage, len(s.PluginConfigs))
-	for _, raw := range s.PluginConfigs {
-		pc, err := decodePluginSet(raw)
-		if err != nil {
-			return nil, fmt.Errorf("plugin_config: %w", err)
-		}
-		pluginConfigs[pc.id] = pc.plugins
+	for _, pc := range s.PluginConfigs {
+		pluginConfigs[pc.ID.String()] = pc.Plugins
 	}
 	if reuse {
 		snap.globals, snap.global = prev.globals, prev.global
 	} else {
-		for _, raw := range s.GlobalRules {
-			gr, err := decodePluginSet(raw)
+		for _, gr := range s.GlobalRules {
+			ph, err := ps.reg.BuildPhases(gr.Plugins, ps.env)
 			if err != nil {
-				return nil, fmt.Errorf("global_rule: %w", err)
-			}
-			ph, err := ps.reg.BuildPhases(gr.plugins, ps.env)
-			if err != nil {
-				return nil, fmt.Errorf("global_rule %s: %w", gr.id, err)
+				return nil, fmt.Errorf("global_rule %s: %w", gr.ID, err)
 			}
 			snap.globals = append(snap.globals, ph)
 		}
@@ -625,15 +642,8 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex
 		return nil, nil, nil
 	}
 	cs := make([]*plugins.Consumer, 0, len(s.Consumers))
-	for _, raw := range s.Consumers {
-		var v struct {
-			Username string                     `json:"username"`
-			Plugins  map[string]json.RawMessage `json:"plugins"`
-		}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, nil, fmt.Errorf("consumer: %w", err)
-		}
-		cs = append(cs, &plugins.Consumer{Username: v.Username, Plugins: v.Plugins})
+	for _, c := range s.Consumers {
+		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins})
 	}
 	var creds []plugins.Credential
 	for _, raw := range s.Credentials {
@@ -709,24 +719,6 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 		out[c] = cp
 	}
 	return out, nil
-}
-
-// pluginSetJSON is what compile reads of a plugin config or a global rule.
-type pluginSetJSON struct {
-	id      string
-	plugins map[string]json.RawMessage
-}
-
-// decodePluginSet reads the id and the plugins of a plugin
-// config or a global rule, kept as JSON in the Spec.
-func decodePluginSet(raw json.RawMessage) (pluginSetJSON, error) {
-	var v struct {
-		Plugins map[string]json.RawMessage `json:"plugins"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return pluginSetJSON{}, err
-	}
-	return pluginSetJSON{id: spec.RawID(raw, "id").String(), plugins: v.Plugins}, nil
 }
 
 func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {

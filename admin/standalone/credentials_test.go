@@ -29,7 +29,7 @@ consumers:
 		t.Fatal(err)
 	}
 	if len(s.Consumers) != 1 || len(s.Credentials) != 1 {
-		t.Fatalf("consumers %s, credentials %s", s.Consumers, s.Credentials)
+		t.Fatalf("consumers %+v, credentials %s", s.Consumers, s.Credentials)
 	}
 	want := `{"id":"rose/credentials/542f7414-87f6-4793-a68e-99983dde9913","plugins":{"key-auth":{"key":"rose-cred"}}}`
 	if got := string(s.Credentials[0]); got != want {

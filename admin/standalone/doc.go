@@ -11,8 +11,8 @@
 //
 //	apisix.yaml: routes[2] (id 7): invalid configuration: additional properties forbidden, found foo
 //
-// The top level holds lists: routes, services and upstreams (decoded),
-// consumers, plugin_configs, global_rules and plugin_metadata (kept as
+// The top level holds lists: routes, services, upstreams, consumers,
+// plugin_configs and global_rules (decoded), and plugin_metadata (kept as
 // JSON for the plugin layer; a plugin_metadata item's id is its plugin's
 // name). APISIX's other lists (ssls, stream_routes, …)
 // are accepted only when empty; any other key is an error. Items without an

@@ -271,23 +271,23 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 		}
 		s.Upstreams = append(s.Upstreams, u)
 	case "consumers":
-		if err := spec.ValidateObject(spec.KindConsumer, raw); err != nil {
+		c, err := spec.DecodeConsumer(raw)
+		if err != nil {
 			return bad(err)
 		}
-		if err := spec.CheckConsumerGroup(raw); err != nil {
-			return bad(err)
-		}
-		s.Consumers = append(s.Consumers, raw)
+		s.Consumers = append(s.Consumers, c)
 	case "plugin_configs":
-		if err := spec.ValidateObject(spec.KindPluginConfig, raw); err != nil {
+		pc, err := spec.DecodePluginConfig(raw)
+		if err != nil {
 			return bad(err)
 		}
-		s.PluginConfigs = append(s.PluginConfigs, raw)
+		s.PluginConfigs = append(s.PluginConfigs, pc)
 	case "global_rules":
-		if err := spec.ValidateObject(spec.KindGlobalRule, raw); err != nil {
+		gr, err := spec.DecodeGlobalRule(raw)
+		if err != nil {
 			return bad(err)
 		}
-		s.GlobalRules = append(s.GlobalRules, raw)
+		s.GlobalRules = append(s.GlobalRules, gr)
 	}
 	return nil
 }

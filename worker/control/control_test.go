@@ -72,9 +72,9 @@ func fullSpec(t *testing.T) *spec.Spec {
 	}
 	s := &spec.Spec{
 		Routes: []*spec.Route{r, r2}, Services: []*spec.Service{sv}, Upstreams: []*spec.Upstream{u},
-		Consumers:     []json.RawMessage{json.RawMessage(`{"username":"jack","plugins":{"key-auth":{"key":"k"}}}`)},
-		PluginConfigs: []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"prometheus":{}}}`)},
-		GlobalRules:   []json.RawMessage{json.RawMessage(`{"id":1,"plugins":{"prometheus":{}}}`)},
+		Consumers:     []*spec.Consumer{mustDecode(t, spec.DecodeConsumer, `{"username":"jack","plugins":{"key-auth":{"key":"k"}}}`)},
+		PluginConfigs: []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"prometheus":{}}}`)},
+		GlobalRules:   []*spec.GlobalRule{mustDecode(t, spec.DecodeGlobalRule, `{"id":1,"plugins":{"prometheus":{}}}`)},
 	}
 	s.SetHash()
 	return s
@@ -225,4 +225,14 @@ func TestReports(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("frames (-want +got):\n%s", diff)
 	}
+}
+
+// mustDecode decodes one object with decode (spec.DecodeConsumer, …).
+func mustDecode[T any](t testing.TB, decode func([]byte) (*T, error), s string) *T {
+	t.Helper()
+	v, err := decode([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

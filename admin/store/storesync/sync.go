@@ -154,7 +154,10 @@ type object struct {
 	route  *spec.Route
 	svc    *spec.Service
 	ups    *spec.Upstream
-	raw    json.RawMessage // consumers, plugin_configs, global_rules, credentials, plugin_metadata
+	cons   *spec.Consumer
+	pc     *spec.PluginConfig
+	gr     *spec.GlobalRule
+	raw    json.RawMessage // credentials, plugin_metadata
 	// unresolved: a global rule whose plugins hold a reference this
 	// process cannot resolve (plugins.ErrReference). It refuses every
 	// configuration (build) rather than be left out: every route would
@@ -680,7 +683,7 @@ func decode(kind, id string, value []byte) (*object, error) {
 		}
 		m["id"], _ = json.Marshal(id)
 		o.raw, err = json.Marshal(m)
-	default:
+	default: // consumers, plugin configs, global rules
 		var b bytes.Buffer
 		if err = json.Compact(&b, value); err != nil {
 			break
@@ -689,8 +692,15 @@ func decode(kind, id string, value []byte) (*object, error) {
 		if kind == spec.KindConsumer {
 			idKey = "username"
 		}
-		o.raw = withID(b.Bytes(), idKey, id)
-		err = spec.ValidateObject(kind, o.raw)
+		raw := withID(b.Bytes(), idKey, id)
+		switch kind {
+		case spec.KindConsumer:
+			o.cons, err = spec.DecodeConsumer(raw)
+		case spec.KindPluginConfig:
+			o.pc, err = spec.DecodePluginConfig(raw)
+		case spec.KindGlobalRule:
+			o.gr, err = spec.DecodeGlobalRule(raw)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -724,25 +734,23 @@ func (s *Syncer) checkPlugins(o *object) error {
 			return err
 		}
 		return reg.CheckMetadata(name, conf)
-	default: // consumers, credentials, plugin configs, global rules
+	case spec.KindConsumer:
+		confs, consumer = o.cons.Plugins, true
+	case spec.KindPluginConfig:
+		confs = o.pc.Plugins
+	case spec.KindGlobalRule:
+		confs = o.gr.Plugins
+	case kindCredential:
 		var v struct {
 			Plugins map[string]json.RawMessage `json:"plugins"`
 		}
 		if err := json.Unmarshal(o.raw, &v); err != nil {
 			return err
 		}
-		confs = v.Plugins
-		consumer = o.kind == spec.KindConsumer || o.kind == kindCredential
+		confs, consumer = v.Plugins, true
 		// What the Admin API refuses beside the plugins' own checks.
-		if o.kind == spec.KindConsumer {
-			if err := spec.CheckConsumerGroup(o.raw); err != nil {
-				return err
-			}
-		}
-		if o.kind == kindCredential {
-			if _, err := reg.CheckCredential(confs); err != nil {
-				return err
-			}
+		if _, err := reg.CheckCredential(confs); err != nil {
+			return err
 		}
 	}
 	_, err := reg.CheckAll(confs, consumer)
@@ -810,11 +818,11 @@ func (s *Syncer) build() (*spec.Spec, error) {
 			case spec.KindUpstream:
 				sp.Upstreams = append(sp.Upstreams, o.ups)
 			case spec.KindConsumer:
-				sp.Consumers = append(sp.Consumers, o.raw)
+				sp.Consumers = append(sp.Consumers, o.cons)
 			case spec.KindPluginConfig:
-				sp.PluginConfigs = append(sp.PluginConfigs, o.raw)
+				sp.PluginConfigs = append(sp.PluginConfigs, o.pc)
 			case spec.KindGlobalRule:
-				sp.GlobalRules = append(sp.GlobalRules, o.raw)
+				sp.GlobalRules = append(sp.GlobalRules, o.gr)
 			case kindCredential:
 				sp.Credentials = append(sp.Credentials, o.raw)
 			case kindPluginMetadata:
