@@ -229,6 +229,13 @@ const (
 // credential is matched against a reference that did not resolve. A
 // global rule so refused refuses s, as any other error does: leaving it
 // out would serve every route without it.
+//
+// A Spec marked checked by a registry of the same fingerprint as the one
+// building it (spec.Spec.Checked, plugins.Registry.Trusts: its
+// supervisor checked every configuration where it entered the node) is
+// built without its configurations being checked again, but for those
+// holding a reference, which resolve here; any other Spec is checked as
+// it is built.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
 	return compile(s, mode, Keepalive{}, pluginSet{}, nil, nil)
 }
@@ -272,6 +279,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		ps.env = plugins.NewLocalEnv()
 	}
 	snap := &Snapshot{reg: ps.reg, env: ps.env, shared: sharedOf(s)}
+	checked := ps.reg.Trusts(s.Checked)
 	// A route whose Spec objects (route, service, upstream) are those of
 	// a route of prev is taken over as prev built it, when nothing else
 	// its build reads changed: the same plugin registry and Env, and the
@@ -285,7 +293,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 	if reuse {
 		snap.consumers, consumers, snap.metadata = prev.consumers, prev.consList, prev.metadata
 	} else {
-		cons, list, err := indexConsumers(s, ps.reg)
+		cons, list, err := indexConsumers(s, ps.reg, checked)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +301,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		if cons != nil {
 			snap.refused = append(snap.refused, cons.Refused()...)
 		}
-		if snap.metadata, err = ps.reg.IndexMetadata(s.PluginMetadata); err != nil {
+		if snap.metadata, err = ps.reg.IndexMetadataChecked(s.PluginMetadata, checked); err != nil {
 			return nil, err
 		}
 	}
@@ -311,7 +319,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		snap.globals, snap.global = prev.globals, prev.global
 	} else {
 		for _, gr := range s.GlobalRules {
-			ph, err := ps.reg.BuildPhases(gr.Plugins, ps.env)
+			ph, err := ps.reg.BuildPhasesChecked(gr.Plugins, ps.env, checked)
 			if err != nil {
 				return nil, fmt.Errorf("global_rule %s: %w", gr.ID, err)
 			}
@@ -468,7 +476,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 			svcPlugins = svc.Plugins
 		}
 		conf := mergePlugins(r.Plugins, pcPlugins, svcPlugins)
-		phases, err := ps.reg.BuildPhases(conf, ps.env)
+		phases, err := ps.reg.BuildPhasesChecked(conf, ps.env, checked)
 		if err != nil {
 			if errors.Is(err, plugins.ErrReference) {
 				snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
@@ -478,7 +486,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		}
 		var byConsumer map[*plugins.Consumer]*consumerPhases
 		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
-			if byConsumer, err = consumerVariants(consumers, conf, ps); err != nil {
+			if byConsumer, err = consumerVariants(consumers, conf, ps, checked); err != nil {
 				if errors.Is(err, plugins.ErrReference) {
 					snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
 					continue
@@ -637,7 +645,7 @@ func hasAuth(reg *plugins.Registry, cs []plugins.Configured) bool {
 // them (Registry.IndexConsumers); nil when there are none. The consumers
 // indexed are returned too, in the Spec's order: those it left out
 // (ConsumerIndex.Refused) are not.
-func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex, []*plugins.Consumer, error) {
+func indexConsumers(s *spec.Spec, reg *plugins.Registry, checked bool) (*plugins.ConsumerIndex, []*plugins.Consumer, error) {
 	if len(s.Consumers) == 0 {
 		return nil, nil, nil
 	}
@@ -660,7 +668,7 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex
 		}
 		creds = append(creds, plugins.Credential{Username: user, ID: id, Plugins: v.Plugins})
 	}
-	x, err := reg.IndexConsumers(cs, creds)
+	x, err := reg.IndexConsumersChecked(cs, creds, checked)
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumers: %w", err)
 	}
@@ -679,14 +687,21 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex
 // aside, are not empty. They are built with the snapshot, so that a
 // request that attaches a consumer builds nothing: the cost is one build
 // per route that can attach a consumer and per consumer with plugins of
-// its own.
-func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMessage, ps pluginSet) (map[*plugins.Consumer]*consumerPhases, error) {
+// its own. checked: as Compile says; a consumer's configuration of a plugin
+// with a consumer schema was checked against that schema only, and is
+// checked again here as a route's.
+func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMessage, ps pluginSet, checked bool) (map[*plugins.Consumer]*consumerPhases, error) {
 	var out map[*plugins.Consumer]*consumerPhases
 	for _, c := range consumers {
 		var own []string
+		trusted := checked
 		for name := range c.Plugins {
 			if !isAuth(ps.reg, name) {
 				own = append(own, name)
+				if _, p, _ := ps.reg.Lookup(name); p != nil {
+					_, cs := p.(plugins.ConsumerSchemaPlugin)
+					trusted = trusted && !cs
+				}
 			}
 		}
 		if len(own) == 0 {
@@ -703,7 +718,7 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 			}
 			merged[name] = c.Plugins[name]
 		}
-		ph, err := ps.reg.BuildPhases(merged, ps.env)
+		ph, err := ps.reg.BuildPhasesChecked(merged, ps.env, trusted)
 		if err != nil {
 			return nil, fmt.Errorf("consumer %s: %w", c.Username, err)
 		}

@@ -169,4 +169,14 @@ type Spec struct {
 	// changes nothing can be skipped. The zero value means "not computed".
 	// In JSON it is "hash", in hex, absent when zero.
 	Hash [32]byte `json:"-"`
+
+	// Checked, when not zero, marks a Spec every plugin configuration of
+	// which was checked where it entered the node (the store's sync, the
+	// standalone file's loader) by a plugin registry of this fingerprint
+	// (plugins.Registry.Fingerprint): a worker whose registry has the same
+	// builds them without checking them again (plugins.Registry.Trusts).
+	// It is part of neither the JSON form nor Hash: the control protocol
+	// carries it beside the Spec, from a node's supervisor to its workers
+	// only. Whoever changes a marked Spec's objects clears it.
+	Checked [32]byte `json:"-"`
 }

@@ -67,4 +67,34 @@ consumers:
 	if !errors.Is(err, ErrInvalid) || !errors.Is(err, plugins.ErrNotAuth) || !strings.Contains(err.Error(), "id rose/credentials/c1") {
 		t.Errorf("a credential of limit-count: %v", err)
 	}
+	if s.Checked != ([32]byte{}) {
+		t.Errorf("a file refused is marked checked")
+	}
+}
+
+// TestCheckPluginsMarks: a file whose plugins' configurations pass is
+// marked checked by the registry (spec.Spec.Checked), for its workers.
+func TestCheckPluginsMarks(t *testing.T) {
+	s, err := Parse([]byte(`
+routes:
+  - uri: /a
+    plugins:
+      limit-count: {count: 5, time_window: 60}
+consumers:
+  - username: rose
+    plugins:
+      key-auth: {key: k}
+#END`), "conf/apisix.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Checked != ([32]byte{}) {
+		t.Fatal("marked checked before CheckPlugins")
+	}
+	if err := CheckPlugins("conf/apisix.yaml", s, plugins.Default); err != nil {
+		t.Fatal(err)
+	}
+	if s.Checked != plugins.Default.Fingerprint() {
+		t.Errorf("marked %x, want the registry's fingerprint", s.Checked)
+	}
 }

@@ -17,7 +17,9 @@ import (
 // as a *LoadError (ErrInvalid) naming the item, so that a file a worker
 // could not build is refused where the file is read, with the previous
 // configuration serving, or the node not starting, as for any other
-// invalid file. path is the file's, for the error.
+// invalid file. path is the file's, for the error. A Spec that passes is
+// marked checked by reg (spec.Spec.Checked), so that the workers do not
+// check its configurations again.
 func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 	fail := func(item string, err error) error {
 		return &LoadError{File: filepath.Base(path), Item: item, Msg: err.Error(), kind: ErrInvalid, err: err}
@@ -77,5 +79,6 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 			return fail("plugin_metadata (id "+name+")", err)
 		}
 	}
+	s.Checked = reg.Fingerprint()
 	return nil
 }

@@ -21,7 +21,8 @@ import (
 //
 //	{"base":"<hex>","hash":"<hex>","routes":[[0,4000],{"id":"4001",...}],"upstreams":[[0,1]]}
 //
-// A resource left out has no objects. A worker decodes only what changed,
+// A resource left out has no objects. "checked", after the hash, is the
+// new Spec's mark (spec.Spec.Checked), when it has one. A worker decodes only what changed,
 // where a Config costs it every object again: 25-40 ms for 5 000 routes,
 // per push, during a bulk load of them.
 //
@@ -83,6 +84,10 @@ func EncodeDelta(base, next *spec.Spec) (payload []byte, ok bool, err error) {
 	b.WriteString(`","hash":"`)
 	b.WriteString(hex.EncodeToString(next.Hash[:]))
 	b.WriteByte('"')
+	if next.Checked != ([32]byte{}) {
+		b.WriteByte(',')
+		b.Write(appendChecked(nil, next.Checked))
+	}
 	kept := 0
 	for _, k := range deltaKinds {
 		var n int
@@ -228,6 +233,11 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 			return nil, errors.New("control: delta: the base's hash must come first")
 		}
 		switch key {
+		case "checked":
+			var h string
+			if err = dec.Decode(&h); err == nil {
+				s.Checked, err = spec.ParseHash(h)
+			}
 		case "base", "hash":
 			var h string
 			var sum [32]byte

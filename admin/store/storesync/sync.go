@@ -833,6 +833,11 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		var re *spec.ReferenceError
 		if err == nil {
 			h.Sum(sp.Hash[:0])
+			if s.opts.Plugins != nil {
+				// Every object's plugins passed checkPlugins as it
+				// was read: the workers need not check them again.
+				sp.Checked = s.opts.Plugins.Fingerprint()
+			}
 			return sp, nil
 		}
 		if !errors.As(err, &re) || skip[re.Kind+" "+re.ID] {

@@ -331,9 +331,24 @@ func TestPluginsChecked(t *testing.T) {
 		t.Errorf("services %d, consumers %+v, credentials %s, global rules %+v, plugin configs %+v, plugin metadata %s",
 			len(sp.Services), sp.Consumers, sp.Credentials, sp.GlobalRules, sp.PluginConfigs, sp.PluginMetadata)
 	}
+	// What is served passed the registry: the workers need not check it
+	// again.
+	if sp.Checked != plugins.Default.Fingerprint() {
+		t.Errorf("Spec marked %x, want the registry's fingerprint", sp.Checked)
+	}
 	e.watch(s)
 	e.put("routes/bad-conf", `{"uri":"/b","plugins":{"limit-count":{"count":5,"time_window":60}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
-	e.next("[1 bad-conf 2]")
+	if sp := e.next("[1 bad-conf 2]"); sp.Checked != plugins.Default.Fingerprint() {
+		t.Errorf("Spec marked %x after a change, want the registry's fingerprint", sp.Checked)
+	}
+	// A Syncer without a registry checks no plugin, and marks nothing.
+	unchecked, err := New(Options{Store: e.newStore(), Log: testLog(t)}).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unchecked.Checked != ([32]byte{}) {
+		t.Errorf("a Syncer without a registry marked its Spec %x", unchecked.Checked)
+	}
 }
 
 // TestPluginRefsChecked: an object whose plugin configuration holds a
@@ -538,6 +553,10 @@ func TestColdStartFromCache(t *testing.T) {
 	cold, err := New(Options{Store: slow, CachePath: e.cache, StartTimeout: time.Second, Log: testLog(t)}).Load()
 	if err != nil || cold.Hash != first.Hash {
 		t.Fatalf("Load with etcd down, a local copy and a slow store: %v", err)
+	}
+	// The copy was not checked by this process: the workers check it.
+	if cold.Checked != ([32]byte{}) {
+		t.Errorf("the local copy is marked checked: %x", cold.Checked)
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("Load served the copy after %v, want about StartTimeout (1 s)", d)
