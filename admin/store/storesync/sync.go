@@ -101,6 +101,7 @@ type Syncer struct {
 	refusal      atomic.Pointer[error]            // Refusal's answer; nil once a full read is accepted
 	firstRead    chan struct{}                    // closed once Refusal is not ErrNotRead
 	readOnce     sync.Once
+	readErr      string // the last read refused as a whole, logged and reported once
 	cacheMu      sync.Mutex
 }
 
@@ -110,6 +111,17 @@ type origin struct {
 	rev     int64
 	cluster uint64
 }
+
+// errReported marks a read refused as a whole that Watch reports with
+// onError: the first of its kind (reportedError).
+var errReported = errors.New("storesync: reported")
+
+// reportedError is a read's error logged for the first time.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string        { return e.err.Error() }
+func (e *reportedError) Unwrap() error        { return e.err }
+func (e *reportedError) Is(target error) bool { return target == errReported }
 
 // ErrNotRead is Refusal's answer before the first full read of the store.
 var ErrNotRead = errors.New("config store not read yet")
@@ -406,6 +418,12 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 				if ctx.Err() != nil {
 					return
 				}
+				if errors.Is(err, errReported) {
+					// A store that refuses its content as a whole (a
+					// standalone file that does not parse): the
+					// previous configuration serves.
+					onError(errors.Unwrap(err))
+				}
 				sleep(ctx, s.opts.Retry)
 				continue
 			}
@@ -535,11 +553,15 @@ func (s *Syncer) list(ctx context.Context) error {
 	if err != nil {
 		if errors.Is(err, store.ErrUnavailable) {
 			s.lost(err)
-		} else {
+		} else if msg := err.Error(); msg != s.readErr {
+			// Logged and reported once, not at every Retry.
+			s.readErr = msg
 			s.opts.Log.Error("config store: read failed", "err", err)
+			return &reportedError{err}
 		}
 		return err
 	}
+	s.readErr = ""
 	s.found()
 	if _, refused := s.Refusal().(*ResetError); !refused { // read again every 5 Retry, logged once
 		s.opts.Log.Info("config store read", "revision", rev, "keys", len(kvs))
@@ -624,7 +646,11 @@ func (s *Syncer) put(kv store.KV) {
 	if err != nil {
 		s.replace(s.objs[kv.Key], nil)
 		delete(s.objs, kv.Key)
-		s.opts.Log.Error("config store: invalid object left out", "key", kv.Key, "revision", kv.ModRevision, "err", err)
+		attrs := []any{"key", kv.Key, "revision", kv.ModRevision}
+		if o, ok := s.opts.Store.(interface{ Origin(key string) string }); ok {
+			attrs = append(attrs, "item", o.Origin(kv.Key)) // the standalone file's
+		}
+		s.opts.Log.Error("config store: invalid object left out", append(attrs, "err", err)...)
 		return
 	}
 	o.key, o.create = kv.Key, kv.CreateRevision
