@@ -22,8 +22,8 @@
 // (plugins.Registry.Trusts). A worker can trust the mark because nothing
 // but its supervisor writes on its control socket: a socketpair its
 // supervisor made, or a takeover connection it accepted only from its own
-// user (PeerCred); a supervisor of another build has another fingerprint,
-// and its mark is not trusted.
+// user or root (PeerCred); a supervisor of another build has another
+// fingerprint, and its mark is not trusted.
 //
 // Once a worker holds a configuration, the next goes as a Delta: the
 // objects new or changed, and runs of the previous configuration's
