@@ -70,6 +70,13 @@ var _ Consumers = (*ConsumerIndex)(nil)
 // of it is matched, resolved or not. A consumer left out takes its
 // credential objects with it. Refused lists them.
 func (r *Registry) IndexConsumers(consumers []*Consumer, creds []Credential) (*ConsumerIndex, error) {
+	return r.IndexConsumersChecked(consumers, creds, false)
+}
+
+// IndexConsumersChecked is IndexConsumers of consumers and credentials
+// that a registry of r's fingerprint checked when checked is set (Trusts):
+// their configurations without references are not checked again.
+func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credential, checked bool) (*ConsumerIndex, error) {
 	x := &ConsumerIndex{byName: make(map[string]*Consumer, len(consumers)), byCred: map[string]map[string]*Consumer{}}
 	// fromRef marks the credentials that a reference resolved to.
 	fromRef := map[[2]string]bool{}
@@ -89,7 +96,7 @@ func (r *Registry) IndexConsumers(consumers []*Consumer, creds []Credential) (*C
 			if !isCred && !mayHoldRefs(conf[name]) {
 				continue
 			}
-			resolved, refs, err := r.checkConsumer(name, p, conf[name])
+			resolved, refs, err := r.checkConsumer(name, p, conf[name], checked)
 			switch {
 			case err != nil && (isCred || errors.Is(err, ErrReference)):
 				return fmt.Errorf("%s: %w", what, err)

@@ -59,6 +59,19 @@
 // a schema's or a plugin's message about a resolved configuration, which
 // may quote one, gives way to one naming the references.
 //
+// # Checked once
+//
+// A configuration is checked where it enters the node (the Admin API, the
+// store's syncer, the standalone file) and not again (checked.go): a
+// Registry remembers the configurations without references it passed, so
+// the syncer does not check again what the Admin API just stored, and a
+// Spec whose every configuration a registry checked carries its
+// Fingerprint (spec.Spec.Checked), which a worker of the same build
+// trusts (Trusts): BuildPhasesChecked, IndexConsumersChecked and
+// IndexMetadataChecked build such configurations without the schema or
+// Check. A configuration with a reference is checked wherever it is
+// built, since it resolves there.
+//
 // Registration happens in init functions, under a name of Table; the
 // registry is read-only afterwards and safe for concurrent use.
 package plugins

@@ -83,6 +83,13 @@ func (r *Registry) MetadataSchema(name string) ([]byte, bool) {
 // Metadata of a plugin that is not registered is left out (nothing would
 // read it); metadata its schema refuses is an error naming the plugin.
 func (r *Registry) IndexMetadata(objs []json.RawMessage) (*Settings, error) {
+	return r.IndexMetadataChecked(objs, false)
+}
+
+// IndexMetadataChecked is IndexMetadata of metadata that a registry of r's
+// fingerprint checked when checked is set (Trusts): it is not checked
+// again.
+func (r *Registry) IndexMetadataChecked(objs []json.RawMessage, checked bool) (*Settings, error) {
 	if len(objs) == 0 {
 		return nil, nil
 	}
@@ -93,6 +100,10 @@ func (r *Registry) IndexMetadata(objs []json.RawMessage) (*Settings, error) {
 			return nil, err
 		}
 		if _, _, ok := r.Lookup(name); !ok {
+			continue
+		}
+		if checked {
+			s.m[name] = conf
 			continue
 		}
 		if err := r.CheckMetadata(name, conf); err != nil {

@@ -99,6 +99,12 @@ type Registry struct {
 	// schemas holds each registered plugin's schemas, compiled on first
 	// use.
 	schemas map[string]*schemas
+	// fp is Fingerprint's, once fpSet (a Register after it unsets it).
+	fp    [32]byte
+	fpSet bool
+	// memo are the configurations without references that passed
+	// (checked.go).
+	memo memo
 }
 
 // schemas are one plugin's compiled schemas: of its configuration, on a
@@ -140,6 +146,7 @@ func (r *Registry) Register(name string, p Plugin) {
 	}
 	r.impl[name] = p
 	r.schemas[name] = &schemas{}
+	r.fpSet = false
 }
 
 // compiled returns the compiled schemas of the registered plugin name,
@@ -212,8 +219,19 @@ func (r *Registry) Schema(name string) ([]byte, bool) {
 
 // check resolves raw's references (resolveRefs), then runs the schema and
 // the plugin's own Check on what they resolved to: the configuration to
-// build, and the references it held.
-func (r *Registry) check(name string, p Plugin, raw json.RawMessage) (json.RawMessage, []ref, error) {
+// build, and the references it held. A configuration without references
+// that this registry passed before, or that one of its fingerprint did
+// (trusted: see checked.go), is passed as it is.
+func (r *Registry) check(name string, p Plugin, raw json.RawMessage, trusted bool) (json.RawMessage, []ref, error) {
+	var key [32]byte
+	if !mayHoldRefs(raw) {
+		if trusted {
+			return raw, nil, nil
+		}
+		if key = passKey(false, name, raw); r.memo.has(key) {
+			return raw, nil, nil
+		}
+	}
 	sc, _ := r.compiled(name)
 	if sc.err != nil {
 		return nil, nil, checkError(name, sc.err)
@@ -227,6 +245,9 @@ func (r *Registry) check(name string, p Plugin, raw json.RawMessage) (json.RawMe
 	}
 	if err := p.Check(resolved); err != nil {
 		return nil, nil, checkError(name, redactRefs(err, refs))
+	}
+	if key != ([32]byte{}) {
+		r.memo.add(key)
 	}
 	return resolved, refs, nil
 }
@@ -265,7 +286,7 @@ func (r *Registry) Check(name string, raw json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("%w [%s]", ErrUnknown, name)
 	}
-	_, _, err := r.check(name, p, raw)
+	_, _, err := r.check(name, p, raw, false)
 	return err
 }
 
@@ -277,19 +298,28 @@ func (r *Registry) CheckConsumer(name string, raw json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("%w [%s]", ErrUnknown, name)
 	}
-	_, _, err := r.checkConsumer(name, p, raw)
+	_, _, err := r.checkConsumer(name, p, raw, false)
 	return err
 }
 
 // checkConsumer is CheckConsumer of a registered plugin, as check: the
 // configuration with its references resolved, and the references.
-func (r *Registry) checkConsumer(name string, p Plugin, raw json.RawMessage) (json.RawMessage, []ref, error) {
+func (r *Registry) checkConsumer(name string, p Plugin, raw json.RawMessage, trusted bool) (json.RawMessage, []ref, error) {
+	var key [32]byte
+	if !mayHoldRefs(raw) {
+		if trusted {
+			return raw, nil, nil
+		}
+		if key = passKey(true, name, raw); r.memo.has(key) {
+			return raw, nil, nil
+		}
+	}
 	sc, _ := r.compiled(name)
 	if sc.err != nil {
 		return nil, nil, checkError(name, sc.err)
 	}
 	if sc.consumer == nil {
-		return r.check(name, p, raw)
+		return r.check(name, p, raw, false)
 	}
 	resolved, refs, err := resolveRefs(raw)
 	if err != nil {
@@ -297,6 +327,9 @@ func (r *Registry) checkConsumer(name string, p Plugin, raw json.RawMessage) (js
 	}
 	if err := sc.consumer.Validate(resolved); err != nil {
 		return nil, nil, checkError(name, redactRefs(err, refs))
+	}
+	if key != ([32]byte{}) {
+		r.memo.add(key)
 	}
 	return resolved, refs, nil
 }
@@ -333,6 +366,13 @@ type Configured struct {
 // resolved. The first refusal is returned, with Check's messages; one
 // because of a reference matches ErrReference.
 func (r *Registry) Build(conf map[string]json.RawMessage, env Env) ([]Configured, error) {
+	return r.build(conf, env, false)
+}
+
+// build is Build; checked: conf was checked by a registry of r's
+// fingerprint (Trusts), and its configurations without references are
+// built without being checked again.
+func (r *Registry) build(conf map[string]json.RawMessage, env Env, checked bool) ([]Configured, error) {
 	out := make([]Configured, 0, len(conf))
 	// Name order: the same error first for the same configuration.
 	for _, name := range slices.Sorted(maps.Keys(conf)) {
@@ -341,7 +381,7 @@ func (r *Registry) Build(conf map[string]json.RawMessage, env Env) ([]Configured
 		if !ok {
 			return nil, fmt.Errorf("%w [%s]", ErrUnknown, name)
 		}
-		resolved, refs, err := r.check(name, p, raw)
+		resolved, refs, err := r.check(name, p, raw, checked)
 		if err != nil {
 			return nil, err
 		}
@@ -357,7 +397,15 @@ func (r *Registry) Build(conf map[string]json.RawMessage, env Env) ([]Configured
 
 // BuildPhases builds a "plugins" object into its phase tables.
 func (r *Registry) BuildPhases(conf map[string]json.RawMessage, env Env) (Phases, error) {
-	built, err := r.Build(conf, env)
+	return r.BuildPhasesChecked(conf, env, false)
+}
+
+// BuildPhasesChecked is BuildPhases of a configuration that a registry of
+// r's fingerprint checked when checked is set (Trusts): its plugins'
+// configurations are built without being checked again, but for those
+// holding a reference, which resolve here.
+func (r *Registry) BuildPhasesChecked(conf map[string]json.RawMessage, env Env, checked bool) (Phases, error) {
+	built, err := r.build(conf, env, checked)
 	if err != nil {
 		return Phases{}, err
 	}

@@ -362,10 +362,10 @@ func pluginSpec(t testing.TB, routes, globals, consumers, creds []string) *spec.
 		s.Routes = append(s.Routes, x)
 	}
 	for _, g := range globals {
-		s.GlobalRules = append(s.GlobalRules, json.RawMessage(g))
+		s.GlobalRules = append(s.GlobalRules, mustDecode(t, spec.DecodeGlobalRule, g))
 	}
 	for _, c := range consumers {
-		s.Consumers = append(s.Consumers, json.RawMessage(c))
+		s.Consumers = append(s.Consumers, mustDecode(t, spec.DecodeConsumer, c))
 	}
 	for _, c := range creds {
 		s.Credentials = append(s.Credentials, json.RawMessage(c))

@@ -39,7 +39,7 @@ func TestCompileLeavesTheSpecAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Services, s.Upstreams = []*spec.Service{sv}, []*spec.Upstream{u}
-	s.PluginConfigs = []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"key-auth":{}}}`)}
+	s.PluginConfigs = []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"key-auth":{}}}`)}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}

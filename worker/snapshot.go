@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,21 +68,45 @@ type Snapshot struct {
 // sharedInputs are the Spec's resources that any route's build may read:
 // the consumers and their credentials (auth plugins, consumer variants),
 // plugin configs, global rules and plugin metadata.
-type sharedInputs [5][]json.RawMessage
+type sharedInputs struct {
+	consumers     []*spec.Consumer
+	credentials   []json.RawMessage
+	pluginConfigs []*spec.PluginConfig
+	globalRules   []*spec.GlobalRule
+	metadata      []json.RawMessage
+}
 
 func sharedOf(s *spec.Spec) sharedInputs {
 	return sharedInputs{s.Consumers, s.Credentials, s.PluginConfigs, s.GlobalRules, s.PluginMetadata}
 }
 
 func (a *sharedInputs) equal(b *sharedInputs) bool {
+	return sameObjects(a.consumers, b.consumers) && sameRaws(a.credentials, b.credentials) &&
+		sameObjects(a.pluginConfigs, b.pluginConfigs) && sameObjects(a.globalRules, b.globalRules) &&
+		sameRaws(a.metadata, b.metadata)
+}
+
+// sameObjects reports whether a and b hold the same objects, or equal
+// ones (a Config frame decodes them anew), in the same order.
+func sameObjects[T any](a, b []*T) bool {
+	if len(a) != len(b) {
+		return false
+	}
 	for i := range a {
-		if len(a[i]) != len(b[i]) {
+		if a[i] != b[i] && !reflect.DeepEqual(a[i], b[i]) {
 			return false
 		}
-		for j := range a[i] {
-			if !bytes.Equal(a[i][j], b[i][j]) {
-				return false
-			}
+	}
+	return true
+}
+
+func sameRaws(a, b []json.RawMessage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
 		}
 	}
 	return true
@@ -204,6 +229,13 @@ const (
 // credential is matched against a reference that did not resolve. A
 // global rule so refused refuses s, as any other error does: leaving it
 // out would serve every route without it.
+//
+// A Spec marked checked by a registry of the same fingerprint as the one
+// building it (spec.Spec.Checked, plugins.Registry.Trusts: its
+// supervisor checked every configuration where it entered the node) is
+// built without its configurations being checked again, but for those
+// holding a reference, which resolve here; any other Spec is checked as
+// it is built.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
 	return compile(s, mode, Keepalive{}, pluginSet{}, nil, nil)
 }
@@ -247,6 +279,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		ps.env = plugins.NewLocalEnv()
 	}
 	snap := &Snapshot{reg: ps.reg, env: ps.env, shared: sharedOf(s)}
+	checked := ps.reg.Trusts(s.Checked)
 	// A route whose Spec objects (route, service, upstream) are those of
 	// a route of prev is taken over as prev built it, when nothing else
 	// its build reads changed: the same plugin registry and Env, and the
@@ -260,7 +293,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 	if reuse {
 		snap.consumers, consumers, snap.metadata = prev.consumers, prev.consList, prev.metadata
 	} else {
-		cons, list, err := indexConsumers(s, ps.reg)
+		cons, list, err := indexConsumers(s, ps.reg, checked)
 		if err != nil {
 			return nil, err
 		}
@@ -268,7 +301,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		if cons != nil {
 			snap.refused = append(snap.refused, cons.Refused()...)
 		}
-		if snap.metadata, err = ps.reg.IndexMetadata(s.PluginMetadata); err != nil {
+		if snap.metadata, err = ps.reg.IndexMetadataChecked(s.PluginMetadata, checked); err != nil {
 			return nil, err
 		}
 	}
@@ -279,24 +312,16 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 	}
 	ps.env.Metadata = snap.metadata
 	pluginConfigs := make(map[string]map[string]json.RawMessage, len(s.PluginConfigs))
-	for _, raw := range s.PluginConfigs {
-		pc, err := decodePluginSet(raw)
-		if err != nil {
-			return nil, fmt.Errorf("plugin_config: %w", err)
-		}
-		pluginConfigs[pc.id] = pc.plugins
+	for _, pc := range s.PluginConfigs {
+		pluginConfigs[pc.ID.String()] = pc.Plugins
 	}
 	if reuse {
 		snap.globals, snap.global = prev.globals, prev.global
 	} else {
-		for _, raw := range s.GlobalRules {
-			gr, err := decodePluginSet(raw)
+		for _, gr := range s.GlobalRules {
+			ph, err := ps.reg.BuildPhasesChecked(gr.Plugins, ps.env, checked)
 			if err != nil {
-				return nil, fmt.Errorf("global_rule: %w", err)
-			}
-			ph, err := ps.reg.BuildPhases(gr.plugins, ps.env)
-			if err != nil {
-				return nil, fmt.Errorf("global_rule %s: %w", gr.id, err)
+				return nil, fmt.Errorf("global_rule %s: %w", gr.ID, err)
 			}
 			snap.globals = append(snap.globals, ph)
 		}
@@ -451,7 +476,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 			svcPlugins = svc.Plugins
 		}
 		conf := mergePlugins(r.Plugins, pcPlugins, svcPlugins)
-		phases, err := ps.reg.BuildPhases(conf, ps.env)
+		phases, err := ps.reg.BuildPhasesChecked(conf, ps.env, checked)
 		if err != nil {
 			if errors.Is(err, plugins.ErrReference) {
 				snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
@@ -461,7 +486,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		}
 		var byConsumer map[*plugins.Consumer]*consumerPhases
 		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
-			if byConsumer, err = consumerVariants(consumers, conf, ps); err != nil {
+			if byConsumer, err = consumerVariants(consumers, conf, ps, checked); err != nil {
 				if errors.Is(err, plugins.ErrReference) {
 					snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
 					continue
@@ -620,20 +645,13 @@ func hasAuth(reg *plugins.Registry, cs []plugins.Configured) bool {
 // them (Registry.IndexConsumers); nil when there are none. The consumers
 // indexed are returned too, in the Spec's order: those it left out
 // (ConsumerIndex.Refused) are not.
-func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex, []*plugins.Consumer, error) {
+func indexConsumers(s *spec.Spec, reg *plugins.Registry, checked bool) (*plugins.ConsumerIndex, []*plugins.Consumer, error) {
 	if len(s.Consumers) == 0 {
 		return nil, nil, nil
 	}
 	cs := make([]*plugins.Consumer, 0, len(s.Consumers))
-	for _, raw := range s.Consumers {
-		var v struct {
-			Username string                     `json:"username"`
-			Plugins  map[string]json.RawMessage `json:"plugins"`
-		}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, nil, fmt.Errorf("consumer: %w", err)
-		}
-		cs = append(cs, &plugins.Consumer{Username: v.Username, Plugins: v.Plugins})
+	for _, c := range s.Consumers {
+		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins})
 	}
 	var creds []plugins.Credential
 	for _, raw := range s.Credentials {
@@ -650,7 +668,7 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex
 		}
 		creds = append(creds, plugins.Credential{Username: user, ID: id, Plugins: v.Plugins})
 	}
-	x, err := reg.IndexConsumers(cs, creds)
+	x, err := reg.IndexConsumersChecked(cs, creds, checked)
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumers: %w", err)
 	}
@@ -669,14 +687,21 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry) (*plugins.ConsumerIndex
 // aside, are not empty. They are built with the snapshot, so that a
 // request that attaches a consumer builds nothing: the cost is one build
 // per route that can attach a consumer and per consumer with plugins of
-// its own.
-func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMessage, ps pluginSet) (map[*plugins.Consumer]*consumerPhases, error) {
+// its own. checked: as Compile says; a consumer's configuration of a plugin
+// with a consumer schema was checked against that schema only, and is
+// checked again here as a route's.
+func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMessage, ps pluginSet, checked bool) (map[*plugins.Consumer]*consumerPhases, error) {
 	var out map[*plugins.Consumer]*consumerPhases
 	for _, c := range consumers {
 		var own []string
+		trusted := checked
 		for name := range c.Plugins {
 			if !isAuth(ps.reg, name) {
 				own = append(own, name)
+				if _, p, _ := ps.reg.Lookup(name); p != nil {
+					_, cs := p.(plugins.ConsumerSchemaPlugin)
+					trusted = trusted && !cs
+				}
 			}
 		}
 		if len(own) == 0 {
@@ -693,7 +718,7 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 			}
 			merged[name] = c.Plugins[name]
 		}
-		ph, err := ps.reg.BuildPhases(merged, ps.env)
+		ph, err := ps.reg.BuildPhasesChecked(merged, ps.env, trusted)
 		if err != nil {
 			return nil, fmt.Errorf("consumer %s: %w", c.Username, err)
 		}
@@ -709,24 +734,6 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 		out[c] = cp
 	}
 	return out, nil
-}
-
-// pluginSetJSON is what compile reads of a plugin config or a global rule.
-type pluginSetJSON struct {
-	id      string
-	plugins map[string]json.RawMessage
-}
-
-// decodePluginSet reads the id and the plugins of a plugin
-// config or a global rule, kept as JSON in the Spec.
-func decodePluginSet(raw json.RawMessage) (pluginSetJSON, error) {
-	var v struct {
-		Plugins map[string]json.RawMessage `json:"plugins"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return pluginSetJSON{}, err
-	}
-	return pluginSetJSON{id: spec.RawID(raw, "id").String(), plugins: v.Plugins}, nil
 }
 
 func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {

@@ -121,10 +121,10 @@ func TestCompilePhaseTables(t *testing.T) {
 	}
 	s := &spec.Spec{
 		Routes: []*spec.Route{r1, r2, r3}, Services: []*spec.Service{svc},
-		PluginConfigs: []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"t-limit":{"from":"pc"},"t-auth":{"from":"pc"}}}`)},
-		GlobalRules: []json.RawMessage{
-			json.RawMessage(`{"id":2,"plugins":{"t-log":{"g":2}}}`),
-			json.RawMessage(`{"id":1,"plugins":{"t-auth":{"g":1},"t-mock":{"g":1}}}`),
+		PluginConfigs: []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"t-limit":{"from":"pc"},"t-auth":{"from":"pc"}}}`)},
+		GlobalRules: []*spec.GlobalRule{
+			mustDecode(t, spec.DecodeGlobalRule, `{"id":2,"plugins":{"t-log":{"g":2}}}`),
+			mustDecode(t, spec.DecodeGlobalRule, `{"id":1,"plugins":{"t-auth":{"g":1},"t-mock":{"g":1}}}`),
 		},
 	}
 	env := plugins.NewLocalEnv()
@@ -183,7 +183,7 @@ func TestCompileRefusesUnknownPluginsOfEveryLayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Compile(&spec.Spec{Routes: []*spec.Route{r},
-		PluginConfigs: []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"from-plugin-config":{}}}`)}}, router.HostURI)
+		PluginConfigs: []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"from-plugin-config":{}}}`)}}, router.HostURI)
 	if err == nil || err.Error() != "route 1: unknown plugin [from-plugin-config]" {
 		t.Fatalf("plugin_config: err = %v", err)
 	}
@@ -192,7 +192,7 @@ func TestCompileRefusesUnknownPluginsOfEveryLayer(t *testing.T) {
 		t.Fatalf("missing plugin_config: err = %v", err)
 	}
 	_, err = Compile(&spec.Spec{
-		GlobalRules: []json.RawMessage{json.RawMessage(`{"id":1,"plugins":{"from-global-rule":{}}}`)}}, router.HostURI)
+		GlobalRules: []*spec.GlobalRule{mustDecode(t, spec.DecodeGlobalRule, `{"id":1,"plugins":{"from-global-rule":{}}}`)}}, router.HostURI)
 	if err == nil || err.Error() != "global_rule 1: unknown plugin [from-global-rule]" {
 		t.Fatalf("global rule: err = %v", err)
 	}

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -183,12 +182,12 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	replaced := decode(`{"id":"2","uri":"/b","upstream_id":"u"}`)
 	onService := decode(`{"id":"3","uri":"/c","service_id":"s"}`)
 	withVars := decode(`{"id":"4","uri":"/d","vars":[["arg_x","==","1"]],"upstream_id":"u","timeout":{"connect":1,"send":2,"read":3}}`)
-	consumer := json.RawMessage(`{"username":"jack","plugins":{"key-auth":{"key":"k1"},"proxy-rewrite":{"uri":"/jack"}}}`)
+	consumer := `{"username":"jack","plugins":{"key-auth":{"key":"k1"},"proxy-rewrite":{"uri":"/jack"}}}`
 	s1 := &spec.Spec{
 		Routes:    []*spec.Route{kept, replaced, onService, withVars},
 		Services:  []*spec.Service{svc1},
 		Upstreams: []*spec.Upstream{ups},
-		Consumers: []json.RawMessage{consumer},
+		Consumers: []*spec.Consumer{mustDecode(t, spec.DecodeConsumer, consumer)},
 	}
 	ps := pluginSet{env: plugins.NewLocalEnv()}
 	prev, err := compile(s1, router.HostURI, Keepalive{}, ps, nil, nil)
@@ -204,7 +203,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 		Routes:    []*spec.Route{withVars, kept, replacement, added, onService},
 		Services:  []*spec.Service{svc2},
 		Upstreams: []*spec.Upstream{ups},
-		Consumers: []json.RawMessage{slices.Clone(consumer)},
+		Consumers: []*spec.Consumer{mustDecode(t, spec.DecodeConsumer, consumer)}, // equal, not the same
 	}
 	next, err := compile(s2, router.HostURI, Keepalive{}, ps, prev, nil)
 	if err != nil {
@@ -271,7 +270,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 
 	// A consumer more: every route is built again, with the new index.
 	s3 := *s2
-	s3.Consumers = append(slices.Clone(s2.Consumers), json.RawMessage(`{"username":"jill","plugins":{"key-auth":{"key":"k2"}}}`))
+	s3.Consumers = append(slices.Clone(s2.Consumers), mustDecode(t, spec.DecodeConsumer, `{"username":"jill","plugins":{"key-auth":{"key":"k2"}}}`))
 	again, err := compile(&s3, router.HostURI, Keepalive{}, ps, next, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -359,4 +358,14 @@ func TestCompileTakesOverInServedOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mustDecode decodes one object with decode (spec.DecodeConsumer, …).
+func mustDecode[T any](t testing.TB, decode func([]byte) (*T, error), s string) *T {
+	t.Helper()
+	v, err := decode([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -93,7 +93,7 @@ func TestCompileTakeOverDifferential(t *testing.T) {
 		s.Routes = append(s.Routes, newRoute())
 	}
 	s.Routes = dedupRoutes(s.Routes)
-	s.Consumers = []json.RawMessage{json.RawMessage(`{"username":"jack","plugins":{"key-auth":{"key":"k1"},"proxy-rewrite":{"uri":"/jack"}}}`)}
+	s.Consumers = []*spec.Consumer{mustDecode(t, spec.DecodeConsumer, `{"username":"jack","plugins":{"key-auth":{"key":"k1"},"proxy-rewrite":{"uri":"/jack"}}}`)}
 
 	var prev *Snapshot
 	taken := 0
@@ -125,9 +125,9 @@ func TestCompileTakeOverDifferential(t *testing.T) {
 				next.Upstreams[i] = newUpstream(fmt.Sprint("u", i))
 			case op < 17:
 				serial++
-				next.Consumers = append(next.Consumers, fmt.Appendf(nil, `{"username":"c%d","plugins":{"key-auth":{"key":"key%d"}}}`, serial, serial))
+				next.Consumers = append(next.Consumers, mustDecode(t, spec.DecodeConsumer, fmt.Sprintf(`{"username":"c%d","plugins":{"key-auth":{"key":"key%d"}}}`, serial, serial)))
 			case op < 18:
-				next.GlobalRules = []json.RawMessage{fmt.Appendf(nil, `{"id":"g","plugins":{"proxy-rewrite":{"uri":"/g%d"}}}`, step)}
+				next.GlobalRules = []*spec.GlobalRule{mustDecode(t, spec.DecodeGlobalRule, fmt.Sprintf(`{"id":"g","plugins":{"proxy-rewrite":{"uri":"/g%d"}}}`, step))}
 			}
 		}
 		next.Routes = dedupRoutes(next.Routes)

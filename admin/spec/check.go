@@ -29,8 +29,8 @@ func (s *Spec) Check() error {
 		}
 	}
 	pluginConfigs := make(map[string]bool, len(s.PluginConfigs))
-	for i, raw := range s.PluginConfigs {
-		if err := addID(pluginConfigs, "plugin_config", i, RawID(raw, "id")); err != nil {
+	for i, pc := range s.PluginConfigs {
+		if err := addID(pluginConfigs, "plugin_config", i, pc.ID); err != nil {
 			return err
 		}
 	}
@@ -54,8 +54,8 @@ func (s *Spec) Check() error {
 		}
 	}
 	consumers := make(map[string]bool, len(s.Consumers))
-	for i, raw := range s.Consumers {
-		if err := addID(consumers, "consumer", i, RawID(raw, "username")); err != nil {
+	for i, c := range s.Consumers {
+		if err := addID(consumers, "consumer", i, StringID(c.Username)); err != nil {
 			return err
 		}
 	}
@@ -76,8 +76,8 @@ func (s *Spec) Check() error {
 		}
 	}
 	rules := make(map[string]bool, len(s.GlobalRules))
-	for i, raw := range s.GlobalRules {
-		if err := addID(rules, "global_rule", i, RawID(raw, "id")); err != nil {
+	for i, gr := range s.GlobalRules {
+		if err := addID(rules, "global_rule", i, gr.ID); err != nil {
 			return err
 		}
 	}

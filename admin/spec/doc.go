@@ -1,7 +1,7 @@
 // Package spec is coregate's resource model: the APISIX v3 objects
-// (routes, services, upstreams, and consumers, plugin configs and global
-// rules kept as JSON) that the Admin API and the standalone file store and
-// the workers compile. The node's own conf/config.yaml is package nodeconf,
+// (routes, services, upstreams, consumers, plugin configs and global
+// rules; credentials and plugin metadata kept as JSON) that the Admin API
+// and the standalone file store and the workers compile. The node's own conf/config.yaml is package nodeconf,
 // beside it.
 //
 // It is the one package the control plane, the workers and the plugins all
@@ -13,7 +13,8 @@
 // The objects' schemas are JSON Schema documents (draft 7) transcribed from
 // APISIX's apisix/schema_def.lua, embedded from schema/*.json and evaluated
 // by github.com/santhosh-tekuri/jsonschema/v6, compiled once on first use.
-// DecodeRoute, DecodeService and DecodeUpstream check an object against its
+// DecodeRoute, DecodeService, DecodeUpstream, DecodeConsumer,
+// DecodePluginConfig and DecodeGlobalRule check an object against its
 // schema, then the few rules a schema cannot state (validate.go: the
 // host/hosts pair APISIX's Admin API checks first, node address syntax,
 // check_upstream_conf, plugin configs being objects, lua-resty-expr vars),
@@ -34,8 +35,8 @@
 //
 // CompileSchema compiles another schema (a plugin's) that validates with
 // the same messages; ObjectSchema gives an object kind's schema as one
-// document, for GET /apisix/admin/schema/{kind}; ValidateObject checks
-// consumers, plugin configs and global rules, which are kept as JSON.
+// document, for GET /apisix/admin/schema/{kind}; ValidateObject checks an
+// object's JSON against its kind's schema alone.
 //
 // A stored object keeps only what was written: optional scalars are
 // pointers, ids, nodes and vars remember their written form, and schema

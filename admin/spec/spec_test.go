@@ -197,9 +197,9 @@ func TestCheck(t *testing.T) {
 				{ID: NumID(2), ServiceID: StringID("1"), PluginConfigID: StringID("pc")},
 				{ID: StringID("3"), UpstreamID: StringID("two")},
 			},
-			PluginConfigs: []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{}}`)},
-			Consumers:     []json.RawMessage{json.RawMessage(`{"username":"jack"}`)},
-			GlobalRules:   []json.RawMessage{json.RawMessage(`{"id":1,"plugins":{}}`)},
+			PluginConfigs: []*PluginConfig{{ID: StringID("pc"), Plugins: map[string]json.RawMessage{}}},
+			Consumers:     []*Consumer{{Username: "jack"}},
+			GlobalRules:   []*GlobalRule{{ID: NumID(1), Plugins: map[string]json.RawMessage{}}},
 		}, ""},
 		{"missing upstream", Spec{Routes: []*Route{{ID: NumID(1), UpstreamID: NumID(9)}}}, "route 1: upstream_id 9 not found"},
 		{"missing service", Spec{Routes: []*Route{{ID: StringID("r"), ServiceID: NumID(3)}}}, "route r: service_id 3 not found"},
@@ -208,7 +208,7 @@ func TestCheck(t *testing.T) {
 		{"duplicate route", Spec{Routes: []*Route{{ID: NumID(1)}, {ID: StringID("1")}}}, "route 1: duplicate id"},
 		{"duplicate upstream", Spec{Upstreams: []*Upstream{u(NumID(4)), u(NumID(4))}}, "upstream 4: duplicate id"},
 		{"missing id", Spec{Routes: []*Route{{ID: NumID(1)}, {}}}, "route #1: missing id"},
-		{"duplicate consumer", Spec{Consumers: []json.RawMessage{json.RawMessage(`{"username":"a"}`), json.RawMessage(`{"username":"a"}`)}}, "consumer a: duplicate id"},
+		{"duplicate consumer", Spec{Consumers: []*Consumer{{Username: "a"}, {Username: "a"}}}, "consumer a: duplicate id"},
 	}
 	for _, tc := range tests {
 		err := tc.s.Check()
@@ -249,7 +249,7 @@ func TestMarshalReusesSetHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*Spec{{}, {Routes: []*Route{r}, Consumers: []json.RawMessage{json.RawMessage(`{"username":"jack"}`)}}} {
+	for _, s := range []*Spec{{}, {Routes: []*Route{r}, Consumers: []*Consumer{{Username: "jack"}}}} {
 		s.SetHash()
 		got, err := s.MarshalJSON()
 		if err != nil {
@@ -295,9 +295,9 @@ func TestUnmarshalEach(t *testing.T) {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	s := &Spec{
 		Routes: []*Route{r1, r2}, Services: []*Service{sv}, Upstreams: []*Upstream{u},
-		Consumers:      []json.RawMessage{raw(`{"username":"jack"}`)},
-		PluginConfigs:  []json.RawMessage{raw(`{"id":"p","plugins":{}}`)},
-		GlobalRules:    []json.RawMessage{raw(`{"id":"g","plugins":{}}`)},
+		Consumers:      []*Consumer{must(DecodeConsumer([]byte(`{"username":"jack","desc":"d","labels":{"a":"b"},"plugins":{"key-auth":{"key":"k"}}}`)))},
+		PluginConfigs:  []*PluginConfig{must(DecodePluginConfig([]byte(`{"id":"p","plugins":{}}`)))},
+		GlobalRules:    []*GlobalRule{must(DecodeGlobalRule([]byte(`{"id":7,"plugins":{"prometheus":{}}}`)))},
 		Credentials:    []json.RawMessage{raw(`{"id":"jack/credentials/c","plugins":{}}`)},
 		PluginMetadata: []json.RawMessage{raw(`{"id":"prometheus","disabled_labels":[]}`)},
 	}
@@ -312,7 +312,7 @@ func TestUnmarshalEach(t *testing.T) {
 		if err := UnmarshalEach(b, &got, func() { n++ }); err != nil {
 			t.Fatalf("UnmarshalEach(%s): %v", b, err)
 		}
-		if diff := cmp.Diff(in, &got, cmp.AllowUnexported(Route{}, Service{}, Upstream{}, ID{}, Nodes{})); diff != "" {
+		if diff := cmp.Diff(in, &got, cmp.AllowUnexported(Route{}, Service{}, Upstream{}, ID{}, Nodes{}, Consumer{}, PluginConfig{}, GlobalRule{})); diff != "" {
 			t.Errorf("UnmarshalEach (-written +read):\n%s", diff)
 		}
 		objs := len(in.Routes) + len(in.Services) + len(in.Upstreams) + len(in.Consumers) + len(in.PluginConfigs) +
@@ -331,4 +331,11 @@ func TestUnmarshalEach(t *testing.T) {
 	if err := UnmarshalEach([]byte(`{"routes":[{"id":1,"uri":"/x"}],"routes":null,"other":{"a":[1]}}`), &got, nil); err != nil || got.Routes != nil {
 		t.Errorf("a repeated member: routes %v, err %v; want the last (null) to win", got.Routes, err)
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -146,13 +146,13 @@ type Spec struct {
 	Services  []*Service  `json:"services,omitempty"`
 	Upstreams []*Upstream `json:"upstreams,omitempty"`
 
-	// Consumers, PluginConfigs and GlobalRules are kept as the JSON objects
-	// written (compact); each is an object, checked only for its identity
-	// fields (consumers: username; plugin configs and global rules: id and
-	// plugins). The plugin layer decodes them.
-	Consumers     []json.RawMessage `json:"consumers,omitempty"`
-	PluginConfigs []json.RawMessage `json:"plugin_configs,omitempty"`
-	GlobalRules   []json.RawMessage `json:"global_rules,omitempty"`
+	// Consumers, PluginConfigs and GlobalRules are decoded and validated
+	// as the objects above are (DecodeConsumer, DecodePluginConfig,
+	// DecodeGlobalRule); their plugins' configurations are kept as
+	// written, for the plugin registry.
+	Consumers     []*Consumer     `json:"consumers,omitempty"`
+	PluginConfigs []*PluginConfig `json:"plugin_configs,omitempty"`
+	GlobalRules   []*GlobalRule   `json:"global_rules,omitempty"`
 	// Credentials are the consumers' credential objects, stored at
 	// /apisix/consumers/<username>/credentials/<id>, each kept as written
 	// with its "id" in the form APISIX's standalone mode gives it:
@@ -169,4 +169,14 @@ type Spec struct {
 	// changes nothing can be skipped. The zero value means "not computed".
 	// In JSON it is "hash", in hex, absent when zero.
 	Hash [32]byte `json:"-"`
+
+	// Checked, when not zero, marks a Spec every plugin configuration of
+	// which was checked where it entered the node (the store's sync, the
+	// standalone file's loader) by a plugin registry of this fingerprint
+	// (plugins.Registry.Fingerprint): a worker whose registry has the same
+	// builds them without checking them again (plugins.Registry.Trusts).
+	// It is part of neither the JSON form nor Hash: the control protocol
+	// carries it beside the Spec, from a node's supervisor to its workers
+	// only. Whoever changes a marked Spec's objects clears it.
+	Checked [32]byte `json:"-"`
 }

@@ -29,7 +29,7 @@ consumers:
 		t.Fatal(err)
 	}
 	if len(s.Consumers) != 1 || len(s.Credentials) != 1 {
-		t.Fatalf("consumers %s, credentials %s", s.Consumers, s.Credentials)
+		t.Fatalf("consumers %+v, credentials %s", s.Consumers, s.Credentials)
 	}
 	want := `{"id":"rose/credentials/542f7414-87f6-4793-a68e-99983dde9913","plugins":{"key-auth":{"key":"rose-cred"}}}`
 	if got := string(s.Credentials[0]); got != want {
@@ -66,5 +66,35 @@ consumers:
 	err = CheckPlugins("conf/apisix.yaml", s, plugins.Default)
 	if !errors.Is(err, ErrInvalid) || !errors.Is(err, plugins.ErrNotAuth) || !strings.Contains(err.Error(), "id rose/credentials/c1") {
 		t.Errorf("a credential of limit-count: %v", err)
+	}
+	if s.Checked != ([32]byte{}) {
+		t.Errorf("a file refused is marked checked")
+	}
+}
+
+// TestCheckPluginsMarks: a file whose plugins' configurations pass is
+// marked checked by the registry (spec.Spec.Checked), for its workers.
+func TestCheckPluginsMarks(t *testing.T) {
+	s, err := Parse([]byte(`
+routes:
+  - uri: /a
+    plugins:
+      limit-count: {count: 5, time_window: 60}
+consumers:
+  - username: rose
+    plugins:
+      key-auth: {key: k}
+#END`), "conf/apisix.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Checked != ([32]byte{}) {
+		t.Fatal("marked checked before CheckPlugins")
+	}
+	if err := CheckPlugins("conf/apisix.yaml", s, plugins.Default); err != nil {
+		t.Fatal(err)
+	}
+	if s.Checked != plugins.Default.Fingerprint() {
+		t.Errorf("marked %x, want the registry's fingerprint", s.Checked)
 	}
 }

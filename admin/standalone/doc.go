@@ -11,19 +11,39 @@
 //
 //	apisix.yaml: routes[2] (id 7): invalid configuration: additional properties forbidden, found foo
 //
-// The top level holds lists: routes, services and upstreams (decoded),
-// consumers, plugin_configs, global_rules and plugin_metadata (kept as
+// The top level holds lists: routes, services, upstreams, consumers,
+// plugin_configs and global_rules (decoded), and plugin_metadata (kept as
 // JSON for the plugin layer; a plugin_metadata item's id is its plugin's
 // name). APISIX's other lists (ssls, stream_routes, …)
 // are accepted only when empty; any other key is an error. Items without an
-// id get arr_<n> (counting from 1), as in APISIX. Unlike APISIX, which skips
-// a bad item and loads the rest, one bad item fails the whole file: nothing
-// invalid reaches a worker.
+// id get arr_<n> (counting from 1), as in APISIX. Load and Parse fail on
+// the first bad item.
 //
-// Watcher polls the file (every second by default, as APISIX) and hands
-// each new valid Spec to its caller; an invalid file is reported and the
-// caller keeps serving the previous Spec.
+// # The node's store
 //
-// Load and Parse are safe for concurrent use. This package imports only
-// admin/spec of coregate's packages.
+// A node serves the file through Store, a read-only store.Store that
+// package storesync follows as it follows etcd: List reads the file, Watch
+// polls it (every second by default, as APISIX), each item is one key
+// (routes/<id>, consumers/<username>, …) and Put, Delete and GenID give
+// store.ErrReadOnly. So one policy holds for both, etcd's:
+//
+//   - A file that cannot be read, does not parse, lacks its #END, names a
+//     variable that is not set, or is not laid out as lists of the
+//     resources coregate reads, is refused as a whole: the previous
+//     configuration serves (at start, the node does not start), and the
+//     refusal is reported once, as the sync reports any read it refuses.
+//     A file caught mid-write is judged once it has settled.
+//   - An item that fails validation, whose plugins' configurations the
+//     registry refuses, or whose references dangle, is logged naming the
+//     file and the item (item="apisix.yaml: routes[2] (id 7)") and left
+//     out; the rest is served, as APISIX does. An item that cannot be a
+//     key (not an object, an id used twice) is left out by the Store,
+//     logged alike.
+//
+// CheckFile, what `coregate -t` runs, reports every item the node would
+// leave out, each a *LoadError naming the file and the item, and fails
+// when there is any. Watcher polls the file and hands each Spec that Parse
+// accepts to its caller.
+//
+// Load, Parse, CheckFile and Store are safe for concurrent use.
 package standalone

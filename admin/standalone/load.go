@@ -91,6 +91,25 @@ func LoadEnv(path string, lookup func(string) (string, bool)) (*spec.Spec, error
 // in errors and the format (JSON when it ends in .json).
 func Parse(data []byte, path string, lookup func(string) (string, bool)) (*spec.Spec, error) {
 	l := &loader{file: filepath.Base(path)}
+	doc, err := l.parse(data, path, lookup)
+	if err != nil {
+		return nil, err
+	}
+	s := new(spec.Spec)
+	if err := l.top(doc, s); err != nil {
+		return nil, err
+	}
+	if err := s.Check(); err != nil {
+		return nil, l.fail("", err.Error(), ErrInvalid, err)
+	}
+	s.SetHash()
+	return s, nil
+}
+
+// parse reads the file's document, its ${{VAR}} substituted: what is
+// refused here refuses the file as a whole (it does not parse, a YAML file
+// lacks #END, a variable is missing).
+func (l *loader) parse(data []byte, path string, lookup func(string) (string, bool)) (*yaml.Node, error) {
 	var doc *yaml.Node
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		d, err := spec.JSONToYAML(data)
@@ -111,15 +130,7 @@ func Parse(data []byte, path string, lookup func(string) (string, bool)) (*spec.
 	if err := spec.ResolveEnv(doc, lookup); err != nil {
 		return nil, l.fail("", err.Error(), ErrInvalid, err)
 	}
-	s := new(spec.Spec)
-	if err := l.top(doc, s); err != nil {
-		return nil, err
-	}
-	if err := s.Check(); err != nil {
-		return nil, l.fail("", err.Error(), ErrInvalid, err)
-	}
-	s.SetHash()
-	return s, nil
+	return doc, nil
 }
 
 type loader struct {
@@ -144,6 +155,14 @@ var notYet = map[string]bool{
 }
 
 func (l *loader) top(doc *yaml.Node, s *spec.Spec) error {
+	return l.walk(doc, func(key string, j int, item *yaml.Node) error { return l.item(s, key, j, item) })
+}
+
+// walk calls fn with each item of each list of the file, in order, and
+// returns the first error, fn's or the layout's: a top-level key that is
+// unknown, a list coregate does not implement that is not empty, a value
+// that is not a list.
+func (l *loader) walk(doc *yaml.Node, fn func(key string, index int, item *yaml.Node) error) error {
 	root := doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -181,7 +200,7 @@ func (l *loader) top(doc *yaml.Node, s *spec.Spec) error {
 			return l.fail(key, "want a list", ErrFormat, nil)
 		}
 		for j, item := range val.Content {
-			if err := l.item(s, key, j, item); err != nil {
+			if err := fn(key, j, item); err != nil {
 				return err
 			}
 		}
@@ -271,23 +290,23 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 		}
 		s.Upstreams = append(s.Upstreams, u)
 	case "consumers":
-		if err := spec.ValidateObject(spec.KindConsumer, raw); err != nil {
+		c, err := spec.DecodeConsumer(raw)
+		if err != nil {
 			return bad(err)
 		}
-		if err := spec.CheckConsumerGroup(raw); err != nil {
-			return bad(err)
-		}
-		s.Consumers = append(s.Consumers, raw)
+		s.Consumers = append(s.Consumers, c)
 	case "plugin_configs":
-		if err := spec.ValidateObject(spec.KindPluginConfig, raw); err != nil {
+		pc, err := spec.DecodePluginConfig(raw)
+		if err != nil {
 			return bad(err)
 		}
-		s.PluginConfigs = append(s.PluginConfigs, raw)
+		s.PluginConfigs = append(s.PluginConfigs, pc)
 	case "global_rules":
-		if err := spec.ValidateObject(spec.KindGlobalRule, raw); err != nil {
+		gr, err := spec.DecodeGlobalRule(raw)
+		if err != nil {
 			return bad(err)
 		}
-		s.GlobalRules = append(s.GlobalRules, raw)
+		s.GlobalRules = append(s.GlobalRules, gr)
 	}
 	return nil
 }

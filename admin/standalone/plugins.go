@@ -17,7 +17,9 @@ import (
 // as a *LoadError (ErrInvalid) naming the item, so that a file a worker
 // could not build is refused where the file is read, with the previous
 // configuration serving, or the node not starting, as for any other
-// invalid file. path is the file's, for the error.
+// invalid file. path is the file's, for the error. A Spec that passes is
+// marked checked by reg (spec.Spec.Checked), so that the workers do not
+// check its configurations again.
 func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 	fail := func(item string, err error) error {
 		return &LoadError{File: filepath.Base(path), Item: item, Msg: err.Error(), kind: ErrInvalid, err: err}
@@ -38,33 +40,34 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 			return err
 		}
 	}
-	raws := []struct {
-		kind, key            string
-		objs                 []json.RawMessage
-		consumer, credential bool
-	}{
-		{"consumers", "username", s.Consumers, true, false},
-		{"consumers", "id", s.Credentials, true, true},
-		{"plugin_configs", "id", s.PluginConfigs, false, false},
-		{"global_rules", "id", s.GlobalRules, false, false},
+	for _, c := range s.Consumers {
+		if err := check("consumers (username "+c.Username+")", c.Plugins, true); err != nil {
+			return err
+		}
 	}
-	for _, k := range raws {
-		for _, raw := range k.objs {
-			var v struct {
-				Plugins map[string]json.RawMessage `json:"plugins"`
-			}
-			item := k.kind + " (" + k.key + " " + spec.RawID(raw, k.key).String() + ")"
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return fail(item, err)
-			}
-			if err := check(item, v.Plugins, k.consumer); err != nil {
-				return err
-			}
-			if k.credential {
-				if _, err := reg.CheckCredential(v.Plugins); err != nil {
-					return fail(item, err)
-				}
-			}
+	for _, raw := range s.Credentials {
+		var v struct {
+			Plugins map[string]json.RawMessage `json:"plugins"`
+		}
+		item := "consumers (id " + spec.RawID(raw, "id").String() + ")"
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fail(item, err)
+		}
+		if err := check(item, v.Plugins, true); err != nil {
+			return err
+		}
+		if _, err := reg.CheckCredential(v.Plugins); err != nil {
+			return fail(item, err)
+		}
+	}
+	for _, pc := range s.PluginConfigs {
+		if err := check("plugin_configs (id "+pc.ID.String()+")", pc.Plugins, false); err != nil {
+			return err
+		}
+	}
+	for _, gr := range s.GlobalRules {
+		if err := check("global_rules (id "+gr.ID.String()+")", gr.Plugins, false); err != nil {
+			return err
 		}
 	}
 	for _, raw := range s.PluginMetadata {
@@ -76,5 +79,6 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 			return fail("plugin_metadata (id "+name+")", err)
 		}
 	}
+	s.Checked = reg.Fingerprint()
 	return nil
 }

@@ -102,10 +102,10 @@ func reloadRefusals(out string) []string {
 	return lines
 }
 
-// TestReloadRefusesInvalid: a file with an invalid field or value, without
-// its end flag, not YAML, or valid but using what the workers do not
-// support yet, is refused with a log line naming the problem; the old
-// config keeps serving, and a later valid file is taken.
+// TestReloadRefusesInvalid: a file without its end flag, not YAML, or
+// valid but using what the workers do not support yet, is refused with a
+// log line naming the problem; the old config keeps serving, and a later
+// valid file is taken.
 func TestReloadRefusesInvalid(t *testing.T) {
 	t.Parallel()
 	a, b := textUpstream(t, "a"), textUpstream(t, "b")
@@ -117,15 +117,9 @@ func TestReloadRefusesInvalid(t *testing.T) {
 	tests := []struct {
 		name, file, logWant string
 	}{
-		{"bad field", routesYAML(obj{"id": 1, "uri": "/r", "no_such_field": 1, "upstream": upstreamOf(nodes(b.Addr()), nil)}), "no_such_field"},
-		{"bad value", routesYAML(obj{"id": 1, "uri": "/r", "methods": []string{"FETCH"}, "upstream": upstreamOf(nodes(b.Addr()), nil)}), "methods"},
 		{"missing end flag", strings.TrimSuffix(good(b), "#END\n"), "end flag"},
 		{"bad yaml", "routes: [\n#END\n", "apisix.yaml"},
 		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.Addr()), obj{"type": "chash", "key": "remote_addr"})}), "chash"},
-		// Refused where the file is read, as the Admin API refuses it, not
-		// by the workers' build.
-		{"bad plugin configuration", routesYAML(obj{"id": 1, "uri": "/r", "plugins": obj{"limit-count": obj{"count": -1, "time_window": 60}},
-			"upstream": upstreamOf(nodes(b.Addr()), nil)}), "apisix.yaml: routes (id 1): failed to check the configuration of plugin limit-count"},
 	}
 	for _, tc := range tests {
 		before := len(reloadRefusals(g.out.String()))
@@ -157,29 +151,95 @@ func TestReloadRefusesInvalid(t *testing.T) {
 	})
 }
 
-// TestStartRefusesBadPlugins: a node whose first apisix.yaml has a plugin
-// configuration the plugin refuses does not start, and says which object
-// and plugin; it does not start serving without the routes.
-func TestStartRefusesBadPlugins(t *testing.T) {
+// leftOut returns the log lines of objects left out of the configuration.
+func leftOut(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, `msg="config store: invalid object left out"`) || strings.Contains(l, `msg="config store: object left out"`) {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// TestReloadLeavesOutInvalid: an item of the file with an invalid field or
+// value, or a plugin configuration the plugin refuses, is left out with a
+// log line naming the file, the item and the problem, as an object in etcd
+// is; the rest of the file is served.
+func TestReloadLeavesOutInvalid(t *testing.T) {
 	t.Parallel()
+	a, b := textUpstream(t, "a"), textUpstream(t, "b")
+	withOther := func(route obj) string {
+		return routesYAML(route, obj{"id": 2, "uri": "/other", "upstream": upstreamOf(nodes(b.Addr()), nil)})
+	}
+	good := withOther(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(a.Addr()), nil)})
+	g := startGateway(t, good, "")
+	c := newClient(t)
+	tests := []struct {
+		name, file, logWant string
+	}{
+		{"bad field", withOther(obj{"id": 1, "uri": "/r", "no_such_field": 1, "upstream": upstreamOf(nodes(b.Addr()), nil)}), "no_such_field"},
+		{"bad value", withOther(obj{"id": 1, "uri": "/r", "methods": []string{"FETCH"}, "upstream": upstreamOf(nodes(b.Addr()), nil)}), "methods"},
+		// Left out where the file is read, as the Admin API refuses it, not
+		// by the workers' build.
+		{"bad plugin configuration", withOther(obj{"id": 1, "uri": "/r", "plugins": obj{"limit-count": obj{"count": -1, "time_window": 60}},
+			"upstream": upstreamOf(nodes(b.Addr()), nil)}), "failed to check the configuration of plugin limit-count"},
+	}
+	for _, tc := range tests {
+		before := len(leftOut(g.out.String()))
+		g.rewrite(tc.file)
+		eventually(t, 5*time.Second, func() error {
+			if r, err := tryDo(c, "GET", g.url("/r"), "", nil, nil); err != nil || r.status != 404 {
+				return fmt.Errorf("%s: route 1 still served: %v %d", tc.name, err, r.status)
+			}
+			return nil
+		})
+		lines := leftOut(g.out.String())
+		if len(lines) != before+1 {
+			t.Fatalf("%s: %d objects left out, want 1: %q", tc.name, len(lines)-before, lines[before:])
+		}
+		if last := lines[len(lines)-1]; !strings.Contains(last, tc.logWant) || !strings.Contains(last, `item="apisix.yaml: routes[0] (id 1)"`) {
+			t.Errorf("%s: %q does not name the item and %q", tc.name, last, tc.logWant)
+		}
+		if r := do(t, c, "GET", g.url("/other"), "", nil, nil); r.status != 200 || r.body != "b" {
+			t.Errorf("%s: the rest of the file: %d %q", tc.name, r.status, r.body)
+		}
+		if refusals := reloadRefusals(g.out.String()); len(refusals) != 0 {
+			t.Errorf("%s: the file was refused: %q", tc.name, refusals)
+		}
+		g.rewrite(good)
+		eventually(t, 5*time.Second, func() error {
+			if r, err := tryDo(c, "GET", g.url("/r"), "", nil, nil); err != nil || r.body != "a" {
+				return fmt.Errorf("%s: mended file not taken: %v %q", tc.name, err, r.body)
+			}
+			return nil
+		})
+	}
+}
+
+// TestStartLeavesOutBadPlugins: a node whose first apisix.yaml has an
+// object with a plugin configuration the plugin refuses starts without it,
+// as from etcd, and says which object and plugin; the rest is served.
+func TestStartLeavesOutBadPlugins(t *testing.T) {
+	t.Parallel()
+	up := textUpstream(t, "ok")
+	rest := "  - id: ok\n    uri: /ok\n    upstream:\n      nodes:\n        \"" + up.Addr() + "\": 1\n"
 	for _, bad := range []struct{ file, want string }{
-		{routesYAML(obj{"id": 1, "uri": "/r", "plugins": obj{"limit-count": obj{"count": -1, "time_window": 60}},
-			"upstream": upstreamOf(nodes("127.0.0.1:1980"), nil)}),
-			"apisix.yaml: routes (id 1): failed to check the configuration of plugin limit-count"},
-		{"global_rules:\n  - id: g\n    plugins:\n      no-such-plugin: {}\n#END\n",
-			"apisix.yaml: global_rules (id g): unknown plugin [no-such-plugin]"},
-		{"consumers:\n  - username: jack\n    plugins:\n      key-auth: {}\n#END\n",
-			"apisix.yaml: consumers (username jack): failed to check the configuration of plugin key-auth"},
-		{"plugin_metadata:\n  - id: no-such-plugin\n    x: 1\n#END\n",
-			"apisix.yaml: plugin_metadata (id no-such-plugin): "},
+		{"routes:\n  - id: 1\n    uri: /r\n    plugins:\n      limit-count: {count: -1, time_window: 60}\n    upstream:\n      nodes:\n        \"127.0.0.1:1980\": 1\n" + rest + "#END\n",
+			`item="apisix.yaml: routes[0] (id 1)" err="failed to check the configuration of plugin limit-count`},
+		{"global_rules:\n  - id: g\n    plugins:\n      no-such-plugin: {}\nroutes:\n" + rest + "#END\n",
+			`item="apisix.yaml: global_rules[0] (id g)" err="unknown plugin [no-such-plugin]"`},
+		{"consumers:\n  - username: jack\n    plugins:\n      key-auth: {}\nroutes:\n" + rest + "#END\n",
+			`item="apisix.yaml: consumers[0] (username jack)" err="failed to check the configuration of plugin key-auth`},
+		{"plugin_metadata:\n  - id: no-such-plugin\n    x: 1\nroutes:\n" + rest + "#END\n",
+			`item="apisix.yaml: plugin_metadata[0] (id no-such-plugin)"`},
 	} {
-		dir := t.TempDir()
-		writeFile(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(baseConfig, freePort(t), ""))
-		writeFile(t, filepath.Join(dir, "apisix.yaml"), bad.file)
-		out, err := e2e.Run(binPath, 10*time.Second, "-c", filepath.Join(dir, "config.yaml"))
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, bad.want) {
-			t.Errorf("start with %q: %v, want exit status 1 and %q:\n%s", bad.file, err, bad.want, out)
+		g := startGateway(t, bad.file, "")
+		if r := do(t, newClient(t), "GET", g.url("/ok"), "", nil, nil); r.status != 200 || r.body != "ok" {
+			t.Errorf("start with %q: the rest of the file: %d %q", bad.file, r.status, r.body)
+		}
+		if out := g.out.String(); !strings.Contains(out, bad.want) {
+			t.Errorf("start with %q: the log lacks %s:\n%s", bad.file, bad.want, out)
 		}
 	}
 }

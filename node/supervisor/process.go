@@ -14,7 +14,6 @@ import (
 
 	"coregate/admin/adminapi"
 	"coregate/admin/nodeconf"
-	"coregate/admin/spec"
 	"coregate/admin/standalone"
 	"coregate/admin/store/storesync"
 	"coregate/bpf"
@@ -24,42 +23,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// fileSource is the standalone apisix.yaml as a Source.
-type fileSource struct {
-	path string
-	log  *slog.Logger
-}
-
-// Load reads the file and checks its plugins' configurations, as the
-// Admin API does before it stores an object: a file that a worker would
-// refuse to build is refused here, where the node can say so (and not
-// start, the first time).
-func (f fileSource) Load() (*spec.Spec, error) {
-	s, err := standalone.Load(f.path)
-	if err != nil {
-		return nil, err
-	}
-	if err := standalone.CheckPlugins(f.path, s, plugins.Default); err != nil {
-		return nil, err
-	}
-	s.SetHash()
-	return s, nil
-}
-
-func (f fileSource) Watch(ctx context.Context, onChange func(*spec.Spec), onError func(error)) {
-	var last [32]byte
-	standalone.Watch(ctx, f.path, time.Second, func(s *spec.Spec) {
-		h := s.SetHash()
-		if h == last {
-			return
-		}
-		if err := standalone.CheckPlugins(f.path, s, plugins.Default); err != nil {
-			onError(err)
-			return
-		}
-		last = h
-		onChange(s)
-	}, onError)
+// fileSource is the standalone apisix.yaml as a supervisor.Source: a
+// read-only store followed by the same sync as etcd, so that a bad item is
+// left out, and a file that does not parse refused, by one policy; the
+// sync checks its plugins' configurations as the Admin API does, so that
+// a configuration a worker would refuse to build is refused here.
+func fileSource(path string, log *slog.Logger) *storesync.Syncer {
+	return storesync.New(storesync.Options{
+		Store:   standalone.NewStore(standalone.StoreOptions{Path: path, Log: log}),
+		Plugins: plugins.Default,
+		Log:     log,
+	})
 }
 
 // Command is the supervisor process's command line (`coregate [flags]`,
@@ -133,7 +107,7 @@ func Main(c Command) error {
 		if prov.File == "" {
 			return fmt.Errorf("config provider %q without etcd (the Admin API's own standalone store) is not available yet: set deployment.role: data_plane and deployment.role_data_plane.config_provider: yaml, or use etcd", prov.Kind)
 		}
-		source = fileSource{path: prov.File, log: log}
+		source = fileSource(prov.File, log)
 	case "etcd":
 		en, err := openEtcd(nc, c.EtcdData, c.AcceptReset, log)
 		if err != nil {
@@ -270,7 +244,7 @@ func Check(path string, w io.Writer) error {
 	switch prov := nc.Provider(); prov.Kind {
 	case "yaml", "json":
 		if prov.File != "" {
-			if _, err := (fileSource{path: prov.File}).Load(); err != nil {
+			if err := standalone.CheckFile(prov.File, plugins.Default); err != nil {
 				return err
 			}
 			fmt.Fprintf(w, "coregate: the routes file %s is ok\n", prov.File)

@@ -2,7 +2,9 @@ package control
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,10 +196,23 @@ func (c *Conn) Close() error { return c.c.Close() }
 // Hash, in spec.Spec's own JSON form. The supervisor encodes a
 // configuration once and sends the same bytes to every worker
 // (SendPayload). An encoding over MaxFrame is ErrFrameTooLarge.
+//
+// A Spec marked checked (spec.Spec.Checked) carries its mark as the
+// payload's first member, "checked" (hex), which is not part of the Spec's
+// own JSON form.
 func EncodeSpec(s *spec.Spec) ([]byte, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
+	}
+	if s.Checked != ([32]byte{}) && len(b) >= 2 && b[0] == '{' {
+		m := make([]byte, 0, len(b)+len(checkedMember)+66)
+		m = append(m, '{')
+		m = appendChecked(m, s.Checked)
+		if len(b) > 2 {
+			m = append(m, ',')
+		}
+		b = append(m, b[1:]...)
 	}
 	if len(b)+1 > MaxFrame {
 		return nil, ErrFrameTooLarge
@@ -208,14 +223,52 @@ func EncodeSpec(s *spec.Spec) ([]byte, error) {
 // DecodeSpec parses a Config payload and checks the references between its
 // objects (spec.Spec.Check); the objects themselves were validated where
 // they were loaded or stored. each, if not nil, is called after every
-// object is decoded (spec.UnmarshalEach).
+// object is decoded (spec.UnmarshalEach). The mark "checked", when the
+// payload begins with it, is the Spec's Checked.
 func DecodeSpec(payload []byte, each func()) (*spec.Spec, error) {
 	s := new(spec.Spec)
-	if err := spec.UnmarshalEach(payload, s, each); err != nil {
+	checked, rest, err := cutChecked(payload)
+	if err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}
+	if err := spec.UnmarshalEach(rest, s, each); err != nil {
+		return nil, fmt.Errorf("control: config: %w", err)
+	}
+	s.Checked = checked
 	if err := s.Check(); err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}
 	return s, nil
+}
+
+// checkedMember begins a payload's mark: `"checked":"<hex>"`.
+const checkedMember = `"checked":"`
+
+func appendChecked(b []byte, sum [32]byte) []byte {
+	b = append(b, checkedMember...)
+	b = hex.AppendEncode(b, sum[:])
+	return append(b, '"')
+}
+
+// cutChecked reads the mark a Config payload may begin with: its value,
+// and the payload without it (a Spec's JSON form).
+func cutChecked(payload []byte) (sum [32]byte, rest []byte, err error) {
+	p, ok := bytes.CutPrefix(payload, []byte("{"+checkedMember))
+	if !ok {
+		return sum, payload, nil
+	}
+	if len(p) < 65 || p[64] != '"' {
+		return sum, nil, errors.New("checked: want 64 hex digits")
+	}
+	if sum, err = spec.ParseHash(string(p[:64])); err != nil {
+		return sum, nil, fmt.Errorf("checked: %w", err)
+	}
+	p = p[65:]
+	if len(p) > 0 && p[0] == ',' {
+		p = p[1:]
+	}
+	// The Spec's JSON form: '{' and what followed the mark. The payload
+	// is the caller's, so it is copied rather than written over.
+	rest = make([]byte, 0, len(p)+1)
+	return sum, append(append(rest, '{'), p...), nil
 }

@@ -72,9 +72,9 @@ func fullSpec(t *testing.T) *spec.Spec {
 	}
 	s := &spec.Spec{
 		Routes: []*spec.Route{r, r2}, Services: []*spec.Service{sv}, Upstreams: []*spec.Upstream{u},
-		Consumers:     []json.RawMessage{json.RawMessage(`{"username":"jack","plugins":{"key-auth":{"key":"k"}}}`)},
-		PluginConfigs: []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"prometheus":{}}}`)},
-		GlobalRules:   []json.RawMessage{json.RawMessage(`{"id":1,"plugins":{"prometheus":{}}}`)},
+		Consumers:     []*spec.Consumer{mustDecode(t, spec.DecodeConsumer, `{"username":"jack","plugins":{"key-auth":{"key":"k"}}}`)},
+		PluginConfigs: []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"prometheus":{}}}`)},
+		GlobalRules:   []*spec.GlobalRule{mustDecode(t, spec.DecodeGlobalRule, `{"id":1,"plugins":{"prometheus":{}}}`)},
 	}
 	s.SetHash()
 	return s
@@ -224,5 +224,59 @@ func TestReports(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("frames (-want +got):\n%s", diff)
+	}
+}
+
+// mustDecode decodes one object with decode (spec.DecodeConsumer, …).
+func mustDecode[T any](t testing.TB, decode func([]byte) (*T, error), s string) *T {
+	t.Helper()
+	v, err := decode([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestConfigCarriesTheMark: a Spec marked checked goes with its mark, the
+// payload's first member, and comes back with it; an unmarked one is the
+// Spec's JSON form alone; a mark that is not a hash is refused.
+func TestConfigCarriesTheMark(t *testing.T) {
+	s := fullSpec(t)
+	plain, err := EncodeSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := json.Marshal(s); string(plain) != string(want) {
+		t.Errorf("unmarked payload %s, want the Spec's JSON form", plain)
+	}
+	s.Checked = [32]byte{1, 2, 3}
+	marked, err := EncodeSpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(marked), `{"checked":"010203`) {
+		t.Errorf("marked payload %.80s…", marked)
+	}
+	got, err := DecodeSpec(marked, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Checked != s.Checked || got.Hash != s.Hash || len(got.Routes) != len(s.Routes) {
+		t.Errorf("decoded: mark %x hash %x routes %d", got.Checked, got.Hash, len(got.Routes))
+	}
+	if got, err := DecodeSpec(plain, nil); err != nil || got.Checked != ([32]byte{}) {
+		t.Errorf("unmarked: mark %x, %v", got.Checked, err)
+	}
+	empty, err := EncodeSpec(&spec.Spec{Checked: [32]byte{9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeSpec(empty, nil); err != nil || got.Checked != [32]byte{9} {
+		t.Errorf("an empty marked Spec %s: %v", empty, err)
+	}
+	for _, bad := range []string{`{"checked":"01"}`, `{"checked":"` + strings.Repeat("zz", 32) + `"}`} {
+		if _, err := DecodeSpec([]byte(bad), nil); err == nil {
+			t.Errorf("%s decoded", bad)
+		}
 	}
 }

@@ -58,8 +58,8 @@ func TestDeltaCarriesTheSpec(t *testing.T) {
 		mustRoute(t, `{"id":"r3","uri":"/new","upstream_id":2}`),
 	}
 	next.Services = nil // removed (route 1 no longer names it)
-	next.Consumers = append(slices.Clone(base.Consumers), json.RawMessage(`{"username":"jill"}`))
-	next.PluginConfigs = []json.RawMessage{json.RawMessage(`{"id":"pc","plugins":{"prometheus":{"prefer_name":true}}}`)}
+	next.Consumers = append(slices.Clone(base.Consumers), mustDecode(t, spec.DecodeConsumer, `{"username":"jill"}`))
+	next.PluginConfigs = []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"prometheus":{"prefer_name":true}}}`)}
 	next.Credentials = []json.RawMessage{json.RawMessage(`{"id":"jack/credentials/c1","plugins":{"key-auth":{"key":"k2"}}}`)}
 	next.SetHash()
 

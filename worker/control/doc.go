@@ -14,6 +14,17 @@
 // same bytes to every worker (SendPayload); a worker decodes it and checks
 // its references (DecodeSpec) before it compiles it.
 //
+// A Spec whose plugin configurations the supervisor's registry checked
+// (spec.Spec.Checked: the store's sync and the standalone loader mark what
+// they served) carries that mark in its Config and Delta payloads,
+// "checked", and the worker builds it without checking those
+// configurations again when its registry has the same fingerprint
+// (plugins.Registry.Trusts). A worker can trust the mark because nothing
+// but its supervisor writes on its control socket: a socketpair its
+// supervisor made, or a takeover connection it accepted only from its own
+// user or root (PeerCred); a supervisor of another build has another
+// fingerprint, and its mark is not trusted.
+//
 // Once a worker holds a configuration, the next goes as a Delta: the
 // objects new or changed, and runs of the previous configuration's
 // objects kept (EncodeDelta, DecodeDelta), so that a worker decodes what

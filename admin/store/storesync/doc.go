@@ -5,7 +5,8 @@
 // Each key <prefix>/<resource>/<id> of a known resource is decoded the way
 // the Admin API validates it (routes, services and upstreams with
 // spec.DecodeRoute/DecodeService/DecodeUpstream, consumers, plugin_configs
-// and global_rules with spec.ValidateObject; a consumer's credentials,
+// and global_rules with spec.DecodeConsumer/DecodePluginConfig/
+// DecodeGlobalRule; a consumer's credentials,
 // <prefix>/consumers/<username>/credentials/<id>, as objects with the id
 // "<username>/credentials/<id>"; plugin_metadata/<plugin> as objects
 // with the id <plugin>), and its plugins are checked with the plugin

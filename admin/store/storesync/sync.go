@@ -101,6 +101,7 @@ type Syncer struct {
 	refusal      atomic.Pointer[error]            // Refusal's answer; nil once a full read is accepted
 	firstRead    chan struct{}                    // closed once Refusal is not ErrNotRead
 	readOnce     sync.Once
+	readErr      string // the last read refused as a whole, logged and reported once
 	cacheMu      sync.Mutex
 }
 
@@ -110,6 +111,17 @@ type origin struct {
 	rev     int64
 	cluster uint64
 }
+
+// errReported marks a read refused as a whole that Watch reports with
+// onError: the first of its kind (reportedError).
+var errReported = errors.New("storesync: reported")
+
+// reportedError is a read's error logged for the first time.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string        { return e.err.Error() }
+func (e *reportedError) Unwrap() error        { return e.err }
+func (e *reportedError) Is(target error) bool { return target == errReported }
 
 // ErrNotRead is Refusal's answer before the first full read of the store.
 var ErrNotRead = errors.New("config store not read yet")
@@ -154,7 +166,10 @@ type object struct {
 	route  *spec.Route
 	svc    *spec.Service
 	ups    *spec.Upstream
-	raw    json.RawMessage // consumers, plugin_configs, global_rules, credentials, plugin_metadata
+	cons   *spec.Consumer
+	pc     *spec.PluginConfig
+	gr     *spec.GlobalRule
+	raw    json.RawMessage // credentials, plugin_metadata
 	// unresolved: a global rule whose plugins hold a reference this
 	// process cannot resolve (plugins.ErrReference). It refuses every
 	// configuration (build) rather than be left out: every route would
@@ -403,6 +418,12 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 				if ctx.Err() != nil {
 					return
 				}
+				if errors.Is(err, errReported) {
+					// A store that refuses its content as a whole (a
+					// standalone file that does not parse): the
+					// previous configuration serves.
+					onError(errors.Unwrap(err))
+				}
 				sleep(ctx, s.opts.Retry)
 				continue
 			}
@@ -532,11 +553,15 @@ func (s *Syncer) list(ctx context.Context) error {
 	if err != nil {
 		if errors.Is(err, store.ErrUnavailable) {
 			s.lost(err)
-		} else {
+		} else if msg := err.Error(); msg != s.readErr {
+			// Logged and reported once, not at every Retry.
+			s.readErr = msg
 			s.opts.Log.Error("config store: read failed", "err", err)
+			return &reportedError{err}
 		}
 		return err
 	}
+	s.readErr = ""
 	s.found()
 	if _, refused := s.Refusal().(*ResetError); !refused { // read again every 5 Retry, logged once
 		s.opts.Log.Info("config store read", "revision", rev, "keys", len(kvs))
@@ -621,7 +646,11 @@ func (s *Syncer) put(kv store.KV) {
 	if err != nil {
 		s.replace(s.objs[kv.Key], nil)
 		delete(s.objs, kv.Key)
-		s.opts.Log.Error("config store: invalid object left out", "key", kv.Key, "revision", kv.ModRevision, "err", err)
+		attrs := []any{"key", kv.Key, "revision", kv.ModRevision}
+		if o, ok := s.opts.Store.(interface{ Origin(key string) string }); ok {
+			attrs = append(attrs, "item", o.Origin(kv.Key)) // the standalone file's
+		}
+		s.opts.Log.Error("config store: invalid object left out", append(attrs, "err", err)...)
 		return
 	}
 	o.key, o.create = kv.Key, kv.CreateRevision
@@ -680,7 +709,7 @@ func decode(kind, id string, value []byte) (*object, error) {
 		}
 		m["id"], _ = json.Marshal(id)
 		o.raw, err = json.Marshal(m)
-	default:
+	default: // consumers, plugin configs, global rules
 		var b bytes.Buffer
 		if err = json.Compact(&b, value); err != nil {
 			break
@@ -689,8 +718,15 @@ func decode(kind, id string, value []byte) (*object, error) {
 		if kind == spec.KindConsumer {
 			idKey = "username"
 		}
-		o.raw = withID(b.Bytes(), idKey, id)
-		err = spec.ValidateObject(kind, o.raw)
+		raw := withID(b.Bytes(), idKey, id)
+		switch kind {
+		case spec.KindConsumer:
+			o.cons, err = spec.DecodeConsumer(raw)
+		case spec.KindPluginConfig:
+			o.pc, err = spec.DecodePluginConfig(raw)
+		case spec.KindGlobalRule:
+			o.gr, err = spec.DecodeGlobalRule(raw)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -724,25 +760,23 @@ func (s *Syncer) checkPlugins(o *object) error {
 			return err
 		}
 		return reg.CheckMetadata(name, conf)
-	default: // consumers, credentials, plugin configs, global rules
+	case spec.KindConsumer:
+		confs, consumer = o.cons.Plugins, true
+	case spec.KindPluginConfig:
+		confs = o.pc.Plugins
+	case spec.KindGlobalRule:
+		confs = o.gr.Plugins
+	case kindCredential:
 		var v struct {
 			Plugins map[string]json.RawMessage `json:"plugins"`
 		}
 		if err := json.Unmarshal(o.raw, &v); err != nil {
 			return err
 		}
-		confs = v.Plugins
-		consumer = o.kind == spec.KindConsumer || o.kind == kindCredential
+		confs, consumer = v.Plugins, true
 		// What the Admin API refuses beside the plugins' own checks.
-		if o.kind == spec.KindConsumer {
-			if err := spec.CheckConsumerGroup(o.raw); err != nil {
-				return err
-			}
-		}
-		if o.kind == kindCredential {
-			if _, err := reg.CheckCredential(confs); err != nil {
-				return err
-			}
+		if _, err := reg.CheckCredential(confs); err != nil {
+			return err
 		}
 	}
 	_, err := reg.CheckAll(confs, consumer)
@@ -810,11 +844,11 @@ func (s *Syncer) build() (*spec.Spec, error) {
 			case spec.KindUpstream:
 				sp.Upstreams = append(sp.Upstreams, o.ups)
 			case spec.KindConsumer:
-				sp.Consumers = append(sp.Consumers, o.raw)
+				sp.Consumers = append(sp.Consumers, o.cons)
 			case spec.KindPluginConfig:
-				sp.PluginConfigs = append(sp.PluginConfigs, o.raw)
+				sp.PluginConfigs = append(sp.PluginConfigs, o.pc)
 			case spec.KindGlobalRule:
-				sp.GlobalRules = append(sp.GlobalRules, o.raw)
+				sp.GlobalRules = append(sp.GlobalRules, o.gr)
 			case kindCredential:
 				sp.Credentials = append(sp.Credentials, o.raw)
 			case kindPluginMetadata:
@@ -825,6 +859,11 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		var re *spec.ReferenceError
 		if err == nil {
 			h.Sum(sp.Hash[:0])
+			if s.opts.Plugins != nil {
+				// Every object's plugins passed checkPlugins as it
+				// was read: the workers need not check them again.
+				sp.Checked = s.opts.Plugins.Fingerprint()
+			}
 			return sp, nil
 		}
 		if !errors.As(err, &re) || skip[re.Kind+" "+re.ID] {

@@ -191,7 +191,7 @@ func TestLoadAndFollow(t *testing.T) {
 		len(sp.Consumers) != 1 || len(sp.PluginConfigs) != 1 || len(sp.GlobalRules) != 1 {
 		t.Fatalf("Spec: %+v", sp)
 	}
-	if id := spec.RawID(sp.PluginConfigs[0], "id"); id.String() != "p1" {
+	if id := sp.PluginConfigs[0].ID; id.String() != "p1" {
 		t.Fatalf("plugin config id %q, want p1 from its key", id)
 	}
 	if sp.Hash == ([32]byte{}) || !s.Reachable() || s.Revision() == 0 {
@@ -328,12 +328,27 @@ func TestPluginsChecked(t *testing.T) {
 	}
 	if len(sp.Services) != 0 || len(sp.Consumers) != 1 || len(sp.Credentials) != 1 || len(sp.GlobalRules) != 0 ||
 		len(sp.PluginConfigs) != 0 || len(sp.PluginMetadata) != 1 {
-		t.Errorf("services %d, consumers %s, credentials %s, global rules %s, plugin configs %s, plugin metadata %s",
+		t.Errorf("services %d, consumers %+v, credentials %s, global rules %+v, plugin configs %+v, plugin metadata %s",
 			len(sp.Services), sp.Consumers, sp.Credentials, sp.GlobalRules, sp.PluginConfigs, sp.PluginMetadata)
+	}
+	// What is served passed the registry: the workers need not check it
+	// again.
+	if sp.Checked != plugins.Default.Fingerprint() {
+		t.Errorf("Spec marked %x, want the registry's fingerprint", sp.Checked)
 	}
 	e.watch(s)
 	e.put("routes/bad-conf", `{"uri":"/b","plugins":{"limit-count":{"count":5,"time_window":60}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
-	e.next("[1 bad-conf 2]")
+	if sp := e.next("[1 bad-conf 2]"); sp.Checked != plugins.Default.Fingerprint() {
+		t.Errorf("Spec marked %x after a change, want the registry's fingerprint", sp.Checked)
+	}
+	// A Syncer without a registry checks no plugin, and marks nothing.
+	unchecked, err := New(Options{Store: e.newStore(), Log: testLog(t)}).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unchecked.Checked != ([32]byte{}) {
+		t.Errorf("a Syncer without a registry marked its Spec %x", unchecked.Checked)
+	}
 }
 
 // TestPluginRefsChecked: an object whose plugin configuration holds a
@@ -363,8 +378,8 @@ func TestPluginRefsChecked(t *testing.T) {
 	if got := routeIDs(sp); got != "[1]" {
 		t.Errorf("routes %s, want [1]", got)
 	}
-	if len(sp.Consumers) != 1 || !strings.Contains(string(sp.Consumers[0]), `"key":"$env://COREGATE_SYNC_TEST_KEY"`) || len(sp.Credentials) != 0 {
-		t.Errorf("consumers %s, credentials %s, want jack's as stored", sp.Consumers, sp.Credentials)
+	if len(sp.Consumers) != 1 || string(sp.Consumers[0].Plugins["key-auth"]) != `{"key":"$env://COREGATE_SYNC_TEST_KEY"}` || len(sp.Credentials) != 0 {
+		t.Errorf("consumers %+v, credentials %s, want jack's as stored", sp.Consumers, sp.Credentials)
 	}
 	b, err := json.Marshal(sp)
 	if err != nil {
@@ -395,7 +410,7 @@ func TestGlobalRuleUnresolvedRefuses(t *testing.T) {
 	e.put("global_rules/g", `{"plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"fixed"}}}}}`)
 	sp, err := s.Load()
 	if err != nil || len(sp.GlobalRules) != 1 {
-		t.Fatalf("mended: %v, global rules %s", err, sp.GlobalRules)
+		t.Fatalf("mended: %v, global rules %+v", err, sp.GlobalRules)
 	}
 	e.watch(s)
 	e.put("global_rules/g", `{"plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"$env://COREGATE_SYNC_TEST_UNSET"}}}}}`)
@@ -405,7 +420,7 @@ func TestGlobalRuleUnresolvedRefuses(t *testing.T) {
 			t.Errorf("refusal %v, want it to name the global rule", err)
 		}
 	case sp := <-e.specs:
-		t.Fatalf("a configuration without the global rule was published: %s", sp.GlobalRules)
+		t.Fatalf("a configuration without the global rule was published: %+v", sp.GlobalRules)
 	case <-time.After(30 * time.Second):
 		t.Fatal("no refusal within 30 s")
 	}
@@ -538,6 +553,10 @@ func TestColdStartFromCache(t *testing.T) {
 	cold, err := New(Options{Store: slow, CachePath: e.cache, StartTimeout: time.Second, Log: testLog(t)}).Load()
 	if err != nil || cold.Hash != first.Hash {
 		t.Fatalf("Load with etcd down, a local copy and a slow store: %v", err)
+	}
+	// The copy was not checked by this process: the workers check it.
+	if cold.Checked != ([32]byte{}) {
+		t.Errorf("the local copy is marked checked: %x", cold.Checked)
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("Load served the copy after %v, want about StartTimeout (1 s)", d)
