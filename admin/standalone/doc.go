@@ -38,7 +38,9 @@
 //     file and the item (item="apisix.yaml: routes[2] (id 7)") and left
 //     out; the rest is served, as APISIX does. An item that cannot be a
 //     key (not an object, an id used twice) is left out by the Store,
-//     logged alike.
+//     logged alike. A global rule is never left out: one that fails
+//     refuses the whole file, as a global rule in etcd refuses the
+//     configuration, since every route would be served without it.
 //
 // CheckFile, what `coregate -t` runs, reports every item the node would
 // leave out, each a *LoadError naming the file and the item, and fails

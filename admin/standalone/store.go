@@ -212,6 +212,11 @@ func (s *Store) parse(data []byte) ([]store.KV, map[string]string, error) {
 			}
 		}
 		if err != nil {
+			if list == "global_rules" {
+				// Never left out: every route would be served without
+				// it (storesync refuses the configuration alike).
+				return &LoadError{File: s.file, Item: item, Msg: "a global rule refuses the file, which would serve every route without it: " + err.Error(), kind: ErrInvalid, err: err}
+			}
 			s.opts.Log.Error("config store: invalid object left out", "file", s.file, "item", item, "err", err)
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -363,5 +364,33 @@ func TestCheckFile(t *testing.T) {
 	writeFile(t, path, "routes: []\n#END\n")
 	if err := CheckFile(path, plugins.Default); err != nil {
 		t.Errorf("a good file: %v", err)
+	}
+}
+
+// TestStoreSyncGlobalRule: a global rule of the file that is invalid (a
+// plugin the gateway does not have, an item that is not an object) is not
+// left out as other items are: it refuses the file, naming the item, since
+// every route would be served without it.
+func TestStoreSyncGlobalRule(t *testing.T) {
+	const routes = `routes:
+  - id: 1
+    uri: /one
+    upstream:
+      nodes:
+        "127.0.0.1:1980": 1
+`
+	for name, rules := range map[string]string{
+		"unknown plugin": "global_rules:\n  - id: g\n    plugins:\n      key-auth-typo: {}\n",
+		"not an object":  "global_rules:\n  - [1]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _, _ := newTestStore(t, routes+rules+"#END\n")
+			sy := storesync.New(storesync.Options{Store: s, Plugins: plugins.Default, Retry: pollEvery,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			sp, err := sy.Load()
+			if err == nil || !strings.Contains(err.Error(), "global") || !strings.Contains(err.Error(), "refuses") {
+				t.Fatalf("a file with an invalid global rule: %v (served %v)", err, sp)
+			}
+		})
 	}
 }

@@ -19,10 +19,12 @@
 // variable): the registry checks configurations as they resolve here,
 // where the workers, which inherit this environment, would build them.
 // A global rule is the exception: left out, it would leave every route
-// without its plugins (an authentication, a limit), so one whose reference
-// does not resolve refuses the whole configuration instead, the previous
-// one serving. The Spec, and its local copy, keep the references as stored, never
-// their values. Objects keep the order of their creation (etcd's create
+// without its plugins (an authentication, a limit), so one that fails in
+// any of these ways (it does not decode, names a plugin the gateway does
+// not have, a configuration its plugin refuses, a reference that does not
+// resolve) refuses the whole configuration instead, the previous one
+// serving. The Spec, and its local copy, keep the references as stored,
+// never their values. Objects keep the order of their creation (etcd's create
 // revision), as the Admin API lists them; the Syncer keeps that order, and
 // each object's hash, from one Spec to the next.
 //

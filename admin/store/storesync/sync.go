@@ -170,11 +170,12 @@ type object struct {
 	pc     *spec.PluginConfig
 	gr     *spec.GlobalRule
 	raw    json.RawMessage // credentials, plugin_metadata
-	// unresolved: a global rule whose plugins hold a reference this
-	// process cannot resolve (plugins.ErrReference). It refuses every
-	// configuration (build) rather than be left out: every route would
-	// be served without it, its authentication or limit among them.
-	unresolved error
+	// refusal: why a global rule is invalid (it does not decode, a
+	// plugin it names is unknown or refuses its configuration, a
+	// reference does not resolve in this process). Such a rule refuses
+	// every configuration (build) rather than be left out: every route
+	// would be served without it, its authentication or limit among them.
+	refusal error
 	// sum is the SHA-256 of key and the value as stored: the Spec's hash
 	// is made of them.
 	sum [32]byte
@@ -639,9 +640,9 @@ func (s *Syncer) put(kv store.KV) {
 	o, err := decode(kind, id, kv.Value)
 	if err == nil {
 		err = s.checkPlugins(o)
-		if kind == spec.KindGlobalRule && errors.Is(err, plugins.ErrReference) {
-			o.unresolved, err = err, nil
-		}
+	}
+	if err != nil && kind == spec.KindGlobalRule {
+		o, err = &object{kind: kind, id: spec.StringID(id), refusal: err}, nil
 	}
 	if err != nil {
 		s.replace(s.objs[kv.Key], nil)
@@ -832,8 +833,8 @@ func (s *Syncer) build() (*spec.Spec, error) {
 			if len(skip) > 0 && skip[o.kind+" "+o.id.String()] {
 				continue
 			}
-			if o.unresolved != nil {
-				return nil, fmt.Errorf("config store: global rule %s refuses the configuration, which would serve every route without it: %w", o.id, o.unresolved)
+			if o.refusal != nil {
+				return nil, fmt.Errorf("config store: global rule %s refuses the configuration, which would serve every route without it: %w", o.id, o.refusal)
 			}
 			h.Write(o.sum[:])
 			switch o.kind {

@@ -300,7 +300,8 @@ func TestPluginMetadata(t *testing.T) {
 // in a consumer group, a credential of a plugin that does not
 // authenticate), written
 // to the store by other means, is left out; the rest is served, and the
-// object is served once it is mended.
+// object is served once it is mended. (A global rule is not left out:
+// TestGlobalRuleInvalidRefuses.)
 func TestPluginsChecked(t *testing.T) {
 	e := newEnv(t)
 	e.put("routes/1", route("/one"))
@@ -314,7 +315,6 @@ func TestPluginsChecked(t *testing.T) {
 	e.put("consumers/jack/credentials/good", `{"plugins":{"key-auth":{"key":"k2"}}}`)
 	e.put("consumers/jack/credentials/limit", `{"plugins":{"limit-count":{"count":5,"time_window":60}}}`)
 	e.put("consumers/grouped", `{"username":"grouped","group_id":"g1","plugins":{"key-auth":{"key":"k3"}}}`)
-	e.put("global_rules/g-bad", `{"plugins":{"prometheus":{"prefer_name":"yes"}}}`)
 	e.put("plugin_configs/p-bad", `{"plugins":{"no-such-plugin":{}}}`)
 	e.put("plugin_metadata/prometheus", `{"disabled_labels":{"http_status":["node"]}}`)
 	e.put("plugin_metadata/no-such-plugin", `{"a":1}`)
@@ -796,4 +796,32 @@ func TestStoreResetAccepted(t *testing.T) {
 	e.watch(s)
 	e.put("routes/8", route("/eight"))
 	e.next("[7 8]")
+}
+
+// TestGlobalRuleInvalidRefuses: a global rule written by other means than
+// the Admin API that is invalid — it does not decode, or names a plugin
+// the gateway does not have, or a configuration its plugin refuses — is
+// not left out either: it refuses the configuration, naming the rule,
+// where leaving it out would serve every route without it.
+func TestGlobalRuleInvalidRefuses(t *testing.T) {
+	for name, value := range map[string]string{
+		"not decoded":    `{"plugins":{"proxy-rewrite":{}},"no_such_field":1}`,
+		"unknown plugin": `{"plugins":{"key-auth-typo":{}}}`,
+		"refused conf":   `{"plugins":{"limit-count":{"count":-1,"time_window":60}}}`,
+		"not an object":  `[1]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			e.put("routes/1", route("/one"))
+			e.put("global_rules/g", value)
+			s := e.syncer()
+			if sp, err := s.Load(); err == nil || !strings.Contains(err.Error(), "global rule g refuses the configuration") {
+				t.Fatalf("Load with an invalid global rule: %v (served %v)", err, sp)
+			}
+			e.put("global_rules/g", `{"plugins":{"proxy-rewrite":{"headers":{"set":{"X-K":"fixed"}}}}}`)
+			if sp, err := s.Load(); err != nil || len(sp.GlobalRules) != 1 || len(sp.Routes) != 1 {
+				t.Fatalf("mended: %v", err)
+			}
+		})
+	}
 }
