@@ -3,10 +3,13 @@ package plugins
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
+	"syscall"
 )
 
 // A configuration is checked once, where it enters the node: by the Admin
@@ -22,8 +25,8 @@ import (
 //
 // Across processes, a Spec whose every plugin configuration a registry
 // checked carries that registry's Fingerprint (spec.Spec.Checked): a
-// worker whose registry has the same fingerprint — the same build, so the
-// same plugins, schemas and Check code — builds such a Spec's
+// worker whose registry has the same fingerprint — the same build and
+// executable file, so the same plugins, schemas and Check code — builds such a Spec's
 // configurations without checking them again (BuildPhasesChecked,
 // IndexConsumersChecked, IndexMetadataChecked with checked set). A
 // configuration holding a reference is checked all the same, as it
@@ -91,6 +94,15 @@ func (r *Registry) Fingerprint() [32]byte {
 	h := sha256.New()
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		h.Write([]byte(bi.String()))
+	}
+	// And the executable file itself: a build with uncommitted changes
+	// reports the revision it started from, so two builds of other checks
+	// may report the same; two files (another inode, size or time) never
+	// share a fingerprint. A worker runs its supervisor's file.
+	if fi, err := os.Stat("/proc/self/exe"); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			fmt.Fprintf(h, "\x00exe %d:%d %d %d", st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
