@@ -227,8 +227,6 @@ func TestStartLeavesOutBadPlugins(t *testing.T) {
 	for _, bad := range []struct{ file, want string }{
 		{"routes:\n  - id: 1\n    uri: /r\n    plugins:\n      limit-count: {count: -1, time_window: 60}\n    upstream:\n      nodes:\n        \"127.0.0.1:1980\": 1\n" + rest + "#END\n",
 			`item="apisix.yaml: routes[0] (id 1)" err="failed to check the configuration of plugin limit-count`},
-		{"global_rules:\n  - id: g\n    plugins:\n      no-such-plugin: {}\nroutes:\n" + rest + "#END\n",
-			`item="apisix.yaml: global_rules[0] (id g)" err="unknown plugin [no-such-plugin]"`},
 		{"consumers:\n  - username: jack\n    plugins:\n      key-auth: {}\nroutes:\n" + rest + "#END\n",
 			`item="apisix.yaml: consumers[0] (username jack)" err="failed to check the configuration of plugin key-auth`},
 		{"plugin_metadata:\n  - id: no-such-plugin\n    x: 1\nroutes:\n" + rest + "#END\n",
@@ -241,6 +239,24 @@ func TestStartLeavesOutBadPlugins(t *testing.T) {
 		if out := g.out.String(); !strings.Contains(out, bad.want) {
 			t.Errorf("start with %q: the log lacks %s:\n%s", bad.file, bad.want, out)
 		}
+	}
+}
+
+// TestStartRefusesBadGlobalRule: a global rule of the file that fails is
+// not left out as other items are (every route would be served without
+// it): the node does not start, and says which rule and why.
+func TestStartRefusesBadGlobalRule(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfg, fmt.Sprintf(baseConfig, freePort(t), ""))
+	writeFile(t, filepath.Join(dir, "apisix.yaml"), "global_rules:\n  - id: g\n    plugins:\n      no-such-plugin: {}\n"+
+		"routes:\n  - id: ok\n    uri: /ok\n    upstream:\n      nodes:\n        \"127.0.0.1:1980\": 1\n#END\n")
+	out, err := e2e.Run(binPath, 10*time.Second, "-c", cfg)
+	want := "global rule g refuses the configuration, which would serve every route without it: unknown plugin [no-such-plugin]"
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, want) {
+		t.Errorf("start with a bad global rule: %v, want exit status 1 and %q:\n%s", err, want, out)
 	}
 }
 
