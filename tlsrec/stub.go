@@ -140,7 +140,7 @@ func (c *Conn) Open(dst, src []byte, limit int) ([]byte, int, error) {
 		used += n
 		switch pt[i] {
 		case 23:
-			dst = dst[:start+i]
+			dst = append(dst[:start], pt[:i]...)
 		case 21:
 			if i >= 2 && pt[1] == 0 {
 				c.err = io.EOF

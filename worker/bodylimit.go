@@ -44,7 +44,7 @@ func (cc *clientConn) holdForLimit() bool {
 // when the body passes the limit and 400 when it is malformed. Otherwise it
 // waits client_body_timeout for more.
 func (cc *clientConn) holdBody() {
-	buf, _ := cc.c.Peek(-1)
+	buf, _ := cc.io.Peek(-1)
 	for int64(len(buf)) > cc.holdSeen {
 		n, data, done, err := cc.holdScan.Decode(buf[cc.holdSeen:])
 		cc.holdSeen += int64(n)

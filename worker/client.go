@@ -53,8 +53,14 @@ const (
 // whole head, when a plugin phase runs after that: keepHead).
 type clientConn struct {
 	timerSlot
-	w     *Worker
-	c     gnet.Conn
+	w *Worker
+	c gnet.Conn
+	// io is what the request and response code reads and writes: c, or
+	// tls once its handshake is done.
+	io connIO
+	// tls is the TLS layer of a connection accepted on a TLS listener,
+	// nil on a plain one (kept, reset, when the clientConn is reused).
+	tls   *tlsConn
 	state uint8 // csIdle, csHead, …
 	// closed: gnet closed the connection (OnClose ran), in whatever phase:
 	// it can happen inside any Write, so code on the stack checks it.
@@ -111,6 +117,7 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 		cc.pause.idx = -1
 	}
 	cc.c = c
+	cc.io = c
 	cc.state = csIdle
 	cc.closed = false
 	cc.requests, cc.spentAt = 0, 0
@@ -122,6 +129,12 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.ipText = cc.ip.AppendTo(cc.ipText[:0])
 	_, lport := addrOf(c.LocalAddr())
 	cc.portText = strconv.AppendInt(cc.portText[:0], int64(lport), 10)
+	if w.tlsPort(lport) {
+		cc.startTLS()
+	} else if cc.tls != nil {
+		cc.tls.reset(nil)
+		cc.tls = nil
+	}
 	// As nginx, client_header_timeout counts from the accept to the end of
 	// the first head; readHeads does not restart it at the first byte.
 	w.setDeadline(cc, int64(w.cfg.HeaderTimeout))
@@ -162,6 +175,11 @@ func (cc *clientConn) expire() {
 
 // traffic handles readable data from the client.
 func (cc *clientConn) traffic() gnet.Action {
+	if cc.tls != nil {
+		if act, ok := cc.tlsTraffic(); !ok {
+			return act
+		}
+	}
 	cc.guard.enter()
 	act := cc.traffic0()
 	if cc.guard.leave() {
@@ -187,7 +205,7 @@ func (cc *clientConn) traffic0() gnet.Action {
 		}
 		if !cc.reqDone && cc.up != nil && cc.up.state == usBusy {
 			cc.pumpBody()
-		} else if cc.c.InboundBuffered() > maxPipelined {
+		} else if cc.io.InboundBuffered() > maxPipelined {
 			cc.pauseFor(nil)
 		}
 	case csDiscard:
@@ -197,13 +215,13 @@ func (cc *clientConn) traffic0() gnet.Action {
 		}
 	case csDelay, csAwait:
 		// The answer is not out yet: input waits, as while proxying.
-		if cc.c.InboundBuffered() > maxPipelined {
+		if cc.io.InboundBuffered() > maxPipelined {
 			cc.pauseFor(nil)
 		}
 	case csClosing:
-		_, _ = cc.c.Discard(-1)
+		_, _ = cc.io.Discard(-1)
 	case csLinger:
-		_, _ = cc.c.Discard(-1)
+		_, _ = cc.io.Discard(-1)
 		cc.lingerWait()
 	}
 	return gnet.None
@@ -215,7 +233,7 @@ func (cc *clientConn) traffic0() gnet.Action {
 // answer waits to be flushed).
 func (cc *clientConn) readHeads() gnet.Action {
 	for (cc.state == csIdle || cc.state == csHead) && !cc.closed && !cc.guard.closeAsked && !cc.waitsForFlush() {
-		buf, _ := cc.c.Peek(-1)
+		buf, _ := cc.io.Peek(-1)
 		if len(buf) == 0 {
 			return gnet.None
 		}
@@ -409,8 +427,8 @@ func (cc *clientConn) routed() {
 	}
 	cc.buildHead()
 	cc.discardHead()
-	if r.Expect100 && hasBody && cc.c.InboundBuffered() == 0 {
-		if _, _ = cc.c.Write(continue100); cc.closed {
+	if r.Expect100 && hasBody && cc.io.InboundBuffered() == 0 {
+		if _, _ = cc.io.Write(continue100); cc.closed {
 			return // the client reset: the exchange ended with it
 		}
 	}
@@ -440,7 +458,7 @@ var continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
 // request and its body: the start of a pipelined request. It is false while
 // the end of a chunked body is not known yet.
 func (cc *clientConn) pipelined() bool {
-	rest := int64(cc.c.InboundBuffered())
+	rest := int64(cc.io.InboundBuffered())
 	switch cc.state {
 	case csIdle, csHead: // cc.req's head is still buffered
 		if cc.req.Chunked {
@@ -472,7 +490,7 @@ func (cc *clientConn) discardHead() {
 	if (cc.plugin.late || cc.logOn) && !cc.plugin.kept {
 		cc.keepHead()
 	}
-	_, _ = cc.c.Discard(cc.req.HeadLen)
+	_, _ = cc.io.Discard(cc.req.HeadLen)
 	cc.parser.Reset()
 	cc.headGone = true
 }
@@ -543,7 +561,7 @@ func (cc *clientConn) send() {
 		// A fault anywhere in the chunked body buffered so far refuses the
 		// request before any of it is written, even past the first write's
 		// worth of chunks.
-		buf, _ := cc.c.Peek(-1)
+		buf, _ := cc.io.Peek(-1)
 		probe := cc.reqChunk
 		if _, _, err := probe.Scan(buf); err != nil {
 			cc.badBody = 400
@@ -568,11 +586,11 @@ func (cc *clientConn) send() {
 		return
 	}
 	if n > 0 {
-		_, _ = cc.c.Discard(n)
+		_, _ = cc.io.Discard(n)
 		cc.bodySent = true
 	}
 	cc.afterBodyWrite(done)
-	if !done && cc.up == uc && !cc.pause.on && cc.c.InboundBuffered() > 0 {
+	if !done && cc.up == uc && !cc.pause.on && cc.io.InboundBuffered() > 0 {
 		cc.pumpBody() // more than one write's worth of chunks was buffered
 	}
 }
@@ -604,7 +622,7 @@ func (cc *clientConn) takeBody(iov [][]byte) ([][]byte, int, bool) {
 	case bodyNone:
 		return iov, 0, true
 	case bodyLength:
-		buf, _ := cc.c.Peek(-1)
+		buf, _ := cc.io.Peek(-1)
 		n := len(buf)
 		if int64(n) >= cc.reqLeft {
 			n = int(cc.reqLeft)
@@ -615,7 +633,7 @@ func (cc *clientConn) takeBody(iov [][]byte) ([][]byte, int, bool) {
 		}
 		return iov, n, cc.reqLeft == 0
 	}
-	buf, _ := cc.c.Peek(-1)
+	buf, _ := cc.io.Peek(-1)
 	at := len(iov)
 	iov, n, total, done, err := reframe(&cc.reqChunk, iov, buf, &cc.sizeLine, true)
 	if err != nil {
@@ -702,10 +720,10 @@ func (cc *clientConn) pumpBody() {
 			cc.upstreamFailed(uc, 502)
 			return
 		}
-		_, _ = cc.c.Discard(n)
+		_, _ = cc.io.Discard(n)
 		cc.bodySent = true
 		cc.afterBodyWrite(done)
-		if done || cc.up != uc || cc.pause.on || cc.c.InboundBuffered() == 0 {
+		if done || cc.up != uc || cc.pause.on || cc.io.InboundBuffered() == 0 {
 			return
 		}
 	}
@@ -925,7 +943,7 @@ func (cc *clientConn) discardBody() {
 			return
 		}
 		if n > 0 {
-			_, _ = cc.c.Discard(n)
+			_, _ = cc.io.Discard(n)
 		}
 		if done {
 			cc.requestDone()
@@ -943,13 +961,13 @@ func (cc *clientConn) discardBody() {
 // b may be reused once write returns. A failed write closes the connection
 // (cc.closed), which the caller checks where it goes on.
 func (cc *clientConn) write(b []byte) {
-	n, _ := cc.c.Write(b)
+	n, _ := cc.io.Write(b)
 	cc.sent += int64(n)
 }
 
 // writev is write for a list of buffers, the iovecs of one writev(2).
 func (cc *clientConn) writev(iov [][]byte) {
-	n, _ := cc.c.Writev(iov)
+	n, _ := cc.io.Writev(iov)
 	cc.sent += int64(n)
 }
 
@@ -1001,13 +1019,13 @@ func (cc *clientConn) awaitHead() {
 		return
 	}
 	w.setDeadline(cc, int64(w.cfg.KeepaliveTimeout))
-	if cc.pause.on && cc.c.InboundBuffered() <= maxPipelined {
+	if cc.pause.on && cc.io.InboundBuffered() <= maxPipelined {
 		// Over maxPipelined the reading stays paused while the buffered
 		// requests are served (resumePaused resumes it below lowWater):
 		// resuming here would let one more read in per request.
 		cc.unpause()
 	}
-	if !cc.guard.held() && cc.c.InboundBuffered() > 0 {
+	if !cc.guard.held() && cc.io.InboundBuffered() > 0 {
 		// Pipelined requests waited in the buffer for this answer.
 		cc.guard.enter()
 		cc.readHeads()
@@ -1021,6 +1039,9 @@ func (cc *clientConn) awaitHead() {
 // closes once that is flushed, lingering when linger says the client may
 // still be sending.
 func (cc *clientConn) closing(linger bool) {
+	if cc.tls != nil {
+		cc.tls.closeNotify()
+	}
 	cc.state = csClosing
 	cc.linger = linger
 	cc.closeWhenFlushed()
@@ -1037,7 +1058,7 @@ func (cc *clientConn) closeWhenFlushed() {
 		return
 	}
 	if cc.c.OutboundBuffered() == 0 {
-		if cc.linger || cc.c.InboundBuffered() > 0 {
+		if cc.linger || cc.io.InboundBuffered() > 0 {
 			cc.startLinger()
 			return
 		}
@@ -1071,7 +1092,7 @@ func (cc *clientConn) startLinger() {
 	}
 	cc.state = csLinger
 	cc.lingerEnd = w.now + int64(lingeringTime)
-	_, _ = cc.c.Discard(-1)
+	_, _ = cc.io.Discard(-1)
 	cc.lingerWait()
 }
 
@@ -1113,8 +1134,12 @@ func (cc *clientConn) closedByPeer() {
 			uc.abort()
 		}
 	}
+	if cc.tls != nil && cc.tls.hs != nil {
+		cc.tls.hs.abort()
+	}
 	cc.c.SetContext(nil)
 	cc.c = nil
+	cc.io = nil
 	cc.resetExchange()
 	cc.req.Reset()
 	// A close asked while the guard was held is done; the holder still on

@@ -150,7 +150,7 @@ func (w *Worker) sweepIdle() {
 		if cc.state != csIdle {
 			continue
 		}
-		if cc.c.InboundBuffered() > 0 || cc.c.OutboundBuffered() > 0 {
+		if cc.io.InboundBuffered() > 0 || cc.c.OutboundBuffered() > 0 {
 			cc.idleSince = w.now
 			continue
 		}

@@ -358,7 +358,7 @@ func (cc *clientConn) logPhase() {
 // from (a head that spanned two reads is assembled anew at each Peek), the
 // copy is parsed again instead.
 func (cc *clientConn) keepHead() {
-	buf, _ := cc.c.Peek(cc.req.HeadLen)
+	buf, _ := cc.io.Peek(cc.req.HeadLen)
 	cc.headCopy = append(cc.headCopy[:0], buf...)
 	cc.plugin.kept = true
 	if cc.req.Rebase(buf, cc.headCopy) {

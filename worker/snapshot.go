@@ -50,6 +50,9 @@ type Snapshot struct {
 	// build. Each error names the object, the plugin and the field, never
 	// a value; SetSpec logs them.
 	refused []error
+	// certs are the server certificates of the Spec's ssls, for the TLS
+	// listeners' handshakes; nil when there are none.
+	certs certSource
 
 	// What the snapshot was built from, for the next build to take over
 	// the routes that did not change (see compile): the plugin registry

@@ -14,7 +14,18 @@ type reqVars clientConn
 
 var _ router.VarSource = (*reqVars)(nil)
 
-var schemeHTTP = []byte("http")
+var (
+	schemeHTTP  = []byte("http")
+	schemeHTTPS = []byte("https")
+)
+
+// scheme is $scheme: https on a TLS connection.
+func (cc *clientConn) scheme() []byte {
+	if cc.tls != nil {
+		return schemeHTTPS
+	}
+	return schemeHTTP
+}
 
 // noValue is the value of a variable set to nothing (an empty header).
 var noValue = []byte{}
@@ -50,7 +61,7 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 	case httpvar.RequestMethod:
 		return r.Method, r.Method != nil
 	case httpvar.Scheme:
-		return schemeHTTP, true
+		return cc.scheme(), true
 	case httpvar.ServerPort:
 		return cc.portText, true
 	case httpvar.Arg:

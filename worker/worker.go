@@ -27,6 +27,10 @@ type Config struct {
 	// Listen are the addresses the worker serves, "127.0.0.1:9080" or
 	// ":9080" (apisix.node_listen).
 	Listen []string
+	// TLSListen are the addresses the worker serves over TLS
+	// (apisix.ssl.listen), with the certificates of the snapshot's ssls.
+	// A port may not be in both lists.
+	TLSListen []string
 	// ServerHeader is the value of the Server header on every answer,
 	// "APISIX/<version>" by default.
 	ServerHeader string
@@ -119,6 +123,7 @@ type Worker struct {
 	running     chan struct{}
 	runningOnce sync.Once
 	addr        atomic.Pointer[net.TCPAddr]
+	tlsAddr     atomic.Pointer[net.TCPAddr]
 	stats       atomic.Pointer[Stats] // published by the loop each tick
 	ticks       atomic.Uint64         // ticks the loop has run
 
@@ -136,6 +141,8 @@ type Worker struct {
 	scratch   []byte                 // response heads and our own answers
 	connTok   [][]byte               // tokens of the Connection header being processed
 	iov       [][]byte
+	tlsOut    []byte // records sealed for one write to a TLS client (tlsConn)
+	tlsPorts  []int  // the bound ports of TLSListen (set by OnBoot)
 	server    []byte
 	freeConns []*clientConn
 	wakeFn    gnet.Runnable // runWakes
@@ -232,6 +239,10 @@ func (w *Worker) Ready() <-chan struct{} { return w.booted }
 // Addr is the bound listen address, known once Ready is closed.
 func (w *Worker) Addr() *net.TCPAddr { return w.addr.Load() }
 
+// TLSAddr is the first TLS listener's bound address, known once Ready is
+// closed; nil without one.
+func (w *Worker) TLSAddr() *net.TCPAddr { return w.tlsAddr.Load() }
+
 // Run serves until Stop or ctx is done. A worker serves no request before
 // it has a snapshot: requests that arrive earlier get 503.
 func (w *Worker) Run(ctx context.Context) error {
@@ -244,9 +255,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			_ = w.Stop(context.Background())
 		}
 	}()
-	addrs := make([]string, len(w.cfg.Listen))
-	for i, a := range w.cfg.Listen {
-		addrs[i] = "tcp://" + a
+	addrs := make([]string, 0, len(w.cfg.Listen)+len(w.cfg.TLSListen))
+	for _, a := range w.cfg.Listen {
+		addrs = append(addrs, "tcp://"+a)
+	}
+	for _, a := range w.cfg.TLSListen {
+		addrs = append(addrs, "tcp://"+a)
 	}
 	return gnet.Rotate(w, addrs,
 		gnet.WithMulticore(false),
@@ -294,17 +308,44 @@ func (w *Worker) Stop(ctx context.Context) error {
 	return w.engine.Stop(ctx)
 }
 
-// OnBoot implements gnet.EventHandler.
+// OnBoot implements gnet.EventHandler: it learns the bound addresses
+// (the first of Listen is Addr, the first of TLSListen TLSAddr; a port 0
+// was given one by the kernel) and the ports that serve TLS, and hands
+// the first plain listener to OnListen (the socket selector steers that
+// port; the TLS ports are left to the kernel's reuseport hash).
 func (w *Worker) OnBoot(e gnet.Engine) gnet.Action {
 	w.engine = e
-	if fd, err := e.Dup(); err == nil {
-		if sa, err := unixGetsockname(fd); err == nil {
-			w.addr.Store(sa)
+	listener := func(a string) (int, *net.TCPAddr) {
+		fd, err := e.DupListener("tcp", a)
+		if err != nil {
+			return -1, nil
 		}
-		if w.cfg.OnListen != nil {
-			w.cfg.OnListen([]int{fd})
-		} else {
+		sa, err := unixGetsockname(fd)
+		if err != nil {
 			closeFD(fd)
+			return -1, nil
+		}
+		return fd, sa
+	}
+	for i, a := range w.cfg.TLSListen {
+		fd, sa := listener(a)
+		if fd < 0 {
+			continue
+		}
+		closeFD(fd)
+		w.tlsPorts = append(w.tlsPorts, sa.Port)
+		if i == 0 {
+			w.tlsAddr.Store(sa)
+		}
+	}
+	if len(w.cfg.Listen) > 0 {
+		if fd, sa := listener(w.cfg.Listen[0]); fd >= 0 {
+			w.addr.Store(sa)
+			if w.cfg.OnListen != nil {
+				w.cfg.OnListen([]int{fd})
+			} else {
+				closeFD(fd)
+			}
 		}
 	}
 	close(w.booted)
@@ -532,6 +573,17 @@ func dialStatus(err error) int {
 		return 504
 	}
 	return 502
+}
+
+// tlsPort tells whether a connection accepted on local port p is served
+// over TLS.
+func (w *Worker) tlsPort(p int) bool {
+	for _, q := range w.tlsPorts {
+		if q == p {
+			return true
+		}
+	}
+	return false
 }
 
 func addrOf(a net.Addr) (netip.Addr, int) {

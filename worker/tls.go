@@ -1,0 +1,340 @@
+package worker
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"coregate/tlsrec"
+)
+
+// connIO is what a client connection's request and response code reads
+// and writes through: the gnet connection itself for plain HTTP, the
+// connection's tlsConn for HTTPS. Its methods are gnet.Conn's, with
+// gnet's semantics and buffer lifetimes (doc.go, Buffers).
+type connIO interface {
+	Peek(n int) ([]byte, error)
+	Discard(n int) (int, error)
+	InboundBuffered() int
+	Write(b []byte) (int, error)
+	Writev(bs [][]byte) (int, error)
+}
+
+// certSource gives the crypto/tls configuration of one handshake: the
+// server certificates of the snapshot's ssls, chosen by SNI. keyLog gets
+// the handshake's secrets (tls.Config.KeyLogWriter), which the record
+// layer continues with.
+type certSource interface {
+	Config(keyLog io.Writer) *tls.Config
+}
+
+// tlsConn is the TLS layer of a client connection accepted on a TLS
+// listener: the handshake, run by crypto/tls on a goroutine of its own
+// (handshake) while the loop owns the socket, then the records, protected
+// and unprotected on the loop by tlsrec without blocking or allocating.
+//
+// It is the connection's connIO once the handshake is done: Peek, Discard
+// and InboundBuffered read the plaintext that fill decrypted from gnet's
+// inbound buffer at each traffic call (everything gnet read, as gnet's own
+// buffer would hold it: the pause thresholds bound both alike); Write and
+// Writev seal records into Worker.tlsOut and write them to the socket.
+// Before the handshake is done it reads nothing and refuses writes.
+//
+// Buffers: plain[off:] is the decrypted input not yet discarded; slices
+// from Peek alias it until the next Discard or the next traffic call
+// (fill moves and grows it there, and only there), as gnet's Peek slices
+// live until Discard or the handler's return. Owned by the loop.
+type tlsConn struct {
+	cc  *clientConn
+	hs  *handshake   // the handshake in progress, nil once done
+	rec *tlsrec.Conn // the record layer, nil until the handshake is done
+	// plain[off:] is decrypted input not yet discarded.
+	plain []byte
+	off   int
+	// eof: the client sent close_notify; failed: a record was malformed
+	// or did not authenticate, or the client sent a fatal alert.
+	eof, failed bool
+	// state is the handshake's result, for the TLS variables.
+	state tls.ConnectionState
+}
+
+// plainKeep is the capacity of a plaintext buffer kept between two
+// traffic calls once it is empty; a larger one (a held chunked body) is
+// dropped.
+const plainKeep = 64 << 10
+
+// reset readies t for a new connection.
+func (t *tlsConn) reset(cc *clientConn) {
+	t.cc = cc
+	t.hs = nil
+	t.rec = nil
+	t.plain = t.plain[:0]
+	t.off = 0
+	t.eof, t.failed = false, false
+	t.state = tls.ConnectionState{}
+}
+
+// Peek implements connIO.
+func (t *tlsConn) Peek(n int) ([]byte, error) {
+	b := t.plain[t.off:]
+	if n > len(b) {
+		return nil, io.ErrShortBuffer
+	}
+	if n <= 0 {
+		return b, nil
+	}
+	return b[:n], nil
+}
+
+// Discard implements connIO.
+func (t *tlsConn) Discard(n int) (int, error) {
+	left := len(t.plain) - t.off
+	if n <= 0 || n >= left {
+		t.plain, t.off = t.plain[:0], 0
+		return left, nil
+	}
+	t.off += n
+	return n, nil
+}
+
+// InboundBuffered implements connIO.
+func (t *tlsConn) InboundBuffered() int { return len(t.plain) - t.off }
+
+// Write implements connIO: b goes out in records (as few as fit).
+func (t *tlsConn) Write(b []byte) (int, error) {
+	if t.rec == nil {
+		return 0, io.ErrClosedPipe
+	}
+	w := t.cc.w
+	w.tlsOut = t.rec.Seal(w.tlsOut[:0], b)
+	if _, err := t.cc.c.Write(w.tlsOut); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Writev implements connIO: bs go out in records, small pieces together.
+func (t *tlsConn) Writev(bs [][]byte) (int, error) {
+	if t.rec == nil {
+		return 0, io.ErrClosedPipe
+	}
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	w := t.cc.w
+	w.tlsOut = t.rec.SealV(w.tlsOut[:0], bs)
+	if _, err := t.cc.c.Write(w.tlsOut); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// fill decrypts the whole records gnet holds into plain and discards
+// them; a partial record stays for the next read. It is called at each
+// traffic call of an established connection, before the request code
+// looks at the input, and is where plain moves: its unread bytes to its
+// start, or into a larger buffer.
+func (t *tlsConn) fill() {
+	c := t.cc.c
+	raw, _ := c.Peek(-1)
+	if len(raw) == 0 || t.failed || t.eof {
+		return
+	}
+	if t.off > 0 {
+		n := copy(t.plain, t.plain[t.off:])
+		t.plain, t.off = t.plain[:n], 0
+	}
+	out, used, err := t.rec.Open(t.plain, raw, 1<<62)
+	t.plain = out
+	if used > 0 {
+		_, _ = c.Discard(used)
+	}
+	switch {
+	case err == io.EOF:
+		t.eof = true
+	case err != nil:
+		t.failed = true
+	}
+	t.flushPending()
+}
+
+// flushPending writes what the record layer has to send of its own (a
+// KeyUpdate's answer, an alert).
+func (t *tlsConn) flushPending() {
+	if t.rec == nil || !t.rec.Pending() || t.cc.closed {
+		return
+	}
+	w := t.cc.w
+	w.tlsOut = t.rec.AppendPending(w.tlsOut[:0])
+	_, _ = t.cc.c.Write(w.tlsOut)
+}
+
+// closeNotify queues a close_notify after the last answer: the client
+// tells a complete answer from one cut short by a close.
+func (t *tlsConn) closeNotify() {
+	if t.rec == nil || t.failed || t.cc.closed {
+		return
+	}
+	w := t.cc.w
+	w.tlsOut = t.rec.CloseNotify(w.tlsOut[:0])
+	_, _ = t.cc.c.Write(w.tlsOut)
+}
+
+// idle drops a large plaintext buffer once it is empty.
+func (t *tlsConn) idle() {
+	if t.off == len(t.plain) && cap(t.plain) > plainKeep {
+		t.plain, t.off = nil, 0
+	}
+}
+
+// handshake is one TLS handshake in progress: crypto/tls's server side on
+// a goroutine of its own, over a tlsrec.HandshakeConn the loop feeds with
+// the client's records as they arrive. What crypto/tls writes, and the
+// end of the handshake, reach the loop as tasks (EventLoop.Execute), in
+// the order they were made: a task finds its connection through the
+// tlsConn, whose hs must still be this handshake.
+type handshake struct {
+	t   *tlsConn
+	el  gnet.EventLoop
+	sec tlsrec.Secrets
+	hc  *tlsrec.HandshakeConn
+	tc  *tls.Conn
+	// started: the goroutine runs (it starts at the client's first
+	// record, so that a connection that sends nothing costs none).
+	started bool
+}
+
+// startTLS makes cc a TLS connection waiting for the client's hello.
+func (cc *clientConn) startTLS() {
+	if cc.tls == nil {
+		cc.tls = new(tlsConn)
+	}
+	t := cc.tls
+	t.reset(cc)
+	hs := &handshake{t: t, el: cc.w.loop}
+	hs.hc = tlsrec.NewHandshakeConn(&hs.sec, hs.send)
+	t.hs = hs
+	cc.io = t
+}
+
+// tlsTraffic runs first at each traffic call of a TLS connection: during
+// the handshake it feeds the handshake and the request code does not run
+// (ok false); after it, it decrypts what arrived. act is the traffic
+// call's answer when ok is false, or when the connection must close.
+func (cc *clientConn) tlsTraffic() (act gnet.Action, ok bool) {
+	t := cc.tls
+	if hs := t.hs; hs != nil {
+		return hs.feed(), false
+	}
+	t.fill()
+	if t.failed || t.eof {
+		// A fatal alert, a record that fails, or the client's
+		// close_notify: its side is done, as at EOF.
+		return gnet.Close, false
+	}
+	return gnet.None, true
+}
+
+// feed hands the whole records gnet holds to the handshake.
+func (hs *handshake) feed() gnet.Action {
+	c := hs.t.cc.c
+	raw, _ := c.Peek(-1)
+	n := 0
+	for {
+		l := tlsrec.RecordLen(raw[n:])
+		if l < 0 {
+			return gnet.Close // not TLS: nothing to answer in
+		}
+		if l == 0 {
+			break
+		}
+		n += l
+	}
+	if n == 0 {
+		return gnet.None
+	}
+	hs.hc.Feed(raw[:n])
+	_, _ = c.Discard(n)
+	if !hs.started {
+		hs.started = true
+		w := hs.t.cc.w
+		src := w.snap.Load()
+		var certs certSource
+		if src != nil {
+			certs = src.certs
+		}
+		if certs == nil {
+			return gnet.Close // no certificate to offer
+		}
+		hs.tc = tls.Server(hs.hc, certs.Config(&hs.sec))
+		go hs.run()
+	}
+	return gnet.None
+}
+
+// run is the handshake's goroutine.
+func (hs *handshake) run() {
+	err := hs.tc.Handshake()
+	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		hs.done(err)
+		return nil
+	}))
+}
+
+// send runs on the handshake's goroutine: b (a copy) goes to the client
+// from the loop.
+func (hs *handshake) send(b []byte) {
+	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if t := hs.t; t.hs == hs && !t.cc.closed {
+			_, _ = t.cc.c.Write(b)
+		}
+		return nil
+	}))
+}
+
+// abort ends a handshake whose connection closed: its goroutine's read
+// returns, and its tasks find it gone.
+func (hs *handshake) abort() {
+	hs.t.hs = nil
+	_ = hs.hc.Close()
+}
+
+// done runs on the loop when the handshake ended: the record layer takes
+// over, with the client's records that came after its Finished, and
+// requests that came with them are read.
+func (hs *handshake) done(err error) {
+	t := hs.t
+	if t.hs != hs {
+		return // the connection closed meanwhile
+	}
+	cc := t.cc
+	t.hs = nil
+	if err == nil {
+		t.state = hs.tc.ConnectionState()
+		t.rec, err = tlsrec.New(&t.state, false, &hs.sec)
+	}
+	if err != nil {
+		cc.w.closeConn(cc.c)
+		return
+	}
+	if rest := hs.hc.Rest(); len(rest) > 0 {
+		out, used, err := t.rec.Open(t.plain[:0], rest, 1<<62)
+		t.plain = out
+		switch {
+		case err == io.EOF:
+			t.eof = true
+		case err != nil || used < len(rest):
+			t.failed = true
+		}
+	}
+	cc.guard.enter()
+	if !t.failed && !t.eof {
+		cc.traffic0()
+	}
+	if cc.guard.leave() || t.failed || t.eof {
+		cc.w.closeConn(cc.c)
+	}
+}

@@ -1,0 +1,182 @@
+package worker
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testCert is a self-signed ECDSA P-256 certificate for names.
+func testCert(t testing.TB, names ...string) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: names[0]},
+		DNSNames:              names,
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+// staticCerts serves every handshake with one configuration.
+type staticCerts struct{ cfg *tls.Config }
+
+func (s staticCerts) Config(keyLog io.Writer) *tls.Config {
+	c := s.cfg.Clone()
+	c.KeyLogWriter = keyLog
+	return c
+}
+
+// runTLSWorker runs a worker with a TLS listener beside its plain one,
+// serving cfg's certificate; it returns the worker and a client
+// configuration that trusts it.
+func runTLSWorker(t *testing.T, cfg Config, upstreams []string, routes ...string) (*Worker, *tls.Config) {
+	t.Helper()
+	cert, pool := testCert(t, "test.local")
+	cfg.TLSListen = []string{unusedAddr(t)}
+	w, _ := runWorker(t, cfg, testSpec(t, upstreams, routes...))
+	w.snap.Load().certs = staticCerts{&tls.Config{
+		Certificates: []tls.Certificate{cert},
+		NextProtos:   []string{"http/1.1"},
+	}}
+	if w.TLSAddr() == nil {
+		t.Fatal("no TLS address")
+	}
+	return w, &tls.Config{RootCAs: pool, ServerName: "test.local", NextProtos: []string{"http/1.1"}}
+}
+
+func TestTLSProxy(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "path=%s proto=%s body=%d", r.URL.Path, r.Header.Get("X-Forwarded-Proto"), r.ContentLength)
+	}))
+	defer up.Close()
+	w, ccfg := runTLSWorker(t, Config{}, nil,
+		fmt.Sprintf(`{"id":"1","uri":"/hello*","upstream":{"nodes":{"%s":1}}}`, hostPort(up.URL)))
+	for _, v := range []uint16{tls.VersionTLS13} {
+		ccfg := ccfg.Clone()
+		ccfg.MinVersion, ccfg.MaxVersion = v, v
+		cl := &http.Client{Transport: &http.Transport{TLSClientConfig: ccfg, MaxIdleConnsPerHost: 1}}
+		base := "https://" + w.TLSAddr().String()
+		for i := 0; i < 20; i++ {
+			body := strings.Repeat("b", i*3000)
+			resp, err := cl.Post(base+"/hello/x", "text/plain", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := fmt.Sprintf("path=/hello/x proto=https body=%d", len(body))
+			if resp.StatusCode != 200 || string(b) != want {
+				t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, b, want)
+			}
+			if resp.TLS == nil || resp.TLS.NegotiatedProtocol != "http/1.1" {
+				t.Fatalf("TLS state %+v", resp.TLS)
+			}
+		}
+	}
+	// The plain listener still speaks HTTP.
+	c, br := dialWorker(t, w)
+	if resp := getOn(t, c, br, "/none"); resp.StatusCode != 404 {
+		t.Fatalf("plain listener: %d", resp.StatusCode)
+	}
+}
+
+// TestTLSPipelinedWithFinished: requests written right behind the
+// client's Finished, in the same segment, are served (the handshake must
+// not swallow them).
+func TestTLSPipelinedWithFinished(t *testing.T) {
+	w, ccfg := runTLSWorker(t, Config{}, nil)
+	raw, err := net.Dial("tcp", w.TLSAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	// The client's second flight (its Finished) waits for the first
+	// application write and goes out with it.
+	bc := &batchConn{Conn: raw, held: 2}
+	c := tls.Client(bc, ccfg)
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if bc.coalesced == 0 {
+		t.Fatal("the Finished did not go out with the requests")
+	}
+	br := bufio.NewReader(c)
+	for i := 0; i < 2; i++ {
+		if resp := readAnswer(t, c, br); resp.StatusCode != 404 {
+			t.Fatalf("answer %d: %d", i, resp.StatusCode)
+		}
+	}
+}
+
+// batchConn holds its held-th write and sends it with the next one.
+type batchConn struct {
+	net.Conn
+	held      int
+	n         int
+	buf       []byte
+	coalesced int
+}
+
+func (b *batchConn) Write(p []byte) (int, error) {
+	b.n++
+	if b.n == b.held {
+		b.buf = append(b.buf, p...)
+		return len(p), nil
+	}
+	q := p
+	if len(b.buf) > 0 {
+		q = append(b.buf, p...)
+		b.buf = nil
+		b.coalesced++
+	}
+	_, err := b.Conn.Write(q)
+	return len(p), err
+}
+
+func TestTLSGarbage(t *testing.T) {
+	w, _ := runTLSWorker(t, Config{}, nil)
+	c, err := net.Dial("tcp", w.TLSAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := bufio.NewReader(c).Read(make([]byte, 100))
+	if n != 0 || err == nil {
+		t.Fatalf("plain HTTP on the TLS port: read %d, %v; want the connection closed", n, err)
+	}
+}
