@@ -54,7 +54,33 @@ type APISIXConfig struct {
 	// the node trusts as a TLS client (etcd over https), a comma-separated
 	// list of "system" (the system's store) and PEM files; default "system".
 	SSLTrustedCertificate string
+	// SSL is apisix.ssl: the HTTPS listeners and their TLS settings.
+	SSL SSL
 }
+
+// SSL is apisix.ssl, but ssl_trusted_certificate
+// (APISIXConfig.SSLTrustedCertificate): where the node serves HTTPS, with
+// the certificates of the ssls objects.
+type SSL struct {
+	Enable bool     // default true
+	Listen []Listen // default [{Port: 9443}]
+	// Protocols is ssl_protocols, e.g. "TLSv1.2 TLSv1.3" (the default).
+	Protocols string
+	// Ciphers is ssl_ciphers, OpenSSL's names joined by ":" (APISIX's
+	// list by default).
+	Ciphers string
+	// SessionTickets is ssl_session_tickets (default false).
+	SessionTickets bool
+	// FallbackSNI is fallback_sni: the server name whose certificate a
+	// handshake without SNI gets; "" means none.
+	FallbackSNI string
+}
+
+// DefaultSSLCiphers is APISIX's apisix.ssl.ssl_ciphers.
+const DefaultSSLCiphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:" +
+	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:" +
+	"ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:" +
+	"DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384"
 
 // Listen is an address to listen on; IP "" means every address.
 type Listen struct {
@@ -277,6 +303,11 @@ func (c *Config) Ports() []int {
 	for _, l := range c.APISIX.NodeListen {
 		ps = append(ps, l.Port)
 	}
+	if c.APISIX.SSL.Enable {
+		for _, l := range c.APISIX.SSL.Listen {
+			ps = append(ps, l.Port)
+		}
+	}
 	if c.APISIX.EnableAdmin {
 		ps = append(ps, c.Deployment.Admin.AdminListen.Port)
 	}
@@ -337,6 +368,12 @@ func Default() *Config {
 			NodeListen:            []Listen{{Port: 9080}},
 			EnableServerTokens:    true,
 			SSLTrustedCertificate: "system",
+			SSL: SSL{
+				Enable:    true,
+				Listen:    []Listen{{Port: 9443}},
+				Protocols: "TLSv1.2 TLSv1.3",
+				Ciphers:   DefaultSSLCiphers,
+			},
 			RouterHTTP:            "radixtree_host_uri",
 			EnableAdmin:           true,
 			EnableControl:         true,
@@ -758,15 +795,7 @@ func (p *cfgParser) apisix() section {
 	).with(section{
 		"node_listen":          p.nodeListen,
 		"enable_server_tokens": p.boolean(&a.EnableServerTokens),
-		"ssl": func(k string, n *yaml.Node) error {
-			return p.walk(k, n, unsupported(
-				"enable", "listen", "ssl_protocols", "ssl_ciphers", "ssl_session_tickets",
-				"ssl_trusted_combined_path", "fallback_sni", "key_encrypt_salt", "ssl_session_cache",
-				"ssl_session_timeout",
-			).with(section{
-				"ssl_trusted_certificate": p.str(&a.SSLTrustedCertificate),
-			}))
-		},
+		"ssl": func(k string, n *yaml.Node) error { return p.walk(k, n, p.ssl()) },
 		"router": func(k string, n *yaml.Node) error {
 			return p.walk(k, n, unsupported("ssl").with(section{
 				"http": func(k string, n *yaml.Node) error {
@@ -806,6 +835,50 @@ func (p *cfgParser) apisix() section {
 	})
 }
 
+// ssl is apisix.ssl's section.
+func (p *cfgParser) ssl() section {
+	a := &p.c.APISIX
+	l := &a.SSL
+	return unsupported(
+		"ssl_trusted_combined_path", "key_encrypt_salt", "ssl_session_cache",
+		"ssl_session_timeout",
+	).with(section{
+		"enable": p.boolean(&l.Enable),
+		"listen": func(k string, n *yaml.Node) error {
+			out, err := p.listenList(k, n, 9443, func(k string, v bool) error {
+				return p.errf(k, "port level enable_http2 in ssl.listen is deprecated from APISIX 3.9, "+
+					"use apisix.enable_http2 (HTTP/2 is not supported yet)")
+			})
+			l.Listen = out
+			return err
+		},
+		"ssl_protocols": func(k string, n *yaml.Node) error {
+			if err := p.str(&l.Protocols)(k, n); err != nil {
+				return err
+			}
+			f := strings.Fields(l.Protocols)
+			if len(f) == 0 {
+				return p.errf(k, "want TLSv1.2, TLSv1.3 or both, got %s", describe(n))
+			}
+			for _, v := range f {
+				switch v {
+				case "TLSv1.2", "TLSv1.3":
+				case "SSLv2", "SSLv3", "TLSv1", "TLSv1.1":
+					return p.refused(k, "serve a protocol version this gateway does not implement ("+v+
+						") with the versions it has", "list TLSv1.2 and TLSv1.3 only")
+				default:
+					return p.errf(k, "unknown protocol %q: want TLSv1.2, TLSv1.3 or both", v)
+				}
+			}
+			return nil
+		},
+		"ssl_ciphers":             p.str(&l.Ciphers),
+		"ssl_session_tickets":     p.boolean(&l.SessionTickets),
+		"fallback_sni":            p.str(&l.FallbackSNI),
+		"ssl_trusted_certificate": p.str(&a.SSLTrustedCertificate),
+	})
+}
+
 // dataEncryption reads apisix.data_encryption. coregate encrypts nothing
 // it stores: a keyring, APISIX's default one when none is written, would
 // have APISIX encrypt plugins' secret fields and SSL private keys in etcd.
@@ -837,6 +910,24 @@ func (p *cfgParser) dataEncryption(key string, n *yaml.Node) error {
 // nodeListen reads apisix.node_listen: a port, a list of ports, or a list
 // of {ip, port, enable_http2}.
 func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
+	out, err := p.listenList(key, n, 0, func(k string, v bool) error {
+		if v {
+			p.notYet(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.c.APISIX.NodeListen = out
+	return nil
+}
+
+// listenList reads a listen list: a port, a list of ports, or a list of
+// {ip, port, enable_http2, enable_http3}; port is defPort where an entry
+// leaves it out (0: it must be written). http2 is told of an
+// enable_http2 written.
+func (p *cfgParser) listenList(key string, n *yaml.Node, defPort int, http2 func(k string, v bool) error) ([]Listen, error) {
 	port := func(k string, n *yaml.Node) (int, error) {
 		var v int
 		err := p.integer(&v, 1, 65535)(k, n)
@@ -845,13 +936,12 @@ func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		v, err := port(key, n)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		p.c.APISIX.NodeListen = []Listen{{Port: v}}
-		return nil
+		return []Listen{{Port: v}}, nil
 	}
 	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-		return p.errf(key, "want a port, a list of ports or a list of {ip, port}, got %s", describe(n))
+		return nil, p.errf(key, "want a port, a list of ports or a list of {ip, port}, got %s", describe(n))
 	}
 	var out []Listen
 	for i, e := range n.Content {
@@ -860,13 +950,12 @@ func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
 		if e.Kind == yaml.ScalarNode {
 			v, err := port(ek, e)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			out = append(out, Listen{Port: v})
 			continue
 		}
-		var l Listen
-		var http2 bool
+		l := Listen{Port: defPort}
 		err := p.walk(ek, e, section{
 			"ip": func(k string, n *yaml.Node) error {
 				if err := p.str(&l.IP)(k, n); err != nil {
@@ -877,22 +966,34 @@ func (p *cfgParser) nodeListen(key string, n *yaml.Node) error {
 				}
 				return nil
 			},
-			"port":         p.integer(&l.Port, 1, 65535),
-			"enable_http2": p.boolean(&http2),
+			"port": p.integer(&l.Port, 1, 65535),
+			"enable_http2": func(k string, n *yaml.Node) error {
+				var v bool
+				if err := p.boolean(&v)(k, n); err != nil {
+					return err
+				}
+				return http2(k, v)
+			},
+			"enable_http3": func(k string, n *yaml.Node) error {
+				var v bool
+				if err := p.boolean(&v)(k, n); err != nil {
+					return err
+				}
+				if v {
+					p.notYet(k)
+				}
+				return nil
+			},
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if e.Kind != yaml.MappingNode || l.Port == 0 {
-			return p.errf(ek, "want a port or {ip, port}, got %s", describe(e))
-		}
-		if http2 {
-			p.notYet(ek + ".enable_http2")
+			return nil, p.errf(ek, "want a port or {ip, port}, got %s", describe(e))
 		}
 		out = append(out, l)
 	}
-	p.c.APISIX.NodeListen = out
-	return nil
+	return out, nil
 }
 
 func (p *cfgParser) nginx() section {
@@ -1271,6 +1372,19 @@ func (p *cfgParser) finish() error {
 	}
 	if p.c.APISIX.EnableAdmin && !d.Admin.AdminKeyRequired {
 		p.warnings = append(p.warnings, AdminKeyBypassed)
+	}
+	if ssl := &p.c.APISIX.SSL; ssl.Enable {
+		// A port is served over HTTP or over TLS, not both: a worker tells
+		// its TLS connections by the port they arrived on (as APISIX's
+		// cli refuses a port two listen lists share).
+		for i, l := range ssl.Listen {
+			for _, h := range p.c.APISIX.NodeListen {
+				if h.Port == l.Port {
+					return p.errf(fmt.Sprintf("apisix.ssl.listen[%d]", i),
+						"https listen port %d conflicts with http", l.Port)
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -79,6 +79,14 @@ apisix:
   normalize_uri_like_servlet: true
   ssl:
     ssl_trusted_certificate: system, /etc/coregate/ca.pem
+    listen:
+      - port: 8443
+      - ip: 127.0.0.1
+        port: 8444
+    ssl_protocols: TLSv1.3
+    ssl_ciphers: ECDHE-ECDSA-AES128-GCM-SHA256
+    ssl_session_tickets: true
+    fallback_sni: a.example.com
 nginx_config:
   worker_processes: 4
   error_log_level: info
@@ -150,6 +158,14 @@ plugin_attr:
 		ShowUpstreamStatusInResponseHeader: true,
 		NormalizeURILikeServlet:            true,
 		SSLTrustedCertificate:              "system, /etc/coregate/ca.pem",
+		SSL: SSL{
+			Enable:         true,
+			Listen:         []Listen{{Port: 8443}, {IP: "127.0.0.1", Port: 8444}},
+			Protocols:      "TLSv1.3",
+			Ciphers:        "ECDHE-ECDSA-AES128-GCM-SHA256",
+			SessionTickets: true,
+			FallbackSNI:    "a.example.com",
+		},
 	}
 	want.NginxConfig = NginxConfig{
 		WorkerProcesses:   4,
@@ -242,7 +258,6 @@ whatever: 1
 		"unknown key apisix.foo.bar",
 		"unknown key apisix.foo.baz",
 		"not supported yet: apisix.enable_ipv6",
-		"not supported yet: apisix.ssl.enable",
 		"not supported yet: apisix.router.ssl",
 		"not supported yet: apisix.enable_control",
 		"not supported yet: apisix.match_uri_encoded_slash",
@@ -543,11 +558,11 @@ func TestNodeConfigPorts(t *testing.T) {
 		src  string
 		want []int
 	}{
-		{"", []int{9080, 9180, 9091}},
-		{"apisix:\n  node_listen: [40001, 40002]\ndeployment:\n  admin:\n    admin_listen:\n      port: 40003\n" +
+		{"", []int{9080, 9443, 9180, 9091}},
+		{"apisix:\n  node_listen: [40001, 40002]\n  ssl:\n    enable: false\ndeployment:\n  admin:\n    admin_listen:\n      port: 40003\n" +
 			"plugin_attr:\n  prometheus:\n    export_addr:\n      port: 40004\n", []int{40001, 40002, 40003, 40004}},
 		{"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n" +
-			"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", []int{9080}},
+			"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", []int{9080, 9443}},
 	} {
 		c, _, err := parseNode(t, tc.src)
 		if err != nil {
@@ -556,6 +571,40 @@ func TestNodeConfigPorts(t *testing.T) {
 		if d := cmp.Diff(tc.want, c.Ports()); d != "" {
 			t.Errorf("%q: Ports (-want +got):\n%s", tc.src, d)
 		}
+	}
+}
+
+// TestNodeConfigSSL: apisix.ssl's listen lists and settings, and what is
+// refused in them.
+func TestNodeConfigSSL(t *testing.T) {
+	c, _, err := parseNode(t, "apisix:\n  ssl:\n    listen: [8443, {ip: \"::1\"}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]Listen{{Port: 8443}, {IP: "::1", Port: 9443}}, c.APISIX.SSL.Listen); d != "" {
+		t.Errorf("listen (-want +got):\n%s", d)
+	}
+	if !c.APISIX.SSL.Enable || c.APISIX.SSL.Protocols != "TLSv1.2 TLSv1.3" || c.APISIX.SSL.Ciphers != DefaultSSLCiphers {
+		t.Errorf("defaults: %+v", c.APISIX.SSL)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"apisix:\n  ssl:\n    listen:\n      - port: 9443\n        enable_http2: true\n",
+			"apisix.ssl.listen[0].enable_http2: port level enable_http2 in ssl.listen is deprecated from APISIX 3.9, use apisix.enable_http2 (HTTP/2 is not supported yet)"},
+		{"apisix:\n  node_listen: 9443\n",
+			"apisix.ssl.listen[0]: https listen port 9443 conflicts with http"},
+		{"apisix:\n  ssl:\n    ssl_protocols: TLSv1.1 TLSv1.2\n",
+			"apisix.ssl.ssl_protocols: not supported, and ignoring it would serve a protocol version this gateway does not implement (TLSv1.1) with the versions it has: list TLSv1.2 and TLSv1.3 only"},
+		{"apisix:\n  ssl:\n    ssl_protocols: TLSv2\n",
+			`apisix.ssl.ssl_protocols: unknown protocol "TLSv2": want TLSv1.2, TLSv1.3 or both`},
+	} {
+		_, _, err := parseNode(t, tc.src)
+		if got := errText(err); got != "nodeconf: conf/config.yaml: "+tc.want {
+			t.Errorf("%q: got %q, want %q", tc.src, got, tc.want)
+		}
+	}
+	// node_listen on 9443 is fine with TLS off.
+	if _, _, err := parseNode(t, "apisix:\n  node_listen: 9443\n  ssl:\n    enable: false\n"); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -50,6 +50,11 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 	for _, l := range nc.APISIX.NodeListen {
 		cfg.Listen = append(cfg.Listen, l.Addr())
 	}
+	if nc.APISIX.SSL.Enable {
+		for _, l := range nc.APISIX.SSL.Listen {
+			cfg.TLSListen = append(cfg.TLSListen, l.Addr())
+		}
+	}
 	return cfg
 }
 
