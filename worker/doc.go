@@ -181,6 +181,10 @@
 //     connection's outbound buffer: the caller's bytes are free once they
 //     return. Writev may reslice the entries of the list it is given: every
 //     caller clears the list after, which also drops its references.
+//   - A TLS connection's plaintext (tlsConn.plain) stands for gnet's
+//     inbound buffer, with the same rule: Peek slices of it are valid
+//     until Discard or the next traffic call, where fill moves it.
+//     Worker.tlsOut holds the records of one write until gnet took them.
 //   - Worker.scratch (a response head or an answer of the worker's own),
 //     Worker.iov (the list of one Writev) and Worker.connTok (the tokens of
 //     the Connection fields being read) are the loop's, good for one use
@@ -202,6 +206,30 @@
 //   - A Snapshot is immutable and shared by every exchange routed with it;
 //     exchange.snap keeps it alive until the exchange ends.
 //
+// # TLS
+//
+// A connection accepted on a port of Config.TLSListen is a TLS one
+// (clientConn.tls, tls.go). crypto/tls runs its server handshake on a
+// goroutine of its own (crypto/tls cannot be resumed after a read that
+// would block), over a tlsrec.HandshakeConn: the loop feeds it the
+// client's whole records as they arrive, and what crypto/tls writes comes
+// back to the loop as a task (EventLoop.Execute), as does the handshake's
+// end, in the order they were made. The handshake's configuration is the
+// snapshot's at the client's first record (certSource: the certificates
+// of the ssls objects, by SNI). While it runs the connection is csIdle
+// under client_header_timeout, counted from the accept: a client that
+// stops mid-handshake is closed then, and its goroutine's read returns.
+// After it, tlsrec carries on with the keys crypto/tls logged: at each
+// traffic call tlsConn.fill decrypts the whole records gnet read into the
+// connection's plaintext buffer, which the request code reads through
+// clientConn.io (Peek, Discard, InboundBuffered, as gnet's buffer); each
+// write seals records into Worker.tlsOut and writes them. The records
+// the client sent with its Finished are decrypted when the handshake
+// ends, and the requests in them served. A close_notify follows the last
+// answer of a connection the gateway closes; one from the client, a
+// record that fails to authenticate or a fatal alert close the connection
+// as an EOF does.
+//
 // # Files
 //
 // worker.go is the Worker and gnet's handlers; client.go a client
@@ -211,5 +239,6 @@
 // writes; bodylimit.go client_max_body_size for chunked bodies; pause.go
 // back-pressure; timer.go deadlines; drain.go the graceful stop; snapshot.go
 // compiling the configuration; balancer.go the choice of node; faultlog.go
-// the upstream error log; stats.go nginx's stub_status counters.
+// the upstream error log; stats.go nginx's stub_status counters; tls.go
+// TLS client connections.
 package worker

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +180,87 @@ func TestTLSGarbage(t *testing.T) {
 	n, err := bufio.NewReader(c).Read(make([]byte, 100))
 	if n != 0 || err == nil {
 		t.Fatalf("plain HTTP on the TLS port: read %d, %v; want the connection closed", n, err)
+	}
+}
+
+// TestTLSHandshakeTimeout: a client that stops mid-handshake is closed at
+// client_header_timeout, counted from the accept, as one that never sends
+// its head; the handshake's goroutine ends with it.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	w, ccfg := runTLSWorker(t, Config{HeaderTimeout: 300 * time.Millisecond}, nil)
+	before := runtime.NumGoroutine()
+	for _, stop := range []string{"hello", "partial"} {
+		raw, err := net.Dial("tcp", w.TLSAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		// The ClientHello, whole or cut, and nothing after it.
+		hello := &captureConn{Conn: raw, max: 1}
+		go func() { _ = tls.Client(hello, ccfg).Handshake() }()
+		if stop == "partial" {
+			hello.cut = 20
+		}
+		start := time.Now()
+		_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = io.Copy(io.Discard, raw)
+		if err != nil {
+			t.Fatalf("%s: %v; want the gateway's close", stop, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("%s: closed after %v, want about 300ms", stop, d)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Fatalf("%d goroutines, %d before: the handshakes' goroutines are left", n, before)
+	}
+}
+
+// captureConn passes the first max writes to the connection (the first
+// cut bytes of them when cut is set) and swallows the rest; reads get
+// nothing.
+type captureConn struct {
+	net.Conn
+	max, n, cut int
+}
+
+func (c *captureConn) Write(p []byte) (int, error) {
+	c.n++
+	if c.n > c.max {
+		return len(p), nil
+	}
+	q := p
+	if c.cut > 0 && c.cut < len(q) {
+		q = q[:c.cut]
+	}
+	_, err := c.Conn.Write(q)
+	return len(p), err
+}
+
+func (c *captureConn) Read(p []byte) (int, error) {
+	select {} // the client never reads: it stalls
+}
+
+// TestTLSCloseNotify: an answer that ends the connection (Connection:
+// close) is followed by close_notify, so the client sees a clean end.
+func TestTLSCloseNotify(t *testing.T) {
+	w, ccfg := runTLSWorker(t, Config{}, nil)
+	c, err := tls.Dial("tcp", w.TLSAddr().String(), ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /none HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(c) // io.EOF only at a close_notify
+	if err != nil {
+		t.Fatalf("read %q then %v, want a close_notify", b, err)
+	}
+	if !bytes.HasPrefix(b, []byte("HTTP/1.1 404 ")) {
+		t.Fatalf("answer %q", b)
 	}
 }
