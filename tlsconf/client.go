@@ -1,6 +1,7 @@
 package tlsconf
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -67,7 +68,7 @@ func reason(err error, leaf *x509.Certificate) string {
 			return "certificate chain too long"
 		}
 	case errors.As(err, &ua):
-		if leaf.CheckSignatureFrom(leaf) == nil {
+		if bytes.Equal(leaf.RawIssuer, leaf.RawSubject) && leaf.CheckSignature(leaf.SignatureAlgorithm, leaf.RawTBSCertificate, leaf.Signature) == nil {
 			return "self-signed certificate"
 		}
 		return "unable to get local issuer certificate"

@@ -51,7 +51,7 @@
 //
 // A Table and its Entries are immutable once built, but for their
 // ticket keys, and safe for concurrent use. Match, CheckClient and Var
-// allocate nothing (Var but dst's growth) and do not block: they may run
-// on an event loop. Config, Build and Entry.Verify allocate and verify
+// (but for the DNs, and dst's growth) allocate nothing and do not block:
+// they may run on an event loop. Config, Build and Entry.Verify allocate and verify
 // certificates: off the event loop.
 package tlsconf

@@ -29,8 +29,8 @@ import (
 //	ssl_client_cert         it in PEM, every line after the first led by a tab
 //	ssl_client_escaped_cert it in PEM, URL-encoded
 //
-// The client certificate's values allocate nothing but dst's growth;
-// safe for concurrent use.
+// Only the DNs allocate (the name is parsed): a connection that logs them
+// on every request should keep them. Safe for concurrent use.
 func Var(name string, st *tls.ConnectionState, dst []byte) ([]byte, bool) {
 	var leaf *x509.Certificate
 	if st != nil && len(st.PeerCertificates) > 0 {
@@ -82,10 +82,13 @@ func Var(name string, st *tls.ConnectionState, dst []byte) ([]byte, bool) {
 			if leaf.SerialNumber.Sign() < 0 {
 				dst = append(dst, '-')
 			}
-			b := leaf.SerialNumber.Bytes()
-			if len(b) == 0 {
-				b = []byte{0}
+			var buf [32]byte // RFC 5280: at most 20 octets
+			n := max(1, (leaf.SerialNumber.BitLen()+7)/8)
+			if n > len(buf) {
+				break
 			}
+			b := buf[len(buf)-n:]
+			leaf.SerialNumber.FillBytes(b)
 			for _, c := range b {
 				dst = append(dst, upperHex[c>>4], upperHex[c&15])
 			}
