@@ -35,7 +35,7 @@ func validStored(key, prefix string, raw []byte) error {
 	case dir == "global_rules":
 		err = spec.ValidateObject(spec.KindGlobalRule, raw)
 	case dir == "ssls":
-		err = localSchema(sslSchema)(raw)
+		_, err = spec.DecodeSSL(raw)
 	case dir == "gen_id":
 		return nil
 	default:

@@ -93,8 +93,8 @@ var resources = map[string]*resource{
 		check: (*api).checkGlobalRule, schemaCheck: objectSchema(spec.KindGlobalRule),
 	},
 	"ssls": {
-		name: "ssls", kind: "ssl", schemaKind: "ssl",
-		check: (*api).checkSSL, schemaCheck: localSchema(sslSchema),
+		name: "ssls", kind: "ssl", schemaKind: spec.KindSSL,
+		check: (*api).checkSSL, schemaCheck: objectSchema(spec.KindSSL),
 	},
 	"plugin_metadata": {
 		name: "plugin_metadata", kind: "plugin_metadata", noID: true, noPost: true, noPatch: true, noTime: true,
@@ -127,15 +127,12 @@ func localSchema(s func() (*spec.Schema, error)) func([]byte) error {
 	}
 }
 
-// The schemas of the two kinds spec has none for yet, transcribed from
+// The schema of the kind spec has none for yet, transcribed from
 // apisix/schema_def.lua.
 var (
-	//go:embed schema/ssl.json
-	sslSchemaJSON []byte
 	//go:embed schema/credential.json
 	credentialSchemaJSON []byte
 
-	sslSchema        = sync.OnceValues(func() (*spec.Schema, error) { return spec.CompileSchema("ssl", sslSchemaJSON) })
 	credentialSchema = sync.OnceValues(func() (*spec.Schema, error) { return spec.CompileSchema("credential", credentialSchemaJSON) })
 )
 
@@ -144,8 +141,6 @@ var (
 func localSchemaJSON(kind string) []byte {
 	var s func() (*spec.Schema, error)
 	switch kind {
-	case "ssl":
-		s = sslSchema
 	case "credential":
 		s = credentialSchema
 	default:

@@ -81,6 +81,12 @@ func (s *Spec) Check() error {
 			return err
 		}
 	}
+	ssls := make(map[string]bool, len(s.SSLs))
+	for i, sl := range s.SSLs {
+		if err := addID(ssls, "ssl", i, sl.ID); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

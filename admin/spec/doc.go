@@ -1,6 +1,6 @@
 // Package spec is coregate's resource model: the APISIX v3 objects
-// (routes, services, upstreams, consumers, plugin configs and global
-// rules; credentials and plugin metadata kept as JSON) that the Admin API
+// (routes, services, upstreams, consumers, plugin configs, global
+// rules and ssls; credentials and plugin metadata kept as JSON) that the Admin API
 // and the standalone file store and the workers compile. The node's own conf/config.yaml is package nodeconf,
 // beside it.
 //
@@ -14,10 +14,12 @@
 // APISIX's apisix/schema_def.lua, embedded from schema/*.json and evaluated
 // by github.com/santhosh-tekuri/jsonschema/v6, compiled once on first use.
 // DecodeRoute, DecodeService, DecodeUpstream, DecodeConsumer,
-// DecodePluginConfig and DecodeGlobalRule check an object against its
-// schema, then the few rules a schema cannot state (validate.go: the
-// host/hosts pair APISIX's Admin API checks first, node address syntax,
-// check_upstream_conf, plugin configs being objects, lua-resty-expr vars),
+// DecodePluginConfig, DecodeGlobalRule and DecodeSSL check an object
+// against its schema, then the few rules a schema cannot state
+// (validate.go: the host/hosts pair APISIX's Admin API checks first, node
+// address syntax, check_upstream_conf, plugin configs being objects,
+// lua-resty-expr vars; ssl.go: certificates that parse, as many keys as
+// certificates, and with DecodeSSLKeys the keys themselves),
 // and fill the Go structs with encoding/json. Errors are *ValidationError
 // (or *SyntaxError) whose text is the error_msg APISIX answers, so clients
 // that match on messages keep working:

@@ -35,9 +35,10 @@ const (
 	KindConsumer     = "consumer"
 	KindPluginConfig = "plugin_config"
 	KindGlobalRule   = "global_rule"
+	KindSSL          = "ssl"
 )
 
-var objectKinds = []string{KindRoute, KindService, KindUpstream, KindConsumer, KindPluginConfig, KindGlobalRule}
+var objectKinds = []string{KindRoute, KindService, KindUpstream, KindConsumer, KindPluginConfig, KindGlobalRule, KindSSL}
 
 // Schema is a compiled JSON Schema that validates with APISIX's messages.
 // It is safe for concurrent use.

@@ -139,7 +139,7 @@ func TestFirstErrorOrder(t *testing.T) {
 }
 
 func TestObjectSchema(t *testing.T) {
-	for _, kind := range []string{KindRoute, KindService, KindUpstream, KindConsumer, KindPluginConfig, KindGlobalRule} {
+	for _, kind := range []string{KindRoute, KindService, KindUpstream, KindConsumer, KindPluginConfig, KindGlobalRule, KindSSL} {
 		b := ObjectSchema(kind)
 		var doc map[string]any
 		if err := json.Unmarshal(b, &doc); err != nil {
@@ -160,7 +160,7 @@ func TestObjectSchema(t *testing.T) {
 			t.Errorf("%s: a bad id passes the bundled schema", kind)
 		}
 	}
-	if ObjectSchema("ssl") != nil {
+	if ObjectSchema("stream_route") != nil {
 		t.Error("ObjectSchema of an unknown kind is not nil")
 	}
 	if !strings.Contains(string(ObjectSchema(KindRoute)), `"remote_addrs"`) {

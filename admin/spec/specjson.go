@@ -150,6 +150,8 @@ func UnmarshalEach(b []byte, s *Spec, each func()) error {
 			err = decodeEach(dec, &s.Credentials, each)
 		case "plugin_metadata":
 			err = decodeEach(dec, &s.PluginMetadata, each)
+		case "ssls":
+			err = decodeEach(dec, &s.SSLs, each)
 		case "hash":
 			var h string
 			if err = dec.Decode(&h); err == nil && h != "" {

@@ -139,7 +139,7 @@ type ID struct {
 // Its JSON form (the control protocol's Config frame) is the object
 // {"routes":[…],"services":[…],"upstreams":[…],"consumers":[…],
 // "plugin_configs":[…],"global_rules":[…],"credentials":[…],
-// "plugin_metadata":[…],"hash":"<hex>"}, each object in
+// "plugin_metadata":[…],"ssls":[…],"hash":"<hex>"}, each object in
 // its stored form; see MarshalJSON.
 type Spec struct {
 	Routes    []*Route    `json:"routes,omitempty"`
@@ -163,6 +163,9 @@ type Spec struct {
 	// /apisix/plugin_metadata/<plugin>, each kept as written with its
 	// plugin's name as "id"; the plugin registry checks them.
 	PluginMetadata []json.RawMessage `json:"plugin_metadata,omitempty"`
+	// SSLs are the ssl objects (DecodeSSL), of both types, served or not,
+	// their private keys as stored (package tlsconf reads them).
+	SSLs []*SSL `json:"ssls,omitempty"`
 
 	// Hash is the SHA-256 of the canonical JSON of everything above, as set
 	// by SetHash; equal hashes mean equal configurations, so a reload that

@@ -52,6 +52,7 @@ func CheckFile(path string, reg *plugins.Registry) error {
 		s.GlobalRules = append(s.GlobalRules, one.GlobalRules...)
 		s.Credentials = append(s.Credentials, one.Credentials...)
 		s.PluginMetadata = append(s.PluginMetadata, one.PluginMetadata...)
+		s.SSLs = append(s.SSLs, one.SSLs...)
 		return nil
 	})
 	if err != nil {
@@ -78,7 +79,7 @@ func CheckFile(path string, reg *plugins.Registry) error {
 
 func objects(s *spec.Spec) int {
 	return len(s.Routes) + len(s.Services) + len(s.Upstreams) + len(s.Consumers) + len(s.PluginConfigs) +
-		len(s.GlobalRules) + len(s.Credentials) + len(s.PluginMetadata)
+		len(s.GlobalRules) + len(s.Credentials) + len(s.PluginMetadata) + len(s.SSLs)
 }
 
 // drop removes the last object of kind with id from s: the one a
@@ -101,6 +102,8 @@ func drop(s *spec.Spec, kind, id string) bool {
 		return dropLast(&s.Credentials, func(raw json.RawMessage) bool { return spec.RawID(raw, "id").String() == id })
 	case "plugin_metadata":
 		return dropLast(&s.PluginMetadata, func(raw json.RawMessage) bool { return spec.RawID(raw, "id").String() == id })
+	case "ssl":
+		return dropLast(&s.SSLs, func(sl *spec.SSL) bool { return sl.ID.String() == id })
 	}
 	return false
 }

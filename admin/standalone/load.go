@@ -145,12 +145,12 @@ func (l *loader) fail(item, msg string, kind, err error) *LoadError {
 var supported = map[string]bool{
 	"routes": true, "services": true, "upstreams": true,
 	"consumers": true, "plugin_configs": true, "global_rules": true,
-	"plugin_metadata": true,
+	"plugin_metadata": true, "ssls": true,
 }
 
 // notYet are APISIX's other top-level lists: accepted when empty.
 var notYet = map[string]bool{
-	"ssls": true, "consumer_groups": true, "protos": true,
+	"consumer_groups": true, "protos": true,
 	"stream_routes": true, "secrets": true, "plugins": true, "credentials": true,
 }
 
@@ -307,6 +307,17 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 			return bad(err)
 		}
 		s.GlobalRules = append(s.GlobalRules, gr)
+	case "ssls":
+		// Keys are not read here: they may be encrypted
+		// (apisix.data_encryption); the workers' tlsconf reads them.
+		sl, err := spec.DecodeSSL(raw)
+		if err != nil {
+			return bad(err)
+		}
+		if sl.ID.IsZero() {
+			sl.ID = id
+		}
+		s.SSLs = append(s.SSLs, sl)
 	}
 	return nil
 }

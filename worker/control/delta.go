@@ -28,8 +28,8 @@ import (
 //
 // The supervisor knows what changed by identity: the configuration store
 // shares the objects it did not change between one Spec and the next
-// (routes, services and upstreams by pointer; consumers, plugin configs
-// and global rules by pointer or, failing that, by value; the JSON-kept
+// (routes, services and upstreams by pointer; consumers, plugin configs,
+// global rules and ssls by pointer or, failing that, by value; the JSON-kept
 // resources by content). A Spec that shares nothing with the base goes as
 // a Config instead.
 
@@ -37,7 +37,7 @@ import (
 // JSON-kept resources, the member holding an object's id and the list of a
 // Spec that holds them. deltaKinds lists them in the Spec's JSON order;
 // the decoded resources (routes, services, upstreams, consumers, plugin
-// configs, global rules), each of its own type, are named again where
+// configs, global rules, ssls), each of its own type, are named again where
 // they are encoded and decoded.
 type deltaKind struct {
 	name string
@@ -57,6 +57,7 @@ var deltaKinds = [...]deltaKind{
 	{name: "global_rules"},
 	{"credentials", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.Credentials }},
 	{"plugin_metadata", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.PluginMetadata }},
+	{name: "ssls"},
 }
 
 // jsonKept returns the JSON-kept resource named name, or nil.
@@ -104,6 +105,8 @@ func EncodeDelta(base, next *spec.Spec) (payload []byte, ok bool, err error) {
 			n, err = encodeRuns(&b, k.name, base.PluginConfigs, next.PluginConfigs, pluginConfigID, sameValue)
 		case "global_rules":
 			n, err = encodeRuns(&b, k.name, base.GlobalRules, next.GlobalRules, globalRuleID, sameValue)
+		case "ssls":
+			n, err = encodeRuns(&b, k.name, base.SSLs, next.SSLs, sslID, sameValue)
 		default:
 			id := func(raw json.RawMessage) string { return spec.RawID(raw, k.idKey).String() }
 			n, err = encodeRuns(&b, k.name, *k.list(base), *k.list(next), id, sameRaw)
@@ -129,6 +132,7 @@ func upstreamID(u *spec.Upstream) string          { return u.ID.String() }
 func consumerID(c *spec.Consumer) string          { return c.Username }
 func pluginConfigID(pc *spec.PluginConfig) string { return pc.ID.String() }
 func globalRuleID(gr *spec.GlobalRule) string     { return gr.ID.String() }
+func sslID(s *spec.SSL) string                    { return s.ID.String() }
 func same[T comparable](a, b T) bool              { return a == b }
 func sameRaw(a, b json.RawMessage) bool           { return bytes.Equal(a, b) }
 
@@ -270,6 +274,8 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 			err = decodeRuns(dec, base.PluginConfigs, &s.PluginConfigs, each)
 		case "global_rules":
 			err = decodeRuns(dec, base.GlobalRules, &s.GlobalRules, each)
+		case "ssls":
+			err = decodeRuns(dec, base.SSLs, &s.SSLs, each)
 		default:
 			if k := jsonKept(key); k != nil {
 				err = decodeRuns(dec, *k.list(base), k.list(s), each)

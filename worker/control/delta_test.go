@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"coregate/admin/spec"
+	"coregate/internal/testcert"
 )
 
 // mustRoute decodes a route or fails t.
@@ -191,5 +192,28 @@ func TestDeltaRefused(t *testing.T) {
 	}
 	if string(before) != string(after) {
 		t.Fatal("a refused Delta changed the base")
+	}
+}
+
+// TestDeltaSSLs: ssls travel in a Delta as the other decoded objects do:
+// the one kept as a run, the one changed as itself.
+func TestDeltaSSLs(t *testing.T) {
+	c := testcert.New(t, testcert.Options{DNSNames: []string{"a.com"}}, nil)
+	ssl := func(id, sni string) *spec.SSL {
+		b, _ := json.Marshal(map[string]any{"id": id, "cert": c.CertPEM, "key": c.KeyPEM, "sni": sni})
+		return mustDecode(t, spec.DecodeSSL, string(b))
+	}
+	base := fullSpec(t)
+	base.SSLs = []*spec.SSL{ssl("s1", "a.com"), ssl("s2", "b.com")}
+	base.SetHash()
+	next := *base
+	next.SSLs = []*spec.SSL{base.SSLs[0], ssl("s2", "c.com")}
+	next.SetHash()
+	got, payload := viaDelta(t, base, &next)
+	if len(got.SSLs) != 2 || got.SSLs[0].SNI != "a.com" || got.SSLs[1].SNI != "c.com" || got.SSLs[1].Key != c.KeyPEM {
+		t.Fatalf("ssls %+v", got.SSLs)
+	}
+	if !strings.Contains(string(payload), `"ssls":[[0,1],{`) || strings.Contains(string(payload), `"a.com"`) {
+		t.Fatalf("payload %s", payload)
 	}
 }

@@ -9,9 +9,11 @@
 // DecodeGlobalRule; a consumer's credentials,
 // <prefix>/consumers/<username>/credentials/<id>, as objects with the id
 // "<username>/credentials/<id>"; plugin_metadata/<plugin> as objects
-// with the id <plugin>), and its plugins are checked with the plugin
-// registry (Options.Plugins) as the Admin API checks them; other keys
-// (gen_id, ssls, …) are not part of a Spec and are ignored.
+// with the id <plugin>; ssls with spec.DecodeSSL, their private keys
+// kept as stored, unread, for they may be encrypted), and its plugins are
+// checked with the plugin registry (Options.Plugins) as the Admin API
+// checks them; other keys (gen_id, stream_routes, …) are not part of a
+// Spec and are ignored.
 // An object that fails validation, or whose references dangle (a route
 // whose upstream was deleted with force=true), is logged and left out; the
 // rest is served. So is one whose plugin configuration holds a $env://

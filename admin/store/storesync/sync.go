@@ -169,6 +169,7 @@ type object struct {
 	cons   *spec.Consumer
 	pc     *spec.PluginConfig
 	gr     *spec.GlobalRule
+	ssl    *spec.SSL
 	raw    json.RawMessage // credentials, plugin_metadata
 	// refusal: why a global rule is invalid (it does not decode, a
 	// plugin it names is unknown or refuses its configuration, a
@@ -602,6 +603,7 @@ var resources = map[string]string{
 	"consumers":       spec.KindConsumer,
 	"plugin_configs":  spec.KindPluginConfig,
 	"global_rules":    spec.KindGlobalRule,
+	"ssls":            spec.KindSSL,
 	"plugin_metadata": kindPluginMetadata,
 }
 
@@ -680,6 +682,12 @@ func decode(kind, id string, value []byte) (*object, error) {
 		if o.ups, err = spec.DecodeUpstream(value); err == nil && o.ups.ID.IsZero() {
 			o.ups.ID = o.id
 		}
+	case spec.KindSSL:
+		// Keys are not read here: they may be encrypted
+		// (apisix.data_encryption); the workers' tlsconf reads them.
+		if o.ssl, err = spec.DecodeSSL(value); err == nil && o.ssl.ID.IsZero() {
+			o.ssl.ID = o.id
+		}
 	case kindCredential:
 		// Stored with its own id ("c1") or none; the Spec's is the whole
 		// "<username>/credentials/<id>".
@@ -753,7 +761,7 @@ func (s *Syncer) checkPlugins(o *object) error {
 		confs = o.route.Plugins
 	case spec.KindService:
 		confs = o.svc.Plugins
-	case spec.KindUpstream:
+	case spec.KindUpstream, spec.KindSSL:
 		return nil
 	case kindPluginMetadata: // o.raw's "id" is the key's
 		name, conf, err := plugins.SplitMetadata(o.raw)
@@ -850,6 +858,8 @@ func (s *Syncer) build() (*spec.Spec, error) {
 				sp.PluginConfigs = append(sp.PluginConfigs, o.pc)
 			case spec.KindGlobalRule:
 				sp.GlobalRules = append(sp.GlobalRules, o.gr)
+			case spec.KindSSL:
+				sp.SSLs = append(sp.SSLs, o.ssl)
 			case kindCredential:
 				sp.Credentials = append(sp.Credentials, o.raw)
 			case kindPluginMetadata:
