@@ -54,6 +54,7 @@ const (
 	Arg           // $arg_NAME: the raw first value of query argument NAME
 	HTTP          // $http_NAME: the first request header NAME
 	Cookie        // $cookie_NAME
+	TLS           // $https and nginx's $ssl_* variables of the connection (tlsconf.Var); Var.Name is the name
 
 	// Exchange variables.
 	RouteID      // $route_id (APISIX)
@@ -100,8 +101,8 @@ type Var struct {
 	Kind Kind
 	// Name is the argument or cookie name of Arg and Cookie (as
 	// written), the header name of HTTP and SentHTTP (lower-case, '_' for
-	// '-', as HeaderIs compares it), the name itself for Unknown; empty
-	// otherwise.
+	// '-', as HeaderIs compares it), the name of TLS (lower-case), the
+	// name itself for Unknown; empty otherwise.
 	Name string
 }
 
@@ -147,6 +148,15 @@ var names = map[string]Kind{
 	"pid":                    Pid,
 }
 
+// tlsNames are the variables of kind TLS: nginx's $https ("on" on a TLS
+// connection) and the $ssl_* ones coregate sets (tlsconf.Var).
+var tlsNames = map[string]bool{
+	"https": true, "ssl_server_name": true, "ssl_protocol": true, "ssl_cipher": true,
+	"ssl_session_reused": true, "ssl_client_verify": true, "ssl_client_s_dn": true,
+	"ssl_client_i_dn": true, "ssl_client_serial": true, "ssl_client_fingerprint": true,
+	"ssl_client_raw_cert": true, "ssl_client_cert": true, "ssl_client_escaped_cert": true,
+}
+
 // The families of variables that carry a name, longest prefix first.
 var families = []struct {
 	prefix string
@@ -167,6 +177,9 @@ func Parse(name string) Var {
 	if k, ok := names[lname]; ok {
 		return Var{Kind: k}
 	}
+	if tlsNames[lname] {
+		return Var{Kind: TLS, Name: lname}
+	}
 	for _, f := range families {
 		rest, ok := strings.CutPrefix(lname, f.prefix)
 		if !ok || rest == "" {
@@ -185,6 +198,9 @@ func Parse(name string) Var {
 // ("arg_", ...).
 func Names() (exact, prefixes []string) {
 	for n := range names {
+		exact = append(exact, n)
+	}
+	for n := range tlsNames {
 		exact = append(exact, n)
 	}
 	sort.Strings(exact)

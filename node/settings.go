@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"coregate/admin/nodeconf"
+	"coregate/tlsconf"
 	"coregate/worker/accesslog"
 )
 
@@ -46,6 +48,31 @@ func CheckAccessLog(nc *nodeconf.Config) error {
 	}
 	if _, err := AccessLogFormat(nc); err != nil {
 		return fmt.Errorf("config.yaml: nginx_config.http.access_log_format: %w", err)
+	}
+	return nil
+}
+
+// TLSSettings are apisix.ssl's settings, as the workers serve the ssls
+// with them.
+func TLSSettings(nc *nodeconf.Config) tlsconf.Settings {
+	s := &nc.APISIX.SSL
+	return tlsconf.Settings{
+		Protocols:      strings.Fields(s.Protocols),
+		Ciphers:        s.Ciphers,
+		SessionTickets: s.SessionTickets,
+		FallbackSNI:    s.FallbackSNI,
+	}
+}
+
+// CheckTLS refuses a config.yaml whose apisix.ssl settings no handshake
+// could be served with (an ssl_ciphers of which nothing is usable),
+// before any worker starts with it.
+func CheckTLS(nc *nodeconf.Config) error {
+	if !nc.APISIX.SSL.Enable {
+		return nil
+	}
+	if err := TLSSettings(nc).Check(); err != nil {
+		return fmt.Errorf("config.yaml: apisix.ssl: %w", err)
 	}
 	return nil
 }

@@ -27,6 +27,8 @@ type Table struct {
 	// tickets holds the session ticket keys every Entry's configuration
 	// seals and opens tickets with.
 	tickets *tls.Config
+	// clients: some Entry verifies clients (CheckClient has work).
+	clients bool
 }
 
 // Entry is one served ssl object: its prebuilt crypto/tls configuration
@@ -79,6 +81,9 @@ func Build(ssls []*spec.SSL, s Settings, decrypt func(field, s string) (string, 
 		if err != nil {
 			errs = append(errs, fmt.Errorf("tlsconf: ssl %s left out: %w", sl.ID.String(), err))
 			continue
+		}
+		if e.client != nil {
+			t.clients = true
 		}
 		for _, n := range sl.ServerNames() {
 			n = normalize(n)
@@ -161,6 +166,9 @@ func (t *Table) entry(sl *spec.SSL, s Settings, suites []uint16, decrypt func(fi
 		MaxVersion:             maxV,
 		CipherSuites:           suites,
 		SessionTicketsDisabled: !s.SessionTickets,
+		// HTTP/1.1 only: a client that offers h2 and http/1.1 gets the
+		// latter.
+		NextProtos: []string{"http/1.1"},
 	}
 	if !cfg.SessionTicketsDisabled {
 		cfg.WrapSession = func(cs tls.ConnectionState, ss *tls.SessionState) ([]byte, error) {
@@ -247,7 +255,9 @@ func (c *client) deepEnough(chains [][]*x509.Certificate) bool {
 // the Entry the ClientHello's SNI matches (Match), or for a ClientHello
 // without SNI fallback_sni's, and fails the handshake when there is none,
 // as APISIX does. The configuration served is the Entry's, with
-// KeyLogWriter keyLog (nil: none). It allocates: call it once per
+// KeyLogWriter keyLog (nil: none); a keyLog with a Resumed method (a
+// tlsrec.Secrets) is also told the session a TLS 1.2 handshake resumes.
+// It allocates: call it once per
 // handshake, off the event loop.
 func (t *Table) Config(keyLog io.Writer) *tls.Config {
 	return &tls.Config{
@@ -265,10 +275,25 @@ func (t *Table) Config(keyLog io.Writer) *tls.Config {
 			}
 			c := e.config.Clone()
 			c.KeyLogWriter = keyLog
+			if r, ok := keyLog.(resumer); ok && c.UnwrapSession != nil {
+				unwrap := c.UnwrapSession
+				c.UnwrapSession = func(identity []byte, cs tls.ConnectionState) (*tls.SessionState, error) {
+					ss, err := unwrap(identity, cs)
+					if err == nil && ss != nil && cs.Version == tls.VersionTLS12 {
+						r.Resumed(ss)
+					}
+					return ss, err
+				}
+			}
 			return c, nil
 		},
 	}
 }
+
+// resumer is a key log that must be told the session a TLS 1.2
+// handshake resumes: crypto/tls logs the master secret of full
+// handshakes only (tlsrec.Secrets).
+type resumer interface{ Resumed(*tls.SessionState) }
 
 var (
 	errNoSNI         = errors.New("tlsconf: failed to find SNI: the client sent none and there is no fallback_sni")
@@ -336,6 +361,25 @@ func (t *Table) SetTicketKeys(keys [][32]byte) {
 	}
 	t.tickets.SetSessionTicketKeys(keys)
 }
+
+// Served returns the name a handshake with this SNI (as the client sent
+// it) is served for, and the Entry that serves it (nil: none): the SNI
+// lowercased without a final dot, or fallback_sni for none. It
+// allocates for a name to lowercase.
+func (t *Table) Served(sni string) (string, *Entry) {
+	name := normalize(sni)
+	if name == "" {
+		name = t.fallback
+	}
+	if name == "" {
+		return "", nil
+	}
+	return name, t.Match(name)
+}
+
+// VerifiesClients reports whether an object of the Table verifies
+// clients: only then may CheckClient refuse a request.
+func (t *Table) VerifiesClients() bool { return t.clients }
 
 // Len returns how many names the Table serves.
 func (t *Table) Len() int { return len(t.exact) + len(t.wild) }

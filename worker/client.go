@@ -311,6 +311,12 @@ func (cc *clientConn) start() {
 		cc.answerAndClose(400)
 		return
 	}
+	if st := cc.checkClient(); st != 0 {
+		// Before routing, as APISIX's access phase checks it.
+		cc.discardHead()
+		cc.answerLocal(st, ctHTML, errorPages[st], hasBody)
+		return
+	}
 	rq := router.Request{
 		Method:     router.ParseMethod(r.Method),
 		Path:       cc.curPath,

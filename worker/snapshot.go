@@ -15,6 +15,7 @@ import (
 
 	"coregate/admin/spec"
 	"coregate/plugins"
+	"coregate/tlsconf"
 	"coregate/worker/router"
 )
 
@@ -51,8 +52,11 @@ type Snapshot struct {
 	// a value; SetSpec logs them.
 	refused []error
 	// certs are the server certificates of the Spec's ssls, for the TLS
-	// listeners' handshakes; nil when there are none.
-	certs certSource
+	// listeners' handshakes (SetSpec builds them); nil on a worker
+	// without TLS listeners. ssls are the objects they were built from,
+	// for the next SetSpec to keep them when they did not change.
+	certs *tlsconf.Table
+	ssls  []*spec.SSL
 
 	// What the snapshot was built from, for the next build to take over
 	// the routes that did not change (see compile): the plugin registry

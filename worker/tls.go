@@ -2,11 +2,15 @@ package worker
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"io"
+	"reflect"
 
 	"github.com/panjf2000/gnet/v2"
 
+	"coregate/admin/spec"
+	"coregate/tlsconf"
 	"coregate/tlsrec"
 )
 
@@ -20,14 +24,6 @@ type connIO interface {
 	InboundBuffered() int
 	Write(b []byte) (int, error)
 	Writev(bs [][]byte) (int, error)
-}
-
-// certSource gives the crypto/tls configuration of one handshake: the
-// server certificates of the snapshot's ssls, chosen by SNI. keyLog gets
-// the handshake's secrets (tls.Config.KeyLogWriter), which the record
-// layer continues with.
-type certSource interface {
-	Config(keyLog io.Writer) *tls.Config
 }
 
 // tlsConn is the TLS layer of a client connection accepted on a TLS
@@ -58,6 +54,20 @@ type tlsConn struct {
 	eof, failed bool
 	// state is the handshake's result, for the TLS variables.
 	state tls.ConnectionState
+	// table is the certificates the handshake was served from (the
+	// snapshot's at its start), entry the object it served (nil when
+	// none), sni the name it was served for (fallback_sni when the
+	// client sent none), verify $ssl_client_verify.
+	table  *tlsconf.Table
+	entry  *tlsconf.Entry
+	sni    string
+	verify string
+	// vars holds the TLS variables read on the connection, computed once
+	// (they do not change within it): names[i]'s value is
+	// varBuf[varEnd[i-1]:varEnd[i]].
+	names  []string
+	varEnd []int
+	varBuf []byte
 }
 
 // plainKeep is the capacity of a plaintext buffer kept between two
@@ -74,6 +84,57 @@ func (t *tlsConn) reset(cc *clientConn) {
 	t.off = 0
 	t.eof, t.failed = false, false
 	t.state = tls.ConnectionState{}
+	t.table, t.entry, t.sni, t.verify = nil, nil, "", ""
+	t.names, t.varEnd, t.varBuf = t.names[:0], t.varEnd[:0], t.varBuf[:0]
+}
+
+// httpsOn is $https on a TLS connection.
+var httpsOn = []byte("on")
+
+// tlsVar is the value of a TLS variable (httpvar.TLS) on the connection:
+// unset on a plain one, or before its handshake is done. The value is
+// computed at its first read and kept for the connection's life: a
+// request reads it without allocating.
+func (cc *clientConn) tlsVar(name string) ([]byte, bool) {
+	t := cc.tls
+	if t == nil || t.rec == nil {
+		return nil, false
+	}
+	if name == "https" {
+		return httpsOn, true
+	}
+	start := 0
+	for i, n := range t.names {
+		if n == name {
+			return t.varBuf[start:t.varEnd[i]], true
+		}
+		start = t.varEnd[i]
+	}
+	var v []byte
+	var ok bool
+	if name == "ssl_client_verify" {
+		v, ok = append(t.varBuf, t.verify...), true
+	} else {
+		v, ok = tlsconf.Var(name, &t.state, t.varBuf)
+	}
+	if !ok {
+		return nil, false
+	}
+	t.varBuf = v
+	t.names = append(t.names, name)
+	t.varEnd = append(t.varEnd, len(v))
+	return v[start:], true
+}
+
+// checkClient is APISIX's request-time mTLS check (tlsconf's
+// CheckClient) of the request started: 0 when it goes on, else the
+// status to answer.
+func (cc *clientConn) checkClient() int {
+	t := cc.tls
+	if t == nil || t.table == nil || !t.table.VerifiesClients() {
+		return 0
+	}
+	return t.table.CheckClient(t.entry, t.verify, t.sni, cc.host, cc.curPath)
 }
 
 // Peek implements connIO.
@@ -197,11 +258,19 @@ func (t *tlsConn) idle() {
 // the order they were made: a task finds its connection through the
 // tlsConn, whose hs must still be this handshake.
 type handshake struct {
-	t   *tlsConn
-	el  gnet.EventLoop
-	sec tlsrec.Secrets
-	hc  *tlsrec.HandshakeConn
-	tc  *tls.Conn
+	t     *tlsConn
+	el    gnet.EventLoop
+	sec   tlsrec.Secrets
+	hc    *tlsrec.HandshakeConn
+	tc    *tls.Conn
+	table *tlsconf.Table
+	// What run learns after the handshake, for done: the connection's
+	// state, the object served and the name it was served for, and
+	// $ssl_client_verify (a chain verified off the loop).
+	state  tls.ConnectionState
+	entry  *tlsconf.Entry
+	sni    string
+	verify string
 	// started: the goroutine runs (it starts at the client's first
 	// record, so that a connection that sends nothing costs none).
 	started bool
@@ -260,16 +329,12 @@ func (hs *handshake) feed() gnet.Action {
 	_, _ = c.Discard(n)
 	if !hs.started {
 		hs.started = true
-		w := hs.t.cc.w
-		src := w.snap.Load()
-		var certs certSource
-		if src != nil {
-			certs = src.certs
+		snap := hs.t.cc.w.snap.Load()
+		if snap == nil || snap.certs == nil {
+			return gnet.Close // no configuration yet
 		}
-		if certs == nil {
-			return gnet.Close // no certificate to offer
-		}
-		hs.tc = tls.Server(hs.hc, certs.Config(&hs.sec))
+		hs.table = snap.certs
+		hs.tc = tls.Server(hs.hc, hs.table.Config(&hs.sec))
 		go hs.run()
 	}
 	return gnet.None
@@ -278,6 +343,11 @@ func (hs *handshake) feed() gnet.Action {
 // run is the handshake's goroutine.
 func (hs *handshake) run() {
 	err := hs.tc.Handshake()
+	if err == nil {
+		hs.state = hs.tc.ConnectionState()
+		hs.sni, hs.entry = hs.table.Served(hs.state.ServerName)
+		hs.verify = hs.entry.Verify(&hs.state)
+	}
 	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
 		hs.done(err)
 		return nil
@@ -313,7 +383,7 @@ func (hs *handshake) done(err error) {
 	cc := t.cc
 	t.hs = nil
 	if err == nil {
-		t.state = hs.tc.ConnectionState()
+		t.state, t.table, t.entry, t.sni, t.verify = hs.state, hs.table, hs.entry, hs.sni, hs.verify
 		t.rec, err = tlsrec.New(&t.state, false, &hs.sec)
 	}
 	if err != nil {
@@ -337,4 +407,39 @@ func (hs *handshake) done(err error) {
 	if cc.guard.leave() || t.failed || t.eof {
 		cc.w.closeConn(cc.c)
 	}
+}
+
+// ticketKeys are the session ticket keys the worker's tables seal and
+// open tickets with: the same from one configuration to the next, so that
+// a session resumes across a change of ssls.
+func (w *Worker) ticketKeys() [][32]byte {
+	w.ticketOnce.Do(func() {
+		var k [32]byte
+		if _, err := rand.Read(k[:]); err == nil {
+			w.tickets = [][32]byte{k}
+		}
+	})
+	return w.tickets
+}
+
+// buildCerts gives snap the certificate table of ssls for the TLS
+// listeners: the previous snapshot's when the objects are the same (a
+// change elsewhere in the configuration), else a new one (tlsconf.Build;
+// an object that cannot be served is logged and left out). A handshake
+// takes the table of the snapshot current at its first record; the
+// connections made with an older one keep it.
+func (w *Worker) buildCerts(snap *Snapshot, ssls []*spec.SSL) {
+	if len(w.cfg.TLSListen) == 0 {
+		return
+	}
+	if prev := w.snap.Load(); prev != nil && prev.certs != nil && reflect.DeepEqual(prev.ssls, ssls) {
+		snap.certs, snap.ssls = prev.certs, prev.ssls
+		return
+	}
+	t, errs := tlsconf.Build(ssls, w.cfg.TLS, w.cfg.Decrypt)
+	for _, err := range errs {
+		w.log.Error("configuration: ssl left out", "err", err)
+	}
+	t.SetTicketKeys(w.ticketKeys())
+	snap.certs, snap.ssls = t, ssls
 }

@@ -3,15 +3,11 @@ package worker
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,61 +15,41 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"coregate/admin/spec"
+	"coregate/internal/testcert"
+	"coregate/tlsconf"
 )
 
-// testCert is a self-signed ECDSA P-256 certificate for names.
-func testCert(t testing.TB, names ...string) (tls.Certificate, *x509.CertPool) {
+// tlsSpec adds to s an ssl object serving a certificate for names, and
+// returns a client configuration that trusts it.
+func tlsSpec(t testing.TB, s *spec.Spec, names ...string) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := testcert.New(t, testcert.Options{CA: true, Subject: pkix.Name{CommonName: "test CA"}}, nil)
+	leaf := testcert.New(t, testcert.Options{DNSNames: names}, ca)
+	snis, _ := json.Marshal(names)
+	obj := fmt.Sprintf(`{"id":"s%d","cert":%q,"key":%q,"snis":%s}`, len(s.SSLs)+1, leaf.ChainPEM, leaf.KeyPEM, snis)
+	x, err := spec.DecodeSSL([]byte(obj))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: names[0]},
-		DNSNames:              names,
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
-}
-
-// staticCerts serves every handshake with one configuration.
-type staticCerts struct{ cfg *tls.Config }
-
-func (s staticCerts) Config(keyLog io.Writer) *tls.Config {
-	c := s.cfg.Clone()
-	c.KeyLogWriter = keyLog
-	return c
+	s.SSLs = append(s.SSLs, x)
+	return &tls.Config{RootCAs: ca.Pool(), ServerName: names[0], NextProtos: []string{"http/1.1"}}
 }
 
 // runTLSWorker runs a worker with a TLS listener beside its plain one,
-// serving cfg's certificate; it returns the worker and a client
-// configuration that trusts it.
+// serving a certificate for test.local; it returns the worker and a
+// client configuration that trusts it.
 func runTLSWorker(t *testing.T, cfg Config, upstreams []string, routes ...string) (*Worker, *tls.Config) {
 	t.Helper()
-	cert, pool := testCert(t, "test.local")
+	s := testSpec(t, upstreams, routes...)
+	ccfg := tlsSpec(t, s, "test.local")
 	cfg.TLSListen = []string{unusedAddr(t)}
-	w, _ := runWorker(t, cfg, testSpec(t, upstreams, routes...))
-	w.snap.Load().certs = staticCerts{&tls.Config{
-		Certificates: []tls.Certificate{cert},
-		NextProtos:   []string{"http/1.1"},
-	}}
+	w, _ := runWorker(t, cfg, s)
 	if w.TLSAddr() == nil {
 		t.Fatal("no TLS address")
 	}
-	return w, &tls.Config{RootCAs: pool, ServerName: "test.local", NextProtos: []string{"http/1.1"}}
+	return w, ccfg
 }
 
 func TestTLSProxy(t *testing.T) {
@@ -83,7 +59,7 @@ func TestTLSProxy(t *testing.T) {
 	defer up.Close()
 	w, ccfg := runTLSWorker(t, Config{}, nil,
 		fmt.Sprintf(`{"id":"1","uri":"/hello*","upstream":{"nodes":{"%s":1}}}`, hostPort(up.URL)))
-	for _, v := range []uint16{tls.VersionTLS13} {
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 		ccfg := ccfg.Clone()
 		ccfg.MinVersion, ccfg.MaxVersion = v, v
 		cl := &http.Client{Transport: &http.Transport{TLSClientConfig: ccfg, MaxIdleConnsPerHost: 1}}
@@ -262,5 +238,77 @@ func TestTLSCloseNotify(t *testing.T) {
 	}
 	if !bytes.HasPrefix(b, []byte("HTTP/1.1 404 ")) {
 		t.Fatalf("answer %q", b)
+	}
+}
+
+// TestTLSVars: routes match on $scheme and the TLS variables, which are
+// unset on the plain listener.
+func TestTLSVars(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "ok")
+	}))
+	defer up.Close()
+	w, ccfg := runTLSWorker(t, Config{}, nil,
+		fmt.Sprintf(`{"id":"1","uri":"/s","vars":[["scheme","==","https"],["ssl_server_name","==","test.local"],`+
+			`["ssl_protocol","==","TLSv1.3"],["https","==","on"]],"upstream":{"nodes":{"%s":1}}}`, hostPort(up.URL)))
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: ccfg}}
+	resp, err := cl.Get("https://" + w.TLSAddr().String() + "/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("https: %d, want 200", resp.StatusCode)
+	}
+	c, br := dialWorker(t, w)
+	if resp := getOn(t, c, br, "/s"); resp.StatusCode != 404 {
+		t.Fatalf("http: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestTLSNoCertificate: a handshake for a name no ssl object serves
+// fails, as APISIX's; the connection serves nothing.
+func TestTLSNoCertificate(t *testing.T) {
+	w, ccfg := runTLSWorker(t, Config{}, nil)
+	ccfg = ccfg.Clone()
+	ccfg.ServerName = "other.local"
+	ccfg.InsecureSkipVerify = true
+	c, err := tls.Dial("tcp", w.TLSAddr().String(), ccfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("handshake for other.local succeeded")
+	}
+	// The worker goes on serving handshakes for its name.
+	ccfg.ServerName = "test.local"
+	ccfg.InsecureSkipVerify = false
+	c, err = tls.Dial("tcp", w.TLSAddr().String(), ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+// TestTLSResumption: with ssl_session_tickets a client resumes its
+// session, in TLS 1.2 and 1.3, and the resumed connection serves.
+func TestTLSResumption(t *testing.T) {
+	w, ccfg := runTLSWorker(t, Config{TLS: tlsconf.Settings{SessionTickets: true}}, nil)
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		ccfg := ccfg.Clone()
+		ccfg.MinVersion, ccfg.MaxVersion = v, v
+		ccfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		for i := 0; i < 3; i++ {
+			c, err := tls.Dial("tcp", w.TLSAddr().String(), ccfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(c)
+			if resp := getOn(t, c, br, "/none"); resp.StatusCode != 404 {
+				t.Fatalf("%x #%d: %d", v, i, resp.StatusCode)
+			}
+			if got := c.ConnectionState().DidResume; got != (i > 0) {
+				t.Fatalf("%x #%d: resumed %v", v, i, got)
+			}
+			c.Close()
+		}
 	}
 }

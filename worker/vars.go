@@ -75,6 +75,8 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 				return h.Value, true
 			}
 		}
+	case httpvar.TLS:
+		return cc.tlsVar(x.Name)
 	case httpvar.Cookie:
 		for i := range r.Headers {
 			h := &r.Headers[i]

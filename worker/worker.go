@@ -16,6 +16,7 @@ import (
 	"coregate/admin/spec"
 	"coregate/httpparse"
 	"coregate/plugins"
+	"coregate/tlsconf"
 	"coregate/worker/accesslog"
 	"coregate/worker/internal/indexset"
 	"coregate/worker/router"
@@ -31,6 +32,11 @@ type Config struct {
 	// (apisix.ssl.listen), with the certificates of the snapshot's ssls.
 	// A port may not be in both lists.
 	TLSListen []string
+	// TLS is apisix.ssl's settings, which the certificates of the ssls are
+	// served with; Decrypt turns an encrypted private key into PEM
+	// (apisix.data_encryption; nil: keys are taken as stored).
+	TLS     tlsconf.Settings
+	Decrypt func(field, s string) (string, error)
 	// ServerHeader is the value of the Server header on every answer,
 	// "APISIX/<version>" by default.
 	ServerHeader string
@@ -124,6 +130,10 @@ type Worker struct {
 	runningOnce sync.Once
 	addr        atomic.Pointer[net.TCPAddr]
 	tlsAddr     atomic.Pointer[net.TCPAddr]
+	// tickets are the session ticket keys (ticketKeys), made once, by the
+	// goroutine that builds the configuration.
+	tickets    [][32]byte
+	ticketOnce sync.Once
 	stats       atomic.Pointer[Stats] // published by the loop each tick
 	ticks       atomic.Uint64         // ticks the loop has run
 
@@ -229,6 +239,7 @@ func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
 	for _, err := range snap.refused {
 		w.log.Error("configuration: object left out", "err", err)
 	}
+	w.buildCerts(snap, s.SSLs)
 	w.SetSnapshot(snap)
 	return nil
 }

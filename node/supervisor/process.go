@@ -171,6 +171,9 @@ func Main(c Command) error {
 	if err := node.CheckAccessLog(nc); err != nil {
 		return err
 	}
+	if err := node.CheckTLS(nc); err != nil {
+		return err
+	}
 	sup, err := New(Options{
 		WorkerArgs:   []string{"-c", c.Config},
 		Workers:      n,
@@ -214,6 +217,9 @@ func Main(c Command) error {
 		if err := node.CheckAccessLog(nc); err != nil {
 			return Reload{}, err
 		}
+		if err := node.CheckTLS(nc); err != nil {
+			return Reload{}, err
+		}
 		sup.SetMetricPrefix(nc.Prometheus.MetricPrefix)
 		sup.SetExtraLabels(extraLabels(nc))
 		return Reload{Workers: n, Settings: node.Settings(nc)}, nil
@@ -239,6 +245,9 @@ func Check(path string, w io.Writer) error {
 		}
 	}
 	if err := node.CheckAccessLog(nc); err != nil {
+		return err
+	}
+	if err := node.CheckTLS(nc); err != nil {
 		return err
 	}
 	switch prov := nc.Provider(); prov.Kind {

@@ -54,6 +54,7 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 		for _, l := range nc.APISIX.SSL.Listen {
 			cfg.TLSListen = append(cfg.TLSListen, l.Addr())
 		}
+		cfg.TLS = node.TLSSettings(nc)
 	}
 	return cfg
 }
