@@ -69,6 +69,8 @@ func TestVarTable(t *testing.T) {
 		{"cookie_c", "5", true},
 		{"cookie_d", "4", true},
 		{"cookie_z", unset, true},
+		{"https", unset, true}, // a plain connection: TLS ones in tls_test.go
+		{"ssl_server_name", unset, true},
 		{"route_id", "r1", true},
 		{"route_name", "hello", false},
 		{"service_id", "s1", false},

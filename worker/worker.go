@@ -134,8 +134,8 @@ type Worker struct {
 	// goroutine that builds the configuration.
 	tickets    [][32]byte
 	ticketOnce sync.Once
-	stats       atomic.Pointer[Stats] // published by the loop each tick
-	ticks       atomic.Uint64         // ticks the loop has run
+	stats      atomic.Pointer[Stats] // published by the loop each tick
+	ticks      atomic.Uint64         // ticks the loop has run
 
 	// Loop-owned state.
 	loop      gnet.EventLoop
