@@ -239,7 +239,7 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 			t.proc.Stop(5 * time.Second)
 			r.logf("%s: coregate left out: %v\n", s.Name, err)
 			r.run.Pending = append(r.run.Pending, report.Pending{Scenario: s.Name, Title: s.Title, Routes: s.Routes,
-				Cons: s.Consumers, Upstream: s.Upstream, Why: oneLine(err)})
+				Cons: s.Consumers, Upstream: s.Upstream, Why: oneLine(err), LeftOut: true})
 			continue
 		}
 		ready = append(ready, t)
