@@ -358,3 +358,92 @@ func TestPairSummary(t *testing.T) {
 		t.Errorf("median of no pairs %v", m)
 	}
 }
+
+// TestRunTLS: a gateway that does not serve TLS (the stand-in gateway
+// here, coregate before issue 38) is left out of a TLS scenario with the
+// reason, and the run goes on; nginx, where installed, is measured over
+// TLS, resuming exactly when the scenario has tickets, and, in coregate's
+// place, gets ratios; the second load of handshakes runs beside the
+// measured one.
+func TestRunTLS(t *testing.T) {
+	cpus, err := procstat.Online()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = procstat.PinSelf(cpus) }()
+	nginx, _ := exec.LookPath("nginx")
+	if nginx == "" {
+		if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+			nginx = "/usr/sbin/nginx"
+		}
+	}
+	self, _ := os.Executable()
+	scens, err := scenario.Select(scenario.Seeds(1, 2000), "tls-handshake-resumed,tls-p99-under-handshakes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{
+		Self: self, Coregate: self, Nginx: nginx, Scenarios: scens,
+		Rounds: 1, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond, Body: 1024,
+		GatewayCPUs: cpus[:1], LoadCPUs: cpus[len(cpus)-1:], UpstreamCPUs: cpus[len(cpus)-1:],
+		MaxOther: 100, WorkDir: t.TempDir(),
+	}
+	res, err := New(opts).Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pending) != 2 {
+		t.Fatalf("pending %+v; want both scenarios without coregate", res.Pending)
+	}
+	for _, p := range res.Pending {
+		if !strings.Contains(p.Why, "does not serve TLS") || strings.Contains(p.Why, "\n") {
+			t.Errorf("%s left out because %q", p.Scenario, p.Why)
+		}
+	}
+	for _, row := range res.Rows {
+		if row.Target == report.Coregate {
+			t.Errorf("coregate measured in %s without TLS", row.Scenario)
+		}
+	}
+	if nginx == "" {
+		t.Skip("nginx not installed: the TLS rows themselves are not checked")
+	}
+	opts.WorkDir = t.TempDir()
+	if _, err := New(opts).Pair(scens[0], 1, ""); !errors.Is(err, ErrNoTLS) {
+		t.Errorf("Pair of a gateway without TLS: %v; want ErrNoTLS", err)
+	}
+	opts.StandIn, opts.WorkDir = true, t.TempDir()
+	res, err = New(opts).Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pending) != 0 || len(res.Rows) != 4 {
+		t.Fatalf("stand-in: %d rows, pending %+v", len(res.Rows), res.Pending)
+	}
+	for _, row := range res.Rows {
+		md := row.Median
+		if md.Requests == 0 || md.Errors != 0 || md.Non2xx != 0 || md.CPUus <= 0 || md.Handshakes == 0 {
+			t.Errorf("%s/%s: %+v", row.Scenario, row.Target, md)
+		}
+		switch row.Scenario {
+		case "tls-handshake-resumed":
+			// a handshake per request; those whose answer came after the
+			// end are not counted as requests
+			if md.Handshakes < md.Requests || md.Handshakes > md.Requests+16 || md.Resumed < md.Requests-16 {
+				t.Errorf("%s/%s: %d requests, %d handshakes, %d resumed", row.Scenario, row.Target, md.Requests, md.Handshakes, md.Resumed)
+			}
+		case "tls-p99-under-handshakes":
+			// 500 ms at 5000 req/s on 16 kept-alive connections, 500
+			// handshakes/s beside: about 2500 and 250.
+			if md.Requests > 2700 || md.Background == 0 || md.Background > 400 || md.Resumed != 0 {
+				t.Errorf("%s/%s: %d requests, %d beside, %d resumed", row.Scenario, row.Target, md.Requests, md.Background, md.Resumed)
+			}
+		}
+		if row.Target == report.Coregate && row.CPURatio <= 0 {
+			t.Errorf("%s: no ratio to nginx", row.Scenario)
+		}
+	}
+	if md := res.Markdown(); !strings.Contains(md, "TLS 1.3 at the gateways' TLS listeners") || !strings.Contains(md, "negotiated TLS 1.3") {
+		t.Errorf("report lacks the TLS table or the negotiated parameters:\n%s", md)
+	}
+}

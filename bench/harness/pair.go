@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"coregate/bench/load"
 	"coregate/bench/procstat"
 	"coregate/bench/report"
 	"coregate/bench/scenario"
@@ -121,7 +120,7 @@ func (r *Runner) Pair(s scenario.Scenario, pairs int, against string) (*PairRepo
 		return nil, err
 	}
 	for _, t := range []*target{a, b} {
-		if err := WaitReady(t.proc, t.addr, "/hello", s.Load.Header, 15*time.Second); err != nil {
+		if err := r.ready(s, t); err != nil {
 			return nil, fmt.Errorf("harness: pair: %s: %w", t.name, err)
 		}
 		if _, err := r.pairRound(s, t, o.Warmup); err != nil {
@@ -180,17 +179,17 @@ func (r *Runner) pairRound(s scenario.Scenario, t *target, d time.Duration) (Pai
 	}
 	pids := t.proc.PIDs()
 	before := procstat.RunNS(pids)
-	res, err := load.Run(load.Config{Addr: t.addr, Path: "/hello", Conns: s.Load.ConnsFor(1), Rate: s.Load.Rate,
-		Header: s.Load.Header, Threads: len(r.o.LoadCPUs), Duration: d})
+	res, bg, err := r.drive(s, t, d, nil)
 	after := procstat.RunNS(pids)
 	switch {
 	case err != nil:
 		return PairSide{}, fmt.Errorf("harness: pair: load %s: %w", t.name, err)
-	case res.Requests == 0 || res.Errors != 0 || res.Non2xx != 0:
-		return PairSide{}, fmt.Errorf("harness: pair: %s: %d requests, %d errors, %d non-2xx", t.name, res.Requests, res.Errors, res.Non2xx)
+	case res.Requests == 0 || res.Errors+bg.Errors != 0 || res.Non2xx+bg.Non2xx != 0:
+		return PairSide{}, fmt.Errorf("harness: pair: %s: %d requests, %d errors, %d non-2xx", t.name, res.Requests,
+			res.Errors+bg.Errors, res.Non2xx+bg.Non2xx)
 	}
 	return PairSide{
-		CPUns:    float64(after-before) / float64(res.Requests),
+		CPUns:    float64(after-before) / float64(res.Requests+bg.Requests),
 		Requests: res.Requests,
 		P99:      float64(res.Latency.MustQuantile(0.99)) / 1e6,
 	}, nil
@@ -204,6 +203,10 @@ func (r *Runner) startCoregateBin(bin, name string, s scenario.Scenario, w int, 
 	}
 	dir := filepath.Join(r.o.WorkDir, fmt.Sprintf("%s-%s-w%d", name, s.Name, w))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s, tlsAddr, err := r.withTLS(s)
+	if err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), scenario.CoregateConfig(s, port, w), 0o644); err != nil {
@@ -220,5 +223,5 @@ func (r *Runner) startCoregateBin(bin, name string, s scenario.Scenario, w int, 
 	if err != nil {
 		return nil, err
 	}
-	return &target{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, workers: w, cpus: cpus}, nil
+	return &target{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), tlsAddr: tlsAddr, proc: p, workers: w, cpus: cpus}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"coregate/bench/certs"
 	"coregate/bench/load"
 	"coregate/bench/procstat"
 	"coregate/bench/report"
@@ -63,7 +64,8 @@ type Options struct {
 type target struct {
 	name    string
 	addr    string
-	proc    *Proc // nil for the upstream-direct target
+	tlsAddr string // the TLS listener, in a TLS scenario
+	proc    *Proc  // nil for the upstream-direct target
 	workers int
 	cpus    []int // the gateway's CPUs
 }
@@ -76,6 +78,7 @@ type Runner struct {
 	redisPort int // the redis-server started for the run, 0 before
 	bestSpin  map[int]time.Duration
 	run       *report.Run
+	certs     *certs.Set // the TLS scenarios' files, made for the first one
 }
 
 // New prepares a run.
@@ -118,7 +121,7 @@ func (r *Runner) Run() (*report.Run, error) {
 	}
 	for _, s := range o.Pending {
 		r.run.Pending = append(r.run.Pending, report.Pending{Scenario: s.Name, Title: s.Title, Routes: s.Routes,
-			Cons: s.Consumers, Upstream: s.Upstream, Why: "plugins not implemented yet"})
+			Cons: s.Consumers, Upstream: s.Upstream, Why: report.PendingPlugins})
 	}
 	if err := r.startLoadAndUpstream(); err != nil {
 		return nil, err
@@ -227,11 +230,21 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 		w := s.Workers[len(s.Workers)-1]
 		targets = append(targets, &target{name: report.Direct, addr: r.upAddr, workers: w, cpus: r.gatewayCPUs(s, w)})
 	}
+	ready := targets[:0]
 	for _, t := range targets {
-		if err := WaitReady(t.proc, t.addr, "/hello", s.Load.Header, 15*time.Second); err != nil {
-			return nil, err
+		if err := r.ready(s, t); err != nil {
+			if !errors.Is(err, ErrNoTLS) {
+				return nil, err
+			}
+			t.proc.Stop(5 * time.Second)
+			r.logf("%s: coregate left out: %v\n", s.Name, err)
+			r.run.Pending = append(r.run.Pending, report.Pending{Scenario: s.Name, Title: s.Title, Routes: s.Routes,
+				Cons: s.Consumers, Upstream: s.Upstream, Why: oneLine(err), LeftOut: true})
+			continue
 		}
+		ready = append(ready, t)
 	}
+	targets = ready
 	samples := make([][]report.Sample, len(targets))
 	for round := range o.Rounds {
 		for k := range targets {
@@ -328,6 +341,10 @@ func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string)
 	if err != nil {
 		return nil, err
 	}
+	s, tlsAddr, err := r.withTLS(s)
+	if err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(r.o.WorkDir, fmt.Sprintf("%s-%s-w%d", strings.ReplaceAll(name, " ", "-"), s.Name, w))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -341,7 +358,27 @@ func (r *Runner) startNginx(s scenario.Scenario, w int, cpus []int, name string)
 	if err != nil {
 		return nil, err
 	}
-	return &target{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, workers: w, cpus: cpus}, nil
+	return &target{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), tlsAddr: tlsAddr, proc: p, workers: w, cpus: cpus}, nil
+}
+
+// ready waits for t to answer GET /hello with 200 on its plain listener
+// and, in a TLS scenario, checks its TLS listener (probeTLS). A coregate
+// target of a TLS scenario that fails either way is reported as ErrNoTLS:
+// the gateway does not serve TLS (yet), which leaves it out of the
+// scenario rather than failing the run.
+func (r *Runner) ready(s scenario.Scenario, t *target) error {
+	err := WaitReady(t.proc, t.addr, "/hello", s.Load.Header, 15*time.Second)
+	if err == nil && t.tlsAddr != "" {
+		var desc string
+		if desc, err = r.probeTLS(s, t); err == nil {
+			r.logf("%s: %s negotiates %s\n", s.Name, t.name, desc)
+			r.run.Notes = append(r.run.Notes, fmt.Sprintf("%s: %s negotiated %s.", s.Name, t.name, desc))
+		}
+	}
+	if err != nil && s.TLS != nil && t.name == report.Coregate && !r.o.StandIn {
+		return fmt.Errorf("%w: %w", ErrNoTLS, err)
+	}
+	return err
 }
 
 // startRedis starts the run's redis-server on the upstream's CPUs, once,
@@ -467,11 +504,8 @@ func (r *Runner) measure(s scenario.Scenario, t *target, gwCPUs []int, label str
 		pids = t.proc.PIDs()
 	}
 	r.waitIdle(pids)
-	cfg := load.Config{Addr: t.addr, Path: "/hello", Conns: s.Load.ConnsFor(t.workers), Rate: s.Load.Rate, Header: s.Load.Header,
-		Threads: len(o.LoadCPUs)}
 	if o.Warmup > 0 {
-		cfg.Duration = o.Warmup
-		if _, err := load.Run(cfg); err != nil {
+		if _, _, err := r.drive(s, t, o.Warmup, nil); err != nil {
 			return report.Sample{}, fmt.Errorf("harness: warm-up %s: %w", t.name, err)
 		}
 	}
@@ -481,18 +515,17 @@ func (r *Runner) measure(s scenario.Scenario, t *target, gwCPUs []int, label str
 		pids = t.proc.PIDs() // workers may have been spawned meanwhile
 	}
 	a := r.snap(pids)
-	cfg.Duration = o.Duration
 	if !o.Live {
 		r.logf("  %s\n", label)
 	}
-	cfg.Progress = func(p load.Progress) {
+	progress := func(p load.Progress) {
 		if !o.Live {
 			return
 		}
 		r.logf("\r  %s: %4.1f/%.0f s %8.0f req/s errors %d\033[K", label, p.Elapsed.Seconds(), o.Duration.Seconds(),
 			float64(p.Requests)/p.Elapsed.Seconds(), p.Errors)
 	}
-	res, err := load.Run(cfg)
+	res, bg, err := r.drive(s, t, o.Duration, progress)
 	if err != nil {
 		return report.Sample{}, fmt.Errorf("harness: load %s: %w", t.name, err)
 	}
@@ -505,14 +538,18 @@ func (r *Runner) measure(s scenario.Scenario, t *target, gwCPUs []int, label str
 		r.logf("\r\033[K")
 	}
 	ms := func(q float64) float64 { return float64(res.Latency.MustQuantile(q)) / 1e6 }
+	// The CPU is the gateway's over both loads, when there is a second
+	// one: it is divided by every response of the two.
+	served := res.Requests + bg.Requests
 	perReq := func(ticks uint64) float64 {
-		if res.Requests == 0 {
+		if served == 0 {
 			return 0
 		}
-		return float64(ticks) / procstat.Hz * 1e6 / float64(res.Requests)
+		return float64(ticks) / procstat.Hz * 1e6 / float64(served)
 	}
 	smp := report.Sample{
-		QPS: res.RPS(), Requests: res.Requests, Errors: res.Errors, Non2xx: res.Non2xx,
+		QPS: res.RPS(), Requests: res.Requests, Errors: res.Errors + bg.Errors, Non2xx: res.Non2xx + bg.Non2xx,
+		Handshakes: res.Handshakes + bg.Handshakes, Resumed: res.Resumed + bg.Resumed, Background: bg.Requests,
 		P50: ms(0.5), P95: ms(0.95), P99: ms(0.99), P999: ms(0.999),
 		LoadCPUus:    perReq(b.self.Ticks - a.self.Ticks),
 		UpstreamCPUs: perReq(b.up.Ticks - a.up.Ticks),
@@ -528,6 +565,16 @@ func (r *Runner) measure(s scenario.Scenario, t *target, gwCPUs []int, label str
 	}
 	smp.Noisy = smp.ForeignCores > o.MaxOther || smp.SlowCPU > o.MaxSlow
 	return smp, nil
+}
+
+// oneLine is err's message on one line: its first line and, where a log
+// tail follows, the tail's last line, what the process said last.
+func oneLine(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return strings.TrimSpace(lines[0]) + " … " + strings.TrimSpace(lines[len(lines)-1])
 }
 
 func union(a, b []int) []int {

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math"
 	"net/netip"
@@ -34,6 +35,15 @@ type Config struct {
 	// Result.Slow, up to MaxSlow of them per generator (room made before
 	// the run, so that a slow response costs no allocation).
 	SlowOver time.Duration
+	// TLS, if set, has every connection speak TLS as a client with this
+	// configuration (crypto/tls, a goroutine per connection: see runTLS);
+	// Threads is then unused, the goroutines running on the process's Ps.
+	TLS *tls.Config
+	// NewConn sends every request on a connection of its own, with
+	// Connection: close, which the loop closes once the response is in:
+	// a TCP connect (and with TLS a handshake) per request, counted in its
+	// latency. TLS only.
+	NewConn bool
 }
 
 // MaxSlow is how many slow responses (Config.SlowOver) one generator keeps.
@@ -58,6 +68,8 @@ type Result struct {
 	Non2xx     uint64         // of those, status outside 200–299
 	Errors     uint64         // connect, read, write, parse and timeout errors
 	Reconnects uint64         // connections reopened after an error or Connection: close
+	Handshakes uint64         // TLS handshakes completed (Config.TLS)
+	Resumed    uint64         // of those, resumed from a session ticket
 	Elapsed    time.Duration  // measured time
 	Latency    *hdr.Histogram // nanoseconds per response; owned by the caller
 	Slow       []Slow         // with Config.SlowOver: the slow responses, in order within a generator
@@ -70,6 +82,8 @@ func (r *Result) Add(o Result) {
 	r.Non2xx += o.Non2xx
 	r.Errors += o.Errors
 	r.Reconnects += o.Reconnects
+	r.Handshakes += o.Handshakes
+	r.Resumed += o.Resumed
 	r.Elapsed = max(r.Elapsed, o.Elapsed)
 	r.Latency.Merge(o.Latency)
 	r.Slow = append(r.Slow, o.Slow...)
@@ -122,6 +136,12 @@ type gen struct {
 // whole numbers allow, and merges their results;
 // Progress is then called from one of them with the sums.
 func Run(cfg Config) (Result, error) {
+	if cfg.TLS != nil {
+		return runTLS(cfg)
+	}
+	if cfg.NewConn {
+		return Result{}, fmt.Errorf("%w: NewConn needs TLS", ErrConfig)
+	}
 	n := min(max(cfg.Threads, 1), max(cfg.Conns, 1))
 	if n == 1 {
 		return run(cfg)

@@ -84,6 +84,12 @@ type Sample struct {
 	SlowCPU      float64 `json:"slow_cpu"`          // worst compute-probe time ÷ best seen
 	Noisy        bool    `json:"noisy,omitempty"`
 	Redone       int     `json:"redone,omitempty"` // times the round was redone as noisy
+	// TLS scenarios: handshakes the load made, those of them that resumed
+	// a session, and the responses of a second load of new connections
+	// beside the measured one (counted in CPUus, not in Requests or QPS).
+	Handshakes uint64 `json:"handshakes,omitempty"`
+	Resumed    uint64 `json:"resumed,omitempty"`
+	Background uint64 `json:"background_requests,omitempty"`
 }
 
 // Row is one scenario × worker count × target, with its rounds.
@@ -111,7 +117,12 @@ type Row struct {
 	BaseCPURatio float64 `json:"base_cpu_ratio,omitempty"`
 }
 
-// Pending is a scenario listed but not run.
+// PendingPlugins is Pending.Why of a scenario whose plugins coregate does
+// not have yet.
+const PendingPlugins = "plugins not implemented yet"
+
+// Pending is a scenario listed but not run, or run without coregate (Why
+// says which and why).
 type Pending struct {
 	Scenario string `json:"scenario"`
 	Title    string `json:"title"`
@@ -119,6 +130,9 @@ type Pending struct {
 	Cons     int    `json:"consumers"`
 	Upstream bool   `json:"upstream"`
 	Why      string `json:"why"`
+	// LeftOut: the scenario ran without coregate, which could not serve
+	// it (Why); the other gateways' rows are in the run.
+	LeftOut bool `json:"coregate_left_out,omitempty"`
 }
 
 // WrkCheck compares this package's load generator with wrk on one target.
@@ -199,6 +213,9 @@ func Median(samples []Sample) Sample {
 		Procs:        int(f(func(s Sample) float64 { return float64(s.Procs) })),
 		ForeignCores: f(func(s Sample) float64 { return s.ForeignCores }),
 		SlowCPU:      f(func(s Sample) float64 { return s.SlowCPU }),
+		Handshakes:   u(func(s Sample) uint64 { return s.Handshakes }),
+		Resumed:      u(func(s Sample) uint64 { return s.Resumed }),
+		Background:   u(func(s Sample) uint64 { return s.Background }),
 	}
 	for _, s := range samples {
 		m.Noisy = m.Noisy || s.Noisy
@@ -407,6 +424,18 @@ func (r *Run) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	if rows := r.rowsIn("tls"); len(rows) > 0 {
+		b.WriteString("TLS 1.3 at the gateways' TLS listeners (same certificate, key and ticket setting on both; clients offer X25519 only):\n\n")
+		b.WriteString("| scenario | gateway | load | QPS | P50 ms | P99 ms | CPU µs/req | handshakes (resumed) | QPS ÷ nginx | P99 ÷ nginx | CPU/req ÷ nginx |\n")
+		b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, row := range rows {
+			md := row.Median
+			fmt.Fprintf(&b, "| %s | %s%s | %s | %s | %.3f | %.3f | %s | %d (%d) | %s | %s | %s |\n",
+				row.Title, row.Target, noisyMark(md), row.Mode, fmtQPS(md.QPS), md.P50, md.P99, cpuCell(row),
+				md.Handshakes, md.Resumed, fmtRatio(row.QPSRatio), fmtRatio(row.P99Ratio), fmtRatio(row.CPURatio))
+		}
+		b.WriteString("\n")
+	}
 	for _, t := range []string{Coregate, Nginx} {
 		one, many := r.find("no-plugin", t, 1), r.find("routes-5000", t, 1)
 		if one != nil && many != nil && one.Median.QPS > 0 && one.Median.CPUus > 0 {
@@ -435,13 +464,20 @@ func (r *Run) Markdown() string {
 	if hasNoisy(r.Rows) {
 		b.WriteString("`*` a round of this row stayed noisy after redoing it (other CPU use above 0.1 core, or a CPU slower than usual).  \n")
 	}
-	if len(r.Pending) > 0 {
-		b.WriteString("\nPending scenarios (their plugins do not exist yet): ")
-		var names []string
-		for _, p := range r.Pending {
+	var names []string
+	for _, p := range r.Pending {
+		if !p.LeftOut {
 			names = append(names, fmt.Sprintf("%s (%d / %d)", p.Title, p.Routes, p.Cons))
 		}
+	}
+	if len(names) > 0 {
+		b.WriteString("\nPending scenarios (their plugins do not exist yet): ")
 		b.WriteString(strings.Join(names, ", ") + ".\n")
+	}
+	for _, p := range r.Pending {
+		if p.LeftOut {
+			fmt.Fprintf(&b, "\nNot measured on coregate: %s (%s): %s.\n", p.Title, p.Scenario, p.Why)
+		}
 	}
 	if w := r.WrkCheck; w != nil {
 		fmt.Fprintf(&b, "\nCross-check against wrk -t1 -c%d on %s: this generator %s req/s, wrk %s req/s (medians), difference %+.1f %%.\n",

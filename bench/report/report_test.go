@@ -224,3 +224,41 @@ func TestPluginRatios(t *testing.T) {
 		t.Errorf("plugin table missing or wrong:\n%s", md)
 	}
 }
+
+// TestMarkdownTLS: the TLS rows get their own table with the handshakes
+// and the ratios to nginx, a scenario run without coregate is listed with
+// its reason apart from the pending ones, and the handshake counts are
+// medians like the rest.
+func TestMarkdownTLS(t *testing.T) {
+	tls := func(target string, qps, p99, cpu float64, hs, resumed uint64) Row {
+		s := Sample{QPS: qps, P50: p99 / 4, P99: p99, CPUus: cpu, Requests: uint64(qps), Handshakes: hs, Resumed: resumed}
+		return Row{Scenario: "tls-handshake-resumed", Title: "TLS 1.3 resumed", Group: "tls", Routes: 1, Upstream: true, Workers: 1,
+			Target: target, Mode: "closed c16", Rounds: []Sample{s}, Median: s}
+	}
+	r := &Run{
+		Rows: []Row{tls(Coregate, 5000, 4, 180, 15000, 14984), tls(Nginx, 4000, 5, 200, 12000, 11984)},
+		Pending: []Pending{
+			{Scenario: "key-auth", Title: "key-auth", Routes: 1, Cons: 1, Why: PendingPlugins},
+			{Scenario: "tls-mtls", Title: "TLS 1.3 mTLS", Routes: 1, Why: "harness: coregate does not serve TLS: refused", LeftOut: true},
+		},
+	}
+	r.SetRatios()
+	md := r.Markdown()
+	for _, want := range []string{
+		"| TLS 1.3 resumed | coregate | closed c16 | 5.0k | 1.000 | 4.000 | 180.0 | 15000 (14984) | 1.25× | 0.80× | 0.90× |",
+		"| TLS 1.3 resumed | nginx | closed c16 | 4.0k | 1.250 | 5.000 | 200.0 | 12000 (11984) | – | – | – |",
+		"Pending scenarios (their plugins do not exist yet): key-auth (1 / 1).",
+		"Not measured on coregate: TLS 1.3 mTLS (tls-mtls): harness: coregate does not serve TLS: refused.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "mTLS (1 / 0)") {
+		t.Errorf("a scenario run without coregate is listed as pending:\n%s", md)
+	}
+	m := Median([]Sample{{Handshakes: 10, Resumed: 1, Background: 5}, {Handshakes: 30, Resumed: 3, Background: 7}, {Handshakes: 20, Resumed: 2, Background: 6}})
+	if m.Handshakes != 20 || m.Resumed != 2 || m.Background != 6 {
+		t.Errorf("median handshakes %d resumed %d background %d; want 20 2 6", m.Handshakes, m.Resumed, m.Background)
+	}
+}

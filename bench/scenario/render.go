@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"strings"
+
+	"coregate/bench/certs"
 )
 
 // CoregateConfig renders coregate's config.yaml for s, in APISIX's shape:
@@ -13,12 +15,14 @@ import (
 // are kept for 1e8 requests too, as nginx's (coregate's default is nginx's
 // stock 1000), and the export server is off. The access log is on only in
 // a scenario that measures it (AccessLog), written to logs/access.log
-// beside config.yaml.
+// beside config.yaml. A TLS scenario adds apisix.ssl: a listener on
+// 127.0.0.1 at s.TLS.Port, TLS 1.3 only, session tickets as the scenario
+// says.
 func CoregateConfig(s Scenario, port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]
   enable_admin: false
-deployment:
+%sdeployment:
   role: data_plane
   role_data_plane:
     config_provider: yaml
@@ -32,7 +36,23 @@ nginx_config:
 plugin_attr:
   prometheus:
     enable_export_server: false
-`, port, workers, s.AccessLog, s.keepaliveRequests())
+`, port, s.coregateSSL(), workers, s.AccessLog, s.keepaliveRequests())
+}
+
+// coregateSSL is the apisix.ssl section of a TLS scenario, "" for the
+// others.
+func (s Scenario) coregateSSL() string {
+	if s.TLS == nil {
+		return ""
+	}
+	return fmt.Sprintf(`  ssl:
+    enable: true
+    listen:
+      - ip: 127.0.0.1
+        port: %d
+    ssl_protocols: TLSv1.3
+    ssl_session_tickets: %v
+`, s.TLS.Port, s.TLS.Tickets)
 }
 
 // keepaliveRequests is the upstream keepalive_requests of both gateways.
@@ -44,7 +64,10 @@ func (s Scenario) keepaliveRequests() int {
 }
 
 // CoregateRoutes renders the standalone apisix.yaml for s, proxying to
-// upstream (host:port); it ends with the #END marker APISIX requires.
+// upstream (host:port); it ends with the #END marker APISIX requires. A
+// TLS scenario adds an ssls object with the certificate and key for
+// certs.ServerName, and the CA clients must present a certificate of
+// when the scenario verifies them.
 func CoregateRoutes(s Scenario, upstream string) []byte {
 	var b strings.Builder
 	b.WriteString("routes:\n")
@@ -61,6 +84,12 @@ func CoregateRoutes(s Scenario, upstream string) []byte {
 		b.WriteString("consumers:\n")
 		for i := 1; i <= s.Consumers; i++ {
 			fmt.Fprintf(&b, "  - username: user%d\n    plugins:\n      key-auth:\n        key: user-key%d\n", i, i)
+		}
+	}
+	if t := s.TLS; t != nil {
+		fmt.Fprintf(&b, "ssls:\n  - id: 1\n    snis: [%q]\n    cert: |\n%s    key: |\n%s", certs.ServerName, indent(t.Files.CertPEM, 6), indent(t.Files.KeyPEM, 6))
+		if t.MTLS {
+			fmt.Fprintf(&b, "    client:\n      ca: |\n%s", indent(t.Files.CAPEM, 8))
 		}
 	}
 	b.WriteString("#END\n")
@@ -124,6 +153,7 @@ http {
 		b.WriteString("    }\n")
 	}
 	fmt.Fprintf(&b, "    server {\n        listen 127.0.0.1:%d reuseport;\n", port)
+	b.WriteString(s.nginxSSL())
 	for id := 1; id <= s.Routes; id++ {
 		fmt.Fprintf(&b, "        location = %s {\n", URI(id, s.Routes))
 		if keys {
@@ -141,6 +171,43 @@ http {
 	}
 	b.WriteString("    }\n}\n")
 	return []byte(b.String())
+}
+
+// nginxSSL is the server block's TLS listener and settings in a TLS
+// scenario, "" in the others: the same certificate, key and protocol as
+// coregate's; with tickets, a ticket key file of its own (nginx would
+// otherwise make a key per worker at start, as coregate does); without,
+// no tickets and no session cache, so that every handshake is a full one;
+// with mTLS, the client certificate required and verified against the CA.
+func (s Scenario) nginxSSL() string {
+	t := s.TLS
+	if t == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "        listen 127.0.0.1:%d ssl reuseport;\n", t.Port)
+	fmt.Fprintf(&b, "        ssl_certificate %s;\n        ssl_certificate_key %s;\n", t.Files.CertFile, t.Files.KeyFile)
+	b.WriteString("        ssl_protocols TLSv1.3;\n        ssl_session_cache off;\n")
+	if t.Tickets {
+		fmt.Fprintf(&b, "        ssl_session_tickets on;\n        ssl_session_ticket_key %s;\n", t.Files.TicketKeyFile)
+	} else {
+		b.WriteString("        ssl_session_tickets off;\n")
+	}
+	if t.MTLS {
+		fmt.Fprintf(&b, "        ssl_verify_client on;\n        ssl_client_certificate %s;\n", t.Files.CAFile)
+	}
+	return b.String()
+}
+
+// indent prefixes every line of text with n spaces, for a YAML block
+// scalar.
+func indent(text string, n int) string {
+	pad := strings.Repeat(" ", n)
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		b.WriteString(pad + line)
+	}
+	return b.String()
 }
 
 // nginxAccessLog is the nginx reference's access_log directive: off, or,

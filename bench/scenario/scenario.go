@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"coregate/bench/certs"
 )
 
 // Errors returned by this package.
@@ -18,6 +20,7 @@ const (
 	GroupMain    = "main"    // the seeds' table: closed loop, 1 worker
 	GroupScaling = "scaling" // the same route at 1..N workers
 	GroupLatency = "latency" // fixed-rate load, latency percentiles
+	GroupTLS     = "tls"     // clients over TLS 1.3 to the gateways' TLS listeners
 )
 
 // Load is the load a scenario applies.
@@ -59,6 +62,55 @@ type Scenario struct {
 	// RedisPort, set by the harness, replaces $REDIS_PORT in Plugins.
 	Redis     bool
 	RedisPort int
+	// TLS, if set, has the load speak TLS to the gateways' TLS listeners
+	// (coregate's apisix.ssl, nginx's listen ... ssl) instead of plain
+	// HTTP; the plain listener stays, for the readiness check.
+	TLS *TLS
+}
+
+// TLS is how a scenario's clients and gateways use TLS. Both gateways get
+// the same certificate and key, TLS 1.3 only, the same session ticket
+// setting; the clients offer X25519 only (certs.ClientConfig).
+type TLS struct {
+	Key     string // the server certificate's key: certs.ECDSA or certs.RSA
+	NewConn bool   // a new connection per request (Connection: close): a handshake each
+	// Tickets turns session tickets on at both gateways (nginx with a
+	// ticket key file) and has the clients resume with them; off, neither
+	// gateway issues tickets or keeps a session cache, so every handshake
+	// is a full one.
+	Tickets bool
+	MTLS    bool // the gateways ask for and verify a client certificate
+	// Handshakes, if above 0, is a second load beside the measured
+	// keep-alive one: new connections at this total rate, each a full
+	// handshake and one request, over HandshakeConns connections.
+	Handshakes     float64
+	HandshakeConns int
+
+	// Set by the harness: the TLS port of the gateway being configured
+	// and the files both gateways read.
+	Port  int
+	Files Files
+}
+
+// Files are the TLS material a gateway is configured with: the server
+// certificate and key of the scenario's key type (paths for nginx, PEM
+// for coregate's ssls object), the CA that issued the client certificate,
+// and nginx's session ticket key file.
+type Files struct {
+	CertFile, KeyFile, CAFile string
+	CertPEM, KeyPEM, CAPEM    string
+	TicketKeyFile             string
+}
+
+// WithTLSPort returns s with its TLS listener on port; s.TLS is copied,
+// so that the gateways of one scenario can each have a port of their own.
+func (s Scenario) WithTLSPort(port int) Scenario {
+	if s.TLS != nil {
+		t := *s.TLS
+		t.Port = port
+		s.TLS = &t
+	}
+	return s
 }
 
 // PluginsJSON is the route's plugins object as the gateway gets it.
@@ -78,6 +130,15 @@ func (s Scenario) Plain() Scenario {
 // mockBody is what the gateway answers itself in the no-upstream
 // scenario, the 10-byte body of APISIX's run.sh upstream.
 const mockBody = "1234567890"
+
+// The fixed loads of tls-p99-under-handshakes: kept-alive requests, and
+// beside them new connections, each a full handshake. Both are well
+// within what the load generator can send on one CPU beside the
+// upstream, so that the two gateways get the same load.
+const (
+	tlsRate       = 5000.0
+	tlsHandshakes = 500.0
+)
 
 // Seeds returns the seeds' scenarios. maxWorkers is N for the worker
 // scaling curve (1, 2, 4, … N) and rate the fixed rate of the latency scenario.
@@ -123,6 +184,19 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 			Plugins: "{" + keyAuth + "," + limitCount + "}", Workers: one, Load: Load{Conns: 16, Header: apikey}, Ready: true},
 		{Name: "key-auth-limit-count-100", Title: "key-auth + limit-count", Group: GroupMain, Routes: 100, Consumers: 100, Upstream: true,
 			Plugins: "{" + keyAuth + "," + limitCount + "}", Workers: one, Load: Load{Conns: 16, Header: apikey}, Ready: true},
+		{Name: "tls-keepalive-ecdsa", Title: "TLS 1.3 keep-alive, ECDSA P-256", Group: GroupTLS, Routes: 1, Upstream: true,
+			Workers: one, Load: c16, TLS: &TLS{Key: certs.ECDSA}, Ready: true},
+		{Name: "tls-keepalive-rsa", Title: "TLS 1.3 keep-alive, RSA-2048", Group: GroupTLS, Routes: 1, Upstream: true,
+			Workers: one, Load: c16, TLS: &TLS{Key: certs.RSA}, Ready: true},
+		{Name: "tls-handshake-full", Title: "TLS 1.3 new connection per request, full handshake", Group: GroupTLS, Routes: 1,
+			Upstream: true, Workers: one, Load: c16, TLS: &TLS{Key: certs.ECDSA, NewConn: true}, Ready: true},
+		{Name: "tls-handshake-resumed", Title: "TLS 1.3 new connection per request, resumed (tickets)", Group: GroupTLS, Routes: 1,
+			Upstream: true, Workers: one, Load: c16, TLS: &TLS{Key: certs.ECDSA, NewConn: true, Tickets: true}, Ready: true},
+		{Name: "tls-mtls", Title: "TLS 1.3 keep-alive, client certificate verified", Group: GroupTLS, Routes: 1, Upstream: true,
+			Workers: one, Load: c16, TLS: &TLS{Key: certs.ECDSA, MTLS: true}, Ready: true},
+		{Name: "tls-p99-under-handshakes", Title: fmt.Sprintf("TLS 1.3 keep-alive at %.0f req/s beside %.0f handshakes/s", tlsRate, tlsHandshakes),
+			Group: GroupTLS, Routes: 1, Upstream: true, Workers: one, Load: Load{Conns: 16, Rate: tlsRate},
+			TLS: &TLS{Key: certs.ECDSA, Handshakes: tlsHandshakes, HandshakeConns: 8}, Ready: true},
 		{Name: "scaling", Title: "worker scaling, no plugins", Group: GroupScaling, Routes: 1, Upstream: true, Workers: scale,
 			Load: Load{Conns: 16, PerWorker: true}, Ready: true},
 		{Name: "latency", Title: fmt.Sprintf("no plugins at %.0f req/s", rate), Group: GroupLatency, Routes: 1, Upstream: true,

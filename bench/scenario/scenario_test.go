@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"coregate/admin/nodeconf"
+	"coregate/bench/certs"
 )
 
 func TestSelect(t *testing.T) {
@@ -30,7 +32,9 @@ func TestSelect(t *testing.T) {
 		err  error
 	}{
 		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "access-log", "mocking", "limit-count", "limit-count-100", "limit-count-redis", "limit-count-prometheus",
-			"key-auth", "key-auth-100", "key-auth-limit-count", "key-auth-limit-count-100", "scaling", "latency"}},
+			"key-auth", "key-auth-100", "key-auth-limit-count", "key-auth-limit-count-100",
+			"tls-keepalive-ecdsa", "tls-keepalive-rsa", "tls-handshake-full", "tls-handshake-resumed", "tls-mtls", "tls-p99-under-handshakes",
+			"scaling", "latency"}},
 		{in: "routes-5000,mocking", want: []string{"routes-5000", "mocking"}},
 		{in: "nope", err: ErrUnknown},
 	}
@@ -261,5 +265,134 @@ func TestNginxAccepts(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: nginx -t: %v\n%s", s.Name, err, out)
 		}
+	}
+}
+
+// tlsScenario returns the named TLS scenario with port and the files of a
+// fresh certificate set under dir.
+func tlsScenario(t *testing.T, name, dir string, port int) Scenario {
+	t.Helper()
+	ss, err := Select(Seeds(1, 1), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := certs.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0].WithTLSPort(port)
+	p := set.Server[s.TLS.Key]
+	s.TLS.Files = Files{CertFile: p.CertFile, KeyFile: p.KeyFile, CAFile: set.CAFile, CertPEM: p.CertPEM, KeyPEM: p.KeyPEM,
+		CAPEM: set.CAPEM, TicketKeyFile: set.TicketKeyFile}
+	return s
+}
+
+// TestTLSRender: coregate gets apisix.ssl with the TLS port, TLS 1.3 and
+// the ticket setting, and an ssls object with the certificate, key and,
+// for mTLS, the client CA, as APISIX's standalone file has them; nginx the
+// same certificate on a listen ... ssl.
+func TestTLSRender(t *testing.T) {
+	dir := t.TempDir()
+	s := tlsScenario(t, "tls-mtls", dir, 9443)
+	var conf struct {
+		Apisix struct {
+			NodeListen []int `yaml:"node_listen"`
+			SSL        struct {
+				Enable bool `yaml:"enable"`
+				Listen []struct {
+					IP   string `yaml:"ip"`
+					Port int    `yaml:"port"`
+				} `yaml:"listen"`
+				Protocols string `yaml:"ssl_protocols"`
+				Tickets   bool   `yaml:"ssl_session_tickets"`
+			} `yaml:"ssl"`
+		} `yaml:"apisix"`
+	}
+	if err := yaml.Unmarshal(CoregateConfig(s, 9080, 1), &conf); err != nil {
+		t.Fatal(err)
+	}
+	ssl := conf.Apisix.SSL
+	if !ssl.Enable || len(ssl.Listen) != 1 || ssl.Listen[0].Port != 9443 || ssl.Listen[0].IP != "127.0.0.1" ||
+		ssl.Protocols != "TLSv1.3" || ssl.Tickets || len(conf.Apisix.NodeListen) != 1 {
+		t.Errorf("apisix.ssl: %+v", conf.Apisix)
+	}
+	var routes struct {
+		Routes []map[string]any `yaml:"routes"`
+		SSLs   []struct {
+			SNIs   []string `yaml:"snis"`
+			Cert   string   `yaml:"cert"`
+			Key    string   `yaml:"key"`
+			Client struct {
+				CA string `yaml:"ca"`
+			} `yaml:"client"`
+		} `yaml:"ssls"`
+	}
+	if err := yaml.Unmarshal(CoregateRoutes(s, "127.0.0.1:1980"), &routes); err != nil {
+		t.Fatal(err)
+	}
+	if len(routes.Routes) != 1 || len(routes.SSLs) != 1 {
+		t.Fatalf("apisix.yaml: %d routes, %d ssls", len(routes.Routes), len(routes.SSLs))
+	}
+	got := routes.SSLs[0]
+	if !slices.Equal(got.SNIs, []string{certs.ServerName}) || got.Cert != s.TLS.Files.CertPEM || got.Key != s.TLS.Files.KeyPEM ||
+		got.Client.CA != s.TLS.Files.CAPEM {
+		t.Errorf("ssls[0] is not the scenario's certificate, key and CA: %+v", got)
+	}
+	nginx := string(NginxConfig(s, dir, 9080, 1, "127.0.0.1:1980"))
+	for _, want := range []string{"listen 127.0.0.1:9080 reuseport;", "listen 127.0.0.1:9443 ssl reuseport;",
+		"ssl_certificate " + s.TLS.Files.CertFile + ";", "ssl_certificate_key " + s.TLS.Files.KeyFile + ";",
+		"ssl_protocols TLSv1.3;", "ssl_session_tickets off;", "ssl_session_cache off;",
+		"ssl_verify_client on;", "ssl_client_certificate " + s.TLS.Files.CAFile + ";"} {
+		if !strings.Contains(nginx, want) {
+			t.Errorf("nginx.conf lacks %q", want)
+		}
+	}
+	resumed := tlsScenario(t, "tls-handshake-resumed", t.TempDir(), 9443)
+	if c := string(CoregateConfig(resumed, 9080, 1)); !strings.Contains(c, "ssl_session_tickets: true") {
+		t.Errorf("resumed: coregate without tickets:\n%s", c)
+	}
+	n := string(NginxConfig(resumed, dir, 9080, 1, "127.0.0.1:1980"))
+	if !strings.Contains(n, "ssl_session_tickets on;\n        ssl_session_ticket_key "+resumed.TLS.Files.TicketKeyFile+";") ||
+		strings.Contains(n, "ssl_verify_client") {
+		t.Errorf("resumed: nginx.conf:\n%s", n)
+	}
+	plain := string(NginxConfig(Seeds(1, 1)[0], dir, 9080, 1, "127.0.0.1:1980"))
+	if strings.Contains(plain, "ssl") || strings.Contains(string(CoregateConfig(Seeds(1, 1)[0], 9080, 1)), "ssl") ||
+		strings.Contains(string(CoregateRoutes(Seeds(1, 1)[0], "127.0.0.1:1980")), "ssls") {
+		t.Error("a plain scenario has TLS settings")
+	}
+	if s.TLS == resumed.TLS {
+		t.Error("WithTLSPort shares the scenario's TLS settings")
+	}
+}
+
+// TestNginxAcceptsTLS has nginx check every TLS scenario's configuration,
+// with the files it names.
+func TestNginxAcceptsTLS(t *testing.T) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
+			t.Skip("nginx not installed")
+		}
+	}
+	n := 0
+	for _, seed := range Seeds(1, 1) {
+		if seed.TLS == nil {
+			continue
+		}
+		n++
+		dir := t.TempDir()
+		s := tlsScenario(t, seed.Name, dir, 2)
+		conf := filepath.Join(dir, "nginx.conf")
+		if err := os.WriteFile(conf, NginxConfig(s, dir, 1, 1, "127.0.0.1:1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "-t", "-p", dir+"/", "-c", conf, "-e", filepath.Join(dir, "error.log")).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: nginx -t: %v\n%s", s.Name, err, out)
+		}
+	}
+	if n != 6 {
+		t.Errorf("%d TLS scenarios, want 6", n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"coregate/bench/certs"
 	"coregate/bench/floor"
 	"coregate/bench/harness"
 	"coregate/bench/load"
@@ -325,6 +326,12 @@ func pairCmd(args []string) error {
 		WorkDir: work, Progress: os.Stderr,
 	})
 	rep, err := r.Pair(chosen[0], *pairs, *against)
+	if errors.Is(err, harness.ErrNoTLS) {
+		// Not a failure of the bench: the gateway has no TLS to pair yet.
+		fmt.Fprintf(os.Stderr, "bench: pair: %s skipped: %v\n", chosen[0].Name, err)
+		_ = os.RemoveAll(work)
+		return nil
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: logs kept in %s\n", work)
 		return err
@@ -415,7 +422,8 @@ func configCmd(args []string) error {
 	up := fs.String("upstream", "127.0.0.1:1980", "upstream host:port the gateways proxy to")
 	port := fs.Int("port", 9080, "port the gateways listen on")
 	workers := fs.Int("workers", 1, "worker processes")
-	out := fs.String("out", ".", "directory for config.yaml, apisix.yaml and nginx.conf")
+	tlsPort := fs.Int("tls-port", 9443, "port of the gateways' TLS listeners, in a TLS scenario")
+	out := fs.String("out", ".", "directory for config.yaml, apisix.yaml and nginx.conf (and a TLS scenario's certificates)")
 	_ = fs.Parse(args)
 	ss, err := scenario.Select(scenario.Seeds(*workers, 10000), *name)
 	if err != nil {
@@ -427,6 +435,16 @@ func configCmd(args []string) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if t := ss[0].TLS; t != nil {
+		set, err := certs.Write(dir)
+		if err != nil {
+			return err
+		}
+		ss[0] = ss[0].WithTLSPort(*tlsPort)
+		pair := set.Server[t.Key]
+		ss[0].TLS.Files = scenario.Files{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: set.CAFile,
+			CertPEM: pair.CertPEM, KeyPEM: pair.KeyPEM, CAPEM: set.CAPEM, TicketKeyFile: set.TicketKeyFile}
 	}
 	files := map[string][]byte{
 		"config.yaml": scenario.CoregateConfig(ss[0], *port, *workers),
