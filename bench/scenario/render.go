@@ -11,12 +11,15 @@ import (
 // requests, as the nginx reference's do (keepalive_requests; unlimited in
 // practice, 1e8, unless the scenario says otherwise); client connections
 // are kept for 1e8 requests too, as nginx's (coregate's default is nginx's
-// stock 1000), and the export server is off. The access log is on only in
-// a scenario that measures it (AccessLog), written to logs/access.log
-// beside config.yaml.
+// stock 1000), and the export server is off, and so is the TLS listener
+// (apisix.ssl, on APISIX's fixed 9443 by default): the nginx reference has
+// none. The access log is on only in a scenario that measures it
+// (AccessLog), written to logs/access.log beside config.yaml.
 func CoregateConfig(s Scenario, port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]
+  ssl:
+    enable: false
   enable_admin: false
 deployment:
   role: data_plane

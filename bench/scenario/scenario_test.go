@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -168,6 +169,11 @@ func TestCoregateConfig(t *testing.T) {
 		nc, warnings, err := nodeconf.Parse(CoregateConfig(tc.s, 9080, 4), "config.yaml")
 		if err != nil || len(warnings) > 0 {
 			t.Fatalf("coregate reads its config with %v, warnings %v", err, warnings)
+		}
+		// Plain HTTP on the one port, as the nginx reference: no TLS
+		// listener (on a fixed port).
+		if p := nc.Ports(); !slices.Equal(p, []int{9080}) {
+			t.Errorf("coregate listens on %v, want [9080]", p)
 		}
 		if n := nc.NginxConfig.HTTP.Upstream.KeepaliveRequests; n != tc.want {
 			t.Errorf("coregate upstream keepalive_requests = %d, want %d", n, tc.want)
