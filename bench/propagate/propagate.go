@@ -384,7 +384,8 @@ func (e *env) start() error {
 
 // config is the gateway's config.yaml: the proxy on gwPort, the Admin API
 // on adminPort with AdminKey, embedded etcd, and the access log when
-// Options.AccessLog asks for it.
+// Options.AccessLog asks for it; no TLS listener (apisix.ssl, on APISIX's
+// fixed 9443 by default), as the nginx reference has none.
 func (e *env) config(gwPort, adminPort int) string {
 	accessLog := "    enable_access_log: false"
 	if e.o.AccessLog {
@@ -393,6 +394,8 @@ func (e *env) config(gwPort, adminPort int) string {
 	}
 	return fmt.Sprintf(`apisix:
   node_listen: [%d]
+  ssl:
+    enable: false
 nginx_config:
   worker_processes: %d
   error_log_level: info

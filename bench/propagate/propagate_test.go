@@ -2,6 +2,7 @@ package propagate
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,6 +83,9 @@ func TestConfig(t *testing.T) {
 		}
 		if access && (h.AccessLogFormat != AccessLogFormat || h.AccessLog != filepath.Join(e.o.Dir, "access.log")) {
 			t.Errorf("access log %q format %q, want %q in the working directory", h.AccessLog, h.AccessLogFormat, AccessLogFormat)
+		}
+		if p := c.Ports(); !slices.Equal(p, []int{9080, 9180}) {
+			t.Errorf("listens on %v, want [9080 9180]: no TLS listener", p)
 		}
 		if c.NginxConfig.WorkerProcesses != 1 {
 			t.Errorf("worker_processes %d, want 1", c.NginxConfig.WorkerProcesses)

@@ -17,7 +17,8 @@ import (
 // a scenario that measures it (AccessLog), written to logs/access.log
 // beside config.yaml. A TLS scenario adds apisix.ssl: a listener on
 // 127.0.0.1 at s.TLS.Port, TLS 1.3 only, session tickets as the scenario
-// says.
+// says; the others turn the TLS listener (APISIX's fixed 9443 by default)
+// off: the nginx reference has none there.
 func CoregateConfig(s Scenario, port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]
@@ -39,11 +40,11 @@ plugin_attr:
 `, port, s.coregateSSL(), workers, s.AccessLog, s.keepaliveRequests())
 }
 
-// coregateSSL is the apisix.ssl section of a TLS scenario, "" for the
-// others.
+// coregateSSL is the apisix.ssl section: a TLS scenario's listener, or
+// none.
 func (s Scenario) coregateSSL() string {
 	if s.TLS == nil {
-		return ""
+		return "  ssl:\n    enable: false\n"
 	}
 	return fmt.Sprintf(`  ssl:
     enable: true

@@ -173,6 +173,11 @@ func TestCoregateConfig(t *testing.T) {
 		if err != nil || len(warnings) > 0 {
 			t.Fatalf("coregate reads its config with %v, warnings %v", err, warnings)
 		}
+		// Plain HTTP on the one port, as the nginx reference: no TLS
+		// listener (on a fixed port).
+		if p := nc.Ports(); !slices.Equal(p, []int{9080}) {
+			t.Errorf("coregate listens on %v, want [9080]", p)
+		}
 		if n := nc.NginxConfig.HTTP.Upstream.KeepaliveRequests; n != tc.want {
 			t.Errorf("coregate upstream keepalive_requests = %d, want %d", n, tc.want)
 		}
@@ -357,7 +362,7 @@ func TestTLSRender(t *testing.T) {
 		t.Errorf("resumed: nginx.conf:\n%s", n)
 	}
 	plain := string(NginxConfig(Seeds(1, 1)[0], dir, 9080, 1, "127.0.0.1:1980"))
-	if strings.Contains(plain, "ssl") || strings.Contains(string(CoregateConfig(Seeds(1, 1)[0], 9080, 1)), "ssl") ||
+	if strings.Contains(plain, "ssl") || !strings.Contains(string(CoregateConfig(Seeds(1, 1)[0], 9080, 1)), "ssl:\n    enable: false\n") ||
 		strings.Contains(string(CoregateRoutes(Seeds(1, 1)[0], "127.0.0.1:1980")), "ssls") {
 		t.Error("a plain scenario has TLS settings")
 	}

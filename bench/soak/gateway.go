@@ -24,6 +24,10 @@ type Env struct {
 	UpstreamAddr string
 	GatewayPort  uint16
 	UpstreamPort uint16
+	// TLSPort is the gateway's TLS listener's (apisix.ssl.listen, on
+	// 127.0.0.1), a free port too: it listens through the reloads, kills
+	// and takeovers, though no load uses it.
+	TLSPort uint16
 
 	gw       *harness.Proc
 	up       *harness.Proc
@@ -34,18 +38,20 @@ type Env struct {
 
 // StartEnv writes the gateway's config.yaml and apisix.yaml into dir,
 // starts the upstream and the gateway with `workers` workers on free
-// loopback ports, and waits until GET /hello answers 200.
+// loopback ports (its listen port and its TLS port), and waits until GET
+// /hello answers 200.
 func StartEnv(dir, coregate, self string, workers int, logf func(string, ...any)) (*Env, error) {
 	e := &Env{Dir: dir, Coregate: coregate, Self: self, Workers: workers, logf: logf}
 	if err := e.StartUpstream("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
-	port, err := harness.FreePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
-	e.GatewayPort = uint16(port)
+	port := ports[0]
+	e.GatewayPort, e.TLSPort = uint16(port), uint16(ports[1])
 	e.GatewayAddr = "127.0.0.1:" + strconv.Itoa(port)
 	if err := os.WriteFile(filepath.Join(dir, "apisix.yaml"), e.routes(), 0o644); err != nil {
 		e.Close()
@@ -77,6 +83,10 @@ func StartEnv(dir, coregate, self string, workers int, logf func(string, ...any)
 func (e *Env) config() []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]
+  ssl:
+    listen:
+      - ip: 127.0.0.1
+        port: %d
   enable_admin: false
 deployment:
   role: data_plane
@@ -94,7 +104,23 @@ nginx_config:
 plugin_attr:
   prometheus:
     enable_export_server: false
-`, e.GatewayPort, e.Workers, 60+e.gen%2)
+`, e.GatewayPort, e.TLSPort, e.Workers, 60+e.gen%2)
+}
+
+// freePorts returns n distinct loopback TCP ports that were free a moment
+// ago (harness.FreePort, called twice, may return one port twice: the
+// kernel's next pick is often the port just closed).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // routes renders apisix.yaml: /hello and /big to the upstream.

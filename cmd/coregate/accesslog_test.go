@@ -22,7 +22,7 @@ import (
 // nginx_config.http.
 func accessLogConfig(n int, http string) func(port int) string {
 	return func(port int) string {
-		return strings.Replace(fmt.Sprintf(baseConfig, port, ""), "worker_processes: 1",
+		return strings.Replace(baseConfig(port, ""), "worker_processes: 1",
 			"worker_processes: "+strconv.Itoa(n), 1) + "  http:\n" + http
 	}
 }
@@ -71,7 +71,7 @@ func waitFile(t *testing.T, path string, n int) []string {
 func TestAccessLogDefaultFormat(t *testing.T) {
 	up := textUpstream(t, "hello")
 	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
-		func(port int) string { return fmt.Sprintf(baseConfig, port, "") }, 1)
+		func(port int) string { return baseConfig(port, "") }, 1)
 	c := newClient(t)
 	if r := do(t, c, "GET", g.url("/hello?x=1"), "", map[string]string{"User-Agent": `ua "q"`}, nil); r.status != 200 {
 		t.Fatalf("status %d", r.status)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"path/filepath"
 	"syscall"
@@ -20,7 +19,7 @@ func TestReplacedWorkerClock(t *testing.T) {
 	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		"  http:\n    client_header_timeout: 2s\n")
 	// A changed client_header_timeout replaces the worker.
-	writeFile(t, filepath.Join(g.dir, "config.yaml"), fmt.Sprintf(baseConfig, g.port, "  http:\n    client_header_timeout: 1s\n"))
+	writeFile(t, filepath.Join(g.dir, "config.yaml"), baseConfig(g.port, "  http:\n    client_header_timeout: 1s\n"))
 	if err := g.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 
 // etcdConfig is a traditional node on its embedded etcd, its Admin API on
 // 127.0.0.1:adminPort with the admin key given (nothing: no key at all,
-// "": one generated).
+// "": one generated), its TLS listener on e2e.TLSPort(port).
 func etcdConfig(adminPort int, keys ...string) func(port int) string {
 	return func(port int) string {
 		var ks strings.Builder
@@ -39,7 +39,7 @@ func etcdConfig(adminPort int, keys ...string) func(port int) string {
   node_listen:
     - ip: 127.0.0.1
       port: %d
-deployment:
+%sdeployment:
   role: traditional
   role_traditional:
     config_provider: etcd
@@ -53,7 +53,7 @@ deployment:
 nginx_config:
   worker_processes: 1
   error_log_level: info
-`, port, adminPort, ks.String())
+`, port, e2e.SSLListen(port), adminPort, ks.String())
 	}
 }
 

@@ -46,10 +46,14 @@ func bindGateway(g *e2e.Gateway) *gateway {
 	return &gateway{Gateway: g, t: g.T, dir: g.Dir, port: g.Port, cmd: g.Cmd, out: g.Out, done: g.Done}
 }
 
-const baseConfig = `apisix:
+// baseConfig is startGateway's config.yaml for the listen port, its TLS
+// listener on e2e.TLSPort(port), with extra appended (under
+// nginx_config).
+func baseConfig(port int, extra string) string {
+	return fmt.Sprintf(`apisix:
   node_listen:
     - %d
-  enable_admin: false
+%s  enable_admin: false
 deployment:
   role: data_plane
   role_data_plane:
@@ -60,13 +64,14 @@ plugin_attr:
 nginx_config:
   worker_processes: 1
   error_log_level: info
-%s`
+%s`, port, e2e.SSLListen(port), extra)
+}
 
 // startGateway writes config.yaml (with extra appended) and apisix.yaml and
 // starts the gateway, waiting until it answers.
 func startGateway(t testing.TB, apisixYAML, extra string) *gateway {
 	t.Helper()
-	return startGatewayConfig(t, apisixYAML, func(port int) string { return fmt.Sprintf(baseConfig, port, extra) })
+	return startGatewayConfig(t, apisixYAML, func(port int) string { return baseConfig(port, extra) })
 }
 
 // startGatewayConfig is startGateway with the whole config.yaml made by

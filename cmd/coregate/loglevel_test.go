@@ -22,7 +22,7 @@ func TestErrorLogLevel(t *testing.T) {
 	routes := routesYAML(obj{"id": "dead-route", "uri": "/*", "upstream": upstreamOf(nodes(dead), nil)})
 	config := func(level string) func(port int) string {
 		return func(port int) string {
-			c := fmt.Sprintf(baseConfig, port, "")
+			c := baseConfig(port, "")
 			if level == "" {
 				return strings.Replace(c, "  error_log_level: info\n", "", 1)
 			}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"coregate/bpf"
+	"coregate/internal/e2e"
 )
 
 // TestNodeMetrics: the export server serves the node's metrics in valid
@@ -222,13 +223,14 @@ func requirePromtool(t *testing.T) string {
 	return promtool
 }
 
-// exportConfig makes a config.yaml with the given workers and the export
-// server on 127.0.0.1:mport at /m.
+// exportConfig makes a config.yaml with the given workers, the export
+// server on 127.0.0.1:mport at /m and the TLS listener on
+// e2e.TLSPort(port).
 func exportConfig(workers, mport int) func(port int) string {
 	return func(port int) string {
 		return fmt.Sprintf(`apisix:
   node_listen: [%d]
-deployment:
+%sdeployment:
   role: data_plane
   role_data_plane:
     config_provider: yaml
@@ -241,7 +243,7 @@ plugin_attr:
     export_addr:
       ip: 127.0.0.1
       port: %d
-`, port, workers, mport)
+`, port, e2e.SSLListen(port), workers, mport)
 	}
 }
 

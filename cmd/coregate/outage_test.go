@@ -17,14 +17,15 @@ import (
 )
 
 // externalConfig is a traditional node on the external etcd at client,
-// its Admin API on adminPort (legacy key) and its metrics on mport at /m.
+// its Admin API on adminPort (legacy key), its metrics on mport at /m and
+// its TLS listener on e2e.TLSPort(port).
 func externalConfig(client string, adminPort, mport int) func(port int) string {
 	return func(port int) string {
 		return fmt.Sprintf(`apisix:
   node_listen:
     - ip: 127.0.0.1
       port: %d
-deployment:
+%sdeployment:
   role: traditional
   role_traditional:
     config_provider: etcd
@@ -49,7 +50,7 @@ plugin_attr:
 nginx_config:
   worker_processes: 1
   error_log_level: info
-`, port, client, adminapi.LegacyAdminKey, adminPort, mport)
+`, port, e2e.SSLListen(port), client, adminapi.LegacyAdminKey, adminPort, mport)
 	}
 }
 

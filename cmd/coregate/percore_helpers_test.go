@@ -41,14 +41,15 @@ func requirePerCore(t *testing.T) []int {
 	return cpus[:2]
 }
 
-// perCoreConfig is a config.yaml listening on 127.0.0.1:port with n workers.
+// perCoreConfig is a config.yaml listening on 127.0.0.1:port with n workers,
+// and for TLS on e2e.TLSPort(port).
 func perCoreConfig(port, n int) string {
 	return fmt.Sprintf(`apisix:
   node_listen:
     - ip: 127.0.0.1
       port: %d
   enable_admin: false
-deployment:
+%sdeployment:
   role: data_plane
   role_data_plane:
     config_provider: yaml
@@ -58,7 +59,7 @@ nginx_config:
 plugin_attr:
   prometheus:
     enable_export_server: false
-`, port, n)
+`, port, e2e.SSLListen(port), n)
 }
 
 // supGateway is a gateway started with command-line flags; a test that

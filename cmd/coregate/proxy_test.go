@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"coregate/internal/e2e"
 )
 
 // echoUpstream answers "METHOD path body" for every request.
@@ -438,9 +440,9 @@ func TestServerHeaderEverywhere(t *testing.T) {
 		{"false", "APISIX"},
 	} {
 		g := startGatewayConfig(t, routes, func(port int) string {
-			return fmt.Sprintf("apisix:\n  node_listen: [%d]\n  enable_server_tokens: %s\n"+
+			return fmt.Sprintf("apisix:\n  node_listen: [%d]\n%s  enable_server_tokens: %s\n"+
 				"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n"+
-				"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", port, tc.tokens)
+				"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", port, e2e.SSLListen(port), tc.tokens)
 		})
 		c := newClient(t)
 		for _, p := range []string{"/ok", "/nothing", "/dead"} {

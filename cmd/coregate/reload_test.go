@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -249,7 +250,7 @@ func TestStartRefusesBadGlobalRule(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	writeFile(t, cfg, fmt.Sprintf(baseConfig, freePort(t), ""))
+	writeFile(t, cfg, baseConfig(freePort(t), ""))
 	writeFile(t, filepath.Join(dir, "apisix.yaml"), "global_rules:\n  - id: g\n    plugins:\n      no-such-plugin: {}\n"+
 		"routes:\n  - id: ok\n    uri: /ok\n    upstream:\n      nodes:\n        \"127.0.0.1:1980\": 1\n#END\n")
 	out, err := e2e.Run(binPath, 10*time.Second, "-c", cfg)
@@ -289,7 +290,7 @@ func TestStartRefusesUnimplementedKeys(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "config.yaml")
-		writeFile(t, cfg, fmt.Sprintf(baseConfig, freePort(t), tc.extra))
+		writeFile(t, cfg, baseConfig(freePort(t), tc.extra))
 		writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML())
 		out, err := e2e.Run(binPath, 10*time.Second, "-c", cfg)
 		want := cfg + ": " + tc.key + ": not supported, and ignoring it would "
@@ -301,8 +302,8 @@ func TestStartRefusesUnimplementedKeys(t *testing.T) {
 }
 
 // TestRepositoryConfig: the repository's conf/config.yaml, with the listen,
-// metrics, Admin API and upstream ports moved, serves /hello as `make run`
-// does: on the embedded etcd, once the Makefile's PUT of the route went
+// TLS (APISIX's default 9443, there), metrics, Admin API and upstream
+// ports moved, serves /hello as `make run` does, and listens for TLS: on the embedded etcd, once the Makefile's PUT of the route went
 // through the Admin API. (conf/apisix.yaml, the same route for a data
 // plane, is checked by admin/standalone's TestConfFiles.)
 func TestRepositoryConfig(t *testing.T) {
@@ -328,12 +329,14 @@ func TestRepositoryConfig(t *testing.T) {
 	key := regexp.MustCompile(`(?m)^ADMIN_KEY := (\S+)$`).FindSubmatch(mk)
 	if put == nil || key == nil || !strings.Contains(string(put[1]), "127.0.0.1:1980") ||
 		!strings.Contains(string(cfg), "- 9080") || !strings.Contains(string(cfg), "port: 9091") ||
-		!strings.Contains(string(cfg), "port: 9180") {
+		!strings.Contains(string(cfg), "port: 9180") ||
+		!strings.Contains(string(cfg), "\napisix:\n") || strings.Contains(string(cfg), "  ssl:") {
 		t.Fatalf("conf/config.yaml or the Makefile's run no longer has what this test moves")
 	}
 	metricsPort, adminPort := freePort(t), freePort(t)
 	g := startGatewayConfig(t, "", func(port int) string {
 		c := strings.Replace(string(cfg), "- 9080", "- "+strconv.Itoa(port), 1)
+		c = strings.Replace(c, "\napisix:\n", "\napisix:\n"+e2e.SSLListen(port), 1)
 		c = strings.Replace(c, "port: 9180", "port: "+strconv.Itoa(adminPort), 1)
 		return strings.Replace(c, "port: 9091", "port: "+strconv.Itoa(metricsPort), 1)
 	})
@@ -349,6 +352,11 @@ func TestRepositoryConfig(t *testing.T) {
 		}
 		return nil
 	})
+	if tc, err := net.DialTimeout("tcp", g.TLSAddr(), 2*time.Second); err != nil {
+		t.Errorf("the TLS listener: %v", err)
+	} else {
+		tc.Close()
+	}
 	if out := g.out.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
 		t.Errorf("the shipped config logs warnings:\n%s", out)
 	}

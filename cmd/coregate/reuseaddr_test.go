@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // The gateway's listening sockets set SO_REUSEADDR, as nginx's do: the
@@ -66,11 +68,28 @@ func timeWait(t *testing.T, port int) int {
 	return n
 }
 
-// reuseConfig is a node whose workers listen on 127.0.0.1:ports[0], its
-// Admin API on ports[1] (on its embedded etcd) and its Prometheus export
-// server on ports[2]: every listening socket the gateway opens.
+// reuseConfig is a node whose workers listen on 127.0.0.1:ports[0] and for
+// TLS on ports[3], its Admin API on ports[1] (on its embedded etcd) and its
+// Prometheus export server on ports[2]: every listening socket the gateway
+// opens. ports[3] is e2e.TLSPort(ports[0]) (reusePorts).
 func reuseConfig(ports []int) func(int) string {
 	return func(int) string { return exportEtcdConfig(ports[1], ports[2])(ports[0]) }
+}
+
+// reusePorts are the four ports of a reuseConfig, free.
+func reusePorts(t *testing.T) []int {
+	ports := []int{freePort(t), freePort(t), freePort(t)}
+	return append(ports, e2e.TLSPort(ports[0]))
+}
+
+// closedFirst checks closeFirst's answer from the gateway's port i of
+// reusePorts: an HTTP answer, but from the TLS listener (ports[3]), which
+// closes a client that does not speak TLS without one.
+func closedFirst(t *testing.T, i int, status string) {
+	t.Helper()
+	if i == 3 && status != "" || i != 3 && !strings.HasPrefix(status, "HTTP/1.1 ") {
+		t.Fatalf("listener %d answered %q", i, status)
+	}
 }
 
 // awaitListening waits until something listens on each of ports.
@@ -88,18 +107,16 @@ func awaitListening(t *testing.T, ports []int) {
 }
 
 // TestPortsReusableAfterGateway: once a gateway whose listeners (proxy,
-// Admin API, Prometheus export) closed their clients' connections first
+// TLS, Admin API, Prometheus export) closed their clients' connections first
 // has stopped, a server that sets SO_REUSEADDR but not SO_REUSEPORT, as
 // nginx does, binds their ports at once.
 func TestPortsReusableAfterGateway(t *testing.T) {
-	ports := []int{freePort(t), freePort(t), freePort(t)}
+	ports := reusePorts(t)
 	g := startSupervisor(t, "", reuseConfig(ports), 1)
 	awaitListening(t, ports)
-	for _, p := range ports {
+	for i, p := range ports {
 		for range 3 {
-			if s := closeFirst(t, "127.0.0.1:"+strconv.Itoa(p)); !strings.HasPrefix(s, "HTTP/1.1 ") {
-				t.Fatalf("port %d answered %q", p, s)
-			}
+			closedFirst(t, i, closeFirst(t, "127.0.0.1:"+strconv.Itoa(p)))
 		}
 		if timeWait(t, p) == 0 {
 			t.Fatalf("no connection of port %d in TIME_WAIT: the test cannot tell", p)
@@ -131,7 +148,7 @@ func TestPortsReusableAfterGateway(t *testing.T) {
 // nginx's listeners set it) that closed their clients' connections first
 // and stopped.
 func TestGatewayTakesPortsAfterServer(t *testing.T) {
-	ports := []int{freePort(t), freePort(t), freePort(t)}
+	ports := reusePorts(t)
 	for _, p := range ports {
 		l, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
@@ -157,9 +174,7 @@ func TestGatewayTakesPortsAfterServer(t *testing.T) {
 	g := startSupervisor(t, "", reuseConfig(ports), 1)
 	g.port = ports[0]
 	awaitListening(t, ports)
-	for _, p := range ports {
-		if s := closeFirst(t, "127.0.0.1:"+strconv.Itoa(p)); !strings.HasPrefix(s, "HTTP/1.1 ") {
-			t.Fatalf("the gateway on port %d answered %q", p, s)
-		}
+	for i, p := range ports {
+		closedFirst(t, i, closeFirst(t, "127.0.0.1:"+strconv.Itoa(p)))
 	}
 }

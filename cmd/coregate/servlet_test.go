@@ -44,7 +44,7 @@ func TestNormalizeURILikeServlet(t *testing.T) {
 	})
 	config := func(on bool) func(port int) string {
 		return func(port int) string {
-			c := fmt.Sprintf(baseConfig, port, "")
+			c := baseConfig(port, "")
 			return strings.Replace(c, "apisix:\n", fmt.Sprintf("apisix:\n  normalize_uri_like_servlet: %v\n", on), 1)
 		}
 	}

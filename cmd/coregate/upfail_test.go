@@ -33,7 +33,7 @@ func startProbedGateway(t *testing.T, apisixYAML, extra string) *probedGateway {
 	t.Helper()
 	pprof := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	g := bindGateway(e2e.Start(t, e2e.Options{Bin: binPath, APISIX: apisixYAML,
-		Config: func(port int) string { return fmt.Sprintf(baseConfig, port, extra) },
+		Config: func(port int) string { return baseConfig(port, extra) },
 		Env:    []string{"COREGATE_PPROF=" + pprof}, Ready: 1}))
 	ws := waitWorkers(t, g.cmd.Process.Pid, 1, 10*time.Second)
 	pg := &probedGateway{gateway: g, pid: ws[0].pid, pprof: pprof}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -35,11 +36,13 @@ func Build(race bool) (bin string, remove func(), err error) {
 	return bin, remove, nil
 }
 
-// handed are the ports FreePort returned in this test process.
+// handed are the ports FreePort returned in this test process, and the
+// TLS port TLSPort paired with each listen port it was asked for.
 var handed = struct {
 	sync.Mutex
 	ports map[int]bool
-}{ports: map[int]bool{}}
+	tls   map[int]int
+}{ports: map[int]bool{}, tls: map[int]int{}}
 
 // FreePort returns a loopback TCP port nobody listens on right now and
 // that FreePort has not returned before in this process. It is safe for
@@ -48,10 +51,19 @@ func FreePort(t testing.TB) int {
 	t.Helper()
 	handed.Lock()
 	defer handed.Unlock()
+	port, err := freePortLocked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// freePortLocked is FreePort, handed locked.
+func freePortLocked() (int, error) {
 	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
@@ -59,11 +71,39 @@ func FreePort(t testing.TB) int {
 		// in a row (an admin and a metrics port) could get the same one.
 		if !handed.ports[port] {
 			handed.ports[port] = true
-			return port
+			return port, nil
 		}
 	}
-	t.Fatal("no free port not handed out before")
-	return 0
+	return 0, errors.New("no free port not handed out before")
+}
+
+// TLSPort is the port of the TLS listener (apisix.ssl.listen) of the
+// gateway whose listen port (apisix.node_listen) is port, a FreePort: a
+// FreePort of its own the first time it is asked for port in this
+// process, the same one after, so that a config.yaml written again for
+// the same gateway, or for the node that takes its workers over, keeps
+// it. It panics where FreePort would fail its test (it takes no test:
+// config.yaml templates call it). It is safe for concurrent use.
+func TLSPort(port int) int {
+	handed.Lock()
+	defer handed.Unlock()
+	if p, ok := handed.tls[port]; ok {
+		return p
+	}
+	p, err := freePortLocked()
+	if err != nil {
+		panic("e2e: TLS port: " + err.Error())
+	}
+	handed.tls[port] = p
+	return p
+}
+
+// SSLListen is the apisix.ssl section of a config.yaml, indented to go
+// under its apisix key, for the gateway whose listen port is port: TLS on
+// 127.0.0.1:TLSPort(port), instead of APISIX's default, the fixed port
+// 9443, that every gateway a test starts would share.
+func SSLListen(port int) string {
+	return fmt.Sprintf("  ssl:\n    listen:\n      - ip: 127.0.0.1\n        port: %d\n", TLSPort(port))
 }
 
 // DeadAddr returns a loopback address where nothing listens.

@@ -7,7 +7,10 @@
 //
 //   - Ports are free: FreePort hands out a loopback port nobody listens
 //     on when it returns, and never the same port twice in one test
-//     process. No helper uses a fixed port.
+//     process. No helper uses a fixed port. A gateway's TLS listener
+//     (apisix.ssl, whose default is APISIX's fixed 9443) gets one too:
+//     SSLListen writes it on TLSPort, and Start refuses a config.yaml
+//     that listens for TLS on a port no test took as free.
 //   - Waits are bounded: every helper that waits takes a timeout or has a
 //     documented one, and fails the test (t.Fatalf, or t.Errorf where
 //     said) when it passes. Load loops are bounded in time and in count.

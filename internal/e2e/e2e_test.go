@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"coregate/admin/nodeconf"
 )
 
 // The harness's own tests run a stand-in for the gateway: this test
@@ -169,6 +171,54 @@ func TestFreePort(t *testing.T) {
 			t.Fatalf("port %d not free: %v", p, err)
 		}
 		l.Close()
+	}
+}
+
+// TestTLSPort: the TLS port paired with a listen port is free, another
+// than any listen port's, and the same each time it is asked for; the
+// section SSLListen writes has the gateway listen there; Start refuses a
+// config.yaml that would listen for TLS on APISIX's fixed 9443, and takes
+// one that listens where SSLListen says or not at all.
+func TestTLSPort(t *testing.T) {
+	p, q := FreePort(t), FreePort(t)
+	tp := TLSPort(p)
+	if tp == p || tp == q || TLSPort(q) == tp || TLSPort(p) != tp {
+		t.Fatalf("TLSPort(%d) = %d, TLSPort(%d) = %d, then %d", p, tp, q, TLSPort(q), TLSPort(p))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(tp))
+	if err != nil {
+		t.Fatalf("port %d not free: %v", tp, err)
+	}
+	l.Close()
+	conf := func(ssl string) func(int) string {
+		return func(port int) string {
+			return fmt.Sprintf("apisix:\n  node_listen: [%d]\n%s", port, ssl)
+		}
+	}
+	c, _, err := nodeconf.Parse([]byte(conf(SSLListen(p))(p)), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.APISIX.SSL.Listen, []nodeconf.Listen{{IP: "127.0.0.1", Port: tp}}; !c.APISIX.SSL.Enable ||
+		len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("SSLListen(%d): ssl %+v, want enabled on %v", p, c.APISIX.SSL, want)
+	}
+	o := fakeOptions(t)
+	o.Config = conf("")
+	ft := &fakeT{TB: t}
+	func() {
+		defer func() { _ = recover() }() // Fatalf on fakeT panics to stop the helper
+		Start(ft, o)
+	}()
+	if !strings.Contains(ft.msg, "listens for TLS on port 9443") {
+		t.Fatalf("a config.yaml without apisix.ssl: fatal message %q", ft.msg)
+	}
+	for _, ssl := range []string{SSLListen(p), "  ssl:\n    enable: false\n"} {
+		ft := &fakeT{TB: t}
+		checkTLSPorts(ft, conf(ssl)(p))
+		if ft.msg != "" {
+			t.Errorf("%q: %s", ssl, ft.msg)
+		}
 	}
 }
 

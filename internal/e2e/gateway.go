@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/nodeconf"
 	"coregate/internal/syncbuf"
 )
 
@@ -27,7 +28,10 @@ type Options struct {
 	// it is not, the config.yaml in Dir says, and Port may stay 0).
 	Port int
 	// Config makes config.yaml for the listen port. When nil, no file is
-	// written: the directory's are used as they are (a restart).
+	// written: the directory's are used as they are (a restart). A TLS
+	// listener in it must be on a port the test took as free (Start fails
+	// the test otherwise): SSLListen(port) gives it one, or the config
+	// says ssl.enable: false.
 	Config func(port int) string
 	// APISIX is written to apisix.yaml beside config.yaml when Config is
 	// set.
@@ -93,7 +97,9 @@ func Start(t testing.TB, o Options) *Gateway {
 		g.Port = FreePort(t)
 	}
 	if o.Config != nil {
-		WriteFile(t, filepath.Join(g.Dir, "config.yaml"), o.Config(g.Port))
+		conf := o.Config(g.Port)
+		checkTLSPorts(t, conf)
+		WriteFile(t, filepath.Join(g.Dir, "config.yaml"), conf)
 		WriteFile(t, filepath.Join(g.Dir, "apisix.yaml"), o.APISIX)
 	}
 	g.Cmd = exec.Command(o.Bin, append([]string{"-c", filepath.Join(g.Dir, "config.yaml")}, o.Args...)...)
@@ -127,6 +133,30 @@ func Start(t testing.TB, o Options) *Gateway {
 		g.WaitLog(`msg="worker ready"`, o.Ready, timeout)
 	}
 	return g
+}
+
+// checkTLSPorts fails t when conf, a config.yaml, has the gateway listen
+// for TLS on a port that this process did not hand out (FreePort,
+// TLSPort): APISIX's default 9443 where conf has no apisix.ssl section.
+// A conf that does not parse is left to the gateway to refuse.
+func checkTLSPorts(t testing.TB, conf string) {
+	t.Helper()
+	c, _, err := nodeconf.Parse([]byte(conf), "config.yaml")
+	if err != nil || !c.APISIX.SSL.Enable {
+		return
+	}
+	handed.Lock()
+	defer handed.Unlock()
+	for _, l := range c.APISIX.SSL.Listen {
+		if !handed.ports[l.Port] {
+			why := ""
+			if l.Port == 9443 {
+				why = " (APISIX's default: no apisix.ssl.listen)"
+			}
+			t.Fatalf("e2e: config.yaml listens for TLS on port %d, which no test took as free%s: "+
+				"give it SSLListen(port), or ssl.enable: false", l.Port, why)
+		}
+	}
 }
 
 // Restart stops g (unless the test set Stopped: then its cleanup waits for
@@ -188,6 +218,10 @@ func (g *Gateway) PID() int { return g.Cmd.Process.Pid }
 
 // Addr is the listen address, 127.0.0.1:port.
 func (g *Gateway) Addr() string { return "127.0.0.1:" + strconv.Itoa(g.Port) }
+
+// TLSAddr is the address of the TLS listener of a gateway whose
+// config.yaml has SSLListen(Port): 127.0.0.1:TLSPort(Port).
+func (g *Gateway) TLSAddr() string { return "127.0.0.1:" + strconv.Itoa(TLSPort(g.Port)) }
 
 // URL is the http URL of path on the listen address.
 func (g *Gateway) URL(path string) string { return "http://" + g.Addr() + path }

@@ -20,16 +20,22 @@ import (
 
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
+	"coregate/internal/e2e"
 	"coregate/internal/syncbuf"
 	"coregate/node"
 	"coregate/worker/control"
 )
 
-// testConfig is config.yaml for a worker listening on loopback port %d.
+// testConfig is config.yaml for a worker listening on loopback port %d,
+// and for TLS on loopback port %d.
 const testConfig = `apisix:
   node_listen:
     - ip: 127.0.0.1
       port: %d
+  ssl:
+    listen:
+      - ip: 127.0.0.1
+        port: %d
   enable_admin: false
 deployment:
   role: data_plane
@@ -57,6 +63,7 @@ type testWorker struct {
 	ctrl   *control.Conn
 	frames chan frame // closed when the worker's end is closed
 	port   int
+	tls    int    // the TLS listen port
 	config string // config.yaml's path
 	key    string // the takeover key
 	log    syncbuf.Buffer
@@ -65,7 +72,7 @@ type testWorker struct {
 }
 
 // startWorker runs a worker whose config.yaml listens on a free loopback
-// port; with takeover, it waits to be taken over when its control socket
+// port, and for TLS on another; with takeover, it waits to be taken over when its control socket
 // closes. The worker is stopped, and Run waited for, when the test ends.
 func startWorker(t *testing.T, takeover bool) *testWorker {
 	t.Helper()
@@ -77,9 +84,10 @@ func startWorker(t *testing.T, takeover bool) *testWorker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &testWorker{t: t, ctrl: ctrl, frames: make(chan frame, 64), port: freePort(t), done: make(chan error, 1)}
+	w := &testWorker{t: t, ctrl: ctrl, frames: make(chan frame, 64), port: e2e.FreePort(t), done: make(chan error, 1)}
+	w.tls = e2e.TLSPort(w.port)
 	w.config = filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(w.config, fmt.Appendf(nil, testConfig, w.port), 0o644); err != nil {
+	if err := os.WriteFile(w.config, fmt.Appendf(nil, testConfig, w.port, w.tls), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if takeover {
@@ -209,17 +217,6 @@ func (w *testWorker) get(path string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-// freePort is a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // upstream is an origin on loopback that answers every request with its
 // path.
 func upstream(t *testing.T) string {
@@ -253,16 +250,19 @@ func more(t *testing.T, base *spec.Spec, origin string, uris ...string) *spec.Sp
 	return s
 }
 
-// TestRunServes: a worker listens only once its first configuration is
-// built, says Ready, serves it, applies a Delta against it, beats with
-// Stats that count what it served, and on Drain stops and returns.
+// TestRunServes: a worker listens (on its listen port and its TLS port)
+// only once its first configuration is built, says Ready, serves it,
+// applies a Delta against it, beats with Stats that count what it served,
+// and on Drain stops listening and returns.
 func TestRunServes(t *testing.T) {
 	origin := upstream(t)
 	w := startWorker(t, false)
 	time.Sleep(100 * time.Millisecond) // Run is waiting for its configuration
-	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", w.port)); err == nil {
-		_ = c.Close()
-		t.Fatal("the worker listens before its first configuration")
+	for _, p := range []int{w.port, w.tls} {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			_ = c.Close()
+			t.Fatalf("the worker listens on %d before its first configuration", p)
+		}
 	}
 
 	base := routes(t, origin, "/one")
@@ -270,6 +270,11 @@ func TestRunServes(t *testing.T) {
 	if status, body, err := w.get("/one"); err != nil || status != 200 || body != "origin /one" {
 		t.Fatalf("GET /one: %d %q %v", status, body, err)
 	}
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", w.tls))
+	if err != nil {
+		t.Fatalf("the TLS listener: %v", err)
+	}
+	_ = c.Close()
 
 	payload, ok, err := control.EncodeDelta(base, more(t, base, origin, "/two"))
 	if err != nil || !ok {
@@ -309,9 +314,11 @@ func TestRunServes(t *testing.T) {
 			t.Errorf("log without %q:\n%s", line, w.log.String())
 		}
 	}
-	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", w.port)); err == nil {
-		_ = c.Close()
-		t.Error("the worker still listens after it drained")
+	for _, p := range []int{w.port, w.tls} {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			_ = c.Close()
+			t.Errorf("the worker still listens on %d after it drained", p)
+		}
 	}
 }
 
