@@ -61,7 +61,7 @@ func TestAllocHTTPSUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, &spec.Spec{Routes: []*spec.Route{r}, Upstreams: []*spec.Upstream{u}})
-	cert, _ := testCert(t, "origin.test")
+	cert := newTestCA(t).pair(t, "origin", "origin.test")
 	client, server := tlsrecPair(t, cert)
 
 	// The kept-alive connection, in the pool of the name the requests
