@@ -153,6 +153,9 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 		}
 		return accesslog.AppendMillis(b, cc.upConnected-cc.upStart)
 	case httpvar.UpstreamScheme:
+		if cc.rt != nil && cc.rt.up != nil && cc.rt.up.tls != nil {
+			return append(b, "https"...)
+		}
 		return append(b, "http"...)
 	case httpvar.UpstreamHost:
 		// hostLine is this exchange's once an attempt was sent (its

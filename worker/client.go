@@ -523,7 +523,13 @@ func (cc *clientConn) dispatch() {
 	cc.node = idx
 	cc.tries++
 	cc.upStart, cc.upConnected = w.now, 0
-	p := w.poolFor(up, nd)
+	var name []byte
+	if up.tls != nil {
+		// The connection is made for the Host the request goes with.
+		w.sni = serverName(w.sni[:0], cc.upstreamHost())
+		name = w.sni
+	}
+	p := w.poolFor(up, nd, name)
 	if uc := p.get(); uc != nil {
 		link(cc, uc)
 		cc.connected()
@@ -541,22 +547,28 @@ func (cc *clientConn) connected() {
 	cc.send()
 }
 
+// upstreamHost is the Host the request goes to the attempt's node with
+// (APISIX's $upstream_host), as pass_host says.
+func (cc *clientConn) upstreamHost() []byte {
+	up := cc.rt.up
+	switch {
+	case cc.plugin.upHost: // a plugin's (proxy-rewrite's host)
+		return cc.upHost
+	case up.passHost == passHostRewrite:
+		return up.upstreamHost
+	case up.passHost == passHostPass && len(cc.hostValue) > 0:
+		return cc.hostValue
+	}
+	// pass_host=node, or an HTTP/1.0 request without Host
+	return up.nodes[cc.node].hostHeader
+}
+
 // send writes the request head, and whatever body is buffered, to cc.up.
 func (cc *clientConn) send() {
 	uc := cc.up
-	rt := cc.rt
 	hl := cc.hostLine[:0]
 	hl = append(hl, "Host: "...)
-	switch {
-	case cc.plugin.upHost: // a plugin's (proxy-rewrite's host)
-		hl = append(hl, cc.upHost...)
-	case rt.up.passHost == passHostRewrite:
-		hl = append(hl, rt.up.upstreamHost...)
-	case rt.up.passHost == passHostPass && len(cc.hostValue) > 0:
-		hl = append(hl, cc.hostValue...)
-	default: // pass_host=node, or an HTTP/1.0 request without Host
-		hl = append(hl, rt.up.nodes[cc.node].hostHeader...)
-	}
+	hl = append(hl, cc.upstreamHost()...)
 	hl = append(hl, '\r', '\n')
 	cc.hostLine = hl
 

@@ -103,8 +103,8 @@
 // and received, the response framing, why it failed), zeroed when it is
 // linked to a client. Its states:
 //
-//	usDialing  connect in progress               -> usBusy (opened), usClosed (dialFailed,
-//	                                                the connect timeout)
+//	usDialing  connect (and, to an https node,   -> usBusy (opened, ready), usClosed (dialFailed,
+//	           the TLS handshake) in progress       handshakeFailed, the connect timeout)
 //	usBusy     serving its client's exchange     -> usIdle (response done, kept alive),
 //	                                                usClosed (failure, timeout, not reusable)
 //	usIdle     in its node's pool                -> usBusy (link), usClosed (idle timeout,
@@ -230,6 +230,23 @@
 // record that fails to authenticate or a fatal alert close the connection
 // as an EOF does.
 //
+// A connection to a node of a scheme: https upstream (upConn.tls,
+// uptls.go) is the same in the client's role: once connected (opened),
+// crypto/tls's client handshake runs on a goroutine over a
+// tlsrec.HandshakeConn the loop feeds, bounded by timeout.connect as
+// nginx bounds its SSL handshake (504 past it); the connection stays
+// usDialing until it ends, and is ready (upConn.ready) then, or, when the
+// handshake failed, a failed connect (502, the next node per retries,
+// logged as nginx's "SSL_do_handshake() failed"). It is made for a server
+// name: the Host the request goes with (pass_host; no SNI for an IP
+// address), which its certificate is checked against with tls.verify, and
+// belongs to the pool of that name and of the upstream's TLS identity
+// (Worker.poolFor; APISIX keys its pools scheme#host#port#sni#cert), kept
+// alive and reused as a plain one is. The response code reads and the
+// request code writes through upConn.io (upTLS's plaintext and records,
+// as tlsConn's); back-pressure acts on the socket, upConn.c. The node's
+// close_notify ends a close-delimited body as its FIN does.
+//
 // # Files
 //
 // worker.go is the Worker and gnet's handlers; client.go a client
@@ -240,5 +257,5 @@
 // back-pressure; timer.go deadlines; drain.go the graceful stop; snapshot.go
 // compiling the configuration; balancer.go the choice of node; faultlog.go
 // the upstream error log; stats.go nginx's stub_status counters; tls.go
-// TLS client connections.
+// TLS client connections; uptls.go TLS connections to https upstreams.
 package worker

@@ -195,7 +195,7 @@ func (h *harness) seedPools() {
 			continue
 		}
 		for _, nd := range rt.up.nodes {
-			p := h.w.poolFor(rt.up, nd)
+			p := h.w.poolFor(rt.up, nd, nil)
 			if len(p.idle) > 0 {
 				continue
 			}
@@ -203,7 +203,7 @@ func (h *harness) seedPools() {
 				laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000},
 				raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
 			uc := p.newConn()
-			uc.c = up
+			uc.c, uc.io = up, up
 			up.ctx = uc
 			uc.state = usBusy
 			p.put(uc)

@@ -35,6 +35,8 @@ const (
 	faultExtraData         // bytes after the end of the response
 	faultStopped           // the worker's stop closed the connection mid-exchange
 	faultCoding            // a transfer coding other than chunked to an HTTP/1.0 request
+	faultHandshake         // the TLS handshake with an https node failed (uc.err)
+	faultSlowTLS           // the TLS handshake took longer than timeout.connect
 )
 
 // faultText is each fault in nginx's words, without where it happened.
@@ -51,6 +53,8 @@ var faultText = [...]string{
 	faultExtraData: `upstream sent more data than specified in "Content-Length" header`,
 	faultStopped:   "worker stopped before the upstream answered in full",
 	faultCoding:    `upstream sent unknown "Transfer-Encoding" to an HTTP/1.0 request`,
+	faultHandshake: "SSL_do_handshake() failed",
+	faultSlowTLS:   "upstream timed out",
 }
 
 // faultLogPerSecond bounds the upstream error lines a worker writes in a
@@ -135,6 +139,8 @@ func faultWhile(uc *upConn, cc *clientConn) string {
 	switch {
 	case uc.fault == faultConnect:
 		return "connecting to upstream"
+	case uc.fault == faultHandshake, uc.fault == faultSlowTLS:
+		return "SSL handshaking to upstream"
 	case uc.phase == rpBody:
 		return "reading upstream"
 	case !cc.reqDone && !uc.gotBytes:

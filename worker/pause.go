@@ -139,7 +139,7 @@ func (uc *upConn) unpauseList()           { uc.w.unpause(uc) }
 
 // resume forwards the response bytes that waited in the buffer.
 func (uc *upConn) resume() {
-	if uc.state != usBusy || uc.cc == nil || uc.c.InboundBuffered() == 0 {
+	if uc.state != usBusy || uc.cc == nil || uc.io.InboundBuffered() == 0 {
 		return
 	}
 	if uc.traffic() == gnet.Close {

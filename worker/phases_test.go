@@ -329,7 +329,7 @@ func newHarnessSnap(t testing.TB, w *Worker, snap *Snapshot) *harness {
 			continue
 		}
 		for _, nd := range rt.up.nodes {
-			p := w.poolFor(rt.up, nd)
+			p := w.poolFor(rt.up, nd, nil)
 			if len(p.idle) > 0 {
 				continue
 			}
@@ -337,7 +337,7 @@ func newHarnessSnap(t testing.TB, w *Worker, snap *Snapshot) *harness {
 				laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000},
 				raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
 			uc := p.newConn()
-			uc.c = up
+			uc.c, uc.io = up, up
 			up.ctx = uc
 			uc.state = usBusy
 			p.put(uc)

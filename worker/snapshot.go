@@ -29,7 +29,7 @@ import (
 type Snapshot struct {
 	router *router.Router
 	routes []*route
-	nodes  map[string]struct{} // dial addresses of every node
+	nodes  map[string]struct{} // keys of every node (node.key)
 	// globals are the global rules' plugins, one set per rule in the
 	// Spec's order, as built; global is what the request path runs: them
 	// all in one set, in execution order, a plugin that two rules
@@ -127,9 +127,10 @@ type routeFrom struct {
 	up    *spec.Upstream
 }
 
-// hasNode reports whether a node with dial address addr is in the snapshot.
-func (s *Snapshot) hasNode(addr string) bool {
-	_, ok := s.nodes[addr]
+// hasNode reports whether a node of key key (node.key: its dial address
+// for http) is in the snapshot.
+func (s *Snapshot) hasNode(key string) bool {
+	_, ok := s.nodes[key]
 	return ok
 }
 
@@ -199,11 +200,17 @@ type upstream struct {
 	kaSize       int
 	kaIdle       time.Duration
 	kaRequests   int
+	// tls is the TLS side of a scheme: https upstream, nil for http.
+	tls *upstreamTLS
 }
 
 // node is one upstream server of one upstream.
 type node struct {
 	addr string // dial address host:port
+	// key names the node's pools: addr for http; for https, the scheme,
+	// addr and the upstream's TLS identity, to which each pool adds its
+	// server name (Worker.poolFor).
+	key string
 	// ap is addr when its host is an IP address: the loop connects to it
 	// itself (Worker.dial). Invalid for a host name.
 	ap         netip.AddrPort
@@ -368,7 +375,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		}
 		compiled[u] = cu
 		for _, nd := range cu.nodes {
-			snap.nodes[nd.addr] = struct{}{}
+			snap.nodes[nd.key] = struct{}{}
 		}
 		return cu, nil
 	}
@@ -748,7 +755,7 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 	if scheme == "" {
 		scheme = "http"
 	}
-	if scheme != "http" {
+	if scheme != "http" && scheme != "https" {
 		return nil, fmt.Errorf("upstream scheme %q is not supported yet", scheme)
 	}
 	if t := u.Type; t != "" && t != "roundrobin" {
@@ -777,6 +784,13 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 	default:
 		return nil, fmt.Errorf("pass_host %q is not supported", u.PassHost)
 	}
+	if scheme == "https" {
+		t, err := compileUpstreamTLS(u)
+		if err != nil {
+			return nil, err
+		}
+		cu.tls = t
+	}
 	cu.kaSize, cu.kaIdle, cu.kaRequests = u.EffectiveKeepalive()
 	if u.KeepalivePool == nil {
 		if ka.Size > 0 {
@@ -791,6 +805,10 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 	}
 	for _, n := range u.Nodes.List {
 		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}
+		nd.key = nd.addr
+		if cu.tls != nil {
+			nd.key = "https#" + nd.addr + "#" + cu.tls.ident
+		}
 		nd.addrText, nd.ip = []byte(nd.addr), []byte(n.Host)
 		if ap, err := netip.ParseAddrPort(nd.addr); err == nil {
 			nd.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
@@ -799,7 +817,7 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 		if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {
 			host = "[" + host + "]"
 		}
-		if n.Port != 0 && n.Port != 80 {
+		if n.Port != 0 && n.Port != spec.DefaultPort(scheme) {
 			host += ":" + strconv.Itoa(n.Port)
 		}
 		nd.hostHeader = []byte(host)

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -33,8 +34,12 @@ const (
 // belongs to that exchange is the embedded upExchange, reset by link.
 type upConn struct {
 	timerSlot
-	w    *Worker
-	c    gnet.Conn
+	w *Worker
+	c gnet.Conn
+	// io is what the response code reads and the request code writes
+	// through: c, or tls once its handshake is done (an https node).
+	io   connIO
+	tls  *upTLS
 	pool *pool
 	// cc is the client whose request the connection serves, set and
 	// cleared only by link and unlink (exchange.go).
@@ -63,15 +68,28 @@ type upConn struct {
 	// progress (gnet.ConnectTCP), -1 otherwise; ap is its address.
 	connFD int
 	ap     netip.AddrPort
+	// connectTO bounds the TLS handshake of a connection to an https
+	// node, once connected (Worker.dial sets it).
+	connectTO time.Duration
 }
 
 func (uc *upConn) slot() *timerSlot { return &uc.timerSlot }
 
 // pool is the keep-alive pool of one node address (scheme#host#port), shared
-// by every upstream that names the node, kept across snapshots.
+// by every upstream that names the node, kept across snapshots. The pool
+// of an https node is also that of one server name and one TLS identity
+// (verification, client certificate): a connection serves only requests
+// that would have made the same one, as APISIX keys its pools
+// scheme#host#port#sni#client_cert.
 type pool struct {
-	w           *Worker
-	addr        string
+	w    *Worker
+	addr string // the node's host:port, for the error log
+	// node is the key of its node (node.key), for prunePools.
+	node string
+	// name is the server name of an https pool (SNI, verification), tls
+	// its connections' crypto/tls configuration; nil for plain http.
+	name        string
+	tls         *tls.Config
 	idle        []*upConn // most recently used last
 	size        int
 	idleTO      time.Duration
@@ -112,6 +130,9 @@ func (p *pool) put(uc *upConn) {
 		old.close()
 	}
 	uc.state = usIdle
+	if uc.tls != nil {
+		uc.tls.idle()
+	}
 	uc.poolIdx = len(p.idle)
 	p.idle = append(p.idle, uc)
 	p.w.setDeadline(uc, int64(p.idleTO))
@@ -137,18 +158,30 @@ func (p *pool) remove(uc *upConn) {
 func (uc *upConn) write(iov [][]byte) {
 	uc.sentAny = true
 	uc.guard.enter()
-	_, _ = uc.c.Writev(iov)
+	_, _ = uc.io.Writev(iov)
 	if uc.guard.leave() {
 		uc.close()
 	}
 }
 
 // opened runs on the loop when a dial completed and gnet enrolled the
-// connection.
+// connection. To an https node the TLS handshake follows, and the
+// connection is ready at its end.
 func (uc *upConn) opened(c gnet.Conn) {
 	uc.w.clearDeadline(uc) // the connect's
 	uc.connFD = -1
 	uc.c = c
+	uc.io = c
+	if uc.pool.tls != nil {
+		uc.startTLS(int64(uc.connectTO))
+		return
+	}
+	uc.ready()
+}
+
+// ready runs when the connection can carry a request: its request goes,
+// or it waits in its pool when its client left meanwhile.
+func (uc *upConn) ready() {
 	cc := uc.cc
 	if cc == nil {
 		// The client left while we dialed: keep the connection for later.
@@ -176,6 +209,10 @@ func (uc *upConn) dialFailed(err error) {
 func (uc *upConn) expire() {
 	switch uc.state {
 	case usDialing:
+		if uc.tls != nil && uc.tls.hs != nil {
+			uc.handshakeExpired()
+			return
+		}
 		// Only the loop's own connects have a deadline (Worker.dial).
 		if gnet.CancelConnect(uc.w.loop, uc.connFD) {
 			uc.dialFailed(&net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(uc.ap), Err: os.ErrDeadlineExceeded})
@@ -224,6 +261,14 @@ func (uc *upConn) closedByPeer(err error) {
 	if uc.pause.on {
 		uc.unpauseList()
 	}
+	tlsEOF := false
+	if t := uc.tls; t != nil {
+		if t.hs != nil {
+			t.hs.abort()
+			uc.setFault(faultHandshake, handshakeCloseErr(err))
+		}
+		tlsEOF = t.eof
+	}
 	if prev == usIdle {
 		uc.pool.remove(uc)
 		return
@@ -232,8 +277,9 @@ func (uc *upConn) closedByPeer(err error) {
 	if cc == nil {
 		return
 	}
-	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose && errors.Is(err, io.EOF) {
-		// The end of a close-delimited response: the upstream's FIN.
+	if uc.phase == rpBody && uc.mode == httpparse.BodyUntilClose && (errors.Is(err, io.EOF) || tlsEOF) {
+		// The end of a close-delimited response: the upstream's FIN, or
+		// its close_notify.
 		// Anything else cuts it short (a reset; the worker's own close,
 		// at a stop), and the client connection closes below without
 		// the last chunk, as nginx's does.
@@ -254,11 +300,33 @@ func (uc *upConn) closedByPeer(err error) {
 	cc.upstreamFailed(uc, 502)
 }
 
-// traffic forwards response bytes to the client.
+// traffic forwards response bytes to the client. On an https node's
+// connection it feeds the handshake until that is done, then decrypts
+// what arrived first (upTLS.fill); the node's close_notify, or a record
+// that fails, closes the connection once the plaintext before it is
+// forwarded.
 func (uc *upConn) traffic() gnet.Action {
+	t := uc.tls
+	if t != nil {
+		if t.hs != nil {
+			return t.hs.feed()
+		}
+		t.fill()
+		if t.failed && uc.cc != nil {
+			uc.setFault(faultIOError, t.err)
+		}
+		if t.InboundBuffered() == 0 && !t.eof && !t.failed {
+			// A partial record, or a record of the TLS layer's own (a
+			// session ticket): nothing for the response code.
+			return gnet.None
+		}
+	}
 	uc.guard.enter()
 	act := uc.traffic0()
 	if uc.guard.leave() || uc.state == usClosed {
+		return gnet.Close
+	}
+	if t != nil && (t.eof || t.failed) && (t.InboundBuffered() == 0 || uc.state != usBusy) {
 		return gnet.Close
 	}
 	return act
@@ -278,7 +346,7 @@ func (uc *upConn) traffic0() gnet.Action {
 		uc.w.pauseRead(uc.c)
 		return gnet.None
 	}
-	buf, _ := uc.c.Peek(-1)
+	buf, _ := uc.io.Peek(-1)
 	if len(buf) == 0 {
 		return gnet.None
 	}
@@ -318,7 +386,7 @@ func (uc *upConn) readHead(cc *clientConn, buf []byte) (consumed int, act gnet.A
 			// The interim heads parsed are done with; the parser goes on
 			// from the start of the next head.
 			if consumed > 0 { // Discard(0) drops everything
-				_, _ = uc.c.Discard(consumed)
+				_, _ = uc.io.Discard(consumed)
 			}
 			return 0, gnet.None, false
 		}
@@ -345,7 +413,7 @@ func (uc *upConn) readHead(cc *clientConn, buf []byte) (consumed int, act gnet.A
 		consumed += uc.resp.HeadLen
 		uc.parser.Reset()
 		if consumed == len(buf) {
-			_, _ = uc.c.Discard(consumed)
+			_, _ = uc.io.Discard(consumed)
 			return 0, gnet.None, false
 		}
 	}
@@ -462,7 +530,7 @@ func (uc *upConn) takeBody(iov [][]byte, buf []byte, framed bool) ([][]byte, int
 // response is complete.
 func (uc *upConn) afterWrite(cc *clientConn, consumed, total int, done bool) gnet.Action {
 	w := uc.w
-	_, _ = uc.c.Discard(consumed)
+	_, _ = uc.io.Discard(consumed)
 	if cc.closed {
 		unlink(cc, uc)
 		return gnet.Close

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
@@ -64,6 +65,10 @@ type Config struct {
 	// UpstreamKeepalive is the pool of upstreams without keepalive_pool
 	// (nginx_config.http.upstream).
 	UpstreamKeepalive Keepalive
+	// UpstreamCAs are the CAs an https upstream's certificate is verified
+	// against when its tls.verify is on (apisix.ssl.ssl_trusted_certificate);
+	// nil means the system's.
+	UpstreamCAs *x509.CertPool
 	// MaxBodySize is client_max_body_size; 0 means unlimited.
 	MaxBodySize int64
 	// MaxConns is nginx's worker_connections: the most connections the
@@ -147,6 +152,8 @@ type Worker struct {
 	dateNext  int64  // Worker.now when dateLine is due again (the next second of the wall clock)
 	timed     indexset.Set[timed]
 	pools     map[string]*pool
+	poolKey   []byte                 // the key of an https pool being looked up (poolFor)
+	sni       []byte                 // the server name of an https attempt (dispatch)
 	paused    indexset.Set[pausable] // connections whose reading is paused for a slow peer
 	scratch   []byte                 // response heads and our own answers
 	connTok   [][]byte               // tokens of the Connection header being processed
@@ -482,9 +489,9 @@ func (w *Worker) prunePools() {
 	if snap == nil {
 		return
 	}
-	for addr, p := range w.pools {
-		if len(p.idle) == 0 && !snap.hasNode(addr) {
-			delete(w.pools, addr)
+	for key, p := range w.pools {
+		if len(p.idle) == 0 && !snap.hasNode(p.node) {
+			delete(w.pools, key)
 		}
 	}
 }
@@ -506,13 +513,28 @@ func (w *Worker) setClock(d time.Duration) {
 	}
 }
 
-// poolFor returns the keep-alive pool of a node, made on first use.
-func (w *Worker) poolFor(up *upstream, nd *node) *pool {
-	if nd.pool == nil {
-		p := w.pools[nd.addr]
+// poolFor returns the keep-alive pool of a node, made on first use. The
+// pool of an https node is that of the server name name too (the Host the
+// request goes with, serverName); nd keeps the last one it gave, so that
+// a node's requests that all go with one name look up nothing.
+func (w *Worker) poolFor(up *upstream, nd *node, name []byte) *pool {
+	if up.tls != nil {
+		if p := nd.pool; p == nil || p.name != string(name) {
+			w.poolKey = append(append(append(w.poolKey[:0], nd.key...), '#'), name...)
+			p = w.pools[string(w.poolKey)]
+			if p == nil {
+				key := string(w.poolKey)
+				p = &pool{w: w, addr: nd.addr, node: nd.key, name: key[len(key)-len(name):]}
+				p.tls = up.tls.tlsConfig(p.name, w.cfg.UpstreamCAs)
+				w.pools[key] = p
+			}
+			nd.pool = p
+		}
+	} else if nd.pool == nil {
+		p := w.pools[nd.key]
 		if p == nil {
-			p = &pool{w: w, addr: nd.addr}
-			w.pools[nd.addr] = p
+			p = &pool{w: w, addr: nd.addr, node: nd.key}
+			w.pools[nd.key] = p
 		}
 		nd.pool = p
 	}
@@ -534,6 +556,7 @@ func (w *Worker) poolFor(up *upstream, nd *node) *pool {
 // name is resolved.
 func (w *Worker) dial(uc *upConn, nd *node, timeout time.Duration) {
 	el := w.loop
+	uc.connectTO = timeout
 	if nd.ap.IsValid() {
 		uc.ap = nd.ap
 		fd, err := gnet.ConnectTCP(el, nd.ap, uc, uc.dialFailed)

@@ -150,6 +150,12 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 	}
 	rejoin.fd = -1
 	cfg := workerConfig(nc, log)
+	// The CAs https upstreams with tls.verify are checked against.
+	cas, err := nodeconf.TrustedCAs(nc.APISIX.SSLTrustedCertificate)
+	if err != nil {
+		return err
+	}
+	cfg.UpstreamCAs = cas
 	cfg.Plugins = plugins.NewLocalEnv()
 	cfg.Plugins.Attr = plugins.NewSettings(nc.PluginAttr)
 	if nc.NginxConfig.HTTP.EnableAccessLog {

@@ -3,10 +3,8 @@ package etcdstore
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,7 +71,7 @@ func OptionsFrom(c nodeconf.EtcdConfig) (Options, error) {
 			MinVersion:         tls.VersionTLS12,
 		}
 		if c.TLS.Verify {
-			pool, err := trustedCAs(c.TLS.TrustedCA)
+			pool, err := nodeconf.TrustedCAs(c.TLS.TrustedCA)
 			if err != nil {
 				return Options{}, err
 			}
@@ -89,44 +87,6 @@ func OptionsFrom(c nodeconf.EtcdConfig) (Options, error) {
 		o.TLS = t
 	}
 	return o, nil
-}
-
-// trustedCAs reads apisix.ssl.ssl_trusted_certificate: "system" (or
-// nothing) for the system's CAs, PEM files, or both, comma-separated. A
-// nil pool means the system's.
-func trustedCAs(list string) (*x509.CertPool, error) {
-	system := false
-	var files []string
-	for item := range strings.SplitSeq(list, ",") {
-		switch item = strings.TrimSpace(item); item {
-		case "":
-		case "system":
-			system = true
-		default:
-			files = append(files, item)
-		}
-	}
-	if len(files) == 0 {
-		return nil, nil
-	}
-	pool := x509.NewCertPool()
-	if system {
-		sys, err := x509.SystemCertPool()
-		if err != nil {
-			return nil, fmt.Errorf("apisix.ssl.ssl_trusted_certificate: system: %w", err)
-		}
-		pool = sys
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("apisix.ssl.ssl_trusted_certificate: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("apisix.ssl.ssl_trusted_certificate: %s: no PEM certificate", f)
-		}
-	}
-	return pool, nil
 }
 
 // Store is a store.Store over etcd. Its methods are safe for concurrent

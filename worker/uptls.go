@@ -1,0 +1,414 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"coregate/admin/spec"
+	"coregate/tlsrec"
+)
+
+// upstreamTLS is the TLS side of a compiled scheme: https upstream (its
+// tls object): whether the node's certificate is verified, the client
+// certificate offered, and ident, what a connection's identity depends on
+// besides the node and the server name, which the pool key carries.
+type upstreamTLS struct {
+	verify bool
+	certs  []tls.Certificate
+	ident  string
+}
+
+// upstreamTLSConf is an upstream's tls object as APISIX writes it.
+type upstreamTLSConf struct {
+	Verify       bool   `json:"verify"`
+	ClientCert   string `json:"client_cert"`
+	ClientKey    string `json:"client_key"`
+	ClientCertID any    `json:"client_cert_id"`
+}
+
+// compileUpstreamTLS builds the TLS side of upstream u (scheme https).
+// A client certificate and key that do not make a pair are refused, as is
+// client_cert_id: the ssls it names are not in the Spec yet.
+func compileUpstreamTLS(u *spec.Upstream) (*upstreamTLS, error) {
+	var c upstreamTLSConf
+	if len(u.TLS) > 0 {
+		if err := json.Unmarshal(u.TLS, &c); err != nil {
+			return nil, fmt.Errorf("upstream tls: %w", err)
+		}
+	}
+	t := &upstreamTLS{verify: c.Verify}
+	if c.ClientCertID != nil {
+		return nil, errors.New("upstream tls.client_cert_id is not supported yet: give tls.client_cert and tls.client_key")
+	}
+	sum := sha256.New()
+	if c.Verify {
+		sum.Write([]byte("verify\n"))
+	}
+	if c.ClientCert != "" || c.ClientKey != "" {
+		pair, err := tls.X509KeyPair([]byte(c.ClientCert), []byte(c.ClientKey))
+		if err != nil {
+			return nil, fmt.Errorf("upstream tls.client_cert, tls.client_key: %w", err)
+		}
+		t.certs = []tls.Certificate{pair}
+		sum.Write([]byte(c.ClientCert))
+	}
+	t.ident = hex.EncodeToString(sum.Sum(nil)[:8])
+	return t, nil
+}
+
+// upstreamSuites are the TLS 1.2 cipher suites offered to https
+// upstreams: those the record layer continues (tlsrec.New). TLS 1.3's
+// are all of them.
+var upstreamSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// tlsConfig is the crypto/tls configuration of the connections of a pool
+// to an https node, made for server name name: SNI (none for an IP
+// address, which crypto/tls leaves out itself, RFC 6066) and the name the
+// certificate is verified for, against the worker's trusted CAs
+// (Config.UpstreamCAs), when tls.verify is on. The client certificate is
+// sent whenever the node asks for one, whatever CAs it names, as nginx
+// sends proxy_ssl_certificate.
+func (t *upstreamTLS) tlsConfig(name string, roots *x509.CertPool) *tls.Config {
+	cfg := &tls.Config{
+		ServerName:         name,
+		InsecureSkipVerify: !t.verify, //nolint:gosec // tls.verify: false (APISIX's default) asks for it
+		MinVersion:         tls.VersionTLS12,
+		CipherSuites:       upstreamSuites,
+		RootCAs:            roots,
+	}
+	if len(t.certs) > 0 {
+		cert := &t.certs[0]
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return cert, nil
+		}
+	}
+	return cfg
+}
+
+// serverName is the name a TLS connection to the upstream is made for:
+// the Host the request goes upstream with (host), without its port and
+// an IPv6 address's brackets, as nginx's proxy_ssl_name $upstream_host
+// makes it.
+func serverName(dst, host []byte) []byte {
+	h := host
+	if len(h) > 0 && h[0] == '[' {
+		for i, c := range h {
+			if c == ']' {
+				return append(dst, h[1:i]...)
+			}
+		}
+		return append(dst, h...)
+	}
+	for i, c := range h {
+		if c == ':' {
+			h = h[:i]
+			break
+		}
+	}
+	return append(dst, h...)
+}
+
+// upTLS is the TLS layer of a connection to an https node: the handshake,
+// run by crypto/tls's client on a goroutine of its own (upHandshake)
+// while the loop owns the socket, then the records, protected and
+// unprotected on the loop by tlsrec. It is the upConn's io once the
+// handshake is done, as tlsConn is a client connection's: Peek, Discard
+// and InboundBuffered read the plaintext fill decrypted from gnet's
+// inbound buffer at each traffic call; Writev seals records into
+// Worker.tlsOut and writes them to the socket. Back-pressure (pause.go)
+// goes on acting on the socket (upConn.c).
+//
+// Buffers: plain[off:] is the decrypted input not yet discarded; slices
+// from Peek alias it until the next Discard or the next traffic call.
+// Owned by the loop.
+type upTLS struct {
+	uc  *upConn
+	hs  *upHandshake
+	rec *tlsrec.Conn
+	// plain[off:] is decrypted input not yet discarded.
+	plain []byte
+	off   int
+	// eof: the node sent close_notify; failed: a record was malformed or
+	// did not authenticate, or the node sent a fatal alert (err).
+	eof, failed bool
+	err         error
+}
+
+// Peek implements connIO.
+func (t *upTLS) Peek(n int) ([]byte, error) {
+	b := t.plain[t.off:]
+	if n > len(b) {
+		return nil, io.ErrShortBuffer
+	}
+	if n <= 0 {
+		return b, nil
+	}
+	return b[:n], nil
+}
+
+// Discard implements connIO.
+func (t *upTLS) Discard(n int) (int, error) {
+	left := len(t.plain) - t.off
+	if n <= 0 || n >= left {
+		t.plain, t.off = t.plain[:0], 0
+		return left, nil
+	}
+	t.off += n
+	return n, nil
+}
+
+// InboundBuffered implements connIO.
+func (t *upTLS) InboundBuffered() int { return len(t.plain) - t.off }
+
+// Write implements connIO.
+func (t *upTLS) Write(b []byte) (int, error) {
+	if t.rec == nil {
+		return 0, io.ErrClosedPipe
+	}
+	w := t.uc.w
+	w.tlsOut = t.rec.Seal(w.tlsOut[:0], b)
+	if _, err := t.uc.c.Write(w.tlsOut); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Writev implements connIO: bs go out in records, small pieces together.
+func (t *upTLS) Writev(bs [][]byte) (int, error) {
+	if t.rec == nil {
+		return 0, io.ErrClosedPipe
+	}
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	w := t.uc.w
+	w.tlsOut = t.rec.SealV(w.tlsOut[:0], bs)
+	if _, err := t.uc.c.Write(w.tlsOut); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// fill decrypts the whole records gnet holds into plain and discards
+// them; a partial record stays for the next read. It runs at each traffic
+// call once the handshake is done, and is where plain moves.
+func (t *upTLS) fill() {
+	c := t.uc.c
+	raw, _ := c.Peek(-1)
+	if len(raw) == 0 || t.failed || t.eof {
+		return
+	}
+	if t.off > 0 {
+		n := copy(t.plain, t.plain[t.off:])
+		t.plain, t.off = t.plain[:n], 0
+	}
+	out, used, err := t.rec.Open(t.plain, raw, 1<<62)
+	t.plain = out
+	if used > 0 {
+		_, _ = c.Discard(used)
+	}
+	t.opened(err)
+	if t.rec.Pending() && !t.uc.gone {
+		w := t.uc.w
+		w.tlsOut = t.rec.AppendPending(w.tlsOut[:0])
+		_, _ = c.Write(w.tlsOut)
+	}
+}
+
+// opened records the end Open reported, if any.
+func (t *upTLS) opened(err error) {
+	switch {
+	case err == io.EOF:
+		t.eof = true
+	case err != nil:
+		t.failed, t.err = true, err
+	}
+}
+
+// idle drops a large plaintext buffer once it is empty: the connection
+// waits in its pool.
+func (t *upTLS) idle() {
+	if t.off == len(t.plain) && cap(t.plain) > plainKeep {
+		t.plain, t.off = nil, 0
+	}
+}
+
+// upHandshake is one TLS handshake with a node in progress: crypto/tls's
+// client on a goroutine of its own, over a tlsrec.HandshakeConn the loop
+// feeds with the node's records as they arrive. What crypto/tls writes,
+// and the end of the handshake, reach the loop as tasks, in the order
+// they were made; a task finds its connection through the upTLS, whose hs
+// must still be this handshake.
+type upHandshake struct {
+	t   *upTLS
+	el  gnet.EventLoop
+	sec tlsrec.Secrets
+	hc  *tlsrec.HandshakeConn
+	tc  *tls.Conn
+}
+
+// errNotTLS is the cause logged for a node that answered the handshake
+// with something else than TLS records.
+var errNotTLS = errors.New("the upstream answered with no TLS record")
+
+// handshakeCloseErr is the cause logged for a connection closed during
+// its handshake, with err as gnet reports the close.
+func handshakeCloseErr(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return errors.New("the upstream closed the connection")
+	}
+	return err
+}
+
+// startTLS begins the handshake of a connection just connected to an
+// https node; connect timeout bounds it (nginx's proxy_connect_timeout
+// bounds the SSL handshake as it bounds the connect). handshakeDone
+// follows, on the loop.
+func (uc *upConn) startTLS(timeout int64) {
+	t := uc.tls
+	if t == nil {
+		t = &upTLS{uc: uc}
+		uc.tls = t
+	}
+	hs := &upHandshake{t: t, el: uc.w.loop}
+	hs.hc = tlsrec.NewHandshakeConn(&hs.sec, hs.send)
+	cfg := uc.pool.tls.Clone()
+	cfg.KeyLogWriter = &hs.sec
+	hs.tc = tls.Client(hs.hc, cfg)
+	t.hs = hs
+	uc.w.setDeadline(uc, timeout)
+	go hs.run()
+}
+
+// feed hands the whole records gnet holds to the handshake.
+func (hs *upHandshake) feed() gnet.Action {
+	c := hs.t.uc.c
+	raw, _ := c.Peek(-1)
+	n := 0
+	for {
+		l := tlsrec.RecordLen(raw[n:])
+		if l < 0 {
+			// Not TLS: closedByPeer ends the attempt.
+			hs.t.uc.setFault(faultHandshake, errNotTLS)
+			return gnet.Close
+		}
+		if l == 0 {
+			break
+		}
+		n += l
+	}
+	if n > 0 {
+		hs.hc.Feed(raw[:n])
+		_, _ = c.Discard(n)
+	}
+	return gnet.None
+}
+
+// run is the handshake's goroutine.
+func (hs *upHandshake) run() {
+	err := hs.tc.Handshake()
+	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		hs.done(err)
+		return nil
+	}))
+}
+
+// send runs on the handshake's goroutine: b (a copy) goes to the node
+// from the loop.
+func (hs *upHandshake) send(b []byte) {
+	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if t := hs.t; t.hs == hs && !t.uc.gone {
+			_, _ = t.uc.c.Write(b)
+		}
+		return nil
+	}))
+}
+
+// abort ends the handshake: its goroutine's read returns, and its tasks
+// find it gone.
+func (hs *upHandshake) abort() {
+	hs.t.hs = nil
+	_ = hs.hc.Close()
+}
+
+// done runs on the loop when the handshake ended: the record layer takes
+// over, with the node's records that came after its Finished, and the
+// connection is ready (upConn.ready).
+func (hs *upHandshake) done(err error) {
+	t := hs.t
+	if t.hs != hs {
+		return // the connection closed, or the handshake timed out
+	}
+	uc := t.uc
+	t.hs = nil
+	if err == nil {
+		state := hs.tc.ConnectionState()
+		t.rec, err = tlsrec.New(&state, true, &hs.sec)
+	}
+	if err == nil {
+		if rest := hs.hc.Rest(); len(rest) > 0 {
+			out, used, oerr := t.rec.Open(t.plain[:0], rest, 1<<62)
+			t.plain = out
+			t.opened(oerr)
+			if oerr == nil && used < len(rest) {
+				t.failed, t.err = true, errors.New("a partial record after the handshake")
+			}
+			if t.failed {
+				err = t.err
+			}
+		}
+	}
+	if err != nil {
+		uc.handshakeFailed(err)
+		return
+	}
+	uc.w.clearDeadline(uc)
+	uc.io = t
+	uc.ready()
+}
+
+// handshakeFailed ends a connection whose handshake failed: for its
+// request, a connect that failed (502, and the next node per retries).
+func (uc *upConn) handshakeFailed(err error) {
+	if hs := uc.tls.hs; hs != nil {
+		hs.abort()
+	}
+	cc := uc.cc
+	unlink(cc, uc)
+	uc.w.dropDeadline(uc)
+	uc.close()
+	if cc != nil {
+		uc.setFault(faultHandshake, err)
+		cc.upstreamFailed(uc, 502)
+	}
+}
+
+// handshakeExpired: the handshake took longer than the connect timeout
+// (504, as nginx's "upstream timed out ... while SSL handshaking").
+func (uc *upConn) handshakeExpired() {
+	uc.tls.hs.abort()
+	cc := uc.cc
+	unlink(cc, uc)
+	uc.close()
+	if cc != nil {
+		uc.setFault(faultSlowTLS, nil)
+		cc.upstreamFailed(uc, 504)
+	}
+}
