@@ -131,8 +131,7 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.portText = strconv.AppendInt(cc.portText[:0], int64(lport), 10)
 	if w.tlsPort(lport) {
 		cc.startTLS()
-	} else if cc.tls != nil {
-		cc.tls.reset(nil)
+	} else {
 		cc.tls = nil
 	}
 	// As nginx, client_header_timeout counts from the accept to the end of
@@ -183,6 +182,12 @@ func (cc *clientConn) traffic() gnet.Action {
 	cc.guard.enter()
 	act := cc.traffic0()
 	if cc.guard.leave() {
+		return gnet.Close
+	}
+	if cc.tls != nil && cc.tls.ended() {
+		// The client's close_notify, a fatal alert or a record that
+		// fails: once what came before it is read, the connection
+		// closes, as at an EOF.
 		return gnet.Close
 	}
 	return act
@@ -1037,6 +1042,9 @@ func (cc *clientConn) awaitHead() {
 		return
 	}
 	w.setDeadline(cc, int64(w.cfg.KeepaliveTimeout))
+	if cc.tls != nil {
+		cc.tls.idle()
+	}
 	if cc.pause.on && cc.io.InboundBuffered() <= maxPipelined {
 		// Over maxPipelined the reading stays paused while the buffered
 		// requests are served (resumePaused resumes it below lowWater):
@@ -1152,8 +1160,11 @@ func (cc *clientConn) closedByPeer() {
 			uc.abort()
 		}
 	}
-	if cc.tls != nil && cc.tls.hs != nil {
-		cc.tls.hs.abort()
+	if t := cc.tls; t != nil {
+		if t.hs != nil {
+			t.hs.abort()
+		}
+		t.raw = nil
 	}
 	cc.c.SetContext(nil)
 	cc.c = nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"io"
 	"reflect"
 
 	"github.com/panjf2000/gnet/v2"
@@ -14,44 +13,15 @@ import (
 	"coregate/tlsrec"
 )
 
-// connIO is what a client connection's request and response code reads
-// and writes through: the gnet connection itself for plain HTTP, the
-// connection's tlsConn for HTTPS. Its methods are gnet.Conn's, with
-// gnet's semantics and buffer lifetimes (doc.go, Buffers).
-type connIO interface {
-	Peek(n int) ([]byte, error)
-	Discard(n int) (int, error)
-	InboundBuffered() int
-	Write(b []byte) (int, error)
-	Writev(bs [][]byte) (int, error)
-}
-
 // tlsConn is the TLS layer of a client connection accepted on a TLS
 // listener: the handshake, run by crypto/tls on a goroutine of its own
 // (handshake) while the loop owns the socket, then the records, protected
-// and unprotected on the loop by tlsrec without blocking or allocating.
-//
-// It is the connection's connIO once the handshake is done: Peek, Discard
-// and InboundBuffered read the plaintext that fill decrypted from gnet's
-// inbound buffer at each traffic call (everything gnet read, as gnet's own
-// buffer would hold it: the pause thresholds bound both alike); Write and
-// Writev seal records into Worker.tlsOut and write them to the socket.
-// Before the handshake is done it reads nothing and refuses writes.
-//
-// Buffers: plain[off:] is the decrypted input not yet discarded; slices
-// from Peek alias it until the next Discard or the next traffic call
-// (fill moves and grows it there, and only there), as gnet's Peek slices
-// live until Discard or the handler's return. Owned by the loop.
+// and unprotected on the loop (recordStream), which are the connection's
+// connIO once the handshake is done. Owned by the loop.
 type tlsConn struct {
-	cc  *clientConn
-	hs  *handshake   // the handshake in progress, nil once done
-	rec *tlsrec.Conn // the record layer, nil until the handshake is done
-	// plain[off:] is decrypted input not yet discarded.
-	plain []byte
-	off   int
-	// eof: the client sent close_notify; failed: a record was malformed
-	// or did not authenticate, or the client sent a fatal alert.
-	eof, failed bool
+	recordStream
+	cc *clientConn
+	hs *handshake // the handshake in progress, nil once done
 	// state is the handshake's result, for the TLS variables.
 	state tls.ConnectionState
 	// table is the certificates the handshake was served from (the
@@ -70,19 +40,11 @@ type tlsConn struct {
 	varBuf []byte
 }
 
-// plainKeep is the capacity of a plaintext buffer kept between two
-// traffic calls once it is empty; a larger one (a held chunked body) is
-// dropped.
-const plainKeep = 64 << 10
-
-// reset readies t for a new connection.
+// reset readies t for a new connection of cc.
 func (t *tlsConn) reset(cc *clientConn) {
+	t.recordStream.reset(cc.w, cc.c)
 	t.cc = cc
 	t.hs = nil
-	t.rec = nil
-	t.plain = t.plain[:0]
-	t.off = 0
-	t.eof, t.failed = false, false
 	t.state = tls.ConnectionState{}
 	t.table, t.entry, t.sni, t.verify = nil, nil, "", ""
 	t.names, t.varEnd, t.varBuf = t.names[:0], t.varEnd[:0], t.varBuf[:0]
@@ -137,120 +99,6 @@ func (cc *clientConn) checkClient() int {
 	return t.table.CheckClient(t.entry, t.verify, t.sni, cc.host, cc.curPath)
 }
 
-// Peek implements connIO.
-func (t *tlsConn) Peek(n int) ([]byte, error) {
-	b := t.plain[t.off:]
-	if n > len(b) {
-		return nil, io.ErrShortBuffer
-	}
-	if n <= 0 {
-		return b, nil
-	}
-	return b[:n], nil
-}
-
-// Discard implements connIO.
-func (t *tlsConn) Discard(n int) (int, error) {
-	left := len(t.plain) - t.off
-	if n <= 0 || n >= left {
-		t.plain, t.off = t.plain[:0], 0
-		return left, nil
-	}
-	t.off += n
-	return n, nil
-}
-
-// InboundBuffered implements connIO.
-func (t *tlsConn) InboundBuffered() int { return len(t.plain) - t.off }
-
-// Write implements connIO: b goes out in records (as few as fit).
-func (t *tlsConn) Write(b []byte) (int, error) {
-	if t.rec == nil {
-		return 0, io.ErrClosedPipe
-	}
-	w := t.cc.w
-	w.tlsOut = t.rec.Seal(w.tlsOut[:0], b)
-	if _, err := t.cc.c.Write(w.tlsOut); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
-// Writev implements connIO: bs go out in records, small pieces together.
-func (t *tlsConn) Writev(bs [][]byte) (int, error) {
-	if t.rec == nil {
-		return 0, io.ErrClosedPipe
-	}
-	n := 0
-	for _, b := range bs {
-		n += len(b)
-	}
-	w := t.cc.w
-	w.tlsOut = t.rec.SealV(w.tlsOut[:0], bs)
-	if _, err := t.cc.c.Write(w.tlsOut); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-// fill decrypts the whole records gnet holds into plain and discards
-// them; a partial record stays for the next read. It is called at each
-// traffic call of an established connection, before the request code
-// looks at the input, and is where plain moves: its unread bytes to its
-// start, or into a larger buffer.
-func (t *tlsConn) fill() {
-	c := t.cc.c
-	raw, _ := c.Peek(-1)
-	if len(raw) == 0 || t.failed || t.eof {
-		return
-	}
-	if t.off > 0 {
-		n := copy(t.plain, t.plain[t.off:])
-		t.plain, t.off = t.plain[:n], 0
-	}
-	out, used, err := t.rec.Open(t.plain, raw, 1<<62)
-	t.plain = out
-	if used > 0 {
-		_, _ = c.Discard(used)
-	}
-	switch {
-	case err == io.EOF:
-		t.eof = true
-	case err != nil:
-		t.failed = true
-	}
-	t.flushPending()
-}
-
-// flushPending writes what the record layer has to send of its own (a
-// KeyUpdate's answer, an alert).
-func (t *tlsConn) flushPending() {
-	if t.rec == nil || !t.rec.Pending() || t.cc.closed {
-		return
-	}
-	w := t.cc.w
-	w.tlsOut = t.rec.AppendPending(w.tlsOut[:0])
-	_, _ = t.cc.c.Write(w.tlsOut)
-}
-
-// closeNotify queues a close_notify after the last answer: the client
-// tells a complete answer from one cut short by a close.
-func (t *tlsConn) closeNotify() {
-	if t.rec == nil || t.failed || t.cc.closed {
-		return
-	}
-	w := t.cc.w
-	w.tlsOut = t.rec.CloseNotify(w.tlsOut[:0])
-	_, _ = t.cc.c.Write(w.tlsOut)
-}
-
-// idle drops a large plaintext buffer once it is empty.
-func (t *tlsConn) idle() {
-	if t.off == len(t.plain) && cap(t.plain) > plainKeep {
-		t.plain, t.off = nil, 0
-	}
-}
-
 // handshake is one TLS handshake in progress: crypto/tls's server side on
 // a goroutine of its own, over a tlsrec.HandshakeConn the loop feeds with
 // the client's records as they arrive. What crypto/tls writes, and the
@@ -291,43 +139,24 @@ func (cc *clientConn) startTLS() {
 
 // tlsTraffic runs first at each traffic call of a TLS connection: during
 // the handshake it feeds the handshake and the request code does not run
-// (ok false); after it, it decrypts what arrived. act is the traffic
-// call's answer when ok is false, or when the connection must close.
+// (ok false, act the traffic call's answer); after it, it decrypts what
+// arrived for the request code to read.
 func (cc *clientConn) tlsTraffic() (act gnet.Action, ok bool) {
 	t := cc.tls
 	if hs := t.hs; hs != nil {
 		return hs.feed(), false
 	}
 	t.fill()
-	if t.failed || t.eof {
-		// A fatal alert, a record that fails, or the client's
-		// close_notify: its side is done, as at EOF.
-		return gnet.Close, false
-	}
 	return gnet.None, true
 }
 
-// feed hands the whole records gnet holds to the handshake.
+// feed hands the whole records gnet holds to the handshake, which starts
+// at the first.
 func (hs *handshake) feed() gnet.Action {
-	c := hs.t.cc.c
-	raw, _ := c.Peek(-1)
-	n := 0
-	for {
-		l := tlsrec.RecordLen(raw[n:])
-		if l < 0 {
-			return gnet.Close // not TLS: nothing to answer in
-		}
-		if l == 0 {
-			break
-		}
-		n += l
+	if feedRecords(hs.t.cc.c, hs.hc) {
+		return gnet.Close // not TLS: nothing to answer in
 	}
-	if n == 0 {
-		return gnet.None
-	}
-	hs.hc.Feed(raw[:n])
-	_, _ = c.Discard(n)
-	if !hs.started {
+	if !hs.started && len(hs.hc.Rest()) > 0 {
 		hs.started = true
 		snap := hs.t.cc.w.snap.Load()
 		if snap == nil || snap.certs == nil {
@@ -382,29 +211,21 @@ func (hs *handshake) done(err error) {
 	}
 	cc := t.cc
 	t.hs = nil
+	var rec *tlsrec.Conn
 	if err == nil {
 		t.state, t.table, t.entry, t.sni, t.verify = hs.state, hs.table, hs.entry, hs.sni, hs.verify
-		t.rec, err = tlsrec.New(&t.state, false, &hs.sec)
+		rec, err = tlsrec.New(&t.state, false, &hs.sec)
+	}
+	if err == nil {
+		_ = t.start(rec, hs.hc.Rest())
 	}
 	if err != nil {
 		cc.w.closeConn(cc.c)
 		return
 	}
-	if rest := hs.hc.Rest(); len(rest) > 0 {
-		out, used, err := t.rec.Open(t.plain[:0], rest, 1<<62)
-		t.plain = out
-		switch {
-		case err == io.EOF:
-			t.eof = true
-		case err != nil || used < len(rest):
-			t.failed = true
-		}
-	}
 	cc.guard.enter()
-	if !t.failed && !t.eof {
-		cc.traffic0()
-	}
-	if cc.guard.leave() || t.failed || t.eof {
+	cc.traffic0()
+	if cc.guard.leave() || t.ended() {
 		cc.w.closeConn(cc.c)
 	}
 }

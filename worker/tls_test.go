@@ -172,11 +172,12 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 		}
 		defer raw.Close()
 		// The ClientHello, whole or cut, and nothing after it.
-		hello := &captureConn{Conn: raw, max: 1}
-		go func() { _ = tls.Client(hello, ccfg).Handshake() }()
+		hello := &captureConn{Conn: raw, max: 1, stop: make(chan struct{})}
 		if stop == "partial" {
 			hello.cut = 20
 		}
+		ended := make(chan struct{})
+		go func() { _ = tls.Client(hello, ccfg).Handshake(); close(ended) }()
 		start := time.Now()
 		_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
 		_, err = io.Copy(io.Discard, raw)
@@ -186,6 +187,8 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 		if d := time.Since(start); d > 2*time.Second {
 			t.Fatalf("%s: closed after %v, want about 300ms", stop, d)
 		}
+		close(hello.stop)
+		<-ended
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
@@ -198,10 +201,11 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 
 // captureConn passes the first max writes to the connection (the first
 // cut bytes of them when cut is set) and swallows the rest; reads get
-// nothing.
+// nothing, and an EOF once stop is closed.
 type captureConn struct {
 	net.Conn
 	max, n, cut int
+	stop        chan struct{}
 }
 
 func (c *captureConn) Write(p []byte) (int, error) {
@@ -218,7 +222,8 @@ func (c *captureConn) Write(p []byte) (int, error) {
 }
 
 func (c *captureConn) Read(p []byte) (int, error) {
-	select {} // the client never reads: it stalls
+	<-c.stop // the client stalls until the test is done with it
+	return 0, io.EOF
 }
 
 // TestTLSCloseNotify: an answer that ends the connection (Connection:

@@ -268,6 +268,7 @@ func (uc *upConn) closedByPeer(err error) {
 			uc.setFault(faultHandshake, handshakeCloseErr(err))
 		}
 		tlsEOF = t.eof
+		t.raw = nil
 	}
 	if prev == usIdle {
 		uc.pool.remove(uc)

@@ -127,127 +127,14 @@ func serverName(dst, host []byte) []byte {
 // upTLS is the TLS layer of a connection to an https node: the handshake,
 // run by crypto/tls's client on a goroutine of its own (upHandshake)
 // while the loop owns the socket, then the records, protected and
-// unprotected on the loop by tlsrec. It is the upConn's io once the
-// handshake is done, as tlsConn is a client connection's: Peek, Discard
-// and InboundBuffered read the plaintext fill decrypted from gnet's
-// inbound buffer at each traffic call; Writev seals records into
-// Worker.tlsOut and writes them to the socket. Back-pressure (pause.go)
-// goes on acting on the socket (upConn.c).
-//
-// Buffers: plain[off:] is the decrypted input not yet discarded; slices
-// from Peek alias it until the next Discard or the next traffic call.
+// unprotected on the loop (recordStream), which are the upConn's io once
+// the handshake is done, as a client connection's tlsConn is.
+// Back-pressure (pause.go) goes on acting on the socket (upConn.c).
 // Owned by the loop.
 type upTLS struct {
-	uc  *upConn
-	hs  *upHandshake
-	rec *tlsrec.Conn
-	// plain[off:] is decrypted input not yet discarded.
-	plain []byte
-	off   int
-	// eof: the node sent close_notify; failed: a record was malformed or
-	// did not authenticate, or the node sent a fatal alert (err).
-	eof, failed bool
-	err         error
-}
-
-// Peek implements connIO.
-func (t *upTLS) Peek(n int) ([]byte, error) {
-	b := t.plain[t.off:]
-	if n > len(b) {
-		return nil, io.ErrShortBuffer
-	}
-	if n <= 0 {
-		return b, nil
-	}
-	return b[:n], nil
-}
-
-// Discard implements connIO.
-func (t *upTLS) Discard(n int) (int, error) {
-	left := len(t.plain) - t.off
-	if n <= 0 || n >= left {
-		t.plain, t.off = t.plain[:0], 0
-		return left, nil
-	}
-	t.off += n
-	return n, nil
-}
-
-// InboundBuffered implements connIO.
-func (t *upTLS) InboundBuffered() int { return len(t.plain) - t.off }
-
-// Write implements connIO.
-func (t *upTLS) Write(b []byte) (int, error) {
-	if t.rec == nil {
-		return 0, io.ErrClosedPipe
-	}
-	w := t.uc.w
-	w.tlsOut = t.rec.Seal(w.tlsOut[:0], b)
-	if _, err := t.uc.c.Write(w.tlsOut); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
-// Writev implements connIO: bs go out in records, small pieces together.
-func (t *upTLS) Writev(bs [][]byte) (int, error) {
-	if t.rec == nil {
-		return 0, io.ErrClosedPipe
-	}
-	n := 0
-	for _, b := range bs {
-		n += len(b)
-	}
-	w := t.uc.w
-	w.tlsOut = t.rec.SealV(w.tlsOut[:0], bs)
-	if _, err := t.uc.c.Write(w.tlsOut); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-// fill decrypts the whole records gnet holds into plain and discards
-// them; a partial record stays for the next read. It runs at each traffic
-// call once the handshake is done, and is where plain moves.
-func (t *upTLS) fill() {
-	c := t.uc.c
-	raw, _ := c.Peek(-1)
-	if len(raw) == 0 || t.failed || t.eof {
-		return
-	}
-	if t.off > 0 {
-		n := copy(t.plain, t.plain[t.off:])
-		t.plain, t.off = t.plain[:n], 0
-	}
-	out, used, err := t.rec.Open(t.plain, raw, 1<<62)
-	t.plain = out
-	if used > 0 {
-		_, _ = c.Discard(used)
-	}
-	t.opened(err)
-	if t.rec.Pending() && !t.uc.gone {
-		w := t.uc.w
-		w.tlsOut = t.rec.AppendPending(w.tlsOut[:0])
-		_, _ = c.Write(w.tlsOut)
-	}
-}
-
-// opened records the end Open reported, if any.
-func (t *upTLS) opened(err error) {
-	switch {
-	case err == io.EOF:
-		t.eof = true
-	case err != nil:
-		t.failed, t.err = true, err
-	}
-}
-
-// idle drops a large plaintext buffer once it is empty: the connection
-// waits in its pool.
-func (t *upTLS) idle() {
-	if t.off == len(t.plain) && cap(t.plain) > plainKeep {
-		t.plain, t.off = nil, 0
-	}
+	recordStream
+	uc *upConn
+	hs *upHandshake
 }
 
 // upHandshake is one TLS handshake with a node in progress: crypto/tls's
@@ -287,6 +174,7 @@ func (uc *upConn) startTLS(timeout int64) {
 		t = &upTLS{uc: uc}
 		uc.tls = t
 	}
+	t.recordStream.reset(uc.w, uc.c)
 	hs := &upHandshake{t: t, el: uc.w.loop}
 	hs.hc = tlsrec.NewHandshakeConn(&hs.sec, hs.send)
 	cfg := uc.pool.tls.Clone()
@@ -299,24 +187,10 @@ func (uc *upConn) startTLS(timeout int64) {
 
 // feed hands the whole records gnet holds to the handshake.
 func (hs *upHandshake) feed() gnet.Action {
-	c := hs.t.uc.c
-	raw, _ := c.Peek(-1)
-	n := 0
-	for {
-		l := tlsrec.RecordLen(raw[n:])
-		if l < 0 {
-			// Not TLS: closedByPeer ends the attempt.
-			hs.t.uc.setFault(faultHandshake, errNotTLS)
-			return gnet.Close
-		}
-		if l == 0 {
-			break
-		}
-		n += l
-	}
-	if n > 0 {
-		hs.hc.Feed(raw[:n])
-		_, _ = c.Discard(n)
+	if feedRecords(hs.t.uc.c, hs.hc) {
+		// Not TLS: closedByPeer ends the attempt.
+		hs.t.uc.setFault(faultHandshake, errNotTLS)
+		return gnet.Close
 	}
 	return gnet.None
 }
@@ -360,19 +234,9 @@ func (hs *upHandshake) done(err error) {
 	t.hs = nil
 	if err == nil {
 		state := hs.tc.ConnectionState()
-		t.rec, err = tlsrec.New(&state, true, &hs.sec)
-	}
-	if err == nil {
-		if rest := hs.hc.Rest(); len(rest) > 0 {
-			out, used, oerr := t.rec.Open(t.plain[:0], rest, 1<<62)
-			t.plain = out
-			t.opened(oerr)
-			if oerr == nil && used < len(rest) {
-				t.failed, t.err = true, errors.New("a partial record after the handshake")
-			}
-			if t.failed {
-				err = t.err
-			}
+		var rec *tlsrec.Conn
+		if rec, err = tlsrec.New(&state, true, &hs.sec); err == nil {
+			err = t.start(rec, hs.hc.Rest())
 		}
 	}
 	if err != nil {

@@ -73,7 +73,9 @@ func TestAllocHTTPSUpstream(t *testing.T) {
 		raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
 	uc := p.newConn()
 	uc.c, up.ctx = up, uc
-	uc.tls = &upTLS{uc: uc, rec: client}
+	uc.tls = &upTLS{uc: uc}
+	uc.tls.recordStream.reset(h.w, up)
+	uc.tls.rec = client
 	uc.io = uc.tls
 	uc.state = usBusy
 	p.put(uc)
