@@ -172,6 +172,15 @@ func (k *Keyring) DecryptPrivateKey(field, s string) (string, error) {
 	return p, nil
 }
 
+// Equal reports whether k and o hold the same keys in the same order
+// (go-cmp compares keyrings with it).
+func (k *Keyring) Equal(o *Keyring) bool {
+	if k == nil || o == nil {
+		return k == o
+	}
+	return k.sum == o.sum
+}
+
 // MarshalJSON answers a digest of the keys, never the keys: a config
 // fingerprint that includes a Keyring changes when its keys do.
 func (k *Keyring) MarshalJSON() ([]byte, error) {

@@ -195,6 +195,11 @@ func TestMarshalJSON(t *testing.T) {
 	if string(ja) == string(jb) {
 		t.Error("two keyrings, one digest")
 	}
+	a2, _ := Parse(Default)
+	var none *Keyring
+	if !a.Equal(a2) || a.Equal(b) || a.Equal(none) || !none.Equal(nil) {
+		t.Error("Equal")
+	}
 	for _, key := range Default {
 		if strings.Contains(string(ja), key) {
 			t.Errorf("MarshalJSON shows a key: %s", ja)
