@@ -100,11 +100,9 @@ func (r *Registry) EncryptConf(name string, consumer bool, raw json.RawMessage, 
 	})
 }
 
-// DecryptConf returns raw with its encrypt_fields decrypted with the
-// registry's keyring (SetKeyring), those that decrypt; raw itself when
-// there is no keyring or nothing decrypts.
-func (r *Registry) DecryptConf(name string, consumer bool, raw json.RawMessage) json.RawMessage {
-	k := r.keyring.Load()
+// DecryptConf returns raw with its encrypt_fields decrypted with k, those
+// that decrypt; raw itself when k is nil or nothing decrypts.
+func (r *Registry) DecryptConf(name string, consumer bool, raw json.RawMessage, k *keyring.Keyring) json.RawMessage {
 	if k == nil {
 		return raw
 	}

@@ -99,8 +99,7 @@ func TestEncryptConf(t *testing.T) {
 		t.Errorf("encrypted (-want +got):\n%s", diff)
 	}
 	// Decrypted, it is the configuration written (members sorted).
-	r.SetKeyring(k)
-	if dec := r.DecryptConf("test-limit", false, enc); !jsonEqual(t, dec, raw) {
+	if dec := r.DecryptConf("test-limit", false, enc, k); !jsonEqual(t, dec, raw) {
 		t.Errorf("decrypted: %s", dec)
 	}
 	// Nothing to encrypt, or no keyring: the same bytes.

@@ -9,14 +9,19 @@ import (
 )
 
 // checkSSL checks the schema, then that certificates and keys are PEM
-// that parses, in pairs (what APISIX's check_ssl_conf does, short of
-// decrypting keys, which are stored as sent).
+// that parses, in pairs (what APISIX's check_ssl_conf does): a key sent
+// encrypted (not PEM) is decrypted with the keyring first, as APISIX's
+// validate does, and refused when it does not decrypt.
 func (a *api) checkSSL(_ context.Context, w *write) *apiError {
 	if err := localSchema(sslSchema)(w.raw); err != nil {
 		return invalid(err, "")
 	}
 	cert, _ := w.obj["cert"].(string)
 	key, _ := w.obj["key"].(string)
+	key, e := a.clearKey(key, "key")
+	if e != nil {
+		return e
+	}
 	if msg, field := validatePEM(cert, key, "cert", "key"); msg != "" {
 		return &apiError{Status: http.StatusBadRequest, Msg: msg, Field: field}
 	}
@@ -32,6 +37,10 @@ func (a *api) checkSSL(_ context.Context, w *write) *apiError {
 		c, _ := certs[i].(string)
 		k, _ := keys[i].(string)
 		n := strconv.Itoa(i)
+		k, e := a.clearKey(k, "keys["+n+"]")
+		if e != nil {
+			return e
+		}
 		if msg, field := validatePEM(c, k, "certs["+n+"]", "keys["+n+"]"); msg != "" {
 			return &apiError{Status: http.StatusBadRequest, Msg: "failed to handle cert-key pair[" + strconv.Itoa(i+1) + "]: " + msg, Field: field}
 		}
@@ -43,6 +52,19 @@ func (a *api) checkSSL(_ context.Context, w *write) *apiError {
 		}
 	}
 	return nil
+}
+
+// clearKey is a private key as sent, decrypted when it is not PEM and
+// there is a keyring; APISIX's message when it does not decrypt.
+func (a *api) clearKey(key, field string) (string, *apiError) {
+	if key == "" || a.keyring == nil {
+		return key, nil
+	}
+	clear, err := a.keyring.DecryptPrivateKey(field, key)
+	if err != nil {
+		return "", &apiError{Status: http.StatusBadRequest, Msg: "failed to decrypt previous encrypted key", Field: field}
+	}
+	return clear, nil
 }
 
 // validatePEM checks that cert holds PEM certificates that parse and key,

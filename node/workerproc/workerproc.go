@@ -123,6 +123,13 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 	}
 	node.SetLogLevel(nc)
 	to.hello.Settings = node.Settings(nc)
+	// apisix.data_encryption: the plugins' encrypt_fields are decrypted
+	// before they are built, as the supervisor decrypted them to check
+	// them. The SSL objects' private keys decrypt with
+	// nc.APISIX.DataEncryption.Keyring.DecryptPrivateKey (a nil keyring
+	// keeps them as stored), the decrypt function the TLS configuration is
+	// built with.
+	plugins.Default.SetKeyring(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
 
 	var member *bpf.Member
 	if o.BPFFDs == bpf.NumFiles {
