@@ -83,6 +83,12 @@ type Config struct {
 	// read by the supervisor, so that a worker that dies loses nothing it
 	// counted. nil means counters of the worker's own.
 	Node *shm.NodeCounters
+	// TicketKeys are the node's TLS session ticket keys, which the
+	// supervisor rotates: the worker's tick reads their generation (Gen)
+	// and, when it changed, the keys (Load) for its TLS listeners, so
+	// that every worker encrypts tickets with the same key. nil means keys
+	// of the worker's own.
+	TicketKeys *shm.TicketKeys
 	// Logger receives the worker's log; nil means slog.Default().
 	Logger *slog.Logger
 	// OnListen, if set, is called on the loop once the listening sockets
