@@ -206,6 +206,14 @@ func TestDataEncryptionPluginFields(t *testing.T) {
 		t.Fatalf("GET after PATCH: %s", r.body)
 	}
 
+	// A limit-count group's members are compared in clear: the stored
+	// member's password, encrypted, is the same as the one sent.
+	grp := `{"count":1,"time_window":60,"group":"g","policy":"redis","redis_host":"127.0.0.1","redis_password":"pw"}`
+	c.want(c.do("PUT", "/apisix/admin/routes/g1", `{"uri":"/g1","upstream":{"nodes":{"127.0.0.1:1980":1}},"plugins":{"limit-count":`+grp+`}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/routes/g2", `{"uri":"/g2","upstream":{"nodes":{"127.0.0.1:1980":1}},"plugins":{"limit-count":`+grp+`}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/routes/g3", `{"uri":"/g3","upstream":{"nodes":{"127.0.0.1:1980":1}},"plugins":{"limit-count":`+
+		strings.Replace(grp, `"pw"`, `"other"`, 1)+`}}`), 400, "")
+
 	// enable_encrypt_fields false: the fields are stored as sent.
 	c2 := newEncServer(t, k, nil)
 	c2.want(c2.do("PUT", "/apisix/admin/consumers", `{"username":"jack","plugins":{"key-auth":{"key":"user-key"}}}`), 201, "")
