@@ -59,6 +59,18 @@
 // a schema's or a plugin's message about a resolved configuration, which
 // may quote one, gives way to one naming the references.
 //
+// # Secret fields: encrypt_fields
+//
+// A plugin's schema (or consumer schema) may name, under
+// "encrypt_fields" as APISIX's schemas do, the fields kept encrypted at
+// rest with apisix.data_encryption's keyring (encrypt.go): the Admin API
+// stores them encrypted (EncryptConf), and a Registry given the keyring
+// (SetKeyring, by the supervisor and by each worker at start) decrypts
+// them before anything else — references, the schema, Check, Build and
+// the consumers' index all see the value in clear, checked or trusted,
+// while the Spec keeps what was stored. A value that does not decrypt,
+// stored in clear, is used as it is, as in APISIX.
+//
 // # Checked once
 //
 // A configuration is checked where it enters the node (the Admin API, the

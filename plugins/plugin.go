@@ -8,7 +8,9 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
+	"coregate/admin/keyring"
 	"coregate/admin/spec"
 )
 
@@ -105,6 +107,9 @@ type Registry struct {
 	// memo are the configurations without references that passed
 	// (checked.go).
 	memo memo
+	// keyring decrypts the configurations' encrypt_fields (encrypt.go);
+	// nil for none.
+	keyring atomic.Pointer[keyring.Keyring]
 }
 
 // schemas are one plugin's compiled schemas: of its configuration, on a
@@ -114,6 +119,13 @@ type schemas struct {
 	once                     sync.Once
 	conf, consumer, metadata *spec.Schema
 	err                      error
+	// secrets and consumerSecrets are the encrypt_fields of the schema
+	// and of the consumer schema (nil for a plugin without one), read
+	// apart from the compilation, which a worker building a checked
+	// configuration does not need (encrypt.go).
+	secretsOnce              sync.Once
+	secrets, consumerSecrets []string
+	hasConsumer              bool
 }
 
 // NewRegistry makes an empty registry whose plugins must be named in table.
@@ -223,6 +235,7 @@ func (r *Registry) Schema(name string) ([]byte, bool) {
 // that this registry passed before, or that one of its fingerprint did
 // (trusted: see checked.go), is passed as it is.
 func (r *Registry) check(name string, p Plugin, raw json.RawMessage, trusted bool) (json.RawMessage, []ref, error) {
+	raw = r.decrypt(name, p, raw, false)
 	var key [32]byte
 	if !mayHoldRefs(raw) {
 		if trusted {
@@ -305,6 +318,7 @@ func (r *Registry) CheckConsumer(name string, raw json.RawMessage) error {
 // checkConsumer is CheckConsumer of a registered plugin, as check: the
 // configuration with its references resolved, and the references.
 func (r *Registry) checkConsumer(name string, p Plugin, raw json.RawMessage, trusted bool) (json.RawMessage, []ref, error) {
+	raw = r.decrypt(name, p, raw, true)
 	var key [32]byte
 	if !mayHoldRefs(raw) {
 		if trusted {

@@ -21,7 +21,7 @@ import (
 func realHarness(t testing.TB, routes, consumers, creds []string) *harness {
 	t.Helper()
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
-	snap, err := compile(pluginSpec(t, routes, nil, consumers, creds), router.HostURI, Keepalive{}, pluginSet{env: w.cfg.Plugins}, nil, nil)
+	snap, err := compile(pluginSpec(t, routes, nil, consumers, creds), router.HostURI, upstreamEnv{}, pluginSet{env: w.cfg.Plugins}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestAccessLogArgsAfterKeyAuth(t *testing.T) {
 	w := New(Config{Listen: []string{"127.0.0.1:0"}, AccessLog: l, AccessLogFormat: f})
 	snap, err := compile(pluginSpec(t, []string{
 		`{"id":"r1","uri":"/a","plugins":{"key-auth":{"hide_credentials":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
-	}, nil, []string{`{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`}, nil), router.HostURI, Keepalive{}, pluginSet{env: w.cfg.Plugins}, nil, nil)
+	}, nil, []string{`{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`}, nil), router.HostURI, upstreamEnv{}, pluginSet{env: w.cfg.Plugins}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

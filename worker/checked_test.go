@@ -61,7 +61,7 @@ func countingSpec(t *testing.T, tag string) *spec.Spec {
 func TestCompileChecksOnce(t *testing.T) {
 	compileWith := func(t *testing.T, reg *plugins.Registry, s *spec.Spec) {
 		t.Helper()
-		if _, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: reg, env: plugins.NewLocalEnv()}, nil, nil); err != nil {
+		if _, err := compile(s, router.HostURI, upstreamEnv{}, pluginSet{reg: reg, env: plugins.NewLocalEnv()}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,7 +142,7 @@ func TestCompileChecksOnce(t *testing.T) {
 		if b := p.builds.Load(); b != 3 {
 			t.Errorf("builds %d; want 3", b)
 		}
-		snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: reg, env: plugins.NewLocalEnv()}, nil, nil)
+		snap, err := compile(s, router.HostURI, upstreamEnv{}, pluginSet{reg: reg, env: plugins.NewLocalEnv()}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

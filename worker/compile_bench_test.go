@@ -23,21 +23,21 @@ func BenchmarkCompile5000(b *testing.B) {
 	b.Run("first", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := compile(s, router.HostURI, Keepalive{}, ps, nil, nil); err != nil {
+			if _, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	// The build after a change: the served snapshot was compiled from the
 	// same objects, as during a bulk load (control.DecodeDelta).
-	prev, err := compile(s, router.HostURI, Keepalive{}, ps, nil, nil)
+	prev, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("next", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := compile(s, router.HostURI, Keepalive{}, ps, prev, nil); err != nil {
+			if _, err := compile(s, router.HostURI, upstreamEnv{}, ps, prev, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -52,7 +52,7 @@ func BenchmarkCompile5000(b *testing.B) {
 	b.Run("added", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := compile(grown, router.HostURI, Keepalive{}, ps, prev, nil); err != nil {
+			if _, err := compile(grown, router.HostURI, upstreamEnv{}, ps, prev, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -62,7 +62,7 @@ func BenchmarkCompile5000(b *testing.B) {
 	b.Run("changed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := compile(changed, router.HostURI, Keepalive{}, ps, prev, nil); err != nil {
+			if _, err := compile(changed, router.HostURI, upstreamEnv{}, ps, prev, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -305,7 +305,7 @@ func pluginHarness(t testing.TB, s *spec.Spec) (*harness, *recorder) {
 	t.Helper()
 	rec := &recorder{events: make([]string, 0, 256), seen: make([]byte, 0, 4096)}
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
-	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: probeRegistry(rec), env: w.cfg.Plugins}, nil, nil)
+	snap, err := compile(s, router.HostURI, upstreamEnv{}, pluginSet{reg: probeRegistry(rec), env: w.cfg.Plugins}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -861,7 +861,7 @@ func TestEditsSurviveRetry(t *testing.T) {
 		host, port, uhost, uport)}, nil, nil, nil)
 	w, _ := runWorker(t, Config{}, &spec.Spec{})
 	rec := &recorder{}
-	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: probeRegistry(rec), env: w.cfg.Plugins}, nil, nil)
+	snap, err := compile(s, router.HostURI, upstreamEnv{}, pluginSet{reg: probeRegistry(rec), env: w.cfg.Plugins}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func prometheusHarness(tb testing.TB, routes ...string) (*harness, *shm.MetricsS
 	if err := s.Check(); err != nil {
 		tb.Fatal(err)
 	}
-	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: plugins.Default, env: w.cfg.Plugins}, nil, nil)
+	snap, err := compile(s, router.HostURI, upstreamEnv{}, pluginSet{reg: plugins.Default, env: w.cfg.Plugins}, nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

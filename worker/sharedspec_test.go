@@ -49,7 +49,7 @@ func TestCompileLeavesTheSpecAlone(t *testing.T) {
 	}
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
 	for range 2 {
-		if _, err := compile(s, router.HostURI, Keepalive{}, pluginSet{env: w.cfg.Plugins}, nil, nil); err != nil {
+		if _, err := compile(s, router.HostURI, upstreamEnv{}, pluginSet{env: w.cfg.Plugins}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		after, err := json.Marshal(s)

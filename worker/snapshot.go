@@ -251,7 +251,7 @@ const (
 // holding a reference, which resolve here; any other Spec is checked as
 // it is built.
 func Compile(s *spec.Spec, mode router.Mode) (*Snapshot, error) {
-	return compile(s, mode, Keepalive{}, pluginSet{}, nil, nil)
+	return compile(s, mode, upstreamEnv{}, pluginSet{}, nil, nil)
 }
 
 // pluginSet is what compile builds plugins with: a registry
@@ -282,7 +282,7 @@ type Keepalive struct {
 // nginx keeps an upstream across a reload that does not change it. The
 // event loop goes on using prev meanwhile: compile reads only what no one
 // writes after compiling (the upstream and its nodes' addresses).
-func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *Snapshot, yield func()) (*Snapshot, error) {
+func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev *Snapshot, yield func()) (*Snapshot, error) {
 	if yield == nil {
 		yield = func() {}
 	}
@@ -369,7 +369,7 @@ func compile(s *spec.Spec, mode router.Mode, ka Keepalive, ps pluginSet, prev *S
 		}
 		if !ok {
 			var err error
-			if cu, err = compileUpstream(u, ka); err != nil {
+			if cu, err = compileUpstream(u, ue); err != nil {
 				return nil, err
 			}
 		}
@@ -750,7 +750,16 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 	return out, nil
 }
 
-func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
+// upstreamEnv is what compiling an upstream takes from the worker: the
+// keep-alive pools' settings, and the keyring's decryption of a
+// tls.client_key stored encrypted (nil: keys as stored).
+type upstreamEnv struct {
+	ka      Keepalive
+	decrypt func(field, s string) (string, error)
+}
+
+func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
+	ka := ue.ka
 	scheme := u.Scheme
 	if scheme == "" {
 		scheme = "http"
@@ -785,7 +794,7 @@ func compileUpstream(u *spec.Upstream, ka Keepalive) (*upstream, error) {
 		return nil, fmt.Errorf("pass_host %q is not supported", u.PassHost)
 	}
 	if scheme == "https" {
-		t, err := compileUpstreamTLS(u)
+		t, err := compileUpstreamTLS(u, ue.decrypt)
 		if err != nil {
 			return nil, err
 		}

@@ -128,7 +128,7 @@ func TestCompilePhaseTables(t *testing.T) {
 		},
 	}
 	env := plugins.NewLocalEnv()
-	snap, err := compile(s, router.HostURI, Keepalive{}, pluginSet{reg: tinyRegistry(), env: env}, nil, nil)
+	snap, err := compile(s, router.HostURI, upstreamEnv{}, pluginSet{reg: tinyRegistry(), env: env}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestCompileKeepaliveDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &spec.Spec{Routes: []*spec.Route{plain, own}}
-	snap, err := compile(s, router.HostURI, Keepalive{Size: 16, Idle: 5 * time.Second, Requests: 100}, pluginSet{}, nil, nil)
+	snap, err := compile(s, router.HostURI, upstreamEnv{ka: Keepalive{Size: 16, Idle: 5 * time.Second, Requests: 100}}, pluginSet{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestCompileKeepsUnchangedUpstreams(t *testing.T) {
 	inline := route(`{"id":"2","uri":"/b","upstream":{"nodes":{"127.0.0.1:1982":1}}}`)
 	changing := route(`{"id":"3","uri":"/c","upstream":{"nodes":{"127.0.0.1:1983":1}}}`)
 	s1 := &spec.Spec{Routes: []*spec.Route{byID, inline, changing}, Upstreams: []*spec.Upstream{shared}}
-	prev, err := compile(s1, router.HostURI, Keepalive{}, pluginSet{}, nil, nil)
+	prev, err := compile(s1, router.HostURI, upstreamEnv{}, pluginSet{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestCompileKeepsUnchangedUpstreams(t *testing.T) {
 			}
 		}
 	}()
-	next, err := compile(s2, router.HostURI, Keepalive{}, pluginSet{}, prev, nil)
+	next, err := compile(s2, router.HostURI, upstreamEnv{}, pluginSet{}, prev, nil)
 	close(stop)
 	<-done
 	if err != nil {
@@ -143,7 +143,7 @@ func TestCompileKeepsUnchangedUpstreams(t *testing.T) {
 		t.Error("the new snapshot still names the replaced route's node")
 	}
 	// Without a served snapshot, everything is compiled.
-	fresh, err := compile(s2, router.HostURI, Keepalive{}, pluginSet{}, nil, nil)
+	fresh, err := compile(s2, router.HostURI, upstreamEnv{}, pluginSet{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 		Consumers: []*spec.Consumer{mustDecode(t, spec.DecodeConsumer, consumer)},
 	}
 	ps := pluginSet{env: plugins.NewLocalEnv()}
-	prev, err := compile(s1, router.HostURI, Keepalive{}, ps, nil, nil)
+	prev, err := compile(s1, router.HostURI, upstreamEnv{}, ps, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 		Upstreams: []*spec.Upstream{ups},
 		Consumers: []*spec.Consumer{mustDecode(t, spec.DecodeConsumer, consumer)}, // equal, not the same
 	}
-	next, err := compile(s2, router.HostURI, Keepalive{}, ps, prev, nil)
+	next, err := compile(s2, router.HostURI, upstreamEnv{}, ps, prev, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	}
 
 	// The routes taken over route as a build from nothing routes them.
-	fresh, err := compile(s2, router.HostURI, Keepalive{}, ps, nil, nil)
+	fresh, err := compile(s2, router.HostURI, upstreamEnv{}, ps, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	// A consumer more: every route is built again, with the new index.
 	s3 := *s2
 	s3.Consumers = append(slices.Clone(s2.Consumers), mustDecode(t, spec.DecodeConsumer, `{"username":"jill","plugins":{"key-auth":{"key":"k2"}}}`))
-	again, err := compile(&s3, router.HostURI, Keepalive{}, ps, next, nil)
+	again, err := compile(&s3, router.HostURI, upstreamEnv{}, ps, next, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 		}
 	}
 	// Another Env (another worker's, or a test's): nothing is taken over.
-	other, err := compile(s2, router.HostURI, Keepalive{}, pluginSet{env: plugins.NewLocalEnv()}, next, nil)
+	other, err := compile(s2, router.HostURI, upstreamEnv{}, pluginSet{env: plugins.NewLocalEnv()}, next, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,19 +319,19 @@ func TestCompileTakesOverInServedOrder(t *testing.T) {
 		rs = append(rs, route(fmt.Sprint(i), fmt.Sprint("/", i)))
 	}
 	ps := pluginSet{env: plugins.NewLocalEnv()}
-	prev, err := compile(&spec.Spec{Routes: rs}, router.HostURI, Keepalive{}, ps, nil, nil)
+	prev, err := compile(&spec.Spec{Routes: rs}, router.HostURI, upstreamEnv{}, ps, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 2 replaced, 3 deleted, 7 and 8 created; then 5 deleted and 6
 	// replaced, the next build over that one.
 	s2 := []*spec.Route{rs[0], route("2", "/2b"), rs[3], rs[4], rs[5], route("7", "/7"), route("8", "/8")}
-	next, err := compile(&spec.Spec{Routes: s2}, router.HostURI, Keepalive{}, ps, prev, nil)
+	next, err := compile(&spec.Spec{Routes: s2}, router.HostURI, upstreamEnv{}, ps, prev, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s3 := []*spec.Route{s2[0], s2[1], s2[2], route("6", "/6b"), s2[5], s2[6]}
-	last, err := compile(&spec.Spec{Routes: s3}, router.HostURI, Keepalive{}, ps, next, nil)
+	last, err := compile(&spec.Spec{Routes: s3}, router.HostURI, upstreamEnv{}, ps, next, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,11 +131,11 @@ func TestCompileTakeOverDifferential(t *testing.T) {
 			}
 		}
 		next.Routes = dedupRoutes(next.Routes)
-		inc, err := compile(next, router.HostURI, Keepalive{}, ps, prev, nil)
+		inc, err := compile(next, router.HostURI, upstreamEnv{}, ps, prev, nil)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		fresh, err := compile(next, router.HostURI, Keepalive{}, ps, nil, nil)
+		fresh, err := compile(next, router.HostURI, upstreamEnv{}, ps, nil, nil)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"coregate/admin/spec"
 	"coregate/tlsconf"
 	"coregate/tlsrec"
+	"coregate/worker/shm"
 )
 
 // tlsConn is the TLS layer of a client connection accepted on a TLS
@@ -231,9 +232,16 @@ func (hs *handshake) done(err error) {
 }
 
 // ticketKeys are the session ticket keys the worker's tables seal and
-// open tickets with: the same from one configuration to the next, so that
-// a session resumes across a change of ssls.
+// open tickets with: the node's (Config.TicketKeys), which every worker
+// shares, else keys of the worker's own, made once. Either way the same
+// from one configuration to the next, so that a session resumes across
+// a change of ssls. It runs off the loop (buildCerts), and allocates.
 func (w *Worker) ticketKeys() [][32]byte {
+	if t := w.cfg.TicketKeys; t != nil {
+		if keys, _, ok := t.Load(make([][32]byte, 0, shm.TicketKeyCount)); ok {
+			return keys
+		}
+	}
 	w.ticketOnce.Do(func() {
 		var k [32]byte
 		if _, err := rand.Read(k[:]); err == nil {
@@ -241,6 +249,25 @@ func (w *Worker) ticketKeys() [][32]byte {
 		}
 	})
 	return w.tickets
+}
+
+// rotateTickets runs on the loop's tick: when the supervisor rotated the
+// node's ticket keys (their generation moved), the table the handshakes
+// take now seals with the new first key. A table built afterwards reads
+// them itself (ticketKeys).
+func (w *Worker) rotateTickets() {
+	t := w.cfg.TicketKeys
+	if t == nil || t.Gen() == w.ticketGen {
+		return
+	}
+	keys, gen, ok := t.Load(w.ticketBuf[:0])
+	if !ok {
+		return // a writer died mid-write: the previous keys stay
+	}
+	w.ticketBuf, w.ticketGen = keys, gen
+	if snap := w.snap.Load(); snap != nil && snap.certs != nil {
+		snap.certs.SetTicketKeys(keys)
+	}
 }
 
 // buildCerts gives snap the certificate table of ssls for the TLS

@@ -513,7 +513,7 @@ func TestCompileUpstreamSchemes(t *testing.T) {
 		if c.tls != "" {
 			u.TLS = json.RawMessage(c.tls)
 		}
-		cu, err := compileUpstream(u, Keepalive{})
+		cu, err := compileUpstream(u, upstreamEnv{})
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%s %s: %v", c.scheme, c.tls, err)

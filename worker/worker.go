@@ -98,6 +98,12 @@ type Config struct {
 	// read by the supervisor, so that a worker that dies loses nothing it
 	// counted. nil means counters of the worker's own.
 	Node *shm.NodeCounters
+	// TicketKeys are the node's TLS session ticket keys, which the
+	// supervisor rotates: the worker's tick reads their generation (Gen)
+	// and, when it changed, the keys (Load) for its TLS listeners, so
+	// that every worker encrypts tickets with the same key. nil means keys
+	// of the worker's own.
+	TicketKeys *shm.TicketKeys
 	// Logger receives the worker's log; nil means slog.Default().
 	Logger *slog.Logger
 	// OnListen, if set, is called on the loop once the listening sockets
@@ -139,6 +145,10 @@ type Worker struct {
 	// goroutine that builds the configuration.
 	tickets    [][32]byte
 	ticketOnce sync.Once
+	// ticketGen and ticketBuf are the loop's: the generation of the
+	// node's ticket keys last installed (rotateTickets), and their copy.
+	ticketGen uint64
+	ticketBuf [][32]byte
 	stats      atomic.Pointer[Stats] // published by the loop each tick
 	ticks      atomic.Uint64         // ticks the loop has run
 
@@ -239,7 +249,7 @@ func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 // the rest is installed. yield, if not nil, is called after every route
 // compiled (Background's).
 func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
-	snap, err := compile(s, w.cfg.RouterMode, w.cfg.UpstreamKeepalive, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
+	snap, err := compile(s, w.cfg.RouterMode, upstreamEnv{ka: w.cfg.UpstreamKeepalive, decrypt: w.cfg.Decrypt}, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
 	if err != nil {
 		return err
 	}
@@ -464,6 +474,7 @@ func (w *Worker) tick() {
 	w.resumePaused()
 	w.publishStats()
 	w.tickFaultLog()
+	w.rotateTickets()
 	if w.alog != nil {
 		w.alog.log.Tick(w.now)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"coregate/admin/keyring"
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
 	"coregate/admin/store"
@@ -28,6 +29,14 @@ type Options struct {
 	Plugins *plugins.Registry
 	// Log receives store failures; nil discards.
 	Log *slog.Logger
+	// Keyring encrypts the private keys stored (SSL objects' key and
+	// keys, upstreams' tls.client_key): apisix.data_encryption's keyring;
+	// nil stores them as sent.
+	Keyring *keyring.Keyring
+	// FieldsKeyring encrypts the plugins' secret fields stored (their
+	// encrypt_fields): nodeconf.DataEncryption.FieldsKeyring; nil stores
+	// them as sent.
+	FieldsKeyring *keyring.Keyring
 }
 
 // maxBody is APISIX's limit on a request body (1.5 MiB).
@@ -46,6 +55,8 @@ type api struct {
 	log     *slog.Logger
 	auth    auth
 	cors    bool
+	// keyring and fieldsKeyring are Options' (encrypt.go).
+	keyring, fieldsKeyring *keyring.Keyring
 }
 
 // New returns the Admin API handler, to be served under /apisix/admin on
@@ -59,7 +70,8 @@ func New(o Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &api{st: o.Store, prefix: o.Store.Prefix(), plugins: o.Plugins, log: o.Log, auth: au, cors: o.Admin.EnableAdminCORS}
+	a := &api{st: o.Store, prefix: o.Store.Prefix(), plugins: o.Plugins, log: o.Log, auth: au, cors: o.Admin.EnableAdminCORS,
+		keyring: o.Keyring, fieldsKeyring: o.FieldsKeyring}
 	if a.plugins == nil {
 		a.plugins = plugins.Default
 	}

@@ -70,9 +70,12 @@
 //
 // SSL objects are checked against APISIX's ssl schema (schema/ssl.json
 // here, until spec has one) and their certificates and keys must parse as
-// PEM; GET never shows key or keys. Keys are stored as sent: APISIX
-// encrypts them (and plugins' secret fields) with its data_encryption
-// keyring, which is not done here. Credentials are checked against
+// PEM; GET never shows key or keys. With apisix.data_encryption's keyring
+// (Options.Keyring) private keys are stored encrypted, as APISIX stores
+// them (encrypt.go), and a key sent encrypted is checked decrypted;
+// with enable_encrypt_fields (Options.FieldsKeyring) so are the
+// plugins' encrypt_fields, which GET shows decrypted, as APISIX does.
+// Credentials are checked against
 // APISIX's credential schema (schema/credential.json), and their plugin
 // must be an authentication one (plugins.CredentialPlugin, as the workers
 // take it): 400 "only supports auth type plugins in consumer credential"

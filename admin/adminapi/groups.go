@@ -47,6 +47,7 @@ func (a *api) checkGroups(ctx context.Context, w *write) *apiError {
 				if !ok {
 					continue
 				}
+				a.openPluginsOf(other, dir == "consumers") // compared in clear, as sent
 				theirs, _ := other["plugins"].(map[string]any)
 				oc, ok := theirs[name]
 				if !ok {

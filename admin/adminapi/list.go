@@ -32,7 +32,7 @@ func (a *api) list(ctx context.Context, rw http.ResponseWriter, rq *request) *ap
 		if !f.match(obj) {
 			continue
 		}
-		items = append(items, readEnvelope(kv, shown(rq.rs, kv.Value)))
+		items = append(items, readEnvelope(kv, a.shown(rq.rs, kv.Value)))
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].CreatedIndex < items[j].CreatedIndex })
 	total := len(items)

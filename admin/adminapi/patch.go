@@ -40,6 +40,8 @@ func (a *api) patch(ctx context.Context, rw http.ResponseWriter, rq *request) *a
 		if !ok {
 			obj = map[string]any{}
 		}
+		// Merged and checked in clear, encrypted again as it is stored.
+		a.openPlugins(rs, obj)
 
 		now := epoch()
 		if len(rq.sub) > 0 {
@@ -64,11 +66,12 @@ func (a *api) patch(ctx context.Context, rw http.ResponseWriter, rq *request) *a
 		if e := a.check(ctx, w); e != nil {
 			return e
 		}
-		kv, _, err := a.st.Put(ctx, key, w.raw, store.PutOptions{IfModRevision: old.ModRevision, TTL: rq.ttl})
+		stored := a.seal(rs, w.raw)
+		kv, _, err := a.st.Put(ctx, key, stored, store.PutOptions{IfModRevision: old.ModRevision, TTL: rq.ttl})
 		if err != nil {
 			return storeError(err) // a conflict: read, merge and check again
 		}
-		writeJSON(rw, http.StatusOK, kvBody{Key: kv.Key, Value: w.raw})
+		writeJSON(rw, http.StatusOK, kvBody{Key: kv.Key, Value: stored})
 		return nil
 	})
 }

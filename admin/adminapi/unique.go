@@ -60,6 +60,7 @@ func (a *api) checkUniqueKeys(ctx context.Context, obj map[string]any, consumer,
 		if !ok {
 			continue
 		}
+		a.openPluginsOf(other, true) // stored encrypted, compared in clear
 		theirs, _ := other["plugins"].(map[string]any)
 		for _, w := range wants {
 			conf, _ := theirs[w.plugin].(map[string]any)

@@ -149,7 +149,8 @@ func (a *api) put(ctx context.Context, rw http.ResponseWriter, rq *request) *api
 			}
 			checked = w.raw
 		}
-		kv, old, err := a.st.Put(ctx, key, w.raw, store.PutOptions{IfModRevision: ifRev, TTL: rq.ttl})
+		stored := a.seal(rq.rs, w.raw)
+		kv, old, err := a.st.Put(ctx, key, stored, store.PutOptions{IfModRevision: ifRev, TTL: rq.ttl})
 		if err != nil {
 			return storeError(err) // a conflict: written meanwhile, take its create_time and try again
 		}
@@ -157,7 +158,7 @@ func (a *api) put(ctx context.Context, rw http.ResponseWriter, rq *request) *api
 		if old.Key != "" {
 			status = http.StatusOK
 		}
-		writeJSON(rw, status, kvBody{Key: kv.Key, Value: w.raw})
+		writeJSON(rw, status, kvBody{Key: kv.Key, Value: stored})
 		return nil
 	})
 }
@@ -220,7 +221,7 @@ func (a *api) post(ctx context.Context, rw http.ResponseWriter, rq *request) *ap
 		return storeError(err)
 	}
 	obj["id"] = id
-	w.raw = encodeJSON(obj)
+	w.raw = a.seal(rq.rs, encodeJSON(obj))
 	kv, _, err := a.st.Put(ctx, a.keyOf(rq, id), w.raw, store.PutOptions{IfModRevision: -1, TTL: rq.ttl})
 	if err != nil {
 		return storeError(err)
@@ -238,26 +239,32 @@ func (a *api) get(ctx context.Context, rw http.ResponseWriter, rq *request) *api
 	if err != nil {
 		return storeError(err)
 	}
-	writeJSON(rw, http.StatusOK, readEnvelope(kv, shown(rq.rs, kv.Value)))
+	writeJSON(rw, http.StatusOK, readEnvelope(kv, a.shown(rq.rs, kv.Value)))
 	return nil
 }
 
 // shown is a stored value as GET shows it: an SSL object without its
-// private keys, and a value that is not JSON (written by something else)
-// as a string rather than a broken answer.
-func shown(rs *resource, v []byte) []byte {
+// private keys, plugins' secret fields decrypted (as APISIX shows them),
+// and a value that is not JSON (written by something else) as a string
+// rather than a broken answer.
+func (a *api) shown(rs *resource, v []byte) []byte {
 	if !json.Valid(v) {
 		return encodeJSON(string(v))
 	}
-	if rs.name != "ssls" {
+	has, _ := pluginsOf(rs)
+	if rs.name != "ssls" && (!has || a.fieldsKeyring == nil) {
 		return v
 	}
 	m, ok := decodeStored(v)
 	if !ok {
 		return v
 	}
-	delete(m, "key")
-	delete(m, "keys")
+	if rs.name == "ssls" {
+		delete(m, "key")
+		delete(m, "keys")
+	} else {
+		a.openPlugins(rs, m)
+	}
 	return encodeJSON(m)
 }
 

@@ -29,10 +29,6 @@
 //   - apisix.trusted_addresses, when set. Clients outside them would have
 //     their X-Forwarded-For reach the upstream as sent, where APISIX drops
 //     it.
-//   - apisix.data_encryption, unless it is null or its keyring is null or
-//     empty. Plugins' secret fields and SSL private keys would be kept
-//     unencrypted in etcd, and those APISIX encrypted read as they are.
-//     Without a keyring written APISIX's default one applies.
 //   - apisix.lua_module_hook and nginx_config's main_, http_, http_server_,
 //     http_server_location_, http_admin_ and http_end_configuration_snippet,
 //     when not empty: Lua code and nginx directives coregate does not run,
@@ -50,10 +46,19 @@
 //   - deployment.admin.https_admin: true. The Admin API would be served
 //     over plain HTTP, its keys readable on the wire.
 //
-// Two of APISIX's defaults differ in the same way and, not written, cannot
-// be refused: its data_encryption keyring (coregate stores what it is sent
-// in clear, see package adminapi) and real_ip_from 127.0.0.1 and unix:
-// with real_ip_header X-Real-IP (coregate takes no address from it).
+// One of APISIX's defaults differs in the same way and, not written,
+// cannot be refused: real_ip_from 127.0.0.1 and unix: with real_ip_header
+// X-Real-IP (coregate takes no address from it).
+//
+// # apisix.data_encryption
+//
+// Read as APISIX reads it (DataEncryption): enable_encrypt_fields (default
+// true) and keyring, a key or a list of keys of 16 or 32 characters, the
+// first encrypting and all decrypting (package keyring); APISIX's keyring
+// when none is written. With a keyring, SSL objects' private keys are
+// stored encrypted; with enable_encrypt_fields too, on a node whose
+// configuration comes from etcd, so are plugins' encrypt_fields. null, or
+// a keyring null or empty, stores everything in clear, knowingly.
 //
 // Reported ("not supported yet: <key>"), the node starting without them,
 // since ignoring them fails closed or costs a feature, a tuning or a log,

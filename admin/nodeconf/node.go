@@ -1,6 +1,7 @@
 package nodeconf
 
 import (
+	"coregate/admin/keyring"
 	"coregate/admin/spec"
 	"encoding/json"
 	"fmt"
@@ -56,6 +57,33 @@ type APISIXConfig struct {
 	SSLTrustedCertificate string
 	// SSL is apisix.ssl: the HTTPS listeners and their TLS settings.
 	SSL SSL
+	// DataEncryption is apisix.data_encryption; default
+	// enable_encrypt_fields true with APISIX's keyring (keyring.Default).
+	DataEncryption DataEncryption
+}
+
+// DataEncryption is apisix.data_encryption: what is kept encrypted at
+// rest, as APISIX keeps it. With a Keyring, SSL objects' private keys are
+// stored encrypted; with EnableEncryptFields too, so are the fields each
+// plugin names secret (its schema's encrypt_fields), where the node's
+// configuration comes from etcd. Values are decrypted where they are
+// used: a value stored in clear stays readable.
+type DataEncryption struct {
+	EnableEncryptFields bool
+	// Keyring is nil when keyring is null or empty (or data_encryption
+	// is null): everything is stored in clear, knowingly.
+	Keyring *keyring.Keyring
+}
+
+// FieldsKeyring is the keyring that encrypts plugins' encrypt_fields on
+// a node whose configuration comes from provider: nil (in clear) unless
+// EnableEncryptFields is set and provider is etcd, as APISIX's
+// enable_gde.
+func (d *DataEncryption) FieldsKeyring(provider Provider) *keyring.Keyring {
+	if !d.EnableEncryptFields || provider.Kind != "etcd" {
+		return nil
+	}
+	return d.Keyring
 }
 
 // SSL is apisix.ssl, but ssl_trusted_certificate
@@ -360,6 +388,15 @@ var defaultPlugins = []string{
 	"ai-request-rewrite",
 }
 
+// defaultKeyring is keyring.Default, parsed once.
+var defaultKeyring = func() *keyring.Keyring {
+	k, err := keyring.Parse(keyring.Default)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
 // Default is the configuration of a node whose config.yaml is
 // empty: APISIX's defaults. Dir is "conf".
 func Default() *Config {
@@ -374,9 +411,10 @@ func Default() *Config {
 				Protocols: "TLSv1.2 TLSv1.3",
 				Ciphers:   DefaultSSLCiphers,
 			},
-			RouterHTTP:            "radixtree_host_uri",
-			EnableAdmin:           true,
-			EnableControl:         true,
+			RouterHTTP:     "radixtree_host_uri",
+			EnableAdmin:    true,
+			EnableControl:  true,
+			DataEncryption: DataEncryption{EnableEncryptFields: true, Keyring: defaultKeyring},
 		},
 		NginxConfig: NginxConfig{
 			ErrorLogLevel:     "warn",
@@ -795,7 +833,7 @@ func (p *cfgParser) apisix() section {
 	).with(section{
 		"node_listen":          p.nodeListen,
 		"enable_server_tokens": p.boolean(&a.EnableServerTokens),
-		"ssl": func(k string, n *yaml.Node) error { return p.walk(k, n, p.ssl()) },
+		"ssl":                  func(k string, n *yaml.Node) error { return p.walk(k, n, p.ssl()) },
 		"router": func(k string, n *yaml.Node) error {
 			return p.walk(k, n, unsupported("ssl").with(section{
 				"http": func(k string, n *yaml.Node) error {
@@ -879,32 +917,60 @@ func (p *cfgParser) ssl() section {
 	})
 }
 
-// dataEncryption reads apisix.data_encryption. coregate encrypts nothing
-// it stores: a keyring, APISIX's default one when none is written, would
-// have APISIX encrypt plugins' secret fields and SSL private keys in etcd.
-// Only a configuration without a keyring asks for what coregate does.
+// dataEncryption reads apisix.data_encryption, with APISIX's defaults
+// for what is not written (enable_encrypt_fields true, APISIX's keyring).
+// null, or a keyring null or empty, stores everything in clear.
 func (p *cfgParser) dataEncryption(key string, n *yaml.Node) error {
+	d := &p.c.APISIX.DataEncryption
 	if isNull(n) {
+		d.Keyring = nil
 		return nil
 	}
-	var enable bool
-	var keyring *yaml.Node
-	err := p.walk(key, n, section{
-		"enable_encrypt_fields": p.boolean(&enable),
-		"keyring":               func(_ string, n *yaml.Node) error { keyring = n; return nil },
+	return p.walk(key, n, section{
+		"enable_encrypt_fields": p.boolean(&d.EnableEncryptFields),
+		"keyring":               p.keyring(&d.Keyring),
 	})
-	if err != nil {
-		return err
-	}
-	const harm = "keep plugins' secret fields and SSL private keys unencrypted in etcd, and read those APISIX encrypted as they are"
-	switch {
-	case keyring == nil:
-		return p.refused(key, harm+" (APISIX's default keyring applies when none is written)",
-			"write keyring: null to store them in clear knowingly")
-	case isNull(keyring) || keyring.Kind == yaml.SequenceNode && len(keyring.Content) == 0:
+}
+
+// keyring reads a keyring: a key, or a list of keys, the first one
+// encrypting; each 16 or 32 characters (AES-128 or AES-256), as APISIX's
+// schema wants them. null and [] are no keyring.
+func (p *cfgParser) keyring(dst **keyring.Keyring) handler {
+	const want = "a key of 16 or 32 characters"
+	return func(key string, n *yaml.Node) error {
+		var keys []string
+		str := func(k string, e *yaml.Node) error {
+			e = spec.Unalias(e)
+			if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" || len(e.Value) != 16 && len(e.Value) != 32 {
+				return p.errf(k, "want %s, got %s", want, describe(e))
+			}
+			keys = append(keys, e.Value)
+			return nil
+		}
+		switch {
+		case isNull(n):
+		case n.Kind == yaml.SequenceNode:
+			for i, e := range n.Content {
+				if err := str(fmt.Sprintf("%s[%d]", key, i), e); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := str(key, n); err != nil {
+				return p.errf(key, "want %s or a list of them, got %s", want, describe(n))
+			}
+		}
+		if len(keys) == 0 {
+			*dst = nil
+			return nil
+		}
+		k, err := keyring.Parse(keys)
+		if err != nil {
+			return p.errf(key, "%v", err)
+		}
+		*dst = k
 		return nil
 	}
-	return p.refused(key+".keyring", harm, "write keyring: null to store them in clear knowingly")
 }
 
 // nodeListen reads apisix.node_listen: a port, a list of ports, or a list

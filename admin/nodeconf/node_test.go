@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"coregate/admin/keyring"
 )
 
 func parseNode(t *testing.T, src string) (*Config, []string, error) {
@@ -87,6 +89,11 @@ apisix:
     ssl_ciphers: ECDHE-ECDSA-AES128-GCM-SHA256
     ssl_session_tickets: true
     fallback_sni: a.example.com
+  data_encryption:
+    enable_encrypt_fields: false
+    keyring:
+      - 0123456789abcdef0123456789abcdef
+      - qeddd145sfvddff3
 nginx_config:
   worker_processes: 4
   error_log_level: info
@@ -166,6 +173,7 @@ plugin_attr:
 			SessionTickets: true,
 			FallbackSNI:    "a.example.com",
 		},
+		DataEncryption: DataEncryption{Keyring: mustKeyring(t, "0123456789abcdef0123456789abcdef", "qeddd145sfvddff3")},
 	}
 	want.NginxConfig = NginxConfig{
 		WorkerProcesses:   4,
@@ -616,7 +624,6 @@ func TestNodeConfigRefused(t *testing.T) {
 	const realIPHarm = `leave the client address the connection's, so that every client behind a proxy in real_ip_from ` +
 		`has the proxy's address in remote_addrs, ipmatch and the limits keyed on remote_addr: ` +
 		`remove the real_ip_* keys, or write real_ip_from: [] to say no proxy is trusted`
-	const encHarm = `keep plugins' secret fields and SSL private keys unencrypted in etcd, and read those APISIX encrypted as they are`
 	const snippet = `skip the nginx directives it holds, and whatever access rules, limits or headers they enforce: ` +
 		`remove it, and configure what it does through routes, plugins or global rules`
 	tests := []struct{ src, key, why string }{
@@ -624,12 +631,6 @@ func TestNodeConfigRefused(t *testing.T) {
 			`route a path ending in "/" apart from the path without it, "/a/" missing the route that guards "/a": set it to false`},
 		{"apisix:\n  trusted_addresses: [10.0.0.0/8]", "apisix.trusted_addresses",
 			`pass the X-Forwarded-For of clients outside them to the upstream as sent, where APISIX drops it: remove it`},
-		{"apisix:\n  data_encryption:\n    enable_encrypt_fields: false", "apisix.data_encryption",
-			encHarm + ` (APISIX's default keyring applies when none is written): write keyring: null to store them in clear knowingly`},
-		{"apisix:\n  data_encryption:\n    enable_encrypt_fields: true\n    keyring: [qeddd145sfvddff3]", "apisix.data_encryption.keyring",
-			encHarm + `: write keyring: null to store them in clear knowingly`},
-		{"apisix:\n  data_encryption:\n    keyring: qeddd145sfvddff3", "apisix.data_encryption.keyring",
-			encHarm + `: write keyring: null to store them in clear knowingly`},
 		{"apisix:\n  lua_module_hook: my_hook", "apisix.lua_module_hook",
 			`skip the Lua hook it names, and whatever it enforces: remove it`},
 		{"nginx_config:\n  user: nobody", "nginx_config.user",
@@ -726,5 +727,86 @@ func TestNodeConfigAdminKeyBypassed(t *testing.T) {
 		if diff := cmp.Diff(want, warns); diff != "" {
 			t.Errorf("%s: warnings (-want +got):\n%s", tc.src, diff)
 		}
+	}
+}
+
+func mustKeyring(t *testing.T, keys ...string) *keyring.Keyring {
+	t.Helper()
+	k, err := keyring.Parse(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestNodeConfigDataEncryption: apisix.data_encryption as APISIX reads it,
+// its defaults (enable_encrypt_fields, APISIX's keyring) for what is not
+// written; null, or a keyring null or empty, stores in clear.
+func TestNodeConfigDataEncryption(t *testing.T) {
+	apisixDefault := mustKeyring(t, keyring.Default...)
+	tests := []struct {
+		src  string
+		want DataEncryption
+	}{
+		{"", DataEncryption{EnableEncryptFields: true, Keyring: apisixDefault}},
+		{"apisix:\n  data_encryption:\n    enable_encrypt_fields: false",
+			DataEncryption{Keyring: apisixDefault}},
+		{"apisix:\n  data_encryption:\n    enable_encrypt_fields: true\n    keyring: [qeddd145sfvddff3]",
+			DataEncryption{EnableEncryptFields: true, Keyring: mustKeyring(t, "qeddd145sfvddff3")}},
+		{"apisix:\n  data_encryption:\n    keyring: qeddd145sfvddff3qeddd145sfvddff3",
+			DataEncryption{EnableEncryptFields: true, Keyring: mustKeyring(t, "qeddd145sfvddff3qeddd145sfvddff3")}},
+		// A rotation: the new key first, the old one kept to read.
+		{"apisix:\n  data_encryption:\n    keyring:\n      - 0123456789abcdef\n      - qeddd145sfvddff3",
+			DataEncryption{EnableEncryptFields: true, Keyring: mustKeyring(t, "0123456789abcdef", "qeddd145sfvddff3")}},
+		{"apisix:\n  data_encryption: null", DataEncryption{EnableEncryptFields: true}},
+		{"apisix:\n  data_encryption:\n    keyring: null", DataEncryption{EnableEncryptFields: true}},
+		{"apisix:\n  data_encryption:\n    enable_encrypt_fields: false\n    keyring: []", DataEncryption{}},
+	}
+	for _, tc := range tests {
+		c, warns, err := parseNode(t, tc.src+"\n")
+		if err != nil || len(warns) != 0 {
+			t.Errorf("%q: error %v, warnings %v", tc.src, err, warns)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, c.APISIX.DataEncryption); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
+		}
+	}
+
+	bad := []struct{ src, want string }{
+		{"apisix:\n  data_encryption:\n    keyring: short",
+			`apisix.data_encryption.keyring: want a key of 16 or 32 characters or a list of them, got "short"`},
+		{"apisix:\n  data_encryption:\n    keyring: [qeddd145sfvddff3, 0123456789abcdef0]",
+			`apisix.data_encryption.keyring[1]: want a key of 16 or 32 characters, got "0123456789abcdef0"`},
+		{"apisix:\n  data_encryption:\n    keyring: [1234567890123456]",
+			`apisix.data_encryption.keyring[0]: want a key of 16 or 32 characters, got 1234567890123456`},
+		{"apisix:\n  data_encryption:\n    keyring: {a: b}",
+			`apisix.data_encryption.keyring: want a key of 16 or 32 characters or a list of them, got a mapping`},
+		{"apisix:\n  data_encryption:\n    enable_encrypt_fields: yes please",
+			`apisix.data_encryption.enable_encrypt_fields: want true or false, got "yes please"`},
+	}
+	for _, tc := range bad {
+		_, _, err := parseNode(t, tc.src+"\n")
+		if want := "nodeconf: conf/config.yaml: " + tc.want; errText(err) != want || !errors.Is(err, ErrNodeConfig) {
+			t.Errorf("%q:\nerror %v\nwant  %s", tc.src, err, want)
+		}
+	}
+}
+
+// TestDataEncryptionFieldsKeyring: plugins' fields are encrypted where
+// the configuration comes from etcd and enable_encrypt_fields is set, as
+// APISIX's enable_gde; SSL keys wherever a keyring is.
+func TestDataEncryptionFieldsKeyring(t *testing.T) {
+	k := mustKeyring(t, keyring.Default...)
+	on := DataEncryption{EnableEncryptFields: true, Keyring: k}
+	if on.FieldsKeyring(Provider{Kind: "etcd"}) != k {
+		t.Error("etcd, enabled: no keyring")
+	}
+	if on.FieldsKeyring(Provider{Kind: "yaml"}) != nil {
+		t.Error("yaml: a keyring")
+	}
+	off := DataEncryption{Keyring: k}
+	if off.FieldsKeyring(Provider{Kind: "etcd"}) != nil {
+		t.Error("etcd, disabled: a keyring")
 	}
 }

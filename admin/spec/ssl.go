@@ -150,7 +150,7 @@ func checkPair(cert, key, certField, keyField string, decrypt func(field, s stri
 	if !strings.HasPrefix(key, "---") && decrypt != nil {
 		k, err := decrypt(keyField, key)
 		if err != nil {
-			return &ValidationError{Field: keyField, Msg: "failed to decrypt previous encrypted key", Detail: err.Error()}
+			return &ValidationError{Field: keyField, Msg: "failed to decrypt previous encrypted key"}
 		}
 		key = k
 	}

@@ -111,6 +111,8 @@ func TestSupervisorKilledUnderLoad(t *testing.T) {
 
 	second := startNodeProc(t, dir, "second")
 	second.WaitLog(`msg="took over the workers a previous supervisor left".* kept=2 replaced=0`, 1, 10*time.Second)
+	// The TLS session ticket keys are the workers', not new ones.
+	second.WaitLog(`msg="TLS session ticket keys taken over".* gen=1`, 1, 5*time.Second)
 	time.Sleep(300 * time.Millisecond)
 	ok, failures := load.End()
 	if len(failures) > 0 {

@@ -41,9 +41,10 @@ func under(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// configModel is the config model: the resource objects and config.yaml.
+// configModel is the config model: the resource objects, config.yaml and
+// its data_encryption keyring.
 func configModel(p string) bool {
-	return p == module+"/admin/spec" || p == module+"/admin/nodeconf"
+	return p == module+"/admin/spec" || p == module+"/admin/nodeconf" || p == module+"/admin/keyring"
 }
 
 var rules = []rule{
@@ -53,7 +54,7 @@ var rules = []rule{
 		allows:  func(d string, std bool) bool { return std },
 	},
 	{
-		name: "the config model (admin/spec, admin/nodeconf) imports only the standard library, " +
+		name: "the config model (admin/spec, admin/nodeconf, admin/keyring) imports only the standard library, " +
 			"go.yaml.in/yaml/v3, github.com/santhosh-tekuri/jsonschema/v6, internal/jsonesc and itself",
 		applies: configModel,
 		allows: func(d string, std bool) bool {
@@ -70,13 +71,13 @@ var rules = []rule{
 		module:  true,
 	},
 	{
-		name:    "plugins/... imports nothing of admin/... but the config model (admin/spec, admin/nodeconf)",
+		name:    "plugins/... imports nothing of admin/... but the config model (admin/spec, admin/nodeconf, admin/keyring)",
 		applies: func(p string) bool { return under(p, "plugins") },
 		allows:  func(d string, std bool) bool { return !under(d, "admin") || configModel(d) },
 		module:  true,
 	},
 	{
-		name:    "worker/... imports nothing of admin/... but the config model (admin/spec, admin/nodeconf)",
+		name:    "worker/... imports nothing of admin/... but the config model (admin/spec, admin/nodeconf, admin/keyring)",
 		applies: func(p string) bool { return under(p, "worker") },
 		allows:  func(d string, std bool) bool { return !under(d, "admin") || configModel(d) },
 		module:  true,

@@ -88,7 +88,9 @@ func serveAdmin(nc *nodeconf.Config, st store.Store, log *slog.Logger) (stop fun
 	if err != nil {
 		return nil, err
 	}
-	h, err := adminapi.New(adminapi.Options{Store: st, Admin: ac, Log: log})
+	de := &nc.APISIX.DataEncryption
+	h, err := adminapi.New(adminapi.Options{Store: st, Admin: ac, Log: log,
+		Keyring: de.Keyring, FieldsKeyring: de.FieldsKeyring(nc.Provider())})
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,15 @@
 // its signals go through a pidfd too. No request is refused across a
 // SIGKILL of the supervisor and its restart (TestSupervisorKilledUnderLoad).
 //
+// The TLS session ticket keys (shm.TicketSegment) are a third region: the
+// supervisor makes TicketKeyCount random keys at start, rotates them every
+// shm.TicketKeyRotation (checked each minute: a new key first, the oldest
+// dropped), and every worker maps them read-only (--tickets-fd), so that a
+// ticket one worker issued resumes on another and on one respawned. A
+// supervisor that takes the workers over adopts the keys, and their
+// rotation's schedule, with the other objects (shm.AdoptTicketKeys); where
+// the workers have none, it makes new ones.
+//
 // # Signals
 //
 // The context given to Run ending (SIGTERM, SIGINT in the command) drains

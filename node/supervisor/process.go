@@ -95,6 +95,9 @@ func Main(c Command) error {
 	for _, w := range warnings {
 		log.Warn("config.yaml: " + w)
 	}
+	// The plugins' encrypt_fields stored encrypted are checked in clear
+	// (the workers do the same for their builds).
+	plugins.Default.SetKeyring(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
 	if nc.APISIX.EnableAdmin {
 		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
 			return err

@@ -108,6 +108,11 @@ type Supervisor struct {
 	// held like counters; nil when it could not be made (workers then
 	// count alone, and report their counters over the control socket).
 	series *shm.MetricsSegment
+	// tickets are the node's TLS session ticket keys, which every worker
+	// maps and the supervisor rotates (rotateTickets), held like
+	// counters; nil when they could not be made (each worker's are then
+	// its own).
+	tickets *shm.TicketSegment
 	// objects names the shared objects above (the selector's, the
 	// counters', the metrics'): made with them, or taken over with them
 	// from the workers a previous supervisor left (adoptObjects).
@@ -292,7 +297,29 @@ func New(opts Options) (*Supervisor, error) {
 		}
 		s.log.Error("shared counters unavailable: each worker counts alone", "err", err)
 	}
+	s.createTickets()
 	return s, nil
+}
+
+// createTickets makes the node's TLS session ticket keys.
+func (s *Supervisor) createTickets() {
+	var err error
+	if s.tickets, err = shm.CreateTicketKeys(); err != nil {
+		s.log.Error("shared TLS session ticket keys unavailable: each worker's are its own", "err", err)
+	}
+}
+
+// rotateTickets rotates the session ticket keys once they are
+// shm.TicketKeyRotation old, a predecessor's schedule kept.
+func (s *Supervisor) rotateTickets() {
+	if s.tickets == nil {
+		return
+	}
+	if rotated, err := s.tickets.RotateDue(time.Now()); err != nil {
+		s.log.Error("TLS session ticket keys not rotated", "err", err)
+	} else if rotated {
+		s.log.Info("TLS session ticket keys rotated", "gen", s.tickets.Gen())
+	}
 }
 
 // minSlots is the least number of selector slots: a SIGHUP may raise
@@ -363,6 +390,8 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 	s.pace = time.NewTimer(time.Hour)
 	s.pace.Stop()
 	defer s.pace.Stop()
+	tickets := time.NewTicker(time.Minute)
+	defer tickets.Stop()
 	for {
 		s.armCheck()
 		select {
@@ -377,6 +406,8 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 			if s.next != nil && s.reload == nil {
 				s.pushNext()
 			}
+		case <-tickets.C:
+			s.rotateTickets()
 		case <-ctx.Done():
 			return s.drainAll()
 		case sig := <-sigs:
@@ -581,6 +612,10 @@ func (s *Supervisor) spawn(p *proc) {
 	if s.series != nil && p.id < s.series.Regions() {
 		args = append(args, "--metrics-fd", strconv.Itoa(3+len(files)))
 		files = append(files, s.series.File())
+	}
+	if s.tickets != nil {
+		args = append(args, "--tickets-fd", strconv.Itoa(3+len(files)))
+		files = append(files, s.tickets.File())
 	}
 	cmd := exec.Command(s.opts.Exe, append(args, s.opts.WorkerArgs...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

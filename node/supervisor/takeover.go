@@ -178,7 +178,18 @@ func (s *Supervisor) adoptObjects(orphans []*orphan) bool {
 			}
 			continue
 		}
+		// The ticket keys stay the workers' (tickets they issued resume);
+		// made anew when the previous supervisor had none.
+		tickets, err := adoptFile(o, control.FileTickets, shm.AdoptTicketKeys)
+		if err != nil {
+			s.log.Warn("takeover: the running workers' TLS session ticket keys cannot be taken over", "err", err)
+		}
 		s.sel, s.selKind, s.counters, s.series, s.objects = sel, h.Selector, counters, series, h.Objects
+		if s.tickets = tickets; tickets == nil {
+			s.createTickets()
+		} else {
+			s.log.Info("TLS session ticket keys taken over", "gen", tickets.Gen())
+		}
 		if sel != nil {
 			// --cpus may have changed (the workers on other CPUs are
 			// replaced: this is where they will be).

@@ -56,6 +56,9 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 		}
 		cfg.TLS = node.TLSSettings(nc)
 	}
+	// Private keys stored encrypted (apisix.data_encryption) are read
+	// with the node's keyring: ssls' keys, upstreams' tls.client_key.
+	cfg.Decrypt = nc.APISIX.DataEncryption.Keyring.DecryptPrivateKey
 	return cfg
 }
 

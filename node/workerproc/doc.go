@@ -4,7 +4,7 @@
 //
 // The supervisor (package supervisor) starts a worker process as
 //
-//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] [--metrics-fd M] [--takeover KEY] -c config.yaml
+//	coregate worker --id N --cpu C --selector KIND --bpf-fds K [--counters-fd F] [--metrics-fd M] [--tickets-fd T] [--takeover KEY] -c config.yaml
 //
 // with fd 3 the control socket (ControlFD), fds 4..4+K-1 the selector's
 // objects (bpf.Selector.Files order) and fd F, when given, the node's

@@ -52,6 +52,9 @@ type Options struct {
 	// MetricsFD is the inherited fd of the node's metrics segment
 	// (--metrics-fd); 0: none, metrics and counters are the worker's own.
 	MetricsFD int
+	// TicketsFD is the inherited fd of the node's TLS session ticket keys
+	// (--tickets-fd); 0: none, the worker's keys are its own.
+	TicketsFD int
 	// Objects names the node's shared objects the worker uses
 	// (--objects, with Takeover).
 	Objects string
@@ -123,6 +126,13 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 	}
 	node.SetLogLevel(nc)
 	to.hello.Settings = node.Settings(nc)
+	// apisix.data_encryption: the plugins' encrypt_fields are decrypted
+	// before they are built, as the supervisor decrypted them to check
+	// them. The SSL objects' private keys decrypt with
+	// nc.APISIX.DataEncryption.Keyring.DecryptPrivateKey (a nil keyring
+	// keeps them as stored), the decrypt function the TLS configuration is
+	// built with.
+	plugins.Default.SetKeyring(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
 
 	var member *bpf.Member
 	if o.BPFFDs == bpf.NumFiles {
@@ -199,6 +209,17 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 		}
 		cfg.Plugins.Metrics = r
 		cfg.Node = r.Node()
+	}
+	if o.TicketsFD > 0 {
+		// Mapped read-only for the process's life; the fd is kept for a
+		// supervisor that takes the worker over.
+		f := os.NewFile(uintptr(o.TicketsFD), control.FileTickets)
+		t, err := shm.OpenTicketKeys(f)
+		to.keep(control.FileTickets, f)
+		if err != nil {
+			return fmt.Errorf("ticket keys: %w", err)
+		}
+		cfg.TicketKeys = t
 	}
 	cfg.OnListen = func(fds []int) {
 		for _, fd := range fds {

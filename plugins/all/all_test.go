@@ -1,6 +1,7 @@
 package all
 
 import (
+	"slices"
 	"testing"
 
 	"coregate/plugins"
@@ -28,6 +29,31 @@ func TestSchemasCompile(t *testing.T) {
 		}
 		if _, ok := plugins.Default.MetadataSchema(name); !ok {
 			t.Errorf("%s: no metadata schema", name)
+		}
+	}
+}
+
+// TestEncryptFields: the plugins' secret fields are APISIX's encrypt_fields
+// (key-auth.lua's consumer_schema, limit-count/init.lua, limit-req.lua,
+// limit-conn.lua); the others have none.
+func TestEncryptFields(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		consumer bool
+		want     []string
+	}{
+		{"key-auth", true, []string{"key"}},
+		{"key-auth", false, nil},
+		{"limit-count", false, []string{"redis_password", "sentinel_password"}},
+		{"limit-req", false, []string{"redis_password"}},
+		{"limit-conn", false, []string{"redis_password"}},
+		{"limit-conn", true, []string{"redis_password"}},
+		{"mocking", false, nil},
+		{"prometheus", false, nil},
+		{"proxy-rewrite", false, nil},
+	} {
+		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
+			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)
 		}
 	}
 }

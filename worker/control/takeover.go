@@ -58,6 +58,7 @@ type HelloMsg struct {
 const (
 	FileCounters = "counters"
 	FileMetrics  = "metrics"
+	FileTickets  = "tickets"
 )
 
 // MaxHelloFiles bounds the descriptors a Hello may carry.

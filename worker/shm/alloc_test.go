@@ -31,3 +31,21 @@ func TestAllocCounter(t *testing.T) {
 		t.Fatalf("making a counter allocates %.1f times", n)
 	}
 }
+
+// TestAllocTicketKeys: a worker's tick reads the generation and the
+// ticket keys without allocating.
+func TestAllocTicketKeys(t *testing.T) {
+	s, err := CreateTicketKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dst := make([][32]byte, 0, TicketKeyCount)
+	if n := testing.AllocsPerRun(200, func() {
+		if s.Gen() != 0 {
+			dst, _, _ = s.Load(dst)
+		}
+	}); n != 0 {
+		t.Fatalf("Gen and Load allocate %.1f times", n)
+	}
+}

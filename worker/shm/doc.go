@@ -3,7 +3,10 @@
 // across all workers admits exactly N (limit-count's policy "local"); and
 // the metrics segment (metrics.go), one region per worker slot, where each
 // worker writes its plugins' series (plugins.Metrics) and its share of the
-// node's counters for the supervisor to sum at scrape time.
+// node's counters for the supervisor to sum at scrape time; and the TLS
+// session ticket keys (tickets.go), which the supervisor writes and
+// rotates and every worker reads, so that a ticket one worker issued
+// resumes on any other.
 //
 // # The segment
 //

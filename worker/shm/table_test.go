@@ -199,6 +199,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv(ticketsChildEnv) != "" {
+		if err := ticketsChild(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(childEnv) != "" {
 		if err := child(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
