@@ -149,8 +149,8 @@ type Worker struct {
 	// node's ticket keys last installed (rotateTickets), and their copy.
 	ticketGen uint64
 	ticketBuf [][32]byte
-	stats      atomic.Pointer[Stats] // published by the loop each tick
-	ticks      atomic.Uint64         // ticks the loop has run
+	stats     atomic.Pointer[Stats] // published by the loop each tick
+	ticks     atomic.Uint64         // ticks the loop has run
 
 	// Loop-owned state.
 	loop      gnet.EventLoop
