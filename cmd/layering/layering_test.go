@@ -103,6 +103,23 @@ var rules = []rule{
 		applies: func(p string) bool { return !under(p, "internal/e2e") },
 		allows:  func(d string, std bool) bool { return !under(d, "internal/e2e") },
 	},
+	{
+		name:    "tlsrec imports only the standard library and golang.org/x/crypto",
+		applies: func(p string) bool { return under(p, "tlsrec") },
+		allows: func(d string, std bool) bool {
+			return std || strings.HasPrefix(d, "golang.org/x/crypto/") || under(d, "tlsrec")
+		},
+	},
+	{
+		// The TLS configuration is a leaf beside the model: the worker
+		// and the Admin API's checks use it, it uses neither.
+		name:    "tlsconf imports nothing of worker/..., node/..., plugins/... and nothing of admin/... but the config model",
+		applies: func(p string) bool { return under(p, "tlsconf") },
+		allows: func(d string, std bool) bool {
+			return !under(d, "worker") && !under(d, "node") && !under(d, "plugins") && (!under(d, "admin") || configModel(d))
+		},
+		module: true,
+	},
 }
 
 // direct rules hold for every package's own imports (no path to follow:
@@ -322,6 +339,8 @@ func TestImportRulesCatch(t *testing.T) {
 	add(m("admin/adminapi"), false, m("internal/e2e"))
 	add(m("node/supervisor"), false, "fmt")
 	add(m("plugins/mocking"), false, m("node/supervisor"))
+	add(m("tlsrec"), false, "golang.org/x/sys/unix")
+	add(m("tlsconf"), false, m("worker/router"))
 	pkgs[m("plugins")].TestImports = []string{m("admin/standalone")}
 	pkgs[m("cmd/coregate")].TestImports = []string{m("internal/e2e")} // allowed
 
@@ -339,6 +358,8 @@ func TestImportRulesCatch(t *testing.T) {
 		m("worker/router") + " imports coregate/cmd/coregate: breaks the rule \"" + direct[0].name + "\"",
 		m("internal/jsonesc") + " imports golang.org/x/sys/unix: breaks the rule \"" + rules[6].name + "\"",
 		m("httpvar") + " imports coregate/httpparse: breaks the rule \"" + rules[6].name + "\"",
+		m("tlsrec") + " imports golang.org/x/sys/unix: breaks the rule \"" + rules[8].name + "\"",
+		m("tlsconf") + " imports coregate/worker/router: breaks the rule \"" + rules[9].name + "\"",
 	}
 	sort.Strings(got)
 	sort.Strings(want)
