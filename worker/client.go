@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"net/netip"
 	"strconv"
 	"time"
@@ -535,6 +536,19 @@ func (cc *clientConn) dispatch() {
 		name = w.sni
 	}
 	p := w.poolFor(up, nd, name)
+	if up.tls != nil && up.tls.fault != nil {
+		// Its client certificate's ssl object is gone: the attempt
+		// fails as a connect does (502, the next node), and no pooled
+		// connection made with the old one serves it.
+		uc := p.newConn()
+		link(cc, uc)
+		err := up.tls.fault
+		_ = w.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			uc.dialFailed(err)
+			return nil
+		}))
+		return
+	}
 	if uc := p.get(); uc != nil {
 		link(cc, uc)
 		cc.connected()

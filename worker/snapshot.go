@@ -294,6 +294,14 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	}
 	snap := &Snapshot{reg: ps.reg, env: ps.env, shared: sharedOf(s)}
 	checked := ps.reg.Trusts(s.Checked)
+	ue.ssl = func(id string) *spec.SSL {
+		for _, sl := range s.SSLs {
+			if sl.ID.String() == id {
+				return sl
+			}
+		}
+		return nil
+	}
 	// A route whose Spec objects (route, service, upstream) are those of
 	// a route of prev is taken over as prev built it, when nothing else
 	// its build reads changed: the same plugin registry and Env, and the
@@ -366,6 +374,9 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		cu, ok := (*upstream)(nil), false
 		if prev != nil {
 			cu, ok = prev.upstreams[u]
+			if ok && namesSSL(cu) {
+				ok = false // its ssl object may have changed
+			}
 		}
 		if !ok {
 			var err error
@@ -460,7 +471,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		from := routeFrom{r, svc, su}
 		if reuse {
-			if i := prevIndex(r); i >= 0 && prev.routes[i].from == from {
+			if i := prevIndex(r); i >= 0 && prev.routes[i].from == from && !namesSSL(prev.routes[i].up) {
 				if su != nil {
 					// The same compiled upstream: its nodes join the
 					// snapshot's.
@@ -750,12 +761,20 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 	return out, nil
 }
 
+// namesSSL reports whether cu's TLS takes its client certificate from an
+// ssl object (tls.client_cert_id), which a configuration may change
+// without changing the upstream: such a route is built again each time.
+func namesSSL(cu *upstream) bool { return cu != nil && cu.tls != nil && cu.tls.certID != "" }
+
 // upstreamEnv is what compiling an upstream takes from the worker: the
 // keep-alive pools' settings, and the keyring's decryption of a
 // tls.client_key stored encrypted (nil: keys as stored).
 type upstreamEnv struct {
 	ka      Keepalive
 	decrypt func(field, s string) (string, error)
+	// ssl finds an ssl object of the Spec by id (tls.client_cert_id);
+	// compile sets it.
+	ssl func(id string) *spec.SSL
 }
 
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
@@ -794,7 +813,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		return nil, fmt.Errorf("pass_host %q is not supported", u.PassHost)
 	}
 	if scheme == "https" {
-		t, err := compileUpstreamTLS(u, ue.decrypt)
+		t, err := compileUpstreamTLS(u, ue)
 		if err != nil {
 			return nil, err
 		}

@@ -359,6 +359,29 @@ func TestHTTPSUpstreamClientCert(t *testing.T) {
 	if st, _ := getHost(t, keepAliveClient(t), w, "a.test", "/"); st != 502 {
 		t.Errorf("without a client certificate: %d, want 502", st)
 	}
+	// tls.client_cert_id: an ssl object of type client.
+	certPEM2, keyPEM2 := ca.issue(t, "the client object")
+	s := testSpec(t, nil, httpsRoute(addr, `"tls":{"client_cert_id":"c1"}`))
+	obj, _ := json.Marshal(map[string]string{"id": "c1", "type": "client", "cert": string(certPEM2), "key": string(keyPEM2)})
+	sl, err := spec.DecodeSSL(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SSLs = append(s.SSLs, sl)
+	w, _ = runWorker(t, Config{}, s)
+	if st, body := getHost(t, keepAliveClient(t), w, "a.test", "/"); st != 200 || body != "the client object" {
+		t.Errorf("with client_cert_id: %d %q, want 200 %q", st, body, "the client object")
+	}
+	// The object gone, the rest of the configuration is served and the
+	// upstream's requests fail (502), as APISIX's.
+	s.SSLs = nil
+	s.Routes = append(s.Routes, testSpec(t, nil, `{"id":"2","uri":"/none","upstream":{"nodes":{"127.0.0.1:1":1}}}`).Routes...)
+	if err := w.SetSpec(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := getHost(t, keepAliveClient(t), w, "a.test", "/"); st != 502 {
+		t.Errorf("client_cert_id of no object: %d, want 502", st)
+	}
 }
 
 // TestHTTPSUpstreamLargeBodies: bodies over 64 KiB go both ways, in many
@@ -482,7 +505,8 @@ func TestHTTPSUpstreamHandshakeFailures(t *testing.T) {
 }
 
 // TestCompileUpstreamSchemes: https compiles; the schemes the worker does
-// not proxy are refused by name, as are tls.client_cert_id (not yet) and
+// not proxy are refused by name, as are a tls.client_cert_id naming no
+// ssl object and
 // a client certificate and key that are no pair.
 func TestCompileUpstreamSchemes(t *testing.T) {
 	ca := newTestCA(t)
@@ -500,7 +524,6 @@ func TestCompileUpstreamSchemes(t *testing.T) {
 		{"https", `{"verify":true}`, ""},
 		{"https", pair(c1, k1), ""},
 		{"https", pair(c1, k2), "tls.client_cert, tls.client_key"},
-		{"https", `{"client_cert_id":"1"}`, "client_cert_id is not supported yet"},
 		{"grpc", "", `scheme "grpc" is not supported`},
 		{"grpcs", "", `scheme "grpcs" is not supported`},
 		{"kafka", "", `scheme "kafka" is not supported`},

@@ -197,6 +197,28 @@ func TestSSL(t *testing.T) {
 	}
 }
 
+// TestUpstreamClientCertID: an upstream's tls.client_cert_id names an
+// ssl object of type client, as APISIX's check_upstream_conf requires,
+// inline in a route too.
+func TestUpstreamClientCertID(t *testing.T) {
+	c := newTestServer(t)
+	cert, key := testCert(t)
+	obj := func(m map[string]any) string { return string(encodeJSON(m)) }
+	c.want(c.do("PUT", "/apisix/admin/ssls/srv", obj(map[string]any{"cert": cert, "key": key, "snis": []string{"test.com"}})), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/ssls/cli", obj(map[string]any{"cert": cert, "key": key, "type": "client"})), 201, "")
+	up := func(id string) string {
+		return `{"scheme":"https","nodes":{"127.0.0.1:1980":1},"tls":{"client_cert_id":"` + id + `"}}`
+	}
+	c.want(c.do("PUT", "/apisix/admin/upstreams/1", up("none")), 400,
+		`{"error_msg":"failed to fetch ssl info by ssl id [none], response code: 404","field":"tls.client_cert_id"}`)
+	c.want(c.do("PUT", "/apisix/admin/upstreams/1", up("srv")), 400,
+		`{"error_msg":"failed to fetch ssl info by ssl id [srv], wrong ssl type","field":"tls.client_cert_id"}`)
+	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a","upstream":`+up("none")+`}`), 400,
+		`{"error_msg":"failed to fetch ssl info by ssl id [none], response code: 404","field":"upstream.tls.client_cert_id"}`)
+	c.want(c.do("PUT", "/apisix/admin/upstreams/1", up("cli")), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a","upstream":`+up("cli")+`}`), 201, "")
+}
+
 // TestLimitCountGroups: the members of a limit-count group are
 // configured alike, whatever object carries them; an object may change
 // its own configuration when it is the group's only member.

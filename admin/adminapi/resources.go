@@ -3,6 +3,7 @@ package adminapi
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -167,6 +168,9 @@ func (a *api) checkRoute(ctx context.Context, w *write) *apiError {
 	if e := a.checkRef(ctx, "plugin_configs", "plugin config", "plugin_config_id", r.PluginConfigID); e != nil {
 		return e
 	}
+	if e := a.checkClientCertID(ctx, r.Upstream, "upstream."); e != nil {
+		return e
+	}
 	return a.checkPlugins(w.obj, "", false)
 }
 
@@ -178,12 +182,49 @@ func (a *api) checkService(ctx context.Context, w *write) *apiError {
 	if e := a.checkRef(ctx, "upstreams", "upstream", "upstream_id", s.UpstreamID); e != nil {
 		return e
 	}
+	if e := a.checkClientCertID(ctx, s.Upstream, "upstream."); e != nil {
+		return e
+	}
 	return a.checkPlugins(w.obj, "", false)
 }
 
-func (a *api) checkUpstream(_ context.Context, w *write) *apiError {
-	if _, err := spec.DecodeUpstream(w.raw); err != nil {
+func (a *api) checkUpstream(ctx context.Context, w *write) *apiError {
+	u, err := spec.DecodeUpstream(w.raw)
+	if err != nil {
 		return invalid(err, "")
+	}
+	return a.checkClientCertID(ctx, u, "")
+}
+
+// checkClientCertID is APISIX's check of an upstream's tls.client_cert_id
+// (check_upstream_conf): the ssl object it names exists and is of type
+// client. field prefixes the field named (an inline upstream's
+// "upstream.").
+func (a *api) checkClientCertID(ctx context.Context, u *spec.Upstream, field string) *apiError {
+	if u == nil || len(u.TLS) == 0 {
+		return nil
+	}
+	var t struct {
+		ClientCertID *spec.ID `json:"client_cert_id"`
+	}
+	if json.Unmarshal(u.TLS, &t) != nil || t.ClientCertID == nil {
+		return nil // the schema checked it
+	}
+	id := t.ClientCertID.String()
+	field += "tls.client_cert_id"
+	if e := a.checkRef(ctx, "ssls", "ssl", field, *t.ClientCertID); e != nil {
+		return e
+	}
+	kv, err := a.st.Get(ctx, a.key("ssls", id))
+	if err != nil {
+		return storeError(err)
+	}
+	var sl struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(kv.Value, &sl) != nil || sl.Type != "client" {
+		return &apiError{Status: http.StatusBadRequest, Field: field,
+			Msg: "failed to fetch ssl info by ssl id [" + id + "], wrong ssl type"}
 	}
 	return nil
 }
