@@ -216,7 +216,7 @@ func (uc *upConn) startTLS(timeout int64) {
 	hs.tc = tls.Client(hs.hc, cfg)
 	t.hs = hs
 	uc.w.setDeadline(uc, timeout)
-	go hs.run()
+	uc.w.goHandshake(hs.run)
 }
 
 // feed hands the whole records gnet holds to the handshake.

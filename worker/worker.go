@@ -145,6 +145,9 @@ type Worker struct {
 	// goroutine that builds the configuration.
 	tickets    [][32]byte
 	ticketOnce sync.Once
+	// handshakes hands a handshake to a goroutine that waits for one
+	// (goHandshake).
+	handshakes chan func()
 	// ticketGen and ticketBuf are the loop's: the generation of the
 	// node's ticket keys last installed (rotateTickets), and their copy.
 	ticketGen uint64
@@ -227,6 +230,8 @@ func New(cfg Config) *Worker {
 		timed:   indexset.New(func(t timed) *int32 { return &t.slot().idx }),
 		paused:  indexset.New(func(p pausable) *int32 { return &p.pauseSlot().idx }),
 		live:    indexset.New(func(cc *clientConn) *int32 { return &cc.liveIdx }),
+
+		handshakes: make(chan func()),
 	}
 	if w.log == nil {
 		w.log = slog.Default()

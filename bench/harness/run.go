@@ -372,7 +372,9 @@ func (r *Runner) ready(s scenario.Scenario, t *target) error {
 		var desc string
 		if desc, err = r.probeTLS(s, t); err == nil {
 			r.logf("%s: %s negotiates %s\n", s.Name, t.name, desc)
-			r.run.Notes = append(r.run.Notes, fmt.Sprintf("%s: %s negotiated %s.", s.Name, t.name, desc))
+			if r.run != nil { // nil in a pair
+				r.run.Notes = append(r.run.Notes, fmt.Sprintf("%s: %s negotiated %s.", s.Name, t.name, desc))
+			}
 		}
 	}
 	if err != nil && s.TLS != nil && t.name == report.Coregate && !r.o.StandIn {
