@@ -1176,7 +1176,7 @@ func (cc *clientConn) closedByPeer() {
 	}
 	if t := cc.tls; t != nil {
 		if t.hs != nil {
-			t.hs.abort()
+			t.hs.abortServer()
 		}
 		t.raw = nil
 	}

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"reflect"
@@ -101,22 +100,16 @@ func (cc *clientConn) checkClient() int {
 	return t.table.CheckClient(t.entry, t.verify, t.sni, cc.host, cc.curPath)
 }
 
-// handshake is one TLS handshake in progress: crypto/tls's server side on
-// a goroutine of its own, over a tlsrec.HandshakeConn the loop feeds with
-// the client's records as they arrive. What crypto/tls writes, and the
-// end of the handshake, reach the loop as tasks (EventLoop.Execute), in
-// the order they were made: a task finds its connection through the
+// handshake is one client handshake in progress: crypto/tls's server
+// side, over the pipe. Its tasks find their connection through the
 // tlsConn, whose hs must still be this handshake.
 type handshake struct {
+	pipe
 	t     *tlsConn
-	el    gnet.EventLoop
-	sec   tlsrec.Secrets
-	hc    *tlsrec.HandshakeConn
-	tc    *tls.Conn
 	table *tlsconf.Table
-	// What run learns after the handshake, for done: the connection's
-	// state, the object served and the name it was served for, and
-	// $ssl_client_verify (a chain verified off the loop).
+	// What the goroutine learns after the handshake, for done: the
+	// connection's state, the object served and the name it was served
+	// for, and $ssl_client_verify (a chain verified off the loop).
 	state  tls.ConnectionState
 	entry  *tlsconf.Entry
 	sni    string
@@ -133,8 +126,8 @@ func (cc *clientConn) startTLS() {
 	}
 	t := cc.tls
 	t.reset(cc)
-	hs := &handshake{t: t, el: cc.w.loop}
-	hs.hc = tlsrec.NewHandshakeConn(&hs.sec, hs.send)
+	hs := &handshake{t: t}
+	hs.init(cc.w.loop, cc.c, func() bool { return t.hs == hs && !cc.closed })
 	t.hs = hs
 	cc.io = t
 }
@@ -146,16 +139,15 @@ func (cc *clientConn) startTLS() {
 func (cc *clientConn) tlsTraffic() (act gnet.Action, ok bool) {
 	t := cc.tls
 	if hs := t.hs; hs != nil {
-		return hs.feed(), false
+		return hs.feedServer(), false
 	}
 	t.fill()
 	return gnet.None, true
 }
 
-// feed hands the whole records gnet holds to the handshake, which starts
-// at the first.
-func (hs *handshake) feed() gnet.Action {
-	if feedRecords(hs.t.cc.c, hs.hc) {
+// feedServer feeds the handshake, which starts at the first record.
+func (hs *handshake) feedServer() gnet.Action {
+	if hs.feed() {
 		return gnet.Close // not TLS: nothing to answer in
 	}
 	if !hs.started && len(hs.hc.Rest()) > 0 {
@@ -166,41 +158,26 @@ func (hs *handshake) feed() gnet.Action {
 		}
 		hs.table = snap.certs
 		hs.tc = tls.Server(hs.hc, hs.table.Config(&hs.sec))
-		hs.t.cc.w.goHandshake(hs.run)
+		hs.t.cc.w.goHandshake(func() { hs.run(hs.learn, hs.done) })
 	}
 	return gnet.None
 }
 
-// run is the handshake's goroutine.
-func (hs *handshake) run() {
-	err := hs.tc.Handshake()
-	if err == nil {
-		hs.state = hs.tc.ConnectionState()
-		hs.sni, hs.entry = hs.table.Served(hs.state.ServerName)
-		hs.verify = hs.entry.Verify(&hs.state)
+// learn runs on the handshake's goroutine once it succeeded: what done
+// installs on the connection.
+func (hs *handshake) learn(err error) {
+	if err != nil {
+		return
 	}
-	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		hs.done(err)
-		return nil
-	}))
+	hs.state = hs.tc.ConnectionState()
+	hs.sni, hs.entry = hs.table.Served(hs.state.ServerName)
+	hs.verify = hs.entry.Verify(&hs.state)
 }
 
-// send runs on the handshake's goroutine: b (a copy) goes to the client
-// from the loop.
-func (hs *handshake) send(b []byte) {
-	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		if t := hs.t; t.hs == hs && !t.cc.closed {
-			_, _ = t.cc.c.Write(b)
-		}
-		return nil
-	}))
-}
-
-// abort ends a handshake whose connection closed: its goroutine's read
-// returns, and its tasks find it gone.
-func (hs *handshake) abort() {
+// abortServer ends a handshake whose connection closed.
+func (hs *handshake) abortServer() {
 	hs.t.hs = nil
-	_ = hs.hc.Close()
+	hs.abort()
 }
 
 // done runs on the loop when the handshake ended: the record layer takes

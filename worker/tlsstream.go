@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"crypto/tls"
 	"io"
 
 	"github.com/panjf2000/gnet/v2"
@@ -189,11 +191,33 @@ func (s *recordStream) idle() {
 	}
 }
 
-// feedRecords hands the whole records gnet holds on c to a handshake in
-// progress, and discards them; a partial one waits for more. bad: what
-// arrived is not TLS.
-func feedRecords(c gnet.Conn, hc *tlsrec.HandshakeConn) (bad bool) {
-	raw, _ := c.Peek(-1)
+// pipe is the loop's end of a TLS handshake that crypto/tls runs on a
+// goroutine (goHandshake), over a tlsrec.HandshakeConn: the loop feeds it
+// the peer's whole records (feed); what crypto/tls writes (send) and the
+// handshake's end (run) come back to the loop as tasks
+// (EventLoop.Execute), in the order they were made. A client's handshake
+// and an upstream's embed it.
+type pipe struct {
+	el  gnet.EventLoop
+	raw gnet.Conn
+	sec tlsrec.Secrets
+	hc  *tlsrec.HandshakeConn
+	tc  *tls.Conn
+	// live tells, on the loop, whether the handshake is still its
+	// connection's and the connection open.
+	live func() bool
+}
+
+// init readies p for a handshake on raw, a connection of loop el.
+func (p *pipe) init(el gnet.EventLoop, raw gnet.Conn, live func() bool) {
+	p.el, p.raw, p.live = el, raw, live
+	p.hc = tlsrec.NewHandshakeConn(&p.sec, p.send)
+}
+
+// feed hands the whole records gnet holds to the handshake, and discards
+// them; a partial one waits for more. bad: what arrived is not TLS.
+func (p *pipe) feed() (bad bool) {
+	raw, _ := p.raw.Peek(-1)
 	n := 0
 	for {
 		l := tlsrec.RecordLen(raw[n:])
@@ -206,8 +230,37 @@ func feedRecords(c gnet.Conn, hc *tlsrec.HandshakeConn) (bad bool) {
 		n += l
 	}
 	if n > 0 {
-		hc.Feed(raw[:n])
-		_, _ = c.Discard(n)
+		p.hc.Feed(raw[:n])
+		_, _ = p.raw.Discard(n)
 	}
 	return false
 }
+
+// send runs on the handshake's goroutine: b (a copy) goes to the peer
+// from the loop, unless the connection is gone.
+func (p *pipe) send(b []byte) {
+	_ = p.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		if p.live() {
+			_, _ = p.raw.Write(b)
+		}
+		return nil
+	}))
+}
+
+// run is the handshake's goroutine body: crypto/tls's handshake, then
+// after, on the goroutine (work the loop must not do: a chain to verify),
+// then done on the loop.
+func (p *pipe) run(after func(error), done func(error)) {
+	err := p.tc.Handshake()
+	if after != nil {
+		after(err)
+	}
+	_ = p.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		done(err)
+		return nil
+	}))
+}
+
+// abort ends a handshake whose connection closed or timed out: its
+// goroutine's read returns; its tasks find it gone (live).
+func (p *pipe) abort() { _ = p.hc.Close() }

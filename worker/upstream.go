@@ -264,7 +264,7 @@ func (uc *upConn) closedByPeer(err error) {
 	tlsEOF := false
 	if t := uc.tls; t != nil {
 		if t.hs != nil {
-			t.hs.abort()
+			t.hs.abortClient()
 			uc.setFault(faultHandshake, handshakeCloseErr(err))
 		}
 		tlsEOF = t.eof
@@ -310,7 +310,7 @@ func (uc *upConn) traffic() gnet.Action {
 	t := uc.tls
 	if t != nil {
 		if t.hs != nil {
-			return t.hs.feed()
+			return t.hs.feedClient()
 		}
 		t.fill()
 		if t.failed && uc.cc != nil {

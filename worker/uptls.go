@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -178,11 +177,8 @@ type upTLS struct {
 // they were made; a task finds its connection through the upTLS, whose hs
 // must still be this handshake.
 type upHandshake struct {
-	t   *upTLS
-	el  gnet.EventLoop
-	sec tlsrec.Secrets
-	hc  *tlsrec.HandshakeConn
-	tc  *tls.Conn
+	pipe
+	t *upTLS
 }
 
 // errNotTLS is the cause logged for a node that answered the handshake
@@ -209,19 +205,19 @@ func (uc *upConn) startTLS(timeout int64) {
 		uc.tls = t
 	}
 	t.recordStream.reset(uc.w, uc.c)
-	hs := &upHandshake{t: t, el: uc.w.loop}
-	hs.hc = tlsrec.NewHandshakeConn(&hs.sec, hs.send)
+	hs := &upHandshake{t: t}
+	hs.init(uc.w.loop, uc.c, func() bool { return t.hs == hs && !uc.gone })
 	cfg := uc.pool.tls.Clone()
 	cfg.KeyLogWriter = &hs.sec
 	hs.tc = tls.Client(hs.hc, cfg)
 	t.hs = hs
 	uc.w.setDeadline(uc, timeout)
-	uc.w.goHandshake(hs.run)
+	uc.w.goHandshake(func() { hs.run(nil, hs.done) })
 }
 
-// feed hands the whole records gnet holds to the handshake.
-func (hs *upHandshake) feed() gnet.Action {
-	if feedRecords(hs.t.uc.c, hs.hc) {
+// feedClient feeds the handshake with the node's records.
+func (hs *upHandshake) feedClient() gnet.Action {
+	if hs.feed() {
 		// Not TLS: closedByPeer ends the attempt.
 		hs.t.uc.setFault(faultHandshake, errNotTLS)
 		return gnet.Close
@@ -229,31 +225,11 @@ func (hs *upHandshake) feed() gnet.Action {
 	return gnet.None
 }
 
-// run is the handshake's goroutine.
-func (hs *upHandshake) run() {
-	err := hs.tc.Handshake()
-	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		hs.done(err)
-		return nil
-	}))
-}
-
-// send runs on the handshake's goroutine: b (a copy) goes to the node
-// from the loop.
-func (hs *upHandshake) send(b []byte) {
-	_ = hs.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
-		if t := hs.t; t.hs == hs && !t.uc.gone {
-			_, _ = t.uc.c.Write(b)
-		}
-		return nil
-	}))
-}
-
-// abort ends the handshake: its goroutine's read returns, and its tasks
-// find it gone.
-func (hs *upHandshake) abort() {
+// abortClient ends the handshake: its goroutine's read returns, and its
+// tasks find it gone.
+func (hs *upHandshake) abortClient() {
 	hs.t.hs = nil
-	_ = hs.hc.Close()
+	hs.abort()
 }
 
 // done runs on the loop when the handshake ended: the record layer takes
@@ -286,7 +262,7 @@ func (hs *upHandshake) done(err error) {
 // request, a connect that failed (502, and the next node per retries).
 func (uc *upConn) handshakeFailed(err error) {
 	if hs := uc.tls.hs; hs != nil {
-		hs.abort()
+		hs.abortClient()
 	}
 	cc := uc.cc
 	unlink(cc, uc)
@@ -301,7 +277,7 @@ func (uc *upConn) handshakeFailed(err error) {
 // handshakeExpired: the handshake took longer than the connect timeout
 // (504, as nginx's "upstream timed out ... while SSL handshaking").
 func (uc *upConn) handshakeExpired() {
-	uc.tls.hs.abort()
+	uc.tls.hs.abortClient()
 	cc := uc.cc
 	unlink(cc, uc)
 	uc.close()
