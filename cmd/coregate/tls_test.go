@@ -469,9 +469,11 @@ func TestTLSRotation(t *testing.T) {
 // TestTLSMTLS: client.ca through the binary. Without skip_mtls_uri_regex
 // a client certificate of the CA is required by the handshake (none, or
 // one of another CA, fails it); with it, a request whose $uri matches
-// passes without a certificate and another is answered 400, unless a
-// good certificate came. $ssl_client_verify and $ssl_client_s_dn are
-// logged as nginx logs them.
+// passes without a certificate (or with one that does not verify) and
+// another is answered 400, nginx's page, unless a good certificate came;
+// so is a request whose Host names an object that verifies clients on a
+// connection made for another SNI. $ssl_client_verify and
+// $ssl_client_s_dn are logged as nginx logs them.
 func TestTLSMTLS(t *testing.T) {
 	t.Parallel()
 	p := newPKI(t)
@@ -505,20 +507,28 @@ func TestTLSMTLS(t *testing.T) {
 		cert      *testcert.Cert
 		status    int    // 0: the handshake (or the first read) fails
 		log       string // the access log's line
+		host      string // the Host sent, sni when ""
 	}
 	cases := []exchange{
-		{"m.example.com", "/private", good, 200, `m.example.com SUCCESS "CN=client one,O=Org" /private 200`},
-		{"m.example.com", "/private", nil, 0, ""},
-		{"m.example.com", "/private", stranger, 0, ""},
-		{"s.example.com", "/public/x", nil, 200, `s.example.com NONE "" /public/x 200`},
-		{"s.example.com", "/private", nil, 400, `s.example.com NONE "" /private 400`},
-		{"s.example.com", "/private", good, 200, `s.example.com SUCCESS "CN=client one,O=Org" /private 200`},
-		{"s.example.com", "/private", stranger, 400, `s.example.com FAILED:unable to get local issuer certificate "CN=stranger" /private 400`},
-		{"s.example.com", "/public/y", stranger, 200, `s.example.com FAILED:unable to get local issuer certificate "CN=stranger" /public/y 200`},
+		{"m.example.com", "/private", good, 200, `m.example.com SUCCESS "CN=client one,O=Org" /private 200`, ""},
+		{"m.example.com", "/private", nil, 0, "", ""},
+		{"m.example.com", "/private", stranger, 0, "", ""},
+		{"s.example.com", "/public/x", nil, 200, `s.example.com NONE "" /public/x 200`, ""},
+		{"s.example.com", "/private", nil, 400, `s.example.com NONE "" /private 400`, ""},
+		{"s.example.com", "/private", good, 200, `s.example.com SUCCESS "CN=client one,O=Org" /private 200`, ""},
+		{"s.example.com", "/private", stranger, 400, `s.example.com FAILED:unable to get local issuer certificate "CN=stranger" /private 400`, ""},
+		{"s.example.com", "/public/y", stranger, 200, `s.example.com FAILED:unable to get local issuer certificate "CN=stranger" /public/y 200`, ""},
+		// A request for a name whose object verifies clients, on a
+		// connection made for another name.
+		{"s.example.com", "/public/z", good, 400, `s.example.com SUCCESS "CN=client one,O=Org" /public/z 400`, "m.example.com"},
 	}
 	var want []string
 	for _, tc := range cases {
-		r, _, err := tlsGet(t, addr, with(tc.sni, tc.cert), tc.sni, tc.path)
+		host := tc.host
+		if host == "" {
+			host = tc.sni
+		}
+		r, _, err := tlsGet(t, addr, with(tc.sni, tc.cert), host, tc.path)
 		who := "no certificate"
 		if tc.cert != nil {
 			who = tc.cert.Cert.Subject.CommonName
@@ -528,6 +538,8 @@ func TestTLSMTLS(t *testing.T) {
 			t.Errorf("%s %s with %s: %d, want a failed handshake", tc.sni, tc.path, who, r.status)
 		case tc.status != 0 && (err != nil || r.status != tc.status):
 			t.Errorf("%s %s with %s: %d %v, want %d", tc.sni, tc.path, who, r.status, err, tc.status)
+		case tc.status == 400 && !strings.Contains(r.body, "<title>400 Bad Request</title>"):
+			t.Errorf("%s %s with %s: 400 %q, want nginx's page", tc.sni, tc.path, who, r.body)
 		}
 		if tc.log != "" {
 			want = append(want, tc.log)
