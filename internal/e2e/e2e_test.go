@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -277,5 +281,46 @@ func TestAdmin(t *testing.T) {
 	}
 	if r := (Admin{Port: port}).Do(t, NewClient(t), "GET", "routes", ""); r.Body != "GET /apisix/admin/routes " {
 		t.Fatalf("no key: %q", r.Body)
+	}
+}
+
+// TestHTTPSClient: every connection goes to the address given, with the
+// URL's host as SNI and Host, verified against the roots; without keep-
+// alive each request has a handshake of its own. DialTLS fails on a
+// certificate not for the name.
+func TestHTTPSClient(t *testing.T) {
+	var conns atomic.Int32
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.TLS.ServerName+" "+r.Host+" "+r.URL.Path)
+	}))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(s.Certificate())
+	addr := strings.TrimPrefix(s.URL, "https://")
+	for _, keepAlive := range []bool{false, true} {
+		conns.Store(0)
+		c := HTTPSClient(t, addr, &tls.Config{RootCAs: roots}, keepAlive)
+		for range 3 {
+			if r := Do(t, c, "GET", "https://example.com/x", "", nil, nil); r.Body != "example.com example.com /x" {
+				t.Fatalf("%q", r.Body)
+			}
+		}
+		if want := map[bool]int32{false: 3, true: 1}[keepAlive]; conns.Load() != want {
+			t.Errorf("keep-alive %v: %d connections, want %d", keepAlive, conns.Load(), want)
+		}
+	}
+	if c, err := DialTLS(t, addr, &tls.Config{RootCAs: roots, ServerName: "example.com"}); err != nil {
+		t.Fatal(err)
+	} else if c.ConnectionState().ServerName != "example.com" {
+		t.Errorf("server name %q", c.ConnectionState().ServerName)
+	}
+	if _, err := DialTLS(t, addr, &tls.Config{RootCAs: roots, ServerName: "other.test"}); err == nil {
+		t.Error("DialTLS took a certificate not for the name")
 	}
 }
