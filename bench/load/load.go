@@ -208,8 +208,9 @@ func share(total uint64, n, i int) uint64 {
 	return q
 }
 
-// run is one generator on one locked OS thread.
-func run(cfg Config) (Result, error) {
+// defaults fills in cfg's defaults and checks it: the server's IPv4
+// address comes back.
+func (cfg *Config) defaults() (netip.AddrPort, error) {
 	if cfg.Path == "" {
 		cfg.Path = "/hello"
 	}
@@ -223,11 +224,20 @@ func run(cfg Config) (Result, error) {
 		cfg.Timeout = 2 * time.Second
 	}
 	if cfg.Duration <= 0 || cfg.Rate < 0 || math.IsNaN(cfg.Rate) {
-		return Result{}, fmt.Errorf("%w: duration %v rate %v", ErrConfig, cfg.Duration, cfg.Rate)
+		return netip.AddrPort{}, fmt.Errorf("%w: duration %v rate %v", ErrConfig, cfg.Duration, cfg.Rate)
 	}
 	ap, err := netip.ParseAddrPort(cfg.Addr)
 	if err != nil || !ap.Addr().Is4() {
-		return Result{}, fmt.Errorf("%w: address %q: want IPv4 host:port", ErrConfig, cfg.Addr)
+		return netip.AddrPort{}, fmt.Errorf("%w: address %q: want IPv4 host:port", ErrConfig, cfg.Addr)
+	}
+	return ap, nil
+}
+
+// run is one generator on one locked OS thread.
+func run(cfg Config) (Result, error) {
+	ap, err := cfg.defaults()
+	if err != nil {
+		return Result{}, err
 	}
 	g := &gen{cfg: cfg, tfd: -1}
 	g.sa = unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,23 +30,8 @@ import (
 // handshake, crypto/tls's buffers); on kept-alive connections a request
 // costs crypto/tls's record encryption and a goroutine wake-up.
 func runTLS(cfg Config) (Result, error) {
-	if cfg.Path == "" {
-		cfg.Path = "/hello"
-	}
-	if cfg.Host == "" {
-		cfg.Host = cfg.Addr
-	}
-	if cfg.Conns <= 0 {
-		cfg.Conns = 16
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 2 * time.Second
-	}
-	if cfg.Duration <= 0 || cfg.Rate < 0 || math.IsNaN(cfg.Rate) {
-		return Result{}, fmt.Errorf("%w: duration %v rate %v", ErrConfig, cfg.Duration, cfg.Rate)
-	}
-	if ap, err := netip.ParseAddrPort(cfg.Addr); err != nil || !ap.Addr().Is4() {
-		return Result{}, fmt.Errorf("%w: address %q: want IPv4 host:port", ErrConfig, cfg.Addr)
+	if _, err := cfg.defaults(); err != nil {
+		return Result{}, err
 	}
 	req := "GET " + cfg.Path + " HTTP/1.1\r\nHost: " + cfg.Host + "\r\n" + cfg.Header
 	if cfg.NewConn {
