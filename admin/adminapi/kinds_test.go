@@ -217,6 +217,16 @@ func TestUpstreamClientCertID(t *testing.T) {
 		`{"error_msg":"failed to fetch ssl info by ssl id [none], response code: 404","field":"upstream.tls.client_cert_id"}`)
 	c.want(c.do("PUT", "/apisix/admin/upstreams/1", up("cli")), 201, "")
 	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a","upstream":`+up("cli")+`}`), 201, "")
+	// client_cert and client_key are validated as an ssl object's are.
+	pair := func(cert, key string) string {
+		return obj(map[string]any{"scheme": "https", "nodes": map[string]int{"127.0.0.1:1980": 1},
+			"tls": map[string]string{"client_cert": cert, "client_key": key}})
+	}
+	r := c.do("PUT", "/apisix/admin/upstreams/2", pair(cert, strings.Repeat("k", 80)))
+	if m := r.json(t); r.status != 400 || !strings.HasPrefix(m["error_msg"].(string), "failed to parse key: ") || m["field"] != "tls.client_key" {
+		t.Fatalf("bad client_key: %d %s", r.status, r.body)
+	}
+	c.want(c.do("PUT", "/apisix/admin/upstreams/2", pair(cert, key)), 201, "")
 }
 
 // TestLimitCountGroups: the members of a limit-count group are

@@ -196,19 +196,31 @@ func (a *api) checkUpstream(ctx context.Context, w *write) *apiError {
 	return a.checkClientCertID(ctx, u, "")
 }
 
-// checkClientCertID is APISIX's check of an upstream's tls.client_cert_id
-// (check_upstream_conf): the ssl object it names exists and is of type
-// client. field prefixes the field named (an inline upstream's
-// "upstream.").
+// checkClientCertID is APISIX's check of an upstream's tls
+// (check_upstream_conf): client_cert and client_key parse, and the ssl
+// object client_cert_id names exists and is of type client. field
+// prefixes the field named (an inline upstream's "upstream.").
 func (a *api) checkClientCertID(ctx context.Context, u *spec.Upstream, field string) *apiError {
 	if u == nil || len(u.TLS) == 0 {
 		return nil
 	}
 	var t struct {
 		ClientCertID *spec.ID `json:"client_cert_id"`
+		ClientCert   string   `json:"client_cert"`
+		ClientKey    string   `json:"client_key"`
 	}
-	if json.Unmarshal(u.TLS, &t) != nil || t.ClientCertID == nil {
+	if json.Unmarshal(u.TLS, &t) != nil {
 		return nil // the schema checked it
+	}
+	if t.ClientCert != "" {
+		// apisix_ssl.validate, as for an ssl object's pair.
+		if err := spec.CheckCertKey(t.ClientCert, t.ClientKey, field+"tls.client_cert", field+"tls.client_key",
+			a.keyring.DecryptPrivateKey); err != nil {
+			return invalid(err, "")
+		}
+	}
+	if t.ClientCertID == nil {
+		return nil
 	}
 	id := t.ClientCertID.String()
 	field += "tls.client_cert_id"

@@ -134,6 +134,17 @@ func (s *SSL) checkPEM(decrypt func(field, s string) (string, error), keys bool)
 	return nil
 }
 
+// CheckCertKey is APISIX's validate of a certificate and its key
+// anywhere one is written (an ssl object's, an upstream's
+// tls.client_cert and client_key): certFields and keyField name them in
+// the error, whose message is APISIX's. See checkPair.
+func CheckCertKey(cert, key, certField, keyField string, decrypt func(field, s string) (string, error)) error {
+	if err := checkPair(cert, key, certField, keyField, decrypt); err != nil {
+		return err
+	}
+	return nil
+}
+
 // checkPair checks that cert holds PEM certificates that parse and key,
 // when not empty, a private key that parses, after decrypt; the message is
 // APISIX's.
