@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -785,5 +786,62 @@ func TestTLSConfigTest(t *testing.T) {
 			t.Errorf("-t of %s: %v\n%s\nwant a refusal naming %q", tc.name, err, out, tc.says)
 		}
 		t.Logf("-t of %s: %s", tc.name, strings.TrimSpace(out))
+	}
+}
+
+// TestTLSUpstream: https upstreams through the binary. With tls.verify the
+// origin's certificate is checked against apisix.ssl's
+// ssl_trusted_certificate and the name the request goes with: an origin
+// of that CA answers, one of another CA gets 502; without it both answer.
+// The connection is kept alive.
+func TestTLSUpstream(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	origin := func(c *testcert.Cert) (addr string, conns *atomic.Int32) {
+		conns = new(atomic.Int32)
+		s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, r.Host+" "+r.TLS.ServerName)
+		}))
+		s.TLS = &tls.Config{Certificates: []tls.Certificate{c.TLS()}}
+		s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		s.StartTLS()
+		t.Cleanup(s.Close)
+		return s.Listener.Addr().String(), conns
+	}
+	trusted, trustedConns := origin(p.server(t, "origin", false, "origin.test"))
+	other := newPKI(t)
+	untrusted, _ := origin(other.server(t, "stranger", false, "origin.test"))
+	route := func(id int, addr string, verify bool) obj {
+		return obj{"id": id, "uri": fmt.Sprintf("/%d", id), "upstream": upstreamOf(nodes(addr), obj{
+			"scheme": "https", "pass_host": "rewrite", "upstream_host": "origin.test",
+			"tls": obj{"verify": verify}})}
+	}
+	yaml := standaloneYAML(map[string][]obj{"routes": {
+		route(1, trusted, true), route(2, untrusted, true), route(3, untrusted, false), route(4, trusted, false),
+	}})
+	g := startTLS(t, yaml, tlsConfig(1, "    ssl_trusted_certificate: "+p.caFile+"\n", ""), 1)
+	c := newClient(t)
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/1", 200}, {"/2", 502}, {"/3", 200}, {"/4", 200}} {
+		for range 3 {
+			r := do(t, c, "GET", g.url(tc.path), "", nil, nil)
+			if r.status != tc.status || tc.status == 200 && r.body != "origin.test origin.test" {
+				t.Fatalf("GET %s: %d %q, want %d %q", tc.path, r.status, r.body, tc.status, "origin.test origin.test")
+			}
+		}
+	}
+	// Routes 1 and 4 share no pool (verify is part of a connection's
+	// identity); each kept its one connection for its three requests.
+	if n := trustedConns.Load(); n != 2 {
+		t.Errorf("the trusted origin saw %d connections, want 2", n)
+	}
+	if !strings.Contains(g.Log(), "certificate signed by unknown authority") {
+		t.Errorf("the 502's cause is not logged:\n%s", g.Log())
 	}
 }
