@@ -333,10 +333,11 @@ func TestRepositoryConfig(t *testing.T) {
 		!strings.Contains(string(cfg), "\napisix:\n") || strings.Contains(string(cfg), "  ssl:") {
 		t.Fatalf("conf/config.yaml or the Makefile's run no longer has what this test moves")
 	}
-	metricsPort, adminPort := freePort(t), freePort(t)
+	metricsPort, adminPort, controlPort := freePort(t), freePort(t), freePort(t)
 	g := startGatewayConfig(t, "", func(port int) string {
 		c := strings.Replace(string(cfg), "- 9080", "- "+strconv.Itoa(port), 1)
-		c = strings.Replace(c, "\napisix:\n", "\napisix:\n"+e2e.SSLListen(port), 1)
+		c = strings.Replace(c, "\napisix:\n", "\napisix:\n"+e2e.SSLListen(port)+
+			"  control:\n    port: "+strconv.Itoa(controlPort)+"\n", 1)
 		c = strings.Replace(c, "port: 9180", "port: "+strconv.Itoa(adminPort), 1)
 		return strings.Replace(c, "port: 9091", "port: "+strconv.Itoa(metricsPort), 1)
 	})
