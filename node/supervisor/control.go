@@ -238,8 +238,8 @@ func (s *Supervisor) controlHandler(o ControlOptions) http.Handler {
 			"plugins are compiled into coregate: send the supervisor SIGHUP to re-read config.yaml's plugin list")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h, pattern := mux.Handler(r); pattern != "" {
-			h.ServeHTTP(w, r)
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
 			return
 		}
 		controlNotFound(w)
