@@ -117,8 +117,8 @@ func TestControlAPI(t *testing.T) {
 	var sch struct {
 		Main    map[string]json.RawMessage
 		Plugins map[string]struct {
-			Priority       *int
-			Schema         json.RawMessage
+			Priority *int
+			Schema   json.RawMessage
 		}
 	}
 	status, _, body := controlGet(t, "GET", base+"/v1/schema")
