@@ -817,8 +817,8 @@ func TestDataEncryptionFieldsKeyring(t *testing.T) {
 // ports the Control API may not share, refused in APISIX's words.
 func TestNodeConfigControl(t *testing.T) {
 	c, warns, err := parseNode(t, "")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("err %v, warnings %v", err, warns)
 	}
 	if !c.APISIX.EnableControl || c.APISIX.Control != (Listen{IP: "127.0.0.1", Port: 9090}) || c.APISIX.ID != "" {
 		t.Errorf("defaults: enable_control %v, control %+v, id %q", c.APISIX.EnableControl, c.APISIX.Control, c.APISIX.ID)
