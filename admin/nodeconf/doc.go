@@ -60,6 +60,16 @@
 // configuration comes from etcd, so are plugins' encrypt_fields. null, or
 // a keyring null or empty, stores everything in clear, knowingly.
 //
+// # apisix.enable_control
+//
+// The Control API (APISIX's, served by the supervisor) listens on
+// apisix.control's ip and port, 127.0.0.1:9090 by default, unless
+// enable_control is false; a port another of the node's listeners has is
+// refused, in APISIX's words ("control port 9180 conflicts with admin
+// port"). control.router is accepted and changes nothing: only plugins'
+// own control APIs take parameters, and coregate's plugins have none.
+// apisix.id is the node's id where no conf/apisix.uid was kept yet.
+//
 // Reported ("not supported yet: <key>"), the node starting without them,
 // since ignoring them fails closed or costs a feature, a tuning or a log,
 // never a guard:
@@ -68,8 +78,8 @@
 //     clients cannot connect or get no answer: apisix.ssl and its keys (no
 //     HTTPS listener), apisix.router.ssl, apisix.enable_http2 and
 //     node_listen[].enable_http2 (HTTP/1.1 only), apisix.enable_ipv6,
-//     apisix.proxy_mode, stream_proxy, proxy_protocol, control and status,
-//     apisix.enable_control and deployment.admin.enable_admin_ui when true,
+//     apisix.proxy_mode, stream_proxy, proxy_protocol, status,
+//     deployment.admin.enable_admin_ui when true,
 //     deployment.admin.admin_api_mtls (used only with https_admin),
 //     nginx_config.stream and stream_configuration_snippet, stream_plugins,
 //     xrpc.

@@ -41,12 +41,18 @@ type Config struct {
 
 // APISIXConfig is the apisix section.
 type APISIXConfig struct {
-	NodeListen                         []Listen // default [{Port: 9080}]
-	EnableServerTokens                 bool     // default true
-	RouterHTTP                         string   // radixtree_host_uri (default) or radixtree_uri
-	EnableAdmin                        bool     // default true; false on a data plane
-	EnableControl                      bool     // default true
+	NodeListen         []Listen // default [{Port: 9080}]
+	EnableServerTokens bool     // default true
+	RouterHTTP         string   // radixtree_host_uri (default) or radixtree_uri
+	EnableAdmin        bool     // default true; false on a data plane
+	EnableControl      bool     // default true
+	// Control is apisix.control's ip and port: where the Control API is
+	// served when EnableControl is set; default 127.0.0.1:9090.
+	Control                            Listen
 	ShowUpstreamStatusInResponseHeader bool
+	// ID is apisix.id: the node's id when no conf/apisix.uid was kept
+	// beside config.yaml yet ("" for a new random one).
+	ID string
 	// NormalizeURILikeServlet is apisix.normalize_uri_like_servlet: routes
 	// match the path as a Java servlet container maps it, its segments'
 	// ";" parameters removed (worker.Config.NormalizeURILikeServlet).
@@ -323,8 +329,8 @@ func (c *Config) ServerHeader(version string) string {
 }
 
 // Ports are the TCP ports the node itself listens on by its
-// configuration: node_listen, the Admin API's when it is enabled, and the
-// Prometheus export server's when that is. Anything the node opens on a
+// configuration: node_listen, the Admin API's when it is enabled, the
+// Prometheus export server's and the Control API's when they are. Anything the node opens on a
 // port of its own choosing (the embedded etcd) keeps clear of them.
 func (c *Config) Ports() []int {
 	var ps []int
@@ -341,6 +347,9 @@ func (c *Config) Ports() []int {
 	}
 	if c.Prometheus.EnableExportServer {
 		ps = append(ps, c.Prometheus.ExportAddr.Port)
+	}
+	if c.APISIX.EnableControl {
+		ps = append(ps, c.APISIX.Control.Port)
 	}
 	return ps
 }
@@ -414,6 +423,7 @@ func Default() *Config {
 			RouterHTTP:     "radixtree_host_uri",
 			EnableAdmin:    true,
 			EnableControl:  true,
+			Control:        Listen{IP: "127.0.0.1", Port: 9090},
 			DataEncryption: DataEncryption{EnableEncryptFields: true, Keyring: defaultKeyring},
 		},
 		NginxConfig: NginxConfig{
@@ -826,7 +836,7 @@ func (p *cfgParser) apisix() section {
 		"proxy_mode", "resolver_timeout", "enable_resolv_search_opt",
 		"disable_sync_configuration_during_start", "worker_startup_time_threshold",
 		"events", "lru", "dns_resolver", "dns_resolver_valid",
-		"stream_proxy", "proxy_protocol", "control", "id", "status",
+		"stream_proxy", "proxy_protocol", "status",
 		"tracing", "admin_key", "allow_admin", "port_admin", "enable_admin_cors",
 		"admin_listen", "https_admin", "admin_api_mtls", "config_center",
 		"match_uri_encoded_slash", "max_post_args_readable_size", "disable_upstream_healthcheck",
@@ -844,16 +854,23 @@ func (p *cfgParser) apisix() section {
 				},
 			}))
 		},
-		"enable_admin": p.boolean(&a.EnableAdmin),
-		"enable_control": func(k string, n *yaml.Node) error {
-			if err := p.boolean(&a.EnableControl)(k, n); err != nil {
-				return err
+		"enable_admin":   p.boolean(&a.EnableAdmin),
+		"enable_control": p.boolean(&a.EnableControl),
+		"control": func(k string, n *yaml.Node) error {
+			var router string
+			err := p.walk(k, n, section{
+				"ip":   p.str(&a.Control.IP),
+				"port": p.integer(&a.Control.Port, 1, 65535),
+				// Parameters in paths only matter to plugins' own control
+				// APIs, which coregate's plugins have none of.
+				"router": p.enum(&router, "radixtree_uri", "radixtree_uri_with_parameter"),
+			})
+			if a.Control.IP == "" {
+				a.Control.IP = "127.0.0.1"
 			}
-			if a.EnableControl {
-				p.notYet(k) // no control API
-			}
-			return nil
+			return err
 		},
+		"id": p.str(&a.ID),
 		"show_upstream_status_in_response_header": p.boolean(&a.ShowUpstreamStatusInResponseHeader),
 		"normalize_uri_like_servlet":              p.boolean(&a.NormalizeURILikeServlet),
 		"delete_uri_tail_slash": p.refuseTrue(
@@ -1439,6 +1456,9 @@ func (p *cfgParser) finish() error {
 	if p.c.APISIX.EnableAdmin && !d.Admin.AdminKeyRequired {
 		p.warnings = append(p.warnings, AdminKeyBypassed)
 	}
+	if err := p.controlPort(); err != nil {
+		return err
+	}
 	if ssl := &p.c.APISIX.SSL; ssl.Enable {
 		// A port is served over HTTP or over TLS, not both: a worker tells
 		// its TLS connections by the port they arrived on (as APISIX's
@@ -1453,6 +1473,30 @@ func (p *cfgParser) finish() error {
 		}
 	}
 	return nil
+}
+
+// controlPort refuses a Control API port another of the node's listeners
+// has, with APISIX's words (apisix/cli/ops.lua).
+func (p *cfgParser) controlPort() error {
+	a := &p.c.APISIX
+	if !a.EnableControl {
+		return nil
+	}
+	port := a.Control.Port
+	var other string
+	switch {
+	case a.EnableAdmin && p.c.Deployment.Admin.AdminListen.Port == port:
+		other = "admin port"
+	case p.c.Prometheus.EnableExportServer && p.c.Prometheus.ExportAddr.Port == port:
+		other = "prometheus port"
+	case slices.ContainsFunc(a.NodeListen, func(l Listen) bool { return l.Port == port }):
+		other = "http listen port"
+	case a.SSL.Enable && slices.ContainsFunc(a.SSL.Listen, func(l Listen) bool { return l.Port == port }):
+		other = "https listen port"
+	default:
+		return nil
+	}
+	return p.errf("apisix.control.port", "control port %d conflicts with %s", port, other)
 }
 
 // AdminKeyBypassed is the warning for deployment.admin.admin_key_required

@@ -164,6 +164,7 @@ plugin_attr:
 		RouterHTTP:                         "radixtree_uri",
 		ShowUpstreamStatusInResponseHeader: true,
 		NormalizeURILikeServlet:            true,
+		Control:                            Listen{IP: "127.0.0.1", Port: 9090},
 		SSLTrustedCertificate:              "system, /etc/coregate/ca.pem",
 		SSL: SSL{
 			Enable:         true,
@@ -267,7 +268,6 @@ whatever: 1
 		"unknown key apisix.foo.baz",
 		"not supported yet: apisix.enable_ipv6",
 		"not supported yet: apisix.router.ssl",
-		"not supported yet: apisix.enable_control",
 		"not supported yet: apisix.match_uri_encoded_slash",
 		"not supported yet: nginx_config.http.lua_shared_dict",
 		"unknown key nginx_config.http.typo",
@@ -566,11 +566,13 @@ func TestNodeConfigPorts(t *testing.T) {
 		src  string
 		want []int
 	}{
-		{"", []int{9080, 9443, 9180, 9091}},
+		{"", []int{9080, 9443, 9180, 9091, 9090}},
 		{"apisix:\n  node_listen: [40001, 40002]\n  ssl:\n    enable: false\ndeployment:\n  admin:\n    admin_listen:\n      port: 40003\n" +
-			"plugin_attr:\n  prometheus:\n    export_addr:\n      port: 40004\n", []int{40001, 40002, 40003, 40004}},
+			"plugin_attr:\n  prometheus:\n    export_addr:\n      port: 40004\n", []int{40001, 40002, 40003, 40004, 9090}},
 		{"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n" +
-			"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", []int{9080, 9443}},
+			"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", []int{9080, 9443, 9090}},
+		{"apisix:\n  enable_control: false\n  ssl:\n    enable: false\n", []int{9080, 9180, 9091}},
+		{"apisix:\n  control:\n    port: 40005\n", []int{9080, 9443, 9180, 9091, 40005}},
 	} {
 		c, _, err := parseNode(t, tc.src)
 		if err != nil {
@@ -808,5 +810,48 @@ func TestDataEncryptionFieldsKeyring(t *testing.T) {
 	off := DataEncryption{Keyring: k}
 	if off.FieldsKeyring(Provider{Kind: "etcd"}) != nil {
 		t.Error("etcd, disabled: a keyring")
+	}
+}
+
+// TestNodeConfigControl: apisix.enable_control, control and id, and the
+// ports the Control API may not share, refused in APISIX's words.
+func TestNodeConfigControl(t *testing.T) {
+	c, warns, err := parseNode(t, "")
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("err %v, warnings %v", err, warns)
+	}
+	if !c.APISIX.EnableControl || c.APISIX.Control != (Listen{IP: "127.0.0.1", Port: 9090}) || c.APISIX.ID != "" {
+		t.Errorf("defaults: enable_control %v, control %+v, id %q", c.APISIX.EnableControl, c.APISIX.Control, c.APISIX.ID)
+	}
+	c, warns, err = parseNode(t, "apisix:\n  id: edge-1\n  enable_control: true\n  control:\n    ip: 0.0.0.0\n    port: 19090\n    router: radixtree_uri_with_parameter\n")
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("err %v, warnings %v", err, warns)
+	}
+	if c.APISIX.Control != (Listen{IP: "0.0.0.0", Port: 19090}) || c.APISIX.ID != "edge-1" {
+		t.Errorf("control %+v, id %q", c.APISIX.Control, c.APISIX.ID)
+	}
+	if c, _, _ = parseNode(t, "apisix:\n  control:\n    port: 19090\n"); c.APISIX.Control.IP != "127.0.0.1" {
+		t.Errorf("control ip %q, want 127.0.0.1 when only the port is written", c.APISIX.Control.IP)
+	}
+	// Where the control port is another listener's, and where it is not
+	// served (or the other is not), nothing is refused.
+	for _, tc := range []struct{ src, want string }{
+		{"apisix:\n  control:\n    port: 9180\n", "apisix.control.port: control port 9180 conflicts with admin port"},
+		{"apisix:\n  control:\n    port: 9091\n", "apisix.control.port: control port 9091 conflicts with prometheus port"},
+		{"apisix:\n  node_listen: [9090]\n", "apisix.control.port: control port 9090 conflicts with http listen port"},
+		{"apisix:\n  ssl:\n    listen: [9090]\n", "apisix.control.port: control port 9090 conflicts with https listen port"},
+		{"apisix:\n  control:\n    port: 0\n", "apisix.control.port: want an integer from 1 to 65535"},
+		{"apisix:\n  control:\n    router: radixtree_host_uri\n", "apisix.control.router: want one of radixtree_uri, radixtree_uri_with_parameter"},
+		{"apisix:\n  enable_control: false\n  node_listen: [9090]\n", ""},
+		{"apisix:\n  enable_admin: false\n  control:\n    port: 9180\n", ""},
+		{"apisix:\n  ssl:\n    enable: false\n    listen: [9090]\n", ""},
+	} {
+		_, _, err := parseNode(t, tc.src)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.src, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: err %v, want %q", tc.src, err, tc.want)
+		}
 	}
 }

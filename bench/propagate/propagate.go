@@ -396,6 +396,7 @@ func (e *env) config(gwPort, adminPort int) string {
   node_listen: [%d]
   ssl:
     enable: false
+  enable_control: false
 nginx_config:
   worker_processes: %d
   error_log_level: info

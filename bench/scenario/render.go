@@ -23,6 +23,7 @@ func CoregateConfig(s Scenario, port, workers int) []byte {
 	return fmt.Appendf(nil, `apisix:
   node_listen: [%d]
   enable_admin: false
+  enable_control: false
 %sdeployment:
   role: data_plane
   role_data_plane:

@@ -88,6 +88,7 @@ func (e *Env) config() []byte {
       - ip: 127.0.0.1
         port: %d
   enable_admin: false
+  enable_control: false
 deployment:
   role: data_plane
   role_data_plane:

@@ -39,6 +39,7 @@ func etcdConfig(adminPort int, keys ...string) func(port int) string {
   node_listen:
     - ip: 127.0.0.1
       port: %d
+  enable_control: false
 %sdeployment:
   role: traditional
   role_traditional:

@@ -54,6 +54,7 @@ func baseConfig(port int, extra string) string {
   node_listen:
     - %d
 %s  enable_admin: false
+  enable_control: false
 deployment:
   role: data_plane
   role_data_plane:

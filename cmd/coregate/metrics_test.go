@@ -230,6 +230,7 @@ func exportConfig(workers, mport int) func(port int) string {
 	return func(port int) string {
 		return fmt.Sprintf(`apisix:
   node_listen: [%d]
+  enable_control: false
 %sdeployment:
   role: data_plane
   role_data_plane:

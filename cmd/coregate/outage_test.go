@@ -25,6 +25,7 @@ func externalConfig(client string, adminPort, mport int) func(port int) string {
   node_listen:
     - ip: 127.0.0.1
       port: %d
+  enable_control: false
 %sdeployment:
   role: traditional
   role_traditional:

@@ -49,6 +49,7 @@ func perCoreConfig(port, n int) string {
     - ip: 127.0.0.1
       port: %d
   enable_admin: false
+  enable_control: false
 %sdeployment:
   role: data_plane
   role_data_plane:

@@ -440,7 +440,7 @@ func TestServerHeaderEverywhere(t *testing.T) {
 		{"false", "APISIX"},
 	} {
 		g := startGatewayConfig(t, routes, func(port int) string {
-			return fmt.Sprintf("apisix:\n  node_listen: [%d]\n%s  enable_server_tokens: %s\n"+
+			return fmt.Sprintf("apisix:\n  node_listen: [%d]\n%s  enable_server_tokens: %s\n  enable_control: false\n"+
 				"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: yaml\n"+
 				"plugin_attr:\n  prometheus:\n    enable_export_server: false\n", port, e2e.SSLListen(port), tc.tokens)
 		})

@@ -333,10 +333,11 @@ func TestRepositoryConfig(t *testing.T) {
 		!strings.Contains(string(cfg), "\napisix:\n") || strings.Contains(string(cfg), "  ssl:") {
 		t.Fatalf("conf/config.yaml or the Makefile's run no longer has what this test moves")
 	}
-	metricsPort, adminPort := freePort(t), freePort(t)
+	metricsPort, adminPort, controlPort := freePort(t), freePort(t), freePort(t)
 	g := startGatewayConfig(t, "", func(port int) string {
 		c := strings.Replace(string(cfg), "- 9080", "- "+strconv.Itoa(port), 1)
-		c = strings.Replace(c, "\napisix:\n", "\napisix:\n"+e2e.SSLListen(port), 1)
+		c = strings.Replace(c, "\napisix:\n", "\napisix:\n"+e2e.SSLListen(port)+
+			"  control:\n    port: "+strconv.Itoa(controlPort)+"\n", 1)
 		c = strings.Replace(c, "port: 9180", "port: "+strconv.Itoa(adminPort), 1)
 		return strings.Replace(c, "port: 9091", "port: "+strconv.Itoa(metricsPort), 1)
 	})
@@ -352,6 +353,17 @@ func TestRepositoryConfig(t *testing.T) {
 		}
 		return nil
 	})
+	// The Control API, on by default: the route as the node holds it,
+	// and server_info with the id kept beside config.yaml.
+	control := "http://127.0.0.1:" + strconv.Itoa(controlPort)
+	if r := do(t, c, "GET", control+"/v1/route/1", "", nil, nil); r.status != 200 || !strings.Contains(r.body, `"key":"/apisix/routes/1"`) {
+		t.Errorf("control API /v1/route/1: %d %s", r.status, r.body)
+	}
+	uid, err := os.ReadFile(filepath.Join(g.dir, "apisix.uid"))
+	if r := do(t, c, "GET", control+"/v1/server_info", "", nil, nil); err != nil || r.status != 200 ||
+		!strings.Contains(r.body, `"id":"`+string(uid)+`"`) || !strings.Contains(r.body, `"etcd_version":"3.`) {
+		t.Errorf("control API /v1/server_info: %d %s (apisix.uid %q, %v)", r.status, r.body, uid, err)
+	}
 	if tc, err := net.DialTimeout("tcp", g.TLSAddr(), 2*time.Second); err != nil {
 		t.Errorf("the TLS listener: %v", err)
 	} else {

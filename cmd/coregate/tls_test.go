@@ -82,6 +82,7 @@ func tlsConfig(n int, ssl, http string) func(port int) string {
     - ip: 127.0.0.1
       port: %d
   enable_admin: false
+  enable_control: false
 %s%sdeployment:
   role: data_plane
   role_data_plane:

@@ -14,6 +14,7 @@ import (
 
 	"coregate/admin/adminapi"
 	"coregate/admin/nodeconf"
+	"coregate/admin/spec"
 	"coregate/admin/standalone"
 	"coregate/admin/store/storesync"
 	"coregate/bpf"
@@ -83,6 +84,7 @@ func Main(c Command) error {
 	if c.Test {
 		return Check(c.Config, os.Stderr)
 	}
+	boot := time.Now()
 	log := node.NewLogger().With("proc", "supervisor")
 	if addr := os.Getenv("COREGATE_PPROF_SUPERVISOR"); addr != "" {
 		node.ServePprof(addr, 0, log)
@@ -105,6 +107,7 @@ func Main(c Command) error {
 	}
 	var source Source
 	var collectors []prometheus.Collector
+	var etcdVersion func(context.Context) (string, error)
 	switch prov := nc.Provider(); prov.Kind {
 	case "yaml", "json":
 		if prov.File == "" {
@@ -118,6 +121,11 @@ func Main(c Command) error {
 		}
 		defer en.close()
 		source = en.sync
+		if v, ok := en.store.(interface {
+			ServerVersion(context.Context) (string, error)
+		}); ok {
+			etcdVersion = v.ServerVersion
+		}
 		collectors = append(collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "apisix_etcd_reachable",
 			Help: "Config server etcd reachable from the node, 0 is unreachable.",
@@ -199,6 +207,23 @@ func Main(c Command) error {
 	defer stop()
 	sup.SetMetricPrefix(nc.Prometheus.MetricPrefix)
 	sup.SetExtraLabels(extraLabels(nc))
+	if nc.APISIX.EnableControl {
+		id, err := NodeID(nc.Dir, nc.APISIX.ID)
+		if err != nil {
+			log.Error("config.yaml's directory", "err", err)
+		}
+		keyPrefix := ""
+		if nc.Provider().Kind == "etcd" {
+			keyPrefix = nc.Deployment.Etcd.Prefix
+		}
+		if err := sup.ServeControl(ctx, ControlOptions{
+			Addr: nc.APISIX.Control.Addr(), Plugins: plugins.Default, Enabled: nc.Plugins,
+			KeyPrefix: keyPrefix, ID: id, Version: spec.CompatVersion, BootTime: boot,
+			EtcdVersion: etcdVersion,
+		}); err != nil {
+			return err
+		}
+	}
 	if exp := nc.Prometheus; exp.EnableExportServer {
 		if err := sup.ServeMetrics(ctx, exp.ExportAddr.Addr(), exp.ExportURI); err != nil {
 			log.Error("metrics server not started", "addr", exp.ExportAddr.Addr(), "err", err)

@@ -120,6 +120,9 @@ type Supervisor struct {
 	// orphans are those workers, found by New, put in their slots by Run.
 	orphans []*orphan
 	spec    *spec.Spec
+	// current is spec, published for the Control API's goroutines
+	// (ServeControl), which only read it.
+	current atomic.Pointer[spec.Spec]
 	// config is spec encoded as a Config payload, once, at the first
 	// worker that needs it whole (wholeConfig), and sent as the same bytes
 	// to every other. Replaced (never modified) with spec.
@@ -785,6 +788,7 @@ func (s *Supervisor) checkReload() {
 // setSpec makes sp the configuration sent to workers.
 func (s *Supervisor) setSpec(sp *spec.Spec) {
 	s.spec, s.config, s.delta, s.deltaBase = sp, nil, nil, nil
+	s.current.Store(sp)
 }
 
 // wholeConfig returns the configuration as a Config payload, encoding it

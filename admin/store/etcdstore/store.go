@@ -547,3 +547,23 @@ func wrap(err error) error {
 	}
 	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 }
+
+// ServerVersion is the version of the etcd server the store talks to
+// (its first reachable endpoint's, as etcd's /version reports it), as
+// APISIX's server_info shows it. It is safe for concurrent use.
+func (s *Store) ServerVersion(ctx context.Context) (string, error) {
+	cli, ctx, cancel, err := s.call(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cancel()
+	var last error
+	for _, ep := range s.opts.Endpoints {
+		st, err := cli.Status(ctx, ep)
+		if err == nil {
+			return st.Version, nil
+		}
+		last = wrap(err)
+	}
+	return "", last
+}
