@@ -196,7 +196,7 @@ func TestTLSPort(t *testing.T) {
 	l.Close()
 	conf := func(ssl string) func(int) string {
 		return func(port int) string {
-			return fmt.Sprintf("apisix:\n  node_listen: [%d]\n%s", port, ssl)
+			return fmt.Sprintf("apisix:\n  node_listen: [%d]\n  enable_control: false\n%s", port, ssl)
 		}
 	}
 	c, _, err := nodeconf.Parse([]byte(conf(SSLListen(p))(p)), "config.yaml")
@@ -223,6 +223,15 @@ func TestTLSPort(t *testing.T) {
 		if ft.msg != "" {
 			t.Errorf("%q: %s", ssl, ft.msg)
 		}
+	}
+	// The Control API on APISIX's fixed 9090 is refused alike.
+	ft = &fakeT{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		checkTLSPorts(ft, fmt.Sprintf("apisix:\n  node_listen: [%d]\n%s", p, SSLListen(p)))
+	}()
+	if !strings.Contains(ft.msg, "serves the Control API on port 9090") {
+		t.Fatalf("a config.yaml without enable_control: false: fatal message %q", ft.msg)
 	}
 }
 

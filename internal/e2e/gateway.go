@@ -136,17 +136,26 @@ func Start(t testing.TB, o Options) *Gateway {
 }
 
 // checkTLSPorts fails t when conf, a config.yaml, has the gateway listen
-// for TLS on a port that this process did not hand out (FreePort,
-// TLSPort): APISIX's default 9443 where conf has no apisix.ssl section.
+// for TLS, or serve the Control API, on a port that this process did not
+// hand out (FreePort, TLSPort): APISIX's default 9443 where conf has no
+// apisix.ssl section, 9090 where it has no apisix.control.
 // A conf that does not parse is left to the gateway to refuse.
 func checkTLSPorts(t testing.TB, conf string) {
 	t.Helper()
 	c, _, err := nodeconf.Parse([]byte(conf), "config.yaml")
-	if err != nil || !c.APISIX.SSL.Enable {
+	if err != nil {
 		return
 	}
 	handed.Lock()
 	defer handed.Unlock()
+	if c.APISIX.EnableControl && !handed.ports[c.APISIX.Control.Port] {
+		t.Fatalf("e2e: config.yaml serves the Control API on port %d, which no test took as free "+
+			"(APISIX's default 9090 when apisix.control is not written): write enable_control: false, "+
+			"or apisix.control with a FreePort", c.APISIX.Control.Port)
+	}
+	if !c.APISIX.SSL.Enable {
+		return
+	}
 	for _, l := range c.APISIX.SSL.Listen {
 		if !handed.ports[l.Port] {
 			why := ""
