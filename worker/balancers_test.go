@@ -411,7 +411,10 @@ func TestBalancersProxy(t *testing.T) {
 		path string
 		req  func(k int) *http.Request
 	}{
-		{"/arg", func(k int) *http.Request { r, _ := http.NewRequest("GET", fmt.Sprintf("%s/arg?k=%d", base, k), nil); return r }},
+		{"/arg", func(k int) *http.Request {
+			r, _ := http.NewRequest("GET", fmt.Sprintf("%s/arg?k=%d", base, k), nil)
+			return r
+		}},
 		{"/hdr", func(k int) *http.Request {
 			r, _ := http.NewRequest("GET", base+"/hdr", nil)
 			r.Header.Set("X-User", fmt.Sprint("u", k))
