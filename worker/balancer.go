@@ -1,17 +1,42 @@
 package worker
 
-// balancer picks upstream nodes for one upstream of a snapshot: smooth
-// weighted round robin (nginx's ngx_http_upstream_get_peer) inside priority
-// groups, highest priority first. A lower group is used only when every node
-// of the higher groups has already failed for the request at hand.
+// balancer picks upstream nodes for one upstream of a snapshot, by the
+// upstream's type (APISIX's balancers, see balancers.go for the three other
+// than round robin), inside priority groups, highest priority first: a
+// lower group is used only when every node of the higher groups has
+// already failed for the request at hand, as APISIX's priority balancer
+// wraps each of its balancers. Nodes of weight 0 are never picked.
+//
+//   - roundrobin: smooth weighted round robin (nginx's
+//     ngx_http_upstream_get_peer).
+//   - chash: a consistent hash ring per group (chashRing), the request's
+//     key hashed when it is routed (requestKey); a retry takes the next
+//     node along the ring.
+//   - least_conn: the fewest requests in flight from this worker per unit
+//     of weight.
+//   - ewma: the lower latency of two nodes drawn at random, the latencies
+//     decayed as APISIX's ewma.lua decays them.
 //
 // It is owned by the worker's event loop: no locks, not safe for concurrent
-// use. Its state is lost when the snapshot is replaced, as nginx loses it on
+// use. Its state (the round robin's weights, the requests in flight, the
+// latencies) is kept while its upstream is unchanged across snapshots
+// (compile) and lost when the upstream changes, as nginx loses it on
 // reload.
 type balancer struct {
+	kind   uint8 // balRoundRobin, balCHash, balLeastConn, balEWMA
 	nodes  []*node
 	groups [][]int // node indexes by priority, highest first
 	cur    []int   // smooth WRR current weights, by node index
+
+	// chash: the hash key and a ring per group.
+	key   hashKey
+	rings []chashRing
+	// least_conn: requests in flight by node index, and where the next
+	// scan for the least loaded starts (ties go round).
+	conns []int32
+	next  int
+	// ewma: the decayed latency of each node.
+	lat []ewmaStat
 }
 
 // triedSet records the nodes that already failed for one request. Nodes past
@@ -54,8 +79,18 @@ func newBalancer(nodes []*node) *balancer {
 }
 
 // pick returns the index of the next node, skipping those in tried and those
-// with weight 0, or -1 when none is left.
-func (b *balancer) pick(tried triedSet) int {
+// with weight 0, or -1 when none is left. key is the request's hash key
+// (chash, requestKey) and now Worker.now (ewma); a node picked is held by
+// the request (least_conn counts it in flight) until release.
+func (b *balancer) pick(tried triedSet, key uint32, now int64) int {
+	switch b.kind {
+	case balCHash:
+		return b.pickCHash(tried, key)
+	case balLeastConn:
+		return b.pickLeastConn(tried)
+	case balEWMA:
+		return b.pickEWMA(tried, now)
+	}
 	for _, g := range b.groups {
 		best, total := -1, 0
 		for _, i := range g {

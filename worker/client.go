@@ -437,6 +437,9 @@ func (cc *clientConn) routed() {
 		cc.answerLocal(502, ctHTML, errorPages[502], hasBody)
 		return
 	}
+	if rt.up.bal.kind == balCHash {
+		cc.balKey = cc.requestKey(&rt.up.bal.key)
+	}
 	cc.buildHead()
 	cc.discardHead()
 	if r.Expect100 && hasBody && cc.io.InboundBuffered() == 0 {
@@ -520,13 +523,14 @@ func isIdempotent(m []byte) bool {
 func (cc *clientConn) dispatch() {
 	w := cc.w
 	up := cc.rt.up
-	idx := up.bal.pick(cc.tried)
+	cc.releaseNode(true)
+	idx := up.bal.pick(cc.tried, cc.balKey, w.now)
 	if idx < 0 {
 		cc.giveUp()
 		return
 	}
 	nd := up.nodes[idx]
-	cc.node = idx
+	cc.node, cc.held = idx, true
 	cc.tries++
 	cc.upStart, cc.upConnected = w.now, 0
 	var name []byte

@@ -24,6 +24,11 @@ type exchange struct {
 	tries       int
 	freeRetries int   // replays after a stale kept-alive connection
 	started     int64 // Worker.now when the request was routed, for retry_timeout
+	// held: the attempt's node is held by the request on the balancer
+	// (balancer.release, releaseNode); balKey is the request's chash key
+	// (requestKey), read when it was routed.
+	held   bool
+	balKey uint32
 
 	// The request.
 	isHead     bool
@@ -202,6 +207,7 @@ type exchangeBufs struct {
 // capacity and nothing else. This is the only way an exchange's state is
 // cleared.
 func (cc *clientConn) resetExchange() {
+	cc.releaseNode(false)
 	cc.exchange = exchange{}
 	cc.statuses = cc.statuses[:0]
 	cc.respHdr = cc.respHdr[:0]

@@ -786,9 +786,6 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 	if scheme != "http" && scheme != "https" {
 		return nil, fmt.Errorf("upstream scheme %q is not supported yet", scheme)
 	}
-	if t := u.Type; t != "" && t != "roundrobin" {
-		return nil, fmt.Errorf("upstream type %q is not supported yet", t)
-	}
 	cu := &upstream{
 		retries:   u.EffectiveRetries(),
 		connectTO: defaultConnectTimeout,
@@ -851,7 +848,11 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		nd.hostHeader = []byte(host)
 		cu.nodes = append(cu.nodes, nd)
 	}
-	cu.bal = newBalancer(cu.nodes)
+	b, err := newUpstreamBalancer(u, cu.nodes)
+	if err != nil {
+		return nil, err
+	}
+	cu.bal = b
 	return cu, nil
 }
 

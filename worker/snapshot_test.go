@@ -115,7 +115,7 @@ func TestCompileKeepsUnchangedUpstreams(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				prev.routes[0].up.bal.pick(0)
+				prev.routes[0].up.bal.pick(0, 0, 0)
 			}
 		}
 	}()

@@ -166,6 +166,9 @@ func TestDecodeRoute(t *testing.T) {
 		{"chash bad vars key", `{"uri":"/a","upstream":{"type":"chash","key":"foo","nodes":{"a:1":1}}}`,
 			`invalid configuration: failed to match pattern "^((uri|server_name|server_addr|request_uri|remote_port|remote_addr|query_string|host|hostname|mqtt_client_id)|arg_[0-9a-zA-z_-]+)$" with "foo"`},
 		{"chash consumer", `{"uri":"/a","upstream":{"type":"chash","hash_on":"consumer","nodes":{"a:1":1}}}`, ""},
+		{"chash vars key not read", `{"uri":"/a","upstream":{"type":"chash","key":"remote_port","nodes":{"a:1":1}}}`,
+			`invalid configuration: hash_on vars key remote_port is not supported yet`},
+		{"chash vars key", `{"uri":"/a","upstream":{"type":"chash","key":"arg_k","nodes":{"a:1":1}}}`, ""},
 
 		// plugins and vars
 		{"plugin not object", `{"uri":"/a","plugins":{"limit-count":1}}`,
