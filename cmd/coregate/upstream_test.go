@@ -303,3 +303,37 @@ func TestPassHost(t *testing.T) {
 		}
 	}
 }
+
+// TestCHashThroughBinary: a chash upstream keyed on a header, through the
+// binary: each key's requests all reach one node, and the keys spread over
+// the nodes.
+func TestCHashThroughBinary(t *testing.T) {
+	t.Parallel()
+	var specs []nodeSpec
+	for i := range 3 {
+		specs = append(specs, nodeSpec{addr: textUpstream(t, strconv.Itoa(i)).Addr(), weight: 1})
+	}
+	g := startGateway(t, routesYAML(obj{"id": 1, "uri": "/ch", "upstream": obj{"type": "chash", "hash_on": "header",
+		"key": "x-user", "nodes": nodeList(t, specs...)}}), "")
+	c := newClient(t)
+	owner := map[string]string{}
+	used := map[string]bool{}
+	for round := range 3 {
+		for k := range 30 {
+			key := "user-" + strconv.Itoa(k)
+			r := do(t, c, "GET", g.url("/ch"), "", map[string]string{"X-User": key}, nil)
+			if r.status != 200 {
+				t.Fatalf("key %s: %d %q", key, r.status, r.body)
+			}
+			if round == 0 {
+				owner[key] = r.body
+				used[r.body] = true
+			} else if owner[key] != r.body {
+				t.Fatalf("key %s went to node %s, then to %s", key, owner[key], r.body)
+			}
+		}
+	}
+	if len(used) != 3 {
+		t.Errorf("30 keys reached nodes %v, want all 3", used)
+	}
+}
