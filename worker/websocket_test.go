@@ -38,8 +38,16 @@ type wsOrigin struct {
 func newWSOrigin(t *testing.T, serve func(c *websocket.Conn) error) *wsOrigin {
 	t.Helper()
 	o := &wsOrigin{}
+	srv := httptest.NewServer(o.handler(serve))
+	t.Cleanup(srv.Close)
+	o.url = srv.URL
+	return o
+}
+
+// handler upgrades each request and runs serve on its connection.
+func (o *wsOrigin) handler(serve func(c *websocket.Conn) error) http.Handler {
 	up := websocket.Upgrader{ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
 		if err != nil {
 			return
@@ -50,10 +58,7 @@ func newWSOrigin(t *testing.T, serve func(c *websocket.Conn) error) *wsOrigin {
 		o.errs = append(o.errs, err)
 		o.mu.Unlock()
 		o.ended.Add(1)
-	}))
-	t.Cleanup(srv.Close)
-	o.url = srv.URL
-	return o
+	})
 }
 
 // echo sends every message back as it came, streamed.
@@ -524,4 +529,19 @@ func TestWebsocketDrain(t *testing.T) {
 			t.Fatalf("the tunnel outlived the drain's deadline: %v", err)
 		}
 	})
+}
+
+// TestWebsocketHTTPSUpstream: the tunnel to an https node, through its
+// TLS connection.
+func TestWebsocketHTTPSUpstream(t *testing.T) {
+	o := &wsOrigin{}
+	origin := newTLSOrigin(t, o.handler(echo), nil)
+	addr := hostPort(strings.Replace(origin.URL, "https://", "http://", 1))
+	w := startWorker(t, nil, fmt.Sprintf(`{"id":"1","uri":"/ws","enable_websocket":true,"upstream":{"scheme":"https","nodes":{"%s":1}}}`, addr))
+	c := wsDial(t, websocket.DefaultDialer, "ws://"+w.Addr().String()+"/ws")
+	echoRound(t, c, []byte("to an https node"))
+	echoRound(t, c, bytes.Repeat([]byte("z"), 4<<20))
+	c.Close()
+	waitFor(t, 5*time.Second, "the origin's handler to end", func() bool { return o.ended.Load() == 1 })
+	waitFor(t, 5*time.Second, "the tunnel to end", func() bool { return tunnels(t, w) == 0 })
 }
