@@ -74,7 +74,12 @@ func wsRound(t *testing.T, c *websocket.Conn, msg []byte) {
 
 func wsGateway(t *testing.T, origin string, args ...string) *gateway {
 	t.Helper()
-	yaml := routesYAML(obj{"id": 1, "uri": "/ws", "enable_websocket": true, "upstream": upstreamOf(nodes(origin), nil)})
+	return wsGatewayRoute(t, obj{"id": 1, "uri": "/ws", "enable_websocket": true, "upstream": upstreamOf(nodes(origin), nil)}, args...)
+}
+
+func wsGatewayRoute(t *testing.T, route obj, args ...string) *gateway {
+	t.Helper()
+	yaml := routesYAML(route)
 	return bindGateway(e2e.Start(t, e2e.Options{Bin: binPath, APISIX: yaml, Listen: true, Args: args,
 		Config: func(port int) string { return baseConfig(port, "") }}))
 }
@@ -168,4 +173,36 @@ func TestWebsocketDrainBinary(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the gateway did not exit once its tunnels closed")
 	}
+}
+
+// TestWebsocketLimitConn: an open tunnel is one of limit-conn's
+// connections until it closes.
+func TestWebsocketLimitConn(t *testing.T) {
+	origin, _ := wsEchoOrigin(t)
+	g := wsGatewayRoute(t, obj{"id": 1, "uri": "/ws", "enable_websocket": true,
+		"plugins":  obj{"limit-conn": obj{"conn": 1, "burst": 0, "default_conn_delay": 0.1, "key": "remote_addr"}},
+		"upstream": upstreamOf(nodes(origin), nil)})
+	url := "ws://" + g.Addr() + "/ws"
+	first, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	wsRound(t, first, []byte("one"))
+	if c, resp, err := websocket.DefaultDialer.Dial(url, nil); err == nil {
+		c.Close()
+		t.Fatal("a second tunnel opened past conn 1")
+	} else if resp == nil || resp.StatusCode != 503 {
+		t.Fatalf("second tunnel: %v, %v; want 503", err, resp)
+	}
+	first.Close()
+	eventually(t, 5*time.Second, func() error {
+		c, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		wsRound(t, c, []byte("two"))
+		return nil
+	})
 }
