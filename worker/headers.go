@@ -199,7 +199,8 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 // (pluginState.reframe): chunked, after any other coding the upstream
 // applied, or the close for HTTP/1.0. The response headers plugins set
 // replace the upstream's of the same name (the Server and Date lines
-// included) and follow them.
+// included) and follow them. A 101, which opens a tunnel (openTunnel),
+// keeps its Upgrade field and says Connection: upgrade.
 func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
 	w := cc.w
 	b = append(b, "HTTP/1.1 "...)
@@ -215,16 +216,19 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		if plug && cc.respNamed(h.Name) {
 			continue // a plugin's value replaces the upstream's
 		}
-		if h.ID == httpparse.HdrUpgrade && resp.Status == 101 {
-			b = append(b, h.Name...)
-			b = append(b, ':', ' ')
-			b = append(b, h.Value...)
-			b = append(b, '\r', '\n')
-			continue // the protocol the tunnel switches to
-		}
 		switch h.ID {
 		case httpparse.HdrConnection, httpparse.HdrKeepAlive, httpparse.HdrProxyConnection,
-			httpparse.HdrTE, httpparse.HdrTrailer, httpparse.HdrUpgrade, httpparse.HdrServer:
+			httpparse.HdrTE, httpparse.HdrTrailer, httpparse.HdrServer:
+			continue
+		case httpparse.HdrUpgrade:
+			if resp.Status == 101 {
+				// The protocol the tunnel switches to, whatever
+				// Connection names.
+				b = append(b, h.Name...)
+				b = append(b, ':', ' ')
+				b = append(b, h.Value...)
+				b = append(b, '\r', '\n')
+			}
 			continue
 		case httpparse.HdrDate:
 			hasDate = true
