@@ -186,6 +186,8 @@
 //     upConn.resp aliases the upstream's inbound buffer; the response head
 //     is rewritten into Worker.scratch and the body forwarded from the
 //     buffer, both before the Discard that ends the handler (afterWrite).
+//     In a tunnel (csTunnel, usTunnel) each side's bytes are written to
+//     the other straight from its buffer, and discarded once written.
 //     Back-pressure leaves bytes there: a peer whose outbound buffer passes
 //     highWater pauses the reading of the side that feeds it (pause.go).
 //   - gnet's Write and Writev send what they can and copy the rest into the
