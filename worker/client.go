@@ -26,6 +26,7 @@ const (
 	csLinger         // the answer is flushed and FIN sent; input is read and dropped
 	csDelay          // a plugin's answer, or the request, waits for its delay (ExitAfter, Delay)
 	csAwait          // the request phases wait for a plugin's operation (Ctx.Await)
+	csTunnel         // after a 101: bytes relayed both ways with the upstream (tunnel.go)
 )
 
 // Request body framing.
@@ -224,6 +225,8 @@ func (cc *clientConn) traffic0() gnet.Action {
 		if cc.io.InboundBuffered() > maxPipelined {
 			cc.pauseFor(nil)
 		}
+	case csTunnel:
+		cc.tunnelIn()
 	case csClosing:
 		_, _ = cc.io.Discard(-1)
 	case csLinger:
@@ -1176,6 +1179,8 @@ func (cc *clientConn) closedByPeer() {
 		case usBusy:
 			// Half a response: the connection cannot be reused.
 			uc.abort()
+		case usTunnel:
+			uc.clientGone()
 		}
 	}
 	if t := cc.tls; t != nil {

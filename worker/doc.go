@@ -43,6 +43,13 @@
 //	           (client_body_timeout while  sent yet                    or 502/504 and csIdle/csClosing
 //	           uploading), the response    failure once answering      closed: the answer is cut short
 //	                                       timeout                     closed
+//	                                       101 to an upgrade the       csTunnel
+//	                                       route allows
+//	csTunnel   either side's bytes, or     bytes                       relayed to the other side
+//	           its close (the upstream's   the upstream's close, or    csClosing (the client gets
+//	           deadline: timeout.read      its idle timeout            what is queued, then FIN)
+//	           since the last byte either  closed                      closed; the upstream closes
+//	           way; tunnel.go)                                         once what it was sent is out
 //	csDelay    a plugin's delay            the delay passed: the       csIdle, csDiscard or csClosing
 //	           (Ctx.ExitAfter, Ctx.Delay,  plugin's answer             (as answered by start)
 //	           on the connection's         or, after Delay alone,      csHold or csProxy (proceed)
@@ -106,7 +113,11 @@
 //	usDialing  connect (and, to an https node,   -> usBusy (opened, ready), usClosed (dialFailed,
 //	           the TLS handshake) in progress       handshakeFailed, the connect timeout)
 //	usBusy     serving its client's exchange     -> usIdle (response done, kept alive),
-//	                                                usClosed (failure, timeout, not reusable)
+//	                                                usClosed (failure, timeout, not reusable),
+//	                                                usTunnel (a 101 to an upgrade: openTunnel)
+//	usTunnel   relaying bytes both ways with its -> usClosed (either side's close, the idle
+//	           client (tunnel.go); never pooled     timeout); paused on itself to flush what
+//	                                                the client sent once the client is gone
 //	usIdle     in its node's pool                -> usBusy (link), usClosed (idle timeout,
 //	                                                stray bytes, the peer's close)
 //
@@ -175,6 +186,8 @@
 //     upConn.resp aliases the upstream's inbound buffer; the response head
 //     is rewritten into Worker.scratch and the body forwarded from the
 //     buffer, both before the Discard that ends the handler (afterWrite).
+//     In a tunnel (csTunnel, usTunnel) each side's bytes are written to
+//     the other straight from its buffer, and discarded once written.
 //     Back-pressure leaves bytes there: a peer whose outbound buffer passes
 //     highWater pauses the reading of the side that feeds it (pause.go).
 //   - gnet's Write and Writev send what they can and copy the rest into the
@@ -264,5 +277,6 @@
 // compiling the configuration; balancer.go the choice of node and
 // balancers.go the chash, least_conn and ewma balancers; faultlog.go
 // the upstream error log; stats.go nginx's stub_status counters; tls.go
-// TLS client connections; uptls.go TLS connections to https upstreams.
+// TLS client connections; uptls.go TLS connections to https upstreams;
+// tunnel.go the tunnel after a 101 (enable_websocket).
 package worker

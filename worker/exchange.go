@@ -78,6 +78,9 @@ type exchange struct {
 	servletTarget bool
 	// headGone: discardHead dropped the head from gnet's buffer.
 	headGone bool
+	// upgrade: the request went upstream asking for an upgrade the route
+	// allows (buildHead, wantsUpgrade): a 101 opens the tunnel (tunnel.go).
+	upgrade bool
 
 	// plugin is the per-request state of the plugin phases (phases.go).
 	plugin pluginState

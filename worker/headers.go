@@ -28,7 +28,8 @@ import (
 //
 // The request always goes upstream as HTTP/1.1, on the pool's kept-alive
 // connections, whatever the client's version (nginx with
-// proxy_http_version 1.1).
+// proxy_http_version 1.1). A request the route lets upgrade (enable_websocket,
+// wantsUpgrade) keeps its Upgrade field and says Connection: upgrade.
 func (cc *clientConn) buildHead() {
 	r := &cc.req
 	b := cc.head[:0]
@@ -106,6 +107,12 @@ func (cc *clientConn) buildHead() {
 	b = append(b, "\r\nX-Forwarded-Port: "...)
 	b = append(b, cc.portText...)
 	b = append(b, "\r\n"...)
+	if cc.upgrade = cc.wantsUpgrade(); cc.upgrade {
+		// enable_websocket: $upstream_upgrade and $upstream_connection.
+		b = append(b, "Upgrade: "...)
+		b = append(b, r.Upgrade...)
+		b = append(b, "\r\nConnection: upgrade\r\n"...)
+	}
 	switch {
 	case r.Chunked:
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
@@ -192,7 +199,8 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 // (pluginState.reframe): chunked, after any other coding the upstream
 // applied, or the close for HTTP/1.0. The response headers plugins set
 // replace the upstream's of the same name (the Server and Date lines
-// included) and follow them.
+// included) and follow them. A 101, which opens a tunnel (openTunnel),
+// keeps its Upgrade field and says Connection: upgrade.
 func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
 	w := cc.w
 	b = append(b, "HTTP/1.1 "...)
@@ -210,7 +218,17 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		}
 		switch h.ID {
 		case httpparse.HdrConnection, httpparse.HdrKeepAlive, httpparse.HdrProxyConnection,
-			httpparse.HdrTE, httpparse.HdrTrailer, httpparse.HdrUpgrade, httpparse.HdrServer:
+			httpparse.HdrTE, httpparse.HdrTrailer, httpparse.HdrServer:
+			continue
+		case httpparse.HdrUpgrade:
+			if resp.Status == 101 {
+				// The protocol the tunnel switches to, whatever
+				// Connection names.
+				b = append(b, h.Name...)
+				b = append(b, ':', ' ')
+				b = append(b, h.Value...)
+				b = append(b, '\r', '\n')
+			}
 			continue
 		case httpparse.HdrDate:
 			hasDate = true
@@ -244,7 +262,7 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		// After the upstream's codings, if it named any (RFC 9112 §6.1:
 		// the field lines combine in order).
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
-	case resp.ContentLength >= 0:
+	case resp.ContentLength >= 0 && resp.Status != 101:
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, resp.ContentLength, 10)
 		b = append(b, '\r', '\n')
@@ -267,11 +285,14 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		b = appendStatus(b, resp.Status)
 		b = append(b, '\r', '\n')
 	}
-	if keep {
+	switch {
+	case resp.Status == 101:
+		b = append(b, "Connection: upgrade\r\n"...)
+	case keep:
 		if cc.http10 {
 			b = append(b, "Connection: keep-alive\r\n"...)
 		}
-	} else {
+	default:
 		b = append(b, "Connection: close\r\n"...)
 	}
 	b = append(b, '\r', '\n')

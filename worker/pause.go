@@ -107,7 +107,18 @@ func (cc *clientConn) unpauseList() { cc.w.unpause(cc) }
 // resume continues a client whose upload waited for the upstream, or whose
 // pipelined input waited for the current answer.
 func (cc *clientConn) resume() {
-	if cc.closed || cc.state != csProxy {
+	if cc.closed {
+		return
+	}
+	if cc.state == csTunnel {
+		cc.guard.enter()
+		cc.tunnelIn()
+		if cc.guard.leave() {
+			cc.w.closeConn(cc.c)
+		}
+		return
+	}
+	if cc.state != csProxy {
 		return
 	}
 	if !cc.reqDone && cc.up != nil && cc.up.state == usBusy {
@@ -139,7 +150,7 @@ func (uc *upConn) unpauseList()           { uc.w.unpause(uc) }
 
 // resume forwards the response bytes that waited in the buffer.
 func (uc *upConn) resume() {
-	if uc.state != usBusy || uc.cc == nil || uc.io.InboundBuffered() == 0 {
+	if uc.state != usBusy && uc.state != usTunnel || uc.cc == nil || uc.io.InboundBuffered() == 0 {
 		return
 	}
 	if uc.traffic() == gnet.Close {
@@ -148,8 +159,9 @@ func (uc *upConn) resume() {
 }
 
 // stalled: the client did not read the response for send_timeout.
-// flushed closes: an upstream connection is never paused on itself.
-func (uc *upConn) flushed() { uc.w.closeConn(uc.c) }
+// flushed closes: an upstream connection is paused on itself only to
+// flush a tunnel whose client is gone (clientGone).
+func (uc *upConn) flushed() { uc.close() }
 
 func (uc *upConn) stalled() {
 	cc := uc.cc

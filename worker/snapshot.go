@@ -138,6 +138,8 @@ type route struct {
 	id      string
 	idBytes []byte    // id, for the route_id variable
 	up      *upstream // nil: the route has no upstream (answered 503)
+	// websocket is enable_websocket, the route's or its service's.
+	websocket bool
 	// timeouts override the upstream's when the route sets them.
 	connectTO, sendTO, readTO time.Duration
 	// plugins are the route's plugins in their phase tables: its own
@@ -527,6 +529,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		*rt = route{id: id, idBytes: []byte(id), plugins: phases, byConsumer: byConsumer}
 		rt.name = nilIfEmpty(r.Name)
+		rt.websocket = websocketOf(r, svc)
 		rt.uris, rt.hosts = byteStrings(r.URI, r.URIs), byteStrings(r.Host, r.Hosts)
 		if svc != nil {
 			rt.serviceID, rt.serviceName = []byte(r.ServiceID.String()), nilIfEmpty(svc.Name)

@@ -20,6 +20,7 @@ const (
 	usBusy           // serving cc's request
 	usIdle           // in its pool, kept alive
 	usClosed
+	usTunnel // relaying bytes after a 101 (tunnel.go); never pooled
 )
 
 // Response phases.
@@ -220,6 +221,16 @@ func (uc *upConn) expire() {
 	case usIdle:
 		uc.pool.remove(uc)
 		uc.close()
+	case usTunnel:
+		// Idle for the route's timeout.read, or a flush to a client's
+		// tunnel that is gone took as long.
+		cc := uc.cc
+		unlink(cc, uc)
+		uc.close()
+		if cc != nil && !cc.closed {
+			cc.keepAlive = false
+			cc.requestDone()
+		}
 	case usBusy:
 		cc := uc.cc
 		unlink(cc, uc)
@@ -272,6 +283,10 @@ func (uc *upConn) closedByPeer(err error) {
 	}
 	if prev == usIdle {
 		uc.pool.remove(uc)
+		return
+	}
+	if prev == usTunnel {
+		uc.tunnelClosed()
 		return
 	}
 	cc := uc.cc
@@ -327,7 +342,7 @@ func (uc *upConn) traffic() gnet.Action {
 	if uc.guard.leave() || uc.state == usClosed {
 		return gnet.Close
 	}
-	if t != nil && (t.eof || t.failed) && (t.InboundBuffered() == 0 || uc.state != usBusy) {
+	if t != nil && (t.eof || t.failed) && (t.InboundBuffered() == 0 || uc.state != usBusy && uc.state != usTunnel) {
 		return gnet.Close
 	}
 	return act
@@ -336,6 +351,9 @@ func (uc *upConn) traffic() gnet.Action {
 // traffic0 is traffic under the guard: the response head, while it is
 // being read (readHead, then sendHead), else the body (relayBody).
 func (uc *upConn) traffic0() gnet.Action {
+	if uc.state == usTunnel {
+		return uc.tunnelOut()
+	}
 	cc := uc.cc
 	if cc == nil || uc.state != usBusy {
 		// Bytes on an idle connection: the origin broke the protocol.
@@ -356,6 +374,9 @@ func (uc *upConn) traffic0() gnet.Action {
 		consumed, act, ok := uc.readHead(cc, buf)
 		if !ok {
 			return act
+		}
+		if uc.resp.Status == 101 {
+			return uc.openTunnel(cc, buf, consumed)
 		}
 		return uc.sendHead(cc, buf, consumed)
 	}
@@ -397,6 +418,9 @@ func (uc *upConn) readHead(cc *clientConn, buf []byte) (consumed int, act gnet.A
 		}
 		if uc.resp.Status < 100 || uc.resp.Status >= 200 {
 			return consumed, gnet.None, true
+		}
+		if uc.resp.Status == 101 && cc.upgrade {
+			return consumed, gnet.None, true // the tunnel's (openTunnel)
 		}
 		if uc.resp.Status == 101 {
 			uc.setFault(faultSwitching, nil)
