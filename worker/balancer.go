@@ -53,14 +53,16 @@ func newBalancer(nodes []*node) *balancer {
 	return b
 }
 
-// pick returns the index of the next node, skipping those in tried and those
-// with weight 0, or -1 when none is left.
+// pick returns the index of the next node, skipping those in tried, those
+// with weight 0 and the unhealthy ones (skipDown), or -1 when none is
+// left.
 func (b *balancer) pick(tried triedSet) int {
+	skipDown := b.skipDown()
 	for _, g := range b.groups {
 		best, total := -1, 0
 		for _, i := range g {
 			w := b.nodes[i].weight
-			if w <= 0 || tried.has(i) {
+			if w <= 0 || tried.has(i) || skipDown && !b.nodes[i].health.Healthy() {
 				continue
 			}
 			b.cur[i] += w
