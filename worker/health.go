@@ -85,3 +85,23 @@ func reportPassive(up *upstream, nd *node, r shm.Report, status int) {
 		nd.health.Report(shm.Timeout, p.Unhealthy.Timeouts)
 	}
 }
+
+// passive reports what the current attempt said of its node
+// (reportPassive). Loop-owned.
+func (cc *clientConn) passive(r shm.Report, status int) {
+	if cc.rt == nil || cc.rt.up == nil || cc.rt.up.passive == nil || cc.node < 0 || cc.node >= len(cc.rt.up.nodes) {
+		return
+	}
+	reportPassive(cc.rt.up, cc.rt.up.nodes[cc.node], r, status)
+}
+
+// passiveFailure reports an attempt that got no response: a timeout
+// (status 504) or a TCP failure, as APISIX's balancer reports the failed
+// attempt before the next.
+func (cc *clientConn) passiveFailure(status int) {
+	if status == 504 {
+		cc.passive(shm.Timeout, 0)
+		return
+	}
+	cc.passive(shm.TCPFailure, 0)
+}
