@@ -189,10 +189,10 @@ const (
 )
 
 type upstream struct {
-	bal          *balancer
-	nodes        []*node
+	bal   *balancer
+	nodes []*node
 	// passive is the upstream's checks.passive (nil: none).
-	passive *spec.PassiveCheck
+	passive      *spec.PassiveCheck
 	retries      int
 	retryTimeout time.Duration
 	connectTO    time.Duration
