@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -22,10 +24,10 @@ type checkedNode struct {
 	traffic atomic.Int64 // proxied requests received
 	// answer is the status of the proxied requests (0: 200).
 	answer atomic.Int64
-	probes  atomic.Int64
-	mu      sync.Mutex
-	srv     *http.Server
-	hang    chan struct{}
+	probes atomic.Int64
+	mu     sync.Mutex
+	srv    *http.Server
+	hang   chan struct{}
 }
 
 func newCheckedNode(t *testing.T) *checkedNode {
@@ -259,5 +261,48 @@ func TestHealthCheckPassive(t *testing.T) {
 	}
 	if a.probes.Load() == 0 {
 		t.Error("no probe reached the nodes")
+	}
+}
+
+// TestHealthCheckMetric: apisix_upstream_status{name,ip,port} says each
+// checked node's state (1 healthy, 0 unhealthy) in the node's metrics,
+// which promtool accepts, with two workers that both stop sending to the
+// node found unhealthy.
+func TestHealthCheckMetric(t *testing.T) {
+	promtool := requirePromtool(t)
+	a, b := newCheckedNode(t), newCheckedNode(t)
+	active := obj{"http_path": "/status", "healthy": obj{"successes": 1},
+		"unhealthy": obj{"http_failures": 1}}
+	mport := freePort(t)
+	g := startSupervisor(t, checkedRoute(t, active, nil, a, b), exportConfig(2, mport), 2)
+	status := func() map[string]float64 {
+		t.Helper()
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/m", mport))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		promCheckAPISIX(t, promtool, string(body))
+		out := map[string]float64{}
+		for _, s := range find(parseText(t, string(body)), "apisix_upstream_status", map[string]string{"name": "/apisix/routes/1"}) {
+			out[net.JoinHostPort(s.labels["ip"], s.labels["port"])] = s.value
+		}
+		return out
+	}
+	if got := status(); got[a.addr] != 1 || got[b.addr] != 1 || len(got) != 2 {
+		t.Fatalf("apisix_upstream_status before: %v, want both nodes 1", got)
+	}
+	l := startLoad(t, g.url("/hc"), 4)
+	b.mode.Store("500")
+	g.waitLog(`upstream node unhealthy.*node=`+b.addr, 1, 10*time.Second)
+	if got := status(); got[a.addr] != 1 || got[b.addr] != 0 {
+		t.Fatalf("apisix_upstream_status with %s unhealthy: %v", b.addr, got)
+	}
+	noTrafficTo(t, b, l, 2*time.Second)
+	b.mode.Store("ok")
+	g.waitLog(`upstream node healthy.*node=`+b.addr, 1, 10*time.Second)
+	if got := status(); got[b.addr] != 1 {
+		t.Fatalf("apisix_upstream_status with %s healthy again: %v", b.addr, got)
 	}
 }

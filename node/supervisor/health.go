@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"coregate/admin/spec"
 	"coregate/worker/shm"
 )
@@ -320,4 +322,25 @@ func (h *healthChecks) statuses() []HealthUpstream {
 		})
 	}
 	return out
+}
+
+var upstreamStatusDesc = prometheus.NewDesc("apisix_upstream_status",
+	"Upstream status from health check", []string{"name", "ip", "port"}, nil)
+
+// healthCollector exports every checked node's state as APISIX's
+// apisix_upstream_status: 1 healthy, 0 unhealthy.
+type healthCollector struct{ h *healthChecks }
+
+func (c healthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- upstreamStatusDesc }
+
+func (c healthCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, u := range c.h.statuses() {
+		for _, n := range u.Nodes {
+			v := 0.0
+			if n.Status == "healthy" {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(upstreamStatusDesc, prometheus.GaugeValue, v, u.Name, n.IP, strconv.Itoa(n.Port))
+		}
+	}
 }
