@@ -20,6 +20,8 @@ type ActiveCheck struct {
 	Timeout     time.Duration
 	Concurrency int
 	HTTPPath    string
+	Method      string // http_method: GET unless written
+	ReqBody     string // http_req_body, sent with its Content-Length
 	Host        string
 	Port        int // 0: the node's
 	VerifyCert  bool
@@ -101,6 +103,8 @@ func ParseChecks(raw json.RawMessage) (*Checks, error) {
 			Timeout     *float64       `json:"timeout"`
 			Concurrency *int           `json:"concurrency"`
 			HTTPPath    *string        `json:"http_path"`
+			Method      string         `json:"http_method"`
+			ReqBody     string         `json:"http_req_body"`
 			Host        string         `json:"host"`
 			Port        int            `json:"port"`
 			VerifyCert  *bool          `json:"https_verify_certificate"`
@@ -123,10 +127,13 @@ func ParseChecks(raw json.RawMessage) (*Checks, error) {
 	a := r.Active
 	c := &Checks{Active: ActiveCheck{
 		Type: "http", Timeout: time.Second, Concurrency: 10, HTTPPath: "/", VerifyCert: true,
-		Host: a.Host, Port: a.Port, ReqHeaders: a.ReqHeaders,
+		Method: "GET", ReqBody: a.ReqBody, Host: a.Host, Port: a.Port, ReqHeaders: a.ReqHeaders,
 	}}
 	if a.Type != "" {
 		c.Active.Type = a.Type
+	}
+	if a.Method != "" {
+		c.Active.Method = a.Method
 	}
 	if a.Timeout != nil {
 		c.Active.Timeout = time.Duration(*a.Timeout * float64(time.Second))

@@ -14,7 +14,7 @@ func TestParseChecksDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := c.Active
-	if a.Type != "http" || a.Timeout != time.Second || a.HTTPPath != "/s" || !a.VerifyCert ||
+	if a.Type != "http" || a.Method != "GET" || a.Timeout != time.Second || a.HTTPPath != "/s" || !a.VerifyCert ||
 		a.Healthy.Interval != time.Second || a.Healthy.Successes != 2 || !a.Healthy.HasStatus(302) ||
 		a.Unhealthy.HTTPFailures != 1 || a.Unhealthy.TCPFailures != 2 || a.Unhealthy.Timeouts != 3 || !a.Unhealthy.HasStatus(505) {
 		t.Fatalf("active: %+v", a)

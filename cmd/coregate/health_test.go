@@ -25,9 +25,11 @@ type checkedNode struct {
 	// answer is the status of the proxied requests (0: 200).
 	answer atomic.Int64
 	probes atomic.Int64
-	mu     sync.Mutex
-	srv    *http.Server
-	hang   chan struct{}
+	// lastProbe is the last probe's method, Host, X-Probe and body.
+	lastProbe atomic.Value
+	mu        sync.Mutex
+	srv       *http.Server
+	hang      chan struct{}
 }
 
 func newCheckedNode(t *testing.T) *checkedNode {
@@ -57,6 +59,8 @@ func (n *checkedNode) serve(ln net.Listener) {
 			return
 		}
 		n.probes.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		n.lastProbe.Store(r.Method + " " + r.Host + " " + r.Header.Get("X-Probe") + " " + string(body))
 		switch n.mode.Load().(string) {
 		case "500":
 			w.WriteHeader(500)
@@ -272,7 +276,8 @@ func TestHealthCheckMetric(t *testing.T) {
 	promtool := requirePromtool(t)
 	a, b := newCheckedNode(t), newCheckedNode(t)
 	active := obj{"http_path": "/status", "healthy": obj{"successes": 1},
-		"unhealthy": obj{"http_failures": 1}}
+		"unhealthy": obj{"http_failures": 1}, "host": "probe.test", "req_headers": []string{"X-Probe: 1"},
+		"http_method": "POST", "http_req_body": "ping"}
 	mport := freePort(t)
 	g := startSupervisor(t, checkedRoute(t, active, nil, a, b), exportConfig(2, mport), 2)
 	status := func() map[string]float64 {
@@ -293,6 +298,13 @@ func TestHealthCheckMetric(t *testing.T) {
 	if got := status(); got[a.addr] != 1 || got[b.addr] != 1 || len(got) != 2 {
 		t.Fatalf("apisix_upstream_status before: %v, want both nodes 1", got)
 	}
+	eventually(t, 5*time.Second, func() error {
+		_, port, _ := net.SplitHostPort(a.addr)
+		if got, _ := a.lastProbe.Load().(string); got != "POST probe.test:"+port+" 1 ping" {
+			return fmt.Errorf("probe %q", got)
+		}
+		return nil
+	})
 	l := startLoad(t, g.url("/hc"), 4)
 	b.mode.Store("500")
 	g.waitLog(`upstream node unhealthy.*node=`+b.addr, 1, 10*time.Second)

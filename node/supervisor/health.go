@@ -167,8 +167,9 @@ func (p *prober) run(ctx context.Context, log *slog.Logger) {
 	}
 }
 
-// probe sends one probe: a TCP connect, or an HTTP(S) GET of http_path
-// whose status is read. counted is false for a status that is in neither
+// probe sends one probe: a TCP connect, or an HTTP(S) request of
+// http_path (http_method, GET unless written, with req_headers and
+// http_req_body) whose status is read. counted is false for a status that is in neither
 // list.
 func (p *prober) probe(ctx context.Context) (r shm.Report, counted bool) {
 	a := &p.checks.Active
@@ -209,11 +210,14 @@ func (p *prober) probe(ctx context.Context) (r shm.Report, counted bool) {
 		host += ":" + strconv.Itoa(port)
 	}
 	var b strings.Builder
-	b.WriteString("GET " + a.HTTPPath + " HTTP/1.0\r\nHost: " + host + "\r\nConnection: close\r\n")
+	b.WriteString(a.Method + " " + a.HTTPPath + " HTTP/1.0\r\nHost: " + host + "\r\nConnection: close\r\n")
 	for _, h := range a.ReqHeaders {
 		b.WriteString(h + "\r\n")
 	}
-	b.WriteString("\r\n")
+	if a.ReqBody != "" {
+		b.WriteString("Content-Length: " + strconv.Itoa(len(a.ReqBody)) + "\r\n")
+	}
+	b.WriteString("\r\n" + a.ReqBody)
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return failure(err), true
 	}
