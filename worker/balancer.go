@@ -78,24 +78,26 @@ func newBalancer(nodes []*node) *balancer {
 	return b
 }
 
-// pick returns the index of the next node, skipping those in tried and those
-// with weight 0, or -1 when none is left. key is the request's hash key
+// pick returns the index of the next node, skipping those in tried, those
+// with weight 0 and, while a node is healthy, the unhealthy ones
+// (skipDown), or -1 when none is left. key is the request's hash key
 // (chash, requestKey) and now Worker.now (ewma); a node picked is held by
 // the request (least_conn counts it in flight) until release.
 func (b *balancer) pick(tried triedSet, key uint32, now int64) int {
+	skipDown := b.skipDown()
 	switch b.kind {
 	case balCHash:
-		return b.pickCHash(tried, key)
+		return b.pickCHash(tried, key, skipDown)
 	case balLeastConn:
-		return b.pickLeastConn(tried)
+		return b.pickLeastConn(tried, skipDown)
 	case balEWMA:
-		return b.pickEWMA(tried, now)
+		return b.pickEWMA(tried, now, skipDown)
 	}
 	for _, g := range b.groups {
 		best, total := -1, 0
 		for _, i := range g {
 			w := b.nodes[i].weight
-			if w <= 0 || tried.has(i) {
+			if w <= 0 || tried.has(i) || skipDown && !b.nodes[i].health.Healthy() {
 				continue
 			}
 			b.cur[i] += w

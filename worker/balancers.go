@@ -156,15 +156,22 @@ func (r *chashRing) find(h uint32) int {
 	return lo
 }
 
+// usable reports whether node i may be picked: weight above 0, not tried,
+// and healthy unless every node is down (skipDown false), as APISIX's
+// balancer hands its pickers the healthy nodes only while there are some.
+func (b *balancer) usable(i int, tried triedSet, skipDown bool) bool {
+	return b.nodes[i].weight > 0 && !tried.has(i) && (!skipDown || b.nodes[i].health.Healthy())
+}
+
 // pickCHash walks the ring of each group from the key's point to the first
 // node not tried: the key's node first, then, retry after retry, the next
 // ones along the ring (resty.chash's next, from the point last picked,
 // reaches the same nodes).
-func (b *balancer) pickCHash(tried triedSet, key uint32) int {
+func (b *balancer) pickCHash(tried triedSet, key uint32, skipDown bool) int {
 	for gi, g := range b.groups {
 		left := false
 		for _, i := range g {
-			if b.nodes[i].weight > 0 && !tried.has(i) {
+			if b.usable(i, tried, skipDown) {
 				left = true
 				break
 			}
@@ -175,7 +182,7 @@ func (b *balancer) pickCHash(tried triedSet, key uint32) int {
 		}
 		n := len(r.hash)
 		for k, p := 0, r.find(key); k < n; k++ {
-			if i := int(r.node[p]); !tried.has(i) {
+			if i := int(r.node[p]); b.usable(i, tried, skipDown) {
 				return i
 			}
 			if p++; p == n {
@@ -335,14 +342,14 @@ func (cc *clientConn) requestKey(k *hashKey) uint32 {
 // the fewest requests in flight per unit of weight, APISIX's least_conn
 // score (1 + in flight) / weight; among equal scores the scan's start
 // goes round, so that an idle upstream's nodes share the requests.
-func (b *balancer) pickLeastConn(tried triedSet) int {
+func (b *balancer) pickLeastConn(tried triedSet, skipDown bool) int {
 	for _, g := range b.groups {
 		best, n := -1, len(g)
 		start := b.next % n
 		for k := 0; k < n; k++ {
 			i := g[(start+k)%n]
 			w := b.nodes[i].weight
-			if w <= 0 || tried.has(i) {
+			if !b.usable(i, tried, skipDown) {
 				continue
 			}
 			// (1+c_i)/w_i < (1+c_best)/w_best, in integers.
@@ -395,11 +402,11 @@ func (s *ewmaStat) observe(rtt float64, now int64) {
 // with one left and takes the lower score, the first drawn on a tie, as
 // APISIX's ewma balancer does (power of two choices); a group with one
 // node left gives it.
-func (b *balancer) pickEWMA(tried triedSet, now int64) int {
+func (b *balancer) pickEWMA(tried triedSet, now int64, skipDown bool) int {
 	for _, g := range b.groups {
 		n := 0
 		for _, i := range g {
-			if b.nodes[i].weight > 0 && !tried.has(i) {
+			if b.usable(i, tried, skipDown) {
 				n++
 			}
 		}
@@ -407,13 +414,13 @@ func (b *balancer) pickEWMA(tried triedSet, now int64) int {
 			continue
 		}
 		if n == 1 {
-			return b.nthLeft(g, tried, 0)
+			return b.nthLeft(g, tried, skipDown, 0)
 		}
 		x, y := rand.IntN(n), rand.IntN(n-1)
 		if y >= x {
 			y++
 		}
-		a, c := b.nthLeft(g, tried, x), b.nthLeft(g, tried, y)
+		a, c := b.nthLeft(g, tried, skipDown, x), b.nthLeft(g, tried, skipDown, y)
 		if b.lat[a].score(now) > b.lat[c].score(now) {
 			return c
 		}
@@ -423,10 +430,10 @@ func (b *balancer) pickEWMA(tried triedSet, now int64) int {
 }
 
 // nthLeft is the index of the k-th node of group g (from 0) that may be
-// picked: weight above 0, not tried.
-func (b *balancer) nthLeft(g []int, tried triedSet, k int) int {
+// picked (usable).
+func (b *balancer) nthLeft(g []int, tried triedSet, skipDown bool, k int) int {
 	for _, i := range g {
-		if b.nodes[i].weight > 0 && !tried.has(i) {
+		if b.usable(i, tried, skipDown) {
 			if k == 0 {
 				return i
 			}

@@ -844,10 +844,12 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 	up := cc.rt.up
 	inTime := up.retryTimeout == 0 || cc.w.now-cc.started < int64(up.retryTimeout)
 	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= up.retries && inTime {
+		cc.passiveFailure(status)
 		cc.tried.add(cc.node)
 		cc.dispatch()
 		return
 	}
+	cc.passiveFailure(status)
 	cc.answerError(status)
 }
 

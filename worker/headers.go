@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"coregate/httpparse"
+	"coregate/worker/shm"
 )
 
 // buildHead writes the outbound request head for cc.req into cc.head (see
@@ -175,6 +176,7 @@ func namedIn(tokens [][]byte, name []byte) bool {
 // client chunked (chunkClose), to an HTTP/1.0 client as it came.
 func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
 	cc.upAnswered = true
+	cc.passive(shm.Success, resp.Status)
 	cc.headerFilter(resp.Status)
 	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
 	cc.chunkClose = mode == httpparse.BodyUntilClose && !cc.http10 && !cc.plugin.reframe

@@ -17,6 +17,7 @@ import (
 	"coregate/plugins"
 	"coregate/tlsconf"
 	"coregate/worker/router"
+	"coregate/worker/shm"
 )
 
 // Snapshot is a compiled, immutable view of the configuration: the router and
@@ -190,8 +191,10 @@ const (
 )
 
 type upstream struct {
-	bal          *balancer
-	nodes        []*node
+	bal   *balancer
+	nodes []*node
+	// passive is the upstream's checks.passive (nil: none).
+	passive      *spec.PassiveCheck
 	retries      int
 	retryTimeout time.Duration
 	connectTO    time.Duration
@@ -224,6 +227,9 @@ type node struct {
 	addrText, ip []byte
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
+	// health is the node's state and counters (worker/health.go); nil
+	// when its upstream has no checks.
+	health *shm.HealthNode
 }
 
 // Default proxy timeouts when neither route nor upstream sets them: nginx's
@@ -296,6 +302,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	}
 	snap := &Snapshot{reg: ps.reg, env: ps.env, shared: sharedOf(s)}
 	checked := ps.reg.Trusts(s.Checked)
+	ue.checked = checkedNames(s)
 	ue.ssl = func(id string) *spec.SSL {
 		for _, sl := range s.SSLs {
 			if sl.ID.String() == id {
@@ -778,6 +785,10 @@ type upstreamEnv struct {
 	// ssl finds an ssl object of the Spec by id (tls.client_cert_id);
 	// compile sets it.
 	ssl func(id string) *spec.SSL
+	// health is the node's health region (nil: none) and checked the
+	// names of the Spec's upstreams with checks; compile sets checked.
+	health  *shm.Health
+	checked map[*spec.Upstream]string
 }
 
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
@@ -850,6 +861,9 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		}
 		nd.hostHeader = []byte(host)
 		cu.nodes = append(cu.nodes, nd)
+	}
+	if err := ue.attachHealth(u, cu); err != nil {
+		return nil, err
 	}
 	b, err := newUpstreamBalancer(u, cu.nodes)
 	if err != nil {

@@ -104,6 +104,11 @@ type Config struct {
 	// that every worker encrypts tickets with the same key. nil means keys
 	// of the worker's own.
 	TicketKeys *shm.TicketKeys
+	// Health is the node's upstream health region: the states of the
+	// checked nodes, which the balancer reads, and the counters the
+	// worker's traffic reports into (passive checks). nil means every
+	// node is healthy.
+	Health *shm.Health
 	// Logger receives the worker's log; nil means slog.Default().
 	Logger *slog.Logger
 	// OnListen, if set, is called on the loop once the listening sockets
@@ -254,7 +259,7 @@ func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 // the rest is installed. yield, if not nil, is called after every route
 // compiled (Background's).
 func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
-	snap, err := compile(s, w.cfg.RouterMode, upstreamEnv{ka: w.cfg.UpstreamKeepalive, decrypt: w.cfg.Decrypt}, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
+	snap, err := compile(s, w.cfg.RouterMode, upstreamEnv{ka: w.cfg.UpstreamKeepalive, decrypt: w.cfg.Decrypt, health: w.cfg.Health}, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,7 @@ func runWorker(args []string) error {
 	fs.IntVar(&o.CountersFD, "counters-fd", 0, "inherited fd of the node's shared counter table (0: none, counters are this worker's own)")
 	fs.IntVar(&o.MetricsFD, "metrics-fd", 0, "inherited fd of the node's metrics segment (0: none, metrics and counters are this worker's own)")
 	fs.IntVar(&o.TicketsFD, "tickets-fd", 0, "inherited fd of the node's TLS session ticket keys (0: none, this worker's keys are its own)")
+	fs.IntVar(&o.HealthFD, "health-fd", 0, "inherited fd of the node's upstream health region (0: none, every node is healthy)")
 	fs.StringVar(&o.Objects, "objects", "", "the name of the node's shared objects this worker uses (with --takeover)")
 	fs.StringVar(&o.Takeover, "takeover", "", "the node's key: a worker whose supervisor is gone serves on and waits for the next one on a socket named by it")
 	if err := fs.Parse(args); err != nil {

@@ -109,6 +109,21 @@
 // rotation's schedule, with the other objects (shm.AdoptTicketKeys); where
 // the workers have none, it makes new ones.
 //
+// Upstream health (APISIX's checks) is a fourth region (shm.Health): the
+// supervisor runs one active prober per node of every upstream with
+// checks (health.go: an HTTP(S) GET of http_path, or a TCP connect, every
+// healthy.interval or unhealthy.interval), not one per worker, and keeps
+// each node's state and lua-resty-healthcheck's counters there; every
+// worker maps it read-write (--health-fd), skips the unhealthy nodes when
+// it picks one (all of them are tried when none is healthy) and counts its
+// traffic into the same counters (passive checks). A node's state flips
+// are logged ("upstream node unhealthy", "upstream node healthy"), exported
+// as apisix_upstream_status{name,ip,port}, and listed by Supervisor.Health
+// in the shape of APISIX's Control API (/v1/healthcheck). A configuration
+// that changes an upstream's checks starts its nodes again healthy. The
+// region is not taken over by a later supervisor: workers it adopts keep
+// their mapping, and their states stop changing until they are replaced.
+//
 // # Signals
 //
 // The context given to Run ending (SIGTERM, SIGINT in the command) drains

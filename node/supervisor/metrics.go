@@ -263,6 +263,9 @@ func (s *Supervisor) registry() *prometheus.Registry {
 		}, func() float64 { return float64(s.metrics.stalls.Load()) }),
 		connCollector{&s.metrics, s.seriesMap()},
 	)
+	if s.health != nil {
+		reg.MustRegister(healthCollector{s.health})
+	}
 	if s.series != nil {
 		reg.MustRegister(&seriesCollector{seg: s.series.MetricsMap, extra: s.extraLabels})
 	}

@@ -113,6 +113,10 @@ type Supervisor struct {
 	// counters; nil when they could not be made (each worker's are then
 	// its own).
 	tickets *shm.TicketSegment
+	// health are the upstreams' active health checks, reporting into
+	// the health region every worker maps (--health-fd); nil when the
+	// region could not be made (no node is then checked).
+	health *healthChecks
 	// objects names the shared objects above (the selector's, the
 	// counters', the metrics'): made with them, or taken over with them
 	// from the workers a previous supervisor left (adoptObjects).
@@ -276,6 +280,7 @@ func New(opts Options) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.createHealth()
 	s.setSpec(sp)
 	if _, err := s.wholeConfig(); err != nil { // every worker starts with it
 		return nil, err
@@ -302,6 +307,16 @@ func New(opts Options) (*Supervisor, error) {
 	}
 	s.createTickets()
 	return s, nil
+}
+
+// createHealth makes the node's health region and its checks.
+func (s *Supervisor) createHealth() {
+	seg, err := shm.CreateHealth(0)
+	if err != nil {
+		s.log.Error("shared upstream health unavailable: upstream checks are not run", "err", err)
+		return
+	}
+	s.health = newHealthChecks(seg, s.log)
 }
 
 // createTickets makes the node's TLS session ticket keys.
@@ -363,6 +378,9 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 		}
 		if s.counters != nil {
 			_ = s.counters.Close() // the workers keep their own mappings
+		}
+		if s.health != nil {
+			s.health.stop() // the region stays mapped: Health may still read it
 		}
 		// s.series stays mapped: a scrape may still be reading it.
 	}()
@@ -620,6 +638,10 @@ func (s *Supervisor) spawn(p *proc) {
 		args = append(args, "--tickets-fd", strconv.Itoa(3+len(files)))
 		files = append(files, s.tickets.File())
 	}
+	if s.health != nil {
+		args = append(args, "--health-fd", strconv.Itoa(3+len(files)))
+		files = append(files, s.health.seg.File())
+	}
 	cmd := exec.Command(s.opts.Exe, append(args, s.opts.WorkerArgs...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = files
@@ -789,6 +811,9 @@ func (s *Supervisor) checkReload() {
 func (s *Supervisor) setSpec(sp *spec.Spec) {
 	s.spec, s.config, s.delta, s.deltaBase = sp, nil, nil, nil
 	s.current.Store(sp)
+	if s.health != nil {
+		s.health.update(sp)
+	}
 }
 
 // wholeConfig returns the configuration as a Config payload, encoding it

@@ -55,6 +55,9 @@ type Options struct {
 	// TicketsFD is the inherited fd of the node's TLS session ticket keys
 	// (--tickets-fd); 0: none, the worker's keys are its own.
 	TicketsFD int
+	// HealthFD is the inherited fd of the node's upstream health region
+	// (--health-fd); 0: none, every node is taken as healthy.
+	HealthFD int
 	// Objects names the node's shared objects the worker uses
 	// (--objects, with Takeover).
 	Objects string
@@ -220,6 +223,17 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 			return fmt.Errorf("ticket keys: %w", err)
 		}
 		cfg.TicketKeys = t
+	}
+	if o.HealthFD > 0 {
+		// Mapped read-write for the process's life: the worker reads the
+		// states and counts its traffic into them (passive checks).
+		f := os.NewFile(uintptr(o.HealthFD), "health")
+		h, err := shm.OpenHealth(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("upstream health: %w", err)
+		}
+		cfg.Health = h
 	}
 	cfg.OnListen = func(fds []int) {
 		for _, fd := range fds {

@@ -6,7 +6,10 @@
 // node's counters for the supervisor to sum at scrape time; and the TLS
 // session ticket keys (tickets.go), which the supervisor writes and
 // rotates and every worker reads, so that a ticket one worker issued
-// resumes on any other.
+// resumes on any other; and the upstream health region (health.go): each
+// checked upstream node's state and health-check counters, which the
+// supervisor's probes and every worker's traffic report into and the
+// workers' balancers read.
 //
 // # The segment
 //

@@ -206,6 +206,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if v := os.Getenv(healthChildEnv); v != "" {
+		if err := healthChild(v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(childEnv) != "" {
 		if err := child(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,350 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"coregate/admin/spec"
+	"coregate/worker/shm"
+)
+
+// healthChecks are the node's active health checks (APISIX's
+// checks.active): one prober per node of every checked upstream of the
+// configuration, in the supervisor (not once per worker), reporting into
+// the health region that every worker reads when it picks a node
+// (shm.Health).
+//
+// update runs on the supervisor's goroutine; the probers run on their own
+// goroutines; statuses may be called from any goroutine. mu guards probes.
+type healthChecks struct {
+	seg *shm.HealthSegment
+	log *slog.Logger
+
+	mu     sync.Mutex
+	probes map[string]*prober // by shm.HealthKey
+	order  []string           // upstream names, in the configuration's order
+}
+
+// prober probes one node of one upstream.
+type prober struct {
+	upstream string // Control API name: /apisix/upstreams/1
+	scheme   string // the upstream's: the port a node without one has
+	host     string // the node's host, unbracketed
+	port     int
+	raw      string // the checks it was started with
+	checks   *spec.Checks
+	node     *shm.HealthNode
+	cancel   context.CancelFunc
+}
+
+func newHealthChecks(seg *shm.HealthSegment, log *slog.Logger) *healthChecks {
+	return &healthChecks{seg: seg, log: log, probes: map[string]*prober{}}
+}
+
+// update starts the probers sp's checked upstreams need and stops those
+// it no longer needs; a node whose upstream's checks changed starts again
+// healthy, as APISIX makes a new checker. It does not block.
+func (h *healthChecks) update(sp *spec.Spec) {
+	want := map[string]bool{}
+	var order []string
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, cu := range sp.CheckedUpstreams() {
+		checks, err := spec.ParseChecks(cu.Upstream.Checks)
+		if err != nil || checks == nil {
+			h.log.Error("health checks not run", "upstream", cu.Name, "err", err)
+			continue
+		}
+		order = append(order, cu.Name)
+		scheme := cu.Upstream.Scheme
+		if scheme == "" {
+			scheme = "http"
+		}
+		for _, n := range cu.Upstream.Nodes.List {
+			addr := n.Addr(scheme)
+			key := shm.HealthKey(cu.Name, addr)
+			if want[key] {
+				continue
+			}
+			want[key] = true
+			if p := h.probes[key]; p != nil && p.raw == string(cu.Upstream.Checks) {
+				continue
+			} else if p != nil {
+				p.cancel()
+				delete(h.probes, key)
+			}
+			hn := h.seg.Node(key)
+			if hn == nil {
+				h.log.Error("health region full: node not checked", "upstream", cu.Name, "node", addr)
+				continue
+			}
+			host, port, _ := net.SplitHostPort(addr)
+			pn, _ := strconv.Atoi(port)
+			ctx, cancel := context.WithCancel(context.Background())
+			p := &prober{upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Checks),
+				checks: checks, node: hn, cancel: cancel}
+			hn.Reset()
+			h.probes[key] = p
+			go p.run(ctx, h.log)
+		}
+	}
+	for key, p := range h.probes {
+		if !want[key] {
+			p.cancel()
+			delete(h.probes, key)
+		}
+	}
+	h.order = order
+}
+
+// stop stops every prober.
+func (h *healthChecks) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, p := range h.probes {
+		p.cancel()
+		delete(h.probes, key)
+	}
+}
+
+// run probes until ctx ends: every healthy.interval while the node is
+// healthy, every unhealthy.interval while it is not (an interval of 0
+// stops the probes in that state, as lua-resty-healthcheck's).
+func (p *prober) run(ctx context.Context, log *slog.Logger) {
+	a := &p.checks.Active
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		wait := a.Healthy.Interval
+		if !p.node.Healthy() {
+			wait = a.Unhealthy.Interval
+		}
+		probe := wait > 0
+		if !probe {
+			wait = time.Second // look at the state again
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !probe {
+			continue
+		}
+		r, counted := p.probe(ctx)
+		if !counted || ctx.Err() != nil {
+			continue
+		}
+		limit := a.Healthy.Successes
+		switch r {
+		case shm.HTTPFailure:
+			limit = a.Unhealthy.HTTPFailures
+		case shm.TCPFailure:
+			limit = a.Unhealthy.TCPFailures
+		case shm.Timeout:
+			limit = a.Unhealthy.Timeouts
+		}
+		if p.node.Report(r, limit) {
+			if p.node.Healthy() {
+				log.Info("upstream node healthy", "upstream", p.upstream, "node", net.JoinHostPort(p.host, strconv.Itoa(p.port)))
+			} else {
+				log.Warn("upstream node unhealthy", "upstream", p.upstream, "node", net.JoinHostPort(p.host, strconv.Itoa(p.port)), "report", reportName(r))
+			}
+		}
+	}
+}
+
+// probe sends one probe: a TCP connect, or an HTTP(S) request of
+// http_path (http_method, GET unless written, with req_headers and
+// http_req_body) whose status is read. counted is false for a status that is in neither
+// list.
+func (p *prober) probe(ctx context.Context) (r shm.Report, counted bool) {
+	a := &p.checks.Active
+	port := p.port
+	if a.Port != 0 {
+		port = a.Port
+	}
+	addr := net.JoinHostPort(p.host, strconv.Itoa(port))
+	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return failure(err), true
+	}
+	defer func() { _ = c.Close() }()
+	if a.Type == "tcp" {
+		return shm.Success, true
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	host := a.Host
+	if host == "" {
+		host = p.host
+	}
+	if a.Type == "https" {
+		tc := tls.Client(c, &tls.Config{ServerName: host, InsecureSkipVerify: !a.VerifyCert})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return failure(err), true
+		}
+		c = tc
+	}
+	if strings.IndexByte(host, ':') >= 0 {
+		host = "[" + host + "]"
+	}
+	if port != spec.DefaultPort(a.Type) {
+		host += ":" + strconv.Itoa(port)
+	}
+	var b strings.Builder
+	b.WriteString(a.Method + " " + a.HTTPPath + " HTTP/1.0\r\nHost: " + host + "\r\nConnection: close\r\n")
+	for _, h := range a.ReqHeaders {
+		b.WriteString(h + "\r\n")
+	}
+	if a.ReqBody != "" {
+		b.WriteString("Content-Length: " + strconv.Itoa(len(a.ReqBody)) + "\r\n")
+	}
+	b.WriteString("\r\n" + a.ReqBody)
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return failure(err), true
+	}
+	line, err := bufio.NewReaderSize(c, 512).ReadString('\n')
+	if err != nil {
+		return failure(err), true
+	}
+	// "HTTP/1.1 200 OK"
+	f := strings.Fields(line)
+	if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/") {
+		return shm.HTTPFailure, true
+	}
+	status, err := strconv.Atoi(f[1])
+	if err != nil {
+		return shm.HTTPFailure, true
+	}
+	switch {
+	case a.Healthy.HasStatus(status):
+		return shm.Success, true
+	case a.Unhealthy.HasStatus(status):
+		return shm.HTTPFailure, true
+	}
+	return 0, false
+}
+
+// failure is a failed probe's report: a timeout, or a TCP failure.
+func failure(err error) shm.Report {
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return shm.Timeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return shm.Timeout
+	}
+	return shm.TCPFailure
+}
+
+func reportName(r shm.Report) string {
+	return [...]string{"success", "http_failure", "tcp_failure", "timeout_failure"}[r]
+}
+
+// HealthCounter is a node's counters, as APISIX's Control API shows them.
+type HealthCounter struct {
+	Success        int `json:"success"`
+	HTTPFailure    int `json:"http_failure"`
+	TCPFailure     int `json:"tcp_failure"`
+	TimeoutFailure int `json:"timeout_failure"`
+}
+
+// HealthNode is one checked node, as APISIX's Control API shows it.
+type HealthNode struct {
+	IP       string        `json:"ip"`
+	Port     int           `json:"port"`
+	Hostname string        `json:"hostname"`
+	Status   string        `json:"status"` // healthy or unhealthy
+	Counter  HealthCounter `json:"counter"`
+}
+
+// HealthUpstream is one checked upstream, as APISIX's Control API shows
+// it (GET /v1/healthcheck): its name, its active check's type, its nodes.
+type HealthUpstream struct {
+	Name  string       `json:"name"`
+	Type  string       `json:"type"`
+	Nodes []HealthNode `json:"nodes"`
+}
+
+// Health lists the checked upstreams of the configuration and their
+// nodes' states and counters, in the configuration's order, nodes by
+// address. Safe for concurrent use; nil when no upstream is checked.
+func (s *Supervisor) Health() []HealthUpstream {
+	if s.health == nil {
+		return nil
+	}
+	return s.health.statuses()
+}
+
+func (h *healthChecks) statuses() []HealthUpstream {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	by := map[string]*HealthUpstream{}
+	out := make([]HealthUpstream, len(h.order))
+	for i, name := range h.order {
+		out[i] = HealthUpstream{Name: name, Nodes: []HealthNode{}}
+		by[name] = &out[i]
+	}
+	for _, p := range h.probes {
+		u := by[p.upstream]
+		if u == nil {
+			continue
+		}
+		u.Type = p.checks.Active.Type
+		su, hf, tf, to := p.node.Counters()
+		st := "healthy"
+		if !p.node.Healthy() {
+			st = "unhealthy"
+		}
+		u.Nodes = append(u.Nodes, HealthNode{IP: p.host, Port: p.port, Hostname: p.host, Status: st,
+			Counter: HealthCounter{Success: su, HTTPFailure: hf, TCPFailure: tf, TimeoutFailure: to}})
+	}
+	for i := range out {
+		slices.SortFunc(out[i].Nodes, func(a, b HealthNode) int {
+			if c := strings.Compare(a.IP, b.IP); c != 0 {
+				return c
+			}
+			return a.Port - b.Port
+		})
+	}
+	return out
+}
+
+var upstreamStatusDesc = prometheus.NewDesc("apisix_upstream_status",
+	"Upstream status from health check", []string{"name", "ip", "port"}, nil)
+
+// healthCollector exports every checked node's state as APISIX's
+// apisix_upstream_status: 1 healthy, 0 unhealthy.
+type healthCollector struct{ h *healthChecks }
+
+func (c healthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- upstreamStatusDesc }
+
+func (c healthCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, u := range c.h.statuses() {
+		for _, n := range u.Nodes {
+			v := 0.0
+			if n.Status == "healthy" {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(upstreamStatusDesc, prometheus.GaugeValue, v, u.Name, n.IP, strconv.Itoa(n.Port))
+		}
+	}
+}
