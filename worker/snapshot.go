@@ -222,6 +222,11 @@ type node struct {
 	addrText, ip []byte
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
+	// dns is the node's host name when it is not an IP address and the
+	// worker resolves names (resolve.go), dnsPort its port: the loop
+	// connects to one of the name's current addresses.
+	dns     *dnsName
+	dnsPort uint16
 }
 
 // Default proxy timeouts when neither route nor upstream sets them: nginx's
@@ -775,6 +780,9 @@ type upstreamEnv struct {
 	// ssl finds an ssl object of the Spec by id (tls.client_cert_id);
 	// compile sets it.
 	ssl func(id string) *spec.SSL
+	// dns resolves the nodes given by host name; nil: they are dialed
+	// off the loop, resolved at each dial.
+	dns *resolver
 }
 
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
@@ -840,6 +848,8 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		nd.addrText, nd.ip = []byte(nd.addr), []byte(n.Host)
 		if ap, err := netip.ParseAddrPort(nd.addr); err == nil {
 			nd.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		} else if ue.dns != nil {
+			nd.dns, nd.dnsPort = ue.dns.name(n.Host), uint16(n.Port)
 		}
 		host := n.Host
 		if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {
