@@ -50,6 +50,16 @@
 // cannot be refused: real_ip_from 127.0.0.1 and unix: with real_ip_header
 // X-Real-IP (coregate takes no address from it).
 //
+// # Resolving upstream nodes
+//
+// apisix.dns_resolver (name servers, "ip" or "ip:port"), dns_resolver_valid
+// (seconds a name's addresses are kept, whatever their TTL) and
+// resolver_timeout (seconds one lookup may take, default 5) are read as
+// APISIX reads them (APISIXConfig) and given to the workers, which resolve
+// upstream nodes given by host name with them. Without dns_resolver, the
+// system resolver is used, which tells no TTL: addresses are then kept 30
+// s unless dns_resolver_valid says otherwise.
+//
 // # apisix.data_encryption
 //
 // Read as APISIX reads it (DataEncryption): enable_encrypt_fields (default
@@ -81,8 +91,7 @@
 //     node), deployment.fallback_cp.
 //   - Tunings of what coregate does its own way: apisix.enable_dev_mode,
 //     enable_reuseport (always on), extra_lua_path, extra_lua_cpath,
-//     resolver_timeout, enable_resolv_search_opt, dns_resolver,
-//     dns_resolver_valid, disable_sync_configuration_during_start,
+//     enable_resolv_search_opt, disable_sync_configuration_during_start,
 //     worker_startup_time_threshold, events, lru, id, tracing,
 //     disable_upstream_healthcheck; nginx_config.error_log (the log goes to
 //     stderr), enable_cpu_affinity (workers are pinned anyway),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,6 +52,15 @@ type APISIXConfig struct {
 	// match the path as a Java servlet container maps it, its segments'
 	// ";" parameters removed (worker.Config.NormalizeURILikeServlet).
 	NormalizeURILikeServlet bool
+	// DNSResolver is apisix.dns_resolver: the name servers upstream node
+	// host names are resolved with, "ip" or "ip:port"; empty means the
+	// system resolver. DNSResolverValid (dns_resolver_valid), when not
+	// zero, is how long a name's addresses are kept whatever their TTL;
+	// ResolverTimeout (resolver_timeout, default 5 s) bounds one lookup
+	// (worker.Config.DNS).
+	DNSResolver      []string
+	DNSResolverValid time.Duration
+	ResolverTimeout  time.Duration
 	// SSLTrustedCertificate is apisix.ssl.ssl_trusted_certificate: the CAs
 	// the node trusts as a TLS client (etcd over https), a comma-separated
 	// list of "system" (the system's store) and PEM files; default "system".
@@ -405,6 +415,7 @@ func Default() *Config {
 			NodeListen:            []Listen{{Port: 9080}},
 			EnableServerTokens:    true,
 			SSLTrustedCertificate: "system",
+			ResolverTimeout:       5 * time.Second,
 			SSL: SSL{
 				Enable:    true,
 				Listen:    []Listen{{Port: 9443}},
@@ -805,6 +816,29 @@ func (p *cfgParser) size(dst *int64) handler {
 	}
 }
 
+// seconds reads a whole number of seconds, at least minV (APISIX's
+// integer keys of seconds).
+func (p *cfgParser) seconds(dst *time.Duration, minV int) handler {
+	return func(key string, n *yaml.Node) error {
+		var v int
+		if err := p.integer(&v, minV, 1<<31-1)(key, n); err != nil {
+			return err
+		}
+		*dst = time.Duration(v) * time.Second
+		return nil
+	}
+}
+
+// validDNSServer tells whether s is a name server's address: an IP
+// address, with a port or not ("[v6]:port").
+func validDNSServer(s string) bool {
+	if _, err := netip.ParseAddrPort(s); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
 func validAddrOrPrefix(s string) bool { return spec.ValidIPOrCIDR(s) }
 
 func (p *cfgParser) top() section {
@@ -823,9 +857,9 @@ func (p *cfgParser) apisix() section {
 	return unsupported(
 		"enable_dev_mode", "enable_reuseport", "enable_ipv6", "enable_http2",
 		"extra_lua_path", "extra_lua_cpath", "proxy_cache",
-		"proxy_mode", "resolver_timeout", "enable_resolv_search_opt",
+		"proxy_mode", "enable_resolv_search_opt",
 		"disable_sync_configuration_during_start", "worker_startup_time_threshold",
-		"events", "lru", "dns_resolver", "dns_resolver_valid",
+		"events", "lru",
 		"stream_proxy", "proxy_protocol", "control", "id", "status",
 		"tracing", "admin_key", "allow_admin", "port_admin", "enable_admin_cors",
 		"admin_listen", "https_admin", "admin_api_mtls", "config_center",
@@ -843,6 +877,17 @@ func (p *cfgParser) apisix() section {
 					return p.enum(&a.RouterHTTP, "radixtree_host_uri", "radixtree_uri")(k, n)
 				},
 			}))
+		},
+		"dns_resolver_valid": p.seconds(&a.DNSResolverValid, 0),
+		"resolver_timeout":   p.seconds(&a.ResolverTimeout, 1),
+		"dns_resolver": func(k string, n *yaml.Node) error {
+			if err := p.strList(&a.DNSResolver, validDNSServer, `a name server's address, "ip" or "ip:port"`)(k, n); err != nil {
+				return err
+			}
+			if len(a.DNSResolver) == 0 {
+				return p.errf(k, "want at least one name server")
+			}
+			return nil
 		},
 		"enable_admin": p.boolean(&a.EnableAdmin),
 		"enable_control": func(k string, n *yaml.Node) error {

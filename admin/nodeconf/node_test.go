@@ -165,6 +165,7 @@ plugin_attr:
 		ShowUpstreamStatusInResponseHeader: true,
 		NormalizeURILikeServlet:            true,
 		SSLTrustedCertificate:              "system, /etc/coregate/ca.pem",
+		ResolverTimeout:                    5 * time.Second,
 		SSL: SSL{
 			Enable:         true,
 			Listen:         []Listen{{Port: 8443}, {IP: "127.0.0.1", Port: 8444}},
