@@ -8,10 +8,14 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"coregate/admin/spec"
 
 	"github.com/miekg/dns"
 )
@@ -56,8 +60,12 @@ type resolver struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	names map[string]*dnsName // guarded by mu
-	done  chan struct{}
-	stop  sync.Once
+	// services are the service_names of discovery_type dns (guarded by
+	// mu); changed, if not nil, is called when one's nodes change.
+	services map[string]*dnsService
+	changed  func()
+	done     chan struct{}
+	stop     sync.Once
 }
 
 // dnsName is one host name and its current addresses.
@@ -83,7 +91,7 @@ func newResolver(cfg DNS, log *slog.Logger) *resolver {
 		servers = append(servers, serverAddr(s))
 	}
 	cfg.Servers = servers
-	return &resolver{cfg: cfg, log: log, names: map[string]*dnsName{}, done: make(chan struct{})}
+	return &resolver{cfg: cfg, log: log, names: map[string]*dnsName{}, services: map[string]*dnsService{}, done: make(chan struct{})}
 }
 
 // serverAddr is s with port 53 when it names none.
@@ -233,11 +241,12 @@ func (r *resolver) query(host string, qt uint16) ([]dns.RR, error) {
 				continue
 			}
 		}
+		if in.Rcode == dns.RcodeNameError {
+			// The name does not exist: no other server is asked.
+			return nil, fmt.Errorf("dns: %s: %w (server %s)", host, errNoSuchName, s)
+		}
 		if in.Rcode != dns.RcodeSuccess {
 			err = fmt.Errorf("dns: %s: server %s answered %s", host, s, dns.RcodeToString[in.Rcode])
-			if in.Rcode == dns.RcodeNameError {
-				return nil, err // the name does not exist: no other server is asked
-			}
 			continue
 		}
 		return in.Answer, nil
@@ -293,7 +302,181 @@ func (w *Worker) dnsPrune(p *pool, nd *node) {
 	}
 }
 
+// errNoSuchName is a lookup's error for a name that does not exist.
+var errNoSuchName = errors.New("no such name")
+
 // errNotResolved is a dial's error for a node whose name has no address.
 type errNotResolved string
 
 func (e errNotResolved) Error() string { return "dns: no address for " + string(e) }
+
+// dnsService is one service_name of upstreams with discovery_type dns
+// and the nodes its records give.
+type dnsService struct {
+	host  string
+	port  int // service_name's port; 0: the SRV records' (or the scheme's)
+	nodes atomic.Pointer[[]spec.Node]
+	ready chan struct{} // closed when the first lookup is over
+}
+
+// service returns the entry of service_name name ("host" or "host:port"),
+// made and looked up (waiting for its first lookup) when new. It blocks:
+// call it off the loop.
+func (r *resolver) service(name string) *dnsService {
+	r.mu.Lock()
+	sv := r.services[name]
+	if sv == nil {
+		sv = &dnsService{host: name, ready: make(chan struct{})}
+		if h, p, err := net.SplitHostPort(name); err == nil {
+			if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 1<<16 {
+				sv.host, sv.port = h, n
+			}
+		}
+		r.services[name] = sv
+		go r.keepService(sv)
+	}
+	r.mu.Unlock()
+	select {
+	case <-sv.ready:
+	case <-r.done:
+	}
+	return sv
+}
+
+// keepService looks sv up until the resolver closes, as keep does, and
+// calls r.changed when its nodes differ from the last lookup's: the
+// worker then builds its snapshot again with them.
+func (r *resolver) keepService(sv *dnsService) {
+	first := true
+	for {
+		nodes, ttl, err := r.lookupService(sv)
+		wait := ttl
+		if err != nil {
+			r.log.Error("dns discovery: lookup failed, the old nodes kept", "service_name", sv.host, "err", err)
+			wait = retryAfter
+		} else {
+			old := sv.nodes.Swap(&nodes)
+			if !first && (old == nil || !slices.EqualFunc(*old, nodes, sameNode)) && r.changed != nil {
+				r.changed()
+			}
+			wait -= wait / 10
+		}
+		if first {
+			close(sv.ready)
+			first = false
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-r.done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func sameNode(a, b spec.Node) bool {
+	return a.Host == b.Host && a.Port == b.Port && a.Weight == b.Weight && a.Priority == b.Priority
+}
+
+// lookupService finds sv's nodes as APISIX's dns discovery does: its SRV
+// records when it has some, each target's addresses a node with the
+// record's port (unless service_name gives one), its weight (0 taken as
+// 1) shared among the target's addresses, and its priority negated (a
+// lower SRV priority is preferred, a higher node priority is); else its
+// A (or AAAA) records, each a node of weight 1.
+func (r *resolver) lookupService(sv *dnsService) ([]spec.Node, time.Duration, error) {
+	rrs, err := r.query(sv.host, dns.TypeSRV)
+	if err != nil && !errors.Is(err, errNoSuchName) {
+		return nil, 0, err
+	}
+	least := time.Duration(-1)
+	type target struct {
+		srv *dns.SRV
+		ips []netip.Addr
+	}
+	var targets []target
+	lcm := 1
+	for _, rr := range rrs {
+		srv, ok := rr.(*dns.SRV)
+		if !ok {
+			continue
+		}
+		ips, ttl, err := r.lookup(strings.TrimSuffix(srv.Target, "."))
+		if err != nil {
+			return nil, 0, fmt.Errorf("dns discovery: %s: SRV target: %w", sv.host, err)
+		}
+		targets = append(targets, target{srv, ips})
+		lcm = lcm / gcd(lcm, len(ips)) * len(ips)
+		least = minTTL2(least, min(ttl, time.Duration(srv.Hdr.Ttl)*time.Second))
+	}
+	var nodes []spec.Node
+	if len(targets) > 0 {
+		for _, tg := range targets {
+			w := max(int(tg.srv.Weight), 1) * (lcm / len(tg.ips))
+			port := sv.port
+			if port == 0 {
+				port = int(tg.srv.Port)
+			}
+			for _, ip := range tg.ips {
+				nodes = append(nodes, spec.Node{Host: ip.String(), Port: port, Weight: w, Priority: -int(tg.srv.Priority)})
+			}
+		}
+		return nodes, r.ttl(least), nil
+	}
+	ips, ttl, err := r.lookup(sv.host)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, ip := range ips {
+		nodes = append(nodes, spec.Node{Host: ip.String(), Port: sv.port, Weight: 1})
+	}
+	return nodes, ttl, nil
+}
+
+func minTTL2(a, b time.Duration) time.Duration {
+	if a < 0 || b < a {
+		return b
+	}
+	return a
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// discoveredNodes is the nodes of u, an upstream with discovery_type
+// dns, as its service's last lookup found them; none without a
+// discovery resolver (discovery.dns.servers not set), as APISIX serves
+// none with its dns discovery uninitialised.
+func discoveredNodes(u *spec.Upstream, ue upstreamEnv) []spec.Node {
+	if ue.disc == nil || u.ServiceName == "" {
+		return nil
+	}
+	if p := ue.disc.service(u.ServiceName).nodes.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// rediscover builds the snapshot again from the last configuration, on
+// the build thread (Background), once a service's nodes changed; changes
+// that come while one is queued join it.
+func (w *Worker) rediscover() {
+	if !w.rebuildQueued.CompareAndSwap(false, true) {
+		return
+	}
+	go Background(func(yield func()) {
+		w.rebuildQueued.Store(false)
+		s := w.spec.Load()
+		if s == nil {
+			return
+		}
+		if err := w.SetSpec(s, yield); err != nil {
+			w.log.Error("dns discovery: configuration not rebuilt with the new nodes", "err", err)
+		}
+	})
+}

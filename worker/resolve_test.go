@@ -20,6 +20,7 @@ type testDNS struct {
 	addr    string
 	mu      sync.Mutex
 	a       map[string][]string // name (FQDN) → A record addresses
+	srv     map[string][]string // name (FQDN) → SRV records' "priority weight port target"
 	ttl     uint32
 	fail    bool         // answer SERVFAIL
 	queries atomic.Int32 // questions answered or failed
@@ -27,7 +28,7 @@ type testDNS struct {
 
 func startDNS(t *testing.T, ttl uint32) *testDNS {
 	t.Helper()
-	d := &testDNS{a: map[string][]string{}, ttl: ttl}
+	d := &testDNS{a: map[string][]string{}, srv: map[string][]string{}, ttl: ttl}
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +53,12 @@ func (d *testDNS) set(name string, ips ...string) {
 	d.mu.Unlock()
 }
 
+func (d *testDNS) setSRV(name string, recs ...string) {
+	d.mu.Lock()
+	d.srv[dns.Fqdn(name)] = recs
+	d.mu.Unlock()
+}
+
 func (d *testDNS) setFail(f bool) {
 	d.mu.Lock()
 	d.fail = f
@@ -71,8 +78,16 @@ func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
 	}
 	q := r.Question[0]
 	ips, ok := d.a[q.Name]
-	if !ok {
+	srvs, isSRV := d.srv[q.Name]
+	if !ok && !isSRV {
 		m.Rcode = dns.RcodeNameError
+	} else if q.Qtype == dns.TypeSRV {
+		for _, rec := range srvs {
+			rr, err := dns.NewRR(fmt.Sprintf("%s %d IN SRV %s", q.Name, d.ttl, rec))
+			if err == nil {
+				m.Answer = append(m.Answer, rr)
+			}
+		}
 	} else if q.Qtype == dns.TypeA {
 		for _, ip := range ips {
 			rr, err := dns.NewRR(fmt.Sprintf("%s %d IN A %s", q.Name, d.ttl, ip))
@@ -244,5 +259,66 @@ func TestServerAddr(t *testing.T) {
 		if got := serverAddr(in); got != want {
 			t.Errorf("serverAddr(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func discoveryWorker(t *testing.T, d *testDNS, upstream string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	cfg := Config{DiscoveryDNS: DNS{Servers: []string{d.addr}}}
+	w, _ := runWorker(t, cfg, testSpec(t, nil, `{"id":"1","uri":"/a","upstream":`+upstream+`}`))
+	return dialWorker(t, w)
+}
+
+// TestDNSDiscoverySRV checks discovery_type dns on a name with SRV
+// records, as APISIX's dns discovery reads them: the lowest SRV priority
+// served alone, each target's weight, the record's port; and that the
+// nodes follow the records when they change.
+func TestDNSDiscoverySRV(t *testing.T) {
+	d := startDNS(t, 1)
+	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	d.set("t1.test", "127.0.0.2")
+	d.set("t2.test", "127.0.0.3")
+	d.set("t3.test", "127.0.0.4")
+	d.setSRV("svc.test",
+		fmt.Sprintf("10 1 %d t1.test.", port),
+		fmt.Sprintf("10 3 %d t2.test.", port),
+		fmt.Sprintf("20 5 %d t3.test.", port)) // a backup: a higher SRV priority
+	c, br := discoveryWorker(t, d, `{"service_name":"svc.test","discovery_type":"dns"}`)
+	seen := map[string]int{}
+	for range 40 {
+		seen[getBody(t, c, br, "/a")]++
+	}
+	if seen["127.0.0.2"] != 10 || seen["127.0.0.3"] != 30 || seen["127.0.0.4"] != 0 {
+		t.Fatalf("40 requests went %v, want 10 to 127.0.0.2 (weight 1), 30 to 127.0.0.3 (weight 3), none to the backup", seen)
+	}
+	// t1 and t2 gone: the backup serves, once the TTL ran out.
+	d.setSRV("svc.test", fmt.Sprintf("20 5 %d t3.test.", port))
+	deadline := time.Now().Add(5 * time.Second)
+	for getBody(t, c, br, "/a") != "127.0.0.4" {
+		if time.Now().After(deadline) {
+			t.Fatal("the new SRV records were not served 5 s after they changed (TTL 1 s)")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 10 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.4" {
+			t.Fatalf("served by %s, want 127.0.0.4 alone", got)
+		}
+	}
+}
+
+// TestDNSDiscoveryA checks discovery_type dns on a name with A records:
+// each address a node of weight 1, at service_name's port.
+func TestDNSDiscoveryA(t *testing.T) {
+	d := startDNS(t, 60)
+	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("svc.test", "127.0.0.2", "127.0.0.3")
+	c, br := discoveryWorker(t, d, fmt.Sprintf(`{"service_name":"svc.test:%d","discovery_type":"dns"}`, port))
+	seen := map[string]int{}
+	for range 20 {
+		seen[getBody(t, c, br, "/a")]++
+	}
+	if seen["127.0.0.2"] != 10 || seen["127.0.0.3"] != 10 {
+		t.Fatalf("20 requests went %v, want 10 to each address", seen)
 	}
 }

@@ -202,6 +202,9 @@ type upstream struct {
 	kaRequests   int
 	// tls is the TLS side of a scheme: https upstream, nil for http.
 	tls *upstreamTLS
+	// disc: its nodes are discovery_type dns's, which change without
+	// the upstream object changing (discoveredNodes).
+	disc bool
 }
 
 // node is one upstream server of one upstream.
@@ -769,7 +772,10 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 // namesSSL reports whether cu's TLS takes its client certificate from an
 // ssl object (tls.client_cert_id), which a configuration may change
 // without changing the upstream: such a route is built again each time.
-func namesSSL(cu *upstream) bool { return cu != nil && cu.tls != nil && cu.tls.certID != "" }
+func namesSSL(cu *upstream) bool {
+	// Nor is one whose nodes come from discovery.
+	return cu != nil && (cu.tls != nil && cu.tls.certID != "" || cu.disc)
+}
 
 // upstreamEnv is what compiling an upstream takes from the worker: the
 // keep-alive pools' settings, and the keyring's decryption of a
@@ -783,6 +789,8 @@ type upstreamEnv struct {
 	// dns resolves the nodes given by host name; nil: they are dialed
 	// off the loop, resolved at each dial.
 	dns *resolver
+	// disc finds the nodes of discovery_type dns; nil: none.
+	disc *resolver
 }
 
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
@@ -839,7 +847,11 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 			cu.kaRequests = ka.Requests
 		}
 	}
-	for _, n := range u.Nodes.List {
+	list := u.Nodes.List
+	if u.DiscoveryType == "dns" {
+		list, cu.disc = discoveredNodes(u, ue), true
+	}
+	for _, n := range list {
 		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}
 		nd.key = nd.addr
 		if cu.tls != nil {

@@ -73,6 +73,10 @@ type Config struct {
 	// dns_resolver, dns_resolver_valid, resolver_timeout); zero: the
 	// system resolver.
 	DNS DNS
+	// DiscoveryDNS is discovery.dns: the name servers the nodes of
+	// upstreams with discovery_type dns are found with; none: such
+	// upstreams have no node.
+	DiscoveryDNS DNS
 	// MaxBodySize is client_max_body_size; 0 means unlimited.
 	MaxBodySize int64
 	// MaxConns is nginx's worker_connections: the most connections the
@@ -196,6 +200,11 @@ type Worker struct {
 	requests      uint64        // request heads since start
 	alog          *accessLogger // nil: no access log
 	dns           *resolver     // node host names' addresses
+	disc          *resolver     // discovery_type dns's nodes; nil: none
+	// spec is the configuration of the snapshot served, built again when
+	// discovered nodes change (rediscover), which rebuildQueued coalesces.
+	spec          atomic.Pointer[spec.Spec]
+	rebuildQueued atomic.Bool
 }
 
 type loopHolder struct{ el gnet.EventLoop }
@@ -242,6 +251,10 @@ func New(cfg Config) *Worker {
 		w.log = slog.Default()
 	}
 	w.dns = newResolver(cfg.DNS, w.log)
+	if len(cfg.DiscoveryDNS.Servers) > 0 {
+		w.disc = newResolver(cfg.DiscoveryDNS, w.log)
+		w.disc.changed = w.rediscover
+	}
 	w.epochUnix = w.epoch.UnixNano()
 	w.alog = newAccessLogger(cfg.AccessLog, cfg.AccessLogFormat)
 	w.wakeFn = gnet.RunnableFunc(w.runWakes)
@@ -260,7 +273,7 @@ func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 // the rest is installed. yield, if not nil, is called after every route
 // compiled (Background's).
 func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
-	snap, err := compile(s, w.cfg.RouterMode, upstreamEnv{ka: w.cfg.UpstreamKeepalive, decrypt: w.cfg.Decrypt, dns: w.dns}, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
+	snap, err := compile(s, w.cfg.RouterMode, upstreamEnv{ka: w.cfg.UpstreamKeepalive, decrypt: w.cfg.Decrypt, dns: w.dns, disc: w.disc}, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
 	if err != nil {
 		return err
 	}
@@ -269,6 +282,7 @@ func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
 	}
 	w.buildCerts(snap, s.SSLs)
 	w.SetSnapshot(snap)
+	w.spec.Store(s)
 	return nil
 }
 
@@ -286,6 +300,9 @@ func (w *Worker) TLSAddr() *net.TCPAddr { return w.tlsAddr.Load() }
 // it has a snapshot: requests that arrive earlier get 503.
 func (w *Worker) Run(ctx context.Context) error {
 	defer w.dns.close()
+	if w.disc != nil {
+		defer w.disc.close()
+	}
 	go func() {
 		select {
 		case <-ctx.Done():

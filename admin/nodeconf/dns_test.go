@@ -42,3 +42,22 @@ func TestNodeConfigDNS(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeConfigDiscoveryDNS checks that discovery.dns.servers is read,
+// the other discoveries reported.
+func TestNodeConfigDiscoveryDNS(t *testing.T) {
+	c, warns, err := parseNode(t, "discovery:\n  dns:\n    servers:\n      - 127.0.0.1:8600\n  consul:\n    servers: []\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"not supported yet: discovery.consul"}, warns); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"127.0.0.1:8600"}, c.DiscoveryDNSServers); diff != "" {
+		t.Errorf("DiscoveryDNSServers (-want +got):\n%s", diff)
+	}
+	_, _, err = parseNode(t, "discovery:\n  dns:\n    servers: [consul.local]\n")
+	if diff := cmp.Diff(`nodeconf: conf/config.yaml: discovery.dns.servers[0]: want a name server's address, "ip" or "ip:port", got "consul.local"`, errText(err)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

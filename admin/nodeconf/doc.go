@@ -58,7 +58,9 @@
 // APISIX reads them (APISIXConfig) and given to the workers, which resolve
 // upstream nodes given by host name with them. Without dns_resolver, the
 // system resolver is used, which tells no TTL: addresses are then kept 30
-// s unless dns_resolver_valid says otherwise.
+// s unless dns_resolver_valid says otherwise. discovery.dns.servers are
+// the name servers of upstreams with discovery_type dns
+// (DiscoveryDNSServers).
 //
 // # apisix.data_encryption
 //
@@ -84,7 +86,8 @@
 //     nginx_config.stream and stream_configuration_snippet, stream_plugins,
 //     xrpc.
 //   - Features coregate does not have, whose objects fail closed:
-//     apisix.proxy_cache, discovery, graphql, ext-plugin, wasm,
+//     apisix.proxy_cache, discovery but discovery.dns.servers (and
+//     discovery.dns's resolv_conf and order), graphql, ext-plugin, wasm,
 //     apisix.match_uri_encoded_slash (paths match decoded, so that a route
 //     written with "%2F" does not match), apisix.max_post_args_readable_size,
 //     deployment.certs (an etcd that wants a client certificate refuses the

@@ -35,6 +35,11 @@ type Config struct {
 	// Prometheus is plugin_attr.prometheus as the node itself reads it
 	// (the export server), with APISIX's defaults.
 	Prometheus PrometheusAttr
+	// DiscoveryDNSServers is discovery.dns.servers: the name servers
+	// upstreams with discovery_type dns find their nodes with, "ip" or
+	// "ip:port" (worker.Config.DiscoveryDNS). Other discoveries are
+	// reported, not supported yet.
+	DiscoveryDNSServers []string
 	// Dir is the directory config.yaml was read from; the standalone file
 	// (apisix.yaml / apisix.json) lives there.
 	Dir string
@@ -843,12 +848,33 @@ func validAddrOrPrefix(s string) bool { return spec.ValidIPOrCIDR(s) }
 
 func (p *cfgParser) top() section {
 	c := p.c
-	return unsupported("stream_plugins", "graphql", "discovery", "ext-plugin", "wasm", "xrpc", "etcd").with(section{
+	return unsupported("stream_plugins", "graphql", "ext-plugin", "wasm", "xrpc", "etcd").with(section{
+		"discovery":    func(k string, n *yaml.Node) error { return p.walk(k, n, p.discovery()) },
 		"apisix":       func(k string, n *yaml.Node) error { return p.walk(k, n, p.apisix()) },
 		"nginx_config": func(k string, n *yaml.Node) error { return p.walk(k, n, p.nginx()) },
 		"deployment":   func(k string, n *yaml.Node) error { return p.walk(k, n, p.deployment()) },
 		"plugins":      p.strList(&c.Plugins, nil, "plugin names"),
 		"plugin_attr":  p.pluginAttr,
+	})
+}
+
+// discovery is the discovery section: dns's servers are read; the
+// other discoveries, and dns's resolv_conf and order, are reported.
+func (p *cfgParser) discovery() section {
+	return unsupported("consul", "consul_kv", "nacos", "eureka", "kubernetes", "tars").with(section{
+		"dns": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, unsupported("resolv_conf", "order").with(section{
+				"servers": func(k string, n *yaml.Node) error {
+					if err := p.strList(&p.c.DiscoveryDNSServers, validDNSServer, `a name server's address, "ip" or "ip:port"`)(k, n); err != nil {
+						return err
+					}
+					if len(p.c.DiscoveryDNSServers) == 0 {
+						return p.errf(k, "want at least one name server")
+					}
+					return nil
+				},
+			}))
+		},
 	})
 }
 

@@ -52,6 +52,7 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 		Valid:   nc.APISIX.DNSResolverValid,
 		Timeout: nc.APISIX.ResolverTimeout,
 	}
+	cfg.DiscoveryDNS = worker.DNS{Servers: nc.DiscoveryDNSServers, Timeout: nc.APISIX.ResolverTimeout}
 	for _, l := range nc.APISIX.NodeListen {
 		cfg.Listen = append(cfg.Listen, l.Addr())
 	}
