@@ -109,7 +109,7 @@ func serverAddr(s string) string {
 func (r *resolver) close() { r.stop.Do(func() { close(r.done) }) }
 
 // name returns host's entry, made and looked up (waiting for the first
-// lookup, at most the lookup timeout) when host is new. It blocks: call
+// lookup, at most the lookup timeout: await) when host is new. It blocks: call
 // it off the loop.
 func (r *resolver) name(host string) *dnsName {
 	r.mu.Lock()
@@ -120,11 +120,24 @@ func (r *resolver) name(host string) *dnsName {
 		go r.keep(n)
 	}
 	r.mu.Unlock()
-	select {
-	case <-n.ready:
-	case <-r.done:
-	}
+	r.await(n.ready)
 	return n
+}
+
+// await waits for ready, at most the lookup timeout, and reports
+// whether it was closed: a name whose servers do not answer holds a
+// snapshot's build that long, not once per server and record type; its
+// node fails meanwhile as one with no address.
+func (r *resolver) await(ready <-chan struct{}) bool {
+	t := time.NewTimer(r.cfg.Timeout)
+	defer t.Stop()
+	select {
+	case <-ready:
+		return true
+	case <-r.done:
+	case <-t.C:
+	}
+	return false
 }
 
 // keep looks n up until the resolver closes, each time before the last
@@ -317,6 +330,10 @@ type dnsService struct {
 	port  int // service_name's port; 0: the SRV records' (or the scheme's)
 	nodes atomic.Pointer[[]spec.Node]
 	ready chan struct{} // closed when the first lookup is over
+	// first is 0 until the first lookup is over (1), or a build stopped
+	// waiting for it (2, service): that build has no node of sv, and the
+	// lookup's end rebuilds.
+	first atomic.Int32
 }
 
 // service returns the entry of service_name name ("host" or "host:port"),
@@ -336,9 +353,8 @@ func (r *resolver) service(name string) *dnsService {
 		go r.keepService(sv)
 	}
 	r.mu.Unlock()
-	select {
-	case <-sv.ready:
-	case <-r.done:
+	if !r.await(sv.ready) {
+		sv.first.CompareAndSwap(0, 2)
 	}
 	return sv
 }
@@ -356,7 +372,11 @@ func (r *resolver) keepService(sv *dnsService) {
 			wait = retryAfter
 		} else {
 			old := sv.nodes.Swap(&nodes)
-			if !first && (old == nil || !slices.EqualFunc(*old, nodes, sameNode)) && r.changed != nil {
+			changed := !first && (old == nil || !slices.EqualFunc(*old, nodes, sameNode))
+			if first && !sv.first.CompareAndSwap(0, 1) {
+				changed = true // a build did not wait for it
+			}
+			if changed && r.changed != nil {
 				r.changed()
 			}
 			wait -= wait / 10

@@ -22,8 +22,9 @@ type testDNS struct {
 	a       map[string][]string // name (FQDN) → A record addresses
 	srv     map[string][]string // name (FQDN) → SRV records' "priority weight port target"
 	ttl     uint32
-	fail    bool         // answer SERVFAIL
-	queries atomic.Int32 // questions answered or failed
+	fail    bool          // answer SERVFAIL
+	delay   time.Duration // before each answer
+	queries atomic.Int32  // questions answered or failed
 }
 
 func startDNS(t *testing.T, ttl uint32) *testDNS {
@@ -67,6 +68,10 @@ func (d *testDNS) setFail(f bool) {
 
 func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
 	d.queries.Add(1)
+	d.mu.Lock()
+	delay := d.delay
+	d.mu.Unlock()
+	time.Sleep(delay)
 	m := new(dns.Msg)
 	m.SetReply(r)
 	d.mu.Lock()
@@ -320,5 +325,37 @@ func TestDNSDiscoveryA(t *testing.T) {
 	}
 	if seen["127.0.0.2"] != 10 || seen["127.0.0.3"] != 10 {
 		t.Fatalf("20 requests went %v, want 10 to each address", seen)
+	}
+}
+
+// TestDNSDiscoveryLate checks that a service whose first lookup takes
+// longer than the build waits for (the lookup timeout) gets its nodes
+// once the lookup ends: the worker builds its snapshot again.
+func TestDNSDiscoveryLate(t *testing.T) {
+	d := startDNS(t, 60)
+	d.delay = 150 * time.Millisecond // SRV, then each target's A: 450 ms
+	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("t1.test", "127.0.0.2")
+	d.set("t2.test", "127.0.0.3")
+	d.setSRV("svc.test", fmt.Sprintf("10 1 %d t1.test.", port), fmt.Sprintf("10 1 %d t2.test.", port))
+	cfg := Config{DiscoveryDNS: DNS{Servers: []string{d.addr}, Timeout: 300 * time.Millisecond}}
+	w, _ := runWorker(t, cfg, testSpec(t, nil, `{"id":"1","uri":"/a","upstream":{"service_name":"svc.test","discovery_type":"dns"}}`))
+	c, br := dialWorker(t, w)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _ = io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d %q 5 s after the start: the late lookup's nodes were not built in", resp.StatusCode, b)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
