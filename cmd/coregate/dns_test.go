@@ -137,3 +137,38 @@ func TestNodeByHostName(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoveryDNS: an upstream with discovery_type dns takes its nodes
+// from the records of config.yaml's discovery.dns.servers, and the
+// gateway follows them when they change.
+func TestDiscoveryDNS(t *testing.T) {
+	t.Parallel()
+	ns := startNameServer(t, "svc.test", "127.0.0.2", "127.0.0.3")
+	port := samePortOrigins(t, "127.0.0.2", "127.0.0.3")
+	g := startGatewayConfig(t, routesYAML(
+		obj{"id": "disc", "uri": "/disc", "upstream": obj{"service_name": "svc.test:" + strconv.Itoa(port), "discovery_type": "dns"}},
+	), func(p int) string {
+		return baseConfig(p, "") + "discovery:\n  dns:\n    servers:\n      - " + ns.addr + "\n"
+	})
+	c := newClient(t)
+	seen := map[string]int{}
+	for range 10 {
+		r := do(t, c, "GET", g.url("/disc"), "", nil, nil)
+		if r.status != 200 {
+			t.Fatalf("got %d %q, want 200", r.status, r.body)
+		}
+		seen[r.body]++
+	}
+	if seen["127.0.0.2"] != 5 || seen["127.0.0.3"] != 5 {
+		t.Fatalf("10 requests went %v, want 5 to each address", seen)
+	}
+	ns.set(false, "127.0.0.3")
+	eventually(t, 5*time.Second, func() error {
+		for range 4 {
+			if r := do(t, c, "GET", g.url("/disc"), "", nil, nil); r.status != 200 || r.body != "127.0.0.3" {
+				return fmt.Errorf("got %d %q, want 200 from 127.0.0.3 alone once the TTL ran out", r.status, r.body)
+			}
+		}
+		return nil
+	})
+}
