@@ -556,6 +556,9 @@ func (cc *clientConn) dispatch() {
 		}))
 		return
 	}
+	if nd.dns != nil {
+		w.dnsPrune(p, nd)
+	}
 	if uc := p.get(); uc != nil {
 		link(cc, uc)
 		cc.connected()

@@ -10,11 +10,12 @@
 // there, without locks, except what is safe from any goroutine: the
 // snapshot pointer (SetSnapshot: a request keeps the snapshot it was routed
 // with), the published Stats and tick count, the bound address and Drain.
-// Work that must block (dialing a node given by host name, enrolling a
-// rescued connection, reaching the loop to drain) runs on a goroutine of
-// its own and hands its result back to the loop with EventLoop.Execute; a
-// node given by IP address is connected to by the loop itself, without
-// blocking (Worker.dial). gnet calls OnOpen, OnTraffic and
+// Work that must block (enrolling a rescued connection, reaching the loop
+// to drain) runs on a goroutine of its own and hands its result back to
+// the loop with EventLoop.Execute; a node is connected to by the loop
+// itself, without blocking (Worker.dial), at its IP address or at one of
+// the addresses the resolver's goroutines keep for its host name
+// (resolve.go), which the loop reads through an atomic pointer. gnet calls OnOpen, OnTraffic and
 // OnClose on the loop, and the tick (gnet.WithLoopTick) too.
 //
 // # A client connection

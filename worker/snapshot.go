@@ -207,6 +207,9 @@ type upstream struct {
 	kaRequests   int
 	// tls is the TLS side of a scheme: https upstream, nil for http.
 	tls *upstreamTLS
+	// disc: its nodes are discovery_type dns's, which change without
+	// the upstream object changing (discoveredNodes).
+	disc bool
 }
 
 // node is one upstream server of one upstream.
@@ -230,6 +233,11 @@ type node struct {
 	// health is the node's state and counters (worker/health.go); nil
 	// when its upstream has no checks.
 	health *shm.HealthNode
+	// dns is the node's host name when it is not an IP address and the
+	// worker resolves names (resolve.go), dnsPort its port: the loop
+	// connects to one of the name's current addresses.
+	dns     *dnsName
+	dnsPort uint16
 }
 
 // Default proxy timeouts when neither route nor upstream sets them: nginx's
@@ -774,7 +782,10 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 // namesSSL reports whether cu's TLS takes its client certificate from an
 // ssl object (tls.client_cert_id), which a configuration may change
 // without changing the upstream: such a route is built again each time.
-func namesSSL(cu *upstream) bool { return cu != nil && cu.tls != nil && cu.tls.certID != "" }
+func namesSSL(cu *upstream) bool {
+	// Nor is one whose nodes come from discovery.
+	return cu != nil && (cu.tls != nil && cu.tls.certID != "" || cu.disc)
+}
 
 // upstreamEnv is what compiling an upstream takes from the worker: the
 // keep-alive pools' settings, and the keyring's decryption of a
@@ -789,6 +800,11 @@ type upstreamEnv struct {
 	// names of the Spec's upstreams with checks; compile sets checked.
 	health  *shm.Health
 	checked map[*spec.Upstream]string
+	// dns resolves the nodes given by host name; nil: they are dialed
+	// off the loop, resolved at each dial.
+	dns *resolver
+	// disc finds the nodes of discovery_type dns; nil: none.
+	disc *resolver
 }
 
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
@@ -842,7 +858,11 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 			cu.kaRequests = ka.Requests
 		}
 	}
-	for _, n := range u.Nodes.List {
+	list := u.Nodes.List
+	if u.DiscoveryType == "dns" {
+		list, cu.disc = discoveredNodes(u, ue), true
+	}
+	for _, n := range list {
 		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}
 		nd.key = nd.addr
 		if cu.tls != nil {
@@ -851,6 +871,8 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		nd.addrText, nd.ip = []byte(nd.addr), []byte(n.Host)
 		if ap, err := netip.ParseAddrPort(nd.addr); err == nil {
 			nd.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		} else if ue.dns != nil {
+			nd.dns, nd.dnsPort = ue.dns.name(n.Host), uint16(n.Port)
 		}
 		host := n.Host
 		if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {

@@ -95,6 +95,9 @@ type pool struct {
 	size        int
 	idleTO      time.Duration
 	maxRequests int
+	// dnsSeen is the node's addresses when its idle connections were last
+	// checked against them (Worker.dnsPrune); nil for a node by IP.
+	dnsSeen *dnsAddrs
 }
 
 func (p *pool) newConn() *upConn {

@@ -69,6 +69,14 @@ type Config struct {
 	// against when its tls.verify is on (apisix.ssl.ssl_trusted_certificate);
 	// nil means the system's.
 	UpstreamCAs *x509.CertPool
+	// DNS is how the nodes given by host name are resolved (apisix's
+	// dns_resolver, dns_resolver_valid, resolver_timeout); zero: the
+	// system resolver.
+	DNS DNS
+	// DiscoveryDNS is discovery.dns: the name servers the nodes of
+	// upstreams with discovery_type dns are found with; none: such
+	// upstreams have no node.
+	DiscoveryDNS DNS
 	// MaxBodySize is client_max_body_size; 0 means unlimited.
 	MaxBodySize int64
 	// MaxConns is nginx's worker_connections: the most connections the
@@ -196,6 +204,12 @@ type Worker struct {
 	upOpen        int           // upstream connections on the loop
 	requests      uint64        // request heads since start
 	alog          *accessLogger // nil: no access log
+	dns           *resolver     // node host names' addresses
+	disc          *resolver     // discovery_type dns's nodes; nil: none
+	// spec is the configuration of the snapshot served, built again when
+	// discovered nodes change (rediscover), which rebuildQueued coalesces.
+	spec          atomic.Pointer[spec.Spec]
+	rebuildQueued atomic.Bool
 }
 
 type loopHolder struct{ el gnet.EventLoop }
@@ -241,6 +255,11 @@ func New(cfg Config) *Worker {
 	if w.log == nil {
 		w.log = slog.Default()
 	}
+	w.dns = newResolver(cfg.DNS, w.log)
+	if len(cfg.DiscoveryDNS.Servers) > 0 {
+		w.disc = newResolver(cfg.DiscoveryDNS, w.log)
+		w.disc.changed = w.rediscover
+	}
 	w.epochUnix = w.epoch.UnixNano()
 	w.alog = newAccessLogger(cfg.AccessLog, cfg.AccessLogFormat)
 	w.wakeFn = gnet.RunnableFunc(w.runWakes)
@@ -259,7 +278,8 @@ func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 // the rest is installed. yield, if not nil, is called after every route
 // compiled (Background's).
 func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
-	snap, err := compile(s, w.cfg.RouterMode, upstreamEnv{ka: w.cfg.UpstreamKeepalive, decrypt: w.cfg.Decrypt, health: w.cfg.Health}, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
+	snap, err := compile(s, w.cfg.RouterMode, upstreamEnv{ka: w.cfg.UpstreamKeepalive, decrypt: w.cfg.Decrypt,
+		health: w.cfg.Health, dns: w.dns, disc: w.disc}, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
 	if err != nil {
 		return err
 	}
@@ -268,6 +288,7 @@ func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
 	}
 	w.buildCerts(snap, s.SSLs)
 	w.SetSnapshot(snap)
+	w.spec.Store(s)
 	return nil
 }
 
@@ -284,6 +305,10 @@ func (w *Worker) TLSAddr() *net.TCPAddr { return w.tlsAddr.Load() }
 // Run serves until Stop or ctx is done. A worker serves no request before
 // it has a snapshot: requests that arrive earlier get 503.
 func (w *Worker) Run(ctx context.Context) error {
+	defer w.dns.close()
+	if w.disc != nil {
+		defer w.disc.close()
+	}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -573,14 +598,28 @@ func (w *Worker) poolFor(up *upstream, nd *node, name []byte) *pool {
 // dialed waited for the Go runtime's netpoller, which nothing may look at
 // for up to 10 ms while every P is busy: the collector marking beside a
 // configuration build held requests that needed a new upstream connection
-// that long. A node given by host name is dialed off the loop, where the
-// name is resolved.
+// that long. A node given by host name is connected to the same way, at
+// one of the addresses the worker's resolver last found for it
+// (resolve.go); only a worker without one (Compile's snapshots) dials
+// such a node off the loop, where the name is resolved.
 func (w *Worker) dial(uc *upConn, nd *node, timeout time.Duration) {
 	el := w.loop
 	uc.connectTO = timeout
-	if nd.ap.IsValid() {
-		uc.ap = nd.ap
-		fd, err := gnet.ConnectTCP(el, nd.ap, uc, uc.dialFailed)
+	ap := nd.ap
+	if nd.dns != nil {
+		ip, ok := nd.dns.pick()
+		if !ok {
+			_ = el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+				uc.dialFailed(errNotResolved(nd.dns.host))
+				return nil
+			}))
+			return
+		}
+		ap = netip.AddrPortFrom(ip, nd.dnsPort)
+	}
+	if ap.IsValid() {
+		uc.ap = ap
+		fd, err := gnet.ConnectTCP(el, ap, uc, uc.dialFailed)
 		if err == nil {
 			if fd >= 0 {
 				uc.connFD = fd

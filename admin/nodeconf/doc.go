@@ -50,6 +50,18 @@
 // cannot be refused: real_ip_from 127.0.0.1 and unix: with real_ip_header
 // X-Real-IP (coregate takes no address from it).
 //
+// # Resolving upstream nodes
+//
+// apisix.dns_resolver (name servers, "ip" or "ip:port"), dns_resolver_valid
+// (seconds a name's addresses are kept, whatever their TTL) and
+// resolver_timeout (seconds one lookup may take, default 5) are read as
+// APISIX reads them (APISIXConfig) and given to the workers, which resolve
+// upstream nodes given by host name with them. Without dns_resolver, the
+// system resolver is used, which tells no TTL: addresses are then kept 30
+// s unless dns_resolver_valid says otherwise. discovery.dns.servers are
+// the name servers of upstreams with discovery_type dns
+// (DiscoveryDNSServers).
+//
 // # apisix.data_encryption
 //
 // Read as APISIX reads it (DataEncryption): enable_encrypt_fields (default
@@ -84,15 +96,15 @@
 //     nginx_config.stream and stream_configuration_snippet, stream_plugins,
 //     xrpc.
 //   - Features coregate does not have, whose objects fail closed:
-//     apisix.proxy_cache, discovery, graphql, ext-plugin, wasm,
+//     apisix.proxy_cache, discovery but discovery.dns.servers (and
+//     discovery.dns's resolv_conf and order), graphql, ext-plugin, wasm,
 //     apisix.match_uri_encoded_slash (paths match decoded, so that a route
 //     written with "%2F" does not match), apisix.max_post_args_readable_size,
 //     deployment.certs (an etcd that wants a client certificate refuses the
 //     node), deployment.fallback_cp.
 //   - Tunings of what coregate does its own way: apisix.enable_dev_mode,
 //     enable_reuseport (always on), extra_lua_path, extra_lua_cpath,
-//     resolver_timeout, enable_resolv_search_opt, dns_resolver,
-//     dns_resolver_valid, disable_sync_configuration_during_start,
+//     enable_resolv_search_opt, disable_sync_configuration_during_start,
 //     worker_startup_time_threshold, events, lru, id, tracing,
 //     disable_upstream_healthcheck; nginx_config.error_log (the log goes to
 //     stderr), enable_cpu_affinity (workers are pinned anyway),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,6 +35,11 @@ type Config struct {
 	// Prometheus is plugin_attr.prometheus as the node itself reads it
 	// (the export server), with APISIX's defaults.
 	Prometheus PrometheusAttr
+	// DiscoveryDNSServers is discovery.dns.servers: the name servers
+	// upstreams with discovery_type dns find their nodes with, "ip" or
+	// "ip:port" (worker.Config.DiscoveryDNS). Other discoveries are
+	// reported, not supported yet.
+	DiscoveryDNSServers []string
 	// Dir is the directory config.yaml was read from; the standalone file
 	// (apisix.yaml / apisix.json) lives there.
 	Dir string
@@ -57,6 +63,15 @@ type APISIXConfig struct {
 	// match the path as a Java servlet container maps it, its segments'
 	// ";" parameters removed (worker.Config.NormalizeURILikeServlet).
 	NormalizeURILikeServlet bool
+	// DNSResolver is apisix.dns_resolver: the name servers upstream node
+	// host names are resolved with, "ip" or "ip:port"; empty means the
+	// system resolver. DNSResolverValid (dns_resolver_valid), when not
+	// zero, is how long a name's addresses are kept whatever their TTL;
+	// ResolverTimeout (resolver_timeout, default 5 s) bounds one lookup
+	// (worker.Config.DNS).
+	DNSResolver      []string
+	DNSResolverValid time.Duration
+	ResolverTimeout  time.Duration
 	// SSLTrustedCertificate is apisix.ssl.ssl_trusted_certificate: the CAs
 	// the node trusts as a TLS client (etcd over https), a comma-separated
 	// list of "system" (the system's store) and PEM files; default "system".
@@ -414,6 +429,7 @@ func Default() *Config {
 			NodeListen:            []Listen{{Port: 9080}},
 			EnableServerTokens:    true,
 			SSLTrustedCertificate: "system",
+			ResolverTimeout:       5 * time.Second,
 			SSL: SSL{
 				Enable:    true,
 				Listen:    []Listen{{Port: 9443}},
@@ -815,11 +831,35 @@ func (p *cfgParser) size(dst *int64) handler {
 	}
 }
 
+// seconds reads a whole number of seconds, at least minV (APISIX's
+// integer keys of seconds).
+func (p *cfgParser) seconds(dst *time.Duration, minV int) handler {
+	return func(key string, n *yaml.Node) error {
+		var v int
+		if err := p.integer(&v, minV, 1<<31-1)(key, n); err != nil {
+			return err
+		}
+		*dst = time.Duration(v) * time.Second
+		return nil
+	}
+}
+
+// validDNSServer tells whether s is a name server's address: an IP
+// address, with a port or not ("[v6]:port").
+func validDNSServer(s string) bool {
+	if _, err := netip.ParseAddrPort(s); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
 func validAddrOrPrefix(s string) bool { return spec.ValidIPOrCIDR(s) }
 
 func (p *cfgParser) top() section {
 	c := p.c
-	return unsupported("stream_plugins", "graphql", "discovery", "ext-plugin", "wasm", "xrpc", "etcd").with(section{
+	return unsupported("stream_plugins", "graphql", "ext-plugin", "wasm", "xrpc", "etcd").with(section{
+		"discovery":    func(k string, n *yaml.Node) error { return p.walk(k, n, p.discovery()) },
 		"apisix":       func(k string, n *yaml.Node) error { return p.walk(k, n, p.apisix()) },
 		"nginx_config": func(k string, n *yaml.Node) error { return p.walk(k, n, p.nginx()) },
 		"deployment":   func(k string, n *yaml.Node) error { return p.walk(k, n, p.deployment()) },
@@ -828,14 +868,34 @@ func (p *cfgParser) top() section {
 	})
 }
 
+// discovery is the discovery section: dns's servers are read; the
+// other discoveries, and dns's resolv_conf and order, are reported.
+func (p *cfgParser) discovery() section {
+	return unsupported("consul", "consul_kv", "nacos", "eureka", "kubernetes", "tars").with(section{
+		"dns": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, unsupported("resolv_conf", "order").with(section{
+				"servers": func(k string, n *yaml.Node) error {
+					if err := p.strList(&p.c.DiscoveryDNSServers, validDNSServer, `a name server's address, "ip" or "ip:port"`)(k, n); err != nil {
+						return err
+					}
+					if len(p.c.DiscoveryDNSServers) == 0 {
+						return p.errf(k, "want at least one name server")
+					}
+					return nil
+				},
+			}))
+		},
+	})
+}
+
 func (p *cfgParser) apisix() section {
 	a := &p.c.APISIX
 	return unsupported(
 		"enable_dev_mode", "enable_reuseport", "enable_ipv6", "enable_http2",
 		"extra_lua_path", "extra_lua_cpath", "proxy_cache",
-		"proxy_mode", "resolver_timeout", "enable_resolv_search_opt",
+		"proxy_mode", "enable_resolv_search_opt",
 		"disable_sync_configuration_during_start", "worker_startup_time_threshold",
-		"events", "lru", "dns_resolver", "dns_resolver_valid",
+		"events", "lru",
 		"stream_proxy", "proxy_protocol", "status",
 		"tracing", "admin_key", "allow_admin", "port_admin", "enable_admin_cors",
 		"admin_listen", "https_admin", "admin_api_mtls", "config_center",
@@ -853,6 +913,17 @@ func (p *cfgParser) apisix() section {
 					return p.enum(&a.RouterHTTP, "radixtree_host_uri", "radixtree_uri")(k, n)
 				},
 			}))
+		},
+		"dns_resolver_valid": p.seconds(&a.DNSResolverValid, 0),
+		"resolver_timeout":   p.seconds(&a.ResolverTimeout, 1),
+		"dns_resolver": func(k string, n *yaml.Node) error {
+			if err := p.strList(&a.DNSResolver, validDNSServer, `a name server's address, "ip" or "ip:port"`)(k, n); err != nil {
+				return err
+			}
+			if len(a.DNSResolver) == 0 {
+				return p.errf(k, "want at least one name server")
+			}
+			return nil
 		},
 		"enable_admin":   p.boolean(&a.EnableAdmin),
 		"enable_control": p.boolean(&a.EnableControl),

@@ -166,6 +166,7 @@ plugin_attr:
 		NormalizeURILikeServlet:            true,
 		Control:                            Listen{IP: "127.0.0.1", Port: 9090},
 		SSLTrustedCertificate:              "system, /etc/coregate/ca.pem",
+		ResolverTimeout:                    5 * time.Second,
 		SSL: SSL{
 			Enable:         true,
 			Listen:         []Listen{{Port: 8443}, {IP: "127.0.0.1", Port: 8444}},

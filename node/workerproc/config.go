@@ -47,6 +47,12 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 		cfg.RouterMode = router.URI
 	}
 	cfg.NormalizeURILikeServlet = nc.APISIX.NormalizeURILikeServlet
+	cfg.DNS = worker.DNS{
+		Servers: nc.APISIX.DNSResolver,
+		Valid:   nc.APISIX.DNSResolverValid,
+		Timeout: nc.APISIX.ResolverTimeout,
+	}
+	cfg.DiscoveryDNS = worker.DNS{Servers: nc.DiscoveryDNSServers, Timeout: nc.APISIX.ResolverTimeout}
 	for _, l := range nc.APISIX.NodeListen {
 		cfg.Listen = append(cfg.Listen, l.Addr())
 	}

@@ -2,6 +2,7 @@ package workerproc
 
 import (
 	"testing"
+	"time"
 
 	"coregate/admin/nodeconf"
 )
@@ -31,5 +32,32 @@ func TestWorkerConfigKeepalive(t *testing.T) {
 		if cfg.KeepaliveRequests != tc.requests {
 			t.Errorf("%q: KeepaliveRequests = %d, want %d", tc.http, cfg.KeepaliveRequests, tc.requests)
 		}
+	}
+}
+
+// TestWorkerConfigDNS: apisix.dns_resolver, dns_resolver_valid,
+// resolver_timeout and discovery.dns.servers reach the worker.
+func TestWorkerConfigDNS(t *testing.T) {
+	src := "apisix:\n  dns_resolver: [127.0.0.1:5353]\n  dns_resolver_valid: 30\n  resolver_timeout: 2\ndiscovery:\n  dns:\n    servers: [127.0.0.1:8600]\n"
+	nc, _, err := nodeconf.Parse([]byte(src), "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := workerConfig(nc, nil)
+	if got := cfg.DNS; len(got.Servers) != 1 || got.Servers[0] != "127.0.0.1:5353" || got.Valid != 30*time.Second || got.Timeout != 2*time.Second {
+		t.Errorf("DNS = %+v, want 127.0.0.1:5353, 30s, 2s", got)
+	}
+	if got := cfg.DiscoveryDNS; len(got.Servers) != 1 || got.Servers[0] != "127.0.0.1:8600" || got.Timeout != 2*time.Second {
+		t.Errorf("DiscoveryDNS = %+v, want 127.0.0.1:8600, 2s", got)
+	}
+	nc, _, err = nodeconf.Parse(nil, "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := workerConfig(nc, nil).DiscoveryDNS; got.Servers != nil {
+		t.Errorf("default DiscoveryDNS = %+v, want no server", got)
+	}
+	if got := workerConfig(nc, nil).DNS; got.Servers != nil || got.Valid != 0 || got.Timeout != 5*time.Second {
+		t.Errorf("default DNS = %+v, want the system resolver, the records' TTLs, 5s", got)
 	}
 }

@@ -1,0 +1,361 @@
+package worker
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// testDNS is a name server on loopback whose records the test changes.
+type testDNS struct {
+	addr    string
+	mu      sync.Mutex
+	a       map[string][]string // name (FQDN) → A record addresses
+	srv     map[string][]string // name (FQDN) → SRV records' "priority weight port target"
+	ttl     uint32
+	fail    bool          // answer SERVFAIL
+	delay   time.Duration // before each answer
+	queries atomic.Int32  // questions answered or failed
+}
+
+func startDNS(t *testing.T, ttl uint32) *testDNS {
+	t.Helper()
+	d := &testDNS{a: map[string][]string{}, srv: map[string][]string{}, ttl: ttl}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(d.serve)}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go func() { _ = srv.ActivateAndServe() }()
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("dns server did not start")
+	}
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	d.addr = pc.LocalAddr().String()
+	return d
+}
+
+func (d *testDNS) set(name string, ips ...string) {
+	d.mu.Lock()
+	d.a[dns.Fqdn(name)] = ips
+	d.mu.Unlock()
+}
+
+func (d *testDNS) setSRV(name string, recs ...string) {
+	d.mu.Lock()
+	d.srv[dns.Fqdn(name)] = recs
+	d.mu.Unlock()
+}
+
+func (d *testDNS) setFail(f bool) {
+	d.mu.Lock()
+	d.fail = f
+	d.mu.Unlock()
+}
+
+func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
+	d.queries.Add(1)
+	d.mu.Lock()
+	delay := d.delay
+	d.mu.Unlock()
+	time.Sleep(delay)
+	m := new(dns.Msg)
+	m.SetReply(r)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fail {
+		m.Rcode = dns.RcodeServerFailure
+		_ = w.WriteMsg(m)
+		return
+	}
+	q := r.Question[0]
+	ips, ok := d.a[q.Name]
+	srvs, isSRV := d.srv[q.Name]
+	if !ok && !isSRV {
+		m.Rcode = dns.RcodeNameError
+	} else if q.Qtype == dns.TypeSRV {
+		for _, rec := range srvs {
+			rr, err := dns.NewRR(fmt.Sprintf("%s %d IN SRV %s", q.Name, d.ttl, rec))
+			if err == nil {
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+	} else if q.Qtype == dns.TypeA {
+		for _, ip := range ips {
+			rr, err := dns.NewRR(fmt.Sprintf("%s %d IN A %s", q.Name, d.ttl, ip))
+			if err == nil {
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+	}
+	_ = w.WriteMsg(m)
+}
+
+// ipOrigins starts an origin on each of ips, all on one port, each
+// answering its own address; close makes every answer close its
+// connection. The port is returned.
+func ipOrigins(t *testing.T, close bool, ips ...string) int {
+	t.Helper()
+	for try := 0; try < 20; try++ {
+		var ls []net.Listener
+		port := 0
+		for _, ip := range ips {
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+			port = l.Addr().(*net.TCPAddr).Port
+		}
+		if len(ls) < len(ips) {
+			for _, l := range ls {
+				l.Close()
+			}
+			continue
+		}
+		for i, l := range ls {
+			body := ips[i]
+			srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+				if close {
+					rw.Header().Set("Connection", "close")
+				}
+				_, _ = io.WriteString(rw, body)
+			})}
+			go func() { _ = srv.Serve(l) }()
+			t.Cleanup(func() { _ = srv.Close() })
+		}
+		return port
+	}
+	t.Fatal("no port free on every origin address")
+	return 0
+}
+
+// getBody sends GET path on c and returns the 200 answer's body.
+func getBody(t *testing.T, c net.Conn, br *bufio.Reader, path string) string {
+	t.Helper()
+	_, _ = io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %q", path, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+func dnsWorker(t *testing.T, d *testDNS, route string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	w, _ := runWorker(t, Config{DNS: DNS{Servers: []string{d.addr}}}, testSpec(t, nil, route))
+	return dialWorker(t, w)
+}
+
+// TestDNSRecordsChange checks that a node given by host name is served
+// at its name's address, and at the new one once the record changes and
+// its TTL has run out, kept-alive connections to the old address left.
+func TestDNSRecordsChange(t *testing.T) {
+	d := startDNS(t, 1)
+	port := ipOrigins(t, false, "127.0.0.2", "127.0.0.3")
+	d.set("svc.test", "127.0.0.2")
+	c, br := dnsWorker(t, d, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port))
+	for range 5 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+			t.Fatalf("served by %s, want 127.0.0.2", got)
+		}
+	}
+	d.set("svc.test", "127.0.0.3")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := getBody(t, c, br, "/a")
+		if got == "127.0.0.3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still served by %s 5 s after the record changed (TTL 1 s)", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 10 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+			t.Fatalf("served by %s after the change was seen, want 127.0.0.3", got)
+		}
+	}
+}
+
+// TestDNSLookupFails checks that when the name server fails, the node
+// keeps the addresses of the last lookup that succeeded, and that it is
+// asked again meanwhile.
+func TestDNSLookupFails(t *testing.T) {
+	d := startDNS(t, 1)
+	port := ipOrigins(t, true, "127.0.0.2")
+	d.set("svc.test", "127.0.0.2")
+	c, br := dnsWorker(t, d, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port))
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+		t.Fatalf("served by %s, want 127.0.0.2", got)
+	}
+	d.setFail(true)
+	before := d.queries.Load()
+	time.Sleep(2500 * time.Millisecond) // past the TTL and a failed lookup
+	if d.queries.Load() == before {
+		t.Fatal("the name was not asked again after its TTL")
+	}
+	for range 5 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+			t.Fatalf("served by %s while lookups fail, want 127.0.0.2", got)
+		}
+	}
+}
+
+// TestDNSSeveralAddresses checks that a name with several addresses
+// spreads new connections over all of them (APISIX picks one of the
+// answers at random for each request).
+func TestDNSSeveralAddresses(t *testing.T) {
+	d := startDNS(t, 60)
+	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	d.set("svc.test", "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	c, br := dnsWorker(t, d, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port))
+	seen := map[string]int{}
+	for range 90 {
+		seen[getBody(t, c, br, "/a")]++
+	}
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
+		if seen[ip] == 0 {
+			t.Errorf("no request went to %s: %v", ip, seen)
+		}
+	}
+}
+
+// TestDNSUnknownName checks that a node whose name has no address fails
+// as a refused connection does (502), and the next node serves.
+func TestDNSUnknownName(t *testing.T) {
+	d := startDNS(t, 1)
+	port := ipOrigins(t, true, "127.0.0.2")
+	d.set("svc.test", "127.0.0.2")
+	c, br := dnsWorker(t, d, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1,"nothing.test:%d":1}}}`, port, port))
+	for range 6 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+			t.Fatalf("served by %s, want 127.0.0.2", got)
+		}
+	}
+}
+
+func TestServerAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1":      "127.0.0.1:53",
+		"127.0.0.1:5353": "127.0.0.1:5353",
+		"::1":            "[::1]:53",
+		"[::1]:54":       "[::1]:54",
+	} {
+		if got := serverAddr(in); got != want {
+			t.Errorf("serverAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func discoveryWorker(t *testing.T, d *testDNS, upstream string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	cfg := Config{DiscoveryDNS: DNS{Servers: []string{d.addr}}}
+	w, _ := runWorker(t, cfg, testSpec(t, nil, `{"id":"1","uri":"/a","upstream":`+upstream+`}`))
+	return dialWorker(t, w)
+}
+
+// TestDNSDiscoverySRV checks discovery_type dns on a name with SRV
+// records, as APISIX's dns discovery reads them: the lowest SRV priority
+// served alone, each target's weight, the record's port; and that the
+// nodes follow the records when they change.
+func TestDNSDiscoverySRV(t *testing.T) {
+	d := startDNS(t, 1)
+	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	d.set("t1.test", "127.0.0.2")
+	d.set("t2.test", "127.0.0.3")
+	d.set("t3.test", "127.0.0.4")
+	d.setSRV("svc.test",
+		fmt.Sprintf("10 1 %d t1.test.", port),
+		fmt.Sprintf("10 3 %d t2.test.", port),
+		fmt.Sprintf("20 5 %d t3.test.", port)) // a backup: a higher SRV priority
+	c, br := discoveryWorker(t, d, `{"service_name":"svc.test","discovery_type":"dns"}`)
+	seen := map[string]int{}
+	for range 40 {
+		seen[getBody(t, c, br, "/a")]++
+	}
+	if seen["127.0.0.2"] != 10 || seen["127.0.0.3"] != 30 || seen["127.0.0.4"] != 0 {
+		t.Fatalf("40 requests went %v, want 10 to 127.0.0.2 (weight 1), 30 to 127.0.0.3 (weight 3), none to the backup", seen)
+	}
+	// t1 and t2 gone: the backup serves, once the TTL ran out.
+	d.setSRV("svc.test", fmt.Sprintf("20 5 %d t3.test.", port))
+	deadline := time.Now().Add(5 * time.Second)
+	for getBody(t, c, br, "/a") != "127.0.0.4" {
+		if time.Now().After(deadline) {
+			t.Fatal("the new SRV records were not served 5 s after they changed (TTL 1 s)")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 10 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.4" {
+			t.Fatalf("served by %s, want 127.0.0.4 alone", got)
+		}
+	}
+}
+
+// TestDNSDiscoveryA checks discovery_type dns on a name with A records:
+// each address a node of weight 1, at service_name's port.
+func TestDNSDiscoveryA(t *testing.T) {
+	d := startDNS(t, 60)
+	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("svc.test", "127.0.0.2", "127.0.0.3")
+	c, br := discoveryWorker(t, d, fmt.Sprintf(`{"service_name":"svc.test:%d","discovery_type":"dns"}`, port))
+	seen := map[string]int{}
+	for range 20 {
+		seen[getBody(t, c, br, "/a")]++
+	}
+	if seen["127.0.0.2"] != 10 || seen["127.0.0.3"] != 10 {
+		t.Fatalf("20 requests went %v, want 10 to each address", seen)
+	}
+}
+
+// TestDNSDiscoveryLate checks that a service whose first lookup takes
+// longer than the build waits for (the lookup timeout) gets its nodes
+// once the lookup ends: the worker builds its snapshot again.
+func TestDNSDiscoveryLate(t *testing.T) {
+	d := startDNS(t, 60)
+	d.delay = 150 * time.Millisecond // SRV, then each target's A: 450 ms
+	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("t1.test", "127.0.0.2")
+	d.set("t2.test", "127.0.0.3")
+	d.setSRV("svc.test", fmt.Sprintf("10 1 %d t1.test.", port), fmt.Sprintf("10 1 %d t2.test.", port))
+	cfg := Config{DiscoveryDNS: DNS{Servers: []string{d.addr}, Timeout: 300 * time.Millisecond}}
+	w, _ := runWorker(t, cfg, testSpec(t, nil, `{"id":"1","uri":"/a","upstream":{"service_name":"svc.test","discovery_type":"dns"}}`))
+	c, br := dialWorker(t, w)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _ = io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d %q 5 s after the start: the late lookup's nodes were not built in", resp.StatusCode, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
