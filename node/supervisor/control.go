@@ -216,10 +216,14 @@ func (s *Supervisor) controlHandler(o ControlOptions) http.Handler {
 		})
 	})
 	// The health checkers APISIX lists are those of the objects with
-	// "checks"; coregate runs none yet, so the list is empty and an
-	// object's checker is APISIX's answer for one without.
+	// "checks" (Supervisor.Health): name, type, and each node's state
+	// and counters.
 	mux.HandleFunc("GET /v1/healthcheck", func(w http.ResponseWriter, r *http.Request) {
-		controlJSON(w, http.StatusOK, []any{})
+		hs := s.Health()
+		if hs == nil {
+			hs = []HealthUpstream{}
+		}
+		controlJSON(w, http.StatusOK, hs)
 	})
 	mux.HandleFunc("GET /v1/healthcheck/{rest...}", func(w http.ResponseWriter, r *http.Request) {
 		s.healthChecker(w, r.PathValue("rest"))
@@ -271,6 +275,13 @@ func (s *Supervisor) healthChecker(w http.ResponseWriter, rest string) {
 	if !found {
 		controlError(w, http.StatusNotFound, fmt.Sprintf("%s[%s] not found", typ, id))
 		return
+	}
+	name := "/apisix/" + typ + "/" + id
+	for _, h := range s.Health() {
+		if h.Name == name {
+			controlJSON(w, http.StatusOK, h)
+			return
+		}
 	}
 	controlError(w, http.StatusNotFound, fmt.Sprintf("no checker for %s[%s]", typ, id))
 }

@@ -17,6 +17,7 @@ import (
 	"coregate/admin/spec"
 	"coregate/plugins"
 	_ "coregate/plugins/all"
+	"coregate/worker/shm"
 )
 
 // controlSpec is a configuration with an object of each kind the Control
@@ -172,5 +173,51 @@ func TestNodeID(t *testing.T) {
 	}
 	if id, _ := NodeID(named, "edge-1"); id != "kept-id" {
 		t.Errorf("a uid file written by hand: %q, want kept-id", id)
+	}
+}
+
+// TestControlHealthCheck: /v1/healthcheck lists the upstreams with
+// checks and their nodes' states, and /v1/healthcheck/upstreams/{id}
+// gives one, as APISIX's control API does.
+func TestControlHealthCheck(t *testing.T) {
+	var sp spec.Spec
+	const checked = `{"upstreams": [{"id": "u1", "nodes": {"127.0.0.1:1": 1}, "checks": {"active": {"type": "tcp",
+		"healthy": {"interval": 60}, "unhealthy": {"interval": 60}}}}, {"id": "u2", "nodes": {"127.0.0.1:2": 1}}]}`
+	if err := json.Unmarshal([]byte(checked), &sp); err != nil {
+		t.Fatal(err)
+	}
+	seg, err := shm.CreateHealth(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Supervisor{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.health = newHealthChecks(seg, s.log)
+	t.Cleanup(s.health.stop)
+	s.setSpec(&sp)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := s.ServeControl(ctx, ControlOptions{Addr: addr, Plugins: plugins.Default, KeyPrefix: "/apisix"}); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + addr
+	for _, tc := range []struct {
+		path   string
+		status int
+		body   string
+	}{
+		{"/v1/healthcheck", 200, `[{"name":"/apisix/upstreams/u1","type":"tcp","nodes":[{"ip":"127.0.0.1","port":1`},
+		{"/v1/healthcheck/upstreams/u1", 200, `{"name":"/apisix/upstreams/u1","type":"tcp","nodes":[{"ip":"127.0.0.1","port":1`},
+		{"/v1/healthcheck/upstreams/u2", 404, `{"error_msg":"no checker for upstreams[u2]"}`},
+	} {
+		status, _, body := controlGet(t, "GET", base+tc.path)
+		if status != tc.status || !strings.HasPrefix(body, tc.body) {
+			t.Errorf("GET %s: %d %s, want %d %s", tc.path, status, body, tc.status, tc.body)
+		}
 	}
 }
