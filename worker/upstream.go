@@ -277,12 +277,18 @@ func (uc *upConn) closedByPeer(err error) {
 	}
 	tlsEOF := false
 	if t := uc.tls; t != nil {
-		if t.hs != nil {
-			t.hs.abortClient()
-			uc.setFault(faultHandshake, handshakeCloseErr(err))
+		t.raw = nil
+		if hs := t.hs; hs != nil {
+			// Closed mid-handshake: the handshake's own error, once its
+			// goroutine ends (its read returns now), is the attempt's
+			// cause, which the close only follows when the node answered
+			// a certificate it refused with an alert; done fails the
+			// attempt with it.
+			hs.closed, hs.closeErr = true, err
+			hs.abort()
+			return
 		}
 		tlsEOF = t.eof
-		t.raw = nil
 	}
 	if prev == usIdle {
 		uc.pool.remove(uc)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -179,6 +180,10 @@ type upTLS struct {
 type upHandshake struct {
 	pipe
 	t *upTLS
+	// closed: the connection closed while the handshake ran (closeErr
+	// as gnet reported it); done fails the attempt.
+	closed   bool
+	closeErr error
 }
 
 // errNotTLS is the cause logged for a node that answered the handshake
@@ -242,6 +247,13 @@ func (hs *upHandshake) done(err error) {
 	}
 	uc := t.uc
 	t.hs = nil
+	if hs.closed {
+		if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) {
+			err = handshakeCloseErr(hs.closeErr)
+		}
+		uc.handshakeFailed(err)
+		return
+	}
 	if err == nil {
 		state := hs.tc.ConnectionState()
 		var rec *tlsrec.Conn

@@ -120,7 +120,7 @@ func TestReloadRefusesInvalid(t *testing.T) {
 	}{
 		{"missing end flag", strings.TrimSuffix(good(b), "#END\n"), "end flag"},
 		{"bad yaml", "routes: [\n#END\n", "apisix.yaml"},
-		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.Addr()), obj{"type": "chash", "key": "remote_addr"})}), "chash"},
+		{"valid but unsupported", routesYAML(obj{"id": 1, "uri": "/r", "upstream": upstreamOf(nodes(b.Addr()), obj{"scheme": "grpc"})}), "grpc"},
 	}
 	for _, tc := range tests {
 		before := len(reloadRefusals(g.out.String()))
