@@ -224,17 +224,14 @@ func (a *api) checkClientCertID(ctx context.Context, u *spec.Upstream, field str
 	}
 	id := t.ClientCertID.String()
 	field += "tls.client_cert_id"
-	if e := a.checkRef(ctx, "ssls", "ssl", field, *t.ClientCertID); e != nil {
+	value, e := a.fetchRef(ctx, "ssls", "ssl", field, *t.ClientCertID)
+	if e != nil {
 		return e
-	}
-	kv, err := a.st.Get(ctx, a.key("ssls", id))
-	if err != nil {
-		return storeError(err)
 	}
 	var sl struct {
 		Type string `json:"type"`
 	}
-	if json.Unmarshal(kv.Value, &sl) != nil || sl.Type != "client" {
+	if json.Unmarshal(value, &sl) != nil || sl.Type != "client" {
 		return &apiError{Status: http.StatusBadRequest, Field: field,
 			Msg: "failed to fetch ssl info by ssl id [" + id + "], wrong ssl type"}
 	}
@@ -340,15 +337,23 @@ func (a *api) checkRef(ctx context.Context, dir, kind, field string, id spec.ID)
 	if id.IsZero() {
 		return nil
 	}
-	if _, err := a.st.Get(ctx, a.key(dir, id.String())); err != nil {
+	_, e := a.fetchRef(ctx, dir, kind, field, id)
+	return e
+}
+
+// fetchRef reads the object id of dir that field refers to, with
+// APISIX's message when there is none (checkRef).
+func (a *api) fetchRef(ctx context.Context, dir, kind, field string, id spec.ID) ([]byte, *apiError) {
+	kv, err := a.st.Get(ctx, a.key(dir, id.String()))
+	if err != nil {
 		e := storeError(err)
 		if !e.NotFound {
-			return e
+			return nil, e
 		}
-		return &apiError{Status: http.StatusBadRequest, Field: field,
+		return nil, &apiError{Status: http.StatusBadRequest, Field: field,
 			Msg: "failed to fetch " + kind + " info by " + kind + " id [" + id.String() + "], response code: 404"}
 	}
-	return nil
+	return kv.Value, nil
 }
 
 // checkPlugins checks every entry of the object's "plugins" with the
