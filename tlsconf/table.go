@@ -257,20 +257,15 @@ func (c *client) deepEnough(chains [][]*x509.Certificate) bool {
 // as APISIX does. The configuration served is the Entry's, with
 // KeyLogWriter keyLog (nil: none); a keyLog with a Resumed method (a
 // tlsrec.Secrets) is also told the session a TLS 1.2 handshake resumes.
-// It allocates: call it once per
-// handshake, off the event loop.
+// It allocates: call it once per handshake, off the event loop.
 func (t *Table) Config(keyLog io.Writer) *tls.Config {
 	return &tls.Config{
 		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			name := hello.ServerName
-			if name == "" {
-				if t.fallback == "" {
-					return nil, errNoSNI
-				}
-				name = t.fallback
-			}
-			e := t.Match(normalize(name))
-			if e == nil {
+			name, e := t.Served(hello.ServerName)
+			switch {
+			case name == "":
+				return nil, errNoSNI
+			case e == nil:
 				return nil, errNoCertificate
 			}
 			c := e.config.Clone()
