@@ -140,6 +140,19 @@ func (r *resolver) await(ready <-chan struct{}) bool {
 	return false
 }
 
+// sleep waits d, or less when the resolver closes: then it reports
+// false, and the caller's refresh loop ends.
+func (r *resolver) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // keep looks n up until the resolver closes, each time before the last
 // answer's TTL runs out.
 func (r *resolver) keep(n *dnsName) {
@@ -165,12 +178,8 @@ func (r *resolver) keep(n *dnsName) {
 			close(n.ready)
 			first = false
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-r.done:
-			t.Stop()
+		if !r.sleep(wait) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -385,12 +394,8 @@ func (r *resolver) keepService(sv *dnsService) {
 			close(sv.ready)
 			first = false
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-r.done:
-			t.Stop()
+		if !r.sleep(wait) {
 			return
-		case <-t.C:
 		}
 	}
 }
