@@ -6,13 +6,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"coregate/internal/e2e"
 )
 
 // testDNS is a name server on loopback whose records the test changes.
@@ -104,45 +105,6 @@ func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
 	_ = w.WriteMsg(m)
 }
 
-// ipOrigins starts an origin on each of ips, all on one port, each
-// answering its own address; close makes every answer close its
-// connection. The port is returned.
-func ipOrigins(t *testing.T, close bool, ips ...string) int {
-	t.Helper()
-	for try := 0; try < 20; try++ {
-		var ls []net.Listener
-		port := 0
-		for _, ip := range ips {
-			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-			if err != nil {
-				break
-			}
-			ls = append(ls, l)
-			port = l.Addr().(*net.TCPAddr).Port
-		}
-		if len(ls) < len(ips) {
-			for _, l := range ls {
-				l.Close()
-			}
-			continue
-		}
-		for i, l := range ls {
-			body := ips[i]
-			srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
-				if close {
-					rw.Header().Set("Connection", "close")
-				}
-				_, _ = io.WriteString(rw, body)
-			})}
-			go func() { _ = srv.Serve(l) }()
-			t.Cleanup(func() { _ = srv.Close() })
-		}
-		return port
-	}
-	t.Fatal("no port free on every origin address")
-	return 0
-}
-
 // getBody sends GET path on c and returns the 200 answer's body.
 func getBody(t *testing.T, c net.Conn, br *bufio.Reader, path string) string {
 	t.Helper()
@@ -170,7 +132,7 @@ func dnsWorker(t *testing.T, d *testDNS, route string) (net.Conn, *bufio.Reader)
 // its TTL has run out, kept-alive connections to the old address left.
 func TestDNSRecordsChange(t *testing.T) {
 	d := startDNS(t, 1)
-	port := ipOrigins(t, false, "127.0.0.2", "127.0.0.3")
+	port := e2e.IPOrigins(t, false, "127.0.0.2", "127.0.0.3")
 	d.set("svc.test", "127.0.0.2")
 	c, br := dnsWorker(t, d, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port))
 	for range 5 {
@@ -202,7 +164,7 @@ func TestDNSRecordsChange(t *testing.T) {
 // asked again meanwhile.
 func TestDNSLookupFails(t *testing.T) {
 	d := startDNS(t, 1)
-	port := ipOrigins(t, true, "127.0.0.2")
+	port := e2e.IPOrigins(t, true, "127.0.0.2")
 	d.set("svc.test", "127.0.0.2")
 	c, br := dnsWorker(t, d, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port))
 	if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
@@ -226,7 +188,7 @@ func TestDNSLookupFails(t *testing.T) {
 // answers at random for each request).
 func TestDNSSeveralAddresses(t *testing.T) {
 	d := startDNS(t, 60)
-	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3", "127.0.0.4")
 	d.set("svc.test", "127.0.0.2", "127.0.0.3", "127.0.0.4")
 	c, br := dnsWorker(t, d, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port))
 	seen := map[string]int{}
@@ -244,7 +206,7 @@ func TestDNSSeveralAddresses(t *testing.T) {
 // as a refused connection does (502), and the next node serves.
 func TestDNSUnknownName(t *testing.T) {
 	d := startDNS(t, 1)
-	port := ipOrigins(t, true, "127.0.0.2")
+	port := e2e.IPOrigins(t, true, "127.0.0.2")
 	d.set("svc.test", "127.0.0.2")
 	c, br := dnsWorker(t, d, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1,"nothing.test:%d":1}}}`, port, port))
 	for range 6 {
@@ -280,7 +242,7 @@ func discoveryWorker(t *testing.T, d *testDNS, upstream string) (net.Conn, *bufi
 // nodes follow the records when they change.
 func TestDNSDiscoverySRV(t *testing.T) {
 	d := startDNS(t, 1)
-	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3", "127.0.0.4")
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3", "127.0.0.4")
 	d.set("t1.test", "127.0.0.2")
 	d.set("t2.test", "127.0.0.3")
 	d.set("t3.test", "127.0.0.4")
@@ -316,7 +278,7 @@ func TestDNSDiscoverySRV(t *testing.T) {
 // each address a node of weight 1, at service_name's port.
 func TestDNSDiscoveryA(t *testing.T) {
 	d := startDNS(t, 60)
-	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
 	d.set("svc.test", "127.0.0.2", "127.0.0.3")
 	c, br := discoveryWorker(t, d, fmt.Sprintf(`{"service_name":"svc.test:%d","discovery_type":"dns"}`, port))
 	seen := map[string]int{}
@@ -334,7 +296,7 @@ func TestDNSDiscoveryA(t *testing.T) {
 func TestDNSDiscoveryLate(t *testing.T) {
 	d := startDNS(t, 60)
 	d.delay = 150 * time.Millisecond // SRV, then each target's A: 450 ms
-	port := ipOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
 	d.set("t1.test", "127.0.0.2")
 	d.set("t2.test", "127.0.0.3")
 	d.setSRV("svc.test", fmt.Sprintf("10 1 %d t1.test.", port), fmt.Sprintf("10 1 %d t2.test.", port))

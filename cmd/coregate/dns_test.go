@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"coregate/internal/e2e"
 )
 
 // nameServer is a DNS server on loopback serving one name's A records,
@@ -70,41 +70,6 @@ func (ns *nameServer) set(fail bool, ips ...string) {
 	ns.mu.Unlock()
 }
 
-// samePortOrigins starts an origin on each of ips, all on one port, each
-// answering its own address; it returns the port.
-func samePortOrigins(t *testing.T, ips ...string) int {
-	t.Helper()
-	for range 20 {
-		var ls []net.Listener
-		port := 0
-		for _, ip := range ips {
-			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-			if err != nil {
-				break
-			}
-			ls = append(ls, l)
-			port = l.Addr().(*net.TCPAddr).Port
-		}
-		if len(ls) < len(ips) {
-			for _, l := range ls {
-				l.Close()
-			}
-			continue
-		}
-		for i, l := range ls {
-			body := ips[i]
-			srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
-				_, _ = io.WriteString(rw, body)
-			})}
-			go func() { _ = srv.Serve(l) }()
-			t.Cleanup(func() { _ = srv.Close() })
-		}
-		return port
-	}
-	t.Fatal("no port free on every origin address")
-	return 0
-}
-
 // TestNodeByHostName: a node given by host name is resolved with
 // config.yaml's apisix.dns_resolver; traffic follows its record once the
 // TTL has run out, and stays on the last addresses while the name server
@@ -112,7 +77,7 @@ func samePortOrigins(t *testing.T, ips ...string) int {
 func TestNodeByHostName(t *testing.T) {
 	t.Parallel()
 	ns := startNameServer(t, "svc.test", "127.0.0.2")
-	port := samePortOrigins(t, "127.0.0.2", "127.0.0.3")
+	port := e2e.IPOrigins(t, false, "127.0.0.2", "127.0.0.3")
 	g := startGatewayConfig(t, routesYAML(
 		obj{"id": "dns", "uri": "/dns", "upstream": obj{"nodes": nodes("svc.test:" + strconv.Itoa(port))}},
 	), func(p int) string {
@@ -144,7 +109,7 @@ func TestNodeByHostName(t *testing.T) {
 func TestDiscoveryDNS(t *testing.T) {
 	t.Parallel()
 	ns := startNameServer(t, "svc.test", "127.0.0.2", "127.0.0.3")
-	port := samePortOrigins(t, "127.0.0.2", "127.0.0.3")
+	port := e2e.IPOrigins(t, false, "127.0.0.2", "127.0.0.3")
 	g := startGatewayConfig(t, routesYAML(
 		obj{"id": "disc", "uri": "/disc", "upstream": obj{"service_name": "svc.test:" + strconv.Itoa(port), "discovery_type": "dns"}},
 	), func(p int) string {

@@ -384,3 +384,42 @@ func RawExchange(t testing.TB, addr string, raw string, idle time.Duration) stri
 		}
 	}
 }
+
+// IPOrigins starts an origin on each of ips, all on one port, each
+// answering its own address; close makes every answer close its
+// connection. The port is returned.
+func IPOrigins(t testing.TB, close bool, ips ...string) int {
+	t.Helper()
+	for try := 0; try < 20; try++ {
+		var ls []net.Listener
+		port := 0
+		for _, ip := range ips {
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+			port = l.Addr().(*net.TCPAddr).Port
+		}
+		if len(ls) < len(ips) {
+			for _, l := range ls {
+				l.Close()
+			}
+			continue
+		}
+		for i, l := range ls {
+			body := ips[i]
+			srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+				if close {
+					rw.Header().Set("Connection", "close")
+				}
+				_, _ = io.WriteString(rw, body)
+			})}
+			go func() { _ = srv.Serve(l) }()
+			t.Cleanup(func() { _ = srv.Close() })
+		}
+		return port
+	}
+	t.Fatal("no port free on every origin address")
+	return 0
+}
