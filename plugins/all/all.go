@@ -13,4 +13,7 @@ import (
 	_ "coregate/plugins/mocking"      // mocking (10900, access)
 	_ "coregate/plugins/prometheus"   // prometheus (500, log)
 	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
+
+	// Access restrictions.
+	_ "coregate/plugins/iprestriction" // ip-restriction (3000, access)
 )
