@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"coregate/admin/adminapi"
+)
+
+// The access restrictions through the binary, configured through the
+// Admin API: what a real client is answered.
+
+// clientFrom is an HTTP client whose connections leave from the loopback
+// address ip (127.0.0.2…), so that the gateway sees another
+// $remote_addr.
+func clientFrom(t *testing.T, ip string) *http.Client {
+	tr := &http.Transport{DialContext: (&net.Dialer{
+		LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)},
+		Timeout:   time.Second,
+	}).DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 5 * time.Second}
+}
+
+// TestAdminAPIIPRestriction: ip-restriction's whitelist and blacklist seen
+// by clients of two loopback addresses; its message and response_code; a
+// list the plugin refuses is 400 with APISIX's text and not stored; the
+// Admin API lists the plugin and serves its schema.
+func TestAdminAPIIPRestriction(t *testing.T) {
+	t.Parallel()
+	up := textUpstream(t, "upstream")
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	route := func(id, conf string) {
+		t.Helper()
+		r := admin.do(t, c, "PUT", "routes/"+id, `{"uri":"/`+id+`","plugins":{"ip-restriction":`+conf+`},`+
+			`"upstream":{"type":"roundrobin","nodes":{"`+up.Addr()+`":1}}}`)
+		if r.status != 201 && r.status != 200 {
+			t.Fatalf("PUT routes/%s: %d %s", id, r.status, r.body)
+		}
+	}
+	route("white", `{"whitelist":["127.0.0.2","::1"]}`)
+	route("black", `{"blacklist":["10.0.0.0/8","127.0.0.0/31"],"message":"go away","response_code":404}`)
+
+	r := admin.do(t, c, "PUT", "routes/bad", `{"uri":"/bad","plugins":{"ip-restriction":{"whitelist":["::1/129"]}},`+
+		`"upstream":{"nodes":{"`+up.Addr()+`":1}}}`)
+	if r.status != 400 || !strings.HasPrefix(r.body, `{"error_msg":"failed to check the configuration of plugin ip-restriction err: invalid ip address: ::1/129"`) {
+		t.Fatalf("PUT a refused list: %d %s", r.status, r.body)
+	}
+	if r := admin.do(t, c, "GET", "routes/bad", ""); r.status != 404 {
+		t.Fatalf("the refused route was stored: %d %s", r.status, r.body)
+	}
+
+	other := clientFrom(t, "127.0.0.2")
+	const denied = `{"message":"Your IP address is not allowed"}` + "\n"
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, other, "GET", g.url("/black"), "", nil, nil); r.status != 200 || r.body != "upstream" {
+			return fmt.Errorf("GET /black from 127.0.0.2 = %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		c      *http.Client
+		from   string
+		path   string
+		status int
+		body   string
+	}{
+		{c, "127.0.0.1", "/white", 403, denied},
+		{other, "127.0.0.2", "/white", 200, "upstream"},
+		{c, "127.0.0.1", "/black", 404, `{"message":"go away"}` + "\n"},
+		{other, "127.0.0.2", "/black", 200, "upstream"},
+	} {
+		if r := do(t, tc.c, "GET", g.url(tc.path), "", nil, nil); r.status != tc.status || r.body != tc.body {
+			t.Errorf("GET %s from %s: %d %q, want %d %q", tc.path, tc.from, r.status, r.body, tc.status, tc.body)
+		}
+	}
+
+	r = admin.do(t, c, "GET", "plugins/list", "")
+	if r.status != 200 || !strings.Contains(r.body, `"ip-restriction"`) {
+		t.Errorf("plugins/list: %d %s", r.status, r.body)
+	}
+	r = admin.do(t, c, "GET", "schema/plugins/ip-restriction", "")
+	if r.status != 200 || !strings.Contains(r.body, `"whitelist"`) || !strings.Contains(r.body, `"Your IP address is not allowed"`) {
+		t.Errorf("schema/plugins/ip-restriction: %d %s", r.status, r.body)
+	}
+}
