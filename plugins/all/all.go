@@ -16,4 +16,5 @@ import (
 
 	// Access restrictions.
 	_ "coregate/plugins/iprestriction" // ip-restriction (3000, access)
+	_ "coregate/plugins/uarestriction" // ua-restriction (2999, access)
 )
