@@ -15,6 +15,7 @@ import (
 	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
 
 	// Access restrictions.
-	_ "coregate/plugins/iprestriction" // ip-restriction (3000, access)
-	_ "coregate/plugins/uarestriction" // ua-restriction (2999, access)
+	_ "coregate/plugins/iprestriction"      // ip-restriction (3000, access)
+	_ "coregate/plugins/refererrestriction" // referer-restriction (2990, access)
+	_ "coregate/plugins/uarestriction"      // ua-restriction (2999, access)
 )
