@@ -14,6 +14,7 @@ var Table = []Entry{
 	{Name: "ip-restriction", Priority: 3000},
 	{Name: "ua-restriction", Priority: 2999},
 	{Name: "referer-restriction", Priority: 2990},
+	{Name: "uri-blocker", Priority: 2900},
 	{Name: "key-auth", Priority: 2500},
 	{Name: "proxy-cache", Priority: 1085},
 	{Name: "proxy-mirror", Priority: 1010},

@@ -18,4 +18,5 @@ import (
 	_ "coregate/plugins/iprestriction"      // ip-restriction (3000, access)
 	_ "coregate/plugins/refererrestriction" // referer-restriction (2990, access)
 	_ "coregate/plugins/uarestriction"      // ua-restriction (2999, access)
+	_ "coregate/plugins/uriblocker"         // uri-blocker (2900, rewrite)
 )

@@ -10,7 +10,7 @@ import (
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
 	for _, name := range []string{"key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite",
-		"ip-restriction", "ua-restriction", "referer-restriction"} {
+		"ip-restriction", "ua-restriction", "referer-restriction", "uri-blocker"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -55,6 +55,7 @@ func TestEncryptFields(t *testing.T) {
 		{"ip-restriction", false, nil},
 		{"ua-restriction", false, nil},
 		{"referer-restriction", false, nil},
+		{"uri-blocker", false, nil},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
 			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)
