@@ -91,3 +91,91 @@ func TestAdminAPIIPRestriction(t *testing.T) {
 		t.Errorf("schema/plugins/ip-restriction: %d %s", r.status, r.body)
 	}
 }
+
+// TestAdminAPIRequestRestrictions: ua-restriction, referer-restriction and
+// uri-blocker configured through the Admin API, seen by a real client: the
+// answers APISIX's tests expect (t/plugin/ua-restriction.t,
+// referer-restriction.t, uri-blocker.t), a path that is not normalised
+// caught as its normalised form, and a rule the Admin API refuses.
+func TestAdminAPIRequestRestrictions(t *testing.T) {
+	t.Parallel()
+	up := textUpstream(t, "upstream")
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	route := func(id, uri, plugins string) {
+		t.Helper()
+		r := admin.do(t, c, "PUT", "routes/"+id, `{"uri":"`+uri+`","plugins":`+plugins+`,`+
+			`"upstream":{"type":"roundrobin","nodes":{"`+up.Addr()+`":1}}}`)
+		if r.status != 201 && r.status != 200 {
+			t.Fatalf("PUT routes/%s: %d %s", id, r.status, r.body)
+		}
+	}
+	route("ua", "/ua", `{"ua-restriction":{"denylist":["my-bot1","(Baiduspider)/(\\d+)\\.(\\d+)"]}}`)
+	route("referer", "/referer", `{"referer-restriction":{"whitelist":["*.xx.com","yy.com"]}}`)
+	route("blocker", "/internal/*", `{"uri-blocker":{"block_rules":["^/internal/","aa"],"rejected_msg":"access is not allowed"}}`)
+	route("open", "/open", `{"uri-blocker":{"block_rules":["AA"],"case_insensitive":true}}`)
+
+	for _, tc := range []struct{ plugin, conf, err string }{
+		{"ua-restriction", `{"allowlist":["(bad"]}`, `pcre_compile() failed: missing ) in \"(bad\"`},
+		{"uri-blocker", `{"block_rules":["^b("]}`, `pcre_compile() failed: missing ) in \"^b(\"`},
+		{"referer-restriction", `{}`, `value should match only one schema, but matches none`},
+	} {
+		r := admin.do(t, c, "PUT", "routes/bad", `{"uri":"/bad","plugins":{"`+tc.plugin+`":`+tc.conf+`},`+
+			`"upstream":{"nodes":{"`+up.Addr()+`":1}}}`)
+		want := `{"error_msg":"failed to check the configuration of plugin ` + tc.plugin + ` err: ` + tc.err + `"`
+		if r.status != 400 || !strings.HasPrefix(r.body, want) {
+			t.Errorf("PUT %s %s: %d %s, want 400 %s", tc.plugin, tc.conf, r.status, r.body, want)
+		}
+	}
+	if r := admin.do(t, c, "GET", "routes/bad", ""); r.status != 404 {
+		t.Fatalf("a refused route was stored: %d %s", r.status, r.body)
+	}
+
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/open"), "", nil, nil); r.status != 200 || r.body != "upstream" {
+			return fmt.Errorf("GET /open = %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	const notAllowed = `{"message":"Not allowed"}` + "\n"
+	const badReferer = `{"message":"Your referer host is not allowed"}` + "\n"
+	const blocked = `{"error_msg":"access is not allowed"}` + "\n"
+	for _, tc := range []struct {
+		target string
+		hdr    map[string]string
+		status int
+		body   string
+	}{
+		{"/ua", map[string]string{"User-Agent": "my-bot1"}, 403, notAllowed},
+		{"/ua", map[string]string{"User-Agent": "Baiduspider/3.0"}, 403, notAllowed},
+		{"/ua", map[string]string{"User-Agent": "foo/bar"}, 200, "upstream"},
+		{"/referer", map[string]string{"Referer": "http://www.xx.com"}, 200, "upstream"},
+		{"/referer", map[string]string{"Referer": "https://yy.com/am"}, 200, "upstream"},
+		{"/referer", map[string]string{"Referer": "https://www.yy.com/am"}, 403, badReferer},
+		{"/referer", nil, 403, badReferer},
+		{"/referer", map[string]string{"Referer": "www.yy.com"}, 403, badReferer},
+		{"/internal/x", nil, 403, blocked},
+		{"/./internal/x", nil, 403, blocked},
+		{"/a/../internal/y", nil, 403, blocked},
+		{"/internal-not?aa=1", nil, 404, ""},
+		{"/open?aa=1", nil, 403, ""},
+		{"/open?bb=1", nil, 200, "upstream"},
+	} {
+		r := do(t, c, "GET", g.url(tc.target), "", tc.hdr, nil)
+		if r.status != tc.status || tc.body != "" && r.body != tc.body {
+			t.Errorf("GET %s %v: %d %q, want %d %q", tc.target, tc.hdr, r.status, r.body, tc.status, tc.body)
+		}
+	}
+
+	r := admin.do(t, c, "GET", "plugins/list", "")
+	for _, name := range []string{"ua-restriction", "referer-restriction", "uri-blocker"} {
+		if r.status != 200 || !strings.Contains(r.body, `"`+name+`"`) {
+			t.Errorf("plugins/list lacks %s: %d %s", name, r.status, r.body)
+		}
+		if s := admin.do(t, c, "GET", "schema/plugins/"+name, ""); s.status != 200 || !strings.Contains(s.body, `"properties"`) {
+			t.Errorf("schema/plugins/%s: %d %s", name, s.status, s.body)
+		}
+	}
+}
