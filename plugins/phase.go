@@ -55,6 +55,12 @@ type Ctx interface {
 	// Header is the value of the first request header of that name,
 	// compared case-insensitively; nil when absent.
 	Header(name string) []byte
+	// HeaderAt is the value of the i-th (from 0) request header of that
+	// name, in the order the client sent them, compared
+	// case-insensitively; ok false when fewer than i+1 have that name.
+	// A plugin reads every value of a repeated header (ua-restriction's
+	// User-Agent) by counting i up until ok is false.
+	HeaderAt(name string, i int) (value []byte, ok bool)
 	// Var is an nginx/APISIX variable of httpvar's table (remote_addr,
 	// uri, arg_<name>, http_<name>, route_id…), resolved by httpvar.Parse
 	// when the plugin's configuration was built; nil when unset, and for

@@ -64,6 +64,7 @@ type probeConf struct {
 	Key        string            `json:"key"`         // the credential, for p-auth's consumers
 	Await      int               `json:"await"`       // Awaits in access, one after the other, each woken at once
 	AwaitExit  int               `json:"await_exit"`  // Exit after the last Await's Resume
+	AllUA      bool              `json:"all_ua"`      // record every User-Agent value (HeaderAt) in log
 }
 
 func (probe) Schema() []byte { return []byte(`{"type":"object"}`) }
@@ -248,6 +249,17 @@ func (in *probeInst) Log(c plugins.Ctx) {
 		s = strconv.AppendUint(s, v, 10)
 		s = append(s, ' ')
 		in.rec.seen = append(strconv.AppendBool(s, ok), ';')
+	}
+	if in.c.AllUA {
+		s := in.rec.seen
+		for i := 0; ; i++ {
+			v, ok := c.HeaderAt("user-agent", i)
+			if !ok {
+				break
+			}
+			s = append(append(append(s, '['), v...), ']')
+		}
+		in.rec.seen = append(s, ';')
 	}
 	if in.c.LogFigures {
 		s := in.rec.seen
@@ -540,6 +552,26 @@ func testLogSeesTheRequest(t *testing.T, peekCopies bool) {
 		"GET /ac /ac ua=third arg=3 route=r1 consumer= status=200;"
 	if string(rec.seen) != want {
 		t.Fatalf("log saw\n%s\nwant\n%s", rec.seen, want)
+	}
+}
+
+// TestHeaderAt: HeaderAt reads every value of a repeated header, in the
+// order sent, its name compared case-insensitively, an empty value
+// included; past the last, and for an absent header, ok is false.
+func TestHeaderAt(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-lo":{"all_ua":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	for _, tc := range []struct{ head, want string }{
+		{"User-Agent: one\r\nX-Other: x\r\nuser-agent: two\r\nUSER-AGENT:\r\n", "[one][two][];"},
+		{"User-Agent: only\r\n", "[only];"},
+		{"", ";"},
+	} {
+		rec.reset()
+		h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n"+tc.head+"\r\n"), []byte(upOK))
+		if string(rec.seen) != tc.want {
+			t.Errorf("head %q: log saw %q, want %q", tc.head, rec.seen, tc.want)
+		}
 	}
 }
 

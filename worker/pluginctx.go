@@ -44,6 +44,20 @@ func (x *pluginCtx) Header(name string) []byte {
 	return nil
 }
 
+// HeaderAt implements plugins.Ctx.
+func (x *pluginCtx) HeaderAt(name string, i int) ([]byte, bool) {
+	hs := x.req.Headers
+	for j := range hs {
+		if eqFold(hs[j].Name, name) {
+			if i == 0 {
+				return hs[j].Value, true
+			}
+			i--
+		}
+	}
+	return nil, false
+}
+
 // Var implements plugins.Ctx: varValue, which the route vars and the
 // access log read too.
 func (x *pluginCtx) Var(v httpvar.Var) []byte {

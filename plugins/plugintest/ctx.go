@@ -177,6 +177,19 @@ func (c *Ctx) Header(name string) []byte {
 	return nil
 }
 
+// HeaderAt implements plugins.Ctx.
+func (c *Ctx) HeaderAt(name string, i int) ([]byte, bool) {
+	for j := range c.headers {
+		if strings.EqualFold(c.headers[j].Name, name) {
+			if i == 0 {
+				return c.headers[j].Value, true
+			}
+			i--
+		}
+	}
+	return nil, false
+}
+
 // Var implements plugins.Ctx, on httpvar's table as the worker reads it: a
 // variable set with WithVar; else the request's (uri is the path as
 // given, not normalised; host is the Host header's; server_port is unset

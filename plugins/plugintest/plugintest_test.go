@@ -231,3 +231,23 @@ func TestUpstreamHeaderBuffers(t *testing.T) {
 		t.Fatalf("upstream headers %q, want %q", strings.Join(got, "|"), want)
 	}
 }
+
+// TestCtxHeaderAt: HeaderAt reads the values of a repeated header in the
+// order given, the name compared case-insensitively, as the worker's.
+func TestCtxHeaderAt(t *testing.T) {
+	c := NewCtx("GET", "/").WithHeader("User-Agent", "a").WithHeader("X", "x").WithHeader("user-agent", "")
+	var got []string
+	for i := 0; ; i++ {
+		v, ok := c.HeaderAt("USER-AGENT", i)
+		if !ok {
+			break
+		}
+		got = append(got, string(v))
+	}
+	if strings.Join(got, ",") != "a," || len(got) != 2 {
+		t.Fatalf("HeaderAt read %q", got)
+	}
+	if _, ok := c.HeaderAt("absent", 0); ok {
+		t.Fatal("HeaderAt of an absent header: ok")
+	}
+}
