@@ -169,6 +169,27 @@ func TestAdminAPIRequestRestrictions(t *testing.T) {
 		}
 	}
 
+	// Several User-Agent headers (a client's http.Header would send only
+	// the first): a denylist refuses the request when any is denied
+	// (APISIX's tests 8 and 9), lets it in when none is.
+	for _, tc := range []struct {
+		uas    []string
+		status int
+	}{
+		{[]string{"my-bot1", "my-bot2"}, 403},
+		{[]string{"my-bot2", "my-bot1"}, 403},
+		{[]string{"my-bot2", "foo/bar"}, 200},
+	} {
+		raw := "GET /ua HTTP/1.1\r\nHost: x\r\n"
+		for _, ua := range tc.uas {
+			raw += "User-Agent: " + ua + "\r\n"
+		}
+		res := exchangeN(t, g.gateway, raw+"\r\n", 1)[0]
+		if res.status != tc.status {
+			t.Errorf("GET /ua with User-Agents %q: %d %q, want %d", tc.uas, res.status, res.body, tc.status)
+		}
+	}
+
 	r := admin.do(t, c, "GET", "plugins/list", "")
 	for _, name := range []string{"ua-restriction", "referer-restriction", "uri-blocker"} {
 		if r.status != 200 || !strings.Contains(r.body, `"`+name+`"`) {

@@ -12,12 +12,15 @@
 // a rule using them is refused, see plugins/internal/pcre), joined into
 // one expression at Build, and matched without allocating.
 //
-// Difference from APISIX: only the request's first User-Agent header is
-// read (nginx's $http_user_agent). APISIX reads them all: an allowlist
-// lets in a request of which one value matches, a denylist refuses one
-// of which any value does not match (its check of each value is
-// inverted), so that it lets in only requests whose every value is
-// denied.
+// A request may carry several User-Agent headers: an allowlist lets it in
+// when one of its values matches a rule, a denylist refuses it when one of
+// its values does (APISIX's tests 8, 9, 16 and 17).
+//
+// Difference from APISIX: APISIX's own check of several values under a
+// denylist is inverted (it refuses a request of which any value is not
+// denied, and lets in one whose every value is); coregate refuses a
+// request of which any value is denied, which is what its tests expect of
+// it and what a denylist means.
 //
 // An instance is read-only once built and shared by the requests of its
 // routes; its answer's body is made at Build, and Ctx.Exit copies it.

@@ -93,17 +93,26 @@ type instance struct {
 
 // Access implements plugins.AccessPhase, as ua-restriction.lua's access:
 // a request without a User-Agent is refused unless bypass_missing; one
-// with is refused when, its surrounding white space trimmed, no allowlist
-// rule matches it, or a denylist rule does.
+// with is refused when, each value's surrounding white space trimmed, no
+// value matches an allowlist rule, or a value matches a denylist rule.
 func (in *instance) Access(c plugins.Ctx) {
-	ua := c.Header("User-Agent")
-	if ua == nil {
-		if !in.bypass {
-			c.Exit(403, in.body)
+	for i := 0; ; i++ {
+		ua, ok := c.HeaderAt("User-Agent", i)
+		if !ok {
+			if i == 0 && in.bypass {
+				return // missing, let through
+			}
+			// Missing, or no value in the allowlist; or none denied.
+			if i == 0 || in.allow {
+				c.Exit(403, in.body)
+			}
+			return
 		}
-		return
-	}
-	if in.re.Match(bytes.TrimSpace(ua)) != in.allow {
-		c.Exit(403, in.body)
+		if in.re.Match(bytes.TrimSpace(ua)) {
+			if !in.allow {
+				c.Exit(403, in.body)
+			}
+			return // allowed, or refused
+		}
 	}
 }

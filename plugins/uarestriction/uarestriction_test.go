@@ -95,6 +95,40 @@ func TestRestrict(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
+// TestSeveralUserAgents: every User-Agent value is read: APISIX's tests 8
+// and 9 (a denylist refuses a request of which one value is denied,
+// whichever its place) and 16 and 17 (an allowlist lets in one of which
+// one value is allowed); a request none of whose values is denied passes.
+func TestSeveralUserAgents(t *testing.T) {
+	const denyList = `{"denylist":["my-bot1","(Baiduspider)/(\\d+)\\.(\\d+)"]}`
+	const allowList = `{"allowlist":["my-bot1","(Baiduspider)/(\\d+)\\.(\\d+)"]}`
+	for _, tc := range []struct {
+		conf string
+		uas  []string
+		pass bool
+	}{
+		{denyList, []string{"my-bot1", "my-bot2"}, false},
+		{denyList, []string{"my-bot2", "my-bot1"}, false},
+		{denyList, []string{"foo", "Baiduspider/3.0"}, false},
+		{denyList, []string{"foo", "bar"}, true},
+		{denyList, []string{"my-bot1", "my-bot1"}, false},
+		{allowList, []string{"foo/bar", "my-bot1"}, true},
+		{allowList, []string{"my-bot1", "foo/bar"}, true},
+		{allowList, []string{"foo/bar", "bar/foo"}, false},
+		{allowList, []string{"", " my-bot1 "}, true},
+	} {
+		p := build(t, tc.conf)
+		c := plugintest.NewCtx("GET", "/hello")
+		for _, ua := range tc.uas {
+			c.WithHeader("User-Agent", ua)
+		}
+		plugintest.Run(p, c)
+		if c.Upstream != tc.pass || !tc.pass && c.ExitStatus() != 403 {
+			t.Errorf("%s, %q: upstream %v, status %d; want pass %v", tc.conf, tc.uas, c.Upstream, c.ExitStatus(), tc.pass)
+		}
+	}
+}
+
 // TestPhase: the access phase at APISIX's priority.
 func TestPhase(t *testing.T) {
 	p := build(t, `{"denylist":["x"]}`)
