@@ -209,6 +209,26 @@ func checkVarValue(op string, rv *jval) string {
 // validate checks every expression; expressions read from JSON are checked
 // from their written form.
 func (vs Vars) validate() *ValidationError {
+	if i, msg := vs.problem(); msg != "" {
+		return &ValidationError{
+			Field: "vars[" + itoa(i) + "]",
+			Msg:   "failed to validate the 'vars' expression: " + msg,
+		}
+	}
+	return nil
+}
+
+// Check returns lua-resty-expr's message for the first malformed
+// expression of vs ("rule should be wrapped inside brackets", "invalid
+// operator '='"), "" when every one compiles: what a plugin taking
+// lua-resty-expr lists (fault-injection's vars) answers with.
+func (vs Vars) Check() string {
+	_, msg := vs.problem()
+	return msg
+}
+
+// problem is the index and message of the first malformed expression.
+func (vs Vars) problem() (int, string) {
 	for i := range vs {
 		e := &vs[i]
 		var msg string
@@ -223,13 +243,10 @@ func (vs Vars) validate() *ValidationError {
 			msg = e.check()
 		}
 		if msg != "" {
-			return &ValidationError{
-				Field: "vars[" + itoa(i) + "]",
-				Msg:   "failed to validate the 'vars' expression: " + msg,
-			}
+			return i, msg
 		}
 	}
-	return nil
+	return 0, ""
 }
 
 // check validates an expression built in code (no Source).

@@ -1,0 +1,27 @@
+package spec
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestVarsCheck: Check answers lua-resty-expr's message for the first
+// malformed expression, without the route's prefix, and "" for a list
+// that compiles.
+func TestVarsCheck(t *testing.T) {
+	for _, tc := range []struct{ vars, msg string }{
+		{`[["arg_name","==","jack"],["arg_age","!","<",18]]`, ""},
+		{`[]`, ""},
+		{`["arg_name","!=","jack"]`, "rule should be wrapped inside brackets"},
+		{`[["arg_a","==","1"],["arg_a","=","1"]]`, "invalid operator '='"},
+		{`[["remote_addr","ipmatch","1.2.3"]]`, "invalid ip address: 1.2.3"},
+	} {
+		var vs Vars
+		if err := json.Unmarshal([]byte(tc.vars), &vs); err != nil {
+			t.Fatalf("%s: %v", tc.vars, err)
+		}
+		if got := vs.Check(); got != tc.msg {
+			t.Errorf("%s: Check() = %q, want %q", tc.vars, got, tc.msg)
+		}
+	}
+}
