@@ -19,4 +19,7 @@ import (
 	_ "coregate/plugins/refererrestriction" // referer-restriction (2990, access)
 	_ "coregate/plugins/uarestriction"      // ua-restriction (2999, access)
 	_ "coregate/plugins/uriblocker"         // uri-blocker (2900, rewrite)
+
+	// Faults and the client's address.
+	_ "coregate/plugins/faultinjection" // fault-injection (11000, rewrite)
 )

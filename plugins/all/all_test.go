@@ -10,7 +10,8 @@ import (
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
 	for _, name := range []string{"key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite",
-		"ip-restriction", "ua-restriction", "referer-restriction", "uri-blocker"} {
+		"ip-restriction", "ua-restriction", "referer-restriction", "uri-blocker",
+		"fault-injection"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -56,6 +57,7 @@ func TestEncryptFields(t *testing.T) {
 		{"ua-restriction", false, nil},
 		{"referer-restriction", false, nil},
 		{"uri-blocker", false, nil},
+		{"fault-injection", false, nil},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
 			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)
