@@ -48,6 +48,7 @@ const (
 	Args          // $args, $query_string: the query (as a plugin edited it, see plugins.Ctx)
 	Host          // $host: the Host without port, lower-case
 	RemoteAddr    // $remote_addr
+	RemotePort    // $remote_port
 	RequestMethod // $request_method
 	Scheme        // $scheme
 	ServerPort    // $server_port
@@ -114,6 +115,7 @@ var names = map[string]Kind{
 	"query_string":           Args,
 	"host":                   Host,
 	"remote_addr":            RemoteAddr,
+	"remote_port":            RemotePort,
 	"request_method":         RequestMethod,
 	"scheme":                 Scheme,
 	"server_port":            ServerPort,

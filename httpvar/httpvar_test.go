@@ -11,7 +11,7 @@ func TestParse(t *testing.T) {
 		"query_string", "args", "scheme", "server_port", "arg_id", "http_X_Real_IP",
 		"http_user_agent", "cookie_sid", "arg_", "upstream_addr", "URI", "Arg_ID",
 		"http_x-foo", "sent_http_X_Cache", "cookie_SID", "document_uri",
-		"apisix_request_id", "x.y", "route_id", "balancer_ip"}
+		"apisix_request_id", "x.y", "route_id", "balancer_ip", "remote_port"}
 	var got []Var
 	for _, n := range names {
 		got = append(got, Parse(n))
@@ -24,6 +24,7 @@ func TestParse(t *testing.T) {
 		{Kind: Unknown, Name: "arg_"}, {Kind: UpstreamAddr}, {Kind: URI}, {Kind: Arg, Name: "ID"},
 		{Kind: HTTP, Name: "x_foo"}, {Kind: SentHTTP, Name: "x_cache"}, {Kind: Cookie, Name: "SID"},
 		{Kind: URI}, {Kind: RequestID}, {Kind: Unknown, Name: "x.y"}, {Kind: RouteID}, {Kind: BalancerIP},
+		{Kind: RemotePort},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)

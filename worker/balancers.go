@@ -221,14 +221,15 @@ type keyPart struct {
 
 // compileHashKey reads hash_on and key. A variable of hash_on vars that
 // APISIX's schema allows and coregate does not read (server_name,
-// server_addr, remote_port, hostname) is refused: the fallback to
-// remote_addr would spread the requests otherwise than configured.
+// server_addr, hostname) is refused: the fallback to remote_addr would
+// spread the requests otherwise than configured. remote_port, which the
+// worker reads, is refused as the Admin API (spec) refuses it.
 // mqtt_client_id, not set on HTTP in APISIX either, falls back.
 func compileHashKey(on, key string) (hashKey, error) {
 	switch on {
 	case "vars":
 		v := httpvar.Parse(key)
-		if v.Kind == httpvar.Unknown && !strings.EqualFold(key, "mqtt_client_id") {
+		if v.Kind == httpvar.Unknown && !strings.EqualFold(key, "mqtt_client_id") || v.Kind == httpvar.RemotePort {
 			return hashKey{}, fmt.Errorf("upstream key %q (hash_on vars) is not supported yet", key)
 		}
 		return hashKey{on: hashVars, v: v}, nil

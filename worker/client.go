@@ -91,6 +91,8 @@ type clientConn struct {
 	ip       netip.Addr
 	ipText   []byte
 	portText []byte
+	// rportText is the client's port ($remote_port).
+	rportText []byte
 
 	// parser and req hold the head being read (csIdle, csHead): req's
 	// slices alias gnet's read buffer until discardHead.
@@ -127,8 +129,10 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.linger = false
 	cc.parser.Limits = w.cfg.Limits
 	cc.parser.Reset()
-	cc.ip, _ = addrOf(c.RemoteAddr())
+	var rport int
+	cc.ip, rport = addrOf(c.RemoteAddr())
 	cc.ipText = cc.ip.AppendTo(cc.ipText[:0])
+	cc.rportText = strconv.AppendInt(cc.rportText[:0], int64(rport), 10)
 	_, lport := addrOf(c.LocalAddr())
 	cc.portText = strconv.AppendInt(cc.portText[:0], int64(lport), 10)
 	if w.tlsPort(lport) {

@@ -58,6 +58,8 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 		return cc.host, len(cc.host) > 0
 	case httpvar.RemoteAddr:
 		return cc.ipText, true
+	case httpvar.RemotePort:
+		return cc.rportText, true
 	case httpvar.RequestMethod:
 		return r.Method, r.Method != nil
 	case httpvar.Scheme:

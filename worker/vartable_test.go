@@ -53,6 +53,7 @@ func TestVarTable(t *testing.T) {
 		{"query_string", "b=2&c=3&flag&e=", true},
 		{"host", "example.com", true},
 		{"remote_addr", "127.0.0.2", false},
+		{"remote_port", "40000", false},
 		{"request_method", "POST", true},
 		{"scheme", "http", true},
 		{"server_port", "9080", false},
