@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"encoding/json"
+	"net/netip"
 	"time"
 
 	"coregate/httpvar"
@@ -123,6 +124,17 @@ type Ctx interface {
 	SetUpstreamHost(host []byte)
 	SetRequestHeader(name string, value []byte)
 	AddRequestHeader(name string, value []byte)
+
+	// SetClientAddr makes ip, and port when not 0, the client's address
+	// for the rest of the request, as APISIX's real-ip (nginx's
+	// set_real_ip): $remote_addr and $remote_port for the plugins after
+	// it (Var), the access log and a chash key, X-Real-IP and the address
+	// X-Forwarded-For ends with upstream. The route was matched with the
+	// connection's address, and the connection's next request starts
+	// from it again. From the rewrite, access and before_proxy phases
+	// (ignored in the others, and for an invalid ip); a later call
+	// replaces an earlier one's. It does not allocate.
+	SetClientAddr(ip netip.Addr, port uint16)
 
 	// Keep records v for owner on this request, for a later phase of it
 	// (limit-conn's log phase undoes what its access phase counted);

@@ -336,7 +336,7 @@ func (cc *clientConn) requestKey(k *hashKey) uint32 {
 			return crc32.ChecksumIEEE(v)
 		}
 	}
-	return crc32.ChecksumIEEE(cc.ipText)
+	return crc32.ChecksumIEEE(cc.remoteAddr())
 }
 
 // pickLeastConn takes, in the first group with a node left, the node with

@@ -147,6 +147,9 @@ type pluginState struct {
 	// The upstream request edits, valued in exchangeBufs (upURI, upMethod,
 	// upHost, reqEdits).
 	upURI, upMethod, upHost bool
+	// realAddr: a plugin set the client's address (SetClientAddr),
+	// valued in exchangeBufs (realIP, realPort).
+	realAddr bool
 
 	// The request phases' cursor: the stage running (stageGlobalRewrite…)
 	// and the index of the plugin after the one running, so that they go
@@ -198,6 +201,8 @@ type exchangeBufs struct {
 	upHost       []byte
 	consumerName []byte
 	headCopy     []byte
+	realIP       []byte
+	realPort     []byte
 	// kept are the values plugins keep for later phases (Ctx.Keep),
 	// truncated by resetExchange (its owners cleared first).
 	kept []keptValue

@@ -118,7 +118,7 @@ func (w *Worker) logFault(uc *upConn, cc *clientConn, status int) {
 	if cc.rt != nil {
 		attrs = append(attrs, slog.String("route", cc.rt.id))
 	}
-	attrs = append(attrs, slog.String("client", string(cc.ipText)))
+	attrs = append(attrs, slog.String("client", string(cc.remoteAddr())))
 	if cc.lineEnd > 0 && cc.lineEnd <= len(cc.head) {
 		attrs = append(attrs, slog.String("request", string(bytes.TrimRight(cc.head[:cc.lineEnd], "\r\n"))))
 	}

@@ -97,10 +97,10 @@ func (cc *clientConn) buildHead() {
 			}
 		}
 	}
-	b = append(b, cc.ipText...)
+	b = append(b, cc.remoteAddr()...)
 	b = append(b, "\r\n"...)
 	b = append(b, "X-Real-IP: "...)
-	b = append(b, cc.ipText...)
+	b = append(b, cc.remoteAddr()...)
 	b = append(b, "\r\nX-Forwarded-Proto: "...)
 	b = append(b, cc.scheme()...)
 	b = append(b, "\r\nX-Forwarded-Host: "...)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,6 +66,8 @@ type probeConf struct {
 	Await      int               `json:"await"`       // Awaits in access, one after the other, each woken at once
 	AwaitExit  int               `json:"await_exit"`  // Exit after the last Await's Resume
 	AllUA      bool              `json:"all_ua"`      // record every User-Agent value (HeaderAt) in log
+	ClientAddr string            `json:"client_addr"` // SetClientAddr in rewrite, ip:port
+	LogAddr    bool              `json:"log_addr"`    // record remote_addr:remote_port in log, before and after a SetClientAddr there
 }
 
 func (probe) Schema() []byte { return []byte(`{"type":"object"}`) }
@@ -78,7 +81,8 @@ func (probe) Check(raw json.RawMessage) error {
 // compile asks isAuth, which only p-auth passes (authProbe).
 func (p probe) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
 	var c probeConf
-	if err := json.Unmarshal(raw, &c); err != nil {
+	err := json.Unmarshal(raw, &c)
+	if err != nil {
 		return nil, err
 	}
 	in := &probeInst{name: p.name, rec: p.rec, c: c, env: env}
@@ -87,6 +91,11 @@ func (p probe) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, er
 	}
 	if c.Body != nil {
 		in.body = []byte(*c.Body)
+	}
+	if c.ClientAddr != "" {
+		if in.addr, err = netip.ParseAddrPort(c.ClientAddr); err != nil {
+			return nil, err
+		}
 	}
 	if c.UpURI != "" {
 		in.uri = []byte(c.UpURI)
@@ -137,6 +146,7 @@ type probeInst struct {
 	set, add       []kv
 	uri, meth, hst []byte
 	awaits         int
+	addr           netip.AddrPort
 }
 
 func (in *probeInst) record(i int) { in.rec.events = append(in.rec.events, in.ev[i]) }
@@ -178,6 +188,9 @@ func (in *probeInst) Rewrite(c plugins.Ctx) {
 	}
 	if in.hst != nil {
 		c.SetUpstreamHost(in.hst)
+	}
+	if in.addr.IsValid() {
+		c.SetClientAddr(in.addr.Addr(), in.addr.Port())
 	}
 	in.maybeExit(c, "rewrite")
 }
@@ -249,6 +262,12 @@ func (in *probeInst) Log(c plugins.Ctx) {
 		s = strconv.AppendUint(s, v, 10)
 		s = append(s, ' ')
 		in.rec.seen = append(strconv.AppendBool(s, ok), ';')
+	}
+	if in.c.LogAddr {
+		addr, port := httpvar.Parse("remote_addr"), httpvar.Parse("remote_port")
+		s := fmt.Appendf(in.rec.seen, "%s:%s ", c.Var(addr), c.Var(port))
+		c.SetClientAddr(netip.MustParseAddr("9.9.9.9"), 9)
+		in.rec.seen = fmt.Appendf(s, "%s:%s;", c.Var(addr), c.Var(port))
 	}
 	if in.c.AllUA {
 		s := in.rec.seen
@@ -571,6 +590,32 @@ func TestHeaderAt(t *testing.T) {
 		h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n"+tc.head+"\r\n"), []byte(upOK))
 		if string(rec.seen) != tc.want {
 			t.Errorf("head %q: log saw %q, want %q", tc.head, rec.seen, tc.want)
+		}
+	}
+}
+
+// TestSetClientAddr: an address a plugin sets is $remote_addr and
+// $remote_port for the log phase, X-Real-IP and the end of X-Forwarded-For
+// upstream; a port of 0 keeps the connection's; it cannot be set from the
+// log phase; the connection's next request has its own address again.
+func TestSetClientAddr(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"client_addr":"10.1.2.3:5678"},"p-lo":{"log_addr":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/v6","plugins":{"p-hi":{"client_addr":"[::ffff:10.9.9.9]:0"},"p-lo":{"log_addr":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r3","uri":"/b","plugins":{"p-lo":{"log_addr":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	for _, tc := range []struct{ target, xff, seen string }{
+		{"/a", "X-Forwarded-For: 1.1.1.1, 10.1.2.3\r\nX-Real-IP: 10.1.2.3\r\n", "10.1.2.3:5678 10.1.2.3:5678;"},
+		{"/v6", "X-Forwarded-For: 1.1.1.1, 10.9.9.9\r\nX-Real-IP: 10.9.9.9\r\n", "10.9.9.9:40000 10.9.9.9:40000;"},
+		{"/b", "X-Forwarded-For: 1.1.1.1, 127.0.0.2\r\nX-Real-IP: 127.0.0.2\r\n", "127.0.0.2:40000 127.0.0.2:40000;"},
+	} {
+		rec.reset()
+		up, _ := h.roundTrip([]byte("GET "+tc.target+" HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 1.1.1.1\r\n\r\n"), []byte(upOK))
+		if !strings.Contains(string(up), tc.xff) {
+			t.Errorf("%s: upstream got\n%q\nwant it to hold %q", tc.target, up, tc.xff)
+		}
+		if string(rec.seen) != tc.seen {
+			t.Errorf("%s: log saw %q, want %q", tc.target, rec.seen, tc.seen)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"bytes"
+	"net/netip"
+	"strconv"
 	"time"
 
 	"coregate/httpvar"
@@ -56,6 +58,22 @@ func (x *pluginCtx) HeaderAt(name string, i int) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// SetClientAddr implements plugins.Ctx: the address's text goes into
+// the exchange's buffers, read by remoteAddr and remotePort.
+func (x *pluginCtx) SetClientAddr(ip netip.Addr, port uint16) {
+	cc := x.cc()
+	if !ip.IsValid() || cc.plugin.phase > plugins.BeforeProxy {
+		return
+	}
+	if port == 0 {
+		cc.realPort = append(cc.realPort[:0], cc.remotePort()...)
+	} else {
+		cc.realPort = strconv.AppendUint(cc.realPort[:0], uint64(port), 10)
+	}
+	cc.realIP = ip.Unmap().AppendTo(cc.realIP[:0])
+	cc.plugin.realAddr = true
 }
 
 // Var implements plugins.Ctx: varValue, which the route vars and the

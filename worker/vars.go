@@ -57,9 +57,9 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 	case httpvar.Host:
 		return cc.host, len(cc.host) > 0
 	case httpvar.RemoteAddr:
-		return cc.ipText, true
+		return cc.remoteAddr(), true
 	case httpvar.RemotePort:
-		return cc.rportText, true
+		return cc.remotePort(), true
 	case httpvar.RequestMethod:
 		return r.Method, r.Method != nil
 	case httpvar.Scheme:
@@ -109,6 +109,23 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// remoteAddr is $remote_addr: the address a plugin set
+// (Ctx.SetClientAddr), else the connection's.
+func (cc *clientConn) remoteAddr() []byte {
+	if cc.plugin.realAddr {
+		return cc.realIP
+	}
+	return cc.ipText
+}
+
+// remotePort is $remote_port, as remoteAddr.
+func (cc *clientConn) remotePort() []byte {
+	if cc.plugin.realAddr {
+		return cc.realPort
+	}
+	return cc.rportText
 }
 
 // args is $args: the query of the target an earlier plugin set

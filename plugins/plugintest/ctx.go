@@ -2,6 +2,8 @@ package plugintest
 
 import (
 	"bytes"
+	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +61,11 @@ type Ctx struct {
 	UpstreamURI, UpstreamMethod, UpstreamHost []byte
 	upHeaders                                 []Header
 	upEdited                                  bool
+
+	// The client's address a plugin set (SetClientAddr): realAddr, and
+	// realPort when it gave one.
+	realAddr, realPortSet bool
+	realIP, realPort      []byte
 
 	consumer     *plugins.Consumer
 	consumerName []byte // $consumer_name
@@ -147,6 +154,7 @@ func (c *Ctx) Reset() {
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
 	c.upHeaders, c.upEdited = c.upHeaders[:0], false
 	c.consumer = nil
+	c.realAddr, c.realPortSet = false, false
 	clear(c.kept)
 	c.kept = c.kept[:0]
 	c.awaiting, c.Awaits = nil, 0
@@ -199,6 +207,12 @@ func (c *Ctx) HeaderAt(name string, i int) ([]byte, bool) {
 // arguments (key-auth's hide_credentials) edits them for the plugins
 // after it.
 func (c *Ctx) Var(v httpvar.Var) []byte {
+	switch {
+	case c.realAddr && v.Kind == httpvar.RemoteAddr:
+		return c.realIP
+	case c.realPortSet && v.Kind == httpvar.RemotePort:
+		return c.realPort
+	}
 	for i := range c.vars {
 		if x := &c.vars[i]; x.v.Kind == v.Kind && x.v.Name == v.Name {
 			return x.val
@@ -321,6 +335,18 @@ func (c *Ctx) ExitAfter(d time.Duration, status int, body []byte) {
 func (c *Ctx) Delay(d time.Duration) {
 	if d > 0 && !c.exited {
 		c.Delayed += d
+	}
+}
+
+// SetClientAddr implements plugins.Ctx: $remote_addr, and $remote_port
+// when port is not 0, read the address given until Reset.
+func (c *Ctx) SetClientAddr(ip netip.Addr, port uint16) {
+	if !ip.IsValid() {
+		return
+	}
+	c.realIP, c.realAddr = ip.Unmap().AppendTo(c.realIP[:0]), true
+	if port != 0 {
+		c.realPort, c.realPortSet = strconv.AppendUint(c.realPort[:0], uint64(port), 10), true
 	}
 }
 

@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"encoding/json"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -249,5 +250,24 @@ func TestCtxHeaderAt(t *testing.T) {
 	}
 	if _, ok := c.HeaderAt("absent", 0); ok {
 		t.Fatal("HeaderAt of an absent header: ok")
+	}
+}
+
+// TestCtxSetClientAddr: the address set is $remote_addr (unmapped) and
+// $remote_port (the request's when 0) until Reset.
+func TestCtxSetClientAddr(t *testing.T) {
+	c := NewCtx("GET", "/").WithVar("remote_port", "40000")
+	addr, port := httpvar.Parse("remote_addr"), httpvar.Parse("remote_port")
+	c.SetClientAddr(netip.MustParseAddr("::ffff:10.0.0.1"), 0)
+	if a, p := string(c.Var(addr)), string(c.Var(port)); a != "10.0.0.1" || p != "40000" {
+		t.Fatalf("after SetClientAddr(10.0.0.1, 0): %s:%s", a, p)
+	}
+	c.SetClientAddr(netip.MustParseAddr("2001:db8::1"), 8080)
+	if a, p := string(c.Var(addr)), string(c.Var(port)); a != "2001:db8::1" || p != "8080" {
+		t.Fatalf("after SetClientAddr(2001:db8::1, 8080): %s:%s", a, p)
+	}
+	c.Reset()
+	if a, p := string(c.Var(addr)), string(c.Var(port)); a != "127.0.0.1" || p != "40000" {
+		t.Fatalf("after Reset: %s:%s", a, p)
 	}
 }
