@@ -10,6 +10,7 @@ package plugins
 // A name in the table but not registered is, to a configuration, an
 // unknown plugin, as a plugin APISIX has not enabled.
 var Table = []Entry{
+	{Name: "real-ip", Priority: 23000},
 	{Name: "fault-injection", Priority: 11000},
 	{Name: "mocking", Priority: 10900},
 	{Name: "ip-restriction", Priority: 3000},

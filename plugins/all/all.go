@@ -22,4 +22,5 @@ import (
 
 	// Faults and the client's address.
 	_ "coregate/plugins/faultinjection" // fault-injection (11000, rewrite)
+	_ "coregate/plugins/realip"         // real-ip (23000, rewrite)
 )
