@@ -25,4 +25,5 @@ var Table = []Entry{
 	{Name: "limit-count", Priority: 1002},
 	{Name: "limit-req", Priority: 1001},
 	{Name: "prometheus", Priority: 500},
+	{Name: "echo", Priority: 412},
 }

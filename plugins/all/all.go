@@ -20,7 +20,8 @@ import (
 	_ "coregate/plugins/uarestriction"      // ua-restriction (2999, access)
 	_ "coregate/plugins/uriblocker"         // uri-blocker (2900, rewrite)
 
-	// Faults and the client's address.
+	// Faults, the client's address, answers echoed.
+	_ "coregate/plugins/echo"           // echo (412, header_filter, body_filter)
 	_ "coregate/plugins/faultinjection" // fault-injection (11000, rewrite)
 	_ "coregate/plugins/realip"         // real-ip (23000, rewrite)
 )
