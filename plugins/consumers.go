@@ -46,11 +46,17 @@ func isAuth(p Plugin) bool {
 // credentials, built once per snapshot and only read afterwards.
 type ConsumerIndex struct {
 	byName  map[string]*Consumer
-	byCred  map[string]map[string]*Consumer // plugin → credential → consumer
+	byCred  map[string]map[string]credEntry // plugin → credential → consumer
 	refused []error
 }
 
 var _ Consumers = (*ConsumerIndex)(nil)
+
+// credEntry is one credential's consumer and its CredentialData.
+type credEntry struct {
+	c    *Consumer
+	data any
+}
 
 // IndexConsumers indexes consumers by username and, for each registered
 // plugin that is a CredentialPlugin, by the credential of their
@@ -77,11 +83,12 @@ func (r *Registry) IndexConsumers(consumers []*Consumer, creds []Credential) (*C
 // that a registry of r's fingerprint checked when checked is set (Trusts):
 // their configurations without references are not checked again.
 func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credential, checked bool) (*ConsumerIndex, error) {
-	x := &ConsumerIndex{byName: make(map[string]*Consumer, len(consumers)), byCred: map[string]map[string]*Consumer{}}
+	x := &ConsumerIndex{byName: make(map[string]*Consumer, len(consumers)), byCred: map[string]map[string]credEntry{}}
 	// fromRef marks the credentials that a reference resolved to.
 	fromRef := map[[2]string]bool{}
 	type credential struct {
 		plugin, value string
+		data          any
 		ref           bool
 	}
 	// add indexes one object's credentials, all or none.
@@ -111,11 +118,17 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 			if err != nil {
 				return fmt.Errorf("%s: plugin %s: %w", what, name, redactRefs(err, refs))
 			}
-			found = append(found, credential{name, cred, len(refs) > 0})
+			var data any
+			if dp, ok := p.(CredentialDataPlugin); ok {
+				if data, err = dp.CredentialData(resolved); err != nil {
+					return fmt.Errorf("%s: plugin %s: %w", what, name, redactRefs(err, refs))
+				}
+			}
+			found = append(found, credential{name, cred, data, len(refs) > 0})
 		}
 		for _, f := range found {
-			if prev, dup := x.byCred[f.plugin][f.value]; dup && prev != c {
-				err := fmt.Errorf("duplicate key of plugin %s found with consumer: %s", f.plugin, prev.Username)
+			if prev, dup := x.byCred[f.plugin][f.value]; dup && prev.c != c {
+				err := fmt.Errorf("duplicate key of plugin %s found with consumer: %s", f.plugin, prev.c.Username)
 				if f.ref || fromRef[[2]string{f.plugin, f.value}] {
 					err = fmt.Errorf("%s: %w", what, &refError{&spec.ValidationError{
 						Msg: err.Error() + ", after references resolved"}})
@@ -126,10 +139,10 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 		for _, f := range found {
 			m := x.byCred[f.plugin]
 			if m == nil {
-				m = map[string]*Consumer{}
+				m = map[string]credEntry{}
 				x.byCred[f.plugin] = m
 			}
-			m[f.value] = c
+			m[f.value] = credEntry{c, f.data}
 			if f.ref {
 				fromRef[[2]string{f.plugin, f.value}] = true
 			}
@@ -168,7 +181,13 @@ func (x *ConsumerIndex) Refused() []error { return x.refused }
 
 // ByCredential implements Consumers.
 func (x *ConsumerIndex) ByCredential(plugin string, cred []byte) *Consumer {
-	return x.byCred[plugin][string(cred)]
+	return x.byCred[plugin][string(cred)].c
+}
+
+// CredentialData implements Consumers.
+func (x *ConsumerIndex) CredentialData(plugin string, cred []byte) (*Consumer, any) {
+	e := x.byCred[plugin][string(cred)]
+	return e.c, e.data
 }
 
 // ByName implements Consumers.

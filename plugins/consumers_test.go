@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -107,6 +108,64 @@ func TestCheckConsumer(t *testing.T) {
 	// Indexing refuses a consumer whose credential fails the consumer schema.
 	_, err := r.IndexConsumers([]*Consumer{{Username: "jack", Plugins: map[string]json.RawMessage{"test-auth": json.RawMessage(`{}`)}}}, nil)
 	if err == nil || err.Error() != `consumer jack: failed to check the configuration of plugin test-auth err: property "key" is required` {
+		t.Errorf("IndexConsumers: %v", err)
+	}
+}
+
+// withData is a test authentication plugin whose credential is "key" and
+// whose CredentialData is its "secret"; an empty secret is refused.
+type withData struct{ keyed }
+
+func (withData) CredentialData(raw json.RawMessage) (any, error) {
+	var c struct{ Secret string }
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	if c.Secret == "" {
+		return nil, errors.New("no secret")
+	}
+	return []byte(c.Secret), nil
+}
+
+// TestCredentialData: the index keeps what CredentialData made of each
+// credential's configuration, the consumer's and the credential objects',
+// and returns it with the consumer without allocating.
+func TestCredentialData(t *testing.T) {
+	r := NewRegistry(testTable)
+	r.Register("test-auth", withData{})
+	r.Register("test-limit", keyed{})
+	jack := &Consumer{Username: "jack", Plugins: map[string]json.RawMessage{
+		"test-auth": json.RawMessage(`{"key":"k-jack","secret":"s-jack"}`), "test-limit": json.RawMessage(`{"key":"l-jack"}`)}}
+	x, err := r.IndexConsumers([]*Consumer{jack}, []Credential{
+		{Username: "jack", ID: "c1", Plugins: map[string]json.RawMessage{"test-auth": json.RawMessage(`{"key":"k-c1","secret":"s-c1"}`)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		plugin, cred string
+		want         *Consumer
+		data         string
+	}{
+		{"test-auth", "k-jack", jack, "s-jack"},
+		{"test-auth", "k-c1", jack, "s-c1"},
+		{"test-auth", "k-none", nil, ""},
+		{"test-limit", "l-jack", jack, ""}, // no CredentialDataPlugin
+	} {
+		c, data := x.CredentialData(tc.plugin, []byte(tc.cred))
+		got, _ := data.([]byte)
+		if c != tc.want || string(got) != tc.data || (tc.data == "") != (data == nil) {
+			t.Errorf("CredentialData(%s, %s) = %v, %q, want %v, %q", tc.plugin, tc.cred, c, data, tc.want, tc.data)
+		}
+	}
+	key := []byte("k-c1")
+	if n := testing.AllocsPerRun(100, func() { _, _ = x.CredentialData("test-auth", key) }); n != 0 {
+		t.Errorf("CredentialData allocates %.1f times", n)
+	}
+	// A CredentialData error refuses the consumer, naming it and the plugin.
+	_, err = r.IndexConsumers([]*Consumer{{Username: "bob", Plugins: map[string]json.RawMessage{
+		"test-auth": json.RawMessage(`{"key":"k-bob"}`)}}}, nil)
+	if err == nil || err.Error() != "consumer bob: plugin test-auth: no secret" {
 		t.Errorf("IndexConsumers: %v", err)
 	}
 }

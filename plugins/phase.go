@@ -214,6 +214,12 @@ type Consumers interface {
 	// the plugin's CredentialPlugin.Credential derives it: key-auth's
 	// key) is cred; nil when none.
 	ByCredential(plugin string, cred []byte) *Consumer
+	// CredentialData is ByCredential with what the plugin's
+	// CredentialDataPlugin.CredentialData made of that credential's
+	// configuration (basic-auth's password): nil data for a plugin that
+	// is no CredentialDataPlugin, nil and nil when no consumer has cred.
+	// data is shared by every request of the snapshot, read only.
+	CredentialData(plugin string, cred []byte) (c *Consumer, data any)
 	// ByName returns the consumer of that username; nil when none.
 	ByName(username string) *Consumer
 }
@@ -228,6 +234,22 @@ type CredentialPlugin interface {
 	// object's) configuration of the plugin, which passed its schema, its
 	// references resolved.
 	Credential(raw json.RawMessage) (string, error)
+}
+
+// CredentialDataPlugin is a CredentialPlugin whose request path needs more
+// of a credential's configuration than the credential it is found by
+// (basic-auth's password beside its username, jwt-auth's secret or public
+// key beside its key): CredentialData prepares it once, when the consumers
+// are indexed, off the event loop, and Consumers.CredentialData returns it
+// with the consumer, so that a request neither parses nor allocates.
+type CredentialDataPlugin interface {
+	CredentialPlugin
+	// CredentialData returns what the request path needs of a consumer's
+	// (or credential object's) configuration, which passed its schema,
+	// its references resolved; an error refuses the consumer as
+	// Credential's does. The value is shared, read only, by the requests
+	// of the snapshot on every event loop.
+	CredentialData(raw json.RawMessage) (any, error)
 }
 
 // The phase interfaces: an Instance implements those of the phases it runs
