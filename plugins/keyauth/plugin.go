@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/uriargs"
 )
 
 // Name is the plugin's wire name.
@@ -74,7 +75,6 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		hide:      c.HideCredentials,
 		anonymous: c.AnonymousConsumer,
 		consumers: env.Consumers,
-		key:       make([]byte, 0, 64), // never nil: "?apikey=" is an empty key
 	}, nil
 }
 
@@ -93,9 +93,9 @@ const (
 )
 
 // instance is one route's key-auth. It runs on one event loop, one
-// request at a time; key, target and user are scratch buffers whose
-// contents live until the next Rewrite call (the Ctx copies what it is
-// given), reused so that a request allocates nothing once they have grown.
+// request at a time; args and user are scratch buffers whose contents
+// live until the next Rewrite call (the Ctx copies what it is given),
+// reused so that a request allocates nothing once they have grown.
 type instance struct {
 	header    string
 	query     string
@@ -104,9 +104,8 @@ type instance struct {
 	anonymous string
 	consumers plugins.Consumers // nil: the snapshot has no consumers
 
-	key    []byte // the query argument's value, unescaped
-	target []byte // the upstream target without the query argument
-	user   []byte // the consumer's username
+	args uriargs.Scratch // the query argument's value, the target without it
+	user []byte          // the consumer's username
 }
 
 // Rewrite implements plugins.RewritePhase, as key-auth.lua's rewrite.
@@ -184,119 +183,13 @@ func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
 	return k, nil
 }
 
-// arg finds the query argument in.query as ngx.req.get_uri_args does,
-// names and values unescaped ('+' for a space): n is how many times it
-// occurs, v the last occurrence's value (in in.key, valid until the next
-// call), nil when it has no '='.
-func (in *instance) arg(q []byte) (n int, v []byte) {
-	for len(q) > 0 {
-		var kv []byte
-		kv, q = cut(q, '&')
-		name, val, eq := cutEq(kv)
-		if !unescapedEqual(name, in.query) {
-			continue
-		}
-		n++
-		v = nil
-		if eq {
-			in.key = unescape(in.key[:0], val)
-			v = in.key
-		}
-	}
-	return n, v
-}
+// arg finds the query argument in.query as ngx.req.get_uri_args does
+// (uriargs.Scratch.Arg): n is how many times it occurs, v the last
+// occurrence's value, valid until the next call, nil when it has no '='.
+func (in *instance) arg(q []byte) (n int, v []byte) { return in.args.Arg(q, in.query) }
 
 // dropArg sends the request upstream without the query argument in.query,
 // every occurrence of it; the other arguments keep their bytes and order.
 func (in *instance) dropArg(c plugins.Ctx) {
-	t := append(in.target[:0], c.Path()...)
-	mark := len(t)
-	q := c.Query()
-	for len(q) > 0 {
-		var kv []byte
-		kv, q = cut(q, '&')
-		if name, _, _ := cutEq(kv); unescapedEqual(name, in.query) {
-			continue
-		}
-		if len(t) == mark {
-			t = append(t, '?')
-		} else {
-			t = append(t, '&')
-		}
-		t = append(t, kv...)
-	}
-	in.target = t
-	c.SetUpstreamURI(t)
-}
-
-// cut splits b at the first sep.
-func cut(b []byte, sep byte) (before, after []byte) {
-	for i, ch := range b {
-		if ch == sep {
-			return b[:i], b[i+1:]
-		}
-	}
-	return b, nil
-}
-
-// cutEq splits one argument into its name and value.
-func cutEq(kv []byte) (name, val []byte, eq bool) {
-	for i, ch := range kv {
-		if ch == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, nil, false
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return int(c - 'A' + 10)
-	}
-	return -1
-}
-
-// unescapeAt decodes the byte of s at i as an argument's byte: "%XX" (3
-// bytes), '+' a space, an invalid escape itself.
-func unescapeAt(s []byte, i int) (b byte, width int) {
-	switch s[i] {
-	case '+':
-		return ' ', 1
-	case '%':
-		if i+2 < len(s) {
-			if h, l := unhex(s[i+1]), unhex(s[i+2]); h >= 0 && l >= 0 {
-				return byte(h<<4 | l), 3
-			}
-		}
-	}
-	return s[i], 1
-}
-
-// unescape appends s, unescaped, to dst.
-func unescape(dst, s []byte) []byte {
-	for i := 0; i < len(s); {
-		b, w := unescapeAt(s, i)
-		dst = append(dst, b)
-		i += w
-	}
-	return dst
-}
-
-// unescapedEqual reports whether s, unescaped, is name.
-func unescapedEqual(s []byte, name string) bool {
-	j := 0
-	for i := 0; i < len(s); {
-		b, w := unescapeAt(s, i)
-		if j >= len(name) || name[j] != b {
-			return false
-		}
-		i += w
-		j++
-	}
-	return j == len(name)
+	c.SetUpstreamURI(in.args.Without(c.Path(), c.Query(), in.query))
 }
