@@ -169,3 +169,52 @@ func TestCredentialData(t *testing.T) {
 		t.Errorf("IndexConsumers: %v", err)
 	}
 }
+
+// checkedConsumer is a test authentication plugin whose consumer
+// configurations are checked beyond their schema: "key" may not be "bad".
+type checkedConsumer struct{ consumerSchema }
+
+func (checkedConsumer) CheckConsumer(raw json.RawMessage) error {
+	var c struct{ Key string }
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	if c.Key == "bad" {
+		return errors.New(`property "key" is bad`)
+	}
+	return nil
+}
+
+// TestConsumerCheck: a ConsumerCheckPlugin's CheckConsumer runs after the
+// consumer schema, for consumers only, and refuses with Check's message
+// form, when written and when indexed.
+func TestConsumerCheck(t *testing.T) {
+	r := NewRegistry(testTable)
+	r.Register("test-auth", checkedConsumer{})
+	for _, tc := range []struct {
+		consumer bool
+		conf     string
+		want     string
+	}{
+		{true, `{"key":"good"}`, ""},
+		{true, `{"key":"bad"}`, `failed to check the configuration of plugin test-auth err: property "key" is bad`},
+		{true, `{}`, `failed to check the configuration of plugin test-auth err: property "key" is required`},
+		{false, `{"key":"bad"}`, ""},
+	} {
+		check := r.Check
+		if tc.consumer {
+			check = r.CheckConsumer
+		}
+		got := ""
+		if err := check("test-auth", json.RawMessage(tc.conf)); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("consumer %v %s: %q, want %q", tc.consumer, tc.conf, got, tc.want)
+		}
+	}
+	_, err := r.IndexConsumers([]*Consumer{{Username: "jack", Plugins: map[string]json.RawMessage{"test-auth": json.RawMessage(`{"key":"bad"}`)}}}, nil)
+	if err == nil || err.Error() != `consumer jack: failed to check the configuration of plugin test-auth err: property "key" is bad` {
+		t.Errorf("IndexConsumers: %v", err)
+	}
+}
