@@ -12,6 +12,7 @@ package plugins
 var Table = []Entry{
 	{Name: "mocking", Priority: 10900},
 	{Name: "basic-auth", Priority: 2520},
+	{Name: "jwt-auth", Priority: 2510},
 	{Name: "key-auth", Priority: 2500},
 	{Name: "proxy-cache", Priority: 1085},
 	{Name: "proxy-mirror", Priority: 1010},

@@ -7,6 +7,7 @@ package all
 import (
 	// Each registers itself in plugins.Default from its init function.
 	_ "coregate/plugins/basicauth"    // basic-auth (2520, rewrite)
+	_ "coregate/plugins/jwtauth"      // jwt-auth (2510, rewrite)
 	_ "coregate/plugins/keyauth"      // key-auth (2500, rewrite)
 	_ "coregate/plugins/limitconn"    // limit-conn (1003, access, log)
 	_ "coregate/plugins/limitcount"   // limit-count (1002, access)
