@@ -253,6 +253,11 @@ func TestCompileSchema(t *testing.T) {
 			t.Errorf("Validate(%s) (-want +got):\n%s", tc.in, diff)
 		}
 	}
+	// The upstream's tls, as t/node/upstream-mtls.t TEST 3.
+	err = ValidateObject(KindUpstream, []byte(`{"nodes":{"127.0.0.1:80":1},"tls":{"client_cert":"x"}}`))
+	if want := `invalid configuration: property "tls" validation failed: failed to validate dependent schema for "client_cert": property "client_key" is required`; errText(err) != want {
+		t.Errorf("tls without client_key: %v, want %s", err, want)
+	}
 	if _, err := CompileSchema("bad", []byte(`{"type":"nope"}`)); err == nil {
 		t.Error("an invalid schema compiles")
 	}
