@@ -14,6 +14,7 @@ var Table = []Entry{
 	{Name: "basic-auth", Priority: 2520},
 	{Name: "jwt-auth", Priority: 2510},
 	{Name: "key-auth", Priority: 2500},
+	{Name: "consumer-restriction", Priority: 2400},
 	{Name: "proxy-cache", Priority: 1085},
 	{Name: "proxy-mirror", Priority: 1010},
 	{Name: "proxy-rewrite", Priority: 1008},

@@ -15,4 +15,7 @@ import (
 	_ "coregate/plugins/mocking"      // mocking (10900, access)
 	_ "coregate/plugins/prometheus"   // prometheus (500, log)
 	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
+
+	// consumer-restriction (2400, access)
+	_ "coregate/plugins/consumerrestriction"
 )
