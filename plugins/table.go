@@ -11,6 +11,7 @@ package plugins
 // unknown plugin, as a plugin APISIX has not enabled.
 var Table = []Entry{
 	{Name: "mocking", Priority: 10900},
+	{Name: "hmac-auth", Priority: 2530},
 	{Name: "basic-auth", Priority: 2520},
 	{Name: "jwt-auth", Priority: 2510},
 	{Name: "key-auth", Priority: 2500},

@@ -18,4 +18,6 @@ import (
 
 	// consumer-restriction (2400, access)
 	_ "coregate/plugins/consumerrestriction"
+	// hmac-auth (2530, rewrite)
+	_ "coregate/plugins/hmacauth"
 )

@@ -9,7 +9,7 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"basic-auth", "consumer-restriction", "jwt-auth", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite"} {
+	for _, name := range []string{"basic-auth", "consumer-restriction", "hmac-auth", "jwt-auth", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -45,6 +45,8 @@ func TestEncryptFields(t *testing.T) {
 		{"basic-auth", true, []string{"password"}},
 		{"basic-auth", false, nil},
 		{"consumer-restriction", false, nil},
+		{"hmac-auth", true, []string{"secret_key"}},
+		{"hmac-auth", false, nil},
 		{"jwt-auth", true, []string{"secret"}},
 		{"jwt-auth", false, nil},
 		{"key-auth", true, []string{"key"}},
