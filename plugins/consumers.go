@@ -46,17 +46,11 @@ func isAuth(p Plugin) bool {
 // credentials, built once per snapshot and only read afterwards.
 type ConsumerIndex struct {
 	byName  map[string]*Consumer
-	byCred  map[string]map[string]credEntry // plugin → credential → consumer
+	byCred  map[string]map[string]Found // plugin → credential → its consumer
 	refused []error
 }
 
 var _ Consumers = (*ConsumerIndex)(nil)
-
-// credEntry is one credential's consumer and its CredentialData.
-type credEntry struct {
-	c    *Consumer
-	data any
-}
 
 // IndexConsumers indexes consumers by username and, for each registered
 // plugin that is a CredentialPlugin, by the credential of their
@@ -83,7 +77,7 @@ func (r *Registry) IndexConsumers(consumers []*Consumer, creds []Credential) (*C
 // that a registry of r's fingerprint checked when checked is set (Trusts):
 // their configurations without references are not checked again.
 func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credential, checked bool) (*ConsumerIndex, error) {
-	x := &ConsumerIndex{byName: make(map[string]*Consumer, len(consumers)), byCred: map[string]map[string]credEntry{}}
+	x := &ConsumerIndex{byName: make(map[string]*Consumer, len(consumers)), byCred: map[string]map[string]Found{}}
 	// fromRef marks the credentials that a reference resolved to.
 	fromRef := map[[2]string]bool{}
 	type credential struct {
@@ -92,7 +86,7 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 		ref           bool
 	}
 	// add indexes one object's credentials, all or none.
-	add := func(c *Consumer, conf map[string]json.RawMessage, what string) error {
+	add := func(c *Consumer, credID string, conf map[string]json.RawMessage, what string) error {
 		var found []credential
 		for _, name := range slices.Sorted(maps.Keys(conf)) {
 			_, p, ok := r.Lookup(name)
@@ -127,8 +121,8 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 			found = append(found, credential{name, cred, data, len(refs) > 0})
 		}
 		for _, f := range found {
-			if prev, dup := x.byCred[f.plugin][f.value]; dup && prev.c != c {
-				err := fmt.Errorf("duplicate key of plugin %s found with consumer: %s", f.plugin, prev.c.Username)
+			if prev, dup := x.byCred[f.plugin][f.value]; dup && prev.Consumer != c {
+				err := fmt.Errorf("duplicate key of plugin %s found with consumer: %s", f.plugin, prev.Consumer.Username)
 				if f.ref || fromRef[[2]string{f.plugin, f.value}] {
 					err = fmt.Errorf("%s: %w", what, &refError{&spec.ValidationError{
 						Msg: err.Error() + ", after references resolved"}})
@@ -139,10 +133,10 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 		for _, f := range found {
 			m := x.byCred[f.plugin]
 			if m == nil {
-				m = map[string]credEntry{}
+				m = map[string]Found{}
 				x.byCred[f.plugin] = m
 			}
-			m[f.value] = credEntry{c, f.data}
+			m[f.value] = Found{Consumer: c, CredentialID: credID, Data: f.data}
 			if f.ref {
 				fromRef[[2]string{f.plugin, f.value}] = true
 			}
@@ -150,7 +144,7 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 		return nil
 	}
 	for _, c := range consumers {
-		if err := add(c, c.Plugins, "consumer "+c.Username); err != nil {
+		if err := add(c, "", c.Plugins, "consumer "+c.Username); err != nil {
 			if !errors.Is(err, ErrReference) {
 				return nil, err
 			}
@@ -164,7 +158,7 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 		if c == nil {
 			continue
 		}
-		if err := add(c, cr.Plugins, "credential "+cr.ID+" of consumer "+cr.Username); err != nil {
+		if err := add(c, cr.ID, cr.Plugins, "credential "+cr.ID+" of consumer "+cr.Username); err != nil {
 			if !errors.Is(err, ErrReference) {
 				return nil, err
 			}
@@ -181,13 +175,12 @@ func (x *ConsumerIndex) Refused() []error { return x.refused }
 
 // ByCredential implements Consumers.
 func (x *ConsumerIndex) ByCredential(plugin string, cred []byte) *Consumer {
-	return x.byCred[plugin][string(cred)].c
+	return x.byCred[plugin][string(cred)].Consumer
 }
 
-// CredentialData implements Consumers.
-func (x *ConsumerIndex) CredentialData(plugin string, cred []byte) (*Consumer, any) {
-	e := x.byCred[plugin][string(cred)]
-	return e.c, e.data
+// Find implements Consumers.
+func (x *ConsumerIndex) Find(plugin string, cred []byte) Found {
+	return x.byCred[plugin][string(cred)]
 }
 
 // ByName implements Consumers.
@@ -195,3 +188,38 @@ func (x *ConsumerIndex) ByName(username string) *Consumer { return x.byName[user
 
 // Len is the number of consumers.
 func (x *ConsumerIndex) Len() int { return len(x.byName) }
+
+// The request headers attach_consumer sets for the upstream.
+const (
+	HeaderConsumerUsername = "X-Consumer-Username"
+	HeaderCredentialID     = "X-Credential-Identifier"
+	HeaderConsumerCustomID = "X-Consumer-Custom-ID"
+)
+
+// AttachConsumer is APISIX's consumer.attach_consumer, what an
+// authentication plugin does with the consumer k it found: the upstream
+// request gets X-Consumer-Username (k's username), X-Credential-Identifier
+// (credentialID, the credential object that matched: Found.CredentialID)
+// and X-Consumer-Custom-ID (customID: k.CustomID, or "" for an anonymous
+// consumer, which APISIX attaches without one), each replacing what the
+// client sent and removed when empty, so that a client cannot claim to be
+// a consumer; then k is attached (Ctx.SetConsumer).
+//
+// buf is the caller's scratch buffer, which the values pass through (the
+// Ctx copies them); AttachConsumer returns it, grown, for the caller to
+// keep for its next call, so that a request allocates nothing once it has
+// grown. It is for the phases of one event loop, as the Ctx.
+func AttachConsumer(c Ctx, k *Consumer, credentialID, customID string, buf []byte) []byte {
+	buf = append(buf[:0], k.Username...)
+	c.SetRequestHeader(HeaderConsumerUsername, buf)
+	for _, h := range [2]struct{ name, value string }{{HeaderCredentialID, credentialID}, {HeaderConsumerCustomID, customID}} {
+		if h.value == "" {
+			c.SetRequestHeader(h.name, nil)
+			continue
+		}
+		buf = append(buf[:0], h.value...)
+		c.SetRequestHeader(h.name, buf)
+	}
+	c.SetConsumer(k)
+	return buf
+}

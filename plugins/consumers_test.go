@@ -129,7 +129,8 @@ func (withData) CredentialData(raw json.RawMessage) (any, error) {
 
 // TestCredentialData: the index keeps what CredentialData made of each
 // credential's configuration, the consumer's and the credential objects',
-// and returns it with the consumer without allocating.
+// and Find returns it with the consumer and the credential object's id
+// without allocating.
 func TestCredentialData(t *testing.T) {
 	r := NewRegistry(testTable)
 	r.Register("test-auth", withData{})
@@ -145,22 +146,23 @@ func TestCredentialData(t *testing.T) {
 	for _, tc := range []struct {
 		plugin, cred string
 		want         *Consumer
+		credID       string
 		data         string
 	}{
-		{"test-auth", "k-jack", jack, "s-jack"},
-		{"test-auth", "k-c1", jack, "s-c1"},
-		{"test-auth", "k-none", nil, ""},
-		{"test-limit", "l-jack", jack, ""}, // no CredentialDataPlugin
+		{"test-auth", "k-jack", jack, "", "s-jack"},
+		{"test-auth", "k-c1", jack, "c1", "s-c1"},
+		{"test-auth", "k-none", nil, "", ""},
+		{"test-limit", "l-jack", jack, "", ""}, // no CredentialDataPlugin
 	} {
-		c, data := x.CredentialData(tc.plugin, []byte(tc.cred))
-		got, _ := data.([]byte)
-		if c != tc.want || string(got) != tc.data || (tc.data == "") != (data == nil) {
-			t.Errorf("CredentialData(%s, %s) = %v, %q, want %v, %q", tc.plugin, tc.cred, c, data, tc.want, tc.data)
+		f := x.Find(tc.plugin, []byte(tc.cred))
+		got, _ := f.Data.([]byte)
+		if f.Consumer != tc.want || f.CredentialID != tc.credID || string(got) != tc.data || (tc.data == "") != (f.Data == nil) {
+			t.Errorf("Find(%s, %s) = %+v, want %v, %q, %q", tc.plugin, tc.cred, f, tc.want, tc.credID, tc.data)
 		}
 	}
 	key := []byte("k-c1")
-	if n := testing.AllocsPerRun(100, func() { _, _ = x.CredentialData("test-auth", key) }); n != 0 {
-		t.Errorf("CredentialData allocates %.1f times", n)
+	if n := testing.AllocsPerRun(100, func() { _ = x.Find("test-auth", key) }); n != 0 {
+		t.Errorf("Find allocates %.1f times", n)
 	}
 	// A CredentialData error refuses the consumer, naming it and the plugin.
 	_, err = r.IndexConsumers([]*Consumer{{Username: "bob", Plugins: map[string]json.RawMessage{

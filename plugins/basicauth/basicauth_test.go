@@ -21,12 +21,13 @@ func index(t testing.TB, creds []plugins.Credential, objs ...string) *plugins.Co
 	for _, o := range objs {
 		var c struct {
 			Username string                     `json:"username"`
+			Labels   map[string]string          `json:"labels"`
 			Plugins  map[string]json.RawMessage `json:"plugins"`
 		}
 		if err := json.Unmarshal([]byte(o), &c); err != nil {
 			t.Fatal(err)
 		}
-		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins})
+		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
 	}
 	x, err := plugins.Default.IndexConsumers(cs, creds)
 	if err != nil {
@@ -151,7 +152,7 @@ func TestRewrite(t *testing.T) {
 		{"empty password", `{}`, all, []string{"Authorization", "Basic " + b64("nopass::")},
 			passed("empty", "authorization", "Basic "+b64("nopass::"))},
 		{"credential object", `{}`, all, []string{"Authorization", "Basic " + b64("cuser:cpass")},
-			passed("owner", "authorization", "Basic "+b64("cuser:cpass"))},
+			passed("owner", "authorization", "Basic "+b64("cuser:cpass"), "x-credential-identifier", "cred-1")},
 		{"credential object, wrong password", `{}`, all, []string{"Authorization", "Basic " + b64("cuser:bar")}, refused(noUser)},
 		{"realm", `{"realm":"my-realm"}`, all, nil,
 			outcome{Status: 401, Body: missing, Challenge: `Basic realm="my-realm"`}},
@@ -229,5 +230,34 @@ func TestSchema(t *testing.T) {
 	}, nil)
 	if err == nil || !strings.Contains(err.Error(), "found with consumer: a") {
 		t.Errorf("duplicate username: %v", err)
+	}
+}
+
+// TestAttachConsumer: as APISIX's attach_consumer, the upstream learns the
+// consumer's name, the credential object that matched and the consumer's
+// labels.custom_id; an anonymous consumer goes without its custom_id.
+func TestAttachConsumer(t *testing.T) {
+	const custom = `{"username":"custom","labels":{"custom_id":"c-42"},"plugins":{"basic-auth":{"username":"cu","password":"pw"}}}`
+	x := index(t, []plugins.Credential{{Username: "custom", ID: "cred-7",
+		Plugins: map[string]json.RawMessage{Name: json.RawMessage(`{"username":"cu2","password":"pw2"}`)}}}, custom)
+	for _, tc := range []struct {
+		name, conf, auth string
+		want             map[string]string
+	}{
+		{"consumer", `{"hide_credentials":true}`, b64("cu:pw"),
+			map[string]string{"x-consumer-username": "custom", "x-consumer-custom-id": "c-42"}},
+		{"credential object", `{"hide_credentials":true}`, b64("cu2:pw2"),
+			map[string]string{"x-consumer-username": "custom", "x-credential-identifier": "cred-7", "x-consumer-custom-id": "c-42"}},
+		{"anonymous", `{"hide_credentials":true,"anonymous_consumer":"custom"}`, b64("cu:nope"),
+			map[string]string{"x-consumer-username": "custom"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := build(t, tc.conf, x)
+			c := ctx("Authorization", "Basic "+tc.auth, "X-Credential-Identifier", "spoofed", "X-Consumer-Custom-ID", "spoofed")
+			plugintest.Run(&p, c)
+			if diff := cmp.Diff(tc.want, observe(c).Headers); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -102,13 +102,7 @@ var (
 	invalidUser = []byte(`{"message":"Invalid user authorization"}` + "\n")
 )
 
-// The request headers attach_consumer sets for the upstream.
-const (
-	hdrAuthorization = "Authorization"
-	hdrUsername      = "X-Consumer-Username"
-	hdrCredential    = "X-Credential-Identifier"
-	hdrCustomID      = "X-Consumer-Custom-ID"
-)
+const hdrAuthorization = "Authorization"
 
 // instance is one route's basic-auth. It runs on one event loop, one
 // request at a time; decoded and user are scratch buffers whose contents
@@ -121,13 +115,16 @@ type instance struct {
 	consumers plugins.Consumers // nil: the snapshot has no consumers
 
 	decoded []byte // the Authorization header's credentials, decoded
-	user    []byte // the consumer's username
+	user    []byte // AttachConsumer's buffer
 }
 
 // Rewrite implements plugins.RewritePhase, as basic-auth.lua's rewrite.
 func (in *instance) Rewrite(c plugins.Ctx) {
-	k, msg := in.find(c)
-	if k == nil {
+	f, msg := in.find(c)
+	k, customID := f.Consumer, ""
+	if k != nil {
+		customID = k.CustomID
+	} else {
 		if in.anonymous == "" {
 			c.SetResponseHeader("WWW-Authenticate", in.challenge)
 			c.Exit(401, msg)
@@ -145,41 +142,35 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 	if in.hide {
 		c.SetRequestHeader(hdrAuthorization, nil)
 	}
-	// attach_consumer: the upstream learns who the consumer is, and a
-	// client cannot claim to be one. The Consumer carries no credential
-	// id nor custom_id, so those headers are cleared.
-	in.user = append(in.user[:0], k.Username...)
-	c.SetRequestHeader(hdrUsername, in.user)
-	c.SetRequestHeader(hdrCredential, nil)
-	c.SetRequestHeader(hdrCustomID, nil)
-	c.SetConsumer(k)
+	// attach_consumer: the upstream learns who the consumer is, by which
+	// credential object, and its custom_id (an anonymous consumer's is
+	// not told, as in APISIX); a client cannot claim any of them.
+	in.user = plugins.AttachConsumer(c, k, f.CredentialID, customID, in.user)
 }
 
 // find is basic-auth.lua's find_consumer: the consumer of the request's
-// Authorization header, or nil and the message to answer with.
-func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
+// Authorization header, or no consumer and the message to answer with.
+func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	auth := c.Header(hdrAuthorization)
 	if auth == nil {
-		return nil, missingAuth
+		return plugins.Found{}, missingAuth
 	}
 	user, pass, ok := in.extract(auth)
 	if !ok {
-		return nil, invalidAuth
+		return plugins.Found{}, invalidAuth
 	}
-	var k *plugins.Consumer
-	var want *digest
+	var f plugins.Found
 	if in.consumers != nil {
-		var data any
-		k, data = in.consumers.CredentialData(Name, user)
-		want, _ = data.(*digest)
+		f = in.consumers.Find(Name, user)
 	}
+	want, _ := f.Data.(*digest)
 	// The password is hashed whether or not the user exists, so that
 	// the answer takes as long either way.
 	got := sha256.Sum256(pass)
-	if k == nil || want == nil || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		return nil, invalidUser
+	if f.Consumer == nil || want == nil || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		return plugins.Found{}, invalidUser
 	}
-	return k, nil
+	return f, nil
 }
 
 // extract is basic-auth.lua's extract_auth_header: the username and the

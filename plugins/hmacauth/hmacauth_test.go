@@ -27,12 +27,13 @@ func index(t testing.TB, creds []plugins.Credential, objs ...string) *plugins.Co
 	for _, o := range objs {
 		var c struct {
 			Username string                     `json:"username"`
+			Labels   map[string]string          `json:"labels"`
 			Plugins  map[string]json.RawMessage `json:"plugins"`
 		}
 		if err := json.Unmarshal([]byte(o), &c); err != nil {
 			t.Fatal(err)
 		}
-		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins})
+		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
 	}
 	x, err := plugins.Default.IndexConsumers(cs, creds)
 	if err != nil {
@@ -379,5 +380,40 @@ func TestSchema(t *testing.T) {
 	}, nil)
 	if err == nil || !strings.Contains(err.Error(), "found with consumer: a") {
 		t.Errorf("duplicate key_id: %v", err)
+	}
+}
+
+// TestAttachConsumer: as APISIX's attach_consumer, the upstream learns the
+// consumer's name, the credential object that matched and the consumer's
+// labels.custom_id; an anonymous consumer goes without its custom_id.
+func TestAttachConsumer(t *testing.T) {
+	const custom = `{"username":"custom","labels":{"custom_id":"c-42"},"plugins":{"hmac-auth":{"key_id":"k-own","secret_key":"s-own"}}}`
+	x := index(t, []plugins.Credential{{Username: "custom", ID: "cred-7",
+		Plugins: map[string]json.RawMessage{Name: json.RawMessage(`{"key_id":"k-cred","secret_key":"s-cred"}`)}}}, custom)
+	req := func(keyID, secret string) *plugintest.Ctx {
+		return signed{keyID: keyID, secret: secret, headers: []string{"@request-target", "date"},
+			extra: []string{"X-Credential-Identifier", "spoofed", "X-Consumer-Custom-ID", "spoofed"}}.ctx()
+	}
+	for _, tc := range []struct {
+		name, conf string
+		req        *plugintest.Ctx
+		want       map[string]string
+	}{
+		{"consumer", `{"hide_credentials":true}`, req("k-own", "s-own"),
+			map[string]string{"x-consumer-username": "custom", "x-consumer-custom-id": "c-42"}},
+		{"credential object", `{"hide_credentials":true}`, req("k-cred", "s-cred"),
+			map[string]string{"x-consumer-username": "custom", "x-credential-identifier": "cred-7", "x-consumer-custom-id": "c-42"}},
+		{"anonymous", `{"hide_credentials":true,"anonymous_consumer":"custom"}`, req("k-own", "wrong"),
+			map[string]string{"x-consumer-username": "custom"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := build(t, tc.conf, x)
+			plugintest.Run(&p, tc.req)
+			got := observe(tc.req).Headers
+			delete(got, "date")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

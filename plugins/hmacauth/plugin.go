@@ -164,14 +164,10 @@ var (
 	invalidUser  = []byte(`{"message":"Invalid user authorization"}` + "\n")
 )
 
-// The request headers the plugin reads, and those attach_consumer sets
-// for the upstream.
+// The request headers the plugin reads.
 const (
 	hdrAuthorization = "Authorization"
 	hdrDate          = "Date"
-	hdrUsername      = "X-Consumer-Username"
-	hdrCredential    = "X-Credential-Identifier"
-	hdrCustomID      = "X-Consumer-Custom-ID"
 )
 
 // instance is one route's hmac-auth. It runs on one event loop, one
@@ -197,13 +193,16 @@ type instance struct {
 	sig     [sha512.Size + 3]byte // the request's signature, decoded
 	signing []byte                // the signing string
 	headers [][]byte              // the Authorization header's headers="…"
-	user    []byte                // the consumer's username
+	user    []byte                // AttachConsumer's buffer
 }
 
 // Rewrite implements plugins.RewritePhase, as hmac-auth.lua's rewrite.
 func (in *instance) Rewrite(c plugins.Ctx) {
-	k, msg := in.find(c)
-	if k == nil {
+	f, msg := in.find(c)
+	k, customID := f.Consumer, ""
+	if k != nil {
+		customID = k.CustomID
+	} else {
 		if in.anonymous == "" {
 			c.SetResponseHeader("WWW-Authenticate", in.challenge)
 			c.Exit(401, msg)
@@ -221,14 +220,10 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 	if in.hide {
 		c.SetRequestHeader(hdrAuthorization, nil)
 	}
-	// attach_consumer: the upstream learns who the consumer is, and a
-	// client cannot claim to be one. The Consumer carries no credential
-	// id nor custom_id, so those headers are cleared.
-	in.user = append(in.user[:0], k.Username...)
-	c.SetRequestHeader(hdrUsername, in.user)
-	c.SetRequestHeader(hdrCredential, nil)
-	c.SetRequestHeader(hdrCustomID, nil)
-	c.SetConsumer(k)
+	// attach_consumer: the upstream learns who the consumer is, by which
+	// credential object, and its custom_id (an anonymous consumer's is
+	// not told, as in APISIX); a client cannot claim any of them.
+	in.user = plugins.AttachConsumer(c, k, f.CredentialID, customID, in.user)
 }
 
 // params are the Authorization header's fields (nil: absent), slices of
@@ -238,31 +233,29 @@ type params struct {
 }
 
 // find is hmac-auth.lua's find_consumer and validate: the consumer whose
-// secret signed the request, or nil and the message to answer with. The
+// secret signed the request, or no consumer and the message to answer with. The
 // checks run in APISIX's order; the reasons APISIX logs are not told to
 // the client, as in APISIX.
-func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
+func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	auth := c.Header(hdrAuthorization)
 	if auth == nil {
-		return nil, missingAuth
+		return plugins.Found{}, missingAuth
 	}
 	const scheme = "Signature"
 	if len(auth) < len(scheme) || string(auth[:len(scheme)]) != scheme {
-		return nil, notSignature
+		return plugins.Found{}, notSignature
 	}
 	p := in.fields(auth[len(scheme):])
 	if p.keyID == nil || p.signature == nil || p.algorithm == nil {
-		return nil, notValidated
+		return plugins.Found{}, notValidated
 	}
-	var k *plugins.Consumer
-	var key secret
+	var f plugins.Found
 	if in.consumers != nil {
-		var data any
-		k, data = in.consumers.CredentialData(Name, p.keyID)
-		key, _ = data.(secret)
+		f = in.consumers.Find(Name, p.keyID)
 	}
-	if k == nil {
-		return nil, notValidated // "Invalid key_id"
+	key, _ := f.Data.(secret)
+	if f.Consumer == nil {
+		return plugins.Found{}, notValidated // "Invalid key_id"
 	}
 	alg := -1
 	for i, n := range algNames {
@@ -271,29 +264,29 @@ func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
 		}
 	}
 	if alg < 0 {
-		return nil, notValidated // "Invalid algorithm"
+		return plugins.Found{}, notValidated // "Invalid algorithm"
 	}
 	date := c.Header(hdrDate)
 	if date == nil {
-		return nil, notValidated // "Date header missing. failed to validate clock skew"
+		return plugins.Found{}, notValidated // "Date header missing. failed to validate clock skew"
 	}
 	t, ok := parseHTTPTime(date)
 	if !ok {
-		return nil, notValidated // "Invalid GMT format time"
+		return plugins.Found{}, notValidated // "Invalid GMT format time"
 	}
 	if d := c.Now()/1e9 - t; d > in.skew || -d > in.skew {
-		return nil, notValidated // "Clock skew exceeded"
+		return plugins.Found{}, notValidated // "Clock skew exceeded"
 	}
 	for _, h := range in.signed {
 		if !in.listed(h) {
-			return nil, notValidated // `expected header "h" missing in signing`
+			return plugins.Found{}, notValidated // `expected header "h" missing in signing`
 		}
 	}
 	got, ok := in.decodeSignature(p.signature)
 	if !ok || !hmac.Equal(got, in.sign(c, alg, key, p.keyID)) {
-		return nil, notValidated // "Invalid signature"
+		return plugins.Found{}, notValidated // "Invalid signature"
 	}
-	return k, nil
+	return f, nil
 }
 
 // listed reports whether the headers="…" field names h, exactly.

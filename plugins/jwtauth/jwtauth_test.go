@@ -114,12 +114,13 @@ func index(t testing.TB, objs ...string) *plugins.ConsumerIndex {
 	for _, o := range objs {
 		var c struct {
 			Username string                     `json:"username"`
+			Labels   map[string]string          `json:"labels"`
 			Plugins  map[string]json.RawMessage `json:"plugins"`
 		}
 		if err := json.Unmarshal([]byte(o), &c); err != nil {
 			t.Fatal(err)
 		}
-		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins})
+		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
 	}
 	x, err := plugins.Default.IndexConsumers(cs, nil)
 	if err != nil {
@@ -394,5 +395,41 @@ func TestWithoutCookie(t *testing.T) {
 		if got := string(withoutCookie(nil, []byte(tc.in), "jwt")); got != tc.want {
 			t.Errorf("withoutCookie(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestAttachConsumer: as APISIX's attach_consumer, the upstream learns the
+// consumer's name, the credential object that matched and the consumer's
+// labels.custom_id; an anonymous consumer goes without its custom_id.
+func TestAttachConsumer(t *testing.T) {
+	custom := &plugins.Consumer{Username: "custom", CustomID: "c-42",
+		Plugins: map[string]json.RawMessage{Name: json.RawMessage(`{"key":"k-own","secret":"s-own"}`)}}
+	x, err := plugins.Default.IndexConsumers([]*plugins.Consumer{custom}, []plugins.Credential{{Username: "custom", ID: "cred-7",
+		Plugins: map[string]json.RawMessage{Name: json.RawMessage(`{"key":"k-cred","secret":"s-cred"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := func(key, secret string) string {
+		return sign(t, "HS256", secret, `{"alg":"HS256","typ":"JWT"}`, `{"key":"`+key+`"}`)
+	}
+	for _, tc := range []struct {
+		name, conf, token string
+		want              map[string]string
+	}{
+		{"consumer", `{"hide_credentials":true}`, hs("k-own", "s-own"),
+			map[string]string{"x-consumer-username": "custom", "x-consumer-custom-id": "c-42"}},
+		{"credential object", `{"hide_credentials":true}`, hs("k-cred", "s-cred"),
+			map[string]string{"x-consumer-username": "custom", "x-credential-identifier": "cred-7", "x-consumer-custom-id": "c-42"}},
+		{"anonymous", `{"hide_credentials":true,"anonymous_consumer":"custom"}`, hs("k-own", "wrong"),
+			map[string]string{"x-consumer-username": "custom"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := build(t, tc.conf, x)
+			c := request("/hello", "Authorization", tc.token, "X-Credential-Identifier", "spoofed", "X-Consumer-Custom-ID", "spoofed")
+			plugintest.Run(&p, c)
+			if diff := cmp.Diff(tc.want, observe(c).Headers); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

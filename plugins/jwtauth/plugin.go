@@ -137,13 +137,7 @@ var (
 	invalidUser  = []byte(`{"message":"Invalid user authorization"}` + "\n")
 )
 
-// The request headers attach_consumer sets for the upstream.
-const (
-	hdrUsername   = "X-Consumer-Username"
-	hdrCredential = "X-Credential-Identifier"
-	hdrCustomID   = "X-Consumer-Custom-ID"
-	hdrCookie     = "Cookie"
-)
+const hdrCookie = "Cookie"
 
 // instance is one route's jwt-auth. It runs on one event loop, one
 // request at a time; its scratch buffers (args, tok, vf, cookies, user)
@@ -169,13 +163,16 @@ type instance struct {
 	parsed  token
 	vf      verifier
 	cookies []byte // the Cookie header without the token's cookie
-	user    []byte // the consumer's username
+	user    []byte // AttachConsumer's buffer
 }
 
 // Rewrite implements plugins.RewritePhase, as jwt-auth.lua's rewrite.
 func (in *instance) Rewrite(c plugins.Ctx) {
-	k, msg := in.find(c)
-	if k == nil {
+	f, msg := in.find(c)
+	k, customID := f.Consumer, ""
+	if k != nil {
+		customID = k.CustomID
+	} else {
 		if in.anonymous == "" {
 			c.SetResponseHeader("WWW-Authenticate", in.challenge)
 			c.Exit(401, msg)
@@ -190,55 +187,49 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 			return
 		}
 	}
-	// attach_consumer: the upstream learns who the consumer is, and a
-	// client cannot claim to be one. The Consumer carries no credential
-	// id nor custom_id, so those headers are cleared.
-	in.user = append(in.user[:0], k.Username...)
-	c.SetRequestHeader(hdrUsername, in.user)
-	c.SetRequestHeader(hdrCredential, nil)
-	c.SetRequestHeader(hdrCustomID, nil)
-	c.SetConsumer(k)
+	// attach_consumer: the upstream learns who the consumer is, by which
+	// credential object, and its custom_id (an anonymous consumer's is
+	// not told, as in APISIX); a client cannot claim any of them.
+	in.user = plugins.AttachConsumer(c, k, f.CredentialID, customID, in.user)
 }
 
 // find is jwt-auth.lua's find_consumer: the consumer of the request's
-// token, or nil and the message to answer with.
-func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
+// token, or no consumer and the message to answer with.
+func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	tok, ok := in.fetch(c)
 	if tok == nil {
-		return nil, missingToken
+		return plugins.Found{}, missingToken
 	}
 	t := &in.parsed
 	if !ok || !in.tok.parse(tok, in.keyClaim, t) {
-		return nil, invalidToken
+		return plugins.Found{}, invalidToken
 	}
 	switch t.keyState {
 	case absent:
-		return nil, missingKey
+		return plugins.Found{}, missingKey
 	case isString:
 	default:
-		return nil, invalidKey
+		return plugins.Found{}, invalidKey
 	}
-	var k *plugins.Consumer
-	var cr *credential
+	var f plugins.Found
 	if in.consumers != nil {
-		var data any
-		k, data = in.consumers.CredentialData(Name, t.key)
-		cr, _ = data.(*credential)
+		f = in.consumers.Find(Name, t.key)
 	}
-	if k == nil || cr == nil {
-		return nil, invalidKey
+	cr, _ := f.Data.(*credential)
+	if f.Consumer == nil || cr == nil {
+		return plugins.Found{}, invalidKey
 	}
 	// The token's "alg" must be the consumer's algorithm.
 	if !t.hasAlg || t.alg == nil || string(t.alg) != cr.alg {
-		return nil, failedVerify
+		return plugins.Found{}, failedVerify
 	}
 	if !in.vf.verify(cr, t.signed, t.sig) {
-		return nil, failedVerify
+		return plugins.Found{}, failedVerify
 	}
 	if !in.claimsValid(t, cr, c.Now()/1e9) {
-		return nil, failedVerify
+		return plugins.Found{}, failedVerify
 	}
-	return k, nil
+	return f, nil
 }
 
 // claimsValid is the parser's verify_claims: without claims_to_verify,

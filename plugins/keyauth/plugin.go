@@ -85,13 +85,6 @@ var (
 	invalidUser = []byte(`{"message":"Invalid user authorization"}` + "\n")
 )
 
-// The request headers attach_consumer sets for the upstream.
-const (
-	hdrUsername   = "X-Consumer-Username"
-	hdrCredential = "X-Credential-Identifier"
-	hdrCustomID   = "X-Consumer-Custom-ID"
-)
-
 // instance is one route's key-auth. It runs on one event loop, one
 // request at a time; args and user are scratch buffers whose contents
 // live until the next Rewrite call (the Ctx copies what it is given),
@@ -105,13 +98,16 @@ type instance struct {
 	consumers plugins.Consumers // nil: the snapshot has no consumers
 
 	args uriargs.Scratch // the query argument's value, the target without it
-	user []byte          // the consumer's username
+	user []byte          // AttachConsumer's buffer
 }
 
 // Rewrite implements plugins.RewritePhase, as key-auth.lua's rewrite.
 func (in *instance) Rewrite(c plugins.Ctx) {
-	k, msg := in.find(c)
-	if k == nil {
+	f, msg := in.find(c)
+	k, customID := f.Consumer, ""
+	if k != nil {
+		customID = k.CustomID
+	} else {
 		if in.anonymous == "" {
 			c.SetResponseHeader("WWW-Authenticate", in.challenge)
 			c.Exit(401, msg)
@@ -136,42 +132,38 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 			return
 		}
 	}
-	// attach_consumer: the upstream learns who the consumer is, and a
-	// client cannot claim to be one. The Consumer carries no credential
-	// id nor custom_id, so those headers are cleared.
-	in.user = append(in.user[:0], k.Username...)
-	c.SetRequestHeader(hdrUsername, in.user)
-	c.SetRequestHeader(hdrCredential, nil)
-	c.SetRequestHeader(hdrCustomID, nil)
-	c.SetConsumer(k)
+	// attach_consumer: the upstream learns who the consumer is, by which
+	// credential object, and its custom_id (an anonymous consumer's is
+	// not told, as in APISIX); a client cannot claim any of them.
+	in.user = plugins.AttachConsumer(c, k, f.CredentialID, customID, in.user)
 }
 
 // find is key-auth.lua's find_consumer: the consumer of the request's key,
-// or nil and the message to answer with.
-func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
+// or no consumer and the message to answer with.
+func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	key := c.Header(in.header)
 	fromHeader := key != nil
 	if !fromHeader {
 		n, v := in.arg(c.Query())
 		switch {
 		case n == 0:
-			return nil, missingKey
+			return plugins.Found{}, missingKey
 		case n > 1 || v == nil:
 			// ngx.req.get_uri_args gives a table for a repeated
 			// argument and true for one without '=': no consumer has
 			// either as its key.
-			return nil, invalidKey
+			return plugins.Found{}, invalidKey
 		}
 		key = v
 	}
 	// An empty key ("apikey:", "?apikey=") is a key no consumer has: the
 	// consumer schema refuses one, and none is looked up.
 	if len(key) == 0 || in.consumers == nil {
-		return nil, invalidKey
+		return plugins.Found{}, invalidKey
 	}
-	k := in.consumers.ByCredential(Name, key)
-	if k == nil {
-		return nil, invalidKey
+	f := in.consumers.Find(Name, key)
+	if f.Consumer == nil {
+		return plugins.Found{}, invalidKey
 	}
 	if in.hide {
 		if fromHeader {
@@ -180,7 +172,7 @@ func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
 			in.dropArg(c)
 		}
 	}
-	return k, nil
+	return f, nil
 }
 
 // arg finds the query argument in.query as ngx.req.get_uri_args does
