@@ -20,7 +20,7 @@ func TestAllocRewrite(t *testing.T) {
 		{"valid sha1", `{}`, with(good(), func(s *signed) { s.algorithm = "hmac-sha1" }).ctx()},
 		{"valid sha512, long secret", `{}`, with(good(), func(s *signed) { s.keyID, s.secret, s.algorithm = "long-key", longSecret, "hmac-sha512" }).ctx()},
 		{"custom headers hidden", `{"hide_credentials":true,"signed_headers":["date","x-a"]}`, with(good(), func(s *signed) {
-			s.headers = []string{"@request-target", "date", "x-a", "x-b"}
+			s.headers = []string{"@request-target", "date", "x-a", "x_b"}
 			s.extra = []string{"X-A", "1", "X-B", "2"}
 		}).ctx()},
 		{"wrong secret", `{}`, with(good(), func(s *signed) { s.secret = "x" }).ctx()},

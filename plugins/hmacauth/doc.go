@@ -6,9 +6,11 @@
 // configuration's or one of its credential objects', and its secret_key
 // (an encrypt_fields member, stored encrypted as in APISIX) signs the
 // signing string the client signed: the keyId, then "name: value" of each
-// request header headers="…" lists (the first value of a repeated one;
-// one the request lacks is skipped, but "@request-target", which stands
-// for "METHOD request_uri"), each line ended by "\n". The base64
+// request header headers="…" lists (the first value of a repeated one; a
+// name with '_' finds the header with '-' in its place, as
+// ngx.req.get_headers() does; one the request lacks is skipped, but
+// "@request-target", which stands for "METHOD request_uri"), each line
+// ended by "\n". The base64
 // signature is compared with hmac.Equal, in constant time.
 //
 // The checks run in APISIX's order and answer as it does: no

@@ -117,6 +117,8 @@ func (s signed) ctx() *plugintest.Ctx {
 				str += method + " " + target + "\n"
 			} else if v, ok := hdrs[strings.ToLower(h)]; ok {
 				str += h + ": " + v + "\n"
+			} else if v, ok := hdrs[strings.ReplaceAll(strings.ToLower(h), "_", "-")]; ok {
+				str += h + ": " + v + "\n"
 			}
 		}
 		newHash := map[string]func() hash.Hash{"hmac-sha1": sha1.New, "hmac-sha256": sha256.New, "hmac-sha512": sha512.New}[alg]
@@ -223,6 +225,12 @@ func TestRewrite(t *testing.T) {
 		{"custom headers", `{"signed_headers":["date","x-custom-header-a"]}`, with(good(), func(s *signed) {
 			s.headers = []string{"@request-target", "date", "x-custom-header-a", "x-custom-header-b"}
 			s.extra = []string{"X-Custom-Header-A", "asld$%dfasf", "x-custom-header-b", "23879fmsldfk"}
+		}).ctx(), passedAs("jack")},
+		// As ngx.req.get_headers() finds it: "x_custom_a" is the header
+		// X-Custom-A, signed under the name the client listed.
+		{"underscores for dashes", `{}`, with(good(), func(s *signed) {
+			s.headers = []string{"date", "x_custom_a"}
+			s.extra = []string{"X-Custom-A", "1"}
 		}).ctx(), passedAs("jack")},
 		{"absent header skipped", `{}`, with(good(), func(s *signed) { s.headers = []string{"date", "x-absent"} }).ctx(), passedAs("jack")},
 		{"no signed_headers", `{"signed_headers":[]}`, with(good(), func(s *signed) { s.headers = []string{"@request-target"} }).ctx(), passedAs("jack")},

@@ -193,6 +193,7 @@ type instance struct {
 	sig     [sha512.Size + 3]byte // the request's signature, decoded
 	signing []byte                // the signing string
 	headers [][]byte              // the Authorization header's headers="…"
+	dashed  []byte                // a header name with '-' for '_' (header)
 	user    []byte                // AttachConsumer's buffer
 }
 
@@ -399,9 +400,7 @@ func (in *instance) sign(c plugins.Ctx, alg int, key, keyID []byte) []byte {
 		if len(h) == 0 {
 			continue
 		}
-		// Header does not keep its argument: the string is only
-		// compared, and h outlives the call.
-		if v := c.Header(unsafe.String(&h[0], len(h))); v != nil {
+		if v := in.header(c, h); v != nil {
 			s = append(s, h...)
 			s = append(s, ": "...)
 			s = append(s, v...)
@@ -422,6 +421,24 @@ func (in *instance) sign(c plugins.Ctx, alg int, key, keyID []byte) []byte {
 }
 
 var slash = []byte("/")
+
+// header is core.request.header(ctx, h): the request header h, compared
+// case-insensitively, or else, as ngx.req.get_headers() finds a name with
+// '_', the header whose name has '-' in their place; nil when neither.
+func (in *instance) header(c plugins.Ctx, h []byte) []byte {
+	// Header does not keep its argument: the string is only compared,
+	// and h and in.dashed outlive the call.
+	if v := c.Header(unsafe.String(&h[0], len(h))); v != nil || bytes.IndexByte(h, '_') < 0 {
+		return v
+	}
+	in.dashed = append(in.dashed[:0], h...)
+	for i, b := range in.dashed {
+		if b == '_' {
+			in.dashed[i] = '-'
+		}
+	}
+	return c.Header(unsafe.String(&in.dashed[0], len(in.dashed)))
+}
 
 // mac is HMAC (RFC 2104) with the instance's hash of alg, written out so
 // that the hash and its buffers are reused: crypto/hmac allocates a new
