@@ -32,8 +32,10 @@
 // credential's configuration (basic-auth's password digest, jwt-auth's
 // key) is a CredentialDataPlugin, whose CredentialData prepares it once,
 // when the consumers are indexed, off the event loop, so that a request
-// finds it with the consumer without parsing or allocating. A plugin
-// with node-wide plugin metadata (APISIX's
+// finds it with the consumer (Consumers.Find, with the credential object
+// that matched) without parsing or allocating; AttachConsumer, APISIX's
+// attach_consumer, then tells the upstream who the consumer is and
+// attaches it. A plugin with node-wide plugin metadata (APISIX's
 // metadata_schema, prometheus's disabled_labels) is also a
 // MetadataSchemaPlugin: the Admin API checks /apisix/admin/plugin_metadata
 // objects with Registry.CheckMetadata, the worker with IndexMetadata, and
