@@ -78,8 +78,8 @@ func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error
 	}
 	in := &instance{
 		value:     httpvar.Parse(c.Type),
-		blacklist: c.Blacklist,
-		whitelist: c.Whitelist,
+		blacklist: set(c.Blacklist),
+		whitelist: set(c.Whitelist),
 		code:      c.RejectedCode,
 		unknown:   message("The request is rejected, please check the " + c.Type + " for this request"),
 	}
@@ -125,9 +125,9 @@ type userMethods struct {
 // instance is one configuration, built once and only read afterwards:
 // safe for concurrent use. A request allocates nothing.
 type instance struct {
-	value     httpvar.Var // $consumer_name, $service_id or $route_id
-	blacklist []string
-	whitelist []string
+	value     httpvar.Var         // $consumer_name, $service_id or $route_id
+	blacklist map[string]struct{} // nil when none
+	whitelist map[string]struct{} // nil when none
 	methods   []userMethods
 	byMethods bool // allowed_by_methods is set, even without a user
 	code      int
@@ -162,14 +162,23 @@ func (in *instance) Access(c plugins.Ctx) {
 	}
 }
 
-// includes reports whether list holds v.
-func includes(list []string, v []byte) bool {
-	for _, s := range list {
-		if s == string(v) {
-			return true
-		}
+// set is a list's values, for lookups whatever its length; nil for
+// none.
+func set(list []string) map[string]struct{} {
+	if len(list) == 0 {
+		return nil
 	}
-	return false
+	m := make(map[string]struct{}, len(list))
+	for _, s := range list {
+		m[s] = struct{}{}
+	}
+	return m
+}
+
+// includes reports whether the set holds v.
+func includes(set map[string]struct{}, v []byte) bool {
+	_, ok := set[string(v)]
+	return ok
 }
 
 // methodAllowed is is_method_allowed: the first entry of user v decides;
