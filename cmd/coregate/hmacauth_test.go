@@ -7,6 +7,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +127,53 @@ func TestAdminAPIHMACAuth(t *testing.T) {
 	if !strings.Contains(r.body, `duplicate key_id of plugin hmac-auth found with consumer: jack`) {
 		t.Fatalf("duplicate key_id: %s", r.body)
 	}
+}
+
+// TestAdminAPIHMACAuthREADME: the client of plugins/hmacauth/README.md, a
+// shell script signing with openssl, passes the README's route as its
+// consumer.
+func TestAdminAPIHMACAuthREADME(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"bash", "openssl", "base64"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is missing", tool)
+			}
+			t.Skipf("%s is missing", tool)
+		}
+	}
+	md, err := os.ReadFile("../../plugins/hmacauth/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```sh\n(.*?)```").FindSubmatch(md)
+	if m == nil {
+		t.Fatal("README.md shows no sh block")
+	}
+	up := headEchoUpstream(t)
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	for _, o := range [][2]string{
+		{"consumers", `{"username":"jack","plugins":{"hmac-auth":{"key_id":"my-access-key","secret_key":"my-secret-key"}}}`},
+		{"routes/1", fmt.Sprintf(`{"uri":"/hello","plugins":{"hmac-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.Addr())},
+	} {
+		if r := admin.do(t, c, "PUT", o[0], o[1]); r.status != 201 {
+			t.Fatalf("PUT %s: %d %s", o[0], r.status, r.body)
+		}
+	}
+	script := strings.Replace(string(m[1]), "http://127.0.0.1:9080/hello", g.url("/hello"), 1)
+	if script == string(m[1]) {
+		t.Fatal("the README's script does not call http://127.0.0.1:9080/hello")
+	}
+	eventually(t, 10*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "bash", "-c", "set -e -o pipefail\ncurl() { command curl -sS --fail-with-body \"$@\"; }\n"+script).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"X-Consumer-Username":["jack"]`) {
+			return fmt.Errorf("the README's client: %v: %s", err, out)
+		}
+		return nil
+	})
 }
