@@ -234,9 +234,9 @@ type params struct {
 }
 
 // find is hmac-auth.lua's find_consumer and validate: the consumer whose
-// secret signed the request, or no consumer and the message to answer with. The
-// checks run in APISIX's order; the reasons APISIX logs are not told to
-// the client, as in APISIX.
+// secret signed the request, or no consumer and the message to answer
+// with. The checks run in APISIX's order; the reasons APISIX logs are not
+// told to the client, as in APISIX.
 func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	auth := c.Header(hdrAuthorization)
 	if auth == nil {
