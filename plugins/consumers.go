@@ -46,7 +46,7 @@ func isAuth(p Plugin) bool {
 // credentials, built once per snapshot and only read afterwards.
 type ConsumerIndex struct {
 	byName  map[string]*Consumer
-	byCred  map[string]map[string]*Consumer // plugin → credential → consumer
+	byCred  map[string]map[string]Found // plugin → credential → its consumer
 	refused []error
 }
 
@@ -77,15 +77,16 @@ func (r *Registry) IndexConsumers(consumers []*Consumer, creds []Credential) (*C
 // that a registry of r's fingerprint checked when checked is set (Trusts):
 // their configurations without references are not checked again.
 func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credential, checked bool) (*ConsumerIndex, error) {
-	x := &ConsumerIndex{byName: make(map[string]*Consumer, len(consumers)), byCred: map[string]map[string]*Consumer{}}
+	x := &ConsumerIndex{byName: make(map[string]*Consumer, len(consumers)), byCred: map[string]map[string]Found{}}
 	// fromRef marks the credentials that a reference resolved to.
 	fromRef := map[[2]string]bool{}
 	type credential struct {
 		plugin, value string
+		data          any
 		ref           bool
 	}
 	// add indexes one object's credentials, all or none.
-	add := func(c *Consumer, conf map[string]json.RawMessage, what string) error {
+	add := func(c *Consumer, credID string, conf map[string]json.RawMessage, what string) error {
 		var found []credential
 		for _, name := range slices.Sorted(maps.Keys(conf)) {
 			_, p, ok := r.Lookup(name)
@@ -111,11 +112,17 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 			if err != nil {
 				return fmt.Errorf("%s: plugin %s: %w", what, name, redactRefs(err, refs))
 			}
-			found = append(found, credential{name, cred, len(refs) > 0})
+			var data any
+			if dp, ok := p.(CredentialDataPlugin); ok {
+				if data, err = dp.CredentialData(resolved); err != nil {
+					return fmt.Errorf("%s: plugin %s: %w", what, name, redactRefs(err, refs))
+				}
+			}
+			found = append(found, credential{name, cred, data, len(refs) > 0})
 		}
 		for _, f := range found {
-			if prev, dup := x.byCred[f.plugin][f.value]; dup && prev != c {
-				err := fmt.Errorf("duplicate key of plugin %s found with consumer: %s", f.plugin, prev.Username)
+			if prev, dup := x.byCred[f.plugin][f.value]; dup && prev.Consumer != c {
+				err := fmt.Errorf("duplicate key of plugin %s found with consumer: %s", f.plugin, prev.Consumer.Username)
 				if f.ref || fromRef[[2]string{f.plugin, f.value}] {
 					err = fmt.Errorf("%s: %w", what, &refError{&spec.ValidationError{
 						Msg: err.Error() + ", after references resolved"}})
@@ -126,10 +133,10 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 		for _, f := range found {
 			m := x.byCred[f.plugin]
 			if m == nil {
-				m = map[string]*Consumer{}
+				m = map[string]Found{}
 				x.byCred[f.plugin] = m
 			}
-			m[f.value] = c
+			m[f.value] = Found{Consumer: c, CredentialID: credID, Data: f.data}
 			if f.ref {
 				fromRef[[2]string{f.plugin, f.value}] = true
 			}
@@ -137,7 +144,7 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 		return nil
 	}
 	for _, c := range consumers {
-		if err := add(c, c.Plugins, "consumer "+c.Username); err != nil {
+		if err := add(c, "", c.Plugins, "consumer "+c.Username); err != nil {
 			if !errors.Is(err, ErrReference) {
 				return nil, err
 			}
@@ -151,7 +158,7 @@ func (r *Registry) IndexConsumersChecked(consumers []*Consumer, creds []Credenti
 		if c == nil {
 			continue
 		}
-		if err := add(c, cr.Plugins, "credential "+cr.ID+" of consumer "+cr.Username); err != nil {
+		if err := add(c, cr.ID, cr.Plugins, "credential "+cr.ID+" of consumer "+cr.Username); err != nil {
 			if !errors.Is(err, ErrReference) {
 				return nil, err
 			}
@@ -168,6 +175,11 @@ func (x *ConsumerIndex) Refused() []error { return x.refused }
 
 // ByCredential implements Consumers.
 func (x *ConsumerIndex) ByCredential(plugin string, cred []byte) *Consumer {
+	return x.byCred[plugin][string(cred)].Consumer
+}
+
+// Find implements Consumers.
+func (x *ConsumerIndex) Find(plugin string, cred []byte) Found {
 	return x.byCred[plugin][string(cred)]
 }
 
@@ -176,3 +188,38 @@ func (x *ConsumerIndex) ByName(username string) *Consumer { return x.byName[user
 
 // Len is the number of consumers.
 func (x *ConsumerIndex) Len() int { return len(x.byName) }
+
+// The request headers attach_consumer sets for the upstream.
+const (
+	HeaderConsumerUsername = "X-Consumer-Username"
+	HeaderCredentialID     = "X-Credential-Identifier"
+	HeaderConsumerCustomID = "X-Consumer-Custom-ID"
+)
+
+// AttachConsumer is APISIX's consumer.attach_consumer, what an
+// authentication plugin does with the consumer k it found: the upstream
+// request gets X-Consumer-Username (k's username), X-Credential-Identifier
+// (credentialID, the credential object that matched: Found.CredentialID)
+// and X-Consumer-Custom-ID (customID: k.CustomID, or "" for an anonymous
+// consumer, which APISIX attaches without one), each replacing what the
+// client sent and removed when empty, so that a client cannot claim to be
+// a consumer; then k is attached (Ctx.SetConsumer).
+//
+// buf is the caller's scratch buffer, which the values pass through (the
+// Ctx copies them); AttachConsumer returns it, grown, for the caller to
+// keep for its next call, so that a request allocates nothing once it has
+// grown. It is for the phases of one event loop, as the Ctx.
+func AttachConsumer(c Ctx, k *Consumer, credentialID, customID string, buf []byte) []byte {
+	buf = append(buf[:0], k.Username...)
+	c.SetRequestHeader(HeaderConsumerUsername, buf)
+	for _, h := range [2]struct{ name, value string }{{HeaderCredentialID, credentialID}, {HeaderConsumerCustomID, customID}} {
+		if h.value == "" {
+			c.SetRequestHeader(h.name, nil)
+			continue
+		}
+		buf = append(buf[:0], h.value...)
+		c.SetRequestHeader(h.name, buf)
+	}
+	c.SetConsumer(k)
+	return buf
+}

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -107,6 +108,115 @@ func TestCheckConsumer(t *testing.T) {
 	// Indexing refuses a consumer whose credential fails the consumer schema.
 	_, err := r.IndexConsumers([]*Consumer{{Username: "jack", Plugins: map[string]json.RawMessage{"test-auth": json.RawMessage(`{}`)}}}, nil)
 	if err == nil || err.Error() != `consumer jack: failed to check the configuration of plugin test-auth err: property "key" is required` {
+		t.Errorf("IndexConsumers: %v", err)
+	}
+}
+
+// withData is a test authentication plugin whose credential is "key" and
+// whose CredentialData is its "secret"; an empty secret is refused.
+type withData struct{ keyed }
+
+func (withData) CredentialData(raw json.RawMessage) (any, error) {
+	var c struct{ Secret string }
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	if c.Secret == "" {
+		return nil, errors.New("no secret")
+	}
+	return []byte(c.Secret), nil
+}
+
+// TestCredentialData: the index keeps what CredentialData made of each
+// credential's configuration, the consumer's and the credential objects',
+// and Find returns it with the consumer and the credential object's id
+// without allocating.
+func TestCredentialData(t *testing.T) {
+	r := NewRegistry(testTable)
+	r.Register("test-auth", withData{})
+	r.Register("test-limit", keyed{})
+	jack := &Consumer{Username: "jack", Plugins: map[string]json.RawMessage{
+		"test-auth": json.RawMessage(`{"key":"k-jack","secret":"s-jack"}`), "test-limit": json.RawMessage(`{"key":"l-jack"}`)}}
+	x, err := r.IndexConsumers([]*Consumer{jack}, []Credential{
+		{Username: "jack", ID: "c1", Plugins: map[string]json.RawMessage{"test-auth": json.RawMessage(`{"key":"k-c1","secret":"s-c1"}`)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		plugin, cred string
+		want         *Consumer
+		credID       string
+		data         string
+	}{
+		{"test-auth", "k-jack", jack, "", "s-jack"},
+		{"test-auth", "k-c1", jack, "c1", "s-c1"},
+		{"test-auth", "k-none", nil, "", ""},
+		{"test-limit", "l-jack", jack, "", ""}, // no CredentialDataPlugin
+	} {
+		f := x.Find(tc.plugin, []byte(tc.cred))
+		got, _ := f.Data.([]byte)
+		if f.Consumer != tc.want || f.CredentialID != tc.credID || string(got) != tc.data || (tc.data == "") != (f.Data == nil) {
+			t.Errorf("Find(%s, %s) = %+v, want %v, %q, %q", tc.plugin, tc.cred, f, tc.want, tc.credID, tc.data)
+		}
+	}
+	key := []byte("k-c1")
+	if n := testing.AllocsPerRun(100, func() { _ = x.Find("test-auth", key) }); n != 0 {
+		t.Errorf("Find allocates %.1f times", n)
+	}
+	// A CredentialData error refuses the consumer, naming it and the plugin.
+	_, err = r.IndexConsumers([]*Consumer{{Username: "bob", Plugins: map[string]json.RawMessage{
+		"test-auth": json.RawMessage(`{"key":"k-bob"}`)}}}, nil)
+	if err == nil || err.Error() != "consumer bob: plugin test-auth: no secret" {
+		t.Errorf("IndexConsumers: %v", err)
+	}
+}
+
+// checkedConsumer is a test authentication plugin whose consumer
+// configurations are checked beyond their schema: "key" may not be "bad".
+type checkedConsumer struct{ consumerSchema }
+
+func (checkedConsumer) CheckConsumer(raw json.RawMessage) error {
+	var c struct{ Key string }
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	if c.Key == "bad" {
+		return errors.New(`property "key" is bad`)
+	}
+	return nil
+}
+
+// TestConsumerCheck: a ConsumerCheckPlugin's CheckConsumer runs after the
+// consumer schema, for consumers only, and refuses with Check's message
+// form, when written and when indexed.
+func TestConsumerCheck(t *testing.T) {
+	r := NewRegistry(testTable)
+	r.Register("test-auth", checkedConsumer{})
+	for _, tc := range []struct {
+		consumer bool
+		conf     string
+		want     string
+	}{
+		{true, `{"key":"good"}`, ""},
+		{true, `{"key":"bad"}`, `failed to check the configuration of plugin test-auth err: property "key" is bad`},
+		{true, `{}`, `failed to check the configuration of plugin test-auth err: property "key" is required`},
+		{false, `{"key":"bad"}`, ""},
+	} {
+		check := r.Check
+		if tc.consumer {
+			check = r.CheckConsumer
+		}
+		got := ""
+		if err := check("test-auth", json.RawMessage(tc.conf)); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("consumer %v %s: %q, want %q", tc.consumer, tc.conf, got, tc.want)
+		}
+	}
+	_, err := r.IndexConsumers([]*Consumer{{Username: "jack", Plugins: map[string]json.RawMessage{"test-auth": json.RawMessage(`{"key":"bad"}`)}}}, nil)
+	if err == nil || err.Error() != `consumer jack: failed to check the configuration of plugin test-auth err: property "key" is bad` {
 		t.Errorf("IndexConsumers: %v", err)
 	}
 }

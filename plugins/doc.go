@@ -23,7 +23,19 @@
 // authentication plugin whose configuration on a consumer differs from a
 // route's (key-auth's {"key"}) is also a ConsumerSchemaPlugin: consumers'
 // and credentials' configurations go through Registry.CheckConsumer,
-// against that schema. A plugin with node-wide plugin metadata (APISIX's
+// against that schema; one that needs checks its consumer schema cannot
+// say (jwt-auth's secret for an HS algorithm) is also a
+// ConsumerCheckPlugin, whose CheckConsumer runs after that schema. An
+// authentication plugin is a CredentialPlugin: the worker indexes
+// consumers by the credential it derives (key-auth's key) into the
+// snapshot's Consumers, and one whose request path needs more of the
+// credential's configuration (basic-auth's password digest, jwt-auth's
+// key) is a CredentialDataPlugin, whose CredentialData prepares it once,
+// when the consumers are indexed, off the event loop, so that a request
+// finds it with the consumer (Consumers.Find, with the credential object
+// that matched) without parsing or allocating; AttachConsumer, APISIX's
+// attach_consumer, then tells the upstream who the consumer is and
+// attaches it. A plugin with node-wide plugin metadata (APISIX's
 // metadata_schema, prometheus's disabled_labels) is also a
 // MetadataSchemaPlugin: the Admin API checks /apisix/admin/plugin_metadata
 // objects with Registry.CheckMetadata, the worker with IndexMetadata, and

@@ -222,6 +222,21 @@ type Consumer struct {
 	// Plugins is the consumer's "plugins" object, raw, as stored; the
 	// worker merges it into a route's when the consumer is attached.
 	Plugins map[string]json.RawMessage
+	// CustomID is the consumer's labels.custom_id ("" when none), as
+	// APISIX's consumer.custom_id: the X-Consumer-Custom-ID header.
+	CustomID string
+}
+
+// Found is what Consumers.Find returns: a credential's consumer (nil when
+// none), the id of the credential object that holds the credential (""
+// when the consumer's own configuration does: APISIX's credential_id, the
+// X-Credential-Identifier header), and the plugin's CredentialData of
+// that configuration (nil for a plugin that is no CredentialDataPlugin),
+// shared by every request of the snapshot, read only.
+type Found struct {
+	Consumer     *Consumer
+	CredentialID string
+	Data         any
 }
 
 // Consumers is a snapshot's consumers, indexed for authentication: the
@@ -232,6 +247,12 @@ type Consumers interface {
 	// the plugin's CredentialPlugin.Credential derives it: key-auth's
 	// key) is cred; nil when none.
 	ByCredential(plugin string, cred []byte) *Consumer
+	// Find is ByCredential with what an authentication plugin needs
+	// beside the consumer: the credential object that holds cred, and
+	// what the plugin's CredentialDataPlugin.CredentialData made of its
+	// configuration (basic-auth's password digest); the zero Found when
+	// no consumer has cred.
+	Find(plugin string, cred []byte) Found
 	// ByName returns the consumer of that username; nil when none.
 	ByName(username string) *Consumer
 }
@@ -246,6 +267,22 @@ type CredentialPlugin interface {
 	// object's) configuration of the plugin, which passed its schema, its
 	// references resolved.
 	Credential(raw json.RawMessage) (string, error)
+}
+
+// CredentialDataPlugin is a CredentialPlugin whose request path needs more
+// of a credential's configuration than the credential it is found by
+// (basic-auth's password beside its username, jwt-auth's secret or public
+// key beside its key): CredentialData prepares it once, when the consumers
+// are indexed, off the event loop, and Consumers.Find returns it with the
+// consumer, so that a request neither parses nor allocates.
+type CredentialDataPlugin interface {
+	CredentialPlugin
+	// CredentialData returns what the request path needs of a consumer's
+	// (or credential object's) configuration, which passed its schema,
+	// its references resolved; an error refuses the consumer as
+	// Credential's does. The value is shared, read only, by the requests
+	// of the snapshot on every event loop.
+	CredentialData(raw json.RawMessage) (any, error)
 }
 
 // The phase interfaces: an Instance implements those of the phases it runs

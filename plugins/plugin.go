@@ -64,6 +64,19 @@ type ConsumerSchemaPlugin interface {
 	ConsumerSchema() []byte
 }
 
+// ConsumerCheckPlugin is a ConsumerSchemaPlugin whose consumer
+// configurations need more than their schema says, as APISIX's
+// check_schema(conf, TYPE_CONSUMER) does beyond the schema (jwt-auth's
+// secret required for an HS algorithm).
+type ConsumerCheckPlugin interface {
+	ConsumerSchemaPlugin
+	// CheckConsumer validates a consumer's or a credential's
+	// configuration that passed ConsumerSchema, its references resolved;
+	// pure and safe for concurrent use, as Check. Its error names the
+	// field at fault.
+	CheckConsumer(raw json.RawMessage) error
+}
+
 // GroupPlugin is implemented by a plugin whose configurations naming the
 // same "group" share one state (limit-count's counter): the Admin API
 // refuses a member configured unlike the group's others, APISIX's "group
@@ -305,7 +318,8 @@ func (r *Registry) Check(name string, raw json.RawMessage) error {
 
 // CheckConsumer checks one plugin's configuration on a consumer or a
 // credential object, with Check's messages: against the plugin's consumer
-// schema alone when it is a ConsumerSchemaPlugin, as Check otherwise.
+// schema (and its CheckConsumer, a ConsumerCheckPlugin's) when it is a
+// ConsumerSchemaPlugin, as Check otherwise.
 func (r *Registry) CheckConsumer(name string, raw json.RawMessage) error {
 	_, p, ok := r.Lookup(name)
 	if !ok {
@@ -341,6 +355,11 @@ func (r *Registry) checkConsumer(name string, p Plugin, raw json.RawMessage, tru
 	}
 	if err := sc.consumer.Validate(resolved); err != nil {
 		return nil, nil, checkError(name, redactRefs(err, refs))
+	}
+	if cc, ok := p.(ConsumerCheckPlugin); ok {
+		if err := cc.CheckConsumer(resolved); err != nil {
+			return nil, nil, checkError(name, redactRefs(err, refs))
+		}
 	}
 	if key != ([32]byte{}) {
 		r.memo.add(key)

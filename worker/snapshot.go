@@ -694,7 +694,7 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry, checked bool) (*plugins
 	}
 	cs := make([]*plugins.Consumer, 0, len(s.Consumers))
 	for _, c := range s.Consumers {
-		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins})
+		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
 	}
 	var creds []plugins.Credential
 	for _, raw := range s.Credentials {

@@ -230,6 +230,34 @@ func TestCompileSchema(t *testing.T) {
 			t.Errorf("Validate(%s) (-want +got):\n%s", tc.in, diff)
 		}
 	}
+	// A dependencies schema's failure, as jwt-auth's consumer schema
+	// (t/plugin/jwt-auth.t TEST 49).
+	dep, err := CompileSchema("jwt-auth.consumer", []byte(`{
+		"type": "object",
+		"properties": {"algorithm": {"type": "string"}, "dependencies": {"type": "string"}},
+		"dependencies": {"algorithm": {"oneOf": [
+			{"properties": {"algorithm": {"enum": ["HS256"]}}},
+			{"properties": {"public_key": {"type": "string"}}, "required": ["public_key"]}
+		]}}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"algorithm":"HS256"}`, ""},
+		{`{"algorithm":"RS256","public_key":"k"}`, ""},
+		{`{"algorithm":"RS256"}`, `failed to validate dependent schema for "algorithm": value should match only one schema, but matches none`},
+		{`{"dependencies":1}`, `property "dependencies" validation failed: wrong type: expected string, got number`},
+	} {
+		if diff := cmp.Diff(tc.want, errText(dep.Validate(json.RawMessage(tc.in)))); diff != "" {
+			t.Errorf("Validate(%s) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+	// The upstream's tls, as t/node/upstream-mtls.t TEST 3.
+	err = ValidateObject(KindUpstream, []byte(`{"nodes":{"127.0.0.1:80":1},"tls":{"client_cert":"x"}}`))
+	if want := `invalid configuration: property "tls" validation failed: failed to validate dependent schema for "client_cert": property "client_key" is required`; errText(err) != want {
+		t.Errorf("tls without client_key: %v, want %s", err, want)
+	}
 	if _, err := CompileSchema("bad", []byte(`{"type":"nope"}`)); err == nil {
 		t.Error("an invalid schema compiles")
 	}

@@ -65,8 +65,33 @@ func (t *translator) render(e *jsonschema.ValidationError, loc []string, field s
 	return prefix.String() + t.own(e, e.InstanceLocation, field, t.s.deref(node), inst)
 }
 
-// own is the message of e at its own location.
+// own is the message of e at its own location: a failure of a
+// dependencies schema (the schema of "dependencies": {"prop": {...}})
+// prefixed as APISIX's, "failed to validate dependent schema for \"prop\": ".
 func (t *translator) own(e *jsonschema.ValidationError, loc []string, field string, node snode, inst *jval) string {
+	if prop, ok := dependentSchema(e.SchemaURL); ok {
+		return `failed to validate dependent schema for "` + prop + `": ` + t.ownKind(e, loc, field, node, inst)
+	}
+	return t.ownKind(e, loc, field, node, inst)
+}
+
+// dependentSchema reports whether a schema location is that of a
+// dependencies schema, and its property.
+func dependentSchema(url string) (string, bool) {
+	_, frag, _ := strings.Cut(url, "#")
+	i := strings.LastIndex(frag, "/dependencies/")
+	if i < 0 {
+		return "", false
+	}
+	prop := frag[i+len("/dependencies/"):]
+	if prop == "" || strings.Contains(prop, "/") || strings.HasSuffix(frag[:i], "/properties") {
+		return "", false
+	}
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(prop), true
+}
+
+// ownKind is own's message by the kind of failure.
+func (t *translator) ownKind(e *jsonschema.ValidationError, loc []string, field string, node snode, inst *jval) string {
 	switch k := e.ErrorKind.(type) {
 	case *kind.Schema, *kind.Group, *kind.Reference:
 		if len(e.Causes) == 0 {

@@ -6,22 +6,22 @@ package all
 
 import (
 	// Each registers itself in plugins.Default from its init function.
-	_ "coregate/plugins/keyauth"      // key-auth (2500, rewrite)
-	_ "coregate/plugins/limitconn"    // limit-conn (1003, access, log)
-	_ "coregate/plugins/limitcount"   // limit-count (1002, access)
-	_ "coregate/plugins/limitreq"     // limit-req (1001, access)
-	_ "coregate/plugins/mocking"      // mocking (10900, access)
-	_ "coregate/plugins/prometheus"   // prometheus (500, log)
-	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
-
-	// Access restrictions.
-	_ "coregate/plugins/iprestriction"      // ip-restriction (3000, access)
-	_ "coregate/plugins/refererrestriction" // referer-restriction (2990, access)
-	_ "coregate/plugins/uarestriction"      // ua-restriction (2999, access)
-	_ "coregate/plugins/uriblocker"         // uri-blocker (2900, rewrite)
-
-	// Faults, the client's address, answers echoed.
-	_ "coregate/plugins/echo"           // echo (412, header_filter, body_filter)
-	_ "coregate/plugins/faultinjection" // fault-injection (11000, rewrite)
-	_ "coregate/plugins/realip"         // real-ip (23000, rewrite)
+	_ "coregate/plugins/basicauth"           // basic-auth (2520, rewrite)
+	_ "coregate/plugins/consumerrestriction" // consumer-restriction (2400, access)
+	_ "coregate/plugins/echo"                // echo (412, header_filter, body_filter)
+	_ "coregate/plugins/faultinjection"      // fault-injection (11000, rewrite)
+	_ "coregate/plugins/hmacauth"            // hmac-auth (2530, rewrite)
+	_ "coregate/plugins/iprestriction"       // ip-restriction (3000, access)
+	_ "coregate/plugins/jwtauth"             // jwt-auth (2510, rewrite)
+	_ "coregate/plugins/keyauth"             // key-auth (2500, rewrite)
+	_ "coregate/plugins/limitconn"           // limit-conn (1003, access, log)
+	_ "coregate/plugins/limitcount"          // limit-count (1002, access)
+	_ "coregate/plugins/limitreq"            // limit-req (1001, access)
+	_ "coregate/plugins/mocking"             // mocking (10900, access)
+	_ "coregate/plugins/prometheus"          // prometheus (500, log)
+	_ "coregate/plugins/proxyrewrite"        // proxy-rewrite (1008, rewrite)
+	_ "coregate/plugins/realip"              // real-ip (23000, rewrite)
+	_ "coregate/plugins/refererrestriction"  // referer-restriction (2990, access)
+	_ "coregate/plugins/uarestriction"       // ua-restriction (2999, access)
+	_ "coregate/plugins/uriblocker"          // uri-blocker (2900, rewrite)
 )

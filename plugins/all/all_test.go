@@ -9,9 +9,26 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite",
-		"ip-restriction", "ua-restriction", "referer-restriction", "uri-blocker",
-		"fault-injection", "real-ip", "echo"} {
+	for _, name := range []string{
+		"basic-auth",
+		"consumer-restriction",
+		"echo",
+		"fault-injection",
+		"hmac-auth",
+		"ip-restriction",
+		"jwt-auth",
+		"key-auth",
+		"limit-conn",
+		"limit-count",
+		"limit-req",
+		"mocking",
+		"prometheus",
+		"proxy-rewrite",
+		"real-ip",
+		"referer-restriction",
+		"ua-restriction",
+		"uri-blocker",
+	} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -44,6 +61,13 @@ func TestEncryptFields(t *testing.T) {
 		consumer bool
 		want     []string
 	}{
+		{"basic-auth", true, []string{"password"}},
+		{"basic-auth", false, nil},
+		{"consumer-restriction", false, nil},
+		{"hmac-auth", true, []string{"secret_key"}},
+		{"hmac-auth", false, nil},
+		{"jwt-auth", true, []string{"secret"}},
+		{"jwt-auth", false, nil},
 		{"key-auth", true, []string{"key"}},
 		{"key-auth", false, nil},
 		{"limit-count", false, []string{"redis_password", "sentinel_password"}},

@@ -21,12 +21,13 @@ func consumers(t *testing.T, objs ...string) *plugins.ConsumerIndex {
 	for _, o := range objs {
 		var c struct {
 			Username string                     `json:"username"`
+			Labels   map[string]string          `json:"labels"`
 			Plugins  map[string]json.RawMessage `json:"plugins"`
 		}
 		if err := json.Unmarshal([]byte(o), &c); err != nil {
 			t.Fatal(err)
 		}
-		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins})
+		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
 	}
 	x, err := plugins.Default.IndexConsumers(cs, nil)
 	if err != nil {
@@ -222,11 +223,11 @@ type emptyKeyIndex struct {
 	blank *plugins.Consumer
 }
 
-func (x emptyKeyIndex) ByCredential(plugin string, cred []byte) *plugins.Consumer {
+func (x emptyKeyIndex) Find(plugin string, cred []byte) plugins.Found {
 	if plugin == Name && len(cred) == 0 {
-		return x.blank
+		return plugins.Found{Consumer: x.blank}
 	}
-	return x.Consumers.ByCredential(plugin, cred)
+	return x.Consumers.Find(plugin, cred)
 }
 
 // TestConsumerSchema: a consumer's configuration is checked against the
@@ -353,5 +354,38 @@ func TestEnvKey(t *testing.T) {
 		if o := observe(c); o.Status != 401 || o.Consumer != "" {
 			t.Errorf("apikey %q with the variable unset: %+v", key, o)
 		}
+	}
+}
+
+// TestAttachConsumer: as APISIX's attach_consumer, the upstream learns the
+// consumer's name, the credential object that matched and the consumer's
+// labels.custom_id; an anonymous consumer goes without its custom_id.
+func TestAttachConsumer(t *testing.T) {
+	custom := &plugins.Consumer{Username: "custom", CustomID: "c-42",
+		Plugins: map[string]json.RawMessage{Name: json.RawMessage(`{"key":"k-own"}`)}}
+	x, err := plugins.Default.IndexConsumers([]*plugins.Consumer{custom}, []plugins.Credential{{Username: "custom", ID: "cred-7",
+		Plugins: map[string]json.RawMessage{Name: json.RawMessage(`{"key":"k-cred"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, conf, key string
+		want            map[string]string
+	}{
+		{"consumer", `{"hide_credentials":true}`, "k-own",
+			map[string]string{"x-consumer-username": "custom", "x-consumer-custom-id": "c-42"}},
+		{"credential object", `{"hide_credentials":true}`, "k-cred",
+			map[string]string{"x-consumer-username": "custom", "x-credential-identifier": "cred-7", "x-consumer-custom-id": "c-42"}},
+		{"anonymous", `{"hide_credentials":true,"anonymous_consumer":"custom"}`, "k-none",
+			map[string]string{"x-consumer-username": "custom"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := build(t, tc.conf, x)
+			c := request{"/hello", []string{"apikey", tc.key, "X-Credential-Identifier", "spoofed", "X-Consumer-Custom-ID", "spoofed"}}.ctx()
+			plugintest.Run(&p, c)
+			if diff := cmp.Diff(tc.want, observe(c).Headers); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/uriargs"
 )
 
 // Name is the plugin's wire name.
@@ -74,7 +75,6 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		hide:      c.HideCredentials,
 		anonymous: c.AnonymousConsumer,
 		consumers: env.Consumers,
-		key:       make([]byte, 0, 64), // never nil: "?apikey=" is an empty key
 	}, nil
 }
 
@@ -85,17 +85,10 @@ var (
 	invalidUser = []byte(`{"message":"Invalid user authorization"}` + "\n")
 )
 
-// The request headers attach_consumer sets for the upstream.
-const (
-	hdrUsername   = "X-Consumer-Username"
-	hdrCredential = "X-Credential-Identifier"
-	hdrCustomID   = "X-Consumer-Custom-ID"
-)
-
 // instance is one route's key-auth. It runs on one event loop, one
-// request at a time; key, target and user are scratch buffers whose
-// contents live until the next Rewrite call (the Ctx copies what it is
-// given), reused so that a request allocates nothing once they have grown.
+// request at a time; args and user are scratch buffers whose contents
+// live until the next Rewrite call (the Ctx copies what it is given),
+// reused so that a request allocates nothing once they have grown.
 type instance struct {
 	header    string
 	query     string
@@ -104,15 +97,17 @@ type instance struct {
 	anonymous string
 	consumers plugins.Consumers // nil: the snapshot has no consumers
 
-	key    []byte // the query argument's value, unescaped
-	target []byte // the upstream target without the query argument
-	user   []byte // the consumer's username
+	args uriargs.Scratch // the query argument's value, the target without it
+	user []byte          // AttachConsumer's buffer
 }
 
 // Rewrite implements plugins.RewritePhase, as key-auth.lua's rewrite.
 func (in *instance) Rewrite(c plugins.Ctx) {
-	k, msg := in.find(c)
-	if k == nil {
+	f, msg := in.find(c)
+	k, customID := f.Consumer, ""
+	if k != nil {
+		customID = k.CustomID
+	} else {
 		if in.anonymous == "" {
 			c.SetResponseHeader("WWW-Authenticate", in.challenge)
 			c.Exit(401, msg)
@@ -137,42 +132,38 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 			return
 		}
 	}
-	// attach_consumer: the upstream learns who the consumer is, and a
-	// client cannot claim to be one. The Consumer carries no credential
-	// id nor custom_id, so those headers are cleared.
-	in.user = append(in.user[:0], k.Username...)
-	c.SetRequestHeader(hdrUsername, in.user)
-	c.SetRequestHeader(hdrCredential, nil)
-	c.SetRequestHeader(hdrCustomID, nil)
-	c.SetConsumer(k)
+	// attach_consumer: the upstream learns who the consumer is, by which
+	// credential object, and its custom_id (an anonymous consumer's is
+	// not told, as in APISIX); a client cannot claim any of them.
+	in.user = plugins.AttachConsumer(c, k, f.CredentialID, customID, in.user)
 }
 
 // find is key-auth.lua's find_consumer: the consumer of the request's key,
-// or nil and the message to answer with.
-func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
+// or no consumer and the message to answer with.
+func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	key := c.Header(in.header)
 	fromHeader := key != nil
 	if !fromHeader {
 		n, v := in.arg(c.Query())
 		switch {
 		case n == 0:
-			return nil, missingKey
+			return plugins.Found{}, missingKey
 		case n > 1 || v == nil:
 			// ngx.req.get_uri_args gives a table for a repeated
 			// argument and true for one without '=': no consumer has
 			// either as its key.
-			return nil, invalidKey
+			return plugins.Found{}, invalidKey
 		}
 		key = v
 	}
 	// An empty key ("apikey:", "?apikey=") is a key no consumer has: the
 	// consumer schema refuses one, and none is looked up.
 	if len(key) == 0 || in.consumers == nil {
-		return nil, invalidKey
+		return plugins.Found{}, invalidKey
 	}
-	k := in.consumers.ByCredential(Name, key)
-	if k == nil {
-		return nil, invalidKey
+	f := in.consumers.Find(Name, key)
+	if f.Consumer == nil {
+		return plugins.Found{}, invalidKey
 	}
 	if in.hide {
 		if fromHeader {
@@ -181,122 +172,16 @@ func (in *instance) find(c plugins.Ctx) (*plugins.Consumer, []byte) {
 			in.dropArg(c)
 		}
 	}
-	return k, nil
+	return f, nil
 }
 
-// arg finds the query argument in.query as ngx.req.get_uri_args does,
-// names and values unescaped ('+' for a space): n is how many times it
-// occurs, v the last occurrence's value (in in.key, valid until the next
-// call), nil when it has no '='.
-func (in *instance) arg(q []byte) (n int, v []byte) {
-	for len(q) > 0 {
-		var kv []byte
-		kv, q = cut(q, '&')
-		name, val, eq := cutEq(kv)
-		if !unescapedEqual(name, in.query) {
-			continue
-		}
-		n++
-		v = nil
-		if eq {
-			in.key = unescape(in.key[:0], val)
-			v = in.key
-		}
-	}
-	return n, v
-}
+// arg finds the query argument in.query as ngx.req.get_uri_args does
+// (uriargs.Scratch.Arg): n is how many times it occurs, v the last
+// occurrence's value, valid until the next call, nil when it has no '='.
+func (in *instance) arg(q []byte) (n int, v []byte) { return in.args.Arg(q, in.query) }
 
 // dropArg sends the request upstream without the query argument in.query,
 // every occurrence of it; the other arguments keep their bytes and order.
 func (in *instance) dropArg(c plugins.Ctx) {
-	t := append(in.target[:0], c.Path()...)
-	mark := len(t)
-	q := c.Query()
-	for len(q) > 0 {
-		var kv []byte
-		kv, q = cut(q, '&')
-		if name, _, _ := cutEq(kv); unescapedEqual(name, in.query) {
-			continue
-		}
-		if len(t) == mark {
-			t = append(t, '?')
-		} else {
-			t = append(t, '&')
-		}
-		t = append(t, kv...)
-	}
-	in.target = t
-	c.SetUpstreamURI(t)
-}
-
-// cut splits b at the first sep.
-func cut(b []byte, sep byte) (before, after []byte) {
-	for i, ch := range b {
-		if ch == sep {
-			return b[:i], b[i+1:]
-		}
-	}
-	return b, nil
-}
-
-// cutEq splits one argument into its name and value.
-func cutEq(kv []byte) (name, val []byte, eq bool) {
-	for i, ch := range kv {
-		if ch == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, nil, false
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return int(c - 'A' + 10)
-	}
-	return -1
-}
-
-// unescapeAt decodes the byte of s at i as an argument's byte: "%XX" (3
-// bytes), '+' a space, an invalid escape itself.
-func unescapeAt(s []byte, i int) (b byte, width int) {
-	switch s[i] {
-	case '+':
-		return ' ', 1
-	case '%':
-		if i+2 < len(s) {
-			if h, l := unhex(s[i+1]), unhex(s[i+2]); h >= 0 && l >= 0 {
-				return byte(h<<4 | l), 3
-			}
-		}
-	}
-	return s[i], 1
-}
-
-// unescape appends s, unescaped, to dst.
-func unescape(dst, s []byte) []byte {
-	for i := 0; i < len(s); {
-		b, w := unescapeAt(s, i)
-		dst = append(dst, b)
-		i += w
-	}
-	return dst
-}
-
-// unescapedEqual reports whether s, unescaped, is name.
-func unescapedEqual(s []byte, name string) bool {
-	j := 0
-	for i := 0; i < len(s); {
-		b, w := unescapeAt(s, i)
-		if j >= len(name) || name[j] != b {
-			return false
-		}
-		i += w
-		j++
-	}
-	return j == len(name)
+	c.SetUpstreamURI(in.args.Without(c.Path(), c.Query(), in.query))
 }

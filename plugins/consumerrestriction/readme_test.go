@@ -1,0 +1,22 @@
+package consumerrestriction
+
+import (
+	"os"
+	"testing"
+
+	_ "coregate/plugins/basicauth" // the examples' authentication plugins
+	_ "coregate/plugins/jwtauth"
+	_ "coregate/plugins/keyauth"
+	"coregate/plugins/plugintest"
+)
+
+// TestREADMEExamples checks every configuration README.md shows.
+func TestREADMEExamples(t *testing.T) {
+	md, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := plugintest.CheckExamples(t, md, Name); n < 4 {
+		t.Fatalf("README.md shows %d configurations of %s, want at least 4", n, Name)
+	}
+}

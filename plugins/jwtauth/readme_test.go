@@ -1,0 +1,21 @@
+package jwtauth
+
+import (
+	"os"
+	"testing"
+
+	"coregate/plugins/plugintest"
+)
+
+// TestREADMEExamples checks every configuration README.md shows: a
+// consumer's and a credential's against the consumer schema, a route's
+// against the route schema.
+func TestREADMEExamples(t *testing.T) {
+	md, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := plugintest.CheckExamples(t, md, Name); n < 4 {
+		t.Fatalf("README.md shows %d configurations of %s, want at least 4", n, Name)
+	}
+}
