@@ -82,6 +82,12 @@ type Ctx interface {
 	// SetResponseHeader sets a header of the response to the client,
 	// replacing one of that name; from any phase before header_filter ends.
 	SetResponseHeader(name string, value []byte)
+	// AddResponseHeader adds one more field to the response to the
+	// client, after any of that name (the upstream's, or one a plugin set
+	// or added), as APISIX's core.response.add_header (cors's "Vary:
+	// Origin"); from the same phases as SetResponseHeader. A later
+	// SetResponseHeader of the name replaces them all.
+	AddResponseHeader(name string, value []byte)
 	// Status is the response status, from header_filter on (0 before).
 	Status() int
 

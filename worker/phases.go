@@ -397,10 +397,12 @@ func (cc *clientConn) answerExit() {
 	cc.answerLocal(p.exitStatus, ctText, cc.exitBody, hasBody)
 }
 
-// respHas reports whether a plugin set the response header name.
+// respHas reports whether a plugin set the response header name
+// (SetResponseHeader: its value replaces the worker's or the upstream's;
+// an added one does not).
 func (cc *clientConn) respHas(name string) bool {
 	for i := range cc.respHdr {
-		if eqFoldStr(cc.respHdr[i].name, name) {
+		if h := &cc.respHdr[i]; !h.add && eqFoldStr(h.name, name) {
 			return true
 		}
 	}
@@ -410,7 +412,7 @@ func (cc *clientConn) respHas(name string) bool {
 // respNamed is respHas for a header name of a response.
 func (cc *clientConn) respNamed(name []byte) bool {
 	for i := range cc.respHdr {
-		if eqFold(name, cc.respHdr[i].name) {
+		if h := &cc.respHdr[i]; !h.add && eqFold(name, h.name) {
 			return true
 		}
 	}

@@ -53,6 +53,7 @@ type probeConf struct {
 	LogKept    bool              `json:"log_kept"`    // record what Kept says in log
 	RespHeader map[string]string `json:"resp_header"` // in access
 	HFHeader   map[string]string `json:"hf_header"`   // in header_filter
+	HFAdd      []string          `json:"hf_add"`      // name=value, added in header_filter
 	UpURI      string            `json:"up_uri"`
 	UpMethod   string            `json:"up_method"`
 	UpHost     string            `json:"up_host"`
@@ -102,6 +103,10 @@ func (p probe) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, er
 	for _, k := range slices.Sorted(maps.Keys(c.HFHeader)) {
 		in.hf = append(in.hf, kv{k, []byte(c.HFHeader[k])})
 	}
+	for _, a := range c.HFAdd {
+		k, v, _ := strings.Cut(a, "=")
+		in.hfAdd = append(in.hfAdd, kv{k, []byte(v)})
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.ReqSet)) {
 		in.set = append(in.set, kv{k, []byte(c.ReqSet[k])})
 	}
@@ -133,6 +138,7 @@ type probeInst struct {
 	ev             []string
 	body           []byte
 	resp, hf       []kv
+	hfAdd          []kv
 	set, add       []kv
 	uri, meth, hst []byte
 	awaits         int
@@ -237,6 +243,9 @@ func (in *probeInst) HeaderFilter(c plugins.Ctx) {
 	in.record(3)
 	for _, e := range in.hf {
 		c.SetResponseHeader(e.k, e.v)
+	}
+	for _, e := range in.hfAdd {
+		c.AddResponseHeader(e.k, e.v)
 	}
 }
 
@@ -482,6 +491,29 @@ func TestHeaderFilterHeaders(t *testing.T) {
 	want := []string{"Content-Length: 2", strings.TrimSuffix(string(h.w.dateLine), "\r\n"), "x-up: b", "Server: mine", "X-New: n"}
 	if d := cmp.Diff(want, names); d != "" || body != "ok" {
 		t.Fatalf("head (-want +got):\n%s\nbody %q", d, body)
+	}
+}
+
+// TestHeaderFilterAddedHeaders: a header a plugin adds follows the
+// upstream's of that name, which stay, and the worker's own on a local
+// answer; a later set of the name replaces every one added before it.
+func TestHeaderFilterAddedHeaders(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_add":["X-Up=b","Vary=Origin","X-Gone=1","X-Gone=2"]},` +
+			`"p-lo":{"hf_header":{"X-Gone":"3"},"hf_add":["X-Gone=4","Content-Type=x/y","Connection=x"]}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"access","exit":200,"body":"e","hf_add":["Content-Type=x/y","Server=s"]}}}`,
+	}, nil, nil, nil))
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	head, body, _ := strings.Cut(string(got), "\r\n\r\n")
+	want := []string{"X-Up: a", "Content-Length: 2", strings.TrimSuffix(string(h.w.dateLine), "\r\n"), strings.TrimSuffix(string(h.w.server), "\r\n"),
+		"X-Up: b", "Vary: Origin", "X-Gone: 3", "X-Gone: 4", "Content-Type: x/y"}
+	if d := cmp.Diff(want, strings.Split(head, "\r\n")[1:]); d != "" || body != "ok" {
+		t.Fatalf("head (-want +got):\n%s\nbody %q", d, body)
+	}
+	_, got = h.roundTrip([]byte("GET /b HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if !bytes.Contains(got, []byte("\r\nContent-Type: text/plain")) || !bytes.Contains(got, []byte("\r\nContent-Type: x/y\r\n")) ||
+		!bytes.Contains(got, []byte("\r\nServer: s\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\ne")) {
+		t.Fatalf("local answer %q", got)
 	}
 }
 

@@ -162,12 +162,44 @@ func (x *pluginCtx) SetResponseHeader(name string, value []byte) {
 	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || workerOwnedResponse(name) || !fieldOK(name, value) {
 		return
 	}
+	k, found := 0, false
 	for i := range cc.respHdr {
-		if eqFoldStr(cc.respHdr[i].name, name) {
-			cc.respHdr[i].value = append(cc.respHdr[i].value[:0], value...)
-			return
+		h := &cc.respHdr[i]
+		if !eqFoldStr(h.name, name) {
+			// Compact by swapping, so that each slot keeps a value
+			// buffer of its own.
+			cc.respHdr[k], cc.respHdr[i] = cc.respHdr[i], cc.respHdr[k]
+			k++
+			continue
+		}
+		if !found {
+			found = true
+			h.value = append(h.value[:0], value...)
+			h.add = false
+			cc.respHdr[k], cc.respHdr[i] = cc.respHdr[i], cc.respHdr[k]
+			k++
 		}
 	}
+	cc.respHdr = cc.respHdr[:k]
+	if !found {
+		cc.addRespHdr(name, value, false)
+	}
+}
+
+// AddResponseHeader implements plugins.Ctx: the field goes into the head
+// after the upstream's of that name, which stay. Framing and hop-by-hop
+// names are the worker's and ignored.
+func (x *pluginCtx) AddResponseHeader(name string, value []byte) {
+	cc := x.cc()
+	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || workerOwnedResponse(name) || !fieldOK(name, value) {
+		return
+	}
+	cc.addRespHdr(name, value, true)
+}
+
+// addRespHdr appends a response header edit, reusing the buffer of the
+// slot past the end.
+func (cc *clientConn) addRespHdr(name string, value []byte, add bool) {
 	n := len(cc.respHdr)
 	if n < cap(cc.respHdr) {
 		cc.respHdr = cc.respHdr[:n+1]
@@ -177,6 +209,7 @@ func (x *pluginCtx) SetResponseHeader(name string, value []byte) {
 	h := &cc.respHdr[n]
 	h.name = name
 	h.value = append(h.value[:0], value...)
+	h.add = add
 }
 
 // Status implements plugins.Ctx.
@@ -316,6 +349,7 @@ type headerEdit struct {
 	value  []byte
 	set    bool // replaces the client's fields of that name
 	remove bool // a set with no value: the fields go, nothing is added
+	add    bool // a response field added: the upstream's of that name stay
 }
 
 // fieldOK reports whether a header field can be written as given: a

@@ -265,14 +265,30 @@ func (c *Ctx) Exited() bool { return c.exited }
 // ExitStatus is the status of the last Exit (0: none).
 func (c *Ctx) ExitStatus() int { return c.exitStatus }
 
-// SetResponseHeader implements plugins.Ctx.
+// SetResponseHeader implements plugins.Ctx: it replaces every header of
+// that name set or added before.
 func (c *Ctx) SetResponseHeader(name string, value []byte) {
+	k, found := 0, false
 	for i := range c.respHeader {
-		if strings.EqualFold(c.respHeader[i].Name, name) {
-			c.respHeader[i].Value = append(c.respHeader[i].Value[:0], value...)
-			return
+		if !strings.EqualFold(c.respHeader[i].Name, name) || !found {
+			if strings.EqualFold(c.respHeader[i].Name, name) {
+				found = true
+				c.respHeader[i].Value = append(c.respHeader[i].Value[:0], value...)
+			}
+			c.respHeader[k], c.respHeader[i] = c.respHeader[i], c.respHeader[k]
+			k++
 		}
 	}
+	c.respHeader = c.respHeader[:k]
+	if !found {
+		c.addResp(name, value)
+	}
+}
+
+// AddResponseHeader implements plugins.Ctx.
+func (c *Ctx) AddResponseHeader(name string, value []byte) { c.addResp(name, value) }
+
+func (c *Ctx) addResp(name string, value []byte) {
 	n := len(c.respHeader)
 	if n < cap(c.respHeader) {
 		c.respHeader = c.respHeader[:n+1]
@@ -284,7 +300,8 @@ func (c *Ctx) SetResponseHeader(name string, value []byte) {
 	h.Value = append(h.Value[:0], value...)
 }
 
-// ResponseHeader is a header set with SetResponseHeader; nil when none.
+// ResponseHeader is the first header set with SetResponseHeader or added
+// with AddResponseHeader; nil when none.
 func (c *Ctx) ResponseHeader(name string) []byte {
 	for i := range c.respHeader {
 		if strings.EqualFold(c.respHeader[i].Name, name) {
@@ -292,6 +309,18 @@ func (c *Ctx) ResponseHeader(name string) []byte {
 		}
 	}
 	return nil
+}
+
+// ResponseHeaderValues are the values of every header of that name set or
+// added, in order.
+func (c *Ctx) ResponseHeaderValues(name string) []string {
+	var out []string
+	for i := range c.respHeader {
+		if strings.EqualFold(c.respHeader[i].Name, name) {
+			out = append(out, string(c.respHeader[i].Value))
+		}
+	}
+	return out
 }
 
 // Status implements plugins.Ctx.
