@@ -11,6 +11,7 @@ package plugins
 // unknown plugin, as a plugin APISIX has not enabled.
 var Table = []Entry{
 	{Name: "mocking", Priority: 10900},
+	{Name: "cors", Priority: 4000},
 	{Name: "key-auth", Priority: 2500},
 	{Name: "proxy-cache", Priority: 1085},
 	{Name: "proxy-mirror", Priority: 1010},

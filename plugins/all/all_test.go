@@ -9,7 +9,7 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite"} {
+	for _, name := range []string{"cors", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -42,6 +42,7 @@ func TestEncryptFields(t *testing.T) {
 		consumer bool
 		want     []string
 	}{
+		{"cors", false, nil},
 		{"key-auth", true, []string{"key"}},
 		{"key-auth", false, nil},
 		{"limit-count", false, []string{"redis_password", "sentinel_password"}},
