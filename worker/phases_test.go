@@ -1005,3 +1005,23 @@ func TestAwaitLimit(t *testing.T) {
 		t.Fatalf("phases %q", rec.events)
 	}
 }
+
+// TestExitRedirectPage: a plugin's redirection without a body gets
+// nginx's page for it, titled as nginx titles it ("302 Found" under the
+// status line's "Moved Temporarily").
+func TestExitRedirectPage(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"exit_at":"rewrite","exit":302}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"rewrite","exit":308}}}`,
+	}, nil, nil, nil))
+	for path, want := range map[string][2]string{
+		"/a": {"HTTP/1.1 302 Moved Temporarily\r\n", "<head><title>302 Found</title></head>"},
+		"/b": {"HTTP/1.1 308 Permanent Redirect\r\n", "<center><h1>308 Permanent Redirect</h1></center>"},
+	} {
+		_, got := h.roundTrip([]byte("GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+		if !bytes.HasPrefix(got, []byte(want[0])) || !bytes.Contains(got, []byte("Content-Type: text/html; charset=utf-8\r\n")) ||
+			!bytes.Contains(got, []byte(want[1])) {
+			t.Errorf("GET %s:\n%q\nwant %q and %q", path, got, want[0], want[1])
+		}
+	}
+}
