@@ -90,6 +90,15 @@ type Ctx interface {
 	AddResponseHeader(name string, value []byte)
 	// Status is the response status, from header_filter on (0 before).
 	Status() int
+	// ResponseHeader is the value of the first field of that name of the
+	// response as it stands, compared case-insensitively; nil when
+	// absent: one a plugin set (SetResponseHeader), else the upstream's
+	// (APISIX's ngx.resp.get_headers in header_filter, request-id's
+	// "keep the upstream's"), else one a plugin added. From header_filter
+	// on; the worker's own fields (Date, Server, Content-Type of its
+	// pages) are not seen. The bytes point into the worker's buffers:
+	// valid only during the phase call.
+	ResponseHeader(name string) []byte
 
 	// ExitAfter is Exit after d (mocking's delay): the request's phases
 	// stop now, the answer leaves when the worker's timer fires, and the

@@ -177,7 +177,9 @@ func namedIn(tokens [][]byte, name []byte) bool {
 func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
 	cc.upAnswered = true
 	cc.passive(shm.Success, resp.Status)
+	cc.plugin.resp = resp
 	cc.headerFilter(resp.Status)
+	cc.plugin.resp = nil
 	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
 	cc.chunkClose = mode == httpparse.BodyUntilClose && !cc.http10 && !cc.plugin.reframe
 	cc.closeFramed = cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe)

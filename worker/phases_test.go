@@ -54,6 +54,7 @@ type probeConf struct {
 	RespHeader map[string]string `json:"resp_header"` // in access
 	HFHeader   map[string]string `json:"hf_header"`   // in header_filter
 	HFAdd      []string          `json:"hf_add"`      // name=value, added in header_filter
+	HFRead     []string          `json:"hf_read"`     // record ResponseHeader of these in header_filter, first
 	UpURI      string            `json:"up_uri"`
 	UpMethod   string            `json:"up_method"`
 	UpHost     string            `json:"up_host"`
@@ -241,6 +242,15 @@ func (in *probeInst) BeforeProxy(c plugins.Ctx) {
 
 func (in *probeInst) HeaderFilter(c plugins.Ctx) {
 	in.record(3)
+	for _, name := range in.c.HFRead {
+		s := append(append(in.rec.seen, name...), '=')
+		if v := c.ResponseHeader(name); v != nil {
+			s = append(s, v...)
+		} else {
+			s = append(s, "nil"...)
+		}
+		in.rec.seen = append(s, ';')
+	}
 	for _, e := range in.hf {
 		c.SetResponseHeader(e.k, e.v)
 	}
@@ -1023,5 +1033,27 @@ func TestExitRedirectPage(t *testing.T) {
 			!bytes.Contains(got, []byte(want[1])) {
 			t.Errorf("GET %s:\n%q\nwant %q and %q", path, got, want[0], want[1])
 		}
+	}
+}
+
+// TestResponseHeader: in header_filter, Ctx.ResponseHeader reads a field
+// a plugin set, else the upstream's, else one a plugin added; a local
+// answer has no upstream fields.
+func TestResponseHeader(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_header":{"Server":"set"},"hf_add":["X-Up=b","X-New=n"]},` +
+			`"p-lo":{"hf_read":["x-up","SERVER","X-New","Content-Length","X-None"]}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"access","exit":403},"p-lo":{"hf_read":["X-Up","Content-Type"]}}}`,
+	}, nil, nil, nil))
+	if _, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK)); !bytes.HasSuffix(got, []byte("ok")) {
+		t.Fatalf("answer %q", got)
+	}
+	if want := "x-up=a;SERVER=set;X-New=n;Content-Length=2;X-None=nil;"; string(rec.seen) != want {
+		t.Fatalf("seen %q, want %q", rec.seen, want)
+	}
+	rec.reset()
+	h.roundTrip([]byte("GET /b HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if want := "X-Up=nil;Content-Type=nil;"; string(rec.seen) != want {
+		t.Fatalf("local answer: seen %q, want %q", rec.seen, want)
 	}
 }

@@ -215,6 +215,32 @@ func (cc *clientConn) addRespHdr(name string, value []byte, add bool) {
 // Status implements plugins.Ctx.
 func (x *pluginCtx) Status() int { return x.plugin.status }
 
+// ResponseHeader implements plugins.Ctx: a plugin's set field, else the
+// upstream's (plugin.resp, during header_filter), else a plugin's added
+// one.
+func (x *pluginCtx) ResponseHeader(name string) []byte {
+	cc := x.cc()
+	var added []byte
+	for i := range cc.respHdr {
+		if h := &cc.respHdr[i]; eqFoldStr(h.name, name) {
+			if !h.add {
+				return h.value
+			}
+			if added == nil {
+				added = h.value
+			}
+		}
+	}
+	if resp := cc.plugin.resp; resp != nil {
+		for i := range resp.Headers {
+			if h := &resp.Headers[i]; eqFold(h.Name, name) {
+				return h.Value
+			}
+		}
+	}
+	return added
+}
+
 // SetUpstreamURI implements plugins.Ctx.
 func (x *pluginCtx) SetUpstreamURI(uri []byte) {
 	cc := x.cc()

@@ -36,6 +36,7 @@ type Ctx struct {
 	// upstream" when no plugin exits: 200 and no body unless set.
 	UpstreamStatus int
 	UpstreamBody   []byte
+	upResp         []Header // WithResponseHeader's
 
 	// Results, cleared by Reset.
 	exited     bool
@@ -43,6 +44,7 @@ type Ctx struct {
 	exitBody   []byte
 	status     int
 	respHeader []Header
+	respSet    []string // the names SetResponseHeader replaced
 	// Body is what the client got as the response body (after body_filter).
 	Body []byte
 	// Upstream reports whether the request reached the upstream.
@@ -106,6 +108,14 @@ func (c *Ctx) WithHeader(name, value string) *Ctx {
 	return c
 }
 
+// WithResponseHeader adds a header to the upstream's answer (with
+// UpstreamStatus and UpstreamBody), which ResponseHeader sees from
+// header_filter on when no plugin exits.
+func (c *Ctx) WithResponseHeader(name, value string) *Ctx {
+	c.upResp = append(c.upResp, Header{Name: name, Value: []byte(value)})
+	return c
+}
+
 // WithVar sets a variable, named as httpvar.Parse reads it, whatever the
 // request says: remote_addr, server_port, an exchange variable the fake
 // has no state for (route_name, service_id, matched_uri, upstream_addr,
@@ -141,7 +151,7 @@ func (c *Ctx) WithRoute(id string) *Ctx {
 func (c *Ctx) Reset() {
 	c.exited, c.exitStatus, c.status, c.Upstream = false, 0, 0, false
 	c.exitBody = c.exitBody[:0]
-	c.respHeader = c.respHeader[:0]
+	c.respHeader, c.respSet = c.respHeader[:0], c.respSet[:0]
 	c.Body = c.Body[:0]
 	c.ExitDelay, c.Delayed = 0, 0
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
@@ -283,6 +293,7 @@ func (c *Ctx) SetResponseHeader(name string, value []byte) {
 	if !found {
 		c.addResp(name, value)
 	}
+	c.respSet = append(c.respSet, name)
 }
 
 // AddResponseHeader implements plugins.Ctx.
@@ -300,15 +311,34 @@ func (c *Ctx) addResp(name string, value []byte) {
 	h.Value = append(h.Value[:0], value...)
 }
 
-// ResponseHeader is the first header set with SetResponseHeader or added
-// with AddResponseHeader; nil when none.
+// ResponseHeader implements plugins.Ctx, as the worker: the header a
+// plugin set with SetResponseHeader, else the upstream's
+// (WithResponseHeader, when the answer is the upstream's), else the
+// first one added with AddResponseHeader; nil when none. After Run, it
+// reads the response's headers the same way.
 func (c *Ctx) ResponseHeader(name string) []byte {
+	var own []byte
 	for i := range c.respHeader {
 		if strings.EqualFold(c.respHeader[i].Name, name) {
-			return c.respHeader[i].Value
+			own = c.respHeader[i].Value
+			break
 		}
 	}
-	return nil
+	if own != nil {
+		for _, s := range c.respSet {
+			if strings.EqualFold(s, name) {
+				return own
+			}
+		}
+	}
+	if c.Upstream {
+		for i := range c.upResp {
+			if strings.EqualFold(c.upResp[i].Name, name) {
+				return c.upResp[i].Value
+			}
+		}
+	}
+	return own
 }
 
 // ResponseHeaderValues are the values of every header of that name set or
