@@ -10,6 +10,7 @@ package plugins
 // A name in the table but not registered is, to a configuration, an
 // unknown plugin, as a plugin APISIX has not enabled.
 var Table = []Entry{
+	{Name: "request-id", Priority: 12015},
 	{Name: "mocking", Priority: 10900},
 	{Name: "cors", Priority: 4000},
 	{Name: "key-auth", Priority: 2500},

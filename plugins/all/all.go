@@ -15,4 +15,5 @@ import (
 	_ "coregate/plugins/prometheus"   // prometheus (500, log)
 	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
 	_ "coregate/plugins/redirect"     // redirect (900, rewrite)
+	_ "coregate/plugins/requestid"    // request-id (12015, rewrite, header_filter)
 )
