@@ -20,8 +20,8 @@ import (
 // POST, and lets one X-Forwarded-Proto says came over https through;
 // regex_uri redirects the paths it matches, with the gateway's page, the
 // upstream not contacted, and lets the others through; uri with
-// append_query_string keeps the query. The plugin is in the plugin list,
-// with its schema.
+// append_query_string keeps the query; encode_uri escapes the decoded
+// path. The plugin is in the plugin list, with its schema.
 func TestAdminAPIRedirect(t *testing.T) {
 	var hits atomic.Int32
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +60,7 @@ func TestAdminAPIRedirect(t *testing.T) {
 		"1": route("/hello", `{"http_to_https":true}`),
 		"2": route("/test*", `{"regex_uri":["^/test/(.*)","http://test.com/${1}"],"ret_code":301}`),
 		"3": route("/q", `{"uri":"$uri?type=string","append_query_string":true}`),
+		"4": route("/files/*", `{"uri":"/archive$uri","encode_uri":true}`),
 	} {
 		if r := admin.do(t, c, "PUT", "routes/"+id, body); r.status != 201 {
 			t.Fatalf("PUT routes/%s: %d %s", id, r.status, r.body)
@@ -67,8 +68,10 @@ func TestAdminAPIRedirect(t *testing.T) {
 	}
 	https := fmt.Sprintf("https://foo.com:%d/hello?a=1", e2e.TLSPort(g.Port))
 	eventually(t, 10*time.Second, func() error {
-		if r := do(t, c, "GET", g.url("/q?name=json"), "", nil, nil); r.status != 302 {
-			return fmt.Errorf("GET /q: %d %v", r.status, r.header)
+		for _, path := range []string{"/hello", "/test/1", "/q", "/files/x"} {
+			if r := do(t, c, "GET", g.url(path), "", nil, nil); r.status == 404 {
+				return fmt.Errorf("GET %s: %d", path, r.status)
+			}
 		}
 		return nil
 	})
@@ -85,6 +88,7 @@ func TestAdminAPIRedirect(t *testing.T) {
 		{"GET", "/test/1", nil, 301, "http://test.com/1"},
 		{"GET", "/q?name=json", nil, 302, "/q?type=string&name=json"},
 		{"GET", "/q", nil, 302, "/q?type=string"},
+		{"GET", "/files/with%20space", nil, 302, "/archive/files/with%20space"},
 	} {
 		r := do(t, c, tc.method, g.url(tc.path), "foo.com", tc.hdr, nil)
 		if r.status != tc.status || r.header.Get("Location") != tc.location {
