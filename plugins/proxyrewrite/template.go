@@ -7,8 +7,8 @@ import (
 )
 
 // This file holds two of the substitutions proxy-rewrite makes, each as
-// APISIX makes it (the third, regex_uri's, is package resub), written as scanners over bytes so that a request
-// allocates nothing:
+// APISIX makes it, written as scanners over bytes so that a request
+// allocates nothing (the third, regex_uri's template, is package resub's):
 //
 //   - the captures in a header value, as core.utils.resolve_var_with_captures
 //     (pattern (?<!\\)\$\{?(\d+)\}?);
