@@ -18,8 +18,9 @@ import (
 // the upstream gets a new UUID in X-Request-Id and the client the same in
 // the response; ids differ from one request to the next; a client's id
 // is kept both ways; an upstream's own X-Request-Id reaches the client
-// in place of the request's; a custom header with nanoid. The plugin is
-// in the plugin list, with its schema.
+// in place of the request's; a custom header with nanoid; a global
+// rule's beside the route's. The plugin is in the plugin list, with its
+// schema.
 func TestAdminAPIRequestID(t *testing.T) {
 	var mu sync.Mutex
 	var got []string // the ids the upstream saw
@@ -92,5 +93,23 @@ func TestAdminAPIRequestID(t *testing.T) {
 	r = do(t, c, "GET", g.url("/nano"), "", nil, nil)
 	if id := r.header.Get("X-Trace"); !regexp.MustCompile(`^[-_0-9a-zA-Z]{21}$`).MatchString(id) || last() != "|"+id || r.header.Get("X-Request-Id") != "" {
 		t.Fatalf("nanoid in X-Trace: response %q, upstream saw %q", id, last())
+	}
+
+	// A global rule's, in a header of its own, beside the route's
+	// (request-id.t TEST 10): two ids, each kept with the request.
+	if r := admin.do(t, c, "PUT", "global_rules/1", `{"plugins":{"request-id":{"header_name":"X-Trace","algorithm":"uuidv7"}}}`); r.status != 201 {
+		t.Fatalf("PUT global_rules/1: %d %s", r.status, r.body)
+	}
+	v7 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/hello"), "", nil, nil); r.header.Get("X-Trace") == "" {
+			return fmt.Errorf("GET /hello: %d, no X-Trace", r.status)
+		}
+		return nil
+	})
+	r = do(t, c, "GET", g.url("/hello"), "", nil, nil)
+	id, trace := r.header.Get("X-Request-Id"), r.header.Get("X-Trace")
+	if !uuid.MatchString(id) || !v7.MatchString(trace) || last() != id+"|"+trace {
+		t.Fatalf("global rule and route: response %q and %q, upstream saw %q", id, trace, last())
 	}
 }
