@@ -113,3 +113,29 @@ func TestAdminAPIRedirect(t *testing.T) {
 		}
 	}
 }
+
+// TestRedirectHTTPSPortAttr: plugin_attr.redirect.https_port of the
+// config.yaml is the port of http_to_https's target, in place of the
+// TLS listener's (redirect.t TEST 17).
+func TestRedirectHTTPSPortAttr(t *testing.T) {
+	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("hello world")) })
+	adminPort := freePort(t)
+	config := func(port int) string {
+		return strings.Replace(etcdConfig(adminPort, adminapi.LegacyAdminKey)(port), "plugin_attr:\n", "plugin_attr:\n  redirect:\n    https_port: 8443\n", 1)
+	}
+	g := startSupervisor(t, "", config, 1)
+	c := newClient(t)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	admin := legacyAdmin(adminPort)
+	body := fmt.Sprintf(`{"uri":"/hello","plugins":{"redirect":{"http_to_https":true}},"upstream":{"nodes":{%q:1}}}`, up.Addr())
+	if r := admin.do(t, c, "PUT", "routes/1", body); r.status != 201 {
+		t.Fatalf("PUT routes/1: %d %s", r.status, r.body)
+	}
+	eventually(t, 10*time.Second, func() error {
+		r := do(t, c, "GET", g.url("/hello"), "foo.com", nil, nil)
+		if r.status != 301 || r.header.Get("Location") != "https://foo.com:8443/hello" {
+			return fmt.Errorf("GET /hello: %d, Location %q", r.status, r.header.Get("Location"))
+		}
+		return nil
+	})
+}
