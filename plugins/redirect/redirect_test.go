@@ -33,6 +33,7 @@ func TestCheck(t *testing.T) {
 		{`{"regex_uri":["^/a/(.*)","/b/$1"]}`, ""},
 		{`{"http_to_https":true}`, ""},
 		{`{"http_to_https":false}`, ""},
+		{`{"http_to_https":true,"append_query_string":false}`, ""}, // redirect2.t TEST 3
 		{`{"uri":"$uri","encode_uri":true,"append_query_string":true}`, ""},
 		{`{}`, prefix + "value should match only one schema, but matches none"},
 		{`{"uri":"/foo","http_to_https":true}`, prefix + "value should match only one schema, but matches both schemas 1 and 3"},
@@ -110,6 +111,8 @@ func TestRedirect(t *testing.T) {
 		{"encode keeps the query", `{"uri":"/a b?c d","encode_uri":true}`, request{target: "/hello"}, 302, "/a%20b?c d"},
 		{"append_query_string", `{"uri":"$uri","append_query_string":true}`, request{target: "/hello?name=json"}, 302, "/hello?name=json"},
 		{"append to a query", `{"uri":"$uri?type=string","append_query_string":true}`, request{target: "/hello?name=json"}, 302, "/hello?type=string&name=json"},
+		{"regex_uri append", `{"regex_uri":["^/test/(.*)","http://test.com/${1}?q=apisix"],"append_query_string":true}`,
+			request{target: "/test/hello?o=apache"}, 302, "http://test.com/hello?q=apisix&o=apache"}, // redirect2.t TEST 2
 		{"append no query", `{"uri":"$uri","append_query_string":true}`, request{target: "/hello"}, 302, "/hello"},
 		{"append encoded", `{"uri":"/a b","encode_uri":true,"append_query_string":true}`, request{target: "/hello?x=1"}, 302, "/a%20b?x=1"},
 		{"http_to_https GET", `{"http_to_https":true}`, request{target: "/hello?a=1", headers: host}, 301, "https://foo.com/hello?a=1"},
