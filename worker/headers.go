@@ -207,11 +207,15 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 // keeps its Upgrade field and says Connection: upgrade.
 func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
 	w := cc.w
-	b = append(b, "HTTP/1.1 "...)
-	b = appendStatus(b, resp.Status)
-	b = append(b, ' ')
-	b = append(b, resp.Reason...)
-	b = append(b, '\r', '\n')
+	if st := cc.respStatus; st != resp.Status && st != 0 {
+		b = appendStatusLine(b, st) // a plugin's SetStatus
+	} else {
+		b = append(b, "HTTP/1.1 "...)
+		b = appendStatus(b, resp.Status)
+		b = append(b, ' ')
+		b = append(b, resp.Reason...)
+		b = append(b, '\r', '\n')
+	}
 	tokens := w.connTokens(resp.Headers, resp.Conn)
 	hasDate := false
 	plug := len(cc.respHdr) > 0

@@ -328,6 +328,7 @@ func (cc *clientConn) headerFilter(status int) {
 		i.HeaderFilter(ctx)
 	}
 	p.filtered = true
+	cc.respStatus = p.status // a plugin's SetStatus
 }
 
 // logPhase runs the log phase, once per exchange: when it ends, or when
@@ -399,7 +400,7 @@ func (cc *clientConn) answerExit() {
 
 // respHas reports whether a plugin set the response header name
 // (SetResponseHeader: its value replaces the worker's or the upstream's;
-// an added one does not).
+// an added one does not) or removed it (RemoveResponseHeader).
 func (cc *clientConn) respHas(name string) bool {
 	for i := range cc.respHdr {
 		if h := &cc.respHdr[i]; !h.add && eqFoldStr(h.name, name) {
@@ -419,10 +420,13 @@ func (cc *clientConn) respNamed(name []byte) bool {
 	return false
 }
 
-// appendRespHeaders appends the response headers plugins set.
+// appendRespHeaders appends the response headers plugins set or added.
 func (cc *clientConn) appendRespHeaders(b []byte) []byte {
 	for i := range cc.respHdr {
 		h := &cc.respHdr[i]
+		if h.remove {
+			continue
+		}
 		b = append(b, h.name...)
 		b = append(b, ':', ' ')
 		b = append(b, h.value...)

@@ -175,7 +175,7 @@ func (x *pluginCtx) SetResponseHeader(name string, value []byte) {
 		if !found {
 			found = true
 			h.value = append(h.value[:0], value...)
-			h.add = false
+			h.add, h.remove = false, false
 			cc.respHdr[k], cc.respHdr[i] = cc.respHdr[i], cc.respHdr[k]
 			k++
 		}
@@ -209,20 +209,59 @@ func (cc *clientConn) addRespHdr(name string, value []byte, add bool) {
 	h := &cc.respHdr[n]
 	h.name = name
 	h.value = append(h.value[:0], value...)
-	h.add = add
+	h.add, h.remove = add, false
+}
+
+// RemoveResponseHeader implements plugins.Ctx: the edits of that name go,
+// and one that removes takes their place, so that the upstream's fields
+// and the worker's Date or Server are left out of the head.
+func (x *pluginCtx) RemoveResponseHeader(name string) {
+	cc := x.cc()
+	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || workerOwnedResponse(name) || !fieldOK(name, nil) {
+		return
+	}
+	k := 0
+	for i := range cc.respHdr {
+		if !eqFoldStr(cc.respHdr[i].name, name) {
+			cc.respHdr[k], cc.respHdr[i] = cc.respHdr[i], cc.respHdr[k]
+			k++
+		}
+	}
+	cc.respHdr = cc.respHdr[:k]
+	cc.addRespHdr(name, nil, false)
+	cc.respHdr[k].remove = true
 }
 
 // Status implements plugins.Ctx.
 func (x *pluginCtx) Status() int { return x.plugin.status }
 
+// SetStatus implements plugins.Ctx: the status the head is written with
+// once header_filter ends (headerFilter). A 1xx, 204 or 304 response,
+// whose framing has no body, keeps its status.
+func (x *pluginCtx) SetStatus(status int) {
+	p := &x.plugin
+	if p.phase != plugins.HeaderFilter || p.filtered || status < 200 || status > 599 {
+		return
+	}
+	if s := p.status; s < 200 || s == 204 || s == 304 {
+		return
+	}
+	p.status = status
+}
+
 // ResponseHeader implements plugins.Ctx: a plugin's set field, else the
-// upstream's (plugin.resp, during header_filter), else a plugin's added
-// one.
+// upstream's (plugin.resp, during header_filter) unless a plugin removed
+// them, else a plugin's added one.
 func (x *pluginCtx) ResponseHeader(name string) []byte {
 	cc := x.cc()
 	var added []byte
+	removed := false
 	for i := range cc.respHdr {
 		if h := &cc.respHdr[i]; eqFoldStr(h.name, name) {
+			if h.remove {
+				removed = true
+				continue
+			}
 			if !h.add {
 				return h.value
 			}
@@ -231,7 +270,7 @@ func (x *pluginCtx) ResponseHeader(name string) []byte {
 			}
 		}
 	}
-	if resp := cc.plugin.resp; resp != nil {
+	if resp := cc.plugin.resp; resp != nil && !removed {
 		for i := range resp.Headers {
 			if h := &resp.Headers[i]; eqFold(h.Name, name) {
 				return h.Value

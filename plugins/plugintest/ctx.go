@@ -45,6 +45,7 @@ type Ctx struct {
 	status     int
 	respHeader []Header
 	respSet    []string // the names SetResponseHeader replaced
+	respGone   []string // the names RemoveResponseHeader removed
 	// Body is what the client got as the response body (after body_filter).
 	Body []byte
 	// Upstream reports whether the request reached the upstream.
@@ -151,7 +152,7 @@ func (c *Ctx) WithRoute(id string) *Ctx {
 func (c *Ctx) Reset() {
 	c.exited, c.exitStatus, c.status, c.Upstream = false, 0, 0, false
 	c.exitBody = c.exitBody[:0]
-	c.respHeader, c.respSet = c.respHeader[:0], c.respSet[:0]
+	c.respHeader, c.respSet, c.respGone = c.respHeader[:0], c.respSet[:0], c.respGone[:0]
 	c.Body = c.Body[:0]
 	c.ExitDelay, c.Delayed = 0, 0
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
@@ -311,6 +312,21 @@ func (c *Ctx) addResp(name string, value []byte) {
 	h.Value = append(h.Value[:0], value...)
 }
 
+// RemoveResponseHeader implements plugins.Ctx: the headers of that name
+// set or added before go, and ResponseHeader no longer sees the
+// upstream's.
+func (c *Ctx) RemoveResponseHeader(name string) {
+	k := 0
+	for i := range c.respHeader {
+		if !strings.EqualFold(c.respHeader[i].Name, name) {
+			c.respHeader[k], c.respHeader[i] = c.respHeader[i], c.respHeader[k]
+			k++
+		}
+	}
+	c.respHeader = c.respHeader[:k]
+	c.respGone = append(c.respGone, name)
+}
+
 // ResponseHeader implements plugins.Ctx, as the worker: the header a
 // plugin set with SetResponseHeader, else the upstream's
 // (WithResponseHeader, when the answer is the upstream's), else the
@@ -328,6 +344,13 @@ func (c *Ctx) ResponseHeader(name string) []byte {
 		for _, s := range c.respSet {
 			if strings.EqualFold(s, name) {
 				return own
+			}
+		}
+	}
+	if own == nil {
+		for _, s := range c.respGone {
+			if strings.EqualFold(s, name) {
+				return nil
 			}
 		}
 	}
@@ -355,6 +378,14 @@ func (c *Ctx) ResponseHeaderValues(name string) []string {
 
 // Status implements plugins.Ctx.
 func (c *Ctx) Status() int { return c.status }
+
+// SetStatus implements plugins.Ctx: Status, and the status Run's answer
+// ends with, become status (200 to 599).
+func (c *Ctx) SetStatus(status int) {
+	if status >= 200 && status <= 599 {
+		c.status = status
+	}
+}
 
 // ExitAfter implements plugins.Ctx: Exit, with the delay recorded in
 // ExitDelay (Run does not wait).
