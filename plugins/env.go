@@ -26,6 +26,10 @@ type Env struct {
 	// Attr is plugin_attr of the node's config.yaml, the same for the
 	// worker's life (a change restarts the workers); nil when none.
 	Attr *Settings
+	// HTTPSPort is the port of the node's first HTTPS listener
+	// (apisix.ssl.listen, when apisix.ssl.enable), for redirect's
+	// http_to_https; 0 when none. Like Attr, it lasts the worker's life.
+	HTTPSPort int
 }
 
 // Counters is the table of counters shared by every worker of the node

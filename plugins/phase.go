@@ -89,8 +89,36 @@ type Ctx interface {
 	// SetResponseHeader sets a header of the response to the client,
 	// replacing one of that name; from any phase before header_filter ends.
 	SetResponseHeader(name string, value []byte)
-	// Status is the response status, from header_filter on (0 before).
+	// AddResponseHeader adds one more field to the response to the
+	// client, after any of that name (the upstream's, or one a plugin set
+	// or added), as APISIX's core.response.add_header (cors's "Vary:
+	// Origin"); from the same phases as SetResponseHeader. A later
+	// SetResponseHeader of the name replaces them all.
+	AddResponseHeader(name string, value []byte)
+	// RemoveResponseHeader removes the response's fields of that name:
+	// the upstream's, and any a plugin set or added before (APISIX's
+	// core.response.set_header(name, nil)); from the same phases as
+	// SetResponseHeader. The worker's own Date and Server go too; framing
+	// and hop-by-hop names are the worker's and ignored.
+	RemoveResponseHeader(name string)
+	// Status is the response status, from header_filter on (0 before):
+	// the one SetStatus gave, once called.
 	Status() int
+	// SetStatus replaces the status of the response to the client (its
+	// reason phrase the standard one), as APISIX's ngx.status = status in
+	// header_filter: from header_filter only, status 200 to 599; other
+	// calls are ignored. The body and its framing are unchanged: a
+	// plugin that changes the body does so in body_filter.
+	SetStatus(status int)
+	// ResponseHeader is the value of the first field of that name of the
+	// response as it stands, compared case-insensitively; nil when
+	// absent: one a plugin set (SetResponseHeader), else the upstream's
+	// (APISIX's ngx.resp.get_headers in header_filter, request-id's
+	// "keep the upstream's"), else one a plugin added. From header_filter
+	// on; the worker's own fields (Date, Server, Content-Type of its
+	// pages) are not seen. The bytes point into the worker's buffers:
+	// valid only during the phase call.
+	ResponseHeader(name string) []byte
 
 	// ExitAfter is Exit after d (mocking's delay): the request's phases
 	// stop now, the answer leaves when the worker's timer fires, and the

@@ -11,8 +11,10 @@ package plugins
 // unknown plugin, as a plugin APISIX has not enabled.
 var Table = []Entry{
 	{Name: "real-ip", Priority: 23000},
+	{Name: "request-id", Priority: 12015},
 	{Name: "fault-injection", Priority: 11000},
 	{Name: "mocking", Priority: 10900},
+	{Name: "cors", Priority: 4000},
 	{Name: "ip-restriction", Priority: 3000},
 	{Name: "ua-restriction", Priority: 2999},
 	{Name: "referer-restriction", Priority: 2990},
@@ -28,6 +30,7 @@ var Table = []Entry{
 	{Name: "limit-conn", Priority: 1003},
 	{Name: "limit-count", Priority: 1002},
 	{Name: "limit-req", Priority: 1001},
+	{Name: "redirect", Priority: 900},
 	{Name: "prometheus", Priority: 500},
 	{Name: "echo", Priority: 412},
 }

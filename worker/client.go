@@ -918,6 +918,7 @@ func (cc *clientConn) answerError(status int) {
 func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep bool) []byte {
 	w := cc.w
 	cc.headerFilter(status)
+	status = cc.respStatus // a plugin's SetStatus
 	plug := len(cc.respHdr) > 0
 	b = appendStatusLine(b, status)
 	if !plug || !cc.respHas("Date") {

@@ -143,6 +143,9 @@ type pluginState struct {
 	filtered bool
 	status   int
 	logged   bool
+	// resp is the upstream's response head while header_filter runs on
+	// it (beginResponse), for Ctx.ResponseHeader; nil otherwise.
+	resp *httpparse.Response
 
 	// The upstream request edits, valued in exchangeBufs (upURI, upMethod,
 	// upHost, reqEdits).

@@ -177,7 +177,9 @@ func namedIn(tokens [][]byte, name []byte) bool {
 func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode httpparse.BodyMode) []byte {
 	cc.upAnswered = true
 	cc.passive(shm.Success, resp.Status)
+	cc.plugin.resp = resp
 	cc.headerFilter(resp.Status)
+	cc.plugin.resp = nil
 	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
 	cc.chunkClose = mode == httpparse.BodyUntilClose && !cc.http10 && !cc.plugin.reframe
 	cc.closeFramed = cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe)
@@ -205,11 +207,15 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 // keeps its Upgrade field and says Connection: upgrade.
 func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool) []byte {
 	w := cc.w
-	b = append(b, "HTTP/1.1 "...)
-	b = appendStatus(b, resp.Status)
-	b = append(b, ' ')
-	b = append(b, resp.Reason...)
-	b = append(b, '\r', '\n')
+	if st := cc.respStatus; st != resp.Status && st != 0 {
+		b = appendStatusLine(b, st) // a plugin's SetStatus
+	} else {
+		b = append(b, "HTTP/1.1 "...)
+		b = appendStatus(b, resp.Status)
+		b = append(b, ' ')
+		b = append(b, resp.Reason...)
+		b = append(b, '\r', '\n')
+	}
 	tokens := w.connTokens(resp.Headers, resp.Conn)
 	hasDate := false
 	plug := len(cc.respHdr) > 0

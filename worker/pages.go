@@ -47,17 +47,31 @@ var reasonPhrases = map[int]string{
 	416: "Requested Range Not Satisfiable", 421: "Misdirected Request", 507: "Insufficient Storage",
 }
 
-// errorPages holds the pre-rendered body of each status above.
+// redirectTitles are the titles of nginx's pages for the redirections, the
+// page a plugin's answer without a body gets (redirect's): nginx writes
+// "302 Found" on the page of a "302 Moved Temporarily".
+var redirectTitles = map[int]string{
+	301: "Moved Permanently", 302: "Found", 303: "See Other", 307: "Temporary Redirect", 308: "Permanent Redirect",
+}
+
+// errorPages holds the pre-rendered body of each status above, and of the
+// redirections.
 var errorPages = func() map[int][]byte {
-	m := make(map[int][]byte, len(statusText))
-	for code, text := range statusText {
-		if t, ok := pageTitles[code]; ok {
-			text = t
-		}
+	m := make(map[int][]byte, len(statusText)+len(redirectTitles))
+	page := func(code int, text string) {
 		title := strconv.Itoa(code) + " " + text
 		m[code] = []byte("<html>\r\n<head><title>" + title + "</title></head>\r\n<body>\r\n<center><h1>" + title +
 			"</h1></center>\r\n<hr><center>openresty</center>\r\n" +
 			"<p><em>Powered by <a href=\"https://apisix.apache.org/\">APISIX</a>.</em></p></body>\r\n</html>\r\n")
+	}
+	for code, text := range statusText {
+		if t, ok := pageTitles[code]; ok {
+			text = t
+		}
+		page(code, text)
+	}
+	for code, text := range redirectTitles {
+		page(code, text)
 	}
 	return m
 }()

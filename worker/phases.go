@@ -328,6 +328,7 @@ func (cc *clientConn) headerFilter(status int) {
 		i.HeaderFilter(ctx)
 	}
 	p.filtered = true
+	cc.respStatus = p.status // a plugin's SetStatus
 }
 
 // logPhase runs the log phase, once per exchange: when it ends, or when
@@ -397,10 +398,12 @@ func (cc *clientConn) answerExit() {
 	cc.answerLocal(p.exitStatus, ctText, cc.exitBody, hasBody)
 }
 
-// respHas reports whether a plugin set the response header name.
+// respHas reports whether a plugin set the response header name
+// (SetResponseHeader: its value replaces the worker's or the upstream's;
+// an added one does not) or removed it (RemoveResponseHeader).
 func (cc *clientConn) respHas(name string) bool {
 	for i := range cc.respHdr {
-		if eqFoldStr(cc.respHdr[i].name, name) {
+		if h := &cc.respHdr[i]; !h.add && eqFoldStr(h.name, name) {
 			return true
 		}
 	}
@@ -410,17 +413,20 @@ func (cc *clientConn) respHas(name string) bool {
 // respNamed is respHas for a header name of a response.
 func (cc *clientConn) respNamed(name []byte) bool {
 	for i := range cc.respHdr {
-		if eqFold(name, cc.respHdr[i].name) {
+		if h := &cc.respHdr[i]; !h.add && eqFold(name, h.name) {
 			return true
 		}
 	}
 	return false
 }
 
-// appendRespHeaders appends the response headers plugins set.
+// appendRespHeaders appends the response headers plugins set or added.
 func (cc *clientConn) appendRespHeaders(b []byte) []byte {
 	for i := range cc.respHdr {
 		h := &cc.respHdr[i]
+		if h.remove {
+			continue
+		}
 		b = append(b, h.name...)
 		b = append(b, ':', ' ')
 		b = append(b, h.value...)

@@ -54,6 +54,8 @@ type probeConf struct {
 	LogKept    bool              `json:"log_kept"`    // record what Kept says in log
 	RespHeader map[string]string `json:"resp_header"` // in access
 	HFHeader   map[string]string `json:"hf_header"`   // in header_filter
+	HFAdd      []string          `json:"hf_add"`      // name=value, added in header_filter
+	HFRead     []string          `json:"hf_read"`     // record ResponseHeader of these in header_filter, first
 	UpURI      string            `json:"up_uri"`
 	UpMethod   string            `json:"up_method"`
 	UpHost     string            `json:"up_host"`
@@ -112,6 +114,10 @@ func (p probe) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, er
 	for _, k := range slices.Sorted(maps.Keys(c.HFHeader)) {
 		in.hf = append(in.hf, kv{k, []byte(c.HFHeader[k])})
 	}
+	for _, a := range c.HFAdd {
+		k, v, _ := strings.Cut(a, "=")
+		in.hfAdd = append(in.hfAdd, kv{k, []byte(v)})
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.ReqSet)) {
 		in.set = append(in.set, kv{k, []byte(c.ReqSet[k])})
 	}
@@ -143,6 +149,7 @@ type probeInst struct {
 	ev             []string
 	body           []byte
 	resp, hf       []kv
+	hfAdd          []kv
 	set, add       []kv
 	uri, meth, hst []byte
 	awaits         int
@@ -249,8 +256,20 @@ func (in *probeInst) BeforeProxy(c plugins.Ctx) {
 
 func (in *probeInst) HeaderFilter(c plugins.Ctx) {
 	in.record(3)
+	for _, name := range in.c.HFRead {
+		s := append(append(in.rec.seen, name...), '=')
+		if v := c.ResponseHeader(name); v != nil {
+			s = append(s, v...)
+		} else {
+			s = append(s, "nil"...)
+		}
+		in.rec.seen = append(s, ';')
+	}
 	for _, e := range in.hf {
 		c.SetResponseHeader(e.k, e.v)
+	}
+	for _, e := range in.hfAdd {
+		c.AddResponseHeader(e.k, e.v)
 	}
 }
 
@@ -513,6 +532,29 @@ func TestHeaderFilterHeaders(t *testing.T) {
 	want := []string{"Content-Length: 2", strings.TrimSuffix(string(h.w.dateLine), "\r\n"), "x-up: b", "Server: mine", "X-New: n"}
 	if d := cmp.Diff(want, names); d != "" || body != "ok" {
 		t.Fatalf("head (-want +got):\n%s\nbody %q", d, body)
+	}
+}
+
+// TestHeaderFilterAddedHeaders: a header a plugin adds follows the
+// upstream's of that name, which stay, and the worker's own on a local
+// answer; a later set of the name replaces every one added before it.
+func TestHeaderFilterAddedHeaders(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_add":["X-Up=b","Vary=Origin","X-Gone=1","X-Gone=2"]},` +
+			`"p-lo":{"hf_header":{"X-Gone":"3"},"hf_add":["X-Gone=4","Content-Type=x/y","Connection=x"]}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"access","exit":200,"body":"e","hf_add":["Content-Type=x/y","Server=s"]}}}`,
+	}, nil, nil, nil))
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	head, body, _ := strings.Cut(string(got), "\r\n\r\n")
+	want := []string{"X-Up: a", "Content-Length: 2", strings.TrimSuffix(string(h.w.dateLine), "\r\n"), strings.TrimSuffix(string(h.w.server), "\r\n"),
+		"X-Up: b", "Vary: Origin", "X-Gone: 3", "X-Gone: 4", "Content-Type: x/y"}
+	if d := cmp.Diff(want, strings.Split(head, "\r\n")[1:]); d != "" || body != "ok" {
+		t.Fatalf("head (-want +got):\n%s\nbody %q", d, body)
+	}
+	_, got = h.roundTrip([]byte("GET /b HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if !bytes.Contains(got, []byte("\r\nContent-Type: text/plain")) || !bytes.Contains(got, []byte("\r\nContent-Type: x/y\r\n")) ||
+		!bytes.Contains(got, []byte("\r\nServer: s\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\ne")) {
+		t.Fatalf("local answer %q", got)
 	}
 }
 
@@ -1048,5 +1090,47 @@ func TestAwaitLimit(t *testing.T) {
 	loop.runQueued()
 	if rec.events[len(rec.events)-1] != "p-hi:abandon" {
 		t.Fatalf("phases %q", rec.events)
+	}
+}
+
+// TestExitRedirectPage: a plugin's redirection without a body gets
+// nginx's page for it, titled as nginx titles it ("302 Found" under the
+// status line's "Moved Temporarily").
+func TestExitRedirectPage(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"exit_at":"rewrite","exit":302}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"rewrite","exit":308}}}`,
+	}, nil, nil, nil))
+	for path, want := range map[string][2]string{
+		"/a": {"HTTP/1.1 302 Moved Temporarily\r\n", "<head><title>302 Found</title></head>"},
+		"/b": {"HTTP/1.1 308 Permanent Redirect\r\n", "<center><h1>308 Permanent Redirect</h1></center>"},
+	} {
+		_, got := h.roundTrip([]byte("GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+		if !bytes.HasPrefix(got, []byte(want[0])) || !bytes.Contains(got, []byte("Content-Type: text/html; charset=utf-8\r\n")) ||
+			!bytes.Contains(got, []byte(want[1])) {
+			t.Errorf("GET %s:\n%q\nwant %q and %q", path, got, want[0], want[1])
+		}
+	}
+}
+
+// TestResponseHeader: in header_filter, Ctx.ResponseHeader reads a field
+// a plugin set, else the upstream's, else one a plugin added; a local
+// answer has no upstream fields.
+func TestResponseHeader(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_header":{"Server":"set"},"hf_add":["X-Up=b","X-New=n"]},` +
+			`"p-lo":{"hf_read":["x-up","SERVER","X-New","Content-Length","X-None"]}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"access","exit":403},"p-lo":{"hf_read":["X-Up","Content-Type"]}}}`,
+	}, nil, nil, nil))
+	if _, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK)); !bytes.HasSuffix(got, []byte("ok")) {
+		t.Fatalf("answer %q", got)
+	}
+	if want := "x-up=a;SERVER=set;X-New=n;Content-Length=2;X-None=nil;"; string(rec.seen) != want {
+		t.Fatalf("seen %q, want %q", rec.seen, want)
+	}
+	rec.reset()
+	h.roundTrip([]byte("GET /b HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if want := "X-Up=nil;Content-Type=nil;"; string(rec.seen) != want {
+		t.Fatalf("local answer: seen %q, want %q", rec.seen, want)
 	}
 }

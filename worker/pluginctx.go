@@ -194,12 +194,44 @@ func (x *pluginCtx) SetResponseHeader(name string, value []byte) {
 	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || workerOwnedResponse(name) || !fieldOK(name, value) {
 		return
 	}
+	k, found := 0, false
 	for i := range cc.respHdr {
-		if eqFoldStr(cc.respHdr[i].name, name) {
-			cc.respHdr[i].value = append(cc.respHdr[i].value[:0], value...)
-			return
+		h := &cc.respHdr[i]
+		if !eqFoldStr(h.name, name) {
+			// Compact by swapping, so that each slot keeps a value
+			// buffer of its own.
+			cc.respHdr[k], cc.respHdr[i] = cc.respHdr[i], cc.respHdr[k]
+			k++
+			continue
+		}
+		if !found {
+			found = true
+			h.value = append(h.value[:0], value...)
+			h.add, h.remove = false, false
+			cc.respHdr[k], cc.respHdr[i] = cc.respHdr[i], cc.respHdr[k]
+			k++
 		}
 	}
+	cc.respHdr = cc.respHdr[:k]
+	if !found {
+		cc.addRespHdr(name, value, false)
+	}
+}
+
+// AddResponseHeader implements plugins.Ctx: the field goes into the head
+// after the upstream's of that name, which stay. Framing and hop-by-hop
+// names are the worker's and ignored.
+func (x *pluginCtx) AddResponseHeader(name string, value []byte) {
+	cc := x.cc()
+	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || workerOwnedResponse(name) || !fieldOK(name, value) {
+		return
+	}
+	cc.addRespHdr(name, value, true)
+}
+
+// addRespHdr appends a response header edit, reusing the buffer of the
+// slot past the end.
+func (cc *clientConn) addRespHdr(name string, value []byte, add bool) {
 	n := len(cc.respHdr)
 	if n < cap(cc.respHdr) {
 		cc.respHdr = cc.respHdr[:n+1]
@@ -209,10 +241,76 @@ func (x *pluginCtx) SetResponseHeader(name string, value []byte) {
 	h := &cc.respHdr[n]
 	h.name = name
 	h.value = append(h.value[:0], value...)
+	h.add, h.remove = add, false
+}
+
+// RemoveResponseHeader implements plugins.Ctx: the edits of that name go,
+// and one that removes takes their place, so that the upstream's fields
+// and the worker's Date or Server are left out of the head.
+func (x *pluginCtx) RemoveResponseHeader(name string) {
+	cc := x.cc()
+	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || workerOwnedResponse(name) || !fieldOK(name, nil) {
+		return
+	}
+	k := 0
+	for i := range cc.respHdr {
+		if !eqFoldStr(cc.respHdr[i].name, name) {
+			cc.respHdr[k], cc.respHdr[i] = cc.respHdr[i], cc.respHdr[k]
+			k++
+		}
+	}
+	cc.respHdr = cc.respHdr[:k]
+	cc.addRespHdr(name, nil, false)
+	cc.respHdr[k].remove = true
 }
 
 // Status implements plugins.Ctx.
 func (x *pluginCtx) Status() int { return x.plugin.status }
+
+// SetStatus implements plugins.Ctx: the status the head is written with
+// once header_filter ends (headerFilter). A 1xx, 204 or 304 response,
+// whose framing has no body, keeps its status.
+func (x *pluginCtx) SetStatus(status int) {
+	p := &x.plugin
+	if p.phase != plugins.HeaderFilter || p.filtered || status < 200 || status > 599 {
+		return
+	}
+	if s := p.status; s < 200 || s == 204 || s == 304 {
+		return
+	}
+	p.status = status
+}
+
+// ResponseHeader implements plugins.Ctx: a plugin's set field, else the
+// upstream's (plugin.resp, during header_filter) unless a plugin removed
+// them, else a plugin's added one.
+func (x *pluginCtx) ResponseHeader(name string) []byte {
+	cc := x.cc()
+	var added []byte
+	removed := false
+	for i := range cc.respHdr {
+		if h := &cc.respHdr[i]; eqFoldStr(h.name, name) {
+			if h.remove {
+				removed = true
+				continue
+			}
+			if !h.add {
+				return h.value
+			}
+			if added == nil {
+				added = h.value
+			}
+		}
+	}
+	if resp := cc.plugin.resp; resp != nil && !removed {
+		for i := range resp.Headers {
+			if h := &resp.Headers[i]; eqFold(h.Name, name) {
+				return h.Value
+			}
+		}
+	}
+	return added
+}
 
 // SetUpstreamURI implements plugins.Ctx.
 func (x *pluginCtx) SetUpstreamURI(uri []byte) {
@@ -348,6 +446,7 @@ type headerEdit struct {
 	value  []byte
 	set    bool // replaces the client's fields of that name
 	remove bool // a set with no value: the fields go, nothing is added
+	add    bool // a response field added: the upstream's of that name stay
 }
 
 // fieldOK reports whether a header field can be written as given: a

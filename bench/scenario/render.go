@@ -164,6 +164,11 @@ http {
 		if limit {
 			b.WriteString("            limit_req zone=limitcount burst=1000000 nodelay;\n")
 		}
+		if s.HasPlugin("request-id") {
+			// request-id's uuid: nginx's 128 random bits in hex, to the
+			// upstream and the client.
+			b.WriteString("            proxy_set_header X-Request-Id $request_id;\n            add_header X-Request-Id $request_id always;\n")
+		}
 		if s.Upstream {
 			b.WriteString("            proxy_pass http://backend;\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";\n")
 		} else {

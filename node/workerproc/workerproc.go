@@ -171,6 +171,9 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 	cfg.UpstreamCAs = cas
 	cfg.Plugins = plugins.NewLocalEnv()
 	cfg.Plugins.Attr = plugins.NewSettings(nc.PluginAttr)
+	if nc.APISIX.SSL.Enable && len(nc.APISIX.SSL.Listen) > 0 {
+		cfg.Plugins.HTTPSPort = nc.APISIX.SSL.Listen[0].Port
+	}
 	if nc.NginxConfig.HTTP.EnableAccessLog {
 		al, f, err := openAccessLog(nc, log)
 		if err != nil {

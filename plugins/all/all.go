@@ -8,6 +8,7 @@ import (
 	// Each registers itself in plugins.Default from its init function.
 	_ "coregate/plugins/basicauth"           // basic-auth (2520, rewrite)
 	_ "coregate/plugins/consumerrestriction" // consumer-restriction (2400, access)
+	_ "coregate/plugins/cors"                // cors (4000, rewrite, header_filter)
 	_ "coregate/plugins/echo"                // echo (412, header_filter, body_filter)
 	_ "coregate/plugins/faultinjection"      // fault-injection (11000, rewrite)
 	_ "coregate/plugins/hmacauth"            // hmac-auth (2530, rewrite)
@@ -21,7 +22,9 @@ import (
 	_ "coregate/plugins/prometheus"          // prometheus (500, log)
 	_ "coregate/plugins/proxyrewrite"        // proxy-rewrite (1008, rewrite)
 	_ "coregate/plugins/realip"              // real-ip (23000, rewrite)
+	_ "coregate/plugins/redirect"            // redirect (900, rewrite)
 	_ "coregate/plugins/refererrestriction"  // referer-restriction (2990, access)
+	_ "coregate/plugins/requestid"           // request-id (12015, rewrite, header_filter)
 	_ "coregate/plugins/uarestriction"       // ua-restriction (2999, access)
 	_ "coregate/plugins/uriblocker"          // uri-blocker (2900, rewrite)
 )

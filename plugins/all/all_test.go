@@ -12,6 +12,7 @@ func TestRegistered(t *testing.T) {
 	for _, name := range []string{
 		"basic-auth",
 		"consumer-restriction",
+		"cors",
 		"echo",
 		"fault-injection",
 		"hmac-auth",
@@ -25,7 +26,9 @@ func TestRegistered(t *testing.T) {
 		"prometheus",
 		"proxy-rewrite",
 		"real-ip",
+		"redirect",
 		"referer-restriction",
+		"request-id",
 		"ua-restriction",
 		"uri-blocker",
 	} {
@@ -68,6 +71,7 @@ func TestEncryptFields(t *testing.T) {
 		{"hmac-auth", false, nil},
 		{"jwt-auth", true, []string{"secret"}},
 		{"jwt-auth", false, nil},
+		{"cors", false, nil},
 		{"key-auth", true, []string{"key"}},
 		{"key-auth", false, nil},
 		{"limit-count", false, []string{"redis_password", "sentinel_password"}},
@@ -84,6 +88,8 @@ func TestEncryptFields(t *testing.T) {
 		{"fault-injection", false, nil},
 		{"real-ip", false, nil},
 		{"echo", false, nil},
+		{"redirect", false, nil},
+		{"request-id", false, nil},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
 			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)

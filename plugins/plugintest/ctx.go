@@ -38,6 +38,7 @@ type Ctx struct {
 	// upstream" when no plugin exits: 200 and no body unless set.
 	UpstreamStatus int
 	UpstreamBody   []byte
+	upResp         []Header // WithResponseHeader's
 
 	// Results, cleared by Reset.
 	exited     bool
@@ -45,6 +46,8 @@ type Ctx struct {
 	exitBody   []byte
 	status     int
 	respHeader []Header
+	respSet    []string // the names SetResponseHeader replaced
+	respGone   []string // the names RemoveResponseHeader removed
 	// Body is what the client got as the response body (after body_filter).
 	Body []byte
 	// Upstream reports whether the request reached the upstream.
@@ -113,6 +116,14 @@ func (c *Ctx) WithHeader(name, value string) *Ctx {
 	return c
 }
 
+// WithResponseHeader adds a header to the upstream's answer (with
+// UpstreamStatus and UpstreamBody), which ResponseHeader sees from
+// header_filter on when no plugin exits.
+func (c *Ctx) WithResponseHeader(name, value string) *Ctx {
+	c.upResp = append(c.upResp, Header{Name: name, Value: []byte(value)})
+	return c
+}
+
 // WithVar sets a variable, named as httpvar.Parse reads it, whatever the
 // request says: remote_addr, server_port, an exchange variable the fake
 // has no state for (route_name, service_id, matched_uri, upstream_addr,
@@ -148,7 +159,7 @@ func (c *Ctx) WithRoute(id string) *Ctx {
 func (c *Ctx) Reset() {
 	c.exited, c.exitStatus, c.status, c.Upstream = false, 0, 0, false
 	c.exitBody = c.exitBody[:0]
-	c.respHeader = c.respHeader[:0]
+	c.respHeader, c.respSet, c.respGone = c.respHeader[:0], c.respSet[:0], c.respGone[:0]
 	c.Body = c.Body[:0]
 	c.ExitDelay, c.Delayed = 0, 0
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
@@ -292,14 +303,31 @@ func (c *Ctx) Exited() bool { return c.exited }
 // ExitStatus is the status of the last Exit (0: none).
 func (c *Ctx) ExitStatus() int { return c.exitStatus }
 
-// SetResponseHeader implements plugins.Ctx.
+// SetResponseHeader implements plugins.Ctx: it replaces every header of
+// that name set or added before.
 func (c *Ctx) SetResponseHeader(name string, value []byte) {
+	k, found := 0, false
 	for i := range c.respHeader {
-		if strings.EqualFold(c.respHeader[i].Name, name) {
-			c.respHeader[i].Value = append(c.respHeader[i].Value[:0], value...)
-			return
+		if !strings.EqualFold(c.respHeader[i].Name, name) || !found {
+			if strings.EqualFold(c.respHeader[i].Name, name) {
+				found = true
+				c.respHeader[i].Value = append(c.respHeader[i].Value[:0], value...)
+			}
+			c.respHeader[k], c.respHeader[i] = c.respHeader[i], c.respHeader[k]
+			k++
 		}
 	}
+	c.respHeader = c.respHeader[:k]
+	if !found {
+		c.addResp(name, value)
+	}
+	c.respSet = append(c.respSet, name)
+}
+
+// AddResponseHeader implements plugins.Ctx.
+func (c *Ctx) AddResponseHeader(name string, value []byte) { c.addResp(name, value) }
+
+func (c *Ctx) addResp(name string, value []byte) {
 	n := len(c.respHeader)
 	if n < cap(c.respHeader) {
 		c.respHeader = c.respHeader[:n+1]
@@ -311,18 +339,80 @@ func (c *Ctx) SetResponseHeader(name string, value []byte) {
 	h.Value = append(h.Value[:0], value...)
 }
 
-// ResponseHeader is a header set with SetResponseHeader; nil when none.
-func (c *Ctx) ResponseHeader(name string) []byte {
+// RemoveResponseHeader implements plugins.Ctx: the headers of that name
+// set or added before go, and ResponseHeader no longer sees the
+// upstream's.
+func (c *Ctx) RemoveResponseHeader(name string) {
+	k := 0
 	for i := range c.respHeader {
-		if strings.EqualFold(c.respHeader[i].Name, name) {
-			return c.respHeader[i].Value
+		if !strings.EqualFold(c.respHeader[i].Name, name) {
+			c.respHeader[k], c.respHeader[i] = c.respHeader[i], c.respHeader[k]
+			k++
 		}
 	}
-	return nil
+	c.respHeader = c.respHeader[:k]
+	c.respGone = append(c.respGone, name)
+}
+
+// ResponseHeader implements plugins.Ctx, as the worker: the header a
+// plugin set with SetResponseHeader, else the upstream's
+// (WithResponseHeader, when the answer is the upstream's), else the
+// first one added with AddResponseHeader; nil when none. After Run, it
+// reads the response's headers the same way.
+func (c *Ctx) ResponseHeader(name string) []byte {
+	var own []byte
+	for i := range c.respHeader {
+		if strings.EqualFold(c.respHeader[i].Name, name) {
+			own = c.respHeader[i].Value
+			break
+		}
+	}
+	if own != nil {
+		for _, s := range c.respSet {
+			if strings.EqualFold(s, name) {
+				return own
+			}
+		}
+	}
+	if own == nil {
+		for _, s := range c.respGone {
+			if strings.EqualFold(s, name) {
+				return nil
+			}
+		}
+	}
+	if c.Upstream {
+		for i := range c.upResp {
+			if strings.EqualFold(c.upResp[i].Name, name) {
+				return c.upResp[i].Value
+			}
+		}
+	}
+	return own
+}
+
+// ResponseHeaderValues are the values of every header of that name set or
+// added, in order.
+func (c *Ctx) ResponseHeaderValues(name string) []string {
+	var out []string
+	for i := range c.respHeader {
+		if strings.EqualFold(c.respHeader[i].Name, name) {
+			out = append(out, string(c.respHeader[i].Value))
+		}
+	}
+	return out
 }
 
 // Status implements plugins.Ctx.
 func (c *Ctx) Status() int { return c.status }
+
+// SetStatus implements plugins.Ctx: Status, and the status Run's answer
+// ends with, become status (200 to 599).
+func (c *Ctx) SetStatus(status int) {
+	if status >= 200 && status <= 599 {
+		c.status = status
+	}
+}
 
 // ExitAfter implements plugins.Ctx: Exit, with the delay recorded in
 // ExitDelay (Run does not wait).

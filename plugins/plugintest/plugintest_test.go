@@ -271,3 +271,26 @@ func TestCtxSetClientAddr(t *testing.T) {
 		t.Fatalf("after Reset: %s:%s", a, p)
 	}
 }
+
+// TestResponseHeader: as the worker, a header a plugin set, else the
+// upstream's answer's, else one added; the upstream's only when the
+// answer is the upstream's.
+func TestResponseHeader(t *testing.T) {
+	c := NewCtx("GET", "/").WithResponseHeader("X-Up", "u").WithResponseHeader("X-Set", "upstream").WithResponseHeader("X-Add", "up")
+	var p plugins.Phases
+	Run(&p, c)
+	c.SetResponseHeader("x-set", []byte("p"))
+	c.AddResponseHeader("X-Add", []byte("a"))
+	c.AddResponseHeader("X-Only", []byte("o"))
+	for name, want := range map[string]string{"x-up": "u", "X-SET": "p", "X-Add": "up", "X-Only": "o", "X-None": ""} {
+		if got := string(c.ResponseHeader(name)); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	c.Reset()
+	c.Exit(403, nil)
+	Run(&p, c)
+	if v := c.ResponseHeader("X-Up"); v != nil {
+		t.Errorf("a plugin's answer has the upstream's X-Up %q", v)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"coregate/plugins/internal/resub"
 	"coregate/plugins/plugintest"
 )
 
@@ -48,7 +49,7 @@ func TestAllocRegexp(t *testing.T) {
 	p := build(t, `{"regex_uri":["^/(\\w+)/(\\d+)$","/$2/$1"]}`)
 	c := request{target: "/item/42"}.ctx()
 	plugintest.AllocsPerRun(t, 200, func() { c.Reset(); plugintest.Run(&p, c) })
-	for i := range maxCached {
+	for i := range resub.MaxCached {
 		c := request{target: "/item/" + strconv.Itoa(i+100)}.ctx()
 		plugintest.Run(&p, c)
 	}

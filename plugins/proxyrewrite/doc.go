@@ -10,7 +10,8 @@
 // common shape ^literal(.*)literal$ is matched without regexp and without
 // allocation; other patterns allocate regexp's submatch indices on a
 // match, except for targets in the rule's bounded cache of matches (256
-// targets of up to 256 bytes, per instance).
+// targets of up to 256 bytes, per instance): package resub, which
+// redirect's regex_uri shares.
 //
 // Importing the package registers the plugin in plugins.Default.
 package proxyrewrite

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"coregate/httpvar"
 	"coregate/plugins"
+	"coregate/plugins/internal/resub"
 )
 
 // Name is the plugin's wire name.
@@ -60,34 +60,17 @@ func (Plugin) Check(raw json.RawMessage) error {
 	return err
 }
 
-// rule is one regex_uri pair, compiled.
-type rule struct {
-	re    *regexp.Regexp
-	lit   *literalRE // non-nil: matched without re
-	tmpl  []seg
-	cache map[string][]int // see cached
-}
-
-func compileRules(pairs []string) ([]rule, error) {
+func compileRules(pairs []string) ([]*resub.Rule, error) {
 	if len(pairs)%2 != 0 {
 		//lint:ignore ST1005 APISIX's message, which clients match on
 		return nil, errors.New("The length of regex_uri should be an even number")
 	}
-	var rules []rule
+	var rules []*resub.Rule
 	for i := 0; i < len(pairs); i += 2 {
 		pattern, template := pairs[i], pairs[i+1]
-		re, err := regexp.Compile(pattern)
-		if err != nil {
-			return nil, fmt.Errorf("invalid regex_uri(%s, %s): failed to compile the regex (RE2 syntax: no lookaround, no backreferences): %v",
-				pattern, template, err)
-		}
-		tmpl, err := parseReplacement(template)
+		r, err := resub.Compile(pattern, template)
 		if err != nil {
 			return nil, fmt.Errorf("invalid regex_uri(%s, %s): %v", pattern, template, err)
-		}
-		r := rule{re: re, tmpl: tmpl}
-		if l, ok := compileLiteral(pattern); ok {
-			r.lit = l
 		}
 		rules = append(rules, r)
 	}
@@ -302,7 +285,7 @@ func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error
 		}
 		in.rules = rules
 		for _, r := range rules {
-			if n := 2 * (r.re.NumSubexp() + 1); n > in.ncaps {
+			if n := 2 * (r.NumSubexp() + 1); n > in.ncaps {
 				in.ncaps = n
 			}
 		}

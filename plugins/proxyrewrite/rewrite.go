@@ -5,6 +5,7 @@ import (
 
 	"coregate/httpvar"
 	"coregate/plugins"
+	"coregate/plugins/internal/resub"
 )
 
 // instance is one configuration of proxy-rewrite, built. It runs on one
@@ -16,7 +17,7 @@ type instance struct {
 	host    []byte // nil: unchanged
 	method  []byte // nil: unchanged
 	uri     []byte // nil: no uri
-	rules   []rule
+	rules   []*resub.Rule
 	ncaps   int
 	unsafe  bool
 	headers headerOps
@@ -26,7 +27,6 @@ type instance struct {
 	// request, into subj; nil when no pattern matched.
 	caps []int
 	subj []byte
-	lit  [4]int
 
 	target, work, val, val2 []byte
 }
@@ -132,20 +132,14 @@ func (in *instance) rewriteURI(c plugins.Ctx) (matched bool) {
 // captures.
 func (in *instance) regex(dst, src []byte) []byte {
 	for i := range in.rules {
-		r := &in.rules[i]
-		var caps []int
-		if r.lit != nil {
-			n, ok := r.lit.match(src, &in.lit)
-			if !ok {
-				continue
-			}
-			caps = in.lit[:n]
-		} else if caps = r.cached(src); caps == nil {
+		r := in.rules[i]
+		caps := r.Match(src)
+		if caps == nil {
 			continue
 		}
 		in.caps = append(in.caps[:0], caps...)
 		in.subj = src
-		return expandReplacement(dst, src, in.caps, r.tmpl)
+		return r.Expand(dst, src, in.caps)
 	}
 	return append(dst, src...)
 }
@@ -224,30 +218,4 @@ func escapeControls(dst, s []byte) []byte {
 		}
 	}
 	return dst
-}
-
-// Bounds of a rule's cache of matches: the targets it holds, and the
-// longest it holds.
-const (
-	maxCached    = 256
-	maxCachedLen = 256
-)
-
-// cached is the submatch indices of the rule's pattern on src, nil when it
-// does not match. regexp allocates the indices of a match (a pattern that
-// does not match costs nothing), so the matches of short targets are kept,
-// up to maxCached of them: a target seen before costs a map lookup and no
-// allocation. The cache belongs to the instance, on one event loop.
-func (r *rule) cached(src []byte) []int {
-	if caps, ok := r.cache[string(src)]; ok {
-		return caps
-	}
-	caps := r.re.FindSubmatchIndex(src)
-	if caps != nil && len(src) <= maxCachedLen && len(r.cache) < maxCached {
-		if r.cache == nil {
-			r.cache = make(map[string][]int, maxCached)
-		}
-		r.cache[string(src)] = caps
-	}
-	return caps
 }

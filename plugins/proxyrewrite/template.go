@@ -1,110 +1,19 @@
 package proxyrewrite
 
 import (
-	"errors"
-	"strconv"
-
 	"coregate/httpvar"
 	"coregate/plugins"
+	"coregate/plugins/internal/resub"
 )
 
-// This file holds the three substitutions proxy-rewrite makes, each as
+// This file holds two of the substitutions proxy-rewrite makes, each as
 // APISIX makes it, written as scanners over bytes so that a request
-// allocates nothing:
+// allocates nothing (the third, regex_uri's template, is package resub's):
 //
-//   - a regex_uri template, as ngx.re.sub reads it ($N, ${N}, $$);
 //   - the captures in a header value, as core.utils.resolve_var_with_captures
 //     (pattern (?<!\\)\$\{?(\d+)\}?);
 //   - the variables in uri and in header values, as core.utils.resolve_var
 //     (pattern (?<!\\)\$(\{\s*([^}]+?)\s*\}|([\w\.]+)), with "${name ?? default}").
-
-// errTemplate is ngx.re.sub's answer to a template it cannot read.
-var errTemplate = errors.New("failed to compile the replacement template")
-
-// seg is one piece of a regex_uri template: literal bytes, or a group's
-// text when group >= 0.
-type seg struct {
-	lit   []byte
-	group int
-}
-
-// parseReplacement reads a regex_uri template as ngx.re.sub does.
-func parseReplacement(t string) ([]seg, error) {
-	var segs []seg
-	var lit []byte
-	flush := func() {
-		if len(lit) > 0 {
-			segs = append(segs, seg{lit: lit, group: -1})
-			lit = nil
-		}
-	}
-	for i := 0; i < len(t); i++ {
-		if t[i] != '$' {
-			lit = append(lit, t[i])
-			continue
-		}
-		i++
-		switch {
-		case i < len(t) && t[i] == '$':
-			lit = append(lit, '$')
-		case i < len(t) && isDigit(t[i]):
-			j := i
-			for j < len(t) && isDigit(t[j]) {
-				j++
-			}
-			n, err := strconv.Atoi(t[i:j])
-			if err != nil {
-				return nil, errTemplate
-			}
-			flush()
-			segs = append(segs, seg{group: n})
-			i = j - 1
-		case i < len(t) && t[i] == '{':
-			j := i + 1
-			for j < len(t) && isDigit(t[j]) {
-				j++
-			}
-			if j == i+1 || j >= len(t) || t[j] != '}' {
-				return nil, errTemplate
-			}
-			n, err := strconv.Atoi(t[i+1 : j])
-			if err != nil {
-				return nil, errTemplate
-			}
-			flush()
-			segs = append(segs, seg{group: n})
-			i = j
-		default:
-			return nil, errTemplate
-		}
-	}
-	flush()
-	return segs, nil
-}
-
-// group is the text of capture n of a match of s (caps as regexp's
-// submatch indices); empty when the pattern has no such group or it did
-// not take part, as in ngx.re.sub and ngx.re.match.
-func group(s []byte, caps []int, n int) []byte {
-	if n < 0 || 2*n+1 >= len(caps) || caps[2*n] < 0 {
-		return nil
-	}
-	return s[caps[2*n]:caps[2*n+1]]
-}
-
-// expandReplacement appends ngx.re.sub's result for a match of s: s before
-// the match, the template, s after it.
-func expandReplacement(dst, s []byte, caps []int, segs []seg) []byte {
-	dst = append(dst, s[:caps[0]]...)
-	for _, g := range segs {
-		if g.group < 0 {
-			dst = append(dst, g.lit...)
-		} else {
-			dst = append(dst, group(s, caps, g.group)...)
-		}
-	}
-	return append(dst, s[caps[1]:]...)
-}
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
@@ -149,7 +58,7 @@ func expandCaptures(dst, tpl, s []byte, caps []int) []byte {
 			k++
 		}
 		if caps != nil {
-			dst = append(dst, group(s, caps, n)...)
+			dst = append(dst, resub.Group(s, caps, n)...)
 		}
 		i = k - 1
 	}

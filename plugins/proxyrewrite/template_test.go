@@ -68,29 +68,3 @@ func TestExpandCaptures(t *testing.T) {
 		t.Errorf("without a match: %q", got)
 	}
 }
-
-// TestParseReplacement: ngx.re.sub's templates.
-func TestParseReplacement(t *testing.T) {
-	s := []byte("/x/yz")
-	caps := []int{1, 5, 3, 5}
-	for _, tc := range []struct{ tpl, want string }{
-		{"/$1", "//yz"},
-		{"[${1}]", "/[yz]"},
-		{"$$1", "/$1"},
-		{"$0$0", "/x/yzx/yz"},
-		{"$2", "/"},
-	} {
-		segs, err := parseReplacement(tc.tpl)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.tpl, err)
-		}
-		if got := string(expandReplacement(nil, s, caps, segs)); got != tc.want {
-			t.Errorf("%q: %q, want %q", tc.tpl, got, tc.want)
-		}
-	}
-	for _, bad := range []string{"$", "/$a", "${}", "${1", "${a}", "$`1"} {
-		if _, err := parseReplacement(bad); err == nil {
-			t.Errorf("%q: accepted", bad)
-		}
-	}
-}

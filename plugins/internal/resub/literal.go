@@ -1,4 +1,4 @@
-package proxyrewrite
+package resub
 
 import (
 	"bytes"
