@@ -15,6 +15,7 @@ var Table = []Entry{
 	{Name: "proxy-cache", Priority: 1085},
 	{Name: "proxy-mirror", Priority: 1010},
 	{Name: "proxy-rewrite", Priority: 1008},
+	{Name: "api-breaker", Priority: 1005},
 	{Name: "limit-conn", Priority: 1003},
 	{Name: "limit-count", Priority: 1002},
 	{Name: "limit-req", Priority: 1001},

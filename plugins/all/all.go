@@ -6,6 +6,7 @@ package all
 
 import (
 	// Each registers itself in plugins.Default from its init function.
+	_ "coregate/plugins/apibreaker"   // api-breaker (1005, access, log)
 	_ "coregate/plugins/keyauth"      // key-auth (2500, rewrite)
 	_ "coregate/plugins/limitconn"    // limit-conn (1003, access, log)
 	_ "coregate/plugins/limitcount"   // limit-count (1002, access)

@@ -9,7 +9,7 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite"} {
+	for _, name := range []string{"api-breaker", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -48,6 +48,7 @@ func TestEncryptFields(t *testing.T) {
 		{"limit-req", false, []string{"redis_password"}},
 		{"limit-conn", false, []string{"redis_password"}},
 		{"limit-conn", true, []string{"redis_password"}},
+		{"api-breaker", false, nil},
 		{"mocking", false, nil},
 		{"prometheus", false, nil},
 		{"proxy-rewrite", false, nil},
