@@ -118,6 +118,13 @@ type Ctx interface {
 	SetRequestHeader(name string, value []byte)
 	AddRequestHeader(name string, value []byte)
 
+	// SetUpstream sends the request to u, an upstream the plugin's Build
+	// got from Env.Upstreams, instead of its route's (traffic-split's
+	// choice); nil sends it to the route's again. From the rewrite and
+	// access phases. The route's timeout, when it sets one, still
+	// applies; u's own otherwise.
+	SetUpstream(u Upstream)
+
 	// Keep records v for owner on this request, for a later phase of it
 	// (limit-conn's log phase undoes what its access phase counted);
 	// Kept returns it, ok false when owner kept nothing. owner is a

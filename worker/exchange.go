@@ -147,6 +147,9 @@ type pluginState struct {
 	// The upstream request edits, valued in exchangeBufs (upURI, upMethod,
 	// upHost, reqEdits).
 	upURI, upMethod, upHost bool
+	// split is the route's variant whose upstream a plugin chose
+	// (Ctx.SetUpstream): the request goes there; nil: the route's own.
+	split *route
 
 	// The request phases' cursor: the stage running (stageGlobalRewrite…)
 	// and the index of the plugin after the one running, so that they go

@@ -151,6 +151,10 @@ type route struct {
 	// each consumer whose plugins change the route's (consumerPhases);
 	// nil when the route cannot attach one.
 	byConsumer map[*plugins.Consumer]*consumerPhases
+	// splits are the route with another upstream in place of its own,
+	// for each upstream its plugins' builds took from Env.Upstreams
+	// (traffic-split): Ctx.SetUpstream's choices. nil when none.
+	splits map[*upstream]*route
 	// For the log phase's and the access log's variables: the route's
 	// name, its service's id and name (nil when none), and the uri and
 	// host patterns it matches by (matchedPattern).
