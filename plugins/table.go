@@ -19,5 +19,6 @@ var Table = []Entry{
 	{Name: "limit-conn", Priority: 1003},
 	{Name: "limit-count", Priority: 1002},
 	{Name: "limit-req", Priority: 1001},
+	{Name: "traffic-split", Priority: 966},
 	{Name: "prometheus", Priority: 500},
 }

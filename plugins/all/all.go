@@ -14,4 +14,5 @@ import (
 	_ "coregate/plugins/mocking"      // mocking (10900, access)
 	_ "coregate/plugins/prometheus"   // prometheus (500, log)
 	_ "coregate/plugins/proxyrewrite" // proxy-rewrite (1008, rewrite)
+	_ "coregate/plugins/trafficsplit" // traffic-split (966, access)
 )

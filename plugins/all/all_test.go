@@ -9,7 +9,7 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"api-breaker", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite"} {
+	for _, name := range []string{"api-breaker", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite", "traffic-split"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -52,6 +52,7 @@ func TestEncryptFields(t *testing.T) {
 		{"mocking", false, nil},
 		{"prometheus", false, nil},
 		{"proxy-rewrite", false, nil},
+		{"traffic-split", false, nil},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
 			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)
