@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// splitGet gets url: its status and body (an error is the test's).
+func splitGet(t *testing.T, c *http.Client, url string, hdr ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestTrafficSplit proxies through a worker on real sockets with
+// traffic-split: weights 1:2:3 over the route's own upstream, an
+// upstream object and an inline upstream give exactly that share of 60
+// requests; a match rule on a header sends only the requests it holds
+// for to its upstream; a route with no upstream of its own goes to the
+// one the plugin chooses; an upstream_id that is not there answers 500;
+// and a change of the upstream object reaches the routes that name it.
+func TestTrafficSplit(t *testing.T) {
+	addrs, hits := idServers(t, 3, nil)
+	up := func(id string, i int) string {
+		return fmt.Sprintf(`{"id":"%s","type":"roundrobin","nodes":{"%s":1}}`, id, addrs[i])
+	}
+	inline := fmt.Sprintf(`{"type":"roundrobin","nodes":{"%s":1},"timeout":{"connect":2,"send":2,"read":2}}`, addrs[2])
+	routes := []string{
+		fmt.Sprintf(`{"id":"w","uri":"/w","upstream":{"nodes":{"%s":1}},"plugins":{"traffic-split":{"rules":[{"weighted_upstreams":[`+
+			`{"weight":1},{"upstream_id":"u1","weight":2},{"upstream":%s,"weight":3}]}]}}}`, addrs[0], inline),
+		fmt.Sprintf(`{"id":"m","uri":"/m","upstream":{"nodes":{"%s":1}},"plugins":{"traffic-split":{"rules":[{`+
+			`"match":[{"vars":[["http_x-release","==","new"]]}],"weighted_upstreams":[{"upstream":%s}]}]}}}`, addrs[0], inline),
+		`{"id":"n","uri":"/n","plugins":{"traffic-split":{"rules":[{"weighted_upstreams":[{"upstream_id":"u1"}]}]}}}`,
+		`{"id":"x","uri":"/x","plugins":{"traffic-split":{"rules":[{"weighted_upstreams":[{"upstream_id":"nope"}]}]}}}`,
+	}
+	w, _ := runWorker(t, Config{}, testSpec(t, []string{up("u1", 1)}, routes...))
+	base := "http://" + w.Addr().String()
+	c := &http.Client{Timeout: 10 * time.Second}
+
+	for range 60 {
+		if st, _ := splitGet(t, c, base+"/w"); st != 200 {
+			t.Fatalf("/w: %d", st)
+		}
+	}
+	if got := [3]int{hits(0), hits(1), hits(2)}; got != [3]int{10, 20, 30} {
+		t.Fatalf("weights 1:2:3 gave %v of 60 requests", got)
+	}
+
+	for i, tc := range []struct {
+		hdr  []string
+		want string
+	}{{nil, "0"}, {[]string{"X-Release", "new"}, "2"}, {[]string{"X-Release", "old"}, "0"}} {
+		if st, body := splitGet(t, c, base+"/m", tc.hdr...); st != 200 || body != tc.want {
+			t.Errorf("/m %d %v: %d %q, want origin %s", i, tc.hdr, st, body, tc.want)
+		}
+	}
+	if st, body := splitGet(t, c, base+"/n"); st != 200 || body != "1" {
+		t.Errorf("/n, no upstream of its own: %d %q", st, body)
+	}
+	if st, body := splitGet(t, c, base+"/x"); st != 500 || body != "failed to fetch upstream info by upstream id: nope" {
+		t.Errorf("/x, a missing upstream_id: %d %q", st, body)
+	}
+
+	// The upstream object changes: the routes naming it follow.
+	if err := w.SetSpec(testSpec(t, []string{up("u1", 0)}, routes...), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, body := splitGet(t, c, base+"/n")
+		if body == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/n after the upstream changed: origin %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
