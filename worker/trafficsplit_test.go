@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
+
+	"coregate/plugins"
+	"coregate/worker/router"
 )
 
 // splitGet gets url: its status and body (an error is the test's).
@@ -90,5 +94,64 @@ func TestTrafficSplit(t *testing.T) {
 			t.Fatalf("/n after the upstream changed: origin %s", body)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSplitCompile: a route whose traffic-split takes upstreams gets a
+// variant per upstream, sharing one table; a build over the previous
+// snapshot keeps an inline upstream of the same JSON (its balancer and
+// pools) but builds the route again, so that its variants follow the
+// upstream objects: a changed one gives a new variant, and a route without
+// the plugin is still taken over.
+func TestSplitCompile(t *testing.T) {
+	routes := []string{
+		`{"id":"s","uri":"/s","upstream":{"nodes":{"127.0.0.1:1980":1}},"plugins":{"traffic-split":{"rules":[{"weighted_upstreams":[` +
+			`{"weight":1},{"upstream_id":"u1","weight":1},{"upstream":{"nodes":{"127.0.0.1:1982":1}},"weight":1}]}]}}}`,
+		`{"id":"p","uri":"/p","upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}
+	// The same route objects in both Specs, as the store keeps them.
+	rts := testSpec(t, nil, routes...).Routes
+	env := plugins.NewLocalEnv()
+	build := func(prev *Snapshot, u1 string) *Snapshot {
+		t.Helper()
+		sp := testSpec(t, []string{`{"id":"u1","nodes":{"` + u1 + `":1}}`})
+		sp.Routes = rts
+		s, err := compile(sp, router.HostURI, upstreamEnv{}, pluginSet{reg: plugins.Default, env: env}, prev, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s1 := build(nil, "127.0.0.1:1981")
+	rs, rp := s1.routes[0], s1.routes[1]
+	if len(rs.splits) != 2 || rp.splits != nil {
+		t.Fatalf("variants: %d on the split route, %v on the plain one", len(rs.splits), rp.splits)
+	}
+	var inline *upstream
+	for cu, v := range rs.splits {
+		if v.up != cu || v.id != "s" || len(v.splits) != 2 {
+			t.Fatalf("a variant: up %p for %p, id %q, %d splits", v.up, cu, v.id, len(v.splits))
+		}
+		if cu.nodes[0].addr == "127.0.0.1:1982" {
+			inline = cu
+		}
+	}
+	if inline == nil || !s1.hasNode("127.0.0.1:1982") || !s1.hasNode("127.0.0.1:1981") {
+		t.Fatalf("the inline upstream or the nodes: %v", s1.nodes)
+	}
+
+	s2 := build(s1, "127.0.0.1:1983")
+	if s2.routes[0] == rs || s2.routes[1] != rp {
+		t.Fatalf("taken over: split route %v, plain route %v", s2.routes[0] == rs, s2.routes[1] == rp)
+	}
+	var addrs []string
+	for cu := range s2.routes[0].splits {
+		addrs = append(addrs, cu.nodes[0].addr)
+		if cu.nodes[0].addr == "127.0.0.1:1982" && cu != inline {
+			t.Fatal("the inline upstream was compiled again")
+		}
+	}
+	if !slices.Contains(addrs, "127.0.0.1:1983") || slices.Contains(addrs, "127.0.0.1:1981") {
+		t.Fatalf("variants after the upstream object changed: %v", addrs)
 	}
 }
