@@ -96,6 +96,16 @@
 // Check. A configuration with a reference is checked wherever it is
 // built, since it resolves there.
 //
+// # Upstreams
+//
+// A plugin that sends a route's requests elsewhere (traffic-split) takes
+// the upstreams from Env.Upstreams when it is built: an upstream object by
+// id, or one its configuration writes out, compiled by the worker as a
+// route's own; its access phase hands the one it chooses to
+// Ctx.SetUpstream. The handles are the snapshot's: a route whose plugins
+// took any is built again with each snapshot, so that an upstream
+// object's change reaches it.
+//
 // Registration happens in init functions, under a name of Table; the
 // registry is read-only afterwards and safe for concurrent use.
 package plugins

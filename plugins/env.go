@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +32,33 @@ type Env struct {
 	// (apisix.ssl.listen, when apisix.ssl.enable), for redirect's
 	// http_to_https; 0 when none. Like Attr, it lasts the worker's life.
 	HTTPSPort int
+	// Upstreams are the upstreams of the snapshot being built, for
+	// Ctx.SetUpstream: like Consumers it changes with each snapshot; nil
+	// where requests have no upstream to go to (NewLocalEnv's).
+	Upstreams Upstreams
 }
+
+// Upstream is one compiled upstream as Upstreams gives it: opaque to a
+// plugin, which keeps it in its instance and hands it to Ctx.SetUpstream.
+type Upstream any
+
+// Upstreams gives a plugin's Build the upstreams its requests may go to
+// instead of their route's (traffic-split's). Its methods run off the
+// event loop, during the build of one snapshot, and may allocate; what
+// they return is valid for the instances built with that snapshot.
+type Upstreams interface {
+	// ByID is the upstream object of that id; an error wrapping
+	// ErrNoUpstream when the snapshot has none.
+	ByID(id string) (Upstream, error)
+	// Inline compiles an upstream object written in the plugin's
+	// configuration (one the upstream schema passed) as a route's own
+	// upstream is compiled: its balancer, timeouts, pass_host, scheme and
+	// keepalive pool.
+	Inline(raw json.RawMessage) (Upstream, error)
+}
+
+// ErrNoUpstream: Upstreams.ByID found no upstream of that id.
+var ErrNoUpstream = errors.New("plugins: no upstream of that id")
 
 // Counters is the table of counters shared by every worker of the node
 // (limit-count's): each is an atomic int64, so that a limit of N across

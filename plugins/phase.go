@@ -163,6 +163,12 @@ type Ctx interface {
 	// (ignored in the others, and for an invalid ip); a later call
 	// replaces an earlier one's. It does not allocate.
 	SetClientAddr(ip netip.Addr, port uint16)
+	// SetUpstream sends the request to u, an upstream the plugin's Build
+	// got from Env.Upstreams, instead of its route's (traffic-split's
+	// choice); nil sends it to the route's again. From the rewrite and
+	// access phases. The route's timeout, when it sets one, still
+	// applies; u's own otherwise.
+	SetUpstream(u Upstream)
 
 	// Keep records v for owner on this request, for a later phase of it
 	// (limit-conn's log phase undoes what its access phase counted);

@@ -427,6 +427,9 @@ const maxSpentPipelined = 16
 // gone from gnet's buffer already (an Await kept a copy).
 func (cc *clientConn) routed() {
 	r := &cc.req
+	if cc.plugin.split != nil {
+		cc.rt = cc.plugin.split
+	}
 	rt := cc.rt
 	hasBody := cc.reqBody != bodyNone
 	if rt == nil {

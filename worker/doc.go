@@ -275,7 +275,9 @@
 // upstream connections and their pools; headers.go the heads the gateway
 // writes; bodylimit.go client_max_body_size for chunked bodies; pause.go
 // back-pressure; timer.go deadlines; drain.go the graceful stop; snapshot.go
-// compiling the configuration; balancer.go the choice of node and
+// compiling the configuration, and split.go the upstreams a plugin sends a
+// route's requests to (Env.Upstreams, Ctx.SetUpstream: traffic-split),
+// each a variant of the route made with the snapshot; balancer.go the choice of node and
 // balancers.go the chash, least_conn and ewma balancers; faultlog.go
 // the upstream error log; stats.go nginx's stub_status counters; tls.go
 // TLS client connections; uptls.go TLS connections to https upstreams;

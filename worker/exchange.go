@@ -153,6 +153,9 @@ type pluginState struct {
 	// realAddr: a plugin set the client's address (SetClientAddr),
 	// valued in exchangeBufs (realIP, realPort).
 	realAddr bool
+	// split is the route's variant whose upstream a plugin chose
+	// (Ctx.SetUpstream): the request goes there; nil: the route's own.
+	split *route
 
 	// The request phases' cursor: the stage running (stageGlobalRewrite…)
 	// and the index of the plugin after the one running, so that they go

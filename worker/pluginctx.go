@@ -343,6 +343,25 @@ func (x *pluginCtx) SetUpstreamHost(host []byte) {
 	cc.upHost = append(cc.upHost[:0], host...)
 }
 
+// SetUpstream implements plugins.Ctx: the route's variant for u
+// (route.splits, made with the snapshot), taken when the request phases
+// are done (routed). An upstream the route has no variant for (not built
+// for its plugins) is ignored.
+func (x *pluginCtx) SetUpstream(u plugins.Upstream) {
+	cc := x.cc()
+	if cc.plugin.phase > plugins.Access || cc.rt == nil {
+		return
+	}
+	cu, _ := u.(*upstream)
+	if cu == nil {
+		cc.plugin.split = nil
+		return
+	}
+	if v := cc.rt.splits[cu]; v != nil {
+		cc.plugin.split = v
+	}
+}
+
 // SetRequestHeader implements plugins.Ctx. The edits are kept in order,
 // normalised: a set drops the edits of that name before it, so that
 // buildHead drops the client's fields of a set name and appends the edits

@@ -46,6 +46,12 @@ type Snapshot struct {
 	// still has (an unchanged one, shared by the configurations; see
 	// compile).
 	upstreams map[*spec.Upstream]*upstream
+	// inline are the upstreams the plugins' configurations write out
+	// (traffic-split's), compiled, by their JSON: the next build takes
+	// over those it still has, as upstreams. globalSplits: the global
+	// rules' plugins took upstreams (splitEnv).
+	inline       map[string]*upstream
+	globalSplits bool
 	// refused are the objects compile left out because of a plugin
 	// configuration's reference (plugins.ErrReference): the consumers and
 	// credentials IndexConsumers refused, the routes whose plugins did not
@@ -151,6 +157,10 @@ type route struct {
 	// each consumer whose plugins change the route's (consumerPhases);
 	// nil when the route cannot attach one.
 	byConsumer map[*plugins.Consumer]*consumerPhases
+	// splits are the route with another upstream in place of its own,
+	// for each upstream its plugins' builds took from Env.Upstreams
+	// (traffic-split): Ctx.SetUpstream's choices. nil when none.
+	splits map[*upstream]*route
 	// For the log phase's and the access log's variables: the route's
 	// name, its service's id and name (nil when none), and the uri and
 	// host patterns it matches by (matchedPattern).
@@ -354,19 +364,6 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	for _, pc := range s.PluginConfigs {
 		pluginConfigs[pc.ID.String()] = pc.Plugins
 	}
-	if reuse {
-		snap.globals, snap.global = prev.globals, prev.global
-	} else {
-		for _, gr := range s.GlobalRules {
-			ph, err := ps.reg.BuildPhasesChecked(gr.Plugins, ps.env, checked)
-			if err != nil {
-				return nil, fmt.Errorf("global_rule %s: %w", gr.ID, err)
-			}
-			snap.globals = append(snap.globals, ph)
-		}
-		snap.global = mergeGlobals(snap.globals)
-	}
-	authGlobal := snap.global != nil && hasAuth(ps.reg, snap.global.Plugins)
 	ups := map[string]*spec.Upstream{}
 	for _, u := range s.Upstreams {
 		ups[u.ID.String()] = u
@@ -407,7 +404,30 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		return cu, nil
 	}
+	// The upstreams the plugins send requests to (traffic-split): their
+	// builds take them through ps.env.Upstreams, which notes them for
+	// the route being built (splits).
+	se := &splitEnv{ups: ups, upFor: upFor, ue: ue, snap: snap, prev: prev}
+	ps.env.Upstreams = se
 
+	// Global rules that chose upstreams give every route their variants:
+	// they are built again, and so is every route, each time.
+	if reuse && !prev.globalSplits {
+		snap.globals, snap.global = prev.globals, prev.global
+	} else {
+		for _, gr := range s.GlobalRules {
+			ph, err := ps.reg.BuildPhasesChecked(gr.Plugins, ps.env, checked)
+			if err != nil {
+				return nil, fmt.Errorf("global_rule %s: %w", gr.ID, err)
+			}
+			snap.globals = append(snap.globals, ph)
+		}
+		snap.global = mergeGlobals(snap.globals)
+	}
+	globalSplits := se.take()
+	snap.globalSplits = len(globalSplits) > 0
+	reuseRoutes := reuse && !snap.globalSplits && (prev == nil || !prev.globalSplits)
+	authGlobal := snap.global != nil && hasAuth(ps.reg, snap.global.Plugins)
 	// One allocation for the routes, sized for all of them: a build of
 	// 5 000 routes made 5 000 route objects and regrew the slice
 	// (BenchmarkCompile5000). A build that takes over prev's routes
@@ -416,7 +436,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	rts := getRouteInputs(len(s.Routes))
 	defer putRouteInputs(rts)
 	var slab []route
-	if !reuse {
+	if !reuseRoutes {
 		slab = make([]route, len(s.Routes))
 	}
 	snap.routes = make([]*route, 0, len(s.Routes))
@@ -487,8 +507,8 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 			}
 		}
 		from := routeFrom{r, svc, su}
-		if reuse {
-			if i := prevIndex(r); i >= 0 && prev.routes[i].from == from && !namesSSL(prev.routes[i].up) {
+		if reuseRoutes {
+			if i := prevIndex(r); i >= 0 && prev.routes[i].from == from && !namesSSL(prev.routes[i].up) && prev.routes[i].splits == nil {
 				if su != nil {
 					// The same compiled upstream: its nodes join the
 					// snapshot's.
@@ -518,6 +538,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 			svcPlugins = svc.Plugins
 		}
 		conf := mergePlugins(r.Plugins, pcPlugins, svcPlugins)
+		se.take()
 		phases, err := ps.reg.BuildPhasesChecked(conf, ps.env, checked)
 		if err != nil {
 			if errors.Is(err, plugins.ErrReference) {
@@ -597,6 +618,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 			in.Vars = e
 		}
 		rt.from, rt.in = from, in
+		rt.splits = splitRoutes(rt, r.Timeout != nil, globalSplits, se.take())
 		snap.routes = append(snap.routes, rt)
 		*rts = append(*rts, in)
 	}

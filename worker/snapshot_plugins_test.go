@@ -89,7 +89,10 @@ func viewPhases(t *testing.T, p *plugins.Phases, env plugins.Env) phaseView {
 	}
 	for _, c := range p.Plugins {
 		b := c.Instance.(interface{ base() *tinyBase }).base()
-		if b.env != env {
+		// Upstreams is the snapshot's own (splitEnv), as Consumers.
+		if e := b.env; e.Upstreams == nil {
+			t.Errorf("%s built without the snapshot's upstreams", c.Name)
+		} else if e.Upstreams = nil; e != env {
 			t.Errorf("%s built with another Env", c.Name)
 		}
 		v.Confs[c.Name] = b.conf

@@ -29,7 +29,8 @@
 // GET a list {list, total} with page/page_size and the name, label, uri and
 // filter arguments (list.go), PATCH merges or replaces a sub-path under a
 // compare-and-swap on modifiedIndex (patch.go), DELETE {deleted:"1", key},
-// refused while another object refers to the one deleted unless
+// refused while another object refers to the one deleted (an upstream
+// also while a traffic-split names it, as APISIX) unless
 // force=true. A missing key is 404 {"message":"Key not found"}, a store
 // that cannot be reached 503 {"error_msg": …}, everything the client got
 // wrong 400 {"error_msg": …} (envelope.go). Stream routes are answered as

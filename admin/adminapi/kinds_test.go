@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"coregate/plugins"
 )
 
 // References: an upstream, service or plugin config in use cannot be
@@ -254,4 +256,34 @@ func TestLimitCountGroups(t *testing.T) {
 	// route 2 leaves the group: route 1, alone in it, may change
 	c.want(c.do("PUT", "/apisix/admin/routes/2", `{"uri":"/b",`+up+`}`), 200, "")
 	c.want(c.do("PUT", "/apisix/admin/routes/1", `{"uri":"/a",`+up+`,`+lc(3)+`}`), 200, "")
+}
+
+// TestDeleteUpstreamInPlugins: an upstream a traffic-split names (by an id
+// of either type) cannot be deleted, as in APISIX, whichever object's
+// plugins name it (a route, a service, a plugin config, a global rule);
+// unless force=true.
+func TestDeleteUpstreamInPlugins(t *testing.T) {
+	r := plugins.NewRegistry([]plugins.Entry{{Name: "traffic-split", Priority: 966}})
+	r.Register("traffic-split", testPlugin(`{"type":"object"}`))
+	st := newStore(t)
+	h, err := New(Options{Store: st, Admin: testAdmin(), Plugins: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, h, st)
+	c.want(c.do("PUT", "/apisix/admin/upstreams/u1", `{"nodes":{"127.0.0.1:1":1}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/upstreams/2", `{"nodes":{"127.0.0.1:1":1}}`), 201, "")
+	split := func(id string) string {
+		return `{"traffic-split":{"rules":[{"weighted_upstreams":[{"weight":1},{"upstream_id":` + id + `,"weight":1}]}]}}`
+	}
+	c.want(c.do("PUT", "/apisix/admin/routes/7", `{"uri":"/a","plugins":`+split(`"u1"`)+`,"upstream":{"nodes":{"127.0.0.1:1":1}}}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/global_rules/g", `{"plugins":`+split(`2`)+`}`), 201, "")
+	c.want(c.do("DELETE", "/apisix/admin/upstreams/u1", ""), 400, `{"error_msg":"can not delete this upstream, plugin in route [7] is still using it now"}`)
+	c.want(c.do("DELETE", "/apisix/admin/upstreams/2", ""), 400, `{"error_msg":"can not delete this upstream, plugin in global_rules [g] is still using it now"}`)
+	c.want(c.do("DELETE", "/apisix/admin/routes/7", ""), 200, "")
+	c.want(c.do("DELETE", "/apisix/admin/upstreams/u1", ""), 200, "")
+	c.want(c.do("DELETE", "/apisix/admin/upstreams/2?force=true", ""), 200, "")
+	if c.stored("/upstreams/u1") != nil || c.stored("/upstreams/2") != nil {
+		t.Fatal("upstreams not deleted")
+	}
 }

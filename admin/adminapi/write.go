@@ -300,6 +300,11 @@ func (a *api) delete(ctx context.Context, rw http.ResponseWriter, rq *request) *
 
 // inUse finds an object that refers to the one about to be deleted.
 func (a *api) inUse(ctx context.Context, rs *resource, id string) *apiError {
+	if rs.name == "upstreams" {
+		if e := a.upstreamInPlugins(ctx, rs, id); e != nil {
+			return e
+		}
+	}
 	for _, ref := range rs.usedBy {
 		dir := a.dir(ref.dir)
 		kvs, _, err := a.st.List(ctx, dir)
@@ -316,4 +321,65 @@ func (a *api) inUse(ctx context.Context, rs *resource, id string) *apiError {
 		}
 	}
 	return nil
+}
+
+// pluginUpstreamRefs are the objects whose plugins may name an upstream
+// (traffic-split's weighted_upstreams[].upstream_id), in the order
+// APISIX's upstream delete_checker looks through them, with the kind its
+// message names.
+var pluginUpstreamRefs = []reference{
+	{"routes", "route", ""}, {"services", "service", ""}, {"plugin_configs", "plugin_config", ""},
+	{"consumers", "consumer", ""}, {"consumer_groups", "consumer_group", ""}, {"global_rules", "global_rules", ""},
+}
+
+// upstreamInPlugins finds an object whose traffic-split names upstream id:
+// APISIX's "can not delete this upstream, plugin in route [1] is still
+// using it now".
+func (a *api) upstreamInPlugins(ctx context.Context, rs *resource, id string) *apiError {
+	for _, ref := range pluginUpstreamRefs {
+		dir := a.dir(ref.dir)
+		kvs, _, err := a.st.List(ctx, dir)
+		if err != nil {
+			return storeError(err)
+		}
+		for _, kv := range kvs {
+			if !directChild(kv.Key, dir) || !splitNames(kv.Value, id) {
+				continue
+			}
+			by := spec.RawID(kv.Value, "id").String()
+			return &apiError{Status: http.StatusBadRequest,
+				Msg: rs.refusal + "plugin in " + ref.kind + " [" + by + "] is still using it now"}
+		}
+	}
+	return nil
+}
+
+// splitNames reports whether an object's traffic-split names upstream id
+// in one of its weighted upstreams.
+func splitNames(obj []byte, id string) bool {
+	if !bytes.Contains(obj, []byte(`"traffic-split"`)) {
+		return false
+	}
+	var o struct {
+		Plugins struct {
+			Split struct {
+				Rules []struct {
+					WeightedUpstreams []struct {
+						UpstreamID spec.ID `json:"upstream_id"`
+					} `json:"weighted_upstreams"`
+				} `json:"rules"`
+			} `json:"traffic-split"`
+		} `json:"plugins"`
+	}
+	if json.Unmarshal(obj, &o) != nil {
+		return false
+	}
+	for _, r := range o.Plugins.Split.Rules {
+		for _, w := range r.WeightedUpstreams {
+			if !w.UpstreamID.IsZero() && w.UpstreamID.String() == id {
+				return true
+			}
+		}
+	}
+	return false
 }

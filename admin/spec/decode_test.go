@@ -271,6 +271,98 @@ func TestDecodeServiceUpstream(t *testing.T) {
 	}
 }
 
+// TestUpstreamMessagesAsAPISIX: the answers to an upstream's checks,
+// hash_on/key and discovery fields are APISIX's, field by field
+// (schema_def.lua's health_checker and upstream_schema, upstream.lua's
+// check_upstream_conf), and what APISIX takes is taken.
+func TestUpstreamMessagesAsAPISIX(t *testing.T) {
+	const (
+		n      = `"nodes":{"a:1":1}`
+		active = `invalid configuration: property "checks" validation failed: property "active" validation failed: `
+		hashRE = `"^((uri|server_name|server_addr|request_uri|remote_port|remote_addr|query_string|host|hostname|mqtt_client_id)|arg_[0-9a-zA-z_-]+)$"`
+	)
+	tests := []struct{ name, in, want string }{
+		// checks
+		{"checks empty", `{` + n + `,"checks":{}}`,
+			`invalid configuration: property "checks" validation failed: object matches none of the required: ["active"] or ["active","passive"]`},
+		{"active type", `{` + n + `,"checks":{"active":{"type":"udp"}}}`,
+			active + `property "type" validation failed: matches none of the enum values`},
+		{"active timeout type", `{` + n + `,"checks":{"active":{"timeout":"1"}}}`,
+			active + `property "timeout" validation failed: wrong type: expected number, got string`},
+		{"active interval", `{` + n + `,"checks":{"active":{"healthy":{"interval":0}}}}`,
+			active + `property "healthy" validation failed: property "interval" validation failed: expected 0 to be at least 1`},
+		{"active successes low", `{` + n + `,"checks":{"active":{"healthy":{"successes":0}}}}`,
+			active + `property "healthy" validation failed: property "successes" validation failed: expected 0 to be at least 1`},
+		{"active successes high", `{` + n + `,"checks":{"active":{"healthy":{"successes":255}}}}`,
+			active + `property "healthy" validation failed: property "successes" validation failed: expected 255 to be at most 254`},
+		{"active status low", `{` + n + `,"checks":{"active":{"healthy":{"http_statuses":[99]}}}}`,
+			active + `property "healthy" validation failed: property "http_statuses" validation failed: failed to validate item 1: expected 99 to be at least 200`},
+		{"active statuses unique", `{` + n + `,"checks":{"active":{"healthy":{"http_statuses":[200,200]}}}}`,
+			active + `property "healthy" validation failed: property "http_statuses" validation failed: expected unique items but items 1 and 2 are equal`},
+		{"active statuses empty", `{` + n + `,"checks":{"active":{"healthy":{"http_statuses":[]}}}}`,
+			active + `property "healthy" validation failed: property "http_statuses" validation failed: expect array to have at least 1 items`},
+		{"active http_failures", `{` + n + `,"checks":{"active":{"unhealthy":{"http_failures":0}}}}`,
+			active + `property "unhealthy" validation failed: property "http_failures" validation failed: expected 0 to be at least 1`},
+		{"active tcp_failures", `{` + n + `,"checks":{"active":{"unhealthy":{"tcp_failures":300}}}}`,
+			active + `property "unhealthy" validation failed: property "tcp_failures" validation failed: expected 300 to be at most 254`},
+		{"active timeouts", `{` + n + `,"checks":{"active":{"unhealthy":{"timeouts":0}}}}`,
+			active + `property "unhealthy" validation failed: property "timeouts" validation failed: expected 0 to be at least 1`},
+		{"active port", `{` + n + `,"checks":{"active":{"port":0}}}`,
+			active + `property "port" validation failed: expected 0 to be at least 1`},
+		{"active req_headers empty", `{` + n + `,"checks":{"active":{"req_headers":[]}}}`,
+			active + `property "req_headers" validation failed: expect array to have at least 1 items`},
+		{"active req_headers item", `{` + n + `,"checks":{"active":{"req_headers":["a",1]}}}`,
+			active + `property "req_headers" validation failed: failed to validate item 2: wrong type: expected string, got number`},
+		{"active verify type", `{` + n + `,"checks":{"active":{"https_verify_certificate":1}}}`,
+			active + `property "https_verify_certificate" validation failed: wrong type: expected boolean, got number`},
+		{"active http_method", `{` + n + `,"checks":{"active":{"http_method":"PUT"}}}`, ""},
+		{"passive status high", `{` + n + `,"checks":{"active":{},"passive":{"unhealthy":{"http_statuses":[600]}}}}`,
+			`invalid configuration: property "checks" validation failed: property "passive" validation failed: property "unhealthy" validation failed: property "http_statuses" validation failed: failed to validate item 1: expected 600 to be at most 599`},
+		{"passive type", `{` + n + `,"checks":{"active":{},"passive":{"type":"udp"}}}`,
+			`invalid configuration: property "checks" validation failed: property "passive" validation failed: property "type" validation failed: matches none of the enum values`},
+		// Passive counters may be 0 (that count off), active ones not.
+		{"passive zeros", `{` + n + `,"checks":{"active":{},"passive":{"healthy":{"successes":0},"unhealthy":{"timeouts":0,"tcp_failures":0,"http_failures":0}}}}`, ""},
+
+		// hash_on and key
+		{"header without key", `{` + n + `,"type":"chash","hash_on":"header"}`, `missing key`},
+		{"cookie without key", `{` + n + `,"type":"chash","hash_on":"cookie"}`, `missing key`},
+		{"vars_combinations without key", `{` + n + `,"type":"chash","hash_on":"vars_combinations"}`, `missing key`},
+		{"consumer without key", `{` + n + `,"type":"chash","hash_on":"consumer"}`, ""},
+		{"cookie key", `{` + n + `,"type":"chash","hash_on":"cookie","key":"a b"}`,
+			`invalid configuration: failed to match pattern "^[a-zA-Z0-9-_]+$" with "a b"`},
+		{"vars key http_", `{` + n + `,"type":"chash","hash_on":"vars","key":"http_x"}`,
+			`invalid configuration: failed to match pattern ` + hashRE + ` with "http_x"`},
+		{"vars key arg_ alone", `{` + n + `,"type":"chash","key":"arg_"}`,
+			`invalid configuration: failed to match pattern ` + hashRE + ` with "arg_"`},
+		{"vars_combinations key", `{` + n + `,"type":"chash","hash_on":"vars_combinations","key":"$arg_a-$http_x"}`, ""},
+		{"key type", `{` + n + `,"type":"chash","hash_on":"vars_combinations","key":1}`,
+			`invalid configuration: property "key" validation failed: wrong type: expected string, got number`},
+		{"hash_on enum", `{` + n + `,"type":"chash","hash_on":"foo","key":"x"}`,
+			`invalid configuration: property "hash_on" validation failed: matches none of the enum values`},
+		{"hash_on without chash", `{` + n + `,"type":"roundrobin","hash_on":"header"}`, ""},
+
+		// nodes, service_name and discovery_type
+		{"neither", `{"type":"roundrobin"}`, `invalid configuration: value should match only one schema, but matches none`},
+		{"service_name alone", `{"service_name":"s"}`, `invalid configuration: value should match only one schema, but matches none`},
+		{"discovery_type alone", `{"discovery_type":"dns"}`, `invalid configuration: value should match only one schema, but matches none`},
+		{"both", `{` + n + `,"service_name":"s","discovery_type":"dns"}`,
+			`invalid configuration: value should match only one schema, but matches both schemas 1 and 2`},
+		{"service_name with nodes", `{` + n + `,"service_name":"s"}`, ""},
+		{"service_name empty", `{"service_name":"","discovery_type":"dns"}`,
+			`invalid configuration: property "service_name" validation failed: string too short, expected at least 1, got 0`},
+		{"discovery_args type", `{"service_name":"s","discovery_type":"dns","discovery_args":[]}`,
+			`invalid configuration: property "discovery_args" validation failed: wrong type: expected object, got table`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeUpstream([]byte(tc.in))
+			if diff := cmp.Diff(tc.want, errText(err)); diff != "" {
+				t.Fatalf("DecodeUpstream(%s) error (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
 // TestRoundTrip checks that a decoded object marshals back in the form it
 // was written: ids keep their JSON type, nodes their map or array form and
 // order, vars their source, and no schema default is added.

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 )
@@ -204,6 +205,17 @@ func checkVarValue(op string, rv *jval) string {
 		}
 	}
 	return ""
+}
+
+// Check reports the first malformed expression with APISIX's message
+// ("failed to validate the 'vars' expression: invalid operator '='"), as
+// a route's vars are checked; nil when there is none. traffic-split's
+// match rules are checked with it.
+func (vs Vars) Check() error {
+	if e := vs.validate(); e != nil {
+		return errors.New(e.Msg)
+	}
+	return nil
 }
 
 // validate checks every expression; expressions read from JSON are checked

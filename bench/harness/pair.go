@@ -103,6 +103,11 @@ func (r *Runner) Pair(s scenario.Scenario, pairs int, against string) (*PairRepo
 			return nil, err
 		}
 	}
+	if s.Balancer != "" {
+		if s.Upstream2, err = r.startUpstream2(); err != nil {
+			return nil, err
+		}
+	}
 	a, err := r.startPairSide(s, o.Coregate, report.Coregate)
 	if err != nil {
 		return nil, err

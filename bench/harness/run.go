@@ -75,6 +75,8 @@ type Runner struct {
 	o         Options
 	up        *Proc
 	upAddr    string
+	up2       *Proc // the balancer scenarios' second node, nil before
+	up2Addr   string
 	redisPort int // the redis-server started for the run, 0 before
 	bestSpin  map[int]time.Duration
 	run       *report.Run
@@ -179,6 +181,13 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 			return nil, err
 		}
 		s.RedisPort = port
+	}
+	if s.Balancer != "" {
+		addr, err := r.startUpstream2()
+		if err != nil {
+			return nil, err
+		}
+		s.Upstream2 = addr
 	}
 	var targets []*target
 	defer func() {
@@ -383,6 +392,35 @@ func (r *Runner) ready(s scenario.Scenario, t *target) error {
 	return err
 }
 
+// startUpstream2 starts the balancer scenarios' second upstream, the
+// first one's twin on the same CPUs, once, and returns its address.
+// StopAll stops it.
+func (r *Runner) startUpstream2() (string, error) {
+	if r.up2 != nil {
+		return r.up2Addr, nil
+	}
+	dir := filepath.Join(r.o.WorkDir, "upstream2")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	p, addr, err := StartUpstream(r.o.Self, r.o.UpstreamCPUs, r.o.Body, dir)
+	if err != nil {
+		return "", err
+	}
+	r.up2, r.up2Addr = p, addr
+	r.logf("second upstream on %s (pid %d, cpu %s)\n", addr, p.PID(), procstat.FormatCPUList(r.o.UpstreamCPUs))
+	return addr, nil
+}
+
+// upPIDs are the upstreams' processes: the run's, and the second one once
+// a balancer scenario started it.
+func (r *Runner) upPIDs() []int {
+	if r.up2 == nil {
+		return r.up.PIDs()
+	}
+	return append(r.up.PIDs(), r.up2.PIDs()...)
+}
+
 // startRedis starts the run's redis-server on the upstream's CPUs, once,
 // and returns its port. It is a backend, as the upstream is: its CPU is
 // not the gateway's.
@@ -440,7 +478,7 @@ func (r *Runner) snap(gwPIDs []int) snapshot {
 	sys, _ := procstat.ReadSystem()
 	return snapshot{
 		gw:   procstat.Measure(gwPIDs),
-		up:   procstat.Measure(r.up.PIDs()),
+		up:   procstat.Measure(r.upPIDs()),
 		self: procstat.Measure([]int{os.Getpid()}),
 		sys:  sys,
 		at:   time.Now(),

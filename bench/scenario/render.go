@@ -78,7 +78,13 @@ func CoregateRoutes(s Scenario, upstream string) []byte {
 		if s.Plugins != "" {
 			fmt.Fprintf(&b, "    plugins: %s\n", s.PluginsJSON())
 		}
-		if s.Upstream {
+		if s.Upstream && s.Balancer != "" {
+			fmt.Fprintf(&b, "    upstream:\n      type: %s\n", s.Balancer)
+			if s.Balancer == "chash" {
+				b.WriteString("      hash_on: header\n      key: x-user\n")
+			}
+			fmt.Fprintf(&b, "      nodes:\n        \"%s\": 1\n        \"%s\": 1\n", upstream, s.Upstream2)
+		} else if s.Upstream {
 			fmt.Fprintf(&b, "    upstream:\n      type: roundrobin\n      nodes:\n        \"%s\": 1\n", upstream)
 		}
 	}
@@ -137,10 +143,10 @@ http {
     keepalive_requests 100000000;
     upstream backend {
         server %[3]s;
-        keepalive 320;
+%[7]s        keepalive 320;
         keepalive_requests %[5]d;
     }
-`, workers, dir, upstream, port, s.keepaliveRequests(), s.nginxAccessLog(dir))
+`, workers, dir, upstream, port, s.keepaliveRequests(), s.nginxAccessLog(dir), s.nginxUpstream2())
 	limit, keys := s.HasPlugin("limit-count"), s.HasPlugin("key-auth")
 	if limit {
 		// limit-count's count per time_window as a rate nginx never
@@ -178,6 +184,20 @@ http {
 	}
 	b.WriteString("    }\n}\n")
 	return []byte(b.String())
+}
+
+// nginxUpstream2 is the upstream block's lines for a balancer scenario's
+// second node and its balancer (nginxBalancer), written before keepalive
+// as nginx requires; "" in the others.
+func (s Scenario) nginxUpstream2() string {
+	if s.Balancer == "" {
+		return ""
+	}
+	out := "        server " + s.Upstream2 + ";\n"
+	if d := s.nginxBalancer(); d != "" {
+		out += "        " + d + "\n"
+	}
+	return out
 }
 
 // nginxSSL is the server block's TLS listener and settings in a TLS

@@ -62,6 +62,13 @@ type Scenario struct {
 	// RedisPort, set by the harness, replaces $REDIS_PORT in Plugins.
 	Redis     bool
 	RedisPort int
+	// Balancer, if set, is the upstream type (roundrobin, chash,
+	// least_conn, ewma) over two nodes: the run's upstream and a second
+	// one, Upstream2, which the harness starts and sets. chash hashes the
+	// X-User header (hash_on header), nginx's nearest equivalent of each
+	// is Equivalent's. "" is the seeds' single node.
+	Balancer  string
+	Upstream2 string
 	// TLS, if set, has the load speak TLS to the gateways' TLS listeners
 	// (coregate's apisix.ssl, nginx's listen ... ssl) instead of plain
 	// HTTP; the plain listener stays, for the readiness check.
@@ -198,6 +205,14 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 		{Name: "tls-p99-under-handshakes", Title: fmt.Sprintf("TLS 1.3 keep-alive at %.0f req/s beside %.0f handshakes/s", tlsRate, tlsHandshakes),
 			Group: GroupTLS, Routes: 1, Upstream: true, Workers: one, Load: Load{Conns: 16, Rate: tlsRate},
 			TLS: &TLS{Key: certs.ECDSA, Handshakes: tlsHandshakes, HandshakeConns: 8}, Ready: true},
+		{Name: "balancer-roundrobin", Title: "2 nodes, roundrobin", Group: GroupMain, Routes: 1, Upstream: true,
+			Balancer: "roundrobin", Workers: one, Load: c16, Ready: true},
+		{Name: "balancer-chash", Title: "2 nodes, chash on a header", Group: GroupMain, Routes: 1, Upstream: true,
+			Balancer: "chash", Workers: one, Load: Load{Conns: 16, Header: "X-User: user-1\r\n"}, Ready: true},
+		{Name: "balancer-least_conn", Title: "2 nodes, least_conn", Group: GroupMain, Routes: 1, Upstream: true,
+			Balancer: "least_conn", Workers: one, Load: c16, Ready: true},
+		{Name: "balancer-ewma", Title: "2 nodes, ewma", Group: GroupMain, Routes: 1, Upstream: true,
+			Balancer: "ewma", Workers: one, Load: c16, Ready: true},
 		{Name: "scaling", Title: "worker scaling, no plugins", Group: GroupScaling, Routes: 1, Upstream: true, Workers: scale,
 			Load: Load{Conns: 16, PerWorker: true}, Ready: true},
 		{Name: "latency", Title: fmt.Sprintf("no plugins at %.0f req/s", rate), Group: GroupLatency, Routes: 1, Upstream: true,
@@ -235,7 +250,28 @@ func (s Scenario) Equivalent() string {
 	if !s.Upstream {
 		parts = append(parts, "return 200")
 	}
+	if d := s.nginxBalancer(); d != "" {
+		parts = append(parts, strings.TrimSuffix(d, ";"))
+	}
 	return strings.Join(parts, " + ")
+}
+
+// nginxBalancer is the nginx upstream directive nearest to s.Balancer:
+// hash consistent on the same header for chash (ketama points, where
+// APISIX's chash has resty.chash's), least_conn, and random two
+// least_conn for ewma (two nodes drawn, the less loaded taken, where ewma
+// takes the faster); "" for round robin, nginx's default, and the seeds'
+// single node.
+func (s Scenario) nginxBalancer() string {
+	switch s.Balancer {
+	case "chash":
+		return "hash $http_x_user consistent;"
+	case "least_conn":
+		return "least_conn;"
+	case "ewma":
+		return "random two least_conn;"
+	}
+	return ""
 }
 
 // ConnsFor returns the connections l opens against a gateway of w workers.

@@ -35,6 +35,7 @@ func TestSelect(t *testing.T) {
 			"key-auth", "key-auth-100", "key-auth-limit-count", "key-auth-limit-count-100",
 			"request-id",
 			"tls-keepalive-ecdsa", "tls-keepalive-rsa", "tls-handshake-full", "tls-handshake-resumed", "tls-mtls", "tls-p99-under-handshakes",
+			"balancer-roundrobin", "balancer-chash", "balancer-least_conn", "balancer-ewma",
 			"scaling", "latency"}},
 		{in: "routes-5000,mocking", want: []string{"routes-5000", "mocking"}},
 		{in: "nope", err: ErrUnknown},
@@ -87,8 +88,10 @@ type apisixFile struct {
 		URI      string         `yaml:"uri"`
 		Plugins  map[string]any `yaml:"plugins"`
 		Upstream *struct {
-			Type  string         `yaml:"type"`
-			Nodes map[string]int `yaml:"nodes"`
+			Type   string         `yaml:"type"`
+			HashOn string         `yaml:"hash_on"`
+			Key    string         `yaml:"key"`
+			Nodes  map[string]int `yaml:"nodes"`
 		} `yaml:"upstream"`
 	} `yaml:"routes"`
 	Consumers []struct {
@@ -100,6 +103,11 @@ type apisixFile struct {
 func TestCoregateRoutes(t *testing.T) {
 	for _, s := range Seeds(1, 1) {
 		t.Run(s.Name, func(t *testing.T) {
+			wantNodes := map[string]int{"127.0.0.1:1980": 1}
+			if s.Balancer != "" {
+				s.Upstream2 = "127.0.0.1:1981"
+				wantNodes["127.0.0.1:1981"] = 1
+			}
 			out := CoregateRoutes(s, "127.0.0.1:1980")
 			if !strings.HasSuffix(string(out), "\n#END\n") {
 				t.Fatalf("does not end with #END")
@@ -116,8 +124,15 @@ func TestCoregateRoutes(t *testing.T) {
 				t.Errorf("last route id %d uri %s, want %d /hello", last.ID, last.URI, s.Routes)
 			}
 			if s.Upstream {
-				if d := cmp.Diff(map[string]int{"127.0.0.1:1980": 1}, last.Upstream.Nodes); d != "" {
+				if d := cmp.Diff(wantNodes, last.Upstream.Nodes); d != "" {
 					t.Errorf("nodes (-want +got):\n%s", d)
+				}
+				want := s.Balancer
+				if want == "" {
+					want = "roundrobin"
+				}
+				if last.Upstream.Type != want {
+					t.Errorf("upstream type %q, want %q", last.Upstream.Type, want)
 				}
 			} else if last.Upstream != nil {
 				t.Errorf("upstream set for a no-upstream scenario")
@@ -248,6 +263,43 @@ func TestNginxEquivalents(t *testing.T) {
 	}
 }
 
+// TestBalancerRows: the balancer rows give coregate the upstream type
+// over both nodes (chash on the header the load sends) and nginx the
+// nearest directive over the same two servers.
+func TestBalancerRows(t *testing.T) {
+	sc, err := Select(Seeds(1, 1), "balancer-roundrobin,balancer-chash,balancer-least_conn,balancer-ewma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ directive, equivalent string }{
+		{"", ""},
+		{"hash $http_x_user consistent;", "hash $http_x_user consistent"},
+		{"least_conn;", "least_conn"},
+		{"random two least_conn;", "random two least_conn"},
+	} {
+		s := sc[i]
+		s.Upstream2 = "127.0.0.1:1981"
+		conf := string(NginxConfig(s, "/tmp/x", 8080, 1, "127.0.0.1:1980"))
+		if !strings.Contains(conf, "server 127.0.0.1:1980;\n        server 127.0.0.1:1981;\n") {
+			t.Errorf("%s: nginx.conf lacks the two servers:\n%s", s.Name, conf)
+		}
+		for _, d := range []string{"hash ", "least_conn;"} {
+			if strings.Contains(conf, d) != strings.Contains(want.directive, d) {
+				t.Errorf("%s: nginx.conf has %q: %v, want %q", s.Name, d, strings.Contains(conf, d), want.directive)
+			}
+		}
+		if got := s.Equivalent(); got != want.equivalent {
+			t.Errorf("%s: Equivalent = %q, want %q", s.Name, got, want.equivalent)
+		}
+	}
+	if chash := string(CoregateRoutes(sc[1], "127.0.0.1:1980")); !strings.Contains(chash, "hash_on: header\n      key: x-user\n") {
+		t.Errorf("chash: apisix.yaml lacks hash_on and key:\n%s", chash)
+	}
+	if h := sc[1].Load.Header; h != "X-User: user-1\r\n" {
+		t.Errorf("chash load header %q", h)
+	}
+}
+
 // TestNginxAccepts has nginx itself check the rendered configuration.
 func TestNginxAccepts(t *testing.T) {
 	bin, err := exec.LookPath("nginx")
@@ -257,9 +309,12 @@ func TestNginxAccepts(t *testing.T) {
 		}
 	}
 	seeds := Seeds(1, 1)
-	equiv, err := Select(seeds, "mocking,key-auth-limit-count-100,limit-count-prometheus,access-log")
+	equiv, err := Select(seeds, "mocking,key-auth-limit-count-100,limit-count-prometheus,access-log,balancer-chash,balancer-least_conn,balancer-ewma")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := range equiv {
+		equiv[i].Upstream2 = "127.0.0.1:2"
 	}
 	for _, s := range append([]Scenario{seeds[0], seeds[3]}, equiv...) {
 		dir := t.TempDir()

@@ -337,3 +337,55 @@ func TestCHashThroughBinary(t *testing.T) {
 		t.Errorf("30 keys reached nodes %v, want all 3", used)
 	}
 }
+
+// TestCHashDeadNodeThroughBinary: a chash upstream with a dead node,
+// through the binary: the dead node's keys are retried on a live node,
+// the same one for each key every time (the next along the ring), so
+// that every request is answered; with retries 0 those keys fail, which
+// shows that the dead node owns some of them.
+func TestCHashDeadNodeThroughBinary(t *testing.T) {
+	t.Parallel()
+	specs := []nodeSpec{
+		{addr: textUpstream(t, "0").Addr(), weight: 1},
+		{addr: textUpstream(t, "1").Addr(), weight: 1},
+		{addr: deadAddr(t), weight: 1},
+	}
+	up := func(retries int) obj {
+		return obj{"type": "chash", "hash_on": "header", "key": "x-user", "retries": retries, "nodes": nodeList(t, specs...)}
+	}
+	g := startGateway(t, routesYAML(
+		obj{"id": 1, "uri": "/ch", "upstream": up(2)},
+		obj{"id": 2, "uri": "/once", "upstream": up(0)},
+	), "")
+	c := newClient(t)
+	owner := map[string]string{}
+	for round := range 3 {
+		for k := range 30 {
+			key := "user-" + strconv.Itoa(k)
+			r := do(t, c, "GET", g.url("/ch"), "", map[string]string{"X-User": key}, nil)
+			if r.status != 200 {
+				t.Fatalf("key %s: %d %q (a dead node's key is retried)", key, r.status, r.body)
+			}
+			if round == 0 {
+				owner[key] = r.body
+			} else if owner[key] != r.body {
+				t.Fatalf("key %s went to node %s, then to %s", key, owner[key], r.body)
+			}
+		}
+	}
+	dead := 0
+	for k := range 30 {
+		key := "user-" + strconv.Itoa(k)
+		r := do(t, c, "GET", g.url("/once"), "", map[string]string{"X-User": key}, nil)
+		switch {
+		case r.status == 502:
+			dead++
+		case r.status != 200 || r.body != owner[key]:
+			t.Fatalf("retries 0, key %s: %d %q, want 502 or node %s", key, r.status, r.body, owner[key])
+		}
+	}
+	if dead == 0 || dead == 30 {
+		t.Fatalf("retries 0: %d of 30 keys failed, want the dead node's share", dead)
+	}
+	t.Logf("the dead node owns %d of 30 keys", dead)
+}

@@ -6,6 +6,7 @@ package all
 
 import (
 	// Each registers itself in plugins.Default from its init function.
+	_ "coregate/plugins/apibreaker"          // api-breaker (1005, access, log)
 	_ "coregate/plugins/basicauth"           // basic-auth (2520, rewrite)
 	_ "coregate/plugins/consumerrestriction" // consumer-restriction (2400, access)
 	_ "coregate/plugins/cors"                // cors (4000, rewrite, header_filter)
@@ -25,6 +26,7 @@ import (
 	_ "coregate/plugins/redirect"            // redirect (900, rewrite)
 	_ "coregate/plugins/refererrestriction"  // referer-restriction (2990, access)
 	_ "coregate/plugins/requestid"           // request-id (12015, rewrite, header_filter)
+	_ "coregate/plugins/trafficsplit"        // traffic-split (966, access)
 	_ "coregate/plugins/uarestriction"       // ua-restriction (2999, access)
 	_ "coregate/plugins/uriblocker"          // uri-blocker (2900, rewrite)
 )

@@ -10,6 +10,7 @@ import (
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
 	for _, name := range []string{
+		"api-breaker",
 		"basic-auth",
 		"consumer-restriction",
 		"cors",
@@ -29,6 +30,7 @@ func TestRegistered(t *testing.T) {
 		"redirect",
 		"referer-restriction",
 		"request-id",
+		"traffic-split",
 		"ua-restriction",
 		"uri-blocker",
 	} {
@@ -78,6 +80,7 @@ func TestEncryptFields(t *testing.T) {
 		{"limit-req", false, []string{"redis_password"}},
 		{"limit-conn", false, []string{"redis_password"}},
 		{"limit-conn", true, []string{"redis_password"}},
+		{"api-breaker", false, nil},
 		{"mocking", false, nil},
 		{"prometheus", false, nil},
 		{"proxy-rewrite", false, nil},
@@ -90,6 +93,7 @@ func TestEncryptFields(t *testing.T) {
 		{"echo", false, nil},
 		{"redirect", false, nil},
 		{"request-id", false, nil},
+		{"traffic-split", false, nil},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
 			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)

@@ -62,8 +62,10 @@ type Ctx struct {
 	// when unchanged. UpstreamHeaders is the request's headers with
 	// SetRequestHeader and AddRequestHeader applied.
 	UpstreamURI, UpstreamMethod, UpstreamHost []byte
-	upHeaders                                 []Header
-	upEdited                                  bool
+	// Chosen is the upstream of the last SetUpstream (nil: the route's).
+	Chosen    plugins.Upstream
+	upHeaders []Header
+	upEdited  bool
 
 	// The client's address a plugin set (SetClientAddr): realAddr, and
 	// realPort when it gave one.
@@ -163,6 +165,7 @@ func (c *Ctx) Reset() {
 	c.Body = c.Body[:0]
 	c.ExitDelay, c.Delayed = 0, 0
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
+	c.Chosen = nil
 	c.upHeaders, c.upEdited = c.upHeaders[:0], false
 	c.consumer = nil
 	c.realAddr, c.realPortSet = false, false
@@ -448,6 +451,9 @@ func (c *Ctx) SetUpstreamMethod(m []byte) { c.UpstreamMethod = append(c.Upstream
 
 // SetUpstreamHost implements plugins.Ctx.
 func (c *Ctx) SetUpstreamHost(h []byte) { c.UpstreamHost = append(c.UpstreamHost[:0], h...) }
+
+// SetUpstream implements plugins.Ctx: Chosen.
+func (c *Ctx) SetUpstream(u plugins.Upstream) { c.Chosen = u }
 
 // editHeaders starts the upstream headers from the request's, once per run.
 func (c *Ctx) editHeaders() {

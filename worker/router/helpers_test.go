@@ -68,9 +68,9 @@ func prefixes(t testing.TB, ss ...string) []netip.Prefix {
 	t.Helper()
 	var out []netip.Prefix
 	for _, s := range ss {
-		p, err := parsePrefix(s)
-		if err != nil {
-			t.Fatalf("bad prefix %q: %v", s, err)
+		p, ok := spec.ParseIPOrCIDR(s)
+		if !ok {
+			t.Fatalf("bad prefix %q", s)
 		}
 		out = append(out, p)
 	}

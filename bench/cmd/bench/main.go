@@ -420,6 +420,7 @@ func configCmd(args []string) error {
 	fs := flag.NewFlagSet("config", flag.ExitOnError)
 	name := fs.String("scenario", "no-plugin", "scenario name (see bench run -list)")
 	up := fs.String("upstream", "127.0.0.1:1980", "upstream host:port the gateways proxy to")
+	up2 := fs.String("upstream2", "127.0.0.1:1981", "second upstream host:port, in a balancer scenario")
 	port := fs.Int("port", 9080, "port the gateways listen on")
 	workers := fs.Int("workers", 1, "worker processes")
 	tlsPort := fs.Int("tls-port", 9443, "port of the gateways' TLS listeners, in a TLS scenario")
@@ -435,6 +436,9 @@ func configCmd(args []string) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if ss[0].Balancer != "" {
+		ss[0].Upstream2 = *up2
 	}
 	if t := ss[0].TLS; t != nil {
 		set, err := certs.Write(dir)
@@ -684,6 +688,15 @@ func profileCmd(args []string) error {
 				return errors.New("bench: profile: the scenario counts in Redis: no redis-server (make bench-deps)")
 			}
 			if s.RedisPort, err = harness.StartRedis(*redis, ld, work); err != nil {
+				return err
+			}
+		}
+		if s.Balancer != "" {
+			dir := filepath.Join(work, "upstream2")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			if _, s.Upstream2, err = harness.StartUpstream(self, ld, 1024, dir); err != nil {
 				return err
 			}
 		}

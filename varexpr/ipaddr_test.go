@@ -1,4 +1,4 @@
-package router
+package varexpr
 
 import (
 	"net/netip"

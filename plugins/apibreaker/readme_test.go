@@ -1,0 +1,11 @@
+package apibreaker
+
+import (
+	"testing"
+
+	"coregate/plugins/plugintest"
+)
+
+// TestREADMEExamples: every route README.md shows is a valid route whose
+// api-breaker configuration passes the plugin's checks and builds.
+func TestREADMEExamples(t *testing.T) { plugintest.CheckRouteExamples(t, Name, 2) }
