@@ -230,11 +230,12 @@ func (vs Vars) validate() *ValidationError {
 	return nil
 }
 
-// Check returns lua-resty-expr's message for the first malformed
+// Problem returns lua-resty-expr's message for the first malformed
 // expression of vs ("rule should be wrapped inside brackets", "invalid
 // operator '='"), "" when every one compiles: what a plugin taking
-// lua-resty-expr lists (fault-injection's vars) answers with.
-func (vs Vars) Check() string {
+// lua-resty-expr lists (fault-injection's vars) answers with, where Check
+// adds a route's prefix.
+func (vs Vars) Problem() string {
 	_, msg := vs.problem()
 	return msg
 }

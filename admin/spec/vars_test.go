@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestVarsCheck: Check answers lua-resty-expr's message for the first
+// TestVarsProblem: Problem answers lua-resty-expr's message for the first
 // malformed expression, without the route's prefix, and "" for a list
 // that compiles.
-func TestVarsCheck(t *testing.T) {
+func TestVarsProblem(t *testing.T) {
 	for _, tc := range []struct{ vars, msg string }{
 		{`[["arg_name","==","jack"],["arg_age","!","<",18]]`, ""},
 		{`[]`, ""},
@@ -20,8 +20,8 @@ func TestVarsCheck(t *testing.T) {
 		if err := json.Unmarshal([]byte(tc.vars), &vs); err != nil {
 			t.Fatalf("%s: %v", tc.vars, err)
 		}
-		if got := vs.Check(); got != tc.msg {
-			t.Errorf("%s: Check() = %q, want %q", tc.vars, got, tc.msg)
+		if got := vs.Problem(); got != tc.msg {
+			t.Errorf("%s: Problem() = %q, want %q", tc.vars, got, tc.msg)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func Compile(raw json.RawMessage) (Expr, error) {
 	if err := json.Unmarshal(raw, &vs); err != nil {
 		return Expr{}, err
 	}
-	if msg := vs.Check(); msg != "" {
+	if msg := vs.Problem(); msg != "" {
 		return Expr{}, fmt.Errorf("%s", msg)
 	}
 	e := Expr{rules: make([]rule, 0, len(vs))}
