@@ -50,9 +50,9 @@ const (
 // the loop), then again in the background before its TTL runs out; the
 // loop reads the current addresses through an atomic pointer and never
 // waits for a lookup. A lookup that fails keeps the addresses of the last
-// one that did (logged). Names live as long as the worker: a worker is
-// restarted with its configuration's names, and the few that a reload
-// drops are asked on, at their TTL, until then.
+// one that did (logged). A name that the snapshot installed no longer
+// names is dropped (retain): its lookups stop, and a snapshot that names it
+// again looks it up anew.
 //
 // Its methods are safe for concurrent use.
 type resolver struct {
@@ -74,6 +74,10 @@ type dnsName struct {
 	addrs atomic.Pointer[dnsAddrs]
 	// ready is closed when the first lookup is over, succeeded or not.
 	ready chan struct{}
+	// dropped is closed when no snapshot names host any more (retain):
+	// its lookups stop, the last addresses stay for the requests of an
+	// older snapshot still in flight.
+	dropped chan struct{}
 }
 
 // dnsAddrs is one lookup's answer. It is never changed once stored, so
@@ -115,7 +119,7 @@ func (r *resolver) name(host string) *dnsName {
 	r.mu.Lock()
 	n := r.names[host]
 	if n == nil {
-		n = &dnsName{host: host, ready: make(chan struct{})}
+		n = &dnsName{host: host, ready: make(chan struct{}), dropped: make(chan struct{})}
 		r.names[host] = n
 		go r.keep(n)
 	}
@@ -140,17 +144,42 @@ func (r *resolver) await(ready <-chan struct{}) bool {
 	return false
 }
 
-// sleep waits d, or less when the resolver closes: then it reports
-// false, and the caller's refresh loop ends.
-func (r *resolver) sleep(d time.Duration) bool {
+// sleep waits d, or less when the resolver closes or dropped (nil:
+// never) is closed: then it reports false, and the caller's refresh loop
+// ends.
+func (r *resolver) sleep(d time.Duration, dropped <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-r.done:
 		return false
+	case <-dropped:
+		return false
 	case <-t.C:
 		return true
 	}
+}
+
+// retain drops the names that used does not hold: the snapshot just
+// installed names no other, and their lookups stop. The caller
+// serializes retain with the builds that call name (Worker.SetSpec), so
+// that a name a build is taking is not dropped under it.
+func (r *resolver) retain(used map[*dnsName]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for host, n := range r.names {
+		if !used[n] {
+			delete(r.names, host)
+			close(n.dropped)
+		}
+	}
+}
+
+// nameCount is how many names the resolver keeps.
+func (r *resolver) nameCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.names)
 }
 
 // keep looks n up until the resolver closes, each time before the last
@@ -178,7 +207,7 @@ func (r *resolver) keep(n *dnsName) {
 			close(n.ready)
 			first = false
 		}
-		if !r.sleep(wait) {
+		if !r.sleep(wait, n.dropped) {
 			return
 		}
 	}
@@ -394,7 +423,7 @@ func (r *resolver) keepService(sv *dnsService) {
 			close(sv.ready)
 			first = false
 		}
-		if !r.sleep(wait) {
+		if !r.sleep(wait, nil) {
 			return
 		}
 	}

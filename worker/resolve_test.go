@@ -13,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"coregate/admin/spec"
 	"coregate/internal/e2e"
 )
 
@@ -23,14 +24,15 @@ type testDNS struct {
 	a       map[string][]string // name (FQDN) → A record addresses
 	srv     map[string][]string // name (FQDN) → SRV records' "priority weight port target"
 	ttl     uint32
-	fail    bool          // answer SERVFAIL
-	delay   time.Duration // before each answer
-	queries atomic.Int32  // questions answered or failed
+	fail    bool           // answer SERVFAIL
+	delay   time.Duration  // before each answer
+	queries atomic.Int32   // questions answered or failed
+	asked   map[string]int // name (FQDN) → questions, guarded by mu
 }
 
 func startDNS(t *testing.T, ttl uint32) *testDNS {
 	t.Helper()
-	d := &testDNS{a: map[string][]string{}, srv: map[string][]string{}, ttl: ttl}
+	d := &testDNS{a: map[string][]string{}, srv: map[string][]string{}, ttl: ttl, asked: map[string]int{}}
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +69,13 @@ func (d *testDNS) setFail(f bool) {
 	d.mu.Unlock()
 }
 
+// askedFor is how many questions name had.
+func (d *testDNS) askedFor(name string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.asked[dns.Fqdn(name)]
+}
+
 func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
 	d.queries.Add(1)
 	d.mu.Lock()
@@ -77,6 +86,7 @@ func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
 	m.SetReply(r)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.asked[r.Question[0].Name]++
 	if d.fail {
 		m.Rcode = dns.RcodeServerFailure
 		_ = w.WriteMsg(m)
@@ -213,6 +223,48 @@ func TestDNSUnknownName(t *testing.T) {
 		if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
 			t.Fatalf("served by %s, want 127.0.0.2", got)
 		}
+	}
+}
+
+// TestDNSDroppedName checks that a name a reload drops (no node names it
+// any more) is no longer asked, while the name that replaced it is, and
+// that a reload naming it again serves it at its current address.
+func TestDNSDroppedName(t *testing.T) {
+	d := startDNS(t, 1)
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("old.test", "127.0.0.2")
+	d.set("new.test", "127.0.0.3")
+	route := func(host string) *spec.Spec {
+		return testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"%s:%d":1}}}`, host, port))
+	}
+	w, _ := runWorker(t, Config{DNS: DNS{Servers: []string{d.addr}}}, route("old.test"))
+	c, br := dialWorker(t, w)
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+		t.Fatalf("served by %s, want 127.0.0.2", got)
+	}
+	if err := w.SetSpec(route("new.test"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.dns.nameCount(); n != 1 {
+		t.Fatalf("the resolver keeps %d names after the reload, want 1", n)
+	}
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+		t.Fatalf("served by %s after the reload, want 127.0.0.3", got)
+	}
+	oldAsked, newAsked := d.askedFor("old.test"), d.askedFor("new.test")
+	time.Sleep(2500 * time.Millisecond) // past two TTLs
+	if n := d.askedFor("old.test"); n != oldAsked {
+		t.Errorf("old.test asked %d times after the reload dropped it", n-oldAsked)
+	}
+	if d.askedFor("new.test") == newAsked {
+		t.Error("new.test was not asked again after its TTL")
+	}
+	d.set("old.test", "127.0.0.3")
+	if err := w.SetSpec(route("old.test"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+		t.Fatalf("served by %s once old.test is named again, want its new address 127.0.0.3", got)
 	}
 }
 

@@ -807,6 +807,20 @@ type upstreamEnv struct {
 	disc *resolver
 }
 
+// dnsNames is the set of host names whose addresses the snapshot's nodes
+// take from the resolver.
+func (s *Snapshot) dnsNames() map[*dnsName]bool {
+	used := map[*dnsName]bool{}
+	for _, cu := range s.upstreams {
+		for _, nd := range cu.nodes {
+			if nd.dns != nil {
+				used[nd.dns] = true
+			}
+		}
+	}
+	return used
+}
+
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 	ka := ue.ka
 	scheme := u.Scheme
