@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,19 @@ type DNS struct {
 	Valid time.Duration
 	// Timeout bounds one lookup (resolver_timeout); zero means 5 s.
 	Timeout time.Duration
+	// Hosts is the hosts file read, once, when Servers are set: a name
+	// it lists is given its addresses, the servers not asked, as
+	// lua-resty-dns-client reads /etc/hosts before asking. Empty:
+	// /etc/hosts.
+	Hosts string
 }
+
+// hostsFile is the hosts file read by default.
+const hostsFile = "/etc/hosts"
+
+// hostsTTL is how long a hosts file entry is kept before the name is
+// looked at again: the file is read once, so the answer never changes.
+const hostsTTL = 24 * time.Hour
 
 // Resolution bounds. A record's TTL below minTTL is taken as minTTL, so
 // that a name served with TTL 0 is not asked in a loop; without a TTL (the
@@ -56,8 +69,11 @@ const (
 //
 // Its methods are safe for concurrent use.
 type resolver struct {
-	cfg   DNS
-	log   *slog.Logger
+	cfg DNS
+	log *slog.Logger
+	// hosts are the hosts file's names (lowercase) and their addresses,
+	// read once when the resolver is made; never changed afterwards.
+	hosts map[string][]netip.Addr
 	mu    sync.Mutex
 	names map[string]*dnsName // guarded by mu
 	// services are the service_names of discovery_type dns (guarded by
@@ -95,7 +111,64 @@ func newResolver(cfg DNS, log *slog.Logger) *resolver {
 		servers = append(servers, serverAddr(s))
 	}
 	cfg.Servers = servers
-	return &resolver{cfg: cfg, log: log, names: map[string]*dnsName{}, services: map[string]*dnsService{}, done: make(chan struct{})}
+	r := &resolver{cfg: cfg, log: log, names: map[string]*dnsName{}, services: map[string]*dnsService{}, done: make(chan struct{})}
+	if len(servers) > 0 {
+		if cfg.Hosts == "" {
+			cfg.Hosts = hostsFile
+		}
+		b, err := os.ReadFile(cfg.Hosts)
+		if err != nil {
+			log.Warn("dns: hosts file not read", "file", cfg.Hosts, "err", err)
+		}
+		r.hosts = parseHosts(b)
+	}
+	return r
+}
+
+// parseHosts reads a hosts file as lua-resty-dns-client does: each name
+// (lowercase) gets the first IPv4 address that a line gives it, or, when
+// none does, the first IPv6 address; localhost is 127.0.0.1 (and ::1)
+// unless the file says otherwise. Comments (#) and lines that do not
+// start with an address are passed over.
+func parseHosts(b []byte) map[string][]netip.Addr {
+	v4, v6 := map[string]netip.Addr{}, map[string]netip.Addr{}
+	for line := range strings.Lines(string(b)) {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		a, err := netip.ParseAddr(f[0])
+		if err != nil {
+			continue
+		}
+		a = a.Unmap()
+		m := v6
+		if a.Is4() {
+			m = v4
+		}
+		for _, name := range f[1:] {
+			name = strings.ToLower(name)
+			if _, ok := m[name]; !ok {
+				m[name] = a
+			}
+		}
+	}
+	if _, ok := v4["localhost"]; !ok {
+		if _, ok := v6["localhost"]; !ok {
+			v4["localhost"] = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		}
+	}
+	hosts := make(map[string][]netip.Addr, len(v4)+len(v6))
+	for name, a := range v6 {
+		hosts[name] = []netip.Addr{a}
+	}
+	for name, a := range v4 {
+		hosts[name] = []netip.Addr{a} // A before AAAA, as the lookups
+	}
+	return hosts
 }
 
 // serverAddr is s with port 53 when it names none.
@@ -236,6 +309,9 @@ func (r *resolver) lookup(host string) (ips []netip.Addr, ttl time.Duration, err
 			v4 = v6
 		}
 		return v4, r.ttl(systemTTL), nil
+	}
+	if ips, ok := r.hosts[strings.ToLower(strings.TrimSuffix(host, "."))]; ok {
+		return ips, hostsTTL, nil
 	}
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
 		rrs, err := r.query(host, qt)

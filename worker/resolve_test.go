@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -265,6 +267,63 @@ func TestDNSDroppedName(t *testing.T) {
 	}
 	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
 		t.Fatalf("served by %s once old.test is named again, want its new address 127.0.0.3", got)
+	}
+}
+
+// TestDNSHostsFile checks that with name servers set, a name the hosts
+// file lists is served at the file's address and the servers are not
+// asked for it, as lua-resty-dns-client reads /etc/hosts first; a name
+// it does not list is asked.
+func TestDNSHostsFile(t *testing.T) {
+	d := startDNS(t, 60)
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("svc.test", "127.0.0.2")
+	d.set("other.test", "127.0.0.2")
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte("# test\n127.0.0.3 SVC.test alias.test # the file wins\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := testSpec(t, nil,
+		fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port),
+		fmt.Sprintf(`{"id":"2","uri":"/b","upstream":{"nodes":{"other.test:%d":1}}}`, port))
+	w, _ := runWorker(t, Config{DNS: DNS{Servers: []string{d.addr}, Hosts: hosts}}, s)
+	c, br := dialWorker(t, w)
+	for range 3 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+			t.Fatalf("served by %s, want 127.0.0.3 (the hosts file's)", got)
+		}
+		if got := getBody(t, c, br, "/b"); got != "127.0.0.2" {
+			t.Fatalf("served by %s, want 127.0.0.2 (the name server's)", got)
+		}
+	}
+	if n := d.askedFor("svc.test"); n != 0 {
+		t.Errorf("the name server was asked %d times for a name the hosts file lists", n)
+	}
+	if d.askedFor("other.test") == 0 {
+		t.Error("the name server was not asked for a name the hosts file does not list")
+	}
+}
+
+func TestParseHosts(t *testing.T) {
+	h := parseHosts([]byte(`
+127.0.0.2 a.test  B.test # comment
+10.0.0.1 a.test
+::2 a.test v6.test
+::3 v6.test
+# 10.0.0.9 c.test
+bad d.test
+`))
+	want := map[string]string{"a.test": "127.0.0.2", "b.test": "127.0.0.2", "v6.test": "::2", "localhost": "127.0.0.1"}
+	if len(h) != len(want) {
+		t.Errorf("parsed %v, want %v", h, want)
+	}
+	for name, ip := range want {
+		if got := h[name]; len(got) != 1 || got[0].String() != ip {
+			t.Errorf("%s: %v, want %s", name, got, ip)
+		}
+	}
+	if h := parseHosts([]byte("127.0.0.5 localhost\n")); h["localhost"][0].String() != "127.0.0.5" {
+		t.Errorf("localhost: %v, want the file's 127.0.0.5", h["localhost"])
 	}
 }
 
