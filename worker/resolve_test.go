@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"coregate/admin/spec"
 	"coregate/internal/e2e"
+	"coregate/worker/accesslog"
 )
 
 // testDNS is a name server on loopback whose records the test changes.
@@ -301,6 +303,43 @@ func TestDNSHostsFile(t *testing.T) {
 	}
 	if d.askedFor("other.test") == 0 {
 		t.Error("the name server was not asked for a name the hosts file does not list")
+	}
+}
+
+// TestDNSUpstreamAddr checks that the access log's $upstream_addr and
+// $balancer_ip of a node given by host name are the address connected
+// to, as nginx's, not the name: on a new connection and on a kept-alive
+// one.
+func TestDNSUpstreamAddr(t *testing.T) {
+	d := startDNS(t, 60)
+	port := e2e.IPOrigins(t, true, "127.0.0.2")
+	d.set("svc.test", "127.0.0.2")
+	f, err := accesslog.Compile(`$upstream_addr $balancer_ip`, accesslog.EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "access.log")
+	l, err := accesslog.Open(accesslog.Options{Path: path, Flush: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{DNS: DNS{Servers: []string{d.addr}}, AccessLog: l, AccessLogFormat: f}
+	w, done := runWorker(t, cfg, testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port)))
+	c, br := dialWorker(t, w)
+	for range 2 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+			t.Fatalf("served by %s, want 127.0.0.2", got)
+		}
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	l.Close()
+	got, _ := os.ReadFile(path)
+	line := fmt.Sprintf("127.0.0.2:%d 127.0.0.2\n", port)
+	if want := line + line; string(got) != want {
+		t.Errorf("access log:\n%s\nwant:\n%s", got, want)
 	}
 }
 

@@ -226,7 +226,8 @@ type node struct {
 	weight     int
 	priority   int
 	// addrText and ip are addr and the node's host, for the
-	// upstream_addr and balancer_ip variables.
+	// upstream_addr and balancer_ip variables (a node given by host name
+	// shows the address connected to instead, exchange.upAP).
 	addrText, ip []byte
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
