@@ -112,7 +112,8 @@
 // Upstream health (APISIX's checks) is a fourth region (shm.Health): the
 // supervisor runs one active prober per node of every upstream with
 // checks (health.go: an HTTP(S) GET of http_path, or a TCP connect, every
-// healthy.interval or unhealthy.interval), not one per worker, and keeps
+// healthy.interval or unhealthy.interval, at most checks.active.concurrency
+// of an upstream's probes at once), not one per worker, and keeps
 // each node's state and lua-resty-healthcheck's counters there; every
 // worker maps it read-write (--health-fd), skips the unhealthy nodes when
 // it picks one (all of them are tried when none is healthy) and counts its

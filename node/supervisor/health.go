@@ -26,15 +26,30 @@ import (
 // the health region that every worker reads when it picks a node
 // (shm.Health).
 //
+// The probers of one upstream's checks share a semaphore of
+// checks.active.concurrency probes (probeSlots): at most that many are in
+// flight at once, as lua-resty-healthcheck's checker runs that many
+// threads over its targets.
+//
 // update runs on the supervisor's goroutine; the probers run on their own
-// goroutines; statuses may be called from any goroutine. mu guards probes.
+// goroutines; statuses may be called from any goroutine. mu guards probes,
+// order and slots.
 type healthChecks struct {
 	seg *shm.HealthSegment
 	log *slog.Logger
 
 	mu     sync.Mutex
-	probes map[string]*prober // by shm.HealthKey
-	order  []string           // upstream names, in the configuration's order
+	probes map[string]*prober     // by shm.HealthKey
+	order  []string               // upstream names, in the configuration's order
+	slots  map[string]*probeSlots // by upstream name
+}
+
+// probeSlots bounds the probes in flight of one upstream's checks: a
+// probe holds one of its len(ch) places while it runs. Safe for
+// concurrent use.
+type probeSlots struct {
+	raw string // the checks it was made for
+	ch  chan struct{}
 }
 
 // prober probes one node of one upstream.
@@ -46,11 +61,12 @@ type prober struct {
 	raw      string // the checks it was started with
 	checks   *spec.Checks
 	node     *shm.HealthNode
+	slots    *probeSlots // shared by the upstream's probers
 	cancel   context.CancelFunc
 }
 
 func newHealthChecks(seg *shm.HealthSegment, log *slog.Logger) *healthChecks {
-	return &healthChecks{seg: seg, log: log, probes: map[string]*prober{}}
+	return &healthChecks{seg: seg, log: log, probes: map[string]*prober{}, slots: map[string]*probeSlots{}}
 }
 
 // update starts the probers sp's checked upstreams need and stops those
@@ -68,6 +84,11 @@ func (h *healthChecks) update(sp *spec.Spec) {
 			continue
 		}
 		order = append(order, cu.Name)
+		slots := h.slots[cu.Name]
+		if slots == nil || slots.raw != string(cu.Upstream.Checks) {
+			slots = &probeSlots{raw: string(cu.Upstream.Checks), ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
+			h.slots[cu.Name] = slots
+		}
 		scheme := cu.Upstream.Scheme
 		if scheme == "" {
 			scheme = "http"
@@ -94,7 +115,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 			pn, _ := strconv.Atoi(port)
 			ctx, cancel := context.WithCancel(context.Background())
 			p := &prober{upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Checks),
-				checks: checks, node: hn, cancel: cancel}
+				checks: checks, node: hn, slots: slots, cancel: cancel}
 			hn.Reset()
 			h.probes[key] = p
 			go p.run(ctx, h.log)
@@ -104,6 +125,11 @@ func (h *healthChecks) update(sp *spec.Spec) {
 		if !want[key] {
 			p.cancel()
 			delete(h.probes, key)
+		}
+	}
+	for name := range h.slots {
+		if !slices.Contains(order, name) {
+			delete(h.slots, name)
 		}
 	}
 	h.order = order
@@ -169,9 +195,17 @@ func (p *prober) run(ctx context.Context, log *slog.Logger) {
 
 // probe sends one probe: a TCP connect, or an HTTP(S) request of
 // http_path (http_method, GET unless written, with req_headers and
-// http_req_body) whose status is read. counted is false for a status that is in neither
-// list.
+// http_req_body) whose status is read. counted is false for a status that
+// is in neither list, and for a probe that ctx ended while it waited for
+// one of its upstream's places (probeSlots): its timeout starts once it
+// has one.
 func (p *prober) probe(ctx context.Context) (r shm.Report, counted bool) {
+	select {
+	case p.slots.ch <- struct{}{}:
+		defer func() { <-p.slots.ch }()
+	case <-ctx.Done():
+		return 0, false
+	}
 	a := &p.checks.Active
 	port := p.port
 	if a.Port != 0 {

@@ -1,0 +1,115 @@
+package supervisor
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"coregate/admin/spec"
+	"coregate/worker/shm"
+)
+
+// testChecks makes the health checks of a region of slots node slots (0:
+// the default), stopped when the test ends. The region stays mapped, as
+// the supervisor's does: a prober told to stop may still be reading it.
+func testChecks(t *testing.T, slots int) *healthChecks {
+	t.Helper()
+	seg, err := shm.CreateHealth(slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHealthChecks(seg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(h.stop)
+	return h
+}
+
+// decodeSpec decodes a configuration as the Control API tests do.
+func decodeSpec(t *testing.T, js string) *spec.Spec {
+	t.Helper()
+	var sp spec.Spec
+	if err := json.Unmarshal([]byte(js), &sp); err != nil {
+		t.Fatal(err)
+	}
+	return &sp
+}
+
+// slowOrigins starts n HTTP origins on loopback that answer 200 after
+// hold, and counts the requests they hold at once (most: the highest
+// count seen).
+func slowOrigins(t *testing.T, n int, hold time.Duration) (addrs []string, most *atomic.Int32, served *atomic.Int32) {
+	t.Helper()
+	var inFlight atomic.Int32
+	most, served = new(atomic.Int32), new(atomic.Int32)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // after the listeners' Close, registered later
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, l.Addr().String())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer c.Close()
+					_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+					if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+						return
+					}
+					cur := inFlight.Add(1)
+					for m := most.Load(); cur > m && !most.CompareAndSwap(m, cur); m = most.Load() {
+					}
+					time.Sleep(hold)
+					inFlight.Add(-1)
+					served.Add(1)
+					_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				}()
+			}
+		}()
+		t.Cleanup(func() { l.Close() })
+	}
+	return addrs, most, served
+}
+
+// TestHealthConcurrency checks that checks.active.concurrency bounds the
+// probes of one upstream in flight at once: six nodes whose probes each
+// take 200 ms, probed every 100 ms, never see more than two at a time,
+// and do see two (the probes are not run one by one).
+func TestHealthConcurrency(t *testing.T) {
+	addrs, most, served := slowOrigins(t, 6, 200*time.Millisecond)
+	nodes := make([]string, len(addrs))
+	for i, a := range addrs {
+		nodes[i] = fmt.Sprintf("%q: 1", a)
+	}
+	h := testChecks(t, 0)
+	h.update(decodeSpec(t, `{"upstreams": [{"id": "u1", "nodes": {`+strings.Join(nodes, ", ")+`},
+		"checks": {"active": {"concurrency": 2, "timeout": 2,
+		"healthy": {"interval": 0.1}, "unhealthy": {"interval": 0.1}}}}]}`))
+	deadline := time.Now().Add(10 * time.Second)
+	for served.Load() < 12 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.stop()
+	if served.Load() < 12 {
+		t.Fatalf("%d probes answered in 10 s, want 12", served.Load())
+	}
+	if m := most.Load(); m != 2 {
+		t.Errorf("at most %d probes in flight at once, want 2 (concurrency 2)", m)
+	}
+}
