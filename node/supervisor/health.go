@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
@@ -37,6 +38,10 @@ import (
 type healthChecks struct {
 	seg *shm.HealthSegment
 	log *slog.Logger
+	// roots are the CAs an https probe's certificate is verified against
+	// (apisix.ssl.ssl_trusted_certificate, as the workers' https
+	// upstreams); nil: the system's. Set before the first update.
+	roots *x509.CertPool
 
 	mu     sync.Mutex
 	probes map[string]*prober     // by shm.HealthKey
@@ -62,6 +67,7 @@ type prober struct {
 	checks   *spec.Checks
 	node     *shm.HealthNode
 	slots    *probeSlots // shared by the upstream's probers
+	roots    *x509.CertPool
 	cancel   context.CancelFunc
 }
 
@@ -115,7 +121,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 			pn, _ := strconv.Atoi(port)
 			ctx, cancel := context.WithCancel(context.Background())
 			p := &prober{upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Checks),
-				checks: checks, node: hn, slots: slots, cancel: cancel}
+				checks: checks, node: hn, slots: slots, roots: h.roots, cancel: cancel}
 			hn.Reset()
 			h.probes[key] = p
 			go p.run(ctx, h.log)
@@ -231,7 +237,10 @@ func (p *prober) probe(ctx context.Context) (r shm.Report, counted bool) {
 		host = p.host
 	}
 	if a.Type == "https" {
-		tc := tls.Client(c, &tls.Config{ServerName: host, InsecureSkipVerify: !a.VerifyCert})
+		// Verified, unless https_verify_certificate is false, against
+		// ssl_trusted_certificate's CAs, as APISIX's probes are
+		// (lua_ssl_trusted_certificate).
+		tc := tls.Client(c, &tls.Config{ServerName: host, RootCAs: p.roots, InsecureSkipVerify: !a.VerifyCert})
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return failure(err), true
 		}

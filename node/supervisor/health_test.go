@@ -2,11 +2,14 @@ package supervisor
 
 import (
 	"bufio"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,5 +114,43 @@ func TestHealthConcurrency(t *testing.T) {
 	}
 	if m := most.Load(); m != 2 {
 		t.Errorf("at most %d probes in flight at once, want 2 (concurrency 2)", m)
+	}
+}
+
+// TestHealthHTTPSTrustedCA checks that an https probe verifies the
+// node's certificate against the trusted CAs (ssl_trusted_certificate):
+// a node whose certificate they sign stays healthy and is probed, the
+// same node checked against the system's CAs alone turns unhealthy, and
+// one with https_verify_certificate false is probed without them.
+func TestHealthHTTPSTrustedCA(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	check := func(roots *x509.CertPool, verify string) *shm.HealthNode {
+		h := testChecks(t, 0)
+		h.roots = roots
+		h.update(decodeSpec(t, `{"upstreams": [{"id": "u1", "scheme": "https", "nodes": {"`+addr+`": 1},
+			"checks": {"active": {"type": "https", "timeout": 2, `+verify+`
+			"healthy": {"interval": 0.05}, "unhealthy": {"interval": 0.05, "tcp_failures": 1}}}}]}`))
+		n := h.seg.Node(shm.HealthKey("/apisix/upstreams/u1", addr))
+		time.Sleep(500 * time.Millisecond)
+		h.stop()
+		return n
+	}
+	if n := check(roots, ""); !n.Healthy() || served.Load() == 0 {
+		t.Errorf("signed by a trusted CA: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served.Load())
+	}
+	served.Store(0)
+	if n := check(nil, ""); n.Healthy() || served.Load() != 0 {
+		t.Errorf("against the system's CAs: healthy %v after %d probes answered, want unhealthy, none answered", n.Healthy(), served.Load())
+	}
+	served.Store(0)
+	if n := check(nil, `"https_verify_certificate": false,`); !n.Healthy() || served.Load() == 0 {
+		t.Errorf("https_verify_certificate false: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served.Load())
 	}
 }

@@ -185,6 +185,10 @@ func Main(c Command) error {
 	if err := node.CheckTLS(nc); err != nil {
 		return err
 	}
+	cas, err := nodeconf.TrustedCAs(nc.APISIX.SSLTrustedCertificate)
+	if err != nil {
+		return err
+	}
 	sup, err := New(Options{
 		WorkerArgs:   []string{"-c", c.Config},
 		Workers:      n,
@@ -198,6 +202,7 @@ func Main(c Command) error {
 		Settings:     node.Settings(nc),
 		Counters:     c.Counters,
 		Takeover:     TakeoverKey(c.Config),
+		TrustedCAs:   cas,
 		Log:          log,
 	})
 	if err != nil {

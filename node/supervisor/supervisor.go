@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,6 +93,10 @@ type Options struct {
 	// takes over those a previous supervisor left. "" turns both off
 	// (a worker then drains when its supervisor is gone).
 	Takeover string
+	// TrustedCAs are apisix.ssl.ssl_trusted_certificate's CAs
+	// (nodeconf.TrustedCAs), which an https health probe's certificate is
+	// verified against; nil: the system's.
+	TrustedCAs *x509.CertPool
 }
 
 // Supervisor owns the worker processes.
@@ -317,6 +322,7 @@ func (s *Supervisor) createHealth() {
 		return
 	}
 	s.health = newHealthChecks(seg, s.log)
+	s.health.roots = s.opts.TrustedCAs
 }
 
 // createTickets makes the node's TLS session ticket keys.
