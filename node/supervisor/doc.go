@@ -122,6 +122,11 @@
 // as apisix_upstream_status{name,ip,port}, and listed by Supervisor.Health
 // in the shape of APISIX's Control API (/v1/healthcheck). A configuration
 // that changes an upstream's checks starts its nodes again healthy. The
+// supervisor alone claims and frees the region's slots (--health-slots of
+// them, shm.DefaultHealthSlots unless set): a slot is claimed before the
+// configuration that names its node is sent, and freed one configuration
+// after the one that dropped the node, so that upstreams may come and go
+// without end; workers only look their nodes up. The
 // region is not taken over by a later supervisor: workers it adopts keep
 // their mapping, and their states stop changing until they are replaced.
 //

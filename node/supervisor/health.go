@@ -32,9 +32,22 @@ import (
 // flight at once, as lua-resty-healthcheck's checker runs that many
 // threads over its targets.
 //
+// The supervisor alone claims and frees the nodes' slots of the region
+// (update); the workers look them up when they build a configuration, which
+// the supervisor sends after update has run. The slot of a node that a
+// configuration drops is kept (retired) until the next configuration's
+// update, and freed then unless that one names the node again: the
+// supervisor sends the next configuration only once every running worker
+// has built the one before, or has held it up for maxHold, so a worker
+// that still reads or reports into a freed slot, given meanwhile to another
+// node, is one that was held up past maxHold, one that refused the
+// configuration that dropped the node, or an old one draining after a
+// restart: it sees the other node's state until it moves on, as it would
+// a node's state of a moment ago.
+//
 // update runs on the supervisor's goroutine; the probers run on their own
 // goroutines; statuses may be called from any goroutine. mu guards probes,
-// order and slots.
+// order, slots and retired.
 type healthChecks struct {
 	seg *shm.HealthSegment
 	log *slog.Logger
@@ -47,6 +60,9 @@ type healthChecks struct {
 	probes map[string]*prober     // by shm.HealthKey
 	order  []string               // upstream names, in the configuration's order
 	slots  map[string]*probeSlots // by upstream name
+	// retired are the slots of the nodes the last update dropped, by
+	// shm.HealthKey: the next update frees them.
+	retired map[string]*shm.HealthNode
 }
 
 // probeSlots bounds the probes in flight of one upstream's checks: a
@@ -59,6 +75,7 @@ type probeSlots struct {
 
 // prober probes one node of one upstream.
 type prober struct {
+	key      string // shm.HealthKey
 	upstream string // Control API name: /apisix/upstreams/1
 	scheme   string // the upstream's: the port a node without one has
 	host     string // the node's host, unbracketed
@@ -72,15 +89,19 @@ type prober struct {
 }
 
 func newHealthChecks(seg *shm.HealthSegment, log *slog.Logger) *healthChecks {
-	return &healthChecks{seg: seg, log: log, probes: map[string]*prober{}, slots: map[string]*probeSlots{}}
+	return &healthChecks{seg: seg, log: log, probes: map[string]*prober{}, slots: map[string]*probeSlots{},
+		retired: map[string]*shm.HealthNode{}}
 }
 
 // update starts the probers sp's checked upstreams need and stops those
 // it no longer needs; a node whose upstream's checks changed starts again
-// healthy, as APISIX makes a new checker. It does not block.
+// healthy, as APISIX makes a new checker. It claims the slots of the
+// nodes it starts, frees those the previous update retired that sp does
+// not name, and retires those of the nodes it stops. It does not block.
 func (h *healthChecks) update(sp *spec.Spec) {
 	want := map[string]bool{}
 	var order []string
+	var starts []*prober
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, cu := range sp.CheckedUpstreams() {
@@ -112,26 +133,37 @@ func (h *healthChecks) update(sp *spec.Spec) {
 				p.cancel()
 				delete(h.probes, key)
 			}
-			hn := h.seg.Node(key)
-			if hn == nil {
-				h.log.Error("health region full: node not checked", "upstream", cu.Name, "node", addr)
-				continue
-			}
 			host, port, _ := net.SplitHostPort(addr)
 			pn, _ := strconv.Atoi(port)
-			ctx, cancel := context.WithCancel(context.Background())
-			p := &prober{upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Checks),
-				checks: checks, node: hn, slots: slots, roots: h.roots, cancel: cancel}
-			hn.Reset()
+			p := &prober{key: key, upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Checks),
+				checks: checks, slots: slots, roots: h.roots}
 			h.probes[key] = p
-			go p.run(ctx, h.log)
+			starts = append(starts, p)
 		}
+	}
+	for key, n := range h.retired {
+		if !want[key] {
+			h.seg.Free(n)
+		}
+		delete(h.retired, key)
 	}
 	for key, p := range h.probes {
 		if !want[key] {
 			p.cancel()
 			delete(h.probes, key)
+			h.retired[key] = p.node
 		}
+	}
+	for _, p := range starts {
+		if p.node = h.seg.Node(p.key); p.node == nil {
+			h.log.Error("health region full: node not checked", "upstream", p.upstream, "node", p.key[len(p.upstream)+1:])
+			delete(h.probes, p.key)
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		p.cancel = cancel
+		p.node.Reset()
+		go p.run(ctx, h.log)
 	}
 	for name := range h.slots {
 		if !slices.Contains(order, name) {

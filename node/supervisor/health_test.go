@@ -154,3 +154,79 @@ func TestHealthHTTPSTrustedCA(t *testing.T) {
 		t.Errorf("https_verify_certificate false: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served.Load())
 	}
 }
+
+// TestHealthSlotsFreed checks that the slots of the nodes a configuration
+// drops are given back: a region of 8 slots runs the checks of 20
+// upstreams of 3 nodes each, one after the other. A dropped node's slot
+// is kept through the next configuration (a worker may still run the one
+// that named it) and found again if that one names it again, and freed by
+// the one after; at the end the checks still work: the live nodes stay
+// healthy and the dead one is seen unhealthy.
+func TestHealthSlotsFreed(t *testing.T) {
+	live, _, served := slowOrigins(t, 2, 0)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	h := testChecks(t, 8)
+	conf := func(id string) string {
+		return `{"id": "` + id + `", "nodes": {"` + live[0] + `": 1, "` + live[1] + `": 1, "` + dead + `": 1},
+			"checks": {"active": {"timeout": 1, "healthy": {"interval": 0.05, "successes": 1},
+			"unhealthy": {"interval": 0.05, "tcp_failures": 1}}}}`
+	}
+	keys := func(id string) []string {
+		return []string{shm.HealthKey("/apisix/upstreams/"+id, live[0]), shm.HealthKey("/apisix/upstreams/"+id, live[1]),
+			shm.HealthKey("/apisix/upstreams/"+id, dead)}
+	}
+	found := func(id string) int {
+		n := 0
+		for _, k := range keys(id) {
+			if h.seg.Lookup(k) != nil {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 20 {
+		id := fmt.Sprint("u", i)
+		h.update(decodeSpec(t, `{"upstreams": [`+conf(id)+`]}`))
+		if n := len(h.statuses()[0].Nodes); n != 3 || found(id) != 3 {
+			t.Fatalf("configuration %d: %d nodes checked, %d found, want 3 (region full?)", i, n, found(id))
+		}
+		if i > 0 && found(fmt.Sprint("u", i-1)) != 3 {
+			t.Fatalf("configuration %d: the nodes the previous one checked lost their slots at once", i)
+		}
+		if i > 1 && found(fmt.Sprint("u", i-2)) != 0 {
+			t.Fatalf("configuration %d: the nodes dropped two configurations ago are still found", i)
+		}
+	}
+	// Dropped, then named again by the next configuration: the same slot.
+	before := h.seg.Lookup(keys("u19")[0])
+	h.update(decodeSpec(t, `{"upstreams": []}`))
+	h.update(decodeSpec(t, `{"upstreams": [`+conf("u19")+`]}`))
+	if n := h.seg.Lookup(keys("u19")[0]); n == nil || n != before {
+		t.Fatal("a node named again by the configuration after the one that dropped it did not find its slot")
+	}
+	served.Store(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ns := h.statuses()[0].Nodes
+		up := 0
+		for _, n := range ns {
+			if net.JoinHostPort(n.IP, fmt.Sprint(n.Port)) == dead {
+				if n.Status == "unhealthy" {
+					up += 10
+				}
+			} else if n.Status == "healthy" {
+				up++
+			}
+		}
+		if up == 12 && served.Load() >= 4 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("checks after 22 configurations: %+v, %d probes answered", h.statuses(), served.Load())
+}

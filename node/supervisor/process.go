@@ -57,6 +57,8 @@ type Command struct {
 	StartTimeout    time.Duration
 	// Counters is Options.Counters.
 	Counters int
+	// HealthSlots is Options.HealthSlots.
+	HealthSlots int
 	// EtcdData is the embedded etcd's data directory (--etcd-data); "":
 	// EtcdDataDir beside config.yaml.
 	EtcdData string
@@ -201,6 +203,7 @@ func Main(c Command) error {
 		Collectors:   collectors,
 		Settings:     node.Settings(nc),
 		Counters:     c.Counters,
+		HealthSlots:  c.HealthSlots,
 		Takeover:     TakeoverKey(c.Config),
 		TrustedCAs:   cas,
 		Log:          log,
