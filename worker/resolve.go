@@ -64,8 +64,9 @@ const (
 // loop reads the current addresses through an atomic pointer and never
 // waits for a lookup. A lookup that fails keeps the addresses of the last
 // one that did (logged). A name that the snapshot installed no longer
-// names is dropped (retain): its lookups stop, and a snapshot that names it
-// again looks it up anew.
+// names is dropped (retain), and so is a discovery_type dns service_name
+// (retainServices): its lookups stop, and a snapshot that names it again
+// looks it up anew.
 //
 // Its methods are safe for concurrent use.
 type resolver struct {
@@ -245,6 +246,38 @@ func (r *resolver) retain(used map[*dnsName]bool) {
 			delete(r.names, host)
 			close(n.dropped)
 		}
+	}
+}
+
+// retainServices drops the service_names that used does not hold, as
+// retain drops names: the snapshot just installed takes no node from any
+// other, and their lookups stop. The caller serializes it with the builds
+// that call service (Worker.SetSpec).
+func (r *resolver) retainServices(used map[*dnsService]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, sv := range r.services {
+		if !used[sv] {
+			delete(r.services, name)
+			close(sv.dropped)
+		}
+	}
+}
+
+// serviceCount is how many service_names the resolver keeps.
+func (r *resolver) serviceCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.services)
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -448,6 +481,10 @@ type dnsService struct {
 	// waiting for it (2, service): that build has no node of sv, and the
 	// lookup's end rebuilds.
 	first atomic.Int32
+	// dropped is closed when no snapshot's upstream takes its nodes from
+	// sv any more (retainServices): its lookups stop, and a lookup that
+	// ends after does not rebuild.
+	dropped chan struct{}
 }
 
 // service returns the entry of service_name name ("host" or "host:port"),
@@ -457,7 +494,7 @@ func (r *resolver) service(name string) *dnsService {
 	r.mu.Lock()
 	sv := r.services[name]
 	if sv == nil {
-		sv = &dnsService{host: name, ready: make(chan struct{})}
+		sv = &dnsService{host: name, ready: make(chan struct{}), dropped: make(chan struct{})}
 		if h, p, err := net.SplitHostPort(name); err == nil {
 			if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 1<<16 {
 				sv.host, sv.port = h, n
@@ -490,7 +527,7 @@ func (r *resolver) keepService(sv *dnsService) {
 			if first && !sv.first.CompareAndSwap(0, 1) {
 				changed = true // a build did not wait for it
 			}
-			if changed && r.changed != nil {
+			if changed && r.changed != nil && !isClosed(sv.dropped) {
 				r.changed()
 			}
 			wait -= wait / 10
@@ -499,7 +536,7 @@ func (r *resolver) keepService(sv *dnsService) {
 			close(sv.ready)
 			first = false
 		}
-		if !r.sleep(wait, nil) {
+		if !r.sleep(wait, sv.dropped) {
 			return
 		}
 	}
@@ -579,17 +616,18 @@ func gcd(a, b int) int {
 }
 
 // discoveredNodes is the nodes of u, an upstream with discovery_type
-// dns, as its service's last lookup found them; none without a
-// discovery resolver (discovery.dns.servers not set), as APISIX serves
-// none with its dns discovery uninitialised.
-func discoveredNodes(u *spec.Upstream, ue upstreamEnv) []spec.Node {
+// dns, as its service's last lookup found them, and that service; none
+// without a discovery resolver (discovery.dns.servers not set), as APISIX
+// serves none with its dns discovery uninitialised.
+func discoveredNodes(u *spec.Upstream, ue upstreamEnv) ([]spec.Node, *dnsService) {
 	if ue.disc == nil || u.ServiceName == "" {
-		return nil
+		return nil, nil
 	}
-	if p := ue.disc.service(u.ServiceName).nodes.Load(); p != nil {
-		return *p
+	sv := ue.disc.service(u.ServiceName)
+	if p := sv.nodes.Load(); p != nil {
+		return *p, sv
 	}
-	return nil
+	return nil, sv
 }
 
 // rediscover builds the snapshot again from the last configuration, on

@@ -440,6 +440,52 @@ func TestDNSDiscoveryA(t *testing.T) {
 	}
 }
 
+// TestDNSDiscoveryDroppedService checks that a service_name a reload
+// drops (no upstream takes its nodes from it any more) is no longer asked,
+// while the one that replaced it is, and that a reload naming it again
+// serves its current records, as TestDNSDroppedName for host names.
+func TestDNSDiscoveryDroppedService(t *testing.T) {
+	d := startDNS(t, 1)
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("old.test", "127.0.0.2")
+	d.set("new.test", "127.0.0.3")
+	route := func(name string) *spec.Spec {
+		return testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"service_name":"%s:%d","discovery_type":"dns"}}`, name, port))
+	}
+	w, _ := runWorker(t, Config{DiscoveryDNS: DNS{Servers: []string{d.addr}}}, route("old.test"))
+	c, br := dialWorker(t, w)
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+		t.Fatalf("served by %s, want 127.0.0.2", got)
+	}
+	if err := w.SetSpec(route("new.test"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.disc.serviceCount(); n != 1 {
+		t.Fatalf("the resolver keeps %d service_names after the reload, want 1", n)
+	}
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+		t.Fatalf("served by %s after the reload, want 127.0.0.3", got)
+	}
+	oldAsked, newAsked := d.askedFor("old.test"), d.askedFor("new.test")
+	time.Sleep(2500 * time.Millisecond) // past two TTLs
+	if n := d.askedFor("old.test"); n != oldAsked {
+		t.Errorf("old.test asked %d times after the reload dropped it", n-oldAsked)
+	}
+	if d.askedFor("new.test") == newAsked {
+		t.Error("new.test was not asked again after its TTL")
+	}
+	d.set("old.test", "127.0.0.3")
+	if err := w.SetSpec(route("old.test"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+		t.Fatalf("served by %s once old.test is named again, want its new address 127.0.0.3", got)
+	}
+	if n := w.disc.serviceCount(); n != 1 {
+		t.Fatalf("the resolver keeps %d service_names once old.test is named again, want 1", n)
+	}
+}
+
 // TestDNSDiscoveryLate checks that a service whose first lookup takes
 // longer than the build waits for (the lookup timeout) gets its nodes
 // once the lookup ends: the worker builds its snapshot again.

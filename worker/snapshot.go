@@ -208,8 +208,10 @@ type upstream struct {
 	// tls is the TLS side of a scheme: https upstream, nil for http.
 	tls *upstreamTLS
 	// disc: its nodes are discovery_type dns's, which change without
-	// the upstream object changing (discoveredNodes).
-	disc bool
+	// the upstream object changing (discoveredNodes); service is the
+	// service_name they come from (nil: no discovery resolver).
+	disc    bool
+	service *dnsService
 }
 
 // node is one upstream server of one upstream.
@@ -822,6 +824,18 @@ func (s *Snapshot) dnsNames() map[*dnsName]bool {
 	return used
 }
 
+// dnsServices is the set of discovery_type dns service_names whose nodes
+// the snapshot's upstreams take.
+func (s *Snapshot) dnsServices() map[*dnsService]bool {
+	used := map[*dnsService]bool{}
+	for _, cu := range s.upstreams {
+		if cu.service != nil {
+			used[cu.service] = true
+		}
+	}
+	return used
+}
+
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 	ka := ue.ka
 	scheme := u.Scheme
@@ -875,7 +889,8 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 	}
 	list := u.Nodes.List
 	if u.DiscoveryType == "dns" {
-		list, cu.disc = discoveredNodes(u, ue), true
+		list, cu.service = discoveredNodes(u, ue)
+		cu.disc = true
 	}
 	for _, n := range list {
 		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}

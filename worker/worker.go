@@ -210,8 +210,9 @@ type Worker struct {
 	// discovered nodes change (rediscover), which rebuildQueued coalesces.
 	spec          atomic.Pointer[spec.Spec]
 	rebuildQueued atomic.Bool
-	// building serializes SetSpec: a build, then the resolver's names
-	// that its snapshot dropped (resolver.retain).
+	// building serializes SetSpec: a build, then the resolvers' names
+	// and service_names that its snapshot dropped (resolver.retain,
+	// retainServices).
 	building sync.Mutex
 }
 
@@ -295,6 +296,9 @@ func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
 	w.SetSnapshot(snap)
 	w.spec.Store(s)
 	w.dns.retain(snap.dnsNames())
+	if w.disc != nil {
+		w.disc.retainServices(snap.dnsServices())
+	}
 	return nil
 }
 
