@@ -65,7 +65,7 @@ const (
 	MatchedURI   // $matched_uri (APISIX): the route's uri pattern the request matched
 	MatchedHost  // $matched_host (APISIX): the route's host pattern the request matched
 	ConsumerName // $consumer_name (APISIX)
-	UpstreamAddr // $upstream_addr: the node of the last attempt, host:port
+	UpstreamAddr // $upstream_addr: the node of the last attempt, ip:port (a node given by host name: the address connected to)
 	BalancerIP   // $balancer_ip (APISIX): the host of that node
 
 	// Log variables.

@@ -566,7 +566,11 @@ func (cc *clientConn) dispatch() {
 	if nd.dns != nil {
 		w.dnsPrune(p, nd)
 	}
+	cc.upAP = netip.AddrPort{}
 	if uc := p.get(); uc != nil {
+		if nd.dns != nil {
+			cc.upAP = uc.ap
+		}
 		link(cc, uc)
 		cc.connected()
 		return
@@ -574,6 +578,9 @@ func (cc *clientConn) dispatch() {
 	uc := p.newConn()
 	link(cc, uc)
 	w.dial(uc, nd, cc.rt.connectTO)
+	if nd.dns != nil {
+		cc.upAP = uc.ap // set by dial, once the name gave an address
+	}
 }
 
 // connected runs when the attempt's upstream connection is ready, taken

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"net/netip"
 	"time"
 
 	"coregate/httpparse"
@@ -103,6 +104,11 @@ type exchange struct {
 	upStart     int64
 	upConnected int64
 	upStatus    int
+	// upAP is the address the last attempt at a node given by host name
+	// went to, one of its name's (Worker.dial), for upstream_addr and
+	// balancer_ip; invalid for a node given by IP address or whose name
+	// had none.
+	upAP netip.AddrPort
 }
 
 // pluginState is the per-request state of plugins: which phase tables the
@@ -192,6 +198,10 @@ type exchangeBufs struct {
 	// targetBuf holds the target sent upstream then (servletRoute).
 	servletBuf []byte
 	targetBuf  []byte
+	// upAddrBuf and upIPBuf back upstream_addr and balancer_ip when they
+	// are upAP's (clientConn.varValue), each valid until the variable is
+	// read again.
+	upAddrBuf, upIPBuf []byte
 
 	// The plugins' share (pluginState says which are set): the exit's
 	// body, the response headers set, the upstream request's edits, the

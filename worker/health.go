@@ -26,7 +26,9 @@ func checkedNames(s *spec.Spec) map[*spec.Upstream]string {
 }
 
 // attachHealth gives cu's nodes their slots of the health region when u
-// has checks, and cu its passive checks.
+// has checks, and cu its passive checks. The supervisor claims the slots
+// before it sends the configuration (node/supervisor/health.go); a node
+// whose slot it has not (its region full) is not checked.
 func (ue *upstreamEnv) attachHealth(u *spec.Upstream, cu *upstream) error {
 	name, ok := ue.checked[u]
 	if !ok || ue.health == nil {
@@ -38,7 +40,7 @@ func (ue *upstreamEnv) attachHealth(u *spec.Upstream, cu *upstream) error {
 	}
 	cu.passive = checks.Passive
 	for _, nd := range cu.nodes {
-		nd.health = ue.health.Node(shm.HealthKey(name, nd.addr))
+		nd.health = ue.health.Lookup(shm.HealthKey(name, nd.addr))
 	}
 	return nil
 }

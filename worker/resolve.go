@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,19 @@ type DNS struct {
 	Valid time.Duration
 	// Timeout bounds one lookup (resolver_timeout); zero means 5 s.
 	Timeout time.Duration
+	// Hosts is the hosts file read, once, when Servers are set: a name
+	// it lists is given its addresses, the servers not asked, as
+	// lua-resty-dns-client reads /etc/hosts before asking. Empty:
+	// /etc/hosts.
+	Hosts string
 }
+
+// hostsFile is the hosts file read by default.
+const hostsFile = "/etc/hosts"
+
+// hostsTTL is how long a hosts file entry is kept before the name is
+// looked at again: the file is read once, so the answer never changes.
+const hostsTTL = 24 * time.Hour
 
 // Resolution bounds. A record's TTL below minTTL is taken as minTTL, so
 // that a name served with TTL 0 is not asked in a loop; without a TTL (the
@@ -50,14 +63,18 @@ const (
 // the loop), then again in the background before its TTL runs out; the
 // loop reads the current addresses through an atomic pointer and never
 // waits for a lookup. A lookup that fails keeps the addresses of the last
-// one that did (logged). Names live as long as the worker: a worker is
-// restarted with its configuration's names, and the few that a reload
-// drops are asked on, at their TTL, until then.
+// one that did (logged). A name that the snapshot installed no longer
+// names is dropped (retain), and so is a discovery_type dns service_name
+// (retainServices): its lookups stop, and a snapshot that names it again
+// looks it up anew.
 //
 // Its methods are safe for concurrent use.
 type resolver struct {
-	cfg   DNS
-	log   *slog.Logger
+	cfg DNS
+	log *slog.Logger
+	// hosts are the hosts file's names (lowercase) and their addresses,
+	// read once when the resolver is made; never changed afterwards.
+	hosts map[string][]netip.Addr
 	mu    sync.Mutex
 	names map[string]*dnsName // guarded by mu
 	// services are the service_names of discovery_type dns (guarded by
@@ -74,6 +91,10 @@ type dnsName struct {
 	addrs atomic.Pointer[dnsAddrs]
 	// ready is closed when the first lookup is over, succeeded or not.
 	ready chan struct{}
+	// dropped is closed when no snapshot names host any more (retain):
+	// its lookups stop, the last addresses stay for the requests of an
+	// older snapshot still in flight.
+	dropped chan struct{}
 }
 
 // dnsAddrs is one lookup's answer. It is never changed once stored, so
@@ -91,7 +112,64 @@ func newResolver(cfg DNS, log *slog.Logger) *resolver {
 		servers = append(servers, serverAddr(s))
 	}
 	cfg.Servers = servers
-	return &resolver{cfg: cfg, log: log, names: map[string]*dnsName{}, services: map[string]*dnsService{}, done: make(chan struct{})}
+	r := &resolver{cfg: cfg, log: log, names: map[string]*dnsName{}, services: map[string]*dnsService{}, done: make(chan struct{})}
+	if len(servers) > 0 {
+		if cfg.Hosts == "" {
+			cfg.Hosts = hostsFile
+		}
+		b, err := os.ReadFile(cfg.Hosts)
+		if err != nil {
+			log.Warn("dns: hosts file not read", "file", cfg.Hosts, "err", err)
+		}
+		r.hosts = parseHosts(b)
+	}
+	return r
+}
+
+// parseHosts reads a hosts file as lua-resty-dns-client does: each name
+// (lowercase) gets the first IPv4 address that a line gives it, or, when
+// none does, the first IPv6 address; localhost is 127.0.0.1 (and ::1)
+// unless the file says otherwise. Comments (#) and lines that do not
+// start with an address are passed over.
+func parseHosts(b []byte) map[string][]netip.Addr {
+	v4, v6 := map[string]netip.Addr{}, map[string]netip.Addr{}
+	for line := range strings.Lines(string(b)) {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		a, err := netip.ParseAddr(f[0])
+		if err != nil {
+			continue
+		}
+		a = a.Unmap()
+		m := v6
+		if a.Is4() {
+			m = v4
+		}
+		for _, name := range f[1:] {
+			name = strings.ToLower(name)
+			if _, ok := m[name]; !ok {
+				m[name] = a
+			}
+		}
+	}
+	if _, ok := v4["localhost"]; !ok {
+		if _, ok := v6["localhost"]; !ok {
+			v4["localhost"] = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		}
+	}
+	hosts := make(map[string][]netip.Addr, len(v4)+len(v6))
+	for name, a := range v6 {
+		hosts[name] = []netip.Addr{a}
+	}
+	for name, a := range v4 {
+		hosts[name] = []netip.Addr{a} // A before AAAA, as the lookups
+	}
+	return hosts
 }
 
 // serverAddr is s with port 53 when it names none.
@@ -115,7 +193,7 @@ func (r *resolver) name(host string) *dnsName {
 	r.mu.Lock()
 	n := r.names[host]
 	if n == nil {
-		n = &dnsName{host: host, ready: make(chan struct{})}
+		n = &dnsName{host: host, ready: make(chan struct{}), dropped: make(chan struct{})}
 		r.names[host] = n
 		go r.keep(n)
 	}
@@ -140,17 +218,74 @@ func (r *resolver) await(ready <-chan struct{}) bool {
 	return false
 }
 
-// sleep waits d, or less when the resolver closes: then it reports
-// false, and the caller's refresh loop ends.
-func (r *resolver) sleep(d time.Duration) bool {
+// sleep waits d, or less when the resolver closes or dropped (nil:
+// never) is closed: then it reports false, and the caller's refresh loop
+// ends.
+func (r *resolver) sleep(d time.Duration, dropped <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-r.done:
 		return false
+	case <-dropped:
+		return false
 	case <-t.C:
 		return true
 	}
+}
+
+// retain drops the names that used does not hold: the snapshot just
+// installed names no other, and their lookups stop. The caller
+// serializes retain with the builds that call name (Worker.SetSpec), so
+// that a name a build is taking is not dropped under it.
+func (r *resolver) retain(used map[*dnsName]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for host, n := range r.names {
+		if !used[n] {
+			delete(r.names, host)
+			close(n.dropped)
+		}
+	}
+}
+
+// retainServices drops the service_names that used does not hold, as
+// retain drops names: the snapshot just installed takes no node from any
+// other, and their lookups stop. The caller serializes it with the builds
+// that call service (Worker.SetSpec).
+func (r *resolver) retainServices(used map[*dnsService]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, sv := range r.services {
+		if !used[sv] {
+			delete(r.services, name)
+			close(sv.dropped)
+		}
+	}
+}
+
+// serviceCount is how many service_names the resolver keeps.
+func (r *resolver) serviceCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.services)
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// nameCount is how many names the resolver keeps.
+func (r *resolver) nameCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.names)
 }
 
 // keep looks n up until the resolver closes, each time before the last
@@ -178,7 +313,7 @@ func (r *resolver) keep(n *dnsName) {
 			close(n.ready)
 			first = false
 		}
-		if !r.sleep(wait) {
+		if !r.sleep(wait, n.dropped) {
 			return
 		}
 	}
@@ -207,6 +342,9 @@ func (r *resolver) lookup(host string) (ips []netip.Addr, ttl time.Duration, err
 			v4 = v6
 		}
 		return v4, r.ttl(systemTTL), nil
+	}
+	if ips, ok := r.hosts[strings.ToLower(strings.TrimSuffix(host, "."))]; ok {
+		return ips, hostsTTL, nil
 	}
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
 		rrs, err := r.query(host, qt)
@@ -343,6 +481,10 @@ type dnsService struct {
 	// waiting for it (2, service): that build has no node of sv, and the
 	// lookup's end rebuilds.
 	first atomic.Int32
+	// dropped is closed when no snapshot's upstream takes its nodes from
+	// sv any more (retainServices): its lookups stop, and a lookup that
+	// ends after does not rebuild.
+	dropped chan struct{}
 }
 
 // service returns the entry of service_name name ("host" or "host:port"),
@@ -352,7 +494,7 @@ func (r *resolver) service(name string) *dnsService {
 	r.mu.Lock()
 	sv := r.services[name]
 	if sv == nil {
-		sv = &dnsService{host: name, ready: make(chan struct{})}
+		sv = &dnsService{host: name, ready: make(chan struct{}), dropped: make(chan struct{})}
 		if h, p, err := net.SplitHostPort(name); err == nil {
 			if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 1<<16 {
 				sv.host, sv.port = h, n
@@ -385,7 +527,7 @@ func (r *resolver) keepService(sv *dnsService) {
 			if first && !sv.first.CompareAndSwap(0, 1) {
 				changed = true // a build did not wait for it
 			}
-			if changed && r.changed != nil {
+			if changed && r.changed != nil && !isClosed(sv.dropped) {
 				r.changed()
 			}
 			wait -= wait / 10
@@ -394,7 +536,7 @@ func (r *resolver) keepService(sv *dnsService) {
 			close(sv.ready)
 			first = false
 		}
-		if !r.sleep(wait) {
+		if !r.sleep(wait, sv.dropped) {
 			return
 		}
 	}
@@ -474,17 +616,18 @@ func gcd(a, b int) int {
 }
 
 // discoveredNodes is the nodes of u, an upstream with discovery_type
-// dns, as its service's last lookup found them; none without a
-// discovery resolver (discovery.dns.servers not set), as APISIX serves
-// none with its dns discovery uninitialised.
-func discoveredNodes(u *spec.Upstream, ue upstreamEnv) []spec.Node {
+// dns, as its service's last lookup found them, and that service; none
+// without a discovery resolver (discovery.dns.servers not set), as APISIX
+// serves none with its dns discovery uninitialised.
+func discoveredNodes(u *spec.Upstream, ue upstreamEnv) ([]spec.Node, *dnsService) {
 	if ue.disc == nil || u.ServiceName == "" {
-		return nil
+		return nil, nil
 	}
-	if p := ue.disc.service(u.ServiceName).nodes.Load(); p != nil {
-		return *p
+	sv := ue.disc.service(u.ServiceName)
+	if p := sv.nodes.Load(); p != nil {
+		return *p, sv
 	}
-	return nil
+	return nil, sv
 }
 
 // rediscover builds the snapshot again from the last configuration, on

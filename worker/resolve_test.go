@@ -2,10 +2,13 @@ package worker
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +16,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"coregate/admin/spec"
 	"coregate/internal/e2e"
+	"coregate/worker/accesslog"
 )
 
 // testDNS is a name server on loopback whose records the test changes.
@@ -23,14 +28,15 @@ type testDNS struct {
 	a       map[string][]string // name (FQDN) → A record addresses
 	srv     map[string][]string // name (FQDN) → SRV records' "priority weight port target"
 	ttl     uint32
-	fail    bool          // answer SERVFAIL
-	delay   time.Duration // before each answer
-	queries atomic.Int32  // questions answered or failed
+	fail    bool           // answer SERVFAIL
+	delay   time.Duration  // before each answer
+	queries atomic.Int32   // questions answered or failed
+	asked   map[string]int // name (FQDN) → questions, guarded by mu
 }
 
 func startDNS(t *testing.T, ttl uint32) *testDNS {
 	t.Helper()
-	d := &testDNS{a: map[string][]string{}, srv: map[string][]string{}, ttl: ttl}
+	d := &testDNS{a: map[string][]string{}, srv: map[string][]string{}, ttl: ttl, asked: map[string]int{}}
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +73,13 @@ func (d *testDNS) setFail(f bool) {
 	d.mu.Unlock()
 }
 
+// askedFor is how many questions name had.
+func (d *testDNS) askedFor(name string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.asked[dns.Fqdn(name)]
+}
+
 func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
 	d.queries.Add(1)
 	d.mu.Lock()
@@ -77,6 +90,7 @@ func (d *testDNS) serve(w dns.ResponseWriter, r *dns.Msg) {
 	m.SetReply(r)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.asked[r.Question[0].Name]++
 	if d.fail {
 		m.Rcode = dns.RcodeServerFailure
 		_ = w.WriteMsg(m)
@@ -216,6 +230,142 @@ func TestDNSUnknownName(t *testing.T) {
 	}
 }
 
+// TestDNSDroppedName checks that a name a reload drops (no node names it
+// any more) is no longer asked, while the name that replaced it is, and
+// that a reload naming it again serves it at its current address.
+func TestDNSDroppedName(t *testing.T) {
+	d := startDNS(t, 1)
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("old.test", "127.0.0.2")
+	d.set("new.test", "127.0.0.3")
+	route := func(host string) *spec.Spec {
+		return testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"%s:%d":1}}}`, host, port))
+	}
+	w, _ := runWorker(t, Config{DNS: DNS{Servers: []string{d.addr}}}, route("old.test"))
+	c, br := dialWorker(t, w)
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+		t.Fatalf("served by %s, want 127.0.0.2", got)
+	}
+	if err := w.SetSpec(route("new.test"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.dns.nameCount(); n != 1 {
+		t.Fatalf("the resolver keeps %d names after the reload, want 1", n)
+	}
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+		t.Fatalf("served by %s after the reload, want 127.0.0.3", got)
+	}
+	oldAsked, newAsked := d.askedFor("old.test"), d.askedFor("new.test")
+	time.Sleep(2500 * time.Millisecond) // past two TTLs
+	if n := d.askedFor("old.test"); n != oldAsked {
+		t.Errorf("old.test asked %d times after the reload dropped it", n-oldAsked)
+	}
+	if d.askedFor("new.test") == newAsked {
+		t.Error("new.test was not asked again after its TTL")
+	}
+	d.set("old.test", "127.0.0.3")
+	if err := w.SetSpec(route("old.test"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+		t.Fatalf("served by %s once old.test is named again, want its new address 127.0.0.3", got)
+	}
+}
+
+// TestDNSHostsFile checks that with name servers set, a name the hosts
+// file lists is served at the file's address and the servers are not
+// asked for it, as lua-resty-dns-client reads /etc/hosts first; a name
+// it does not list is asked.
+func TestDNSHostsFile(t *testing.T) {
+	d := startDNS(t, 60)
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("svc.test", "127.0.0.2")
+	d.set("other.test", "127.0.0.2")
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte("# test\n127.0.0.3 SVC.test alias.test # the file wins\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := testSpec(t, nil,
+		fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port),
+		fmt.Sprintf(`{"id":"2","uri":"/b","upstream":{"nodes":{"other.test:%d":1}}}`, port))
+	w, _ := runWorker(t, Config{DNS: DNS{Servers: []string{d.addr}, Hosts: hosts}}, s)
+	c, br := dialWorker(t, w)
+	for range 3 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+			t.Fatalf("served by %s, want 127.0.0.3 (the hosts file's)", got)
+		}
+		if got := getBody(t, c, br, "/b"); got != "127.0.0.2" {
+			t.Fatalf("served by %s, want 127.0.0.2 (the name server's)", got)
+		}
+	}
+	if n := d.askedFor("svc.test"); n != 0 {
+		t.Errorf("the name server was asked %d times for a name the hosts file lists", n)
+	}
+	if d.askedFor("other.test") == 0 {
+		t.Error("the name server was not asked for a name the hosts file does not list")
+	}
+}
+
+// TestDNSUpstreamAddr checks that the access log's $upstream_addr and
+// $balancer_ip of a node given by host name are the address connected
+// to, as nginx's, not the name: on a new connection and on a kept-alive
+// one.
+func TestDNSUpstreamAddr(t *testing.T) {
+	d := startDNS(t, 60)
+	port := e2e.IPOrigins(t, true, "127.0.0.2")
+	d.set("svc.test", "127.0.0.2")
+	f, err := accesslog.Compile(`$upstream_addr $balancer_ip`, accesslog.EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "access.log")
+	l, err := accesslog.Open(accesslog.Options{Path: path, Flush: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{DNS: DNS{Servers: []string{d.addr}}, AccessLog: l, AccessLogFormat: f}
+	w, done := runWorker(t, cfg, testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"svc.test:%d":1}}}`, port)))
+	c, br := dialWorker(t, w)
+	for range 2 {
+		if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+			t.Fatalf("served by %s, want 127.0.0.2", got)
+		}
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	l.Close()
+	got, _ := os.ReadFile(path)
+	line := fmt.Sprintf("127.0.0.2:%d 127.0.0.2\n", port)
+	if want := line + line; string(got) != want {
+		t.Errorf("access log:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestParseHosts(t *testing.T) {
+	h := parseHosts([]byte(`
+127.0.0.2 a.test  B.test # comment
+10.0.0.1 a.test
+::2 a.test v6.test
+::3 v6.test
+# 10.0.0.9 c.test
+bad d.test
+`))
+	want := map[string]string{"a.test": "127.0.0.2", "b.test": "127.0.0.2", "v6.test": "::2", "localhost": "127.0.0.1"}
+	if len(h) != len(want) {
+		t.Errorf("parsed %v, want %v", h, want)
+	}
+	for name, ip := range want {
+		if got := h[name]; len(got) != 1 || got[0].String() != ip {
+			t.Errorf("%s: %v, want %s", name, got, ip)
+		}
+	}
+	if h := parseHosts([]byte("127.0.0.5 localhost\n")); h["localhost"][0].String() != "127.0.0.5" {
+		t.Errorf("localhost: %v, want the file's 127.0.0.5", h["localhost"])
+	}
+}
+
 func TestServerAddr(t *testing.T) {
 	for in, want := range map[string]string{
 		"127.0.0.1":      "127.0.0.1:53",
@@ -287,6 +437,52 @@ func TestDNSDiscoveryA(t *testing.T) {
 	}
 	if seen["127.0.0.2"] != 10 || seen["127.0.0.3"] != 10 {
 		t.Fatalf("20 requests went %v, want 10 to each address", seen)
+	}
+}
+
+// TestDNSDiscoveryDroppedService checks that a service_name a reload
+// drops (no upstream takes its nodes from it any more) is no longer asked,
+// while the one that replaced it is, and that a reload naming it again
+// serves its current records, as TestDNSDroppedName for host names.
+func TestDNSDiscoveryDroppedService(t *testing.T) {
+	d := startDNS(t, 1)
+	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
+	d.set("old.test", "127.0.0.2")
+	d.set("new.test", "127.0.0.3")
+	route := func(name string) *spec.Spec {
+		return testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"service_name":"%s:%d","discovery_type":"dns"}}`, name, port))
+	}
+	w, _ := runWorker(t, Config{DiscoveryDNS: DNS{Servers: []string{d.addr}}}, route("old.test"))
+	c, br := dialWorker(t, w)
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
+		t.Fatalf("served by %s, want 127.0.0.2", got)
+	}
+	if err := w.SetSpec(route("new.test"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.disc.serviceCount(); n != 1 {
+		t.Fatalf("the resolver keeps %d service_names after the reload, want 1", n)
+	}
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+		t.Fatalf("served by %s after the reload, want 127.0.0.3", got)
+	}
+	oldAsked, newAsked := d.askedFor("old.test"), d.askedFor("new.test")
+	time.Sleep(2500 * time.Millisecond) // past two TTLs
+	if n := d.askedFor("old.test"); n != oldAsked {
+		t.Errorf("old.test asked %d times after the reload dropped it", n-oldAsked)
+	}
+	if d.askedFor("new.test") == newAsked {
+		t.Error("new.test was not asked again after its TTL")
+	}
+	d.set("old.test", "127.0.0.3")
+	if err := w.SetSpec(route("old.test"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
+		t.Fatalf("served by %s once old.test is named again, want its new address 127.0.0.3", got)
+	}
+	if n := w.disc.serviceCount(); n != 1 {
+		t.Fatalf("the resolver keeps %d service_names once old.test is named again, want 1", n)
 	}
 }
 

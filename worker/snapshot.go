@@ -218,8 +218,10 @@ type upstream struct {
 	// tls is the TLS side of a scheme: https upstream, nil for http.
 	tls *upstreamTLS
 	// disc: its nodes are discovery_type dns's, which change without
-	// the upstream object changing (discoveredNodes).
-	disc bool
+	// the upstream object changing (discoveredNodes); service is the
+	// service_name they come from (nil: no discovery resolver).
+	disc    bool
+	service *dnsService
 }
 
 // node is one upstream server of one upstream.
@@ -236,7 +238,8 @@ type node struct {
 	weight     int
 	priority   int
 	// addrText and ip are addr and the node's host, for the
-	// upstream_addr and balancer_ip variables.
+	// upstream_addr and balancer_ip variables (a node given by host name
+	// shows the address connected to instead, exchange.upAP).
 	addrText, ip []byte
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
@@ -829,6 +832,32 @@ type upstreamEnv struct {
 	disc *resolver
 }
 
+// dnsNames is the set of host names whose addresses the snapshot's nodes
+// take from the resolver.
+func (s *Snapshot) dnsNames() map[*dnsName]bool {
+	used := map[*dnsName]bool{}
+	for _, cu := range s.upstreams {
+		for _, nd := range cu.nodes {
+			if nd.dns != nil {
+				used[nd.dns] = true
+			}
+		}
+	}
+	return used
+}
+
+// dnsServices is the set of discovery_type dns service_names whose nodes
+// the snapshot's upstreams take.
+func (s *Snapshot) dnsServices() map[*dnsService]bool {
+	used := map[*dnsService]bool{}
+	for _, cu := range s.upstreams {
+		if cu.service != nil {
+			used[cu.service] = true
+		}
+	}
+	return used
+}
+
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 	ka := ue.ka
 	scheme := u.Scheme
@@ -882,7 +911,8 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 	}
 	list := u.Nodes.List
 	if u.DiscoveryType == "dns" {
-		list, cu.disc = discoveredNodes(u, ue), true
+		list, cu.service = discoveredNodes(u, ue)
+		cu.disc = true
 	}
 	for _, n := range list {
 		nd := &node{addr: n.Addr(scheme), weight: n.Weight, priority: n.Priority}

@@ -93,9 +93,18 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 			return cc.consumerName, true
 		}
 	case httpvar.UpstreamAddr, httpvar.BalancerIP:
-		// As nginx's $upstream_addr: the node picked, once one was.
+		// As nginx's $upstream_addr: the node picked, once one was; for
+		// a node given by host name, the address connected to.
 		if cc.tries == 0 || cc.rt == nil || cc.rt.up == nil || cc.node >= len(cc.rt.up.nodes) {
 			return nil, false
+		}
+		if cc.upAP.IsValid() {
+			if x.Kind == httpvar.BalancerIP {
+				cc.upIPBuf = cc.upAP.Addr().AppendTo(cc.upIPBuf[:0])
+				return cc.upIPBuf, true
+			}
+			cc.upAddrBuf = cc.upAP.AppendTo(cc.upAddrBuf[:0])
+			return cc.upAddrBuf, true
 		}
 		if nd := cc.rt.up.nodes[cc.node]; x.Kind == httpvar.BalancerIP {
 			return nd.ip, true

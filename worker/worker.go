@@ -210,6 +210,10 @@ type Worker struct {
 	// discovered nodes change (rediscover), which rebuildQueued coalesces.
 	spec          atomic.Pointer[spec.Spec]
 	rebuildQueued atomic.Bool
+	// building serializes SetSpec: a build, then the resolvers' names
+	// and service_names that its snapshot dropped (resolver.retain,
+	// retainServices).
+	building sync.Mutex
 }
 
 type loopHolder struct{ el gnet.EventLoop }
@@ -278,6 +282,8 @@ func (w *Worker) SetSnapshot(s *Snapshot) { w.snap.Store(s) }
 // the rest is installed. yield, if not nil, is called after every route
 // compiled (Background's).
 func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
+	w.building.Lock()
+	defer w.building.Unlock()
 	snap, err := compile(s, w.cfg.RouterMode, upstreamEnv{ka: w.cfg.UpstreamKeepalive, decrypt: w.cfg.Decrypt,
 		health: w.cfg.Health, dns: w.dns, disc: w.disc}, pluginSet{env: w.cfg.Plugins}, w.snap.Load(), yield)
 	if err != nil {
@@ -289,6 +295,10 @@ func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
 	w.buildCerts(snap, s.SSLs)
 	w.SetSnapshot(snap)
 	w.spec.Store(s)
+	w.dns.retain(snap.dnsNames())
+	if w.disc != nil {
+		w.disc.retainServices(snap.dnsServices())
+	}
 	return nil
 }
 

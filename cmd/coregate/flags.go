@@ -31,6 +31,8 @@ func runSupervisor(args []string) error {
 		"a worker not ready this long after it was started (its first configuration built) is killed and restarted")
 	fs.IntVar(&c.Counters, "counters", 0, "size of the node's shared counter table, in counters (limit-count's policy local; 128 bytes each; 0: "+
 		strconv.Itoa(shm.DefaultSlots)+")")
+	fs.IntVar(&c.HealthSlots, "health-slots", 0, "size of the node's upstream health region, in nodes of checked upstreams (64 bytes each; 0: "+
+		strconv.Itoa(shm.DefaultHealthSlots)+")")
 	fs.StringVar(&c.EtcdData, "etcd-data", "", "data directory of the embedded etcd (default: "+supervisor.EtcdDataDir+" beside config.yaml)")
 	fs.BoolVar(&c.Test, "t", false, "check config.yaml (and a data plane's apisix.yaml), print its warnings and exit, as nginx -t: status 0 when the node would start with it")
 	fs.BoolVar(&c.AcceptReset, supervisor.AcceptResetFlag[2:], false, "serve the configuration etcd holds even if it is older than "+storesync.CacheFile+

@@ -7,10 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // checkedNode is an upstream node a health test drives: it answers its
@@ -316,5 +319,45 @@ func TestHealthCheckMetric(t *testing.T) {
 	g.waitLog(`upstream node healthy.*node=`+b.addr, 1, 10*time.Second)
 	if got := status(); got[b.addr] != 1 {
 		t.Fatalf("apisix_upstream_status with %s healthy again: %v", b.addr, got)
+	}
+}
+
+// TestHealthCheckSlotsFreed: a node whose health region holds 4 slots
+// (--health-slots 4) runs the checks of ten routes' upstreams of two nodes
+// each, one configuration after the other: the slots of the nodes each
+// configuration drops are given back, so the last route's checks still
+// find a node that answers 500, which then gets no traffic.
+func TestHealthCheckSlotsFreed(t *testing.T) {
+	a, b := newCheckedNode(t), newCheckedNode(t)
+	active := obj{"type": "http", "http_path": "/status", "timeout": 0.5,
+		"healthy":   obj{"interval": 1, "successes": 1},
+		"unhealthy": obj{"interval": 1, "http_failures": 1, "tcp_failures": 1}}
+	route := func(i int) string {
+		return routesYAML(obj{"id": i, "uri": fmt.Sprint("/hc", i), "upstream": obj{"type": "roundrobin", "retries": 1,
+			"nodes":  nodeList(t, nodeSpec{addr: a.addr, weight: 1}, nodeSpec{addr: b.addr, weight: 1}),
+			"checks": obj{"active": active}}})
+	}
+	g := bindGateway(e2e.Start(t, e2e.Options{Bin: binPath, APISIX: route(1), Listen: true,
+		Config: func(port int) string { return baseConfig(port, "") }, Args: []string{"--health-slots", "4"}}))
+	c := newClient(t)
+	const last = 10
+	for i := 2; i <= last; i++ {
+		g.rewrite(route(i))
+		eventually(t, 10*time.Second, func() error {
+			r, err := tryDo(c, "GET", g.url(fmt.Sprint("/hc", i)), "", nil, nil)
+			if err != nil || r.status != 200 {
+				return fmt.Errorf("route %d not served yet: %d %v", i, r.status, err)
+			}
+			return nil
+		})
+	}
+	l := startLoad(t, g.url(fmt.Sprint("/hc", last)), 2)
+	trafficTo(t, a)
+	trafficTo(t, b)
+	b.mode.Store("500")
+	g.waitLog(fmt.Sprint(`upstream node unhealthy.*upstream=/apisix/routes/`, last, `.*node=`, b.addr), 1, 10*time.Second)
+	noTrafficTo(t, b, l, 2*time.Second)
+	if strings.Contains(g.Log(), "health region full") {
+		t.Error("the region filled up: slots were not given back")
 	}
 }

@@ -112,7 +112,8 @@
 // Upstream health (APISIX's checks) is a fourth region (shm.Health): the
 // supervisor runs one active prober per node of every upstream with
 // checks (health.go: an HTTP(S) GET of http_path, or a TCP connect, every
-// healthy.interval or unhealthy.interval), not one per worker, and keeps
+// healthy.interval or unhealthy.interval, at most checks.active.concurrency
+// of an upstream's probes at once), not one per worker, and keeps
 // each node's state and lua-resty-healthcheck's counters there; every
 // worker maps it read-write (--health-fd), skips the unhealthy nodes when
 // it picks one (all of them are tried when none is healthy) and counts its
@@ -121,6 +122,11 @@
 // as apisix_upstream_status{name,ip,port}, and listed by Supervisor.Health
 // in the shape of APISIX's Control API (/v1/healthcheck). A configuration
 // that changes an upstream's checks starts its nodes again healthy. The
+// supervisor alone claims and frees the region's slots (--health-slots of
+// them, shm.DefaultHealthSlots unless set): a slot is claimed before the
+// configuration that names its node is sent, and freed one configuration
+// after the one that dropped the node, so that upstreams may come and go
+// without end; workers only look their nodes up. The
 // region is not taken over by a later supervisor: workers it adopts keep
 // their mapping, and their states stop changing until they are replaced.
 //

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
@@ -26,19 +27,55 @@ import (
 // the health region that every worker reads when it picks a node
 // (shm.Health).
 //
+// The probers of one upstream's checks share a semaphore of
+// checks.active.concurrency probes (probeSlots): at most that many are in
+// flight at once, as lua-resty-healthcheck's checker runs that many
+// threads over its targets.
+//
+// The supervisor alone claims and frees the nodes' slots of the region
+// (update); the workers look them up when they build a configuration, which
+// the supervisor sends after update has run. The slot of a node that a
+// configuration drops is kept (retired) until the next configuration's
+// update, and freed then unless that one names the node again: the
+// supervisor sends the next configuration only once every running worker
+// has built the one before, or has held it up for maxHold, so a worker
+// that still reads or reports into a freed slot, given meanwhile to another
+// node, is one that was held up past maxHold, one that refused the
+// configuration that dropped the node, or an old one draining after a
+// restart: it sees the other node's state until it moves on, as it would
+// a node's state of a moment ago.
+//
 // update runs on the supervisor's goroutine; the probers run on their own
-// goroutines; statuses may be called from any goroutine. mu guards probes.
+// goroutines; statuses may be called from any goroutine. mu guards probes,
+// order, slots and retired.
 type healthChecks struct {
 	seg *shm.HealthSegment
 	log *slog.Logger
+	// roots are the CAs an https probe's certificate is verified against
+	// (apisix.ssl.ssl_trusted_certificate, as the workers' https
+	// upstreams); nil: the system's. Set before the first update.
+	roots *x509.CertPool
 
 	mu     sync.Mutex
-	probes map[string]*prober // by shm.HealthKey
-	order  []string           // upstream names, in the configuration's order
+	probes map[string]*prober     // by shm.HealthKey
+	order  []string               // upstream names, in the configuration's order
+	slots  map[string]*probeSlots // by upstream name
+	// retired are the slots of the nodes the last update dropped, by
+	// shm.HealthKey: the next update frees them.
+	retired map[string]*shm.HealthNode
+}
+
+// probeSlots bounds the probes in flight of one upstream's checks: a
+// probe holds one of its len(ch) places while it runs. Safe for
+// concurrent use.
+type probeSlots struct {
+	raw string // the checks it was made for
+	ch  chan struct{}
 }
 
 // prober probes one node of one upstream.
 type prober struct {
+	key      string // shm.HealthKey
 	upstream string // Control API name: /apisix/upstreams/1
 	scheme   string // the upstream's: the port a node without one has
 	host     string // the node's host, unbracketed
@@ -46,19 +83,25 @@ type prober struct {
 	raw      string // the checks it was started with
 	checks   *spec.Checks
 	node     *shm.HealthNode
+	slots    *probeSlots // shared by the upstream's probers
+	roots    *x509.CertPool
 	cancel   context.CancelFunc
 }
 
 func newHealthChecks(seg *shm.HealthSegment, log *slog.Logger) *healthChecks {
-	return &healthChecks{seg: seg, log: log, probes: map[string]*prober{}}
+	return &healthChecks{seg: seg, log: log, probes: map[string]*prober{}, slots: map[string]*probeSlots{},
+		retired: map[string]*shm.HealthNode{}}
 }
 
 // update starts the probers sp's checked upstreams need and stops those
 // it no longer needs; a node whose upstream's checks changed starts again
-// healthy, as APISIX makes a new checker. It does not block.
+// healthy, as APISIX makes a new checker. It claims the slots of the
+// nodes it starts, frees those the previous update retired that sp does
+// not name, and retires those of the nodes it stops. It does not block.
 func (h *healthChecks) update(sp *spec.Spec) {
 	want := map[string]bool{}
 	var order []string
+	var starts []*prober
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, cu := range sp.CheckedUpstreams() {
@@ -68,6 +111,11 @@ func (h *healthChecks) update(sp *spec.Spec) {
 			continue
 		}
 		order = append(order, cu.Name)
+		slots := h.slots[cu.Name]
+		if slots == nil || slots.raw != string(cu.Upstream.Checks) {
+			slots = &probeSlots{raw: string(cu.Upstream.Checks), ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
+			h.slots[cu.Name] = slots
+		}
 		scheme := cu.Upstream.Scheme
 		if scheme == "" {
 			scheme = "http"
@@ -85,25 +133,41 @@ func (h *healthChecks) update(sp *spec.Spec) {
 				p.cancel()
 				delete(h.probes, key)
 			}
-			hn := h.seg.Node(key)
-			if hn == nil {
-				h.log.Error("health region full: node not checked", "upstream", cu.Name, "node", addr)
-				continue
-			}
 			host, port, _ := net.SplitHostPort(addr)
 			pn, _ := strconv.Atoi(port)
-			ctx, cancel := context.WithCancel(context.Background())
-			p := &prober{upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Checks),
-				checks: checks, node: hn, cancel: cancel}
-			hn.Reset()
+			p := &prober{key: key, upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Checks),
+				checks: checks, slots: slots, roots: h.roots}
 			h.probes[key] = p
-			go p.run(ctx, h.log)
+			starts = append(starts, p)
 		}
+	}
+	for key, n := range h.retired {
+		if !want[key] {
+			h.seg.Free(n)
+		}
+		delete(h.retired, key)
 	}
 	for key, p := range h.probes {
 		if !want[key] {
 			p.cancel()
 			delete(h.probes, key)
+			h.retired[key] = p.node
+		}
+	}
+	for _, p := range starts {
+		if p.node = h.seg.Node(p.key); p.node == nil {
+			h.log.Error("health region full: node not checked", "upstream", p.upstream, "node", p.key[len(p.upstream)+1:])
+			delete(h.probes, p.key)
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		p.cancel = cancel
+		p.node.Reset()
+		go p.run(ctx, h.log)
+	}
+	for name := range h.slots {
+		if !slices.Contains(order, name) {
+			delete(h.slots, name)
 		}
 	}
 	h.order = order
@@ -169,9 +233,17 @@ func (p *prober) run(ctx context.Context, log *slog.Logger) {
 
 // probe sends one probe: a TCP connect, or an HTTP(S) request of
 // http_path (http_method, GET unless written, with req_headers and
-// http_req_body) whose status is read. counted is false for a status that is in neither
-// list.
+// http_req_body) whose status is read. counted is false for a status that
+// is in neither list, and for a probe that ctx ended while it waited for
+// one of its upstream's places (probeSlots): its timeout starts once it
+// has one.
 func (p *prober) probe(ctx context.Context) (r shm.Report, counted bool) {
+	select {
+	case p.slots.ch <- struct{}{}:
+		defer func() { <-p.slots.ch }()
+	case <-ctx.Done():
+		return 0, false
+	}
 	a := &p.checks.Active
 	port := p.port
 	if a.Port != 0 {
@@ -197,7 +269,10 @@ func (p *prober) probe(ctx context.Context) (r shm.Report, counted bool) {
 		host = p.host
 	}
 	if a.Type == "https" {
-		tc := tls.Client(c, &tls.Config{ServerName: host, InsecureSkipVerify: !a.VerifyCert})
+		// Verified, unless https_verify_certificate is false, against
+		// ssl_trusted_certificate's CAs, as APISIX's probes are
+		// (lua_ssl_trusted_certificate).
+		tc := tls.Client(c, &tls.Config{ServerName: host, RootCAs: p.roots, InsecureSkipVerify: !a.VerifyCert})
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return failure(err), true
 		}

@@ -57,6 +57,8 @@ type Command struct {
 	StartTimeout    time.Duration
 	// Counters is Options.Counters.
 	Counters int
+	// HealthSlots is Options.HealthSlots.
+	HealthSlots int
 	// EtcdData is the embedded etcd's data directory (--etcd-data); "":
 	// EtcdDataDir beside config.yaml.
 	EtcdData string
@@ -185,6 +187,10 @@ func Main(c Command) error {
 	if err := node.CheckTLS(nc); err != nil {
 		return err
 	}
+	cas, err := nodeconf.TrustedCAs(nc.APISIX.SSLTrustedCertificate)
+	if err != nil {
+		return err
+	}
 	sup, err := New(Options{
 		WorkerArgs:   []string{"-c", c.Config},
 		Workers:      n,
@@ -197,7 +203,9 @@ func Main(c Command) error {
 		Collectors:   collectors,
 		Settings:     node.Settings(nc),
 		Counters:     c.Counters,
+		HealthSlots:  c.HealthSlots,
 		Takeover:     TakeoverKey(c.Config),
+		TrustedCAs:   cas,
 		Log:          log,
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +85,11 @@ type Options struct {
 	// Counters is the size, in counters, of the node's shared counter
 	// table (limit-count's policy "local"); 0 means shm.DefaultSlots.
 	Counters int
+	// HealthSlots is the size, in node slots, of the node's upstream
+	// health region (shm.CreateHealth): how many nodes of checked
+	// upstreams the configuration may hold; 0 means
+	// shm.DefaultHealthSlots.
+	HealthSlots int
 	// Series bounds the metric series of each worker (prometheus's);
 	// 0 means shm.DefaultSeries.
 	Series int
@@ -92,6 +98,10 @@ type Options struct {
 	// takes over those a previous supervisor left. "" turns both off
 	// (a worker then drains when its supervisor is gone).
 	Takeover string
+	// TrustedCAs are apisix.ssl.ssl_trusted_certificate's CAs
+	// (nodeconf.TrustedCAs), which an https health probe's certificate is
+	// verified against; nil: the system's.
+	TrustedCAs *x509.CertPool
 }
 
 // Supervisor owns the worker processes.
@@ -280,7 +290,9 @@ func New(opts Options) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.createHealth()
+	if err := s.createHealth(); err != nil {
+		return nil, err
+	}
 	s.setSpec(sp)
 	if _, err := s.wholeConfig(); err != nil { // every worker starts with it
 		return nil, err
@@ -309,14 +321,20 @@ func New(opts Options) (*Supervisor, error) {
 	return s, nil
 }
 
-// createHealth makes the node's health region and its checks.
-func (s *Supervisor) createHealth() {
-	seg, err := shm.CreateHealth(0)
+// createHealth makes the node's health region and its checks. It fails
+// only for a size out of range.
+func (s *Supervisor) createHealth() error {
+	seg, err := shm.CreateHealth(s.opts.HealthSlots)
 	if err != nil {
+		if errors.Is(err, shm.ErrSize) {
+			return err
+		}
 		s.log.Error("shared upstream health unavailable: upstream checks are not run", "err", err)
-		return
+		return nil
 	}
 	s.health = newHealthChecks(seg, s.log)
+	s.health.roots = s.opts.TrustedCAs
+	return nil
 }
 
 // createTickets makes the node's TLS session ticket keys.

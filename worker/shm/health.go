@@ -19,11 +19,22 @@ import (
 //
 // A node's slot is found by its key, the upstream's and the node's
 // address (HealthKey), hashed with SHA-256: an open-addressing table
-// probed linearly from the hash, over at most MaxProbe slots. Slots are
-// claimed (one compare-and-swap of the control word, then the digest
-// written, then the control word set ready) and never given back: a node
-// keeps its slot, and its state, for the region's life, and a
-// configuration that names it again finds it.
+// probed linearly from the hash, over at most MaxProbe slots. Only the
+// supervisor claims and frees slots (HealthSegment.Node and Free), from
+// one goroutine at a time; the workers only look keys up (Health.Lookup),
+// and a key not found is a node not checked. A claim writes the slot's
+// control word busy, then the digest, then the control word ready; a
+// freed slot is marked deleted (a tombstone): lookups pass over it, so
+// that the keys stored past it in their chains are still found, and a
+// later claim takes it again. The control word carries a generation,
+// bumped by every claim, that a lookup reads before and after the digest:
+// a slot freed and claimed again under it is not taken for its old key.
+//
+// The region does not know which configuration a worker still runs: a
+// slot must not be freed while a worker may still read or report into
+// it. The supervisor frees a node's slot one configuration after the one
+// that dropped it (node/supervisor/health.go), when the workers have
+// built the configuration without it.
 //
 // A slot's state and counters are one word each, so that no reader ever
 // sees half of a change. The counters are lua-resty-healthcheck's, shared
@@ -45,9 +56,14 @@ const (
 	healthHeadSize  = 64
 	healthSlotBytes = 64
 
+	// A slot's control word: its state in the low byte, the generation
+	// of its last claim above.
 	hsEmpty = 0
 	hsBusy  = 1
 	hsReady = 2
+	hsDead  = 3 // freed: a tombstone
+	hsState = 0xff
+	hsGen   = 1 << 8
 	// hsSpins bounds the wait for a slot another process is claiming; past
 	// them (a process that died while claiming) the slot is passed over.
 	hsSpins = 1000
@@ -199,43 +215,96 @@ func healthOf(mem []byte, unmap func() error) (*Health, error) {
 // Close unmaps the region; no HealthNode of it may be used afterwards.
 func (h *Health) Close() error { return h.unmap() }
 
-// Node finds key's slot (HealthKey), claiming one the first time, or nil
-// when its probe chain is full. A new node is healthy. It allocates (the
-// key's digest): call it when compiling, not per request.
-func (h *Health) Node(key string) *HealthNode {
+// digest is key's SHA-256, as the words a slot stores.
+func digest(key string) (d [4]uint64) {
 	sum := sha256.Sum256([]byte(key))
-	var d [4]uint64
 	for i := range d {
 		d[i] = binary.LittleEndian.Uint64(sum[8*i:])
 	}
-	start := d[0]
+	return d
+}
+
+// Lookup finds key's slot (HealthKey), or nil when the supervisor has not
+// claimed one for it: a node not checked. It allocates (the key's digest):
+// call it when compiling, not per request. Safe for concurrent use; it
+// never changes the region.
+func (h *Health) Lookup(key string) *HealthNode {
+	d := digest(key)
 	for p := 0; p < h.probe; p++ {
-		s := &h.slots[(start+uint64(p))&h.mask]
+		s := &h.slots[(d[0]+uint64(p))&h.mask]
 		for spins := 0; ; spins++ {
 			c := s.ctl.Load()
-			if c == hsEmpty {
-				if !s.ctl.CompareAndSwap(hsEmpty, hsBusy) {
-					continue
-				}
-				for i := range d {
-					s.key[i].Store(d[i])
-				}
-				s.ctl.Store(hsReady)
-				return s
+			if c&hsState == hsEmpty {
+				return nil // the end of key's chain
 			}
-			if c == hsReady {
-				if s.key[0].Load() == d[0] && s.key[1].Load() == d[1] && s.key[2].Load() == d[2] && s.key[3].Load() == d[3] {
+			if c&hsState == hsReady {
+				if s.key[0].Load() == d[0] && s.key[1].Load() == d[1] && s.key[2].Load() == d[2] && s.key[3].Load() == d[3] &&
+					s.ctl.Load() == c {
 					return s
 				}
 				break
 			}
-			if spins >= hsSpins {
+			if c&hsState == hsDead || spins >= hsSpins {
 				break
 			}
-			osYield()
+			osYield() // being claimed
 		}
 	}
 	return nil
+}
+
+// Node finds key's slot (HealthKey), claiming one the first time (the
+// first tombstone of its chain, or its first empty slot), or nil when its
+// probe chain is full. A new node is healthy with its counters cleared. It
+// allocates (the key's digest). Only the region's creator claims slots:
+// Node and Free must not be called by two goroutines at once, nor by a
+// process that maps the region with OpenHealth.
+func (s *HealthSegment) Node(key string) *HealthNode {
+	d := digest(key)
+	var free *HealthNode
+	for p := 0; p < s.probe; p++ {
+		n := &s.slots[(d[0]+uint64(p))&s.mask]
+		c := n.ctl.Load()
+		if c&hsState == hsReady {
+			if n.key[0].Load() == d[0] && n.key[1].Load() == d[1] && n.key[2].Load() == d[2] && n.key[3].Load() == d[3] {
+				return n
+			}
+			continue
+		}
+		if free == nil {
+			free = n
+		}
+		if c&hsState == hsEmpty {
+			break // key is not past it
+		}
+	}
+	if free == nil {
+		return nil
+	}
+	gen := free.ctl.Load()&^hsState + hsGen
+	free.ctl.Store(gen | hsBusy)
+	for i := range d {
+		free.key[i].Store(d[i])
+	}
+	free.state.Store(0)
+	free.ctr.Store(0)
+	free.ctl.Store(gen | hsReady)
+	return free
+}
+
+// Free gives n's slot back: a lookup of its key finds nothing from now on
+// and a later Node may claim it for another key. A worker that still holds
+// n reads and reports into whatever node the slot is given to next: free a
+// slot only once no worker runs a configuration that names it. The same
+// rules as Node's hold; a nil n is ignored.
+func (s *HealthSegment) Free(n *HealthNode) {
+	if n == nil {
+		return
+	}
+	c := n.ctl.Load()
+	if c&hsState == hsReady {
+		n.ctl.Store(c&^hsState | hsDead)
+	}
 }
 
 // Healthy reports whether the node may be given traffic. It is one atomic

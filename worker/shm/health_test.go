@@ -143,17 +143,18 @@ func TestHealthRace(t *testing.T) {
 
 const healthChildEnv = "SHM_TEST_HEALTH_CHILD"
 
-// healthChild maps the region of fd 3, reports what its argument says
-// ("fail KEY N": N TCP failures, threshold N; "read KEY") and prints the
-// node's state.
+// healthChild maps the region of fd 3, looks its argument's key up,
+// reports what the argument says ("fail KEY": 3 TCP failures, threshold
+// 3; "read KEY") and prints the node's state: a key not found is a node
+// not checked, healthy.
 func healthChild(arg string) error {
 	h, err := OpenHealth(os.NewFile(3, "health"))
 	if err != nil {
 		return err
 	}
 	f := strings.Fields(arg)
-	n := h.Node(f[1])
-	if n == nil {
+	n := h.Lookup(f[1])
+	if n == nil && f[0] == "fail" {
 		return fmt.Errorf("no slot for %s", f[1])
 	}
 	if f[0] == "fail" {
@@ -165,11 +166,13 @@ func healthChild(arg string) error {
 	return nil
 }
 
-// TestHealthProcesses: a node a child process marks unhealthy is seen so
-// by the creator and by another child, and one the creator marks healthy
-// again is seen so by a child.
+// TestHealthProcesses: a node the creator claimed and a child process
+// marks unhealthy is seen so by the creator and by another child, one the
+// creator marks healthy again is seen so by a child, and one the creator
+// frees is not found (not checked).
 func TestHealthProcesses(t *testing.T) {
 	s := newHealth(t, 0)
+	n := s.Node("/apisix/upstreams/9#10.0.0.1:80")
 	run := func(arg string) string {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -185,8 +188,7 @@ func TestHealthProcesses(t *testing.T) {
 	if got := run("fail /apisix/upstreams/9#10.0.0.1:80"); got != "false" {
 		t.Fatalf("the child sees its node healthy: %s", got)
 	}
-	n := s.Node("/apisix/upstreams/9#10.0.0.1:80")
-	if n.Healthy() {
+	if s.Node("/apisix/upstreams/9#10.0.0.1:80") != n || n.Healthy() {
 		t.Fatal("the creator sees the node the child failed healthy")
 	}
 	if got := run("read /apisix/upstreams/9#10.0.0.1:80"); got != "false" {
@@ -198,5 +200,76 @@ func TestHealthProcesses(t *testing.T) {
 	n.Report(Success, 1)
 	if got := run("read /apisix/upstreams/9#10.0.0.1:80"); got != "true" {
 		t.Fatalf("a child sees the node made healthy unhealthy: %s", got)
+	}
+	n.Report(TCPFailure, 1)
+	s.Free(n)
+	if got := run("read /apisix/upstreams/9#10.0.0.1:80"); got != "true" {
+		t.Fatalf("a child finds a freed node, unhealthy: %s", got)
+	}
+}
+
+// TestHealthFree: a freed slot is a tombstone that lookups pass over, so
+// the keys claimed past it in its chain are still found; a claim takes it
+// again, healthy and with its counters cleared; a region of 4 slots holds
+// any number of nodes over time, 4 at once.
+func TestHealthFree(t *testing.T) {
+	s := newHealth(t, 4)
+	// Keys whose chains start at the same slot, so that each is stored
+	// past the one before.
+	var same []string
+	first := digest("k0")[0] & s.mask
+	for i := 0; len(same) < 4; i++ {
+		if k := fmt.Sprint("k", i); digest(k)[0]&s.mask == first {
+			same = append(same, k)
+		}
+	}
+	a, b, c := s.Node(same[0]), s.Node(same[1]), s.Node(same[2])
+	if a == nil || b == nil || c == nil || a == b || b == c {
+		t.Fatal("three keys of one chain did not get three slots")
+	}
+	c.Report(TCPFailure, 1)
+	a.Report(TCPFailure, 1)
+	s.Free(a)
+	s.Free(b)
+	if s.Lookup(same[0]) != nil || s.Lookup(same[1]) != nil {
+		t.Fatal("a freed key is found")
+	}
+	if s.Lookup(same[2]) != c || c.Healthy() {
+		t.Fatal("a key stored past two tombstones is not found, or lost its state")
+	}
+	if s.Node(same[2]) != c {
+		t.Fatal("claiming a stored key past tombstones claimed it again")
+	}
+	// The first tombstone of the chain is claimed again.
+	d := s.Node(same[3])
+	if d != a || !d.Healthy() || s.Lookup(same[3]) != d || s.Lookup(same[0]) != nil {
+		t.Fatal("the chain's first tombstone was not claimed again, healthy, for the new key only")
+	}
+	s.Free(c)
+	s.Free(d)
+	s.Free(s.Lookup(same[1])) // nil: ignored
+	for round := range 50 {
+		var held []*HealthNode
+		for i := range 4 {
+			k := fmt.Sprint("r", round, "n", i)
+			n := s.Node(k)
+			if n == nil {
+				t.Fatalf("round %d: node %d of 4 got no slot", round, i)
+			}
+			if a, b, c, d := n.Counters(); !n.Healthy() || a+b+c+d != 0 {
+				t.Fatalf("round %d: a slot claimed again kept its old state", round)
+			}
+			n.Report(TCPFailure, 1)
+			held = append(held, n)
+		}
+		if s.Node("fifth") != nil {
+			t.Fatalf("round %d: a fifth node got a slot of 4", round)
+		}
+		for i, n := range held {
+			if s.Lookup(fmt.Sprint("r", round, "n", i)) != n {
+				t.Fatalf("round %d: node %d not found", round, i)
+			}
+			s.Free(n)
+		}
 	}
 }
