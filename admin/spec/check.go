@@ -8,7 +8,7 @@ import (
 )
 
 // Check verifies what no single object can: ids are present and unique per
-// kind, and every upstream_id, service_id and plugin_config_id names an
+// kind, and every upstream_id, service_id, plugin_config_id and group_id names an
 // object of the Spec. Objects are assumed to have passed Validate. The
 // first problem found is returned as a *ReferenceError
 // ("route 1: upstream_id 9 not found").
@@ -53,9 +53,18 @@ func (s *Spec) Check() error {
 			return err
 		}
 	}
+	groups := make(map[string]bool, len(s.ConsumerGroups))
+	for i, g := range s.ConsumerGroups {
+		if err := addID(groups, "consumer_group", i, g.ID); err != nil {
+			return err
+		}
+	}
 	consumers := make(map[string]bool, len(s.Consumers))
 	for i, c := range s.Consumers {
 		if err := addID(consumers, "consumer", i, StringID(c.Username)); err != nil {
+			return err
+		}
+		if err := ref(groups, "consumer", StringID(c.Username), "group_id", c.GroupID); err != nil {
 			return err
 		}
 	}

@@ -146,6 +146,8 @@ func UnmarshalEach(b []byte, s *Spec, each func()) error {
 			err = decodeEach(dec, &s.PluginConfigs, each)
 		case "global_rules":
 			err = decodeEach(dec, &s.GlobalRules, each)
+		case "consumer_groups":
+			err = decodeEach(dec, &s.ConsumerGroups, each)
 		case "credentials":
 			err = decodeEach(dec, &s.Credentials, each)
 		case "plugin_metadata":

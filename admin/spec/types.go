@@ -138,7 +138,7 @@ type ID struct {
 //
 // Its JSON form (the control protocol's Config frame) is the object
 // {"routes":[…],"services":[…],"upstreams":[…],"consumers":[…],
-// "plugin_configs":[…],"global_rules":[…],"credentials":[…],
+// "plugin_configs":[…],"global_rules":[…],"consumer_groups":[…],"credentials":[…],
 // "plugin_metadata":[…],"ssls":[…],"hash":"<hex>"}, each object in
 // its stored form; see MarshalJSON.
 type Spec struct {
@@ -153,6 +153,9 @@ type Spec struct {
 	Consumers     []*Consumer     `json:"consumers,omitempty"`
 	PluginConfigs []*PluginConfig `json:"plugin_configs,omitempty"`
 	GlobalRules   []*GlobalRule   `json:"global_rules,omitempty"`
+	// ConsumerGroups are decoded as those above (DecodeConsumerGroup);
+	// a consumer takes the plugins of the group its group_id names.
+	ConsumerGroups []*ConsumerGroup `json:"consumer_groups,omitempty"`
 	// Credentials are the consumers' credential objects, stored at
 	// /apisix/consumers/<username>/credentials/<id>, each kept as written
 	// with its "id" in the form APISIX's standalone mode gives it:
