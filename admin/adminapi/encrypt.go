@@ -11,8 +11,9 @@ import (
 //     (upstreams, and the upstream of routes and services), encrypted with
 //     the keyring when written in PEM (keyring.EncryptPrivateKey);
 //   - the encrypt_fields of each plugin's configuration (routes, services,
-//     plugin configs, global rules, consumers and credentials) encrypted
-//     with the fields' keyring (plugins.Registry.EncryptConf).
+//     plugin configs, global rules, consumer groups, consumers and
+//     credentials) encrypted with the fields' keyring
+//     (plugins.Registry.EncryptConf).
 //
 // The object is checked before, with the values as sent; the bytes
 // answered by PUT, POST and PATCH are those stored, as in APISIX. GET
@@ -24,7 +25,7 @@ import (
 // whether they are a consumer's (checked against consumer schemas).
 func pluginsOf(rs *resource) (has, consumer bool) {
 	switch rs.name {
-	case "routes", "services", "plugin_configs", "global_rules":
+	case "routes", "services", "plugin_configs", "global_rules", "consumer_groups":
 		return true, false
 	case "consumers", "credentials":
 		return true, true

@@ -311,6 +311,9 @@ func (a *api) inUse(ctx context.Context, rs *resource, id string) *apiError {
 				continue
 			}
 			by := spec.RawID(kv.Value, "id").String()
+			if by == "" { // a consumer: its key's, the username
+				by = kv.Key[strings.LastIndexByte(kv.Key, '/')+1:]
+			}
 			return &apiError{Status: http.StatusBadRequest,
 				Msg: rs.refusal + ref.kind + " [" + by + "] is still using it now"}
 		}
