@@ -169,6 +169,7 @@ type object struct {
 	cons   *spec.Consumer
 	pc     *spec.PluginConfig
 	gr     *spec.GlobalRule
+	cg     *spec.ConsumerGroup
 	ssl    *spec.SSL
 	raw    json.RawMessage // credentials, plugin_metadata
 	// refusal: why a global rule is invalid (it does not decode, a
@@ -603,6 +604,7 @@ var resources = map[string]string{
 	"consumers":       spec.KindConsumer,
 	"plugin_configs":  spec.KindPluginConfig,
 	"global_rules":    spec.KindGlobalRule,
+	"consumer_groups": spec.KindConsumerGroup,
 	"ssls":            spec.KindSSL,
 	"plugin_metadata": kindPluginMetadata,
 }
@@ -718,7 +720,7 @@ func decode(kind, id string, value []byte) (*object, error) {
 		}
 		m["id"], _ = json.Marshal(id)
 		o.raw, err = json.Marshal(m)
-	default: // consumers, plugin configs, global rules
+	default: // consumers, plugin configs, global rules, consumer groups
 		var b bytes.Buffer
 		if err = json.Compact(&b, value); err != nil {
 			break
@@ -735,6 +737,8 @@ func decode(kind, id string, value []byte) (*object, error) {
 			o.pc, err = spec.DecodePluginConfig(raw)
 		case spec.KindGlobalRule:
 			o.gr, err = spec.DecodeGlobalRule(raw)
+		case spec.KindConsumerGroup:
+			o.cg, err = spec.DecodeConsumerGroup(raw)
 		}
 	}
 	if err != nil {
@@ -775,6 +779,8 @@ func (s *Syncer) checkPlugins(o *object) error {
 		confs = o.pc.Plugins
 	case spec.KindGlobalRule:
 		confs = o.gr.Plugins
+	case spec.KindConsumerGroup:
+		confs = o.cg.Plugins
 	case kindCredential:
 		var v struct {
 			Plugins map[string]json.RawMessage `json:"plugins"`
@@ -858,6 +864,8 @@ func (s *Syncer) build() (*spec.Spec, error) {
 				sp.PluginConfigs = append(sp.PluginConfigs, o.pc)
 			case spec.KindGlobalRule:
 				sp.GlobalRules = append(sp.GlobalRules, o.gr)
+			case spec.KindConsumerGroup:
+				sp.ConsumerGroups = append(sp.ConsumerGroups, o.cg)
 			case spec.KindSSL:
 				sp.SSLs = append(sp.SSLs, o.ssl)
 			case kindCredential:
