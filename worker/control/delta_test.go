@@ -61,6 +61,7 @@ func TestDeltaCarriesTheSpec(t *testing.T) {
 	next.Services = nil // removed (route 1 no longer names it)
 	next.Consumers = append(slices.Clone(base.Consumers), mustDecode(t, spec.DecodeConsumer, `{"username":"jill"}`))
 	next.PluginConfigs = []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"prometheus":{"prefer_name":true}}}`)}
+	next.ConsumerGroups = append(slices.Clone(base.ConsumerGroups), mustDecode(t, spec.DecodeConsumerGroup, `{"id":"g2","plugins":{"limit-count":{"count":9,"time_window":60}}}`))
 	next.Credentials = []json.RawMessage{json.RawMessage(`{"id":"jack/credentials/c1","plugins":{"key-auth":{"key":"k2"}}}`)}
 	next.SetHash()
 
@@ -77,12 +78,12 @@ func TestDeltaCarriesTheSpec(t *testing.T) {
 		t.Fatalf("decoded spec (-config +delta):\n%s\npayload %s", d, payload)
 	}
 	// What was kept travels as runs, not as objects.
-	for _, kept := range []string{`"/b"`, `"username":"jack"`, `"id":1,"plugins":{"prometheus":{}}`, `"127.0.0.1:1980":1`} {
+	for _, kept := range []string{`"/b"`, `"username":"jack"`, `"id":1,"plugins":{"prometheus":{}}`, `"127.0.0.1:1980":1`, `"count":7`} {
 		if strings.Contains(string(payload), kept) {
 			t.Errorf("the payload carries %s, which the base has: %s", kept, payload)
 		}
 	}
-	for _, sent := range []string{`"/a2"`, `"/new"`, `"jill"`, `"prefer_name":true`, `"k2"`} {
+	for _, sent := range []string{`"/a2"`, `"/new"`, `"jill"`, `"prefer_name":true`, `"k2"`, `"count":9`} {
 		if !strings.Contains(string(payload), sent) {
 			t.Errorf("the payload lacks %s: %s", sent, payload)
 		}
