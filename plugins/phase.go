@@ -204,6 +204,12 @@ type Consumer struct {
 	// Plugins is the consumer's "plugins" object, raw, as stored; the
 	// worker merges it into a route's when the consumer is attached.
 	Plugins map[string]json.RawMessage
+	// GroupID is the consumer's group_id ("" for none) and GroupPlugins
+	// that consumer group's "plugins", merged under Plugins (APISIX's
+	// merge_consumer_route: the consumer's own configuration of a plugin
+	// wins). They identify no consumer: only Plugins is indexed.
+	GroupID      string
+	GroupPlugins map[string]json.RawMessage
 }
 
 // Consumers is a snapshot's consumers, indexed for authentication: the
