@@ -50,6 +50,7 @@ func CheckFile(path string, reg *plugins.Registry) error {
 		s.Consumers = append(s.Consumers, one.Consumers...)
 		s.PluginConfigs = append(s.PluginConfigs, one.PluginConfigs...)
 		s.GlobalRules = append(s.GlobalRules, one.GlobalRules...)
+		s.ConsumerGroups = append(s.ConsumerGroups, one.ConsumerGroups...)
 		s.Credentials = append(s.Credentials, one.Credentials...)
 		s.PluginMetadata = append(s.PluginMetadata, one.PluginMetadata...)
 		s.SSLs = append(s.SSLs, one.SSLs...)
@@ -79,7 +80,7 @@ func CheckFile(path string, reg *plugins.Registry) error {
 
 func objects(s *spec.Spec) int {
 	return len(s.Routes) + len(s.Services) + len(s.Upstreams) + len(s.Consumers) + len(s.PluginConfigs) +
-		len(s.GlobalRules) + len(s.Credentials) + len(s.PluginMetadata) + len(s.SSLs)
+		len(s.GlobalRules) + len(s.ConsumerGroups) + len(s.Credentials) + len(s.PluginMetadata) + len(s.SSLs)
 }
 
 // drop removes the last object of kind with id from s: the one a
@@ -98,6 +99,8 @@ func drop(s *spec.Spec, kind, id string) bool {
 		return dropLast(&s.PluginConfigs, func(pc *spec.PluginConfig) bool { return pc.ID.String() == id })
 	case "global_rule":
 		return dropLast(&s.GlobalRules, func(g *spec.GlobalRule) bool { return g.ID.String() == id })
+	case "consumer_group":
+		return dropLast(&s.ConsumerGroups, func(g *spec.ConsumerGroup) bool { return g.ID.String() == id })
 	case "credential":
 		return dropLast(&s.Credentials, func(raw json.RawMessage) bool { return spec.RawID(raw, "id").String() == id })
 	case "plugin_metadata":

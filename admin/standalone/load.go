@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"coregate/admin/protofile"
 	"coregate/admin/spec"
 
 	"go.yaml.in/yaml/v3"
@@ -145,12 +146,11 @@ func (l *loader) fail(item, msg string, kind, err error) *LoadError {
 var supported = map[string]bool{
 	"routes": true, "services": true, "upstreams": true,
 	"consumers": true, "plugin_configs": true, "global_rules": true,
-	"plugin_metadata": true, "ssls": true,
+	"plugin_metadata": true, "ssls": true, "consumer_groups": true, "protos": true,
 }
 
 // notYet are APISIX's other top-level lists: accepted when empty.
 var notYet = map[string]bool{
-	"consumer_groups": true, "protos": true,
 	"stream_routes": true, "secrets": true, "plugins": true, "credentials": true,
 }
 
@@ -307,6 +307,27 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 			return bad(err)
 		}
 		s.GlobalRules = append(s.GlobalRules, gr)
+	case "consumer_groups":
+		g, err := spec.DecodeConsumerGroup(raw)
+		if err != nil {
+			return bad(err)
+		}
+		s.ConsumerGroups = append(s.ConsumerGroups, g)
+	case "protos":
+		// Checked as the Admin API checks one, then not kept: nothing
+		// reads a proto until grpc-transcode exists.
+		if err := spec.ValidateObject(spec.KindProto, raw); err != nil {
+			return bad(err)
+		}
+		var p struct {
+			Content string `json:"content"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return bad(err)
+		}
+		if err := protofile.Check(p.Content); err != nil {
+			return l.fail(where, "invalid content: "+err.Error(), ErrInvalid, err)
+		}
 	case "ssls":
 		// Keys are not read here: they may be encrypted
 		// (apisix.data_encryption); the workers' tlsconf reads them.

@@ -70,6 +70,11 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 			return err
 		}
 	}
+	for _, g := range s.ConsumerGroups {
+		if err := check("consumer_groups (id "+g.ID.String()+")", g.Plugins, false); err != nil {
+			return err
+		}
+	}
 	for _, raw := range s.PluginMetadata {
 		name, conf, err := plugins.SplitMetadata(raw)
 		if err == nil {
