@@ -8,6 +8,7 @@
 //	/apisix/admin/{consumer_groups,protos}[/{id}[/{sub/path}]]
 //	/apisix/admin/consumers[/{username}]
 //	/apisix/admin/consumers/{username}/credentials[/{id}]
+//	/apisix/admin/secrets[/{manager}[/{id}[/{sub/path}]]]
 //	/apisix/admin/plugin_metadata[/{plugin}]
 //	/apisix/admin/plugins/list, /apisix/admin/plugins/{name}, /apisix/admin/plugins/reload
 //	/apisix/admin/schema/{kind}, /apisix/admin/schema/plugins/{name}, /apisix/admin/schema/validate/{resource}
@@ -36,8 +37,18 @@
 // wrong 400 {"error_msg": …} (envelope.go). Stream routes are answered as
 // APISIX answers them with its default proxy_mode, http (coregate has no
 // stream proxy): 400 "stream mode is disabled, can not add stream routes",
-// whatever the method. Other resources APISIX has and coregate has not yet
-// (secrets) are 404 "Unsupported resource type".
+// whatever the method.
+//
+// Secrets (secrets.go; admin/secrets.lua) live under their manager, one of
+// APISIX's (vault, aws, gcp; else 400 "invalid secret manager: azure"),
+// at <prefix>/secrets/<manager>/<id> with the id "<manager>/<id>" in the
+// object, as APISIX stores them; they are checked against the manager's
+// schema (package secret), have no POST, and PUT or PATCH without an id
+// is 400 "no secret id". Their credentials (a vault token, an aws
+// secret_access_key and session_token, a gcp auth_config.private_key) are
+// stored encrypted with the fields' keyring and shown decrypted, as
+// plugins' encrypt_fields are (encrypt.go). GET /apisix/admin/secrets
+// lists every manager's.
 //
 // # What is stored
 //

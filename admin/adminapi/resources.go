@@ -54,8 +54,8 @@ type write struct {
 	obj map[string]any // the object
 	raw []byte         // obj encoded: what is validated and stored
 	// urlID is the id the URL gave ("" for none); consumer is a
-	// credential's consumer.
-	urlID, consumer string
+	// credential's consumer, manager a secret's.
+	urlID, consumer, manager string
 }
 
 var resources = map[string]*resource{
@@ -102,6 +102,10 @@ var resources = map[string]*resource{
 	"protos": {
 		name: "protos", kind: "proto", schemaKind: spec.KindProto, noPatch: true,
 		check: (*api).checkProto, schemaCheck: objectSchema(spec.KindProto),
+	},
+	"secrets": {
+		name: "secrets", kind: "secret", noPost: true,
+		check: (*api).checkSecret, schemaCheck: noSecretSchema,
 	},
 	"global_rules": {
 		name: "global_rules", kind: "global rule", schemaKind: spec.KindGlobalRule, noPost: true,
