@@ -64,6 +64,16 @@ func (r *Registry) SetSecrets(s SecretSource) {
 	r.secrets.Store(&secretSource{s})
 }
 
+// UpdateSecrets hands objs, the secret objects of the configuration
+// about to be checked or built (a Spec's Secrets), to the SecretSource
+// when it reads them (an Update method: admin/secret's Resolver); it does
+// nothing otherwise. Called off the event loops, before the build.
+func (r *Registry) UpdateSecrets(objs []json.RawMessage) {
+	if u, ok := r.secretSource().(interface{ Update([]json.RawMessage) }); ok {
+		u.Update(objs)
+	}
+}
+
 func (r *Registry) secretSource() SecretSource {
 	if b := r.secrets.Load(); b != nil {
 		return b.s

@@ -35,7 +35,7 @@ func TestRegistryResolves(t *testing.T) {
 	reg := plugins.NewRegistry(plugins.Table)
 	reg.Register(keyauth.Name, keyauth.Plugin{})
 	res := secret.NewResolver(nil)
-	res.Update(map[string][]byte{"vault/v1": []byte(`{"uri":"` + srv.URL + `","prefix":"secret/data/apisix","token":"root"}`)})
+	res.Update([]json.RawMessage{json.RawMessage(`{"id":"vault/v1","uri":"` + srv.URL + `","prefix":"secret/data/apisix","token":"root"}`)})
 	reg.SetSecrets(res)
 
 	conf := json.RawMessage(`{"key":"$secret://vault/v1/jack/auth-key"}`)

@@ -53,12 +53,18 @@ func NewResolver(k *keyring.Keyring) *Resolver {
 	return &Resolver{keyring: k, objs: map[string]string{}, cache: map[string]cached{}}
 }
 
-// Update replaces the secret objects: by "<manager>/<id>", each as
-// stored. A value read with an object that changed or went is forgotten.
-func (r *Resolver) Update(objs map[string][]byte) {
+// Update replaces the secret objects: each as stored, with its id
+// "<manager>/<id>" (a Spec's Secrets); one without such an id is ignored.
+// A value read with an object that changed or went is forgotten.
+func (r *Resolver) Update(objs []json.RawMessage) {
 	m := make(map[string]string, len(objs))
-	for id, b := range objs {
-		m[id] = string(b)
+	for _, b := range objs {
+		var o struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(b, &o) == nil && strings.Contains(o.ID, "/") {
+			m[o.ID] = string(b)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

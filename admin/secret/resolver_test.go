@@ -10,7 +10,7 @@ import (
 
 // vaultObject is a vault object for srv, as the Admin API stores it: its
 // token sealed with the keyring when sealed.
-func vaultObject(t *testing.T, uri, prefix, token string, seal bool) []byte {
+func vaultObject(t *testing.T, uri, prefix, token string, seal bool) json.RawMessage {
 	t.Helper()
 	m := map[string]any{"id": "vault/v1", "uri": uri, "prefix": prefix, "token": token, "namespace": "team"}
 	if seal {
@@ -36,7 +36,7 @@ func TestResolver(t *testing.T) {
 		t.Fatalf("no objects: %v", err)
 	}
 	obj := vaultObject(t, srv.URL, "secret/data/apisix", "root", true)
-	r.Update(map[string][]byte{"vault/v1": obj})
+	r.Update([]json.RawMessage{obj})
 	for range 3 {
 		if v, err := r.Secret(ref); err != nil || v != "value-v2" {
 			t.Fatalf("Secret: %q %v", v, err)
@@ -46,17 +46,17 @@ func TestResolver(t *testing.T) {
 		t.Fatalf("%d reads of Vault for one value, want 1", hits.Load())
 	}
 	// The same objects again: the value stays cached.
-	r.Update(map[string][]byte{"vault/v1": obj, "aws/a": []byte(`{"access_key_id":"a","secret_access_key":"s"}`)})
+	r.Update([]json.RawMessage{obj, json.RawMessage(`{"id":"aws/a","access_key_id":"a","secret_access_key":"s"}`)})
 	if _, err := r.Secret(ref); err != nil || hits.Load() != 1 {
 		t.Fatalf("after the same objects: %v, %d reads", err, hits.Load())
 	}
 	// The object changed (another prefix, a KV v1 engine): read again.
-	r.Update(map[string][]byte{"vault/v1": vaultObject(t, srv.URL, "kv/apisix", "root", false)})
+	r.Update([]json.RawMessage{vaultObject(t, srv.URL, "kv/apisix", "root", false)})
 	if v, err := r.Secret(ref); err != nil || v != "value-v1" || hits.Load() != 2 {
 		t.Fatalf("after a change: %q %v, %d reads", v, err, hits.Load())
 	}
 	// A failure is not cached, and shows neither value nor token.
-	r.Update(map[string][]byte{"vault/v1": vaultObject(t, srv.URL, "kv/apisix", "wrong-token", true)})
+	r.Update([]json.RawMessage{vaultObject(t, srv.URL, "kv/apisix", "wrong-token", true)})
 	for range 2 {
 		if _, err := r.Secret(ref); err == nil || !strings.Contains(err.Error(), "status 403") || strings.Contains(err.Error(), "wrong-token") {
 			t.Fatalf("wrong token: %v", err)
@@ -67,7 +67,7 @@ func TestResolver(t *testing.T) {
 	}
 	// The token may be an $env:// reference, as in APISIX.
 	t.Setenv("COREGATE_TEST_VAULT_TOKEN", "root")
-	r.Update(map[string][]byte{"vault/v1": vaultObject(t, srv.URL, "kv/apisix", "$ENV://COREGATE_TEST_VAULT_TOKEN", true)})
+	r.Update([]json.RawMessage{vaultObject(t, srv.URL, "kv/apisix", "$ENV://COREGATE_TEST_VAULT_TOKEN", true)})
 	if v, err := r.Secret(ref); err != nil || v != "value-v1" {
 		t.Fatalf("token from the environment: %q %v", v, err)
 	}
@@ -84,14 +84,14 @@ func TestResolver(t *testing.T) {
 		t.Fatalf("object gone: %v", err)
 	}
 	// A read is bounded by Timeout.
-	r.Update(map[string][]byte{"vault/v1": vaultObject(t, srv.URL, "secret/data/slow", "root", false)})
+	r.Update([]json.RawMessage{vaultObject(t, srv.URL, "secret/data/slow", "root", false)})
 	r.Timeout = 200 * time.Millisecond
 	start := time.Now()
 	if _, err := r.Secret("$secret://vault/v1/jack/k"); err == nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("slow Vault: %v after %v", err, time.Since(start))
 	}
 	// Managers whose clients coregate has not, and malformed references.
-	r.Update(map[string][]byte{"aws/a": []byte(`{"access_key_id":"a","secret_access_key":"s"}`)})
+	r.Update([]json.RawMessage{json.RawMessage(`{"id":"aws/a","access_key_id":"a","secret_access_key":"s"}`)})
 	if _, err := r.Secret("$secret://aws/a/k"); err == nil || !strings.Contains(err.Error(), "not supported yet") {
 		t.Fatalf("aws: %v", err)
 	}

@@ -96,6 +96,16 @@ func (s *Spec) Check() error {
 			return err
 		}
 	}
+	secrets := make(map[string]bool, len(s.Secrets))
+	for i, raw := range s.Secrets {
+		id := RawID(raw, "id")
+		if m, rest, ok := strings.Cut(id.String(), "/"); !ok || m == "" || rest == "" || strings.Contains(rest, "/") {
+			return &ReferenceError{Kind: "secret", ID: id.String(), Field: "id", Msg: "not <manager>/<id>"}
+		}
+		if err := addID(secrets, "secret", i, id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

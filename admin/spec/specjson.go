@@ -154,6 +154,8 @@ func UnmarshalEach(b []byte, s *Spec, each func()) error {
 			err = decodeEach(dec, &s.PluginMetadata, each)
 		case "ssls":
 			err = decodeEach(dec, &s.SSLs, each)
+		case "secrets":
+			err = decodeEach(dec, &s.Secrets, each)
 		case "hash":
 			var h string
 			if err = dec.Decode(&h); err == nil && h != "" {
