@@ -11,7 +11,9 @@
 // <prefix>/consumers/<username>/credentials/<id>, as objects with the id
 // "<username>/credentials/<id>"; plugin_metadata/<plugin> as objects
 // with the id <plugin>; ssls with spec.DecodeSSL, their private keys
-// kept as stored, unread, for they may be encrypted), and its plugins are
+// kept as stored, unread, for they may be encrypted; secrets,
+// <prefix>/secrets/<manager>/<id>, checked against their manager's schema
+// (package secret) and kept as stored with the id "<manager>/<id>"), and its plugins are
 // checked with the plugin registry (Options.Plugins) as the Admin API
 // checks them; other keys (gen_id, stream_routes, …) are not part of a
 // Spec and are ignored.
@@ -21,6 +23,10 @@
 // reference this process cannot resolve (a node restarted without the
 // variable): the registry checks configurations as they resolve here,
 // where the workers, which inherit this environment, would build them.
+// $secret:// references are read with the secret objects read so far,
+// handed to the registry's SecretSource (plugins.Registry.UpdateSecrets)
+// as they change; a full read takes the secrets first, so that the
+// objects referring to them, whatever their keys, find them.
 // A global rule is the exception: left out, it would leave every route
 // without its plugins (an authentication, a limit), so one that fails in
 // any of these ways (it does not decode, names a plugin the gateway does
