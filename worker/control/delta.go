@@ -59,6 +59,7 @@ var deltaKinds = [...]deltaKind{
 	{"credentials", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.Credentials }},
 	{"plugin_metadata", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.PluginMetadata }},
 	{name: "ssls"},
+	{"secrets", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.Secrets }},
 }
 
 // jsonKept returns the JSON-kept resource named name, or nil.

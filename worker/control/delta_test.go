@@ -218,3 +218,30 @@ func TestDeltaSSLs(t *testing.T) {
 		t.Fatalf("payload %s", payload)
 	}
 }
+
+// TestDeltaCarriesSecrets: the secret objects travel in a Delta as the
+// other JSON-kept resources do: those kept as runs, the changed ones whole.
+func TestDeltaCarriesSecrets(t *testing.T) {
+	base := fullSpec(t)
+	base.Secrets = []json.RawMessage{
+		json.RawMessage(`{"id":"vault/v1","prefix":"kept-prefix","token":"t","uri":"http://127.0.0.1:8200"}`),
+		json.RawMessage(`{"id":"vault/v2","prefix":"old-prefix","token":"t","uri":"http://127.0.0.1:8200"}`),
+	}
+	base.SetHash()
+	next := *base
+	next.Secrets = []json.RawMessage{base.Secrets[0],
+		json.RawMessage(`{"id":"vault/v2","prefix":"new-prefix","token":"t","uri":"http://127.0.0.1:8200"}`),
+		json.RawMessage(`{"access_key_id":"a","id":"aws/a1","secret_access_key":"s"}`),
+	}
+	next.SetHash()
+	got, payload := viaDelta(t, base, &next)
+	if d := cmp.Diff(next.Secrets, got.Secrets); d != "" {
+		t.Fatalf("secrets (-want +got):\n%s", d)
+	}
+	if got.Hash != next.Hash {
+		t.Fatal("hash differs")
+	}
+	if strings.Contains(string(payload), "kept-prefix") || !strings.Contains(string(payload), "new-prefix") || !strings.Contains(string(payload), "aws/a1") {
+		t.Fatalf("payload %s", payload)
+	}
+}
