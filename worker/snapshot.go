@@ -75,7 +75,8 @@ type Snapshot struct {
 
 // sharedInputs are the Spec's resources that any route's build may read:
 // the consumers and their credentials (auth plugins, consumer variants),
-// plugin configs, global rules, consumer groups and plugin metadata.
+// plugin configs, global rules, consumer groups, plugin metadata and the
+// secret objects ($secret:// references).
 type sharedInputs struct {
 	consumers      []*spec.Consumer
 	credentials    []json.RawMessage
@@ -83,16 +84,18 @@ type sharedInputs struct {
 	globalRules    []*spec.GlobalRule
 	consumerGroups []*spec.ConsumerGroup
 	metadata       []json.RawMessage
+	secrets        []json.RawMessage
 }
 
 func sharedOf(s *spec.Spec) sharedInputs {
-	return sharedInputs{s.Consumers, s.Credentials, s.PluginConfigs, s.GlobalRules, s.ConsumerGroups, s.PluginMetadata}
+	return sharedInputs{s.Consumers, s.Credentials, s.PluginConfigs, s.GlobalRules, s.ConsumerGroups, s.PluginMetadata, s.Secrets}
 }
 
 func (a *sharedInputs) equal(b *sharedInputs) bool {
 	return sameObjects(a.consumers, b.consumers) && sameRaws(a.credentials, b.credentials) &&
 		sameObjects(a.pluginConfigs, b.pluginConfigs) && sameObjects(a.globalRules, b.globalRules) &&
-		sameObjects(a.consumerGroups, b.consumerGroups) && sameRaws(a.metadata, b.metadata)
+		sameObjects(a.consumerGroups, b.consumerGroups) && sameRaws(a.metadata, b.metadata) &&
+		sameRaws(a.secrets, b.secrets)
 }
 
 // sameObjects reports whether a and b hold the same objects, or equal
@@ -323,12 +326,17 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	// A route whose Spec objects (route, service, upstream) are those of
 	// a route of prev is taken over as prev built it, when nothing else
 	// its build reads changed: the same plugin registry and Env, and the
-	// same consumers, credentials, plugin configs, global rules, consumer groups and plugin
-	// metadata (whose indexes are then prev's too, so that its consumer
+	// same consumers, credentials, plugin configs, global rules, consumer groups, plugin
+	// metadata and secrets (whose indexes are then prev's too, so that its consumer
 	// variants stay keyed by the same consumers). The configuration store
 	// shares unchanged objects between Specs and a Delta keeps them, so a
-	// change to one route of 5 000 builds one route, and the router.
+	// change to one route of 5 000 builds one route, and the router. A
+	// changed secret object builds everything again: its $secret://
+	// references are read anew (here, off the event loop).
 	reuse := prev != nil && prev.reg == ps.reg && prev.env == ps.env && prev.shared.equal(&snap.shared)
+	if !reuse {
+		ps.reg.UpdateSecrets(s.Secrets)
+	}
 	var consumers []*plugins.Consumer
 	if reuse {
 		snap.consumers, consumers, snap.metadata = prev.consumers, prev.consList, prev.metadata
