@@ -2,6 +2,7 @@ package adminapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -74,4 +75,24 @@ func listsSecret(key, dir string) bool {
 	}
 	m, id, ok := strings.Cut(rest, "/")
 	return ok && secret.Known(m) && id != "" && !strings.Contains(id, "/")
+}
+
+// readSecrets hands the secret objects stored to the plugin registry
+// (plugins.Registry.UpdateSecrets) before an object holding a $secret://
+// reference is checked: one written just before is found, whether or not
+// the store's sync has read it yet.
+func (a *api) readSecrets(ctx context.Context) *apiError {
+	dir := a.dir("secrets")
+	kvs, _, err := a.st.List(ctx, dir)
+	if err != nil {
+		return storeError(err)
+	}
+	objs := make([]json.RawMessage, 0, len(kvs))
+	for _, kv := range kvs {
+		if listsSecret(kv.Key, dir) {
+			objs = append(objs, kv.Value)
+		}
+	}
+	a.plugins.UpdateSecrets(objs)
+	return nil
 }

@@ -2,11 +2,16 @@ package adminapi
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 
 	"coregate/admin/keyring"
+	"coregate/admin/secret"
+	"coregate/plugins"
+	"coregate/plugins/keyauth"
 )
 
 // The vault object of APISIX's t/admin/secrets.t.
@@ -127,5 +132,55 @@ func TestSecretsEncrypted(t *testing.T) {
 	}
 	if r = c.do("GET", "/apisix/admin/secrets/gcp/g", ""); !strings.Contains(string(r.body), `"private_key":"PK"`) {
 		t.Fatalf("GET gcp: %s", r.body)
+	}
+}
+
+// TestSecretReferences: a plugin configuration's $secret:// reference is
+// checked with the value it names, read with the secret object just
+// stored (encrypted) from a real HTTP server on loopback answering as
+// Vault's KV engine; what is stored and shown is the reference; one that
+// does not resolve is refused with a message naming it, nothing stored.
+func TestSecretReferences(t *testing.T) {
+	vault := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/secret/data/apisix/jack" || r.Header.Get("X-Vault-Token") != "root" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":{"data":{"auth-key":"jack-s3cret"},"metadata":{"version":1}}}`))
+	}))
+	t.Cleanup(vault.Close)
+	k := mustKeyring(t, keyring.Default...)
+	reg := plugins.NewRegistry([]plugins.Entry{{Name: "key-auth", Priority: 2500}})
+	reg.Register("key-auth", keyauth.Plugin{})
+	reg.SetSecrets(secret.NewResolver(k))
+	st := newStore(t)
+	h, err := New(Options{Store: st, Admin: testAdmin(), Plugins: reg, FieldsKeyring: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, h, st)
+
+	consumer := `{"username":"jack","plugins":{"key-auth":{"key":"$secret://vault/v1/jack/auth-key"}}}`
+	r := c.do("PUT", "/apisix/admin/consumers", consumer)
+	c.want(r, 400, "")
+	if m := r.json(t); m["field"] != "plugins.key-auth.key" ||
+		!strings.Contains(m["error_msg"].(string), "cannot resolve $secret://vault/v1/jack/auth-key: no secret conf") {
+		t.Fatalf("before the secret: %s", r.body)
+	}
+	c.want(c.do("PUT", "/apisix/admin/secrets/vault/v1", `{"uri":"`+vault.URL+`","prefix":"secret/data/apisix","token":"root"}`), 201, "")
+	c.want(c.do("PUT", "/apisix/admin/consumers", consumer), 201, "")
+	for _, p := range []string{"/apisix/admin/consumers/jack", "/apisix/admin/consumers"} {
+		r = c.do("GET", p, "")
+		if !strings.Contains(string(r.body), `$secret://vault/v1/jack/auth-key`) || strings.Contains(string(r.body), "jack-s3cret") {
+			t.Fatalf("GET %s: %s", p, r.body)
+		}
+	}
+	r = c.do("PUT", "/apisix/admin/consumers", `{"username":"ann","plugins":{"key-auth":{"key":"$secret://vault/v1/ann/auth-key"}}}`)
+	c.want(r, 400, "")
+	if m := r.json(t); !strings.Contains(m["error_msg"].(string), "cannot resolve $secret://vault/v1/ann/auth-key: failed to retrieve data from vault kv engine: status 404") {
+		t.Fatalf("ann: %s", r.body)
+	}
+	if c.stored("/consumers/ann") != nil {
+		t.Fatal("ann stored")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/admin/store"
 )
@@ -87,6 +88,11 @@ func (a *api) check(ctx context.Context, w *write) *apiError {
 	w.raw = encodeJSON(w.obj)
 	if !w.rs.noID {
 		w.id = spec.RawID(w.raw, "id").String() // as Lua's tostring writes it
+	}
+	if bytes.Contains(w.raw, []byte(secret.Prefix)) {
+		if e := a.readSecrets(ctx); e != nil {
+			return e
+		}
 	}
 	if e := w.rs.check(a, ctx, w); e != nil {
 		return e
