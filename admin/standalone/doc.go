@@ -17,7 +17,10 @@
 // encrypted), plugin_metadata (kept as JSON for the plugin layer; a
 // plugin_metadata item's id is its plugin's name) and protos (checked as
 // the Admin API checks them, content compiled by package protofile, and
-// not served: nothing reads them yet). APISIX's other lists (stream_routes, …)
+// not served: nothing reads them yet), and secrets (an item's id is
+// "<manager>/<id>", the object checked against its manager's schema,
+// package secret; kept as JSON: the plugins' $secret:// references are
+// read with them, whichever list comes first). APISIX's other lists (stream_routes, …)
 // are accepted only when empty; any other key is an error. Items without an
 // id get arr_<n> (counting from 1), as in APISIX. Load and Parse fail on
 // the first bad item.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"coregate/admin/protofile"
+	"coregate/admin/secret"
 	"coregate/admin/spec"
 
 	"go.yaml.in/yaml/v3"
@@ -147,11 +148,12 @@ var supported = map[string]bool{
 	"routes": true, "services": true, "upstreams": true,
 	"consumers": true, "plugin_configs": true, "global_rules": true,
 	"plugin_metadata": true, "ssls": true, "consumer_groups": true, "protos": true,
+	"secrets": true,
 }
 
 // notYet are APISIX's other top-level lists: accepted when empty.
 var notYet = map[string]bool{
-	"stream_routes": true, "secrets": true, "plugins": true, "credentials": true,
+	"stream_routes": true, "plugins": true, "credentials": true,
 }
 
 func (l *loader) top(doc *yaml.Node, s *spec.Spec) error {
@@ -239,6 +241,15 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 		}
 	}
 	id := spec.RawID(raw, idKey)
+	if kind == "secrets" {
+		// Its id is "<manager>/<id>", as APISIX's standalone mode has it.
+		where = fmt.Sprintf("%s (id %s)", where, id.String())
+		if err := checkSecret(raw); err != nil {
+			return l.fail(where, err.Error(), ErrInvalid, err)
+		}
+		s.Secrets = append(s.Secrets, raw)
+		return nil
+	}
 	if kind == "plugin_metadata" {
 		// The plugin's name is its id; the plugin checks the rest when
 		// the worker builds the configuration.
@@ -352,6 +363,25 @@ func checkCredential(raw json.RawMessage) error {
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return fmt.Errorf("invalid credential: %w", err)
+	}
+	return nil
+}
+
+// checkSecret checks a secret of the file: its id "<manager>/<id>" names
+// one of APISIX's managers, and the object passes the manager's schema.
+func checkSecret(raw []byte) error {
+	manager, id, ok := strings.Cut(spec.RawID(raw, "id").String(), "/")
+	if !ok || id == "" || strings.Contains(id, "/") || !spec.ValidStringID(id) {
+		return errors.New("a secret's id is <manager>/<id>")
+	}
+	if !secret.Known(manager) {
+		return errors.New("invalid secret manager: " + manager)
+	}
+	if err := secret.Validate(manager, raw); err != nil {
+		if ve, ok := err.(*spec.ValidationError); ok {
+			return errors.New("invalid configuration: " + ve.Explain())
+		}
+		return err
 	}
 	return nil
 }
