@@ -53,8 +53,14 @@
 // reference in place of the value, as in APISIX (envref.go):
 // "$env://NAME" (the prefix in any case) is the environment variable
 // NAME, "$env://NAME/member" the string member of NAME's value, a JSON
-// object; "$secret://…", a secret manager's, is refused ("secret managers
-// ($secret://) are not supported yet"). The Registry resolves them, and
+// object; "$secret://<manager>/<id>/<key>", a secret manager's, is read
+// from the Registry's SecretSource (SetSecrets: package admin/secret's
+// Resolver, which reads the secret objects' Vault), and refused ("secret
+// managers ($secret://) are not supported yet") by a Registry without one.
+// A SecretSource's lookup is network I/O bounded in time, done where
+// configurations are checked and built, never on an event loop; a lookup
+// that fails refuses the object with a message naming the reference and
+// why, never a value. The Registry resolves them, and
 // nothing else does: Check, CheckConsumer and CheckAll (the Admin API,
 // apisix.yaml, the configuration store's syncer) check the configuration
 // as it resolves in this process, and refuse one whose reference does not

@@ -18,7 +18,7 @@ import (
 //
 //	$env://NAME          the environment variable NAME
 //	$env://NAME/member   the string member of NAME's value, a JSON object
-//	$secret://…          a secret manager's secret, not supported yet
+//	$secret://…          a secret manager's secret (SecretSource)
 //
 // "$env://" is matched whatever its case ("$ENV://NAME" too), the name and
 // the member as written; "$secret://" in lower case only, as APISIX
@@ -32,10 +32,54 @@ const (
 // ErrReference is matched (errors.Is) by the refusal of a plugin
 // configuration because of a reference: one that cannot be resolved (a
 // variable that is not set, a member its value lacks, a $secret://
-// reference), or whose value the plugin refuses. Such a refusal depends on
+// reference without a SecretSource, or one it cannot read), or whose
+// value the plugin refuses. Such a refusal depends on
 // the environment of the process that resolves it, not on the
 // configuration alone.
 var ErrReference = errors.New("plugins: unresolved reference")
+
+// SecretSource reads the secrets $secret:// references name (package
+// admin/secret's Resolver): Secret returns the value of ref, written
+// "$secret://<manager>/<id>/<key>", or an error saying why there is none,
+// which names neither the value nor any other secret. It may do network
+// I/O, bounded in time: it is called where configurations are checked and
+// built (the Admin API, the syncer, a worker's build of a snapshot),
+// never on an event loop. It must be safe for concurrent use.
+type SecretSource interface {
+	Secret(ref string) (string, error)
+}
+
+// secretSource boxes a SecretSource for an atomic.Pointer.
+type secretSource struct{ s SecretSource }
+
+// SetSecrets sets the source of the $secret:// references' values; nil
+// (the default) refuses every such reference, "secret managers
+// ($secret://) are not supported yet". Safe for concurrent use; a
+// configuration checked before keeps what it resolved to.
+func (r *Registry) SetSecrets(s SecretSource) {
+	if s == nil {
+		r.secrets.Store(nil)
+		return
+	}
+	r.secrets.Store(&secretSource{s})
+}
+
+// UpdateSecrets hands objs, the secret objects of the configuration
+// about to be checked or built (a Spec's Secrets), to the SecretSource
+// when it reads them (an Update method: admin/secret's Resolver); it does
+// nothing otherwise. Called off the event loops, before the build.
+func (r *Registry) UpdateSecrets(objs []json.RawMessage) {
+	if u, ok := r.secretSource().(interface{ Update([]json.RawMessage) }); ok {
+		u.Update(objs)
+	}
+}
+
+func (r *Registry) secretSource() SecretSource {
+	if b := r.secrets.Load(); b != nil {
+		return b.s
+	}
+	return nil
+}
 
 // ref is one reference found in a configuration: where (its field, as
 // spec.ValidationError names fields, and the message prefix naming it, as
@@ -60,11 +104,12 @@ func mayHoldRefs(raw []byte) bool {
 }
 
 // resolveRefs returns raw with each $env:// reference replaced by its
-// value from the process environment (os.LookupEnv), and the references
-// found; raw itself when it holds none (or is not JSON, which the schema
-// then refuses). A reference that cannot be resolved is an error naming
-// its field and the reference, never a value.
-func resolveRefs(raw json.RawMessage) (json.RawMessage, []ref, error) {
+// value from the process environment (os.LookupEnv), and each $secret://
+// one by its value from secrets, and the references found; raw itself
+// when it holds none (or is not JSON, which the schema then refuses). A
+// reference that cannot be resolved is an error naming its field and the
+// reference, never a value.
+func resolveRefs(raw json.RawMessage, secrets SecretSource) (json.RawMessage, []ref, error) {
 	if !mayHoldRefs(raw) || !json.Valid(raw) {
 		return raw, nil, nil
 	}
@@ -75,7 +120,7 @@ func resolveRefs(raw json.RawMessage) (json.RawMessage, []ref, error) {
 		return raw, nil, nil
 	}
 	var refs []ref
-	v, err := resolveValue(v, "", "", &refs)
+	v, err := resolveValue(v, "", "", secrets, &refs)
 	if err != nil {
 		return nil, refs, err
 	}
@@ -93,7 +138,7 @@ func resolveRefs(raw json.RawMessage) (json.RawMessage, []ref, error) {
 
 // resolveValue resolves the references of v, found at field (prefix is
 // the message prefix that names it), in place; refs collects them.
-func resolveValue(v any, field, prefix string, refs *[]ref) (any, error) {
+func resolveValue(v any, field, prefix string, secrets SecretSource, refs *[]ref) (any, error) {
 	switch x := v.(type) {
 	case string:
 		r, ok := refOf(x, field, prefix)
@@ -101,7 +146,7 @@ func resolveValue(v any, field, prefix string, refs *[]ref) (any, error) {
 			return v, nil
 		}
 		*refs = append(*refs, r)
-		val, why := r.resolve()
+		val, why := r.resolve(secrets)
 		if why != "" {
 			return nil, &refError{&spec.ValidationError{Field: field, Msg: prefix + why}}
 		}
@@ -113,7 +158,7 @@ func resolveValue(v any, field, prefix string, refs *[]ref) (any, error) {
 			f := memberField(field, k)
 			p := prefix + `property "` + k + `" validation failed: `
 			var err error
-			if x[k], err = resolveValue(m, f, p, refs); err != nil {
+			if x[k], err = resolveValue(m, f, p, secrets, refs); err != nil {
 				return nil, err
 			}
 		}
@@ -122,7 +167,7 @@ func resolveValue(v any, field, prefix string, refs *[]ref) (any, error) {
 			f := field + "[" + strconv.Itoa(i) + "]"
 			p := prefix + "failed to validate item " + strconv.Itoa(i+1) + ": "
 			var err error
-			if x[i], err = resolveValue(m, f, p, refs); err != nil {
+			if x[i], err = resolveValue(m, f, p, secrets, refs); err != nil {
 				return nil, err
 			}
 		}
@@ -162,9 +207,16 @@ func refOf(s, field, prefix string) (ref, bool) {
 
 // resolve returns the value of r, or why it has none. why names the
 // reference and the variable, never a value.
-func (r ref) resolve() (val, why string) {
+func (r ref) resolve(secrets SecretSource) (val, why string) {
 	if strings.HasPrefix(r.text, secretPrefix) {
-		return "", r.text + ": secret managers ($secret://) are not supported yet"
+		if secrets == nil {
+			return "", r.text + ": secret managers ($secret://) are not supported yet"
+		}
+		v, err := secrets.Secret(r.text)
+		if err != nil {
+			return "", "cannot resolve " + r.text + ": " + err.Error()
+		}
+		return v, ""
 	}
 	name, member, sub := strings.Cut(r.text[len(envPrefix):], "/")
 	fail := "cannot resolve " + r.text + ": "

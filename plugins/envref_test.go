@@ -72,7 +72,7 @@ func TestResolveRefs(t *testing.T) {
 		{"secret is lower case only", `{"key":"$SECRET://vault/1/jack/key"}`, "", nil, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, refs, err := resolveRefs(json.RawMessage(tc.raw))
+			got, refs, err := resolveRefs(json.RawMessage(tc.raw), nil)
 			if tc.err != "" {
 				var ve *spec.ValidationError
 				if !errors.Is(err, ErrReference) || !errors.As(err, &ve) {

@@ -259,6 +259,12 @@ type Consumer struct {
 	// CustomID is the consumer's labels.custom_id ("" when none), as
 	// APISIX's consumer.custom_id: the X-Consumer-Custom-ID header.
 	CustomID string
+	// GroupID is the consumer's group_id ("" for none) and GroupPlugins
+	// that consumer group's "plugins", merged under Plugins (APISIX's
+	// merge_consumer_route: the consumer's own configuration of a plugin
+	// wins). They identify no consumer: only Plugins is indexed.
+	GroupID      string
+	GroupPlugins map[string]json.RawMessage
 }
 
 // Found is what Consumers.Find returns: a credential's consumer (nil when

@@ -123,6 +123,8 @@ type Registry struct {
 	// keyring decrypts the configurations' encrypt_fields (encrypt.go);
 	// nil for none.
 	keyring atomic.Pointer[keyring.Keyring]
+	// secrets resolves $secret:// references (envref.go); nil for none.
+	secrets atomic.Pointer[secretSource]
 }
 
 // schemas are one plugin's compiled schemas: of its configuration, on a
@@ -262,7 +264,7 @@ func (r *Registry) check(name string, p Plugin, raw json.RawMessage, trusted boo
 	if sc.err != nil {
 		return nil, nil, checkError(name, sc.err)
 	}
-	resolved, refs, err := resolveRefs(raw)
+	resolved, refs, err := resolveRefs(raw, r.secretSource())
 	if err != nil {
 		return nil, nil, checkError(name, err)
 	}
@@ -349,7 +351,7 @@ func (r *Registry) checkConsumer(name string, p Plugin, raw json.RawMessage, tru
 	if sc.consumer == nil {
 		return r.check(name, p, raw, false)
 	}
-	resolved, refs, err := resolveRefs(raw)
+	resolved, refs, err := resolveRefs(raw, r.secretSource())
 	if err != nil {
 		return nil, nil, checkError(name, err)
 	}

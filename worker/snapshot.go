@@ -81,23 +81,27 @@ type Snapshot struct {
 
 // sharedInputs are the Spec's resources that any route's build may read:
 // the consumers and their credentials (auth plugins, consumer variants),
-// plugin configs, global rules and plugin metadata.
+// plugin configs, global rules, consumer groups, plugin metadata and the
+// secret objects ($secret:// references).
 type sharedInputs struct {
-	consumers     []*spec.Consumer
-	credentials   []json.RawMessage
-	pluginConfigs []*spec.PluginConfig
-	globalRules   []*spec.GlobalRule
-	metadata      []json.RawMessage
+	consumers      []*spec.Consumer
+	credentials    []json.RawMessage
+	pluginConfigs  []*spec.PluginConfig
+	globalRules    []*spec.GlobalRule
+	consumerGroups []*spec.ConsumerGroup
+	metadata       []json.RawMessage
+	secrets        []json.RawMessage
 }
 
 func sharedOf(s *spec.Spec) sharedInputs {
-	return sharedInputs{s.Consumers, s.Credentials, s.PluginConfigs, s.GlobalRules, s.PluginMetadata}
+	return sharedInputs{s.Consumers, s.Credentials, s.PluginConfigs, s.GlobalRules, s.ConsumerGroups, s.PluginMetadata, s.Secrets}
 }
 
 func (a *sharedInputs) equal(b *sharedInputs) bool {
 	return sameObjects(a.consumers, b.consumers) && sameRaws(a.credentials, b.credentials) &&
 		sameObjects(a.pluginConfigs, b.pluginConfigs) && sameObjects(a.globalRules, b.globalRules) &&
-		sameRaws(a.metadata, b.metadata)
+		sameObjects(a.consumerGroups, b.consumerGroups) && sameRaws(a.metadata, b.metadata) &&
+		sameRaws(a.secrets, b.secrets)
 }
 
 // sameObjects reports whether a and b hold the same objects, or equal
@@ -185,7 +189,7 @@ func nilIfEmpty(s string) []byte {
 
 // consumerPhases are a route's plugins merged with one consumer's, as
 // APISIX's merge_consumer_route: the consumer's configuration of a plugin
-// wins over the route's. The consumer's authentication plugins
+// wins over its group's, which wins over the route's. The consumer's authentication plugins
 // (CredentialPlugin: their configuration is its credential) are left out:
 // they ran in the rewrite phase already. fresh are the rewrite phases of
 // the plugins the consumer adds, run once it is attached.
@@ -335,12 +339,17 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	// A route whose Spec objects (route, service, upstream) are those of
 	// a route of prev is taken over as prev built it, when nothing else
 	// its build reads changed: the same plugin registry and Env, and the
-	// same consumers, credentials, plugin configs, global rules and plugin
-	// metadata (whose indexes are then prev's too, so that its consumer
+	// same consumers, credentials, plugin configs, global rules, consumer groups, plugin
+	// metadata and secrets (whose indexes are then prev's too, so that its consumer
 	// variants stay keyed by the same consumers). The configuration store
 	// shares unchanged objects between Specs and a Delta keeps them, so a
-	// change to one route of 5 000 builds one route, and the router.
+	// change to one route of 5 000 builds one route, and the router. A
+	// changed secret object builds everything again: its $secret://
+	// references are read anew (here, off the event loop).
 	reuse := prev != nil && prev.reg == ps.reg && prev.env == ps.env && prev.shared.equal(&snap.shared)
+	if !reuse {
+		ps.reg.UpdateSecrets(s.Secrets)
+	}
 	var consumers []*plugins.Consumer
 	if reuse {
 		snap.consumers, consumers, snap.metadata = prev.consumers, prev.consList, prev.metadata
@@ -712,14 +721,25 @@ func hasAuth(reg *plugins.Registry, cs []plugins.Configured) bool {
 // indexConsumers decodes the Spec's consumers and credentials and indexes
 // them (Registry.IndexConsumers); nil when there are none. The consumers
 // indexed are returned too, in the Spec's order: those it left out
-// (ConsumerIndex.Refused) are not.
+// (ConsumerIndex.Refused) are not. Each carries its group's plugins
+// (Consumer.GroupPlugins), which identify no one.
 func indexConsumers(s *spec.Spec, reg *plugins.Registry, checked bool) (*plugins.ConsumerIndex, []*plugins.Consumer, error) {
 	if len(s.Consumers) == 0 {
 		return nil, nil, nil
 	}
+	groups := make(map[string]map[string]json.RawMessage, len(s.ConsumerGroups))
+	for _, g := range s.ConsumerGroups {
+		groups[g.ID.String()] = g.Plugins
+	}
 	cs := make([]*plugins.Consumer, 0, len(s.Consumers))
 	for _, c := range s.Consumers {
-		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
+		pc := &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]}
+		if !c.GroupID.IsZero() {
+			// spec.Check refuses a group_id that names no group.
+			pc.GroupID = c.GroupID.String()
+			pc.GroupPlugins = groups[pc.GroupID]
+		}
+		cs = append(cs, pc)
 	}
 	var creds []plugins.Credential
 	for _, raw := range s.Credentials {
@@ -752,10 +772,10 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry, checked bool) (*plugins
 
 // consumerVariants builds a route's plugins (conf, merged from its layers)
 // merged with each consumer's whose plugins, authentication plugins
-// aside, are not empty. They are built with the snapshot, so that a
-// request that attaches a consumer builds nothing: the cost is one build
-// per route that can attach a consumer and per consumer with plugins of
-// its own. checked: as Compile says; a consumer's configuration of a plugin
+// aside, or whose group's (under its own) are not empty. They are built
+// with the snapshot, so that a request that attaches a consumer builds
+// nothing: the cost is one build per route that can attach a consumer and
+// per consumer with plugins of its own or of its group. checked: as Compile says; a consumer's configuration of a plugin
 // with a consumer schema was checked against that schema only, and is
 // checked again here as a route's.
 func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMessage, ps pluginSet, checked bool) (map[*plugins.Consumer]*consumerPhases, error) {
@@ -772,14 +792,27 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 				}
 			}
 		}
-		if len(own) == 0 {
+		// The group's, under the consumer's own; checked as a route's.
+		var fromGroup []string
+		for name := range c.GroupPlugins {
+			if _, mine := c.Plugins[name]; !mine && !isAuth(ps.reg, name) {
+				fromGroup = append(fromGroup, name)
+			}
+		}
+		if len(own) == 0 && len(fromGroup) == 0 {
 			continue
 		}
-		merged := make(map[string]json.RawMessage, len(conf)+len(own))
+		merged := make(map[string]json.RawMessage, len(conf)+len(own)+len(fromGroup))
 		for k, v := range conf {
 			merged[k] = v
 		}
 		added := map[string]bool{}
+		for _, name := range fromGroup {
+			if _, onRoute := conf[name]; !onRoute {
+				added[name] = true
+			}
+			merged[name] = c.GroupPlugins[name]
+		}
 		for _, name := range own {
 			if _, onRoute := conf[name]; !onRoute {
 				added[name] = true

@@ -89,6 +89,7 @@ type request struct {
 	id       string   // the id segment; "" when there is none
 	sub      []string // the segments after the id (PATCH's sub-path)
 	consumer string   // a credential's consumer
+	manager  string   // a secret's manager (vault, aws, gcp)
 	body     any      // the decoded body, nil when there is none
 	hasBody  bool
 	ttl      int64 // ?ttl=, 0 for none
@@ -237,6 +238,15 @@ func (a *api) route(ctx context.Context, w http.ResponseWriter, r *http.Request,
 	if res == "consumers" && seg(segs, 2) == "credentials" {
 		res, consumer, id, sub = "credentials", id, seg(segs, 3), tail(segs, 4)
 	}
+	var manager string
+	if res == "secrets" {
+		// /secrets/{manager}/{id}: the manager's segment first
+		// (admin/resource.lua's split_typ_and_id).
+		manager, id, sub = id, seg(segs, 2), tail(segs, 3)
+		if e := checkSecretPath(r.Method, manager, id); e != nil {
+			return e
+		}
+	}
 	rs := resources[res]
 	if rs == nil && res != "plugins" && res != "schema" {
 		return &apiError{Status: http.StatusNotFound, Msg: "Unsupported resource type: " + res}
@@ -245,7 +255,7 @@ func (a *api) route(ctx context.Context, w http.ResponseWriter, r *http.Request,
 		return errNoHandler // plugins and schema only answer GET
 	}
 
-	rq := &request{r: r, rs: rs, id: id, sub: sub, consumer: consumer}
+	rq := &request{r: r, rs: rs, id: id, sub: sub, consumer: consumer, manager: manager}
 	if e := a.readBody(rq); e != nil {
 		return e
 	}
@@ -389,12 +399,15 @@ func (a *api) key(dir, id string) string { return a.prefix + "/" + dir + "/" + i
 func (a *api) dir(dir string) string     { return a.prefix + "/" + dir + "/" }
 
 // keyOf and dirOf are key and dir for the request's resource, credentials
-// living under their consumer.
+// living under their consumer and secrets under their manager.
 func (a *api) keyOf(rq *request, id string) string { return a.dirOf(rq) + id }
 
 func (a *api) dirOf(rq *request) string {
-	if rq.rs.name == "credentials" {
+	switch {
+	case rq.rs.name == "credentials":
 		return a.dir("consumers/" + rq.consumer + "/credentials")
+	case rq.rs.name == "secrets" && rq.manager != "":
+		return a.dir("secrets/" + rq.manager)
 	}
 	return a.dir(rq.rs.name)
 }

@@ -5,8 +5,10 @@
 // # What it answers
 //
 //	/apisix/admin/{routes,services,upstreams,plugin_configs,global_rules,ssls}[/{id}[/{sub/path}]]
+//	/apisix/admin/{consumer_groups,protos}[/{id}[/{sub/path}]]
 //	/apisix/admin/consumers[/{username}]
 //	/apisix/admin/consumers/{username}/credentials[/{id}]
+//	/apisix/admin/secrets[/{manager}[/{id}[/{sub/path}]]]
 //	/apisix/admin/plugin_metadata[/{plugin}]
 //	/apisix/admin/plugins/list, /apisix/admin/plugins/{name}, /apisix/admin/plugins/reload
 //	/apisix/admin/schema/{kind}, /apisix/admin/schema/plugins/{name}, /apisix/admin/schema/validate/{resource}
@@ -36,8 +38,18 @@
 // wrong 400 {"error_msg": …} (envelope.go). Stream routes are answered as
 // APISIX answers them with its default proxy_mode, http (coregate has no
 // stream proxy): 400 "stream mode is disabled, can not add stream routes",
-// whatever the method. Other resources APISIX has and coregate has not yet
-// (consumer_groups, protos, secrets) are 404 "Unsupported resource type".
+// whatever the method.
+//
+// Secrets (secrets.go; admin/secrets.lua) live under their manager, one of
+// APISIX's (vault, aws, gcp; else 400 "invalid secret manager: azure"),
+// at <prefix>/secrets/<manager>/<id> with the id "<manager>/<id>" in the
+// object, as APISIX stores them; they are checked against the manager's
+// schema (package secret), have no POST, and PUT or PATCH without an id
+// is 400 "no secret id". Their credentials (a vault token, an aws
+// secret_access_key and session_token, a gcp auth_config.private_key) are
+// stored encrypted with the fields' keyring and shown decrypted, as
+// plugins' encrypt_fields are (encrypt.go). GET /apisix/admin/secrets
+// lists every manager's.
 //
 // # What is stored
 //
@@ -56,8 +68,9 @@
 // not UTF-8, an escaped surrogate that is not half of a pair), is 400
 // "invalid request body: …", never stored with U+FFFD in their place.
 //
-// Across objects: upstream_id, service_id and plugin_config_id must name
-// stored objects, a global rule's plugin may not be in another global
+// Across objects: upstream_id, service_id, plugin_config_id and a
+// consumer's group_id must name stored objects ("failed to fetch consumer
+// group info by consumer group id [g1], response code: 404"), a global rule's plugin may not be in another global
 // rule, and no two consumers or credentials may share an authentication
 // key (unique.go). These are read-then-write checks, as in APISIX: two
 // writes racing can both pass them.
@@ -80,9 +93,19 @@
 // APISIX's credential schema (schema/credential.json), and their plugin
 // must be an authentication one (plugins.CredentialPlugin, as the workers
 // take it): 400 "only supports auth type plugins in consumer credential"
-// otherwise. Consumer groups are not supported yet: a consumer with a
-// group_id is 400 "group_id: consumer groups are not supported yet",
-// rather than stored and run without its group's plugins.
+// otherwise.
+//
+// Consumer groups (PUT, GET, PATCH, DELETE; admin/consumer_group.lua)
+// are checked against APISIX's consumer_group schema and their plugins as
+// a route's; one a consumer names is not deleted ("can not delete this
+// consumer group, consumer [jack] is still using it now") unless
+// force=true. The workers merge a group's plugins under its consumers'
+// own. Protos (PUT, POST, GET, DELETE; admin/proto.lua) are checked
+// against APISIX's proto schema and their content compiled as a .proto
+// file, or a base64 descriptor set (package protofile): 400 "invalid
+// content: proto:2:13: field M.a: unknown type Missing". Nothing reads
+// them yet (coregate has no grpc-transcode), so none is refused for
+// deletion.
 //
 // # Authentication
 //

@@ -2,6 +2,8 @@ package adminapi
 
 import (
 	"encoding/json"
+
+	"coregate/admin/secret"
 )
 
 // apisix.data_encryption, as APISIX's Admin API applies it
@@ -11,20 +13,24 @@ import (
 //     (upstreams, and the upstream of routes and services), encrypted with
 //     the keyring when written in PEM (keyring.EncryptPrivateKey);
 //   - the encrypt_fields of each plugin's configuration (routes, services,
-//     plugin configs, global rules, consumers and credentials) encrypted
-//     with the fields' keyring (plugins.Registry.EncryptConf).
+//     plugin configs, global rules, consumer groups, consumers and
+//     credentials) encrypted with the fields' keyring
+//     (plugins.Registry.EncryptConf);
+//   - a secret's credentials (secret.Fields) encrypted with the fields'
+//     keyring too (secret.Seal).
 //
 // The object is checked before, with the values as sent; the bytes
 // answered by PUT, POST and PATCH are those stored, as in APISIX. GET
 // shows the plugins' fields decrypted, as APISIX does, and never an SSL
 // object's keys; PATCH merges into the stored object with its plugins'
-// fields decrypted, so that they are not encrypted twice.
+// fields (and a secret's credentials) decrypted, so that they are not
+// encrypted twice.
 
 // pluginsOf tells whether a resource's objects hold "plugins", and
 // whether they are a consumer's (checked against consumer schemas).
 func pluginsOf(rs *resource) (has, consumer bool) {
 	switch rs.name {
-	case "routes", "services", "plugin_configs", "global_rules":
+	case "routes", "services", "plugin_configs", "global_rules", "consumer_groups":
 		return true, false
 	case "consumers", "credentials":
 		return true, true
@@ -69,6 +75,9 @@ func (a *api) seal(rs *resource, raw []byte) []byte {
 			}
 		}
 	}
+	if a.fieldsKeyring != nil && rs.name == "secrets" {
+		changed = secret.Seal(secretManagerOf(obj), obj, a.fieldsKeyring)
+	}
 	if a.fieldsKeyring != nil {
 		if has, consumer := pluginsOf(rs); has {
 			if a.mapPlugins(obj, consumer, func(name string, raw json.RawMessage) json.RawMessage {
@@ -100,8 +109,13 @@ func (a *api) sealUpstream(u map[string]any) bool {
 }
 
 // openPlugins decrypts, in place, the secret fields of a stored object's
-// plugins, those that decrypt: what GET shows and PATCH merges into.
+// plugins, those that decrypt, or a secret's credentials: what GET shows
+// and PATCH merges into.
 func (a *api) openPlugins(rs *resource, obj map[string]any) {
+	if rs.name == "secrets" {
+		secret.Open(secretManagerOf(obj), obj, a.fieldsKeyring)
+		return
+	}
 	if has, consumer := pluginsOf(rs); has {
 		a.openPluginsOf(obj, consumer)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // groupDirs are the resources whose objects carry plugins.
-var groupDirs = []string{"routes", "services", "plugin_configs", "global_rules", "consumers"}
+var groupDirs = []string{"routes", "services", "plugin_configs", "global_rules", "consumers", "consumer_groups"}
 
 // checkGroups refuses w when one of its plugins that is a
 // plugins.GroupPlugin names a group that a stored object (other than w's

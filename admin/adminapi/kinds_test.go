@@ -50,14 +50,12 @@ func TestConsumersAndCredentials(t *testing.T) {
 		"/consumers/jack", `{"username":"jack","desc":"d"}`)
 	c.want(c.do("PUT", "/apisix/admin/consumers/jill", `{"username":"jack"}`), 400, `{"error_msg":"wrong username","field":"username"}`)
 	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"a b"}`), 400, "")
-	// Consumer groups are not supported yet: a consumer in one is refused
-	// rather than stored without its group's plugins. (APISIX refuses a
-	// group that does not exist: "failed to fetch consumer group info by
-	// consumer group id [g1], response code: 404".)
+	// A consumer's group must exist (admin/consumers.lua); nothing is
+	// stored otherwise.
 	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"bob","group_id":"g1"}`), 400,
-		`{"error_msg":"group_id: consumer groups are not supported yet","field":"group_id","detail":"value \"g1\""}`)
+		`{"error_msg":"failed to fetch consumer group info by consumer group id [g1], response code: 404","field":"group_id"}`)
 	c.want(c.do("PUT", "/apisix/admin/consumers/jack", `{"username":"jack","group_id":7,"plugins":{"key-auth":{"key":"k1"}}}`), 400,
-		`{"error_msg":"group_id: consumer groups are not supported yet","field":"group_id","detail":"value 7"}`)
+		`{"error_msg":"failed to fetch consumer group info by consumer group id [7], response code: 404","field":"group_id"}`)
 	c.want(c.do("PUT", "/apisix/admin/consumers", `{"username":"bob","group_id":"a/b"}`), 400, "") // the schema's refusal
 	if c.stored("/consumers/bob") != nil || c.stored("/consumers/jack")["group_id"] != nil {
 		t.Fatal("group_id stored")

@@ -25,7 +25,7 @@ func (a *api) list(ctx context.Context, rw http.ResponseWriter, rq *request) *ap
 	f := newListFilter(q, rq.rs)
 	items := []kvBody{}
 	for _, kv := range kvs {
-		if !directChild(kv.Key, dir) {
+		if !directChild(kv.Key, dir) && (rq.rs.name != "secrets" || rq.manager != "" || !listsSecret(kv.Key, dir)) {
 			continue // a consumer's credentials, under its key
 		}
 		obj, _ := decodeStored(kv.Value)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"coregate/admin/protofile"
 	"coregate/admin/spec"
 	"coregate/plugins"
 )
@@ -53,8 +54,8 @@ type write struct {
 	obj map[string]any // the object
 	raw []byte         // obj encoded: what is validated and stored
 	// urlID is the id the URL gave ("" for none); consumer is a
-	// credential's consumer.
-	urlID, consumer string
+	// credential's consumer, manager a secret's.
+	urlID, consumer, manager string
 }
 
 var resources = map[string]*resource{
@@ -88,6 +89,23 @@ var resources = map[string]*resource{
 		check: (*api).checkPluginConfig, schemaCheck: objectSchema(spec.KindPluginConfig),
 		usedBy:  []reference{{"routes", "route", "plugin_config_id"}},
 		refusal: "can not delete this plugin config, ",
+	},
+	"consumer_groups": {
+		name: "consumer_groups", kind: "consumer group", schemaKind: spec.KindConsumerGroup, noPost: true,
+		check: (*api).checkConsumerGroup, schemaCheck: objectSchema(spec.KindConsumerGroup),
+		usedBy:  []reference{{"consumers", "consumer", "group_id"}},
+		refusal: "can not delete this consumer group, ",
+	},
+	// A proto is refused for deletion while a route's or a service's
+	// grpc-transcode names it, in APISIX; coregate has no grpc-transcode
+	// yet, so nothing can name one.
+	"protos": {
+		name: "protos", kind: "proto", schemaKind: spec.KindProto, noPatch: true,
+		check: (*api).checkProto, schemaCheck: objectSchema(spec.KindProto),
+	},
+	"secrets": {
+		name: "secrets", kind: "secret", noPost: true,
+		check: (*api).checkSecret, schemaCheck: noSecretSchema,
 	},
 	"global_rules": {
 		name: "global_rules", kind: "global rule", schemaKind: spec.KindGlobalRule, noPost: true,
@@ -253,14 +271,8 @@ func (a *api) checkConsumer(ctx context.Context, w *write) *apiError {
 	if e := a.checkUniqueKeys(ctx, w.obj, name, ""); e != nil {
 		return e
 	}
-	// APISIX's schema has group_id, and the consumer takes its group's
-	// plugins; without consumer groups, a consumer that names one would
-	// run without them.
-	if g, ok := w.obj["group_id"]; ok {
-		return &apiError{Status: http.StatusBadRequest, Field: "group_id",
-			Msg: spec.ErrConsumerGroup.Error(), Detail: "value " + string(encodeJSON(g))}
-	}
-	return nil
+	// The group a consumer names exists (admin/consumers.lua).
+	return a.checkRef(ctx, "consumer_groups", "consumer group", "group_id", spec.RawID(w.raw, "group_id"))
 }
 
 func (a *api) checkCredential(ctx context.Context, w *write) *apiError {
@@ -292,6 +304,29 @@ func (a *api) checkPluginConfig(_ context.Context, w *write) *apiError {
 		return invalid(err, "")
 	}
 	return a.checkPlugins(w.obj, "", false)
+}
+
+// checkConsumerGroup is checkPluginConfig for a consumer group
+// (admin/consumer_group.lua): its plugins are checked as a route's.
+func (a *api) checkConsumerGroup(_ context.Context, w *write) *apiError {
+	if err := spec.ValidateObject(spec.KindConsumerGroup, w.raw); err != nil {
+		return invalid(err, "")
+	}
+	return a.checkPlugins(w.obj, "", false)
+}
+
+// checkProto is APISIX's check of a proto (admin/proto.lua): the schema,
+// then the content compiled (package protofile), refused with "invalid
+// content: " and the compiler's message.
+func (a *api) checkProto(_ context.Context, w *write) *apiError {
+	if err := spec.ValidateObject(spec.KindProto, w.raw); err != nil {
+		return invalid(err, "")
+	}
+	content, _ := w.obj["content"].(string) // the schema requires a string
+	if err := protofile.Check(content); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Field: "content", Msg: "invalid content: " + err.Error()}
+	}
+	return nil
 }
 
 // checkGlobalRule adds APISIX's rule that a plugin runs from one global

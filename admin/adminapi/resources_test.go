@@ -280,7 +280,8 @@ func TestRequestErrors(t *testing.T) {
 func TestRouting(t *testing.T) {
 	c := newTestServer(t)
 	c.want(c.do("GET", "/apisix/admin/foo", ""), 404, `{"error_msg":"Unsupported resource type: foo"}`)
-	c.want(c.do("GET", "/apisix/admin/protos", ""), 404, `{"error_msg":"Unsupported resource type: protos"}`)
+	c.want(c.do("GET", "/apisix/admin/secret", ""), 404, `{"error_msg":"Unsupported resource type: secret"}`)
+	c.want(c.do("GET", "/apisix/admin/secrets", ""), 200, `{"list":[],"total":0}`) // a resource now (secrets_test.go)
 	c.want(c.do("GET", "/apisix/admin", ""), 404, `{"error_msg":"Unsupported resource type: "}`)
 	c.want(c.do("GET", "/other", ""), 404, `{"error_msg":"not found"}`)
 	c.want(c.do("PUT", "/apisix/admin/plugins/limit-count", "{}"), 404, `{"error_msg":"not found"}`)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/admin/store"
 )
@@ -25,7 +26,11 @@ const postIDPlaceholder = "00000000000000000000"
 // allowTime, the timestamps a client may not set.
 func (a *api) prepare(rq *request, obj map[string]any, needID, allowTime bool) (*write, *apiError) {
 	rs := rq.rs
-	w := &write{rs: rs, obj: obj, urlID: rq.id, consumer: rq.consumer}
+	w := &write{rs: rs, obj: obj, urlID: rq.id, consumer: rq.consumer, manager: rq.manager}
+	urlID := rq.id
+	if rs.name == "secrets" && urlID != "" {
+		urlID = rq.manager + "/" + urlID // the id APISIX stores
+	}
 	if !rs.noID {
 		bodyID, hasBodyID := obj["id"]
 		given := rq.id != "" || hasBodyID
@@ -35,13 +40,13 @@ func (a *api) prepare(rq *request, obj map[string]any, needID, allowTime bool) (
 		case !needID && given:
 			return nil, &apiError{Status: http.StatusBadRequest, Msg: "wrong " + rs.kind + " id, do not need it", Field: "id"}
 		}
-		if rq.id != "" {
+		if urlID != "" {
 			if hasBodyID {
-				if t, ok := idText(bodyID); !ok || t != rq.id {
+				if t, ok := idText(bodyID); !ok || t != urlID {
 					return nil, &apiError{Status: http.StatusBadRequest, Msg: "wrong " + rs.kind + " id", Field: "id"}
 				}
 			}
-			obj["id"] = rq.id
+			obj["id"] = urlID
 		}
 	}
 	if !allowTime {
@@ -84,6 +89,11 @@ func (a *api) check(ctx context.Context, w *write) *apiError {
 	if !w.rs.noID {
 		w.id = spec.RawID(w.raw, "id").String() // as Lua's tostring writes it
 	}
+	if bytes.Contains(w.raw, []byte(secret.Prefix)) {
+		if e := a.readSecrets(ctx); e != nil {
+			return e
+		}
+	}
 	if e := w.rs.check(a, ctx, w); e != nil {
 		return e
 	}
@@ -98,7 +108,7 @@ func (a *api) check(ctx context.Context, w *write) *apiError {
 // checkBody validates a body that is not an object: the kind's own check
 // refuses it with the schema's message.
 func (a *api) checkBody(ctx context.Context, rq *request) *apiError {
-	w := &write{rs: rq.rs, raw: encodeJSON(rq.body), urlID: rq.id, consumer: rq.consumer}
+	w := &write{rs: rq.rs, raw: encodeJSON(rq.body), urlID: rq.id, consumer: rq.consumer, manager: rq.manager}
 	if e := rq.rs.check(a, ctx, w); e != nil {
 		return e
 	}
@@ -252,6 +262,7 @@ func (a *api) shown(rs *resource, v []byte) []byte {
 		return encodeJSON(string(v))
 	}
 	has, _ := pluginsOf(rs)
+	has = has || rs.name == "secrets"
 	if rs.name != "ssls" && (!has || a.fieldsKeyring == nil) {
 		return v
 	}
@@ -316,6 +327,9 @@ func (a *api) inUse(ctx context.Context, rs *resource, id string) *apiError {
 				continue
 			}
 			by := spec.RawID(kv.Value, "id").String()
+			if by == "" { // a consumer: its key's, the username
+				by = kv.Key[strings.LastIndexByte(kv.Key, '/')+1:]
+			}
 			return &apiError{Status: http.StatusBadRequest,
 				Msg: rs.refusal + ref.kind + " [" + by + "] is still using it now"}
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // Check verifies what no single object can: ids are present and unique per
-// kind, and every upstream_id, service_id and plugin_config_id names an
+// kind, and every upstream_id, service_id, plugin_config_id and group_id names an
 // object of the Spec. Objects are assumed to have passed Validate. The
 // first problem found is returned as a *ReferenceError
 // ("route 1: upstream_id 9 not found").
@@ -53,9 +53,18 @@ func (s *Spec) Check() error {
 			return err
 		}
 	}
+	groups := make(map[string]bool, len(s.ConsumerGroups))
+	for i, g := range s.ConsumerGroups {
+		if err := addID(groups, "consumer_group", i, g.ID); err != nil {
+			return err
+		}
+	}
 	consumers := make(map[string]bool, len(s.Consumers))
 	for i, c := range s.Consumers {
 		if err := addID(consumers, "consumer", i, StringID(c.Username)); err != nil {
+			return err
+		}
+		if err := ref(groups, "consumer", StringID(c.Username), "group_id", c.GroupID); err != nil {
 			return err
 		}
 	}
@@ -84,6 +93,16 @@ func (s *Spec) Check() error {
 	ssls := make(map[string]bool, len(s.SSLs))
 	for i, sl := range s.SSLs {
 		if err := addID(ssls, "ssl", i, sl.ID); err != nil {
+			return err
+		}
+	}
+	secrets := make(map[string]bool, len(s.Secrets))
+	for i, raw := range s.Secrets {
+		id := RawID(raw, "id")
+		if m, rest, ok := strings.Cut(id.String(), "/"); !ok || m == "" || rest == "" || strings.Contains(rest, "/") {
+			return &ReferenceError{Kind: "secret", ID: id.String(), Field: "id", Msg: "not <manager>/<id>"}
+		}
+		if err := addID(secrets, "secret", i, id); err != nil {
 			return err
 		}
 	}

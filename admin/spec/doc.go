@@ -14,7 +14,8 @@
 // APISIX's apisix/schema_def.lua, embedded from schema/*.json and evaluated
 // by github.com/santhosh-tekuri/jsonschema/v6, compiled once on first use.
 // DecodeRoute, DecodeService, DecodeUpstream, DecodeConsumer,
-// DecodePluginConfig, DecodeGlobalRule and DecodeSSL check an object
+// DecodePluginConfig, DecodeGlobalRule, DecodeConsumerGroup and DecodeSSL
+// check an object
 // against its schema, then the few rules a schema cannot state
 // (validate.go: the host/hosts pair APISIX's Admin API checks first, node
 // address syntax, check_upstream_conf, plugin configs being objects,
@@ -46,7 +47,9 @@
 // never written back.
 //
 // Spec.Check verifies what spans objects (unique ids, upstream_id,
-// service_id and plugin_config_id references). Spec.SetHash gives a content
+// service_id and plugin_config_id references, a consumer's group_id).
+// A proto's schema (KindProto) is here too; its content, a .proto file,
+// is package protofile's to compile. Spec.SetHash gives a content
 // hash so that a reload that changes nothing can be skipped.
 //
 // # Shared readings

@@ -1,9 +1,7 @@
 package spec
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 )
 
@@ -20,24 +18,7 @@ var (
 	// ErrEnv: a ${{VAR}} reference names an unset variable that has no
 	// default.
 	ErrEnv = errors.New("spec: missing environment variable")
-	// ErrConsumerGroup: a consumer names a consumer group, which coregate
-	// does not support yet (CheckConsumerGroup).
-	ErrConsumerGroup = errors.New("group_id: consumer groups are not supported yet")
 )
-
-// CheckConsumerGroup refuses a consumer (its JSON) that names a consumer
-// group (group_id): without consumer groups it would run without its
-// group's plugins, a limit or an authentication among them. The error
-// wraps ErrConsumerGroup.
-func CheckConsumerGroup(raw []byte) error {
-	var v struct {
-		GroupID json.RawMessage `json:"group_id"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil || v.GroupID == nil {
-		return nil // the schema's to refuse
-	}
-	return fmt.Errorf("%w (value %s)", ErrConsumerGroup, v.GroupID)
-}
 
 // ValidationError is a resource that fails APISIX's schema or its checks.
 // Error returns the message APISIX's Admin API puts in error_msg, for

@@ -28,6 +28,18 @@ type PluginConfig struct {
 	UpdateTime int64                      `json:"update_time,omitempty"`
 }
 
+// ConsumerGroup is an APISIX v3 consumer group (`_M.consumer_group`):
+// plugins its consumers (Consumer.GroupID) take, under their own.
+type ConsumerGroup struct {
+	ID         ID                         `json:"id,omitzero"`
+	Name       string                     `json:"name,omitempty"`
+	Desc       string                     `json:"desc,omitempty"`
+	Labels     map[string]string          `json:"labels,omitempty"`
+	Plugins    map[string]json.RawMessage `json:"plugins"`
+	CreateTime int64                      `json:"create_time,omitempty"`
+	UpdateTime int64                      `json:"update_time,omitempty"`
+}
+
 // GlobalRule is an APISIX v3 global rule (`_M.global_rule`): plugins run
 // for every route.
 type GlobalRule struct {
@@ -38,10 +50,15 @@ type GlobalRule struct {
 }
 
 // DecodeConsumer decodes a consumer and validates it as DecodeRoute does
-// a route: its schema (schema/consumer.json), then CheckConsumerGroup.
-// Its plugins' configurations are the plugin registry's to check.
+// a route: its schema (schema/consumer.json). Its plugins' configurations
+// are the plugin registry's to check; its group_id, Check's.
 func DecodeConsumer(data []byte) (*Consumer, error) {
-	return decode(data, KindConsumer, objectTree(KindConsumer), (*Consumer).checkValues)
+	return decode(data, KindConsumer, objectTree(KindConsumer), func(*Consumer) error { return nil })
+}
+
+// DecodeConsumerGroup is DecodeConsumer for a consumer group.
+func DecodeConsumerGroup(data []byte) (*ConsumerGroup, error) {
+	return decode(data, KindConsumerGroup, objectTree(KindConsumerGroup), func(*ConsumerGroup) error { return nil })
 }
 
 // DecodePluginConfig is DecodeConsumer for a plugin config.
@@ -63,13 +80,4 @@ func objectTree(kind string) func(*jval) error {
 		}
 		return nil
 	}
-}
-
-// checkValues refuses a consumer group (CheckConsumerGroup).
-func (c *Consumer) checkValues() error {
-	if !c.GroupID.IsZero() {
-		b, _ := c.GroupID.MarshalJSON()
-		return CheckConsumerGroup([]byte(`{"group_id":` + string(b) + `}`))
-	}
-	return nil
 }

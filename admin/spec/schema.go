@@ -36,9 +36,14 @@ const (
 	KindPluginConfig = "plugin_config"
 	KindGlobalRule   = "global_rule"
 	KindSSL          = "ssl"
+	// KindConsumerGroup is a consumer group (`_M.consumer_group`),
+	// KindProto a .proto file for grpc-transcode (`_M.proto`).
+	KindConsumerGroup = "consumer_group"
+	KindProto         = "proto"
 )
 
-var objectKinds = []string{KindRoute, KindService, KindUpstream, KindConsumer, KindPluginConfig, KindGlobalRule, KindSSL}
+var objectKinds = []string{KindRoute, KindService, KindUpstream, KindConsumer, KindPluginConfig, KindGlobalRule, KindSSL,
+	KindConsumerGroup, KindProto}
 
 // Schema is a compiled JSON Schema that validates with APISIX's messages.
 // It is safe for concurrent use.

@@ -339,3 +339,41 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestSecretsInSpec: a Spec's secrets travel in its JSON form as stored,
+// count in its hash, and Check wants their ids "<manager>/<id>" and
+// unique.
+func TestSecretsInSpec(t *testing.T) {
+	v := json.RawMessage(`{"id":"vault/v1","prefix":"kv","token":"t","uri":"http://127.0.0.1:8200"}`)
+	s := &Spec{Secrets: []json.RawMessage{v}}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	h := s.SetHash()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Spec
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Secrets) != 1 || string(back.Secrets[0]) != string(v) || back.Hash != h {
+		t.Fatalf("decoded %s as %+v", b, back)
+	}
+	s2 := &Spec{Secrets: []json.RawMessage{json.RawMessage(`{"id":"vault/v1","prefix":"kv2","token":"t","uri":"http://127.0.0.1:8200"}`)}}
+	if s2.SetHash() == h {
+		t.Fatal("a changed secret does not change the hash")
+	}
+	for _, bad := range []string{`{"id":"v1"}`, `{"id":"vault/a/b"}`, `{"id":"/v1"}`, `{}`} {
+		s := &Spec{Secrets: []json.RawMessage{json.RawMessage(bad)}}
+		var re *ReferenceError
+		if err := s.Check(); !errors.As(err, &re) || re.Kind != "secret" {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	dup := &Spec{Secrets: []json.RawMessage{v, v}}
+	if err := dup.Check(); err == nil {
+		t.Error("two secrets vault/v1 passed")
+	}
+}

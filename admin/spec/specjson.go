@@ -146,12 +146,16 @@ func UnmarshalEach(b []byte, s *Spec, each func()) error {
 			err = decodeEach(dec, &s.PluginConfigs, each)
 		case "global_rules":
 			err = decodeEach(dec, &s.GlobalRules, each)
+		case "consumer_groups":
+			err = decodeEach(dec, &s.ConsumerGroups, each)
 		case "credentials":
 			err = decodeEach(dec, &s.Credentials, each)
 		case "plugin_metadata":
 			err = decodeEach(dec, &s.PluginMetadata, each)
 		case "ssls":
 			err = decodeEach(dec, &s.SSLs, each)
+		case "secrets":
+			err = decodeEach(dec, &s.Secrets, each)
 		case "hash":
 			var h string
 			if err = dec.Decode(&h); err == nil && h != "" {

@@ -138,8 +138,8 @@ type ID struct {
 //
 // Its JSON form (the control protocol's Config frame) is the object
 // {"routes":[…],"services":[…],"upstreams":[…],"consumers":[…],
-// "plugin_configs":[…],"global_rules":[…],"credentials":[…],
-// "plugin_metadata":[…],"ssls":[…],"hash":"<hex>"}, each object in
+// "plugin_configs":[…],"global_rules":[…],"consumer_groups":[…],"credentials":[…],
+// "plugin_metadata":[…],"ssls":[…],"secrets":[…],"hash":"<hex>"}, each object in
 // its stored form; see MarshalJSON.
 type Spec struct {
 	Routes    []*Route    `json:"routes,omitempty"`
@@ -153,6 +153,9 @@ type Spec struct {
 	Consumers     []*Consumer     `json:"consumers,omitempty"`
 	PluginConfigs []*PluginConfig `json:"plugin_configs,omitempty"`
 	GlobalRules   []*GlobalRule   `json:"global_rules,omitempty"`
+	// ConsumerGroups are decoded as those above (DecodeConsumerGroup);
+	// a consumer takes the plugins of the group its group_id names.
+	ConsumerGroups []*ConsumerGroup `json:"consumer_groups,omitempty"`
 	// Credentials are the consumers' credential objects, stored at
 	// /apisix/consumers/<username>/credentials/<id>, each kept as written
 	// with its "id" in the form APISIX's standalone mode gives it:
@@ -166,6 +169,13 @@ type Spec struct {
 	// SSLs are the ssl objects (DecodeSSL), of both types, served or not,
 	// their private keys as stored (package tlsconf reads them).
 	SSLs []*SSL `json:"ssls,omitempty"`
+	// Secrets are the secret managers' objects, stored at
+	// /apisix/secrets/<manager>/<id>, each kept as stored (its credentials
+	// encrypted with apisix.data_encryption's keyring, when it is on) with
+	// its "id" "<manager>/<id>", as APISIX stores it: what $secret://
+	// references in plugin configurations are read with (package
+	// admin/secret).
+	Secrets []json.RawMessage `json:"secrets,omitempty"`
 
 	// Hash is the SHA-256 of the canonical JSON of everything above, as set
 	// by SetHash; equal hashes mean equal configurations, so a reload that

@@ -32,6 +32,18 @@ func CheckFile(path string, reg *plugins.Registry) error {
 	}
 	var errs []error
 	s := new(spec.Spec)
+	if reg != nil {
+		// The secrets first: the plugins' $secret:// references are read
+		// with them, whichever list comes first in the file.
+		var secrets spec.Spec
+		_ = l.walk(doc, func(key string, index int, n *yaml.Node) error {
+			if key == "secrets" {
+				_ = l.item(&secrets, key, index, n) // refused below, in the file's order
+			}
+			return nil
+		})
+		reg.UpdateSecrets(secrets.Secrets)
+	}
 	err = l.walk(doc, func(key string, index int, n *yaml.Node) error {
 		var one spec.Spec
 		if err := l.item(&one, key, index, n); err != nil {
@@ -50,9 +62,11 @@ func CheckFile(path string, reg *plugins.Registry) error {
 		s.Consumers = append(s.Consumers, one.Consumers...)
 		s.PluginConfigs = append(s.PluginConfigs, one.PluginConfigs...)
 		s.GlobalRules = append(s.GlobalRules, one.GlobalRules...)
+		s.ConsumerGroups = append(s.ConsumerGroups, one.ConsumerGroups...)
 		s.Credentials = append(s.Credentials, one.Credentials...)
 		s.PluginMetadata = append(s.PluginMetadata, one.PluginMetadata...)
 		s.SSLs = append(s.SSLs, one.SSLs...)
+		s.Secrets = append(s.Secrets, one.Secrets...)
 		return nil
 	})
 	if err != nil {
@@ -79,7 +93,7 @@ func CheckFile(path string, reg *plugins.Registry) error {
 
 func objects(s *spec.Spec) int {
 	return len(s.Routes) + len(s.Services) + len(s.Upstreams) + len(s.Consumers) + len(s.PluginConfigs) +
-		len(s.GlobalRules) + len(s.Credentials) + len(s.PluginMetadata) + len(s.SSLs)
+		len(s.GlobalRules) + len(s.ConsumerGroups) + len(s.Credentials) + len(s.PluginMetadata) + len(s.SSLs) + len(s.Secrets)
 }
 
 // drop removes the last object of kind with id from s: the one a
@@ -98,8 +112,12 @@ func drop(s *spec.Spec, kind, id string) bool {
 		return dropLast(&s.PluginConfigs, func(pc *spec.PluginConfig) bool { return pc.ID.String() == id })
 	case "global_rule":
 		return dropLast(&s.GlobalRules, func(g *spec.GlobalRule) bool { return g.ID.String() == id })
+	case "consumer_group":
+		return dropLast(&s.ConsumerGroups, func(g *spec.ConsumerGroup) bool { return g.ID.String() == id })
 	case "credential":
 		return dropLast(&s.Credentials, func(raw json.RawMessage) bool { return spec.RawID(raw, "id").String() == id })
+	case "secret":
+		return dropLast(&s.Secrets, func(raw json.RawMessage) bool { return spec.RawID(raw, "id").String() == id })
 	case "plugin_metadata":
 		return dropLast(&s.PluginMetadata, func(raw json.RawMessage) bool { return spec.RawID(raw, "id").String() == id })
 	case "ssl":

@@ -12,10 +12,15 @@
 //	apisix.yaml: routes[2] (id 7): invalid configuration: additional properties forbidden, found foo
 //
 // The top level holds lists: routes, services, upstreams, consumers,
-// plugin_configs, global_rules and ssls (decoded; an ssl's private keys
-// are kept as written, unread, for they may be encrypted), and
-// plugin_metadata (kept as JSON for the plugin layer; a plugin_metadata
-// item's id is its plugin's name). APISIX's other lists (stream_routes, …)
+// plugin_configs, global_rules, consumer_groups and ssls (decoded; an
+// ssl's private keys are kept as written, unread, for they may be
+// encrypted), plugin_metadata (kept as JSON for the plugin layer; a
+// plugin_metadata item's id is its plugin's name) and protos (checked as
+// the Admin API checks them, content compiled by package protofile, and
+// not served: nothing reads them yet), and secrets (an item's id is
+// "<manager>/<id>", the object checked against its manager's schema,
+// package secret; kept as JSON: the plugins' $secret:// references are
+// read with them, whichever list comes first). APISIX's other lists (stream_routes, …)
 // are accepted only when empty; any other key is an error. Items without an
 // id get arr_<n> (counting from 1), as in APISIX. Load and Parse fail on
 // the first bad item.

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 
+	"coregate/admin/protofile"
+	"coregate/admin/secret"
 	"coregate/admin/spec"
 
 	"go.yaml.in/yaml/v3"
@@ -145,13 +147,13 @@ func (l *loader) fail(item, msg string, kind, err error) *LoadError {
 var supported = map[string]bool{
 	"routes": true, "services": true, "upstreams": true,
 	"consumers": true, "plugin_configs": true, "global_rules": true,
-	"plugin_metadata": true, "ssls": true,
+	"plugin_metadata": true, "ssls": true, "consumer_groups": true, "protos": true,
+	"secrets": true,
 }
 
 // notYet are APISIX's other top-level lists: accepted when empty.
 var notYet = map[string]bool{
-	"consumer_groups": true, "protos": true,
-	"stream_routes": true, "secrets": true, "plugins": true, "credentials": true,
+	"stream_routes": true, "plugins": true, "credentials": true,
 }
 
 func (l *loader) top(doc *yaml.Node, s *spec.Spec) error {
@@ -239,6 +241,15 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 		}
 	}
 	id := spec.RawID(raw, idKey)
+	if kind == "secrets" {
+		// Its id is "<manager>/<id>", as APISIX's standalone mode has it.
+		where = fmt.Sprintf("%s (id %s)", where, id.String())
+		if err := checkSecret(raw); err != nil {
+			return l.fail(where, err.Error(), ErrInvalid, err)
+		}
+		s.Secrets = append(s.Secrets, raw)
+		return nil
+	}
 	if kind == "plugin_metadata" {
 		// The plugin's name is its id; the plugin checks the rest when
 		// the worker builds the configuration.
@@ -307,6 +318,27 @@ func (l *loader) item(s *spec.Spec, kind string, index int, n *yaml.Node) error 
 			return bad(err)
 		}
 		s.GlobalRules = append(s.GlobalRules, gr)
+	case "consumer_groups":
+		g, err := spec.DecodeConsumerGroup(raw)
+		if err != nil {
+			return bad(err)
+		}
+		s.ConsumerGroups = append(s.ConsumerGroups, g)
+	case "protos":
+		// Checked as the Admin API checks one, then not kept: nothing
+		// reads a proto until grpc-transcode exists.
+		if err := spec.ValidateObject(spec.KindProto, raw); err != nil {
+			return bad(err)
+		}
+		var p struct {
+			Content string `json:"content"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return bad(err)
+		}
+		if err := protofile.Check(p.Content); err != nil {
+			return l.fail(where, "invalid content: "+err.Error(), ErrInvalid, err)
+		}
 	case "ssls":
 		// Keys are not read here: they may be encrypted
 		// (apisix.data_encryption); the workers' tlsconf reads them.
@@ -331,6 +363,25 @@ func checkCredential(raw json.RawMessage) error {
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return fmt.Errorf("invalid credential: %w", err)
+	}
+	return nil
+}
+
+// checkSecret checks a secret of the file: its id "<manager>/<id>" names
+// one of APISIX's managers, and the object passes the manager's schema.
+func checkSecret(raw []byte) error {
+	manager, id, ok := strings.Cut(spec.RawID(raw, "id").String(), "/")
+	if !ok || id == "" || strings.Contains(id, "/") || !spec.ValidStringID(id) {
+		return errors.New("a secret's id is <manager>/<id>")
+	}
+	if !secret.Known(manager) {
+		return errors.New("invalid secret manager: " + manager)
+	}
+	if err := secret.Validate(manager, raw); err != nil {
+		if ve, ok := err.(*spec.ValidationError); ok {
+			return errors.New("invalid configuration: " + ve.Explain())
+		}
+		return err
 	}
 	return nil
 }

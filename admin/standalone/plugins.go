@@ -13,7 +13,9 @@ import (
 // every route, service, consumer, credential, plugin config and global
 // rule, and each plugin's metadata, their $env:// references resolved as
 // the workers will resolve them (a variable that is not set refuses the
-// file, as does a $secret:// reference). The first one refused is returned
+// file, as does a $secret:// reference that cannot be read with the
+// registry's SecretSource, which CheckFile hands the file's secrets
+// first). The first one refused is returned
 // as a *LoadError (ErrInvalid) naming the item, so that a file a worker
 // could not build is refused where the file is read, with the previous
 // configuration serving, or the node not starting, as for any other
@@ -67,6 +69,11 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 	}
 	for _, gr := range s.GlobalRules {
 		if err := check("global_rules (id "+gr.ID.String()+")", gr.Plugins, false); err != nil {
+			return err
+		}
+	}
+	for _, g := range s.ConsumerGroups {
+		if err := check("consumer_groups (id "+g.ID.String()+")", g.Plugins, false); err != nil {
 			return err
 		}
 	}

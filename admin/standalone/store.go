@@ -262,6 +262,13 @@ func itemKey(list string, index int, n *yaml.Node) (key, item string, raw []byte
 		}
 		item = fmt.Sprintf("%s (username %s)", item, u.String())
 		return checkKey("consumers", u.String(), item, raw)
+	case "secrets":
+		id := spec.RawID(raw, "id")
+		item = fmt.Sprintf("%s (id %s)", item, id.String())
+		if err := checkSecret(raw); err != nil {
+			return "", item, nil, err
+		}
+		return "secrets/" + id.String(), item, raw, nil
 	case "plugin_metadata":
 		id := spec.RawID(raw, "id")
 		if id.IsZero() {

@@ -323,7 +323,7 @@ func TestAdminAPIKeyAuth(t *testing.T) {
 	}
 	// A credential holds an authentication plugin (key-auth is one, of
 	// the gateway's plugins; limit-count and prometheus are not); a
-	// consumer in a group is refused until consumer groups are supported.
+	// consumer in a group that does not exist is refused.
 	for _, p := range []string{`"limit-count":{"count":1,"time_window":60}`, `"prometheus":{}`} {
 		r = put("consumers/jack/credentials/c2", `{"plugins":{`+p+`}}`, 400)
 		if !strings.Contains(r.body, `"error_msg":"only supports auth type plugins in consumer credential"`) {
@@ -331,7 +331,7 @@ func TestAdminAPIKeyAuth(t *testing.T) {
 		}
 	}
 	r = put("consumers", `{"username":"rose","group_id":"g1","plugins":{"key-auth":{"key":"rose-key"}}}`, 400)
-	if !strings.Contains(r.body, `"error_msg":"group_id: consumer groups are not supported yet"`) {
+	if !strings.Contains(r.body, `"error_msg":"failed to fetch consumer group info by consumer group id [g1], response code: 404"`) {
 		t.Fatalf("group_id: %s", r.body)
 	}
 

@@ -126,7 +126,7 @@ func TestControlAPI(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &sch); status != 200 || err != nil {
 		t.Fatalf("/v1/schema: %d %v", status, err)
 	}
-	for _, k := range []string{"route", "service", "upstream", "consumer", "ssl", "global_rule", "plugin_config"} {
+	for _, k := range []string{"route", "service", "upstream", "consumer", "ssl", "global_rule", "plugin_config", "consumer_group", "proto"} {
 		if len(sch.Main[k]) == 0 {
 			t.Errorf("/v1/schema: no main.%s", k)
 		}

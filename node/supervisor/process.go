@@ -14,6 +14,7 @@ import (
 
 	"coregate/admin/adminapi"
 	"coregate/admin/nodeconf"
+	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/admin/standalone"
 	"coregate/admin/store/storesync"
@@ -102,6 +103,10 @@ func Main(c Command) error {
 	// The plugins' encrypt_fields stored encrypted are checked in clear
 	// (the workers do the same for their builds).
 	plugins.Default.SetKeyring(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
+	// $secret:// references are read with the secret objects the store
+	// sync (and the Admin API) hand the registry, their credentials
+	// decrypted as the Admin API encrypted them.
+	plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
 	if nc.APISIX.EnableAdmin {
 		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"coregate/admin/nodeconf"
+	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/bpf"
 	"coregate/node"
@@ -136,6 +137,9 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 	// keeps them as stored), the decrypt function the TLS configuration is
 	// built with.
 	plugins.Default.SetKeyring(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
+	// $secret:// references are read, when a snapshot is built (off the
+	// event loop), with the Spec's secret objects.
+	plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
 
 	var member *bpf.Member
 	if o.BPFFDs == bpf.NumFiles {

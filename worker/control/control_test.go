@@ -75,13 +75,15 @@ func fullSpec(t *testing.T) *spec.Spec {
 		Consumers:     []*spec.Consumer{mustDecode(t, spec.DecodeConsumer, `{"username":"jack","plugins":{"key-auth":{"key":"k"}}}`)},
 		PluginConfigs: []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"prometheus":{}}}`)},
 		GlobalRules:   []*spec.GlobalRule{mustDecode(t, spec.DecodeGlobalRule, `{"id":1,"plugins":{"prometheus":{}}}`)},
+		ConsumerGroups: []*spec.ConsumerGroup{mustDecode(t, spec.DecodeConsumerGroup,
+			`{"id":"g1","plugins":{"limit-count":{"count":7,"time_window":60}}}`)},
 	}
 	s.SetHash()
 	return s
 }
 
 // TestConfigCarriesTheSpec: a Config frame carries every resource of the
-// Spec (consumers, plugin configs and global rules included) and its hash,
+// Spec (consumers, plugin configs, global rules and consumer groups included) and its hash,
 // and decodes to an equal Spec, in the written forms.
 func TestConfigCarriesTheSpec(t *testing.T) {
 	s := fullSpec(t)
@@ -110,7 +112,7 @@ func TestConfigCarriesTheSpec(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"consumers", "global_rules", "hash", "plugin_configs", "routes", "services", "upstreams"}
+	want := []string{"consumer_groups", "consumers", "global_rules", "hash", "plugin_configs", "routes", "services", "upstreams"}
 	if d := cmp.Diff(want, keys); d != "" {
 		t.Fatalf("members (-want +got):\n%s", d)
 	}

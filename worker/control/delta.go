@@ -29,16 +29,16 @@ import (
 // The supervisor knows what changed by identity: the configuration store
 // shares the objects it did not change between one Spec and the next
 // (routes, services and upstreams by pointer; consumers, plugin configs,
-// global rules and ssls by pointer or, failing that, by value; the JSON-kept
-// resources by content). A Spec that shares nothing with the base goes as
+// global rules, consumer groups and ssls by pointer or, failing that, by
+// value; the JSON-kept resources by content). A Spec that shares nothing with the base goes as
 // a Config instead.
 
 // deltaKind is one resource of a Delta: its member name and, for the
 // JSON-kept resources, the member holding an object's id and the list of a
 // Spec that holds them. deltaKinds lists them in the Spec's JSON order;
 // the decoded resources (routes, services, upstreams, consumers, plugin
-// configs, global rules, ssls), each of its own type, are named again where
-// they are encoded and decoded.
+// configs, global rules, consumer groups, ssls), each of its own type, are
+// named again where they are encoded and decoded.
 type deltaKind struct {
 	name string
 	// idKey is the member holding a JSON-kept object's id.
@@ -55,9 +55,11 @@ var deltaKinds = [...]deltaKind{
 	{name: "consumers"},
 	{name: "plugin_configs"},
 	{name: "global_rules"},
+	{name: "consumer_groups"},
 	{"credentials", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.Credentials }},
 	{"plugin_metadata", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.PluginMetadata }},
 	{name: "ssls"},
+	{"secrets", "id", func(s *spec.Spec) *[]json.RawMessage { return &s.Secrets }},
 }
 
 // jsonKept returns the JSON-kept resource named name, or nil.
@@ -105,6 +107,8 @@ func EncodeDelta(base, next *spec.Spec) (payload []byte, ok bool, err error) {
 			n, err = encodeRuns(&b, k.name, base.PluginConfigs, next.PluginConfigs, pluginConfigID, sameValue)
 		case "global_rules":
 			n, err = encodeRuns(&b, k.name, base.GlobalRules, next.GlobalRules, globalRuleID, sameValue)
+		case "consumer_groups":
+			n, err = encodeRuns(&b, k.name, base.ConsumerGroups, next.ConsumerGroups, consumerGroupID, sameValue)
 		case "ssls":
 			n, err = encodeRuns(&b, k.name, base.SSLs, next.SSLs, sslID, sameValue)
 		default:
@@ -126,15 +130,16 @@ func EncodeDelta(base, next *spec.Spec) (payload []byte, ok bool, err error) {
 	return b.Bytes(), true, nil
 }
 
-func routeID(r *spec.Route) string                { return r.ID.String() }
-func serviceID(s *spec.Service) string            { return s.ID.String() }
-func upstreamID(u *spec.Upstream) string          { return u.ID.String() }
-func consumerID(c *spec.Consumer) string          { return c.Username }
-func pluginConfigID(pc *spec.PluginConfig) string { return pc.ID.String() }
-func globalRuleID(gr *spec.GlobalRule) string     { return gr.ID.String() }
-func sslID(s *spec.SSL) string                    { return s.ID.String() }
-func same[T comparable](a, b T) bool              { return a == b }
-func sameRaw(a, b json.RawMessage) bool           { return bytes.Equal(a, b) }
+func routeID(r *spec.Route) string                 { return r.ID.String() }
+func serviceID(s *spec.Service) string             { return s.ID.String() }
+func upstreamID(u *spec.Upstream) string           { return u.ID.String() }
+func consumerID(c *spec.Consumer) string           { return c.Username }
+func pluginConfigID(pc *spec.PluginConfig) string  { return pc.ID.String() }
+func globalRuleID(gr *spec.GlobalRule) string      { return gr.ID.String() }
+func consumerGroupID(g *spec.ConsumerGroup) string { return g.ID.String() }
+func sslID(s *spec.SSL) string                     { return s.ID.String() }
+func same[T comparable](a, b T) bool               { return a == b }
+func sameRaw(a, b json.RawMessage) bool            { return bytes.Equal(a, b) }
 
 // sameValue: the same object, or an equal one (a standalone file read
 // again makes new objects of the same content).
@@ -274,6 +279,8 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 			err = decodeRuns(dec, base.PluginConfigs, &s.PluginConfigs, each)
 		case "global_rules":
 			err = decodeRuns(dec, base.GlobalRules, &s.GlobalRules, each)
+		case "consumer_groups":
+			err = decodeRuns(dec, base.ConsumerGroups, &s.ConsumerGroups, each)
 		case "ssls":
 			err = decodeRuns(dec, base.SSLs, &s.SSLs, each)
 		default:

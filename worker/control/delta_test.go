@@ -61,6 +61,7 @@ func TestDeltaCarriesTheSpec(t *testing.T) {
 	next.Services = nil // removed (route 1 no longer names it)
 	next.Consumers = append(slices.Clone(base.Consumers), mustDecode(t, spec.DecodeConsumer, `{"username":"jill"}`))
 	next.PluginConfigs = []*spec.PluginConfig{mustDecode(t, spec.DecodePluginConfig, `{"id":"pc","plugins":{"prometheus":{"prefer_name":true}}}`)}
+	next.ConsumerGroups = append(slices.Clone(base.ConsumerGroups), mustDecode(t, spec.DecodeConsumerGroup, `{"id":"g2","plugins":{"limit-count":{"count":9,"time_window":60}}}`))
 	next.Credentials = []json.RawMessage{json.RawMessage(`{"id":"jack/credentials/c1","plugins":{"key-auth":{"key":"k2"}}}`)}
 	next.SetHash()
 
@@ -77,12 +78,12 @@ func TestDeltaCarriesTheSpec(t *testing.T) {
 		t.Fatalf("decoded spec (-config +delta):\n%s\npayload %s", d, payload)
 	}
 	// What was kept travels as runs, not as objects.
-	for _, kept := range []string{`"/b"`, `"username":"jack"`, `"id":1,"plugins":{"prometheus":{}}`, `"127.0.0.1:1980":1`} {
+	for _, kept := range []string{`"/b"`, `"username":"jack"`, `"id":1,"plugins":{"prometheus":{}}`, `"127.0.0.1:1980":1`, `"count":7`} {
 		if strings.Contains(string(payload), kept) {
 			t.Errorf("the payload carries %s, which the base has: %s", kept, payload)
 		}
 	}
-	for _, sent := range []string{`"/a2"`, `"/new"`, `"jill"`, `"prefer_name":true`, `"k2"`} {
+	for _, sent := range []string{`"/a2"`, `"/new"`, `"jill"`, `"prefer_name":true`, `"k2"`, `"count":9`} {
 		if !strings.Contains(string(payload), sent) {
 			t.Errorf("the payload lacks %s: %s", sent, payload)
 		}
@@ -214,6 +215,33 @@ func TestDeltaSSLs(t *testing.T) {
 		t.Fatalf("ssls %+v", got.SSLs)
 	}
 	if !strings.Contains(string(payload), `"ssls":[[0,1],{`) || strings.Contains(string(payload), `"a.com"`) {
+		t.Fatalf("payload %s", payload)
+	}
+}
+
+// TestDeltaCarriesSecrets: the secret objects travel in a Delta as the
+// other JSON-kept resources do: those kept as runs, the changed ones whole.
+func TestDeltaCarriesSecrets(t *testing.T) {
+	base := fullSpec(t)
+	base.Secrets = []json.RawMessage{
+		json.RawMessage(`{"id":"vault/v1","prefix":"kept-prefix","token":"t","uri":"http://127.0.0.1:8200"}`),
+		json.RawMessage(`{"id":"vault/v2","prefix":"old-prefix","token":"t","uri":"http://127.0.0.1:8200"}`),
+	}
+	base.SetHash()
+	next := *base
+	next.Secrets = []json.RawMessage{base.Secrets[0],
+		json.RawMessage(`{"id":"vault/v2","prefix":"new-prefix","token":"t","uri":"http://127.0.0.1:8200"}`),
+		json.RawMessage(`{"access_key_id":"a","id":"aws/a1","secret_access_key":"s"}`),
+	}
+	next.SetHash()
+	got, payload := viaDelta(t, base, &next)
+	if d := cmp.Diff(next.Secrets, got.Secrets); d != "" {
+		t.Fatalf("secrets (-want +got):\n%s", d)
+	}
+	if got.Hash != next.Hash {
+		t.Fatal("hash differs")
+	}
+	if strings.Contains(string(payload), "kept-prefix") || !strings.Contains(string(payload), "new-prefix") || !strings.Contains(string(payload), "aws/a1") {
 		t.Fatalf("payload %s", payload)
 	}
 }

@@ -4,22 +4,29 @@
 //
 // Each key <prefix>/<resource>/<id> of a known resource is decoded the way
 // the Admin API validates it (routes, services and upstreams with
-// spec.DecodeRoute/DecodeService/DecodeUpstream, consumers, plugin_configs
-// and global_rules with spec.DecodeConsumer/DecodePluginConfig/
-// DecodeGlobalRule; a consumer's credentials,
+// spec.DecodeRoute/DecodeService/DecodeUpstream, consumers, plugin_configs,
+// global_rules and consumer_groups with spec.DecodeConsumer/
+// DecodePluginConfig/DecodeGlobalRule/DecodeConsumerGroup; a consumer's
+// credentials,
 // <prefix>/consumers/<username>/credentials/<id>, as objects with the id
 // "<username>/credentials/<id>"; plugin_metadata/<plugin> as objects
 // with the id <plugin>; ssls with spec.DecodeSSL, their private keys
-// kept as stored, unread, for they may be encrypted), and its plugins are
+// kept as stored, unread, for they may be encrypted; secrets,
+// <prefix>/secrets/<manager>/<id>, checked against their manager's schema
+// (package secret) and kept as stored with the id "<manager>/<id>"), and its plugins are
 // checked with the plugin registry (Options.Plugins) as the Admin API
 // checks them; other keys (gen_id, stream_routes, …) are not part of a
 // Spec and are ignored.
 // An object that fails validation, or whose references dangle (a route
-// whose upstream was deleted with force=true), is logged and left out; the
-// rest is served. So is one whose plugin configuration holds a $env://
+// whose upstream was deleted with force=true, a consumer whose group was),
+// is logged and left out; the rest is served. So is one whose plugin configuration holds a $env://
 // reference this process cannot resolve (a node restarted without the
 // variable): the registry checks configurations as they resolve here,
 // where the workers, which inherit this environment, would build them.
+// $secret:// references are read with the secret objects read so far,
+// handed to the registry's SecretSource (plugins.Registry.UpdateSecrets)
+// as they change; a full read takes the secrets first, so that the
+// objects referring to them, whatever their keys, find them.
 // A global rule is the exception: left out, it would leave every route
 // without its plugins (an authentication, a limit), so one that fails in
 // any of these ways (it does not decode, names a plugin the gateway does

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/admin/store"
 	"coregate/plugins"
@@ -169,8 +170,9 @@ type object struct {
 	cons   *spec.Consumer
 	pc     *spec.PluginConfig
 	gr     *spec.GlobalRule
+	cg     *spec.ConsumerGroup
 	ssl    *spec.SSL
-	raw    json.RawMessage // credentials, plugin_metadata
+	raw    json.RawMessage // credentials, plugin_metadata, secrets
 	// refusal: why a global rule is invalid (it does not decode, a
 	// plugin it names is unknown or refuses its configuration, a
 	// reference does not resolve in this process). Such a rule refuses
@@ -575,9 +577,20 @@ func (s *Syncer) list(ctx context.Context) error {
 	clear(s.mods)
 	clear(s.order) // no stale object kept alive past the new length
 	s.order, s.sorted = s.order[:0], false
+	// The secrets first: the other objects' $secret:// references are
+	// read with them when their plugins are checked.
+	secrets := s.dir + "secrets/"
 	for _, kv := range kvs {
-		s.prevIdx = max(s.prevIdx, kv.ModRevision)
-		s.put(kv)
+		if strings.HasPrefix(kv.Key, secrets) {
+			s.prevIdx = max(s.prevIdx, kv.ModRevision)
+			s.put(kv)
+		}
+	}
+	for _, kv := range kvs {
+		if !strings.HasPrefix(kv.Key, secrets) {
+			s.prevIdx = max(s.prevIdx, kv.ModRevision)
+			s.put(kv)
+		}
 	}
 	s.rev = rev
 	return nil
@@ -586,12 +599,32 @@ func (s *Syncer) list(ctx context.Context) error {
 func (s *Syncer) apply(ev store.Event) {
 	s.prevIdx = max(s.prevIdx, ev.KV.ModRevision)
 	if ev.Type == store.EventDelete {
-		s.replace(s.objs[ev.KV.Key], nil)
+		o := s.objs[ev.KV.Key]
+		s.replace(o, nil)
 		delete(s.objs, ev.KV.Key)
 		delete(s.mods, ev.KV.Key)
+		if o != nil && o.kind == kindSecret {
+			s.secretsChanged()
+		}
 		return
 	}
 	s.put(ev.KV)
+}
+
+// secretsChanged hands the secret objects now read to the registry's
+// SecretSource (plugins.Registry.UpdateSecrets), with which the objects
+// read next have their $secret:// references resolved.
+func (s *Syncer) secretsChanged() {
+	if s.opts.Plugins == nil {
+		return
+	}
+	var objs []json.RawMessage
+	for _, o := range s.objs {
+		if o.kind == kindSecret {
+			objs = append(objs, o.raw)
+		}
+	}
+	s.opts.Plugins.UpdateSecrets(objs)
 }
 
 // resources maps the key segment of each resource a Spec holds to its
@@ -603,9 +636,16 @@ var resources = map[string]string{
 	"consumers":       spec.KindConsumer,
 	"plugin_configs":  spec.KindPluginConfig,
 	"global_rules":    spec.KindGlobalRule,
+	"consumer_groups": spec.KindConsumerGroup,
 	"ssls":            spec.KindSSL,
 	"plugin_metadata": kindPluginMetadata,
+	"secrets":         kindSecret,
 }
+
+// kindSecret is a secret manager's object (secrets/<manager>/<id>),
+// whose id in a Spec is "<manager>/<id>", checked against its manager's
+// schema (package secret).
+const kindSecret = "secret"
 
 // kindPluginMetadata is a plugin's metadata
 // (plugin_metadata/<plugin>), which the plugin registry checks when a
@@ -636,8 +676,13 @@ func (s *Syncer) put(kv store.KV) {
 			kind = kindCredential
 		}
 	}
-	if !ok || kind == "" || id == "" || kind != kindCredential && strings.Contains(id, "/") {
+	if !ok || kind == "" || id == "" || kind != kindCredential && kind != kindSecret && strings.Contains(id, "/") {
 		return
+	}
+	if kind == kindSecret {
+		if m, sid, ok := strings.Cut(id, "/"); !ok || m == "" || sid == "" || strings.Contains(sid, "/") {
+			return
+		}
 	}
 	o, err := decode(kind, id, kv.Value)
 	if err == nil {
@@ -654,6 +699,9 @@ func (s *Syncer) put(kv store.KV) {
 			attrs = append(attrs, "item", o.Origin(kv.Key)) // the standalone file's
 		}
 		s.opts.Log.Error("config store: invalid object left out", append(attrs, "err", err)...)
+		if kind == kindSecret {
+			s.secretsChanged()
+		}
 		return
 	}
 	o.key, o.create = kv.Key, kv.CreateRevision
@@ -664,6 +712,9 @@ func (s *Syncer) put(kv store.KV) {
 	h.Sum(o.sum[:0])
 	s.replace(s.objs[kv.Key], o)
 	s.objs[kv.Key] = o
+	if kind == kindSecret {
+		s.secretsChanged()
+	}
 }
 
 func decode(kind, id string, value []byte) (*object, error) {
@@ -702,6 +753,18 @@ func decode(kind, id string, value []byte) (*object, error) {
 		err = nil
 		m["id"], _ = json.Marshal(id)
 		o.raw, err = json.Marshal(m)
+	case kindSecret:
+		// Stored with the id "<manager>/<id>", as the key's.
+		manager, _, _ := strings.Cut(id, "/")
+		if err = secret.Validate(manager, value); err != nil {
+			break
+		}
+		var m map[string]json.RawMessage
+		if err = json.Unmarshal(value, &m); err != nil {
+			break
+		}
+		m["id"], _ = json.Marshal(id)
+		o.raw, err = json.Marshal(m)
 	case kindPluginMetadata:
 		var b bytes.Buffer
 		if err = json.Compact(&b, value); err != nil {
@@ -718,7 +781,7 @@ func decode(kind, id string, value []byte) (*object, error) {
 		}
 		m["id"], _ = json.Marshal(id)
 		o.raw, err = json.Marshal(m)
-	default: // consumers, plugin configs, global rules
+	default: // consumers, plugin configs, global rules, consumer groups
 		var b bytes.Buffer
 		if err = json.Compact(&b, value); err != nil {
 			break
@@ -735,6 +798,8 @@ func decode(kind, id string, value []byte) (*object, error) {
 			o.pc, err = spec.DecodePluginConfig(raw)
 		case spec.KindGlobalRule:
 			o.gr, err = spec.DecodeGlobalRule(raw)
+		case spec.KindConsumerGroup:
+			o.cg, err = spec.DecodeConsumerGroup(raw)
 		}
 	}
 	if err != nil {
@@ -761,7 +826,7 @@ func (s *Syncer) checkPlugins(o *object) error {
 		confs = o.route.Plugins
 	case spec.KindService:
 		confs = o.svc.Plugins
-	case spec.KindUpstream, spec.KindSSL:
+	case spec.KindUpstream, spec.KindSSL, kindSecret:
 		return nil
 	case kindPluginMetadata: // o.raw's "id" is the key's
 		name, conf, err := plugins.SplitMetadata(o.raw)
@@ -775,6 +840,8 @@ func (s *Syncer) checkPlugins(o *object) error {
 		confs = o.pc.Plugins
 	case spec.KindGlobalRule:
 		confs = o.gr.Plugins
+	case spec.KindConsumerGroup:
+		confs = o.cg.Plugins
 	case kindCredential:
 		var v struct {
 			Plugins map[string]json.RawMessage `json:"plugins"`
@@ -858,12 +925,16 @@ func (s *Syncer) build() (*spec.Spec, error) {
 				sp.PluginConfigs = append(sp.PluginConfigs, o.pc)
 			case spec.KindGlobalRule:
 				sp.GlobalRules = append(sp.GlobalRules, o.gr)
+			case spec.KindConsumerGroup:
+				sp.ConsumerGroups = append(sp.ConsumerGroups, o.cg)
 			case spec.KindSSL:
 				sp.SSLs = append(sp.SSLs, o.ssl)
 			case kindCredential:
 				sp.Credentials = append(sp.Credentials, o.raw)
 			case kindPluginMetadata:
 				sp.PluginMetadata = append(sp.PluginMetadata, o.raw)
+			case kindSecret:
+				sp.Secrets = append(sp.Secrets, o.raw)
 			}
 		}
 		err := sp.Check()

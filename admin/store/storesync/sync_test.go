@@ -825,3 +825,26 @@ func TestGlobalRuleInvalidRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerGroups: consumer groups are served, decoded and their
+// plugins checked; a consumer whose group is missing (deleted with
+// force=true) or refused is left out, the rest served.
+func TestConsumerGroups(t *testing.T) {
+	e := newEnv(t)
+	e.put("consumer_groups/g1", `{"plugins":{"limit-count":{"count":1,"time_window":60}}}`)
+	e.put("consumer_groups/g-bad", `{"plugins":{"limit-count":{"count":-1,"time_window":60}}}`)
+	e.put("consumers/jack", `{"username":"jack","group_id":"g1","plugins":{"key-auth":{"key":"k1"}}}`)
+	e.put("consumers/jill", `{"username":"jill","group_id":"g-bad","plugins":{"key-auth":{"key":"k2"}}}`)
+	e.put("consumers/rose", `{"username":"rose","group_id":"gone","plugins":{"key-auth":{"key":"k3"}}}`)
+	sp, err := e.syncer().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.ConsumerGroups) != 1 || sp.ConsumerGroups[0].ID.String() != "g1" ||
+		string(sp.ConsumerGroups[0].Plugins["limit-count"]) != `{"count":1,"time_window":60}` {
+		t.Fatalf("consumer groups %+v", sp.ConsumerGroups)
+	}
+	if len(sp.Consumers) != 1 || sp.Consumers[0].Username != "jack" || sp.Consumers[0].GroupID.String() != "g1" {
+		t.Fatalf("consumers %+v", sp.Consumers)
+	}
+}
