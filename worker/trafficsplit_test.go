@@ -155,3 +155,34 @@ func TestSplitCompile(t *testing.T) {
 		t.Fatalf("variants after the upstream object changed: %v", addrs)
 	}
 }
+
+// TestTrafficSplitCHash: the upstream traffic-split chooses is the
+// balancer's too: an inline chash upstream on a header keeps each key on
+// one of its origins and spreads the keys over both, where the route's
+// own upstream is a third origin, never reached.
+func TestTrafficSplitCHash(t *testing.T) {
+	addrs, hits := idServers(t, 3, nil)
+	w, _ := runWorker(t, Config{}, testSpec(t, nil, fmt.Sprintf(
+		`{"id":"c","uri":"/c","upstream":{"nodes":{"%s":1}},"plugins":{"traffic-split":{"rules":[{"weighted_upstreams":[`+
+			`{"upstream":{"type":"chash","hash_on":"header","key":"X-User","nodes":{"%s":1,"%s":1}}}]}]}}}`, addrs[2], addrs[0], addrs[1])))
+	base := "http://" + w.Addr().String()
+	c := &http.Client{Timeout: 10 * time.Second}
+	owner := map[string]string{}
+	for round := range 3 {
+		for k := range 20 {
+			user := fmt.Sprint("u", k)
+			st, body := splitGet(t, c, base+"/c", "X-User", user)
+			if st != 200 {
+				t.Fatalf("/c: %d", st)
+			}
+			if round == 0 {
+				owner[user] = body
+			} else if owner[user] != body {
+				t.Fatalf("%s went to origin %s, then %s", user, owner[user], body)
+			}
+		}
+	}
+	if hits(0) == 0 || hits(1) == 0 || hits(2) != 0 {
+		t.Fatalf("origins hit %d, %d and the route's own %d", hits(0), hits(1), hits(2))
+	}
+}
