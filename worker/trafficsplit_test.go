@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/spec"
 	"coregate/plugins"
 	"coregate/worker/router"
 )
@@ -184,5 +185,51 @@ func TestTrafficSplitCHash(t *testing.T) {
 	}
 	if hits(0) == 0 || hits(1) == 0 || hits(2) != 0 {
 		t.Fatalf("origins hit %d, %d and the route's own %d", hits(0), hits(1), hits(2))
+	}
+}
+
+// TestTrafficSplitGlobalRule: a global rule's traffic-split sends every
+// route's requests to its upstream (each route has the variant), and a
+// build over that snapshot builds the global rules and the routes again,
+// so that the variants follow the upstream object.
+func TestTrafficSplitGlobalRule(t *testing.T) {
+	addrs, _ := idServers(t, 3, nil)
+	mk := func(u1 int) *spec.Spec {
+		s := testSpec(t, []string{fmt.Sprintf(`{"id":"u1","nodes":{"%s":1}}`, addrs[u1])},
+			fmt.Sprintf(`{"id":"a","uri":"/a","upstream":{"nodes":{"%s":1}}}`, addrs[0]),
+			`{"id":"b","uri":"/b","plugins":{}}`)
+		s.GlobalRules = append(s.GlobalRules, mustDecode(t, spec.DecodeGlobalRule,
+			`{"id":"g","plugins":{"traffic-split":{"rules":[{"match":[{"vars":[["http_x-split","==","1"]]}],"weighted_upstreams":[{"upstream_id":"u1"}]}]}}}`))
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	w, _ := runWorker(t, Config{}, mk(1))
+	base := "http://" + w.Addr().String()
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		path, split string
+		st          int
+		body        string
+	}{{"/a", "", 200, "0"}, {"/a", "1", 200, "1"}, {"/b", "1", 200, "1"}, {"/b", "", 503, ""}} {
+		st, body := splitGet(t, c, base+tc.path, "X-Split", tc.split)
+		if st != tc.st || (tc.body != "" && body != tc.body) {
+			t.Errorf("%s split %q: %d %q, want %d %q", tc.path, tc.split, st, body, tc.st, tc.body)
+		}
+	}
+	if err := w.SetSpec(mk(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, body := splitGet(t, c, base+"/a", "X-Split", "1")
+		if body == "2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/a after the upstream changed: origin %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
