@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/spec"
 	"coregate/plugins"
 	"coregate/worker/router"
 )
@@ -153,5 +154,82 @@ func TestSplitCompile(t *testing.T) {
 	}
 	if !slices.Contains(addrs, "127.0.0.1:1983") || slices.Contains(addrs, "127.0.0.1:1981") {
 		t.Fatalf("variants after the upstream object changed: %v", addrs)
+	}
+}
+
+// TestTrafficSplitCHash: the upstream traffic-split chooses is the
+// balancer's too: an inline chash upstream on a header keeps each key on
+// one of its origins and spreads the keys over both, where the route's
+// own upstream is a third origin, never reached.
+func TestTrafficSplitCHash(t *testing.T) {
+	addrs, hits := idServers(t, 3, nil)
+	w, _ := runWorker(t, Config{}, testSpec(t, nil, fmt.Sprintf(
+		`{"id":"c","uri":"/c","upstream":{"nodes":{"%s":1}},"plugins":{"traffic-split":{"rules":[{"weighted_upstreams":[`+
+			`{"upstream":{"type":"chash","hash_on":"header","key":"X-User","nodes":{"%s":1,"%s":1}}}]}]}}}`, addrs[2], addrs[0], addrs[1])))
+	base := "http://" + w.Addr().String()
+	c := &http.Client{Timeout: 10 * time.Second}
+	owner := map[string]string{}
+	for round := range 3 {
+		for k := range 20 {
+			user := fmt.Sprint("u", k)
+			st, body := splitGet(t, c, base+"/c", "X-User", user)
+			if st != 200 {
+				t.Fatalf("/c: %d", st)
+			}
+			if round == 0 {
+				owner[user] = body
+			} else if owner[user] != body {
+				t.Fatalf("%s went to origin %s, then %s", user, owner[user], body)
+			}
+		}
+	}
+	if hits(0) == 0 || hits(1) == 0 || hits(2) != 0 {
+		t.Fatalf("origins hit %d, %d and the route's own %d", hits(0), hits(1), hits(2))
+	}
+}
+
+// TestTrafficSplitGlobalRule: a global rule's traffic-split sends every
+// route's requests to its upstream (each route has the variant), and a
+// build over that snapshot builds the global rules and the routes again,
+// so that the variants follow the upstream object.
+func TestTrafficSplitGlobalRule(t *testing.T) {
+	addrs, _ := idServers(t, 3, nil)
+	mk := func(u1 int) *spec.Spec {
+		s := testSpec(t, []string{fmt.Sprintf(`{"id":"u1","nodes":{"%s":1}}`, addrs[u1])},
+			fmt.Sprintf(`{"id":"a","uri":"/a","upstream":{"nodes":{"%s":1}}}`, addrs[0]),
+			`{"id":"b","uri":"/b","plugins":{}}`)
+		s.GlobalRules = append(s.GlobalRules, mustDecode(t, spec.DecodeGlobalRule,
+			`{"id":"g","plugins":{"traffic-split":{"rules":[{"match":[{"vars":[["http_x-split","==","1"]]}],"weighted_upstreams":[{"upstream_id":"u1"}]}]}}}`))
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	w, _ := runWorker(t, Config{}, mk(1))
+	base := "http://" + w.Addr().String()
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		path, split string
+		st          int
+		body        string
+	}{{"/a", "", 200, "0"}, {"/a", "1", 200, "1"}, {"/b", "1", 200, "1"}, {"/b", "", 503, ""}} {
+		st, body := splitGet(t, c, base+tc.path, "X-Split", tc.split)
+		if st != tc.st || (tc.body != "" && body != tc.body) {
+			t.Errorf("%s split %q: %d %q, want %d %q", tc.path, tc.split, st, body, tc.st, tc.body)
+		}
+	}
+	if err := w.SetSpec(mk(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, body := splitGet(t, c, base+"/a", "X-Split", "1")
+		if body == "2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/a after the upstream changed: origin %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
