@@ -851,6 +851,10 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 	}
 	cc.w.logFault(uc, cc, status)
 	cc.statuses = append(cc.statuses, status)
+	if len(cc.upAddrs) > 0 {
+		cc.upAddrs = append(cc.upAddrs, ", "...)
+	}
+	cc.upAddrs = cc.appendAttemptAddr(cc.upAddrs)
 	up := cc.rt.up
 	inTime := up.retryTimeout == 0 || cc.w.now-cc.started < int64(up.retryTimeout)
 	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= up.retries && inTime {
