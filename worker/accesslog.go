@@ -137,7 +137,7 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 			}
 			b = strconv.AppendInt(b, int64(s), 10)
 		}
-		if cc.upStatus != 0 || cc.tries > len(cc.statuses) {
+		if cc.upStatus != 0 || !cc.attemptsListed() {
 			if len(cc.statuses) > 0 {
 				b = append(b, ", "...)
 			}

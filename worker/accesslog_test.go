@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -210,12 +211,25 @@ func TestAccessLogManyLines(t *testing.T) {
 // TestAccessLogEveryAttempt checks that $upstream_addr and
 // $upstream_status list every attempt of a request, comma-separated, as
 // nginx's do: a refused connect (502) then the node that answered, two
-// refused connects, one attempt alone; $balancer_ip is the last
-// attempt's. Real sockets: a port nothing listens on, and an origin.
+// refused connects, one attempt alone, and a kept-alive connection the
+// origin closed as it was reused (502) then its replay; $balancer_ip is
+// the last attempt's. Real sockets: a port nothing listens on, origins.
 func TestAccessLogEveryAttempt(t *testing.T) {
 	port := e2e.IPOrigins(t, true, "127.0.0.2")
 	live := fmt.Sprintf("127.0.0.2:%d", port)
 	dead1, dead2 := e2e.DeadAddr(t), e2e.DeadAddr(t)
+	// stale answers the first request of its first connection and closes
+	// it on the second.
+	stale, _ := scriptedOrigin(t, func(n int, c net.Conn, br *bufio.Reader) {
+		for i := 1; ; i++ {
+			if _, err := http.ReadRequest(br); err != nil || n == 1 && i == 2 {
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+				return
+			}
+		}
+	})
 	node := func(addr string, priority int) string {
 		host, p, _ := net.SplitHostPort(addr)
 		return fmt.Sprintf(`{"host":%q,"port":%s,"weight":1,"priority":%d}`, host, p, priority)
@@ -232,12 +246,13 @@ func TestAccessLogEveryAttempt(t *testing.T) {
 	w, done := runWorker(t, Config{AccessLog: l, AccessLogFormat: f}, testSpec(t, nil,
 		`{"id":"1","uri":"/retried","upstream":{"retries":1,"nodes":[`+node(dead1, 2)+`,`+node(live, 1)+`]}}`,
 		`{"id":"2","uri":"/failed","upstream":{"retries":1,"nodes":[`+node(dead1, 2)+`,`+node(dead2, 1)+`]}}`,
-		`{"id":"3","uri":"/once","upstream":{"nodes":[`+node(live, 1)+`]}}`))
+		`{"id":"3","uri":"/once","upstream":{"nodes":[`+node(live, 1)+`]}}`,
+		`{"id":"4","uri":"/stale","upstream":{"retries":0,"nodes":[`+node(stale, 1)+`]}}`))
 	c, br := dialWorker(t, w)
 	for _, tc := range []struct {
 		path   string
 		status int
-	}{{"/retried", 200}, {"/failed", 502}, {"/once", 200}, {"/retried", 200}} {
+	}{{"/retried", 200}, {"/failed", 502}, {"/once", 200}, {"/retried", 200}, {"/stale", 200}, {"/stale", 200}} {
 		_, _ = io.WriteString(c, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n")
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(br, nil)
@@ -259,7 +274,9 @@ func TestAccessLogEveryAttempt(t *testing.T) {
 	want := retried +
 		"/failed|502|" + dead1 + ", " + dead2 + "|502, 502|127.0.0.1\n" +
 		"/once|200|" + live + "|200|127.0.0.2\n" +
-		retried
+		retried +
+		"/stale|200|" + stale + "|200|127.0.0.1\n" +
+		"/stale|200|" + stale + ", " + stale + "|502, 200|127.0.0.1\n"
 	if string(got) != want {
 		t.Errorf("access log:\n%s\nwant:\n%s", got, want)
 	}

@@ -105,7 +105,7 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 			}
 			return cc.rt.up.nodes[cc.node].ip, true
 		}
-		if cc.tries == len(cc.statuses) {
+		if cc.attemptsListed() {
 			return cc.upAddrs, true // the last attempt failed: listed
 		}
 		if len(cc.upAddrs) == 0 && !cc.upAP.IsValid() {
