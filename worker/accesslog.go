@@ -126,6 +126,8 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 	case httpvar.RequestTime:
 		return accesslog.AppendMillis(b, w.now-cc.started)
 	case httpvar.UpstreamStatus:
+		// As nginx's: one entry for each attempt, as $upstream_addr
+		// lists them; "-" for the last one while it has no status.
 		if len(cc.statuses) == 0 && cc.upStatus == 0 {
 			return accesslog.AppendUnset(b, esc)
 		}
@@ -135,9 +137,12 @@ func (cc *clientConn) appendPart(a *accessLogger, b []byte, p *accesslog.Part) [
 			}
 			b = strconv.AppendInt(b, int64(s), 10)
 		}
-		if cc.upStatus != 0 {
+		if cc.upStatus != 0 || !cc.attemptsListed() {
 			if len(cc.statuses) > 0 {
 				b = append(b, ", "...)
+			}
+			if cc.upStatus == 0 {
+				return append(b, '-')
 			}
 			b = strconv.AppendInt(b, int64(cc.upStatus), 10)
 		}

@@ -41,3 +41,63 @@ func TestAllocAccessLog(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocAttemptLists guards $upstream_addr and $upstream_status of a
+// request tried three times, two attempts failed: the lists are rendered
+// from the connection's buffers, reused from one exchange to the next,
+// without allocating, with the last attempt answered and in flight.
+func TestAllocAttemptLists(t *testing.T) {
+	h, l := logHarness(t, "/dev/null", `$upstream_addr $upstream_status $balancer_ip`, accesslog.EscapeDefault)
+	defer l.Close()
+	var rt *route
+	for _, r := range h.w.snap.Load().routes {
+		if r.up != nil {
+			rt = r
+		}
+	}
+	cc := h.cl.ctx.(*clientConn)
+	a := h.w.alog
+	// tried records attempts as dispatch and upstreamFailed do.
+	tried := func(status int) {
+		cc.rt, cc.node = rt, 0
+		cc.tries = 0
+		for range 2 {
+			cc.tries++
+			cc.statuses = append(cc.statuses, 502)
+			if len(cc.upAddrs) > 0 {
+				cc.upAddrs = append(cc.upAddrs, ", "...)
+			}
+			cc.upAddrs = cc.appendAttemptAddr(cc.upAddrs)
+		}
+		cc.tries++
+		cc.upStatus = status
+	}
+	line := make([]byte, 0, 256)
+	render := func() []byte {
+		line = line[:0]
+		for i := range a.parts {
+			line = cc.appendPart(a, line, &a.parts[i])
+		}
+		return line
+	}
+	for _, tc := range []struct {
+		status int
+		want   string
+	}{
+		{200, "127.0.0.1:1980, 127.0.0.1:1980, 127.0.0.1:1980 502, 502, 200 127.0.0.1"},
+		{0, "127.0.0.1:1980, 127.0.0.1:1980, 127.0.0.1:1980 502, 502, - 127.0.0.1"},
+	} {
+		tried(tc.status)
+		if got := string(render()); got != tc.want {
+			t.Errorf("rendered %q, want %q", got, tc.want)
+		}
+		cc.resetExchange()
+		if allocs := testing.AllocsPerRun(500, func() {
+			tried(tc.status)
+			render()
+			cc.resetExchange()
+		}); allocs != 0 {
+			t.Errorf("the attempt lists allocate %.1f times, want 0", allocs)
+		}
+	}
+}

@@ -1,8 +1,14 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +17,7 @@ import (
 	"time"
 
 	"coregate/admin/spec"
+	"coregate/internal/e2e"
 	"coregate/worker/accesslog"
 )
 
@@ -198,5 +205,79 @@ func TestAccessLogManyLines(t *testing.T) {
 	}
 	if string(got) != want.String() {
 		t.Errorf("%d bytes written, want %d", len(got), want.Len())
+	}
+}
+
+// TestAccessLogEveryAttempt checks that $upstream_addr and
+// $upstream_status list every attempt of a request, comma-separated, as
+// nginx's do: a refused connect (502) then the node that answered, two
+// refused connects, one attempt alone, and a kept-alive connection the
+// origin closed as it was reused (502) then its replay; $balancer_ip is
+// the last attempt's. Real sockets: a port nothing listens on, origins.
+func TestAccessLogEveryAttempt(t *testing.T) {
+	port := e2e.IPOrigins(t, true, "127.0.0.2")
+	live := fmt.Sprintf("127.0.0.2:%d", port)
+	dead1, dead2 := e2e.DeadAddr(t), e2e.DeadAddr(t)
+	// stale answers the first request of its first connection and closes
+	// it on the second.
+	stale, _ := scriptedOrigin(t, func(n int, c net.Conn, br *bufio.Reader) {
+		for i := 1; ; i++ {
+			if _, err := http.ReadRequest(br); err != nil || n == 1 && i == 2 {
+				return
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+				return
+			}
+		}
+	})
+	node := func(addr string, priority int) string {
+		host, p, _ := net.SplitHostPort(addr)
+		return fmt.Sprintf(`{"host":%q,"port":%s,"weight":1,"priority":%d}`, host, p, priority)
+	}
+	f, err := accesslog.Compile(`$uri|$status|$upstream_addr|$upstream_status|$balancer_ip`, accesslog.EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "access.log")
+	l, err := accesslog.Open(accesslog.Options{Path: path, Flush: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, done := runWorker(t, Config{AccessLog: l, AccessLogFormat: f}, testSpec(t, nil,
+		`{"id":"1","uri":"/retried","upstream":{"retries":1,"nodes":[`+node(dead1, 2)+`,`+node(live, 1)+`]}}`,
+		`{"id":"2","uri":"/failed","upstream":{"retries":1,"nodes":[`+node(dead1, 2)+`,`+node(dead2, 1)+`]}}`,
+		`{"id":"3","uri":"/once","upstream":{"nodes":[`+node(live, 1)+`]}}`,
+		`{"id":"4","uri":"/stale","upstream":{"retries":0,"nodes":[`+node(stale, 1)+`]}}`))
+	c, br := dialWorker(t, w)
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/retried", 200}, {"/failed", 502}, {"/once", 200}, {"/retried", 200}, {"/stale", 200}, {"/stale", 200}} {
+		_, _ = io.WriteString(c, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != tc.status {
+			t.Fatalf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.status)
+		}
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	l.Close()
+	got, _ := os.ReadFile(path)
+	retried := "/retried|200|" + dead1 + ", " + live + "|502, 200|127.0.0.2\n"
+	want := retried +
+		"/failed|502|" + dead1 + ", " + dead2 + "|502, 502|127.0.0.1\n" +
+		"/once|200|" + live + "|200|127.0.0.2\n" +
+		retried +
+		"/stale|200|" + stale + "|200|127.0.0.1\n" +
+		"/stale|200|" + stale + ", " + stale + "|502, 200|127.0.0.1\n"
+	if string(got) != want {
+		t.Errorf("access log:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -850,14 +850,17 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 	stale := uc.reused && !uc.gotBytes && uc.sentAny
 	switch {
 	case stale && replayable && cc.idempotent && cc.freeRetries < 3:
-		// The origin closed a kept-alive connection just as it was reused.
+		// The origin closed a kept-alive connection just as it was
+		// reused: replayed, not counted against the retries, but listed
+		// in $upstream_addr and $upstream_status as nginx lists it.
+		cc.attemptFailed(status)
 		cc.freeRetries++
 		cc.tries--
 		cc.dispatch()
 		return
 	}
 	cc.w.logFault(uc, cc, status)
-	cc.statuses = append(cc.statuses, status)
+	cc.attemptFailed(status)
 	up := cc.rt.up
 	inTime := up.retryTimeout == 0 || cc.w.now-cc.started < int64(up.retryTimeout)
 	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= up.retries && inTime {
@@ -868,6 +871,23 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 	}
 	cc.passiveFailure(status)
 	cc.answerError(status)
+}
+
+// attemptFailed records the attempt at cc.node as failed with status:
+// X-APISIX-Upstream-Status, $upstream_status and $upstream_addr list it.
+func (cc *clientConn) attemptFailed(status int) {
+	cc.statuses = append(cc.statuses, status)
+	if len(cc.upAddrs) > 0 {
+		cc.upAddrs = append(cc.upAddrs, ", "...)
+	}
+	cc.upAddrs = cc.appendAttemptAddr(cc.upAddrs)
+}
+
+// attemptsListed reports whether the last attempt is in the lists of
+// failed ones (attemptFailed): every attempt begun (tries, and the stale
+// connections' replays) failed.
+func (cc *clientConn) attemptsListed() bool {
+	return cc.tries+cc.freeRetries == len(cc.statuses)
 }
 
 // bodyRead reports whether the request body has been taken from the client

@@ -204,12 +204,13 @@
 //     the Connection fields being read) are the loop's, good for one use
 //     at a time: until the write, until the next connTokens.
 //   - The exchange's buffers (exchangeBufs: head, hostLine, hostValue,
-//     hostBuf, pathBuf, servletBuf, targetBuf, sizeLine, statuses, and the
+//     hostBuf, pathBuf, servletBuf, targetBuf, sizeLine, statuses, upAddrs,
+//     and the
 //     plugins' exitBody, respHdr, reqEdits, upURI, upMethod, upHost,
 //     consumerName, headCopy, kept)
 //     and upConn.sizeLine are the connection's: their capacity is kept from
 //     one exchange to the next, and each is written from its start before
-//     it is read within one exchange (statuses, respHdr and reqEdits are
+//     it is read within one exchange (statuses, upAddrs, respHdr and reqEdits are
 //     truncated by resetExchange; pluginState says which of the plugins'
 //     are set). head outlives the client's head in gnet's buffer: it is
 //     what each attempt sends again, with the plugins' edits in it.

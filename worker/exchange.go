@@ -178,11 +178,16 @@ type pluginState struct {
 // exchangeBufs are the exchange's buffers, embedded in clientConn beside
 // it: their capacity is reused from one exchange to the next, their
 // contents are not. Each is written from its start before it is read
-// within an exchange, but for statuses, which resetExchange truncates.
+// within an exchange, but for statuses and upAddrs, which resetExchange
+// truncates.
 type exchangeBufs struct {
 	// statuses are the upstream statuses of the failed attempts, for
-	// X-APISIX-Upstream-Status.
+	// X-APISIX-Upstream-Status and $upstream_status.
 	statuses []int
+	// upAddrs are the addresses of the failed attempts, comma-separated
+	// as nginx's $upstream_addr lists them ("127.0.0.1:1980,
+	// 127.0.0.1:1981"), one for each of statuses.
+	upAddrs []byte
 	// sizeLine is the chunk-size line of the chunk takeBody frames, valid
 	// until the next takeBody.
 	sizeLine []byte
@@ -199,8 +204,8 @@ type exchangeBufs struct {
 	servletBuf []byte
 	targetBuf  []byte
 	// upAddrBuf and upIPBuf back upstream_addr and balancer_ip when they
-	// are upAP's (clientConn.varValue), each valid until the variable is
-	// read again.
+	// are upAP's or the list of several attempts (clientConn.varValue),
+	// each valid until the variable is read again.
 	upAddrBuf, upIPBuf []byte
 
 	// The plugins' share (pluginState says which are set): the exit's
@@ -234,6 +239,7 @@ func (cc *clientConn) resetExchange() {
 	cc.releaseNode(false)
 	cc.exchange = exchange{}
 	cc.statuses = cc.statuses[:0]
+	cc.upAddrs = cc.upAddrs[:0]
 	cc.respHdr = cc.respHdr[:0]
 	clear(cc.kept)
 	cc.kept = cc.kept[:0]

@@ -93,24 +93,32 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 			return cc.consumerName, true
 		}
 	case httpvar.UpstreamAddr, httpvar.BalancerIP:
-		// As nginx's $upstream_addr: the node picked, once one was; for
-		// a node given by host name, the address connected to.
+		// As nginx's $upstream_addr: the address of every attempt,
+		// comma-separated, once a node was picked; for a node given by
+		// host name, the address connected to. $balancer_ip is the last
+		// attempt's alone, as APISIX's.
 		if cc.tries == 0 || cc.rt == nil || cc.rt.up == nil || cc.node >= len(cc.rt.up.nodes) {
 			return nil, false
 		}
-		if cc.upAP.IsValid() {
-			if x.Kind == httpvar.BalancerIP {
+		if x.Kind == httpvar.BalancerIP {
+			if cc.upAP.IsValid() {
 				cc.upIPBuf = cc.upAP.Addr().AppendTo(cc.upIPBuf[:0])
 				return cc.upIPBuf, true
 			}
-			cc.upAddrBuf = cc.upAP.AppendTo(cc.upAddrBuf[:0])
-			return cc.upAddrBuf, true
+			return cc.rt.up.nodes[cc.node].ip, true
 		}
-		if nd := cc.rt.up.nodes[cc.node]; x.Kind == httpvar.BalancerIP {
-			return nd.ip, true
-		} else {
-			return nd.addrText, true
+		if cc.attemptsListed() {
+			return cc.upAddrs, true // the last attempt failed: listed
 		}
+		if len(cc.upAddrs) == 0 && !cc.upAP.IsValid() {
+			return cc.rt.up.nodes[cc.node].addrText, true
+		}
+		b := cc.upAddrBuf[:0]
+		if len(cc.upAddrs) > 0 {
+			b = append(append(b, cc.upAddrs...), ", "...)
+		}
+		cc.upAddrBuf = cc.appendAttemptAddr(b)
+		return cc.upAddrBuf, true
 	default:
 		if x.Kind.Exchange() && cc.rt != nil {
 			v := cc.routeVar(x.Kind)
@@ -135,6 +143,16 @@ func (cc *clientConn) remotePort() []byte {
 		return cc.realPort
 	}
 	return cc.rportText
+}
+
+// appendAttemptAddr appends the address of the attempt at cc.node to b:
+// for a node given by host name, the one connected to (upAP); the node's
+// otherwise.
+func (cc *clientConn) appendAttemptAddr(b []byte) []byte {
+	if cc.upAP.IsValid() {
+		return cc.upAP.AppendTo(b)
+	}
+	return append(b, cc.rt.up.nodes[cc.node].addrText...)
 }
 
 // args is $args: the query of the target an earlier plugin set
