@@ -141,7 +141,15 @@ func (r *Resolver) read(p Ref, obj string) (string, error) {
 		v.Namespace, _ = m["namespace"].(string)
 		v.Token = envValue(v.Token)
 		return v.Get(ctx, r.Client, p.Key)
-	case ManagerAWS, ManagerGCP:
+	case ManagerAWS:
+		a := &AWS{}
+		a.AccessKeyID, _ = m["access_key_id"].(string)
+		a.SecretAccessKey, _ = m["secret_access_key"].(string)
+		a.SessionToken, _ = m["session_token"].(string)
+		a.Region, _ = m["region"].(string)
+		a.EndpointURL, _ = m["endpoint_url"].(string)
+		return a.Get(ctx, r.Client, p.Key)
+	case ManagerGCP:
 		return "", errors.New("secret manager " + p.Manager + ": reading its secrets is not supported yet")
 	}
 	return "", errors.New("unknown secret manager: " + p.Manager)

@@ -90,10 +90,10 @@ func TestResolver(t *testing.T) {
 	if _, err := r.Secret("$secret://vault/v1/jack/k"); err == nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("slow Vault: %v after %v", err, time.Since(start))
 	}
-	// Managers whose clients coregate has not, and malformed references.
-	r.Update([]json.RawMessage{json.RawMessage(`{"id":"aws/a","access_key_id":"a","secret_access_key":"s"}`)})
-	if _, err := r.Secret("$secret://aws/a/k"); err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("aws: %v", err)
+	// A manager whose client coregate has not, and malformed references.
+	r.Update([]json.RawMessage{json.RawMessage(`{"id":"gcp/g","auth_file":"/none"}`)})
+	if _, err := r.Secret("$secret://gcp/g/k"); err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Fatalf("gcp: %v", err)
 	}
 	if _, err := r.Secret("$secret://vault/v1"); err == nil || err.Error() != "error format: no secret conf id" {
 		t.Fatalf("malformed: %v", err)
