@@ -150,7 +150,14 @@ func (r *Resolver) read(p Ref, obj string) (string, error) {
 		a.EndpointURL, _ = m["endpoint_url"].(string)
 		return a.Get(ctx, r.Client, p.Key)
 	case ManagerGCP:
-		return "", errors.New("secret manager " + p.Manager + ": reading its secrets is not supported yet")
+		var g GCP
+		if err := json.Unmarshal([]byte(obj), &g); err != nil {
+			return "", errors.New("the secret conf " + p.Manager + "/" + p.ID + " does not decode")
+		}
+		if g.AuthConfig != nil { // its private key as opened above
+			g.AuthConfig.PrivateKey, _ = nested(m, "auth_config", "private_key")
+		}
+		return g.Get(ctx, r.Client, p.Key)
 	}
 	return "", errors.New("unknown secret manager: " + p.Manager)
 }
@@ -167,4 +174,11 @@ func envValue(s string) string {
 		return v
 	}
 	return s
+}
+
+// nested is the string at m[a][b].
+func nested(m map[string]any, a, b string) (string, bool) {
+	inner, _ := m[a].(map[string]any)
+	s, ok := inner[b].(string)
+	return s, ok
 }

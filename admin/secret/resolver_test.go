@@ -90,9 +90,9 @@ func TestResolver(t *testing.T) {
 	if _, err := r.Secret("$secret://vault/v1/jack/k"); err == nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("slow Vault: %v after %v", err, time.Since(start))
 	}
-	// A manager whose client coregate has not, and malformed references.
-	r.Update([]json.RawMessage{json.RawMessage(`{"id":"gcp/g","auth_file":"/none"}`)})
-	if _, err := r.Secret("$secret://gcp/g/k"); err == nil || !strings.Contains(err.Error(), "not supported yet") {
+	// A gcp object whose file is missing, and malformed references.
+	r.Update([]json.RawMessage{json.RawMessage(`{"id":"gcp/g","auth_file":"` + t.TempDir() + `/none.json"}`)})
+	if _, err := r.Secret("$secret://gcp/g/k"); err == nil || !strings.Contains(err.Error(), "failed to read configuration, file: ") {
 		t.Fatalf("gcp: %v", err)
 	}
 	if _, err := r.Secret("$secret://vault/v1"); err == nil || err.Error() != "error format: no secret conf id" {
