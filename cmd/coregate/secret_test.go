@@ -79,3 +79,53 @@ func TestSecretReferenceKeyAuth(t *testing.T) {
 		t.Fatalf("the old value after the change: %d", s)
 	}
 }
+
+// TestSecretReferenceStandalone: through the real binary in standalone
+// mode, apisix.yaml's secrets are read and a consumer's $secret:// key,
+// listed before them, authenticates with the value Vault's KV engine (a
+// loopback server answering as Vault documents it) holds.
+func TestSecretReferenceStandalone(t *testing.T) {
+	vault := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/kv/apisix/jack" || r.Header.Get("X-Vault-Token") != "root" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":{"auth-key":"jack-yaml"}}`)) // a KV v1 engine
+	}))
+	t.Cleanup(vault.Close)
+	up := headEchoUpstream(t)
+	g := startGateway(t, fmt.Sprintf(`routes:
+  - id: 1
+    uri: /sec
+    plugins:
+      key-auth: {}
+    upstream:
+      nodes:
+        "%s": 1
+consumers:
+  - username: jack
+    plugins:
+      key-auth:
+        key: $secret://vault/v1/jack/auth-key
+secrets:
+  - id: vault/v1
+    uri: %s
+    prefix: kv/apisix
+    token: root
+#END
+`, up.Addr(), vault.URL), "")
+	c := newClient(t)
+	get := func(key string) int {
+		t.Helper()
+		return do(t, c, "GET", g.url("/sec"), "", map[string]string{"apikey": key}, nil).status
+	}
+	eventually(t, 10*time.Second, func() error {
+		if s := get("jack-yaml"); s != 200 {
+			return fmt.Errorf("jack-yaml: %d", s)
+		}
+		return nil
+	})
+	if s := get("$secret://vault/v1/jack/auth-key"); s != 401 {
+		t.Fatalf("the reference itself: %d", s)
+	}
+}
