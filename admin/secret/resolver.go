@@ -18,13 +18,19 @@ import (
 // read again after it at the latest.
 const DefaultTTL = 300 * time.Second
 
+// DefaultNegTTL is how long a failure to read a value stays cached, as
+// APISIX's apisix.lru.secret.neg_ttl (60 s): a manager that does not
+// answer costs one Timeout per reference and minute, not one per object
+// that holds it, so a build's time stays bounded.
+const DefaultNegTTL = 60 * time.Second
+
 // Resolver reads the secrets $secret:// references name (it is a
 // plugins.SecretSource), from the secret objects it was given (Update):
 // the object <manager>/<id> of "$secret://<manager>/<id>/<key>", its
 // credentials decrypted with the keyring (a value that does not decrypt is
 // used as it is, as in APISIX). Values are cached by reference, for TTL,
-// and forgotten when their object changes or goes; failures are not
-// cached. Each read is one request bounded by Timeout. A Resolver is safe
+// failures for NegTTL, and both forgotten when their object changes or
+// goes. Each read is one request bounded by Timeout. A Resolver is safe
 // for concurrent use; no lock is held while a secret is read.
 type Resolver struct {
 	// Client makes the requests; nil is http.DefaultClient.
@@ -33,6 +39,8 @@ type Resolver struct {
 	Timeout time.Duration
 	// TTL bounds how long a value is cached; 0 is DefaultTTL.
 	TTL time.Duration
+	// NegTTL bounds how long a failure is cached; 0 is DefaultNegTTL.
+	NegTTL time.Duration
 
 	keyring *keyring.Keyring
 
@@ -44,6 +52,7 @@ type Resolver struct {
 type cached struct {
 	obj   string // the object the value was read with
 	value string
+	err   error // the failure, when there is no value
 	at    time.Time
 }
 
@@ -93,9 +102,12 @@ func (r *Resolver) Secret(ref string) (string, error) {
 		return "", err
 	}
 	id := p.Manager + "/" + p.ID
-	ttl := r.TTL
+	ttl, negTTL := r.TTL, r.NegTTL
 	if ttl <= 0 {
 		ttl = DefaultTTL
+	}
+	if negTTL <= 0 {
+		negTTL = DefaultNegTTL
 	}
 	r.mu.Lock()
 	obj, ok := r.objs[id]
@@ -104,18 +116,23 @@ func (r *Resolver) Secret(ref string) (string, error) {
 	if !ok {
 		return "", errors.New("no secret conf, secret_uri: " + ref)
 	}
-	if hit && c.obj == obj && time.Since(c.at) < ttl {
-		return c.value, nil
+	if hit && c.obj == obj {
+		switch age := time.Since(c.at); {
+		case c.err == nil && age < ttl:
+			return c.value, nil
+		case c.err != nil && age < negTTL:
+			return "", c.err
+		}
 	}
 	v, err := r.read(p, obj)
+	r.mu.Lock()
+	if r.objs[id] == obj { // not changed meanwhile
+		r.cache[ref] = cached{obj: obj, value: v, err: err, at: time.Now()}
+	}
+	r.mu.Unlock()
 	if err != nil {
 		return "", err
 	}
-	r.mu.Lock()
-	if r.objs[id] == obj { // not changed meanwhile
-		r.cache[ref] = cached{obj: obj, value: v, at: time.Now()}
-	}
-	r.mu.Unlock()
 	return v, nil
 }
 
@@ -141,8 +158,23 @@ func (r *Resolver) read(p Ref, obj string) (string, error) {
 		v.Namespace, _ = m["namespace"].(string)
 		v.Token = envValue(v.Token)
 		return v.Get(ctx, r.Client, p.Key)
-	case ManagerAWS, ManagerGCP:
-		return "", errors.New("secret manager " + p.Manager + ": reading its secrets is not supported yet")
+	case ManagerAWS:
+		a := &AWS{}
+		a.AccessKeyID, _ = m["access_key_id"].(string)
+		a.SecretAccessKey, _ = m["secret_access_key"].(string)
+		a.SessionToken, _ = m["session_token"].(string)
+		a.Region, _ = m["region"].(string)
+		a.EndpointURL, _ = m["endpoint_url"].(string)
+		return a.Get(ctx, r.Client, p.Key)
+	case ManagerGCP:
+		var g GCP
+		if err := json.Unmarshal([]byte(obj), &g); err != nil {
+			return "", errors.New("the secret conf " + p.Manager + "/" + p.ID + " does not decode")
+		}
+		if g.AuthConfig != nil { // its private key as opened above
+			g.AuthConfig.PrivateKey, _ = nested(m, "auth_config", "private_key")
+		}
+		return g.Get(ctx, r.Client, p.Key)
 	}
 	return "", errors.New("unknown secret manager: " + p.Manager)
 }
@@ -159,4 +191,11 @@ func envValue(s string) string {
 		return v
 	}
 	return s
+}
+
+// nested is the string at m[a][b].
+func nested(m map[string]any, a, b string) (string, bool) {
+	inner, _ := m[a].(map[string]any)
+	s, ok := inner[b].(string)
+	return s, ok
 }

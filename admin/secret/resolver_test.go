@@ -25,8 +25,8 @@ func vaultObject(t *testing.T, uri, prefix, token string, seal bool) json.RawMes
 
 // TestResolver: references resolve against the objects given, through a
 // real HTTP server on loopback that answers as Vault's KV engine; values
-// are cached until their object changes or their TTL passes, failures are
-// not, and no error shows a value or a token.
+// are cached until their object changes or their TTL passes, failures
+// until their NegTTL does, and no error shows a value or a token.
 func TestResolver(t *testing.T) {
 	var hits atomic.Int64
 	srv := kvServer(t, "root", "team", &hits)
@@ -55,15 +55,20 @@ func TestResolver(t *testing.T) {
 	if v, err := r.Secret(ref); err != nil || v != "value-v1" || hits.Load() != 2 {
 		t.Fatalf("after a change: %q %v, %d reads", v, err, hits.Load())
 	}
-	// A failure is not cached, and shows neither value nor token.
+	// A failure is cached for NegTTL, and shows neither value nor token.
 	r.Update([]json.RawMessage{vaultObject(t, srv.URL, "kv/apisix", "wrong-token", true)})
 	for range 2 {
 		if _, err := r.Secret(ref); err == nil || !strings.Contains(err.Error(), "status 403") || strings.Contains(err.Error(), "wrong-token") {
 			t.Fatalf("wrong token: %v", err)
 		}
 	}
-	if hits.Load() != 4 {
-		t.Fatalf("%d reads, want 4: a failure was cached", hits.Load())
+	if hits.Load() != 3 {
+		t.Fatalf("%d reads, want 3: the failure read twice", hits.Load())
+	}
+	r.NegTTL = 50 * time.Millisecond
+	time.Sleep(100 * time.Millisecond)
+	if _, err := r.Secret(ref); err == nil || hits.Load() != 4 {
+		t.Fatalf("after NegTTL: %v, %d reads, want 4", err, hits.Load())
 	}
 	// The token may be an $env:// reference, as in APISIX.
 	t.Setenv("COREGATE_TEST_VAULT_TOKEN", "root")
@@ -90,10 +95,10 @@ func TestResolver(t *testing.T) {
 	if _, err := r.Secret("$secret://vault/v1/jack/k"); err == nil || time.Since(start) > 2*time.Second {
 		t.Fatalf("slow Vault: %v after %v", err, time.Since(start))
 	}
-	// Managers whose clients coregate has not, and malformed references.
-	r.Update([]json.RawMessage{json.RawMessage(`{"id":"aws/a","access_key_id":"a","secret_access_key":"s"}`)})
-	if _, err := r.Secret("$secret://aws/a/k"); err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("aws: %v", err)
+	// A gcp object whose file is missing, and malformed references.
+	r.Update([]json.RawMessage{json.RawMessage(`{"id":"gcp/g","auth_file":"` + t.TempDir() + `/none.json"}`)})
+	if _, err := r.Secret("$secret://gcp/g/k"); err == nil || !strings.Contains(err.Error(), "failed to read configuration, file: ") {
+		t.Fatalf("gcp: %v", err)
 	}
 	if _, err := r.Secret("$secret://vault/v1"); err == nil || err.Error() != "error format: no secret conf id" {
 		t.Fatalf("malformed: %v", err)

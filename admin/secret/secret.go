@@ -1,8 +1,11 @@
 // Package secret is APISIX's secret managers (apisix/secret.lua and
 // apisix/secret/*.lua): the schemas of the objects stored at
 // /apisix/admin/secrets/{manager}/{id}, the fields of theirs kept
-// encrypted at rest, and the client that reads a secret of HashiCorp
-// Vault's key/value engine for a $secret:// reference.
+// encrypted at rest, and the clients that read a secret for a $secret://
+// reference (Resolver): HashiCorp Vault's key/value engine and Google
+// Cloud Secret Manager over HTTP with net/http (one GET each, and the
+// OAuth 2.0 JWT bearer grant for Google), AWS Secrets Manager with AWS's
+// official SDK (its requests are signed with SigV4).
 //
 // Everything here is safe for concurrent use. Reading a secret is network
 // I/O: it is never done on an event loop (see plugins' References).

@@ -462,9 +462,10 @@ func TestAdminAPIKeyAuthEnv(t *testing.T) {
 		{"unset", `{"username":"bob","plugins":{"key-auth":{"key":"$env://` + e2eUnsetVar + `"}}}`,
 			`invalid plugins configuration: failed to check the configuration of plugin key-auth err: property \"key\" validation failed: ` +
 				`cannot resolve $env://` + e2eUnsetVar + `: environment variable ` + e2eUnsetVar + ` is not set`},
+		// A secret object that does not exist (secret_test.go has one that does).
 		{"secret", `{"username":"bob","plugins":{"key-auth":{"key":"$secret://vault/1/bob/key"}}}`,
 			`invalid plugins configuration: failed to check the configuration of plugin key-auth err: property \"key\" validation failed: ` +
-				`$secret://vault/1/bob/key: secret managers ($secret://) are not supported yet`},
+				`cannot resolve $secret://vault/1/bob/key: no secret conf, secret_uri: $secret://vault/1/bob/key`},
 		{"empty", `{"username":"bob","plugins":{"key-auth":{"key":""}}}`,
 			`invalid plugins configuration: failed to check the configuration of plugin key-auth err: property \"key\" validation failed: ` +
 				`string too short, expected at least 1, got 0`},

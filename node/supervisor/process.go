@@ -294,6 +294,8 @@ func Check(path string, w io.Writer) error {
 	switch prov := nc.Provider(); prov.Kind {
 	case "yaml", "json":
 		if prov.File != "" {
+			// The file's $secret:// references are read, as at start.
+			plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
 			if err := standalone.CheckFile(prov.File, plugins.Default); err != nil {
 				return err
 			}
