@@ -108,6 +108,9 @@ func (r *Runner) Pair(s scenario.Scenario, pairs int, against string) (*PairRepo
 			return nil, err
 		}
 	}
+	if s, err = s.WithJWTKey(); err != nil {
+		return nil, err
+	}
 	a, err := r.startPairSide(s, o.Coregate, report.Coregate)
 	if err != nil {
 		return nil, err

@@ -189,6 +189,10 @@ func (r *Runner) scenario(s scenario.Scenario, direct bool) ([]report.Row, error
 		}
 		s.Upstream2 = addr
 	}
+	s, err := s.WithJWTKey()
+	if err != nil {
+		return nil, err
+	}
 	var targets []*target
 	defer func() {
 		for _, t := range targets {

@@ -12,5 +12,7 @@
 // file, the worst case for a router that scans or backtracks, as in
 // api7/apisix-benchmark's "thousands of /helloN routes" case.
 //
-// Everything here is plain data and pure functions, safe for concurrent use.
+// Everything here is plain data and pure functions, safe for concurrent use,
+// but for Scenario.WithJWTKey, which makes a new key each call (and is
+// safe for concurrent use too).
 package scenario

@@ -66,7 +66,9 @@ func (s Scenario) keepaliveRequests() int {
 }
 
 // CoregateRoutes renders the standalone apisix.yaml for s, proxying to
-// upstream (host:port); it ends with the #END marker APISIX requires. A
+// upstream (host:port); it ends with the #END marker APISIX requires. The
+// consumers have key-auth keys, or in a JWT scenario jwt-auth credentials
+// with the key material WithJWTKey made (empty before it). A
 // TLS scenario adds an ssls object with the certificate and key for
 // certs.ServerName, and the CA clients must present a certificate of
 // when the scenario verifies them.
@@ -91,7 +93,17 @@ func CoregateRoutes(s Scenario, upstream string) []byte {
 	if s.Consumers > 0 {
 		b.WriteString("consumers:\n")
 		for i := 1; i <= s.Consumers; i++ {
-			fmt.Fprintf(&b, "  - username: user%d\n    plugins:\n      key-auth:\n        key: user-key%d\n", i, i)
+			fmt.Fprintf(&b, "  - username: user%d\n    plugins:\n", i)
+			if j := s.JWT; j != nil {
+				fmt.Fprintf(&b, "      jwt-auth:\n        key: user-key%d\n        algorithm: %s\n", i, j.Alg)
+				if j.Alg == HS256 {
+					fmt.Fprintf(&b, "        secret: %q\n", j.Secret)
+				} else {
+					fmt.Fprintf(&b, "        public_key: |\n%s", indent(j.PublicKeyPEM, 10))
+				}
+				continue
+			}
+			fmt.Fprintf(&b, "      key-auth:\n        key: user-key%d\n", i)
 		}
 	}
 	if t := s.TLS; t != nil {
@@ -109,7 +121,11 @@ func CoregateRoutes(s Scenario, upstream string) []byte {
 // off, the same route table as exact-match locations, all state under dir.
 // A scenario with plugins gets nginx's nearest equivalent of each (see
 // Equivalent): limit_req for limit-count, a map of the API keys with a 401
-// for key-auth, return 200 for mocking; prometheus has none that counts
+// for key-auth, return 200 for mocking, allow lines of the same CIDRs
+// and deny all for ip-restriction, add_header of the same Access-Control-*
+// headers (and Vary: Origin) for cors, the origin checked by a map as the
+// plugin checks it, nothing for jwt-auth (nginx has no JWT: its row is
+// nginx with no plugin); prometheus has none that counts
 // per request (stub_status only counts connections), so nginx does
 // nothing for it.
 // Keep-alive requests towards clients are unlimited in practice, as the
@@ -160,6 +176,15 @@ http {
 		}
 		b.WriteString("    }\n")
 	}
+	cors := s.HasPlugin("cors")
+	if cors {
+		// the origin when it is the allowed one, else "": nginx adds no
+		// header whose value is empty
+		fmt.Fprintf(&b, "    map $http_origin $cors_origin {\n        default \"\";\n        %q $http_origin;\n    }\n", corsOrigin)
+		for _, h := range corsHeaders[1:] {
+			fmt.Fprintf(&b, "    map $cors_origin $%s {\n        \"\" \"\";\n        default %q;\n    }\n", corsVar(h.name), h.value)
+		}
+	}
 	fmt.Fprintf(&b, "    server {\n        listen 127.0.0.1:%d reuseport;\n", port)
 	b.WriteString(s.nginxSSL())
 	for id := 1; id <= s.Routes; id++ {
@@ -169,6 +194,18 @@ http {
 		}
 		if limit {
 			b.WriteString("            limit_req zone=limitcount burst=1000000 nodelay;\n")
+		}
+		if s.HasPlugin("ip-restriction") {
+			for _, cidr := range ipWhitelist {
+				fmt.Fprintf(&b, "            allow %s;\n", cidr)
+			}
+			b.WriteString("            deny all;\n")
+		}
+		if cors {
+			b.WriteString("            add_header Vary Origin always;\n            add_header Access-Control-Allow-Origin $cors_origin always;\n")
+			for _, h := range corsHeaders[1:] {
+				fmt.Fprintf(&b, "            add_header %s $%s always;\n", h.name, corsVar(h.name))
+			}
 		}
 		if s.HasPlugin("request-id") {
 			// request-id's uuid: nginx's 128 random bits in hex, to the
@@ -184,6 +221,12 @@ http {
 	}
 	b.WriteString("    }\n}\n")
 	return []byte(b.String())
+}
+
+// corsVar is the nginx variable holding a cors header's value for an
+// allowed origin: cors_ and the name's lower case, '-' as '_'.
+func corsVar(name string) string {
+	return "cors_" + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, "Access-Control-")), "-", "_")
 }
 
 // nginxUpstream2 is the upstream block's lines for a balancer scenario's

@@ -40,7 +40,7 @@ type Scenario struct {
 	Title     string // as the report shows it
 	Group     string
 	Routes    int
-	Consumers int    // consumers with key-auth keys user-key1..N
+	Consumers int    // consumers with key-auth keys user-key1..N (jwt-auth credentials in a JWT scenario)
 	Upstream  bool   // false: the gateway answers itself (mocking)
 	Plugins   string // the route's plugins object as JSON, "" for none
 	Workers   []int  // worker counts to run
@@ -73,6 +73,9 @@ type Scenario struct {
 	// (coregate's apisix.ssl, nginx's listen ... ssl) instead of plain
 	// HTTP; the plain listener stays, for the readiness check.
 	TLS *TLS
+	// JWT, if set, gives the scenario's consumer a jwt-auth credential
+	// instead of a key-auth key, and the load its token (WithJWTKey).
+	JWT *JWT
 }
 
 // TLS is how a scenario's clients and gateways use TLS. Both gateways get
@@ -130,7 +133,7 @@ func (s Scenario) PluginsJSON() string {
 // its rounds (the no-plugin ratios).
 func (s Scenario) Plain() Scenario {
 	p := s
-	p.Plugins, p.Consumers, p.Redis, p.Upstream = "", 0, false, true
+	p.Plugins, p.Consumers, p.Redis, p.Upstream, p.JWT = "", 0, false, true, nil
 	return p
 }
 
@@ -158,6 +161,7 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 	limitCountRedis := `"limit-count":{"count":999999999,"time_window":60,"rejected_code":503,"key":"remote_addr",` +
 		`"policy":"redis","redis_host":"127.0.0.1","redis_port":$REDIS_PORT}`
 	keyAuth := `"key-auth":{}`
+	jwtAuth := `{"jwt-auth":{}}`
 	apikey := "apikey: user-key1\r\n"
 	// 1, 2, 4, … and maxWorkers itself: the curve's shape at a cost that
 	// grows with log N, not N.
@@ -192,6 +196,14 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 		{Name: "key-auth-limit-count-100", Title: "key-auth + limit-count", Group: GroupMain, Routes: 100, Consumers: 100, Upstream: true,
 			Plugins: "{" + keyAuth + "," + limitCount + "}", Workers: one, Load: Load{Conns: 16, Header: apikey}, Ready: true},
 		{Name: "request-id", Title: "request-id", Group: GroupMain, Routes: 1, Upstream: true, Plugins: `{"request-id":{}}`, Workers: one, Load: c16, Ready: true},
+		{Name: "jwt-auth-hs256", Title: "jwt-auth, HS256", Group: GroupMain, Routes: 1, Consumers: 1, Upstream: true, Plugins: jwtAuth,
+			JWT: &JWT{Alg: HS256}, Workers: one, Load: c16, Ready: true},
+		{Name: "jwt-auth-rs256", Title: "jwt-auth, RS256 (2048-bit key)", Group: GroupMain, Routes: 1, Consumers: 1, Upstream: true,
+			Plugins: jwtAuth, JWT: &JWT{Alg: RS256}, Workers: one, Load: c16, Ready: true},
+		{Name: "ip-restriction", Title: fmt.Sprintf("ip-restriction, %d CIDRs, client allowed", len(ipWhitelist)), Group: GroupMain,
+			Routes: 1, Upstream: true, Plugins: ipRestriction(), Workers: one, Load: c16, Ready: true},
+		{Name: "cors", Title: "cors, an allowed Origin", Group: GroupMain, Routes: 1, Upstream: true, Plugins: corsPlugins(),
+			Workers: one, Load: Load{Conns: 16, Header: "Origin: " + corsOrigin + "\r\n"}, Ready: true},
 		{Name: "tls-keepalive-ecdsa", Title: "TLS 1.3 keep-alive, ECDSA P-256", Group: GroupTLS, Routes: 1, Upstream: true,
 			Workers: one, Load: c16, TLS: &TLS{Key: certs.ECDSA}, Ready: true},
 		{Name: "tls-keepalive-rsa", Title: "TLS 1.3 keep-alive, RSA-2048", Group: GroupTLS, Routes: 1, Upstream: true,
@@ -229,6 +241,49 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 	return all
 }
 
+// ipWhitelist is the ip-restriction row's whitelist: 99 CIDRs no client
+// of the benchmark is in, /16s and /24s, then the loopback /8 the load
+// comes from, last, so that nginx's allow list, checked in order, is
+// read whole before the client is let in.
+var ipWhitelist = func() []string {
+	var out []string
+	for i := range 99 {
+		if i%2 == 0 {
+			out = append(out, fmt.Sprintf("10.%d.0.0/16", i))
+		} else {
+			out = append(out, fmt.Sprintf("192.168.%d.0/24", i))
+		}
+	}
+	return append(out, "127.0.0.0/8")
+}()
+
+// ipRestriction is the ip-restriction row's plugins object.
+func ipRestriction() string {
+	return `{"ip-restriction":{"whitelist":["` + strings.Join(ipWhitelist, `","`) + `"]}}`
+}
+
+// corsOrigin is the origin the cors row allows and its load sends.
+const corsOrigin = "http://bench.test"
+
+// corsHeaders are the headers the cors plugin writes on the cors row's
+// responses, as it is configured there (corsPlugins), and nginx adds in
+// its place: Vary: Origin is added whatever the origin, the others only
+// for an allowed one.
+var corsHeaders = []struct{ name, value string }{
+	{"Access-Control-Allow-Origin", corsOrigin},
+	{"Access-Control-Allow-Methods", "GET,POST"},
+	{"Access-Control-Max-Age", "5"},
+	{"Access-Control-Expose-Headers", "X-Request-Id"},
+	{"Access-Control-Allow-Headers", "Content-Type"},
+}
+
+// corsPlugins is the cors row's plugins object: one allowed origin and a
+// list of each kind, as a site's configuration names them.
+func corsPlugins() string {
+	return `{"cors":{"allow_origins":"` + corsOrigin + `","allow_methods":"GET,POST","max_age":5,` +
+		`"expose_headers":"X-Request-Id","allow_headers":"Content-Type"}}`
+}
+
 // HasPlugin reports whether the scenario's routes carry plugin name.
 func (s Scenario) HasPlugin(name string) bool {
 	return strings.Contains(s.Plugins, `"`+name+`"`)
@@ -246,6 +301,12 @@ func (s Scenario) Equivalent() string {
 	}
 	if s.HasPlugin("request-id") {
 		parts = append(parts, "$request_id both ways")
+	}
+	if s.HasPlugin("ip-restriction") {
+		parts = append(parts, "allow/deny")
+	}
+	if s.HasPlugin("cors") {
+		parts = append(parts, "add_header Access-Control-*")
 	}
 	if !s.Upstream {
 		parts = append(parts, "return 200")

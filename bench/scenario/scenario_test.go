@@ -33,7 +33,7 @@ func TestSelect(t *testing.T) {
 	}{
 		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "access-log", "mocking", "limit-count", "limit-count-100", "limit-count-redis", "limit-count-prometheus",
 			"key-auth", "key-auth-100", "key-auth-limit-count", "key-auth-limit-count-100",
-			"request-id",
+			"request-id", "jwt-auth-hs256", "jwt-auth-rs256", "ip-restriction", "cors",
 			"tls-keepalive-ecdsa", "tls-keepalive-rsa", "tls-handshake-full", "tls-handshake-resumed", "tls-mtls", "tls-p99-under-handshakes",
 			"balancer-roundrobin", "balancer-chash", "balancer-least_conn", "balancer-ewma",
 			"scaling", "latency"}},
@@ -309,7 +309,8 @@ func TestNginxAccepts(t *testing.T) {
 		}
 	}
 	seeds := Seeds(1, 1)
-	equiv, err := Select(seeds, "mocking,key-auth-limit-count-100,limit-count-prometheus,access-log,balancer-chash,balancer-least_conn,balancer-ewma")
+	equiv, err := Select(seeds, "mocking,key-auth-limit-count-100,limit-count-prometheus,access-log,balancer-chash,balancer-least_conn,balancer-ewma,"+
+		"jwt-auth-hs256,jwt-auth-rs256,ip-restriction,cors")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -450,6 +450,9 @@ func configCmd(args []string) error {
 		ss[0].TLS.Files = scenario.Files{CertFile: pair.CertFile, KeyFile: pair.KeyFile, CAFile: set.CAFile,
 			CertPEM: pair.CertPEM, KeyPEM: pair.KeyPEM, CAPEM: set.CAPEM, TicketKeyFile: set.TicketKeyFile}
 	}
+	if ss[0], err = ss[0].WithJWTKey(); err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"config.yaml": scenario.CoregateConfig(ss[0], *port, *workers),
 		"apisix.yaml": scenario.CoregateRoutes(ss[0], *up),
@@ -461,6 +464,9 @@ func configCmd(args []string) error {
 		}
 	}
 	fmt.Printf("wrote %s/{config.yaml,apisix.yaml,nginx.conf}: bin/coregate -c %s/config.yaml; nginx -p %s/ -c %s/nginx.conf\n", dir, dir, dir, dir)
+	if h := ss[0].Load.Header; h != "" {
+		fmt.Printf("the scenario's requests send: %s", h)
+	}
 	return nil
 }
 
@@ -699,6 +705,9 @@ func profileCmd(args []string) error {
 			if _, s.Upstream2, err = harness.StartUpstream(self, ld, 1024, dir); err != nil {
 				return err
 			}
+		}
+		if s, err = s.WithJWTKey(); err != nil {
+			return err
 		}
 		if err := os.WriteFile(filepath.Join(work, "config.yaml"), scenario.CoregateConfig(s, port, *workers), 0o644); err != nil {
 			return err
