@@ -232,6 +232,16 @@ func (vs Vars) validate() *ValidationError {
 	return nil
 }
 
+// Problem is lua-resty-expr's error text for the first malformed
+// expression ("rule too short"), "" when all are well formed: for a
+// plugin's vars (response-rewrite's), which APISIX checks with expr.new.
+func (vs Vars) Problem() string {
+	if e := vs.validate(); e != nil {
+		return strings.TrimPrefix(e.Msg, "failed to validate the 'vars' expression: ")
+	}
+	return ""
+}
+
 // check validates an expression built in code (no Source).
 func (e *VarExpr) check() string {
 	if e.Var == "" {
