@@ -21,5 +21,6 @@ var Table = []Entry{
 	{Name: "limit-count", Priority: 1002},
 	{Name: "limit-req", Priority: 1001},
 	{Name: "redirect", Priority: 900},
+	{Name: "response-rewrite", Priority: 899},
 	{Name: "prometheus", Priority: 500},
 }

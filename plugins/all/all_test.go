@@ -9,7 +9,7 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"cors", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite", "redirect", "request-id"} {
+	for _, name := range []string{"cors", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite", "redirect", "request-id", "response-rewrite"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -54,6 +54,7 @@ func TestEncryptFields(t *testing.T) {
 		{"proxy-rewrite", false, nil},
 		{"redirect", false, nil},
 		{"request-id", false, nil},
+		{"response-rewrite", false, nil},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
 			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)
