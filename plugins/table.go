@@ -13,6 +13,7 @@ var Table = []Entry{
 	{Name: "request-id", Priority: 12015},
 	{Name: "mocking", Priority: 10900},
 	{Name: "cors", Priority: 4000},
+	{Name: "csrf", Priority: 2980},
 	{Name: "key-auth", Priority: 2500},
 	{Name: "proxy-cache", Priority: 1085},
 	{Name: "proxy-mirror", Priority: 1010},

@@ -7,6 +7,7 @@ package all
 import (
 	// Each registers itself in plugins.Default from its init function.
 	_ "coregate/plugins/cors"            // cors (4000, rewrite, header_filter)
+	_ "coregate/plugins/csrf"            // csrf (2980, access, header_filter)
 	_ "coregate/plugins/keyauth"         // key-auth (2500, rewrite)
 	_ "coregate/plugins/limitconn"       // limit-conn (1003, access, log)
 	_ "coregate/plugins/limitcount"      // limit-count (1002, access)

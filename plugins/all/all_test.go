@@ -9,7 +9,7 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"cors", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite", "redirect", "request-id", "response-rewrite"} {
+	for _, name := range []string{"cors", "csrf", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite", "redirect", "request-id", "response-rewrite"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -43,6 +43,7 @@ func TestEncryptFields(t *testing.T) {
 		want     []string
 	}{
 		{"cors", false, nil},
+		{"csrf", false, []string{"key"}},
 		{"key-auth", true, []string{"key"}},
 		{"key-auth", false, nil},
 		{"limit-count", false, []string{"redis_password", "sentinel_password"}},
