@@ -137,7 +137,11 @@ func compile(raw json.RawMessage) (*instance, error) {
 		if err != nil {
 			return nil, fmt.Errorf("filters: replace %q: %w", f.Replace, err)
 		}
-		in.filters = append(in.filters, filter{re: re, tmpl: tm, global: f.Scope == "global"})
+		fl := filter{re: re, tmpl: tm, global: f.Scope == "global"}
+		if prefix, complete := re.LiteralPrefix(); complete && prefix != "" {
+			fl.lit = []byte(prefix)
+		}
+		in.filters = append(in.filters, fl)
 	}
 	return in, nil
 }
@@ -279,11 +283,25 @@ type header struct {
 	value vartpl.Template
 }
 
-// filter is one compiled filter.
+// filter is one compiled filter. lit is the text of a pattern that is a
+// literal (no metacharacters, no flags that change matching): it is found
+// with bytes.Index, without regexp's allocations.
 type filter struct {
 	re     *regexp.Regexp
+	lit    []byte
 	tmpl   resub.Template
 	global bool
+}
+
+// next is the indices of the literal's first match in body at or after
+// from, in caps; nil when none.
+func (f *filter) next(body []byte, from int, caps *[2]int) []int {
+	i := bytes.Index(body[from:], f.lit)
+	if i < 0 {
+		return nil
+	}
+	caps[0], caps[1] = from+i, from+i+len(f.lit)
+	return caps[:]
 }
 
 // instance is one built configuration. It belongs to one event loop (see
@@ -411,7 +429,27 @@ func (in *instance) rewrite(b *bodyBuf, body []byte) []byte {
 	for i := range in.filters {
 		f := &in.filters[i]
 		var out []byte
-		if f.global {
+		if f.lit != nil {
+			// A literal: found from the end of each match, as a
+			// global substitution does; once stops at the first.
+			var caps [2]int
+			m := f.next(body, 0, &caps)
+			if m == nil {
+				continue
+			}
+			out = b.out[:0]
+			last := 0
+			for m != nil {
+				out = append(out, body[last:m[0]]...)
+				out = f.tmpl.Append(out, body, m)
+				last = m[1]
+				if !f.global {
+					break
+				}
+				m = f.next(body, last, &caps)
+			}
+			out = append(out, body[last:]...)
+		} else if f.global {
 			ms := f.re.FindAllSubmatchIndex(body, -1)
 			if len(ms) == 0 {
 				continue
