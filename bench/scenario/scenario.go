@@ -185,6 +185,8 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 		{Name: "key-auth-limit-count-100", Title: "key-auth + limit-count", Group: GroupMain, Routes: 100, Consumers: 100, Upstream: true,
 			Plugins: "{" + keyAuth + "," + limitCount + "}", Workers: one, Load: Load{Conns: 16, Header: apikey}, Ready: true},
 		{Name: "request-id", Title: "request-id", Group: GroupMain, Routes: 1, Upstream: true, Plugins: `{"request-id":{}}`, Workers: one, Load: c16, Ready: true},
+		{Name: "response-rewrite", Title: "response-rewrite: a header set, a filter on the body", Group: GroupMain, Routes: 1, Upstream: true,
+			Plugins: `{"response-rewrite":{"headers":{"set":{"X-Server-Id":"3"}},"filters":[{"regex":"5678","replace":"abcd","scope":"global"}]}}`, Workers: one, Load: c16, Ready: true},
 		{Name: "tls-keepalive-ecdsa", Title: "TLS 1.3 keep-alive, ECDSA P-256", Group: GroupTLS, Routes: 1, Upstream: true,
 			Workers: one, Load: c16, TLS: &TLS{Key: certs.ECDSA}, Ready: true},
 		{Name: "tls-keepalive-rsa", Title: "TLS 1.3 keep-alive, RSA-2048", Group: GroupTLS, Routes: 1, Upstream: true,
@@ -231,6 +233,9 @@ func (s Scenario) Equivalent() string {
 	}
 	if s.HasPlugin("request-id") {
 		parts = append(parts, "$request_id both ways")
+	}
+	if s.HasPlugin("response-rewrite") {
+		parts = append(parts, "add_header + sub_filter")
 	}
 	if !s.Upstream {
 		parts = append(parts, "return 200")
