@@ -55,6 +55,12 @@ type Ctx interface {
 	// Header is the value of the first request header of that name,
 	// compared case-insensitively; nil when absent.
 	Header(name string) []byte
+	// RequestHeaderAt is the i-th field of the request's head, in the
+	// order the client sent them (0 first); ok is false past the last.
+	// For a plugin that passes the whole request on (proxy-mirror's copy);
+	// the bytes point into the worker's buffers: valid only during the
+	// phase call.
+	RequestHeaderAt(i int) (name, value []byte, ok bool)
 	// Var is an nginx/APISIX variable of httpvar's table (remote_addr,
 	// uri, arg_<name>, http_<name>, route_id…), resolved by httpvar.Parse
 	// when the plugin's configuration was built; nil when unset, and for

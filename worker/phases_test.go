@@ -57,6 +57,7 @@ type probeConf struct {
 	HFRead     []string          `json:"hf_read"`     // record ResponseHeader of these in header_filter, first
 	HFRemove   []string          `json:"hf_remove"`   // removed in header_filter, after hf_header and hf_add
 	HFStatus   int               `json:"hf_status"`   // SetStatus in header_filter
+	ReadFields bool              `json:"read_fields"` // record every RequestHeaderAt in rewrite
 	UpURI      string            `json:"up_uri"`
 	UpMethod   string            `json:"up_method"`
 	UpHost     string            `json:"up_host"`
@@ -162,6 +163,16 @@ func (in *probeInst) maybeExit(c plugins.Ctx, at string) {
 
 func (in *probeInst) Rewrite(c plugins.Ctx) {
 	in.record(0)
+	if in.c.ReadFields {
+		for i := 0; ; i++ {
+			name, value, ok := c.RequestHeaderAt(i)
+			if !ok {
+				break
+			}
+			s := append(append(in.rec.seen, name...), '=')
+			in.rec.seen = append(append(s, value...), ';')
+		}
+	}
 	if in.name == "p-auth" {
 		if k := c.Header("k"); k != nil {
 			if cs := in.env.Consumers.ByCredential("p-auth", k); cs != nil {
@@ -562,6 +573,18 @@ func TestHeaderFilterStatusAndRemove(t *testing.T) {
 	_, got = h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 204 No Content\r\n\r\n"))
 	if !bytes.HasPrefix(got, []byte("HTTP/1.1 204 No Content\r\n")) {
 		t.Fatalf("a 204 %q", got)
+	}
+}
+
+// TestRequestHeaderAt: a plugin reads the request's fields one by one, in
+// the order the client sent them, repeated names included.
+func TestRequestHeaderAt(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"read_fields":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\nAccept: */*\r\n\r\n"), []byte(upOK))
+	if want := "Host=x;X-A=1;x-a=2;Accept=*/*;"; string(rec.seen) != want {
+		t.Fatalf("seen %q, want %q", rec.seen, want)
 	}
 }
 

@@ -44,6 +44,16 @@ func (x *pluginCtx) Header(name string) []byte {
 	return nil
 }
 
+// RequestHeaderAt implements plugins.Ctx over the parsed request's
+// fields.
+func (x *pluginCtx) RequestHeaderAt(i int) (name, value []byte, ok bool) {
+	hs := x.req.Headers
+	if i < 0 || i >= len(hs) {
+		return nil, nil, false
+	}
+	return hs[i].Name, hs[i].Value, true
+}
+
 // Var implements plugins.Ctx: varValue, which the route vars and the
 // access log read too.
 func (x *pluginCtx) Var(v httpvar.Var) []byte {

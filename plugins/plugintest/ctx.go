@@ -14,6 +14,7 @@ import (
 type Header struct {
 	Name  string
 	Value []byte
+	nameb []byte // Name, for RequestHeaderAt
 }
 
 // Ctx is a fake plugins.Ctx: one request, made by NewCtx and its With
@@ -102,7 +103,7 @@ func NewCtx(method, target string) *Ctx {
 // WithHeader adds a request header. The first Host header is $host, as
 // the worker reads it: without its port, lower-case.
 func (c *Ctx) WithHeader(name, value string) *Ctx {
-	c.headers = append(c.headers, Header{Name: name, Value: []byte(value)})
+	c.headers = append(c.headers, Header{Name: name, Value: []byte(value), nameb: []byte(name)})
 	if c.host == nil && strings.EqualFold(name, "host") {
 		c.host = bytes.ToLower(httpvar.HostOnly([]byte(value)))
 	}
@@ -186,6 +187,15 @@ func (c *Ctx) Header(name string) []byte {
 		}
 	}
 	return nil
+}
+
+// RequestHeaderAt implements plugins.Ctx: the headers WithHeader added,
+// in order.
+func (c *Ctx) RequestHeaderAt(i int) (name, value []byte, ok bool) {
+	if i < 0 || i >= len(c.headers) {
+		return nil, nil, false
+	}
+	return c.headers[i].nameb, c.headers[i].Value, true
 }
 
 // Var implements plugins.Ctx, on httpvar's table as the worker reads it: a

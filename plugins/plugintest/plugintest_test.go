@@ -279,3 +279,19 @@ func TestRemoveResponseHeaderAndSetStatus(t *testing.T) {
 		t.Fatalf("status %d, want 503", c.Status())
 	}
 }
+
+// TestRequestHeaderAt: the request's headers one by one, in order.
+func TestRequestHeaderAt(t *testing.T) {
+	c := NewCtx("GET", "/").WithHeader("X-A", "1").WithHeader("x-a", "2")
+	var got []string
+	for i := 0; ; i++ {
+		name, value, ok := c.RequestHeaderAt(i)
+		if !ok {
+			break
+		}
+		got = append(got, string(name)+"="+string(value))
+	}
+	if len(got) != 2 || got[0] != "X-A=1" || got[1] != "x-a=2" {
+		t.Fatalf("fields %q", got)
+	}
+}
