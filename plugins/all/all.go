@@ -14,6 +14,7 @@ import (
 	_ "coregate/plugins/limitreq"        // limit-req (1001, access)
 	_ "coregate/plugins/mocking"         // mocking (10900, access)
 	_ "coregate/plugins/prometheus"      // prometheus (500, log)
+	_ "coregate/plugins/proxymirror"     // proxy-mirror (1010, rewrite)
 	_ "coregate/plugins/proxyrewrite"    // proxy-rewrite (1008, rewrite)
 	_ "coregate/plugins/redirect"        // redirect (900, rewrite)
 	_ "coregate/plugins/requestid"       // request-id (12015, rewrite, header_filter)

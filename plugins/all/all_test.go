@@ -9,7 +9,7 @@ import (
 
 // TestRegistered: importing the package registers the plugins.
 func TestRegistered(t *testing.T) {
-	for _, name := range []string{"cors", "csrf", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite", "redirect", "request-id", "response-rewrite"} {
+	for _, name := range []string{"cors", "csrf", "key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-mirror", "proxy-rewrite", "redirect", "request-id", "response-rewrite"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -52,6 +52,7 @@ func TestEncryptFields(t *testing.T) {
 		{"limit-conn", true, []string{"redis_password"}},
 		{"mocking", false, nil},
 		{"prometheus", false, nil},
+		{"proxy-mirror", false, nil},
 		{"proxy-rewrite", false, nil},
 		{"redirect", false, nil},
 		{"request-id", false, nil},
