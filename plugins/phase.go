@@ -107,7 +107,9 @@ type Ctx interface {
 	// reason phrase the standard one), as APISIX's ngx.status = status in
 	// header_filter: from header_filter only, status 200 to 599; other
 	// calls are ignored. The body and its framing are unchanged: a
-	// plugin that changes the body does so in body_filter.
+	// plugin that changes the body does so in body_filter. Framing
+	// decides where statuses have no body: the worker keeps the status
+	// of a 1xx, 204 or 304 response, and gives no response 204 or 304.
 	SetStatus(status int)
 	// ResponseHeader is the value of the first field of that name of the
 	// response as it stands, compared case-insensitively; nil when

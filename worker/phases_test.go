@@ -548,14 +548,16 @@ func TestHeaderFilterAddedHeaders(t *testing.T) {
 
 // TestHeaderFilterStatusAndRemove: SetStatus in header_filter gives the
 // head its status, with the standard reason, on the upstream's answer and
-// on the worker's own; a 204 keeps its status. RemoveResponseHeader takes
-// out the upstream's fields, the worker's Server and Date, and what a
-// plugin set or added before, and ResponseHeader no longer sees them.
+// on the worker's own; a 204 keeps its status, and none is given 304.
+// RemoveResponseHeader takes out the upstream's fields, the worker's
+// Server and Date, and what a plugin set or added before, and
+// ResponseHeader no longer sees them.
 func TestHeaderFilterStatusAndRemove(t *testing.T) {
 	h, rec := pluginHarness(t, pluginSpec(t, []string{
 		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_add":["X-Gone=1"],"hf_remove":["X-Up","Server","X-Gone"],"hf_status":503},` +
 			`"p-lo":{"hf_read":["X-Up","X-Gone"],"hf_add":["X-Gone=2"]}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
 		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"no","hf_remove":["Date"],"hf_status":200}}}`,
+		`{"id":"r3","uri":"/c","plugins":{"p-hi":{"hf_status":304}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
 	}, nil, nil, nil))
 	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
 	head, body, _ := strings.Cut(string(got), "\r\n\r\n")
@@ -573,6 +575,11 @@ func TestHeaderFilterStatusAndRemove(t *testing.T) {
 	_, got = h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 204 No Content\r\n\r\n"))
 	if !bytes.HasPrefix(got, []byte("HTTP/1.1 204 No Content\r\n")) {
 		t.Fatalf("a 204 %q", got)
+	}
+	// No response is given a status without a body.
+	_, got = h.roundTrip([]byte("GET /c HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 OK\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\nok")) {
+		t.Fatalf("set to 304: %q", got)
 	}
 }
 

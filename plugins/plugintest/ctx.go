@@ -389,12 +389,17 @@ func (c *Ctx) ResponseHeaderValues(name string) []string {
 // Status implements plugins.Ctx.
 func (c *Ctx) Status() int { return c.status }
 
-// SetStatus implements plugins.Ctx: Status, and the status Run's answer
-// ends with, become status (200 to 599).
+// SetStatus implements plugins.Ctx as the worker: Status, and the status
+// Run's answer ends with, become status (200 to 599, not 204 or 304),
+// unless the answer's is 1xx, 204 or 304.
 func (c *Ctx) SetStatus(status int) {
-	if status >= 200 && status <= 599 {
-		c.status = status
+	if status < 200 || status > 599 || status == 204 || status == 304 {
+		return
 	}
+	if s := c.status; s < 200 || s == 204 || s == 304 {
+		return
+	}
+	c.status = status
 }
 
 // ExitAfter implements plugins.Ctx: Exit, with the delay recorded in

@@ -8,7 +8,8 @@
 // header_filter evaluates vars (lua-resty-expr conditions, $status read
 // from the response, other variables from the request): when they do not
 // hold the response is left as it is. Otherwise status_code replaces the
-// status (Ctx.SetStatus; a 1xx, 204 or 304 response keeps its own); a body
+// status (Ctx.SetStatus: a 1xx, 204 or 304 response keeps its own, and
+// 204 or 304, statuses without a body, are not given); a body
 // or filters remove Content-Encoding, Last-Modified and ETag, as APISIX's
 // clear_header_as_body_modified (the worker frames a body that
 // body_filter may change itself: chunked, or delimited by the close for
