@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,8 +21,9 @@ import (
 // message; the status, body and headers of the upstream's answer are
 // replaced (the worker frames the new body); filters rewrite a body that
 // comes in pieces, and a gzip one, sent plain; vars limit the rewrite to
-// the upstream's 500s; the gateway's own 502 page is rewritten too. The
-// plugin is in the plugin list, with its schema.
+// the upstream's 500s; the gateway's own 502 page is rewritten too; an
+// HTTP/1.0 client gets the new body delimited by the close. The plugin is
+// in the plugin list, with its schema.
 func TestAdminAPIResponseRewrite(t *testing.T) {
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"v1"`)
@@ -113,6 +117,27 @@ func TestAdminAPIResponseRewrite(t *testing.T) {
 					t.Errorf("GET %s: %s %q, want %q", tc.path, k, got, v)
 				}
 			}
+		}
+	}
+	// An HTTP/1.0 client gets the new body delimited by the close.
+	for _, path := range []string{"/hello", "/filter"} {
+		conn, err := net.Dial("tcp", g.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(conn, "GET "+path+" HTTP/1.0\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		conn.Close()
+		if want := map[string]string{"/hello": "new body\n", "/filter": "wortd hetto"}[path]; err != nil || string(body) != want ||
+			!resp.Close || len(resp.TransferEncoding) != 0 {
+			t.Errorf("HTTP/1.0 %s: %q (err %v, close %v, transfer-encoding %q), want %q", path, body, err, resp.Close, resp.TransferEncoding, want)
 		}
 	}
 }
