@@ -77,9 +77,7 @@ func decode(raw json.RawMessage) (conf, error) {
 		if c.Filters[i].Scope == "" {
 			c.Filters[i].Scope = "once"
 		}
-		if c.Filters[i].Options == "" && !bytes.Contains(raw, []byte(`"options"`)) {
-			c.Filters[i].Options = "jo"
-		}
+		// options' default, "jo", changes nothing (compileRegex).
 	}
 	return c, nil
 }
@@ -418,7 +416,7 @@ func (in *instance) BodyFilter(c plugins.Ctx, chunk []byte, eof bool) []byte {
 	}
 	body := b.in
 	if st&stGzip != 0 {
-		body = gunzip(body)
+		body = gunzip(body, in.max)
 	}
 	return in.rewrite(b, body)
 }
@@ -479,13 +477,15 @@ func (in *instance) rewrite(b *bodyBuf, body []byte) []byte {
 	return body
 }
 
-// gunzip decodes a gzip body; a body it cannot decode is sent as it came.
-func gunzip(b []byte) []byte {
+// gunzip decodes a gzip body, its first max bytes (the rest dropped, as
+// the body is cut before decoding: a small body that decodes to a huge
+// one costs no more); a body it cannot decode is sent as it came.
+func gunzip(b []byte, max int) []byte {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return b
 	}
-	out, err := io.ReadAll(zr)
+	out, err := io.ReadAll(io.LimitReader(zr, int64(max)))
 	if err != nil {
 		return b
 	}

@@ -224,3 +224,20 @@ func TestInterleaved(t *testing.T) {
 		t.Fatalf("bodies %q and %q, want bbyb and xbz", got1, got2)
 	}
 }
+
+// TestGzipBomb: a gzip body is decoded to max_resp_body_size at most.
+func TestGzipBomb(t *testing.T) {
+	p := build(t, `{"max_resp_body_size":16384,"filters":[{"regex":"a","replace":"b","scope":"global"}]}`)
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(bytes.Repeat([]byte("a"), 10<<20))
+	zw.Close()
+	if z.Len() > 16384 {
+		t.Fatalf("10 MiB of a compressed to %d bytes, over the limit", z.Len())
+	}
+	c := plugintest.NewCtx("GET", "/hello").WithResponseHeader("Content-Encoding", "gzip")
+	c.Upstream = true
+	if got := body(p, c, z.String(), ""); got != strings.Repeat("b", 16384) {
+		t.Fatalf("%d bytes, want 16384 b", len(got))
+	}
+}
