@@ -1,6 +1,7 @@
 package proxymirror
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -121,8 +122,8 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 		if !ok {
 			break
 		}
-		if hopByHop(name) {
-			continue
+		if hopByHop(name) || bytes.IndexByte(value, 0) >= 0 {
+			continue // the connection's, or a value the copy cannot hold
 		}
 		j.fields = append(j.fields, name...)
 		j.fields = append(j.fields, 0)

@@ -163,3 +163,13 @@ func TestSend(t *testing.T) {
 		t.Fatalf("mirror got %q (sent %d, failed %d)", got, in.q.sent.Load(), in.q.failed.Load())
 	}
 }
+
+// TestFieldWithNUL: a field whose value holds a NUL is left out of the
+// copy, the others kept, and the copy is sent.
+func TestFieldWithNUL(t *testing.T) {
+	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
+	j := take(t, p, in, plugintest.NewCtx("GET", "/hello").WithHeader("X-Bad", "a\x00b").WithHeader("X-A", "1"))
+	if j == nil || string(j.fields) != "X-A\x001\x00" {
+		t.Fatalf("copy %+v", j)
+	}
+}

@@ -120,7 +120,13 @@ func (q *queue) do(j *job) {
 	req.Host = string(j.host)
 	for rest := j.fields; len(rest) > 0; {
 		i := bytes.IndexByte(rest, 0)
+		if i < 0 {
+			break
+		}
 		k := bytes.IndexByte(rest[i+1:], 0)
+		if k < 0 {
+			break
+		}
 		req.Header.Add(string(rest[:i]), string(rest[i+1:i+1+k]))
 		rest = rest[i+1+k+1:]
 	}
