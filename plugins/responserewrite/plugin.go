@@ -329,7 +329,7 @@ type bodyBuf struct {
 const (
 	stMatched = 1 << iota // vars held: the response is rewritten
 	stGzip                // the body is gzip-encoded: decoded for the filters
-	stAsIs                // an encoding the filters cannot read: left alone
+	stAsIs                // an encoding the filters cannot read: not kept, left alone
 	stSlot                // a buffer slot is held, its index at slotShift
 	slotShift = 8
 )
@@ -354,7 +354,10 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 		default:
 			st |= stAsIs
 		}
-		if st&stAsIs == 0 {
+		// The body is changed only where body_filter finds the state
+		// kept (an encoding the filters cannot read is not, nor past
+		// Ctx's MaxKept): there the headers stay.
+		if st&stAsIs == 0 && c.Keep(in, st) {
 			c.RemoveResponseHeader("Content-Encoding")
 			c.RemoveResponseHeader("Last-Modified")
 			c.RemoveResponseHeader("ETag")
@@ -373,7 +376,6 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 	for _, name := range in.remove {
 		c.RemoveResponseHeader(name)
 	}
-	c.Keep(in, st)
 }
 
 func eqFold(b []byte, s string) bool {
@@ -397,9 +399,6 @@ func (in *instance) BodyFilter(c plugins.Ctx, chunk []byte, eof bool) []byte {
 			return in.body
 		}
 		return nil
-	}
-	if st&stAsIs != 0 {
-		return chunk
 	}
 	if st&stSlot == 0 {
 		st |= stSlot | uint64(in.takeSlot())<<slotShift
