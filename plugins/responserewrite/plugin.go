@@ -401,10 +401,11 @@ func (in *instance) BodyFilter(c plugins.Ctx, chunk []byte, eof bool) []byte {
 		return nil
 	}
 	if st&stSlot == 0 {
-		st |= stSlot | uint64(in.takeSlot())<<slotShift
-		if !c.Keep(in, st) {
-			return chunk
-		}
+		s := in.takeSlot()
+		st |= stSlot | uint64(s)<<slotShift
+		// A second Keep of the owner replaces the first: it does not
+		// fail where the first did not.
+		c.Keep(in, st)
 	}
 	b := &in.bufs[st>>slotShift]
 	if room := in.max - len(b.in); room > 0 {
