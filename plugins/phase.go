@@ -62,6 +62,12 @@ type Ctx interface {
 	// A plugin reads every value of a repeated header (ua-restriction's
 	// User-Agent) by counting i up until ok is false.
 	HeaderAt(name string, i int) (value []byte, ok bool)
+	// RequestHeaderAt is the i-th field of the request's head, in the
+	// order the client sent them (0 first); ok is false past the last.
+	// For a plugin that passes the whole request on (proxy-mirror's copy);
+	// the bytes point into the worker's buffers: valid only during the
+	// phase call.
+	RequestHeaderAt(i int) (name, value []byte, ok bool)
 	// Var is an nginx/APISIX variable of httpvar's table (remote_addr,
 	// uri, arg_<name>, http_<name>, route_id…), resolved by httpvar.Parse
 	// when the plugin's configuration was built; nil when unset, and for
@@ -108,7 +114,9 @@ type Ctx interface {
 	// reason phrase the standard one), as APISIX's ngx.status = status in
 	// header_filter: from header_filter only, status 200 to 599; other
 	// calls are ignored. The body and its framing are unchanged: a
-	// plugin that changes the body does so in body_filter.
+	// plugin that changes the body does so in body_filter. Framing
+	// decides where statuses have no body: the worker keeps the status
+	// of a 1xx, 204 or 304 response, and gives no response 204 or 304.
 	SetStatus(status int)
 	// ResponseHeader is the value of the first field of that name of the
 	// response as it stands, compared case-insensitively; nil when

@@ -18,6 +18,7 @@ var Table = []Entry{
 	{Name: "ip-restriction", Priority: 3000},
 	{Name: "ua-restriction", Priority: 2999},
 	{Name: "referer-restriction", Priority: 2990},
+	{Name: "csrf", Priority: 2980},
 	{Name: "uri-blocker", Priority: 2900},
 	{Name: "hmac-auth", Priority: 2530},
 	{Name: "basic-auth", Priority: 2520},
@@ -33,6 +34,7 @@ var Table = []Entry{
 	{Name: "limit-req", Priority: 1001},
 	{Name: "traffic-split", Priority: 966},
 	{Name: "redirect", Priority: 900},
+	{Name: "response-rewrite", Priority: 899},
 	{Name: "prometheus", Priority: 500},
 	{Name: "echo", Priority: 412},
 }

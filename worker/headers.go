@@ -180,7 +180,11 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 	cc.plugin.resp = resp
 	cc.headerFilter(resp.Status)
 	cc.plugin.resp = nil
-	cc.plugin.reframe = cc.plugin.filterBody && mode != httpparse.BodyNone
+	// A response that may have a body but whose Content-Length is 0 is
+	// reframed too: body_filter may give it one, as nginx's runs on the
+	// empty body's end.
+	bodyless := mode == httpparse.BodyNone && (cc.isHead || resp.Status < 200 || resp.Status == 204 || resp.Status == 304)
+	cc.plugin.reframe = cc.plugin.filterBody && !bodyless
 	cc.chunkClose = mode == httpparse.BodyUntilClose && !cc.http10 && !cc.plugin.reframe
 	cc.closeFramed = cc.http10 && (mode == httpparse.BodyChunked || mode == httpparse.BodyUntilClose || cc.plugin.reframe)
 	cc.keepAlive = cc.keepAlive && cc.reqDone && !cc.closeFramed

@@ -311,9 +311,12 @@ func (cc *clientConn) runStage(ctx *pluginCtx, i int) {
 // headerFilter runs the header_filter phase, once per exchange, for a
 // response of status about to be written.
 func (cc *clientConn) headerFilter(status int) {
-	cc.respStatus = status
 	p := &cc.plugin
-	if !p.active || p.filtered {
+	if p.active && p.filtered {
+		return // decided, a plugin's SetStatus included (filterLocal, then localHead)
+	}
+	cc.respStatus = status
+	if !p.active {
 		return
 	}
 	p.status = status

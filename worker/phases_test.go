@@ -56,6 +56,9 @@ type probeConf struct {
 	HFHeader   map[string]string `json:"hf_header"`   // in header_filter
 	HFAdd      []string          `json:"hf_add"`      // name=value, added in header_filter
 	HFRead     []string          `json:"hf_read"`     // record ResponseHeader of these in header_filter, first
+	HFRemove   []string          `json:"hf_remove"`   // removed in header_filter, after hf_header and hf_add
+	HFStatus   int               `json:"hf_status"`   // SetStatus in header_filter
+	ReadFields bool              `json:"read_fields"` // record every RequestHeaderAt in rewrite
 	UpURI      string            `json:"up_uri"`
 	UpMethod   string            `json:"up_method"`
 	UpHost     string            `json:"up_host"`
@@ -171,6 +174,16 @@ func (in *probeInst) maybeExit(c plugins.Ctx, at string) {
 
 func (in *probeInst) Rewrite(c plugins.Ctx) {
 	in.record(0)
+	if in.c.ReadFields {
+		for i := 0; ; i++ {
+			name, value, ok := c.RequestHeaderAt(i)
+			if !ok {
+				break
+			}
+			s := append(append(in.rec.seen, name...), '=')
+			in.rec.seen = append(append(s, value...), ';')
+		}
+	}
 	if in.name == "p-auth" {
 		if k := c.Header("k"); k != nil {
 			if cs := in.env.Consumers.ByCredential("p-auth", k); cs != nil {
@@ -270,6 +283,12 @@ func (in *probeInst) HeaderFilter(c plugins.Ctx) {
 	}
 	for _, e := range in.hfAdd {
 		c.AddResponseHeader(e.k, e.v)
+	}
+	for _, name := range in.c.HFRemove {
+		c.RemoveResponseHeader(name)
+	}
+	if in.c.HFStatus != 0 {
+		c.SetStatus(in.c.HFStatus)
 	}
 }
 
@@ -555,6 +574,55 @@ func TestHeaderFilterAddedHeaders(t *testing.T) {
 	if !bytes.Contains(got, []byte("\r\nContent-Type: text/plain")) || !bytes.Contains(got, []byte("\r\nContent-Type: x/y\r\n")) ||
 		!bytes.Contains(got, []byte("\r\nServer: s\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\ne")) {
 		t.Fatalf("local answer %q", got)
+	}
+}
+
+// TestHeaderFilterStatusAndRemove: SetStatus in header_filter gives the
+// head its status, with the standard reason, on the upstream's answer and
+// on the worker's own; a 204 keeps its status, and none is given 304.
+// RemoveResponseHeader takes out the upstream's fields, the worker's
+// Server and Date, and what a plugin set or added before, and
+// ResponseHeader no longer sees them.
+func TestHeaderFilterStatusAndRemove(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_add":["X-Gone=1"],"hf_remove":["X-Up","Server","X-Gone"],"hf_status":503},` +
+			`"p-lo":{"hf_read":["X-Up","X-Gone"],"hf_add":["X-Gone=2"]}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/b","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"no","hf_remove":["Date"],"hf_status":200}}}`,
+		`{"id":"r3","uri":"/c","plugins":{"p-hi":{"hf_status":304}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	head, body, _ := strings.Cut(string(got), "\r\n\r\n")
+	want := []string{"HTTP/1.1 503 Service Temporarily Unavailable", "Content-Length: 2", strings.TrimSuffix(string(h.w.dateLine), "\r\n"), "X-Gone: 2"}
+	if d := cmp.Diff(want, strings.Split(head, "\r\n")); d != "" || body != "ok" {
+		t.Fatalf("head (-want +got):\n%s\nbody %q", d, body)
+	}
+	if want := "X-Up=nil;X-Gone=nil;"; string(rec.seen) != want {
+		t.Fatalf("seen %q, want %q", rec.seen, want)
+	}
+	_, got = h.roundTrip([]byte("GET /b HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 OK\r\n")) || bytes.Contains(got, []byte("Date:")) || !bytes.HasSuffix(got, []byte("\r\n\r\nno")) {
+		t.Fatalf("local answer %q", got)
+	}
+	_, got = h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 204 No Content\r\n\r\n"))
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 204 No Content\r\n")) {
+		t.Fatalf("a 204 %q", got)
+	}
+	// No response is given a status without a body.
+	_, got = h.roundTrip([]byte("GET /c HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 OK\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\nok")) {
+		t.Fatalf("set to 304: %q", got)
+	}
+}
+
+// TestRequestHeaderAt: a plugin reads the request's fields one by one, in
+// the order the client sent them, repeated names included.
+func TestRequestHeaderAt(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"read_fields":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\nAccept: */*\r\n\r\n"), []byte(upOK))
+	if want := "Host=x;X-A=1;x-a=2;Accept=*/*;"; string(rec.seen) != want {
+		t.Fatalf("seen %q, want %q", rec.seen, want)
 	}
 }
 

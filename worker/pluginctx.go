@@ -76,6 +76,16 @@ func (x *pluginCtx) SetClientAddr(ip netip.Addr, port uint16) {
 	cc.plugin.realAddr = true
 }
 
+// RequestHeaderAt implements plugins.Ctx over the parsed request's
+// fields.
+func (x *pluginCtx) RequestHeaderAt(i int) (name, value []byte, ok bool) {
+	hs := x.req.Headers
+	if i < 0 || i >= len(hs) {
+		return nil, nil, false
+	}
+	return hs[i].Name, hs[i].Value, true
+}
+
 // Var implements plugins.Ctx: varValue, which the route vars and the
 // access log read too.
 func (x *pluginCtx) Var(v httpvar.Var) []byte {
@@ -268,11 +278,12 @@ func (x *pluginCtx) RemoveResponseHeader(name string) {
 func (x *pluginCtx) Status() int { return x.plugin.status }
 
 // SetStatus implements plugins.Ctx: the status the head is written with
-// once header_filter ends (headerFilter). A 1xx, 204 or 304 response,
-// whose framing has no body, keeps its status.
+// once header_filter ends (headerFilter). Framing decides: a 1xx, 204 or
+// 304 response, which has no body, keeps its status, and a response is
+// not given 204 or 304, which would have to drop its body.
 func (x *pluginCtx) SetStatus(status int) {
 	p := &x.plugin
-	if p.phase != plugins.HeaderFilter || p.filtered || status < 200 || status > 599 {
+	if p.phase != plugins.HeaderFilter || p.filtered || status < 200 || status > 599 || status == 204 || status == 304 {
 		return
 	}
 	if s := p.status; s < 200 || s == 204 || s == 304 {

@@ -212,6 +212,12 @@ http {
 			// upstream and the client.
 			b.WriteString("            proxy_set_header X-Request-Id $request_id;\n            add_header X-Request-Id $request_id always;\n")
 		}
+		if s.HasPlugin("response-rewrite") {
+			// response-rewrite's row: a header set, and every "5678" of
+			// the upstream's text/plain body replaced.
+			b.WriteString("            add_header X-Server-Id 3 always;\n            sub_filter '5678' 'abcd';\n" +
+				"            sub_filter_once off;\n            sub_filter_types text/plain;\n")
+		}
 		if s.Upstream {
 			b.WriteString("            proxy_pass http://backend;\n            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";\n")
 		} else {

@@ -204,6 +204,8 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 			Routes: 1, Upstream: true, Plugins: ipRestriction(), Workers: one, Load: c16, Ready: true},
 		{Name: "cors", Title: "cors, an allowed Origin", Group: GroupMain, Routes: 1, Upstream: true, Plugins: corsPlugins(),
 			Workers: one, Load: Load{Conns: 16, Header: "Origin: " + corsOrigin + "\r\n"}, Ready: true},
+		{Name: "response-rewrite", Title: "response-rewrite: a header set, a filter on the body", Group: GroupMain, Routes: 1, Upstream: true,
+			Plugins: `{"response-rewrite":{"headers":{"set":{"X-Server-Id":"3"}},"filters":[{"regex":"5678","replace":"abcd","scope":"global"}]}}`, Workers: one, Load: c16, Ready: true},
 		{Name: "tls-keepalive-ecdsa", Title: "TLS 1.3 keep-alive, ECDSA P-256", Group: GroupTLS, Routes: 1, Upstream: true,
 			Workers: one, Load: c16, TLS: &TLS{Key: certs.ECDSA}, Ready: true},
 		{Name: "tls-keepalive-rsa", Title: "TLS 1.3 keep-alive, RSA-2048", Group: GroupTLS, Routes: 1, Upstream: true,
@@ -307,6 +309,9 @@ func (s Scenario) Equivalent() string {
 	}
 	if s.HasPlugin("cors") {
 		parts = append(parts, "add_header Access-Control-*")
+	}
+	if s.HasPlugin("response-rewrite") {
+		parts = append(parts, "add_header + sub_filter")
 	}
 	if !s.Upstream {
 		parts = append(parts, "return 200")

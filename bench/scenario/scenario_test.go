@@ -33,7 +33,7 @@ func TestSelect(t *testing.T) {
 	}{
 		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "access-log", "mocking", "limit-count", "limit-count-100", "limit-count-redis", "limit-count-prometheus",
 			"key-auth", "key-auth-100", "key-auth-limit-count", "key-auth-limit-count-100",
-			"request-id", "jwt-auth-hs256", "jwt-auth-rs256", "ip-restriction", "cors",
+			"request-id", "jwt-auth-hs256", "jwt-auth-rs256", "ip-restriction", "cors", "response-rewrite",
 			"tls-keepalive-ecdsa", "tls-keepalive-rsa", "tls-handshake-full", "tls-handshake-resumed", "tls-mtls", "tls-p99-under-handshakes",
 			"balancer-roundrobin", "balancer-chash", "balancer-least_conn", "balancer-ewma",
 			"scaling", "latency"}},
@@ -472,6 +472,40 @@ func TestNginxRequestID(t *testing.T) {
 	}
 	conf := NginxConfig(s, "/tmp/x", 8080, 1, "127.0.0.1:1980")
 	for _, want := range []string{"proxy_set_header X-Request-Id $request_id;", "add_header X-Request-Id $request_id always;", "proxy_pass http://backend;"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("nginx.conf lacks %q", want)
+		}
+	}
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
+			t.Skip("nginx not installed")
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, NginxConfig(s, dir, 1, 1, "127.0.0.1:1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "-t", "-p", dir+"/", "-c", path, "-e", filepath.Join(dir, "error.log")).CombinedOutput(); err != nil {
+		t.Errorf("nginx -t: %v\n%s", err, out)
+	}
+}
+
+// TestNginxResponseRewrite: the response-rewrite row gives nginx
+// add_header and sub_filter on the body, and nginx takes the
+// configuration.
+func TestNginxResponseRewrite(t *testing.T) {
+	sc, err := Select(Seeds(1, 1), "response-rewrite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sc[0]
+	if s.Baseline != "no-plugin" || s.Equivalent() != "add_header + sub_filter" {
+		t.Errorf("baseline %q, equivalent %q", s.Baseline, s.Equivalent())
+	}
+	conf := NginxConfig(s, "/tmp/x", 8080, 1, "127.0.0.1:1980")
+	for _, want := range []string{"add_header X-Server-Id 3 always;", "sub_filter '5678' 'abcd';", "sub_filter_once off;", "sub_filter_types text/plain;", "proxy_pass http://backend;"} {
 		if !strings.Contains(string(conf), want) {
 			t.Errorf("nginx.conf lacks %q", want)
 		}

@@ -16,6 +16,7 @@ import (
 type Header struct {
 	Name  string
 	Value []byte
+	nameb []byte // Name, for RequestHeaderAt
 }
 
 // Ctx is a fake plugins.Ctx: one request, made by NewCtx and its With
@@ -111,7 +112,7 @@ func NewCtx(method, target string) *Ctx {
 // WithHeader adds a request header. The first Host header is $host, as
 // the worker reads it: without its port, lower-case.
 func (c *Ctx) WithHeader(name, value string) *Ctx {
-	c.headers = append(c.headers, Header{Name: name, Value: []byte(value)})
+	c.headers = append(c.headers, Header{Name: name, Value: []byte(value), nameb: []byte(name)})
 	if c.host == nil && strings.EqualFold(name, "host") {
 		c.host = bytes.ToLower(httpvar.HostOnly([]byte(value)))
 	}
@@ -210,6 +211,15 @@ func (c *Ctx) HeaderAt(name string, i int) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// RequestHeaderAt implements plugins.Ctx: the headers WithHeader added,
+// in order.
+func (c *Ctx) RequestHeaderAt(i int) (name, value []byte, ok bool) {
+	if i < 0 || i >= len(c.headers) {
+		return nil, nil, false
+	}
+	return c.headers[i].nameb, c.headers[i].Value, true
 }
 
 // Var implements plugins.Ctx, on httpvar's table as the worker reads it: a
@@ -409,12 +419,17 @@ func (c *Ctx) ResponseHeaderValues(name string) []string {
 // Status implements plugins.Ctx.
 func (c *Ctx) Status() int { return c.status }
 
-// SetStatus implements plugins.Ctx: Status, and the status Run's answer
-// ends with, become status (200 to 599).
+// SetStatus implements plugins.Ctx as the worker: Status, and the status
+// Run's answer ends with, become status (200 to 599, not 204 or 304),
+// unless the answer's is 1xx, 204 or 304.
 func (c *Ctx) SetStatus(status int) {
-	if status >= 200 && status <= 599 {
-		c.status = status
+	if status < 200 || status > 599 || status == 204 || status == 304 {
+		return
 	}
+	if s := c.status; s < 200 || s == 204 || s == 304 {
+		return
+	}
+	c.status = status
 }
 
 // ExitAfter implements plugins.Ctx: Exit, with the delay recorded in

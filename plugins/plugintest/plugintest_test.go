@@ -294,3 +294,44 @@ func TestResponseHeader(t *testing.T) {
 		t.Errorf("a plugin's answer has the upstream's X-Up %q", v)
 	}
 }
+
+// TestRemoveResponseHeaderAndSetStatus: a removed header is gone, the
+// upstream's included, until set again; SetStatus changes Status within
+// 200 to 599 only.
+func TestRemoveResponseHeaderAndSetStatus(t *testing.T) {
+	c := NewCtx("GET", "/").WithResponseHeader("X-Up", "u")
+	var p plugins.Phases
+	Run(&p, c)
+	c.AddResponseHeader("X-Mine", []byte("m"))
+	c.RemoveResponseHeader("x-up")
+	c.RemoveResponseHeader("X-MINE")
+	if v, m := c.ResponseHeader("X-Up"), c.ResponseHeader("X-Mine"); v != nil || m != nil {
+		t.Fatalf("removed: X-Up %q, X-Mine %q", v, m)
+	}
+	c.SetResponseHeader("X-Up", []byte("again"))
+	if v := string(c.ResponseHeader("X-Up")); v != "again" {
+		t.Fatalf("set after removal: %q", v)
+	}
+	c.SetStatus(503)
+	c.SetStatus(600)
+	c.SetStatus(100)
+	if c.Status() != 503 {
+		t.Fatalf("status %d, want 503", c.Status())
+	}
+}
+
+// TestRequestHeaderAt: the request's headers one by one, in order.
+func TestRequestHeaderAt(t *testing.T) {
+	c := NewCtx("GET", "/").WithHeader("X-A", "1").WithHeader("x-a", "2")
+	var got []string
+	for i := 0; ; i++ {
+		name, value, ok := c.RequestHeaderAt(i)
+		if !ok {
+			break
+		}
+		got = append(got, string(name)+"="+string(value))
+	}
+	if len(got) != 2 || got[0] != "X-A=1" || got[1] != "x-a=2" {
+		t.Fatalf("fields %q", got)
+	}
+}

@@ -175,3 +175,29 @@ func (r *Rule) Match(src []byte) []int {
 func (r *Rule) Expand(dst, s []byte, caps []int) []byte {
 	return expand(dst, s, caps, r.tmpl)
 }
+
+// Template is a replacement template alone, for a caller that runs the
+// pattern itself (response-rewrite's filters, which replace every match
+// of a body). It is only read once parsed: safe for concurrent use.
+type Template struct{ segs []seg }
+
+// ParseTemplate reads t as ngx.re.sub reads its replacement; the error is
+// ErrTemplate.
+func ParseTemplate(t string) (Template, error) {
+	segs, err := parseTemplate(t)
+	return Template{segs}, err
+}
+
+// Append appends the template's text for the match caps of s (regexp's
+// submatch indices): its literals and the groups' text, without the
+// subject around the match.
+func (t Template) Append(dst, s []byte, caps []int) []byte {
+	for _, g := range t.segs {
+		if g.group < 0 {
+			dst = append(dst, g.lit...)
+		} else {
+			dst = append(dst, Group(s, caps, g.group)...)
+		}
+	}
+	return dst
+}

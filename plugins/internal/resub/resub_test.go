@@ -1,6 +1,7 @@
 package resub
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,5 +62,23 @@ func TestRule(t *testing.T) {
 	}
 	if _, err := Compile(`a`, "$x"); err != ErrTemplate {
 		t.Errorf("bad template: %v", err)
+	}
+}
+
+// TestTemplateAppend: a template alone writes the groups' text and its
+// literals, nothing of the subject around the match.
+func TestTemplateAppend(t *testing.T) {
+	tm, err := ParseTemplate("<$1|${2}|$$|$0>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := []byte("xx ab-cd yy")
+	re := regexp.MustCompile(`(\w+)-(\w+)`)
+	got := string(tm.Append([]byte("pre:"), s, re.FindSubmatchIndex(s)))
+	if want := "pre:<ab|cd|$|ab-cd>"; got != want {
+		t.Fatalf("Append = %q, want %q", got, want)
+	}
+	if _, err := ParseTemplate("$x"); err != ErrTemplate {
+		t.Fatalf("ParseTemplate($x) error %v, want ErrTemplate", err)
 	}
 }

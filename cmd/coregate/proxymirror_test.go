@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"coregate/admin/adminapi"
+)
+
+// TestAdminAPIProxyMirror configures proxy-mirror through the Admin API
+// and sees its effect with a real client, a real upstream and a real
+// mirror: a configuration APISIX refuses is refused with its message;
+// the mirror gets a copy of each request (method, target with path and
+// path_concat_mode, Host, fields) while the client gets the upstream's
+// answer without waiting for a mirror that takes its time; a request with
+// a body reaches the upstream and is not copied. The plugin is in the
+// plugin list, with its schema.
+func TestAdminAPIProxyMirror(t *testing.T) {
+	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("from upstream"))
+	})
+	var mu sync.Mutex
+	var got []string
+	mirror := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.RequestURI+" "+r.Host+" "+r.Header.Get("X-Trace"))
+		mu.Unlock()
+		if r.URL.Query().Get("slow") != "" {
+			time.Sleep(3 * time.Second)
+		}
+		_, _ = w.Write([]byte("from mirror"))
+	})
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+
+	if r := admin.do(t, c, "GET", "plugins/list", ""); r.status != 200 || !strings.Contains(r.body, `"proxy-mirror"`) {
+		t.Fatalf("plugins/list: %d %s", r.status, r.body)
+	}
+	if r := admin.do(t, c, "GET", "schema/plugins/proxy-mirror", ""); r.status != 200 || !strings.Contains(r.body, `"path_concat_mode"`) {
+		t.Fatalf("schema/plugins/proxy-mirror: %d %s", r.status, r.body)
+	}
+	route := func(uri, conf string) string {
+		return fmt.Sprintf(`{"uri":%q,"plugins":{"proxy-mirror":%s},"upstream":{"nodes":{%q:1}}}`, uri, conf, up.Addr())
+	}
+	if r := admin.do(t, c, "PUT", "routes/1", route("/hello", `{"host":"http://`+mirror.Addr()+`","sample_ratio":10}`)); r.status != 400 ||
+		!strings.Contains(r.body, `failed to check the configuration of plugin proxy-mirror err: property \"sample_ratio\" validation failed: expected 10 to be at most 1`) {
+		t.Fatalf("sample_ratio 10: %d %s", r.status, r.body)
+	}
+	for id, body := range map[string]string{
+		"1": route("/hello", `{"host":"http://`+mirror.Addr()+`"}`),
+		"2": route("/prefixed", `{"host":"http://`+mirror.Addr()+`","path":"/shadow","path_concat_mode":"prefix"}`),
+	} {
+		if r := admin.do(t, c, "PUT", "routes/"+id, body); r.status != 201 {
+			t.Fatalf("PUT routes/%s: %d %s", id, r.status, r.body)
+		}
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/prefixed"), "", nil, nil); r.status != 200 {
+			return fmt.Errorf("GET /prefixed: %d", r.status)
+		}
+		return nil
+	})
+	mirrored := func(want string) {
+		t.Helper()
+		eventually(t, 10*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, s := range got {
+				if s == want {
+					return nil
+				}
+			}
+			return fmt.Errorf("the mirror got %q, not %q", got, want)
+		})
+	}
+	start := time.Now()
+	r := do(t, c, "GET", g.url("/hello?slow=1&a=b"), "app.example", map[string]string{"X-Trace": "t1"}, nil)
+	if took := time.Since(start); r.status != 200 || r.body != "from upstream" || took > 2*time.Second {
+		t.Fatalf("GET /hello: %d %q after %v, want the upstream's at once", r.status, r.body, took)
+	}
+	// The connection serves the next request while the mirror still
+	// takes its time.
+	start = time.Now()
+	if r := do(t, c, "DELETE", g.url("/prefixed?x=1"), "app.example", map[string]string{"X-Trace": "t2"}, nil); r.status != 200 || time.Since(start) > 2*time.Second {
+		t.Fatalf("DELETE /prefixed: %d after %v", r.status, time.Since(start))
+	}
+	mirrored("GET /hello?slow=1&a=b app.example t1")
+	mirrored("DELETE /shadow/prefixed?x=1 app.example t2")
+	// A body: the upstream's answer, no copy.
+	if r := do(t, c, "POST", g.url("/hello?body=1"), "", nil, strings.NewReader("payload")); r.status != 200 || r.body != "from upstream" {
+		t.Fatalf("POST: %d %q", r.status, r.body)
+	}
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range got {
+		if strings.Contains(s, "body=1") {
+			t.Fatalf("a request with a body copied: %q", s)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+// Package proxymirror is APISIX's proxy-mirror plugin (priority 1010;
+// rewrite phase): a copy of each sampled request is sent to a mirror
+// host, off the client's path, and the mirror's answer is dropped. Its
+// configuration, defaults and error texts are those of
+// apisix/plugins/proxy-mirror.lua; README.md shows them.
+//
+// The rewrite phase draws the sample (sample_ratio), then copies the
+// request's method, target and fields into a job of the process's queue
+// and hands it to the queue's senders, a few goroutines that send it with
+// net/http (HTTP/1.1, or https without verifying the mirror's
+// certificate, as nginx's proxy_pass; 60 s to connect and to answer, as
+// APISIX's proxy_mirror_timeouts) and read and drop the answer. The
+// request itself goes on at once: the client's answer never waits for
+// the mirror, nor does the next request on its connection (nginx's mirror
+// holds that one back until the mirror answered). The copy's target is
+// the mirror's scheme://host[:port], then path (path_concat_mode
+// "replace") or path and $uri ("prefix") or $uri alone, then "?" and $args
+// when there is a query, as APISIX's enable_mirror makes it; its Host is
+// the request's, and its fields the request's but the connection's own
+// (Connection, Keep-Alive, TE, Trailer, Upgrade, Proxy-Connection) and
+// the framing.
+//
+// Not yet: a request with a body (a Content-Length above 0, or a
+// Transfer-Encoding) is not copied, since a plugin does not see the body:
+// copying it needs the worker to hand the body it relays upstream to the
+// copy as well (a tee of the request body, bounded, off the loop). grpc://
+// and grpcs:// mirrors are refused by Check. At most 1024 copies are in
+// flight in a process; past that a request is not copied.
+//
+// An instance belongs to one event loop (plugins.Plugin): its random
+// source is used without locks. The queue is the process's, safe for
+// concurrent use; taking and handing over a job are non-blocking channel
+// operations. The rewrite phase does not allocate (alloc_test.go); the
+// senders do, off the event loop.
+package proxymirror

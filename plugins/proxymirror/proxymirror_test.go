@@ -1,0 +1,175 @@
+package proxymirror
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"coregate/plugins"
+	"coregate/plugins/plugintest"
+)
+
+func build(t testing.TB, conf string) (*plugins.Phases, *instance) {
+	t.Helper()
+	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ph, ph.Rewrite[0].(*instance)
+}
+
+// TestCheck: proxy-mirror.t's refusals.
+func TestCheck(t *testing.T) {
+	const prefix = "failed to check the configuration of plugin proxy-mirror err: "
+	for _, tc := range []struct{ conf, err string }{
+		{`{"host":"http://127.0.0.1:1986"}`, ""},
+		{`{"host":"https://[::1]:1986","path":"/a","path_concat_mode":"prefix","sample_ratio":0.5}`, ""},
+		{`{"host":"http://127.0.0.1"}`, ""},
+		{`{"host":"ftp://127.0.0.1:1999"}`, prefix + `property "host" validation failed: failed to match pattern`},
+		{`{"host":"http://127.0.0.1::1999"}`, prefix + `property "host" validation failed`},
+		{`{"host":"127.0.0.1:1999"}`, prefix + `property "host" validation failed`},
+		{`{"host":"http://127.0.0.1:1999/invalid_uri"}`, prefix + `property "host" validation failed`},
+		{`{"host":"http://127.0.0.1:1986","sample_ratio":10}`, prefix + `property "sample_ratio" validation failed: expected 10 to be at most 1`},
+		{`{"host":"http://127.0.0.1:1986","path":"a"}`, prefix + `property "path" validation failed`},
+		{`{"host":"http://127.0.0.1:1986","path":"/a?b"}`, prefix + `property "path" validation failed`},
+		{`{"host":"http://127.0.0.1:1986","path_concat_mode":"x"}`, prefix + `property "path_concat_mode" validation failed: matches none of the enum values`},
+		{`{}`, prefix + `property "host" is required`},
+		{`{"host":"grpc://127.0.0.1:1986"}`, prefix + "host: grpc:// and grpcs:// mirrors are not supported yet"},
+	} {
+		err := plugins.Check(Name, json.RawMessage(tc.conf))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.conf, err)
+		case tc.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.err)):
+			t.Errorf("%s: err = %v, want %q…", tc.conf, err, tc.err)
+		}
+	}
+}
+
+// take runs c through p with a queue of its own, without senders, and
+// returns the job the request made (nil: none).
+func take(t *testing.T, p *plugins.Phases, in *instance, c *plugintest.Ctx) *job {
+	t.Helper()
+	in.q = newQueue(1, 0)
+	plugintest.Run(p, c)
+	if c.Exited() || !c.Upstream {
+		t.Fatal("the request did not go on")
+	}
+	select {
+	case j := <-in.q.work:
+		return j
+	default:
+		return nil
+	}
+}
+
+// TestCopy: the copy's method, target (path and path_concat_mode, the
+// query as an earlier plugin left it), Host and fields; a request with a
+// body is not copied.
+func TestCopy(t *testing.T) {
+	for _, tc := range []struct{ conf, target, args, want string }{
+		{`{"host":"http://127.0.0.1:1986"}`, "/hello?a=1&b=2", "", "http://127.0.0.1:1986/hello?a=1&b=2"},
+		{`{"host":"http://127.0.0.1:1986"}`, "/hello", "", "http://127.0.0.1:1986/hello"},
+		{`{"host":"http://127.0.0.1:1986","path":"/a"}`, "/hello?x=1", "", "http://127.0.0.1:1986/a?x=1"},
+		{`{"host":"http://127.0.0.1:1986","path":"/a","path_concat_mode":"prefix"}`, "/hello?x=1", "", "http://127.0.0.1:1986/a/hello?x=1"},
+		{`{"host":"https://m.example:8443"}`, "/hello?x=1", "y=2", "https://m.example:8443/hello?y=2"},
+	} {
+		p, in := build(t, tc.conf)
+		c := plugintest.NewCtx("PUT", tc.target).WithHeader("Host", "app.example").WithHeader("X-A", "1").
+			WithHeader("Connection", "keep-alive").WithHeader("x-a", "2").WithHeader("Content-Length", "0")
+		if tc.args != "" {
+			c.SetUpstreamURI([]byte("/hello?" + tc.args)) // as key-auth's hide_credentials, before
+		}
+		j := take(t, p, in, c)
+		if j == nil {
+			t.Fatalf("%s %s: no copy", tc.conf, tc.target)
+		}
+		if string(j.url) != tc.want || string(j.method) != "PUT" || string(j.host) != "app.example" ||
+			string(j.fields) != "X-A\x001\x00x-a\x002\x00" {
+			t.Errorf("%s %s: %s %s host %s fields %q, want %s", tc.conf, tc.target, j.method, j.url, j.host, j.fields, tc.want)
+		}
+	}
+	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
+	for _, h := range [][2]string{{"Content-Length", "5"}, {"Transfer-Encoding", "chunked"}} {
+		if j := take(t, p, in, plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1])); j != nil {
+			t.Errorf("%s: copied", h)
+		}
+		if in.q.skipped.Load() != 1 {
+			t.Errorf("%s: skipped %d, want 1", h, in.q.skipped.Load())
+		}
+	}
+}
+
+// TestSampleRatio: about sample_ratio of the requests are copied.
+func TestSampleRatio(t *testing.T) {
+	p, in := build(t, `{"host":"http://127.0.0.1:1986","sample_ratio":0.5}`)
+	in.q = newQueue(1, 0)
+	n := 0
+	for range 1000 {
+		c := plugintest.NewCtx("GET", "/hello")
+		plugintest.Run(p, c)
+		select {
+		case j := <-in.q.work:
+			n++
+			in.q.free <- j
+		default:
+		}
+	}
+	if n < 400 || n > 600 {
+		t.Fatalf("%d of 1000 copied at 0.5", n)
+	}
+}
+
+// TestFull: past the copies in flight, a request is not copied and goes
+// on.
+func TestFull(t *testing.T) {
+	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
+	in.q = newQueue(1, 0)
+	plugintest.Run(p, plugintest.NewCtx("GET", "/1"))
+	c := plugintest.NewCtx("GET", "/2")
+	plugintest.Run(p, c)
+	if !c.Upstream || len(in.q.work) != 1 {
+		t.Fatalf("upstream %v, %d in flight", c.Upstream, len(in.q.work))
+	}
+}
+
+// TestSend: the senders send the copy to a real mirror, which gets the
+// method, target, Host and fields; a mirror that does not answer costs a
+// sender, not the request.
+func TestSend(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.RequestURI+" "+r.Host+" "+r.Header.Get("X-A")+" ua="+r.Header.Get("User-Agent"))
+		mu.Unlock()
+		_, _ = w.Write([]byte("mirrored"))
+	}))
+	defer mirror.Close()
+	p, in := build(t, `{"host":"`+mirror.URL+`"}`)
+	in.q = newQueue(4, 2)
+	plugintest.Run(p, plugintest.NewCtx("DELETE", "/item/1?force=1").WithHeader("Host", "app.example").WithHeader("X-A", "1"))
+	deadline := time.Now().Add(10 * time.Second)
+	for in.q.sent.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != "DELETE /item/1?force=1 app.example 1 ua=" {
+		t.Fatalf("mirror got %q (sent %d, failed %d)", got, in.q.sent.Load(), in.q.failed.Load())
+	}
+}
+
+// TestFieldWithNUL: a field whose value holds a NUL is left out of the
+// copy, the others kept, and the copy is sent.
+func TestFieldWithNUL(t *testing.T) {
+	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
+	j := take(t, p, in, plugintest.NewCtx("GET", "/hello").WithHeader("X-Bad", "a\x00b").WithHeader("X-A", "1"))
+	if j == nil || string(j.fields) != "X-A\x001\x00" {
+		t.Fatalf("copy %+v", j)
+	}
+}

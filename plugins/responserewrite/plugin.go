@@ -1,0 +1,526 @@
+package responserewrite
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"coregate/plugins"
+	"coregate/plugins/internal/resub"
+	"coregate/plugins/internal/vartpl"
+)
+
+// Name is the plugin's wire name.
+const Name = "response-rewrite"
+
+//go:embed schema.json
+var schema []byte
+
+func init() { plugins.Register(Name, Plugin{}) }
+
+// Plugin is response-rewrite's implementation; its zero value is ready.
+type Plugin struct{}
+
+var (
+	_ plugins.Plugin            = Plugin{}
+	_ plugins.HeaderFilterPhase = (*instance)(nil)
+	_ plugins.BodyFilterPhase   = (*instance)(nil)
+	_ plugins.LogPhase          = (*instance)(nil)
+)
+
+// Schema implements plugins.Plugin.
+func (Plugin) Schema() []byte { return schema }
+
+// APISIX's messages, as check_schema writes them.
+var (
+	ErrBase64      = errors.New("invalid base64 content")
+	ErrFieldLength = errors.New("invalid field length in header")
+	ErrValueType   = errors.New("invalid type as header value")
+	// ErrBodyFilters is the schema's dependencies refusing body and
+	// filters together, as APISIX's validator writes it.
+	ErrBodyFilters = errors.New(`failed to validate dependent schema for "filters|body": value wasn't supposed to match schema`)
+)
+
+// conf is a configuration, with APISIX's defaults.
+type conf struct {
+	MaxRespBodySize int             `json:"max_resp_body_size"`
+	Headers         json.RawMessage `json:"headers"`
+	Body            *string         `json:"body"`
+	BodyBase64      bool            `json:"body_base64"`
+	StatusCode      int             `json:"status_code"`
+	Vars            json.RawMessage `json:"vars"`
+	Filters         []filterConf    `json:"filters"`
+}
+
+type filterConf struct {
+	Regex   string `json:"regex"`
+	Scope   string `json:"scope"`
+	Replace string `json:"replace"`
+	Options string `json:"options"`
+}
+
+func decode(raw json.RawMessage) (conf, error) {
+	c := conf{MaxRespBodySize: 67108864}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, err
+	}
+	for i := range c.Filters {
+		if c.Filters[i].Scope == "" {
+			c.Filters[i].Scope = "once"
+		}
+		// options' default, "jo", changes nothing (compileRegex).
+	}
+	return c, nil
+}
+
+// Check implements plugins.Plugin: the old form of headers, the base64
+// body, the filters' patterns and the vars, as check_schema does.
+func (Plugin) Check(raw json.RawMessage) error {
+	_, err := compile(raw)
+	return err
+}
+
+// Build implements plugins.Plugin.
+func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error) {
+	return compile(raw)
+}
+
+// compile reads a configuration into an instance, with check_schema's
+// errors.
+func compile(raw json.RawMessage) (*instance, error) {
+	c, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if c.Body != nil && c.Filters != nil {
+		return nil, ErrBodyFilters
+	}
+	in := &instance{status: c.StatusCode, max: c.MaxRespBodySize}
+	if len(c.Headers) > 0 {
+		if err := in.compileHeaders(c.Headers); err != nil {
+			return nil, err
+		}
+	}
+	if c.Body != nil {
+		in.hasBody = true
+		in.body = []byte(*c.Body)
+		if c.BodyBase64 {
+			if in.body, err = decodeBase64(*c.Body); err != nil {
+				return nil, err
+			}
+		}
+	} else if c.BodyBase64 {
+		return nil, ErrBase64
+	}
+	if len(c.Vars) > 0 {
+		if in.vars, err = compileVars(c.Vars); err != nil {
+			return nil, fmt.Errorf("failed to validate the 'vars' expression: %w", err)
+		}
+	}
+	for _, f := range c.Filters {
+		re, err := compileRegex(f.Regex, f.Options)
+		if err != nil {
+			return nil, fmt.Errorf("regex %q validation failed: %w", f.Regex, err)
+		}
+		tm, err := resub.ParseTemplate(f.Replace)
+		if err != nil {
+			return nil, fmt.Errorf("filters: replace %q: %w", f.Replace, err)
+		}
+		fl := filter{re: re, tmpl: tm, global: f.Scope == "global"}
+		if prefix, complete := re.LiteralPrefix(); complete && prefix != "" {
+			fl.lit = []byte(prefix)
+		}
+		in.filters = append(in.filters, fl)
+	}
+	return in, nil
+}
+
+// decodeBase64 is ngx.decode_base64: standard alphabet, padding optional;
+// an empty or malformed text is ErrBase64.
+func decodeBase64(s string) ([]byte, error) {
+	if s == "" {
+		return nil, ErrBase64
+	}
+	b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+	if err != nil {
+		return nil, ErrBase64
+	}
+	return b, nil
+}
+
+// compileHeaders reads headers in either of APISIX's forms: {add, set,
+// remove} (3.x) or a plain object of fields to set.
+func (in *instance) compileHeaders(raw json.RawMessage) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return err
+	}
+	isArr := func(k string) bool {
+		v := bytes.TrimSpace(obj[k])
+		return len(v) > 0 && (v[0] == '[' || v[0] == '{')
+	}
+	if !isArr("add") && !isArr("set") && !isArr("remove") {
+		return in.compileSet(obj)
+	}
+	if a := obj["add"]; len(a) > 0 {
+		var adds []string
+		if err := json.Unmarshal(a, &adds); err != nil {
+			return err
+		}
+		for _, s := range adds {
+			m := addRe.FindStringSubmatch(s)
+			if m == nil {
+				return fmt.Errorf("invalid header %q in headers.add: want \"Name: value\" with no spaces in the name", s)
+			}
+			in.add = append(in.add, header{name: m[1], value: vartpl.Parse(m[2])})
+		}
+	}
+	if s := obj["set"]; len(s) > 0 {
+		var set map[string]json.RawMessage
+		if err := json.Unmarshal(s, &set); err != nil {
+			return err
+		}
+		if err := in.compileSet(set); err != nil {
+			return err
+		}
+	}
+	if r := obj["remove"]; len(r) > 0 {
+		if err := json.Unmarshal(r, &in.remove); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRe is create_header_operation's reading of an "add" entry.
+var addRe = regexp.MustCompile(`^([^:\s]+)\s*:\s*([^:]+)$`)
+
+// compileSet reads an object of fields to set, in name order (APISIX
+// walks it with pairs, in no order).
+func (in *instance) compileSet(obj map[string]json.RawMessage) error {
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if k == "" {
+			return ErrFieldLength
+		}
+		v, ok := headerText(obj[k])
+		if !ok {
+			return ErrValueType
+		}
+		in.set = append(in.set, header{name: k, value: vartpl.Parse(v)})
+	}
+	return nil
+}
+
+// headerText is a header's value as APISIX writes it: a string as is, a
+// number as Lua's tostring ("%.14g"); false for other types.
+func headerText(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		return strconv.FormatFloat(f, 'g', 14, 64), true
+	}
+	return "", false
+}
+
+// compileRegex compiles a filter's pattern with its ngx.re options: i, m
+// and s map to RE2's flags, a anchors the pattern at the start, j, o, u,
+// U, d, D and J (PCRE's JIT, caching, UTF-8, DFA and duplicate names) need
+// nothing; x (extended) has no RE2 counterpart and is refused.
+func compileRegex(pattern, options string) (*regexp.Regexp, error) {
+	var flags []byte
+	anchored := false
+	for i := 0; i < len(options); i++ {
+		switch c := options[i]; c {
+		case 'i', 'm', 's':
+			if bytes.IndexByte(flags, c) < 0 {
+				flags = append(flags, c)
+			}
+		case 'a':
+			anchored = true
+		case 'j', 'o', 'u', 'U', 'd', 'D', 'J':
+		case 'x':
+			return nil, fmt.Errorf("flag \"x\" (extended) is not supported (flags %q)", options)
+		default:
+			return nil, fmt.Errorf("unknown flag %q (flags %q)", string(c), options)
+		}
+	}
+	p := pattern
+	if anchored {
+		p = `\A(?:` + p + `)`
+	}
+	if len(flags) > 0 {
+		p = "(?" + string(flags) + ")" + p
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, errors.New("failed to compile the regex (RE2 syntax: no lookaround, no backreferences): " + err.Error())
+	}
+	return re, nil
+}
+
+// header is one field to add or set, its value resolved per response.
+type header struct {
+	name  string
+	value vartpl.Template
+}
+
+// filter is one compiled filter. lit is the text of a pattern that is a
+// literal (no metacharacters, no flags that change matching): it is found
+// with bytes.Index, without regexp's allocations.
+type filter struct {
+	re     *regexp.Regexp
+	lit    []byte
+	tmpl   resub.Template
+	global bool
+}
+
+// next is the indices of the literal's first match in body at or after
+// from, in caps; nil when none.
+func (f *filter) next(body []byte, from int, caps *[2]int) []int {
+	i := bytes.Index(body[from:], f.lit)
+	if i < 0 {
+		return nil
+	}
+	caps[0], caps[1] = from+i, from+i+len(f.lit)
+	return caps[:]
+}
+
+// instance is one built configuration. It belongs to one event loop (see
+// plugins.Plugin): its scratch space and body buffers are used without
+// locks.
+type instance struct {
+	status   int
+	add, set []header
+	remove   []string
+	hasBody  bool
+	body     []byte // the new body, decoded
+	vars     *varsExpr
+	filters  []filter
+	max      int // max_resp_body_size
+	scratch  []byte
+	bufs     []bodyBuf // the filters' buffers, by slot
+	free     []uint32  // idle slots of bufs
+}
+
+// bodyBuf holds one response's body while the filters wait for its end.
+type bodyBuf struct {
+	in, out []byte
+}
+
+// The request's state, kept (Ctx.Keep) from header_filter for
+// body_filter and log: the flags, and the filters' buffer slot above them.
+const (
+	stMatched = 1 << iota // vars held: the response is rewritten
+	stGzip                // the body is gzip-encoded: decoded for the filters
+	stAsIs                // an encoding the filters cannot read: not kept, left alone
+	stSlot                // a buffer slot is held, its index at slotShift
+	slotShift = 8
+)
+
+// HeaderFilter implements plugins.HeaderFilterPhase: vars, then the
+// status, the headers the new body invalidates, and the headers'
+// add, set and remove, as APISIX's header_filter.
+func (in *instance) HeaderFilter(c plugins.Ctx) {
+	if in.vars != nil && !in.vars.eval(c) {
+		return
+	}
+	st := uint64(stMatched)
+	if in.status != 0 {
+		c.SetStatus(in.status)
+	}
+	if in.hasBody || len(in.filters) > 0 {
+		enc := c.ResponseHeader("Content-Encoding")
+		switch {
+		case len(in.filters) == 0 || len(enc) == 0 || eqFold(enc, "identity"):
+		case eqFold(enc, "gzip"):
+			st |= stGzip
+		default:
+			st |= stAsIs
+		}
+		// The body is changed only where body_filter finds the state
+		// kept (an encoding the filters cannot read is not, nor past
+		// Ctx's MaxKept): there the headers stay.
+		if st&stAsIs == 0 && c.Keep(in, st) {
+			c.RemoveResponseHeader("Content-Encoding")
+			c.RemoveResponseHeader("Last-Modified")
+			c.RemoveResponseHeader("ETag")
+		}
+	}
+	for i := range in.add {
+		h := &in.add[i]
+		in.scratch, _ = h.value.Render(in.scratch[:0], c)
+		c.AddResponseHeader(h.name, in.scratch)
+	}
+	for i := range in.set {
+		h := &in.set[i]
+		in.scratch, _ = h.value.Render(in.scratch[:0], c)
+		c.SetResponseHeader(h.name, in.scratch)
+	}
+	for _, name := range in.remove {
+		c.RemoveResponseHeader(name)
+	}
+}
+
+func eqFold(b []byte, s string) bool {
+	return len(b) == len(s) && strings.EqualFold(string(b), s)
+}
+
+// BodyFilter implements plugins.BodyFilterPhase: a new body replaces the
+// upstream's (sent at its end); filters hold the body, up to
+// max_resp_body_size (the rest is dropped, as APISIX truncates), and
+// send it rewritten at its end.
+func (in *instance) BodyFilter(c plugins.Ctx, chunk []byte, eof bool) []byte {
+	st, ok := c.Kept(in)
+	if !ok || st&stMatched == 0 {
+		return chunk
+	}
+	if len(in.filters) == 0 {
+		if !in.hasBody {
+			return chunk
+		}
+		if eof {
+			return in.body
+		}
+		return nil
+	}
+	if st&stSlot == 0 {
+		s := in.takeSlot()
+		st |= stSlot | uint64(s)<<slotShift
+		// A second Keep of the owner replaces the first: it does not
+		// fail where the first did not.
+		c.Keep(in, st)
+	}
+	b := &in.bufs[st>>slotShift]
+	if room := in.max - len(b.in); room > 0 {
+		b.in = append(b.in, chunk[:min(room, len(chunk))]...)
+	}
+	if !eof {
+		return nil
+	}
+	body := b.in
+	if st&stGzip != 0 {
+		body = gunzip(body, in.max)
+	}
+	return in.rewrite(b, body)
+}
+
+// rewrite runs the filters over body, in b's buffers; what it returns is
+// b's, valid until the slot is given back (Log).
+func (in *instance) rewrite(b *bodyBuf, body []byte) []byte {
+	for i := range in.filters {
+		f := &in.filters[i]
+		var out []byte
+		if f.lit != nil {
+			// A literal: found from the end of each match, as a
+			// global substitution does; once stops at the first.
+			var caps [2]int
+			m := f.next(body, 0, &caps)
+			if m == nil {
+				continue
+			}
+			out = b.out[:0]
+			last := 0
+			for m != nil {
+				out = append(out, body[last:m[0]]...)
+				out = f.tmpl.Append(out, body, m)
+				last = m[1]
+				if !f.global {
+					break
+				}
+				m = f.next(body, last, &caps)
+			}
+			out = append(out, body[last:]...)
+		} else if f.global {
+			ms := f.re.FindAllSubmatchIndex(body, -1)
+			if len(ms) == 0 {
+				continue
+			}
+			out = b.out[:0]
+			last := 0
+			for _, m := range ms {
+				out = append(out, body[last:m[0]]...)
+				out = f.tmpl.Append(out, body, m)
+				last = m[1]
+			}
+			out = append(out, body[last:]...)
+		} else {
+			m := f.re.FindSubmatchIndex(body)
+			if m == nil {
+				continue
+			}
+			out = append(b.out[:0], body[:m[0]]...)
+			out = f.tmpl.Append(out, body, m)
+			out = append(out, body[m[1]:]...)
+		}
+		// The result becomes the next filter's subject, and the
+		// buffer it was read from the next one's output.
+		b.in, b.out = out, b.in[:0]
+		body = out
+	}
+	return body
+}
+
+// gunzip decodes a gzip body, its first max bytes (the rest dropped, as
+// the body is cut before decoding: a small body that decodes to a huge
+// one costs no more); a body it cannot decode is sent as it came.
+func gunzip(b []byte, max int) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return b
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, int64(max)))
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// takeSlot takes an idle buffer slot, or a new one.
+func (in *instance) takeSlot() uint32 {
+	if n := len(in.free); n > 0 {
+		s := in.free[n-1]
+		in.free = in.free[:n-1]
+		return s
+	}
+	in.bufs = append(in.bufs, bodyBuf{})
+	return uint32(len(in.bufs) - 1)
+}
+
+// maxIdleBuf is the capacity past which a slot's buffers are dropped when
+// given back rather than kept for the next response.
+const maxIdleBuf = 1 << 20
+
+// Log implements plugins.LogPhase: the filters' buffer slot is given back.
+func (in *instance) Log(c plugins.Ctx) {
+	st, ok := c.Kept(in)
+	if !ok || st&stSlot == 0 {
+		return
+	}
+	s := uint32(st >> slotShift)
+	b := &in.bufs[s]
+	b.in, b.out = b.in[:0], b.out[:0]
+	if cap(b.in) > maxIdleBuf {
+		b.in = nil
+	}
+	if cap(b.out) > maxIdleBuf {
+		b.out = nil
+	}
+	in.free = append(in.free, s)
+}

@@ -1,0 +1,243 @@
+package responserewrite
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"coregate/plugins"
+	"coregate/plugins/plugintest"
+)
+
+func build(t testing.TB, conf string) *plugins.Phases {
+	t.Helper()
+	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ph
+}
+
+// TestCheck: the schema's refusals and check_schema's messages, as
+// response-rewrite*.t show them.
+func TestCheck(t *testing.T) {
+	const prefix = "failed to check the configuration of plugin response-rewrite err: "
+	for _, tc := range []struct{ conf, err string }{
+		{`{}`, ""},
+		{`{"status_code":200,"body":"x","headers":{"X-A":"1","X-B":2}}`, ""},
+		{`{"headers":{"add":["X-A: 1"],"set":{"X-B":"$remote_addr"},"remove":["Server"]}}`, ""},
+		{`{"filters":[{"regex":"l","scope":"global","replace":"t"}]}`, ""},
+		{`{"vars":[["status","==",200]],"body":"x"}`, ""},
+		{`{"status_code":599}`, prefix + `property "status_code" validation failed: expected 599 to be at most 598`},
+		{`{"body":1}`, prefix + `property "body" validation failed: wrong type: expected string, got number`},
+		{`{"status_code":200,"headers":{"":2}}`, prefix + "invalid field length in header"},
+		{`{"status_code":200,"headers":{"X-Name":{}}}`, prefix + "invalid type as header value"},
+		{`{"body":"1","body_base64":true}`, prefix + "invalid base64 content"},
+		{`{"body":"","body_base64":true}`, prefix + "invalid base64 content"},
+		{`{"body_base64":true}`, prefix + "invalid base64 content"},
+		{`{"vars":[[]]}`, prefix + "failed to validate the 'vars' expression: rule too short"},
+		{`{"filters":[{"regex":"l"}]}`, prefix + `property "filters" validation failed: failed to validate item 1: property "replace" is required`},
+		{`{"filters":[{"regex":"l","replace":"t","scope":"one"}]}`, prefix + `property "filters" validation failed: failed to validate item 1: property "scope" validation failed: matches none of the enum values`},
+		{`{"filters":[{"regex":"","replace":"t"}]}`, prefix + `property "filters" validation failed: failed to validate item 1: property "regex" validation failed: string too short, expected at least 1, got 0`},
+		{`{"filters":[{"regex":"hello","replace":"t","options":"h"}]}`, prefix + `regex "hello" validation failed: unknown flag "h" (flags "h")`},
+		{`{"filters":[{"regex":"(","replace":"t"}]}`, prefix + `regex "(" validation failed: failed to compile the regex`},
+		{`{"filters":[{"regex":"l","replace":"t"}],"body":"x"}`, prefix + `failed to validate dependent schema for "filters|body"`},
+		{`{"headers":{"add":["X-A 1"]}}`, prefix + `property "headers" validation failed`},
+	} {
+		err := plugins.Check(Name, json.RawMessage(tc.conf))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.conf, err)
+		case tc.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.err)):
+			t.Errorf("%s: err = %v, want %q…", tc.conf, err, tc.err)
+		}
+	}
+}
+
+// TestRewrite: the status, the body (base64 too) and the headers, on the
+// upstream's answer and on a plugin's exit.
+func TestRewrite(t *testing.T) {
+	p := build(t, `{"status_code":403,"body":"new body\n","headers":{"X-Server-Id":3,"X-Addr":"$remote_addr","X-Server-Status":"on"}}`)
+	c := plugintest.NewCtx("GET", "/hello")
+	c.UpstreamBody = []byte("old")
+	c.WithResponseHeader("ETag", `"abc"`).WithResponseHeader("Content-Encoding", "identity")
+	plugintest.Run(p, c)
+	if c.Status() != 403 || string(c.Body) != "new body\n" {
+		t.Fatalf("status %d body %q, want 403 and the new body", c.Status(), c.Body)
+	}
+	for name, want := range map[string]string{"X-Server-Id": "3", "X-Addr": "127.0.0.1", "X-Server-Status": "on", "ETag": "", "Content-Encoding": ""} {
+		if got := string(c.ResponseHeader(name)); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+
+	p = build(t, `{"body":"SGVsbG8K","body_base64":true}`)
+	c = plugintest.NewCtx("GET", "/hello")
+	c.UpstreamBody = []byte("old")
+	plugintest.Run(p, c)
+	if c.Status() != 200 || string(c.Body) != "Hello\n" {
+		t.Fatalf("base64: status %d body %q, want 200 Hello", c.Status(), c.Body)
+	}
+}
+
+// TestHeaders: APISIX 3.x's add, set and remove, in that order.
+func TestHeaders(t *testing.T) {
+	p := build(t, `{"headers":{"add":["Set-Cookie: a=1","X-Up: $uri"],"set":{"X-Set":"v","X-Up":"set"},"remove":["Server","X-Gone"]}}`)
+	c := plugintest.NewCtx("GET", "/hello")
+	c.UpstreamBody = []byte("kept")
+	c.WithResponseHeader("Server", "up").WithResponseHeader("X-Gone", "1").WithResponseHeader("Set-Cookie", "b=2")
+	plugintest.Run(p, c)
+	if string(c.Body) != "kept" {
+		t.Errorf("body %q, want the upstream's", c.Body)
+	}
+	if got := c.ResponseHeaderValues("Set-Cookie"); len(got) != 1 || got[0] != "a=1" {
+		t.Errorf("Set-Cookie added: %q, want a=1 after the upstream's", got)
+	}
+	for name, want := range map[string]string{"Set-Cookie": "b=2", "X-Set": "v", "X-Up": "set", "Server": "", "X-Gone": ""} {
+		if got := string(c.ResponseHeader(name)); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestVars: the rewrite only for the responses vars hold for, $status
+// included.
+func TestVars(t *testing.T) {
+	p := build(t, `{"vars":[["status","==",500],["arg_a","~=","x"]],"body":"hidden","status_code":200}`)
+	for _, tc := range []struct {
+		target string
+		status int
+		body   string
+	}{
+		{"/hello", 500, "hidden"},
+		{"/hello?a=y", 500, "hidden"},
+		{"/hello?a=x", 500, "boom"},
+		{"/hello", 502, "boom"},
+	} {
+		c := plugintest.NewCtx("GET", tc.target)
+		c.UpstreamStatus, c.UpstreamBody = tc.status, []byte("boom")
+		plugintest.Run(p, c)
+		want := tc.status
+		if tc.body == "hidden" {
+			want = 200
+		}
+		if string(c.Body) != tc.body || c.Status() != want {
+			t.Errorf("%s %d: status %d body %q, want %d %q", tc.target, tc.status, c.Status(), c.Body, want, tc.body)
+		}
+	}
+}
+
+// body runs the body through p's body_filter in pieces, as the worker
+// gives it, after header_filter; it returns what the client gets.
+func body(p *plugins.Phases, c *plugintest.Ctx, pieces ...string) string {
+	for _, h := range p.HeaderFilter {
+		h.HeaderFilter(c)
+	}
+	var out []byte
+	for i, piece := range pieces {
+		b := []byte(piece)
+		eof := i == len(pieces)-1
+		for _, f := range p.BodyFilter {
+			b = f.BodyFilter(c, b, eof)
+		}
+		out = append(out, b...)
+	}
+	for _, l := range p.Log {
+		l.Log(c)
+	}
+	return string(out)
+}
+
+// TestFilters: response-rewrite2.t's filters, once and global, on a body
+// that comes in pieces; the groups of the replacement; the options.
+func TestFilters(t *testing.T) {
+	for _, tc := range []struct {
+		conf   string
+		pieces []string
+		want   string
+	}{
+		{`{"filters":[{"regex":"hello","replace":"test"}]}`, []string{"hel", "lo world\n", ""}, "test world\n"},
+		{`{"filters":[{"regex":"l","scope":"global","replace":"t"}]}`, []string{"hello ", "world", ""}, "hetto wortd"},
+		{`{"filters":[{"regex":"hello","replace":""}]}`, []string{"hello world\n", ""}, " world\n"},
+		{`{"filters":[{"regex":"(\\w+) (\\w+)","replace":"$2 $1"}]}`, []string{"hello world", ""}, "world hello"},
+		{`{"filters":[{"regex":"HELLO","replace":"x","options":"ijo"}]}`, []string{"hello", ""}, "x"},
+		{`{"filters":[{"regex":"HELLO","replace":"x"}]}`, []string{"hello", ""}, "hello"},
+		{`{"filters":[{"regex":"o","replace":"0","scope":"global"},{"regex":"l+","replace":"L"}]}`, []string{"hello world", ""}, "heL0 w0rld"},
+		{`{"max_resp_body_size":5,"filters":[{"regex":"l","replace":"L","scope":"global"}]}`, []string{"hel", "lo world", ""}, "heLLo"},
+	} {
+		p := build(t, tc.conf)
+		c := plugintest.NewCtx("GET", "/hello")
+		c.UpstreamStatus = 200
+		// The buffers are the instance's, reused: twice gives the same.
+		for range 2 {
+			if got := body(p, c, tc.pieces...); got != tc.want {
+				t.Errorf("%s %q: %q, want %q", tc.conf, tc.pieces, got, tc.want)
+			}
+			c.Reset()
+		}
+	}
+}
+
+// TestFiltersGzip: a gzip body is decoded for the filters and sent plain,
+// Content-Encoding gone; an encoding the filters cannot read is left as
+// it came, its Content-Encoding kept.
+func TestFiltersGzip(t *testing.T) {
+	p := build(t, `{"filters":[{"regex":"hello","replace":"test"}]}`)
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte("hello world"))
+	zw.Close()
+	c := plugintest.NewCtx("GET", "/hello").WithResponseHeader("Content-Encoding", "gzip")
+	c.Upstream = true
+	if got := body(p, c, z.String()[:5], z.String()[5:], ""); got != "test world" {
+		t.Errorf("gzip: %q, want test world", got)
+	}
+	if ce := c.ResponseHeader("Content-Encoding"); ce != nil {
+		t.Errorf("gzip: Content-Encoding %q left", ce)
+	}
+	c = plugintest.NewCtx("GET", "/hello").WithResponseHeader("Content-Encoding", "br")
+	c.Upstream = true
+	if got := body(p, c, "hello", ""); got != "hello" {
+		t.Errorf("br: %q, want the body as it came", got)
+	}
+	if ce := string(c.ResponseHeader("Content-Encoding")); ce != "br" {
+		t.Errorf("br: Content-Encoding %q, want br", ce)
+	}
+}
+
+// TestInterleaved: two responses' bodies in pieces on one instance, as
+// an event loop interleaves them, each rewritten from its own.
+func TestInterleaved(t *testing.T) {
+	p := build(t, `{"filters":[{"regex":"a","replace":"b","scope":"global"}]}`)
+	f := p.BodyFilter[0]
+	c1, c2 := plugintest.NewCtx("GET", "/1"), plugintest.NewCtx("GET", "/2")
+	p.HeaderFilter[0].HeaderFilter(c1)
+	p.HeaderFilter[0].HeaderFilter(c2)
+	f.BodyFilter(c1, []byte("aa"), false)
+	f.BodyFilter(c2, []byte("xa"), false)
+	f.BodyFilter(c1, []byte("ya"), false)
+	got2 := string(f.BodyFilter(c2, []byte("z"), true))
+	got1 := string(f.BodyFilter(c1, nil, true))
+	if got1 != "bbyb" || got2 != "xbz" {
+		t.Fatalf("bodies %q and %q, want bbyb and xbz", got1, got2)
+	}
+}
+
+// TestGzipBomb: a gzip body is decoded to max_resp_body_size at most.
+func TestGzipBomb(t *testing.T) {
+	p := build(t, `{"max_resp_body_size":16384,"filters":[{"regex":"a","replace":"b","scope":"global"}]}`)
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(bytes.Repeat([]byte("a"), 10<<20))
+	zw.Close()
+	if z.Len() > 16384 {
+		t.Fatalf("10 MiB of a compressed to %d bytes, over the limit", z.Len())
+	}
+	c := plugintest.NewCtx("GET", "/hello").WithResponseHeader("Content-Encoding", "gzip")
+	c.Upstream = true
+	if got := body(p, c, z.String(), ""); got != strings.Repeat("b", 16384) {
+		t.Fatalf("%d bytes, want 16384 b", len(got))
+	}
+}
