@@ -3,9 +3,9 @@ package router
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 
 	"coregate/admin/spec"
@@ -28,28 +28,10 @@ type Expr struct {
 	conds []cond
 }
 
-// valKind is the JSON type of a condition's right-hand value; lua-resty-expr
-// compares by Lua type, so "18" (string) never equals 18 (number).
-type valKind uint8
-
-const (
-	valNull valKind = iota // JSON null or absent
-	valStr
-	valNum
-	valOther // bool, object, array (outside "in")
-)
-
 type cond struct {
-	v     httpvar.Var
-	not   bool
-	op    spec.VarOp
-	kind  valKind
-	str   string
-	num   float64
-	numOK bool // num holds tonumber(value) for the ordering operators
-	list  []string
-	re    *regexp.Regexp
-	nets  []netip.Prefix
+	v   httpvar.Var
+	not bool
+	spec.VarCond
 }
 
 // CompileVars compiles route vars. Operators: == ~= > >= < <= (numeric when
@@ -77,87 +59,32 @@ func compileCond(e *spec.VarExpr) (cond, error) {
 	if e.Var == "" {
 		return cond{}, fmt.Errorf("%w: missing variable", ErrVars)
 	}
-	opName := strings.ToLower(e.Op)
 	raw := bytes.TrimSpace(e.Value)
-	op, known := spec.ParseVarOp(opName)
+	op, known := spec.ParseVarOp(strings.ToLower(e.Op))
 	if !known {
 		if len(raw) != 0 || e.Op == "" {
 			return cond{}, fmt.Errorf("%w: %q", ErrOperator, e.Op)
 		}
 		// [var, value]: kept for compatibility, means [var, "==", value].
-		return cond{v: httpvar.Parse(e.Var), not: e.Not, op: spec.VarOpEq, kind: valStr, str: e.Op}, nil
+		raw, _ = json.Marshal(e.Op)
+		op = spec.VarOpEq
 	}
-	c := cond{v: httpvar.Parse(e.Var), not: e.Not, op: op}
-	var val any
-	if len(raw) != 0 {
-		if err := json.Unmarshal(raw, &val); err != nil {
-			return cond{}, fmt.Errorf("%w: value: %v", ErrVars, err)
-		}
-	}
-	switch x := val.(type) {
-	case nil:
-		c.kind = valNull
-	case string:
-		c.kind, c.str = valStr, x
-	case float64:
-		c.kind, c.num = valNum, x
-	default:
-		c.kind = valOther
-	}
-	switch op {
-	case spec.VarOpGt, spec.VarOpGe, spec.VarOpLt, spec.VarOpLe:
-		switch c.kind {
-		case valNum:
-			c.numOK = true
-		case valStr:
-			c.num, c.numOK = spec.LuaNumber([]byte(c.str))
-		}
-	case spec.VarOpMatch, spec.VarOpMatchI:
-		if c.kind != valStr {
-			return cond{}, fmt.Errorf("%w: %s needs a string pattern", ErrRegexp, opName)
-		}
-		pat := c.str
-		if op == spec.VarOpMatchI {
-			pat = "(?i)" + pat
-		}
-		re, err := regexp.Compile(pat)
-		if err != nil {
-			return cond{}, fmt.Errorf("%w: %v", ErrRegexp, err)
-		}
-		c.re = re
-	case spec.VarOpIn:
-		if arr, ok := val.([]any); ok {
-			for _, a := range arr {
-				if s, ok := a.(string); ok {
-					c.list = append(c.list, s)
-				}
+	vc, err := spec.CompileVarCond(op, raw)
+	if err != nil {
+		var ce *spec.VarCondError
+		if errors.As(err, &ce) {
+			kind := ErrVars
+			switch ce.Kind {
+			case spec.ErrVarRegexp:
+				kind = ErrRegexp
+			case spec.ErrVarIPPattern:
+				kind = ErrIPPattern
 			}
+			return cond{}, fmt.Errorf("%w: %s", kind, ce.Detail)
 		}
-	case spec.VarOpIPMatch:
-		var pats []string
-		switch x := val.(type) {
-		case string:
-			pats = []string{x}
-		case []any:
-			for _, a := range x {
-				s, ok := a.(string)
-				if !ok {
-					return cond{}, fmt.Errorf("%w: %v", ErrIPPattern, a)
-				}
-				pats = append(pats, s)
-			}
-		default:
-			return cond{}, fmt.Errorf("%w: ipmatch needs a string or an array", ErrIPPattern)
-		}
-		for _, s := range pats {
-			p, err := parsePrefix(s)
-			if err != nil {
-				return cond{}, err
-			}
-			c.nets = append(c.nets, p)
-		}
+		return cond{}, fmt.Errorf("%w: %v", ErrVars, err)
 	}
-	return c, nil
+	return cond{v: httpvar.Parse(e.Var), not: e.Not, VarCond: vc}, nil
 }
 
 // parsePrefix parses an ipmatch pattern, an IP address or a CIDR, with
@@ -200,77 +127,11 @@ func (c *cond) lookup(req *Request) ([]byte, bool) {
 }
 
 func (c *cond) eval(req *Request) bool {
-	if c.op == spec.VarOpIPMatch && c.v.Kind == httpvar.RemoteAddr && req.RemoteAddr.IsValid() {
-		return addrIn(c.nets, req.RemoteAddr.Unmap())
+	if c.Op() == spec.VarOpIPMatch && c.v.Kind == httpvar.RemoteAddr && req.RemoteAddr.IsValid() {
+		return c.MatchAddr(req.RemoteAddr.Unmap())
 	}
 	l, ok := c.lookup(req)
-	switch c.op {
-	case spec.VarOpEq:
-		switch c.kind {
-		case valNull:
-			return !ok
-		case valStr:
-			return ok && string(l) == c.str
-		case valNum:
-			n, isNum := luaNumberOK(l, ok)
-			return isNum && n == c.num
-		}
-		return false
-	case spec.VarOpNe:
-		switch c.kind {
-		case valNull:
-			return ok
-		case valStr:
-			return !ok || string(l) != c.str
-		case valNum:
-			n, isNum := luaNumberOK(l, ok)
-			return !isNum || n != c.num
-		}
-		return true
-	case spec.VarOpGt, spec.VarOpGe, spec.VarOpLt, spec.VarOpLe:
-		if !c.numOK {
-			return false
-		}
-		n, isNum := luaNumberOK(l, ok)
-		if !isNum {
-			return false
-		}
-		switch c.op {
-		case spec.VarOpGt:
-			return n > c.num
-		case spec.VarOpGe:
-			return n >= c.num
-		case spec.VarOpLt:
-			return n < c.num
-		}
-		return n <= c.num
-	case spec.VarOpMatch, spec.VarOpMatchI:
-		return ok && c.re.Match(l)
-	case spec.VarOpIn:
-		if !ok {
-			return false
-		}
-		for _, s := range c.list {
-			if string(l) == s {
-				return true
-			}
-		}
-		return false
-	case spec.VarOpIPMatch:
-		if !ok {
-			return false
-		}
-		a, valid := parseIP(l)
-		return valid && addrIn(c.nets, a)
-	}
-	return false // has: true only for table values, which variables never are
-}
-
-func luaNumberOK(b []byte, ok bool) (float64, bool) {
-	if !ok {
-		return 0, false
-	}
-	return spec.LuaNumber(b)
+	return c.Eval(l, ok)
 }
 
 // addrIn reports whether a (already unmapped) lies in one of nets.
