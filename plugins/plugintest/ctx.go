@@ -27,6 +27,7 @@ type Ctx struct {
 	target              []byte // $request_uri
 	host                []byte // $host, from the Host header
 	headers             []Header
+	headerNames         [][]byte // headers' names, for HeaderField
 	vars                []setVar // WithVar's
 	routeID             string
 	routeIDb            []byte // routeID, for Var(route_id)
@@ -107,6 +108,7 @@ func NewCtx(method, target string) *Ctx {
 // the worker reads it: without its port, lower-case.
 func (c *Ctx) WithHeader(name, value string) *Ctx {
 	c.headers = append(c.headers, Header{Name: name, Value: []byte(value)})
+	c.headerNames = append(c.headerNames, []byte(name))
 	if c.host == nil && strings.EqualFold(name, "host") {
 		c.host = bytes.ToLower(httpvar.HostOnly([]byte(value)))
 	}
@@ -183,6 +185,14 @@ func (c *Ctx) Header(name string) []byte {
 		}
 	}
 	return nil
+}
+
+// HeaderField implements plugins.Ctx.
+func (c *Ctx) HeaderField(i int) (name, value []byte, ok bool) {
+	if i < 0 || i >= len(c.headers) {
+		return nil, nil, false
+	}
+	return c.headerNames[i], c.headers[i].Value, true
 }
 
 // HeaderAt implements plugins.Ctx.
