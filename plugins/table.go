@@ -26,4 +26,5 @@ var Table = []Entry{
 	{Name: "limit-req", Priority: 1001},
 	{Name: "prometheus", Priority: 500},
 	{Name: "echo", Priority: 412},
+	{Name: "file-logger", Priority: 399},
 }

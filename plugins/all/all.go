@@ -23,5 +23,6 @@ import (
 	// Faults, the client's address, answers echoed.
 	_ "coregate/plugins/echo"           // echo (412, header_filter, body_filter)
 	_ "coregate/plugins/faultinjection" // fault-injection (11000, rewrite)
+	_ "coregate/plugins/filelogger"     // file-logger (399, log)
 	_ "coregate/plugins/realip"         // real-ip (23000, rewrite)
 )
