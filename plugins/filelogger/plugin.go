@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/logentry"
 	"coregate/plugins/internal/varexpr"
 )
 
@@ -127,14 +127,14 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	}
 	if format != nil {
 		in.custom = true
-		if in.format, err = compileFormat(format, true); err != nil {
+		if in.format, err = logentry.CompileFormat(format, true); err != nil {
 			return nil, fmt.Errorf("log_format: %w", err)
 		}
 	} else if extra != nil {
-		if in.extra, err = compileFormat(extra, false); err != nil {
+		if in.extra, err = logentry.CompileFormat(extra, false); err != nil {
 			return nil, fmt.Errorf("log_format_extra: %w", err)
 		}
-		in.extra = dropDefaults(in.extra)
+		in.extra = logentry.DropDefaults(in.extra)
 	}
 	return in, nil
 }
@@ -151,9 +151,9 @@ func nonEmpty(raw json.RawMessage) bool {
 type instance struct {
 	w      *writer
 	match  varexpr.Any
-	custom bool    // log_format: the entry is format, then route_id and service_id
-	format []field // log_format, compiled
-	extra  []field // log_format_extra's members not in the default entry
+	custom bool            // log_format: the entry is format, then route_id and service_id
+	format logentry.Format // log_format, compiled
+	extra  logentry.Format // log_format_extra's members not in the default entry
 }
 
 // Log implements plugins.LogPhase: the request's entry, one JSON line,
@@ -170,16 +170,10 @@ func (in *instance) Log(c plugins.Ctx) {
 		return
 	}
 	if in.custom {
-		b.line = appendCustom(b.line[:0], c, in.format)
+		b.line = logentry.AppendCustom(b.line[:0], c, in.format, "")
 	} else {
-		b.line = appendFull(b.line[:0], &b.tmp, c, in.extra)
+		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "")
 	}
 	b.line = append(b.line, '\n')
 	in.w.put(b)
 }
-
-// hostname is the server.hostname of the default entry.
-var hostname = func() string {
-	h, _ := os.Hostname()
-	return h
-}()

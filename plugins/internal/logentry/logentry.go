@@ -1,8 +1,14 @@
-package filelogger
+// Package logentry builds the entries of APISIX's logging plugins
+// (log-util.lua): the default one of get_full_log, or a log_format's,
+// as JSON, appended to a caller's buffer from a request's plugins.Ctx
+// without allocating. A compiled Format is read-only and safe for
+// concurrent use.
+package logentry
 
 import (
 	"encoding/json"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +31,7 @@ type field struct {
 	kind   fieldKind
 	v      httpvar.Var // fieldVar
 	lit    []byte      // fieldLit: the constant's JSON
-	sub    []field     // fieldObject
+	sub    Format      // fieldObject
 	toNull bool        // fieldVar: a variable never set here ($request_body)
 }
 
@@ -37,19 +43,22 @@ const (
 	fieldObject
 )
 
-// compileFormat compiles a log_format object, its members in name order
+// Format is a compiled log_format (or log_format_extra).
+type Format []field
+
+// CompileFormat compiles a log_format object, its members in name order
 // (APISIX's follow Lua's table order, which is none). top: the members
 // route_id and service_id are left out, as APISIX overwrites them.
-func compileFormat(raw json.RawMessage, top bool) ([]field, error) {
+func CompileFormat(raw json.RawMessage, top bool) (Format, error) {
 	return compileObject(raw, 1, top)
 }
 
-func compileObject(raw json.RawMessage, depth int, top bool) ([]field, error) {
+func compileObject(raw json.RawMessage, depth int, top bool) (Format, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	fs := make([]field, 0, len(m))
+	fs := make(Format, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if top && (k == "route_id" || k == "service_id") {
 			continue
@@ -91,8 +100,8 @@ func compileObject(raw json.RawMessage, depth int, top bool) ([]field, error) {
 var defaultKeys = []string{"request", "response", "server", "upstream", "service_id", "route_id",
 	"consumer", "client_ip", "start_time", "latency", "upstream_latency", "apisix_latency"}
 
-// dropDefaults leaves out the fields named as a default member.
-func dropDefaults(fs []field) []field {
+// DropDefaults leaves out the fields named as a default member.
+func DropDefaults(fs Format) Format {
 	return slices.DeleteFunc(fs, func(f field) bool {
 		var k string
 		_ = json.Unmarshal(f.key[:len(f.key)-1], &k)
@@ -101,7 +110,7 @@ func dropDefaults(fs []field) []field {
 }
 
 // appendFields appends the members fs, without braces.
-func appendFields(b []byte, c plugins.Ctx, fs []field) []byte {
+func appendFields(b []byte, c plugins.Ctx, fs Format) []byte {
 	for i := range fs {
 		f := &fs[i]
 		if i > 0 {
@@ -175,9 +184,11 @@ func quotedSeconds(b []byte, d time.Duration) []byte {
 	return append(b, '"')
 }
 
-// appendCustom appends the entry of a log_format: its members, then the
-// route's id and its service's, as APISIX's get_custom_format_log.
-func appendCustom(b []byte, c plugins.Ctx, fs []field) []byte {
+// AppendCustom appends the entry of a log_format: its members, then the
+// route's id and its service's, as APISIX's get_custom_format_log;
+// noRoute, when not empty, is the route_id of a request no route matched
+// (http-logger's "no-matched").
+func AppendCustom(b []byte, c plugins.Ctx, fs Format, noRoute string) []byte {
 	b = append(b, '{')
 	b = appendFields(b, c, fs)
 	if id := c.RouteID(); id != "" {
@@ -190,6 +201,12 @@ func appendCustom(b []byte, c plugins.Ctx, fs []field) []byte {
 			b = append(b, `,"service_id":`...)
 			b = jsonesc.AppendQuoted(b, s, jsonesc.CJSON)
 		}
+	} else if noRoute != "" {
+		if len(fs) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"route_id":`...)
+		b = jsonesc.AppendQuoted(b, noRoute, jsonesc.CJSON)
 	}
 	return append(b, '}')
 }
@@ -212,9 +229,10 @@ const (
 	maxArgs    = 100
 )
 
-// appendFull appends APISIX's default entry (log-util's get_full_log),
-// then extra's members. tmp is scratch for names and arguments.
-func appendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra []field) []byte {
+// AppendFull appends APISIX's default entry (log-util's get_full_log),
+// then extra's members; noRoute as AppendCustom's. tmp is scratch for
+// names and arguments, kept by the caller for its capacity.
+func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute string) []byte {
 	e := c.Exchange()
 	b = append(b, `{"request":{"url":`...)
 	b = append(b, '"')
@@ -253,6 +271,10 @@ func appendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra []field) []byte {
 	} else {
 		b = append(b, `,"service_id":`...)
 		b = jsonesc.AppendQuoted(b, c.Var(varHost), jsonesc.CJSON)
+		if noRoute != "" {
+			b = append(b, `,"route_id":`...)
+			b = jsonesc.AppendQuoted(b, noRoute, jsonesc.CJSON)
+		}
 	}
 	if k := c.Consumer(); k != nil {
 		b = append(b, `,"consumer":{"username":`...)
@@ -503,3 +525,9 @@ func unhex(c byte) byte {
 	}
 	return c - 'A' + 10
 }
+
+// hostname is the server.hostname of the default entry.
+var hostname = func() string {
+	h, _ := os.Hostname()
+	return h
+}()
