@@ -26,5 +26,6 @@ var Table = []Entry{
 	{Name: "limit-req", Priority: 1001},
 	{Name: "prometheus", Priority: 500},
 	{Name: "echo", Priority: 412},
+	{Name: "http-logger", Priority: 410},
 	{Name: "file-logger", Priority: 399},
 }

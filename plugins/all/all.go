@@ -24,5 +24,6 @@ import (
 	_ "coregate/plugins/echo"           // echo (412, header_filter, body_filter)
 	_ "coregate/plugins/faultinjection" // fault-injection (11000, rewrite)
 	_ "coregate/plugins/filelogger"     // file-logger (399, log)
+	_ "coregate/plugins/httplogger"     // http-logger (410, log)
 	_ "coregate/plugins/realip"         // real-ip (23000, rewrite)
 )

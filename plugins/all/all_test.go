@@ -11,7 +11,7 @@ import (
 func TestRegistered(t *testing.T) {
 	for _, name := range []string{"key-auth", "limit-conn", "limit-count", "limit-req", "mocking", "prometheus", "proxy-rewrite",
 		"ip-restriction", "ua-restriction", "referer-restriction", "uri-blocker",
-		"fault-injection", "real-ip", "echo", "file-logger"} {
+		"fault-injection", "real-ip", "echo", "file-logger", "http-logger"} {
 		if _, _, ok := plugins.Lookup(name); !ok {
 			t.Errorf("%s is not registered", name)
 		}
@@ -61,6 +61,7 @@ func TestEncryptFields(t *testing.T) {
 		{"real-ip", false, nil},
 		{"echo", false, nil},
 		{"file-logger", false, nil},
+		{"http-logger", false, []string{"auth_header"}},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
 			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)
