@@ -32,9 +32,12 @@
 //     include_req_body_expr, include_resp_body_expr, max_req_body_bytes
 //     and max_resp_body_bytes are checked and without effect.
 //   - A configuration without a path, whose plugin metadata has none
-//     either, is refused when built (the route does not load) rather than
-//     by the Admin API, which checks a plugin's configuration without the
-//     metadata.
+//     either, is not refused by the Admin API, which checks a plugin's
+//     configuration without the metadata: APISIX's message
+//     (`property "path" is not set in either the plugin conf or the
+//     metadata`) goes to the error log when the route is built, and
+//     nothing is written, as APISIX does when the metadata's path goes
+//     away later.
 //   - response.headers is not logged: the worker does not keep the
 //     response's headers for the log phase.
 //   - Members come in a fixed order (log_format's by name), where APISIX

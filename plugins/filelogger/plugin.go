@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"coregate/plugins"
 	"coregate/plugins/internal/logentry"
@@ -63,8 +64,8 @@ var errNoPath = errors.New(`property "path" is not set in either the plugin conf
 // Check implements plugins.Plugin: match must be lua-resty-expr lists
 // (APISIX's message), and include_req_body and include_resp_body are
 // refused, the bodies not being kept for the log phase. Whether a
-// configuration without a path has one in the plugin metadata is Build's
-// to say: the metadata is not known here.
+// configuration without a path has one in the plugin metadata is not
+// known here: Build logs APISIX's error when neither has one.
 func (Plugin) Check(raw json.RawMessage) error {
 	_, err := parse(raw)
 	return err
@@ -109,7 +110,11 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		path = md.Path
 	}
 	if path == nil {
-		return nil, errNoPath
+		// As file-logger.lua's log phase when the metadata's path is
+		// gone: the error is logged and nothing written. Failing the
+		// build would refuse every route of the snapshot.
+		slog.Error("file-logger: " + errNoPath.Error())
+		return &instance{}, nil
 	}
 	in := &instance{w: writerOf(*path)}
 	if c.Match != nil {
@@ -149,7 +154,7 @@ func nonEmpty(raw json.RawMessage) bool {
 // entries it writes go into the writer's buffers (writer.take), so the
 // requests of every event loop may share it.
 type instance struct {
-	w      *writer
+	w      *writer // nil without a path: nothing is written
 	match  varexpr.Any
 	custom bool            // log_format: the entry is format, then route_id and service_id
 	format logentry.Format // log_format, compiled
@@ -162,6 +167,9 @@ type instance struct {
 // counted. It neither blocks nor allocates once the buffers have grown to
 // the entries' size.
 func (in *instance) Log(c plugins.Ctx) {
+	if in.w == nil {
+		return
+	}
 	if in.match != nil && !in.match.Eval(c) {
 		return
 	}
