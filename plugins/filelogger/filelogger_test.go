@@ -13,7 +13,7 @@ import (
 	"coregate/plugins/plugintest"
 )
 
-func build(t *testing.T, conf string, md string) *plugins.Phases {
+func build(t testing.TB, conf string, md string) *plugins.Phases {
 	t.Helper()
 	if err := plugins.Check(Name, json.RawMessage(conf)); err != nil {
 		t.Fatalf("%s: %v", conf, err)
