@@ -175,3 +175,41 @@ func TestFullEntry(t *testing.T) {
 		t.Errorf("entry %v", m)
 	}
 }
+
+// TestTLS: an https:// server's self-signed certificate is taken with
+// ssl_verify false and refused with true (the batch then dropped after
+// its tries).
+func TestTLS(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, r.URL.Path+" "+string(b))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	verify := build(t, `{"uri":"`+srv.URL+`/verify","ssl_verify":true,"batch_max_size":1,"log_format":{"a":"$arg_a"}}`)
+	plain := build(t, `{"uri":"`+srv.URL+`/plain","batch_max_size":1,"log_format":{"a":"$arg_a"}}`)
+	plugintest.Run(verify, plugintest.NewCtx("GET", "/?a=v"))
+	plugintest.Run(plain, plugintest.NewCtx("GET", "/?a=p"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(bodies)
+		mu.Unlock()
+		if n > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the verified one, were it sent
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(bodies, "|") != `/plain {"a":"p","route_id":"1"}` {
+		t.Fatalf("the TLS server got %q, want only the unverified POST", bodies)
+	}
+	if _, _, failed := verify.Log[0].(*instance).p.Stats(); failed != 1 {
+		t.Fatalf("the verified batch: %d failed, want 1", failed)
+	}
+}
