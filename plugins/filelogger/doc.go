@@ -40,6 +40,9 @@
 //     away later.
 //   - response.headers is not logged: the worker does not keep the
 //     response's headers for the log phase.
+//   - A relative path is relative to the gateway's working directory
+//     (where it was started), not to the directory of config.yaml as the
+//     access log's is, nor to APISIX's prefix.
 //   - Members come in a fixed order (log_format's by name), where APISIX
 //     follows Lua's table order; start_time is whole milliseconds.
 //   - Of the access log's own variables, a log_format gets $status,
