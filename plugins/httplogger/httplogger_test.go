@@ -37,8 +37,8 @@ func buildMD(t testing.TB, conf, md string) *plugins.Phases {
 
 // post is one request the log server got.
 type post struct {
-	body, contentType, auth string
-	at                      time.Duration
+	body, contentType, auth, host string
+	at                            time.Duration
 }
 
 // logServer is a real HTTP server on loopback that records the POSTs,
@@ -65,7 +65,7 @@ func newLogServer(t testing.TB, fail int) *logServer {
 			http.Error(w, "down", http.StatusInternalServerError)
 			return
 		}
-		s.posts = append(s.posts, post{string(b), r.Header.Get("Content-Type"), r.Header.Get("Authorization"), time.Since(s.start)})
+		s.posts = append(s.posts, post{string(b), r.Header.Get("Content-Type"), r.Header.Get("Authorization"), r.Host, time.Since(s.start)})
 		select {
 		case s.got <- struct{}{}:
 		default: // a benchmark's POSTs, which nobody waits for
@@ -109,7 +109,8 @@ func TestCheck(t *testing.T) {
 }
 
 // TestBatches: a full batch goes at once as a JSON array, with the
-// Authorization header; the rest once no entry came for
+// Authorization header and the uri's host without its port as Host; the
+// rest once no entry came for
 // inactive_timeout.
 func TestBatches(t *testing.T) {
 	s := newLogServer(t, 0)
@@ -118,7 +119,8 @@ func TestBatches(t *testing.T) {
 		plugintest.Run(p, plugintest.NewCtx("GET", "/?a="+a))
 	}
 	got := s.wait(t, 2)
-	if got[0].body != `[{"a":"1","route_id":"1"},{"a":"2","route_id":"1"}]` || got[0].contentType != "application/json" || got[0].auth != "Basic abc" {
+	if got[0].body != `[{"a":"1","route_id":"1"},{"a":"2","route_id":"1"}]` || got[0].contentType != "application/json" || got[0].auth != "Basic abc" ||
+		got[0].host != "127.0.0.1" {
 		t.Errorf("first POST %+v", got[0])
 	}
 	if got[1].body != `[{"a":"3","route_id":"1"}]` {

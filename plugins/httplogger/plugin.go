@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -217,6 +218,7 @@ func processorOf(c *conf, pending int) (*batch.Processor, error) {
 type sender struct {
 	uri, auth, contentType string
 	host, port             string
+	hostHeader             string // the uri's host without its port, as APISIX sends it
 	newLine, single        bool
 	client                 *http.Client
 	body                   []byte
@@ -231,7 +233,11 @@ func newSender(c *conf) *sender {
 			port = "443"
 		}
 	}
-	s := &sender{uri: c.URI, auth: c.AuthHeader, host: u.Hostname(), port: port,
+	hostHeader := u.Hostname()
+	if strings.Contains(hostHeader, ":") {
+		hostHeader = "[" + hostHeader + "]"
+	}
+	s := &sender{uri: c.URI, auth: c.AuthHeader, host: u.Hostname(), port: port, hostHeader: hostHeader,
 		newLine: c.ConcatMethod == "new_line", single: c.BatchMaxSize == 1, contentType: "application/json"}
 	if s.newLine {
 		s.contentType = "text/plain"
@@ -272,6 +278,7 @@ func (s *sender) post(body []byte) error {
 	if err != nil {
 		return err
 	}
+	req.Host = s.hostHeader
 	req.Header.Set("Content-Type", s.contentType)
 	if s.auth != "" {
 		req.Header.Set("Authorization", s.auth)
