@@ -55,8 +55,9 @@ func (s *logSink) waitPosts(t *testing.T, n int) ([]string, []time.Duration) {
 // TestAdminAPIHTTPLogger runs http-logger through the binary, configured
 // through the Admin API, against a real HTTP server on loopback: a full
 // batch is POSTed at once, the rest after inactive_timeout; with the
-// server down the batch is retried and arrives once it is up; the Admin
-// API lists the plugin and refuses include_resp_body.
+// server down the batch is retried and arrives once it is up; a server
+// that never answers does not slow the requests; the Admin API lists the
+// plugin and refuses include_resp_body.
 func TestAdminAPIHTTPLogger(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "hello")
@@ -142,5 +143,35 @@ func TestAdminAPIHTTPLogger(t *testing.T) {
 	got, _ := late.waitPosts(t, 1)
 	if got[0] != ` {"a":"late","route_id":"retry"}` {
 		t.Errorf("after the server came up: %q", got)
+	}
+
+	// A server that takes the connections and never answers holds the
+	// batches, not the requests.
+	mute, err := net.Listen("tcp", "127.0.0.1:0") // never accepted
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	put("routes/mute", `{"uri":"/mute","plugins":{"http-logger":{"uri":"http://`+mute.Addr().String()+`/log",`+
+		`"batch_max_size":1,"timeout":3,"max_retry_count":2,"log_format":{"a":"$arg_a"}}},`+
+		`"upstream":{"type":"roundrobin","nodes":{"`+up.Addr()+`":1}}}`)
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/mute"), "", nil, nil); r.status != 200 {
+			return fmt.Errorf("GET /mute = %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	t0 := time.Now()
+	for i := range 20 {
+		t1 := time.Now()
+		if r := do(t, c, "GET", g.url(fmt.Sprintf("/mute?a=%d", i)), "", nil, nil); r.status != 200 || r.body != "hello" {
+			t.Fatalf("GET /mute %d: %d %q", i, r.status, r.body)
+		}
+		if d := time.Since(t1); d > time.Second {
+			t.Errorf("GET /mute %d took %v with the log server mute", i, d)
+		}
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("20 requests took %v with the log server mute", d)
 	}
 }
