@@ -39,8 +39,9 @@ func fileEntry(t *testing.T, path, want string) (map[string]any, []string) {
 // through the Admin API: the full entry of a proxied request, a
 // log_format and path of the plugin metadata (which then serve every
 // file-logger without its own, as APISIX), a new file after the
-// old one is renamed and SIGUSR1 comes; the Admin API lists the plugin,
-// serves its schema and refuses include_req_body.
+// old one is renamed and SIGUSR1 comes, requests unslowed by a file that
+// blocks; the Admin API lists the plugin, serves its schema and refuses
+// include_req_body.
 func TestAdminAPIFileLogger(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "hello")
@@ -136,5 +137,28 @@ func TestAdminAPIFileLogger(t *testing.T) {
 		if l != `{"client_ip":"127.0.0.1","host":"127.0.0.1","status":"200","route_id":"full"}` {
 			t.Errorf("new file's entry %s", l)
 		}
+	}
+
+	// A file that never takes a write (a FIFO nobody reads: its opening
+	// blocks) holds the writer, not the requests.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	put("routes/fifo", `{"uri":"/fifo","plugins":{"file-logger":{"path":"`+fifo+`"}},"upstream":{"type":"roundrobin","nodes":{"`+up.Addr()+`":1}}}`)
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/fifo"), "", nil, nil); r.status != 200 {
+			return fmt.Errorf("GET /fifo = %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	t0 := time.Now()
+	for i := range 20 {
+		if r := do(t, c, "GET", g.url("/fifo?n="+fmt.Sprint(i)), "", nil, nil); r.status != 200 || r.body != "hello" {
+			t.Fatalf("GET /fifo %d: %d %q", i, r.status, r.body)
+		}
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("20 requests took %v with the file blocked", d)
 	}
 }
