@@ -215,3 +215,26 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("the verified batch: %d failed, want 1", failed)
 	}
 }
+
+// TestMetadata: the plugin metadata's log_format serves a configuration
+// without one; its max_pending_entries bounds the entries waiting.
+func TestMetadata(t *testing.T) {
+	s := newLogServer(t, 0)
+	p := buildMD(t, `{"uri":"`+s.URL+`/md","batch_max_size":1}`, `{"log_format":{"h":"$host"},"max_pending_entries":1}`)
+	plugintest.Run(p, plugintest.NewCtx("GET", "/").WithHeader("Host", "m.test"))
+	if got := s.wait(t, 1); got[0].body != `{"h":"m.test","route_id":"1"}` {
+		t.Errorf("POST %+v", got[0])
+	}
+
+	stuck := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stuck }))
+	defer slow.Close()
+	defer close(stuck) // before Close, which waits for the handlers
+	p = buildMD(t, `{"uri":"`+slow.URL+`/md","batch_max_size":1,"timeout":30}`, `{"max_pending_entries":1}`)
+	for range 3 {
+		plugintest.Run(p, plugintest.NewCtx("GET", "/"))
+	}
+	if _, dropped, _ := p.Log[0].(*instance).p.Stats(); dropped != 2 {
+		t.Errorf("dropped %d of 3 with one pending entry allowed, want 2", dropped)
+	}
+}
