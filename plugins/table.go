@@ -37,4 +37,6 @@ var Table = []Entry{
 	{Name: "response-rewrite", Priority: 899},
 	{Name: "prometheus", Priority: 500},
 	{Name: "echo", Priority: 412},
+	{Name: "http-logger", Priority: 410},
+	{Name: "file-logger", Priority: 399},
 }

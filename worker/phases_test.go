@@ -71,6 +71,7 @@ type probeConf struct {
 	Await      int               `json:"await"`       // Awaits in access, one after the other, each woken at once
 	AwaitExit  int               `json:"await_exit"`  // Exit after the last Await's Resume
 	AllUA      bool              `json:"all_ua"`      // record every User-Agent value (HeaderAt) in log
+	AllHeaders bool              `json:"all_headers"` // record every request header (RequestHeaderAt) in log
 	ClientAddr string            `json:"client_addr"` // SetClientAddr in rewrite, ip:port
 	LogAddr    bool              `json:"log_addr"`    // record remote_addr:remote_port in log, before and after a SetClientAddr there
 }
@@ -315,6 +316,17 @@ func (in *probeInst) Log(c plugins.Ctx) {
 				break
 			}
 			s = append(append(append(s, '['), v...), ']')
+		}
+		in.rec.seen = append(s, ';')
+	}
+	if in.c.AllHeaders {
+		s := in.rec.seen
+		for i := 0; ; i++ {
+			n, v, ok := c.RequestHeaderAt(i)
+			if !ok {
+				break
+			}
+			s = append(append(append(append(append(s, '['), n...), '='), v...), ']')
 		}
 		in.rec.seen = append(s, ';')
 	}
@@ -695,6 +707,25 @@ func TestHeaderAt(t *testing.T) {
 		{"User-Agent: one\r\nX-Other: x\r\nuser-agent: two\r\nUSER-AGENT:\r\n", "[one][two][];"},
 		{"User-Agent: only\r\n", "[only];"},
 		{"", ";"},
+	} {
+		rec.reset()
+		h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n"+tc.head+"\r\n"), []byte(upOK))
+		if string(rec.seen) != tc.want {
+			t.Errorf("head %q: log saw %q, want %q", tc.head, rec.seen, tc.want)
+		}
+	}
+}
+
+// TestRequestHeaderAtAll: RequestHeaderAt reads every request header in the order
+// sent, its name as written, an empty value included; past the last, ok
+// is false.
+func TestRequestHeaderAtAll(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-lo":{"all_headers":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	for _, tc := range []struct{ head, want string }{
+		{"User-Agent: one\r\nX-Other: x\r\nuser-agent: two\r\nX-Empty:\r\n", "[Host=x][User-Agent=one][X-Other=x][user-agent=two][X-Empty=];"},
+		{"", "[Host=x];"},
 	} {
 		rec.reset()
 		h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n"+tc.head+"\r\n"), []byte(upOK))

@@ -17,7 +17,9 @@ func TestRegistered(t *testing.T) {
 		"csrf",
 		"echo",
 		"fault-injection",
+		"file-logger",
 		"hmac-auth",
+		"http-logger",
 		"ip-restriction",
 		"jwt-auth",
 		"key-auth",
@@ -100,6 +102,8 @@ func TestEncryptFields(t *testing.T) {
 		{"request-id", false, nil},
 		{"traffic-split", false, nil},
 		{"response-rewrite", false, nil},
+		{"file-logger", false, nil},
+		{"http-logger", false, []string{"auth_header"}},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {
 			t.Errorf("%s consumer=%v: %q, want %q", tc.name, tc.consumer, got, tc.want)

@@ -253,6 +253,26 @@ func TestCtxHeaderAt(t *testing.T) {
 	}
 }
 
+// TestCtxRequestHeaderAtAll: RequestHeaderAt reads the headers in the order given,
+// their names as written, as the worker's.
+func TestCtxRequestHeaderAtAll(t *testing.T) {
+	c := NewCtx("GET", "/").WithHeader("User-Agent", "a").WithHeader("x-b", "")
+	var got []string
+	for i := 0; ; i++ {
+		n, v, ok := c.RequestHeaderAt(i)
+		if !ok {
+			break
+		}
+		got = append(got, string(n)+"="+string(v))
+	}
+	if want := "User-Agent=a,x-b="; strings.Join(got, ",") != want {
+		t.Fatalf("RequestHeaderAt read %q, want %q", got, want)
+	}
+	if _, _, ok := c.RequestHeaderAt(-1); ok {
+		t.Fatal("RequestHeaderAt(-1): ok")
+	}
+}
+
 // TestCtxSetClientAddr: the address set is $remote_addr (unmapped) and
 // $remote_port (the request's when 0) until Reset.
 func TestCtxSetClientAddr(t *testing.T) {

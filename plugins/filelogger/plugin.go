@@ -1,0 +1,187 @@
+package filelogger
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"coregate/plugins"
+	"coregate/plugins/internal/logentry"
+	"coregate/plugins/internal/varexpr"
+)
+
+// Name is the plugin's wire name.
+const Name = "file-logger"
+
+var (
+	//go:embed schema.json
+	schema []byte
+	//go:embed metadata_schema.json
+	metadataSchema []byte
+)
+
+func init() { plugins.Register(Name, Plugin{}) }
+
+// Plugin is file-logger's implementation; its zero value is ready.
+type Plugin struct{}
+
+var (
+	_ plugins.Plugin               = Plugin{}
+	_ plugins.MetadataSchemaPlugin = Plugin{}
+	_ plugins.LogPhase             = (*instance)(nil)
+)
+
+// Schema implements plugins.Plugin: APISIX's schema.
+func (Plugin) Schema() []byte { return schema }
+
+// MetadataSchema implements plugins.MetadataSchemaPlugin: APISIX's
+// metadata_schema, a path, log_format and log_format_extra for every
+// file-logger without its own.
+func (Plugin) MetadataSchema() []byte { return metadataSchema }
+
+// conf is a configuration as the schema lets it through.
+type conf struct {
+	Path            *string         `json:"path"`
+	LogFormat       json.RawMessage `json:"log_format"`
+	LogFormatExtra  json.RawMessage `json:"log_format_extra"`
+	IncludeReqBody  bool            `json:"include_req_body"`
+	IncludeRespBody bool            `json:"include_resp_body"`
+	Match           json.RawMessage `json:"match"`
+}
+
+// metadata is the plugin metadata's object.
+type metadata struct {
+	Path           *string         `json:"path"`
+	LogFormat      json.RawMessage `json:"log_format"`
+	LogFormatExtra json.RawMessage `json:"log_format_extra"`
+}
+
+// errNoPath is APISIX's refusal of a configuration with no path.
+var errNoPath = errors.New(`property "path" is not set in either the plugin conf or the metadata`)
+
+// Check implements plugins.Plugin: match must be lua-resty-expr lists
+// (APISIX's message), and include_req_body and include_resp_body are
+// refused, the bodies not being kept for the log phase. Whether a
+// configuration without a path has one in the plugin metadata is not
+// known here: Build logs APISIX's error when neither has one.
+func (Plugin) Check(raw json.RawMessage) error {
+	_, err := parse(raw)
+	return err
+}
+
+func parse(raw json.RawMessage) (*conf, error) {
+	var c conf
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	if c.Match != nil {
+		if err := varexpr.Check(c.Match); err != nil {
+			return nil, fmt.Errorf("failed to validate the 'match' expression: %v", err)
+		}
+	}
+	if c.IncludeReqBody {
+		return nil, errors.New("include_req_body: request bodies are not kept for the log phase")
+	}
+	if c.IncludeRespBody {
+		return nil, errors.New("include_resp_body: response bodies are not kept for the log phase")
+	}
+	return &c, nil
+}
+
+// Build implements plugins.Plugin: the path, log_format and
+// log_format_extra of the configuration, or else of the plugin metadata
+// (env.Metadata), and the writer of the path, shared by every instance
+// writing to it in the process.
+func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
+	c, err := parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	var md metadata
+	if m := env.Metadata.Of(Name); m != nil {
+		if err := json.Unmarshal(m, &md); err != nil {
+			return nil, fmt.Errorf("plugin metadata: %w", err)
+		}
+	}
+	path := c.Path
+	if path == nil {
+		path = md.Path
+	}
+	if path == nil {
+		// As file-logger.lua's log phase when the metadata's path is
+		// gone: the error is logged and nothing written. Failing the
+		// build would refuse every route of the snapshot.
+		slog.Error("file-logger: " + errNoPath.Error())
+		return &instance{}, nil
+	}
+	in := &instance{w: writerOf(*path)}
+	if c.Match != nil {
+		if in.match, err = varexpr.CompileAny(c.Match); err != nil {
+			return nil, err
+		}
+	}
+	format := c.LogFormat
+	if format == nil && nonEmpty(md.LogFormat) {
+		format = md.LogFormat
+	}
+	extra := c.LogFormatExtra
+	if extra == nil {
+		extra = md.LogFormatExtra
+	}
+	if format != nil {
+		in.custom = true
+		if in.format, err = logentry.CompileFormat(format, true); err != nil {
+			return nil, fmt.Errorf("log_format: %w", err)
+		}
+	} else if extra != nil {
+		if in.extra, err = logentry.CompileFormat(extra, false); err != nil {
+			return nil, fmt.Errorf("log_format_extra: %w", err)
+		}
+		in.extra = logentry.DropDefaults(in.extra)
+	}
+	return in, nil
+}
+
+// nonEmpty reports whether raw is an object with members.
+func nonEmpty(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && len(m) > 0
+}
+
+// instance is one configuration, built. It is read-only once built; the
+// entries it writes go into the writer's buffers (writer.take), so the
+// requests of every event loop may share it.
+type instance struct {
+	w      *writer // nil without a path: nothing is written
+	match  varexpr.Any
+	custom bool            // log_format: the entry is format, then route_id and service_id
+	format logentry.Format // log_format, compiled
+	extra  logentry.Format // log_format_extra's members not in the default entry
+}
+
+// Log implements plugins.LogPhase: the request's entry, one JSON line,
+// is written into a buffer of the writer and queued for it; when every
+// buffer is queued (the file cannot keep up) the entry is dropped and
+// counted. It neither blocks nor allocates once the buffers have grown to
+// the entries' size.
+func (in *instance) Log(c plugins.Ctx) {
+	if in.w == nil {
+		return
+	}
+	if in.match != nil && !in.match.Eval(c) {
+		return
+	}
+	b := in.w.take()
+	if b == nil {
+		return
+	}
+	if in.custom {
+		b.line = logentry.AppendCustom(b.line[:0], c, in.format, "")
+	} else {
+		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "")
+	}
+	b.line = append(b.line, '\n')
+	in.w.put(b)
+}

@@ -1,0 +1,40 @@
+// Package httplogger is APISIX's http-logger plugin (priority 410, log
+// phase): each request's entry, the one file-logger writes
+// (plugins/internal/logentry: APISIX's default entry, or a log_format,
+// the configuration's or the plugin metadata's), goes to an HTTP(S)
+// server in batches, POSTed to uri with auth_header as Authorization.
+// The configuration, its defaults and its messages are those of
+// apisix/plugins/http-logger.lua with the batch processor's members
+// (name, batch_max_size, inactive_timeout, buffer_duration,
+// max_retry_count, retry_delay); README.md shows them. concat_method
+// json sends a batch as a JSON array (one object when batch_max_size is
+// 1), new_line as the entries one per line (text/plain). A request no
+// route matched has route_id "no-matched". ssl_verify checks the
+// server's certificate; timeout bounds the connection and the exchange.
+//
+// The event loop never waits on the server: Log builds the entry into
+// the instance's buffer (one event loop uses an instance) and pushes it
+// to the configuration's batch processor (plugins/internal/batch), which
+// copies it into one of max_pending_entries buffers (the plugin
+// metadata's, 8192 by default); when all are taken, the server being
+// slow or down, the entry is dropped and counted. The batches are
+// gathered and POSTed on the processor's goroutines, retried
+// max_retry_count times retry_delay seconds apart, then dropped with an
+// error in the log. A processor serves every instance of the same
+// sending and batching members for the process's life, as APISIX's
+// batch-processor-manager keeps one per configuration.
+//
+// Differences from APISIX:
+//   - include_req_body and include_resp_body are refused: the bodies are
+//     not kept for the log phase. The include_*_expr lists are checked
+//     and without effect.
+//   - response.headers is not in the default entry, and members come in
+//     a fixed order (see plugins/filelogger).
+//   - A processor of a configuration no longer used is not removed
+//     (APISIX removes one idle for 30 minutes); it holds its buffers.
+//   - max_pending_entries bounds each processor's entries, where APISIX
+//     counts them across its processors.
+//
+// Log allocates nothing once the processor's buffers have grown to the
+// entries' size.
+package httplogger

@@ -1,0 +1,296 @@
+package httplogger
+
+import (
+	"bytes"
+	"crypto/tls"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"coregate/plugins"
+	"coregate/plugins/internal/batch"
+	"coregate/plugins/internal/logentry"
+	"coregate/plugins/internal/varexpr"
+)
+
+// Name is the plugin's wire name.
+const Name = "http-logger"
+
+var (
+	//go:embed schema.json
+	schema []byte
+	//go:embed metadata_schema.json
+	metadataSchema []byte
+)
+
+func init() { plugins.Register(Name, Plugin{}) }
+
+// Plugin is http-logger's implementation; its zero value is ready.
+type Plugin struct{}
+
+var (
+	_ plugins.Plugin               = Plugin{}
+	_ plugins.MetadataSchemaPlugin = Plugin{}
+	_ plugins.LogPhase             = (*instance)(nil)
+)
+
+// Schema implements plugins.Plugin: APISIX's schema, with the batch
+// processor's members (batch-processor-manager's wrap_schema).
+func (Plugin) Schema() []byte { return schema }
+
+// MetadataSchema implements plugins.MetadataSchemaPlugin: log_format,
+// log_format_extra and max_pending_entries.
+func (Plugin) MetadataSchema() []byte { return metadataSchema }
+
+// conf is a configuration as the schema lets it through, its defaults
+// filled in.
+type conf struct {
+	URI                 string          `json:"uri"`
+	AuthHeader          string          `json:"auth_header"`
+	Timeout             int             `json:"timeout"`
+	LogFormat           json.RawMessage `json:"log_format"`
+	LogFormatExtra      json.RawMessage `json:"log_format_extra"`
+	IncludeReqBody      bool            `json:"include_req_body"`
+	IncludeReqBodyExpr  json.RawMessage `json:"include_req_body_expr"`
+	IncludeRespBody     bool            `json:"include_resp_body"`
+	IncludeRespBodyExpr json.RawMessage `json:"include_resp_body_expr"`
+	ConcatMethod        string          `json:"concat_method"`
+	SSLVerify           bool            `json:"ssl_verify"`
+	batch.Config
+}
+
+type metadata struct {
+	LogFormat         json.RawMessage `json:"log_format"`
+	LogFormatExtra    json.RawMessage `json:"log_format_extra"`
+	MaxPendingEntries int             `json:"max_pending_entries"`
+}
+
+// Check implements plugins.Plugin: the include_*_expr lists are checked
+// with APISIX's messages; include_req_body and include_resp_body are
+// refused, the bodies not being kept for the log phase.
+func (Plugin) Check(raw json.RawMessage) error {
+	_, err := parse(raw)
+	return err
+}
+
+func parse(raw json.RawMessage) (*conf, error) {
+	c := conf{Timeout: 3, ConcatMethod: "json", Config: batch.Defaults}
+	c.Name = "http logger"
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	for _, x := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"include_req_body_expr", c.IncludeReqBodyExpr}, {"include_resp_body_expr", c.IncludeRespBodyExpr}} {
+		if x.raw != nil {
+			if _, err := varexpr.Compile(x.raw); err != nil {
+				return nil, fmt.Errorf("failed to validate the '%s' expression: %v", x.name, err)
+			}
+		}
+	}
+	if c.IncludeReqBody {
+		return nil, errors.New("include_req_body: request bodies are not kept for the log phase")
+	}
+	if c.IncludeRespBody {
+		return nil, errors.New("include_resp_body: response bodies are not kept for the log phase")
+	}
+	u, err := url.Parse(c.URI)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("uri: %q is not an http:// or https:// URL", c.URI)
+	}
+	return &c, nil
+}
+
+// Build implements plugins.Plugin: the entry's format (the
+// configuration's log_format, else the plugin metadata's) and the batch
+// processor of the configuration, shared by every instance of the same
+// sending and batching members in the process.
+func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
+	c, err := parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	md := metadata{MaxPendingEntries: 8192}
+	if m := env.Metadata.Of(Name); m != nil {
+		if err := json.Unmarshal(m, &md); err != nil {
+			return nil, fmt.Errorf("plugin metadata: %w", err)
+		}
+	}
+	in := &instance{}
+	format := c.LogFormat
+	if format == nil && nonEmpty(md.LogFormat) {
+		format = md.LogFormat
+	}
+	extra := c.LogFormatExtra
+	if extra == nil {
+		extra = md.LogFormatExtra
+	}
+	if format != nil {
+		in.custom = true
+		if in.format, err = logentry.CompileFormat(format, true); err != nil {
+			return nil, fmt.Errorf("log_format: %w", err)
+		}
+	} else if extra != nil {
+		if in.extra, err = logentry.CompileFormat(extra, false); err != nil {
+			return nil, fmt.Errorf("log_format_extra: %w", err)
+		}
+		in.extra = logentry.DropDefaults(in.extra)
+	}
+	if in.p, err = processorOf(c, md.MaxPendingEntries); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func nonEmpty(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && len(m) > 0
+}
+
+// instance is one configuration, built, for one event loop: line and tmp
+// are its scratch, in which Log builds an entry before the batch
+// processor copies it.
+type instance struct {
+	p      *batch.Processor
+	custom bool
+	format logentry.Format
+	extra  logentry.Format
+
+	line, tmp []byte
+}
+
+// Log implements plugins.LogPhase: the entry is built into the
+// instance's buffer and pushed to the batch processor, which copies it;
+// dropped (and counted) when the processor's buffers are all taken. It
+// neither blocks nor allocates once the buffers have grown.
+func (in *instance) Log(c plugins.Ctx) {
+	if in.custom {
+		in.line = logentry.AppendCustom(in.line[:0], c, in.format, "no-matched")
+	} else {
+		in.line = logentry.AppendFull(in.line[:0], &in.tmp, c, in.extra, "no-matched")
+	}
+	in.p.Push(in.line)
+}
+
+// processors are the batch processors by configuration (their sending
+// and batching members), as APISIX's batch-processor-manager keeps one
+// per configuration; they live as long as the process.
+var processors struct {
+	sync.Mutex
+	m map[string]*batch.Processor
+}
+
+func processorOf(c *conf, pending int) (*batch.Processor, error) {
+	key, _ := json.Marshal(struct {
+		URI, Auth, Concat string
+		Timeout, Pending  int
+		SSLVerify         bool
+		batch.Config
+	}{c.URI, c.AuthHeader, c.ConcatMethod, c.Timeout, pending, c.SSLVerify, c.Config})
+	processors.Lock()
+	defer processors.Unlock()
+	if p := processors.m[string(key)]; p != nil {
+		return p, nil
+	}
+	s := newSender(c)
+	p, err := batch.New(c.Config, s.send, pending, nil)
+	if err != nil {
+		return nil, err
+	}
+	if processors.m == nil {
+		processors.m = map[string]*batch.Processor{}
+	}
+	processors.m[string(key)] = p
+	return p, nil
+}
+
+// sender POSTs the batches of one processor, from its goroutine: body is
+// its scratch.
+type sender struct {
+	uri, auth, contentType string
+	host, port             string
+	hostHeader             string // the uri's host without its port, as APISIX sends it
+	newLine, single        bool
+	client                 *http.Client
+	body                   []byte
+}
+
+func newSender(c *conf) *sender {
+	u, _ := url.Parse(c.URI)
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	hostHeader := u.Hostname()
+	if strings.Contains(hostHeader, ":") {
+		hostHeader = "[" + hostHeader + "]"
+	}
+	s := &sender{uri: c.URI, auth: c.AuthHeader, host: u.Hostname(), port: port, hostHeader: hostHeader,
+		newLine: c.ConcatMethod == "new_line", single: c.BatchMaxSize == 1, contentType: "application/json"}
+	if s.newLine {
+		s.contentType = "text/plain"
+	}
+	tr := &http.Transport{
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: !c.SSLVerify},
+		DialContext:         (&net.Dialer{Timeout: time.Duration(c.Timeout) * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 1,
+	}
+	s.client = &http.Client{Transport: tr, Timeout: time.Duration(c.Timeout) * time.Second}
+	return s
+}
+
+// send is the batch processor's SendFunc: the entries as a JSON array
+// (one object alone when batch_max_size is 1), or one per line, in one
+// POST.
+func (s *sender) send(entries [][]byte) (int, error) {
+	b := s.body[:0]
+	switch {
+	case s.single:
+		b = append(b, entries[0]...)
+	case s.newLine:
+		b = append(b, bytes.Join(entries, []byte("\n"))...)
+	default:
+		b = append(b, '[')
+		b = append(b, bytes.Join(entries, []byte(","))...)
+		b = append(b, ']')
+	}
+	s.body = b
+	if err := s.post(b); err != nil {
+		return 0, err
+	}
+	return len(entries), nil
+}
+
+func (s *sender) post(body []byte) error {
+	req, err := http.NewRequest("POST", s.uri, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Host = s.hostHeader
+	req.Header.Set("Content-Type", s.contentType)
+	if s.auth != "" {
+		req.Header.Set("Authorization", s.auth)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("error while sending data to [%s] port[%s] %v", s.host, s.port, err)
+	}
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode >= 400 {
+		return fmt.Errorf("server returned status code[%d] host[%s] port[%s] body[%s]", resp.StatusCode, s.host, s.port, rb)
+	}
+	return nil
+}

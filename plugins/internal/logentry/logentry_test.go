@@ -1,0 +1,77 @@
+package logentry
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"coregate/plugins"
+	"coregate/plugins/plugintest"
+)
+
+func compile(t *testing.T, raw string, top bool) Format {
+	t.Helper()
+	f, err := CompileFormat(json.RawMessage(raw), top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestAppendCustom: variables as strings or null, constants as written,
+// objects nested down to five levels (deeper ones {}), route_id and
+// service_id after, the configuration's own left out.
+func TestAppendCustom(t *testing.T) {
+	f := compile(t, `{"u":"$uri","x":"$http_x","no":"$http_none","c":"lit","n":1.5,"b":true,"arr":[1,"$host"],`+
+		`"d1":{"d2":{"d3":{"d4":{"d5":{"d6":"$uri"}}}}},"route_id":"mine","service_id":"mine","st":"$status","bs":"$bytes_sent","rt":"$request_time"}`, true)
+	c := plugintest.NewCtx("GET", "/p").WithHeader("X", `a"b`).WithVar("service_id", "s1")
+	c.Figures = plugins.Exchange{RequestTime: 1234 * time.Millisecond, BytesSent: 42}
+	c.Reset()
+	plugintest.Run(&plugins.Phases{}, c)
+	got := string(AppendCustom(nil, c, f, "no-matched"))
+	want := `{"arr":[1,"$host"],"b":true,"bs":"42","c":"lit","d1":{"d2":{"d3":{"d4":{"d5":{}}}}},"n":1.5,"no":null,` +
+		`"rt":"1.234","st":"200","u":"\/p","x":"a\"b","route_id":"1","service_id":"s1"}` // lua-cjson writes / as \/
+	if got != want {
+		t.Errorf("entry\n%s\nwant\n%s", got, want)
+	}
+	if got := string(AppendCustom(nil, plugintest.NewCtx("GET", "/").WithRoute(""), compile(t, `{}`, true), "no-matched")); got != `{"route_id":"no-matched"}` {
+		t.Errorf("no route: %s", got)
+	}
+}
+
+// TestAppendFullArgs: the querystring as ngx.req.get_uri_args reads it.
+func TestAppendFullArgs(t *testing.T) {
+	for q, want := range map[string]string{
+		"a=1&a=2&a=3":   `{"a":["1","2","3"]}`,
+		"k%20x=v%2By+z": `{"k x":"v+y z"}`,
+		"&&=v&flag&e=":  `{"flag":true,"e":""}`,
+		"bad=%zz%4":     `{"bad":"%zz%4"}`,
+		"":              `{}`,
+	} {
+		var tmp []byte
+		if got := string(appendArgs(nil, &tmp, []byte(q))); got != want {
+			t.Errorf("%q: %s, want %s", q, got, want)
+		}
+	}
+}
+
+// TestAppendFull: the default entry parses, with log_format_extra's
+// members added but none of the default ones replaced, and the route_id
+// of a request no route matched.
+func TestAppendFull(t *testing.T) {
+	extra := DropDefaults(compile(t, `{"latency":"$host","mine":"$host"}`, false))
+	c := plugintest.NewCtx("GET", "/a?b=1").WithHeader("Host", "h").WithRoute("")
+	var tmp []byte
+	var m map[string]any
+	b := AppendFull(nil, &tmp, c, extra, "no-matched")
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if m["mine"] != "h" || m["route_id"] != "no-matched" || m["service_id"] != "h" || m["latency"] != float64(0) || m["upstream_latency"] != nil {
+		t.Errorf("entry %s", b)
+	}
+	if !strings.Contains(string(b), `"server":{"hostname":`) {
+		t.Errorf("no server: %s", b)
+	}
+}
