@@ -26,6 +26,7 @@ import (
 	_ "coregate/plugins/redirect"            // redirect (900, rewrite)
 	_ "coregate/plugins/refererrestriction"  // referer-restriction (2990, access)
 	_ "coregate/plugins/requestid"           // request-id (12015, rewrite, header_filter)
+	_ "coregate/plugins/requestvalidation"   // request-validation (2800, rewrite)
 	_ "coregate/plugins/trafficsplit"        // traffic-split (966, access)
 	_ "coregate/plugins/uarestriction"       // ua-restriction (2999, access)
 	_ "coregate/plugins/uriblocker"          // uri-blocker (2900, rewrite)

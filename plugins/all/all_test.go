@@ -30,6 +30,7 @@ func TestRegistered(t *testing.T) {
 		"redirect",
 		"referer-restriction",
 		"request-id",
+		"request-validation",
 		"traffic-split",
 		"ua-restriction",
 		"uri-blocker",
@@ -93,6 +94,7 @@ func TestEncryptFields(t *testing.T) {
 		{"echo", false, nil},
 		{"redirect", false, nil},
 		{"request-id", false, nil},
+		{"request-validation", false, nil},
 		{"traffic-split", false, nil},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {

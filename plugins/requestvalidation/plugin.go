@@ -1,0 +1,317 @@
+package requestvalidation
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"coregate/admin/spec"
+	"coregate/plugins"
+)
+
+// Name is the plugin's wire name.
+const Name = "request-validation"
+
+//go:embed schema.json
+var schema []byte
+
+func init() { plugins.Register(Name, Plugin{}) }
+
+// Plugin is request-validation's implementation; its zero value is ready.
+type Plugin struct{}
+
+var (
+	_ plugins.Plugin       = Plugin{}
+	_ plugins.RewritePhase = (*instance)(nil)
+)
+
+// Schema implements plugins.Plugin.
+func (Plugin) Schema() []byte { return schema }
+
+// conf is a configuration, with APISIX's defaults. max_req_body_size
+// bounds the body body_schema would read: accepted, and unused.
+type conf struct {
+	HeaderSchema   json.RawMessage `json:"header_schema"`
+	BodySchema     json.RawMessage `json:"body_schema"`
+	MaxReqBodySize int64           `json:"max_req_body_size"`
+	RejectedCode   int             `json:"rejected_code"`
+	RejectedMsg    *string         `json:"rejected_msg"`
+}
+
+func decode(raw json.RawMessage) (conf, error) {
+	c := conf{MaxReqBodySize: 64 << 20, RejectedCode: 400}
+	err := json.Unmarshal(raw, &c)
+	return c, err
+}
+
+// errBody refuses body_schema: plugins do not see the request body, and
+// a route configured to validate it would let any body through.
+var errBody = errors.New("body_schema is not supported: the request body is not available to plugins; validate headers with header_schema")
+
+// rootKeywords are the keywords header_schema may have at its top: those
+// that name the headers they judge. The others (additionalProperties,
+// patternProperties, minProperties, combinators…) judge the whole set of
+// headers, which the plugin does not build: ignoring them would let
+// requests through that APISIX refuses, so they are refused.
+var rootKeywords = []string{"type", "properties", "required", "title", "description", "$schema", "$comment", "default", "examples"}
+
+// Check implements plugins.Plugin: header_schema must be a JSON Schema
+// whose top keywords are rootKeywords; body_schema is refused.
+func (Plugin) Check(raw json.RawMessage) error {
+	c, err := decode(raw)
+	if err != nil {
+		return err
+	}
+	_, err = compile(c)
+	return err
+}
+
+// Build implements plugins.Plugin.
+func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error) {
+	c, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	in, err := compile(c)
+	if err != nil {
+		return nil, err
+	}
+	in.code = c.RejectedCode
+	if c.RejectedMsg != nil {
+		in.rejected = []byte(*c.RejectedMsg)
+	}
+	return in, nil
+}
+
+// compile builds an instance's header checks from a configuration.
+func compile(c conf) (*instance, error) {
+	if c.BodySchema != nil {
+		return nil, errBody
+	}
+	var root map[string]json.RawMessage
+	if err := json.Unmarshal(c.HeaderSchema, &root); err != nil {
+		return nil, fmt.Errorf("header_schema: %w", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(root)) {
+		if !slices.Contains(rootKeywords, k) {
+			return nil, fmt.Errorf("header_schema: keyword %q is not supported (only %s)", k, strings.Join(rootKeywords[:3], ", "))
+		}
+	}
+	sch, err := spec.CompileSchema(Name+".header_schema", c.HeaderSchema)
+	if err != nil {
+		return nil, fmt.Errorf("header_schema: %w", err)
+	}
+	var props map[string]json.RawMessage
+	var required []string
+	if p, ok := root["properties"]; ok {
+		if err := json.Unmarshal(p, &props); err != nil {
+			return nil, fmt.Errorf("header_schema: properties: %w", err)
+		}
+	}
+	if r, ok := root["required"]; ok {
+		if err := json.Unmarshal(r, &required); err != nil {
+			return nil, fmt.Errorf("header_schema: required: %w", err)
+		}
+	}
+	in := &instance{schema: sch, fast: true}
+	if t, ok := root["type"]; ok && string(bytes.TrimSpace(t)) != `"object"` {
+		in.fast = false // every request is refused: the library says why
+	}
+	names := slices.Sorted(maps.Keys(props))
+	for _, r := range required {
+		if !slices.Contains(names, r) {
+			names = append(names, r)
+		}
+	}
+	for _, n := range names {
+		f := field{name: n, required: slices.Contains(required, n), maxLen: -1}
+		if alt := strings.ReplaceAll(strings.ToLower(n), "_", "-"); alt != strings.ToLower(n) {
+			f.alt = alt
+		}
+		if p, ok := props[n]; ok {
+			if !f.simple(p) {
+				in.fast = false
+			}
+		}
+		in.fields = append(in.fields, f)
+	}
+	return in, nil
+}
+
+// field is one header the schema names (in properties or required).
+type field struct {
+	name     string // as the schema writes it
+	alt      string // lower-case, '_' as '-', when that differs: nginx's fallback lookup
+	required bool
+	// The property's schema, when it is simple (a string's type, enum,
+	// length): what the request path checks without the library.
+	enum           [][]byte // nil: any value
+	minLen, maxLen int      // in characters; maxLen -1: none
+}
+
+// simple reads a property's schema into f when it only says what a single
+// string header's value may be; false when it says more.
+func (f *field) simple(raw json.RawMessage) bool {
+	var s map[string]json.RawMessage
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	for k, v := range s {
+		switch k {
+		case "title", "description", "$comment", "default", "examples":
+		case "type":
+			if string(bytes.TrimSpace(v)) != `"string"` {
+				return false
+			}
+		case "enum":
+			var e []string
+			if json.Unmarshal(v, &e) != nil {
+				return false
+			}
+			f.enum = make([][]byte, len(e))
+			for i, x := range e {
+				f.enum[i] = []byte(x)
+			}
+		case "minLength", "maxLength":
+			var n int
+			if json.Unmarshal(v, &n) != nil || n < 0 {
+				return false
+			}
+			if k == "minLength" {
+				f.minLen = n
+			} else {
+				f.maxLen = n
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// instance is one configuration, built once and only read afterwards:
+// safe for concurrent use.
+type instance struct {
+	schema *spec.Schema
+	fields []field
+	// fast: every field is simple, and the request path judges the
+	// headers itself, allocating nothing, until it finds a fault.
+	fast     bool
+	code     int
+	rejected []byte // rejected_msg; nil: the validator's message
+}
+
+// Rewrite implements plugins.RewritePhase, as request-validation.lua's
+// rewrite: headers the schema refuses end the request with
+// rejected_code and rejected_msg, or the validator's message.
+func (in *instance) Rewrite(c plugins.Ctx) {
+	if in.fast {
+		ok := true
+		for i := range in.fields {
+			if !in.fields[i].valid(c) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if in.rejected != nil {
+			c.Exit(in.code, in.rejected)
+			return
+		}
+	}
+	err := in.validate(c)
+	if err == nil {
+		return
+	}
+	if in.rejected != nil {
+		c.Exit(in.code, in.rejected)
+		return
+	}
+	c.Exit(in.code, []byte(err.Error()))
+}
+
+// lookup is the header name f reads: its name, else its alt when only
+// that is present (ngx.req.get_headers' metatable).
+func (f *field) lookup(c plugins.Ctx) (string, bool) {
+	if _, ok := c.HeaderAt(f.name, 0); ok {
+		return f.name, true
+	}
+	if f.alt != "" {
+		if _, ok := c.HeaderAt(f.alt, 0); ok {
+			return f.alt, true
+		}
+	}
+	return "", false
+}
+
+// valid judges a simple field: false when the library is needed, for a
+// fault or a repeated header (an array).
+func (f *field) valid(c plugins.Ctx) bool {
+	name, ok := f.lookup(c)
+	if !ok {
+		return !f.required
+	}
+	if _, dup := c.HeaderAt(name, 1); dup {
+		return false
+	}
+	v, _ := c.HeaderAt(name, 0)
+	if f.enum != nil {
+		found := false
+		for _, e := range f.enum {
+			if bytes.Equal(e, v) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if f.minLen > 0 || f.maxLen >= 0 {
+		n := utf8.RuneCount(v)
+		if n < f.minLen || f.maxLen >= 0 && n > f.maxLen {
+			return false
+		}
+	}
+	return true
+}
+
+// validate validates the headers the schema names with the library, as
+// an object of their values (a string, or an array of a repeated
+// header's): its error has APISIX's message. It allocates.
+func (in *instance) validate(c plugins.Ctx) error {
+	obj := make(map[string]any, len(in.fields))
+	for i := range in.fields {
+		f := &in.fields[i]
+		name, ok := f.lookup(c)
+		if !ok {
+			continue
+		}
+		var vals []any
+		for j := 0; ; j++ {
+			v, ok := c.HeaderAt(name, j)
+			if !ok {
+				break
+			}
+			vals = append(vals, string(v))
+		}
+		if len(vals) == 1 {
+			obj[f.name] = vals[0]
+		} else {
+			obj[f.name] = vals
+		}
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return in.schema.Validate(raw)
+}
