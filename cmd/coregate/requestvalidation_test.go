@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"coregate/admin/adminapi"
+)
+
+// TestAdminAPIRequestValidation: request-validation configured through
+// the Admin API (request-validation.t's header_schema): a real client
+// without the required header, or with a value the enum refuses, gets
+// APISIX's 400 and message, or the route's rejected_msg; one with good
+// headers reaches the upstream. body_schema and the whole-set keywords
+// are refused with 400 and nothing stored; the plugin is listed with its
+// schema.
+func TestAdminAPIRequestValidation(t *testing.T) {
+	t.Parallel()
+	up := headEchoUpstream(t)
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	put := func(path, body string, want int) result {
+		t.Helper()
+		r := admin.do(t, c, "PUT", path, body)
+		if r.status != want {
+			t.Fatalf("PUT %s: %d %s, want %d", path, r.status, r.body, want)
+		}
+		return r
+	}
+
+	if r := admin.do(t, c, "GET", "plugins/list", ""); r.status != 200 || !strings.Contains(r.body, `"request-validation"`) {
+		t.Fatalf("plugins/list: %d %s", r.status, r.body)
+	}
+	r := do(t, c, "GET", fmt.Sprintf("http://127.0.0.1:%d/apisix/admin/schema/plugins/request-validation", adminPort), "",
+		map[string]string{"X-API-KEY": adminapi.LegacyAdminKey}, nil)
+	if r.status != 200 || !strings.Contains(r.body, `"max_req_body_size"`) {
+		t.Fatalf("schema: %d %s", r.status, r.body)
+	}
+
+	for _, tc := range []struct{ conf, want string }{
+		{`{}`, `object matches none of the required: [\"header_schema\"] or [\"body_schema\"]`},
+		{`{"body_schema":{"type":"object"}}`, `body_schema is not supported`},
+		{`{"header_schema":{"additionalProperties":false}}`, `header_schema: keyword \"additionalProperties\" is not supported`},
+		{`{"header_schema":{},"rejected_code":600}`, `property \"rejected_code\" validation failed: expected 600 to be at most 599`},
+	} {
+		r := put("routes/bad", fmt.Sprintf(`{"uri":"/bad","plugins":{"request-validation":%s},"upstream":{"nodes":{%q:1}}}`, tc.conf, up.Addr()), 400)
+		if !strings.Contains(r.body, "failed to check the configuration of plugin request-validation err: "+tc.want) {
+			t.Errorf("%s: %s", tc.conf, r.body)
+		}
+	}
+	if r := admin.do(t, c, "GET", "routes/bad", ""); r.status != 404 {
+		t.Fatalf("an invalid route was stored: %d %s", r.status, r.body)
+	}
+
+	put("routes/payload", fmt.Sprintf(`{"uri":"/opentracing","plugins":{"request-validation":{"header_schema":{"type":"object","required":["required_payload"],
+		"properties":{"required_payload":{"type":"string"},"timeouts":{"type":"integer","minimum":1}}}}},"upstream":{"nodes":{%q:1}}}`, up.Addr()), 201)
+	put("routes/enum", fmt.Sprintf(`{"uri":"/enum","plugins":{"request-validation":{"header_schema":{"type":"object","properties":{"test":{"type":"string","enum":["a","b","c"]}},"required":["test"]},
+		"rejected_msg":"customize reject message for header_schema.required"}},"upstream":{"nodes":{%q:1}}}`, up.Addr()), 201)
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/enum"), "", nil, nil); r.status != 400 {
+			return fmt.Errorf("/enum: %d %q", r.status, r.body)
+		}
+		return nil
+	})
+
+	const custom = "customize reject message for header_schema.required"
+	for _, tc := range []struct {
+		name, path string
+		hdr        map[string]string
+		status     int
+		body       string
+	}{
+		{"required missing", "/opentracing", map[string]string{"Content-Type": "application/json"}, 400, `property "required_payload" is required`},
+		{"required present", "/opentracing", map[string]string{"required_payload": "test payload"}, 200, ""},
+		{"required, hyphen", "/opentracing", map[string]string{"Required-Payload": "test payload"}, 200, ""},
+		{"no integer", "/opentracing", map[string]string{"required_payload": "x", "timeouts": "3"}, 400,
+			`property "timeouts" validation failed: wrong type: expected integer, got string`},
+		{"enum missing", "/enum", nil, 400, custom},
+		{"enum refused", "/enum", map[string]string{"test": "abc"}, 400, custom},
+		{"enum allowed", "/enum", map[string]string{"test": "b"}, 200, ""},
+	} {
+		r := do(t, c, "GET", g.url(tc.path), "", tc.hdr, nil)
+		if r.status != tc.status || tc.status != 200 && r.body != tc.body {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, r.status, r.body, tc.status, tc.body)
+		}
+		if tc.status == 200 {
+			upstreamSaw(t, r)
+		}
+	}
+}
