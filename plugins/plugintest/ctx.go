@@ -33,6 +33,9 @@ type Ctx struct {
 
 	// Clock is what Now answers: the time of NewCtx unless set.
 	Clock int64
+	// ReqBody is what RequestBody answers: the request body, as the
+	// worker reads it for a BodyReader (WithBody sets it).
+	ReqBody []byte
 
 	// UpstreamStatus and UpstreamBody are the answer Run gets from "the
 	// upstream" when no plugin exits: 200 and no body unless set.
@@ -117,6 +120,15 @@ func (c *Ctx) WithHeader(name, value string) *Ctx {
 	}
 	return c
 }
+
+// WithBody sets the request body RequestBody answers.
+func (c *Ctx) WithBody(body string) *Ctx {
+	c.ReqBody = []byte(body)
+	return c
+}
+
+// RequestBody implements plugins.Ctx.
+func (c *Ctx) RequestBody() []byte { return c.ReqBody }
 
 // WithResponseHeader adds a header to the upstream's answer (with
 // UpstreamStatus and UpstreamBody), which ResponseHeader sees from
