@@ -47,6 +47,7 @@ type Ctx struct {
 	exited     bool
 	exitStatus int
 	exitBody   []byte
+	exitPage   bool // the last Exit's body was nil
 	status     int
 	respHeader []Header
 	respSet    []string // the names SetResponseHeader replaced
@@ -171,7 +172,7 @@ func (c *Ctx) WithRoute(id string) *Ctx {
 
 // Reset clears what the last run did, keeping the request.
 func (c *Ctx) Reset() {
-	c.exited, c.exitStatus, c.status, c.Upstream = false, 0, 0, false
+	c.exited, c.exitStatus, c.exitPage, c.status, c.Upstream = false, 0, false, 0, false
 	c.exitBody = c.exitBody[:0]
 	c.respHeader, c.respSet, c.respGone = c.respHeader[:0], c.respSet[:0], c.respGone[:0]
 	c.Body = c.Body[:0]
@@ -308,9 +309,13 @@ func (c *Ctx) args() []byte {
 
 // Exit implements plugins.Ctx.
 func (c *Ctx) Exit(status int, body []byte) {
-	c.exited, c.exitStatus = true, status
+	c.exited, c.exitStatus, c.exitPage = true, status, body == nil
 	c.exitBody = append(c.exitBody[:0], body...)
 }
+
+// ExitPage reports whether the last Exit gave no body (nil): the worker
+// answers with its page for the status.
+func (c *Ctx) ExitPage() bool { return c.exited && c.exitPage }
 
 // Exited implements plugins.Ctx.
 func (c *Ctx) Exited() bool { return c.exited }

@@ -1,9 +1,10 @@
 // Package requestvalidation is APISIX's request-validation plugin
 // (priority 2800, rewrite phase): a route validates the request's headers
-// against a JSON Schema, header_schema, before the request goes on. A
-// request the schema refuses is answered rejected_code (400) with
-// rejected_msg, or with the validator's message, as APISIX's text body
-// without a newline (`property "required_payload" is required`,
+// against a JSON Schema, header_schema, and its body against another,
+// body_schema, before the request goes on. A request a schema refuses is
+// answered rejected_code (400) with rejected_msg, or with the validator's
+// message, as APISIX's text body without a newline
+// (`property "required_payload" is required`,
 // `property "test" validation failed: matches none of the enum values`).
 // See README.md.
 //
@@ -11,14 +12,21 @@
 // header is read by the name the schema gives it, case-insensitively, or,
 // when absent, by that name with '_' as '-' (nginx's lookup); a header
 // sent once is a string, one sent more than once an array of strings.
-// The validator is admin/spec's (the Admin API's), with APISIX's
+//
+// With body_schema the plugin is a plugins.BodyReader: the worker reads
+// the body whole, up to max_req_body_size (64 MiB) and
+// client_max_body_size, before the rewrite phase. The body is JSON, or,
+// with a Content-Type beginning application/x-www-form-urlencoded (any
+// case), a form read as ngx.decode_args reads it (values strings, true
+// for a name without '=', a repeated name an array). A request without a
+// body, or with more than one Content-Type, is refused with rejected_code
+// and rejected_msg (the gateway's page for the code without one), as
+// APISIX refuses them; a body that does not decode, with the decoder's
+// message. The validator is admin/spec's (the Admin API's), with APISIX's
 // messages.
 //
 // Differences from APISIX:
 //
-//   - body_schema is refused when configured: the plugins do not see the
-//     request body, and a route that should validate bodies would let any
-//     body through. max_req_body_size is accepted and has no effect.
 //   - header_schema's top level may only hold type, properties and
 //     required (and annotations: title, description, $schema, $comment,
 //     default, examples). Keywords that judge the whole set of headers
@@ -26,17 +34,29 @@
 //     are refused: the plugin validates the headers the schema names, not
 //     every header of the request. A property's own schema may use any
 //     keyword.
-//   - A schema rejected at configuration gets the validator's message,
-//     prefixed "header_schema: ", not the Lua validator's.
+//   - The upstream gets the body as the client sent it (framed by the
+//     worker), where APISIX sends its own encoding of the JSON it
+//     validated. So that the upstream cannot read a body otherwise than
+//     the validator did, a JSON body with invalid UTF-8, or with an
+//     object member named twice, is refused.
+//   - A body over client_max_body_size, or over the largest limit of the
+//     route's body readers, is answered 413 by the worker; over
+//     max_req_body_size but within those, the plugin refuses it as APISIX
+//     does (rejected_code, rejected_msg).
+//   - Messages differ where the decoders' do: a body that is not JSON
+//     gets encoding/json's message (`unexpected end of JSON input`), not
+//     lua-cjson's; a schema rejected at configuration gets the
+//     validator's message, prefixed "header_schema: " or "body_schema: ".
 //
 // An instance is built once per configuration and only read afterwards:
-// safe for concurrent use. When every property's schema only says what a
-// single string may be (type string, enum, minLength, maxLength), a
-// request the schema lets through allocates nothing: the plugin judges
-// the headers itself and calls the validator only for a request it
-// refuses, to build the message (rejected_msg, when set, is answered
-// without it). With other keywords each request is validated by the
-// validator, which allocates.
+// safe for concurrent use. When every property of header_schema only
+// says what a single string may be (type string, enum, minLength,
+// maxLength), a request its headers pass allocates nothing for them: the
+// plugin judges the headers itself and calls the validator only for a
+// request it refuses, to build the message (rejected_msg, when set, is
+// answered without it). With other keywords each request's headers are
+// validated by the validator, which allocates; so is the body, parsed and
+// validated for each request of a route with body_schema.
 //
 // Importing the package registers the plugin in plugins.Default.
 package requestvalidation

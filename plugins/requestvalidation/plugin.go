@@ -13,6 +13,7 @@ import (
 
 	"coregate/admin/spec"
 	"coregate/plugins"
+	"coregate/plugins/internal/uriargs"
 )
 
 // Name is the plugin's wire name.
@@ -34,8 +35,7 @@ var (
 // Schema implements plugins.Plugin.
 func (Plugin) Schema() []byte { return schema }
 
-// conf is a configuration, with APISIX's defaults. max_req_body_size
-// bounds the body body_schema would read: accepted, and unused.
+// conf is a configuration, with APISIX's defaults.
 type conf struct {
 	HeaderSchema   json.RawMessage `json:"header_schema"`
 	BodySchema     json.RawMessage `json:"body_schema"`
@@ -50,10 +50,6 @@ func decode(raw json.RawMessage) (conf, error) {
 	return c, err
 }
 
-// errBody refuses body_schema: plugins do not see the request body, and
-// a route configured to validate it would let any body through.
-var errBody = errors.New("body_schema is not supported: the request body is not available to plugins; validate headers with header_schema")
-
 // rootKeywords are the keywords header_schema may have at its top: those
 // that name the headers they judge. The others (additionalProperties,
 // patternProperties, minProperties, combinators…) judge the whole set of
@@ -62,7 +58,7 @@ var errBody = errors.New("body_schema is not supported: the request body is not 
 var rootKeywords = []string{"type", "properties", "required", "title", "description", "$schema", "$comment", "default", "examples"}
 
 // Check implements plugins.Plugin: header_schema must be a JSON Schema
-// whose top keywords are rootKeywords; body_schema is refused.
+// whose top keywords are rootKeywords, body_schema a JSON Schema.
 func (Plugin) Check(raw json.RawMessage) error {
 	c, err := decode(raw)
 	if err != nil {
@@ -86,40 +82,59 @@ func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error
 	if c.RejectedMsg != nil {
 		in.rejected = []byte(*c.RejectedMsg)
 	}
+	if in.body != nil {
+		return &bodyInstance{instance: in, max: c.MaxReqBodySize}, nil
+	}
 	return in, nil
 }
 
-// compile builds an instance's header checks from a configuration.
+// compile builds an instance's checks from a configuration.
 func compile(c conf) (*instance, error) {
+	in := &instance{}
 	if c.BodySchema != nil {
-		return nil, errBody
+		sch, err := spec.CompileSchema(Name+".body_schema", c.BodySchema)
+		if err != nil {
+			return nil, fmt.Errorf("body_schema: %w", err)
+		}
+		in.body = sch
 	}
+	if c.HeaderSchema == nil {
+		return in, nil
+	}
+	if err := in.compileHeaders(c.HeaderSchema); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// compileHeaders builds the header checks of header_schema.
+func (in *instance) compileHeaders(headerSchema json.RawMessage) error {
 	var root map[string]json.RawMessage
-	if err := json.Unmarshal(c.HeaderSchema, &root); err != nil {
-		return nil, fmt.Errorf("header_schema: %w", err)
+	if err := json.Unmarshal(headerSchema, &root); err != nil {
+		return fmt.Errorf("header_schema: %w", err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(root)) {
 		if !slices.Contains(rootKeywords, k) {
-			return nil, fmt.Errorf("header_schema: keyword %q is not supported (only %s)", k, strings.Join(rootKeywords[:3], ", "))
+			return fmt.Errorf("header_schema: keyword %q is not supported (only %s)", k, strings.Join(rootKeywords[:3], ", "))
 		}
 	}
-	sch, err := spec.CompileSchema(Name+".header_schema", c.HeaderSchema)
+	sch, err := spec.CompileSchema(Name+".header_schema", headerSchema)
 	if err != nil {
-		return nil, fmt.Errorf("header_schema: %w", err)
+		return fmt.Errorf("header_schema: %w", err)
 	}
 	var props map[string]json.RawMessage
 	var required []string
 	if p, ok := root["properties"]; ok {
 		if err := json.Unmarshal(p, &props); err != nil {
-			return nil, fmt.Errorf("header_schema: properties: %w", err)
+			return fmt.Errorf("header_schema: properties: %w", err)
 		}
 	}
 	if r, ok := root["required"]; ok {
 		if err := json.Unmarshal(r, &required); err != nil {
-			return nil, fmt.Errorf("header_schema: required: %w", err)
+			return fmt.Errorf("header_schema: required: %w", err)
 		}
 	}
-	in := &instance{schema: sch, fast: true}
+	in.schema, in.fast = sch, true
 	if t, ok := root["type"]; ok && string(bytes.TrimSpace(t)) != `"object"` {
 		in.fast = false // every request is refused: the library says why
 	}
@@ -141,7 +156,7 @@ func compile(c conf) (*instance, error) {
 		}
 		in.fields = append(in.fields, f)
 	}
-	return in, nil
+	return nil
 }
 
 // field is one header the schema names (in properties or required).
@@ -198,7 +213,8 @@ func (f *field) simple(raw json.RawMessage) bool {
 // instance is one configuration, built once and only read afterwards:
 // safe for concurrent use.
 type instance struct {
-	schema *spec.Schema
+	schema *spec.Schema // header_schema; nil without one
+	body   *spec.Schema // body_schema; nil without one
 	fields []field
 	// fast: every field is simple, and the request path judges the
 	// headers itself, allocating nothing, until it finds a fault.
@@ -210,7 +226,13 @@ type instance struct {
 // Rewrite implements plugins.RewritePhase, as request-validation.lua's
 // rewrite: headers the schema refuses end the request with
 // rejected_code and rejected_msg, or the validator's message.
-func (in *instance) Rewrite(c plugins.Ctx) {
+func (in *instance) Rewrite(c plugins.Ctx) { in.checkHeaders(c) }
+
+// checkHeaders validates the headers; false when it ended the request.
+func (in *instance) checkHeaders(c plugins.Ctx) bool {
+	if in.schema == nil {
+		return true
+	}
 	if in.fast {
 		ok := true
 		for i := range in.fields {
@@ -220,22 +242,141 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 			}
 		}
 		if ok {
-			return
+			return true
 		}
 		if in.rejected != nil {
 			c.Exit(in.code, in.rejected)
-			return
+			return false
 		}
 	}
 	err := in.validate(c)
 	if err == nil {
-		return
+		return true
 	}
-	if in.rejected != nil {
+	in.refuse(c, err)
+	return false
+}
+
+// refuse ends the request with rejected_code and rejected_msg, else err's
+// message; with neither, the gateway's page for the code (APISIX's exit
+// without a body).
+func (in *instance) refuse(c plugins.Ctx, err error) {
+	switch {
+	case in.rejected != nil:
 		c.Exit(in.code, in.rejected)
+	case err != nil:
+		c.Exit(in.code, []byte(err.Error()))
+	default:
+		c.Exit(in.code, nil)
+	}
+}
+
+// bodyInstance is a configuration with body_schema: a plugins.BodyReader,
+// so that the worker reads the body before the rewrite phase.
+type bodyInstance struct {
+	*instance
+	max int64 // max_req_body_size
+}
+
+var (
+	_ plugins.RewritePhase = (*bodyInstance)(nil)
+	_ plugins.BodyReader   = (*bodyInstance)(nil)
+)
+
+// BodyLimit implements plugins.BodyReader: max_req_body_size.
+func (in *bodyInstance) BodyLimit() int64 { return in.max }
+
+// Rewrite implements plugins.RewritePhase: the headers, then the body, as
+// request-validation.lua's rewrite. A request without a body, with one
+// over max_req_body_size or with more than one Content-Type is refused
+// with rejected_code and rejected_msg; a body that is not JSON (or, with
+// a Content-Type of application/x-www-form-urlencoded, a form), or that
+// body_schema refuses, with the decoder's or the validator's message when
+// there is no rejected_msg. It allocates: the body is parsed.
+func (in *bodyInstance) Rewrite(c plugins.Ctx) {
+	if !in.checkHeaders(c) {
 		return
 	}
-	c.Exit(in.code, []byte(err.Error()))
+	body := c.RequestBody()
+	if body == nil || int64(len(body)) > in.max {
+		in.refuse(c, nil)
+		return
+	}
+	if _, dup := c.HeaderAt("content-type", 1); dup {
+		in.refuse(c, nil)
+		return
+	}
+	raw := body
+	if hasPrefixFold(c.Header("content-type"), "application/x-www-form-urlencoded") {
+		var err error
+		if raw, err = json.Marshal(uriargs.Decode(body)); err != nil {
+			in.refuse(c, err)
+			return
+		}
+	} else if err := checkJSON(body); err != nil {
+		in.refuse(c, err)
+		return
+	}
+	if err := in.body.Validate(raw); err != nil {
+		in.refuse(c, err)
+	}
+}
+
+// hasPrefixFold reports whether b begins with prefix, a lower-case ASCII
+// string, in any case.
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && strings.EqualFold(string(b[:len(prefix)]), prefix)
+}
+
+// checkJSON refuses what is not one JSON value, and, since the upstream
+// gets the body as it came rather than the value validated (APISIX sends
+// its own encoding of it), a body two parsers could read differently: one
+// with invalid UTF-8, or an object with a member named twice.
+func checkJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if !utf8.Valid(b) {
+		return errors.New("invalid UTF-8 in the body")
+	}
+	return noDuplicates(json.NewDecoder(bytes.NewReader(b)))
+}
+
+// noDuplicates reads one JSON value from d and fails on an object member
+// named twice, at any depth.
+func noDuplicates(d *json.Decoder) error {
+	t, err := d.Token()
+	if err != nil {
+		return err
+	}
+	switch t {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for d.More() {
+			k, err := d.Token()
+			if err != nil {
+				return err
+			}
+			name, _ := k.(string)
+			if seen[name] {
+				return fmt.Errorf("duplicate member %q in the body", name)
+			}
+			seen[name] = true
+			if err := noDuplicates(d); err != nil {
+				return err
+			}
+		}
+		_, err = d.Token()
+	case json.Delim('['):
+		for d.More() {
+			if err := noDuplicates(d); err != nil {
+				return err
+			}
+		}
+		_, err = d.Token()
+	}
+	return err
 }
 
 // lookup is the header name f reads: its name, else its alt when only

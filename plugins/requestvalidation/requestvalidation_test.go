@@ -89,8 +89,8 @@ func TestRewrite(t *testing.T) {
 }
 
 // TestSchema: APISIX's schema and messages (request-validation.t TESTs 2,
-// 30, 31, 33), body_schema refused, and the header_schema keywords that
-// judge the whole set of headers refused.
+// 30, 31, 33), and the header_schema keywords that judge the whole set of
+// headers refused.
 func TestSchema(t *testing.T) {
 	for _, tc := range []struct {
 		conf string
@@ -110,8 +110,10 @@ func TestSchema(t *testing.T) {
 		{`{"header_schema":{"type":"test"}}`, `header_schema:`},
 		{`{"header_schema":{"type":"string","properties":{"test":{"type":"string","enum":"test-enum"}}}}`, `header_schema:`},
 		{`{"header_schema":{"type":"object","required":"test-required"}}`, `header_schema:`},
-		{`{"body_schema":{}}`, `failed to check the configuration of plugin request-validation err: body_schema is not supported`},
-		{`{"header_schema":{},"body_schema":{"type":"object"}}`, `body_schema is not supported`},
+		{`{"body_schema":{}}`, ""},
+		{`{"header_schema":{},"body_schema":{"type":"object","additionalProperties":false}}`, ""},
+		{`{"body_schema":{"type":"test"}}`, `failed to check the configuration of plugin request-validation err: body_schema:`},
+		{`{"body_schema":[]}`, `property "body_schema" validation failed: wrong type: expected object, got table`},
 		{`{"header_schema":{"additionalProperties":false}}`, `header_schema: keyword "additionalProperties" is not supported`},
 		{`{"header_schema":{"anyOf":[{"required":["a"]},{"required":["b"]}]}}`, `header_schema: keyword "anyOf" is not supported`},
 	} {
@@ -122,5 +124,92 @@ func TestSchema(t *testing.T) {
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.conf, got, tc.want)
 		}
+	}
+}
+
+// bodyConf is request-validation.t's body_schema (TEST 39), with
+// rejected_msg when msg.
+func bodyConf(msg bool) string {
+	c := `{"body_schema":{"type":"object","properties":{"test":{"type":"string","enum":["a","b","c"]},"n":{"type":"integer","maximum":10}},"required":["test"]}`
+	if msg {
+		c += `,"rejected_msg":"customize reject message for body_schema.required"`
+	}
+	return c + `}`
+}
+
+// TestBody follows request-validation.t's body_schema tests: JSON bodies
+// and forms validated, with the validator's message or rejected_msg; no
+// body, one over max_req_body_size and a repeated Content-Type refused;
+// a JSON body two parsers could read differently refused.
+func TestBody(t *testing.T) {
+	const custom = "customize reject message for body_schema.required"
+	form := "application/x-www-form-urlencoded"
+	for _, tc := range []struct {
+		name    string
+		conf    string
+		headers []string
+		body    string
+		status  int
+		resp    string
+	}{
+		{"valid", bodyConf(false), nil, `{"test":"a"}`, 200, ""},
+		{"enum", bodyConf(false), nil, `{"test":"abc"}`, 400, `property "test" validation failed: matches none of the enum values`},
+		{"required", bodyConf(false), nil, `{"n":1}`, 400, `property "test" is required`},
+		{"maximum", bodyConf(false), nil, `{"test":"a","n":11}`, 400, `property "n" validation failed: expected 11 to be at most 10`},
+		{"custom, refused", bodyConf(true), nil, `{"test":"abc"}`, 400, custom},
+		{"custom, no body", bodyConf(true), nil, "", 400, custom},
+		{"no body", bodyConf(false), nil, "", 400, "page"},
+		{"not JSON", bodyConf(false), nil, `{"test":`, 400, "unexpected end of JSON input"},
+		{"not JSON, custom", bodyConf(true), nil, `test=a`, 400, custom},
+		{"duplicate member", bodyConf(false), nil, `{"test":"a","test":"x"}`, 400, `duplicate member "test" in the body`},
+		{"duplicate member, deep", bodyConf(false), nil, `{"test":"a","o":[{"k":1,"k":2}]}`, 400, `duplicate member "k" in the body`},
+		{"invalid UTF-8", bodyConf(false), nil, "{\"test\":\"a\",\"x\":\"\xff\"}", 400, "invalid UTF-8 in the body"},
+		{"form", bodyConf(false), []string{"Content-Type", form}, strings.Repeat("a=b&", 101) + "test=b", 200, ""},
+		{"form, charset and case", bodyConf(false), []string{"Content-Type", "Application/X-WWW-Form-Urlencoded; charset=utf-8"}, "test=c", 200, ""},
+		{"form refused", bodyConf(false), []string{"Content-Type", form}, "test=d", 400, `property "test" validation failed: matches none of the enum values`},
+		{"form, repeated", bodyConf(false), []string{"Content-Type", form}, "test=a&test=b", 400,
+			`property "test" validation failed: wrong type: expected string, got table`},
+		{"form, integer", bodyConf(false), []string{"Content-Type", form}, "test=a&n=1", 400,
+			`property "n" validation failed: wrong type: expected integer, got string`},
+		{"duplicated Content-Type", `{"body_schema":{"type":"object"},"rejected_msg":"duplicated content-type"}`,
+			[]string{"Content-Type", form, "Content-Type", "application/json"}, `{"required_payload":"hello"}`, 400, "duplicated content-type"},
+		{"over max_req_body_size", `{"body_schema":{"type":"object"},"max_req_body_size":4}`, nil, `{"a":1}`, 400, "page"},
+		{"within max_req_body_size", `{"body_schema":{"type":"object"},"max_req_body_size":7}`, nil, `{"a":1}`, 200, ""},
+		{"headers first", `{"header_schema":{"required":["x-id"]},"body_schema":{"type":"object"}}`, nil, `{}`, 400, `property "x-id" is required`},
+		{"headers and body", `{"header_schema":{"required":["x-id"]},"body_schema":{"type":"object"}}`, []string{"X-Id", "1"}, `{}`, 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := build(t, tc.conf)
+			if p.BodyLimit == 0 {
+				t.Fatal("body_schema makes no BodyReader")
+			}
+			c := plugintest.NewCtx("POST", "/opentracing").WithBody(tc.body)
+			if tc.body == "" {
+				c.ReqBody = nil // as the worker gives a request without a body
+			}
+			for i := 0; i < len(tc.headers); i += 2 {
+				c.WithHeader(tc.headers[i], tc.headers[i+1])
+			}
+			plugintest.Run(&p, c)
+			want := tc.resp
+			if want == "page" {
+				want = ""
+				if !c.ExitPage() {
+					t.Errorf("not the gateway's page: %q", c.Body)
+				}
+			}
+			if c.Status() != tc.status || want != "" && string(c.Body) != want {
+				t.Fatalf("%d %q, want %d %q", c.Status(), c.Body, tc.status, want)
+			}
+			if c.Upstream != (tc.status == 200) {
+				t.Fatalf("upstream %v at status %d", c.Upstream, tc.status)
+			}
+		})
+	}
+	if p := build(t, `{"header_schema":{}}`); p.BodyLimit != 0 {
+		t.Fatalf("header_schema alone reads the body: %d", p.BodyLimit)
+	}
+	if p := build(t, `{"body_schema":{}}`); p.BodyLimit != 64<<20 {
+		t.Fatalf("max_req_body_size's default: %d", p.BodyLimit)
 	}
 }
