@@ -355,9 +355,11 @@ func (cc *clientConn) start() {
 		// APISIX runs them.
 		if snap.global != nil {
 			cc.snap = snap
-			if limit := cc.bodyLimit(snap, nil); hasBody && limit > 0 {
-				cc.readBodyFirst(limit)
-				return
+			if hasBody {
+				if limit := cc.bodyLimit(snap, nil); limit > 0 {
+					cc.readBodyFirst(limit)
+					return
+				}
 			}
 			if cc.startPlugins(snap, nil) {
 				return
@@ -369,9 +371,11 @@ func (cc *clientConn) start() {
 	rt := snap.routes[idx]
 	cc.snap, cc.rt = snap, rt
 	if len(rt.plugins.Plugins) > 0 || snap.global != nil {
-		if limit := cc.bodyLimit(snap, rt); hasBody && limit > 0 {
-			cc.readBodyFirst(limit)
-			return
+		if hasBody {
+			if limit := cc.bodyLimit(snap, rt); limit > 0 {
+				cc.readBodyFirst(limit)
+				return
+			}
 		}
 		if cc.startPlugins(snap, rt) {
 			return
