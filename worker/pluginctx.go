@@ -55,6 +55,15 @@ func (x *pluginCtx) Header(name string) []byte {
 	return nil
 }
 
+// HeaderField implements plugins.Ctx.
+func (x *pluginCtx) HeaderField(i int) (name, value []byte, ok bool) {
+	hs := x.req.Headers
+	if i < 0 || i >= len(hs) {
+		return nil, nil, false
+	}
+	return hs[i].Name, hs[i].Value, true
+}
+
 // HeaderAt implements plugins.Ctx.
 func (x *pluginCtx) HeaderAt(name string, i int) ([]byte, bool) {
 	hs := x.req.Headers

@@ -19,8 +19,9 @@ import (
 type reader struct{ rec *recorder }
 
 type readerConf struct {
-	Limit int64  `json:"limit"`
-	Deny  string `json:"deny"`
+	Limit  int64  `json:"limit"`
+	Deny   string `json:"deny"`
+	Fields bool   `json:"fields"` // record every header field (HeaderField) too
 }
 
 func (reader) Schema() []byte { return []byte(`{"type":"object"}`) }
@@ -35,13 +36,14 @@ func (r reader) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, err
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
-	return &readerInst{rec: r.rec, limit: c.Limit, deny: []byte(c.Deny)}, nil
+	return &readerInst{rec: r.rec, limit: c.Limit, deny: []byte(c.Deny), fields: c.Fields}, nil
 }
 
 type readerInst struct {
-	rec   *recorder
-	limit int64
-	deny  []byte
+	rec    *recorder
+	limit  int64
+	deny   []byte
+	fields bool
 }
 
 func (in *readerInst) BodyLimit() int64 { return in.limit }
@@ -52,7 +54,15 @@ func (in *readerInst) Rewrite(c plugins.Ctx) {
 	if b == nil {
 		s = append(s, "nil"...)
 	}
-	in.rec.seen = append(append(s, b...), ';')
+	s = append(append(s, b...), ';')
+	for i := 0; in.fields; i++ {
+		name, value, ok := c.HeaderField(i)
+		if !ok {
+			break
+		}
+		s = append(append(append(append(s, name...), '='), value...), ';')
+	}
+	in.rec.seen = s
 	if len(in.deny) > 0 && bytes.Equal(b, in.deny) {
 		c.Exit(403, []byte("denied"))
 	}
@@ -227,5 +237,19 @@ func TestReadBodyGlobal(t *testing.T) {
 	h.send("POST /none HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz")
 	if string(rec.seen) != "body=xyz;" || !strings.HasPrefix(string(h.cl.out), "HTTP/1.1 404 ") || h.cl.closed {
 		t.Fatalf("no route: plugin %q, answer %q", rec.seen, h.cl.out)
+	}
+}
+
+// TestHeaderField: HeaderField gives every request header field, names as
+// sent, in order, repeated ones each, and ok false past the last, from
+// the head kept while the body was read.
+func TestHeaderField(t *testing.T) {
+	h, rec := readerHarness(t, []string{
+		`{"id":"r1","uri":"/read","plugins":{"p-read":{"fields":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, Config{})
+	h.send("POST /read HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\nContent-Length: 2\r\n\r\n")
+	h.send("ok")
+	if want := "body=ok;Host=x;X-A=1;x-a=2;Content-Length=2;"; string(rec.seen) != want {
+		t.Fatalf("seen %q, want %q", rec.seen, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 type Header struct {
 	Name  string
 	Value []byte
+	name  []byte // Name, for HeaderField; nil: made when asked
 }
 
 // Ctx is a fake plugins.Ctx: one request, made by NewCtx and its With
@@ -115,7 +116,7 @@ func NewCtx(method, target string) *Ctx {
 // WithHeader adds a request header. The first Host header is $host, as
 // the worker reads it: without its port, lower-case.
 func (c *Ctx) WithHeader(name, value string) *Ctx {
-	c.headers = append(c.headers, Header{Name: name, Value: []byte(value)})
+	c.headers = append(c.headers, Header{Name: name, Value: []byte(value), name: []byte(name)})
 	if c.host == nil && strings.EqualFold(name, "host") {
 		c.host = bytes.ToLower(httpvar.HostOnly([]byte(value)))
 	}
@@ -210,6 +211,18 @@ func (c *Ctx) Header(name string) []byte {
 		}
 	}
 	return nil
+}
+
+// HeaderField implements plugins.Ctx.
+func (c *Ctx) HeaderField(i int) (name, value []byte, ok bool) {
+	if i < 0 || i >= len(c.headers) {
+		return nil, nil, false
+	}
+	h := &c.headers[i]
+	if h.name == nil {
+		h.name = []byte(h.Name)
+	}
+	return h.name, h.Value, true
 }
 
 // HeaderAt implements plugins.Ctx.

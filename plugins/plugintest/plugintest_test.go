@@ -253,6 +253,29 @@ func TestCtxHeaderAt(t *testing.T) {
 	}
 }
 
+// TestCtxHeaderField: HeaderField gives every header in the order given,
+// names as given, and ok false past the last, without allocating.
+func TestCtxHeaderField(t *testing.T) {
+	c := NewCtx("GET", "/").WithHeader("User-Agent", "a").WithHeader("x", "1").WithHeader("user-agent", "")
+	var got []string
+	for i := 0; ; i++ {
+		n, v, ok := c.HeaderField(i)
+		if !ok {
+			break
+		}
+		got = append(got, string(n)+"="+string(v))
+	}
+	if strings.Join(got, ";") != "User-Agent=a;x=1;user-agent=" {
+		t.Fatalf("HeaderField read %q", got)
+	}
+	if _, _, ok := c.HeaderField(-1); ok {
+		t.Fatal("HeaderField(-1): ok")
+	}
+	if n := testing.AllocsPerRun(100, func() { c.HeaderField(1) }); n != 0 {
+		t.Fatalf("HeaderField allocates %.0f times", n)
+	}
+}
+
 // TestCtxSetClientAddr: the address set is $remote_addr (unmapped) and
 // $remote_port (the request's when 0) until Reset.
 func TestCtxSetClientAddr(t *testing.T) {
