@@ -8,10 +8,12 @@
 // `property "test" validation failed: matches none of the enum values`).
 // See README.md.
 //
-// The headers are the object APISIX validates (ngx.req.get_headers): a
-// header is read by the name the schema gives it, case-insensitively, or,
-// when absent, by that name with '_' as '-' (nginx's lookup); a header
-// sent once is a string, one sent more than once an array of strings.
+// The headers are the object APISIX validates (ngx.req.get_headers):
+// every header under its name in lower case, a header sent once a
+// string, one sent more than once an array of strings; a header the
+// schema names (in properties or required) is under the schema's
+// spelling, found case-insensitively, or, when absent, by that name with
+// '_' as '-' (nginx's lookup).
 //
 // With body_schema the plugin is a plugins.BodyReader: the worker reads
 // the body whole, up to max_req_body_size (64 MiB) and
@@ -27,13 +29,11 @@
 //
 // Differences from APISIX:
 //
-//   - header_schema's top level may only hold type, properties and
-//     required (and annotations: title, description, $schema, $comment,
-//     default, examples). Keywords that judge the whole set of headers
-//     (additionalProperties, patternProperties, minProperties, anyOf…)
-//     are refused: the plugin validates the headers the schema names, not
-//     every header of the request. A property's own schema may use any
-//     keyword.
+//   - A header the schema names under another spelling than the
+//     lower-case one is seen under the schema's by every keyword, where
+//     Lua's table lookups find it for properties and required only (with
+//     additionalProperties false, APISIX refuses "User-Agent: x" for a
+//     property "User-Agent"; the plugin does not).
 //   - The upstream gets the body as the client sent it (framed by the
 //     worker), where APISIX sends its own encoding of the JSON it
 //     validated. So that the upstream cannot read a body otherwise than
@@ -49,8 +49,9 @@
 //     validator's message, prefixed "header_schema: " or "body_schema: ".
 //
 // An instance is built once per configuration and only read afterwards:
-// safe for concurrent use. When every property of header_schema only
-// says what a single string may be (type string, enum, minLength,
+// safe for concurrent use. When header_schema's top holds only type
+// object, properties and required (and annotations), and every property
+// only says what a single string may be (type string, enum, minLength,
 // maxLength), a request its headers pass allocates nothing for them: the
 // plugin judges the headers itself and calls the validator only for a
 // request it refuses, to build the message (rejected_msg, when set, is

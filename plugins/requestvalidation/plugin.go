@@ -50,15 +50,15 @@ func decode(raw json.RawMessage) (conf, error) {
 	return c, err
 }
 
-// rootKeywords are the keywords header_schema may have at its top: those
-// that name the headers they judge. The others (additionalProperties,
-// patternProperties, minProperties, combinators…) judge the whole set of
-// headers, which the plugin does not build: ignoring them would let
-// requests through that APISIX refuses, so they are refused.
-var rootKeywords = []string{"type", "properties", "required", "title", "description", "$schema", "$comment", "default", "examples"}
+// fastKeywords are the keywords at header_schema's top that the request
+// path judges itself (with simple properties): those that name the
+// headers they judge. With others (additionalProperties,
+// patternProperties, minProperties, combinators…) every request's headers
+// go to the validator.
+var fastKeywords = []string{"type", "properties", "required", "title", "description", "$schema", "$comment", "default", "examples"}
 
-// Check implements plugins.Plugin: header_schema must be a JSON Schema
-// whose top keywords are rootKeywords, body_schema a JSON Schema.
+// Check implements plugins.Plugin: header_schema and body_schema must be
+// JSON Schemas.
 func (Plugin) Check(raw json.RawMessage) error {
 	c, err := decode(raw)
 	if err != nil {
@@ -113,11 +113,6 @@ func (in *instance) compileHeaders(headerSchema json.RawMessage) error {
 	if err := json.Unmarshal(headerSchema, &root); err != nil {
 		return fmt.Errorf("header_schema: %w", err)
 	}
-	for _, k := range slices.Sorted(maps.Keys(root)) {
-		if !slices.Contains(rootKeywords, k) {
-			return fmt.Errorf("header_schema: keyword %q is not supported (only %s)", k, strings.Join(rootKeywords[:3], ", "))
-		}
-	}
 	sch, err := spec.CompileSchema(Name+".header_schema", headerSchema)
 	if err != nil {
 		return fmt.Errorf("header_schema: %w", err)
@@ -135,6 +130,11 @@ func (in *instance) compileHeaders(headerSchema json.RawMessage) error {
 		}
 	}
 	in.schema, in.fast = sch, true
+	for k := range root {
+		if !slices.Contains(fastKeywords, k) {
+			in.fast = false
+		}
+	}
 	if t, ok := root["type"]; ok && string(bytes.TrimSpace(t)) != `"object"` {
 		in.fast = false // every request is refused: the library says why
 	}
@@ -379,6 +379,16 @@ func noDuplicates(d *json.Decoder) error {
 	return err
 }
 
+// named reports whether the schema names a header k, as written.
+func (in *instance) named(k string) bool {
+	for i := range in.fields {
+		if in.fields[i].name == k {
+			return true
+		}
+	}
+	return false
+}
+
 // lookup is the header name f reads: its name, else its alt when only
 // that is present (ngx.req.get_headers' metatable).
 func (f *field) lookup(c plugins.Ctx) (string, bool) {
@@ -425,29 +435,38 @@ func (f *field) valid(c plugins.Ctx) bool {
 	return true
 }
 
-// validate validates the headers the schema names with the library, as
-// an object of their values (a string, or an array of a repeated
-// header's): its error has APISIX's message. It allocates.
+// validate validates the request's headers with the library, as the
+// object ngx.req.get_headers makes of them: names in lower case, values
+// strings, a repeated header's an array of them; a header the schema
+// names (in properties or required) is under the schema's spelling of its
+// name, as the Lua table's lookup finds it. Its error has APISIX's
+// message. It allocates.
 func (in *instance) validate(c plugins.Ctx) error {
-	obj := make(map[string]any, len(in.fields))
+	obj := map[string]any{}
+	for i := 0; ; i++ {
+		name, value, ok := c.HeaderField(i)
+		if !ok {
+			break
+		}
+		k := strings.ToLower(string(name))
+		switch prev := obj[k].(type) {
+		case nil:
+			obj[k] = string(value)
+		case []any:
+			obj[k] = append(prev, string(value))
+		case string:
+			obj[k] = []any{prev, string(value)}
+		}
+	}
 	for i := range in.fields {
 		f := &in.fields[i]
 		name, ok := f.lookup(c)
-		if !ok {
-			continue
-		}
-		var vals []any
-		for j := 0; ; j++ {
-			v, ok := c.HeaderAt(name, j)
-			if !ok {
-				break
+		k := strings.ToLower(name)
+		if v, has := obj[k]; ok && has && k != f.name {
+			obj[f.name] = v
+			if !in.named(k) {
+				delete(obj, k)
 			}
-			vals = append(vals, string(v))
-		}
-		if len(vals) == 1 {
-			obj[f.name] = vals[0]
-		} else {
-			obj[f.name] = vals
 		}
 	}
 	raw, err := json.Marshal(obj)

@@ -70,6 +70,22 @@ func TestRewrite(t *testing.T) {
 			[]string{"x-id", "12"}, 200, ""},
 		{"absent, not required", `{"header_schema":{"properties":{"x-id":{"type":"string","enum":["a"]}}}}`, nil, 200, ""},
 		{"not an object", `{"header_schema":{"type":"string"}}`, nil, 400, `wrong type: expected string, got table`},
+
+		// Keywords on the whole set of headers.
+		{"patternProperties", `{"header_schema":{"patternProperties":{"^x-":{"type":"string","maxLength":2}}}}`,
+			[]string{"X-Long", "abc", "Other", "abcdef"}, 400, `failed to validate x-long (matching "^x-"): string too long, expected at most 2, got 3`},
+		{"patternProperties passed", `{"header_schema":{"patternProperties":{"^x-":{"type":"string","maxLength":2}}}}`,
+			[]string{"X-A", "ab", "Other", "abcdef"}, 200, ""},
+		{"anyOf", `{"header_schema":{"anyOf":[{"required":["x-a"]},{"required":["x-b"]}]}}`, []string{"X-C", "1"}, 400,
+			`object matches none of the required: ["x-a"] or ["x-b"]`},
+		{"anyOf passed", `{"header_schema":{"anyOf":[{"required":["x-a"]},{"required":["x-b"]}]}}`, []string{"X-B", "1"}, 200, ""},
+		{"maxProperties", `{"header_schema":{"maxProperties":2}}`, []string{"A", "1", "B", "2", "C", "3"}, 400, `expect object to have at most 2 properties`},
+		{"additionalProperties", `{"header_schema":{"properties":{"X-Token":{"type":"string"}},"additionalProperties":false}}`,
+			[]string{"x-token", "1"}, 200, ""},
+		{"additionalProperties refused", `{"header_schema":{"properties":{"X-Token":{"type":"string"}},"additionalProperties":false}}`,
+			[]string{"x-token", "1", "X-Other", "2"}, 400, `additional properties forbidden, found x-other`},
+		{"repeated in the whole set", `{"header_schema":{"patternProperties":{"^x-":{"type":"string"}}}}`,
+			[]string{"X-A", "1", "x-a", "2"}, 400, `failed to validate x-a (matching "^x-"): wrong type: expected string, got table`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := build(t, tc.conf)
@@ -89,8 +105,7 @@ func TestRewrite(t *testing.T) {
 }
 
 // TestSchema: APISIX's schema and messages (request-validation.t TESTs 2,
-// 30, 31, 33), and the header_schema keywords that judge the whole set of
-// headers refused.
+// 30, 31, 33).
 func TestSchema(t *testing.T) {
 	for _, tc := range []struct {
 		conf string
@@ -114,8 +129,8 @@ func TestSchema(t *testing.T) {
 		{`{"header_schema":{},"body_schema":{"type":"object","additionalProperties":false}}`, ""},
 		{`{"body_schema":{"type":"test"}}`, `failed to check the configuration of plugin request-validation err: body_schema:`},
 		{`{"body_schema":[]}`, `property "body_schema" validation failed: wrong type: expected object, got table`},
-		{`{"header_schema":{"additionalProperties":false}}`, `header_schema: keyword "additionalProperties" is not supported`},
-		{`{"header_schema":{"anyOf":[{"required":["a"]},{"required":["b"]}]}}`, `header_schema: keyword "anyOf" is not supported`},
+		{`{"header_schema":{"additionalProperties":false}}`, ""},
+		{`{"header_schema":{"anyOf":[{"required":["a"]},{"required":["b"]}]}}`, ""},
 	} {
 		got := ""
 		if err := plugins.Check(Name, json.RawMessage(tc.conf)); err != nil {
