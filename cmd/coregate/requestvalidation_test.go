@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"coregate/admin/adminapi"
+	"coregate/internal/e2e"
 )
 
 // TestAdminAPIRequestValidation: request-validation configured through
@@ -155,5 +156,53 @@ func TestAdminAPIRequestValidationBody(t *testing.T) {
 		if r.status != tc.status || tc.resp != "" && r.body != tc.resp {
 			t.Errorf("%s: %d %q, want %d %q", tc.name, r.status, r.body, tc.status, tc.resp)
 		}
+	}
+}
+
+// TestAdminAPIRequestValidationBodyTLS: the body read for body_schema
+// over an HTTPS listener, sent in pieces, chunked: a good body reaches the
+// upstream, a bad one gets the validator's 400.
+func TestAdminAPIRequestValidationBodyTLS(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%q", b)
+	})
+	g, admin := etcdTLS(t)
+	c := newClient(t)
+	cert := p.server(t, "body", false, "api.example.com")
+	for _, o := range []struct{ path, body string }{
+		{"ssls/1", sslJSON(t, obj{"snis": []string{"api.example.com"}, "cert": cert.CertPEM, "key": cert.KeyPEM})},
+		{"routes/1", fmt.Sprintf(`{"uri":"/echo","plugins":{"request-validation":{"body_schema":{"type":"object","required":["test"]}}},"upstream":{"nodes":{%q:1}}}`, up.Addr())},
+	} {
+		if r := admin.do(t, c, "PUT", o.path, o.body); r.status != 201 {
+			t.Fatalf("PUT %s: %d %s", o.path, r.status, r.body)
+		}
+	}
+	hc := e2e.HTTPSClient(t, g.TLSAddr(), p.config(""), false)
+	// pieces sends its body in several writes, without a length.
+	type pieces struct{ io.Reader }
+	body := func(s string) io.Reader {
+		pr, pw := io.Pipe()
+		go func() {
+			for i := 0; i < len(s); i += 3 {
+				_, _ = pw.Write([]byte(s[i:min(i+3, len(s))]))
+				time.Sleep(2 * time.Millisecond)
+			}
+			pw.Close()
+		}()
+		return pieces{pr}
+	}
+	eventually(t, 10*time.Second, func() error {
+		r, err := tryDo(hc, "POST", "https://api.example.com/echo", "", nil, body(`{"test":1}`))
+		if err != nil || r.status != 200 || r.body != `"{\"test\":1}"` {
+			return fmt.Errorf("good body: %d %q %v", r.status, r.body, err)
+		}
+		return nil
+	})
+	r, err := tryDo(hc, "POST", "https://api.example.com/echo", "", nil, body(`{"other":1}`))
+	if err != nil || r.status != 400 || r.body != `property "test" is required` {
+		t.Fatalf("bad body: %d %q %v", r.status, r.body, err)
 	}
 }
