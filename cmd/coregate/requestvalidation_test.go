@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +158,18 @@ func TestAdminAPIRequestValidationBody(t *testing.T) {
 		if r.status != tc.status || tc.resp != "" && r.body != tc.resp {
 			t.Errorf("%s: %d %q, want %d %q", tc.name, r.status, r.body, tc.status, tc.resp)
 		}
+	}
+
+	// A client that sends "Expect: 100-continue" and waits for the 100
+	// longer than it waits for the answer: the gateway's 100 Continue
+	// lets the body come, before the phase runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	big := `{"test":"a","pad":"` + strings.Repeat("x", 900) + `"}`
+	out, err := exec.CommandContext(ctx, "curl", "-sS", "--max-time", "3", "--expect100-timeout", "4", "-H", "Expect: 100-continue", "-H", "Content-Type: application/json",
+		"--data-binary", big, "-w", " %{http_code}", g.url("/echo")).CombinedOutput()
+	if err != nil || !strings.HasSuffix(string(out), " 200") || !strings.HasPrefix(string(out), "POST ") {
+		t.Errorf("curl with 100-continue: %q %v", out, err)
 	}
 }
 
