@@ -42,7 +42,11 @@
 // Build finds its plugin's object in Env.Metadata (plugin_attr of
 // config.yaml in Env.Attr). Build makes
 // the runtime Instance, off the event loop, once per configuration
-// snapshot. The worker merges a route's plugins with its plugin_config's
+// snapshot. An Instance that reads the request body (hmac-auth's
+// validate_request_body, request-validation's body_schema) is a
+// BodyReader: the worker reads the body whole, up to its BodyLimit,
+// before the request phases of its route begin, and Ctx.RequestBody
+// hands it over, as APISIX's core.request.get_body. The worker merges a route's plugins with its plugin_config's
 // and its service's (the route's own keys win), builds them and sorts the
 // instances into Phases, one slice per phase, type-asserted once, so a
 // request does no lookups.

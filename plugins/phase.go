@@ -200,6 +200,17 @@ type Ctx interface {
 	// plugin both configure, the consumer's configuration wins.
 	SetConsumer(c *Consumer)
 
+	// RequestBody is the whole request body, de-chunked, for a plugin
+	// that asked for it (BodyReader): the worker reads it before the
+	// request phases of a route, or of global rules, with such a plugin
+	// begin; nil when the request has none, and for a plugin no
+	// BodyReader of the route or the global rules asked for (one only a
+	// consumer's configuration adds). What goes upstream is written from
+	// the same bytes, framed by the worker. From the rewrite, access and
+	// before_proxy phases; the bytes are valid during the phase call and
+	// must not be written.
+	RequestBody() []byte
+
 	// Await holds the request's phases while an operation the plugin
 	// started off the event loop completes (limit-count's Redis call), as
 	// a cosocket call yields in APISIX: the phase call returns, the event
@@ -358,6 +369,20 @@ type (
 	LogPhase interface{ Log(c Ctx) }
 )
 
+// BodyReader is an Instance that reads the request body (Ctx.RequestBody)
+// in its rewrite, access or before_proxy phase: a route (or global rule)
+// with one has its requests' bodies read whole before their request phases
+// begin, up to the largest BodyLimit of its instances (and the node's
+// client_max_body_size, when set); a longer body is answered 413 by the
+// worker. The body is held in memory: BodyLimit bounds what one request
+// may make the worker hold. A plugin that states a smaller limit than
+// another of the route's checks the length itself.
+type BodyReader interface {
+	// BodyLimit is the largest body, in bytes (decoded, for a chunked
+	// one), the instance reads; at least 1.
+	BodyLimit() int64
+}
+
 // Phases is one set of built plugins (a route's, a global rule's) as the
 // request path runs them: one slice per phase, each in execution order.
 // The zero value has no plugins. It is built off the event loop, once per
@@ -371,6 +396,10 @@ type Phases struct {
 	HeaderFilter []HeaderFilterPhase
 	BodyFilter   []BodyFilterPhase
 	Log          []LogPhase
+	// BodyLimit is the largest BodyLimit of the BodyReader instances; 0
+	// when there are none: the request body is not read before the
+	// phases.
+	BodyLimit int64
 }
 
 // NewPhases sorts built plugins (in execution order, as Build returns them)
@@ -395,6 +424,9 @@ func NewPhases(built []Configured) Phases {
 		}
 		if i, ok := c.Instance.(LogPhase); ok {
 			p.Log = append(p.Log, i)
+		}
+		if i, ok := c.Instance.(BodyReader); ok {
+			p.BodyLimit = max(p.BodyLimit, i.BodyLimit())
 		}
 	}
 	return p

@@ -279,6 +279,23 @@ func TestPhases(t *testing.T) {
 	}
 }
 
+type bodyReader int64
+
+func (bodyReader) Rewrite(Ctx)        {}
+func (b bodyReader) BodyLimit() int64 { return int64(b) }
+
+// TestPhasesBodyLimit: the phases' BodyLimit is the largest of their
+// BodyReaders', 0 without one.
+func TestPhasesBodyLimit(t *testing.T) {
+	if p := NewPhases([]Configured{{Entry{"a", 3}, phased{}}}); p.BodyLimit != 0 {
+		t.Fatalf("no reader: %d", p.BodyLimit)
+	}
+	p := NewPhases([]Configured{{Entry{"a", 3}, bodyReader(10)}, {Entry{"b", 2}, phased{}}, {Entry{"c", 1}, bodyReader(64)}})
+	if p.BodyLimit != 64 || len(p.Rewrite) != 3 {
+		t.Fatalf("BodyLimit %d, %d rewrite", p.BodyLimit, len(p.Rewrite))
+	}
+}
+
 func TestCounterTable(t *testing.T) {
 	c := NewCounterTable(2)
 	a, _ := c.Counter([]byte("a"), 0, 10)

@@ -20,6 +20,7 @@ var Table = []Entry{
 	{Name: "referer-restriction", Priority: 2990},
 	{Name: "csrf", Priority: 2980},
 	{Name: "uri-blocker", Priority: 2900},
+	{Name: "request-validation", Priority: 2800},
 	{Name: "hmac-auth", Priority: 2530},
 	{Name: "basic-auth", Priority: 2520},
 	{Name: "jwt-auth", Priority: 2510},

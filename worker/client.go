@@ -27,6 +27,7 @@ const (
 	csDelay          // a plugin's answer, or the request, waits for its delay (ExitAfter, Delay)
 	csAwait          // the request phases wait for a plugin's operation (Ctx.Await)
 	csTunnel         // after a 101: bytes relayed both ways with the upstream (tunnel.go)
+	csBody           // the body is read whole for the plugins before their phases (readbody.go)
 )
 
 // Request body framing.
@@ -160,6 +161,12 @@ func (cc *clientConn) expire() {
 		cc.answerAndClose(408)
 		return
 	}
+	if cc.state == csBody {
+		// client_body_timeout while the body is read for the plugins:
+		// nginx's 408.
+		cc.answerAndClose(408)
+		return
+	}
 	if cc.state == csAwait {
 		// The plugin's operation outlived awaitLimit: its Wake, if it
 		// ever comes, finds the exchange gone (Abandon).
@@ -209,6 +216,11 @@ func (cc *clientConn) traffic0() gnet.Action {
 		return cc.readHeads()
 	case csHold:
 		cc.holdBody()
+	case csBody:
+		cc.readBody()
+		if cc.state == csIdle {
+			return cc.readHeads()
+		}
 	case csProxy:
 		if cc.pause.on {
 			cc.w.pauseRead(cc.c)
@@ -343,6 +355,12 @@ func (cc *clientConn) start() {
 		// APISIX runs them.
 		if snap.global != nil {
 			cc.snap = snap
+			if hasBody {
+				if limit := cc.bodyLimit(snap, nil); limit > 0 {
+					cc.readBodyFirst(limit)
+					return
+				}
+			}
 			if cc.startPlugins(snap, nil) {
 				return
 			}
@@ -353,6 +371,12 @@ func (cc *clientConn) start() {
 	rt := snap.routes[idx]
 	cc.snap, cc.rt = snap, rt
 	if len(rt.plugins.Plugins) > 0 || snap.global != nil {
+		if hasBody {
+			if limit := cc.bodyLimit(snap, rt); limit > 0 {
+				cc.readBodyFirst(limit)
+				return
+			}
+		}
 		if cc.startPlugins(snap, rt) {
 			return
 		}

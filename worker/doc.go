@@ -39,6 +39,11 @@
 //	           against client_max_body_    over it, or malformed       413/400, csClosing
 //	           size before it is sent      timeout                     closed
 //	           (bodylimit.go)
+//	csBody     the whole body, read for    body read                   the request phases, then as start
+//	           a plugin (BodyReader)                                   goes on: csHold, csProxy, csDelay,
+//	           before the request phases                               csAwait, csDiscard, csIdle, …
+//	           (client_body_timeout;       over the limit, malformed   413/400, csClosing
+//	           readbody.go)                timeout                     408, csClosing
 //	csProxy    the upstream: dial, the     response complete           csIdle (kept alive) or csClosing
 //	           request and its body        attempt failed, no answer   another attempt (csProxy),
 //	           (client_body_timeout while  sent yet                    or 502/504 and csIdle/csClosing
@@ -75,8 +80,10 @@
 //	           (nginx's lingering_close)
 //
 // start routes a parsed head and runs the plugins' request phases
-// (phases.go), and ends csHead: to csProxy when the request goes to an
-// upstream, csHold when its chunked body must be judged first, csIdle when
+// (phases.go), and ends csHead: to csBody when a plugin of the route or
+// of the global rules reads the body (the phases then wait for it), to
+// csProxy when the request goes to an upstream, csHold when its chunked
+// body must be judged first, csIdle when
 // the worker or a plugin answered it (404, 503, a plugin's Exit, …) and it
 // had no body, csDiscard when it had one to read and drop, csDelay when a
 // plugin's answer waits for its delay, csAwait when a plugin awaits an
@@ -183,7 +190,10 @@
 //     and parses it again from there (keepHead): req, host and curPath then
 //     alias the copy until the exchange ends. A
 //     request body stays there until it is written upstream (takeBody's
-//     slices, then Discard), held there in csHold, or dropped in csDiscard.
+//     slices, then Discard), held there in csHold and csBody, or dropped
+//     in csDiscard; the body read for the plugins is also copied, its
+//     data de-chunked, into exchangeBufs.reqBodyBuf (readbody.go), valid
+//     until the exchange ends.
 //     upConn.resp aliases the upstream's inbound buffer; the response head
 //     is rewritten into Worker.scratch and the body forwarded from the
 //     buffer, both before the Discard that ends the handler (afterWrite).
@@ -207,7 +217,7 @@
 //     hostBuf, pathBuf, servletBuf, targetBuf, sizeLine, statuses, upAddrs,
 //     and the
 //     plugins' exitBody, respHdr, reqEdits, upURI, upMethod, upHost,
-//     consumerName, headCopy, kept)
+//     consumerName, headCopy, kept, reqBodyBuf)
 //     and upConn.sizeLine are the connection's: their capacity is kept from
 //     one exchange to the next, and each is written from its start before
 //     it is read within one exchange (statuses, upAddrs, respHdr and reqEdits are
@@ -274,7 +284,8 @@
 // connection; exchange.go the exchange, link and the guard; phases.go the
 // plugin phases on the request path and pluginctx.go their plugins.Ctx; upstream.go
 // upstream connections and their pools; headers.go the heads the gateway
-// writes; bodylimit.go client_max_body_size for chunked bodies; pause.go
+// writes; bodylimit.go client_max_body_size for chunked bodies;
+// readbody.go the body read whole for the plugins; pause.go
 // back-pressure; timer.go deadlines; drain.go the graceful stop; snapshot.go
 // compiling the configuration, and split.go the upstreams a plugin sends a
 // route's requests to (Env.Upstreams, Ctx.SetUpstream: traffic-split),

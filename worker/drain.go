@@ -127,7 +127,7 @@ func (w *Worker) startDrain(timeout time.Duration) {
 		_ = unix.Shutdown(fd, unix.SHUT_RD)
 	}
 	for _, cc := range w.live.Items() {
-		if (cc.state == csHold || cc.state == csProxy || cc.state == csDelay || cc.state == csAwait) && !cc.respStarted && !cc.pipelined() {
+		if (cc.state == csHold || cc.state == csBody || cc.state == csProxy || cc.state == csDelay || cc.state == csAwait) && !cc.respStarted && !cc.pipelined() {
 			// The answer is still to come: it says Connection: close,
 			// unless the next request is already here.
 			cc.keepAlive = false

@@ -65,6 +65,10 @@ type exchange struct {
 	holdScan httpparse.Chunked
 	holdSeen int64
 	holdData int64
+	// bodyMax is the limit of the body read whole for the plugins in
+	// csBody (readbody.go), which scans a chunked one with holdScan and
+	// holdSeen too.
+	bodyMax int64
 
 	// lineEnd ends the request line in head (exchangeBufs).
 	lineEnd int
@@ -173,6 +177,9 @@ type pluginState struct {
 	// waiting: a plugin's Await is in progress, from the call until its
 	// Wake reaches the loop (Worker.runWakes).
 	waiting bool
+	// bodyRead: the request body was read whole for the plugins
+	// (readbody.go), into exchangeBufs.reqBodyBuf.
+	bodyRead bool
 }
 
 // exchangeBufs are the exchange's buffers, embedded in clientConn beside
@@ -230,7 +237,15 @@ type exchangeBufs struct {
 	// filtBuf is the body as the body_filter phase returned it, framed,
 	// valid until the write that sends it returns.
 	filtBuf []byte
+	// reqBodyBuf is the request body read for the plugins (Ctx.
+	// RequestBody), its data de-chunked; resetExchange lets go of it when
+	// it grew past maxKeptBody.
+	reqBodyBuf []byte
 }
+
+// maxKeptBody is the capacity of reqBodyBuf a connection keeps from one
+// exchange to the next: a larger body's buffer is left to the collector.
+const maxKeptBody = 64 << 10
 
 // resetExchange ends the exchange: it is zeroed, and the buffers keep their
 // capacity and nothing else. This is the only way an exchange's state is
@@ -244,6 +259,9 @@ func (cc *clientConn) resetExchange() {
 	clear(cc.kept)
 	cc.kept = cc.kept[:0]
 	cc.reqEdits = cc.reqEdits[:0]
+	if cap(cc.reqBodyBuf) > maxKeptBody {
+		cc.reqBodyBuf = nil
+	}
 }
 
 // upExchange is an upstream connection's share of the exchange it serves:

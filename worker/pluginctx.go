@@ -26,6 +26,15 @@ var _ plugins.Ctx = (*pluginCtx)(nil)
 
 func (x *pluginCtx) cc() *clientConn { return (*clientConn)(x) }
 
+// RequestBody implements plugins.Ctx: the body read before the phases
+// (readbody.go), valid until the exchange ends.
+func (x *pluginCtx) RequestBody() []byte {
+	if !x.plugin.bodyRead || len(x.reqBodyBuf) == 0 {
+		return nil
+	}
+	return x.reqBodyBuf
+}
+
 // Method implements plugins.Ctx.
 func (x *pluginCtx) Method() []byte { return x.req.Method }
 

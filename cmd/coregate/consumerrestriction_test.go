@@ -46,7 +46,7 @@ func TestAdminAPIConsumerRestriction(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{`{}`, `object matches none of the required: [\"blacklist\"] or [\"whitelist\"] or [\"allowed_by_methods\"]`},
 		{`{"whitelist":[]}`, `property \"whitelist\" validation failed: expect array to have at least 1 items`},
-		{`{"type":"consumer_group_id","whitelist":["g"]}`, `type \"consumer_group_id\" is not supported yet`},
+		{`{"type":"consumer","whitelist":["g"]}`, `property \"type\" validation failed: matches none of the enum values`},
 	} {
 		r := put("routes/bad", fmt.Sprintf(`{"uri":"/bad","plugins":{"consumer-restriction":%s},"upstream":{"nodes":{%q:1}}}`, tc.conf, up.Addr()), 400)
 		if !strings.Contains(r.body, "failed to check the configuration of plugin consumer-restriction err: "+tc.want) {
@@ -121,5 +121,67 @@ func TestAdminAPIConsumerRestriction(t *testing.T) {
 	}
 	if r := do(t, c, "GET", g.url("/anon"), "", nil, nil); r.status != 401 || r.body != noConsumer {
 		t.Errorf("/anon: %d %q", r.status, r.body)
+	}
+}
+
+// TestAdminAPIConsumerRestrictionGroup follows consumer-restriction2.t:
+// a route restricted by consumer_group_id lets a consumer of a
+// whitelisted group through, refuses one of another group, and answers
+// 401 to a consumer in no group; a blacklist refuses its group.
+func TestAdminAPIConsumerRestrictionGroup(t *testing.T) {
+	t.Parallel()
+	up := headEchoUpstream(t)
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	put := func(path, body string, want int) {
+		t.Helper()
+		if r := admin.do(t, c, "PUT", path, body); r.status != want {
+			t.Fatalf("PUT %s: %d %s, want %d", path, r.status, r.body, want)
+		}
+	}
+	basic := func(user string) map[string]string {
+		return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":pw"))}
+	}
+
+	put("consumer_groups/group1", `{"plugins":{}}`, 201)
+	put("consumer_groups/group2", `{"plugins":{}}`, 201)
+	put("consumers", `{"username":"jack1","group_id":"group1","plugins":{"basic-auth":{"username":"jack1","password":"pw"}}}`, 201)
+	put("consumers", `{"username":"jack2","group_id":"group2","plugins":{"basic-auth":{"username":"jack2","password":"pw"}}}`, 201)
+	put("consumers", `{"username":"jack3","plugins":{"basic-auth":{"username":"jack3","password":"pw"}}}`, 201)
+	put("routes/white", fmt.Sprintf(`{"uri":"/white","plugins":{"basic-auth":{},"consumer-restriction":{"type":"consumer_group_id","whitelist":["group1"]}},"upstream":{"nodes":{%q:1}}}`, up.Addr()), 201)
+	put("routes/black", fmt.Sprintf(`{"uri":"/black","plugins":{"basic-auth":{},"consumer-restriction":{"type":"consumer_group_id","blacklist":["group1"],"rejected_msg":"request is forbidden"}},"upstream":{"nodes":{%q:1}}}`, up.Addr()), 201)
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/black"), "", basic("jack2"), nil); r.status != 200 {
+			return fmt.Errorf("jack2 on /black: %d %q", r.status, r.body)
+		}
+		return nil
+	})
+
+	const noGroup = `{"message":"The request is rejected, please check the consumer_group_id for this request"}` + "\n"
+	for _, tc := range []struct {
+		name, path, user string
+		status           int
+		body             string
+	}{
+		{"group whitelisted", "/white", "jack1", 200, ""},
+		{"other group", "/white", "jack2", 403, `{"message":"The consumer_group_id is forbidden."}` + "\n"},
+		{"no group", "/white", "jack3", 401, noGroup},
+		{"group blacklisted", "/black", "jack1", 403, `{"message":"request is forbidden"}` + "\n"},
+		{"no group, blacklist", "/black", "jack3", 401, noGroup},
+	} {
+		r := do(t, c, "GET", g.url(tc.path), "", basic(tc.user), nil)
+		if r.status != tc.status || tc.status != 200 && r.body != tc.body {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, r.status, r.body, tc.status, tc.body)
+		}
+		if tc.status == 200 {
+			if e := upstreamSaw(t, r); e.get("X-Consumer-Username") != tc.user {
+				t.Errorf("%s: upstream saw %+v", tc.name, e)
+			}
+		}
+	}
+	if r := do(t, c, "GET", g.url("/white"), "", nil, nil); r.status != 401 || r.body != `{"message":"Missing authorization in request"}`+"\n" {
+		t.Errorf("no authorization: %d %q", r.status, r.body)
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,8 +23,8 @@ import (
 // consumer's and a credential's key_id and secret_key: a real client that
 // signs its requests as APISIX's clients do passes as the consumer, others
 // get APISIX's answers; with hide_credentials the upstream gets no
-// Authorization; the secret_key is stored encrypted; validate_request_body
-// is refused; the plugin is listed with its schemas.
+// Authorization; the secret_key is stored encrypted; an invalid
+// max_req_body_size is refused; the plugin is listed with its schemas.
 func TestAdminAPIHMACAuth(t *testing.T) {
 	t.Parallel()
 	up := headEchoUpstream(t)
@@ -60,9 +62,9 @@ func TestAdminAPIHMACAuth(t *testing.T) {
 		t.Fatalf("schema: %d %s", r.status, r.body)
 	}
 
-	r = put("routes/bad", fmt.Sprintf(`{"uri":"/bad","plugins":{"hmac-auth":{"validate_request_body":true}},"upstream":{"nodes":{%q:1}}}`, up.Addr()), 400)
-	if !strings.Contains(r.body, `failed to check the configuration of plugin hmac-auth err: validate_request_body is not supported yet`) {
-		t.Fatalf("validate_request_body: %s", r.body)
+	r = put("routes/bad", fmt.Sprintf(`{"uri":"/bad","plugins":{"hmac-auth":{"validate_request_body":true,"max_req_body_size":0}},"upstream":{"nodes":{%q:1}}}`, up.Addr()), 400)
+	if !strings.Contains(r.body, `failed to check the configuration of plugin hmac-auth err: property \"max_req_body_size\" validation failed: expected 0 to be at least 1`) {
+		t.Fatalf("max_req_body_size: %s", r.body)
 	}
 	r = put("consumers", `{"username":"rose","plugins":{"hmac-auth":{"key_id":"user-key"}}}`, 400)
 	if !strings.Contains(r.body, `failed to check the configuration of plugin hmac-auth err: property \"secret_key\" is required`) {
@@ -176,4 +178,82 @@ func TestAdminAPIHMACAuthREADME(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAdminAPIHMACAuthBody: hmac-auth with validate_request_body through
+// the Admin API (t/plugin/hmac-auth3.t): a real client's signed POST whose
+// Digest is its body's SHA-256, sent with Content-Length or chunked,
+// reaches the upstream with that body; a missing or wrong Digest is 401,
+// a body over max_req_body_size 413, the upstream not contacted.
+func TestAdminAPIHMACAuthBody(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%q %v", b, r.TransferEncoding)
+	})
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	for _, p := range []struct{ path, body string }{
+		{"consumers", `{"username":"jack","plugins":{"hmac-auth":{"key_id":"my-access-key","secret_key":"my-secret-key"}}}`},
+		{"routes/1", fmt.Sprintf(`{"uri":"/hello","plugins":{"hmac-auth":{"validate_request_body":true,"max_req_body_size":64}},"upstream":{"nodes":{%q:1}}}`, up.Addr())},
+	} {
+		if r := admin.do(t, c, "PUT", p.path, p.body); r.status != 201 {
+			t.Fatalf("PUT %s: %d %s", p.path, r.status, r.body)
+		}
+	}
+	// signed is a POST of /hello signed over @request-target and date,
+	// with a Digest header unless digest is "".
+	signed := func(digest string) map[string]string {
+		date := time.Now().UTC().Format(http.TimeFormat)
+		m := hmac.New(sha256.New, []byte("my-secret-key"))
+		fmt.Fprintf(m, "my-access-key\nPOST /hello\ndate: %s\n", date)
+		h := map[string]string{"Date": date,
+			"Authorization": `Signature keyId="my-access-key",algorithm="hmac-sha256",headers="@request-target date",signature="` +
+				base64.StdEncoding.EncodeToString(m.Sum(nil)) + `"`}
+		if digest != "" {
+			h["Digest"] = digest
+		}
+		return h
+	}
+	digest := func(body string) string {
+		sum := sha256.Sum256([]byte(body))
+		return "SHA-256=" + base64.StdEncoding.EncodeToString(sum[:])
+	}
+	const body = `{"name": "world"}`
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "POST", g.url("/hello"), "", signed(digest(body)), strings.NewReader(body)); r.status != 200 {
+			return fmt.Errorf("signed: %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	hits.Store(0)
+
+	type chunked struct{ io.Reader } // no length: net/http sends it chunked
+	const notValidated = `{"message":"client request can't be validated"}` + "\n"
+	for _, tc := range []struct {
+		name   string
+		hdr    map[string]string
+		body   io.Reader
+		status int
+		resp   string
+	}{
+		{"digest ok", signed(digest(body)), strings.NewReader(body), 200, `"{\"name\": \"world\"}" []`},
+		{"digest ok, chunked", signed(digest(body)), chunked{strings.NewReader(body)}, 200, `"{\"name\": \"world\"}" [chunked]`},
+		{"digest missing", signed(""), strings.NewReader(body), 401, notValidated},
+		{"digest wrong", signed("hello"), strings.NewReader(body), 401, notValidated},
+		{"another body", signed(digest(body)), chunked{strings.NewReader(body + " ")}, 401, notValidated},
+		{"over max_req_body_size", signed(digest(strings.Repeat("x", 65))), strings.NewReader(strings.Repeat("x", 65)), 413, ""},
+	} {
+		r := do(t, c, "POST", g.url("/hello"), "", tc.hdr, tc.body)
+		if r.status != tc.status || tc.resp != "" && r.body != tc.resp {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, r.status, r.body, tc.status, tc.resp)
+		}
+	}
+	if n := hits.Load(); n != 2 {
+		t.Errorf("the upstream got %d requests, want the 2 with a good digest", n)
+	}
 }

@@ -30,6 +30,7 @@ import (
 	_ "coregate/plugins/redirect"            // redirect (900, rewrite)
 	_ "coregate/plugins/refererrestriction"  // referer-restriction (2990, access)
 	_ "coregate/plugins/requestid"           // request-id (12015, rewrite, header_filter)
+	_ "coregate/plugins/requestvalidation"   // request-validation (2800, rewrite)
 	_ "coregate/plugins/responserewrite"     // response-rewrite (899, header_filter, body_filter, log)
 	_ "coregate/plugins/trafficsplit"        // traffic-split (966, access)
 	_ "coregate/plugins/uarestriction"       // ua-restriction (2999, access)

@@ -21,6 +21,8 @@ func TestAllocAccess(t *testing.T) {
 		{"methods", `{"allowed_by_methods":[{"user":"jack1","methods":["POST","GET"]}]}`, request{method: "GET", consumer: "jack1"}},
 		{"route", `{"type":"route_id","whitelist":["1"]}`, request{route: "1"}},
 		{"service", `{"type":"service_id","blacklist":["1"]}`, request{service: "2"}},
+		{"group", `{"type":"consumer_group_id","whitelist":["g1"]}`, request{consumer: "jack1", group: "g1"}},
+		{"group refused", `{"type":"consumer_group_id","blacklist":["g1"]}`, request{consumer: "jack1", group: "g1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := build(t, tc.conf)

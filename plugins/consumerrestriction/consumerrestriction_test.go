@@ -22,9 +22,10 @@ func build(t testing.TB, conf string) plugins.Phases {
 }
 
 // request is one request: its method, the consumer an authentication
-// plugin attached ("" for none), and its route's and service's ids.
+// plugin attached ("" for none) and that consumer's group, and its
+// route's and service's ids.
 type request struct {
-	method, consumer, route, service string
+	method, consumer, group, route, service string
 }
 
 func (r request) ctx() *plugintest.Ctx {
@@ -40,7 +41,7 @@ func (r request) ctx() *plugintest.Ctx {
 		c.WithVar("service_id", r.service)
 	}
 	if r.consumer != "" {
-		c.SetConsumer(&plugins.Consumer{Username: r.consumer})
+		c.SetConsumer(&plugins.Consumer{Username: r.consumer, GroupID: r.group})
 	}
 	return c
 }
@@ -102,6 +103,24 @@ func TestAccess(t *testing.T) {
 		{"route not blacklisted", `{"type":"route_id","blacklist":["r1"]}`, request{route: "r2"}, 200, ""},
 		{"route's methods", `{"type":"route_id","allowed_by_methods":[{"user":"r1","methods":["PUT"]}]}`,
 			request{method: "PUT", route: "r1"}, 200, ""},
+
+		// consumer_group_id (consumer-restriction2.t).
+		{"group whitelisted", `{"type":"consumer_group_id","whitelist":["group1"]}`,
+			request{consumer: "jack1", group: "group1"}, 200, ""},
+		{"group not whitelisted", `{"type":"consumer_group_id","whitelist":["group1"]}`,
+			request{consumer: "jack2", group: "group2"}, 403, `{"message":"The consumer_group_id is forbidden."}` + "\n"},
+		{"group blacklisted", `{"type":"consumer_group_id","blacklist":["group1"],"rejected_msg":"request is forbidden"}`,
+			request{consumer: "jack1", group: "group1"}, 403, `{"message":"request is forbidden"}` + "\n"},
+		{"group not blacklisted", `{"type":"consumer_group_id","blacklist":["group1"]}`,
+			request{consumer: "jack2", group: "group2"}, 200, ""},
+		{"consumer without group", `{"type":"consumer_group_id","blacklist":["group1"]}`, request{consumer: "jack3"},
+			401, `{"message":"The request is rejected, please check the consumer_group_id for this request"}` + "\n"},
+		{"no consumer, group", `{"type":"consumer_group_id","whitelist":["group1"]}`, request{},
+			401, `{"message":"The request is rejected, please check the consumer_group_id for this request"}` + "\n"},
+		{"group's methods", `{"type":"consumer_group_id","allowed_by_methods":[{"user":"group1","methods":["POST"]}]}`,
+			request{method: "GET", consumer: "jack1", group: "group1"}, 403, `{"message":"The consumer_group_id is forbidden."}` + "\n"},
+		{"group not the name", `{"type":"consumer_group_id","whitelist":["jack1"]}`,
+			request{consumer: "jack1", group: "group1"}, 403, `{"message":"The consumer_group_id is forbidden."}` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := build(t, tc.conf)
@@ -118,7 +137,7 @@ func TestAccess(t *testing.T) {
 }
 
 // TestSchema: APISIX's schema (TESTs 1 and 2 of consumer-restriction.t)
-// and its messages, and consumer_group_id refused.
+// and its messages.
 func TestSchema(t *testing.T) {
 	for _, tc := range []struct {
 		conf string
@@ -137,8 +156,7 @@ func TestSchema(t *testing.T) {
 			`property "allowed_by_methods" validation failed: failed to validate item 1: property "methods" validation failed: failed to validate item 1: matches none of the enum values`},
 		{`{"allowed_by_methods":[{"user":"a","methods":[]}]}`,
 			`property "allowed_by_methods" validation failed: failed to validate item 1: property "methods" validation failed: expect array to have at least 1 items`},
-		{`{"type":"consumer_group_id","whitelist":["g"]}`,
-			`failed to check the configuration of plugin consumer-restriction err: type "consumer_group_id" is not supported yet`},
+		{`{"type":"consumer_group_id","whitelist":["g"]}`, ""},
 	} {
 		got := ""
 		if err := plugins.Check(Name, json.RawMessage(tc.conf)); err != nil {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
-	"errors"
+	"unsafe"
 
 	"coregate/httpvar"
 	"coregate/plugins"
@@ -49,22 +49,10 @@ func parse(raw json.RawMessage) (conf, error) {
 	return c, err
 }
 
-// errGroups refuses the type consumer_group_id: the gateway has no
-// consumer groups yet, so no request would carry one, and every request
-// would be refused with 401.
-var errGroups = errors.New(`type "consumer_group_id" is not supported yet: consumer groups are not implemented`)
-
-// Check implements plugins.Plugin: the schema says it all but for
-// consumer_group_id, refused.
+// Check implements plugins.Plugin: the schema says it all.
 func (Plugin) Check(raw json.RawMessage) error {
-	c, err := parse(raw)
-	if err != nil {
-		return err
-	}
-	if c.Type == "consumer_group_id" {
-		return errGroups
-	}
-	return nil
+	_, err := parse(raw)
+	return err
 }
 
 // Build implements plugins.Plugin.
@@ -73,10 +61,8 @@ func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error
 	if err != nil {
 		return nil, err
 	}
-	if c.Type == "consumer_group_id" {
-		return nil, errGroups
-	}
 	in := &instance{
+		group:     c.Type == "consumer_group_id",
 		value:     httpvar.Parse(c.Type),
 		blacklist: set(c.Blacklist),
 		whitelist: set(c.Whitelist),
@@ -125,7 +111,8 @@ type userMethods struct {
 // instance is one configuration, built once and only read afterwards:
 // safe for concurrent use. A request allocates nothing.
 type instance struct {
-	value     httpvar.Var         // $consumer_name, $service_id or $route_id
+	group     bool                // consumer_group_id: the attached consumer's GroupID
+	value     httpvar.Var         // otherwise $consumer_name, $service_id or $route_id
 	blacklist map[string]struct{} // nil when none
 	whitelist map[string]struct{} // nil when none
 	methods   []userMethods
@@ -138,9 +125,18 @@ type instance struct {
 // Access implements plugins.AccessPhase, as consumer-restriction.lua's
 // access: the blacklist refuses, then a value the whitelist does not hold
 // is refused unless, for a consumer allowed_by_methods names, the method
-// is one of its methods.
+// is one of its methods. The type consumer_group_id reads the group of
+// the consumer an authentication plugin attached (APISIX's
+// ctx.consumer_group_id, set by attach_consumer).
 func (in *instance) Access(c plugins.Ctx) {
-	v := c.Var(in.value)
+	var v []byte
+	if in.group {
+		if k := c.Consumer(); k != nil {
+			v = readOnly(k.GroupID)
+		}
+	} else {
+		v = c.Var(in.value)
+	}
 	if len(v) == 0 {
 		c.Exit(401, in.unknown)
 		return
@@ -160,6 +156,12 @@ func (in *instance) Access(c plugins.Ctx) {
 	if block {
 		c.Exit(in.code, in.rejected)
 	}
+}
+
+// readOnly is s's bytes without a copy, for lookups and comparisons
+// only: the slice must never be written.
+func readOnly(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // set is a list's values, for lookups whatever its length; nil for

@@ -28,6 +28,12 @@ func TestAllocRewrite(t *testing.T) {
 		{"clock skew", `{}`, with(good(), func(s *signed) { s.date = "Thu, 24 Sep 2020 06:39:52 GMT" }).ctx()},
 		{"missing", `{}`, plugintest.NewCtx("GET", "/hello")},
 		{"anonymous", `{"anonymous_consumer":"anonymous"}`, with(good(), func(s *signed) { s.secret = "x" }).ctx()},
+		{"body digest", `{"validate_request_body":true}`, with(good(), func(s *signed) {
+			s.method, s.extra = "POST", []string{"Digest", digestOf(`{"name": "world"}`)}
+		}).ctx().WithBody(`{"name": "world"}`)},
+		{"body digest wrong", `{"validate_request_body":true}`, with(good(), func(s *signed) {
+			s.method, s.extra = "POST", []string{"Digest", digestOf("x")}
+		}).ctx().WithBody(`{"name": "world"}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := build(t, tc.conf, all)

@@ -25,15 +25,22 @@
 // anonymous consumer to fall back to. With hide_credentials the
 // Authorization header does not go upstream. See README.md.
 //
-// Differences from APISIX: validate_request_body true is refused when
-// configured ("not supported yet"): plugins do not see the request body,
-// and a route that asked for the body's digest must not pass a body
-// unchecked (max_req_body_size is accepted, and unused). The reasons
-// APISIX writes to its error log are not logged: the request path does
-// not log.
+// With validate_request_body the instance is a plugins.BodyReader: the
+// worker reads the body whole, up to max_req_body_size and
+// client_max_body_size, before the rewrite phase, and once the signature
+// is good the Digest header must be "SHA-256=" and the base64 SHA-256 of
+// that body (401 otherwise, as above); a body over max_req_body_size is
+// 413 {"message":"request size N is greater than the maximum size M
+// allowed"}, before any anonymous consumer, as APISIX answers.
+//
+// Differences from APISIX: a body over the worker's limit for the route
+// (the largest max_req_body_size of its body readers, or a smaller
+// client_max_body_size) is answered 413 by the worker, with its page,
+// before the plugin runs. The reasons APISIX writes to its error log are
+// not logged: the request path does not log.
 //
 // The request path allocates nothing: each instance has its own SHA-1,
-// SHA-256 and SHA-512 hashes, HMAC is computed with them directly, and the
+// SHA-256 and SHA-512 hashes (and one more SHA-256 for the body), HMAC is computed with them directly, and the
 // signing string and the decoded signature are scratch buffers reused by
 // every request. An instance runs on one event loop and is not safe for
 // concurrent use.

@@ -346,7 +346,7 @@ func TestParseHTTPTime(t *testing.T) {
 }
 
 // TestSchema: APISIX's schemas and messages (t/plugin/hmac-auth.t TESTs
-// 2 to 5), validate_request_body refused, and the encrypted secret_key.
+// 2 to 5), and the encrypted secret_key.
 func TestSchema(t *testing.T) {
 	for _, tc := range []struct {
 		consumer bool
@@ -364,7 +364,8 @@ func TestSchema(t *testing.T) {
 		{false, `{"allowed_algorithms":[]}`, `property "allowed_algorithms" validation failed: expect array to have at least 1 items`},
 		{false, `{"clock_skew":0}`, `property "clock_skew" validation failed: expected 0 to be at least 1`},
 		{false, `{"signed_headers":[""]}`, `property "signed_headers" validation failed: failed to validate item 1: string too short, expected at least 1, got 0`},
-		{false, `{"validate_request_body":true}`, `failed to check the configuration of plugin hmac-auth err: validate_request_body is not supported yet`},
+		{false, `{"validate_request_body":true}`, ""},
+		{false, `{"validate_request_body":true,"max_req_body_size":0}`, `property "max_req_body_size" validation failed: expected 0 to be at least 1`},
 	} {
 		check := plugins.Check
 		if tc.consumer {
@@ -423,5 +424,66 @@ func TestAttachConsumer(t *testing.T) {
 				t.Fatalf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// digestOf is the Digest header of body, as hmac-auth3.t computes it.
+func digestOf(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return "SHA-256=" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// TestValidateRequestBody follows t/plugin/hmac-auth3.t: with
+// validate_request_body the Digest header must be the SHA-256 of the body
+// the worker read, once the signature is good; a body over
+// max_req_body_size is 413 with get_body's message.
+func TestValidateRequestBody(t *testing.T) {
+	all := index(t, nil, jack, anonymous)
+	const body = `{"name": "world"}`
+	post := func(digest, body string) *plugintest.Ctx {
+		s := with(good(), func(s *signed) {
+			s.method = "POST"
+			if digest != "" {
+				s.extra = []string{"Digest", digest}
+			}
+		})
+		return s.ctx().WithBody(body)
+	}
+	const notValidated = `{"message":"client request can't be validated"}` + "\n"
+	for _, tc := range []struct {
+		name   string
+		conf   string
+		req    *plugintest.Ctx
+		status int
+		body   string
+	}{
+		{"digest missing", `{"validate_request_body":true}`, post("", body), 401, notValidated},
+		{"digest wrong", `{"validate_request_body":true}`, post("hello", body), 401, notValidated},
+		{"digest of another body", `{"validate_request_body":true}`, post(digestOf(body+" "), body), 401, notValidated},
+		{"digest ok", `{"validate_request_body":true}`, post(digestOf(body), body), 200, ""},
+		{"empty body", `{"validate_request_body":true}`, post(digestOf(""), ""), 200, ""},
+		{"bad signature first", `{"validate_request_body":true}`, with(good(), func(s *signed) {
+			s.method, s.secret, s.extra = "POST", "x", []string{"Digest", digestOf(body)}
+		}).ctx().WithBody(body), 401, notValidated},
+		{"not validated", `{}`, post("hello", body), 200, ""},
+		{"over max_req_body_size", `{"validate_request_body":true,"max_req_body_size":10}`, post(digestOf(body), body), 413,
+			`{"message":"request size 17 is greater than the maximum size 10 allowed"}` + "\n"},
+		{"within max_req_body_size", `{"validate_request_body":true,"max_req_body_size":1024}`, post(digestOf(body), body), 200, ""},
+		{"413 before anonymous", `{"validate_request_body":true,"max_req_body_size":10,"anonymous_consumer":"anonymous"}`, post(digestOf(body), body), 413, ""},
+		{"anonymous on a wrong digest", `{"validate_request_body":true,"anonymous_consumer":"anonymous"}`, post("hello", body), 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := build(t, tc.conf, all)
+			plugintest.Run(&p, tc.req)
+			if tc.req.Status() != tc.status || tc.body != "" && string(tc.req.Body) != tc.body {
+				t.Fatalf("%d %q, want %d %q", tc.req.Status(), tc.req.Body, tc.status, tc.body)
+			}
+		})
+	}
+	if p := build(t, `{"validate_request_body":true}`, all); p.BodyLimit != 64<<20 {
+		t.Fatalf("BodyLimit %d, want max_req_body_size's default", p.BodyLimit)
+	}
+	if p := build(t, `{"max_req_body_size":10}`, all); p.BodyLimit != 0 {
+		t.Fatalf("the body is read without validate_request_body: %d", p.BodyLimit)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"hash"
+	"strconv"
 	"unsafe"
 
 	"coregate/httpvar"
@@ -46,21 +46,10 @@ func (Plugin) Schema() []byte { return schema }
 // a credential's configuration, {"key_id": "...", "secret_key": "..."}.
 func (Plugin) ConsumerSchema() []byte { return consumerSchema }
 
-// errBody refuses validate_request_body: a plugin does not see the
-// request body, and ignoring the setting would let a body through
-// unchecked.
-var errBody = errors.New("validate_request_body is not supported yet: the request body is not available to plugins")
-
-// Check implements plugins.Plugin: validate_request_body true is refused.
+// Check implements plugins.Plugin: the schema says it all.
 func (Plugin) Check(raw json.RawMessage) error {
-	c, err := parse(raw)
-	if err != nil {
-		return err
-	}
-	if c.ValidateRequestBody {
-		return errBody
-	}
-	return nil
+	_, err := parse(raw)
+	return err
 }
 
 // credential is a consumer's configuration.
@@ -131,9 +120,6 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err != nil {
 		return nil, err
 	}
-	if c.ValidateRequestBody {
-		return nil, errBody
-	}
 	in := &instance{
 		skew:      c.ClockSkew,
 		signed:    c.SignedHeaders,
@@ -153,8 +139,26 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			}
 		}
 	}
+	if c.ValidateRequestBody {
+		in.bodyMax = c.MaxReqBodySize
+		in.bodyHash = sha256.New()
+		return &bodyInstance{in}, nil
+	}
 	return in, nil
 }
+
+// bodyInstance is a route's hmac-auth with validate_request_body: a
+// plugins.BodyReader, so that the worker reads the body before the
+// rewrite phase.
+type bodyInstance struct{ *instance }
+
+var (
+	_ plugins.RewritePhase = (*bodyInstance)(nil)
+	_ plugins.BodyReader   = (*bodyInstance)(nil)
+)
+
+// BodyLimit implements plugins.BodyReader: max_req_body_size.
+func (in *bodyInstance) BodyLimit() int64 { return in.bodyMax }
 
 // APISIX's answers (core.response.exit encodes a table and adds "\n").
 var (
@@ -168,7 +172,12 @@ var (
 const (
 	hdrAuthorization = "Authorization"
 	hdrDate          = "Date"
+	hdrDigest        = "Digest"
 )
+
+// digestPrefix begins the Digest header of a validated body:
+// "SHA-256=" and the base64 SHA-256 of the body.
+const digestPrefix = "SHA-256="
 
 // instance is one route's hmac-auth. It runs on one event loop, one
 // request at a time: its hashes and scratch buffers are reused by every
@@ -195,11 +204,25 @@ type instance struct {
 	headers [][]byte              // the Authorization header's headers="…"
 	dashed  []byte                // a header name with '-' for '_' (header)
 	user    []byte                // AttachConsumer's buffer
+
+	// validate_request_body: bodyMax is max_req_body_size (0 when the
+	// body is not validated), bodyHash the SHA-256 of the bodies and
+	// digest the Digest value expected.
+	bodyMax  int64
+	bodyHash hash.Hash
+	bodySum  [sha256.Size]byte
+	digest   [len(digestPrefix) + (sha256.Size+2)/3*4]byte
 }
 
 // Rewrite implements plugins.RewritePhase, as hmac-auth.lua's rewrite.
 func (in *instance) Rewrite(c plugins.Ctx) {
-	f, msg := in.find(c)
+	f, msg, status := in.find(c)
+	if status != 0 {
+		// A definite status (413: the body is over max_req_body_size),
+		// answered as it is, before any anonymous consumer.
+		c.Exit(status, msg)
+		return
+	}
 	k, customID := f.Consumer, ""
 	if k != nil {
 		customID = k.CustomID
@@ -235,9 +258,51 @@ type params struct {
 
 // find is hmac-auth.lua's find_consumer and validate: the consumer whose
 // secret signed the request, or no consumer and the message to answer
-// with. The checks run in APISIX's order; the reasons APISIX logs are not
-// told to the client, as in APISIX.
-func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
+// with, and a status other than 0 when it is not 401's. The checks run in
+// APISIX's order; the reasons APISIX logs are not told to the client, as
+// in APISIX.
+func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte, int) {
+	f, msg := in.validate(c)
+	if f.Consumer == nil || in.bodyMax == 0 {
+		return f, msg, 0
+	}
+	// validate_request_body, once the signature is good.
+	digest := c.Header(hdrDigest)
+	if digest == nil {
+		return plugins.Found{}, notValidated, 0 // "Invalid digest"
+	}
+	body := c.RequestBody()
+	if n := int64(len(body)); n > in.bodyMax {
+		return plugins.Found{}, tooLarge(n, in.bodyMax), 413
+	}
+	if !bytes.Equal(digest, in.bodyDigest(body)) {
+		return plugins.Found{}, notValidated, 0 // "Invalid digest"
+	}
+	return f, nil, 0
+}
+
+// tooLarge is get_body's refusal of a body over max_req_body_size, as
+// hmac-auth answers it. It allocates: a body that large is refused once.
+func tooLarge(n, max int64) []byte {
+	return []byte(`{"message":"request size ` + strconv.FormatInt(n, 10) + ` is greater than the maximum size ` +
+		strconv.FormatInt(max, 10) + ` allowed"}` + "\n")
+}
+
+// bodyDigest is the Digest header body signs as: "SHA-256=" and the
+// base64 SHA-256 of body, in in.digest, valid until the next call.
+func (in *instance) bodyDigest(body []byte) []byte {
+	h := in.bodyHash
+	h.Reset()
+	h.Write(body)
+	sum := h.Sum(in.bodySum[:0])
+	d := in.digest[:]
+	copy(d, digestPrefix)
+	base64.StdEncoding.Encode(d[len(digestPrefix):], sum)
+	return d
+}
+
+// validate is find without validate_request_body.
+func (in *instance) validate(c plugins.Ctx) (plugins.Found, []byte) {
 	auth := c.Header(hdrAuthorization)
 	if auth == nil {
 		return plugins.Found{}, missingAuth

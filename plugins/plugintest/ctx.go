@@ -34,6 +34,9 @@ type Ctx struct {
 
 	// Clock is what Now answers: the time of NewCtx unless set.
 	Clock int64
+	// ReqBody is what RequestBody answers: the request body, as the
+	// worker reads it for a BodyReader (WithBody sets it).
+	ReqBody []byte
 
 	// UpstreamStatus and UpstreamBody are the answer Run gets from "the
 	// upstream" when no plugin exits: 200 and no body unless set.
@@ -45,6 +48,7 @@ type Ctx struct {
 	exited     bool
 	exitStatus int
 	exitBody   []byte
+	exitPage   bool // the last Exit's body was nil
 	status     int
 	respHeader []Header
 	respSet    []string // the names SetResponseHeader replaced
@@ -119,6 +123,15 @@ func (c *Ctx) WithHeader(name, value string) *Ctx {
 	return c
 }
 
+// WithBody sets the request body RequestBody answers.
+func (c *Ctx) WithBody(body string) *Ctx {
+	c.ReqBody = []byte(body)
+	return c
+}
+
+// RequestBody implements plugins.Ctx.
+func (c *Ctx) RequestBody() []byte { return c.ReqBody }
+
 // WithResponseHeader adds a header to the upstream's answer (with
 // UpstreamStatus and UpstreamBody), which ResponseHeader sees from
 // header_filter on when no plugin exits.
@@ -160,7 +173,7 @@ func (c *Ctx) WithRoute(id string) *Ctx {
 
 // Reset clears what the last run did, keeping the request.
 func (c *Ctx) Reset() {
-	c.exited, c.exitStatus, c.status, c.Upstream = false, 0, 0, false
+	c.exited, c.exitStatus, c.exitPage, c.status, c.Upstream = false, 0, false, 0, false
 	c.exitBody = c.exitBody[:0]
 	c.respHeader, c.respSet, c.respGone = c.respHeader[:0], c.respSet[:0], c.respGone[:0]
 	c.Body = c.Body[:0]
@@ -306,9 +319,13 @@ func (c *Ctx) args() []byte {
 
 // Exit implements plugins.Ctx.
 func (c *Ctx) Exit(status int, body []byte) {
-	c.exited, c.exitStatus = true, status
+	c.exited, c.exitStatus, c.exitPage = true, status, body == nil
 	c.exitBody = append(c.exitBody[:0], body...)
 }
+
+// ExitPage reports whether the last Exit gave no body (nil): the worker
+// answers with its page for the status.
+func (c *Ctx) ExitPage() bool { return c.exited && c.exitPage }
 
 // Exited implements plugins.Ctx.
 func (c *Ctx) Exited() bool { return c.exited }

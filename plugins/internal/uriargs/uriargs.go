@@ -135,3 +135,34 @@ func unescapedEqual(s []byte, name string) bool {
 	}
 	return j == len(name)
 }
+
+// Decode is ngx.decode_args(q, 0), every argument of q as a table: a
+// name's value unescaped (a string), the boolean true for an argument
+// without '=', the values in order (a []any) for a name given more than
+// once. Arguments with an empty name are skipped. It allocates: for the
+// plugins that validate a form body as a whole (request-validation).
+func Decode(q []byte) map[string]any {
+	out := map[string]any{}
+	for len(q) > 0 {
+		var kv []byte
+		kv, q = cut(q, '&')
+		key, val, eq := cutEq(kv)
+		if len(key) == 0 {
+			continue
+		}
+		name := string(unescape(nil, key))
+		var v any = true
+		if eq {
+			v = string(unescape(nil, val))
+		}
+		switch prev := out[name].(type) {
+		case nil:
+			out[name] = v
+		case []any:
+			out[name] = append(prev, v)
+		default:
+			out[name] = []any{prev, v}
+		}
+	}
+	return out
+}

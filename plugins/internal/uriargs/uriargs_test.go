@@ -1,6 +1,10 @@
 package uriargs
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
 
 func TestArg(t *testing.T) {
 	var s Scratch
@@ -40,5 +44,18 @@ func TestWithout(t *testing.T) {
 	q, p := []byte("a=1&apikey=k&b=%20"), []byte("/p")
 	if n := testing.AllocsPerRun(100, func() { s.Arg(q, "apikey"); s.Without(p, q, "apikey") }); n != 0 {
 		t.Errorf("%.1f allocations", n)
+	}
+}
+
+// TestDecode: ngx.decode_args's table: values unescaped, true without
+// '=', repeated names in order, empty names skipped.
+func TestDecode(t *testing.T) {
+	got := Decode([]byte("a=b&c&a=d%20e+f&&=x&n=&k%3D=1&a"))
+	want := map[string]any{"a": []any{"b", "d e f", true}, "c": true, "n": "", "k=": "1"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("(-want +got):\n%s", d)
+	}
+	if got := Decode(nil); len(got) != 0 {
+		t.Fatalf("empty: %v", got)
 	}
 }
