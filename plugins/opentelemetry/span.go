@@ -19,8 +19,11 @@ type Span struct {
 	// Start and End are Unix times in nanoseconds.
 	Start, End int64
 	Status     uint16 // the response's status
-	nattr      uint8
-	truncated  bool
+	// FromUpstream is set when the response came from the upstream
+	// (APISIX's apisix.response_source "upstream"; "apisix" otherwise).
+	FromUpstream bool
+	nattr        uint8
+	truncated    bool
 	// ends are the ends in data of the name (ends[0]) then of each
 	// attribute's key and value.
 	ends [1 + 2*MaxAttrs]uint16
@@ -30,7 +33,7 @@ type Span struct {
 // Reset empties s for a new request: no name, no attribute.
 func (s *Span) Reset() {
 	s.SC, s.Parent = SpanContext{}, SpanID{}
-	s.Start, s.End, s.Status = 0, 0, 0
+	s.Start, s.End, s.Status, s.FromUpstream = 0, 0, 0, false
 	s.nattr, s.truncated = 0, false
 	s.ends[0] = 0
 }
