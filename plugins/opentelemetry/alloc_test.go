@@ -24,7 +24,7 @@ func TestAllocLoopSide(t *testing.T) {
 			s.SC = parent
 			s.SetName(method, []byte(" "), route)
 			s.AddAttr([]byte("http.route"), route)
-			q.Commit()
+			q.Commit(s)
 		}
 		if s := q.Next(); s != nil {
 			_ = s.Name()

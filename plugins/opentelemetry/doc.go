@@ -8,12 +8,19 @@
 //     trace_id_ratio, parent_base with its root): Sampler;
 //   - the compact record of a request's span (Span: ids, times, status,
 //     name and string attributes copied into a fixed record) and the
-//     bounded queue between a worker's loop and the exporter's goroutine
-//     (Queue: a full queue drops the span and counts it, never blocks).
+//     bounded queue between the loops and the exporter's goroutine
+//     (Queue: lock-free; a full queue drops the span and counts it,
+//     never blocks).
+//
+// Off the loop, an Exporter takes the queued spans in batches
+// (batch_span_processor's max_export_batch_size, batch_timeout,
+// inactive_timeout), converts them to OTLP as APISIX's log phase sets
+// them, and uploads them to collector.address over OTLP/HTTP with the
+// OpenTelemetry SDK's client (otlptracehttp), not retrying a failed
+// upload (its spans are counted).
 //
 // The plugin itself (its schema and metadata, the rewrite, header_filter
-// and log phases, the OTLP/HTTP export off the loop) is not registered
-// yet.
+// and log phases over these parts) is not registered yet.
 //
 // trace_id_ratio decides as OpenTelemetry's TraceIDRatioBased sampler
 // does (the low 63 bits of the trace id's last 8 bytes below
@@ -22,7 +29,7 @@
 //
 // Concurrency: Sampler values are immutable and safe for concurrent use;
 // a Span is written by one goroutine then read by another through a
-// Queue, whose producer and consumer sides are each for one goroutine
-// (see Queue). The byte slices a Span returns alias its slot and are
+// Queue, whose producers may be several and whose consumer is one
+// goroutine (see Queue). The byte slices a Span returns alias its slot and are
 // valid until the slot is given back (Queue.Done).
 package opentelemetry

@@ -128,15 +128,14 @@ func (e *Exporter) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			for e.q.Len() > 0 && e.exportBatch(context.Background()) {
+			for e.exportBatch(context.Background()) > 0 {
 			}
 			stop, cancel := context.WithTimeout(context.Background(), e.cfg.RequestTimeout)
 			_ = e.client.Stop(stop)
 			cancel()
 			return
 		case <-e.q.Ready():
-			for e.q.Len() >= e.cfg.MaxExportBatchSize {
-				e.exportBatch(ctx)
+			for e.q.Len() >= e.cfg.MaxExportBatchSize && e.exportBatch(ctx) > 0 {
 			}
 		case now := <-tick.C:
 			if e.q.Len() == 0 {
@@ -147,7 +146,7 @@ func (e *Exporter) Run(ctx context.Context) {
 				e.firstSeen = now
 			}
 			if now.Sub(e.firstSeen)+e.cfg.InactiveTimeout > e.cfg.BatchTimeout {
-				for e.q.Len() > 0 && e.exportBatch(ctx) {
+				for e.exportBatch(ctx) > 0 {
 				}
 			}
 		}
@@ -155,8 +154,9 @@ func (e *Exporter) Run(ctx context.Context) {
 }
 
 // exportBatch uploads up to MaxExportBatchSize queued spans, giving
-// their slots back first; it reports whether the upload succeeded.
-func (e *Exporter) exportBatch(ctx context.Context) bool {
+// their slots back first, and returns how many it took (counted exported
+// or failed).
+func (e *Exporter) exportBatch(ctx context.Context) int {
 	var spans []*tracepb.Span
 	for len(spans) < e.cfg.MaxExportBatchSize {
 		s := e.q.Next()
@@ -168,7 +168,7 @@ func (e *Exporter) exportBatch(ctx context.Context) bool {
 	}
 	e.firstSeen = time.Time{}
 	if len(spans) == 0 {
-		return true
+		return 0
 	}
 	rs := []*tracepb.ResourceSpans{{
 		Resource:   e.resource,
@@ -176,10 +176,10 @@ func (e *Exporter) exportBatch(ctx context.Context) bool {
 	}}
 	if err := e.client.UploadTraces(ctx, rs); err != nil {
 		e.failed.Add(uint64(len(spans)))
-		return false
+	} else {
+		e.exported.Add(uint64(len(spans)))
 	}
-	e.exported.Add(uint64(len(spans)))
-	return true
+	return len(spans)
 }
 
 // Start starts the client; call it before Run.

@@ -125,7 +125,7 @@ func record(q *Queue, i int) bool {
 	}
 	s.SetName([]byte("GET /r" + strconv.Itoa(i)))
 	s.AddAttr([]byte("apisix.route_name"), []byte("r"+strconv.Itoa(i)))
-	q.Commit()
+	q.Commit(s)
 	return true
 }
 

@@ -66,7 +66,7 @@ func TestQueueFull(t *testing.T) {
 			continue
 		}
 		s.Status = uint16(200 + i)
-		q.Commit()
+		q.Commit(s)
 	}
 	if q.Len() != 4 || q.Dropped() != 2 {
 		t.Fatalf("len %d, dropped %d; want 4, 2", q.Len(), q.Dropped())
@@ -82,18 +82,19 @@ func TestQueueFull(t *testing.T) {
 		}
 		q.Done()
 	}
-	if s := q.Reserve(); s == nil || s.Status != 0 {
+	s := q.Reserve()
+	if s == nil || s.Status != 0 {
 		t.Fatalf("a slot given back: %+v", s)
 	}
-	q.Commit()
+	q.Commit(s)
 	if q.Len() != 3 || q.Dropped() != 2 {
 		t.Errorf("len %d, dropped %d; want 3, 2", q.Len(), q.Dropped())
 	}
 }
 
-// TestQueueConcurrent: a producer and a consumer at once (run with
-// -race): every span committed is read once, whole and in order, or
-// counted dropped.
+// TestQueueConcurrent: producers and a consumer at once (run with
+// -race): every span committed is read once, whole and in its
+// producer's order, or counted dropped.
 func TestQueueConcurrent(t *testing.T) {
 	q := NewQueue(64, 16)
 	const n = 200000
@@ -124,29 +125,43 @@ func TestQueueConcurrent(t *testing.T) {
 			q.Done()
 		}
 	}()
-	var buf []byte
+	// Producers numbering their spans p, p+producers, ...: each one's
+	// spans arrive in its order.
+	const producers = 3
 	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; i < n && time.Now().Before(deadline); i++ {
-		s := q.Reserve()
-		if s == nil {
-			runtime.Gosched() // dropped; let the consumer catch up
-			continue
-		}
-		buf = strconv.AppendInt(buf[:0], int64(i), 10)
-		s.SetName(buf)
-		s.AddAttr([]byte("i"), buf)
-		s.Start = int64(i)
-		q.Commit()
+	var pw sync.WaitGroup
+	for p := range producers {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			var buf []byte
+			for i := p; i < n && time.Now().Before(deadline); i += producers {
+				s := q.Reserve()
+				if s == nil {
+					runtime.Gosched() // dropped; let the consumer catch up
+					continue
+				}
+				buf = strconv.AppendInt(buf[:0], int64(i), 10)
+				s.SetName(buf)
+				s.AddAttr([]byte("i"), buf)
+				s.Start = int64(i)
+				q.Commit(s)
+			}
+		}()
 	}
+	pw.Wait()
 	close(done)
 	wg.Wait()
 	if uint64(len(got))+q.Dropped() != n {
 		t.Fatalf("%d read, %d dropped, of %d", len(got), q.Dropped(), n)
 	}
-	for j := 1; j < len(got); j++ {
-		if got[j] <= got[j-1] {
-			t.Fatalf("out of order: %d after %d", got[j], got[j-1])
+	last := [producers]int{-1, -1, -1}
+	seen := map[int]bool{}
+	for _, i := range got {
+		if seen[i] || i <= last[i%producers] {
+			t.Fatalf("span %d: again or out of its producer's order", i)
 		}
+		seen[i], last[i%producers] = true, i
 	}
 	t.Logf("%d read, %d dropped", len(got), q.Dropped())
 }

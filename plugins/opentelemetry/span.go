@@ -24,6 +24,7 @@ type Span struct {
 	FromUpstream bool
 	nattr        uint8
 	truncated    bool
+	qpos         uint64 // the queue position it was reserved for (Queue.Commit)
 	// ends are the ends in data of the name (ends[0]) then of each
 	// attribute's key and value.
 	ends [1 + 2*MaxAttrs]uint16
