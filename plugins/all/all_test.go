@@ -24,6 +24,7 @@ func TestRegistered(t *testing.T) {
 		"limit-count",
 		"limit-req",
 		"mocking",
+		"opentelemetry",
 		"prometheus",
 		"proxy-rewrite",
 		"real-ip",
@@ -93,6 +94,7 @@ func TestEncryptFields(t *testing.T) {
 		{"echo", false, nil},
 		{"redirect", false, nil},
 		{"request-id", false, nil},
+		{"opentelemetry", false, nil},
 		{"traffic-split", false, nil},
 	} {
 		if got := plugins.Default.EncryptFields(tc.name, tc.consumer); !slices.Equal(got, tc.want) {

@@ -2,7 +2,11 @@
 
 package opentelemetry
 
-import "testing"
+import (
+	"testing"
+
+	"coregate/plugins/plugintest"
+)
 
 // TestAllocLoopSide guards what the event loop does for a sampled
 // request: a traceparent read and written, a sampling decision, a span
@@ -33,5 +37,33 @@ func TestAllocLoopSide(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("the loop's side allocates %.1f times, want 0", allocs)
+	}
+}
+
+// TestAllocPhases guards the plugin's rewrite and log phases for sampled
+// requests with and without a client traceparent, and one not sampled;
+// the exporter, its batch never full nor due, stays idle meanwhile.
+func TestAllocPhases(t *testing.T) {
+	col := newCollector(t)
+	idle := `,"batch_span_processor":{"max_queue_size":4096,"max_export_batch_size":4096,"batch_timeout":3600,"inactive_timeout":3600}`
+	for _, conf := range []string{
+		`{"sampler":{"name":"always_on"},"additional_attributes":["route_id","http_x_user"],"additional_header_prefix_attributes":["x-user"]}`,
+		`{"sampler":{"name":"parent_base","options":{"root":{"name":"trace_id_ratio","options":{"fraction":0.5}}}}}`,
+		`{}`,
+	} {
+		in := build(t, conf, col, `,"trace_id_source":"x-request-id"`+idle)
+		for _, c := range []*plugintest.Ctx{
+			plugintest.NewCtx("GET", "/hello").WithHeader("X-User", "u1"),
+			plugintest.NewCtx("GET", "/hello").WithHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+			plugintest.NewCtx("GET", "/hello").WithHeader("X-Request-Id", "aaaabbbbccccddddeeeeffff00001111"),
+		} {
+			c.WithVar("matched_uri", "/hello*").WithVar("route_name", "hello").WithRoute("r1")
+			plugintest.AllocsPerRun(t, 200, func() {
+				c.Reset()
+				in.Rewrite(c)
+				c.SetStatus(200)
+				in.Log(c)
+			})
+		}
 	}
 }

@@ -1,35 +1,53 @@
-// Package opentelemetry holds the parts of APISIX's opentelemetry plugin
-// (priority 12009) that run on the event loop, each without allocating:
+// Package opentelemetry is APISIX's opentelemetry plugin (priority 12009;
+// rewrite and log phases): a server span per request, the trace carried
+// to the upstream in a W3C traceparent header, the spans exported to a
+// collector over OTLP/HTTP. Its configuration and metadata (collector,
+// batch_span_processor, trace_id_source, resource) are those of
+// apisix/plugins/opentelemetry.lua (APISIX 3.18 reads them from the
+// plugin metadata, no longer plugin_attr); README.md shows them.
 //
-//   - W3C Trace Context: a client's traceparent read (ParseTraceparent)
-//     and the one sent upstream written (AppendTraceparent); X-Request-Id
-//     read as a trace id (ParseTraceID), as trace_id_source x-request-id;
-//   - the samplers of sampler.name (always_on, always_off,
-//     trace_id_ratio, parent_base with its root): Sampler;
-//   - the compact record of a request's span (Span: ids, times, status,
-//     name and string attributes copied into a fixed record) and the
-//     bounded queue between the loops and the exporter's goroutine
-//     (Queue: lock-free; a full queue drops the span and counts it,
-//     never blocks).
+// The rewrite phase reads the client's traceparent (ParseTraceparent: a
+// valid one is the parent, its trace kept), takes a new span id and, for
+// a new trace, a random trace id or, with trace_id_source x-request-id,
+// a valid X-Request-Id (ParseTraceID); the Sampler of sampler.name
+// (always_on, always_off, trace_id_ratio, parent_base with its root)
+// decides; the upstream gets a traceparent naming this span, the
+// decision as its flag (AppendTraceparent). A sampled span's ids are kept
+// on the request (Ctx.Keep: four values). The log phase copies the span
+// into a fixed record (Span: ids, times from the request's start to the
+// log, status, the name "METHOD uri-pattern" and APISIX's string
+// attributes) in a bounded queue (Queue, lock-free, shared by the loops
+// of the process; a full queue drops the span and counts it). Neither
+// phase allocates nor blocks.
 //
-// Off the loop, an Exporter takes the queued spans in batches
-// (batch_span_processor's max_export_batch_size, batch_timeout,
-// inactive_timeout), converts them to OTLP as APISIX's log phase sets
-// them, and uploads them to collector.address over OTLP/HTTP with the
-// OpenTelemetry SDK's client (otlptracehttp), not retrying a failed
-// upload (its spans are counted).
-//
-// The plugin itself (its schema and metadata, the rewrite, header_filter
-// and log phases over these parts) is not registered yet.
+// Off the loop, one Exporter per process and metadata takes the queued
+// spans in batches (max_export_batch_size; a partial batch once its
+// oldest span waited batch_timeout, checked every inactive_timeout),
+// converts them to OTLP as APISIX's log phase sets them
+// (apisix.response_source, http.status_code, an error status from 500
+// on) and uploads them to collector.address with the OpenTelemetry SDK's
+// OTLP/HTTP client (otlptracehttp), not retrying a failed upload (its
+// spans are counted). New metadata starts a new exporter; the old one
+// sends what it has and stops. Without metadata the plugin does nothing,
+// as APISIX.
 //
 // trace_id_ratio decides as OpenTelemetry's TraceIDRatioBased sampler
 // does (the low 63 bits of the trace id's last 8 bytes below
 // fraction·2^63), so that services sampling by one ratio agree on a
 // trace.
 //
+// Differences from APISIX: a full queue always drops (drop_on_queue_full
+// false does not make a request wait for an export); the prefixes of
+// additional_header_prefix_attributes ("x-my-*") are accepted and not
+// read, named headers are; set_ngx_var is accepted and the
+// $opentelemetry_* variables are not set; only the request's span is
+// exported, not spans of the gateway's own phases; the span starts when
+// the request's head was read, on the worker's coarse clock.
+//
 // Concurrency: Sampler values are immutable and safe for concurrent use;
-// a Span is written by one goroutine then read by another through a
-// Queue, whose producers may be several and whose consumer is one
-// goroutine (see Queue). The byte slices a Span returns alias its slot and are
-// valid until the slot is given back (Queue.Done).
+// an instance runs on one event loop (its traceparent buffer is written
+// by Rewrite; Ctx.SetRequestHeader copies it). A Span is written by a loop
+// then read by the exporter's goroutine through a Queue; the byte slices
+// a Span returns alias its slot and are valid until the slot is given
+// back (Queue.Done).
 package opentelemetry
