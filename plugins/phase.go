@@ -62,6 +62,12 @@ type Ctx interface {
 	// A plugin reads every value of a repeated header (ua-restriction's
 	// User-Agent) by counting i up until ok is false.
 	HeaderAt(name string, i int) (value []byte, ok bool)
+	// HeaderField is the i-th (from 0) request header field, its name as
+	// the client wrote it, in the order the client sent them; ok false
+	// past the last. A plugin reads headers it cannot name in advance
+	// (opentelemetry's header prefixes) by counting i up until ok is
+	// false. The slices alias the request, as Header's.
+	HeaderField(i int) (name, value []byte, ok bool)
 	// Var is an nginx/APISIX variable of httpvar's table (remote_addr,
 	// uri, arg_<name>, http_<name>, route_id…), resolved by httpvar.Parse
 	// when the plugin's configuration was built; nil when unset, and for

@@ -68,6 +68,7 @@ type probeConf struct {
 	Await      int               `json:"await"`       // Awaits in access, one after the other, each woken at once
 	AwaitExit  int               `json:"await_exit"`  // Exit after the last Await's Resume
 	AllUA      bool              `json:"all_ua"`      // record every User-Agent value (HeaderAt) in log
+	AllFields  bool              `json:"all_fields"`  // record every request header field (HeaderField) in log
 	ClientAddr string            `json:"client_addr"` // SetClientAddr in rewrite, ip:port
 	LogAddr    bool              `json:"log_addr"`    // record remote_addr:remote_port in log, before and after a SetClientAddr there
 }
@@ -296,6 +297,17 @@ func (in *probeInst) Log(c plugins.Ctx) {
 				break
 			}
 			s = append(append(append(s, '['), v...), ']')
+		}
+		in.rec.seen = append(s, ';')
+	}
+	if in.c.AllFields {
+		s := in.rec.seen
+		for i := 0; ; i++ {
+			name, v, ok := c.HeaderField(i)
+			if !ok {
+				break
+			}
+			s = append(append(append(append(s, name...), '='), v...), ' ')
 		}
 		in.rec.seen = append(s, ';')
 	}
@@ -633,6 +645,20 @@ func TestHeaderAt(t *testing.T) {
 		if string(rec.seen) != tc.want {
 			t.Errorf("head %q: log saw %q, want %q", tc.head, rec.seen, tc.want)
 		}
+	}
+}
+
+// TestHeaderField: HeaderField reads every request header field in the
+// order sent, names as written, in the log phase (from the head's copy);
+// past the last, ok is false.
+func TestHeaderField(t *testing.T) {
+	h, rec := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-lo":{"all_fields":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	rec.reset()
+	h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\nX-My-A: 1\r\nx-my-b:\r\nUser-Agent: ua\r\n\r\n"), []byte(upOK))
+	if want := "Host=x X-My-A=1 x-my-b= User-Agent=ua ;"; string(rec.seen) != want {
+		t.Errorf("log saw %q, want %q", rec.seen, want)
 	}
 }
 

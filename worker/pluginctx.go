@@ -60,6 +60,15 @@ func (x *pluginCtx) HeaderAt(name string, i int) ([]byte, bool) {
 	return nil, false
 }
 
+// HeaderField implements plugins.Ctx.
+func (x *pluginCtx) HeaderField(i int) (name, value []byte, ok bool) {
+	hs := x.req.Headers
+	if i < 0 || i >= len(hs) {
+		return nil, nil, false
+	}
+	return hs[i].Name, hs[i].Value, true
+}
+
 // SetClientAddr implements plugins.Ctx: the address's text goes into
 // the exchange's buffers, read by remoteAddr and remotePort.
 func (x *pluginCtx) SetClientAddr(ip netip.Addr, port uint16) {

@@ -29,6 +29,7 @@ type Ctx struct {
 	target              []byte // $request_uri
 	host                []byte // $host, from the Host header
 	headers             []Header
+	headerNames         [][]byte // headers' names, for HeaderField
 	vars                []setVar // WithVar's
 	routeID             string
 	routeIDb            []byte // routeID, for Var(route_id)
@@ -114,6 +115,7 @@ func NewCtx(method, target string) *Ctx {
 // the worker reads it: without its port, lower-case.
 func (c *Ctx) WithHeader(name, value string) *Ctx {
 	c.headers = append(c.headers, Header{Name: name, Value: []byte(value)})
+	c.headerNames = append(c.headerNames, []byte(name))
 	if c.host == nil && strings.EqualFold(name, "host") {
 		c.host = bytes.ToLower(httpvar.HostOnly([]byte(value)))
 	}
@@ -212,6 +214,15 @@ func (c *Ctx) HeaderAt(name string, i int) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// HeaderField implements plugins.Ctx: the headers given (WithHeader), in
+// order.
+func (c *Ctx) HeaderField(i int) (name, value []byte, ok bool) {
+	if i < 0 || i >= len(c.headers) {
+		return nil, nil, false
+	}
+	return c.headerNames[i], c.headers[i].Value, true
 }
 
 // Var implements plugins.Ctx, on httpvar's table as the worker reads it: a

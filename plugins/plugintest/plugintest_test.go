@@ -253,6 +253,26 @@ func TestCtxHeaderAt(t *testing.T) {
 	}
 }
 
+// TestCtxHeaderField: HeaderField reads the headers given, in order,
+// names as written; ok false past the last.
+func TestCtxHeaderField(t *testing.T) {
+	c := NewCtx("GET", "/").WithHeader("User-Agent", "a").WithHeader("x-my-b", "")
+	var got []string
+	for i := 0; ; i++ {
+		name, v, ok := c.HeaderField(i)
+		if !ok {
+			break
+		}
+		got = append(got, string(name)+"="+string(v))
+	}
+	if strings.Join(got, ",") != "User-Agent=a,x-my-b=" {
+		t.Fatalf("HeaderField read %q", got)
+	}
+	if _, _, ok := c.HeaderField(-1); ok {
+		t.Fatal("HeaderField(-1): ok")
+	}
+}
+
 // TestCtxSetClientAddr: the address set is $remote_addr (unmapped) and
 // $remote_port (the request's when 0) until Reset.
 func TestCtxSetClientAddr(t *testing.T) {
