@@ -47,13 +47,13 @@ func TestAllocPhases(t *testing.T) {
 	col := newCollector(t)
 	idle := `,"batch_span_processor":{"max_queue_size":4096,"max_export_batch_size":4096,"batch_timeout":3600,"inactive_timeout":3600}`
 	for _, conf := range []string{
-		`{"sampler":{"name":"always_on"},"additional_attributes":["route_id","http_x_user"],"additional_header_prefix_attributes":["x-user"]}`,
+		`{"sampler":{"name":"always_on"},"additional_attributes":["route_id","http_x_user"],"additional_header_prefix_attributes":["x-user","x-*"]}`,
 		`{"sampler":{"name":"parent_base","options":{"root":{"name":"trace_id_ratio","options":{"fraction":0.5}}}}}`,
 		`{}`,
 	} {
 		in := build(t, conf, col, `,"trace_id_source":"x-request-id"`+idle)
 		for _, c := range []*plugintest.Ctx{
-			plugintest.NewCtx("GET", "/hello").WithHeader("X-User", "u1"),
+			plugintest.NewCtx("GET", "/hello").WithHeader("X-User", "u1").WithHeader("X-Tenant", "t").WithHeader("x-user", "u2"),
 			plugintest.NewCtx("GET", "/hello").WithHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
 			plugintest.NewCtx("GET", "/hello").WithHeader("X-Request-Id", "aaaabbbbccccddddeeeeffff00001111"),
 		} {

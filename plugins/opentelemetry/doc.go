@@ -36,10 +36,14 @@
 // fraction·2^63), so that services sampling by one ratio agree on a
 // trace.
 //
+// additional_header_prefix_attributes names headers, or with a final '*'
+// a prefix of their lower-cased names (Ctx.HeaderField), as APISIX
+// matches the keys of core.request.headers: the attribute is named by the
+// lower-cased name, a repeated header's values joined with ", ".
+//
 // Differences from APISIX: a full queue always drops (drop_on_queue_full
-// false does not make a request wait for an export); the prefixes of
-// additional_header_prefix_attributes ("x-my-*") are accepted and not
-// read, named headers are; set_ngx_var is accepted and the
+// false does not make a request wait for an export); set_ngx_var is
+// accepted and the
 // $opentelemetry_* variables are not set; only the request's span is
 // exported, not spans of the gateway's own phases; the span starts when
 // the request's head was read, on the worker's coarse clock.

@@ -155,7 +155,8 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	}
 	for _, name := range c.AdditionalHeaderPrefixAttributes {
 		if len(name) >= 2 && name[len(name)-1] == '*' {
-			continue // a prefix: not read yet (see the package doc)
+			in.prefixes = append(in.prefixes, []byte(name[:len(name)-1]))
+			continue
 		}
 		in.headers = append(in.headers, namedVar{key: []byte(name), v: httpvar.Parse("http_" + name)})
 	}
@@ -234,12 +235,15 @@ type instance struct {
 	fromRequestID bool
 	attrs         []namedVar // additional_attributes
 	headers       []namedVar // additional_header_prefix_attributes without '*'
+	prefixes      [][]byte   // and those with, without it
 	q             *Queue     // nil: no metadata, nothing done
 	// keys are the owners of the request's kept values: the trace id's
 	// two halves, the parent's span id and the span's own.
 	keys [4]byte
-	// tp is the traceparent being written (SetRequestHeader copies it).
-	tp []byte
+	// tp is the traceparent being written (SetRequestHeader copies it);
+	// name and value are a header prefix attribute's, being written
+	// (Span.AddAttr copies them).
+	tp, name, value []byte
 }
 
 // Rewrite reads the client's traceparent, decides sampling, sends the
@@ -393,5 +397,55 @@ func (in *instance) Log(c plugins.Ctx) {
 			s.AddAttr(in.headers[i].key, v)
 		}
 	}
+	for _, p := range in.prefixes {
+		in.prefixAttrs(c, s, p)
+	}
 	in.q.Commit(s)
+}
+
+// prefixAttrs adds the request headers whose names, lower-cased, begin
+// with p, as APISIX matches the keys of core.request.headers: the name
+// lower-cased, a repeated header's values joined with ", ", once.
+func (in *instance) prefixAttrs(c plugins.Ctx, s *Span, p []byte) {
+	for i := 0; ; i++ {
+		name, v, ok := c.HeaderField(i)
+		if !ok {
+			return
+		}
+		in.name = appendLower(in.name[:0], name)
+		if !bytes.HasPrefix(in.name, p) || seenBefore(c, i, name) {
+			continue
+		}
+		in.value = append(in.value[:0], v...)
+		for j := i + 1; ; j++ {
+			n2, v2, ok := c.HeaderField(j)
+			if !ok {
+				break
+			}
+			if bytes.EqualFold(n2, name) {
+				in.value = append(append(in.value, ", "...), v2...)
+			}
+		}
+		s.AddAttr(in.name, in.value)
+	}
+}
+
+// seenBefore reports whether a field before the i-th has name.
+func seenBefore(c plugins.Ctx, i int, name []byte) bool {
+	for j := range i {
+		if n, _, _ := c.HeaderField(j); bytes.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func appendLower(b, s []byte) []byte {
+	for _, ch := range s {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		b = append(b, ch)
+	}
+	return b
 }

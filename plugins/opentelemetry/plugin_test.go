@@ -180,3 +180,29 @@ func TestNoMetadata(t *testing.T) {
 		t.Errorf("upstream traceparent %q", v)
 	}
 }
+
+// TestHeaderPrefixAttributes: a prefix ending in '*' adds every header
+// whose lower-cased name begins with it, named lower-case, a repeated
+// one's values joined with ", "; a name adds that header.
+func TestHeaderPrefixAttributes(t *testing.T) {
+	col := newCollector(t)
+	in := build(t, `{"sampler":{"name":"always_on"},"additional_header_prefix_attributes":["x-my-*","x-tenant","X-My-*"]}`, col, "")
+	c := plugintest.NewCtx("GET", "/hello").WithHeader("X-My-A", "1").WithHeader("X-Other", "o").
+		WithHeader("x-my-a", "2").WithHeader("X-MY-B", "b").WithHeader("X-Tenant", "t1")
+	request(in, c)
+	waitFor(t, "the span", func() bool { return len(col.spans()) == 1 })
+	got := map[string]string{}
+	for _, kv := range col.spans()[0].Attributes {
+		got[kv.Key] = kv.Value.GetStringValue()
+	}
+	for k, v := range map[string]string{"x-my-a": "1, 2", "x-my-b": "b", "x-tenant": "t1"} {
+		if got[k] != v {
+			t.Errorf("attribute %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	for _, k := range []string{"x-other", "X-My-A", "X-MY-B"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("attribute %s added", k)
+		}
+	}
+}
