@@ -245,4 +245,36 @@ func TestAdminAPIOpenTelemetry(t *testing.T) {
 	if ratioSpans != len(sampledRatio) {
 		t.Errorf("ratio route: %d spans exported, %d flagged sampled upstream", ratioSpans, len(sampledRatio))
 	}
+
+	// New metadata: the spans go to the new collector, with its resource.
+	rc2 := newOTLPReceiver(t)
+	md2 := fmt.Sprintf(`{"collector":{"address":%q},"resource":{"service.name":"gw-two"},`+
+		`"batch_span_processor":{"batch_timeout":0.1,"inactive_timeout":0.05}}`, strings.TrimPrefix(rc2.URL, "http://"))
+	if r := admin.do(t, c, "PUT", "plugin_metadata/opentelemetry", md2); r.status != 200 && r.status != 201 {
+		t.Fatalf("PUT plugin_metadata/opentelemetry again: %d %s", r.status, r.body)
+	}
+	var moved []string // the span ids of the requests since
+	eventually(t, 15*time.Second, func() error {
+		tag := fmt.Sprint("moved", len(moved))
+		if r := do(t, c, "GET", g.url("/hello?n="+tag), "", nil, nil); r.status != 200 {
+			return fmt.Errorf("GET /hello: %d", r.status)
+		}
+		mu.Lock()
+		if tp := seen[tag]; len(tp) == 55 {
+			moved = append(moved, tp[36:52])
+		}
+		mu.Unlock()
+		spans, svc := rc2.bySpanID()
+		for _, id := range moved {
+			if spans[id] != nil && svc[id] == "gw-two" {
+				return nil
+			}
+		}
+		return fmt.Errorf("the new collector has %d spans, none of the %d requests since", len(spans), len(moved))
+	})
+	before, _ := rc.bySpanID()
+	time.Sleep(300 * time.Millisecond) // the old exporter's batch_timeout, and more
+	if after, _ := rc.bySpanID(); len(after) != len(before) {
+		t.Errorf("the old collector still receives: %d spans, then %d", len(before), len(after))
+	}
 }
