@@ -27,7 +27,7 @@ type collector struct {
 	status  int // the answer; 200 when 0
 }
 
-func newCollector(t *testing.T) *collector {
+func newCollector(t testing.TB) *collector {
 	c := &collector{}
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
