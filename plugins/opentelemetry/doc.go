@@ -46,7 +46,11 @@
 // accepted and the
 // $opentelemetry_* variables are not set; only the request's span is
 // exported, not spans of the gateway's own phases; the span starts when
-// the request's head was read, on the worker's coarse clock.
+// the request's head was read, on the worker's coarse clock; the spans a
+// worker has queued when its process exits are not sent (a snapshot's
+// new metadata does flush the old exporter's); the spans dropped and
+// those of failed uploads are counted (Queue.Dropped, Exporter.Failed)
+// and not yet shown in the metrics.
 //
 // Concurrency: Sampler values are immutable and safe for concurrent use;
 // an instance runs on one event loop (its traceparent buffer is written
