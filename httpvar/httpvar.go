@@ -52,6 +52,9 @@ const (
 	RequestMethod // $request_method
 	Scheme        // $scheme
 	ServerPort    // $server_port
+	ServerAddr    // $server_addr: the local address of the client's connection, without port
+	ServerName    // $server_name: the server block's name, "_" as APISIX's nginx configuration names it
+	Hostname      // $hostname: the machine's host name
 	Arg           // $arg_NAME: the raw first value of query argument NAME
 	HTTP          // $http_NAME: the first request header NAME
 	Cookie        // $cookie_NAME
@@ -119,6 +122,9 @@ var names = map[string]Kind{
 	"request_method":         RequestMethod,
 	"scheme":                 Scheme,
 	"server_port":            ServerPort,
+	"server_addr":            ServerAddr,
+	"server_name":            ServerName,
+	"hostname":               Hostname,
 	"route_id":               RouteID,
 	"route_name":             RouteName,
 	"service_id":             ServiceID,

@@ -11,7 +11,8 @@ func TestParse(t *testing.T) {
 		"query_string", "args", "scheme", "server_port", "arg_id", "http_X_Real_IP",
 		"http_user_agent", "cookie_sid", "arg_", "upstream_addr", "URI", "Arg_ID",
 		"http_x-foo", "sent_http_X_Cache", "cookie_SID", "document_uri",
-		"apisix_request_id", "x.y", "route_id", "balancer_ip", "remote_port"}
+		"apisix_request_id", "x.y", "route_id", "balancer_ip", "remote_port",
+		"server_addr", "Server_Name", "hostname"}
 	var got []Var
 	for _, n := range names {
 		got = append(got, Parse(n))
@@ -24,7 +25,7 @@ func TestParse(t *testing.T) {
 		{Kind: Unknown, Name: "arg_"}, {Kind: UpstreamAddr}, {Kind: URI}, {Kind: Arg, Name: "ID"},
 		{Kind: HTTP, Name: "x_foo"}, {Kind: SentHTTP, Name: "x_cache"}, {Kind: Cookie, Name: "SID"},
 		{Kind: URI}, {Kind: RequestID}, {Kind: Unknown, Name: "x.y"}, {Kind: RouteID}, {Kind: BalancerIP},
-		{Kind: RemotePort},
+		{Kind: RemotePort}, {Kind: ServerAddr}, {Kind: ServerName}, {Kind: Hostname},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
@@ -49,7 +50,7 @@ func TestGroups(t *testing.T) {
 	}
 	for n, want := range map[string][2]bool{
 		"uri": {false, false}, "cookie_a": {false, false}, "route_id": {true, false},
-		"balancer_ip": {true, false}, "remote_user": {false, true}, "sent_http_a": {false, true},
+		"balancer_ip": {true, false}, "server_addr": {false, false}, "hostname": {false, false}, "remote_user": {false, true}, "sent_http_a": {false, true},
 	} {
 		if k := Parse(n).Kind; k.Exchange() != want[0] || k.LogOnly() != want[1] {
 			t.Errorf("%s: exchange %v, log only %v; want %v", n, k.Exchange(), k.LogOnly(), want)

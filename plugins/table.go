@@ -12,6 +12,7 @@ package plugins
 var Table = []Entry{
 	{Name: "real-ip", Priority: 23000},
 	{Name: "request-id", Priority: 12015},
+	{Name: "opentelemetry", Priority: 12009},
 	{Name: "fault-injection", Priority: 11000},
 	{Name: "mocking", Priority: 10900},
 	{Name: "cors", Priority: 4000},

@@ -219,17 +219,17 @@ type keyPart struct {
 	hasDefault bool
 }
 
-// compileHashKey reads hash_on and key. A variable of hash_on vars that
-// APISIX's schema allows and coregate does not read (server_name,
-// server_addr, hostname) is refused: the fallback to remote_addr would
-// spread the requests otherwise than configured. remote_port, which the
-// worker reads, is refused as the Admin API (spec) refuses it.
-// mqtt_client_id, not set on HTTP in APISIX either, falls back.
+// compileHashKey reads hash_on and key. Every variable APISIX's schema
+// allows for hash_on vars is read (remote_port, server_addr, server_name
+// and hostname among them); mqtt_client_id, not set on HTTP in APISIX
+// either, falls back to remote_addr. A variable coregate does not know is
+// refused: the fallback would spread the requests otherwise than
+// configured.
 func compileHashKey(on, key string) (hashKey, error) {
 	switch on {
 	case "vars":
 		v := httpvar.Parse(key)
-		if v.Kind == httpvar.Unknown && !strings.EqualFold(key, "mqtt_client_id") || v.Kind == httpvar.RemotePort {
+		if v.Kind == httpvar.Unknown && !strings.EqualFold(key, "mqtt_client_id") {
 			return hashKey{}, fmt.Errorf("upstream key %q (hash_on vars) is not supported yet", key)
 		}
 		return hashKey{on: hashVars, v: v}, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 )
 
 // testBalancer compiles an upstream given as APISIX JSON and returns its
@@ -189,11 +190,25 @@ func TestCHashRingAsResty(t *testing.T) {
 	}
 }
 
-// TestHashKeyCompile: hash_on and key as compiled; a vars key coregate
-// cannot read is refused, naming it.
+// TestHashKeyCompile: hash_on and key as compiled: the vars keys of the
+// client's connection and the machine to their variables, mqtt_client_id
+// to the remote_addr fallback; a vars key coregate does not know is
+// refused, naming it.
 func TestHashKeyCompile(t *testing.T) {
-	for _, key := range []string{"remote_port", "server_addr", "hostname", "server_name"} {
-		// The Admin API refuses them first (spec); the worker too.
+	for key, want := range map[string]httpvar.Kind{
+		"remote_port": httpvar.RemotePort, "server_addr": httpvar.ServerAddr,
+		"server_name": httpvar.ServerName, "hostname": httpvar.Hostname,
+	} {
+		k, err := compileHashKey("vars", key)
+		if err != nil || k.on != hashVars || k.v.Kind != want {
+			t.Errorf("key %s: %+v, %v; want variable kind %d", key, k, err, want)
+		}
+	}
+	if k, err := compileHashKey("vars", "mqtt_client_id"); err != nil || k.v.Kind != httpvar.Unknown {
+		t.Errorf("mqtt_client_id: %+v, %v; want the remote_addr fallback", k, err)
+	}
+	for _, key := range []string{"server_colour", "server_port_x"} {
+		// The Admin API refuses them first (spec's pattern); the worker too.
 		_, err := compileHashKey("vars", key)
 		if err == nil || !strings.Contains(err.Error(), `"`+key+`"`) {
 			t.Errorf("key %s: err = %v", key, err)

@@ -94,6 +94,12 @@ type clientConn struct {
 	portText []byte
 	// rportText is the client's port ($remote_port).
 	rportText []byte
+	// lip is the connection's local address as gnet gives it: the
+	// listener's, unspecified on a listener bound to every address.
+	// saddrText is $server_addr, the address the client dialled, read
+	// (serverAddr) the first time a request asks for it; empty before.
+	lip       netip.Addr
+	saddrText []byte
 
 	// parser and req hold the head being read (csIdle, csHead): req's
 	// slices alias gnet's read buffer until discardHead.
@@ -134,7 +140,9 @@ func (w *Worker) newClient(c gnet.Conn) *clientConn {
 	cc.ip, rport = addrOf(c.RemoteAddr())
 	cc.ipText = cc.ip.AppendTo(cc.ipText[:0])
 	cc.rportText = strconv.AppendInt(cc.rportText[:0], int64(rport), 10)
-	_, lport := addrOf(c.LocalAddr())
+	var lport int
+	cc.lip, lport = addrOf(c.LocalAddr())
+	cc.saddrText = cc.saddrText[:0]
 	cc.portText = strconv.AppendInt(cc.portText[:0], int64(lport), 10)
 	if w.tlsPort(lport) {
 		cc.startTLS()

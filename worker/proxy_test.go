@@ -43,11 +43,14 @@ func testSpec(t testing.TB, upstreams []string, routes ...string) *spec.Spec {
 	return s
 }
 
-// runWorker runs a worker with cfg (listening on a free loopback port) and
-// s; done receives Run's result. The worker stops with the test.
+// runWorker runs a worker with cfg (listening on a free loopback port
+// unless cfg.Listen says where) and s; done receives Run's result. The
+// worker stops with the test.
 func runWorker(t *testing.T, cfg Config, s *spec.Spec) (*Worker, chan error) {
 	t.Helper()
-	cfg.Listen = []string{"127.0.0.1:0"}
+	if cfg.Listen == nil {
+		cfg.Listen = []string{"127.0.0.1:0"}
+	}
 	w := New(cfg)
 	if err := w.SetSpec(s, nil); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"net"
+	"net/netip"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,3 +23,25 @@ func unixGetsockname(fd int) (*net.TCPAddr, error) {
 }
 
 func closeFD(fd int) { _ = unix.Close(fd) }
+
+// localIP is the local address of the socket fd (getsockname), the
+// address a client dialled on a listener bound to every address. It does
+// not allocate, as unix.Getsockname does, for it runs on the loop for a
+// request ($server_addr).
+func localIP(fd int) (netip.Addr, bool) {
+	var rsa unix.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	if e != 0 {
+		return netip.Addr{}, false
+	}
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		a := (*unix.RawSockaddrInet4)(unsafe.Pointer(&rsa))
+		return netip.AddrFrom4(a.Addr), true
+	case unix.AF_INET6:
+		a := (*unix.RawSockaddrInet6)(unsafe.Pointer(&rsa))
+		return netip.AddrFrom16(a.Addr).Unmap(), true
+	}
+	return netip.Addr{}, false
+}

@@ -27,6 +27,11 @@ func (cc *clientConn) scheme() []byte {
 	return schemeHTTP
 }
 
+// serverNameVar is $server_name: the name of nginx's server block, "_" in
+// APISIX's configuration (ngx_tpl.lua's "server_name _;") whatever the
+// Host or SNI, for every listener.
+var serverNameVar = []byte("_")
+
 // noValue is the value of a variable set to nothing (an empty header).
 var noValue = []byte{}
 
@@ -66,6 +71,12 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 		return cc.scheme(), true
 	case httpvar.ServerPort:
 		return cc.portText, true
+	case httpvar.ServerAddr:
+		return cc.serverAddr(), true
+	case httpvar.ServerName:
+		return serverNameVar, true
+	case httpvar.Hostname:
+		return cc.w.hostname, cc.w.hostname != nil
 	case httpvar.Arg:
 		return httpvar.QueryArg(cc.args(), x.Name)
 	case httpvar.HTTP:
@@ -143,6 +154,23 @@ func (cc *clientConn) remotePort() []byte {
 		return cc.realPort
 	}
 	return cc.rportText
+}
+
+// serverAddr is $server_addr: the local address of the client's
+// connection, without port, as nginx's. On a listener bound to every
+// address it is the one the client dialled, read from the socket once per
+// connection (the loop's only system call for it, which does not block).
+func (cc *clientConn) serverAddr() []byte {
+	if len(cc.saddrText) == 0 {
+		ip := cc.lip
+		if ip.IsUnspecified() {
+			if a, ok := localIP(cc.c.Fd()); ok {
+				ip = a
+			}
+		}
+		cc.saddrText = ip.AppendTo(cc.saddrText[:0])
+	}
+	return cc.saddrText
 }
 
 // appendAttemptAddr appends the address of the attempt at cc.node to b:

@@ -40,6 +40,10 @@ func varTableExchange(t testing.TB) (*harness, *clientConn) {
 func TestVarTable(t *testing.T) {
 	const target = varTableTarget
 	const unset = "\x00unset"
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		t.Fatalf("os.Hostname: %q, %v", host, err)
+	}
 	cases := []struct {
 		name, want string
 		// fake: the fake derives the value from its request (else it
@@ -57,6 +61,9 @@ func TestVarTable(t *testing.T) {
 		{"request_method", "POST", true},
 		{"scheme", "http", true},
 		{"server_port", "9080", false},
+		{"server_addr", "127.0.0.1", false},
+		{"server_name", "_", true}, // whatever the Host: APISIX's "server_name _;"
+		{"hostname", host, true},
 		{"arg_b", "2", true},
 		{"arg_e", "", true},
 		{"arg_flag", unset, true}, // no '=': no argument, as nginx's ngx_http_arg

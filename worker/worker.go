@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,6 +188,9 @@ type Worker struct {
 	tlsOut    []byte // records sealed for one write to a TLS client (tlsConn)
 	tlsPorts  []int  // the bound ports of TLSListen (set by OnBoot)
 	server    []byte
+	// hostname is $hostname: the machine's host name, read once by New
+	// (empty when it cannot be read), read-only after.
+	hostname  []byte
 	freeConns []*clientConn
 	wakeFn    gnet.Runnable // runWakes
 	// Client connections open now, for draining.
@@ -258,6 +262,9 @@ func New(cfg Config) *Worker {
 	}
 	if w.log == nil {
 		w.log = slog.Default()
+	}
+	if host, err := os.Hostname(); err == nil {
+		w.hostname = []byte(host)
 	}
 	w.dns = newResolver(cfg.DNS, w.log)
 	if len(cfg.DiscoveryDNS.Servers) > 0 {

@@ -166,8 +166,14 @@ func TestDecodeRoute(t *testing.T) {
 		{"chash bad vars key", `{"uri":"/a","upstream":{"type":"chash","key":"foo","nodes":{"a:1":1}}}`,
 			`invalid configuration: failed to match pattern "^((uri|server_name|server_addr|request_uri|remote_port|remote_addr|query_string|host|hostname|mqtt_client_id)|arg_[0-9a-zA-z_-]+)$" with "foo"`},
 		{"chash consumer", `{"uri":"/a","upstream":{"type":"chash","hash_on":"consumer","nodes":{"a:1":1}}}`, ""},
-		{"chash vars key not read", `{"uri":"/a","upstream":{"type":"chash","key":"remote_port","nodes":{"a:1":1}}}`,
-			`invalid configuration: hash_on vars key remote_port is not supported yet`},
+		// Every name APISIX's pattern allows is read by the worker: stored.
+		{"chash vars key remote_port", `{"uri":"/a","upstream":{"type":"chash","key":"remote_port","nodes":{"a:1":1}}}`, ""},
+		{"chash vars key server_addr", `{"uri":"/a","upstream":{"type":"chash","key":"server_addr","nodes":{"a:1":1}}}`, ""},
+		{"chash vars key server_name", `{"uri":"/a","upstream":{"type":"chash","key":"server_name","nodes":{"a:1":1}}}`, ""},
+		{"chash vars key hostname", `{"uri":"/a","upstream":{"type":"chash","key":"hostname","nodes":{"a:1":1}}}`, ""},
+		// A variable the worker reads and APISIX's pattern does not allow.
+		{"chash vars key server_port", `{"uri":"/a","upstream":{"type":"chash","key":"server_port","nodes":{"a:1":1}}}`,
+			`invalid configuration: failed to match pattern "^((uri|server_name|server_addr|request_uri|remote_port|remote_addr|query_string|host|hostname|mqtt_client_id)|arg_[0-9a-zA-z_-]+)$" with "server_port"`},
 		{"chash vars key", `{"uri":"/a","upstream":{"type":"chash","key":"arg_k","nodes":{"a:1":1}}}`, ""},
 
 		// plugins and vars

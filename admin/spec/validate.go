@@ -174,14 +174,6 @@ func (u *Upstream) checkConf() *ValidationError {
 			return e.prefixed("invalid configuration: ")
 		}
 	}
-	if hashOn == "vars" {
-		switch u.Key {
-		case "server_name", "server_addr", "remote_port", "hostname":
-			// Variables APISIX allows that the gateway does not read:
-			// their requests would all hash remote_addr instead.
-			return &ValidationError{Field: "key", Msg: "invalid configuration: hash_on vars key " + u.Key + " is not supported yet"}
-		}
-	}
 	return nil
 }
 

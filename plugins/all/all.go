@@ -23,6 +23,7 @@ import (
 	_ "coregate/plugins/limitcount"          // limit-count (1002, access)
 	_ "coregate/plugins/limitreq"            // limit-req (1001, access)
 	_ "coregate/plugins/mocking"             // mocking (10900, access)
+	_ "coregate/plugins/opentelemetry"       // opentelemetry (12009, rewrite, log)
 	_ "coregate/plugins/prometheus"          // prometheus (500, log)
 	_ "coregate/plugins/proxymirror"         // proxy-mirror (1010, rewrite)
 	_ "coregate/plugins/proxyrewrite"        // proxy-rewrite (1008, rewrite)

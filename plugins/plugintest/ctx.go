@@ -3,8 +3,10 @@ package plugintest
 import (
 	"bytes"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,8 +239,9 @@ func (c *Ctx) RequestHeaderAt(i int) (name, value []byte, ok bool) {
 
 // Var implements plugins.Ctx, on httpvar's table as the worker reads it: a
 // variable set with WithVar; else the request's (uri is the path as
-// given, not normalised; host is the Host header's; server_port is unset
-// unless set), route_id (WithRoute) and consumer_name (SetConsumer); nil
+// given, not normalised; host is the Host header's; server_name is "_"
+// and hostname the machine's, as the worker's; server_port and
+// server_addr are unset unless set), route_id (WithRoute) and consumer_name (SetConsumer); nil
 // for the other exchange variables and the log's. args is the query of
 // the target SetUpstreamURI set, as the worker's: a plugin that edits the
 // arguments (key-auth's hide_credentials) edits them for the plugins
@@ -270,6 +273,10 @@ func (c *Ctx) Var(v httpvar.Var) []byte {
 		return c.method
 	case httpvar.Scheme:
 		return scheme
+	case httpvar.ServerName:
+		return serverName
+	case httpvar.Hostname:
+		return hostname()
 	case httpvar.Arg:
 		val, _ := httpvar.QueryArg(c.args(), v.Name)
 		return val
@@ -301,9 +308,19 @@ func (c *Ctx) Var(v httpvar.Var) []byte {
 }
 
 var (
-	scheme  = []byte("http")
-	noValue = []byte{}
+	scheme     = []byte("http")
+	serverName = []byte("_")
+	noValue    = []byte{}
 )
+
+// hostname is $hostname, the machine's host name as the worker reads it
+// once; nil when it cannot be read.
+var hostname = sync.OnceValue(func() []byte {
+	if h, err := os.Hostname(); err == nil {
+		return []byte(h)
+	}
+	return nil
+})
 
 // args is $args: the query of the target SetUpstreamURI set, the
 // request's when none; nil when empty.

@@ -1,0 +1,451 @@
+package opentelemetry
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"coregate/httpvar"
+	"coregate/plugins"
+)
+
+// Name is the plugin's wire name.
+const Name = "opentelemetry"
+
+var (
+	//go:embed schema.json
+	schema []byte
+	//go:embed metadata_schema.json
+	metadataSchema []byte
+)
+
+func init() { plugins.Register(Name, Plugin{}) }
+
+// Plugin is opentelemetry's implementation; its zero value is ready.
+type Plugin struct{}
+
+var (
+	_ plugins.Plugin               = Plugin{}
+	_ plugins.MetadataSchemaPlugin = Plugin{}
+	_ plugins.RewritePhase         = (*instance)(nil)
+	_ plugins.LogPhase             = (*instance)(nil)
+)
+
+// Schema implements plugins.Plugin: APISIX's schema.
+func (Plugin) Schema() []byte { return schema }
+
+// MetadataSchema implements plugins.MetadataSchemaPlugin: APISIX's
+// metadata_schema.
+func (Plugin) MetadataSchema() []byte { return metadataSchema }
+
+// samplerConf is sampler, with APISIX's defaults.
+type samplerConf struct {
+	Name    string `json:"name"`
+	Options struct {
+		Fraction float64 `json:"fraction"`
+		Root     *struct {
+			Name    string `json:"name"`
+			Options struct {
+				Fraction float64 `json:"fraction"`
+			} `json:"options"`
+		} `json:"root"`
+	} `json:"options"`
+}
+
+// conf is a route's configuration.
+type conf struct {
+	Sampler                          samplerConf `json:"sampler"`
+	AdditionalAttributes             []string    `json:"additional_attributes"`
+	AdditionalHeaderPrefixAttributes []string    `json:"additional_header_prefix_attributes"`
+}
+
+// metadata is the plugin metadata, with APISIX's defaults.
+type metadata struct {
+	TraceIDSource string         `json:"trace_id_source"`
+	Resource      map[string]any `json:"resource"`
+	Collector     struct {
+		Address        string         `json:"address"`
+		RequestTimeout int            `json:"request_timeout"`
+		RequestHeaders map[string]any `json:"request_headers"`
+	} `json:"collector"`
+	BatchSpanProcessor struct {
+		DropOnQueueFull    *bool   `json:"drop_on_queue_full"`
+		MaxQueueSize       int     `json:"max_queue_size"`
+		BatchTimeout       float64 `json:"batch_timeout"`
+		InactiveTimeout    float64 `json:"inactive_timeout"`
+		MaxExportBatchSize int     `json:"max_export_batch_size"`
+	} `json:"batch_span_processor"`
+	SetNgxVar bool `json:"set_ngx_var"`
+}
+
+// The batch span processor's defaults, opentelemetry-lua's.
+const (
+	defaultMaxQueueSize       = 2048
+	defaultBatchTimeout       = 5.0
+	defaultInactiveTimeout    = 2.0
+	defaultMaxExportBatchSize = 256
+)
+
+func decodeMetadata(raw json.RawMessage) (metadata, error) {
+	var m metadata
+	m.TraceIDSource = "random"
+	m.Collector.Address, m.Collector.RequestTimeout = "127.0.0.1:4318", 3
+	err := json.Unmarshal(raw, &m)
+	bsp := &m.BatchSpanProcessor
+	if bsp.MaxQueueSize <= 0 {
+		bsp.MaxQueueSize = defaultMaxQueueSize
+	}
+	if bsp.BatchTimeout <= 0 {
+		bsp.BatchTimeout = defaultBatchTimeout
+	}
+	if bsp.InactiveTimeout <= 0 {
+		bsp.InactiveTimeout = defaultInactiveTimeout
+	}
+	if bsp.MaxExportBatchSize <= 0 {
+		bsp.MaxExportBatchSize = defaultMaxExportBatchSize
+	}
+	if m.Collector.RequestTimeout <= 0 {
+		m.Collector.RequestTimeout = 3
+	}
+	return m, err
+}
+
+// Check implements plugins.Plugin: the schema says it all.
+func (Plugin) Check(json.RawMessage) error { return nil }
+
+// buildSampler is the sampler a configuration names.
+func buildSampler(c samplerConf) Sampler {
+	byName := func(name string, fraction float64) Sampler {
+		switch name {
+		case "always_on":
+			return AlwaysOn
+		case "trace_id_ratio":
+			return TraceIDRatio(fraction)
+		}
+		return AlwaysOff
+	}
+	if c.Name == "parent_base" {
+		if r := c.Options.Root; r != nil {
+			return ParentBase(byName(r.Name, r.Options.Fraction))
+		}
+		return ParentBase(AlwaysOff)
+	}
+	return byName(c.Name, c.Options.Fraction)
+}
+
+// Build implements plugins.Plugin. The exporter of the snapshot's
+// metadata is the process's (exporterFor); without metadata the
+// instance does nothing, as APISIX's rewrite warns and returns.
+func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
+	c := conf{}
+	c.Sampler.Name = "always_off"
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	in := &instance{sampler: buildSampler(c.Sampler)}
+	for _, name := range c.AdditionalAttributes {
+		in.attrs = append(in.attrs, namedVar{key: []byte(name), v: httpvar.Parse(name)})
+	}
+	for _, name := range c.AdditionalHeaderPrefixAttributes {
+		if len(name) >= 2 && name[len(name)-1] == '*' {
+			in.prefixes = append(in.prefixes, []byte(name[:len(name)-1]))
+			continue
+		}
+		in.headers = append(in.headers, namedVar{key: []byte(name), v: httpvar.Parse("http_" + name)})
+	}
+	if raw := env.Metadata.Of(Name); raw != nil {
+		m, err := decodeMetadata(raw)
+		if err != nil {
+			return nil, fmt.Errorf("opentelemetry: metadata: %w", err)
+		}
+		in.fromRequestID = m.TraceIDSource == "x-request-id"
+		in.q = exporterFor(raw, m)
+	}
+	return in, nil
+}
+
+// namedVar is an attribute read from a variable.
+type namedVar struct {
+	key []byte
+	v   httpvar.Var
+}
+
+// The process's exporter: one per metadata, replaced (the old one
+// flushed and stopped) when a snapshot brings other metadata.
+var exporters struct {
+	mu     sync.Mutex
+	raw    []byte
+	q      *Queue
+	cancel context.CancelFunc
+}
+
+// exporterFor returns the queue of the exporter of metadata raw (m
+// decoded), starting it when the process has none for it.
+func exporterFor(raw []byte, m metadata) *Queue {
+	exporters.mu.Lock()
+	defer exporters.mu.Unlock()
+	if exporters.q != nil && bytes.Equal(exporters.raw, raw) {
+		return exporters.q
+	}
+	if exporters.cancel != nil {
+		exporters.cancel()
+	}
+	bsp := m.BatchSpanProcessor
+	q := NewQueue(bsp.MaxQueueSize, bsp.MaxExportBatchSize)
+	host, _ := os.Hostname()
+	headers := map[string]string{}
+	for k, v := range m.Collector.RequestHeaders {
+		switch x := v.(type) {
+		case string:
+			headers[k] = x
+		case bool:
+			headers[k] = strconv.FormatBool(x)
+		case float64:
+			headers[k] = strconv.FormatFloat(x, 'g', -1, 64)
+		}
+	}
+	e := NewExporter(q, ExportConfig{
+		Address:            m.Collector.Address,
+		RequestTimeout:     time.Duration(m.Collector.RequestTimeout) * time.Second,
+		Headers:            headers,
+		Resource:           m.Resource,
+		Hostname:           host,
+		MaxExportBatchSize: bsp.MaxExportBatchSize,
+		BatchTimeout:       time.Duration(bsp.BatchTimeout * float64(time.Second)),
+		InactiveTimeout:    time.Duration(bsp.InactiveTimeout * float64(time.Second)),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	_ = e.Start(ctx) // the HTTP client's Start does not fail
+	go e.Run(ctx)
+	exporters.raw, exporters.q, exporters.cancel = bytes.Clone(raw), q, cancel
+	return q
+}
+
+// instance is one configuration, built; shared by the requests of its
+// routes on one event loop. Its phases allocate nothing.
+type instance struct {
+	sampler       Sampler
+	fromRequestID bool
+	attrs         []namedVar // additional_attributes
+	headers       []namedVar // additional_header_prefix_attributes without '*'
+	prefixes      [][]byte   // and those with, without it
+	q             *Queue     // nil: no metadata, nothing done
+	// keys are the owners of the request's kept values: the trace id's
+	// two halves, the parent's span id and the span's own.
+	keys [4]byte
+	// tp is the traceparent being written (SetRequestHeader copies it);
+	// name and value are a header prefix attribute's, being written
+	// (Span.AddAttr copies them).
+	tp, name, value []byte
+}
+
+// Rewrite reads the client's traceparent, decides sampling, sends the
+// upstream a traceparent naming this span, and keeps the ids of a
+// sampled span for the log phase.
+func (in *instance) Rewrite(c plugins.Ctx) {
+	if in.q == nil {
+		return
+	}
+	parent, hasParent := ParseTraceparent(c.Header("traceparent"))
+	var sc SpanContext
+	switch {
+	case hasParent:
+		sc.TraceID = parent.TraceID
+	case in.fromRequestID:
+		var ok bool
+		if sc.TraceID, ok = ParseTraceID(c.Header("X-Request-Id")); !ok {
+			sc.TraceID = randomTraceID()
+		}
+	default:
+		sc.TraceID = randomTraceID()
+	}
+	putUint64(sc.SpanID[:], nonZero())
+	if in.sampler.Sample(sc.TraceID, parent, hasParent) {
+		sc.Flags = 1
+	}
+	in.tp = AppendTraceparent(in.tp[:0], sc)
+	c.SetRequestHeader("traceparent", in.tp)
+	if sc.Flags&1 == 0 {
+		return
+	}
+	var pid uint64
+	if hasParent {
+		pid = getUint64(parent.SpanID[:])
+	}
+	// keys[0] last: the log phase records a span only when all four
+	// were kept.
+	_ = c.Keep(&in.keys[1], getUint64(sc.TraceID[8:])) &&
+		c.Keep(&in.keys[2], pid) &&
+		c.Keep(&in.keys[3], getUint64(sc.SpanID[:])) &&
+		c.Keep(&in.keys[0], getUint64(sc.TraceID[:8]))
+}
+
+func randomTraceID() TraceID {
+	var id TraceID
+	putUint64(id[:8], rand.Uint64())
+	putUint64(id[8:], nonZero())
+	return id
+}
+
+func nonZero() uint64 {
+	for {
+		if v := rand.Uint64(); v != 0 {
+			return v
+		}
+	}
+}
+
+func putUint64(b []byte, v uint64) {
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+}
+
+func getUint64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// The variables of the span's attributes.
+var (
+	varHost        = httpvar.Parse("host")
+	varScheme      = httpvar.Parse("scheme")
+	varRequestURI  = httpvar.Parse("request_uri")
+	varUserAgent   = httpvar.Parse("http_user_agent")
+	varURI         = httpvar.Parse("uri")
+	varRouteID     = httpvar.Parse("route_id")
+	varRouteName   = httpvar.Parse("route_name")
+	varMatchedURI  = httpvar.Parse("matched_uri")
+	varServiceID   = httpvar.Parse("service_id")
+	varServiceName = httpvar.Parse("service_name")
+)
+
+var space = []byte(" ")
+
+// Log records the span of a sampled request into the exporter's queue
+// (dropped and counted when the queue is full): its ids, its times, its
+// name (the method and the route's uri pattern) and APISIX's attributes.
+func (in *instance) Log(c plugins.Ctx) {
+	if in.q == nil {
+		return
+	}
+	hi, ok := c.Kept(&in.keys[0])
+	if !ok {
+		return
+	}
+	s := in.q.Reserve()
+	if s == nil {
+		return
+	}
+	lo, _ := c.Kept(&in.keys[1])
+	pid, _ := c.Kept(&in.keys[2])
+	sid, _ := c.Kept(&in.keys[3])
+	putUint64(s.SC.TraceID[:8], hi)
+	putUint64(s.SC.TraceID[8:], lo)
+	putUint64(s.SC.SpanID[:], sid)
+	putUint64(s.Parent[:], pid)
+	s.SC.Flags = 1
+	x := c.Exchange()
+	s.End = c.Now()
+	s.Start = s.End - int64(x.RequestTime)
+	s.Status = uint16(c.Status())
+	s.FromUpstream = x.Upstreamed
+	method := c.Method()
+	path := c.Var(varMatchedURI)
+	if path != nil {
+		s.SetName(method, space, path)
+	} else {
+		s.SetName(method)
+	}
+	attr := func(k string, v []byte) { s.AddAttr([]byte(k), v) }
+	attr("net.host.name", c.Var(varHost))
+	attr("http.method", method)
+	attr("http.scheme", c.Var(varScheme))
+	attr("http.target", c.Var(varRequestURI))
+	attr("http.user_agent", c.Var(varUserAgent))
+	attr("http.request.method", method)
+	attr("url.scheme", c.Var(varScheme))
+	attr("url.path", c.Var(varURI))
+	attr("user_agent.original", c.Var(varUserAgent))
+	if path != nil {
+		attr("apisix.route_id", c.Var(varRouteID))
+		attr("apisix.route_name", c.Var(varRouteName))
+		attr("http.route", path)
+	}
+	if sid := c.Var(varServiceID); sid != nil {
+		attr("apisix.service_id", sid)
+		attr("apisix.service_name", c.Var(varServiceName))
+	}
+	for i := range in.attrs {
+		if v := c.Var(in.attrs[i].v); v != nil {
+			s.AddAttr(in.attrs[i].key, v)
+		}
+	}
+	for i := range in.headers {
+		if v := c.Var(in.headers[i].v); v != nil {
+			s.AddAttr(in.headers[i].key, v)
+		}
+	}
+	for _, p := range in.prefixes {
+		in.prefixAttrs(c, s, p)
+	}
+	in.q.Commit(s)
+}
+
+// prefixAttrs adds the request headers whose names, lower-cased, begin
+// with p, as APISIX matches the keys of core.request.headers: the name
+// lower-cased, a repeated header's values joined with ", ", once.
+func (in *instance) prefixAttrs(c plugins.Ctx, s *Span, p []byte) {
+	for i := 0; ; i++ {
+		name, v, ok := c.RequestHeaderAt(i)
+		if !ok {
+			return
+		}
+		in.name = appendLower(in.name[:0], name)
+		if !bytes.HasPrefix(in.name, p) || seenBefore(c, i, name) {
+			continue
+		}
+		in.value = append(in.value[:0], v...)
+		for j := i + 1; ; j++ {
+			n2, v2, ok := c.RequestHeaderAt(j)
+			if !ok {
+				break
+			}
+			if bytes.EqualFold(n2, name) {
+				in.value = append(append(in.value, ", "...), v2...)
+			}
+		}
+		s.AddAttr(in.name, in.value)
+	}
+}
+
+// seenBefore reports whether a field before the i-th has name.
+func seenBefore(c plugins.Ctx, i int, name []byte) bool {
+	for j := range i {
+		if n, _, _ := c.RequestHeaderAt(j); bytes.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func appendLower(b, s []byte) []byte {
+	for _, ch := range s {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		b = append(b, ch)
+	}
+	return b
+}
