@@ -61,7 +61,7 @@ func TestAllocPhases(t *testing.T) {
 			plugintest.AllocsPerRun(t, 200, func() {
 				c.Reset()
 				in.Rewrite(c)
-				c.SetStatus(200)
+				c.WithStatus(200)
 				in.Log(c)
 			})
 		}

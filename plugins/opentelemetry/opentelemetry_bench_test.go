@@ -24,7 +24,7 @@ func BenchmarkOpenTelemetry(b *testing.B) {
 			for b.Loop() {
 				c.Reset()
 				in.Rewrite(c)
-				c.SetStatus(200)
+				c.WithStatus(200)
 				in.Log(c)
 				if s := in.q.Next(); s != nil {
 					in.q.Done()

@@ -69,7 +69,7 @@ func build(t testing.TB, conf string, c *collector, extra string) *instance {
 func request(in *instance, c *plugintest.Ctx) {
 	c.WithVar("matched_uri", "/hello*").WithVar("route_name", "hello")
 	in.Rewrite(c)
-	c.SetStatus(200)
+	c.WithStatus(200)
 	in.Log(c)
 }
 

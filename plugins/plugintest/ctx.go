@@ -450,6 +450,14 @@ func (c *Ctx) ResponseHeaderValues(name string) []string {
 	return out
 }
 
+// WithStatus makes status the answer's (the upstream's, as a request
+// that was proxied has it before header_filter and log), where SetStatus
+// is a plugin's change of it.
+func (c *Ctx) WithStatus(status int) *Ctx {
+	c.status = status
+	return c
+}
+
 // Status implements plugins.Ctx.
 func (c *Ctx) Status() int { return c.status }
 
