@@ -106,7 +106,9 @@ func Main(c Command) error {
 	// $secret:// references are read with the secret objects the store
 	// sync (and the Admin API) hand the registry, their credentials
 	// decrypted as the Admin API encrypted them.
-	plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
+	sr := secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
+	sr.TTL, sr.NegTTL = nc.APISIX.SecretTTL, nc.APISIX.SecretNegTTL // apisix.lru.secret
+	plugins.Default.SetSecrets(sr)
 	if nc.APISIX.EnableAdmin {
 		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
 			return err
@@ -295,7 +297,9 @@ func Check(path string, w io.Writer) error {
 	case "yaml", "json":
 		if prov.File != "" {
 			// The file's $secret:// references are read, as at start.
-			plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
+			sr := secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
+			sr.TTL, sr.NegTTL = nc.APISIX.SecretTTL, nc.APISIX.SecretNegTTL // apisix.lru.secret
+			plugins.Default.SetSecrets(sr)
 			if err := standalone.CheckFile(prov.File, plugins.Default); err != nil {
 				return err
 			}

@@ -139,7 +139,9 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 	plugins.Default.SetKeyring(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
 	// $secret:// references are read, when a snapshot is built (off the
 	// event loop), with the Spec's secret objects.
-	plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
+	sr := secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
+	sr.TTL, sr.NegTTL = nc.APISIX.SecretTTL, nc.APISIX.SecretNegTTL // apisix.lru.secret
+	plugins.Default.SetSecrets(sr)
 
 	var member *bpf.Member
 	if o.BPFFDs == bpf.NumFiles {
