@@ -84,3 +84,45 @@ func TestTLSSSLReferences(t *testing.T) {
 	}
 	send("GET", "ssls/unset", "", 404)
 }
+
+// TestTLSSSLReferencesStandalone: through the real binary in standalone
+// mode, apisix.yaml's ssl object whose certs and keys are $env://
+// references is served with the variables' values; one whose key's
+// variable is not set is left out, the rest served.
+func TestTLSSSLReferencesStandalone(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	rsa := p.server(t, "env-rsa", true, "yaml.example.com")
+	ec := p.server(t, "env-ecdsa", false, "yaml.example.com")
+	other := p.server(t, "unset", false, "unset.example.com")
+	up := textUpstream(t, "from yaml")
+	yaml := standaloneYAML(map[string][]obj{
+		"routes": {{"id": 1, "uri": "/*", "upstream": upstreamOf(nodes(up.Addr()), nil)}},
+		"ssls": {
+			{"id": "env", "snis": []string{"yaml.example.com"}, "cert": rsa.CertPEM, "key": rsa.KeyPEM,
+				"certs": []string{"$env://COREGATE_TEST_SSL_EC_CERT"}, "keys": []string{"$ENV://COREGATE_TEST_SSL_EC_KEY"}},
+			{"id": "unset", "snis": []string{"unset.example.com"}, "cert": other.CertPEM, "key": "$env://COREGATE_TEST_SSL_UNSET"},
+		},
+	})
+	g := bindSupervisor(e2e.Start(t, e2e.Options{Bin: binPath, Config: tlsConfig(1, "", ""), APISIX: yaml,
+		Env:   []string{"GORACE=atexit_sleep_ms=0", "COREGATE_TEST_SSL_EC_CERT=" + ec.CertPEM, "COREGATE_TEST_SSL_EC_KEY=" + ec.KeyPEM},
+		Ready: 1}))
+	addr := g.TLSAddr()
+	eventually(t, 10*time.Second, func() error {
+		cn, err := servedCN(t, addr, p.config("yaml.example.com"))
+		if err != nil {
+			return err
+		}
+		if cn != "env-ecdsa" { // crypto/tls offers ECDSA first
+			return fmt.Errorf("served %q", cn)
+		}
+		return nil
+	})
+	res, _, err := tlsGet(t, addr, p.config("yaml.example.com"), "yaml.example.com", "/x")
+	if err != nil || res.status != 200 || res.body != "from yaml" {
+		t.Fatalf("GET: %v %d %q", err, res.status, res.body)
+	}
+	if cn, err := servedCN(t, addr, p.config("unset.example.com")); err == nil {
+		t.Fatalf("unset.example.com served %q without its key", cn)
+	}
+}
