@@ -2,9 +2,12 @@ package worker
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 
 	"coregate/admin/spec"
@@ -56,5 +59,46 @@ func TestTLSReferences(t *testing.T) {
 	}
 	if s.SSLs[0].Key != "$ENV://COREGATE_TEST_SSL_KEY" || s.SSLs[0].Cert != "$env://COREGATE_TEST_SSL_CERT" {
 		t.Fatalf("the Spec's object changed: %q", s.SSLs[0].Key)
+	}
+}
+
+// TestHTTPSUpstreamClientCertReference: an upstream's tls.client_cert_id
+// naming an ssl object of type client whose cert and key are $env://
+// references presents the variables' certificate to the node; with a
+// variable that is not set, the rest of the configuration is served and
+// the upstream's requests fail (502).
+func TestHTTPSUpstreamClientCertReference(t *testing.T) {
+	ca := newTestCA(t)
+	clients := x509.NewCertPool()
+	clients.AddCert(ca.cert)
+	o := newTLSOrigin(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(rw, r.TLS.PeerCertificates[0].Subject.CommonName)
+	}), &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clients})
+	addr := strings.TrimPrefix(o.URL, "https://")
+	certPEM, keyPEM := ca.issue(t, "from the environment")
+	t.Setenv("COREGATE_TEST_UP_CERT", string(certPEM))
+	t.Setenv("COREGATE_TEST_UP_KEY", string(keyPEM))
+	t.Setenv("COREGATE_TEST_UP_UNSET", "")
+	if err := os.Unsetenv("COREGATE_TEST_UP_UNSET"); err != nil {
+		t.Fatal(err)
+	}
+	s := testSpec(t, nil, httpsRoute(addr, `"tls":{"client_cert_id":"c1"}`))
+	sl, err := spec.DecodeSSL([]byte(`{"id":"c1","type":"client","cert":"$env://COREGATE_TEST_UP_CERT","key":"$env://COREGATE_TEST_UP_KEY"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SSLs = append(s.SSLs, sl)
+	w, _ := runWorker(t, Config{}, s)
+	if st, body := getHost(t, keepAliveClient(t), w, "a.test", "/"); st != 200 || body != "from the environment" {
+		t.Errorf("with references: %d %q, want 200 %q", st, body, "from the environment")
+	}
+	sl2 := *sl
+	sl2.Key = "$env://COREGATE_TEST_UP_UNSET"
+	s.SSLs = []*spec.SSL{&sl2}
+	if err := w.SetSpec(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := getHost(t, keepAliveClient(t), w, "a.test", "/"); st != 502 {
+		t.Errorf("with an unset variable: %d, want 502", st)
 	}
 }
