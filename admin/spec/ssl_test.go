@@ -155,7 +155,7 @@ func TestDecodeSSLReferences(t *testing.T) {
 	for _, v := range []string{"$envy://X", "$Secret://vault/a/b", "env://X"} {
 		var ve *ValidationError
 		_, err := DecodeSSL(sslJSON(t, map[string]any{"sni": "a.com", "cert": c.CertPEM, "key": v}))
-		if !errors.As(err, &ve) || ve.Field != "key" || !strings.Contains(ve.Msg, `property "key" validation failed`) {
+		if !errors.As(err, &ve) || ve.Field != "key" || !strings.Contains(ve.Msg, `property "key" validation failed: string too short, expected at least 64`) {
 			t.Errorf("key %q: %#v", v, err)
 		}
 	}
