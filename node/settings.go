@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"coregate/admin/nodeconf"
+	"coregate/admin/secret"
 	"coregate/tlsconf"
 	"coregate/worker/accesslog"
 )
@@ -75,4 +76,14 @@ func CheckTLS(nc *nodeconf.Config) error {
 		return fmt.Errorf("config.yaml: apisix.ssl: %w", err)
 	}
 	return nil
+}
+
+// SecretResolver is a node's reader of $secret:// references: the secret
+// objects' credentials decrypted with the keyring the Admin API encrypts
+// them with (DataEncryption.FieldsKeyring), values and failures kept for
+// apisix.lru.secret's ttl and neg_ttl.
+func SecretResolver(nc *nodeconf.Config) *secret.Resolver {
+	r := secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
+	r.TTL, r.NegTTL = nc.APISIX.SecretTTL, nc.APISIX.SecretNegTTL
+	return r
 }

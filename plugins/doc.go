@@ -61,6 +61,8 @@
 // from the Registry's SecretSource (SetSecrets: package admin/secret's
 // Resolver, which reads the secret objects' Vault), and refused ("secret
 // managers ($secret://) are not supported yet") by a Registry without one.
+// Registry.Resolve reads one such string the same way, for references
+// held outside plugin configurations (an ssl object's cert and key).
 // A SecretSource's lookup is network I/O bounded in time, done where
 // configurations are checked and built, never on an event loop; a lookup
 // that fails refuses the object with a message naming the reference and

@@ -81,6 +81,25 @@ func (r *Registry) secretSource() SecretSource {
 	return nil
 }
 
+// Resolve returns the value of s when it is a reference ($env:// or
+// $secret://, as in a plugin configuration) and true, or s itself and
+// false when it is not one; an error, naming the reference and never a
+// value, when it cannot be resolved. For references held outside plugin
+// configurations (an ssl object's certificates and keys). It may do
+// network I/O (SecretSource): never call it on an event loop. Safe for
+// concurrent use.
+func (r *Registry) Resolve(s string) (string, bool, error) {
+	rf, ok := refOf(s, "", "")
+	if !ok {
+		return s, false, nil
+	}
+	v, why := rf.resolve(r.secretSource())
+	if why != "" {
+		return "", true, errors.New(why)
+	}
+	return v, true, nil
+}
+
 // ref is one reference found in a configuration: where (its field, as
 // spec.ValidationError names fields, and the message prefix naming it, as
 // the schema's messages nest) and what was written.

@@ -94,3 +94,37 @@ func TestSecretRefs(t *testing.T) {
 		t.Fatalf("source unset: %v", err)
 	}
 }
+
+// TestRegistryResolve: Resolve reads a single string as a plugin
+// configuration's references are read, for references outside plugins
+// (an ssl object's key): a plain string as it is, an $env:// or
+// $secret:// one's value, and an error naming the reference, never a
+// value, when there is none.
+func TestRegistryResolve(t *testing.T) {
+	setRefEnv(t, "env-value")
+	r := NewRegistry(testTable)
+	for _, tc := range []struct {
+		in, want string
+		ref      bool
+		err      string
+	}{
+		{"-----BEGIN", "-----BEGIN", false, ""},
+		{"$env://" + refVar, "env-value", true, ""},
+		{"$ENV://" + refJSON + "/user", "u-1", true, ""},
+		{"$env://" + refUnset, "", true, "cannot resolve $env://" + refUnset + ": environment variable " + refUnset + " is not set"},
+		{"$secret://vault/v1/k", "", true, "$secret://vault/v1/k: secret managers ($secret://) are not supported yet"},
+	} {
+		v, ref, err := r.Resolve(tc.in)
+		if v != tc.want || ref != tc.ref || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
+			t.Errorf("Resolve(%q) = %q, %v, %v; want %q, %v, %q", tc.in, v, ref, err, tc.want, tc.ref, tc.err)
+		}
+	}
+	r.SetSecrets(&mapSecrets{m: map[string]string{"$secret://vault/v1/k": "s3cret"}})
+	if v, ref, err := r.Resolve("$secret://vault/v1/k"); v != "s3cret" || !ref || err != nil {
+		t.Errorf("with a source: %q %v %v", v, ref, err)
+	}
+	if _, _, err := r.Resolve("$secret://vault/v1/other"); err == nil || strings.Contains(err.Error(), "s3cret") ||
+		!strings.Contains(err.Error(), "$secret://vault/v1/other") {
+		t.Errorf("unknown secret: %v", err)
+	}
+}

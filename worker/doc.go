@@ -246,7 +246,8 @@
 // (goHandshake), or a new one: a new goroutine's stack grew by copying at
 // every handshake. A client's handshake is served from the snapshot
 // current at its first record (Snapshot.certs: the ssls' certificates by
-// SNI, tlsconf); it runs in csIdle under client_header_timeout, counted
+// SNI, tlsconf, their $env:// and $secret:// references read when the
+// snapshot is built, sslref.go); it runs in csIdle under client_header_timeout, counted
 // from the accept, so a client that stops mid-handshake is closed then,
 // and its goroutine's read returns. An upstream's is bounded by the
 // connect timeout.

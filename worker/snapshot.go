@@ -328,6 +328,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	snap := &Snapshot{reg: ps.reg, env: ps.env, shared: sharedOf(s)}
 	checked := ps.reg.Trusts(s.Checked)
 	ue.checked = checkedNames(s)
+	ue.resolve = ps.reg.Resolve
 	ue.ssl = func(id string) *spec.SSL {
 		for _, sl := range s.SSLs {
 			if sl.ID.String() == id {
@@ -854,6 +855,9 @@ type upstreamEnv struct {
 	// ssl finds an ssl object of the Spec by id (tls.client_cert_id);
 	// compile sets it.
 	ssl func(id string) *spec.SSL
+	// resolve reads a $env:// or $secret:// reference of that object's
+	// cert and key (plugins.Registry.Resolve); compile sets it.
+	resolve func(s string) (string, bool, error)
 	// health is the node's health region (nil: none) and checked the
 	// names of the Spec's upstreams with checks; compile sets checked.
 	health  *shm.Health

@@ -253,17 +253,24 @@ func (w *Worker) rotateTickets() {
 // change elsewhere in the configuration), else a new one (tlsconf.Build;
 // an object that cannot be served is logged and left out). A handshake
 // takes the table of the snapshot current at its first record; the
-// connections made with an older one keep it.
+// connections made with an older one keep it. Objects holding $env:// or
+// $secret:// references are read (resolveSSLs) at every build, so that
+// a changed secret is served once its cache time is over.
 func (w *Worker) buildCerts(snap *Snapshot, ssls []*spec.SSL) {
 	if len(w.cfg.TLSListen) == 0 {
 		return
 	}
-	if prev := w.snap.Load(); prev != nil && prev.certs != nil && reflect.DeepEqual(prev.ssls, ssls) {
+	refs := sslHasRefs(ssls)
+	if prev := w.snap.Load(); prev != nil && prev.certs != nil && !refs && reflect.DeepEqual(prev.ssls, ssls) {
 		snap.certs, snap.ssls = prev.certs, prev.ssls
 		return
 	}
-	t, errs := tlsconf.Build(ssls, w.cfg.TLS, w.cfg.Decrypt)
-	for _, err := range errs {
+	served, errs := ssls, []error(nil)
+	if refs {
+		served, errs = resolveSSLs(ssls, snap.reg)
+	}
+	t, berrs := tlsconf.Build(served, w.cfg.TLS, w.cfg.Decrypt)
+	for _, err := range append(errs, berrs...) {
 		w.log.Error("configuration: ssl left out", "err", err)
 	}
 	t.SetTicketKeys(w.ticketKeys())

@@ -75,6 +75,19 @@ func compileUpstreamTLS(u *spec.Upstream, ue upstreamEnv) (*upstreamTLS, error) 
 			t.fault = errors.New("failed to get ssl cert: ssl type should be 'client'")
 		default:
 			c.ClientCert, c.ClientKey = sl.Cert, sl.Key
+			// References read as APISIX reads them before the handshake
+			// (fetch_secrets); one that does not resolve fails every
+			// connection, as a deleted object does.
+			if ue.resolve != nil {
+				var err error
+				if c.ClientCert, _, err = ue.resolve(c.ClientCert); err == nil {
+					c.ClientKey, _, err = ue.resolve(c.ClientKey)
+				}
+				if err != nil {
+					t.fault = fmt.Errorf("failed to get ssl cert: ssl id [%s]: %w", id, err)
+					c.ClientCert, c.ClientKey = "", ""
+				}
+			}
 		}
 	}
 	if c.Verify {

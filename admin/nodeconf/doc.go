@@ -72,6 +72,14 @@
 // configuration comes from etcd, so are plugins' encrypt_fields. null, or
 // a keyring null or empty, stores everything in clear, knowingly.
 //
+// # apisix.lru.secret
+//
+// ttl and neg_ttl (SecretTTL, SecretNegTTL; 300 s and 60 s by default, as
+// APISIX's) are how long a value read from a secret manager for a
+// $secret:// reference, and a failure to read one, are kept before the
+// manager is asked again. count and neg_count are reported: values are
+// kept one per reference the configuration holds.
+//
 // # apisix.enable_control
 //
 // The Control API (APISIX's, served by the supervisor) listens on
@@ -105,7 +113,8 @@
 //   - Tunings of what coregate does its own way: apisix.enable_dev_mode,
 //     enable_reuseport (always on), extra_lua_path, extra_lua_cpath,
 //     enable_resolv_search_opt, disable_sync_configuration_during_start,
-//     worker_startup_time_threshold, events, lru, id, tracing,
+//     worker_startup_time_threshold, events, lru.secret.count and
+//     neg_count, id, tracing,
 //     disable_upstream_healthcheck; nginx_config.error_log (the log goes to
 //     stderr), enable_cpu_affinity (workers are pinned anyway),
 //     worker_rlimit_nofile, worker_shutdown_timeout (--shutdown-timeout),

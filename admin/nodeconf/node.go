@@ -81,6 +81,11 @@ type APISIXConfig struct {
 	// DataEncryption is apisix.data_encryption; default
 	// enable_encrypt_fields true with APISIX's keyring (keyring.Default).
 	DataEncryption DataEncryption
+	// SecretTTL and SecretNegTTL are apisix.lru.secret.ttl and neg_ttl:
+	// how long a value read from a secret manager, and a failure to read
+	// one, are kept before the manager is asked again (the secret
+	// Resolver's TTL and NegTTL); default 300 s and 60 s, as APISIX's.
+	SecretTTL, SecretNegTTL time.Duration
 }
 
 // DataEncryption is apisix.data_encryption: what is kept encrypted at
@@ -430,6 +435,8 @@ func Default() *Config {
 			EnableServerTokens:    true,
 			SSLTrustedCertificate: "system",
 			ResolverTimeout:       5 * time.Second,
+			SecretTTL:             300 * time.Second,
+			SecretNegTTL:          60 * time.Second,
 			SSL: SSL{
 				Enable:    true,
 				Listen:    []Listen{{Port: 9443}},
@@ -895,7 +902,7 @@ func (p *cfgParser) apisix() section {
 		"extra_lua_path", "extra_lua_cpath", "proxy_cache",
 		"proxy_mode", "enable_resolv_search_opt",
 		"disable_sync_configuration_during_start", "worker_startup_time_threshold",
-		"events", "lru",
+		"events",
 		"stream_proxy", "proxy_protocol", "status",
 		"tracing", "admin_key", "allow_admin", "port_admin", "enable_admin_cors",
 		"admin_listen", "https_admin", "admin_api_mtls", "config_center",
@@ -955,6 +962,18 @@ func (p *cfgParser) apisix() section {
 				"remove it")
 		},
 		"data_encryption": p.dataEncryption,
+		// The caches are kept per reference, as many as the
+		// configuration holds: count and neg_count are not read.
+		"lru": func(k string, n *yaml.Node) error {
+			return p.walk(k, n, section{
+				"secret": func(k string, n *yaml.Node) error {
+					return p.walk(k, n, unsupported("count", "neg_count").with(section{
+						"ttl":     p.seconds(&a.SecretTTL, 1),
+						"neg_ttl": p.seconds(&a.SecretNegTTL, 1),
+					}))
+				},
+			})
+		},
 		"lua_module_hook": p.refuseSet(
 			"skip the Lua hook it names, and whatever it enforces",
 			"remove it"),

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,10 @@ apisix:
     keyring:
       - 0123456789abcdef0123456789abcdef
       - qeddd145sfvddff3
+  lru:
+    secret:
+      ttl: 120
+      neg_ttl: 10
 nginx_config:
   worker_processes: 4
   error_log_level: info
@@ -176,6 +181,8 @@ plugin_attr:
 			FallbackSNI:    "a.example.com",
 		},
 		DataEncryption: DataEncryption{Keyring: mustKeyring(t, "0123456789abcdef0123456789abcdef", "qeddd145sfvddff3")},
+		SecretTTL:      120 * time.Second,
+		SecretNegTTL:   10 * time.Second,
 	}
 	want.NginxConfig = NginxConfig{
 		WorkerProcesses:   4,
@@ -853,6 +860,43 @@ func TestNodeConfigControl(t *testing.T) {
 			t.Errorf("%q: %v", tc.src, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%q: err %v, want %q", tc.src, err, tc.want)
+		}
+	}
+}
+
+// TestNodeConfigSecretLRU: apisix.lru.secret's ttl and neg_ttl set how
+// long secret values and failures are kept, 300 s and 60 s by default;
+// count and neg_count are reported, not read; a ttl that is not a
+// positive number of seconds is refused naming the key.
+func TestNodeConfigSecretLRU(t *testing.T) {
+	for _, tc := range []struct {
+		src      string
+		ttl, neg time.Duration
+		warns    []string
+	}{
+		{"", 300 * time.Second, 60 * time.Second, nil},
+		{"apisix:\n  lru:\n", 300 * time.Second, 60 * time.Second, nil},
+		{"apisix:\n  lru:\n    secret:\n      ttl: 30\n", 30 * time.Second, 60 * time.Second, nil},
+		{"apisix:\n  lru:\n    secret:\n      neg_ttl: 5\n      count: 512\n      neg_count: 512\n", 300 * time.Second, 5 * time.Second,
+			[]string{"not supported yet: apisix.lru.secret.count", "not supported yet: apisix.lru.secret.neg_count"}},
+		{"apisix:\n  lru:\n    other: {}\n", 300 * time.Second, 60 * time.Second, []string{"unknown key apisix.lru.other"}},
+	} {
+		c, warns, err := parseNode(t, tc.src)
+		if err != nil {
+			t.Errorf("%q: %v", tc.src, err)
+			continue
+		}
+		if c.APISIX.SecretTTL != tc.ttl || c.APISIX.SecretNegTTL != tc.neg || !slices.Equal(warns, tc.warns) {
+			t.Errorf("%q: ttl %v neg_ttl %v warnings %q, want %v %v %q", tc.src, c.APISIX.SecretTTL, c.APISIX.SecretNegTTL, warns, tc.ttl, tc.neg, tc.warns)
+		}
+	}
+	for _, src := range []string{
+		"apisix:\n  lru:\n    secret:\n      ttl: 0\n",
+		"apisix:\n  lru:\n    secret:\n      neg_ttl: -1\n",
+		"apisix:\n  lru:\n    secret:\n      ttl: soon\n",
+	} {
+		if _, _, err := parseNode(t, src); err == nil || !strings.Contains(err.Error(), "apisix.lru.secret.") {
+			t.Errorf("%q: %v", src, err)
 		}
 	}
 }

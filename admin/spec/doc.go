@@ -20,7 +20,8 @@
 // (validate.go: the host/hosts pair APISIX's Admin API checks first, node
 // address syntax, check_upstream_conf, plugin configs being objects,
 // lua-resty-expr vars; ssl.go: certificates that parse, as many keys as
-// certificates, and with DecodeSSLKeys the keys themselves),
+// certificates, and with DecodeSSLKeys the keys themselves; a $env:// or
+// $secret:// reference in their place is not parsed, IsReference),
 // and fill the Go structs with encoding/json. Errors are *ValidationError
 // (or *SyntaxError) whose text is the error_msg APISIX answers, so clients
 // that match on messages keep working:

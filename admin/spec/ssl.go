@@ -74,7 +74,8 @@ func (c *SSLClient) EffectiveDepth() int {
 // does (check_ssl_conf): its schema (schema/ssl.json), then certificates
 // that parse (cert, certs, client.ca) and as many keys as certs. Private
 // keys are not read: they may be encrypted (DecodeSSLKeys reads them).
-// Errors are *ValidationError with APISIX's messages.
+// A pair whose certificate or key is a reference (IsReference), and a
+// client.ca that is one, are not parsed. Errors are *ValidationError with APISIX's messages.
 func DecodeSSL(data []byte) (*SSL, error) {
 	return decode(data, KindSSL, objectTree(KindSSL), func(s *SSL) error { return s.checkPEM(nil, false) })
 }
@@ -109,8 +110,11 @@ func (s *SSL) checkPEM(decrypt func(field, s string) (string, error), keys bool)
 		}
 		return ""
 	}
-	if err := checkPair(s.Cert, key(s.Key), "cert", "key", decrypt); err != nil {
-		return err
+	// A pair with a reference is read where the object is built.
+	if !IsReference(s.Cert) && !IsReference(s.Key) {
+		if err := checkPair(s.Cert, key(s.Key), "cert", "key", decrypt); err != nil {
+			return err
+		}
 	}
 	if s.IsClient() {
 		return nil
@@ -120,18 +124,31 @@ func (s *SSL) checkPEM(decrypt func(field, s string) (string, error), keys bool)
 	}
 	for i := range s.Certs {
 		n := strconv.Itoa(i)
+		if IsReference(s.Certs[i]) || IsReference(s.Keys[i]) {
+			continue
+		}
 		if err := checkPair(s.Certs[i], key(s.Keys[i]), "certs["+n+"]", "keys["+n+"]", decrypt); err != nil {
 			err.Msg = "failed to handle cert-key pair[" + strconv.Itoa(i+1) + "]: " + err.Msg
 			return err
 		}
 	}
-	if s.Client != nil {
+	if s.Client != nil && !IsReference(s.Client.CA) {
 		if err := checkPair(s.Client.CA, "", "client.ca", "", nil); err != nil {
 			err.Msg = "failed to validate client_cert: " + err.Msg
 			return err
 		}
 	}
 	return nil
+}
+
+// IsReference reports whether an ssl object's cert, key, certs or keys
+// member s is a reference to its value, resolved where the object is
+// built, as APISIX's check_secret_uri: "$secret://…" or "$env://…" (the
+// latter in any case). Such a member is not parsed when the object is
+// checked.
+func IsReference(s string) bool {
+	const env = "$env://"
+	return strings.HasPrefix(s, "$secret://") || len(s) >= len(env) && strings.EqualFold(s[:len(env)], env)
 }
 
 // CheckCertKey is APISIX's validate of a certificate and its key

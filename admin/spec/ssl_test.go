@@ -133,3 +133,33 @@ func TestSpecSSLs(t *testing.T) {
 		t.Fatalf("duplicate ssl id: %v", err)
 	}
 }
+
+// TestDecodeSSLReferences: a cert, key, certs, keys or client.ca that is a
+// $secret:// or $env:// reference passes the schema whatever its length
+// and is not parsed, nor is the other half of its pair, as APISIX's
+// check_ssl_conf; a short string that is not one is still refused.
+func TestDecodeSSLReferences(t *testing.T) {
+	c := testcert.New(t, testcert.Options{DNSNames: []string{"a.com"}}, nil)
+	obj := map[string]any{"sni": "a.com", "cert": c.CertPEM, "key": "$env://TEST_KEY",
+		"certs": []string{"$secret://vault/test/ssl/a.crt"}, "keys": []string{"$secret://vault/test/ssl/a.key"},
+		"client": map[string]any{"ca": "$ENV://TEST_CA"}}
+	for _, dec := range []func([]byte) (*SSL, error){DecodeSSL, func(b []byte) (*SSL, error) { return DecodeSSLKeys(b, nil) }} {
+		s, err := dec(sslJSON(t, obj))
+		if err != nil {
+			t.Fatalf("references: %v", err)
+		}
+		if s.Key != "$env://TEST_KEY" || s.Keys[0] != "$secret://vault/test/ssl/a.key" || s.Client.CA != "$ENV://TEST_CA" {
+			t.Fatalf("decoded %+v", s)
+		}
+	}
+	for _, v := range []string{"$envy://X", "$Secret://vault/a/b", "env://X"} {
+		var ve *ValidationError
+		_, err := DecodeSSL(sslJSON(t, map[string]any{"sni": "a.com", "cert": c.CertPEM, "key": v}))
+		if !errors.As(err, &ve) || ve.Field != "key" || !strings.Contains(ve.Msg, `property "key" validation failed: string too short, expected at least 64`) {
+			t.Errorf("key %q: %#v", v, err)
+		}
+	}
+	if !IsReference("$Env://X") || IsReference("$secretx") || IsReference("$SECRET://a/b/c") {
+		t.Error("IsReference")
+	}
+}

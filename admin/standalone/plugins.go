@@ -2,7 +2,9 @@ package standalone
 
 import (
 	"encoding/json"
+	"errors"
 	"path/filepath"
+	"strconv"
 
 	"coregate/admin/spec"
 	"coregate/plugins"
@@ -11,7 +13,8 @@ import (
 // CheckPlugins checks the plugin configurations of a loaded file with reg,
 // as the Admin API checks them before it stores an object: every plugin of
 // every route, service, consumer, credential, plugin config and global
-// rule, and each plugin's metadata, their $env:// references resolved as
+// rule, and each plugin's metadata, and the references of the served ssl
+// objects' certificates and keys, their $env:// references resolved as
 // the workers will resolve them (a variable that is not set refuses the
 // file, as does a $secret:// reference that cannot be read with the
 // registry's SecretSource, which CheckFile hands the file's secrets
@@ -86,6 +89,48 @@ func CheckPlugins(path string, s *spec.Spec, reg *plugins.Registry) error {
 			return fail("plugin_metadata (id "+name+")", err)
 		}
 	}
+	for _, sl := range s.SSLs {
+		if err := checkSSLRefs(sl, reg); err != nil {
+			return fail("ssls (id "+sl.ID.String()+")", err)
+		}
+	}
 	s.Checked = reg.Fingerprint()
+	return nil
+}
+
+// checkSSLRefs resolves the references of a served ssl object's cert,
+// key, certs, keys and client.ca with reg (plugins.Registry.Resolve), as
+// the workers resolve them when they build its certificate: the first
+// that does not resolve is the error, naming the member and the
+// reference, never a value.
+func checkSSLRefs(sl *spec.SSL, reg *plugins.Registry) error {
+	if !sl.Served() {
+		return nil
+	}
+	resolve := func(field, s string) error {
+		if _, _, err := reg.Resolve(s); err != nil {
+			return errors.New(field + ": " + err.Error())
+		}
+		return nil
+	}
+	if err := resolve("cert", sl.Cert); err != nil {
+		return err
+	}
+	if err := resolve("key", sl.Key); err != nil {
+		return err
+	}
+	for i, c := range sl.Certs {
+		if err := resolve("certs["+strconv.Itoa(i)+"]", c); err != nil {
+			return err
+		}
+	}
+	for i, k := range sl.Keys {
+		if err := resolve("keys["+strconv.Itoa(i)+"]", k); err != nil {
+			return err
+		}
+	}
+	if sl.Client != nil {
+		return resolve("client.ca", sl.Client.CA)
+	}
 	return nil
 }

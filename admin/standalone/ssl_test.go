@@ -1,7 +1,10 @@
 package standalone
 
 import (
+	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,5 +51,50 @@ func TestSSLs(t *testing.T) {
 	}
 	if log := lb.String(); !strings.Contains(log, `item="apisix.yaml: ssls[2] (id bad)"`) || !strings.Contains(log, "failed to parse cert: ") {
 		t.Fatalf("log: %s", log)
+	}
+}
+
+// TestSSLReferences: an ssl object of apisix.yaml whose cert and key are
+// $env:// references reaches the Spec as written, through Parse and the
+// store's sync; CheckFile (coregate -t) resolves them as the workers
+// will, and reports one that does not resolve, naming the item, the
+// member and the reference, never a value.
+func TestSSLReferences(t *testing.T) {
+	c := testcert.New(t, testcert.Options{DNSNames: []string{"a.com"}}, nil)
+	t.Setenv("COREGATE_TEST_SSL_CERT", c.CertPEM)
+	t.Setenv("COREGATE_TEST_SSL_KEY", c.KeyPEM)
+	t.Setenv("COREGATE_TEST_SSL_UNSET", "")
+	if err := os.Unsetenv("COREGATE_TEST_SSL_UNSET"); err != nil {
+		t.Fatal(err)
+	}
+	body := "ssls:\n" +
+		"  - id: s1\n    snis: [a.com]\n    cert: $env://COREGATE_TEST_SSL_CERT\n    key: $env://COREGATE_TEST_SSL_KEY\n" +
+		"#END\n"
+	sp, err := Parse([]byte(body), "apisix.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.SSLs) != 1 || sp.SSLs[0].Key != "$env://COREGATE_TEST_SSL_KEY" || sp.SSLs[0].Cert != "$env://COREGATE_TEST_SSL_CERT" {
+		t.Fatalf("ssls %+v", sp.SSLs)
+	}
+	s, _, lb := newTestStore(t, body)
+	sy := storesync.New(storesync.Options{Store: s, Plugins: plugins.Default, Retry: pollEvery,
+		Log: slog.New(slog.NewTextHandler(lb, nil))})
+	if sp, err = sy.Load(); err != nil || len(sp.SSLs) != 1 || sp.SSLs[0].Key != "$env://COREGATE_TEST_SSL_KEY" {
+		t.Fatalf("synced: %v %+v (log %s)", err, sp, lb)
+	}
+
+	path := filepath.Join(t.TempDir(), "apisix.yaml")
+	writeFile(t, path, body)
+	if err := CheckFile(path, plugins.NewRegistry(nil)); err != nil {
+		t.Fatalf("-t of resolving references: %v", err)
+	}
+	writeFile(t, path, strings.Replace(body, "$env://COREGATE_TEST_SSL_KEY", "$env://COREGATE_TEST_SSL_UNSET", 1))
+	err = CheckFile(path, plugins.NewRegistry(nil))
+	if err == nil || !errors.Is(err, ErrInvalid) || err.Error() != "apisix.yaml: ssls (id s1): key: cannot resolve $env://COREGATE_TEST_SSL_UNSET: environment variable COREGATE_TEST_SSL_UNSET is not set" {
+		t.Fatalf("-t of an unset variable: %v", err)
+	}
+	if strings.Contains(err.Error(), "PRIVATE KEY") {
+		t.Fatal("a value in the error")
 	}
 }

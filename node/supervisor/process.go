@@ -14,7 +14,6 @@ import (
 
 	"coregate/admin/adminapi"
 	"coregate/admin/nodeconf"
-	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/admin/standalone"
 	"coregate/admin/store/storesync"
@@ -106,7 +105,7 @@ func Main(c Command) error {
 	// $secret:// references are read with the secret objects the store
 	// sync (and the Admin API) hand the registry, their credentials
 	// decrypted as the Admin API encrypted them.
-	plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
+	plugins.Default.SetSecrets(node.SecretResolver(nc))
 	if nc.APISIX.EnableAdmin {
 		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
 			return err
@@ -295,7 +294,7 @@ func Check(path string, w io.Writer) error {
 	case "yaml", "json":
 		if prov.File != "" {
 			// The file's $secret:// references are read, as at start.
-			plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
+			plugins.Default.SetSecrets(node.SecretResolver(nc))
 			if err := standalone.CheckFile(prov.File, plugins.Default); err != nil {
 				return err
 			}

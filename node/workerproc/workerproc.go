@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"coregate/admin/nodeconf"
-	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/bpf"
 	"coregate/node"
@@ -139,7 +138,7 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 	plugins.Default.SetKeyring(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
 	// $secret:// references are read, when a snapshot is built (off the
 	// event loop), with the Spec's secret objects.
-	plugins.Default.SetSecrets(secret.NewResolver(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider())))
+	plugins.Default.SetSecrets(node.SecretResolver(nc))
 
 	var member *bpf.Member
 	if o.BPFFDs == bpf.NumFiles {
