@@ -94,3 +94,23 @@ func FuzzFields(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHTTPTime: any Date header is read without a panic, and a time
+// written in RFC 1123's form reads back as itself.
+func FuzzParseHTTPTime(f *testing.F) {
+	for _, s := range []string{"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+		"Sun, 31 Feb 9999 99:99:99 GMT", "", ", ", "Sun, 06 Nov 1994 08:49:37"} {
+		f.Add([]byte(s), int64(0))
+	}
+	f.Add([]byte(nil), int64(1764928800))
+	f.Fuzz(func(t *testing.T, v []byte, sec int64) {
+		parseHTTPTime(v)
+		if sec < 0 || sec > 253402300799 { // up to 9999-12-31
+			return
+		}
+		s := time.Unix(sec, 0).UTC().Format("Mon, 02 Jan 2006 15:04:05 GMT")
+		if got, ok := parseHTTPTime([]byte(s)); !ok || got != sec {
+			t.Fatalf("%q: %d %v, want %d", s, got, ok, sec)
+		}
+	})
+}
