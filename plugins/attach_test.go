@@ -49,3 +49,29 @@ func TestAttachConsumer(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachConsumerUnderscores: a client's field whose name is one of
+// attach_consumer's with '_' for some '-' is removed too, in any case, so
+// that an upstream that reads headers by their CGI names
+// (HTTP_X_CONSUMER_USERNAME) cannot be told another consumer; other
+// fields with '_' pass; once grown, nothing is allocated.
+func TestAttachConsumerUnderscores(t *testing.T) {
+	k := &plugins.Consumer{Username: "jack"}
+	c := plugintest.NewCtx("GET", "/").WithHeader("X_Consumer_Username", "admin").
+		WithHeader("x-consumer_username", "admin").WithHeader("X_Credential-Identifier", "c").
+		WithHeader("X-CONSUMER_CUSTOM-ID", "x").WithHeader("X_Consumer_Custom_ID", "x").WithHeader("X_Other", "1")
+	var buf []byte
+	buf = plugins.AttachConsumer(c, k, "", "", buf)
+	got := map[string]string{}
+	for _, h := range c.UpstreamHeaders() {
+		got[h.Name] = string(h.Value)
+	}
+	want := map[string]string{"X-Consumer-Username": "jack", "X_Other": "1"}
+	if len(got) != len(want) || got["X-Consumer-Username"] != "jack" || got["X_Other"] != "1" {
+		t.Fatalf("upstream headers %v, want %v", got, want)
+	}
+	plugintest.AllocsPerRun(t, 100, func() {
+		c.Reset()
+		buf = plugins.AttachConsumer(c, k, "", "", buf)
+	})
+}

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,6 +197,72 @@ const (
 	HeaderConsumerCustomID = "X-Consumer-Custom-ID"
 )
 
+// underscored are the names of AttachConsumer's headers with '_' in
+// place of one '-' or more: nginx drops a client's field of such a name
+// (underscores_in_headers off), and an upstream that reads headers by
+// their CGI names (HTTP_X_CONSUMER_USERNAME: PHP, WSGI) cannot tell one
+// from the header AttachConsumer sets. Read only.
+var underscored = func() []string {
+	var out []string
+	for _, name := range [...]string{HeaderConsumerUsername, HeaderCredentialID, HeaderConsumerCustomID} {
+		var dashes []int
+		for i := range len(name) {
+			if name[i] == '-' {
+				dashes = append(dashes, i)
+			}
+		}
+		for m := 1; m < 1<<len(dashes); m++ {
+			b := []byte(name)
+			for j, i := range dashes {
+				if m&(1<<j) != 0 {
+					b[i] = '_'
+				}
+			}
+			out = append(out, string(b))
+		}
+	}
+	return out
+}()
+
+// removeUnderscored removes the client's fields whose name is one of
+// underscored, in any case.
+func removeUnderscored(c Ctx) {
+	for i := 0; ; i++ {
+		name, _, ok := c.RequestHeaderAt(i)
+		if !ok {
+			return
+		}
+		if bytes.IndexByte(name, '_') < 0 {
+			continue
+		}
+		for _, u := range underscored {
+			if equalFold(name, u) {
+				c.SetRequestHeader(u, nil)
+			}
+		}
+	}
+}
+
+// equalFold reports whether b is s, ASCII letters compared in any case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // AttachConsumer is APISIX's consumer.attach_consumer, what an
 // authentication plugin does with the consumer k it found: the upstream
 // request gets X-Consumer-Username (k's username), X-Credential-Identifier
@@ -203,13 +270,15 @@ const (
 // and X-Consumer-Custom-ID (customID: k.CustomID, or "" for an anonymous
 // consumer, which APISIX attaches without one), each replacing what the
 // client sent and removed when empty, so that a client cannot claim to be
-// a consumer; then k is attached (Ctx.SetConsumer).
+// a consumer; a field of one of their names with '_' for '-' is removed
+// too, as nginx drops it; then k is attached (Ctx.SetConsumer).
 //
 // buf is the caller's scratch buffer, which the values pass through (the
 // Ctx copies them); AttachConsumer returns it, grown, for the caller to
 // keep for its next call, so that a request allocates nothing once it has
 // grown. It is for the phases of one event loop, as the Ctx.
 func AttachConsumer(c Ctx, k *Consumer, credentialID, customID string, buf []byte) []byte {
+	removeUnderscored(c)
 	buf = append(buf[:0], k.Username...)
 	c.SetRequestHeader(HeaderConsumerUsername, buf)
 	for _, h := range [2]struct{ name, value string }{{HeaderCredentialID, credentialID}, {HeaderConsumerCustomID, customID}} {

@@ -75,6 +75,26 @@ func TestKeyAuthArgsReachProxyRewrite(t *testing.T) {
 	}
 }
 
+// TestAttachConsumerUnderscoresUpstream: a client's X_Consumer_Username
+// and the other '_' spellings of attach_consumer's headers do not reach
+// the upstream beside the consumer the gateway found; a field of another
+// name with '_' still does.
+func TestAttachConsumerUnderscoresUpstream(t *testing.T) {
+	h := realHarness(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"key-auth":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, []string{`{"username":"jack","plugins":{"key-auth":{"key":"k1"}}}`}, nil)
+	up, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: h\r\napikey: k1\r\nX_Consumer_Username: admin\r\n"+
+		"x-consumer_custom-id: admin-id\r\nX_Credential_Identifier: c\r\nX_Other: 1\r\n\r\n"), []byte(upOK))
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 ")) {
+		t.Fatalf("answer %q", got)
+	}
+	head := upHead(up)
+	if !strings.Contains(head, "\r\nX-Consumer-Username: jack\r\n") || !strings.Contains(head, "\r\nX_Other: 1\r\n") ||
+		strings.Contains(head, "admin") || strings.Contains(head, "X_Credential_Identifier") {
+		t.Fatalf("upstream head:\n%s", head)
+	}
+}
+
 // TestKeyAuthNotRerunForConsumer: once key-auth attaches a consumer with
 // plugins of its own, the rewrite phase runs only the plugins the
 // consumer adds; key-auth does not run again, neither with the route's

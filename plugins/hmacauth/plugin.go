@@ -410,8 +410,14 @@ func (in *instance) fields(auth []byte) params {
 // matchField is string.match(field, '%s*(%w+)="(.-)"'): the first
 // position from which white space, a run of letters and digits, '="',
 // and bytes up to the next '"' follow. value is never nil when ok.
+//
+// It takes time linear in len(field), where the pattern tried from each
+// position in turn takes quadratic time on a run of letters or of white
+// space: a start within the run that failed ends the same run at the same
+// place and fails too, so the next try starts after it; and once no '"'
+// closes a value, none will from a later start.
 func matchField(field []byte) (key, value []byte, ok bool) {
-	for start := 0; start < len(field); start++ {
+	for start := 0; start < len(field); {
 		i := start
 		for i < len(field) && isSpace(field[i]) {
 			i++
@@ -421,11 +427,14 @@ func matchField(field []byte) (key, value []byte, ok bool) {
 			j++
 		}
 		if j == i || j+1 >= len(field) || field[j] != '=' || field[j+1] != '"' {
+			start = max(start+1, j)
 			continue
 		}
-		if q := bytes.IndexByte(field[j+2:], '"'); q >= 0 {
-			return field[i:j], field[j+2 : j+2+q : j+2+q], true
+		q := bytes.IndexByte(field[j+2:], '"')
+		if q < 0 {
+			break
 		}
+		return field[i:j], field[j+2 : j+2+q : j+2+q], true
 	}
 	return nil, nil, false
 }

@@ -101,3 +101,33 @@ func TestPhase(t *testing.T) {
 		t.Fatalf("priority %d", e.Priority)
 	}
 }
+
+// TestMappedAddresses: a client whose address is IPv4-mapped IPv6 (a
+// dual-stack listener's IPv4 client), in either notation, is judged by
+// its IPv4 address, so that a list of IPv4 prefixes cannot be passed by
+// connecting over IPv6; a v4-mapped entry is its IPv4 address.
+func TestMappedAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		conf, addr string
+		status     int
+	}{
+		{`{"blacklist":["10.0.0.0/8"]}`, "::ffff:10.1.2.3", 403},
+		{`{"blacklist":["10.0.0.0/8"]}`, "::ffff:a01:203", 403},
+		{`{"blacklist":["10.0.0.0/8"]}`, "::FFFF:10.1.2.3", 403},
+		{`{"blacklist":["10.1.2.3"]}`, "::ffff:10.1.2.4", 0},
+		{`{"whitelist":["127.0.0.1"]}`, "::ffff:127.0.0.1", 0},
+		{`{"whitelist":["127.0.0.1"]}`, "::ffff:127.0.0.2", 403},
+		{`{"whitelist":["::ffff:127.0.0.1"]}`, "127.0.0.1", 0},
+		{`{"blacklist":["::ffff:a00:0/104"]}`, "::ffff:10.9.9.9", 403},
+		// IPv4-compatible and NAT64 addresses are IPv6 addresses.
+		{`{"blacklist":["10.0.0.0/8"]}`, "::10.1.2.3", 0},
+		{`{"blacklist":["10.0.0.0/8"]}`, "64:ff9b::10.1.2.3", 0},
+	} {
+		p := build(t, tc.conf)
+		c := plugintest.NewCtx("GET", "/hello").WithVar("remote_addr", tc.addr)
+		plugintest.Run(p, c)
+		if c.ExitStatus() != tc.status {
+			t.Errorf("%s from %q: %d, want %d", tc.conf, tc.addr, c.ExitStatus(), tc.status)
+		}
+	}
+}

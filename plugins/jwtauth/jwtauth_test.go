@@ -356,6 +356,11 @@ func TestSchema(t *testing.T) {
 		{true, `{"secret":"s"}`, `property "key" is required`},
 		{true, `{"key":"k"}`, `property "secret" is required when using HS based algorithms`},
 		{true, `{"key":"k","secret":"not base64!","base64_secret":true}`, `base64_secret required but the secret is not in base64 format`},
+		// A secret that decodes to no bytes is an empty HMAC key, with
+		// which anyone signs the consumer's tokens.
+		{true, `{"key":"k","secret":"====","base64_secret":true}`, `base64_secret required but the secret is not in base64 format`},
+		{true, `{"key":"k","secret":"=c2VjcmV0","base64_secret":true}`, `base64_secret required but the secret is not in base64 format`},
+		{true, `{"key":"k","secret":"c2VjcmV0","base64_secret":true}`, ""},
 		{true, `{"key":"k","algorithm":"RS256"}`, `failed to validate dependent schema for "algorithm": value should match only one schema, but matches none`},
 		{true, `{"key":"k","algorithm":"ES256","public_key":"pem"}`, ""},
 		{true, `{"key":"k","algorithm":"none","secret":"s"}`, `property "algorithm" validation failed`},

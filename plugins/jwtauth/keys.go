@@ -40,7 +40,9 @@ func decodeConsumer(raw json.RawMessage) (consumerConf, error) {
 func isHS(alg string) bool { return strings.HasPrefix(alg, "HS") }
 
 // decodeSecret is ngx.decode_base64 of a base64_secret: the standard
-// alphabet, read up to a first '='.
+// alphabet, read up to a first '='. A secret that decodes to no bytes
+// ("====", or '=' first) is refused: an empty HMAC key would let anyone
+// sign the consumer's tokens.
 func decodeSecret(s string) ([]byte, bool) {
 	if i := strings.IndexByte(s, '='); i >= 0 {
 		s = s[:i]
@@ -49,7 +51,7 @@ func decodeSecret(s string) ([]byte, bool) {
 		return nil, false
 	}
 	b, err := base64.RawStdEncoding.DecodeString(s)
-	return b, err == nil
+	return b, err == nil && len(b) > 0
 }
 
 // credential is what the request path needs of a consumer's jwt-auth:

@@ -1,0 +1,71 @@
+package jwtauth
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// FuzzParse: any token is read without a panic; one that parses signs
+// exactly its first two parts, and its claims are of the kinds the parser
+// says.
+func FuzzParse(f *testing.F) {
+	enc := base64.RawURLEncoding.EncodeToString
+	for _, s := range []string{
+		enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc([]byte(`{"key":"user-key","exp":1879318541}`)) + "." + enc([]byte("sig")),
+		enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(`{"key":"k"}`)) + ".",
+		enc([]byte(`{"alg":"HS256","alg":null}`)) + "." + enc([]byte(`{"key":"a","key":1,"exp":1e400,"nbf":-0}`)) + ".AA",
+		enc([]byte(`{"\u0061lg":"\ud83d\ude00"}`)) + "." + enc([]byte(`{"k\u0065y":"\"\\/"}`)) + ".",
+		"a.b.c", "..", "...", "e30=.e30=.", "e30.e30.=", enc([]byte(strings.Repeat("[", 1100))) + ".e30.",
+	} {
+		f.Add([]byte(s), "key")
+	}
+	f.Add([]byte(enc([]byte(`{"alg":"HS256"}`))+"."+enc([]byte(`{"exp":"x"}`))+"."), "exp")
+	f.Fuzz(func(t *testing.T, tok []byte, keyClaim string) {
+		var s scratch
+		var tk token
+		if !s.parse(tok, keyClaim, &tk) {
+			return
+		}
+		if !bytes.HasPrefix(tok, tk.signed) || len(tk.signed) >= len(tok) || tok[len(tk.signed)] != '.' ||
+			bytes.Count(tk.signed, []byte(".")) != 1 {
+			t.Fatalf("%q: signed %q", tok, tk.signed)
+		}
+		if tk.keyState == isNumber || tk.keyState != isString && tk.keyState != absent && tk.keyState != isOther {
+			t.Fatalf("%q: key %q state %d", tok, tk.key, tk.keyState)
+		}
+		if tk.alg != nil && !tk.hasAlg {
+			t.Fatalf("%q: alg %q not given", tok, tk.alg)
+		}
+		if keyClaim != "exp" && keyClaim != "nbf" && (tk.expState == isString || tk.nbfState == isString) {
+			t.Fatalf("%q: exp %d nbf %d", tok, tk.expState, tk.nbfState)
+		}
+	})
+}
+
+// FuzzDecode: the lax and the URL decoders agree with encoding/base64 on
+// what they accept.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{"", "A", "AA", "AAA", "AAAA", "AA==", "AA=x", "-_", "+/", "A=A", "QUJD\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, ok := decodeURL(nil, []byte(s)); ok {
+			want, err := base64.RawURLEncoding.DecodeString(s)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("decodeURL(%q) = %q, want %q %v", s, got, want, err)
+			}
+		}
+		got, ok := decodeLax(nil, []byte(s))
+		lax := s
+		if i := strings.IndexByte(lax, '='); i >= 0 {
+			lax = lax[:i]
+		}
+		lax = strings.NewReplacer("-", "+", "_", "/").Replace(lax)
+		want, err := base64.RawStdEncoding.DecodeString(lax)
+		if ok != (err == nil && !strings.ContainsAny(lax, "\r\n")) || ok && !bytes.Equal(got, want) {
+			t.Fatalf("decodeLax(%q) = %q %v, want %q %v", s, got, ok, want, err)
+		}
+	})
+}
