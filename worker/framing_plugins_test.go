@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,29 @@ func TestExitBodylessStatus(t *testing.T) {
 		}
 		if h.cl.closed {
 			t.Fatalf("%s: connection closed", path)
+		}
+	}
+}
+
+// TestExitInterimStatus: a plugin's Exit with a 1xx status, an interim
+// answer that cannot end a request (mocking's response_status allows
+// 100), is answered 500 as an out-of-range status is, so that the client
+// does not take the next pipelined answer for this request's.
+func TestExitInterimStatus(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/100","plugins":{"p-hi":{"exit_at":"access","exit":100,"body":"junk"}}}`,
+		`{"id":"r2","uri":"/103","plugins":{"p-hi":{"exit_at":"rewrite","exit":103}}}`,
+		`{"id":"r4","uri":"/ok","plugins":{"p-hi":{"exit_at":"access","exit":200,"body":"fine"}}}`,
+	}, nil, nil, nil))
+	for _, tc := range []struct{ path, body string }{{"/100", "junk"}, {"/103", string(errorPages[500])}} {
+		_, got := h.roundTrip([]byte("GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+		first, rest, _ := strings.Cut(string(got), "HTTP/1.1 200 OK\r\n")
+		if !strings.HasPrefix(first, "HTTP/1.1 500 ") || !strings.HasSuffix(first, "\r\n\r\n"+tc.body) ||
+			!strings.Contains(first, "\r\nContent-Length: "+fmt.Sprint(len(tc.body))+"\r\n") {
+			t.Fatalf("%s: first answer\n%q", tc.path, got)
+		}
+		if !strings.HasSuffix(rest, "\r\n\r\nfine") || h.cl.closed {
+			t.Fatalf("%s: the next answer:\n%q", tc.path, got)
 		}
 	}
 }
