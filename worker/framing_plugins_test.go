@@ -140,3 +140,27 @@ func TestBodyFilterHTTP10(t *testing.T) {
 		}
 	}
 }
+
+// TestNoContentFraming: an upstream's 204 goes to the client without the
+// Content-Length or Transfer-Encoding it came with (RFC 9110 §8.6, §6.1:
+// a 204 has neither, as nginx sends it), the next answer after its head.
+func TestNoContentFraming(t *testing.T) {
+	for _, up := range []string{
+		"HTTP/1.1 204 No Content\r\nContent-Length: 2\r\nX-A: 1\r\n\r\n",
+		"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n",
+	} {
+		h := newHarness(t, framingSpec(t))
+		h.cl.in = append(h.cl.in, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /a HTTP/1.1\r\nHost: x\r\n\r\n"...)
+		h.w.OnTraffic(h.cl)
+		h.up.in = append(h.up.in, up...)
+		h.w.OnTraffic(h.up)
+		h.up.in = append(h.up.in, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"...)
+		h.w.OnTraffic(h.up)
+		first, rest, _ := strings.Cut(string(h.cl.out), "\r\n\r\n")
+		if !strings.HasPrefix(first, "HTTP/1.1 204 No Content\r\n") || !strings.Contains(first, "\r\nX-A: 1") ||
+			strings.Contains(first, "Content-Length") || strings.Contains(first, "Transfer-Encoding") ||
+			!strings.HasPrefix(rest, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(rest, "\r\n\r\nok") || h.cl.closed {
+			t.Fatalf("%q: answers\n%q", up, h.cl.out)
+		}
+	}
+}
