@@ -87,7 +87,8 @@ type Ctx interface {
 	// core.response.exit: the rest of the rewrite, access and before_proxy
 	// phases do not run, the upstream is not contacted; header_filter,
 	// body_filter and log still do. A nil body means the gateway's own
-	// page for status.
+	// page for status. A status outside 200-999 is 500; a 204 or 304
+	// answer goes without a body.
 	Exit(status int, body []byte)
 	// Exited reports whether Exit was called.
 	Exited() bool

@@ -954,6 +954,7 @@ func (cc *clientConn) answerError(status int) {
 		body = cc.filterLocal(status, body)
 	}
 	b := cc.localHead(w.scratch[:0], status, ctHTML, len(body), cc.keepAlive && cc.bodyRead())
+	withBody := cc.localBody()
 	b = b[:len(b)-2]
 	if len(cc.statuses) > 0 {
 		b = append(b, "X-APISIX-Upstream-Status: "...)
@@ -966,7 +967,7 @@ func (cc *clientConn) answerError(status int) {
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
-	if !cc.isHead {
+	if withBody {
 		b = append(b, body...)
 	}
 	w.scratch = b
@@ -976,7 +977,9 @@ func (cc *clientConn) answerError(status int) {
 
 // localHead appends the head of an answer the gateway makes itself.
 // The plugins' header_filter runs first, and the headers they set go in,
-// replacing the worker's Content-Type, Date or Server.
+// replacing the worker's Content-Type, Date or Server. An answer whose
+// status has no body (1xx, 204, 304: a plugin's Exit) says no
+// Content-Length, and its caller sends no body (localBody).
 func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep bool) []byte {
 	w := cc.w
 	cc.headerFilter(status)
@@ -991,9 +994,11 @@ func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep 
 		b = append(b, ct...)
 		b = append(b, '\r', '\n')
 	}
-	b = append(b, "Content-Length: "...)
-	b = strconv.AppendInt(b, int64(clen), 10)
-	b = append(b, "\r\n"...)
+	if !bodylessStatus(status) {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(clen), 10)
+		b = append(b, "\r\n"...)
+	}
 	if keep {
 		if cc.http10 {
 			b = append(b, "Connection: keep-alive\r\n"...)
@@ -1012,6 +1017,20 @@ func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep 
 	return b
 }
 
+// localBody reports whether the body of the gateway's own answer follows
+// the head localHead wrote: not for a HEAD request, nor for a status
+// whose framing has no body, which would otherwise be read as the start
+// of the next answer on the connection.
+func (cc *clientConn) localBody() bool {
+	return !cc.isHead && !bodylessStatus(cc.respStatus)
+}
+
+// bodylessStatus reports whether a response of status has no body by its
+// framing, whatever its fields say (RFC 9112 §6.3): 1xx, 204 and 304.
+func bodylessStatus(status int) bool {
+	return status < 200 || status == 204 || status == 304
+}
+
 // answerLocal answers a request that never reached an upstream. A request
 // whose body is still unread cannot be followed by another on the same
 // connection, so the connection closes after it.
@@ -1024,7 +1043,7 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 		body = cc.filterLocal(status, body)
 	}
 	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
-	if !cc.isHead {
+	if cc.localBody() {
 		b = append(b, body...)
 	}
 	w.scratch = b
@@ -1094,7 +1113,9 @@ func (cc *clientConn) answerAndClose(status int) {
 	cc.keepAlive = false
 	body := errorPages[status]
 	b := cc.localHead(w.scratch[:0], status, ctHTML, len(body), false)
-	b = append(b, body...)
+	if cc.localBody() {
+		b = append(b, body...)
+	}
 	w.scratch = b
 	cc.write(b)
 	cc.closing(true) // the rest of the request may still be on its way

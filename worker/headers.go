@@ -205,7 +205,8 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 //
 // When body_filter may change the body, it is the worker's to frame
 // (pluginState.reframe): chunked, after any other coding the upstream
-// applied, or the close for HTTP/1.0. The response headers plugins set
+// applied, or the close for HTTP/1.0. A 1xx or 204 goes without
+// Content-Length or Transfer-Encoding. The response headers plugins set
 // replace the upstream's of the same name (the Server and Date lines
 // included) and follow them. A 101, which opens a tunnel (openTunnel),
 // keeps its Upgrade field and says Connection: upgrade.
@@ -221,6 +222,9 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		b = append(b, '\r', '\n')
 	}
 	tokens := w.connTokens(resp.Headers, resp.Conn)
+	// A 1xx or 204 says neither length nor coding (RFC 9110 §8.6, RFC
+	// 9112 §6.1), whatever the upstream sent: it has no body.
+	noFraming := resp.Status < 200 || resp.Status == 204
 	hasDate := false
 	plug := len(cc.respHdr) > 0
 	for i := range resp.Headers {
@@ -247,7 +251,7 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		case httpparse.HdrContentLength:
 			continue
 		case httpparse.HdrTransferEncoding:
-			if !cc.http10 {
+			if !cc.http10 && !noFraming {
 				b = append(b, "Transfer-Encoding: "...)
 				b = append(b, h.Value...)
 				b = append(b, '\r', '\n')
@@ -274,7 +278,7 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		// After the upstream's codings, if it named any (RFC 9112 §6.1:
 		// the field lines combine in order).
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
-	case resp.ContentLength >= 0 && resp.Status != 101:
+	case resp.ContentLength >= 0 && !noFraming:
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, resp.ContentLength, 10)
 		b = append(b, '\r', '\n')

@@ -148,9 +148,13 @@ func (cc *clientConn) bodyFilter(chunk []byte, eof bool) []byte {
 // worker's own (status, body) and returns the body to send. The body is
 // copied first: a filter may change the piece it gets, and the worker's
 // pages are shared. What it returns is valid until the next filterLocal or
-// filterResponse.
+// filterResponse. An answer whose status has no body (bodylessStatus)
+// runs no body_filter, as an upstream's does not (beginResponse).
 func (cc *clientConn) filterLocal(status int, body []byte) []byte {
 	cc.headerFilter(status)
+	if bodylessStatus(cc.respStatus) {
+		return nil
+	}
 	cc.filtBuf = append(cc.filtBuf[:0], body...)
 	out := cc.bodyFilter(cc.filtBuf, true)
 	if len(out) > 0 && &out[0] == &cc.filtBuf[0] {

@@ -163,13 +163,15 @@ func (x *pluginCtx) RouteID() string {
 func (x *pluginCtx) Now() int64 { return x.w.epochUnix + x.w.now }
 
 // Exit implements plugins.Ctx. It counts in the request phases only; the
-// body is copied into exchangeBufs.exitBody.
+// body is copied into exchangeBufs.exitBody. A status that cannot end a
+// request (below 200: an interim answer, after which the client would
+// take the next answer on the connection for this one's) is 500.
 func (x *pluginCtx) Exit(status int, body []byte) {
 	cc := x.cc()
 	if cc.plugin.phase > plugins.BeforeProxy || cc.plugin.exited {
 		return
 	}
-	if status < 100 || status > 999 {
+	if status < 200 || status > 999 {
 		status = 500
 	}
 	cc.plugin.exited = true

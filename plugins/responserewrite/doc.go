@@ -25,7 +25,8 @@
 // the body is cut, as APISIX's hold_body_chunk cuts it), and sends it at
 // its end with each filter's regex replaced by its replace, once or
 // everywhere (scope), the filters one after the other. A gzip body is
-// decoded first and sent plain; one of another Content-Encoding (br,
+// decoded first and sent plain (cut at max_resp_body_size, what decodes
+// of the cut); one of another Content-Encoding (br,
 // deflate), which APISIX decodes or sends without its Content-Encoding,
 // is sent as it came, Content-Encoding kept.
 //

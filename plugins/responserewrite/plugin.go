@@ -479,14 +479,16 @@ func (in *instance) rewrite(b *bodyBuf, body []byte) []byte {
 
 // gunzip decodes a gzip body, its first max bytes (the rest dropped, as
 // the body is cut before decoding: a small body that decodes to a huge
-// one costs no more); a body it cannot decode is sent as it came.
+// one costs no more). A body cut at max_resp_body_size ends its stream
+// early: what decodes of it is the body. One it cannot decode is sent as
+// it came.
 func gunzip(b []byte, max int) []byte {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return b
 	}
 	out, err := io.ReadAll(io.LimitReader(zr, int64(max)))
-	if err != nil {
+	if err != nil && (err != io.ErrUnexpectedEOF || len(b) < max) {
 		return b
 	}
 	return out

@@ -241,3 +241,31 @@ func TestGzipBomb(t *testing.T) {
 		t.Fatalf("%d bytes, want 16384 b", len(got))
 	}
 }
+
+// TestGzipCut: a gzip body longer than max_resp_body_size is cut before
+// it is decoded; what decodes of the cut is sent, rewritten, rather than
+// the cut gzip bytes themselves, which the client would get with
+// Content-Encoding gone.
+func TestGzipCut(t *testing.T) {
+	p := build(t, `{"max_resp_body_size":4096,"filters":[{"regex":"a","replace":"b","scope":"global"}]}`)
+	plain := make([]byte, 64<<10)
+	x := uint32(1)
+	for i := range plain {
+		x = x*1664525 + 1013904223 // incompressible: the cut ends the stream early
+		plain[i] = byte(x >> 24)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(plain)
+	zw.Close()
+	if z.Len() <= 4096 {
+		t.Fatalf("compressed to %d bytes, within the limit", z.Len())
+	}
+	c := plugintest.NewCtx("GET", "/hello").WithResponseHeader("Content-Encoding", "gzip")
+	c.Upstream = true
+	got := body(p, c, z.String()[:3000], z.String()[3000:], "")
+	want := strings.ReplaceAll(string(plain), "a", "b")
+	if len(got) == 0 || len(got) > 4096 || !strings.HasPrefix(want, got) {
+		t.Fatalf("%d bytes %q..., want a decoded prefix of at most 4096", len(got), got[:min(len(got), 16)])
+	}
+}
