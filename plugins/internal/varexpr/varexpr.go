@@ -70,6 +70,13 @@ func Compile(raw json.RawMessage) (Expr, error) {
 	if msg := vs.Problem(); msg != "" {
 		return Expr{}, errors.New(msg)
 	}
+	return CompileVars(vs)
+}
+
+// CompileVars compiles vs, rules already checked (spec.Vars.Problem, or
+// Check, which gives a route's message): for a plugin that reads them
+// itself. Its errors are varexpr.Compile's.
+func CompileVars(vs spec.Vars) (Expr, error) {
 	x, err := varexpr.Compile(vs)
 	if err != nil {
 		return Expr{}, err
