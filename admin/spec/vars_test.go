@@ -51,6 +51,7 @@ func TestVarsCheck(t *testing.T) {
 		}
 	}
 }
+
 // TestVarsProblemPlugin: lua-resty-expr's text for the first malformed
 // expression of a plugin's vars, none for well-formed ones.
 func TestVarsProblemPlugin(t *testing.T) {
