@@ -135,10 +135,18 @@ func (s *ctxSource) Lookup(v *httpvar.Var) ([]byte, bool) {
 func (ev *Evaluator) begin(c plugins.Ctx) {
 	ev.src.c, ev.src.status = c, ev.ResponseStatus
 	ev.req.Vars = &ev.src
-	ev.req.Path = c.Var(uriVar)
 }
 
 func (ev *Evaluator) end() { ev.src.c, ev.req.Path = nil, nil }
+
+// eval evaluates e, $uri (Request.Path) read from the Ctx the first time
+// an expression needs it.
+func (ev *Evaluator) eval(e *Expr) bool {
+	if e.x.UsesURI() && ev.req.Path == nil {
+		ev.req.Path = ev.src.c.Var(uriVar)
+	}
+	return e.x.Eval(&ev.req)
+}
 
 // Eval reports whether every rule of e holds for the request of c.
 func (ev *Evaluator) Eval(c plugins.Ctx, e *Expr) bool {
@@ -146,7 +154,7 @@ func (ev *Evaluator) Eval(c plugins.Ctx, e *Expr) bool {
 		return true
 	}
 	ev.begin(c)
-	ok := e.x.Eval(&ev.req)
+	ok := ev.eval(e)
 	ev.end()
 	return ok
 }
@@ -160,7 +168,7 @@ func (ev *Evaluator) EvalAny(c plugins.Ctx, a Any) bool {
 	ev.begin(c)
 	ok := false
 	for i := range a {
-		if ok = a[i].x.Eval(&ev.req); ok {
+		if ok = ev.eval(&a[i]); ok {
 			break
 		}
 	}
