@@ -147,3 +147,24 @@ func TestCompileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestUsesURI: an Expr reports whether one of its conditions reads uri.
+func TestUsesURI(t *testing.T) {
+	for _, tc := range []struct {
+		vs   spec.Vars
+		want bool
+	}{
+		{nil, false},
+		{spec.Vars{{Var: "arg_a", Op: "==", Value: []byte(`"x"`)}}, false},
+		{spec.Vars{{Var: "arg_a", Op: "==", Value: []byte(`"x"`)}, {Var: "uri", Op: "~~", Value: []byte(`"^/a"`)}}, true},
+		{spec.Vars{{Var: "document_uri", Op: "==", Value: []byte(`"/a"`)}}, true},
+	} {
+		e, err := Compile(tc.vs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.UsesURI(); got != tc.want {
+			t.Errorf("%v: UsesURI %v, want %v", tc.vs, got, tc.want)
+		}
+	}
+}
