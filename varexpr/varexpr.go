@@ -43,7 +43,8 @@ type Request struct {
 // hold. The zero Expr holds for every request. An Expr is immutable and safe
 // for concurrent use.
 type Expr struct {
-	conds []cond
+	conds   []cond
+	usesURI bool // a condition reads uri (Request.Path)
 }
 
 // valKind is the JSON type of a condition's right-hand value; lua-resty-expr
@@ -80,15 +81,16 @@ func Compile(vs spec.Vars) (Expr, error) {
 	if len(vs) == 0 {
 		return Expr{}, nil
 	}
-	conds := make([]cond, 0, len(vs))
+	x := Expr{conds: make([]cond, 0, len(vs))}
 	for i := range vs {
 		c, err := compileCond(&vs[i])
 		if err != nil {
 			return Expr{}, fmt.Errorf("vars[%d]: %w", i, err)
 		}
-		conds = append(conds, c)
+		x.conds = append(x.conds, c)
+		x.usesURI = x.usesURI || c.v.Kind == httpvar.URI
 	}
-	return Expr{conds: conds}, nil
+	return x, nil
 }
 
 func compileCond(e *spec.VarExpr) (cond, error) {
@@ -191,6 +193,11 @@ func parsePrefix(s string) (netip.Prefix, error) {
 
 // Len returns the number of conditions.
 func (e *Expr) Len() int { return len(e.conds) }
+
+// UsesURI reports whether a condition reads uri, that is whether Eval
+// reads Request.Path: a caller whose path costs a lookup may leave Path
+// unset otherwise.
+func (e *Expr) UsesURI() bool { return e.usesURI }
 
 // Eval reports whether every condition holds for req. Variables, resolved
 // by httpvar.Parse when the Expr was compiled, are read through req.Vars,

@@ -59,10 +59,9 @@
 // tonumber) and the table of vars operators (VarOp) are written once, here,
 // the lowest package that both validation and the worker import; ParseIP
 // and LuaNumber do not allocate, so the worker reads request values with
-// them. So is the operators' evaluation (VarCond, CompileVarCond): the
-// route vars (worker/router) and the plugins taking lua-resty-expr lists
-// (plugins/internal/varexpr) hold a VarCond for each rule and evaluate it
-// without allocating.
+// them. The operators' evaluation is package varexpr's, which the route
+// vars (worker/router) and the plugins taking lua-resty-expr lists
+// (plugins/internal/varexpr) share.
 //
 // # YAML
 //

@@ -21,6 +21,12 @@ func LuaNumber(b []byte) (float64, bool) {
 		neg = body[0] == '-'
 		body = body[1:]
 	}
+	if v, ok := smallInt(body); ok {
+		if neg {
+			v = -v
+		}
+		return v, true
+	}
 	if isHexNumber(body) {
 		var v float64
 		for _, c := range body[2:] {
@@ -47,6 +53,24 @@ func LuaNumber(b []byte) (float64, bool) {
 		}
 	}
 	return v, true
+}
+
+// smallInt reads b when it is decimal digits alone, at most 15 of them
+// (every such integer is exact in a float64, as ParseFloat gives it): the
+// numbers requests mostly carry ($status, a port, an id), read without
+// ParseFloat.
+func smallInt(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return float64(n), true
 }
 
 // luaInteger returns the integer s is written as, when LuaNumber accepted

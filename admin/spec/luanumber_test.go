@@ -2,6 +2,7 @@ package spec
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,6 +26,19 @@ func TestLuaNumber(t *testing.T) {
 		{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {math.Inf(1), true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LuaNumber (-want +got):\n%s", diff)
+	}
+}
+
+// TestLuaNumberSmallInt: plain integers, read without ParseFloat up to 15
+// digits, give ParseFloat's value, either side of that length and sign.
+func TestLuaNumberSmallInt(t *testing.T) {
+	for _, s := range []string{"0", "-0", "007", "200", "-42", "+9", "999999999999999", "-999999999999999",
+		"1000000000000000", "9007199254740993", "12345678901234567890"} {
+		v, ok := LuaNumber([]byte(s))
+		want, err := strconv.ParseFloat(s, 64)
+		if !ok || err != nil || v != want || math.Signbit(v) != math.Signbit(want) {
+			t.Errorf("LuaNumber(%s) = %v, %v; want %v", s, v, ok, want)
+		}
 	}
 }
 

@@ -137,8 +137,8 @@ type hdr struct {
 }
 
 // instance is one configuration, built: read-only but for buf, the
-// answer's scratch, which the requests of its one event loop take in
-// turn (Exit and SetResponseHeader copy what they are given).
+// answer's scratch, and ev, the vars' evaluator, which the requests of
+// its one event loop take in turn (Exit and SetResponseHeader copy what they are given).
 type instance struct {
 	abort, delay bool
 
@@ -154,6 +154,8 @@ type instance struct {
 	delayVars    varexpr.Any
 	hasDelayVars bool
 
+	ev varexpr.Evaluator
+
 	buf []byte
 }
 
@@ -166,8 +168,8 @@ func hit(pct int) bool { return pct >= 100 || rand.IntN(100) < pct }
 // and vars hit sets its headers and ends the request with http_status and
 // body, once the delay has passed.
 func (in *instance) Rewrite(c plugins.Ctx) {
-	abortOK := !in.hasAbortVars || in.abortVars.Eval(c)
-	delayOK := !in.hasDelayVars || in.delayVars.Eval(c)
+	abortOK := !in.hasAbortVars || in.ev.EvalAny(c, in.abortVars)
+	delayOK := !in.hasDelayVars || in.ev.EvalAny(c, in.delayVars)
 	if in.delay && hit(in.delayPct) && delayOK {
 		c.Delay(in.duration)
 	}

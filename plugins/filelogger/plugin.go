@@ -150,15 +150,17 @@ func nonEmpty(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &m) == nil && len(m) > 0
 }
 
-// instance is one configuration, built. It is read-only once built; the
-// entries it writes go into the writer's buffers (writer.take), so the
-// requests of every event loop may share it.
+// instance is one configuration, built, used by one event loop. It is
+// read-only once built but for ev, which the loop's requests take in
+// turn; the entries it writes go into the writer's buffers (writer.take),
+// which the instances of every event loop writing to the path share.
 type instance struct {
 	w      *writer // nil without a path: nothing is written
 	match  varexpr.Any
-	custom bool            // log_format: the entry is format, then route_id and service_id
-	format logentry.Format // log_format, compiled
-	extra  logentry.Format // log_format_extra's members not in the default entry
+	ev     varexpr.Evaluator // match's, over the request being logged
+	custom bool              // log_format: the entry is format, then route_id and service_id
+	format logentry.Format   // log_format, compiled
+	extra  logentry.Format   // log_format_extra's members not in the default entry
 }
 
 // Log implements plugins.LogPhase: the request's entry, one JSON line,
@@ -170,7 +172,7 @@ func (in *instance) Log(c plugins.Ctx) {
 	if in.w == nil {
 		return
 	}
-	if in.match != nil && !in.match.Eval(c) {
+	if in.match != nil && !in.ev.EvalAny(c, in.match) {
 		return
 	}
 	b := in.w.take()

@@ -37,9 +37,9 @@
 // of "set" are written in name order (APISIX walks a Lua table, in no
 // set order). An "add" entry create_header_operation cannot read (a name
 // with a space), which makes APISIX drop every header edit at run time,
-// is refused by Check. A response's vars are evaluated by this package
-// over plugins.Ctx: plugins cannot import the route matcher
-// (worker/router), which reads the worker's parsed request.
+// is refused by Check. A response's vars are evaluated by the route vars'
+// evaluator (varexpr, through plugins/internal/varexpr) over plugins.Ctx;
+// an ipmatch value may be an IPv6 address in brackets, as elsewhere.
 //
 // An instance belongs to one event loop (plugins.Plugin). The
 // header-only, status and body configurations allocate nothing per

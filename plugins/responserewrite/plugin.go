@@ -16,6 +16,7 @@ import (
 
 	"coregate/plugins"
 	"coregate/plugins/internal/resub"
+	"coregate/plugins/internal/varexpr"
 	"coregate/plugins/internal/vartpl"
 )
 
@@ -122,9 +123,11 @@ func compile(raw json.RawMessage) (*instance, error) {
 		return nil, ErrBase64
 	}
 	if len(c.Vars) > 0 {
-		if in.vars, err = compileVars(c.Vars); err != nil {
+		if in.vars, err = varexpr.Compile(c.Vars); err != nil {
 			return nil, fmt.Errorf("failed to validate the 'vars' expression: %w", err)
 		}
+		in.hasVars = true
+		in.ev.ResponseStatus = true
 	}
 	for _, f := range c.Filters {
 		re, err := compileRegex(f.Regex, f.Options)
@@ -311,7 +314,9 @@ type instance struct {
 	remove   []string
 	hasBody  bool
 	body     []byte // the new body, decoded
-	vars     *varsExpr
+	vars     varexpr.Expr
+	hasVars  bool
+	ev       varexpr.Evaluator // vars', $status read from the response
 	filters  []filter
 	max      int // max_resp_body_size
 	scratch  []byte
@@ -338,7 +343,7 @@ const (
 // status, the headers the new body invalidates, and the headers'
 // add, set and remove, as APISIX's header_filter.
 func (in *instance) HeaderFilter(c plugins.Ctx) {
-	if in.vars != nil && !in.vars.eval(c) {
+	if in.hasVars && !in.ev.Eval(c, &in.vars) {
 		return
 	}
 	st := uint64(stMatched)

@@ -4,8 +4,8 @@
 // and error texts are those of apisix/plugins/traffic-split.lua;
 // README.md shows them.
 //
-// Build compiles each rule's match conditions (varexpr, as a route's
-// vars) and takes its weighted upstreams from Env.Upstreams: an
+// Build compiles each rule's match conditions (checked as a route's vars,
+// evaluated by varexpr through plugins/internal/varexpr) and takes its weighted upstreams from Env.Upstreams: an
 // upstream_id's compiled upstream object, an inline upstream compiled as
 // a route's own (balancer, timeouts, pass_host, scheme, TLS, keepalive
 // pool), or nil for the route's own. The access phase takes the first
@@ -25,7 +25,7 @@
 // does at request time.
 //
 // An instance is used by one event loop: its round robins' positions and
-// its view of the request (the varexpr.Request it evaluates, holding the
-// Ctx only during Access) are its own. The access phase does not
+// its match evaluator (holding the Ctx only while it evaluates) are its
+// own. The access phase does not
 // allocate.
 package trafficsplit

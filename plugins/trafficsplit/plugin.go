@@ -7,9 +7,8 @@ import (
 	"fmt"
 
 	"coregate/admin/spec"
-	"coregate/httpvar"
 	"coregate/plugins"
-	"coregate/varexpr"
+	"coregate/plugins/internal/varexpr"
 )
 
 // Name is the plugin's wire name.
@@ -96,7 +95,7 @@ func compileVars(raw json.RawMessage) (varexpr.Expr, error) {
 	if err := vs.Check(); err != nil {
 		return varexpr.Expr{}, err
 	}
-	return varexpr.Compile(vs)
+	return varexpr.CompileVars(vs)
 }
 
 // ErrNoUpstreams: the plugin was built where requests have no upstreams
@@ -111,13 +110,12 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{uri: httpvar.Parse("uri")}
-	in.req.Vars = &in.vars
+	in := &instance{}
 	for _, cr := range c.Rules {
 		var r rule
 		if cr.Match != nil {
 			r.matched = true
-			r.match = make([]varexpr.Expr, 0, len(*cr.Match))
+			r.match = make(varexpr.Any, 0, len(*cr.Match))
 			for _, m := range *cr.Match {
 				e, err := compileVars(m.Vars)
 				if err != nil {
@@ -174,7 +172,7 @@ type rule struct {
 	// before it did, as in APISIX); match are its items' conditions, any
 	// of which holding passes the rule.
 	matched bool
-	match   []varexpr.Expr
+	match   varexpr.Any
 	// ups are the weighted upstreams (nil: the route's own), chosen by rr.
 	ups []plugins.Upstream
 	rr  roundRobin
@@ -184,32 +182,17 @@ type rule struct {
 }
 
 // instance is one configuration, built. It is used by one event loop: its
-// round robins' positions and the request view (req, vars) are its own,
-// reset by each request.
+// round robins' positions and the match's evaluator (ev) are its own,
+// the evaluator set for each request and cleared after it.
 type instance struct {
 	rules []rule
-	uri   httpvar.Var
-	req   varexpr.Request
-	vars  ctxVars
-}
-
-// ctxVars reads the match conditions' variables from the request's Ctx.
-type ctxVars struct{ c plugins.Ctx }
-
-// Lookup implements varexpr.VarSource: a variable is unset when Var gives
-// nil.
-func (v *ctxVars) Lookup(x *httpvar.Var) ([]byte, bool) {
-	b := v.c.Var(*x)
-	return b, b != nil
+	ev    varexpr.Evaluator
 }
 
 // Access implements plugins.AccessPhase: the first rule whose match holds
 // (or that has none) chooses one of its weighted upstreams by weighted
 // round robin for the request; no rule holding leaves the route's.
 func (in *instance) Access(c plugins.Ctx) {
-	in.vars.c = c
-	in.req.Path = c.Var(in.uri)
-	defer func() { in.vars.c, in.req.Path = nil, nil }()
 	passed := true
 	var chosen *rule
 	for i := range in.rules {
@@ -222,10 +205,8 @@ func (in *instance) Access(c plugins.Ctx) {
 			chosen = r
 			break
 		}
-		for j := range r.match {
-			if passed = r.match[j].Eval(&in.req); passed {
-				break
-			}
+		if len(r.match) > 0 {
+			passed = in.ev.EvalAny(c, r.match)
 		}
 		if passed {
 			chosen = r

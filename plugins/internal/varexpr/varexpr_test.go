@@ -69,8 +69,60 @@ func TestEval(t *testing.T) {
 		if tc.hdr != nil {
 			c.WithHeader(tc.hdr[0], tc.hdr[1])
 		}
-		if got := a.Eval(c); got != tc.want {
+		var ev Evaluator
+		if got := ev.EvalAny(c, a); got != tc.want {
 			t.Errorf("%s on %s %v: %v, want %v", tc.vars, tc.target, tc.hdr, got, tc.want)
 		}
 	}
 }
+
+// TestEvalOne: one expression holds when all its rules do; the zero Expr
+// always; the Evaluator keeps nothing of the request once Eval returns.
+func TestEvalOne(t *testing.T) {
+	e, err := Compile([]byte(`[["uri","==","/a"],["arg_x","in",["1","2"]]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev Evaluator
+	for target, want := range map[string]bool{"/a?x=2": true, "/a?x=3": false, "/b?x=1": false} {
+		if got := ev.Eval(plugintest.NewCtx("GET", target), &e); got != want {
+			t.Errorf("%s: %v, want %v", target, got, want)
+		}
+		if ev.src.c != nil || ev.req.Path != nil {
+			t.Errorf("%s: the request is kept after Eval", target)
+		}
+	}
+	if !ev.Eval(plugintest.NewCtx("GET", "/"), &Expr{}) {
+		t.Error("the zero Expr does not hold")
+	}
+}
+
+// TestResponseStatus: with ResponseStatus, $status is the response's
+// status, compared as a number or as its text; without, it is Ctx.Var's.
+func TestResponseStatus(t *testing.T) {
+	a, err := CompileAny([]byte(`[[["status","==",200]],[["status","~~","^4"]]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		status int
+		rs     bool
+		want   bool
+	}{
+		{200, true, true}, {404, true, true}, {500, true, false}, {0, true, false}, {200, false, false},
+	} {
+		c := statusCtx{plugintest.NewCtx("GET", "/"), tc.status}
+		ev := Evaluator{ResponseStatus: tc.rs}
+		if got := ev.EvalAny(c, a); got != tc.want {
+			t.Errorf("status %d, ResponseStatus %v: %v, want %v", tc.status, tc.rs, got, tc.want)
+		}
+	}
+}
+
+// statusCtx is a Ctx whose response status is st.
+type statusCtx struct {
+	*plugintest.Ctx
+	st int
+}
+
+func (c statusCtx) Status() int { return c.st }
