@@ -48,7 +48,7 @@ func startControl(t *testing.T) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	err = s.ServeControl(ctx, ControlOptions{
-		Addr: addr, Plugins: plugins.Default, Enabled: []string{"limit-count", "http-logger", "nosuch"},
+		Addr: addr, Plugins: plugins.Default, Enabled: []string{"limit-count", "http-logger", "kafka-logger", "nosuch"},
 		KeyPrefix: "/apisix", ID: "node-1", Version: spec.CompatVersion, BootTime: time.Unix(1700000000, 0),
 	})
 	if err != nil {
@@ -131,10 +131,10 @@ func TestControlAPI(t *testing.T) {
 			t.Errorf("/v1/schema: no main.%s", k)
 		}
 	}
-	// Of the enabled plugins, those coregate has (not http-logger, nor a
-	// name no plugin has).
+	// Of the enabled plugins, those coregate has (limit-count and
+	// http-logger; not kafka-logger, nor a name no plugin has).
 	e, _, _ := plugins.Default.Lookup("limit-count")
-	if lc := sch.Plugins["limit-count"]; len(sch.Plugins) != 1 || lc.Priority == nil || *lc.Priority != e.Priority ||
+	if lc := sch.Plugins["limit-count"]; len(sch.Plugins) != 2 || sch.Plugins["http-logger"].Priority == nil || lc.Priority == nil || *lc.Priority != e.Priority ||
 		*lc.Priority == 0 || !strings.HasPrefix(string(lc.Schema), `{"type":"object"`) {
 		t.Errorf("/v1/schema plugins: %d, limit-count's priority %v", len(sch.Plugins), lc.Priority)
 	}
