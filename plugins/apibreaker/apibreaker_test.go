@@ -12,14 +12,7 @@ import (
 	"coregate/plugins/plugintest"
 )
 
-func build(t *testing.T, conf string) *plugins.Phases {
-	t.Helper()
-	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ph
-}
+func build(t *testing.T, conf string) *plugins.Phases { return plugintest.Build(t, Name, conf) }
 
 // send takes c through p with the upstream answering status (when the
 // breaker lets the request through), at the clock's time: the status the

@@ -12,39 +12,15 @@ import (
 	"coregate/plugins/plugintest"
 )
 
-// index indexes consumers given as APISIX consumer objects, and credential
-// objects given as (username, id, plugins), through the registry as the
-// worker does.
+// index indexes consumers and credential objects (plugintest.IndexConsumers).
 func index(t testing.TB, creds []plugins.Credential, objs ...string) *plugins.ConsumerIndex {
-	t.Helper()
-	var cs []*plugins.Consumer
-	for _, o := range objs {
-		var c struct {
-			Username string                     `json:"username"`
-			Labels   map[string]string          `json:"labels"`
-			Plugins  map[string]json.RawMessage `json:"plugins"`
-		}
-		if err := json.Unmarshal([]byte(o), &c); err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
-	}
-	x, err := plugins.Default.IndexConsumers(cs, creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
+	return plugintest.IndexConsumers(t, creds, objs...)
 }
 
 func build(t testing.TB, conf string, cons plugins.Consumers) plugins.Phases {
-	t.Helper()
 	env := plugins.NewLocalEnv()
 	env.Consumers = cons
-	p, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return *plugintest.BuildEnv(t, Name, conf, env)
 }
 
 // outcome is what a test looks at after one request.

@@ -17,12 +17,7 @@ func build(t testing.TB, conf string) *plugins.Phases {
 }
 
 func buildEnv(t testing.TB, conf string, env plugins.Env) *plugins.Phases {
-	t.Helper()
-	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ph
+	return plugintest.BuildEnv(t, Name, conf, env)
 }
 
 // corsHeaders are the headers the plugin may set, as the tests compare

@@ -12,14 +12,7 @@ import (
 	"coregate/plugins/plugintest"
 )
 
-func build(t testing.TB, conf string) *plugins.Phases {
-	t.Helper()
-	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ph
-}
+func build(t testing.TB, conf string) *plugins.Phases { return plugintest.Build(t, Name, conf) }
 
 // Tokens APISIX made with the key "userkey" (t/plugin/csrf.t): one that
 // expires in 2053, one from January 2022, and one whose sign is not the

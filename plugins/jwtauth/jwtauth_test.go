@@ -108,36 +108,15 @@ func hs256(t testing.TB, more string) string {
 	return sign(t, "HS256", "my-secret-key", `{"alg":"HS256","typ":"JWT"}`, `{"key":"user-key"`+more+`}`)
 }
 
+// index indexes consumer objects (plugintest.IndexConsumers).
 func index(t testing.TB, objs ...string) *plugins.ConsumerIndex {
-	t.Helper()
-	var cs []*plugins.Consumer
-	for _, o := range objs {
-		var c struct {
-			Username string                     `json:"username"`
-			Labels   map[string]string          `json:"labels"`
-			Plugins  map[string]json.RawMessage `json:"plugins"`
-		}
-		if err := json.Unmarshal([]byte(o), &c); err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
-	}
-	x, err := plugins.Default.IndexConsumers(cs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
+	return plugintest.IndexConsumers(t, nil, objs...)
 }
 
 func build(t testing.TB, conf string, cons plugins.Consumers) plugins.Phases {
-	t.Helper()
 	env := plugins.NewLocalEnv()
 	env.Consumers = cons
-	p, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return *plugintest.BuildEnv(t, Name, conf, env)
 }
 
 // consumer is a consumer object with a jwt-auth configuration.

@@ -37,14 +37,9 @@ func consumers(t *testing.T, objs ...string) *plugins.ConsumerIndex {
 }
 
 func build(t testing.TB, conf string, cons plugins.Consumers) plugins.Phases {
-	t.Helper()
 	env := plugins.NewLocalEnv()
 	env.Consumers = cons
-	p, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return *plugintest.BuildEnv(t, Name, conf, env)
 }
 
 // outcome is what a test looks at after one request.

@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/netip"
 	"os"
 	"strconv"
@@ -736,4 +737,46 @@ func AllocsPerRun(t testing.TB, runs int, f func()) {
 	if n := testing.AllocsPerRun(runs, f); n != 0 {
 		t.Fatalf("allocates %.1f times per run, want 0", n)
 	}
+}
+
+// Build builds one configuration of the plugin name (JSON, as a route's
+// "plugins" holds it) into the phases its route runs, with a local Env
+// (plugins.NewLocalEnv), as the worker builds it; an error fails t.
+func Build(t testing.TB, name, conf string) *plugins.Phases {
+	t.Helper()
+	return BuildEnv(t, name, conf, plugins.NewLocalEnv())
+}
+
+// BuildEnv is Build with env.
+func BuildEnv(t testing.TB, name, conf string, env plugins.Env) *plugins.Phases {
+	t.Helper()
+	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{name: json.RawMessage(conf)}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ph
+}
+
+// IndexConsumers indexes consumers given as APISIX consumer objects
+// (username, labels, plugins) and credential objects through
+// plugins.Default, as the worker does; an error fails t.
+func IndexConsumers(t testing.TB, creds []plugins.Credential, objs ...string) *plugins.ConsumerIndex {
+	t.Helper()
+	cs := make([]*plugins.Consumer, 0, len(objs))
+	for _, o := range objs {
+		var c struct {
+			Username string                     `json:"username"`
+			Labels   map[string]string          `json:"labels"`
+			Plugins  map[string]json.RawMessage `json:"plugins"`
+		}
+		if err := json.Unmarshal([]byte(o), &c); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, &plugins.Consumer{Username: c.Username, Plugins: c.Plugins, CustomID: c.Labels["custom_id"]})
+	}
+	x, err := plugins.Default.IndexConsumers(cs, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }

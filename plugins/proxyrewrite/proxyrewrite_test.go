@@ -12,14 +12,7 @@ import (
 	"coregate/plugins/plugintest"
 )
 
-func build(t testing.TB, conf string) plugins.Phases {
-	t.Helper()
-	p, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func build(t testing.TB, conf string) plugins.Phases { return *plugintest.Build(t, Name, conf) }
 
 // request is one client request: its target as sent, headers, and the
 // variables the worker would give ($uri, the decoded path, when it

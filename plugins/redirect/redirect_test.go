@@ -15,12 +15,7 @@ func build(t testing.TB, conf string) *plugins.Phases {
 }
 
 func buildEnv(t testing.TB, conf string, env plugins.Env) *plugins.Phases {
-	t.Helper()
-	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ph
+	return plugintest.BuildEnv(t, Name, conf, env)
 }
 
 // TestCheck: the schema's refusals and APISIX's own messages

@@ -10,14 +10,7 @@ import (
 	"coregate/plugins/plugintest"
 )
 
-func build(t testing.TB, conf string) *plugins.Phases {
-	t.Helper()
-	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ph
-}
+func build(t testing.TB, conf string) *plugins.Phases { return plugintest.Build(t, Name, conf) }
 
 // TestCheck: the schema's refusals (request-id.t TESTs 2, 12, 18;
 // request-id2.t TEST 1) and the field name.

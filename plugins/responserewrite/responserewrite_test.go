@@ -11,14 +11,7 @@ import (
 	"coregate/plugins/plugintest"
 )
 
-func build(t testing.TB, conf string) *plugins.Phases {
-	t.Helper()
-	ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ph
-}
+func build(t testing.TB, conf string) *plugins.Phases { return plugintest.Build(t, Name, conf) }
 
 // TestCheck: the schema's refusals and check_schema's messages, as
 // response-rewrite*.t show them.
