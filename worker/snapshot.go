@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -562,7 +563,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		var byConsumer map[*plugins.Consumer]*consumerPhases
 		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
-			if byConsumer, err = consumerVariants(consumers, conf, ps, checked); err != nil {
+			if byConsumer, err = consumerVariants(consumers, conf, phases.Plugins, ps, checked); err != nil {
 				if errors.Is(err, plugins.ErrReference) {
 					snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
 					continue
@@ -779,7 +780,20 @@ func indexConsumers(s *spec.Spec, reg *plugins.Registry, checked bool) (*plugins
 // per consumer with plugins of its own or of its group. checked: as Compile says; a consumer's configuration of a plugin
 // with a consumer schema was checked against that schema only, and is
 // checked again here as a route's.
-func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMessage, ps pluginSet, checked bool) (map[*plugins.Consumer]*consumerPhases, error) {
+//
+// A plugin of the route (base, its built plugins) that the consumer and
+// its group leave as the route has it, and that has a rewrite phase,
+// keeps the route's instance in the variant: its rewrite phase ran on
+// that instance before the consumer was attached, and what it kept for
+// its later phases (Ctx.Keep, owned by the instance: request-id's id,
+// opentelemetry's span) is found there.
+func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMessage, base []plugins.Configured, ps pluginSet, checked bool) (map[*plugins.Consumer]*consumerPhases, error) {
+	rewrote := make(map[string]plugins.Instance, len(base))
+	for _, cf := range base {
+		if _, ok := cf.Instance.(plugins.RewritePhase); ok {
+			rewrote[cf.Name] = cf.Instance
+		}
+	}
 	var out map[*plugins.Consumer]*consumerPhases
 	for _, c := range consumers {
 		var own []string
@@ -824,6 +838,9 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 		if err != nil {
 			return nil, fmt.Errorf("consumer %s: %w", c.Username, err)
 		}
+		if kept := keepRewritten(ph.Plugins, rewrote, c); kept != nil {
+			ph = plugins.NewPhases(kept)
+		}
 		cp := &consumerPhases{phases: ph}
 		for _, cf := range ph.Plugins {
 			if i, ok := cf.Instance.(plugins.RewritePhase); ok && added[cf.Name] {
@@ -836,6 +853,30 @@ func consumerVariants(consumers []*plugins.Consumer, conf map[string]json.RawMes
 		out[c] = cp
 	}
 	return out, nil
+}
+
+// keepRewritten is built (a consumer variant's plugins) with the route's
+// instances (rewrote, by name) of the plugins c and its group do not
+// configure; nil when there are none.
+func keepRewritten(built []plugins.Configured, rewrote map[string]plugins.Instance, c *plugins.Consumer) []plugins.Configured {
+	var out []plugins.Configured
+	for i, cf := range built {
+		x, ok := rewrote[cf.Name]
+		if !ok {
+			continue
+		}
+		if _, own := c.Plugins[cf.Name]; own {
+			continue
+		}
+		if _, group := c.GroupPlugins[cf.Name]; group {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(built)
+		}
+		out[i].Instance = x
+	}
+	return out
 }
 
 // namesSSL reports whether cu's TLS takes its client certificate from an

@@ -113,3 +113,50 @@ func TestAdminAPIRequestID(t *testing.T) {
 		t.Fatalf("global rule and route: response %q and %q, upstream saw %q", id, trace, last())
 	}
 }
+
+// TestRequestIDConsumerPlugins: on a route with key-auth, a consumer with
+// plugins of its own (or of its group) runs the route's other plugins
+// after authentication from a variant built for it; request-id, whose
+// rewrite phase ran before the consumer was known, still answers with the
+// id the upstream saw, for such a consumer as for one without plugins.
+func TestRequestIDConsumerPlugins(t *testing.T) {
+	var mu sync.Mutex
+	var seen string
+	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = r.Header.Get("X-Request-Id")
+		mu.Unlock()
+		_, _ = w.Write([]byte("hello world"))
+	})
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	// In order: jack's group before jack.
+	for _, o := range [][2]string{
+		{"routes/1", fmt.Sprintf(`{"uri":"/hello","plugins":{"request-id":{},"key-auth":{}},"upstream":{"nodes":{%q:1}}}`, up.Addr())},
+		{"consumers/rose", `{"username":"rose","plugins":{"key-auth":{"key":"k-rose"}}}`},
+		{"consumers/ann", `{"username":"ann","plugins":{"key-auth":{"key":"k-ann"},"proxy-rewrite":{"headers":{"set":{"X-Who":"ann"}}}}}`},
+		{"consumer_groups/g1", `{"plugins":{"proxy-rewrite":{"headers":{"set":{"X-Who":"g1"}}}}}`},
+		{"consumers/jack", `{"username":"jack","group_id":"g1","plugins":{"key-auth":{"key":"k-jack"}}}`},
+	} {
+		if r := admin.do(t, c, "PUT", o[0], o[1]); r.status != 200 && r.status != 201 {
+			t.Fatalf("PUT %s: %d %s", o[0], r.status, r.body)
+		}
+	}
+	for _, key := range []string{"k-rose", "k-ann", "k-jack"} {
+		var r result
+		eventually(t, 10*time.Second, func() error {
+			if r = do(t, c, "GET", g.url("/hello"), "", map[string]string{"apikey": key}, nil); r.status != 200 {
+				return fmt.Errorf("key %s: %d", key, r.status)
+			}
+			return nil
+		})
+		mu.Lock()
+		up := seen
+		mu.Unlock()
+		if id := r.header.Get("X-Request-Id"); id == "" || id != up {
+			t.Errorf("key %s: the answer's X-Request-Id %q, the upstream saw %q", key, id, up)
+		}
+	}
+}
