@@ -123,27 +123,9 @@ func good() signed {
 func with(s signed, f func(*signed)) signed { f(&s); return s }
 
 // outcome is what a test looks at after one request.
-type outcome struct {
-	Status    int
-	Body      string
-	Challenge string // WWW-Authenticate
-	Consumer  string
-	Headers   map[string]string // upstream headers, lower-cased names
-}
+type outcome = plugintest.Outcome
 
-func observe(c *plugintest.Ctx) outcome {
-	o := outcome{Status: c.Status(), Body: string(c.Body), Challenge: string(c.ResponseHeader("WWW-Authenticate"))}
-	if k := c.Consumer(); k != nil {
-		o.Consumer = k.Username
-	}
-	if c.Upstream {
-		o.Headers = map[string]string{}
-		for _, h := range c.UpstreamHeaders() {
-			o.Headers[strings.ToLower(h.Name)] = string(h.Value)
-		}
-	}
-	return o
-}
+func observe(c *plugintest.Ctx) outcome { return plugintest.Observe(c) }
 
 const (
 	missing   = `{"message":"client request can't be validated: missing Authorization header"}` + "\n"

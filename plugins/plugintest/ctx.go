@@ -780,3 +780,31 @@ func IndexConsumers(t testing.TB, creds []plugins.Credential, objs ...string) *p
 	}
 	return x
 }
+
+// Outcome is what an authentication plugin's test looks at after one
+// request (Observe).
+type Outcome struct {
+	Status    int
+	Body      string
+	Challenge string // WWW-Authenticate
+	Consumer  string
+	URI       string            // the upstream target when a plugin set one
+	Headers   map[string]string // upstream headers, lower-cased names; nil when not proxied
+}
+
+// Observe is c's Outcome: its answer, the consumer attached, and what
+// goes upstream when the request is proxied.
+func Observe(c *Ctx) Outcome {
+	o := Outcome{Status: c.Status(), Body: string(c.Body), Challenge: string(c.ResponseHeader("WWW-Authenticate")),
+		URI: string(c.UpstreamURI)}
+	if k := c.Consumer(); k != nil {
+		o.Consumer = k.Username
+	}
+	if c.Upstream {
+		o.Headers = map[string]string{}
+		for _, h := range c.UpstreamHeaders() {
+			o.Headers[strings.ToLower(h.Name)] = string(h.Value)
+		}
+	}
+	return o
+}
