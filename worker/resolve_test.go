@@ -234,42 +234,9 @@ func TestDNSUnknownName(t *testing.T) {
 // any more) is no longer asked, while the name that replaced it is, and
 // that a reload naming it again serves it at its current address.
 func TestDNSDroppedName(t *testing.T) {
-	d := startDNS(t, 1)
-	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
-	d.set("old.test", "127.0.0.2")
-	d.set("new.test", "127.0.0.3")
-	route := func(host string) *spec.Spec {
-		return testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"nodes":{"%s:%d":1}}}`, host, port))
-	}
-	w, _ := runWorker(t, Config{DNS: DNS{Servers: []string{d.addr}}}, route("old.test"))
-	c, br := dialWorker(t, w)
-	if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
-		t.Fatalf("served by %s, want 127.0.0.2", got)
-	}
-	if err := w.SetSpec(route("new.test"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if n := w.dns.nameCount(); n != 1 {
-		t.Fatalf("the resolver keeps %d names after the reload, want 1", n)
-	}
-	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
-		t.Fatalf("served by %s after the reload, want 127.0.0.3", got)
-	}
-	oldAsked, newAsked := d.askedFor("old.test"), d.askedFor("new.test")
-	time.Sleep(2500 * time.Millisecond) // past two TTLs
-	if n := d.askedFor("old.test"); n != oldAsked {
-		t.Errorf("old.test asked %d times after the reload dropped it", n-oldAsked)
-	}
-	if d.askedFor("new.test") == newAsked {
-		t.Error("new.test was not asked again after its TTL")
-	}
-	d.set("old.test", "127.0.0.3")
-	if err := w.SetSpec(route("old.test"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
-		t.Fatalf("served by %s once old.test is named again, want its new address 127.0.0.3", got)
-	}
+	testDropped(t, "names", func(d *testDNS) Config { return Config{DNS: DNS{Servers: []string{d.addr}}} },
+		func(name string, port int) string { return fmt.Sprintf(`"nodes":{"%s:%d":1}`, name, port) },
+		func(w *Worker) int { return w.dns.nameCount() })
 }
 
 // TestDNSHostsFile checks that with name servers set, a name the hosts
@@ -445,14 +412,28 @@ func TestDNSDiscoveryA(t *testing.T) {
 // while the one that replaced it is, and that a reload naming it again
 // serves its current records, as TestDNSDroppedName for host names.
 func TestDNSDiscoveryDroppedService(t *testing.T) {
+	testDropped(t, "service_names", func(d *testDNS) Config { return Config{DiscoveryDNS: DNS{Servers: []string{d.addr}}} },
+		func(name string, port int) string {
+			return fmt.Sprintf(`"service_name":"%s:%d","discovery_type":"dns"`, name, port)
+		},
+		func(w *Worker) int { return w.disc.serviceCount() })
+}
+
+// testDropped is TestDNSDroppedName and TestDNSDiscoveryDroppedService:
+// a worker (cfg, on a name server whose records live 1 s) whose one
+// upstream (members: its nodes by name, or its service) takes its
+// addresses from old.test, then from new.test, then from old.test again;
+// kept counts the names (what) the resolver keeps.
+func testDropped(t *testing.T, what string, cfg func(*testDNS) Config, members func(name string, port int) string, kept func(*Worker) int) {
+	t.Helper()
 	d := startDNS(t, 1)
 	port := e2e.IPOrigins(t, true, "127.0.0.2", "127.0.0.3")
 	d.set("old.test", "127.0.0.2")
 	d.set("new.test", "127.0.0.3")
 	route := func(name string) *spec.Spec {
-		return testSpec(t, nil, fmt.Sprintf(`{"id":"1","uri":"/a","upstream":{"service_name":"%s:%d","discovery_type":"dns"}}`, name, port))
+		return testSpec(t, nil, `{"id":"1","uri":"/a","upstream":{`+members(name, port)+`}}`)
 	}
-	w, _ := runWorker(t, Config{DiscoveryDNS: DNS{Servers: []string{d.addr}}}, route("old.test"))
+	w, _ := runWorker(t, cfg(d), route("old.test"))
 	c, br := dialWorker(t, w)
 	if got := getBody(t, c, br, "/a"); got != "127.0.0.2" {
 		t.Fatalf("served by %s, want 127.0.0.2", got)
@@ -460,8 +441,8 @@ func TestDNSDiscoveryDroppedService(t *testing.T) {
 	if err := w.SetSpec(route("new.test"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := w.disc.serviceCount(); n != 1 {
-		t.Fatalf("the resolver keeps %d service_names after the reload, want 1", n)
+	if n := kept(w); n != 1 {
+		t.Fatalf("the resolver keeps %d %s after the reload, want 1", n, what)
 	}
 	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
 		t.Fatalf("served by %s after the reload, want 127.0.0.3", got)
@@ -481,8 +462,8 @@ func TestDNSDiscoveryDroppedService(t *testing.T) {
 	if got := getBody(t, c, br, "/a"); got != "127.0.0.3" {
 		t.Fatalf("served by %s once old.test is named again, want its new address 127.0.0.3", got)
 	}
-	if n := w.disc.serviceCount(); n != 1 {
-		t.Fatalf("the resolver keeps %d service_names once old.test is named again, want 1", n)
+	if n := kept(w); n != 1 {
+		t.Fatalf("the resolver keeps %d %s once old.test is named again, want 1", n, what)
 	}
 }
 
