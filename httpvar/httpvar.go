@@ -241,6 +241,27 @@ func HeaderIs[T string | []byte](header T, name string) bool {
 	return true
 }
 
+// EqualFold reports whether a and b are equal, ASCII letters compared in
+// any case (header names, tokens). It does not allocate.
+func EqualFold[A, B string | []byte](a A, b B) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // QueryArg returns the raw first value of argument name in the query q;
 // ok is false when there is none. As in nginx, an argument is name=value:
 // "a" without '=' is no argument a ("a=" is, empty).

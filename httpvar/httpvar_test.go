@@ -105,3 +105,30 @@ func TestCookieValue(t *testing.T) {
 		t.Errorf("CookieValue(SID) = %q, set", v)
 	}
 }
+
+// TestEqualFold: ASCII letters in any case on either side, nothing else
+// folded, lengths must match; strings and byte slices alike.
+func TestEqualFold(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"Content-Length", "content-length", true},
+		{"content-length", "CONTENT-LENGTH", true},
+		{"te", "te", true},
+		{"", "", true},
+		{"te", "tex", false},
+		{"X_A", "x-a", false},
+		{"\u212a", "k", false},
+	} {
+		if got := EqualFold(tc.a, tc.b); got != tc.want {
+			t.Errorf("EqualFold(%q, %q) = %v", tc.a, tc.b, got)
+		}
+		if got := EqualFold([]byte(tc.a), tc.b); got != tc.want {
+			t.Errorf("EqualFold([]byte(%q), %q) = %v", tc.a, tc.b, got)
+		}
+		if got := EqualFold([]byte(tc.a), []byte(tc.b)); got != tc.want {
+			t.Errorf("EqualFold([]byte(%q), []byte(%q)) = %v", tc.a, tc.b, got)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 )
 
 // Credential is one credential object (/apisix/consumers/<username>/credentials/<id>):
@@ -236,31 +237,11 @@ func removeUnderscored(c Ctx) {
 			continue
 		}
 		for _, u := range underscored {
-			if equalFold(name, u) {
+			if httpvar.EqualFold(name, u) {
 				c.SetRequestHeader(u, nil)
 			}
 		}
 	}
-}
-
-// equalFold reports whether b is s, ASCII letters compared in any case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // AttachConsumer is APISIX's consumer.attach_consumer, what an

@@ -174,35 +174,19 @@ func hasBody(c plugins.Ctx) bool {
 func hopByHop(name []byte) bool {
 	switch len(name) {
 	case 2:
-		return eqFold(name, "te")
+		return httpvar.EqualFold(name, "te")
 	case 4:
-		return eqFold(name, "host")
+		return httpvar.EqualFold(name, "host")
 	case 7:
-		return eqFold(name, "upgrade") || eqFold(name, "trailer")
+		return httpvar.EqualFold(name, "upgrade") || httpvar.EqualFold(name, "trailer")
 	case 10:
-		return eqFold(name, "connection") || eqFold(name, "keep-alive")
+		return httpvar.EqualFold(name, "connection") || httpvar.EqualFold(name, "keep-alive")
 	case 14:
-		return eqFold(name, "content-length")
+		return httpvar.EqualFold(name, "content-length")
 	case 16:
-		return eqFold(name, "proxy-connection")
+		return httpvar.EqualFold(name, "proxy-connection")
 	case 17:
-		return eqFold(name, "transfer-encoding")
+		return httpvar.EqualFold(name, "transfer-encoding")
 	}
 	return false
-}
-
-func eqFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/resub"
 	"coregate/plugins/internal/varexpr"
@@ -353,8 +354,8 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 	if in.hasBody || len(in.filters) > 0 {
 		enc := c.ResponseHeader("Content-Encoding")
 		switch {
-		case len(in.filters) == 0 || len(enc) == 0 || eqFold(enc, "identity"):
-		case eqFold(enc, "gzip"):
+		case len(in.filters) == 0 || len(enc) == 0 || httpvar.EqualFold(enc, "identity"):
+		case httpvar.EqualFold(enc, "gzip"):
 			st |= stGzip
 		default:
 			st |= stAsIs
@@ -381,10 +382,6 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 	for _, name := range in.remove {
 		c.RemoveResponseHeader(name)
 	}
-}
-
-func eqFold(b []byte, s string) bool {
-	return len(b) == len(s) && strings.EqualFold(string(b), s)
 }
 
 // BodyFilter implements plugins.BodyFilterPhase: a new body replaces the

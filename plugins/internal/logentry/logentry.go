@@ -340,7 +340,7 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 			if !ok {
 				break
 			}
-			if equalFold(nj, name) {
+			if httpvar.EqualFold(nj, name) {
 				n++
 			}
 		}
@@ -353,7 +353,7 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 			if !ok {
 				break
 			}
-			if equalFold(nj, name) {
+			if httpvar.EqualFold(nj, name) {
 				if k > 0 {
 					b = append(b, ',')
 				}
@@ -372,30 +372,11 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 func seenHeader(c plugins.Ctx, name []byte, i int) bool {
 	for j := 0; j < i; j++ {
 		nj, _, _ := c.RequestHeaderAt(j)
-		if equalFold(nj, name) {
+		if httpvar.EqualFold(nj, name) {
 			return true
 		}
 	}
 	return false
-}
-
-func equalFold(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // appendArgs appends the query's arguments as ngx.req.get_uri_args gives
