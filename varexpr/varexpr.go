@@ -226,7 +226,7 @@ func (c *cond) lookup(req *Request) ([]byte, bool) {
 
 func (c *cond) eval(req *Request) bool {
 	if c.op == spec.VarOpIPMatch && c.v.Kind == httpvar.RemoteAddr && req.RemoteAddr.IsValid() {
-		return addrIn(c.nets, req.RemoteAddr.Unmap())
+		return AddrIn(c.nets, req.RemoteAddr.Unmap())
 	}
 	l, ok := c.lookup(req)
 	switch c.op {
@@ -286,7 +286,7 @@ func (c *cond) eval(req *Request) bool {
 			return false
 		}
 		a, valid := parseIP(l)
-		return valid && addrIn(c.nets, a)
+		return valid && AddrIn(c.nets, a)
 	}
 	return false // has: true only for table values, which variables never are
 }
@@ -298,8 +298,9 @@ func luaNumberOK(b []byte, ok bool) (float64, bool) {
 	return spec.LuaNumber(b)
 }
 
-// addrIn reports whether a (already unmapped) lies in one of nets.
-func addrIn(nets []netip.Prefix, a netip.Addr) bool {
+// AddrIn reports whether a (already unmapped) lies in one of nets: an
+// ipmatch condition's test, and a route's remote_addrs'.
+func AddrIn(nets []netip.Prefix, a netip.Addr) bool {
 	for _, p := range nets {
 		if p.Contains(a) {
 			return true

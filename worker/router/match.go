@@ -1,6 +1,10 @@
 package router
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"coregate/varexpr"
+)
 
 // maxHost is the longest Host header, port included, that host-bound routes
 // are matched against; a longer one matches only "*" hosts (and host-less
@@ -133,7 +137,7 @@ func (x *extra) ok(req *Request, hv *hostView) bool {
 		return false
 	}
 	if len(x.remote) > 0 {
-		if !req.RemoteAddr.IsValid() || !addrIn(x.remote, req.RemoteAddr.Unmap()) {
+		if !req.RemoteAddr.IsValid() || !varexpr.AddrIn(x.remote, req.RemoteAddr.Unmap()) {
 			return false
 		}
 	}

@@ -1,8 +1,6 @@
 package router
 
 import (
-	"net/netip"
-
 	"coregate/admin/spec"
 	"coregate/varexpr"
 )
@@ -37,14 +35,4 @@ func (e *Expr) Len() int { return e.x.Len() }
 func (e *Expr) Eval(req *Request) bool {
 	in := varexpr.Request{Path: req.Path, RemoteAddr: req.RemoteAddr, Vars: req.Vars}
 	return e.x.Eval(&in)
-}
-
-// addrIn reports whether a (already unmapped) lies in one of nets.
-func addrIn(nets []netip.Prefix, a netip.Addr) bool {
-	for _, p := range nets {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
 }
