@@ -80,6 +80,26 @@ func adminKeys(nc *nodeconf.Config) (nodeconf.AdminConfig, error) {
 	return a, nil
 }
 
+// statusKeys are the keys the status pages take on an export address
+// other than loopback: the Admin API's (admin_key, with those generated
+// for its empty entries when the Admin API is on), any role.
+func statusKeys(nc *nodeconf.Config) ([]string, error) {
+	a := nc.Deployment.Admin
+	if nc.APISIX.EnableAdmin {
+		var err error
+		if a, err = adminKeys(nc); err != nil {
+			return nil, err
+		}
+	}
+	var keys []string
+	for _, k := range a.AdminKey {
+		if k.Key != "" {
+			keys = append(keys, k.Key)
+		}
+	}
+	return keys, nil
+}
+
 // serveAdmin serves the Admin API on deployment.admin.admin_listen over st
 // until the returned stop is called. (Start-up has refused a public legacy
 // key on an address other than loopback: adminapi.CheckKeys.)

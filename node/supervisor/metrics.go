@@ -34,6 +34,17 @@ type nodeMetrics struct {
 	byPID  map[int]workerStats // each worker process's last report
 	gone   control.StatsMsg    // the counters of processes that exited
 	goneBy map[int]uint64      // requests of exited processes, by worker id
+	slots  map[int]slotProc    // each worker slot's current process
+	restBy map[int]uint64      // restarts after dying, by worker id
+}
+
+// slotProc is a worker slot's current process, as the status page shows
+// it: its pid and its heartbeat (proc.beat, the time since the
+// Supervisor's epoch of its last Ready or Stats, stored by its control
+// reader).
+type slotProc struct {
+	pid  int
+	beat *atomic.Int64
 }
 
 // workerState is what a worker slot's current process is doing, as
@@ -64,6 +75,28 @@ func (m *nodeMetrics) setState(id int, st workerState) {
 func (m *nodeMetrics) forget(id int) {
 	m.mu.Lock()
 	delete(m.state, id)
+	delete(m.slots, id)
+	m.mu.Unlock()
+}
+
+// setProc records the process now in worker slot id and its heartbeat.
+func (m *nodeMetrics) setProc(id, pid int, beat *atomic.Int64) {
+	m.mu.Lock()
+	if m.slots == nil {
+		m.slots = map[int]slotProc{}
+	}
+	m.slots[id] = slotProc{pid, beat}
+	m.mu.Unlock()
+}
+
+// restarted counts a restart of worker slot id after its process died.
+func (m *nodeMetrics) restarted(id int) {
+	m.restarts.Add(1)
+	m.mu.Lock()
+	if m.restBy == nil {
+		m.restBy = map[int]uint64{}
+	}
+	m.restBy[id]++
 	m.mu.Unlock()
 }
 
@@ -280,8 +313,9 @@ func (s *Supervisor) seriesMap() *shm.MetricsMap {
 	return s.series.MetricsMap
 }
 
-// ServeMetrics serves the node's metrics on addr at path until ctx is done.
-// It returns once listening (or failing to).
+// ServeMetrics serves the node's metrics on addr at path until ctx is done,
+// and the status pages (/status, /status.json: statusHandlers) beside
+// them. It returns once listening (or failing to).
 func (s *Supervisor) ServeMetrics(ctx context.Context, addr, path string) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -289,6 +323,11 @@ func (s *Supervisor) ServeMetrics(ctx context.Context, addr, path string) error 
 	}
 	mux := http.NewServeMux()
 	mux.Handle(path, promhttp.HandlerFor(s.prefixed(s.registry()), promhttp.HandlerOpts{}))
+	if path != "/status" && path != "/status.json" {
+		s.statusHandlers(ctx, mux, addr)
+	} else {
+		s.log.Warn("status page not served: export_uri takes its path", "path", path)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

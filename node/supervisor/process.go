@@ -237,6 +237,13 @@ func Main(c Command) error {
 		}
 	}
 	if exp := nc.Prometheus; exp.EnableExportServer {
+		if !loopbackAddr(exp.ExportAddr.Addr()) {
+			keys, err := statusKeys(nc)
+			if err != nil {
+				return err
+			}
+			sup.SetStatusKeys(keys)
+		}
 		if err := sup.ServeMetrics(ctx, exp.ExportAddr.Addr(), exp.ExportURI); err != nil {
 			log.Error("metrics server not started", "addr", exp.ExportAddr.Addr(), "err", err)
 		}

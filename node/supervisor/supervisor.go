@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -176,6 +177,9 @@ type Supervisor struct {
 	// its own threads were last confined to (placeSelf).
 	allowed []int
 	placed  string
+	// statusKeys are the SHA-256 of the keys the status pages take on
+	// an export address other than loopback (SetStatusKeys).
+	statusKeys [][sha256.Size]byte
 }
 
 type pendingReload struct {
@@ -691,6 +695,7 @@ func (s *Supervisor) spawn(p *proc) {
 	p.beat, p.stalled, p.killed = new(atomic.Int64), false, false
 	p.beat.Store(int64(time.Since(s.epoch)))
 	s.metrics.setState(p.id, stateStarting)
+	s.metrics.setProc(p.id, p.pid, p.beat)
 	s.sendConfig(p)
 	s.watch(p, p.ctrl, p.pid, p.beat, cmd.Wait)
 }
@@ -962,6 +967,7 @@ func (s *Supervisor) handle(ev event) {
 			p.ctrl = nil
 		}
 		p.ps = nil
+		s.metrics.setProc(p.id, 0, nil)
 		s.checkReload() // it will not answer; its successor gets the new config
 		if s.sel != nil && !p.retired {
 			// The next process in this slot starts with no connections.
@@ -982,7 +988,7 @@ func (s *Supervisor) handle(ev event) {
 			attrs = append(attrs, "err", p.fatal)
 		}
 		s.log.Error("worker died", attrs...)
-		s.metrics.restarts.Add(1)
+		s.metrics.restarted(p.id)
 		p.diedAt = time.Now()
 		s.scheduleRestart(p)
 	case evRestart:

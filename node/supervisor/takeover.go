@@ -275,6 +275,7 @@ func (s *Supervisor) takeOver(orphans []*orphan) {
 		p.ready, p.started = h.Ready, time.Unix(0, h.Started)
 		p.beat, p.stalled, p.killed, p.sent, p.acked, p.fatal = new(atomic.Int64), false, false, 0, 0, ""
 		p.beat.Store(int64(time.Since(s.epoch)))
+		s.metrics.setProc(p.id, p.pid, p.beat)
 		if p.ready {
 			s.metrics.setState(p.id, stateRunning)
 		} else {
