@@ -134,7 +134,8 @@ type statusSample struct {
 
 type workerSample struct {
 	pid                int
-	cpu                uint64 // utime+stime of pid, clock ticks; 0: unread
+	cpu                uint64 // utime+stime of pid, clock ticks
+	cpuRead            bool   // cpu was read
 	accepted, requests uint64
 }
 
@@ -198,7 +199,7 @@ func (st *statusSampler) sample() *statusSample {
 			w.accepted, w.requests = n.Accepted.Load(), n.Requests.Load()
 		}
 		if v.pid > 0 {
-			w.cpu = procCPU(v.pid)
+			w.cpu, w.cpuRead = procCPU(v.pid)
 		}
 		out.workers[id] = w
 	}
@@ -250,29 +251,36 @@ func (st *statusSampler) sample() *statusSample {
 	return out
 }
 
-// procCPU is the user and system time of process pid so far, in clock
-// ticks; 0 when it cannot be read.
-func procCPU(pid int) uint64 {
+// procCPU is the user and system time of process pid so far (every
+// thread's), in clock ticks; ok is false when it cannot be read.
+func procCPU(pid int) (ticks uint64, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, false
 	}
-	// The command name (field 2) is in parentheses and may hold spaces:
-	// the fields are counted after its closing one, from field 3 (state).
+	return parseStatCPU(b)
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) from the text of
+// a /proc/<pid>/stat; ok is false when they are not there.
+func parseStatCPU(b []byte) (ticks uint64, ok bool) {
+	// The command name (field 2) is in parentheses and may hold spaces
+	// and parentheses: the fields are counted after its last closing
+	// one, from field 3 (state).
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0
+		return 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
-		return 0
+		return 0, false
 	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64) // utime, field 14
-	k, err2 := strconv.ParseUint(f[12], 10, 64) // stime, field 15
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	k, err2 := strconv.ParseUint(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0
+		return 0, false
 	}
-	return u + k
+	return u + k, true
 }
 
 // status makes the Status of the ring's samples.
@@ -317,7 +325,7 @@ func (st *statusSampler) status() *Status {
 			Connections: v.active, Restarts: v.restarts,
 			AcceptedPerS: rate(w.accepted, p.accepted), AcceptedTotal: w.accepted,
 		}
-		if p.pid == w.pid && w.cpu > 0 && p.cpu > 0 {
+		if p.pid == w.pid && w.cpuRead && p.cpuRead {
 			sw.CPUPercent = rate(w.cpu, p.cpu) * 100 / clockTicks
 		}
 		if v.beat != nil {
