@@ -162,6 +162,24 @@
 // every apisix_ family at scrape time) with its extra labels
 // (SetExtraLabels).
 //
+// # The status page
+//
+// The export server also serves /status (one HTML page, embedded, no
+// external assets: its script fetches /status.json every second and
+// redraws the tables, which the server renders too, for a browser without
+// JavaScript) and /status.json (Status, stable field names). A goroutine
+// of the supervisor's (statusSampler, status.go) samples, every
+// StatusEvery, what the collectors read: each worker slot's counters in
+// the metrics segment (requests, accepted connections: the selector's
+// share), the open connections and heartbeats of the workers' reports,
+// their processes' CPU time from /proc/<pid>/stat, the routes' series of
+// the prometheus plugin (status by class, the request latency histogram:
+// p99 over the last 10 s) and the health region's nodes; the rates are
+// those between its last two samples, and a request serves the last
+// Status made. The workers do nothing for it. On an export address other
+// than loopback both pages take one of the Admin API's keys
+// (SetStatusKeys) as the Admin API takes a key, and answer 401 without it.
+//
 // # The supervisor process
 //
 // Main is the supervisor process, `coregate` as cmd/coregate parses its
@@ -177,5 +195,6 @@
 //
 // A Supervisor is driven by the goroutine that calls Run; New and Run must
 // not be called concurrently. ServeMetrics reads only atomics (of the
-// supervisor and of the shared segments) and may run beside Run.
+// supervisor and of the shared segments) and state behind the supervisor's
+// own mutexes, and may run beside Run; SetStatusKeys is called before it.
 package supervisor
