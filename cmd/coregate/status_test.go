@@ -95,7 +95,8 @@ func getStatus(base string, hdr map[string]string) (supervisor.Status, int, erro
 // prometheus plugin with its status mix and p99; the checked upstream's
 // dead node unhealthy. Headless Chromium renders /status: with JavaScript
 // the page refreshes itself from /status.json, without it the server's
-// table holds the same figures.
+// table holds the same figures. A worker killed shows in its slot's
+// restarts.
 func TestStatusPage(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
@@ -220,6 +221,30 @@ func TestStatusPage(t *testing.T) {
 				t.Errorf("no %s in the page without JavaScript:\n%s", want, dom)
 			}
 		}
+	})
+
+	// A worker killed: its slot counts the restart and shows the new
+	// process.
+	victim := ws[0]
+	if err := syscall.Kill(victim.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	g.waitLog(`msg="worker respawned"`, 1, 10*time.Second)
+	eventually(t, 10*time.Second, func() error {
+		st, _, err := getStatus(base, nil)
+		if err != nil {
+			return err
+		}
+		for _, w := range st.Workers {
+			want := uint64(0)
+			if w.ID == victim.id {
+				want = 1
+			}
+			if w.Restarts != want || w.State != "running" || w.PID == victim.pid || w.PID == 0 {
+				return fmt.Errorf("after worker %d (pid %d) was killed: %+v", victim.id, victim.pid, st.Workers)
+			}
+		}
+		return nil
 	})
 	l.stop()
 	if l.sent.Load() < 100 {
