@@ -159,9 +159,9 @@ var (
 	latencyKey = shm.AppendKey(nil, "apisix_http_latency_bucket")
 )
 
-// run samples until ctx is done; the first sample is taken before it
-// returns from its first step, so that latest is set once run has
-// started (see startStatus).
+// run samples every StatusEvery until ctx is done. It closes first once
+// the first sample is in latest, so that statusHandlers never serves a
+// nil Status.
 func (st *statusSampler) run(ctx context.Context, first chan<- struct{}) {
 	st.step()
 	close(first)
@@ -177,6 +177,7 @@ func (st *statusSampler) run(ctx context.Context, first chan<- struct{}) {
 	}
 }
 
+// step takes a sample, keeps the window's, and makes the Status of them.
 func (st *statusSampler) step() {
 	cur := st.sample()
 	if len(st.ring) > statusWindow {
