@@ -1,10 +1,15 @@
 package supervisor
 
 import (
+	"context"
+	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -245,6 +250,95 @@ func TestStatusAuth(t *testing.T) {
 		reason, ok := x.a.allow(x.r)
 		if ok != x.ok || reason != x.reason {
 			t.Errorf("%s %v: %v %q, want %v %q", x.r.URL, x.r.Header, ok, reason, x.ok, x.reason)
+		}
+	}
+}
+
+// TestStatusHandlers: /status.json is the sampler's Status as JSON,
+// /status the same figures in the server's HTML tables (a route's name
+// escaped), GET and HEAD only; off loopback with no key configured both
+// answer 401 with APISIX's error body.
+func TestStatusHandlers(t *testing.T) {
+	seg, err := shm.CreateMetrics(1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seg.Close()
+	r0, err := seg.Region(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const route = `<b>"r"</b>`
+	r0.Slot("apisix_http_status", statusLabels(t, "apisix_http_status", map[string]string{"code": "503", "route": route})...).Add(4)
+	seg.Node(0).Requests.Add(4)
+	s := &Supervisor{series: seg, selKind: "plain", epoch: time.Now()}
+	s.metrics.setState(0, stateRunning)
+	s.metrics.setProc(0, os.Getpid(), new(atomic.Int64))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	serve := func(addr string) *httptest.Server {
+		mux := http.NewServeMux()
+		s.statusHandlers(ctx, mux, addr)
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	do := func(srv *httptest.Server, method, path string) (int, http.Header, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+
+	local := serve("127.0.0.1:9091")
+	code, hdr, body := do(local, "GET", "/status.json")
+	var st Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || hdr.Get("Content-Type") != "application/json" {
+		t.Fatalf("/status.json: %d %v %s (%v)", code, hdr, body, err)
+	}
+	if len(st.Workers) != 1 || st.Workers[0].RequestsTotal != 4 || len(st.Routes) != 1 ||
+		st.Routes[0].Route != route || st.Routes[0].Status != (StatusMix{S5xx: 4}) {
+		t.Errorf("/status.json: %s", body)
+	}
+	for _, key := range []string{`"time":`, `"interval_s":`, `"selector":"plain"`, `"selector_mode":`, `"workers":[`,
+		`"cpu_percent":`, `"requests_per_s":`, `"requests_total":4`, `"connections":0`, `"restarts":0`,
+		`"heartbeat_age_ms":`, `"accepted_per_s":`, `"accepted_total":0`, `"selector_share":0`,
+		`"status":{"1xx":0,"2xx":0,"3xx":0,"4xx":0,"5xx":4}`, `"status_per_s":{`, `"p99_ms":null`, `"upstreams":[]`} {
+		if !strings.Contains(body, key) {
+			t.Errorf("/status.json lacks %s: %s", key, body)
+		}
+	}
+	code, hdr, body = do(local, "GET", "/status")
+	if code != 200 || hdr.Get("Content-Type") != "text/html; charset=utf-8" || hdr.Get("Cache-Control") != "no-store" {
+		t.Errorf("/status: %d %v", code, hdr)
+	}
+	for _, want := range []string{`<tr data-worker="0"><td>0</td><td>` + strconv.Itoa(os.Getpid()) + `</td><td class="state-running">running</td>`,
+		`<tr data-route="&lt;b&gt;&#34;r&#34;&lt;/b&gt;"><td>&lt;b&gt;&#34;r&#34;&lt;/b&gt;</td>`, `<td>4</td><td>–</td></tr>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/status lacks %s:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, route) {
+		t.Errorf("/status holds the route's name unescaped:\n%s", body)
+	}
+	if code, hdr, _ := do(local, "POST", "/status.json"); code != 405 || hdr.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST /status.json: %d %v", code, hdr)
+	}
+	if code, _, body := do(local, "HEAD", "/status"); code != 200 || body != "" {
+		t.Errorf("HEAD /status: %d %q", code, body)
+	}
+
+	public := serve("0.0.0.0:9091")
+	for _, path := range []string{"/status", "/status.json"} {
+		code, hdr, body := do(public, "GET", path)
+		if code != 401 || hdr.Get("Content-Type") != "application/json" ||
+			body != `{"description":"no deployment.admin.admin_key to check the key against","error_msg":"failed to check token"}`+"\n" {
+			t.Errorf("GET %s off loopback with no key configured: %d %v %s", path, code, hdr, body)
 		}
 	}
 }
