@@ -95,8 +95,8 @@ func getStatus(base string, hdr map[string]string) (supervisor.Status, int, erro
 // prometheus plugin with its status mix and p99; the checked upstream's
 // dead node unhealthy. Headless Chromium renders /status: with JavaScript
 // the page refreshes itself from /status.json, without it the server's
-// table holds the same figures. A worker killed shows in its slot's
-// restarts.
+// table holds the same figures. A worker stopped shows stalled, its
+// heartbeat old; one killed shows in its slot's restarts.
 func TestStatusPage(t *testing.T) {
 	cpus := requirePerCore(t)
 	up := textUpstream(t, "ok")
@@ -223,9 +223,46 @@ func TestStatusPage(t *testing.T) {
 		}
 	})
 
+	// A worker stopped: its heartbeat ages past a second and it shows
+	// stalled; once it runs again it is back, beating.
+	victim := ws[0]
+	if err := syscall.Kill(victim.pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	t.Cleanup(func() {
+		if stopped {
+			_ = syscall.Kill(victim.pid, syscall.SIGCONT)
+		}
+	})
+	workerState := func(want string, age func(ms float64) bool) error {
+		st, _, err := getStatus(base, nil)
+		if err != nil {
+			return err
+		}
+		for _, w := range st.Workers {
+			if w.ID == victim.id && w.PID == victim.pid {
+				if w.State != want || !age(w.HeartbeatAgeMS) {
+					return fmt.Errorf("worker %d: %s, heartbeat %v ms old; want %s", w.ID, w.State, w.HeartbeatAgeMS, want)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no worker %d (pid %d) in %+v", victim.id, victim.pid, st.Workers)
+	}
+	eventually(t, 10*time.Second, func() error {
+		return workerState("stalled", func(ms float64) bool { return ms > 1000 })
+	})
+	if err := syscall.Kill(victim.pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	eventually(t, 10*time.Second, func() error {
+		return workerState("running", func(ms float64) bool { return ms < 1000 })
+	})
+
 	// A worker killed: its slot counts the restart and shows the new
 	// process.
-	victim := ws[0]
 	if err := syscall.Kill(victim.pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
