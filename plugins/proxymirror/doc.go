@@ -20,12 +20,15 @@
 // (Connection, Keep-Alive, TE, Trailer, Upgrade, Proxy-Connection) and
 // the framing.
 //
-// Not yet: a request with a body (a Content-Length above 0, or a
-// Transfer-Encoding) is not copied, since a plugin does not see the body:
-// copying it needs the worker to hand the body it relays upstream to the
-// copy as well (a tee of the request body, bounded, off the loop). grpc://
-// and grpcs:// mirrors are refused by Check. At most 1024 copies are in
-// flight in a process; past that a request is not copied.
+// The instance is a plugins.BodyReader: the worker reads a request's body
+// whole before the rewrite phase, up to MaxBody (1 MiB, nginx's default
+// client_max_body_size; the node's client_max_body_size when smaller),
+// answering 413 to a longer one, and the copy carries the body, de-chunked,
+// with its Content-Length. Unlike APISIX, whose nginx spools a large body
+// to a file and mirrors it, a body is held in memory, hence the cap; an
+// idle job keeps a body buffer of 64 KiB at most. grpc:// and grpcs://
+// mirrors are refused by Check. At most 1024 copies are in flight in a
+// process; past that a request is not copied.
 //
 // An instance belongs to one event loop (plugins.Plugin): its random
 // source is used without locks. The queue is the process's, safe for

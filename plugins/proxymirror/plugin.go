@@ -26,6 +26,7 @@ type Plugin struct{}
 var (
 	_ plugins.Plugin       = Plugin{}
 	_ plugins.RewritePhase = (*instance)(nil)
+	_ plugins.BodyReader   = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin.
@@ -99,15 +100,22 @@ type instance struct {
 	q      *queue
 }
 
-// Rewrite implements plugins.RewritePhase: a sampled request without a
-// body is copied (method, target, fields) and handed to the process's
-// senders; the request itself goes on at once.
+// MaxBody is the longest request body, in bytes, a route with
+// proxy-mirror takes (nginx's default client_max_body_size, 1m): the
+// worker reads the body whole for the copy, and answers 413 to a longer
+// one, as nginx past client_max_body_size. The node's
+// client_max_body_size, when set and smaller, is the limit instead.
+const MaxBody = 1 << 20
+
+// BodyLimit implements plugins.BodyReader: the body is read, whole, for
+// the copy.
+func (in *instance) BodyLimit() int64 { return MaxBody }
+
+// Rewrite implements plugins.RewritePhase: a sampled request is copied
+// (method, target, fields, body) and handed to the process's senders; the
+// request itself goes on at once.
 func (in *instance) Rewrite(c plugins.Ctx) {
 	if in.ratio < 1 && in.rnd.Float64() >= in.ratio {
-		return
-	}
-	if hasBody(c) {
-		in.q.skipped.Add(1)
 		return
 	}
 	j := in.q.take()
@@ -130,6 +138,9 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 		j.fields = append(j.fields, value...)
 		j.fields = append(j.fields, 0)
 	}
+	body := c.RequestBody()
+	j.body = append(j.body[:0], body...)
+	j.hasBody = body != nil
 	j.host = append(j.host[:0], c.Header("Host")...)
 	if len(j.host) == 0 {
 		j.host = append(j.host, c.Var(varHost)...)
@@ -152,21 +163,6 @@ func (in *instance) appendTarget(b []byte, c plugins.Ctx) []byte {
 		b = append(b, a...)
 	}
 	return b
-}
-
-// hasBody reports whether the request has a body: a Content-Length
-// above 0, or a Transfer-Encoding.
-func hasBody(c plugins.Ctx) bool {
-	if c.Header("Transfer-Encoding") != nil {
-		return true
-	}
-	cl := c.Header("Content-Length")
-	for _, b := range cl {
-		if b != '0' {
-			return true
-		}
-	}
-	return false
 }
 
 // hopByHop reports the fields that are the connection's, not the

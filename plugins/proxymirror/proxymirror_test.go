@@ -2,8 +2,10 @@ package proxymirror
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,8 +70,8 @@ func take(t *testing.T, p *plugins.Phases, in *instance, c *plugintest.Ctx) *job
 }
 
 // TestCopy: the copy's method, target (path and path_concat_mode, the
-// query as an earlier plugin left it), Host and fields; a request with a
-// body is not copied.
+// query as an earlier plugin left it), Host and fields; a request's body,
+// as the worker read it, is copied with it.
 func TestCopy(t *testing.T) {
 	for _, tc := range []struct{ conf, target, args, want string }{
 		{`{"host":"http://127.0.0.1:1986"}`, "/hello?a=1&b=2", "", "http://127.0.0.1:1986/hello?a=1&b=2"},
@@ -94,13 +96,23 @@ func TestCopy(t *testing.T) {
 		}
 	}
 	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
-	for _, h := range [][2]string{{"Content-Length", "5"}, {"Transfer-Encoding", "chunked"}} {
-		if j := take(t, p, in, plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1])); j != nil {
-			t.Errorf("%s: copied", h)
+	if p.BodyLimit != MaxBody {
+		t.Fatalf("BodyLimit %d, want %d", p.BodyLimit, MaxBody)
+	}
+	for _, h := range [][2]string{{"Content-Length", "7"}, {"Transfer-Encoding", "chunked"}} {
+		j := take(t, p, in, plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1]).WithBody("payload"))
+		if j == nil || !j.hasBody || string(j.body) != "payload" || string(j.fields) != "" {
+			t.Fatalf("%s: copy %+v", h, j)
 		}
-		if in.q.skipped.Load() != 1 {
-			t.Errorf("%s: skipped %d, want 1", h, in.q.skipped.Load())
-		}
+	}
+	// A body-less request after one with a body: none copied.
+	in.q = newQueue(1, 0)
+	j := in.q.take()
+	j.body, j.hasBody = append(j.body, "stale"...), true
+	in.q.free <- j
+	plugintest.Run(p, plugintest.NewCtx("GET", "/hello"))
+	if j := <-in.q.work; j.hasBody || len(j.body) != 0 {
+		t.Fatalf("GET copied with body %q", j.body)
 	}
 }
 
@@ -138,14 +150,15 @@ func TestFull(t *testing.T) {
 }
 
 // TestSend: the senders send the copy to a real mirror, which gets the
-// method, target, Host and fields; a mirror that does not answer costs a
-// sender, not the request.
+// method, target, Host, fields and body (with its Content-Length).
 func TestSend(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		got = append(got, r.Method+" "+r.RequestURI+" "+r.Host+" "+r.Header.Get("X-A")+" ua="+r.Header.Get("User-Agent"))
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.RequestURI+" "+r.Host+" "+r.Header.Get("X-A")+" ua="+r.Header.Get("User-Agent")+
+			" cl="+strconv.FormatInt(r.ContentLength, 10)+" te="+strings.Join(r.TransferEncoding, ",")+" body="+string(b))
 		mu.Unlock()
 		_, _ = w.Write([]byte("mirrored"))
 	}))
@@ -157,9 +170,15 @@ func TestSend(t *testing.T) {
 	for in.q.sent.Load() < 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	plugintest.Run(p, plugintest.NewCtx("POST", "/up").WithHeader("Host", "app.example").
+		WithHeader("Transfer-Encoding", "chunked").WithBody("a\x00body"))
+	for in.q.sent.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 1 || got[0] != "DELETE /item/1?force=1 app.example 1 ua=" {
+	if len(got) != 2 || got[0] != "DELETE /item/1?force=1 app.example 1 ua= cl=0 te= body=" ||
+		got[1] != "POST /up app.example  ua= cl=6 te= body=a\x00body" {
 		t.Fatalf("mirror got %q (sent %d, failed %d)", got, in.q.sent.Load(), in.q.failed.Load())
 	}
 }
