@@ -207,9 +207,9 @@ type Ctx interface {
 	// begin; nil when the request has none, and for a plugin no
 	// BodyReader of the route or the global rules asked for (one only a
 	// consumer's configuration adds). What goes upstream is written from
-	// the same bytes, framed by the worker. From the rewrite, access and
-	// before_proxy phases; the bytes are valid during the phase call and
-	// must not be written.
+	// the same bytes, framed by the worker. From the rewrite, access,
+	// before_proxy and log phases (the loggers' include_req_body); the
+	// bytes are valid during the phase call and must not be written.
 	RequestBody() []byte
 
 	// Await holds the request's phases while an operation the plugin
