@@ -27,10 +27,19 @@
 // APISIX keeps the files it opened.
 //
 // Differences from APISIX:
-//   - include_req_body and include_resp_body are refused: the bodies are
-//     not kept for the log phase ($request_body in a log_format is null).
-//     include_req_body_expr, include_resp_body_expr, max_req_body_bytes
-//     and max_resp_body_bytes are checked and without effect.
+//   - include_req_body puts the request body, its first
+//     max_req_body_bytes, in the default entry's request.body, for the
+//     requests include_req_body_expr matches (all without it), as
+//     log-util's get_full_log; not in a log_format's entry
+//     ($request_body there is null). Such an instance is a
+//     plugins.BodyReader: the worker reads the body whole before the
+//     request phases, up to 1 MiB (nginx's default client_max_body_size)
+//     or max_req_body_bytes when larger, and answers 413 to a longer body,
+//     where APISIX's nginx spools it to a file and logs its start. A
+//     configuration without include_req_body reads no body.
+//   - include_resp_body is refused: the response body is not kept for the
+//     log phase. include_resp_body_expr and max_resp_body_bytes are
+//     checked and without effect.
 //   - A configuration without a path, whose plugin metadata has none
 //     either, is not refused by the Admin API, which checks a plugin's
 //     configuration without the metadata: APISIX's message

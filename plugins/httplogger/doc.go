@@ -25,9 +25,18 @@
 // batch-processor-manager keeps one per configuration.
 //
 // Differences from APISIX:
-//   - include_req_body and include_resp_body are refused: the bodies are
-//     not kept for the log phase. The include_*_expr lists are checked
-//     and without effect.
+//   - include_req_body puts the request body, its first
+//     max_req_body_bytes, in the default entry's request.body, for the
+//     requests include_req_body_expr matches (all without it), as
+//     log-util's get_full_log; not in a log_format's entry. Such an
+//     instance is a plugins.BodyReader: the worker reads the body whole
+//     before the request phases, up to 1 MiB (nginx's default
+//     client_max_body_size) or max_req_body_bytes when larger, and
+//     answers 413 to a longer body, where APISIX's nginx spools it to a
+//     file and logs its start. A configuration without include_req_body
+//     reads no body.
+//   - include_resp_body is refused: the response body is not kept for the
+//     log phase; include_resp_body_expr is checked and without effect.
 //   - response.headers is not in the default entry, and members come in
 //     a fixed order (see plugins/filelogger).
 //   - A processor of a configuration no longer used is not removed
