@@ -145,16 +145,18 @@ func TestFullLog(t *testing.T) {
 
 // TestReqBody: include_req_body puts the request body, cut to
 // max_req_body_bytes, in request.body, where include_req_body_expr holds;
-// only such a configuration makes the worker read bodies (BodyLimit).
+// only such a configuration makes the worker copy bodies (TeeLimit:
+// max_req_body_bytes), and none reads them before the upstream
+// (BodyLimit).
 func TestReqBody(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "off.log")
-	if p := build(t, `{"path":"`+path+`"}`, ""); p.BodyLimit != 0 {
-		t.Fatalf("BodyLimit %d without include_req_body", p.BodyLimit)
+	if p := build(t, `{"path":"`+path+`"}`, ""); p.BodyLimit != 0 || p.TeeLimit != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d without include_req_body", p.BodyLimit, p.TeeLimit)
 	}
 	p := build(t, `{"path":"`+path+`","include_req_body":false}`, "")
-	if p.BodyLimit != 0 {
-		t.Fatalf("BodyLimit %d with include_req_body false", p.BodyLimit)
+	if p.BodyLimit != 0 || p.TeeLimit != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d with include_req_body false", p.BodyLimit, p.TeeLimit)
 	}
 	plugintest.Run(p, plugintest.NewCtx("POST", "/").WithBody("payload"))
 	if r := lines(t, path, 1)[0]["request"].(map[string]any); r["body"] != nil {
@@ -162,20 +164,23 @@ func TestReqBody(t *testing.T) {
 	}
 	path = filepath.Join(dir, "on.log")
 	p = build(t, `{"path":"`+path+`","include_req_body":true,"include_req_body_expr":[["arg_log","==","yes"]],"max_req_body_bytes":5}`, "")
-	if p.BodyLimit != 1<<20 {
-		t.Fatalf("BodyLimit %d, want 1 MiB", p.BodyLimit)
+	if p.BodyLimit != 0 || p.TeeLimit != 5 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d, want 0 and 5", p.BodyLimit, p.TeeLimit)
 	}
 	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithBody("0123456789"))
 	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=no").WithBody("0123456789"))
 	plugintest.Run(p, plugintest.NewCtx("GET", "/?log=yes"))
-	ls := lines(t, path, 3)
-	for i, want := range []any{"01234", nil, nil} {
+	// A copy cut short (the exchange ended before the body did) is
+	// logged as far as it goes.
+	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithCutBody("012"))
+	ls := lines(t, path, 4)
+	for i, want := range []any{"01234", nil, nil, "012"} {
 		if got := ls[i]["request"].(map[string]any)["body"]; got != want {
 			t.Errorf("line %d: body %v, want %v", i, got, want)
 		}
 	}
-	if p := build(t, `{"path":"`+path+`","include_req_body":true,"max_req_body_bytes":2097152}`, ""); p.BodyLimit != 2<<20 {
-		t.Fatalf("BodyLimit %d, want max_req_body_bytes", p.BodyLimit)
+	if p := build(t, `{"path":"`+path+`","include_req_body":true,"max_req_body_bytes":2097152}`, ""); p.TeeLimit != 2<<20 || p.BodyLimit != 0 {
+		t.Fatalf("TeeLimit %d, BodyLimit %d, want max_req_body_bytes and 0", p.TeeLimit, p.BodyLimit)
 	}
 }
 

@@ -112,15 +112,16 @@ func TestCheck(t *testing.T) {
 // TestReqBody: include_req_body sends the request body, cut to
 // max_req_body_bytes, as request.body, for the requests
 // include_req_body_expr matches; only such a configuration makes the
-// worker read bodies (BodyLimit).
+// worker copy bodies (TeeLimit: max_req_body_bytes), and none reads them
+// before the upstream (BodyLimit).
 func TestReqBody(t *testing.T) {
 	s := newLogServer(t, 0)
-	if p := build(t, `{"uri":"`+s.URL+`","include_req_body_expr":[["arg_log","==","yes"]]}`); p.BodyLimit != 0 {
-		t.Fatalf("BodyLimit %d without include_req_body", p.BodyLimit)
+	if p := build(t, `{"uri":"`+s.URL+`","include_req_body_expr":[["arg_log","==","yes"]]}`); p.BodyLimit != 0 || p.TeeLimit != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d without include_req_body", p.BodyLimit, p.TeeLimit)
 	}
 	p := build(t, `{"uri":"`+s.URL+`","batch_max_size":3,"include_req_body":true,"include_req_body_expr":[["arg_log","==","yes"]],"max_req_body_bytes":5}`)
-	if p.BodyLimit != 1<<20 {
-		t.Fatalf("BodyLimit %d, want 1 MiB", p.BodyLimit)
+	if p.BodyLimit != 0 || p.TeeLimit != 5 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d, want 0 and 5", p.BodyLimit, p.TeeLimit)
 	}
 	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithBody("0123456789"))
 	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=no").WithBody("0123456789"))

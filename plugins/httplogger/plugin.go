@@ -162,14 +162,14 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	return in, nil
 }
 
-// bodyInstance is an instance with include_req_body: a
-// plugins.BodyReader, so that the worker reads the request body for the
-// log phase (up to logentry.BodyCap, or max_req_body_bytes when larger).
-// An instance without it reads none.
+// bodyInstance is an instance with include_req_body: a plugins.BodyTee,
+// so that the worker copies the first max_req_body_bytes of the request
+// body for the log phase as the body streams upstream. An instance
+// without it copies none.
 type bodyInstance struct{ *instance }
 
-// BodyLimit implements plugins.BodyReader.
-func (in *bodyInstance) BodyLimit() int64 { return in.body.BodyLimit() }
+// TeeLimit implements plugins.BodyTee.
+func (in *bodyInstance) TeeLimit() int64 { return in.body.TeeLimit() }
 
 func nonEmpty(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage

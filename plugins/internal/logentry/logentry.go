@@ -242,19 +242,18 @@ type ReqBody struct {
 	ev   varexpr.Evaluator
 }
 
-// BodyCap is the smallest body a logger with include_req_body reads
-// whole (plugins.BodyReader): 1 MiB, nginx's default
-// client_max_body_size, or max_req_body_bytes when larger. The worker
-// answers 413 to a longer body.
-const BodyCap = 1 << 20
-
-// BodyLimit is the BodyReader limit of a logger with include_req_body.
-func (r *ReqBody) BodyLimit() int64 { return max(int64(r.Max), BodyCap) }
+// TeeLimit is the plugins.BodyTee limit of a logger with
+// include_req_body: max_req_body_bytes. The worker copies that much of
+// each body as it goes upstream, for the log phase; the body itself goes
+// on as it would without the logger, whatever its length.
+func (r *ReqBody) TeeLimit() int64 { return int64(max(r.Max, 1)) }
 
 // Body returns the request body the entry holds (log-util's
 // get_request_body): nil when r is nil, the request has none or
-// include_req_body_expr is false for it, else its first Max bytes. The
-// bytes are Ctx.RequestBody's, valid during the phase call.
+// include_req_body_expr is false for it, else its first Max bytes, as
+// much of them as the worker copied (all of them, unless the exchange
+// ended before the body did). The bytes are Ctx.RequestBody's, valid
+// during the phase call.
 func (r *ReqBody) Body(c plugins.Ctx) []byte {
 	if r == nil || (r.Expr != nil && !r.ev.Eval(c, r.Expr)) {
 		return nil

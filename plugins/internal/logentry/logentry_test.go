@@ -118,10 +118,10 @@ func TestReqBody(t *testing.T) {
 			t.Errorf("%+v %s %q: request.body %q (%v), want %q", tc.r, tc.target, tc.body, got, ok, tc.want)
 		}
 	}
-	if l := (&ReqBody{Max: 100}).BodyLimit(); l != BodyCap {
-		t.Errorf("BodyLimit %d, want %d", l, BodyCap)
+	if l := (&ReqBody{Max: 100}).TeeLimit(); l != 100 {
+		t.Errorf("TeeLimit %d, want 100", l)
 	}
-	if l := (&ReqBody{Max: 2 * BodyCap}).BodyLimit(); l != 2*BodyCap {
-		t.Errorf("BodyLimit %d, want %d", l, 2*BodyCap)
+	if l := (&ReqBody{Max: 2 << 20}).TeeLimit(); l != 2<<20 {
+		t.Errorf("TeeLimit %d, want %d", l, 2<<20)
 	}
 }
