@@ -26,7 +26,8 @@ type Plugin struct{}
 var (
 	_ plugins.Plugin       = Plugin{}
 	_ plugins.RewritePhase = (*instance)(nil)
-	_ plugins.BodyReader   = (*instance)(nil)
+	_ plugins.LogPhase     = (*instance)(nil)
+	_ plugins.BodyTee      = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin.
@@ -100,19 +101,22 @@ type instance struct {
 	q      *queue
 }
 
-// MaxBody is the longest request body, in bytes, a route with
-// proxy-mirror takes (nginx's default client_max_body_size, 1m): the
-// worker reads the body whole for the copy, and answers 413 to a longer
-// one, as nginx past client_max_body_size. The node's
-// client_max_body_size, when set and smaller, is the limit instead.
+// MaxBody is the longest request body, in bytes, a mirror's copy carries
+// (nginx's default client_max_body_size, 1m): the worker copies the
+// first MaxBody bytes of a body as it streams upstream, and a request
+// whose body is longer is not mirrored. The request itself is not
+// limited by it: its body goes upstream whole, whatever its length.
 const MaxBody = 1 << 20
 
-// BodyLimit implements plugins.BodyReader: the body is read, whole, for
-// the copy.
-func (in *instance) BodyLimit() int64 { return MaxBody }
+// TeeLimit implements plugins.BodyTee: the body is copied, up to MaxBody,
+// as it goes upstream.
+func (in *instance) TeeLimit() int64 { return MaxBody }
 
 // Rewrite implements plugins.RewritePhase: a sampled request is copied
-// (method, target, fields, body) and handed to the process's senders; the
+// (method, target, fields) into a job. A request whose body is known
+// whole now (none, or one a BodyReader of the route read) is handed to
+// the process's senders at once, with its body; any other waits for its
+// body in the log phase (Log), the job kept for it with Ctx.Keep. The
 // request itself goes on at once.
 func (in *instance) Rewrite(c plugins.Ctx) {
 	if in.ratio < 1 && in.rnd.Float64() >= in.ratio {
@@ -138,14 +142,48 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 		j.fields = append(j.fields, value...)
 		j.fields = append(j.fields, 0)
 	}
-	body := c.RequestBody()
-	j.body = append(j.body[:0], body...)
-	j.hasBody = body != nil
 	j.host = append(j.host[:0], c.Header("Host")...)
 	if len(j.host) == 0 {
 		j.host = append(j.host, c.Var(varHost)...)
 	}
-	in.q.send(j)
+	if c.RequestBodyWhole() {
+		in.q.sendWith(j, c.RequestBody())
+		return
+	}
+	// The body goes upstream after the request phases: the copy waits
+	// for it. Jobs of the request's other proxy-mirror instances (a
+	// global rule's and the route's) wait with it, chained.
+	if v, ok := c.Kept(in.q); ok && v != 0 {
+		j.next = in.q.job(v)
+	}
+	if !c.Keep(in.q, j.id) {
+		in.q.drop(j)
+	}
+}
+
+// Log implements plugins.LogPhase: the copies that waited for the
+// request's body (Rewrite) go with it when the worker copied it whole
+// within MaxBody; otherwise they are not sent, and counted (a body over
+// MaxBody is logged once, at warn level). The first proxy-mirror
+// instance of the request to run its log phase sends them all.
+func (in *instance) Log(c plugins.Ctx) {
+	v, ok := c.Kept(in.q)
+	if !ok || v == 0 {
+		return
+	}
+	c.Keep(in.q, 0) // taken: a later instance finds none
+	body := c.RequestBody()
+	whole := c.RequestBodyWhole() && len(body) <= MaxBody
+	for j := in.q.job(v); j != nil; {
+		next := j.next
+		j.next = nil
+		if whole {
+			in.q.sendWith(j, body)
+		} else {
+			in.q.unsent(j, len(body) >= MaxBody)
+		}
+		j = next
+	}
 }
 
 // appendTarget appends the mirror's request target, as enable_mirror

@@ -96,13 +96,20 @@ func TestCopy(t *testing.T) {
 		}
 	}
 	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
-	if p.BodyLimit != MaxBody {
-		t.Fatalf("BodyLimit %d, want %d", p.BodyLimit, MaxBody)
+	if p.TeeLimit != MaxBody || p.BodyLimit != 0 {
+		t.Fatalf("TeeLimit %d, BodyLimit %d, want %d and 0", p.TeeLimit, p.BodyLimit, MaxBody)
 	}
 	for _, h := range [][2]string{{"Content-Length", "7"}, {"Transfer-Encoding", "chunked"}} {
-		j := take(t, p, in, plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1]).WithBody("payload"))
-		if j == nil || !j.hasBody || string(j.body) != "payload" || string(j.fields) != "" {
-			t.Fatalf("%s: copy %+v", h, j)
+		// The body copied as it went upstream, or read whole by a
+		// BodyReader of the route before the phases.
+		for _, c := range []*plugintest.Ctx{
+			plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1]).WithTeeBody("payload"),
+			plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1]).WithBody("payload"),
+		} {
+			j := take(t, p, in, c)
+			if j == nil || !j.hasBody || string(j.body) != "payload" || string(j.fields) != "" {
+				t.Fatalf("%s: copy %+v", h, j)
+			}
 		}
 	}
 	// A body-less request after one with a body: none copied.
@@ -113,6 +120,82 @@ func TestCopy(t *testing.T) {
 	plugintest.Run(p, plugintest.NewCtx("GET", "/hello"))
 	if j := <-in.q.work; j.hasBody || len(j.body) != 0 {
 		t.Fatalf("GET copied with body %q", j.body)
+	}
+}
+
+// TestTee: a copy waits for its request's body, copied as it went
+// upstream, in the log phase: sent with it when it is whole within
+// MaxBody; not sent, and counted, when it was longer or cut short; not
+// sent before the log phase; and the copies of two proxy-mirror
+// instances of one request both wait, and both go.
+func TestTee(t *testing.T) {
+	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
+	in.q = newQueue(2, 0)
+	c := plugintest.NewCtx("POST", "/hello").WithHeader("Content-Length", "7").WithTeeBody("payload")
+	in.Rewrite(c)
+	if len(in.q.work) != 0 {
+		t.Fatal("a copy went before its body")
+	}
+	if v, ok := c.Kept(in.q); !ok || v == 0 {
+		t.Fatalf("no job kept: %d %v", v, ok)
+	}
+	c.Upstream = true // the body went upstream, and was copied
+	in.Log(c)
+	if len(in.q.work) != 1 {
+		t.Fatalf("%d copies sent", len(in.q.work))
+	}
+	if j := <-in.q.work; string(j.body) != "payload" || !j.hasBody {
+		t.Fatalf("copy %+v", j)
+	} else {
+		in.q.free <- j
+	}
+	in.Log(c) // a second log phase (another instance's): nothing left
+	if len(in.q.work) != 0 || len(in.q.free) != 2 {
+		t.Fatalf("work %d, free %d", len(in.q.work), len(in.q.free))
+	}
+
+	long := strings.Repeat("x", MaxBody)
+	for _, tc := range []struct {
+		c                 *plugintest.Ctx
+		tooLong, cutShort int64
+	}{
+		{plugintest.NewCtx("POST", "/").WithCutBody(long), 1, 0},
+		{plugintest.NewCtx("POST", "/").WithCutBody("part"), 1, 1},
+		{plugintest.NewCtx("POST", "/").WithTeeBody(long + "y"), 2, 1}, // whole, but past MaxBody (a logger's larger limit)
+	} {
+		plugintest.Run(p, tc.c)
+		if len(in.q.work) != 0 || len(in.q.free) != 2 || in.q.tooLong.Load() != tc.tooLong || in.q.cutShort.Load() != tc.cutShort {
+			t.Fatalf("work %d, free %d, tooLong %d, cutShort %d, want 0, 2, %d, %d",
+				len(in.q.work), len(in.q.free), in.q.tooLong.Load(), in.q.cutShort.Load(), tc.tooLong, tc.cutShort)
+		}
+	}
+	// Exactly MaxBody, whole: sent.
+	plugintest.Run(p, plugintest.NewCtx("POST", "/").WithTeeBody(long))
+	if j := <-in.q.work; len(j.body) != MaxBody {
+		t.Fatalf("copy of %d bytes", len(j.body))
+	} else {
+		in.q.free <- j
+	}
+
+	// A global rule's proxy-mirror and the route's, on one request.
+	_, other := build(t, `{"host":"http://127.0.0.1:1987"}`)
+	other.q = in.q
+	two := plugins.NewPhases([]plugins.Configured{{Entry: p.Plugins[0].Entry, Instance: in}, {Entry: p.Plugins[0].Entry, Instance: other}})
+	plugintest.Run(&two, plugintest.NewCtx("PUT", "/two").WithTeeBody("both"))
+	if len(in.q.work) != 2 {
+		t.Fatalf("%d copies sent, want 2", len(in.q.work))
+	}
+	urls := []string{}
+	for range 2 {
+		j := <-in.q.work
+		if string(j.body) != "both" || j.next != nil {
+			t.Fatalf("copy %+v", j)
+		}
+		urls = append(urls, string(j.url))
+		in.q.free <- j
+	}
+	if urls[0] == urls[1] {
+		t.Fatalf("copies to %q", urls)
 	}
 }
 
