@@ -16,10 +16,10 @@ import (
 
 // TestAdminAPILoggersReqBody runs file-logger and http-logger with
 // include_req_body through the binary, configured through the Admin API:
-// a body sent with a Content-Length and a chunked one both reach the
-// upstream whole and the log entries' request.body, cut to
-// max_req_body_bytes, where include_req_body_expr holds; none where it
-// does not.
+// a body sent with a Content-Length and a chunked one, short or of 2 MiB,
+// all reach the upstream whole, with its answer, and the log entries'
+// request.body, cut to max_req_body_bytes, where include_req_body_expr
+// holds; none where it does not.
 func TestAdminAPILoggersReqBody(t *testing.T) {
 	t.Parallel()
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -56,16 +56,27 @@ func TestAdminAPILoggersReqBody(t *testing.T) {
 		return nil
 	})
 	const payload = "0123456789abcdefghij"
+	big := payload + strings.Repeat("z", 2<<20)
 	bodies := map[string]func() io.Reader{
 		"length": func() io.Reader { return strings.NewReader(payload) },
 		"chunked": func() io.Reader {
 			return io.MultiReader(strings.NewReader(payload[:7]), strings.NewReader(payload[7:]))
 		},
+		// 2 MiB past the payload: the upstream gets all of it, as
+		// without the loggers, and the log its first bytes.
+		"big-length": func() io.Reader { return strings.NewReader(big) },
+		"big-chunked": func() io.Reader {
+			return io.MultiReader(strings.NewReader(big[:7]), strings.NewReader(big[7:]))
+		},
 	}
 	for name, body := range bodies {
+		want := payload
+		if strings.HasPrefix(name, "big") {
+			want = big
+		}
 		for _, target := range []string{"/file?log=yes&b=yes-" + name, "/file?log=no&b=no-" + name, "/http?b=" + name} {
-			if r := do(t, c, "POST", g.url(target), "", nil, body()); r.status != 200 || r.body != payload {
-				t.Fatalf("POST %s: %d %q", target, r.status, r.body)
+			if r := do(t, c, "POST", g.url(target), "", nil, body()); r.status != 200 || r.body != want {
+				t.Fatalf("POST %s: %d, %d bytes %.40q", target, r.status, len(r.body), r.body)
 			}
 		}
 	}
