@@ -29,12 +29,13 @@
 //     max_req_body_bytes, in the default entry's request.body, for the
 //     requests include_req_body_expr matches (all without it), as
 //     log-util's get_full_log; not in a log_format's entry. Such an
-//     instance is a plugins.BodyReader: the worker reads the body whole
-//     before the request phases, up to 1 MiB (nginx's default
-//     client_max_body_size) or max_req_body_bytes when larger, and
-//     answers 413 to a longer body, where APISIX's nginx spools it to a
-//     file and logs its start. A configuration without include_req_body
-//     reads no body.
+//     instance is a plugins.BodyTee: the body streams to the upstream as
+//     without the plugin, whatever its length, while the worker copies
+//     its first max_req_body_bytes for the log phase, where APISIX's
+//     nginx reads the body whole first (spooling a large one to a file)
+//     and logs its start. An exchange that ended before its body did logs
+//     what arrived. A configuration without include_req_body copies no
+//     body.
 //   - include_resp_body is refused: the response body is not kept for the
 //     log phase; include_resp_body_expr is checked and without effect.
 //   - response.headers is not in the default entry, and members come in
