@@ -210,11 +210,11 @@ type Ctx interface {
 	// grows while the body goes, and is complete in the log phase, once
 	// the body went (RequestBodyWhole tells whether it is the whole
 	// body). Nil when the request has none or nothing of it was read or
-	// copied, and for a plugin neither kind of the route or the global
-	// rules asked for (one only a consumer's configuration adds to a
-	// route whose body is read). From the rewrite, access, before_proxy
-	// and log phases; the bytes are valid during the phase call and must
-	// not be written.
+	// copied, and for a BodyReader only a consumer's configuration adds
+	// (the body is read before the consumer is known; a BodyTee a
+	// consumer adds gets its copy). From the rewrite, access,
+	// before_proxy and log phases; the bytes are valid during the phase
+	// call and must not be written.
 	RequestBody() []byte
 	// RequestBodyWhole reports whether RequestBody is the whole request
 	// body: true for a request without a body and for a body read whole

@@ -3,9 +3,12 @@ package worker
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"coregate/plugins"
 	"coregate/worker/router"
@@ -267,5 +270,35 @@ func TestTeeBodyReplayed(t *testing.T) {
 	h.traffic(second)
 	if !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 200 OK\r\n")) || string(rec.seen) != "pre=nil;tee=hello,whole=true;" {
 		t.Fatalf("answer %q, seen %q", h.cl.out, rec.seen)
+	}
+}
+
+// TestTeeBodyConsumer: a BodyTee that only the consumer's configuration
+// adds (file-logger's include_req_body) gets its copy: the limit is the
+// phases' the request runs once the consumer is attached.
+func TestTeeBodyConsumer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "consumer.log")
+	h := realHarness(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"key-auth":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, []string{`{"username":"jack","plugins":{"key-auth":{"key":"k1"},"file-logger":{"path":"` + path + `","include_req_body":true,"max_req_body_bytes":4}}}`}, nil)
+	up, got := h.roundTrip([]byte("POST /a HTTP/1.1\r\nHost: h\r\napikey: k1\r\nContent-Length: 6\r\n\r\nabcdef"), []byte(upOK))
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 ")) || !bytes.HasSuffix(up, []byte("\r\n\r\nabcdef")) {
+		t.Fatalf("answer %q, upstream %q", got, up)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var b []byte
+	for time.Now().Before(deadline) {
+		if b, _ = os.ReadFile(path); bytes.HasSuffix(b, []byte("\n")) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var e struct {
+		Request struct {
+			Body *string `json:"body"`
+		} `json:"request"`
+	}
+	if err := json.Unmarshal(b, &e); err != nil || e.Request.Body == nil || *e.Request.Body != "abcd" {
+		t.Fatalf("log %q: %v", b, err)
 	}
 }
