@@ -21,7 +21,8 @@ package worker
 // A request whose body a BodyReader read whole copies nothing: that body,
 // already in reqBodyBuf, is the log phase's too.
 //
-// reqBodyBuf comes from the worker's pool of body buffers (takeBodyBuf)
+// reqBodyBuf comes from the worker's pool of body buffers (takeBodyBuf),
+// sized for the body's length when it is known and within the limit,
 // when the exchange first needs it, for a read or a copy, and goes back
 // to it when the exchange ends (resetExchange): it is valid until then.
 // Exchanges without a body, or on routes without a BodyReader or BodyTee,
@@ -45,7 +46,7 @@ func (cc *clientConn) startTee() {
 		return
 	}
 	cc.teeMax = n
-	cc.takeReqBodyBuf()
+	cc.takeReqBodyBuf(n)
 }
 
 // tee copies p, body data on its way upstream, up to the copy's limit;
@@ -98,42 +99,60 @@ func (cc *clientConn) undoTee(m teeMark) {
 }
 
 // takeReqBodyBuf gives the exchange a body buffer, empty, from the pool
-// unless it has one.
-func (cc *clientConn) takeReqBodyBuf() {
+// unless it has one; limit is the most the body may put in it.
+func (cc *clientConn) takeReqBodyBuf(limit int64) {
 	if cc.reqBodyBuf == nil {
-		cc.reqBodyBuf = cc.w.takeBodyBuf()
+		need := limit
+		if cc.reqBody == bodyLength {
+			need = min(need, cc.reqLeft)
+		} else {
+			need = min(need, 4<<10) // a chunked body's length is not known
+		}
+		cc.reqBodyBuf = cc.w.takeBodyBuf(int(need))
 	}
 	cc.reqBodyBuf = cc.reqBodyBuf[:0]
 }
 
-// The worker's pool of body buffers: at most maxPooledBodies idle ones,
-// each of at most maxPooledBody bytes of capacity, so that the pool holds
-// 4 MiB at most; a larger buffer is left to the collector. A body up to
-// that size, read or copied, allocates nothing in steady state.
+// The worker's pool of body buffers: at most maxPooledBodies idle ones of
+// up to maxPooledBody bytes of capacity, and maxLargeBodies of up to
+// maxLargeBody, so that the pool holds 8 MiB at most; a larger buffer is
+// left to the collector. A body up to maxLargeBody (proxy-mirror's cap),
+// read or copied, allocates nothing in steady state while at most
+// maxLargeBodies exchanges of the loop hold a body over maxPooledBody at
+// once.
 const (
 	maxPooledBody   = 64 << 10
 	maxPooledBodies = 64
+	maxLargeBody    = 1 << 20
+	maxLargeBodies  = 4
 )
 
-// takeBodyBuf returns an idle body buffer, empty, or nil when the pool has
-// none (append then allocates one). It is the loop's, as the pool is.
-func (w *Worker) takeBodyBuf() []byte {
-	n := len(w.bodyBufs)
-	if n == 0 {
-		return nil
+// takeBodyBuf returns an idle body buffer, empty, from the tier of the
+// pool need falls in (a buffer smaller than need grows as the body comes,
+// once), else a new one of need bytes. It is the loop's, as the pool is.
+func (w *Worker) takeBodyBuf(need int) []byte {
+	pool := &w.bodyBufs
+	if need > maxPooledBody {
+		pool = &w.largeBufs
 	}
-	b := w.bodyBufs[n-1]
-	w.bodyBufs[n-1] = nil
-	w.bodyBufs = w.bodyBufs[:n-1]
-	return b[:0]
+	if n := len(*pool); n > 0 {
+		b := (*pool)[n-1]
+		(*pool)[n-1] = nil
+		*pool = (*pool)[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, need)
 }
 
 // putBodyBuf gives b back to the pool once nothing refers to it any more
 // (the exchange it served ended). A nil b, one too large, or one past the
 // pool's size, is dropped.
 func (w *Worker) putBodyBuf(b []byte) {
-	if cap(b) == 0 || cap(b) > maxPooledBody || len(w.bodyBufs) >= maxPooledBodies {
-		return
+	switch c := cap(b); {
+	case c == 0:
+	case c <= maxPooledBody && len(w.bodyBufs) < maxPooledBodies:
+		w.bodyBufs = append(w.bodyBufs, b[:0])
+	case c > maxPooledBody && c <= maxLargeBody && len(w.largeBufs) < maxLargeBodies:
+		w.largeBufs = append(w.largeBufs, b[:0])
 	}
-	w.bodyBufs = append(w.bodyBufs, b[:0])
 }

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -42,5 +43,36 @@ func TestAllocTeeBody(t *testing.T) {
 		if allocs := testing.AllocsPerRun(200, run); allocs != 0 {
 			t.Errorf("%s: %.1f allocations per request, want 0", tc.name, allocs)
 		}
+	}
+}
+
+// TestAllocTeeBodyLarge: a body over the small buffers' size, under a
+// copy limit of 1 MiB (proxy-mirror's), copied whole, takes its buffer
+// from the pool's large ones: no allocation in steady state either.
+func TestAllocTeeBodyLarge(t *testing.T) {
+	h, rec := teeHarness(t, []string{
+		`{"id":"r1","uri":"/big","plugins":{"p-tee":{"limit":1048576}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, Config{})
+	body := strings.Repeat("b", 200<<10)
+	head := "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	run := func() {
+		rec.reset()
+		h.send(head)
+		h.send(body[:100<<10])
+		h.send(body[100<<10:])
+		h.up.in = append(h.up.in, upOK...)
+		h.traffic(h.up)
+	}
+	for i := 0; i < 10; i++ {
+		run()
+	}
+	if string(rec.seen) != "pre=nil;tee="+body+",whole=true;" || !bytes.HasPrefix(h.cl.out, []byte("HTTP/1.1 200 OK\r\n")) {
+		t.Fatalf("answer %q, plugin saw %d bytes", h.cl.out, len(rec.seen))
+	}
+	if n := len(h.w.largeBufs); n != 1 {
+		t.Fatalf("%d large buffers pooled, want 1", n)
+	}
+	if allocs := testing.AllocsPerRun(50, run); allocs != 0 {
+		t.Errorf("%.1f allocations per request, want 0", allocs)
 	}
 }

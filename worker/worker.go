@@ -193,6 +193,7 @@ type Worker struct {
 	hostname  []byte
 	freeConns []*clientConn
 	bodyBufs  [][]byte      // idle request body buffers (teebody.go)
+	largeBufs [][]byte      // idle large ones
 	wakeFn    gnet.Runnable // runWakes
 	// Client connections open now, for draining.
 	live          indexset.Set[*clientConn]
