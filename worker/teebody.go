@@ -22,8 +22,8 @@ package worker
 // already in reqBodyBuf, is the log phase's too.
 //
 // reqBodyBuf comes from the worker's pool of body buffers (takeBodyBuf),
-// sized for the body's length when it is known and within the limit,
-// when the exchange first needs it, for a read or a copy, and goes back
+// a large one for a body known to be large when the pool has one, when
+// the exchange first needs it, for a read or a copy, and goes back
 // to it when the exchange ends (resetExchange): it is valid until then.
 // Exchanges without a body, or on routes without a BodyReader or BodyTee,
 // take none.
@@ -127,12 +127,14 @@ const (
 	maxLargeBodies  = 4
 )
 
-// takeBodyBuf returns an idle body buffer, empty, from the tier of the
-// pool need falls in (a buffer smaller than need grows as the body comes,
-// once), else a new one of need bytes. It is the loop's, as the pool is.
+// takeBodyBuf returns an idle body buffer, empty: a large one when need
+// is over maxPooledBody and the pool has one, else a small one, else a new
+// one of need bytes, maxPooledBody at most, so that a client announcing a
+// long body makes the worker hold no more than it sent. A buffer smaller
+// than the body grows as the body comes. It is the loop's, as the pool is.
 func (w *Worker) takeBodyBuf(need int) []byte {
 	pool := &w.bodyBufs
-	if need > maxPooledBody {
+	if need > maxPooledBody && len(w.largeBufs) > 0 {
 		pool = &w.largeBufs
 	}
 	if n := len(*pool); n > 0 {
@@ -141,7 +143,7 @@ func (w *Worker) takeBodyBuf(need int) []byte {
 		*pool = (*pool)[:n-1]
 		return b[:0]
 	}
-	return make([]byte, 0, need)
+	return make([]byte, 0, min(need, maxPooledBody))
 }
 
 // putBodyBuf gives b back to the pool once nothing refers to it any more
