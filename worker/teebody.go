@@ -26,7 +26,8 @@ package worker
 // the exchange first needs it, for a read or a copy, and goes back
 // to it when the exchange ends (resetExchange): it is valid until then.
 // Exchanges without a body, or on routes without a BodyReader or BodyTee,
-// take none.
+// take none. The copy, its buffer and the pool are the event loop's, as
+// the exchange is: nothing here locks or blocks.
 
 // startTee starts copying the body of the request just routed when the
 // exchange's phases have a BodyTee and no BodyReader read the body.
