@@ -115,7 +115,8 @@ func (in *instance) TeeLimit() int64 { return MaxBody }
 // Rewrite implements plugins.RewritePhase: a sampled request is copied
 // (method, target, fields) into a job. A request whose body is known
 // whole now (none, or one a BodyReader of the route read) is handed to
-// the process's senders at once, with its body; any other waits for its
+// the process's senders at once, with its body (not when that is over
+// MaxBody, as in Log); any other waits for its
 // body in the log phase (Log), the job kept for it with Ctx.Keep. The
 // request itself goes on at once.
 func (in *instance) Rewrite(c plugins.Ctx) {
@@ -147,7 +148,11 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 		j.host = append(j.host, c.Var(varHost)...)
 	}
 	if c.RequestBodyWhole() {
-		in.q.sendWith(j, c.RequestBody())
+		if body := c.RequestBody(); len(body) <= MaxBody {
+			in.q.sendWith(j, body)
+		} else {
+			in.q.unsent(j, true) // read whole for another plugin, past MaxBody
+		}
 		return
 	}
 	// The body goes upstream after the request phases: the copy waits

@@ -169,6 +169,12 @@ func TestTee(t *testing.T) {
 				len(in.q.work), len(in.q.free), in.q.tooLong.Load(), in.q.cutShort.Load(), tc.tooLong, tc.cutShort)
 		}
 	}
+	// Read whole before the phases (a BodyReader of the route) but past
+	// MaxBody: not sent either.
+	plugintest.Run(p, plugintest.NewCtx("POST", "/").WithBody(long+"y"))
+	if len(in.q.work) != 0 || len(in.q.free) != 2 || in.q.tooLong.Load() != 3 {
+		t.Fatalf("read past MaxBody: work %d, free %d, tooLong %d", len(in.q.work), len(in.q.free), in.q.tooLong.Load())
+	}
 	// Exactly MaxBody, whole: sent.
 	plugintest.Run(p, plugintest.NewCtx("POST", "/").WithTeeBody(long))
 	if j := <-in.q.work; len(j.body) != MaxBody {
