@@ -46,7 +46,12 @@
 // validate_request_body, request-validation's body_schema) is a
 // BodyReader: the worker reads the body whole, up to its BodyLimit,
 // before the request phases of its route begin, and Ctx.RequestBody
-// hands it over, as APISIX's core.request.get_body. The worker merges a route's plugins with its plugin_config's
+// hands it over, as APISIX's core.request.get_body. An Instance that only
+// needs the body once the request went (the loggers' include_req_body,
+// proxy-mirror's copy) is a BodyTee instead: the body streams upstream
+// unchanged, with no wait and no limit added, while the worker copies its
+// first TeeLimit bytes for the log phase (Ctx.RequestBody,
+// Ctx.RequestBodyWhole). The worker merges a route's plugins with its plugin_config's
 // and its service's (the route's own keys win), builds them and sorts the
 // instances into Phases, one slice per phase, type-asserted once, so a
 // request does no lookups.

@@ -201,16 +201,29 @@ type Ctx interface {
 	// plugin both configure, the consumer's configuration wins.
 	SetConsumer(c *Consumer)
 
-	// RequestBody is the whole request body, de-chunked, for a plugin
-	// that asked for it (BodyReader): the worker reads it before the
-	// request phases of a route, or of global rules, with such a plugin
-	// begin; nil when the request has none, and for a plugin no
-	// BodyReader of the route or the global rules asked for (one only a
-	// consumer's configuration adds). What goes upstream is written from
-	// the same bytes, framed by the worker. From the rewrite, access and
-	// before_proxy phases; the bytes are valid during the phase call and
-	// must not be written.
+	// RequestBody is the request body, de-chunked, for a plugin that
+	// asked for it. A BodyReader's is the whole body: the worker reads it
+	// before the request phases of a route, or of global rules, with such
+	// a plugin begin, and what goes upstream is written from the same
+	// bytes, framed by the worker. A BodyTee's is a copy of the body's
+	// first TeeLimit bytes, made as the body streams to the upstream: it
+	// grows while the body goes, and is complete in the log phase, once
+	// the body went (RequestBodyWhole tells whether it is the whole
+	// body). Nil when the request has none or nothing of it was read or
+	// copied, and for a BodyReader only a consumer's configuration adds
+	// (the body is read before the consumer is known; a BodyTee a
+	// consumer adds gets its copy). From the rewrite, access,
+	// before_proxy and log phases; the bytes are valid during the phase
+	// call and must not be written.
 	RequestBody() []byte
+	// RequestBodyWhole reports whether RequestBody is the whole request
+	// body: true for a request without a body and for a body read whole
+	// (BodyReader); for a copy (BodyTee), true once the body went
+	// upstream whole within the copy's limit, false when it passed the
+	// limit (the copy holds its first TeeLimit bytes), when the exchange
+	// ended before the body did, or when nothing of the body was copied
+	// (a plugin answered the request).
+	RequestBodyWhole() bool
 
 	// Await holds the request's phases while an operation the plugin
 	// started off the event loop completes (limit-count's Redis call), as
@@ -384,6 +397,20 @@ type BodyReader interface {
 	BodyLimit() int64
 }
 
+// BodyTee is an Instance that reads a copy of the request body in its
+// log phase (Ctx.RequestBody, Ctx.RequestBodyWhole) without changing how
+// the body goes upstream: the body streams there as it would without the
+// plugin (no wait, no limit added), while the worker copies its first
+// bytes, de-chunked, up to the largest TeeLimit of the route's and the
+// global rules' instances, into a buffer of the exchange. The loggers'
+// include_req_body and proxy-mirror's copy are such. A route whose body a
+// BodyReader reads whole copies nothing: RequestBody is that body.
+type BodyTee interface {
+	// TeeLimit is the most bytes of the body (decoded, for a chunked
+	// one) the instance reads; at least 1.
+	TeeLimit() int64
+}
+
 // Phases is one set of built plugins (a route's, a global rule's) as the
 // request path runs them: one slice per phase, each in execution order.
 // The zero value has no plugins. It is built off the event loop, once per
@@ -401,6 +428,9 @@ type Phases struct {
 	// when there are none: the request body is not read before the
 	// phases.
 	BodyLimit int64
+	// TeeLimit is the largest TeeLimit of the BodyTee instances; 0 when
+	// there are none: the request body is not copied.
+	TeeLimit int64
 }
 
 // NewPhases sorts built plugins (in execution order, as Build returns them)
@@ -428,6 +458,9 @@ func NewPhases(built []Configured) Phases {
 		}
 		if i, ok := c.Instance.(BodyReader); ok {
 			p.BodyLimit = max(p.BodyLimit, i.BodyLimit())
+		}
+		if i, ok := c.Instance.(BodyTee); ok {
+			p.TeeLimit = max(p.TeeLimit, i.TeeLimit())
 		}
 	}
 	return p

@@ -296,6 +296,23 @@ func TestPhasesBodyLimit(t *testing.T) {
 	}
 }
 
+type bodyTee int64
+
+func (bodyTee) Log(Ctx)           {}
+func (b bodyTee) TeeLimit() int64 { return int64(b) }
+
+// TestPhasesTeeLimit: the phases' TeeLimit is the largest of their
+// BodyTees', 0 without one, and apart from BodyLimit.
+func TestPhasesTeeLimit(t *testing.T) {
+	if p := NewPhases([]Configured{{Entry{"a", 3}, bodyReader(10)}}); p.TeeLimit != 0 {
+		t.Fatalf("no tee: %d", p.TeeLimit)
+	}
+	p := NewPhases([]Configured{{Entry{"a", 3}, bodyTee(5)}, {Entry{"b", 2}, bodyReader(10)}, {Entry{"c", 1}, bodyTee(1 << 20)}})
+	if p.TeeLimit != 1<<20 || p.BodyLimit != 10 || len(p.Log) != 2 {
+		t.Fatalf("TeeLimit %d, BodyLimit %d, %d log", p.TeeLimit, p.BodyLimit, len(p.Log))
+	}
+}
+
 func TestCounterTable(t *testing.T) {
 	c := NewCounterTable(2)
 	a, _ := c.Counter([]byte("a"), 0, 10)

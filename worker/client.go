@@ -482,6 +482,7 @@ func (cc *clientConn) routed() {
 	if rt.up.bal.kind == balCHash {
 		cc.balKey = cc.requestKey(&rt.up.bal.key)
 	}
+	cc.startTee()
 	cc.buildHead()
 	cc.discardHead()
 	if r.Expect100 && hasBody && cc.io.InboundBuffered() == 0 {
@@ -649,7 +650,7 @@ func (cc *clientConn) send() {
 
 	// The body reader's state, to start over from if this attempt fails
 	// before anything left the client buffer.
-	chunk, left, taken := cc.reqChunk, cc.reqLeft, cc.bodyBytes
+	chunk, left, taken, tee := cc.reqChunk, cc.reqLeft, cc.bodyBytes, cc.markTee()
 	if cc.reqBody == bodyChunked {
 		// A fault anywhere in the chunked body buffered so far refuses the
 		// request before any of it is written, even past the first write's
@@ -675,6 +676,7 @@ func (cc *clientConn) send() {
 	clear(iov)
 	if uc.state == usClosed {
 		cc.reqChunk, cc.reqLeft, cc.bodyBytes = chunk, left, taken
+		cc.undoTee(tee)
 		cc.upstreamFailed(uc, 502)
 		return
 	}
@@ -724,6 +726,9 @@ func (cc *clientConn) takeBody(iov [][]byte) ([][]byte, int, bool) {
 		if n > 0 {
 			iov = append(iov, buf[:n])
 		}
+		if cc.teeMax > 0 {
+			cc.tee(buf[:n], cc.reqLeft == 0)
+		}
 		return iov, n, cc.reqLeft == 0
 	}
 	buf, _ := cc.io.Peek(-1)
@@ -739,6 +744,9 @@ func (cc *clientConn) takeBody(iov [][]byte) ([][]byte, int, bool) {
 	if max := cc.w.cfg.MaxBodySize; max > 0 && cc.bodyBytes > max {
 		cc.badBody = 413
 		return iov[:at], 0, false
+	}
+	if cc.teeMax > 0 {
+		cc.teeRuns(iov[at:], total, done)
 	}
 	return iov, n, done
 }

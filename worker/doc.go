@@ -192,8 +192,10 @@
 //     request body stays there until it is written upstream (takeBody's
 //     slices, then Discard), held there in csHold and csBody, or dropped
 //     in csDiscard; the body read for the plugins is also copied, its
-//     data de-chunked, into exchangeBufs.reqBodyBuf (readbody.go), valid
-//     until the exchange ends.
+//     data de-chunked, into exchangeBufs.reqBodyBuf (readbody.go), as is
+//     the first part of a body copied for them as it goes upstream
+//     (teebody.go): a buffer of the worker's pool (Worker.bodyBufs),
+//     valid until the exchange ends, when it goes back to the pool.
 //     upConn.resp aliases the upstream's inbound buffer; the response head
 //     is rewritten into Worker.scratch and the body forwarded from the
 //     buffer, both before the Discard that ends the handler (afterWrite).

@@ -69,6 +69,11 @@ type exchange struct {
 	// csBody (readbody.go), which scans a chunked one with holdScan and
 	// holdSeen too.
 	bodyMax int64
+	// teeMax is the limit of the body's copy for the plugins
+	// (teebody.go), 0 when it is not copied; teeCut: data past it was not
+	// copied; teeEnd: the body's end was copied.
+	teeMax         int64
+	teeCut, teeEnd bool
 
 	// lineEnd ends the request line in head (exchangeBufs).
 	lineEnd int
@@ -237,15 +242,12 @@ type exchangeBufs struct {
 	// filtBuf is the body as the body_filter phase returned it, framed,
 	// valid until the write that sends it returns.
 	filtBuf []byte
-	// reqBodyBuf is the request body read for the plugins (Ctx.
-	// RequestBody), its data de-chunked; resetExchange lets go of it when
-	// it grew past maxKeptBody.
+	// reqBodyBuf is the request body read or copied for the plugins
+	// (Ctx.RequestBody), its data de-chunked: a buffer of the worker's
+	// pool, taken when the exchange needs one and given back by
+	// resetExchange (teebody.go); nil outside.
 	reqBodyBuf []byte
 }
-
-// maxKeptBody is the capacity of reqBodyBuf a connection keeps from one
-// exchange to the next: a larger body's buffer is left to the collector.
-const maxKeptBody = 64 << 10
 
 // resetExchange ends the exchange: it is zeroed, and the buffers keep their
 // capacity and nothing else. This is the only way an exchange's state is
@@ -259,9 +261,8 @@ func (cc *clientConn) resetExchange() {
 	clear(cc.kept)
 	cc.kept = cc.kept[:0]
 	cc.reqEdits = cc.reqEdits[:0]
-	if cap(cc.reqBodyBuf) > maxKeptBody {
-		cc.reqBodyBuf = nil
-	}
+	cc.w.putBodyBuf(cc.reqBodyBuf)
+	cc.reqBodyBuf = nil
 }
 
 // upExchange is an upstream connection's share of the exchange it serves:

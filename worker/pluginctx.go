@@ -27,12 +27,24 @@ var _ plugins.Ctx = (*pluginCtx)(nil)
 func (x *pluginCtx) cc() *clientConn { return (*clientConn)(x) }
 
 // RequestBody implements plugins.Ctx: the body read before the phases
-// (readbody.go), valid until the exchange ends.
+// (readbody.go), or the copy made as it goes upstream (teebody.go), valid
+// until the exchange ends.
 func (x *pluginCtx) RequestBody() []byte {
-	if !x.plugin.bodyRead || len(x.reqBodyBuf) == 0 {
+	if (!x.plugin.bodyRead && x.teeMax == 0) || len(x.reqBodyBuf) == 0 {
 		return nil
 	}
 	return x.reqBodyBuf
+}
+
+// RequestBodyWhole implements plugins.Ctx.
+func (x *pluginCtx) RequestBodyWhole() bool {
+	switch {
+	case x.reqBody == bodyNone, x.plugin.bodyRead:
+		return true
+	case x.teeMax > 0:
+		return x.teeEnd && !x.teeCut
+	}
+	return false
 }
 
 // Method implements plugins.Ctx.

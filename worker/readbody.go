@@ -60,7 +60,7 @@ func (cc *clientConn) readBodyFirst(limit int64) {
 		cc.keepHead()
 	}
 	cc.discardHead()
-	cc.reqBodyBuf = cc.reqBodyBuf[:0]
+	cc.takeReqBodyBuf(limit)
 	cc.bodyMax = limit
 	cc.state = csBody
 	if r.Expect100 && cc.io.InboundBuffered() == 0 {

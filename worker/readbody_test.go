@@ -22,6 +22,7 @@ type readerConf struct {
 	Limit  int64  `json:"limit"`
 	Deny   string `json:"deny"`
 	Fields bool   `json:"fields"` // record every header field (RequestHeaderAt) too
+	Log    bool   `json:"log"`    // record the body the log phase sees too
 }
 
 func (reader) Schema() []byte { return []byte(`{"type":"object"}`) }
@@ -36,7 +37,7 @@ func (r reader) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, err
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
-	return &readerInst{rec: r.rec, limit: c.Limit, deny: []byte(c.Deny), fields: c.Fields}, nil
+	return &readerInst{rec: r.rec, limit: c.Limit, deny: []byte(c.Deny), fields: c.Fields, log: c.Log}, nil
 }
 
 type readerInst struct {
@@ -44,9 +45,22 @@ type readerInst struct {
 	limit  int64
 	deny   []byte
 	fields bool
+	log    bool
 }
 
 func (in *readerInst) BodyLimit() int64 { return in.limit }
+
+func (in *readerInst) Log(c plugins.Ctx) {
+	if !in.log {
+		return
+	}
+	b := c.RequestBody()
+	s := append(in.rec.seen, "log="...)
+	if b == nil {
+		s = append(s, "nil"...)
+	}
+	in.rec.seen = append(append(s, b...), ';')
+}
 
 func (in *readerInst) Rewrite(c plugins.Ctx) {
 	b := c.RequestBody()
@@ -220,6 +234,27 @@ func TestReadBodyAnswers(t *testing.T) {
 	h.w.expireDeadlines()
 	if !strings.HasPrefix(string(h.cl.out), "HTTP/1.1 408 ") || len(h.up.out) != 0 || len(rec.seen) != 0 {
 		t.Fatalf("timeout: answer %q, upstream %q, plugin %q", h.cl.out, h.up.out, rec.seen)
+	}
+}
+
+// TestReadBodyLog: the body read for the plugins is still the log
+// phase's once the upstream answered (the loggers' include_req_body); the
+// next request on the connection, without one, has none.
+func TestReadBodyLog(t *testing.T) {
+	routes := []string{`{"id":"r1","uri":"/read","plugins":{"p-read":{"log":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`}
+	h, rec := readerHarness(t, routes, nil, Config{})
+	for _, tc := range []struct{ req, seen string }{
+		{"POST /read HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n", "body=helloabc;log=helloabc;"},
+		{"GET /read HTTP/1.1\r\nHost: x\r\n\r\n", "body=nil;log=nil;"},
+		{"PUT /read HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok", "body=ok;log=ok;"},
+	} {
+		rec.reset()
+		h.send(tc.req)
+		h.up.in = append(h.up.in, upOK...)
+		h.traffic(h.up)
+		if !strings.HasPrefix(string(h.cl.out), "HTTP/1.1 200 ") || string(rec.seen) != tc.seen {
+			t.Fatalf("%q: answer %q, plugin %q, want %q", tc.req, h.cl.out, rec.seen, tc.seen)
+		}
 	}
 }
 

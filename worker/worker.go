@@ -192,6 +192,8 @@ type Worker struct {
 	// (empty when it cannot be read), read-only after.
 	hostname  []byte
 	freeConns []*clientConn
+	bodyBufs  [][]byte      // idle request body buffers (teebody.go)
+	largeBufs [][]byte      // idle large ones
 	wakeFn    gnet.Runnable // runWakes
 	// Client connections open now, for draining.
 	live          indexset.Set[*clientConn]

@@ -41,7 +41,7 @@ func fileEntry(t *testing.T, path, want string) (map[string]any, []string) {
 // file-logger without its own, as APISIX), a new file after the
 // old one is renamed and SIGUSR1 comes, requests unslowed by a file that
 // blocks; the Admin API lists the plugin, serves its schema and refuses
-// include_req_body.
+// include_resp_body.
 func TestAdminAPIFileLogger(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "hello")
@@ -63,11 +63,11 @@ func TestAdminAPIFileLogger(t *testing.T) {
 	if r := admin.do(t, c, "GET", "schema/plugins/file-logger", ""); r.status != 200 || !strings.Contains(r.body, `"max_req_body_bytes"`) {
 		t.Errorf("schema/plugins/file-logger: %d %s", r.status, r.body)
 	}
-	r := admin.do(t, c, "PUT", "routes/bad", `{"uri":"/bad","plugins":{"file-logger":{"path":"x","include_req_body":true}},`+
+	r := admin.do(t, c, "PUT", "routes/bad", `{"uri":"/bad","plugins":{"file-logger":{"path":"x","include_resp_body":true}},`+
 		`"upstream":{"nodes":{"`+up.Addr()+`":1}}}`)
-	if want := "failed to check the configuration of plugin file-logger err: include_req_body: request bodies are not kept for the log phase"; r.status != 400 ||
+	if want := "failed to check the configuration of plugin file-logger err: include_resp_body: response bodies are not kept for the log phase"; r.status != 400 ||
 		!strings.Contains(r.body, want) {
-		t.Errorf("PUT include_req_body: %d %s, want 400 %s", r.status, r.body, want)
+		t.Errorf("PUT include_resp_body: %d %s, want 400 %s", r.status, r.body, want)
 	}
 
 	put("routes/full", `{"uri":"/hello","plugins":{"file-logger":{"path":"`+full+`"}},"upstream":{"type":"roundrobin","nodes":{"`+up.Addr()+`":1}}}`)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"coregate/admin/adminapi"
+	"coregate/plugins/proxymirror"
 )
 
 // TestAdminAPIProxyMirror configures proxy-mirror through the Admin API
@@ -17,17 +19,27 @@ import (
 // the mirror gets a copy of each request (method, target with path and
 // path_concat_mode, Host, fields) while the client gets the upstream's
 // answer without waiting for a mirror that takes its time; a request with
-// a body reaches the upstream and is not copied. The plugin is in the
-// plugin list, with its schema.
+// a body, by Content-Length or chunked, reaches the upstream and the mirror
+// intact, the client's answer not waiting for the mirror; a body over
+// MaxBody, Content-Length or chunked, gets the upstream's answer, the
+// upstream all of it, the mirror nothing. The plugin is in the plugin
+// list, with its schema.
 func TestAdminAPIProxyMirror(t *testing.T) {
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
 		_, _ = w.Write([]byte("from upstream"))
+		_, _ = w.Write(b)
 	})
 	var mu sync.Mutex
 	var got []string
 	mirror := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		got = append(got, r.Method+" "+r.RequestURI+" "+r.Host+" "+r.Header.Get("X-Trace"))
+		b, _ := io.ReadAll(r.Body)
+		s := r.Method + " " + r.RequestURI + " " + r.Host + " " + r.Header.Get("X-Trace")
+		if len(b) > 0 {
+			s += fmt.Sprintf(" cl=%d body=%s", r.ContentLength, b)
+		}
+		got = append(got, s)
 		mu.Unlock()
 		if r.URL.Query().Get("slow") != "" {
 			time.Sleep(3 * time.Second)
@@ -92,16 +104,49 @@ func TestAdminAPIProxyMirror(t *testing.T) {
 	}
 	mirrored("GET /hello?slow=1&a=b app.example t1")
 	mirrored("DELETE /shadow/prefixed?x=1 app.example t2")
-	// A body: the upstream's answer, no copy.
-	if r := do(t, c, "POST", g.url("/hello?body=1"), "", nil, strings.NewReader("payload")); r.status != 200 || r.body != "from upstream" {
-		t.Fatalf("POST: %d %q", r.status, r.body)
+	// A body, by Content-Length and chunked: the upstream's answer at
+	// once, the mirror taking its time, and the copy with the body.
+	big := strings.Repeat("0123456789", 20000) // 200000 bytes, many reads
+	for _, tc := range []struct {
+		name string
+		body io.Reader
+		want string
+	}{
+		{"length", strings.NewReader("payload"), "payload"},
+		{"chunked", io.MultiReader(strings.NewReader("chunked "), strings.NewReader("payload")), "chunked payload"},
+		{"chunked-big", io.MultiReader(strings.NewReader(big[:1000]), strings.NewReader(big[1000:])), big},
+	} {
+		start := time.Now()
+		r := do(t, c, "POST", g.url("/hello?slow=1&body="+tc.name), "app.example", map[string]string{"X-Trace": tc.name}, tc.body)
+		if took := time.Since(start); r.status != 200 || r.body != "from upstream"+tc.want || took > 2*time.Second {
+			t.Fatalf("POST %s: %d %.40q after %v, want the upstream's at once", tc.name, r.status, r.body, took)
+		}
+		mirrored(fmt.Sprintf("POST /hello?slow=1&body=%s app.example %s cl=%d body=%s", tc.name, tc.name, len(tc.want), tc.want))
 	}
+	// Past MaxBody (2 MiB): the upstream's answer, with all of the body,
+	// as without the plugin; no copy.
+	over := strings.Repeat("x", 2*proxymirror.MaxBody)
+	for _, body := range []io.Reader{
+		strings.NewReader(over),
+		io.MultiReader(strings.NewReader(over[:1000]), strings.NewReader(over[1000:])), // chunked
+	} {
+		r := do(t, c, "POST", g.url("/hello?body=over"), "", nil, body)
+		if r.status != 200 || r.body != "from upstream"+over {
+			t.Fatalf("POST over MaxBody: %d, %d bytes", r.status, len(r.body))
+		}
+	}
+	// A copy sent after those arrives; one of them, were it sent, would
+	// be in by then too.
+	if r := do(t, c, "GET", g.url("/hello?after=over"), "app.example", map[string]string{"X-Trace": "t3"}, nil); r.status != 200 {
+		t.Fatalf("GET after: %d", r.status)
+	}
+	mirrored("GET /hello?after=over app.example t3")
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, s := range got {
-		if strings.Contains(s, "body=1") {
-			t.Fatalf("a request with a body copied: %q", s)
+		if strings.Contains(s, "body=over") {
+			t.Fatalf("a body over MaxBody copied")
 		}
 	}
 }

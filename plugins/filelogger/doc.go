@@ -27,10 +27,21 @@
 // APISIX keeps the files it opened.
 //
 // Differences from APISIX:
-//   - include_req_body and include_resp_body are refused: the bodies are
-//     not kept for the log phase ($request_body in a log_format is null).
-//     include_req_body_expr, include_resp_body_expr, max_req_body_bytes
-//     and max_resp_body_bytes are checked and without effect.
+//   - include_req_body puts the request body, its first
+//     max_req_body_bytes, in the default entry's request.body, for the
+//     requests include_req_body_expr matches (all without it), as
+//     log-util's get_full_log; not in a log_format's entry
+//     ($request_body there is null). Such an instance is a
+//     plugins.BodyTee: the body streams to the upstream as without the
+//     plugin, whatever its length, while the worker copies its first
+//     max_req_body_bytes for the log phase, where APISIX's nginx reads
+//     the body whole first (spooling a large one to a file) and logs its
+//     start. An exchange that ended before its body did (the client went
+//     away, the upstream answered early) logs what arrived. A
+//     configuration without include_req_body copies no body.
+//   - include_resp_body is refused: the response body is not kept for the
+//     log phase. include_resp_body_expr and max_resp_body_bytes are
+//     checked and without effect.
 //   - A configuration without a path, whose plugin metadata has none
 //     either, is not refused by the Admin API, which checks a plugin's
 //     configuration without the metadata: APISIX's message

@@ -67,15 +67,16 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestCheck: APISIX's refusals, and the bodies coregate does not keep for
-// the log phase.
+// TestCheck: APISIX's refusals, and the response body coregate does not
+// keep for the log phase.
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{`{"path":1}`, `property "path" validation failed: wrong type: expected string, got number`},
 		{`{"path":"a","match":[["arg_a","=","1"]]}`, "failed to validate the 'match' expression: rule should be wrapped inside brackets"},
 		{`{"path":"a","match":[[["arg_a","=","1"]]]}`, "failed to validate the 'match' expression: invalid operator '='"},
 		{`{"path":"a","max_req_body_bytes":0}`, `property "max_req_body_bytes" validation failed: expected 0 to be at least 1`},
-		{`{"path":"a","include_req_body":true}`, "include_req_body: request bodies are not kept for the log phase"},
+		{`{"path":"a","include_req_body":true,"include_req_body_expr":[["arg_a","=","1"]]}`, "failed to validate the 'include_req_body_expr' expression: invalid operator '='"},
+		{`{"path":"a","include_req_body_expr":[]}`, `property "include_req_body_expr" validation failed: expect array to have at least 1 items`},
 		{`{"path":"a","include_resp_body":true}`, "include_resp_body: response bodies are not kept for the log phase"},
 	} {
 		err := plugins.Check(Name, json.RawMessage(tc.conf))
@@ -83,7 +84,7 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.conf, err, tc.want)
 		}
 	}
-	for _, ok := range []string{`{"path":"file.log"}`, `{}`, `{"path":"a","match":[[["arg_a","==","1"]]],"log_format":{"h":"$host"}}`} {
+	for _, ok := range []string{`{"path":"file.log"}`, `{}`, `{"path":"a","include_req_body":true,"include_req_body_expr":[["arg_a","==","1"]],"max_req_body_bytes":5}`, `{"path":"a","match":[[["arg_a","==","1"]]],"log_format":{"h":"$host"}}`} {
 		if err := plugins.Check(Name, json.RawMessage(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
@@ -139,6 +140,47 @@ func TestFullLog(t *testing.T) {
 	}
 	if _, ok := m["service_id"]; !ok {
 		t.Error("no service_id")
+	}
+}
+
+// TestReqBody: include_req_body puts the request body, cut to
+// max_req_body_bytes, in request.body, where include_req_body_expr holds;
+// only such a configuration makes the worker copy bodies (TeeLimit:
+// max_req_body_bytes), and none reads them before the upstream
+// (BodyLimit).
+func TestReqBody(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "off.log")
+	if p := build(t, `{"path":"`+path+`"}`, ""); p.BodyLimit != 0 || p.TeeLimit != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d without include_req_body", p.BodyLimit, p.TeeLimit)
+	}
+	p := build(t, `{"path":"`+path+`","include_req_body":false}`, "")
+	if p.BodyLimit != 0 || p.TeeLimit != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d with include_req_body false", p.BodyLimit, p.TeeLimit)
+	}
+	plugintest.Run(p, plugintest.NewCtx("POST", "/").WithBody("payload"))
+	if r := lines(t, path, 1)[0]["request"].(map[string]any); r["body"] != nil {
+		t.Fatalf("include_req_body false: body %v", r["body"])
+	}
+	path = filepath.Join(dir, "on.log")
+	p = build(t, `{"path":"`+path+`","include_req_body":true,"include_req_body_expr":[["arg_log","==","yes"]],"max_req_body_bytes":5}`, "")
+	if p.BodyLimit != 0 || p.TeeLimit != 5 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d, want 0 and 5", p.BodyLimit, p.TeeLimit)
+	}
+	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithBody("0123456789"))
+	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=no").WithBody("0123456789"))
+	plugintest.Run(p, plugintest.NewCtx("GET", "/?log=yes"))
+	// A copy cut short (the exchange ended before the body did) is
+	// logged as far as it goes.
+	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithCutBody("012"))
+	ls := lines(t, path, 4)
+	for i, want := range []any{"01234", nil, nil, "012"} {
+		if got := ls[i]["request"].(map[string]any)["body"]; got != want {
+			t.Errorf("line %d: body %v, want %v", i, got, want)
+		}
+	}
+	if p := build(t, `{"path":"`+path+`","include_req_body":true,"max_req_body_bytes":2097152}`, ""); p.TeeLimit != 2<<20 || p.BodyLimit != 0 {
+		t.Fatalf("TeeLimit %d, BodyLimit %d, want max_req_body_bytes and 0", p.TeeLimit, p.BodyLimit)
 	}
 }
 

@@ -47,6 +47,8 @@ type conf struct {
 	LogFormat       json.RawMessage `json:"log_format"`
 	LogFormatExtra  json.RawMessage `json:"log_format_extra"`
 	IncludeReqBody  bool            `json:"include_req_body"`
+	IncludeReqExpr  json.RawMessage `json:"include_req_body_expr"`
+	MaxReqBodyBytes int             `json:"max_req_body_bytes"`
 	IncludeRespBody bool            `json:"include_resp_body"`
 	Match           json.RawMessage `json:"match"`
 }
@@ -61,9 +63,9 @@ type metadata struct {
 // errNoPath is APISIX's refusal of a configuration with no path.
 var errNoPath = errors.New(`property "path" is not set in either the plugin conf or the metadata`)
 
-// Check implements plugins.Plugin: match must be lua-resty-expr lists
-// (APISIX's message), and include_req_body and include_resp_body are
-// refused, the bodies not being kept for the log phase. Whether a
+// Check implements plugins.Plugin: match and include_req_body_expr must
+// be lua-resty-expr lists (APISIX's message), and include_resp_body is
+// refused, the response body not being kept for the log phase. Whether a
 // configuration without a path has one in the plugin metadata is not
 // known here: Build logs APISIX's error when neither has one.
 func (Plugin) Check(raw json.RawMessage) error {
@@ -72,17 +74,19 @@ func (Plugin) Check(raw json.RawMessage) error {
 }
 
 func parse(raw json.RawMessage) (*conf, error) {
-	var c conf
+	c := conf{MaxReqBodyBytes: 524288}
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
+	}
+	if c.IncludeReqExpr != nil {
+		if _, err := varexpr.Compile(c.IncludeReqExpr); err != nil {
+			return nil, fmt.Errorf("failed to validate the 'include_req_body_expr' expression: %v", err)
+		}
 	}
 	if c.Match != nil {
 		if err := varexpr.Check(c.Match); err != nil {
 			return nil, fmt.Errorf("failed to validate the 'match' expression: %v", err)
 		}
-	}
-	if c.IncludeReqBody {
-		return nil, errors.New("include_req_body: request bodies are not kept for the log phase")
 	}
 	if c.IncludeRespBody {
 		return nil, errors.New("include_resp_body: response bodies are not kept for the log phase")
@@ -117,6 +121,16 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		return &instance{}, nil
 	}
 	in := &instance{w: writerOf(*path)}
+	if c.IncludeReqBody {
+		in.body = &logentry.ReqBody{Max: c.MaxReqBodyBytes}
+		if c.IncludeReqExpr != nil {
+			e, err := varexpr.Compile(c.IncludeReqExpr)
+			if err != nil {
+				return nil, err
+			}
+			in.body.Expr = &e
+		}
+	}
 	if c.Match != nil {
 		if in.match, err = varexpr.CompileAny(c.Match); err != nil {
 			return nil, err
@@ -141,8 +155,20 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 		in.extra = logentry.DropDefaults(in.extra)
 	}
+	if in.body != nil {
+		return &bodyInstance{in}, nil
+	}
 	return in, nil
 }
+
+// bodyInstance is an instance with include_req_body: a plugins.BodyTee,
+// so that the worker copies the first max_req_body_bytes of the request
+// body for the log phase as the body streams upstream. An instance
+// without it copies none.
+type bodyInstance struct{ *instance }
+
+// TeeLimit implements plugins.BodyTee.
+func (in *bodyInstance) TeeLimit() int64 { return in.body.TeeLimit() }
 
 // nonEmpty reports whether raw is an object with members.
 func nonEmpty(raw json.RawMessage) bool {
@@ -161,6 +187,7 @@ type instance struct {
 	custom bool              // log_format: the entry is format, then route_id and service_id
 	format logentry.Format   // log_format, compiled
 	extra  logentry.Format   // log_format_extra's members not in the default entry
+	body   *logentry.ReqBody // include_req_body; nil without
 }
 
 // Log implements plugins.LogPhase: the request's entry, one JSON line,
@@ -182,7 +209,7 @@ func (in *instance) Log(c plugins.Ctx) {
 	if in.custom {
 		b.line = logentry.AppendCustom(b.line[:0], c, in.format, "")
 	} else {
-		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "")
+		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "", in.body.Body(c))
 	}
 	b.line = append(b.line, '\n')
 	in.w.put(b)

@@ -25,9 +25,19 @@
 // batch-processor-manager keeps one per configuration.
 //
 // Differences from APISIX:
-//   - include_req_body and include_resp_body are refused: the bodies are
-//     not kept for the log phase. The include_*_expr lists are checked
-//     and without effect.
+//   - include_req_body puts the request body, its first
+//     max_req_body_bytes, in the default entry's request.body, for the
+//     requests include_req_body_expr matches (all without it), as
+//     log-util's get_full_log; not in a log_format's entry. Such an
+//     instance is a plugins.BodyTee: the body streams to the upstream as
+//     without the plugin, whatever its length, while the worker copies
+//     its first max_req_body_bytes for the log phase, where APISIX's
+//     nginx reads the body whole first (spooling a large one to a file)
+//     and logs its start. An exchange that ended before its body did logs
+//     what arrived. A configuration without include_req_body copies no
+//     body.
+//   - include_resp_body is refused: the response body is not kept for the
+//     log phase; include_resp_body_expr is checked and without effect.
 //   - response.headers is not in the default entry, and members come in
 //     a fixed order (see plugins/filelogger).
 //   - A processor of a configuration no longer used is not removed

@@ -89,7 +89,8 @@ func (s *logServer) wait(t *testing.T, n int) []post {
 	return append([]post(nil), s.posts...)
 }
 
-// TestCheck: APISIX's refusals, and the bodies coregate does not keep.
+// TestCheck: APISIX's refusals, and the response body coregate does not
+// keep.
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{`{}`, `property "uri" is required`},
@@ -98,12 +99,42 @@ func TestCheck(t *testing.T) {
 		{`{"uri":"http://127.0.0.1","concat_method":"csv"}`, `property "concat_method" validation failed: matches none of the enum values`},
 		{`{"uri":"http://127.0.0.1","batch_max_size":0}`, `property "batch_max_size" validation failed: expected 0 to be at least 1`},
 		{`{"uri":"http://127.0.0.1","include_req_body_expr":[["arg_a","=","1"]]}`, "failed to validate the 'include_req_body_expr' expression: invalid operator '='"},
-		{`{"uri":"http://127.0.0.1","include_req_body":true}`, "include_req_body: request bodies are not kept for the log phase"},
+		{`{"uri":"http://127.0.0.1","include_req_body":true,"max_req_body_bytes":0}`, `property "max_req_body_bytes" validation failed: expected 0 to be at least 1`},
 		{`{"uri":"http://127.0.0.1","include_resp_body":true}`, "include_resp_body: response bodies are not kept for the log phase"},
 	} {
 		err := plugins.Check(Name, json.RawMessage(tc.conf))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.conf, err, tc.want)
+		}
+	}
+}
+
+// TestReqBody: include_req_body sends the request body, cut to
+// max_req_body_bytes, as request.body, for the requests
+// include_req_body_expr matches; only such a configuration makes the
+// worker copy bodies (TeeLimit: max_req_body_bytes), and none reads them
+// before the upstream (BodyLimit).
+func TestReqBody(t *testing.T) {
+	s := newLogServer(t, 0)
+	if p := build(t, `{"uri":"`+s.URL+`","include_req_body_expr":[["arg_log","==","yes"]]}`); p.BodyLimit != 0 || p.TeeLimit != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d without include_req_body", p.BodyLimit, p.TeeLimit)
+	}
+	p := build(t, `{"uri":"`+s.URL+`","batch_max_size":3,"include_req_body":true,"include_req_body_expr":[["arg_log","==","yes"]],"max_req_body_bytes":5}`)
+	if p.BodyLimit != 0 || p.TeeLimit != 5 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d, want 0 and 5", p.BodyLimit, p.TeeLimit)
+	}
+	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithBody("0123456789"))
+	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=no").WithBody("0123456789"))
+	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithBody(`{"k":"v"}`))
+	var entries []struct {
+		Request map[string]any `json:"request"`
+	}
+	if err := json.Unmarshal([]byte(s.wait(t, 1)[0].body), &entries); err != nil || len(entries) != 3 {
+		t.Fatalf("entries %v: %v", entries, err)
+	}
+	for i, want := range []any{"01234", nil, `{"k":`} {
+		if got := entries[i].Request["body"]; got != want {
+			t.Errorf("entry %d: body %v, want %v", i, got, want)
 		}
 	}
 }

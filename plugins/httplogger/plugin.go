@@ -62,6 +62,7 @@ type conf struct {
 	IncludeReqBodyExpr  json.RawMessage `json:"include_req_body_expr"`
 	IncludeRespBody     bool            `json:"include_resp_body"`
 	IncludeRespBodyExpr json.RawMessage `json:"include_resp_body_expr"`
+	MaxReqBodyBytes     int             `json:"max_req_body_bytes"`
 	ConcatMethod        string          `json:"concat_method"`
 	SSLVerify           bool            `json:"ssl_verify"`
 	batch.Config
@@ -74,15 +75,15 @@ type metadata struct {
 }
 
 // Check implements plugins.Plugin: the include_*_expr lists are checked
-// with APISIX's messages; include_req_body and include_resp_body are
-// refused, the bodies not being kept for the log phase.
+// with APISIX's messages; include_resp_body is refused, the response
+// body not being kept for the log phase.
 func (Plugin) Check(raw json.RawMessage) error {
 	_, err := parse(raw)
 	return err
 }
 
 func parse(raw json.RawMessage) (*conf, error) {
-	c := conf{Timeout: 3, ConcatMethod: "json", Config: batch.Defaults}
+	c := conf{Timeout: 3, ConcatMethod: "json", MaxReqBodyBytes: 524288, Config: batch.Defaults}
 	c.Name = "http logger"
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
@@ -96,9 +97,6 @@ func parse(raw json.RawMessage) (*conf, error) {
 				return nil, fmt.Errorf("failed to validate the '%s' expression: %v", x.name, err)
 			}
 		}
-	}
-	if c.IncludeReqBody {
-		return nil, errors.New("include_req_body: request bodies are not kept for the log phase")
 	}
 	if c.IncludeRespBody {
 		return nil, errors.New("include_resp_body: response bodies are not kept for the log phase")
@@ -126,6 +124,16 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 	}
 	in := &instance{}
+	if c.IncludeReqBody {
+		in.body = &logentry.ReqBody{Max: c.MaxReqBodyBytes}
+		if c.IncludeReqBodyExpr != nil {
+			e, err := varexpr.Compile(c.IncludeReqBodyExpr)
+			if err != nil {
+				return nil, err
+			}
+			in.body.Expr = &e
+		}
+	}
 	format := c.LogFormat
 	if format == nil && nonEmpty(md.LogFormat) {
 		format = md.LogFormat
@@ -148,8 +156,20 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if in.p, err = processorOf(c, md.MaxPendingEntries); err != nil {
 		return nil, err
 	}
+	if in.body != nil {
+		return &bodyInstance{in}, nil
+	}
 	return in, nil
 }
+
+// bodyInstance is an instance with include_req_body: a plugins.BodyTee,
+// so that the worker copies the first max_req_body_bytes of the request
+// body for the log phase as the body streams upstream. An instance
+// without it copies none.
+type bodyInstance struct{ *instance }
+
+// TeeLimit implements plugins.BodyTee.
+func (in *bodyInstance) TeeLimit() int64 { return in.body.TeeLimit() }
 
 func nonEmpty(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage
@@ -164,6 +184,7 @@ type instance struct {
 	custom bool
 	format logentry.Format
 	extra  logentry.Format
+	body   *logentry.ReqBody // include_req_body; nil without
 
 	line, tmp []byte
 }
@@ -176,7 +197,7 @@ func (in *instance) Log(c plugins.Ctx) {
 	if in.custom {
 		in.line = logentry.AppendCustom(in.line[:0], c, in.format, "no-matched")
 	} else {
-		in.line = logentry.AppendFull(in.line[:0], &in.tmp, c, in.extra, "no-matched")
+		in.line = logentry.AppendFull(in.line[:0], &in.tmp, c, in.extra, "no-matched", in.body.Body(c))
 	}
 	in.p.Push(in.line)
 }

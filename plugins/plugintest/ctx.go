@@ -38,8 +38,15 @@ type Ctx struct {
 	// Clock is what Now answers: the time of NewCtx unless set.
 	Clock int64
 	// ReqBody is what RequestBody answers: the request body, as the
-	// worker reads it for a BodyReader (WithBody sets it).
-	ReqBody []byte
+	// worker reads it for a BodyReader (WithBody sets it). With
+	// ReqBodyTee it is the copy the worker makes for a BodyTee as the
+	// body goes upstream: RequestBody is nil until the request went
+	// upstream (Upstream), and RequestBodyWhole false until then for a
+	// request with a body (WithTeeBody). ReqBodyCut makes
+	// RequestBodyWhole false: ReqBody is a copy cut short (WithCutBody).
+	ReqBody    []byte
+	ReqBodyTee bool
+	ReqBodyCut bool
 
 	// UpstreamStatus and UpstreamBody are the answer Run gets from "the
 	// upstream" when no plugin exits: 200 and no body unless set.
@@ -132,8 +139,36 @@ func (c *Ctx) WithBody(body string) *Ctx {
 	return c
 }
 
+// WithTeeBody sets the request body as the worker copies it for a
+// BodyTee: RequestBody answers it once the request went upstream, whole.
+func (c *Ctx) WithTeeBody(body string) *Ctx {
+	c.ReqBody, c.ReqBodyTee = []byte(body), true
+	return c
+}
+
+// WithCutBody is WithTeeBody with a copy cut short: RequestBodyWhole
+// reports false.
+func (c *Ctx) WithCutBody(body string) *Ctx {
+	c.ReqBody, c.ReqBodyTee, c.ReqBodyCut = []byte(body), true, true
+	return c
+}
+
 // RequestBody implements plugins.Ctx.
-func (c *Ctx) RequestBody() []byte { return c.ReqBody }
+func (c *Ctx) RequestBody() []byte {
+	if c.ReqBodyTee && !c.Upstream {
+		return nil
+	}
+	return c.ReqBody
+}
+
+// RequestBodyWhole implements plugins.Ctx: false for a copy cut short, or
+// one whose request has not gone upstream yet.
+func (c *Ctx) RequestBodyWhole() bool {
+	if c.ReqBodyTee && !c.Upstream {
+		return len(c.ReqBody) == 0
+	}
+	return !c.ReqBodyCut
+}
 
 // WithResponseHeader adds a header to the upstream's answer (with
 // UpstreamStatus and UpstreamBody), which ResponseHeader sees from

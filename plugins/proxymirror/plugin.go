@@ -26,6 +26,8 @@ type Plugin struct{}
 var (
 	_ plugins.Plugin       = Plugin{}
 	_ plugins.RewritePhase = (*instance)(nil)
+	_ plugins.LogPhase     = (*instance)(nil)
+	_ plugins.BodyTee      = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin.
@@ -99,15 +101,26 @@ type instance struct {
 	q      *queue
 }
 
-// Rewrite implements plugins.RewritePhase: a sampled request without a
-// body is copied (method, target, fields) and handed to the process's
-// senders; the request itself goes on at once.
+// MaxBody is the longest request body, in bytes, a mirror's copy carries
+// (nginx's default client_max_body_size, 1m): the worker copies the
+// first MaxBody bytes of a body as it streams upstream, and a request
+// whose body is longer is not mirrored. The request itself is not
+// limited by it: its body goes upstream whole, whatever its length.
+const MaxBody = 1 << 20
+
+// TeeLimit implements plugins.BodyTee: the body is copied, up to MaxBody,
+// as it goes upstream.
+func (in *instance) TeeLimit() int64 { return MaxBody }
+
+// Rewrite implements plugins.RewritePhase: a sampled request is copied
+// (method, target, fields) into a job. A request whose body is known
+// whole now (none, or one a BodyReader of the route read) is handed to
+// the process's senders at once, with its body (not when that is over
+// MaxBody, as in Log); any other waits for its
+// body in the log phase (Log), the job kept for it with Ctx.Keep. The
+// request itself goes on at once.
 func (in *instance) Rewrite(c plugins.Ctx) {
 	if in.ratio < 1 && in.rnd.Float64() >= in.ratio {
-		return
-	}
-	if hasBody(c) {
-		in.q.skipped.Add(1)
 		return
 	}
 	j := in.q.take()
@@ -134,7 +147,48 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 	if len(j.host) == 0 {
 		j.host = append(j.host, c.Var(varHost)...)
 	}
-	in.q.send(j)
+	if c.RequestBodyWhole() {
+		if body := c.RequestBody(); len(body) <= MaxBody {
+			in.q.sendWith(j, body)
+		} else {
+			in.q.unsent(j, true) // read whole for another plugin, past MaxBody
+		}
+		return
+	}
+	// The body goes upstream after the request phases: the copy waits
+	// for it. Jobs of the request's other proxy-mirror instances (a
+	// global rule's and the route's) wait with it, chained.
+	if v, ok := c.Kept(in.q); ok && v != 0 {
+		j.next = in.q.job(v)
+	}
+	if !c.Keep(in.q, j.id) {
+		in.q.drop(j)
+	}
+}
+
+// Log implements plugins.LogPhase: the copies that waited for the
+// request's body (Rewrite) go with it when the worker copied it whole
+// within MaxBody; otherwise they are not sent, and counted (a body over
+// MaxBody is logged once, at warn level). The first proxy-mirror
+// instance of the request to run its log phase sends them all.
+func (in *instance) Log(c plugins.Ctx) {
+	v, ok := c.Kept(in.q)
+	if !ok || v == 0 {
+		return
+	}
+	c.Keep(in.q, 0) // taken: a later instance finds none
+	body := c.RequestBody()
+	whole := c.RequestBodyWhole() && len(body) <= MaxBody
+	for j := in.q.job(v); j != nil; {
+		next := j.next
+		j.next = nil
+		if whole {
+			in.q.sendWith(j, body)
+		} else {
+			in.q.unsent(j, len(body) >= MaxBody)
+		}
+		j = next
+	}
 }
 
 // appendTarget appends the mirror's request target, as enable_mirror
@@ -152,21 +206,6 @@ func (in *instance) appendTarget(b []byte, c plugins.Ctx) []byte {
 		b = append(b, a...)
 	}
 	return b
-}
-
-// hasBody reports whether the request has a body: a Content-Length
-// above 0, or a Transfer-Encoding.
-func hasBody(c plugins.Ctx) bool {
-	if c.Header("Transfer-Encoding") != nil {
-		return true
-	}
-	cl := c.Header("Content-Length")
-	for _, b := range cl {
-		if b != '0' {
-			return true
-		}
-	}
-	return false
 }
 
 // hopByHop reports the fields that are the connection's, not the

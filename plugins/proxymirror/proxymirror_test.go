@@ -2,8 +2,10 @@ package proxymirror
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,8 +70,8 @@ func take(t *testing.T, p *plugins.Phases, in *instance, c *plugintest.Ctx) *job
 }
 
 // TestCopy: the copy's method, target (path and path_concat_mode, the
-// query as an earlier plugin left it), Host and fields; a request with a
-// body is not copied.
+// query as an earlier plugin left it), Host and fields; a request's body,
+// as the worker read it, is copied with it.
 func TestCopy(t *testing.T) {
 	for _, tc := range []struct{ conf, target, args, want string }{
 		{`{"host":"http://127.0.0.1:1986"}`, "/hello?a=1&b=2", "", "http://127.0.0.1:1986/hello?a=1&b=2"},
@@ -94,13 +96,112 @@ func TestCopy(t *testing.T) {
 		}
 	}
 	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
-	for _, h := range [][2]string{{"Content-Length", "5"}, {"Transfer-Encoding", "chunked"}} {
-		if j := take(t, p, in, plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1])); j != nil {
-			t.Errorf("%s: copied", h)
+	if p.TeeLimit != MaxBody || p.BodyLimit != 0 {
+		t.Fatalf("TeeLimit %d, BodyLimit %d, want %d and 0", p.TeeLimit, p.BodyLimit, MaxBody)
+	}
+	for _, h := range [][2]string{{"Content-Length", "7"}, {"Transfer-Encoding", "chunked"}} {
+		// The body copied as it went upstream, or read whole by a
+		// BodyReader of the route before the phases.
+		for _, c := range []*plugintest.Ctx{
+			plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1]).WithTeeBody("payload"),
+			plugintest.NewCtx("POST", "/hello").WithHeader(h[0], h[1]).WithBody("payload"),
+		} {
+			j := take(t, p, in, c)
+			if j == nil || !j.hasBody || string(j.body) != "payload" || string(j.fields) != "" {
+				t.Fatalf("%s: copy %+v", h, j)
+			}
 		}
-		if in.q.skipped.Load() != 1 {
-			t.Errorf("%s: skipped %d, want 1", h, in.q.skipped.Load())
+	}
+	// A body-less request after one with a body: none copied.
+	in.q = newQueue(1, 0)
+	j := in.q.take()
+	j.body, j.hasBody = append(j.body, "stale"...), true
+	in.q.free <- j
+	plugintest.Run(p, plugintest.NewCtx("GET", "/hello"))
+	if j := <-in.q.work; j.hasBody || len(j.body) != 0 {
+		t.Fatalf("GET copied with body %q", j.body)
+	}
+}
+
+// TestTee: a copy waits for its request's body, copied as it went
+// upstream, in the log phase: sent with it when it is whole within
+// MaxBody; not sent, and counted, when it was longer or cut short; not
+// sent before the log phase; and the copies of two proxy-mirror
+// instances of one request both wait, and both go.
+func TestTee(t *testing.T) {
+	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
+	in.q = newQueue(2, 0)
+	c := plugintest.NewCtx("POST", "/hello").WithHeader("Content-Length", "7").WithTeeBody("payload")
+	in.Rewrite(c)
+	if len(in.q.work) != 0 {
+		t.Fatal("a copy went before its body")
+	}
+	if v, ok := c.Kept(in.q); !ok || v == 0 {
+		t.Fatalf("no job kept: %d %v", v, ok)
+	}
+	c.Upstream = true // the body went upstream, and was copied
+	in.Log(c)
+	if len(in.q.work) != 1 {
+		t.Fatalf("%d copies sent", len(in.q.work))
+	}
+	if j := <-in.q.work; string(j.body) != "payload" || !j.hasBody {
+		t.Fatalf("copy %+v", j)
+	} else {
+		in.q.free <- j
+	}
+	in.Log(c) // a second log phase (another instance's): nothing left
+	if len(in.q.work) != 0 || len(in.q.free) != 2 {
+		t.Fatalf("work %d, free %d", len(in.q.work), len(in.q.free))
+	}
+
+	long := strings.Repeat("x", MaxBody)
+	for _, tc := range []struct {
+		c                 *plugintest.Ctx
+		tooLong, cutShort int64
+	}{
+		{plugintest.NewCtx("POST", "/").WithCutBody(long), 1, 0},
+		{plugintest.NewCtx("POST", "/").WithCutBody("part"), 1, 1},
+		{plugintest.NewCtx("POST", "/").WithTeeBody(long + "y"), 2, 1}, // whole, but past MaxBody (a logger's larger limit)
+	} {
+		plugintest.Run(p, tc.c)
+		if len(in.q.work) != 0 || len(in.q.free) != 2 || in.q.tooLong.Load() != tc.tooLong || in.q.cutShort.Load() != tc.cutShort {
+			t.Fatalf("work %d, free %d, tooLong %d, cutShort %d, want 0, 2, %d, %d",
+				len(in.q.work), len(in.q.free), in.q.tooLong.Load(), in.q.cutShort.Load(), tc.tooLong, tc.cutShort)
 		}
+	}
+	// Read whole before the phases (a BodyReader of the route) but past
+	// MaxBody: not sent either.
+	plugintest.Run(p, plugintest.NewCtx("POST", "/").WithBody(long+"y"))
+	if len(in.q.work) != 0 || len(in.q.free) != 2 || in.q.tooLong.Load() != 3 {
+		t.Fatalf("read past MaxBody: work %d, free %d, tooLong %d", len(in.q.work), len(in.q.free), in.q.tooLong.Load())
+	}
+	// Exactly MaxBody, whole: sent.
+	plugintest.Run(p, plugintest.NewCtx("POST", "/").WithTeeBody(long))
+	if j := <-in.q.work; len(j.body) != MaxBody {
+		t.Fatalf("copy of %d bytes", len(j.body))
+	} else {
+		in.q.free <- j
+	}
+
+	// A global rule's proxy-mirror and the route's, on one request.
+	_, other := build(t, `{"host":"http://127.0.0.1:1987"}`)
+	other.q = in.q
+	two := plugins.NewPhases([]plugins.Configured{{Entry: p.Plugins[0].Entry, Instance: in}, {Entry: p.Plugins[0].Entry, Instance: other}})
+	plugintest.Run(&two, plugintest.NewCtx("PUT", "/two").WithTeeBody("both"))
+	if len(in.q.work) != 2 {
+		t.Fatalf("%d copies sent, want 2", len(in.q.work))
+	}
+	urls := []string{}
+	for range 2 {
+		j := <-in.q.work
+		if string(j.body) != "both" || j.next != nil {
+			t.Fatalf("copy %+v", j)
+		}
+		urls = append(urls, string(j.url))
+		in.q.free <- j
+	}
+	if urls[0] == urls[1] {
+		t.Fatalf("copies to %q", urls)
 	}
 }
 
@@ -138,14 +239,15 @@ func TestFull(t *testing.T) {
 }
 
 // TestSend: the senders send the copy to a real mirror, which gets the
-// method, target, Host and fields; a mirror that does not answer costs a
-// sender, not the request.
+// method, target, Host, fields and body (with its Content-Length).
 func TestSend(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		got = append(got, r.Method+" "+r.RequestURI+" "+r.Host+" "+r.Header.Get("X-A")+" ua="+r.Header.Get("User-Agent"))
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.RequestURI+" "+r.Host+" "+r.Header.Get("X-A")+" ua="+r.Header.Get("User-Agent")+
+			" cl="+strconv.FormatInt(r.ContentLength, 10)+" te="+strings.Join(r.TransferEncoding, ",")+" body="+string(b))
 		mu.Unlock()
 		_, _ = w.Write([]byte("mirrored"))
 	}))
@@ -157,9 +259,15 @@ func TestSend(t *testing.T) {
 	for in.q.sent.Load() < 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	plugintest.Run(p, plugintest.NewCtx("POST", "/up").WithHeader("Host", "app.example").
+		WithHeader("Transfer-Encoding", "chunked").WithBody("a\x00body"))
+	for in.q.sent.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 1 || got[0] != "DELETE /item/1?force=1 app.example 1 ua=" {
+	if len(got) != 2 || got[0] != "DELETE /item/1?force=1 app.example 1 ua= cl=0 te= body=" ||
+		got[1] != "POST /up app.example  ua= cl=6 te= body=a\x00body" {
 		t.Fatalf("mirror got %q (sent %d, failed %d)", got, in.q.sent.Load(), in.q.failed.Load())
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"coregate/plugins/plugintest"
 )
 
-// TestAllocs: appending either entry to a grown buffer allocates nothing.
+// TestAllocs: appending either entry to a grown buffer allocates nothing,
+// with the request's body or without.
 func TestAllocs(t *testing.T) {
 	f := compile(t, `{"u":"$uri","x":"$http_x","n":{"s":"$status","t":"$request_time"}}`, true)
 	extra := compile(t, `{"mine":"$host"}`, false)
@@ -18,6 +19,11 @@ func TestAllocs(t *testing.T) {
 	var b, tmp []byte
 	plugintest.AllocsPerRun(t, 200, func() {
 		b = AppendCustom(b[:0], c, f, "")
-		b = AppendFull(b[:0], &tmp, c, extra, "no-matched")
+		b = AppendFull(b[:0], &tmp, c, extra, "no-matched", nil)
+	})
+	c.WithBody(`{"a":"b"}`)
+	r := &ReqBody{Max: 4}
+	plugintest.AllocsPerRun(t, 200, func() {
+		b = AppendFull(b[:0], &tmp, c, extra, "no-matched", r.Body(c))
 	})
 }

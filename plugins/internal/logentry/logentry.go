@@ -18,6 +18,7 @@ import (
 	"coregate/httpvar"
 	"coregate/internal/jsonesc"
 	"coregate/plugins"
+	"coregate/plugins/internal/varexpr"
 )
 
 // maxFormatDepth is how deep log_format's objects nest, as APISIX's
@@ -229,10 +230,46 @@ const (
 	maxArgs    = 100
 )
 
+// ReqBody is include_req_body's configuration, compiled: which requests'
+// bodies the entry holds (include_req_body_expr; every request when Expr
+// is nil) and how much of each (max_req_body_bytes). Expr and Max are
+// read-only once made; ev is Expr's evaluator, so a ReqBody is not safe
+// for concurrent use: an instance keeps its own and uses it on its one
+// event loop.
+type ReqBody struct {
+	Expr *varexpr.Expr
+	Max  int
+	ev   varexpr.Evaluator
+}
+
+// TeeLimit is the plugins.BodyTee limit of a logger with
+// include_req_body: max_req_body_bytes. The worker copies that much of
+// each body as it goes upstream, for the log phase; the body itself goes
+// on as it would without the logger, whatever its length.
+func (r *ReqBody) TeeLimit() int64 { return int64(max(r.Max, 1)) }
+
+// Body returns the request body the entry holds (log-util's
+// get_request_body): nil when r is nil, the request has none or
+// include_req_body_expr is false for it, else its first Max bytes, as
+// much of them as the worker copied (all of them, unless the exchange
+// ended before the body did). The bytes are Ctx.RequestBody's, valid
+// during the phase call.
+func (r *ReqBody) Body(c plugins.Ctx) []byte {
+	if r == nil || (r.Expr != nil && !r.ev.Eval(c, r.Expr)) {
+		return nil
+	}
+	b := c.RequestBody()
+	if len(b) > r.Max {
+		b = b[:r.Max]
+	}
+	return b
+}
+
 // AppendFull appends APISIX's default entry (log-util's get_full_log),
-// then extra's members; noRoute as AppendCustom's. tmp is scratch for
+// then extra's members; noRoute as AppendCustom's. body, when not nil, is
+// the request's body (ReqBody.Body), request.body. tmp is scratch for
 // names and arguments, kept by the caller for its capacity.
-func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute string) []byte {
+func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute string, body []byte) []byte {
 	e := c.Exchange()
 	b = append(b, `{"request":{"url":`...)
 	b = append(b, '"')
@@ -252,6 +289,10 @@ func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute stri
 	b = appendArgs(b, tmp, c.Var(varArgs))
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, e.RequestLength, 10)
+	if body != nil {
+		b = append(b, `,"body":`...)
+		b = jsonesc.AppendQuoted(b, body, jsonesc.CJSON)
+	}
 	b = append(b, `},"response":{"status":`...)
 	b = strconv.AppendInt(b, int64(c.Status()), 10)
 	b = append(b, `,"size":`...)

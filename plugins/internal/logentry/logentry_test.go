@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/varexpr"
 	"coregate/plugins/plugintest"
 )
 
@@ -64,7 +65,7 @@ func TestAppendFull(t *testing.T) {
 	c := plugintest.NewCtx("GET", "/a?b=1").WithHeader("Host", "h").WithRoute("")
 	var tmp []byte
 	var m map[string]any
-	b := AppendFull(nil, &tmp, c, extra, "no-matched")
+	b := AppendFull(nil, &tmp, c, extra, "no-matched", nil)
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
@@ -73,5 +74,54 @@ func TestAppendFull(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"server":{"hostname":`) {
 		t.Errorf("no server: %s", b)
+	}
+	if strings.Contains(string(b), `"body"`) {
+		t.Errorf("a body without one: %s", b)
+	}
+}
+
+// TestReqBody: include_req_body's body in request.body, cut to
+// max_req_body_bytes, only where include_req_body_expr holds; none for a
+// request without one or a logger without include_req_body.
+func TestReqBody(t *testing.T) {
+	expr, err := varexpr.Compile(json.RawMessage(`[["arg_log","==","yes"]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		r          *ReqBody
+		target     string
+		body, want string // want "": no request.body
+	}{
+		{&ReqBody{Max: 524288}, "/a", `{"k":"v\"}` + "\n", `{"k":"v\"}` + "\n"},
+		{&ReqBody{Max: 5}, "/a", "0123456789", "01234"},
+		{&ReqBody{Max: 10}, "/a", "0123456789", "0123456789"},
+		{&ReqBody{Max: 5}, "/a", "", ""},
+		{nil, "/a", "payload", ""},
+		{&ReqBody{Expr: &expr, Max: 100}, "/a?log=yes", "payload", "payload"},
+		{&ReqBody{Expr: &expr, Max: 100}, "/a?log=no", "payload", ""},
+	} {
+		c := plugintest.NewCtx("POST", tc.target)
+		if tc.body != "" {
+			c.WithBody(tc.body)
+		}
+		var tmp []byte
+		b := AppendFull(nil, &tmp, c, nil, "", tc.r.Body(c))
+		var m struct {
+			Request map[string]any `json:"request"`
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		got, ok := m.Request["body"]
+		if tc.want == "" && ok || tc.want != "" && got != tc.want {
+			t.Errorf("%+v %s %q: request.body %q (%v), want %q", tc.r, tc.target, tc.body, got, ok, tc.want)
+		}
+	}
+	if l := (&ReqBody{Max: 100}).TeeLimit(); l != 100 {
+		t.Errorf("TeeLimit %d, want 100", l)
+	}
+	if l := (&ReqBody{Max: 2 << 20}).TeeLimit(); l != 2<<20 {
+		t.Errorf("TeeLimit %d, want %d", l, 2<<20)
 	}
 }
