@@ -128,6 +128,15 @@ type Ctx interface {
 	// pages) are not seen. The bytes point into the worker's buffers:
 	// valid only during the phase call.
 	ResponseHeader(name string) []byte
+	// ResponseHeaderAt is the i-th field (from 0) of the response head
+	// the client got, in the order sent, the status line left out: the
+	// upstream's fields as relayed, the worker's own (Date, Server,
+	// Content-Length, Transfer-Encoding, Connection) and the plugins'.
+	// From the log phase, for a route or global rule with a
+	// ResponseHeadReader (ok is false otherwise, and past the last
+	// field); the bytes point into the worker's copy of the head: valid
+	// only during the phase call.
+	ResponseHeaderAt(i int) (name, value []byte, ok bool)
 
 	// ExitAfter is Exit after d (mocking's delay): the request's phases
 	// stop now, the answer leaves when the worker's timer fires, and the
@@ -384,6 +393,15 @@ type BodyReader interface {
 	BodyLimit() int64
 }
 
+// ResponseHeadReader is an Instance whose log phase reads the response
+// head the client got (Ctx.ResponseHeaderAt, the loggers' default entry's
+// response.headers): a route (or global rule) with one that answers true
+// has the head of its responses copied as it is written, which the others
+// are spared.
+type ResponseHeadReader interface {
+	ReadsResponseHead() bool
+}
+
 // Phases is one set of built plugins (a route's, a global rule's) as the
 // request path runs them: one slice per phase, each in execution order.
 // The zero value has no plugins. It is built off the event loop, once per
@@ -401,6 +419,9 @@ type Phases struct {
 	// when there are none: the request body is not read before the
 	// phases.
 	BodyLimit int64
+	// RespHead: some instance is a ResponseHeadReader that reads the
+	// head; the worker keeps a copy of it for the log phase.
+	RespHead bool
 }
 
 // NewPhases sorts built plugins (in execution order, as Build returns them)
@@ -428,6 +449,9 @@ func NewPhases(built []Configured) Phases {
 		}
 		if i, ok := c.Instance.(BodyReader); ok {
 			p.BodyLimit = max(p.BodyLimit, i.BodyLimit())
+		}
+		if i, ok := c.Instance.(ResponseHeadReader); ok && i.ReadsResponseHead() {
+			p.RespHead = true
 		}
 	}
 	return p

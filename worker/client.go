@@ -967,6 +967,7 @@ func (cc *clientConn) answerError(status int) {
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
+	cc.keepRespHead(b)
 	if withBody {
 		b = append(b, body...)
 	}
@@ -1014,6 +1015,7 @@ func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep 
 	}
 	b = append(b, "\r\n"...)
 	cc.respHead = len(b)
+	cc.keepRespHead(b)
 	return b
 }
 

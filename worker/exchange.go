@@ -180,6 +180,9 @@ type pluginState struct {
 	// bodyRead: the request body was read whole for the plugins
 	// (readbody.go), into exchangeBufs.reqBodyBuf.
 	bodyRead bool
+	// headKept: the response head the client got is in
+	// exchangeBufs.sentHead, for the log phase (resphead.go).
+	headKept bool
 }
 
 // exchangeBufs are the exchange's buffers, embedded in clientConn beside
@@ -241,6 +244,9 @@ type exchangeBufs struct {
 	// RequestBody), its data de-chunked; resetExchange lets go of it when
 	// it grew past maxKeptBody.
 	reqBodyBuf []byte
+	// sentHead is the response head the client got, for a log phase that
+	// reads it (resphead.go; pluginState.headKept says it is set).
+	sentHead []byte
 }
 
 // maxKeptBody is the capacity of reqBodyBuf a connection keeps from one

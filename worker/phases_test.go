@@ -72,6 +72,8 @@ type probeConf struct {
 	AwaitExit  int               `json:"await_exit"`  // Exit after the last Await's Resume
 	AllUA      bool              `json:"all_ua"`      // record every User-Agent value (HeaderAt) in log
 	AllHeaders bool              `json:"all_headers"` // record every request header (RequestHeaderAt) in log
+	RespFields bool              `json:"resp_fields"` // read the response head (ResponseHeadReader), record every ResponseHeaderAt but Date in log
+	RespProbe  bool              `json:"resp_probe"`  // record whether ResponseHeaderAt(0) answers in log, without being a reader
 	ClientAddr string            `json:"client_addr"` // SetClientAddr in rewrite, ip:port
 	LogAddr    bool              `json:"log_addr"`    // record remote_addr:remote_port in log, before and after a SetClientAddr there
 }
@@ -293,8 +295,29 @@ func (in *probeInst) HeaderFilter(c plugins.Ctx) {
 	}
 }
 
+// ReadsResponseHead implements plugins.ResponseHeadReader.
+func (in *probeInst) ReadsResponseHead() bool { return in.c.RespFields }
+
 func (in *probeInst) Log(c plugins.Ctx) {
 	in.record(4)
+	if in.c.RespFields {
+		s := in.rec.seen
+		for i := 0; ; i++ {
+			n, v, ok := c.ResponseHeaderAt(i)
+			if !ok {
+				break
+			}
+			if string(n) == "Date" {
+				v = []byte("*")
+			}
+			s = append(append(append(append(append(s, '['), n...), '='), v...), ']')
+		}
+		in.rec.seen = append(s, ';')
+	}
+	if in.c.RespProbe {
+		_, _, ok := c.ResponseHeaderAt(0)
+		in.rec.seen = fmt.Appendf(in.rec.seen, "head %v;", ok)
+	}
 	if in.c.LogKept {
 		v, ok := c.Kept(in)
 		s := append(append(in.rec.seen, in.name...), " kept "...)
@@ -731,6 +754,32 @@ func TestRequestHeaderAtAll(t *testing.T) {
 		h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n"+tc.head+"\r\n"), []byte(upOK))
 		if string(rec.seen) != tc.want {
 			t.Errorf("head %q: log saw %q, want %q", tc.head, rec.seen, tc.want)
+		}
+	}
+}
+
+// TestResponseHeaderAt: the log phase of a ResponseHeadReader reads the
+// head the client got field by field: the upstream's as relayed, the
+// worker's own and those a plugin set; for the worker's own answer too
+// (a plugin's Exit, with header_filter's fields). A route without such a
+// reader gets none, and the fields of one exchange are not the next's.
+func TestResponseHeaderAt(t *testing.T) {
+	server := "[Server=APISIX/" + spec.CompatVersion + "]"
+	for _, tc := range []struct{ name, route, want string }{
+		{"proxied", `{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_header":{"X-Set":"s"}},"p-lo":{"resp_fields":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			"[X-Up=a][Content-Length=2][Date=*]" + server + "[X-Set=s];"},
+		{"exit", `{"id":"r1","uri":"/a","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"no","hf_header":{"X-Set":"s"}},"p-lo":{"resp_fields":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			"[Date=*][Content-Type=text/plain; charset=utf-8][Content-Length=2]" + server + "[X-Set=s];"},
+		{"no reader", `{"id":"r1","uri":"/a","plugins":{"p-lo":{"resp_probe":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			"head false;"},
+	} {
+		h, rec := pluginHarness(t, pluginSpec(t, []string{tc.route}, nil, nil, nil))
+		for i := range 2 {
+			rec.reset()
+			h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+			if string(rec.seen) != tc.want {
+				t.Errorf("%s, request %d: log saw %q, want %q", tc.name, i, rec.seen, tc.want)
+			}
 		}
 	}
 }

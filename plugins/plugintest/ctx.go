@@ -139,7 +139,7 @@ func (c *Ctx) RequestBody() []byte { return c.ReqBody }
 // UpstreamStatus and UpstreamBody), which ResponseHeader sees from
 // header_filter on when no plugin exits.
 func (c *Ctx) WithResponseHeader(name, value string) *Ctx {
-	c.upResp = append(c.upResp, Header{Name: name, Value: []byte(value)})
+	c.upResp = append(c.upResp, Header{Name: name, Value: []byte(value), nameb: []byte(name)})
 	return c
 }
 
@@ -384,6 +384,7 @@ func (c *Ctx) addResp(name string, value []byte) {
 	}
 	h := &c.respHeader[n]
 	h.Name = name
+	h.nameb = append(h.nameb[:0], name...)
 	h.Value = append(h.Value[:0], value...)
 }
 
@@ -437,6 +438,49 @@ func (c *Ctx) ResponseHeader(name string) []byte {
 		}
 	}
 	return own
+}
+
+// ResponseHeaderAt implements plugins.Ctx, as the worker's head reads
+// (without its own Date, Server and framing fields): the upstream's
+// headers (WithResponseHeader, when the answer is the upstream's) but
+// those a plugin set or removed, then those set or added, in order. It
+// answers in every phase, where the worker's answers in log only.
+func (c *Ctx) ResponseHeaderAt(i int) (name, value []byte, ok bool) {
+	if i < 0 {
+		return nil, nil, false
+	}
+	if c.Upstream {
+		for k := range c.upResp {
+			h := &c.upResp[k]
+			if c.replaced(h.Name) {
+				continue
+			}
+			if i == 0 {
+				return h.nameb, h.Value, true
+			}
+			i--
+		}
+	}
+	if i < len(c.respHeader) {
+		return c.respHeader[i].nameb, c.respHeader[i].Value, true
+	}
+	return nil, nil, false
+}
+
+// replaced reports whether a plugin set or removed the response header
+// name, which then hides the upstream's.
+func (c *Ctx) replaced(name string) bool {
+	for _, s := range c.respSet {
+		if strings.EqualFold(s, name) {
+			return true
+		}
+	}
+	for _, s := range c.respGone {
+		if strings.EqualFold(s, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // ResponseHeaderValues are the values of every header of that name set or
