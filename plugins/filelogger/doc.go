@@ -6,7 +6,7 @@
 //
 // The entry is APISIX's default one (log-util's get_full_log: request
 // {url, uri, method, headers, querystring, size}, response {status,
-// size}, server {hostname, version}, upstream, service_id, route_id,
+// headers, size}, server {hostname, version}, upstream, service_id, route_id,
 // consumer {username}, client_ip, start_time, latency, upstream_latency,
 // apisix_latency), with log_format_extra's members added (never replacing
 // one), or, with log_format (the configuration's, else a non-empty one of
@@ -38,8 +38,12 @@
 //     metadata`) goes to the error log when the route is built, and
 //     nothing is written, as APISIX does when the metadata's path goes
 //     away later.
-//   - response.headers is not logged: the worker does not keep the
-//     response's headers for the log phase.
+//   - response.headers is the head the client got, every field as sent,
+//     names in lower case (a repeated one's values in an array), the
+//     worker's own fields (Date, Server, Content-Length,
+//     Transfer-Encoding, Connection) included, where ngx.resp.get_headers
+//     leaves out those nginx adds when it writes the head (Date, and
+//     Server unless APISIX set it).
 //   - A relative path is relative to the gateway's working directory
 //     (where it was started), not to the directory of config.yaml as the
 //     access log's is, nor to APISIX's prefix.

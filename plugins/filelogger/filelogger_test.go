@@ -111,7 +111,8 @@ func TestFullLog(t *testing.T) {
 	p := build(t, `{"path":"`+path+`"}`, "")
 	c := plugintest.NewCtx("GET", "/hello?a=1&b=x%20y&a=2&flag&c=+").
 		WithHeader("Host", "example.com").WithHeader("X-A", "1").WithHeader("x-a", "2").WithHeader("User-Agent", `q"t`).
-		WithVar("upstream_addr", "127.0.0.1:1980").WithVar("scheme", "http").WithVar("server_port", "9080")
+		WithVar("upstream_addr", "127.0.0.1:1980").WithVar("scheme", "http").WithVar("server_port", "9080").
+		WithResponseHeader("Content-Type", "text/plain").WithResponseHeader("Set-Cookie", "a").WithResponseHeader("set-cookie", "b")
 	c.SetConsumer(&plugins.Consumer{Username: "jack"})
 	c.Figures = plugins.Exchange{RequestTime: 30 * time.Millisecond, UpstreamTime: 20 * time.Millisecond, Proxied: true, RequestLength: 99, BytesSent: 150}
 	plugintest.Run(p, c)
@@ -120,7 +121,7 @@ func TestFullLog(t *testing.T) {
 		"request": `{"headers":{"host":"example.com","user-agent":"q\"t","x-a":["1","2"]},"method":"GET",` +
 			`"querystring":{"a":["1","2"],"b":"x y","c":" ","flag":true},"size":99,"uri":"/hello?a=1\u0026b=x%20y\u0026a=2\u0026flag\u0026c=+",` +
 			`"url":"http://example.com:9080/hello?a=1\u0026b=x%20y\u0026a=2\u0026flag\u0026c=+"}`,
-		"response":         `{"size":150,"status":200}`,
+		"response":         `{"headers":{"content-type":"text/plain","set-cookie":["a","b"]},"size":150,"status":200}`,
 		"upstream":         `"127.0.0.1:1980"`,
 		"route_id":         `"1"`,
 		"consumer":         `{"username":"jack"}`,

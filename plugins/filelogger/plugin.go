@@ -31,6 +31,7 @@ var (
 	_ plugins.Plugin               = Plugin{}
 	_ plugins.MetadataSchemaPlugin = Plugin{}
 	_ plugins.LogPhase             = (*instance)(nil)
+	_ plugins.ResponseHeadReader   = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin: APISIX's schema.
@@ -162,6 +163,11 @@ type instance struct {
 	format logentry.Format   // log_format, compiled
 	extra  logentry.Format   // log_format_extra's members not in the default entry
 }
+
+// ReadsResponseHead implements plugins.ResponseHeadReader: the default
+// entry has the response's headers (response.headers), a log_format
+// does not.
+func (in *instance) ReadsResponseHead() bool { return !in.custom }
 
 // Log implements plugins.LogPhase: the request's entry, one JSON line,
 // is written into a buffer of the writer and queued for it; when every

@@ -28,8 +28,8 @@
 //   - include_req_body and include_resp_body are refused: the bodies are
 //     not kept for the log phase. The include_*_expr lists are checked
 //     and without effect.
-//   - response.headers is not in the default entry, and members come in
-//     a fixed order (see plugins/filelogger).
+//   - response.headers holds the worker's own fields too, and members
+//     come in a fixed order (see plugins/filelogger).
 //   - A processor of a configuration no longer used is not removed
 //     (APISIX removes one idle for 30 minutes); it holds its buffers.
 //   - max_pending_entries bounds each processor's entries, where APISIX

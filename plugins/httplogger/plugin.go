@@ -40,6 +40,7 @@ var (
 	_ plugins.Plugin               = Plugin{}
 	_ plugins.MetadataSchemaPlugin = Plugin{}
 	_ plugins.LogPhase             = (*instance)(nil)
+	_ plugins.ResponseHeadReader   = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin: APISIX's schema, with the batch
@@ -167,6 +168,11 @@ type instance struct {
 
 	line, tmp []byte
 }
+
+// ReadsResponseHead implements plugins.ResponseHeadReader: the default
+// entry has the response's headers (response.headers), a log_format
+// does not.
+func (in *instance) ReadsResponseHead() bool { return !in.custom }
 
 // Log implements plugins.LogPhase: the entry is built into the
 // instance's buffer and pushed to the batch processor, which copies it;

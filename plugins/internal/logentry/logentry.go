@@ -247,13 +247,15 @@ func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute stri
 	b = append(b, `,"method":`...)
 	b = jsonesc.AppendQuoted(b, c.Method(), jsonesc.CJSON)
 	b = append(b, `,"headers":`...)
-	b = appendHeaders(b, tmp, c)
+	b = appendHeaders(b, tmp, c, false)
 	b = append(b, `,"querystring":`...)
 	b = appendArgs(b, tmp, c.Var(varArgs))
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, e.RequestLength, 10)
 	b = append(b, `},"response":{"status":`...)
 	b = strconv.AppendInt(b, int64(c.Status()), 10)
+	b = append(b, `,"headers":`...)
+	b = appendHeaders(b, tmp, c, true)
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, e.BytesSent, 10)
 	b = append(b, `},"server":{"hostname":`...)
@@ -307,17 +309,18 @@ func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute stri
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // appendHeaders appends the request's headers as ngx.req.get_headers
-// gives them: names in lower case, a repeated header's values in an
-// array, in the order sent.
-func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
+// gives them, or with resp the response's the client got as
+// ngx.resp.get_headers does: names in lower case, a repeated header's
+// values in an array, in the order sent.
+func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx, resp bool) []byte {
 	b = append(b, '{')
 	first := true
 	for i := 0; i < maxHeaders; i++ {
-		name, _, ok := c.RequestHeaderAt(i)
+		name, _, ok := headerAt(c, resp, i)
 		if !ok {
 			break
 		}
-		if seenHeader(c, name, i) {
+		if seenHeader(c, resp, name, i) {
 			continue
 		}
 		if !first {
@@ -336,7 +339,7 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 		b = append(b, ':')
 		n := 0
 		for j := i; j < maxHeaders; j++ {
-			nj, _, ok := c.RequestHeaderAt(j)
+			nj, _, ok := headerAt(c, resp, j)
 			if !ok {
 				break
 			}
@@ -349,7 +352,7 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 		}
 		k := 0
 		for j := i; j < maxHeaders; j++ {
-			nj, vj, ok := c.RequestHeaderAt(j)
+			nj, vj, ok := headerAt(c, resp, j)
 			if !ok {
 				break
 			}
@@ -369,14 +372,23 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 }
 
 // seenHeader reports whether a header before the i-th has name.
-func seenHeader(c plugins.Ctx, name []byte, i int) bool {
+func seenHeader(c plugins.Ctx, resp bool, name []byte, i int) bool {
 	for j := 0; j < i; j++ {
-		nj, _, _ := c.RequestHeaderAt(j)
+		nj, _, _ := headerAt(c, resp, j)
 		if httpvar.EqualFold(nj, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// headerAt is the i-th field of the request's head, or with resp of the
+// response's.
+func headerAt(c plugins.Ctx, resp bool, i int) (name, value []byte, ok bool) {
+	if resp {
+		return c.ResponseHeaderAt(i)
+	}
+	return c.RequestHeaderAt(i)
 }
 
 // appendArgs appends the query's arguments as ngx.req.get_uri_args gives
