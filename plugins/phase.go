@@ -137,6 +137,15 @@ type Ctx interface {
 	// field); the bytes point into the worker's copy of the head: valid
 	// only during the phase call.
 	ResponseHeaderAt(i int) (name, value []byte, ok bool)
+	// ResponseBody is the start of the response body the client got, its
+	// data de-chunked (after body_filter, when a plugin changed it), up
+	// to the largest ResponseBodyLimit of the ResponseBodyReaders of the
+	// route and the global rules: the worker copies it as it relays the
+	// body, which is neither held back nor buffered whole. From the log
+	// phase; nil when the body was empty, and for a route without such a
+	// reader. The bytes are valid during the phase call and must not be
+	// written.
+	ResponseBody() []byte
 
 	// ExitAfter is Exit after d (mocking's delay): the request's phases
 	// stop now, the answer leaves when the worker's timer fires, and the
@@ -402,6 +411,17 @@ type ResponseHeadReader interface {
 	ReadsResponseHead() bool
 }
 
+// ResponseBodyReader is an Instance whose log phase reads the start of
+// the response body (Ctx.ResponseBody, the loggers' include_resp_body):
+// a route (or global rule) with one has that much of its responses'
+// bodies copied as they are sent, up to the largest ResponseBodyLimit of
+// its instances; the others are spared the copy.
+type ResponseBodyReader interface {
+	// ResponseBodyLimit is how many bytes of the body the instance
+	// reads; 0 when it reads none (a logger without include_resp_body).
+	ResponseBodyLimit() int64
+}
+
 // Phases is one set of built plugins (a route's, a global rule's) as the
 // request path runs them: one slice per phase, each in execution order.
 // The zero value has no plugins. It is built off the event loop, once per
@@ -422,6 +442,10 @@ type Phases struct {
 	// RespHead: some instance is a ResponseHeadReader that reads the
 	// head; the worker keeps a copy of it for the log phase.
 	RespHead bool
+	// RespBodyLimit is the largest ResponseBodyLimit of the
+	// ResponseBodyReader instances: how much of the response body the
+	// worker keeps for the log phase (0: none).
+	RespBodyLimit int64
 }
 
 // NewPhases sorts built plugins (in execution order, as Build returns them)
@@ -452,6 +476,9 @@ func NewPhases(built []Configured) Phases {
 		}
 		if i, ok := c.Instance.(ResponseHeadReader); ok && i.ReadsResponseHead() {
 			p.RespHead = true
+		}
+		if i, ok := c.Instance.(ResponseBodyReader); ok {
+			p.RespBodyLimit = max(p.RespBodyLimit, i.ResponseBodyLimit())
 		}
 	}
 	return p

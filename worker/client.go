@@ -970,6 +970,9 @@ func (cc *clientConn) answerError(status int) {
 	cc.keepRespHead(b)
 	if withBody {
 		b = append(b, body...)
+		if cc.plugin.respTee {
+			cc.teeRespBody(body)
+		}
 	}
 	w.scratch = b
 	cc.write(b)
@@ -1047,6 +1050,9 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
 	if cc.localBody() {
 		b = append(b, body...)
+		if cc.plugin.respTee {
+			cc.teeRespBody(body)
+		}
 	}
 	w.scratch = b
 	if cc.write(b); cc.closed {

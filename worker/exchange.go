@@ -183,6 +183,10 @@ type pluginState struct {
 	// headKept: the response head the client got is in
 	// exchangeBufs.sentHead, for the log phase (resphead.go).
 	headKept bool
+	// respTee: the exchange's plugins read the start of the response
+	// body in log; it is copied into exchangeBufs.respBody as it is
+	// sent (respbody.go).
+	respTee bool
 }
 
 // exchangeBufs are the exchange's buffers, embedded in clientConn beside
@@ -247,6 +251,10 @@ type exchangeBufs struct {
 	// sentHead is the response head the client got, for a log phase that
 	// reads it (resphead.go; pluginState.headKept says it is set).
 	sentHead []byte
+	// respBody is the start of the response body the client got, for a
+	// log phase that reads it (respbody.go); resetExchange truncates it,
+	// and lets go of it when it grew past maxKeptBody.
+	respBody []byte
 }
 
 // maxKeptBody is the capacity of reqBodyBuf a connection keeps from one
@@ -267,6 +275,10 @@ func (cc *clientConn) resetExchange() {
 	cc.reqEdits = cc.reqEdits[:0]
 	if cap(cc.reqBodyBuf) > maxKeptBody {
 		cc.reqBodyBuf = nil
+	}
+	cc.respBody = cc.respBody[:0]
+	if cap(cc.respBody) > maxKeptBody {
+		cc.respBody = nil
 	}
 }
 

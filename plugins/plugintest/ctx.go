@@ -483,6 +483,15 @@ func (c *Ctx) replaced(name string) bool {
 	return false
 }
 
+// ResponseBody implements plugins.Ctx: the body the client got (Body),
+// whole, where the worker's stops at the readers' limit; nil when empty.
+func (c *Ctx) ResponseBody() []byte {
+	if len(c.Body) == 0 {
+		return nil
+	}
+	return c.Body
+}
+
 // ResponseHeaderValues are the values of every header of that name set or
 // added, in order.
 func (c *Ctx) ResponseHeaderValues(name string) []string {
