@@ -46,7 +46,12 @@
 // validate_request_body, request-validation's body_schema) is a
 // BodyReader: the worker reads the body whole, up to its BodyLimit,
 // before the request phases of its route begin, and Ctx.RequestBody
-// hands it over, as APISIX's core.request.get_body. The worker merges a route's plugins with its plugin_config's
+// hands it over, as APISIX's core.request.get_body. A log phase that
+// reads the response the client got (the loggers' response.headers and
+// include_resp_body) is a ResponseHeadReader, a ResponseBodyReader or
+// both: the worker keeps a copy of the head, and of the body's start up
+// to the ResponseBodyLimit, as it sends them (Ctx.ResponseHeaderAt,
+// Ctx.ResponseBody), for the routes with such a plugin only. The worker merges a route's plugins with its plugin_config's
 // and its service's (the route's own keys win), builds them and sorts the
 // instances into Phases, one slice per phase, type-asserted once, so a
 // request does no lookups.

@@ -13,11 +13,13 @@ import (
 	"coregate/admin/spec"
 )
 
-// TestAdminAPILoggerResponseHeaders runs http-logger's default entry
+// TestAdminAPILoggerResponse runs http-logger's default entry
 // through the binary: response.headers is the head the client got, the
 // upstream's fields (a repeated one as an array), the gateway's own (the
-// framing it chose) and a plugin's, names in lower case.
-func TestAdminAPILoggerResponseHeaders(t *testing.T) {
+// framing it chose) and a plugin's, names in lower case; with
+// include_resp_body, response.body is the start of the body the client
+// got, max_resp_body_bytes of it.
+func TestAdminAPILoggerResponse(t *testing.T) {
 	t.Parallel()
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -37,7 +39,7 @@ func TestAdminAPILoggerResponseHeaders(t *testing.T) {
 	c := newClient(t)
 	admin := legacyAdmin(adminPort)
 	if r := admin.do(t, c, "PUT", "routes/full", `{"uri":"/full","plugins":{"http-logger":{"uri":"http://`+ln.Addr().String()+`/log",`+
-		`"batch_max_size":1}, "response-rewrite":{"headers":{"set":{"X-Plugin":"p"}}}},"upstream":{"nodes":{"`+up.Addr()+`":1}}}`); r.status != 201 {
+		`"batch_max_size":1,"include_resp_body":true,"max_resp_body_bytes":4}, "response-rewrite":{"headers":{"set":{"X-Plugin":"p"}}}},"upstream":{"nodes":{"`+up.Addr()+`":1}}}`); r.status != 201 {
 		t.Fatalf("PUT route: %d %s", r.status, r.body)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -51,6 +53,7 @@ func TestAdminAPILoggerResponseHeaders(t *testing.T) {
 		Response struct {
 			Status  int            `json:"status"`
 			Headers map[string]any `json:"headers"`
+			Body    string         `json:"body"`
 		} `json:"response"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimPrefix(posts[len(posts)-1], " ")), &entry); err != nil {
@@ -68,7 +71,7 @@ func TestAdminAPILoggerResponseHeaders(t *testing.T) {
 			t.Errorf("response.headers[%q] = %v, want %v (%s)", k, got, want, posts[len(posts)-1])
 		}
 	}
-	if h["date"] == nil || entry.Response.Status != 200 {
-		t.Errorf("entry %s: no date, or not status 200", posts[len(posts)-1])
+	if h["date"] == nil || entry.Response.Status != 200 || entry.Response.Body != "hell" {
+		t.Errorf("entry %s: no date, or not status 200 and body hell", posts[len(posts)-1])
 	}
 }

@@ -12,16 +12,19 @@ import (
 )
 
 // TestAllocs: the log phase allocates nothing once the writer's buffers
-// have grown, for the default entry and a log_format alike.
+// have grown, for the default entry (with response.headers and
+// response.body) and a log_format alike.
 func TestAllocs(t *testing.T) {
 	dir := t.TempDir()
 	for _, path := range []string{filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")} {
-		conf := `{"path":"` + path + `"}`
+		conf := `{"path":"` + path + `","include_resp_body":true}`
 		if filepath.Base(path) == "b.log" {
 			conf = `{"path":"` + path + `","log_format":{"h":"$host","s":"$status","t":"$request_time","n":{"a":"$arg_a"}},"match":[[["arg_a","==","1"]]]}`
 		}
 		p := build(t, conf, "")
-		c := plugintest.NewCtx("GET", "/hello?a=1&b=x%20y&a=2").WithHeader("Host", "x").WithHeader("X-A", "1").WithHeader("x-a", "2")
+		c := plugintest.NewCtx("GET", "/hello?a=1&b=x%20y&a=2").WithHeader("Host", "x").WithHeader("X-A", "1").WithHeader("x-a", "2").
+			WithResponseHeader("Content-Type", "text/plain")
+		c.UpstreamBody = []byte("hello")
 		c.SetConsumer(&plugins.Consumer{Username: "jack"})
 		c.Figures = plugins.Exchange{RequestTime: time.Millisecond, Proxied: true}
 		// Grow every buffer of the writer: each is taken in turn, the

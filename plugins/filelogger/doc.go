@@ -15,6 +15,10 @@
 // five levels, then route_id and service_id. path, log_format and
 // log_format_extra come from the plugin metadata when the configuration
 // has none. match, lua-resty-expr lists, selects the requests logged.
+// include_resp_body adds response.body to the default entry: the first
+// max_resp_body_bytes of the body the client got, which the worker
+// copies as it relays it (plugins.ResponseBodyReader), for the requests
+// include_resp_body_expr, when given, selects ($status the response's).
 //
 // The event loop never touches the file: Log writes the entry into one
 // of a fixed set of buffers (1024 per path) and queues it for a goroutine
@@ -27,10 +31,15 @@
 // APISIX keeps the files it opened.
 //
 // Differences from APISIX:
-//   - include_req_body and include_resp_body are refused: the bodies are
-//     not kept for the log phase ($request_body in a log_format is null).
-//     include_req_body_expr, include_resp_body_expr, max_req_body_bytes
-//     and max_resp_body_bytes are checked and without effect.
+//   - include_req_body is refused: the request body is not kept for the
+//     log phase ($request_body in a log_format is null).
+//     include_req_body_expr and max_req_body_bytes are checked and
+//     without effect.
+//   - response.body (include_resp_body) is the body as the client got
+//     it, not decoded from its Content-Encoding as APISIX decodes gzip
+//     and brotli; an empty body has none. An include_resp_body_expr that
+//     does not compile is logged when the route is built and the body
+//     left out, as APISIX finds it in body_filter.
 //   - A configuration without a path, whose plugin metadata has none
 //     either, is not refused by the Admin API, which checks a plugin's
 //     configuration without the metadata: APISIX's message

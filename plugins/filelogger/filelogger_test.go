@@ -67,8 +67,8 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestCheck: APISIX's refusals, and the bodies coregate does not keep for
-// the log phase.
+// TestCheck: APISIX's refusals, and the request body coregate does not
+// keep for the log phase; include_resp_body is taken.
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{`{"path":1}`, `property "path" validation failed: wrong type: expected string, got number`},
@@ -76,14 +76,15 @@ func TestCheck(t *testing.T) {
 		{`{"path":"a","match":[[["arg_a","=","1"]]]}`, "failed to validate the 'match' expression: invalid operator '='"},
 		{`{"path":"a","max_req_body_bytes":0}`, `property "max_req_body_bytes" validation failed: expected 0 to be at least 1`},
 		{`{"path":"a","include_req_body":true}`, "include_req_body: request bodies are not kept for the log phase"},
-		{`{"path":"a","include_resp_body":true}`, "include_resp_body: response bodies are not kept for the log phase"},
+		{`{"path":"a","max_resp_body_bytes":0}`, `property "max_resp_body_bytes" validation failed: expected 0 to be at least 1`},
 	} {
 		err := plugins.Check(Name, json.RawMessage(tc.conf))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.conf, err, tc.want)
 		}
 	}
-	for _, ok := range []string{`{"path":"file.log"}`, `{}`, `{"path":"a","match":[[["arg_a","==","1"]]],"log_format":{"h":"$host"}}`} {
+	for _, ok := range []string{`{"path":"file.log"}`, `{}`, `{"path":"a","match":[[["arg_a","==","1"]]],"log_format":{"h":"$host"}}`,
+		`{"path":"a","include_resp_body":true,"include_resp_body_expr":[["status","==",200]],"max_resp_body_bytes":10}`} {
 		if err := plugins.Check(Name, json.RawMessage(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
@@ -258,4 +259,40 @@ func TestDropWhenFull(t *testing.T) {
 	}
 	plugintest.Run(p, plugintest.NewCtx("GET", "/?a=2"))
 	lines(t, path, 1)
+}
+
+// TestRespBody: include_resp_body logs the start of the body the client
+// got as response.body, max_resp_body_bytes of it, for the requests
+// include_resp_body_expr selects (none for an empty body); the route reads that much of its
+// responses (Phases.RespBodyLimit), nothing without include_resp_body or
+// with a log_format, whose entry has no response.body.
+func TestRespBody(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "body.log")
+	p := build(t, `{"path":"`+path+`","include_resp_body":true,"max_resp_body_bytes":5,"include_resp_body_expr":[["arg_b","==","1"]]}`, "")
+	if p.RespBodyLimit != 5 {
+		t.Errorf("RespBodyLimit %d, want 5", p.RespBodyLimit)
+	}
+	for _, target := range []string{"/?b=1", "/?b=0", "/?b=1&empty"} {
+		c := plugintest.NewCtx("GET", target)
+		if !strings.HasSuffix(target, "empty") {
+			c.UpstreamBody = []byte(`say "hello"`)
+		}
+		plugintest.Run(p, c)
+	}
+	got := lines(t, path, 3)
+	for i, want := range []any{`say "`, nil, nil} {
+		resp := got[i]["response"].(map[string]any)
+		if resp["body"] != want {
+			t.Errorf("entry %d: response %v, want body %v", i, resp, want)
+		}
+	}
+	for conf, want := range map[string]int64{
+		`{"path":"` + path + `"}`:                                                     0,
+		`{"path":"` + path + `","include_resp_body":true}`:                            524288,
+		`{"path":"` + path + `","include_resp_body":true,"log_format":{"a":"$host"}}`: 0,
+	} {
+		if p := build(t, conf, ""); p.RespBodyLimit != want {
+			t.Errorf("%s: RespBodyLimit %d, want %d", conf, p.RespBodyLimit, want)
+		}
+	}
 }

@@ -32,6 +32,7 @@ var (
 	_ plugins.MetadataSchemaPlugin = Plugin{}
 	_ plugins.LogPhase             = (*instance)(nil)
 	_ plugins.ResponseHeadReader   = (*instance)(nil)
+	_ plugins.ResponseBodyReader   = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin: APISIX's schema.
@@ -49,7 +50,11 @@ type conf struct {
 	LogFormatExtra  json.RawMessage `json:"log_format_extra"`
 	IncludeReqBody  bool            `json:"include_req_body"`
 	IncludeRespBody bool            `json:"include_resp_body"`
-	Match           json.RawMessage `json:"match"`
+	// include_resp_body_expr and max_resp_body_bytes, as
+	// include_resp_body reads them.
+	IncludeRespBodyExpr json.RawMessage `json:"include_resp_body_expr"`
+	MaxRespBodyBytes    int64           `json:"max_resp_body_bytes"`
+	Match               json.RawMessage `json:"match"`
 }
 
 // metadata is the plugin metadata's object.
@@ -63,8 +68,8 @@ type metadata struct {
 var errNoPath = errors.New(`property "path" is not set in either the plugin conf or the metadata`)
 
 // Check implements plugins.Plugin: match must be lua-resty-expr lists
-// (APISIX's message), and include_req_body and include_resp_body are
-// refused, the bodies not being kept for the log phase. Whether a
+// (APISIX's message), and include_req_body is refused, the request body
+// not being kept for the log phase. Whether a
 // configuration without a path has one in the plugin metadata is not
 // known here: Build logs APISIX's error when neither has one.
 func (Plugin) Check(raw json.RawMessage) error {
@@ -73,7 +78,7 @@ func (Plugin) Check(raw json.RawMessage) error {
 }
 
 func parse(raw json.RawMessage) (*conf, error) {
-	var c conf
+	c := conf{MaxRespBodyBytes: logentry.DefaultMaxRespBodyBytes}
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
@@ -84,9 +89,6 @@ func parse(raw json.RawMessage) (*conf, error) {
 	}
 	if c.IncludeReqBody {
 		return nil, errors.New("include_req_body: request bodies are not kept for the log phase")
-	}
-	if c.IncludeRespBody {
-		return nil, errors.New("include_resp_body: response bodies are not kept for the log phase")
 	}
 	return &c, nil
 }
@@ -142,6 +144,13 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 		in.extra = logentry.DropDefaults(in.extra)
 	}
+	// A log_format's entry has no response.body.
+	if in.body, err = logentry.NewRespBody(c.IncludeRespBody && !in.custom, c.IncludeRespBodyExpr, c.MaxRespBodyBytes); err != nil {
+		// As APISIX, which compiles the expression in body_filter only:
+		// the error is logged, and the body left out.
+		slog.Error("file-logger: " + err.Error())
+		in.body = logentry.RespBody{}
+	}
 	return in, nil
 }
 
@@ -162,7 +171,13 @@ type instance struct {
 	custom bool              // log_format: the entry is format, then route_id and service_id
 	format logentry.Format   // log_format, compiled
 	extra  logentry.Format   // log_format_extra's members not in the default entry
+	body   logentry.RespBody // include_resp_body's, for the default entry
 }
+
+// ResponseBodyLimit implements plugins.ResponseBodyReader:
+// max_resp_body_bytes with include_resp_body (the default entry's
+// response.body), else 0.
+func (in *instance) ResponseBodyLimit() int64 { return in.body.Limit() }
 
 // ReadsResponseHead implements plugins.ResponseHeadReader: the default
 // entry has the response's headers (response.headers), a log_format
@@ -188,7 +203,7 @@ func (in *instance) Log(c plugins.Ctx) {
 	if in.custom {
 		b.line = logentry.AppendCustom(b.line[:0], c, in.format, "")
 	} else {
-		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "")
+		b.line = logentry.AppendFullBody(b.line[:0], &b.tmp, c, in.extra, "", in.body.Of(c))
 	}
 	b.line = append(b.line, '\n')
 	in.w.put(b)

@@ -10,15 +10,18 @@ import (
 )
 
 // TestAllocs: the log phase allocates nothing once the batch processor's
-// buffers have grown, for the default entry and a log_format alike.
+// buffers have grown, for the default entry (with response.headers, and
+// response.body) and a log_format alike.
 func TestAllocs(t *testing.T) {
 	s := newLogServer(t, 0)
 	for _, conf := range []string{
 		`{"uri":"` + s.URL + `/a","batch_max_size":8,"inactive_timeout":1}`,
+		`{"uri":"` + s.URL + `/c","batch_max_size":8,"inactive_timeout":1,"include_resp_body":true,"include_resp_body_expr":[["arg_a","==","1"]]}`,
 		`{"uri":"` + s.URL + `/b","batch_max_size":8,"inactive_timeout":1,"log_format":{"h":"$host","s":"$status"}}`,
 	} {
 		p := buildMD(t, conf, `{"max_pending_entries":64}`)
-		c := plugintest.NewCtx("GET", "/hello?a=1&b=2").WithHeader("Host", "x").WithHeader("X-A", "1")
+		c := plugintest.NewCtx("GET", "/hello?a=1&b=2").WithHeader("Host", "x").WithHeader("X-A", "1").WithResponseHeader("Content-Type", "text/plain")
+		c.UpstreamBody = []byte("hello")
 		// The instance's buffer and each of the processor's 64 grown: they
 		// are taken in turn, the batches let go now and then.
 		for i := range 256 {

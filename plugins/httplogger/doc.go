@@ -11,6 +11,10 @@
 // 1), new_line as the entries one per line (text/plain). A request no
 // route matched has route_id "no-matched". ssl_verify checks the
 // server's certificate; timeout bounds the connection and the exchange.
+// include_resp_body adds response.body to the default entry: the first
+// max_resp_body_bytes of the body the client got, which the worker
+// copies as it relays it (plugins.ResponseBodyReader), for the requests
+// include_resp_body_expr, when given, selects.
 //
 // The event loop never waits on the server: Log builds the entry into
 // the instance's buffer (one event loop uses an instance) and pushes it
@@ -25,11 +29,11 @@
 // batch-processor-manager keeps one per configuration.
 //
 // Differences from APISIX:
-//   - include_req_body and include_resp_body are refused: the bodies are
-//     not kept for the log phase. The include_*_expr lists are checked
-//     and without effect.
-//   - response.headers holds the worker's own fields too, and members
-//     come in a fixed order (see plugins/filelogger).
+//   - include_req_body is refused: the request body is not kept for the
+//     log phase. include_req_body_expr is checked and without effect.
+//   - response.headers holds the worker's own fields too, response.body
+//     is not decoded from its Content-Encoding, and members come in a
+//     fixed order (see plugins/filelogger).
 //   - A processor of a configuration no longer used is not removed
 //     (APISIX removes one idle for 30 minutes); it holds its buffers.
 //   - max_pending_entries bounds each processor's entries, where APISIX

@@ -2,6 +2,7 @@ package httplogger
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -89,7 +90,8 @@ func (s *logServer) wait(t *testing.T, n int) []post {
 	return append([]post(nil), s.posts...)
 }
 
-// TestCheck: APISIX's refusals, and the bodies coregate does not keep.
+// TestCheck: APISIX's refusals, and the request body coregate does not
+// keep; include_resp_body is taken.
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{`{}`, `property "uri" is required`},
@@ -99,11 +101,19 @@ func TestCheck(t *testing.T) {
 		{`{"uri":"http://127.0.0.1","batch_max_size":0}`, `property "batch_max_size" validation failed: expected 0 to be at least 1`},
 		{`{"uri":"http://127.0.0.1","include_req_body_expr":[["arg_a","=","1"]]}`, "failed to validate the 'include_req_body_expr' expression: invalid operator '='"},
 		{`{"uri":"http://127.0.0.1","include_req_body":true}`, "include_req_body: request bodies are not kept for the log phase"},
-		{`{"uri":"http://127.0.0.1","include_resp_body":true}`, "include_resp_body: response bodies are not kept for the log phase"},
+		{`{"uri":"http://127.0.0.1","include_resp_body":true,"include_resp_body_expr":[["status","=","200"]]}`,
+			"failed to validate the 'include_resp_body_expr' expression: invalid operator '='"},
+		{`{"uri":"http://127.0.0.1","max_resp_body_bytes":0}`, `property "max_resp_body_bytes" validation failed: expected 0 to be at least 1`},
 	} {
 		err := plugins.Check(Name, json.RawMessage(tc.conf))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.conf, err, tc.want)
+		}
+	}
+	for _, ok := range []string{`{"uri":"http://127.0.0.1","include_resp_body":true}`,
+		`{"uri":"http://127.0.0.1","include_resp_body":true,"include_resp_body_expr":[["status","==",200]],"max_resp_body_bytes":10}`} {
+		if err := plugins.Check(Name, json.RawMessage(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
 		}
 	}
 }
@@ -236,5 +246,36 @@ func TestMetadata(t *testing.T) {
 	}
 	if _, dropped, _ := p.Log[0].(*instance).p.Stats(); dropped != 2 {
 		t.Errorf("dropped %d of 3 with one pending entry allowed, want 2", dropped)
+	}
+}
+
+// TestRespBody: include_resp_body sends the start of the body the client
+// got as response.body, max_resp_body_bytes of it, with the response's
+// headers; include_resp_body_expr, where $status is the response's,
+// leaves it out of the requests it does not select.
+func TestRespBody(t *testing.T) {
+	s := newLogServer(t, 0)
+	p := build(t, `{"uri":"`+s.URL+`/log","batch_max_size":2,"include_resp_body":true,"max_resp_body_bytes":3,`+
+		`"include_resp_body_expr":[["status","==","200"]]}`)
+	if p.RespBodyLimit != 3 {
+		t.Errorf("RespBodyLimit %d, want 3", p.RespBodyLimit)
+	}
+	for _, status := range []int{200, 500} {
+		c := plugintest.NewCtx("GET", "/").WithResponseHeader("X-Up", "u")
+		c.UpstreamStatus, c.UpstreamBody = status, []byte("hello")
+		plugintest.Run(p, c)
+	}
+	got := s.wait(t, 1)
+	var entries []struct {
+		Response map[string]any `json:"response"`
+	}
+	if err := json.Unmarshal([]byte(got[0].body), &entries); err != nil || len(entries) != 2 {
+		t.Fatalf("POST %s: %v", got[0].body, err)
+	}
+	if r := entries[0].Response; r["body"] != "hel" || fmt.Sprint(r["headers"]) != "map[x-up:u]" {
+		t.Errorf("200: response %v, want body hel and the headers", r)
+	}
+	if r := entries[1].Response; r["body"] != nil || r["status"] != float64(500) {
+		t.Errorf("500: response %v, want no body", r)
 	}
 }

@@ -41,6 +41,7 @@ var (
 	_ plugins.MetadataSchemaPlugin = Plugin{}
 	_ plugins.LogPhase             = (*instance)(nil)
 	_ plugins.ResponseHeadReader   = (*instance)(nil)
+	_ plugins.ResponseBodyReader   = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin: APISIX's schema, with the batch
@@ -63,6 +64,7 @@ type conf struct {
 	IncludeReqBodyExpr  json.RawMessage `json:"include_req_body_expr"`
 	IncludeRespBody     bool            `json:"include_resp_body"`
 	IncludeRespBodyExpr json.RawMessage `json:"include_resp_body_expr"`
+	MaxRespBodyBytes    int64           `json:"max_resp_body_bytes"`
 	ConcatMethod        string          `json:"concat_method"`
 	SSLVerify           bool            `json:"ssl_verify"`
 	batch.Config
@@ -75,15 +77,15 @@ type metadata struct {
 }
 
 // Check implements plugins.Plugin: the include_*_expr lists are checked
-// with APISIX's messages; include_req_body and include_resp_body are
-// refused, the bodies not being kept for the log phase.
+// with APISIX's messages; include_req_body is refused, the request body
+// not being kept for the log phase.
 func (Plugin) Check(raw json.RawMessage) error {
 	_, err := parse(raw)
 	return err
 }
 
 func parse(raw json.RawMessage) (*conf, error) {
-	c := conf{Timeout: 3, ConcatMethod: "json", Config: batch.Defaults}
+	c := conf{Timeout: 3, ConcatMethod: "json", MaxRespBodyBytes: logentry.DefaultMaxRespBodyBytes, Config: batch.Defaults}
 	c.Name = "http logger"
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
@@ -100,9 +102,6 @@ func parse(raw json.RawMessage) (*conf, error) {
 	}
 	if c.IncludeReqBody {
 		return nil, errors.New("include_req_body: request bodies are not kept for the log phase")
-	}
-	if c.IncludeRespBody {
-		return nil, errors.New("include_resp_body: response bodies are not kept for the log phase")
 	}
 	u, err := url.Parse(c.URI)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -146,6 +145,9 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 		in.extra = logentry.DropDefaults(in.extra)
 	}
+	if in.body, err = logentry.NewRespBody(c.IncludeRespBody && !in.custom, c.IncludeRespBodyExpr, c.MaxRespBodyBytes); err != nil {
+		return nil, err
+	}
 	if in.p, err = processorOf(c, md.MaxPendingEntries); err != nil {
 		return nil, err
 	}
@@ -165,9 +167,15 @@ type instance struct {
 	custom bool
 	format logentry.Format
 	extra  logentry.Format
+	body   logentry.RespBody // include_resp_body's, for the default entry
 
 	line, tmp []byte
 }
+
+// ResponseBodyLimit implements plugins.ResponseBodyReader:
+// max_resp_body_bytes with include_resp_body (the default entry's
+// response.body), else 0.
+func (in *instance) ResponseBodyLimit() int64 { return in.body.Limit() }
 
 // ReadsResponseHead implements plugins.ResponseHeadReader: the default
 // entry has the response's headers (response.headers), a log_format
@@ -182,7 +190,7 @@ func (in *instance) Log(c plugins.Ctx) {
 	if in.custom {
 		in.line = logentry.AppendCustom(in.line[:0], c, in.format, "no-matched")
 	} else {
-		in.line = logentry.AppendFull(in.line[:0], &in.tmp, c, in.extra, "no-matched")
+		in.line = logentry.AppendFullBody(in.line[:0], &in.tmp, c, in.extra, "no-matched", in.body.Of(c))
 	}
 	in.p.Push(in.line)
 }

@@ -233,6 +233,12 @@ const (
 // then extra's members; noRoute as AppendCustom's. tmp is scratch for
 // names and arguments, kept by the caller for its capacity.
 func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute string) []byte {
+	return AppendFullBody(b, tmp, c, extra, noRoute, nil)
+}
+
+// AppendFullBody is AppendFull with response.body, include_resp_body's:
+// respBody as a JSON string, left out when nil.
+func AppendFullBody(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute string, respBody []byte) []byte {
 	e := c.Exchange()
 	b = append(b, `{"request":{"url":`...)
 	b = append(b, '"')
@@ -258,6 +264,10 @@ func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute stri
 	b = appendHeaders(b, tmp, c, true)
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, e.BytesSent, 10)
+	if respBody != nil {
+		b = append(b, `,"body":`...)
+		b = jsonesc.AppendQuoted(b, respBody, jsonesc.CJSON)
+	}
 	b = append(b, `},"server":{"hostname":`...)
 	b = jsonesc.AppendQuoted(b, hostname, jsonesc.CJSON)
 	b = append(b, `,"version":"`+spec.CompatVersion+`"}`...)
