@@ -25,8 +25,12 @@
 // gathered and POSTed on the processor's goroutines, retried
 // max_retry_count times retry_delay seconds apart, then dropped with an
 // error in the log. A processor serves every instance of the same
-// sending and batching members for the process's life, as APISIX's
-// batch-processor-manager keeps one per configuration.
+// sending and batching members, as APISIX's batch-processor-manager
+// keeps one per configuration, for as long as such instances are in use:
+// once a configuration change dropped the last of them (and the
+// snapshots that held them were let go), the processor POSTs what it
+// holds and stops, its goroutines, timers and connections with it
+// (batch.Shared), at the next garbage collection (two minutes at most).
 //
 // Differences from APISIX:
 //   - include_req_body is refused: the request body is not kept for the
@@ -34,8 +38,9 @@
 //   - response.headers holds the worker's own fields too, response.body
 //     is not decoded from its Content-Encoding, and members come in a
 //     fixed order (see plugins/filelogger).
-//   - A processor of a configuration no longer used is not removed
-//     (APISIX removes one idle for 30 minutes); it holds its buffers.
+//   - A processor of a configuration no longer used is flushed and
+//     stopped once the collector finds it unreferenced, where APISIX's
+//     batch-processor-manager checks for stale processors on a timer.
 //   - max_pending_entries bounds each processor's entries, where APISIX
 //     counts them across its processors.
 //

@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/batch"
 	"coregate/plugins/plugintest"
 )
 
@@ -277,5 +280,51 @@ func TestRespBody(t *testing.T) {
 	}
 	if r := entries[1].Response; r["body"] != nil || r["status"] != float64(500) {
 		t.Errorf("500: response %v, want no body", r)
+	}
+}
+
+// TestProcessorsReleased: each configuration change (another uri, as an
+// Admin API update brings) makes a processor; once the instances of the
+// configuration before are dropped, its processor POSTs what it held and
+// stops, so that N changes leave neither processors nor goroutines
+// behind, and no entry queued before a change is lost.
+func TestProcessorsReleased(t *testing.T) {
+	s := newLogServer(t, 0)
+	base, goroutines := batch.Open(), runtime.NumGoroutine()
+	const changes = 10
+	for i := range changes {
+		// Batches that only a flush sends: the entry waits in the
+		// processor when the configuration changes.
+		p := build(t, fmt.Sprintf(`{"uri":"%s/log/%d","batch_max_size":100,"inactive_timeout":3600,"buffer_duration":3600,"log_format":{"n":"$arg_n"}}`, s.URL, i))
+		plugintest.Run(p, plugintest.NewCtx("GET", fmt.Sprintf("/?n=%d", i)))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for batch.Open() > base || processors.Len() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processors open (%d before), %d configurations held, after %d changes", batch.Open(), base, processors.Len(), changes)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	var got []string
+	for _, p := range s.wait(t, changes) {
+		got = append(got, p.body)
+	}
+	slices.Sort(got)
+	var want []string
+	for i := range changes {
+		want = append(want, fmt.Sprintf(`[{"n":"%d","route_id":"1"}]`, i))
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("POSTs %q, want %q", got, want)
+	}
+	// The HTTP clients' idle connections close with the processors'
+	// senders, and the server's goroutines end with them.
+	for n := runtime.NumGoroutine(); n > goroutines+4; n = runtime.NumGoroutine() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after %d changes, %d before", n, changes, goroutines)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

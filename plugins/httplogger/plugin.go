@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"coregate/plugins"
@@ -163,7 +162,7 @@ func nonEmpty(raw json.RawMessage) bool {
 // are its scratch, in which Log builds an entry before the batch
 // processor copies it.
 type instance struct {
-	p      *batch.Processor
+	p      *batch.Shared
 	custom bool
 	format logentry.Format
 	extra  logentry.Format
@@ -197,34 +196,27 @@ func (in *instance) Log(c plugins.Ctx) {
 
 // processors are the batch processors by configuration (their sending
 // and batching members), as APISIX's batch-processor-manager keeps one
-// per configuration; they live as long as the process.
-var processors struct {
-	sync.Mutex
-	m map[string]*batch.Processor
-}
+// per configuration: a processor lives as long as instances built with
+// its configuration do, then sends what it holds and stops
+// (batch.Shared).
+var processors batch.Registry
 
-func processorOf(c *conf, pending int) (*batch.Processor, error) {
+func processorOf(c *conf, pending int) (*batch.Shared, error) {
 	key, _ := json.Marshal(struct {
 		URI, Auth, Concat string
 		Timeout, Pending  int
 		SSLVerify         bool
 		batch.Config
 	}{c.URI, c.AuthHeader, c.ConcatMethod, c.Timeout, pending, c.SSLVerify, c.Config})
-	processors.Lock()
-	defer processors.Unlock()
-	if p := processors.m[string(key)]; p != nil {
+	return processors.Get(string(key), func() (*batch.Processor, error) {
+		s := newSender(c)
+		p, err := batch.New(c.Config, s.send, pending, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.OnClose(s.client.CloseIdleConnections)
 		return p, nil
-	}
-	s := newSender(c)
-	p, err := batch.New(c.Config, s.send, pending, nil)
-	if err != nil {
-		return nil, err
-	}
-	if processors.m == nil {
-		processors.m = map[string]*batch.Processor{}
-	}
-	processors.m[string(key)] = p
-	return p, nil
+	})
 }
 
 // sender POSTs the batches of one processor, from its goroutine: body is
