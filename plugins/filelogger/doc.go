@@ -23,8 +23,10 @@
 // The event loop never touches the file: Log writes the entry into one
 // of a fixed set of buffers (1024 per path) and queues it for a goroutine
 // that appends it to the file. When every buffer is queued, the file not
-// keeping up, the entry is dropped and counted (Dropped, and a warning in
-// the error log): a request never waits. The file is opened at the first
+// keeping up, the entry is dropped and counted (Dropped, a warning in
+// the error log, and the Prometheus counter
+// coregate_file_logger_dropped_entries_total, DroppedMetric): a request
+// never waits. The file is opened at the first
 // entry and reopened after a SIGUSR1, the signal with which the
 // supervisor has the access log reopened once logs are rotated. One
 // writer serves every instance of a path for the process's life, as

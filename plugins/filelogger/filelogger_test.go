@@ -254,6 +254,9 @@ func TestDropWhenFull(t *testing.T) {
 	if d, _ := Dropped(path); d != 2 { // the probe above, and the request
 		t.Fatalf("dropped %d, want 2", d)
 	}
+	if d := p.Log[0].(*instance).dropped.Load(); d != 1 { // the request, in DroppedMetric's series
+		t.Fatalf("the worker's %s counts %d, want 1", DroppedMetric, d)
+	}
 	for _, b := range held {
 		w.free <- b
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"coregate/plugins"
 	"coregate/plugins/internal/logentry"
@@ -22,7 +23,16 @@ var (
 	metadataSchema []byte
 )
 
-func init() { plugins.Register(Name, Plugin{}) }
+// DroppedMetric is the Prometheus counter of the entries file-logger
+// dropped, every buffer of their file's writer being queued (the file not
+// keeping up).
+const DroppedMetric = "coregate_file_logger_dropped_entries_total"
+
+func init() {
+	plugins.Register(Name, Plugin{})
+	plugins.RegisterMetric(plugins.MetricFamily{Name: DroppedMetric, Kind: plugins.Counter,
+		Help: "Log entries the file-logger plugin dropped, its file not keeping up."})
+}
 
 // Plugin is file-logger's implementation; its zero value is ready.
 type Plugin struct{}
@@ -120,6 +130,9 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		return &instance{}, nil
 	}
 	in := &instance{w: writerOf(*path)}
+	if env.Metrics != nil {
+		in.dropped = env.Metrics.Slot(DroppedMetric)
+	}
 	if c.Match != nil {
 		if in.match, err = varexpr.CompileAny(c.Match); err != nil {
 			return nil, err
@@ -172,6 +185,9 @@ type instance struct {
 	format logentry.Format   // log_format, compiled
 	extra  logentry.Format   // log_format_extra's members not in the default entry
 	body   logentry.RespBody // include_resp_body's, for the default entry
+	// dropped is DroppedMetric's series, this worker's slot (nil without
+	// metrics), which Log counts on its event loop.
+	dropped *atomic.Uint64
 }
 
 // ResponseBodyLimit implements plugins.ResponseBodyReader:
@@ -198,6 +214,9 @@ func (in *instance) Log(c plugins.Ctx) {
 	}
 	b := in.w.take()
 	if b == nil {
+		if in.dropped != nil {
+			in.dropped.Add(1)
+		}
 		return
 	}
 	if in.custom {

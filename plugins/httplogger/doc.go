@@ -21,7 +21,10 @@
 // to the configuration's batch processor (plugins/internal/batch), which
 // copies it into one of max_pending_entries buffers (the plugin
 // metadata's, 8192 by default); when all are taken, the server being
-// slow or down, the entry is dropped and counted. The batches are
+// slow or down, the entry is dropped and counted (the Prometheus counter
+// coregate_http_logger_dropped_entries_total{reason="queue_full"},
+// DroppedMetric; reason="send_failed" counts the entries of the batches
+// dropped after their retries). The batches are
 // gathered and POSTed on the processor's goroutines, retried
 // max_retry_count times retry_delay seconds apart, then dropped with an
 // error in the log. A processor serves every instance of the same

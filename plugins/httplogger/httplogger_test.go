@@ -328,3 +328,37 @@ func TestProcessorsReleased(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestDroppedMetric: the entries dropped are counted in DroppedMetric's
+// series of the worker's metrics: queue_full when every pending entry is
+// taken, send_failed when a batch is refused past its retries.
+func TestDroppedMetric(t *testing.T) {
+	refuse := newLogServer(t, 1000)
+	stuck := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stuck }))
+	defer slow.Close()
+	defer close(stuck)
+	env := plugins.NewLocalEnv()
+	env.Metadata = plugins.NewSettings(map[string]json.RawMessage{Name: json.RawMessage(`{"max_pending_entries":1}`)})
+	for _, conf := range []string{
+		`{"uri":"` + refuse.URL + `/m","batch_max_size":1,"max_retry_count":0}`,
+		`{"uri":"` + slow.URL + `/m","batch_max_size":1,"timeout":30}`,
+	} {
+		ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			plugintest.Run(&ph, plugintest.NewCtx("GET", "/"))
+			time.Sleep(100 * time.Millisecond) // the refused batch goes before the next
+		}
+	}
+	queueFull, sendFailed := env.Metrics.Slot(DroppedMetric, "queue_full"), env.Metrics.Slot(DroppedMetric, "send_failed")
+	waitUntil := time.Now().Add(10 * time.Second)
+	for sendFailed.Load() != 3 || queueFull.Load() != 2 {
+		if time.Now().After(waitUntil) {
+			t.Fatalf("queue_full %d (want 2), send_failed %d (want 3)", queueFull.Load(), sendFailed.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"coregate/plugins"
@@ -30,7 +31,18 @@ var (
 	metadataSchema []byte
 )
 
-func init() { plugins.Register(Name, Plugin{}) }
+// DroppedMetric is the Prometheus counter of the entries http-logger
+// dropped, by reason: queue_full, every buffer of the processor taken
+// when the log phase pushed the entry (max_pending_entries), and
+// send_failed, the entries of a batch still refused after
+// max_retry_count retries.
+const DroppedMetric = "coregate_http_logger_dropped_entries_total"
+
+func init() {
+	plugins.Register(Name, Plugin{})
+	plugins.RegisterMetric(plugins.MetricFamily{Name: DroppedMetric, Kind: plugins.Counter,
+		Help: "Log entries the http-logger plugin dropped, by reason (queue_full, send_failed).", Labels: []string{"reason"}})
+}
 
 // Plugin is http-logger's implementation; its zero value is ready.
 type Plugin struct{}
@@ -147,7 +159,12 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if in.body, err = logentry.NewRespBody(c.IncludeRespBody && !in.custom, c.IncludeRespBodyExpr, c.MaxRespBodyBytes); err != nil {
 		return nil, err
 	}
-	if in.p, err = processorOf(c, md.MaxPendingEntries); err != nil {
+	var failed *atomic.Uint64
+	if env.Metrics != nil {
+		in.dropped = env.Metrics.Slot(DroppedMetric, "queue_full")
+		failed = env.Metrics.Slot(DroppedMetric, "send_failed")
+	}
+	if in.p, err = processorOf(c, md.MaxPendingEntries, failed); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -167,6 +184,9 @@ type instance struct {
 	format logentry.Format
 	extra  logentry.Format
 	body   logentry.RespBody // include_resp_body's, for the default entry
+	// dropped is DroppedMetric's queue_full series, this worker's slot
+	// (nil without metrics), which Log counts on its event loop.
+	dropped *atomic.Uint64
 
 	line, tmp []byte
 }
@@ -191,7 +211,9 @@ func (in *instance) Log(c plugins.Ctx) {
 	} else {
 		in.line = logentry.AppendFullBody(in.line[:0], &in.tmp, c, in.extra, "no-matched", in.body.Of(c))
 	}
-	in.p.Push(in.line)
+	if !in.p.Push(in.line) && in.dropped != nil {
+		in.dropped.Add(1)
+	}
 }
 
 // processors are the batch processors by configuration (their sending
@@ -201,7 +223,7 @@ func (in *instance) Log(c plugins.Ctx) {
 // (batch.Shared).
 var processors batch.Registry
 
-func processorOf(c *conf, pending int) (*batch.Shared, error) {
+func processorOf(c *conf, pending int, failed *atomic.Uint64) (*batch.Shared, error) {
 	key, _ := json.Marshal(struct {
 		URI, Auth, Concat string
 		Timeout, Pending  int
@@ -215,6 +237,9 @@ func processorOf(c *conf, pending int) (*batch.Shared, error) {
 			return nil, err
 		}
 		p.OnClose(s.client.CloseIdleConnections)
+		if failed != nil {
+			p.CountFailed(failed)
+		}
 		return p, nil
 	})
 }

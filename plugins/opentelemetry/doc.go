@@ -41,16 +41,23 @@
 // matches the keys of core.request.headers: the attribute is named by the
 // lower-cased name, a repeated header's values joined with ", ".
 //
-// Differences from APISIX: a full queue always drops (drop_on_queue_full
-// false does not make a request wait for an export); set_ngx_var is
+// The spans dropped are counted in the Prometheus counter
+// coregate_opentelemetry_dropped_spans_total (DroppedMetric) of the
+// export server, by reason: queue_full (counted by the event loop that
+// could not queue the span) and export_failed (the spans of an upload the
+// collector refused), as opentelemetry-lua's otel.bsp.dropped_spans.
+//
+// Differences from APISIX: with drop_on_queue_full false, where
+// opentelemetry-lua hands the full queue to an export at once and queues
+// the span anyway, without bound, the queue holds four times
+// max_queue_size (queueSize) and a span past that is dropped and
+// counted: the event loop never waits for an export. set_ngx_var is
 // accepted and the
 // $opentelemetry_* variables are not set; only the request's span is
 // exported, not spans of the gateway's own phases; the span starts when
 // the request's head was read, on the worker's coarse clock; the spans a
 // worker has queued when its process exits are not sent (a snapshot's
-// new metadata does flush the old exporter's); the spans dropped and
-// those of failed uploads are counted (Queue.Dropped, Exporter.Failed)
-// and not yet shown in the metrics.
+// new metadata does flush the old exporter's).
 //
 // Concurrency: Sampler values are immutable and safe for concurrent use;
 // an instance runs on one event loop (its traceparent buffer is written

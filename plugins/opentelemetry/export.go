@@ -42,6 +42,9 @@ type ExportConfig struct {
 	MaxExportBatchSize int
 	BatchTimeout       time.Duration
 	InactiveTimeout    time.Duration
+	// FailedCounter, when not nil, counts the spans of failed uploads
+	// too (a metric's slot), beside Failed.
+	FailedCounter *atomic.Uint64
 }
 
 // Exporter takes the spans of a Queue off the loop, converts them to
@@ -176,6 +179,9 @@ func (e *Exporter) exportBatch(ctx context.Context) int {
 	}}
 	if err := e.client.UploadTraces(ctx, rs); err != nil {
 		e.failed.Add(uint64(len(spans)))
+		if e.cfg.FailedCounter != nil {
+			e.cfg.FailedCounter.Add(uint64(len(spans)))
+		}
 	} else {
 		e.exported.Add(uint64(len(spans)))
 	}

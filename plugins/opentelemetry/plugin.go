@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"coregate/httpvar"
@@ -26,7 +27,18 @@ var (
 	metadataSchema []byte
 )
 
-func init() { plugins.Register(Name, Plugin{}) }
+// DroppedMetric is the Prometheus counter of the spans dropped, by
+// reason: queue_full, the queue full when the log phase recorded the span
+// (drop_on_queue_full, or past the overflow of queueSize), and
+// export_failed, an upload the collector did not take (not retried), as
+// opentelemetry-lua counts both in otel.bsp.dropped_spans.
+const DroppedMetric = "coregate_opentelemetry_dropped_spans_total"
+
+func init() {
+	plugins.Register(Name, Plugin{})
+	plugins.RegisterMetric(plugins.MetricFamily{Name: DroppedMetric, Kind: plugins.Counter,
+		Help: "Spans the opentelemetry plugin dropped, by reason (queue_full, export_failed).", Labels: []string{"reason"}})
+}
 
 // Plugin is opentelemetry's implementation; its zero value is ready.
 type Plugin struct{}
@@ -75,14 +87,17 @@ type metadata struct {
 		RequestTimeout int            `json:"request_timeout"`
 		RequestHeaders map[string]any `json:"request_headers"`
 	} `json:"collector"`
-	BatchSpanProcessor struct {
-		DropOnQueueFull    *bool   `json:"drop_on_queue_full"`
-		MaxQueueSize       int     `json:"max_queue_size"`
-		BatchTimeout       float64 `json:"batch_timeout"`
-		InactiveTimeout    float64 `json:"inactive_timeout"`
-		MaxExportBatchSize int     `json:"max_export_batch_size"`
-	} `json:"batch_span_processor"`
-	SetNgxVar bool `json:"set_ngx_var"`
+	BatchSpanProcessor batchSpanProcessor `json:"batch_span_processor"`
+	SetNgxVar          bool               `json:"set_ngx_var"`
+}
+
+// batchSpanProcessor is the metadata's batch_span_processor.
+type batchSpanProcessor struct {
+	DropOnQueueFull    *bool   `json:"drop_on_queue_full"`
+	MaxQueueSize       int     `json:"max_queue_size"`
+	BatchTimeout       float64 `json:"batch_timeout"`
+	InactiveTimeout    float64 `json:"inactive_timeout"`
+	MaxExportBatchSize int     `json:"max_export_batch_size"`
 }
 
 // The batch span processor's defaults, opentelemetry-lua's.
@@ -166,7 +181,12 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			return nil, fmt.Errorf("opentelemetry: metadata: %w", err)
 		}
 		in.fromRequestID = m.TraceIDSource == "x-request-id"
-		in.q = exporterFor(raw, m)
+		var failed *atomic.Uint64
+		if env.Metrics != nil {
+			in.dropped = env.Metrics.Slot(DroppedMetric, "queue_full")
+			failed = env.Metrics.Slot(DroppedMetric, "export_failed")
+		}
+		in.q = exporterFor(raw, m, failed)
 	}
 	return in, nil
 }
@@ -186,9 +206,29 @@ var exporters struct {
 	cancel context.CancelFunc
 }
 
+// overflow is how many times max_queue_size the queue holds with
+// drop_on_queue_full false (queueSize).
+const overflow = 4
+
+// queueSize is the capacity of the queue of bsp. With drop_on_queue_full
+// false, where opentelemetry-lua hands the full queue's batches to an
+// export at once and queues the span all the same, without bound, the
+// queue holds overflow times max_queue_size: the exporter, woken by every
+// full batch, exports them one after the other, and a span is dropped
+// (and counted) only past that, since the event loop cannot wait for an
+// upload.
+func queueSize(bsp batchSpanProcessor) int {
+	if bsp.DropOnQueueFull != nil && !*bsp.DropOnQueueFull {
+		return overflow * bsp.MaxQueueSize
+	}
+	return bsp.MaxQueueSize
+}
+
 // exporterFor returns the queue of the exporter of metadata raw (m
-// decoded), starting it when the process has none for it.
-func exporterFor(raw []byte, m metadata) *Queue {
+// decoded), starting it when the process has none for it; failed, when
+// not nil, counts the spans of failed uploads (DroppedMetric's
+// export_failed).
+func exporterFor(raw []byte, m metadata, failed *atomic.Uint64) *Queue {
 	exporters.mu.Lock()
 	defer exporters.mu.Unlock()
 	if exporters.q != nil && bytes.Equal(exporters.raw, raw) {
@@ -198,7 +238,7 @@ func exporterFor(raw []byte, m metadata) *Queue {
 		exporters.cancel()
 	}
 	bsp := m.BatchSpanProcessor
-	q := NewQueue(bsp.MaxQueueSize, bsp.MaxExportBatchSize)
+	q := NewQueue(queueSize(bsp), bsp.MaxExportBatchSize)
 	host, _ := os.Hostname()
 	headers := map[string]string{}
 	for k, v := range m.Collector.RequestHeaders {
@@ -220,6 +260,7 @@ func exporterFor(raw []byte, m metadata) *Queue {
 		MaxExportBatchSize: bsp.MaxExportBatchSize,
 		BatchTimeout:       time.Duration(bsp.BatchTimeout * float64(time.Second)),
 		InactiveTimeout:    time.Duration(bsp.InactiveTimeout * float64(time.Second)),
+		FailedCounter:      failed,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	_ = e.Start(ctx) // the HTTP client's Start does not fail
@@ -237,6 +278,9 @@ type instance struct {
 	headers       []namedVar // additional_header_prefix_attributes without '*'
 	prefixes      [][]byte   // and those with, without it
 	q             *Queue     // nil: no metadata, nothing done
+	// dropped is DroppedMetric's queue_full series, this worker's slot
+	// (nil without metrics), which Log counts on its event loop.
+	dropped *atomic.Uint64
 	// keys are the owners of the request's kept values: the trace id's
 	// two halves, the parent's span id and the span's own.
 	keys [4]byte
@@ -346,6 +390,9 @@ func (in *instance) Log(c plugins.Ctx) {
 	}
 	s := in.q.Reserve()
 	if s == nil {
+		if in.dropped != nil {
+			in.dropped.Add(1)
+		}
 		return
 	}
 	lo, _ := c.Kept(&in.keys[1])

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -203,6 +205,48 @@ func TestHeaderPrefixAttributes(t *testing.T) {
 	for _, k := range []string{"x-other", "X-My-A", "X-MY-B"} {
 		if _, ok := got[k]; ok {
 			t.Errorf("attribute %s added", k)
+		}
+	}
+}
+
+// TestDropOnQueueFull: with a collector that holds its first upload, the
+// spans past the queue are dropped and counted in DroppedMetric's
+// queue_full series, this worker's slot: past max_queue_size with
+// drop_on_queue_full (the default), past overflow times it without.
+func TestDropOnQueueFull(t *testing.T) {
+	release := make(chan struct{})
+	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(503)
+	}))
+	defer hold.Close()
+	defer close(release)
+	const requests = 40
+	for _, tc := range []struct {
+		drop     string
+		capacity int
+	}{{"", 4}, {`"drop_on_queue_full":true,`, 4}, {`"drop_on_queue_full":false,`, overflow * 4}} {
+		md := fmt.Sprintf(`{"collector":{"address":%q,"request_timeout":10},"batch_span_processor":{%s"max_queue_size":4,`+
+			`"batch_timeout":0.05,"inactive_timeout":0.01,"max_export_batch_size":1}}`, strings.TrimPrefix(hold.URL, "http://"), tc.drop)
+		env := plugins.NewLocalEnv()
+		env.Metadata = plugins.NewSettings(map[string]json.RawMessage{Name: json.RawMessage(md)})
+		i, err := Plugin{}.Build(json.RawMessage(`{"sampler":{"name":"always_on"}}`), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := i.(*instance)
+		// The first span goes to the collector, which holds it.
+		request(in, plugintest.NewCtx("GET", "/hello"))
+		waitFor(t, "the upload to begin", func() bool { return in.q.Len() == 0 })
+		for range requests - 1 {
+			request(in, plugintest.NewCtx("GET", "/hello"))
+		}
+		want := uint64(requests - 1 - tc.capacity)
+		if got := env.Metrics.Slot(DroppedMetric, "queue_full").Load(); got != want {
+			t.Errorf("%s: %d spans dropped for a full queue, want %d", tc.drop, got, want)
 		}
 	}
 }

@@ -63,6 +63,9 @@ type Processor struct {
 	close sync.Once
 	// onClose runs at the end of Close (OnClose).
 	onClose func()
+	// failedTo counts the entries dropped after their retries too
+	// (CountFailed); nil when none.
+	failedTo *atomic.Uint64
 
 	dropped atomic.Uint64 // pushed while every buffer was taken
 	failed  atomic.Uint64 // dropped after the retries
@@ -129,6 +132,11 @@ func (p *Processor) Close() {
 		open.Add(-1)
 	})
 }
+
+// CountFailed has the entries dropped after their batch's retries counted
+// in c too (a metric's slot), from the processor's goroutine: set by the
+// processor's maker before the processor is shared.
+func (p *Processor) CountFailed(c *atomic.Uint64) { p.failedTo = c }
 
 // OnClose has f run at the end of Close, once the last batch was sent
 // (an HTTP sender's idle connections closed): set by the processor's
@@ -217,6 +225,9 @@ func (p *Processor) sendLoop() {
 			if retry >= p.cfg.MaxRetryCount || len(rest) == 0 {
 				if len(rest) > 0 {
 					p.failed.Add(uint64(len(rest)))
+					if p.failedTo != nil {
+						p.failedTo.Add(uint64(len(rest)))
+					}
 					p.log.Error("Batch Processor["+p.cfg.Name+"] exceeded the max_retry_count, dropping the entries",
 						"entries", len(rest), "err", err)
 				}
