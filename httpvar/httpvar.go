@@ -18,9 +18,10 @@
 //
 //   - request variables (URI to Cookie): read from the request, in route
 //     vars, plugins and the access log alike;
-//   - exchange variables (RouteID to BalancerIP): the matched route, the
-//     consumer and the upstream node; not set while routing (route vars
-//     see them unset), set for the plugins and the log once known;
+//   - exchange variables (RouteID to OTelSpanID): the matched route, the
+//     consumer and the upstream node, and those a plugin sets
+//     (Settable); not set while routing (route vars see them unset), set
+//     for the plugins and the log once known;
 //   - log variables (RemoteUser on, LogOnly): the access log's own, its
 //     times, sizes and statuses; plugins.Ctx.Var answers nil for them.
 //
@@ -70,6 +71,11 @@ const (
 	ConsumerName // $consumer_name (APISIX)
 	UpstreamAddr // $upstream_addr: the node of the last attempt, ip:port (a node given by host name: the address connected to)
 	BalancerIP   // $balancer_ip (APISIX): the host of that node
+	// Set by a plugin for the rest of the request (plugins.Ctx.SetVar;
+	// Settable): opentelemetry's set_ngx_var.
+	OTelTraceparent // $opentelemetry_context_traceparent: the request's span as a traceparent
+	OTelTraceID     // $opentelemetry_trace_id: its trace id, 32 hex digits
+	OTelSpanID      // $opentelemetry_span_id: its span id, 16 hex digits
 
 	// Log variables.
 	RemoteUser           // $remote_user: the user of Basic authorization
@@ -97,6 +103,14 @@ const (
 // Exchange reports whether k is an exchange variable: unset while routing.
 func (k Kind) Exchange() bool { return k >= RouteID && k < RemoteUser }
 
+// Settable reports whether a plugin sets k for the rest of the request
+// (plugins.Ctx.SetVar), as APISIX's plugins set ngx.var of the variables
+// nginx declares for them.
+func (k Kind) Settable() bool { return k >= OTelTraceparent && k <= OTelSpanID }
+
+// NumSettable is how many kinds are Settable, from OTelTraceparent on.
+const NumSettable = int(OTelSpanID-OTelTraceparent) + 1
+
 // LogOnly reports whether k is one of the access log's own variables.
 func (k Kind) LogOnly() bool { return k >= RemoteUser }
 
@@ -111,49 +125,52 @@ type Var struct {
 }
 
 var names = map[string]Kind{
-	"uri":                    URI,
-	"document_uri":           URI,
-	"request_uri":            RequestURI,
-	"args":                   Args,
-	"query_string":           Args,
-	"host":                   Host,
-	"remote_addr":            RemoteAddr,
-	"remote_port":            RemotePort,
-	"request_method":         RequestMethod,
-	"scheme":                 Scheme,
-	"server_port":            ServerPort,
-	"server_addr":            ServerAddr,
-	"server_name":            ServerName,
-	"hostname":               Hostname,
-	"route_id":               RouteID,
-	"route_name":             RouteName,
-	"service_id":             ServiceID,
-	"service_name":           ServiceName,
-	"matched_uri":            MatchedURI,
-	"matched_host":           MatchedHost,
-	"consumer_name":          ConsumerName,
-	"upstream_addr":          UpstreamAddr,
-	"balancer_ip":            BalancerIP,
-	"remote_user":            RemoteUser,
-	"time_local":             TimeLocal,
-	"time_iso8601":           TimeISO8601,
-	"msec":                   Msec,
-	"request":                Request,
-	"server_protocol":        ServerProtocol,
-	"status":                 Status,
-	"body_bytes_sent":        BodyBytesSent,
-	"bytes_sent":             BytesSent,
-	"request_length":         RequestLength,
-	"request_time":           RequestTime,
-	"upstream_status":        UpstreamStatus,
-	"upstream_response_time": UpstreamResponseTime,
-	"upstream_connect_time":  UpstreamConnectTime,
-	"upstream_scheme":        UpstreamScheme,
-	"upstream_host":          UpstreamHost,
-	"upstream_uri":           UpstreamURI,
-	"request_id":             RequestID,
-	"apisix_request_id":      RequestID,
-	"pid":                    Pid,
+	"uri":                               URI,
+	"document_uri":                      URI,
+	"request_uri":                       RequestURI,
+	"args":                              Args,
+	"query_string":                      Args,
+	"host":                              Host,
+	"remote_addr":                       RemoteAddr,
+	"remote_port":                       RemotePort,
+	"request_method":                    RequestMethod,
+	"scheme":                            Scheme,
+	"server_port":                       ServerPort,
+	"server_addr":                       ServerAddr,
+	"server_name":                       ServerName,
+	"hostname":                          Hostname,
+	"route_id":                          RouteID,
+	"route_name":                        RouteName,
+	"service_id":                        ServiceID,
+	"service_name":                      ServiceName,
+	"matched_uri":                       MatchedURI,
+	"matched_host":                      MatchedHost,
+	"consumer_name":                     ConsumerName,
+	"upstream_addr":                     UpstreamAddr,
+	"balancer_ip":                       BalancerIP,
+	"opentelemetry_context_traceparent": OTelTraceparent,
+	"opentelemetry_trace_id":            OTelTraceID,
+	"opentelemetry_span_id":             OTelSpanID,
+	"remote_user":                       RemoteUser,
+	"time_local":                        TimeLocal,
+	"time_iso8601":                      TimeISO8601,
+	"msec":                              Msec,
+	"request":                           Request,
+	"server_protocol":                   ServerProtocol,
+	"status":                            Status,
+	"body_bytes_sent":                   BodyBytesSent,
+	"bytes_sent":                        BytesSent,
+	"request_length":                    RequestLength,
+	"request_time":                      RequestTime,
+	"upstream_status":                   UpstreamStatus,
+	"upstream_response_time":            UpstreamResponseTime,
+	"upstream_connect_time":             UpstreamConnectTime,
+	"upstream_scheme":                   UpstreamScheme,
+	"upstream_host":                     UpstreamHost,
+	"upstream_uri":                      UpstreamURI,
+	"request_id":                        RequestID,
+	"apisix_request_id":                 RequestID,
+	"pid":                               Pid,
 }
 
 // tlsNames are the variables of kind TLS: nginx's $https ("on" on a TLS

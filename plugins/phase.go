@@ -77,6 +77,13 @@ type Ctx interface {
 	// hide_credentials edits the arguments for the plugins after it),
 	// Query when none did.
 	Var(v httpvar.Var) []byte
+	// SetVar sets v, a variable plugins set (httpvar.Kind.Settable:
+	// opentelemetry's $opentelemetry_trace_id…), to a copy of value for
+	// the rest of the request: Var gives it to the plugins after the
+	// caller, and the access log writes it. Other variables are ignored.
+	// From any phase; it does not allocate once the request's buffers
+	// have grown.
+	SetVar(v httpvar.Var, value []byte)
 	// RouteID is the id of the route the request matched.
 	RouteID() string
 	// Now is the worker's coarse clock, Unix nanoseconds as of the event

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"coregate/httpparse"
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -187,6 +188,9 @@ type pluginState struct {
 	// body in log; it is copied into exchangeBufs.respBody as it is
 	// sent (respbody.go).
 	respTee bool
+	// varsSet has bit k-httpvar.OTelTraceparent set for each settable
+	// variable a plugin set (Ctx.SetVar), valued in exchangeBufs.setVars.
+	varsSet uint8
 }
 
 // exchangeBufs are the exchange's buffers, embedded in clientConn beside
@@ -255,6 +259,10 @@ type exchangeBufs struct {
 	// log phase that reads it (respbody.go); resetExchange truncates it,
 	// and lets go of it when it grew past maxKeptBody.
 	respBody []byte
+	// setVars are the values of the variables plugins set (Ctx.SetVar;
+	// pluginState.varsSet says which), by kind from
+	// httpvar.OTelTraceparent.
+	setVars [httpvar.NumSettable][]byte
 }
 
 // maxKeptBody is the capacity of reqBodyBuf a connection keeps from one

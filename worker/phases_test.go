@@ -75,6 +75,8 @@ type probeConf struct {
 	RespFields bool              `json:"resp_fields"` // read the response head (ResponseHeadReader), record every ResponseHeaderAt but Date in log
 	RespProbe  bool              `json:"resp_probe"`  // record whether ResponseHeaderAt(0) answers in log, without being a reader
 	RespBody   int64             `json:"resp_body"`   // read that much of the response body (ResponseBodyReader), recorded in log
+	SetVars    map[string]string `json:"set_vars"`    // SetVar in rewrite
+	LogVars    []string          `json:"log_vars"`    // record these variables (Var) in log
 	ClientAddr string            `json:"client_addr"` // SetClientAddr in rewrite, ip:port
 	LogAddr    bool              `json:"log_addr"`    // record remote_addr:remote_port in log, before and after a SetClientAddr there
 }
@@ -114,6 +116,15 @@ func (p probe) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, er
 	}
 	if c.UpHost != "" {
 		in.hst = []byte(c.UpHost)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.SetVars)) {
+		in.setVars = append(in.setVars, struct {
+			v   httpvar.Var
+			val []byte
+		}{httpvar.Parse(k), []byte(c.SetVars[k])})
+	}
+	for _, name := range c.LogVars {
+		in.logVars = append(in.logVars, httpvar.Parse(name))
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.RespHeader)) {
 		in.resp = append(in.resp, kv{k, []byte(c.RespHeader[k])})
@@ -161,6 +172,11 @@ type probeInst struct {
 	uri, meth, hst []byte
 	awaits         int
 	addr           netip.AddrPort
+	setVars        []struct {
+		v   httpvar.Var
+		val []byte
+	}
+	logVars []httpvar.Var
 }
 
 func (in *probeInst) record(i int) { in.rec.events = append(in.rec.events, in.ev[i]) }
@@ -178,6 +194,9 @@ func (in *probeInst) maybeExit(c plugins.Ctx, at string) {
 
 func (in *probeInst) Rewrite(c plugins.Ctx) {
 	in.record(0)
+	for _, x := range in.setVars {
+		c.SetVar(x.v, x.val)
+	}
 	if in.c.ReadFields {
 		for i := 0; ; i++ {
 			name, value, ok := c.RequestHeaderAt(i)
@@ -322,6 +341,9 @@ func (in *probeInst) Log(c plugins.Ctx) {
 		_, _, ok := c.ResponseHeaderAt(0)
 		in.rec.seen = fmt.Appendf(in.rec.seen, "head %v;", ok)
 		in.rec.seen = fmt.Appendf(in.rec.seen, "body %v;", c.ResponseBody() != nil)
+	}
+	for _, v := range in.logVars {
+		in.rec.seen = append(append(append(in.rec.seen, v.Name...), c.Var(v)...), ';')
 	}
 	if in.c.RespBody > 0 {
 		in.rec.seen = append(append(append(in.rec.seen, "body["...), c.ResponseBody()...), "];"...)

@@ -94,6 +94,12 @@ type Ctx struct {
 	// Figures is what Exchange answers: the test sets the request's times
 	// and sizes for the log phase.
 	Figures plugins.Exchange
+
+	// setVars are the values of the variables a plugin set (SetVar), by
+	// kind from httpvar.OTelTraceparent; varsSet says which. Cleared by
+	// Reset.
+	setVars [httpvar.NumSettable][]byte
+	varsSet uint8
 }
 
 type kept struct {
@@ -179,6 +185,7 @@ func (c *Ctx) Reset() {
 	c.exited, c.exitStatus, c.exitPage, c.status, c.Upstream = false, 0, false, 0, false
 	c.exitBody = c.exitBody[:0]
 	c.respHeader, c.respSet, c.respGone = c.respHeader[:0], c.respSet[:0], c.respGone[:0]
+	c.varsSet = 0
 	c.Body = c.Body[:0]
 	c.ExitDelay, c.Delayed = 0, 0
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
@@ -253,6 +260,10 @@ func (c *Ctx) Var(v httpvar.Var) []byte {
 		return c.realIP
 	case c.realPortSet && v.Kind == httpvar.RemotePort:
 		return c.realPort
+	case v.Kind.Settable():
+		if i := v.Kind - httpvar.OTelTraceparent; c.varsSet&(1<<i) != 0 {
+			return c.setVars[i]
+		}
 	}
 	for i := range c.vars {
 		if x := &c.vars[i]; x.v.Kind == v.Kind && x.v.Name == v.Name {
@@ -333,6 +344,18 @@ func (c *Ctx) args() []byte {
 		return c.UpstreamURI[i+1:]
 	}
 	return nil
+}
+
+// SetVar implements plugins.Ctx as the worker: a settable variable
+// (httpvar.Kind.Settable) keeps a copy of value, which Var answers until
+// Reset; others are ignored.
+func (c *Ctx) SetVar(v httpvar.Var, value []byte) {
+	if !v.Kind.Settable() {
+		return
+	}
+	i := v.Kind - httpvar.OTelTraceparent
+	c.setVars[i] = append(c.setVars[i][:0], value...)
+	c.varsSet |= 1 << i
 }
 
 // Exit implements plugins.Ctx.
