@@ -31,6 +31,12 @@
 // sends what it has and stops. Without metadata the plugin does nothing,
 // as APISIX.
 //
+// With the metadata's set_ngx_var, the rewrite phase sets the variables
+// $opentelemetry_context_traceparent (the traceparent the upstream
+// gets), $opentelemetry_trace_id and $opentelemetry_span_id (Ctx.SetVar),
+// sampled or not, as APISIX: the plugins after it and the access log's
+// format read them.
+//
 // trace_id_ratio decides as OpenTelemetry's TraceIDRatioBased sampler
 // does (the low 63 bits of the trace id's last 8 bytes below
 // fraction·2^63), so that services sampling by one ratio agree on a
@@ -51,9 +57,7 @@
 // opentelemetry-lua hands the full queue to an export at once and queues
 // the span anyway, without bound, the queue holds four times
 // max_queue_size (queueSize) and a span past that is dropped and
-// counted: the event loop never waits for an export. set_ngx_var is
-// accepted and the
-// $opentelemetry_* variables are not set; only the request's span is
+// counted: the event loop never waits for an export. Only the request's span is
 // exported, not spans of the gateway's own phases; the span starts when
 // the request's head was read, on the worker's coarse clock; the spans a
 // worker has queued when its process exits are not sent (a snapshot's

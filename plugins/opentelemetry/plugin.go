@@ -181,6 +181,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			return nil, fmt.Errorf("opentelemetry: metadata: %w", err)
 		}
 		in.fromRequestID = m.TraceIDSource == "x-request-id"
+		in.setVars = m.SetNgxVar
 		var failed *atomic.Uint64
 		if env.Metrics != nil {
 			in.dropped = env.Metrics.Slot(DroppedMetric, "queue_full")
@@ -274,6 +275,7 @@ func exporterFor(raw []byte, m metadata, failed *atomic.Uint64) *Queue {
 type instance struct {
 	sampler       Sampler
 	fromRequestID bool
+	setVars       bool       // set_ngx_var: the $opentelemetry_* variables
 	attrs         []namedVar // additional_attributes
 	headers       []namedVar // additional_header_prefix_attributes without '*'
 	prefixes      [][]byte   // and those with, without it
@@ -316,6 +318,12 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 	}
 	in.tp = AppendTraceparent(in.tp[:0], sc)
 	c.SetRequestHeader("traceparent", in.tp)
+	if in.setVars {
+		// "00-" trace id "-" span id "-" flags.
+		c.SetVar(varTraceparent, in.tp)
+		c.SetVar(varTraceID, in.tp[3:35])
+		c.SetVar(varSpanID, in.tp[36:52])
+	}
 	if sc.Flags&1 == 0 {
 		return
 	}
@@ -376,6 +384,13 @@ var (
 )
 
 var space = []byte(" ")
+
+// The variables of set_ngx_var.
+var (
+	varTraceparent = httpvar.Parse("opentelemetry_context_traceparent")
+	varTraceID     = httpvar.Parse("opentelemetry_trace_id")
+	varSpanID      = httpvar.Parse("opentelemetry_span_id")
+)
 
 // Log records the span of a sampled request into the exporter's queue
 // (dropped and counted when the queue is full): its ids, its times, its

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/plugintest"
 )
@@ -247,6 +248,35 @@ func TestDropOnQueueFull(t *testing.T) {
 		want := uint64(requests - 1 - tc.capacity)
 		if got := env.Metrics.Slot(DroppedMetric, "queue_full").Load(); got != want {
 			t.Errorf("%s: %d spans dropped for a full queue, want %d", tc.drop, got, want)
+		}
+	}
+}
+
+// TestSetNgxVar: with set_ngx_var the rewrite phase sets
+// $opentelemetry_context_traceparent (the traceparent the upstream gets),
+// $opentelemetry_trace_id and $opentelemetry_span_id for the plugins
+// after it and the access log, sampled or not; without it they stay
+// unset.
+func TestSetNgxVar(t *testing.T) {
+	col := newCollector(t)
+	vars := [3]httpvar.Var{httpvar.Parse("opentelemetry_context_traceparent"), httpvar.Parse("opentelemetry_trace_id"),
+		httpvar.Parse("opentelemetry_span_id")}
+	for _, sampler := range []string{"always_on", "always_off"} {
+		in := build(t, `{"sampler":{"name":"`+sampler+`"}}`, col, `,"set_ngx_var":true`)
+		c := plugintest.NewCtx("GET", "/hello")
+		request(in, c)
+		tp := string(c.UpstreamHeader("traceparent"))
+		got := [3]string{string(c.Var(vars[0])), string(c.Var(vars[1])), string(c.Var(vars[2]))}
+		if len(tp) != 55 || got != [3]string{tp, tp[3:35], tp[36:52]} {
+			t.Errorf("%s: variables %q, upstream traceparent %q", sampler, got, tp)
+		}
+	}
+	in := build(t, `{"sampler":{"name":"always_on"}}`, col, "")
+	c := plugintest.NewCtx("GET", "/hello")
+	request(in, c)
+	for _, v := range vars {
+		if got := c.Var(v); got != nil {
+			t.Errorf("without set_ngx_var: %v = %q", v, got)
 		}
 	}
 }
