@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -85,4 +87,47 @@ func TestAdminAPILoggerDropMetrics(t *testing.T) {
 		return nil
 	})
 	promCheck(t, promtool, text)
+}
+
+// TestOpenTelemetrySetNgxVar: with the metadata's set_ngx_var, the access
+// log's format writes $opentelemetry_trace_id, $opentelemetry_span_id and
+// $opentelemetry_context_traceparent of each request, the span the
+// upstream's traceparent names; a route without opentelemetry writes
+// them as unset ("-").
+func TestOpenTelemetrySetNgxVar(t *testing.T) {
+	t.Parallel()
+	rc := newOTLPReceiver(t)
+	var seen atomic.Value
+	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Get("traceparent"))
+		_, _ = w.Write([]byte("ok"))
+	})
+	yaml := standaloneYAML(map[string][]obj{
+		"routes": {
+			{"id": "traced", "uri": "/traced", "upstream": upstreamOf(nodes(up.Addr()), nil),
+				"plugins": obj{"opentelemetry": obj{"sampler": obj{"name": "always_on"}}}},
+			{"id": "plain", "uri": "/plain", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		},
+		"plugin_metadata": {{"id": "opentelemetry", "set_ngx_var": true,
+			"collector": obj{"address": strings.TrimPrefix(rc.URL, "http://")}}},
+	})
+	g := startSupervisor(t, yaml, accessLogConfig(1,
+		"    access_log_format: '$request_uri $opentelemetry_trace_id $opentelemetry_span_id $opentelemetry_context_traceparent'\n"), 1)
+	path := filepath.Join(g.dir, "logs", "access.log")
+	c := newClient(t)
+	if r := do(t, c, "GET", g.url("/traced"), "", nil, nil); r.status != 200 {
+		t.Fatalf("GET /traced: %d %q", r.status, r.body)
+	}
+	tp, _ := seen.Load().(string)
+	if r := do(t, c, "GET", g.url("/plain"), "", nil, nil); r.status != 200 {
+		t.Fatalf("GET /plain: %d %q", r.status, r.body)
+	}
+	lines := waitFile(t, path, 2)
+	if len(tp) != 55 {
+		t.Fatalf("the upstream's traceparent %q", tp)
+	}
+	want := []string{"/traced " + tp[3:35] + " " + tp[36:52] + " " + tp, "/plain - - -"}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("access log\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
 }
