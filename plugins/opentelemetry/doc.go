@@ -28,7 +28,8 @@
 // on) and uploads them to collector.address with the OpenTelemetry SDK's
 // OTLP/HTTP client (otlptracehttp), not retrying a failed upload (its
 // spans are counted). New metadata starts a new exporter; the old one
-// sends what it has and stops. Without metadata the plugin does nothing,
+// sends what it has and stops, as does an exporter no instance holds any
+// more (its routes dropped), at the next garbage collection. Without metadata the plugin does nothing,
 // as APISIX.
 //
 // With the metadata's set_ngx_var, the rewrite phase sets the variables

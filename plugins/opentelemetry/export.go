@@ -123,9 +123,14 @@ func intAttr(k string, v int64) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
 }
 
+// running is the number of Run calls in progress in the process.
+var running atomic.Int64
+
 // Run exports until ctx is done, then exports what is queued once more
 // (bounded by RequestTimeout) and stops the client.
 func (e *Exporter) Run(ctx context.Context) {
+	running.Add(1)
+	defer running.Add(-1)
 	tick := time.NewTicker(e.cfg.InactiveTimeout)
 	defer tick.Stop()
 	for {

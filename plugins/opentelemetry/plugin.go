@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"coregate/httpvar"
 	"coregate/plugins"
@@ -187,7 +189,8 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			in.dropped = env.Metrics.Slot(DroppedMetric, "queue_full")
 			failed = env.Metrics.Slot(DroppedMetric, "export_failed")
 		}
-		in.q = exporterFor(raw, m, failed)
+		in.exp = exporterFor(raw, m, failed)
+		in.q = in.exp.q
 	}
 	return in, nil
 }
@@ -199,13 +202,21 @@ type namedVar struct {
 }
 
 // The process's exporter: one per metadata, replaced (the old one
-// flushed and stopped) when a snapshot brings other metadata.
+// flushed and stopped) when a snapshot brings other metadata, and
+// stopped the same way once no instance holds it any more (the routes
+// with the plugin dropped, their snapshots let go): the instances hold
+// its exporterRef, which exporters holds weakly.
 var exporters struct {
 	mu     sync.Mutex
 	raw    []byte
-	q      *Queue
+	ref    weak.Pointer[exporterRef]
 	cancel context.CancelFunc
 }
+
+// exporterRef is the instances' handle on the exporter of their
+// metadata: its queue. Once it is unreachable the collector has the
+// exporter stopped (exporterFor's clean-up), which sends what is queued.
+type exporterRef struct{ q *Queue }
 
 // overflow is how many times max_queue_size the queue holds with
 // drop_on_queue_full false (queueSize).
@@ -229,11 +240,11 @@ func queueSize(bsp batchSpanProcessor) int {
 // decoded), starting it when the process has none for it; failed, when
 // not nil, counts the spans of failed uploads (DroppedMetric's
 // export_failed).
-func exporterFor(raw []byte, m metadata, failed *atomic.Uint64) *Queue {
+func exporterFor(raw []byte, m metadata, failed *atomic.Uint64) *exporterRef {
 	exporters.mu.Lock()
 	defer exporters.mu.Unlock()
-	if exporters.q != nil && bytes.Equal(exporters.raw, raw) {
-		return exporters.q
+	if ref := exporters.ref.Value(); ref != nil && bytes.Equal(exporters.raw, raw) {
+		return ref
 	}
 	if exporters.cancel != nil {
 		exporters.cancel()
@@ -266,8 +277,12 @@ func exporterFor(raw []byte, m metadata, failed *atomic.Uint64) *Queue {
 	ctx, cancel := context.WithCancel(context.Background())
 	_ = e.Start(ctx) // the HTTP client's Start does not fail
 	go e.Run(ctx)
-	exporters.raw, exporters.q, exporters.cancel = bytes.Clone(raw), q, cancel
-	return q
+	ref := &exporterRef{q}
+	// Run holds q and the exporter, not ref: once the instances let ref
+	// go, the exporter is stopped (cancel may run twice, harmlessly).
+	runtime.AddCleanup(ref, func(cancel context.CancelFunc) { cancel() }, cancel)
+	exporters.raw, exporters.ref, exporters.cancel = bytes.Clone(raw), weak.Make(ref), cancel
+	return ref
 }
 
 // instance is one configuration, built; shared by the requests of its
@@ -275,11 +290,12 @@ func exporterFor(raw []byte, m metadata, failed *atomic.Uint64) *Queue {
 type instance struct {
 	sampler       Sampler
 	fromRequestID bool
-	setVars       bool       // set_ngx_var: the $opentelemetry_* variables
-	attrs         []namedVar // additional_attributes
-	headers       []namedVar // additional_header_prefix_attributes without '*'
-	prefixes      [][]byte   // and those with, without it
-	q             *Queue     // nil: no metadata, nothing done
+	setVars       bool         // set_ngx_var: the $opentelemetry_* variables
+	attrs         []namedVar   // additional_attributes
+	headers       []namedVar   // additional_header_prefix_attributes without '*'
+	prefixes      [][]byte     // and those with, without it
+	q             *Queue       // nil: no metadata, nothing done
+	exp           *exporterRef // q's exporter, held
 	// dropped is DroppedMetric's queue_full series, this worker's slot
 	// (nil without metrics), which Log counts on its event loop.
 	dropped *atomic.Uint64

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"coregate/admin/spec"
 	"coregate/httpvar"
@@ -279,4 +281,28 @@ func TestSetNgxVar(t *testing.T) {
 			t.Errorf("without set_ngx_var: %v = %q", v, got)
 		}
 	}
+}
+
+// TestExporterReleased: once no instance holds the exporter of the
+// metadata (its routes dropped by a configuration change), it sends the
+// spans it holds and stops; N such changes leave no exporter running.
+func TestExporterReleased(t *testing.T) {
+	col := newCollector(t)
+	base := running.Load()
+	const changes = 5
+	for i := range changes {
+		// A batch that only the stop sends.
+		in := build(t, `{"sampler":{"name":"always_on"}}`, col,
+			fmt.Sprintf(`,"resource":{"change":%d},"batch_span_processor":{"batch_timeout":3600,"inactive_timeout":3600,"max_export_batch_size":100}`, i))
+		request(in, plugintest.NewCtx("GET", "/hello"))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running.Load() > base || exporters.ref.Value() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d exporters running (%d before) after %d changes", running.Load(), base, changes)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitFor(t, "the spans held", func() bool { return len(col.spans()) == changes })
 }
