@@ -125,52 +125,56 @@ type Var struct {
 }
 
 var names = map[string]Kind{
-	"uri":                               URI,
-	"document_uri":                      URI,
-	"request_uri":                       RequestURI,
-	"args":                              Args,
-	"query_string":                      Args,
-	"host":                              Host,
-	"remote_addr":                       RemoteAddr,
-	"remote_port":                       RemotePort,
-	"request_method":                    RequestMethod,
-	"scheme":                            Scheme,
-	"server_port":                       ServerPort,
-	"server_addr":                       ServerAddr,
-	"server_name":                       ServerName,
-	"hostname":                          Hostname,
-	"route_id":                          RouteID,
-	"route_name":                        RouteName,
-	"service_id":                        ServiceID,
-	"service_name":                      ServiceName,
-	"matched_uri":                       MatchedURI,
-	"matched_host":                      MatchedHost,
-	"consumer_name":                     ConsumerName,
-	"upstream_addr":                     UpstreamAddr,
-	"balancer_ip":                       BalancerIP,
+	"uri":                    URI,
+	"document_uri":           URI,
+	"request_uri":            RequestURI,
+	"args":                   Args,
+	"query_string":           Args,
+	"host":                   Host,
+	"remote_addr":            RemoteAddr,
+	"remote_port":            RemotePort,
+	"request_method":         RequestMethod,
+	"scheme":                 Scheme,
+	"server_port":            ServerPort,
+	"server_addr":            ServerAddr,
+	"server_name":            ServerName,
+	"hostname":               Hostname,
+	"route_id":               RouteID,
+	"route_name":             RouteName,
+	"service_id":             ServiceID,
+	"service_name":           ServiceName,
+	"matched_uri":            MatchedURI,
+	"matched_host":           MatchedHost,
+	"consumer_name":          ConsumerName,
+	"upstream_addr":          UpstreamAddr,
+	"balancer_ip":            BalancerIP,
+	"remote_user":            RemoteUser,
+	"time_local":             TimeLocal,
+	"time_iso8601":           TimeISO8601,
+	"msec":                   Msec,
+	"request":                Request,
+	"server_protocol":        ServerProtocol,
+	"status":                 Status,
+	"body_bytes_sent":        BodyBytesSent,
+	"bytes_sent":             BytesSent,
+	"request_length":         RequestLength,
+	"request_time":           RequestTime,
+	"upstream_status":        UpstreamStatus,
+	"upstream_response_time": UpstreamResponseTime,
+	"upstream_connect_time":  UpstreamConnectTime,
+	"upstream_scheme":        UpstreamScheme,
+	"upstream_host":          UpstreamHost,
+	"upstream_uri":           UpstreamURI,
+	"request_id":             RequestID,
+	"apisix_request_id":      RequestID,
+	"pid":                    Pid,
+}
+
+// settableNames are the variables plugins set (Kind.Settable).
+var settableNames = map[string]Kind{
 	"opentelemetry_context_traceparent": OTelTraceparent,
 	"opentelemetry_trace_id":            OTelTraceID,
 	"opentelemetry_span_id":             OTelSpanID,
-	"remote_user":                       RemoteUser,
-	"time_local":                        TimeLocal,
-	"time_iso8601":                      TimeISO8601,
-	"msec":                              Msec,
-	"request":                           Request,
-	"server_protocol":                   ServerProtocol,
-	"status":                            Status,
-	"body_bytes_sent":                   BodyBytesSent,
-	"bytes_sent":                        BytesSent,
-	"request_length":                    RequestLength,
-	"request_time":                      RequestTime,
-	"upstream_status":                   UpstreamStatus,
-	"upstream_response_time":            UpstreamResponseTime,
-	"upstream_connect_time":             UpstreamConnectTime,
-	"upstream_scheme":                   UpstreamScheme,
-	"upstream_host":                     UpstreamHost,
-	"upstream_uri":                      UpstreamURI,
-	"request_id":                        RequestID,
-	"apisix_request_id":                 RequestID,
-	"pid":                               Pid,
 }
 
 // tlsNames are the variables of kind TLS: nginx's $https ("on" on a TLS
@@ -202,6 +206,9 @@ func Parse(name string) Var {
 	if k, ok := names[lname]; ok {
 		return Var{Kind: k}
 	}
+	if k, ok := settableNames[lname]; ok {
+		return Var{Kind: k}
+	}
 	if tlsNames[lname] {
 		return Var{Kind: TLS, Name: lname}
 	}
@@ -226,6 +233,9 @@ func Names() (exact, prefixes []string) {
 		exact = append(exact, n)
 	}
 	for n := range tlsNames {
+		exact = append(exact, n)
+	}
+	for n := range settableNames {
 		exact = append(exact, n)
 	}
 	sort.Strings(exact)
