@@ -36,6 +36,10 @@ func buildMD(t testing.TB, conf, md string) *plugins.Phases {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The instances hold their processor, which stops once they are
+	// collected (TestProcessorsReleased): held for the test, as a
+	// worker's snapshot holds them while it serves.
+	t.Cleanup(func() { runtime.KeepAlive(&ph) })
 	return &ph
 }
 
@@ -295,8 +299,12 @@ func TestProcessorsReleased(t *testing.T) {
 	for i := range changes {
 		// Batches that only a flush sends: the entry waits in the
 		// processor when the configuration changes.
-		p := build(t, fmt.Sprintf(`{"uri":"%s/log/%d","batch_max_size":100,"inactive_timeout":3600,"buffer_duration":3600,"log_format":{"n":"$arg_n"}}`, s.URL, i))
-		plugintest.Run(p, plugintest.NewCtx("GET", fmt.Sprintf("/?n=%d", i)))
+		conf := fmt.Sprintf(`{"uri":"%s/log/%d","batch_max_size":100,"inactive_timeout":3600,"buffer_duration":3600,"log_format":{"n":"$arg_n"}}`, s.URL, i)
+		p, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
+		if err != nil {
+			t.Fatal(err)
+		}
+		plugintest.Run(&p, plugintest.NewCtx("GET", fmt.Sprintf("/?n=%d", i)))
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for batch.Open() > base || processors.Len() > 0 {
