@@ -18,9 +18,10 @@
 //
 //   - request variables (URI to Cookie): read from the request, in route
 //     vars, plugins and the access log alike;
-//   - exchange variables (RouteID to BalancerIP): the matched route, the
-//     consumer and the upstream node; not set while routing (route vars
-//     see them unset), set for the plugins and the log once known;
+//   - exchange variables (RouteID to OTelSpanID): the matched route, the
+//     consumer and the upstream node, and those a plugin sets
+//     (Settable); not set while routing (route vars see them unset), set
+//     for the plugins and the log once known;
 //   - log variables (RemoteUser on, LogOnly): the access log's own, its
 //     times, sizes and statuses; plugins.Ctx.Var answers nil for them.
 //
@@ -70,6 +71,11 @@ const (
 	ConsumerName // $consumer_name (APISIX)
 	UpstreamAddr // $upstream_addr: the node of the last attempt, ip:port (a node given by host name: the address connected to)
 	BalancerIP   // $balancer_ip (APISIX): the host of that node
+	// Set by a plugin for the rest of the request (plugins.Ctx.SetVar;
+	// Settable): opentelemetry's set_ngx_var.
+	OTelTraceparent // $opentelemetry_context_traceparent: the request's span as a traceparent
+	OTelTraceID     // $opentelemetry_trace_id: its trace id, 32 hex digits
+	OTelSpanID      // $opentelemetry_span_id: its span id, 16 hex digits
 
 	// Log variables.
 	RemoteUser           // $remote_user: the user of Basic authorization
@@ -96,6 +102,14 @@ const (
 
 // Exchange reports whether k is an exchange variable: unset while routing.
 func (k Kind) Exchange() bool { return k >= RouteID && k < RemoteUser }
+
+// Settable reports whether a plugin sets k for the rest of the request
+// (plugins.Ctx.SetVar), as APISIX's plugins set ngx.var of the variables
+// nginx declares for them.
+func (k Kind) Settable() bool { return k >= OTelTraceparent && k <= OTelSpanID }
+
+// NumSettable is how many kinds are Settable, from OTelTraceparent on.
+const NumSettable = int(OTelSpanID-OTelTraceparent) + 1
 
 // LogOnly reports whether k is one of the access log's own variables.
 func (k Kind) LogOnly() bool { return k >= RemoteUser }
@@ -156,6 +170,13 @@ var names = map[string]Kind{
 	"pid":                    Pid,
 }
 
+// settableNames are the variables plugins set (Kind.Settable).
+var settableNames = map[string]Kind{
+	"opentelemetry_context_traceparent": OTelTraceparent,
+	"opentelemetry_trace_id":            OTelTraceID,
+	"opentelemetry_span_id":             OTelSpanID,
+}
+
 // tlsNames are the variables of kind TLS: nginx's $https ("on" on a TLS
 // connection) and the $ssl_* ones coregate sets (tlsconf.Var).
 var tlsNames = map[string]bool{
@@ -185,6 +206,9 @@ func Parse(name string) Var {
 	if k, ok := names[lname]; ok {
 		return Var{Kind: k}
 	}
+	if k, ok := settableNames[lname]; ok {
+		return Var{Kind: k}
+	}
 	if tlsNames[lname] {
 		return Var{Kind: TLS, Name: lname}
 	}
@@ -209,6 +233,9 @@ func Names() (exact, prefixes []string) {
 		exact = append(exact, n)
 	}
 	for n := range tlsNames {
+		exact = append(exact, n)
+	}
+	for n := range settableNames {
 		exact = append(exact, n)
 	}
 	sort.Strings(exact)

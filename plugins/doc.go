@@ -51,7 +51,12 @@
 // proxy-mirror's copy) is a BodyTee instead: the body streams upstream
 // unchanged, with no wait and no limit added, while the worker copies its
 // first TeeLimit bytes for the log phase (Ctx.RequestBody,
-// Ctx.RequestBodyWhole). The worker merges a route's plugins with its plugin_config's
+// Ctx.RequestBodyWhole). A log phase that reads the response the client
+// got (the loggers' response.headers and include_resp_body) is a
+// ResponseHeadReader, a ResponseBodyReader or both: the worker keeps a
+// copy of the head, and of the body's start up to the ResponseBodyLimit,
+// as it sends them (Ctx.ResponseHeaderAt, Ctx.ResponseBody), for the
+// routes with such a plugin only. The worker merges a route's plugins with its plugin_config's
 // and its service's (the route's own keys win), builds them and sorts the
 // instances into Phases, one slice per phase, type-asserted once, so a
 // request does no lookups.

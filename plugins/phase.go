@@ -77,6 +77,13 @@ type Ctx interface {
 	// hide_credentials edits the arguments for the plugins after it),
 	// Query when none did.
 	Var(v httpvar.Var) []byte
+	// SetVar sets v, a variable plugins set (httpvar.Kind.Settable:
+	// opentelemetry's $opentelemetry_trace_id…), to a copy of value for
+	// the rest of the request: Var gives it to the plugins after the
+	// caller, and the access log writes it. Other variables are ignored.
+	// From any phase; it does not allocate once the request's buffers
+	// have grown.
+	SetVar(v httpvar.Var, value []byte)
 	// RouteID is the id of the route the request matched.
 	RouteID() string
 	// Now is the worker's coarse clock, Unix nanoseconds as of the event
@@ -128,6 +135,24 @@ type Ctx interface {
 	// pages) are not seen. The bytes point into the worker's buffers:
 	// valid only during the phase call.
 	ResponseHeader(name string) []byte
+	// ResponseHeaderAt is the i-th field (from 0) of the response head
+	// the client got, in the order sent, the status line left out: the
+	// upstream's fields as relayed, the worker's own (Date, Server,
+	// Content-Length, Transfer-Encoding, Connection) and the plugins'.
+	// From the log phase, for a route or global rule with a
+	// ResponseHeadReader (ok is false otherwise, and past the last
+	// field); the bytes point into the worker's copy of the head: valid
+	// only during the phase call.
+	ResponseHeaderAt(i int) (name, value []byte, ok bool)
+	// ResponseBody is the start of the response body the client got, its
+	// data de-chunked (after body_filter, when a plugin changed it), up
+	// to the largest ResponseBodyLimit of the ResponseBodyReaders of the
+	// route and the global rules: the worker copies it as it relays the
+	// body, which is neither held back nor buffered whole. From the log
+	// phase; nil when the body was empty, and for a route without such a
+	// reader. The bytes are valid during the phase call and must not be
+	// written.
+	ResponseBody() []byte
 
 	// ExitAfter is Exit after d (mocking's delay): the request's phases
 	// stop now, the answer leaves when the worker's timer fires, and the
@@ -411,6 +436,26 @@ type BodyTee interface {
 	TeeLimit() int64
 }
 
+// ResponseHeadReader is an Instance whose log phase reads the response
+// head the client got (Ctx.ResponseHeaderAt, the loggers' default entry's
+// response.headers): a route (or global rule) with one that answers true
+// has the head of its responses copied as it is written, which the others
+// are spared.
+type ResponseHeadReader interface {
+	ReadsResponseHead() bool
+}
+
+// ResponseBodyReader is an Instance whose log phase reads the start of
+// the response body (Ctx.ResponseBody, the loggers' include_resp_body):
+// a route (or global rule) with one has that much of its responses'
+// bodies copied as they are sent, up to the largest ResponseBodyLimit of
+// its instances; the others are spared the copy.
+type ResponseBodyReader interface {
+	// ResponseBodyLimit is how many bytes of the body the instance
+	// reads; 0 when it reads none (a logger without include_resp_body).
+	ResponseBodyLimit() int64
+}
+
 // Phases is one set of built plugins (a route's, a global rule's) as the
 // request path runs them: one slice per phase, each in execution order.
 // The zero value has no plugins. It is built off the event loop, once per
@@ -431,6 +476,13 @@ type Phases struct {
 	// TeeLimit is the largest TeeLimit of the BodyTee instances; 0 when
 	// there are none: the request body is not copied.
 	TeeLimit int64
+	// RespHead: some instance is a ResponseHeadReader that reads the
+	// head; the worker keeps a copy of it for the log phase.
+	RespHead bool
+	// RespBodyLimit is the largest ResponseBodyLimit of the
+	// ResponseBodyReader instances: how much of the response body the
+	// worker keeps for the log phase (0: none).
+	RespBodyLimit int64
 }
 
 // NewPhases sorts built plugins (in execution order, as Build returns them)
@@ -461,6 +513,12 @@ func NewPhases(built []Configured) Phases {
 		}
 		if i, ok := c.Instance.(BodyTee); ok {
 			p.TeeLimit = max(p.TeeLimit, i.TeeLimit())
+		}
+		if i, ok := c.Instance.(ResponseHeadReader); ok && i.ReadsResponseHead() {
+			p.RespHead = true
+		}
+		if i, ok := c.Instance.(ResponseBodyReader); ok {
+			p.RespBodyLimit = max(p.RespBodyLimit, i.ResponseBodyLimit())
 		}
 	}
 	return p

@@ -54,13 +54,15 @@ func TestAllocRequestPath(t *testing.T) {
 // global rules and a route's plugins in every phase, upstream request
 // edits, response headers (set, removed, and read in header_filter), a
 // status set in header_filter, a consumer attached and its merged plugins, a
-// plugin's answer, one after a delay, and bodies through body_filter.
+// plugin's answer, one after a delay, bodies through body_filter, and the
+// response head and body kept and read in log (ResponseHeaderAt,
+// ResponseBody), and a variable a plugin set (SetVar).
 func TestAllocPluginPhases(t *testing.T) {
 	h, rec := pluginHarness(t, pluginSpec(t, []string{
 		`{"id":"r1","uri":"/a","plugins":{"p-auth":{},"p-hi":{"read_fields":true,"client_addr":"10.1.2.3:5678","up_uri":"/b?x=1","up_method":"PUT","up_host":"h.example",` +
-			`"req_set":{"User-Agent":"edited"},"req_add":["X-Add=1"],"req_del":["Accept"],"resp_header":{"X-Hi":"1"}},` +
-			`"p-lo":{"hf_header":{"X-Lo":"2"},"hf_read":["Content-Type","X-Hi"],"hf_remove":["X-Gone"],"hf_status":201}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
-		`{"id":"r2","uri":"/exit","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"no"},"p-lo":{}}}`,
+			`"req_set":{"User-Agent":"edited"},"req_add":["X-Add=1"],"req_del":["Accept"],"resp_header":{"X-Hi":"1"},"set_vars":{"opentelemetry_trace_id":"4bf9"}},` +
+			`"p-lo":{"hf_header":{"X-Lo":"2"},"hf_read":["Content-Type","X-Hi"],"hf_remove":["X-Gone"],"hf_status":201,"resp_fields":true,"resp_body":2048}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"r2","uri":"/exit","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"no"},"p-lo":{"resp_fields":true,"resp_body":16}}}`,
 		`{"id":"r3","uri":"/late","plugins":{"p-hi":{"exit_at":"access","exit":200,"body":"late","delay_ms":100}}}`,
 		`{"id":"r4","uri":"/body","plugins":{"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
 		`{"id":"r5","uri":"/body-exit","plugins":{"p-body":{},"p-hi":{"exit_at":"access","exit":403,"body":"no"}}}`,

@@ -975,8 +975,12 @@ func (cc *clientConn) answerError(status int) {
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
+	cc.keepRespHead(b)
 	if withBody {
 		b = append(b, body...)
+		if cc.plugin.respTee {
+			cc.teeRespBody(body)
+		}
 	}
 	w.scratch = b
 	cc.write(b)
@@ -1022,6 +1026,7 @@ func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep 
 	}
 	b = append(b, "\r\n"...)
 	cc.respHead = len(b)
+	cc.keepRespHead(b)
 	return b
 }
 
@@ -1053,6 +1058,9 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
 	if cc.localBody() {
 		b = append(b, body...)
+		if cc.plugin.respTee {
+			cc.teeRespBody(body)
+		}
 	}
 	w.scratch = b
 	if cc.write(b); cc.closed {

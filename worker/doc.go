@@ -199,6 +199,11 @@
 //     upConn.resp aliases the upstream's inbound buffer; the response head
 //     is rewritten into Worker.scratch and the body forwarded from the
 //     buffer, both before the Discard that ends the handler (afterWrite).
+//     For a log phase that reads them (plugins.ResponseHeadReader,
+//     ResponseBodyReader), the head is copied into exchangeBufs.sentHead
+//     as it is written (resphead.go) and the body's data, up to the
+//     readers' limit, into exchangeBufs.respBody as it is forwarded
+//     (respbody.go): both valid until the exchange ends.
 //     In a tunnel (csTunnel, usTunnel) each side's bytes are written to
 //     the other straight from its buffer, and discarded once written.
 //     Back-pressure leaves bytes there: a peer whose outbound buffer passes
@@ -219,7 +224,8 @@
 //     hostBuf, pathBuf, servletBuf, targetBuf, sizeLine, statuses, upAddrs,
 //     and the
 //     plugins' exitBody, respHdr, reqEdits, upURI, upMethod, upHost,
-//     consumerName, headCopy, kept, reqBodyBuf)
+//     consumerName, headCopy, kept, reqBodyBuf, sentHead, respBody,
+//     setVars)
 //     and upConn.sizeLine are the connection's: their capacity is kept from
 //     one exchange to the next, and each is written from its start before
 //     it is read within one exchange (statuses, upAddrs, respHdr and reqEdits are

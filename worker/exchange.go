@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"coregate/httpparse"
+	"coregate/httpvar"
 	"coregate/plugins"
 )
 
@@ -185,6 +186,16 @@ type pluginState struct {
 	// bodyRead: the request body was read whole for the plugins
 	// (readbody.go), into exchangeBufs.reqBodyBuf.
 	bodyRead bool
+	// headKept: the response head the client got is in
+	// exchangeBufs.sentHead, for the log phase (resphead.go).
+	headKept bool
+	// respTee: the exchange's plugins read the start of the response
+	// body in log; it is copied into exchangeBufs.respBody as it is
+	// sent (respbody.go).
+	respTee bool
+	// varsSet has bit k-httpvar.OTelTraceparent set for each settable
+	// variable a plugin set (Ctx.SetVar), valued in exchangeBufs.setVars.
+	varsSet uint8
 }
 
 // exchangeBufs are the exchange's buffers, embedded in clientConn beside
@@ -247,7 +258,22 @@ type exchangeBufs struct {
 	// pool, taken when the exchange needs one and given back by
 	// resetExchange (teebody.go); nil outside.
 	reqBodyBuf []byte
+	// sentHead is the response head the client got, for a log phase that
+	// reads it (resphead.go; pluginState.headKept says it is set).
+	sentHead []byte
+	// respBody is the start of the response body the client got, for a
+	// log phase that reads it (respbody.go); resetExchange truncates it,
+	// and lets go of it when it grew past maxKeptBody.
+	respBody []byte
+	// setVars are the values of the variables plugins set (Ctx.SetVar;
+	// pluginState.varsSet says which), by kind from
+	// httpvar.OTelTraceparent.
+	setVars [httpvar.NumSettable][]byte
 }
+
+// maxKeptBody is the capacity of respBody a connection keeps from one
+// exchange to the next: a larger buffer is left to the collector.
+const maxKeptBody = 64 << 10
 
 // resetExchange ends the exchange: it is zeroed, and the buffers keep their
 // capacity and nothing else. This is the only way an exchange's state is
@@ -263,6 +289,10 @@ func (cc *clientConn) resetExchange() {
 	cc.reqEdits = cc.reqEdits[:0]
 	cc.w.putBodyBuf(cc.reqBodyBuf)
 	cc.reqBodyBuf = nil
+	cc.respBody = cc.respBody[:0]
+	if cap(cc.respBody) > maxKeptBody {
+		cc.respBody = nil
+	}
 }
 
 // upExchange is an upstream connection's share of the exchange it serves:

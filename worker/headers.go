@@ -192,6 +192,7 @@ func (cc *clientConn) beginResponse(b []byte, resp *httpparse.Response, mode htt
 	start := len(b)
 	b = cc.responseHead(b, resp, cc.keepAlive)
 	cc.upStatus, cc.respHead = resp.Status, len(b)-start
+	cc.keepRespHead(b[start:])
 	return b
 }
 

@@ -68,6 +68,7 @@ func (cc *clientConn) endRequestPhases() bool {
 	p := &cc.plugin
 	p.late = hasLate(p.gl) || hasLate(p.ph)
 	p.filterBody = hasBodyFilter(p.gl) || hasBodyFilter(p.ph)
+	p.respTee = cc.respBodyLimit() > 0
 	if !p.exited {
 		return false
 	}
@@ -174,7 +175,11 @@ func (cc *clientConn) filterLocal(status int, body []byte) []byte {
 func (cc *clientConn) filterResponse(iov [][]byte, start int, done bool) [][]byte {
 	out := cc.filtBuf[:0]
 	for _, piece := range iov[start:] {
-		out = cc.appendFiltered(out, cc.bodyFilter(piece, false))
+		piece = cc.bodyFilter(piece, false)
+		if cc.plugin.respTee {
+			cc.teeRespBody(piece)
+		}
+		out = cc.appendFiltered(out, piece)
 	}
 	if done {
 		out = cc.endFiltered(out)
@@ -191,7 +196,11 @@ func (cc *clientConn) filterResponse(iov [][]byte, start int, done bool) [][]byt
 // endFiltered appends the body_filter phase's last piece and, for an
 // HTTP/1.1 client, the last chunk.
 func (cc *clientConn) endFiltered(out []byte) []byte {
-	out = cc.appendFiltered(out, cc.bodyFilter(nil, true))
+	last := cc.bodyFilter(nil, true)
+	if cc.plugin.respTee {
+		cc.teeRespBody(last)
+	}
+	out = cc.appendFiltered(out, last)
 	if !cc.http10 {
 		out = append(out, lastChunk...)
 	}

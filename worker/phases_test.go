@@ -72,6 +72,11 @@ type probeConf struct {
 	AwaitExit  int               `json:"await_exit"`  // Exit after the last Await's Resume
 	AllUA      bool              `json:"all_ua"`      // record every User-Agent value (HeaderAt) in log
 	AllHeaders bool              `json:"all_headers"` // record every request header (RequestHeaderAt) in log
+	RespFields bool              `json:"resp_fields"` // read the response head (ResponseHeadReader), record every ResponseHeaderAt but Date in log
+	RespProbe  bool              `json:"resp_probe"`  // record whether ResponseHeaderAt(0) answers in log, without being a reader
+	RespBody   int64             `json:"resp_body"`   // read that much of the response body (ResponseBodyReader), recorded in log
+	SetVars    map[string]string `json:"set_vars"`    // SetVar in rewrite
+	LogVars    []string          `json:"log_vars"`    // record these variables (Var) in log
 	ClientAddr string            `json:"client_addr"` // SetClientAddr in rewrite, ip:port
 	LogAddr    bool              `json:"log_addr"`    // record remote_addr:remote_port in log, before and after a SetClientAddr there
 }
@@ -111,6 +116,15 @@ func (p probe) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, er
 	}
 	if c.UpHost != "" {
 		in.hst = []byte(c.UpHost)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.SetVars)) {
+		in.setVars = append(in.setVars, struct {
+			v   httpvar.Var
+			val []byte
+		}{httpvar.Parse(k), []byte(c.SetVars[k])})
+	}
+	for _, name := range c.LogVars {
+		in.logVars = append(in.logVars, httpvar.Parse(name))
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.RespHeader)) {
 		in.resp = append(in.resp, kv{k, []byte(c.RespHeader[k])})
@@ -158,6 +172,11 @@ type probeInst struct {
 	uri, meth, hst []byte
 	awaits         int
 	addr           netip.AddrPort
+	setVars        []struct {
+		v   httpvar.Var
+		val []byte
+	}
+	logVars []httpvar.Var
 }
 
 func (in *probeInst) record(i int) { in.rec.events = append(in.rec.events, in.ev[i]) }
@@ -175,6 +194,9 @@ func (in *probeInst) maybeExit(c plugins.Ctx, at string) {
 
 func (in *probeInst) Rewrite(c plugins.Ctx) {
 	in.record(0)
+	for _, x := range in.setVars {
+		c.SetVar(x.v, x.val)
+	}
 	if in.c.ReadFields {
 		for i := 0; ; i++ {
 			name, value, ok := c.RequestHeaderAt(i)
@@ -293,8 +315,39 @@ func (in *probeInst) HeaderFilter(c plugins.Ctx) {
 	}
 }
 
+// ResponseBodyLimit implements plugins.ResponseBodyReader.
+func (in *probeInst) ResponseBodyLimit() int64 { return in.c.RespBody }
+
+// ReadsResponseHead implements plugins.ResponseHeadReader.
+func (in *probeInst) ReadsResponseHead() bool { return in.c.RespFields }
+
 func (in *probeInst) Log(c plugins.Ctx) {
 	in.record(4)
+	if in.c.RespFields {
+		s := in.rec.seen
+		for i := 0; ; i++ {
+			n, v, ok := c.ResponseHeaderAt(i)
+			if !ok {
+				break
+			}
+			if string(n) == "Date" {
+				v = []byte("*")
+			}
+			s = append(append(append(append(append(s, '['), n...), '='), v...), ']')
+		}
+		in.rec.seen = append(s, ';')
+	}
+	if in.c.RespProbe {
+		_, _, ok := c.ResponseHeaderAt(0)
+		in.rec.seen = fmt.Appendf(in.rec.seen, "head %v;", ok)
+		in.rec.seen = fmt.Appendf(in.rec.seen, "body %v;", c.ResponseBody() != nil)
+	}
+	for _, v := range in.logVars {
+		in.rec.seen = append(append(append(in.rec.seen, v.Name...), c.Var(v)...), ';')
+	}
+	if in.c.RespBody > 0 {
+		in.rec.seen = append(append(append(in.rec.seen, "body["...), c.ResponseBody()...), "];"...)
+	}
 	if in.c.LogKept {
 		v, ok := c.Kept(in)
 		s := append(append(in.rec.seen, in.name...), " kept "...)
@@ -731,6 +784,76 @@ func TestRequestHeaderAtAll(t *testing.T) {
 		h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n"+tc.head+"\r\n"), []byte(upOK))
 		if string(rec.seen) != tc.want {
 			t.Errorf("head %q: log saw %q, want %q", tc.head, rec.seen, tc.want)
+		}
+	}
+}
+
+// TestResponseHeaderAt: the log phase of a ResponseHeadReader reads the
+// head the client got field by field: the upstream's as relayed, the
+// worker's own and those a plugin set; for the worker's own answer too
+// (a plugin's Exit, with header_filter's fields). A route without such a
+// reader gets none, and the fields of one exchange are not the next's.
+func TestResponseHeaderAt(t *testing.T) {
+	server := "[Server=APISIX/" + spec.CompatVersion + "]"
+	for _, tc := range []struct{ name, route, want string }{
+		{"proxied", `{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_header":{"X-Set":"s"}},"p-lo":{"resp_fields":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			"[X-Up=a][Content-Length=2][Date=*]" + server + "[X-Set=s];"},
+		{"exit", `{"id":"r1","uri":"/a","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"no","hf_header":{"X-Set":"s"}},"p-lo":{"resp_fields":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			"[Date=*][Content-Type=text/plain; charset=utf-8][Content-Length=2]" + server + "[X-Set=s];"},
+		{"no reader", `{"id":"r1","uri":"/a","plugins":{"p-lo":{"resp_probe":true}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			"head false;body false;"},
+	} {
+		h, rec := pluginHarness(t, pluginSpec(t, []string{tc.route}, nil, nil, nil))
+		for i := range 2 {
+			rec.reset()
+			h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK))
+			if string(rec.seen) != tc.want {
+				t.Errorf("%s, request %d: log saw %q, want %q", tc.name, i, rec.seen, tc.want)
+			}
+		}
+	}
+}
+
+// TestResponseBody: the log phase of a ResponseBodyReader reads the start
+// of the body the client got, up to the largest limit of the route's
+// readers: an upstream body of a Content-Length, a chunked one in two
+// reads (de-chunked), one body_filter changed (what the client got), a
+// plugin's answer; the client gets the whole body all the same. The next
+// exchange starts with nothing kept.
+func TestResponseBody(t *testing.T) {
+	chunked := [2]string{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n", "4\r\ndefg\r\n3\r\nhij\r\n0\r\n\r\n"}
+	for _, tc := range []struct {
+		name, route string
+		resp        [2]string
+		want, body  string
+	}{
+		{"length", `{"id":"r1","uri":"/a","plugins":{"p-lo":{"resp_body":5}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			[2]string{upOK}, "body[ok];", "ok"},
+		{"chunked", `{"id":"r1","uri":"/a","plugins":{"p-lo":{"resp_body":5},"p-mid":{"resp_body":8}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			chunked, "body[abcdefgh];body[abcdefgh];", "3\r\nabc\r\n7\r\ndefghij\r\n0\r\n\r\n"},
+		{"body_filter", `{"id":"r1","uri":"/a","plugins":{"p-lo":{"resp_body":100},"p-body":{}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			chunked, "body[[abc][defg][hij]!];", "5\r\n[abc]\r\n6\r\n[defg]\r\n5\r\n[hij]\r\n1\r\n!\r\n0\r\n\r\n"},
+		{"exit", `{"id":"r1","uri":"/a","plugins":{"p-hi":{"exit_at":"access","exit":403,"body":"denied"},"p-lo":{"resp_body":4}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+			[2]string{}, "body[deni];", "denied"},
+	} {
+		h, rec := pluginHarness(t, pluginSpec(t, []string{tc.route}, nil, nil, nil))
+		for i := range 2 {
+			rec.reset()
+			h.cl.out, h.up.out = h.cl.out[:0], h.up.out[:0]
+			h.cl.in = append(h.cl.in, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"...)
+			h.w.OnTraffic(h.cl)
+			for _, r := range tc.resp {
+				if r != "" {
+					h.up.in = append(h.up.in, r...)
+					h.w.OnTraffic(h.up)
+				}
+			}
+			if string(rec.seen) != tc.want {
+				t.Errorf("%s, request %d: log saw %q, want %q", tc.name, i, rec.seen, tc.want)
+			}
+			if _, body, _ := strings.Cut(string(h.cl.out), "\r\n\r\n"); body != tc.body {
+				t.Errorf("%s, request %d: client got %q, want %q", tc.name, i, body, tc.body)
+			}
 		}
 	}
 }

@@ -511,6 +511,8 @@ func (uc *upConn) forward(cc *clientConn, iov [][]byte, buf []byte) (n int, done
 	}
 	if reframe {
 		iov = cc.filterResponse(iov, head, done && err == nil)
+	} else if cc.plugin.respTee {
+		cc.teeRelayed(uc, iov[head:])
 	}
 	if len(iov) > 0 {
 		cc.writev(iov)

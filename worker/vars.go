@@ -130,6 +130,8 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 		}
 		cc.upAddrBuf = cc.appendAttemptAddr(b)
 		return cc.upAddrBuf, true
+	case httpvar.OTelTraceparent, httpvar.OTelTraceID, httpvar.OTelSpanID:
+		return cc.setVar(x.Kind)
 	default:
 		if x.Kind.Exchange() && cc.rt != nil {
 			v := cc.routeVar(x.Kind)

@@ -88,6 +88,10 @@ func TestVarTable(t *testing.T) {
 		{"consumer_name", unset, true},
 		{"upstream_addr", "127.0.0.1:1980", false},
 		{"balancer_ip", "127.0.0.1", false},
+		// Set by a plugin (Ctx.SetVar; setvar_test.go): none here.
+		{"opentelemetry_context_traceparent", unset, true},
+		{"opentelemetry_trace_id", unset, true},
+		{"opentelemetry_span_id", unset, true},
 	}
 	covered := map[httpvar.Kind]bool{}
 	for _, c := range cases {

@@ -36,7 +36,8 @@ func fileEntry(t *testing.T, path, want string) (map[string]any, []string) {
 }
 
 // TestAdminAPIFileLogger runs file-logger through the binary, configured
-// through the Admin API: the full entry of a proxied request, a
+// through the Admin API: the full entry of a proxied request (with the
+// response's headers and, include_resp_body, its body), a
 // log_format and path of the plugin metadata (which then serve every
 // file-logger without its own, as APISIX), a new file after the
 // old one is renamed and SIGUSR1 comes, requests unslowed by a file that
@@ -63,14 +64,14 @@ func TestAdminAPIFileLogger(t *testing.T) {
 	if r := admin.do(t, c, "GET", "schema/plugins/file-logger", ""); r.status != 200 || !strings.Contains(r.body, `"max_req_body_bytes"`) {
 		t.Errorf("schema/plugins/file-logger: %d %s", r.status, r.body)
 	}
-	r := admin.do(t, c, "PUT", "routes/bad", `{"uri":"/bad","plugins":{"file-logger":{"path":"x","include_resp_body":true}},`+
+	r := admin.do(t, c, "PUT", "routes/bad", `{"uri":"/bad","plugins":{"file-logger":{"path":"x","include_req_body":true,"max_req_body_bytes":0}},`+
 		`"upstream":{"nodes":{"`+up.Addr()+`":1}}}`)
-	if want := "failed to check the configuration of plugin file-logger err: include_resp_body: response bodies are not kept for the log phase"; r.status != 400 ||
+	if want := `failed to check the configuration of plugin file-logger err: property \"max_req_body_bytes\" validation failed: expected 0 to be at least 1`; r.status != 400 ||
 		!strings.Contains(r.body, want) {
-		t.Errorf("PUT include_resp_body: %d %s, want 400 %s", r.status, r.body, want)
+		t.Errorf("PUT max_req_body_bytes 0: %d %s, want 400 %s", r.status, r.body, want)
 	}
 
-	put("routes/full", `{"uri":"/hello","plugins":{"file-logger":{"path":"`+full+`"}},"upstream":{"type":"roundrobin","nodes":{"`+up.Addr()+`":1}}}`)
+	put("routes/full", `{"uri":"/hello","plugins":{"file-logger":{"path":"`+full+`","include_resp_body":true}},"upstream":{"type":"roundrobin","nodes":{"`+up.Addr()+`":1}}}`)
 	eventually(t, 10*time.Second, func() error {
 		if r := do(t, c, "GET", g.url("/hello"), "", nil, nil); r.status != 200 {
 			return fmt.Errorf("GET /hello = %d %q", r.status, r.body)
@@ -86,9 +87,11 @@ func TestAdminAPIFileLogger(t *testing.T) {
 	resp, _ := e["response"].(map[string]any)
 	hdr, _ := req["headers"].(map[string]any)
 	qs, _ := req["querystring"].(map[string]any)
+	rh, _ := resp["headers"].(map[string]any)
 	if req["method"] != "GET" || req["uri"] != "/hello?name=jack&x=1&x=2" || hdr["x-test"] != "a" || qs["name"] != "jack" ||
 		fmt.Sprint(qs["x"]) != "[1 2]" || resp["status"] != float64(200) || e["route_id"] != "full" ||
-		e["upstream"] != up.Addr() || e["client_ip"] != "127.0.0.1" || e["latency"] == nil || e["upstream_latency"] == nil {
+		e["upstream"] != up.Addr() || e["client_ip"] != "127.0.0.1" || e["latency"] == nil || e["upstream_latency"] == nil ||
+		resp["body"] != "hello" || rh["content-length"] != "5" {
 		b, _ := json.Marshal(e)
 		t.Errorf("full entry %s", b)
 	}

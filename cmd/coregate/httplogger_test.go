@@ -57,7 +57,7 @@ func (s *logSink) waitPosts(t *testing.T, n int) ([]string, []time.Duration) {
 // batch is POSTed at once, the rest after inactive_timeout; with the
 // server down the batch is retried and arrives once it is up; a server
 // that never answers does not slow the requests; the Admin API lists the
-// plugin and refuses include_resp_body.
+// plugin and refuses an include_resp_body_expr that does not compile.
 func TestAdminAPIHTTPLogger(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "hello")
@@ -82,11 +82,11 @@ func TestAdminAPIHTTPLogger(t *testing.T) {
 	if r := admin.do(t, c, "GET", "plugins/list", ""); !strings.Contains(r.body, `"http-logger"`) {
 		t.Errorf("plugins/list: %d %s", r.status, r.body)
 	}
-	r := admin.do(t, c, "PUT", "routes/bad", `{"uri":"/bad","plugins":{"http-logger":{"uri":"http://127.0.0.1:1","include_resp_body":true}},`+
-		`"upstream":{"nodes":{"`+up.Addr()+`":1}}}`)
-	if want := "failed to check the configuration of plugin http-logger err: include_resp_body: response bodies are not kept for the log phase"; r.status != 400 ||
+	r := admin.do(t, c, "PUT", "routes/bad", `{"uri":"/bad","plugins":{"http-logger":{"uri":"http://127.0.0.1:1","include_resp_body":true,`+
+		`"include_resp_body_expr":[["status","=","200"]]}},"upstream":{"nodes":{"`+up.Addr()+`":1}}}`)
+	if want := "failed to check the configuration of plugin http-logger err: failed to validate the 'include_resp_body_expr' expression: invalid operator '='"; r.status != 400 ||
 		!strings.Contains(r.body, want) {
-		t.Errorf("PUT include_resp_body: %d %s, want 400 %s", r.status, r.body, want)
+		t.Errorf("PUT include_resp_body_expr: %d %s, want 400 %s", r.status, r.body, want)
 	}
 
 	put("routes/batch", `{"uri":"/hello","plugins":{"http-logger":{"uri":"http://`+ln.Addr().String()+`/log","auth_header":"Bearer k",`+

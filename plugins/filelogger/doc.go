@@ -6,7 +6,7 @@
 //
 // The entry is APISIX's default one (log-util's get_full_log: request
 // {url, uri, method, headers, querystring, size}, response {status,
-// size}, server {hostname, version}, upstream, service_id, route_id,
+// headers, size}, server {hostname, version}, upstream, service_id, route_id,
 // consumer {username}, client_ip, start_time, latency, upstream_latency,
 // apisix_latency), with log_format_extra's members added (never replacing
 // one), or, with log_format (the configuration's, else a non-empty one of
@@ -15,12 +15,18 @@
 // five levels, then route_id and service_id. path, log_format and
 // log_format_extra come from the plugin metadata when the configuration
 // has none. match, lua-resty-expr lists, selects the requests logged.
+// include_resp_body adds response.body to the default entry: the first
+// max_resp_body_bytes of the body the client got, which the worker
+// copies as it relays it (plugins.ResponseBodyReader), for the requests
+// include_resp_body_expr, when given, selects ($status the response's).
 //
 // The event loop never touches the file: Log writes the entry into one
 // of a fixed set of buffers (1024 per path) and queues it for a goroutine
 // that appends it to the file. When every buffer is queued, the file not
-// keeping up, the entry is dropped and counted (Dropped, and a warning in
-// the error log): a request never waits. The file is opened at the first
+// keeping up, the entry is dropped and counted (Dropped, a warning in
+// the error log, and the Prometheus counter
+// coregate_file_logger_dropped_entries_total, DroppedMetric): a request
+// never waits. The file is opened at the first
 // entry and reopened after a SIGUSR1, the signal with which the
 // supervisor has the access log reopened once logs are rotated. One
 // writer serves every instance of a path for the process's life, as
@@ -39,9 +45,11 @@
 //     start. An exchange that ended before its body did (the client went
 //     away, the upstream answered early) logs what arrived. A
 //     configuration without include_req_body copies no body.
-//   - include_resp_body is refused: the response body is not kept for the
-//     log phase. include_resp_body_expr and max_resp_body_bytes are
-//     checked and without effect.
+//   - response.body (include_resp_body) is the body as the client got
+//     it, not decoded from its Content-Encoding as APISIX decodes gzip
+//     and brotli; an empty body has none. An include_resp_body_expr that
+//     does not compile is logged when the route is built and the body
+//     left out, as APISIX finds it in body_filter.
 //   - A configuration without a path, whose plugin metadata has none
 //     either, is not refused by the Admin API, which checks a plugin's
 //     configuration without the metadata: APISIX's message
@@ -49,8 +57,12 @@
 //     metadata`) goes to the error log when the route is built, and
 //     nothing is written, as APISIX does when the metadata's path goes
 //     away later.
-//   - response.headers is not logged: the worker does not keep the
-//     response's headers for the log phase.
+//   - response.headers is the head the client got, every field as sent,
+//     names in lower case (a repeated one's values in an array), the
+//     worker's own fields (Date, Server, Content-Length,
+//     Transfer-Encoding, Connection) included, where ngx.resp.get_headers
+//     leaves out those nginx adds when it writes the head (Date, and
+//     Server unless APISIX set it).
 //   - A relative path is relative to the gateway's working directory
 //     (where it was started), not to the directory of config.yaml as the
 //     access log's is, nor to APISIX's prefix.

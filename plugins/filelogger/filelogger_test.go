@@ -67,8 +67,8 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestCheck: APISIX's refusals, and the response body coregate does not
-// keep for the log phase.
+// TestCheck: APISIX's refusals; include_req_body and include_resp_body
+// are taken.
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{`{"path":1}`, `property "path" validation failed: wrong type: expected string, got number`},
@@ -77,14 +77,16 @@ func TestCheck(t *testing.T) {
 		{`{"path":"a","max_req_body_bytes":0}`, `property "max_req_body_bytes" validation failed: expected 0 to be at least 1`},
 		{`{"path":"a","include_req_body":true,"include_req_body_expr":[["arg_a","=","1"]]}`, "failed to validate the 'include_req_body_expr' expression: invalid operator '='"},
 		{`{"path":"a","include_req_body_expr":[]}`, `property "include_req_body_expr" validation failed: expect array to have at least 1 items`},
-		{`{"path":"a","include_resp_body":true}`, "include_resp_body: response bodies are not kept for the log phase"},
+		{`{"path":"a","max_resp_body_bytes":0}`, `property "max_resp_body_bytes" validation failed: expected 0 to be at least 1`},
 	} {
 		err := plugins.Check(Name, json.RawMessage(tc.conf))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.conf, err, tc.want)
 		}
 	}
-	for _, ok := range []string{`{"path":"file.log"}`, `{}`, `{"path":"a","include_req_body":true,"include_req_body_expr":[["arg_a","==","1"]],"max_req_body_bytes":5}`, `{"path":"a","match":[[["arg_a","==","1"]]],"log_format":{"h":"$host"}}`} {
+	for _, ok := range []string{`{"path":"file.log"}`, `{}`, `{"path":"a","match":[[["arg_a","==","1"]]],"log_format":{"h":"$host"}}`,
+		`{"path":"a","include_req_body":true,"include_req_body_expr":[["arg_a","==","1"]],"max_req_body_bytes":5}`,
+		`{"path":"a","include_resp_body":true,"include_resp_body_expr":[["status","==",200]],"max_resp_body_bytes":10}`} {
 		if err := plugins.Check(Name, json.RawMessage(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
@@ -112,7 +114,8 @@ func TestFullLog(t *testing.T) {
 	p := build(t, `{"path":"`+path+`"}`, "")
 	c := plugintest.NewCtx("GET", "/hello?a=1&b=x%20y&a=2&flag&c=+").
 		WithHeader("Host", "example.com").WithHeader("X-A", "1").WithHeader("x-a", "2").WithHeader("User-Agent", `q"t`).
-		WithVar("upstream_addr", "127.0.0.1:1980").WithVar("scheme", "http").WithVar("server_port", "9080")
+		WithVar("upstream_addr", "127.0.0.1:1980").WithVar("scheme", "http").WithVar("server_port", "9080").
+		WithResponseHeader("Content-Type", "text/plain").WithResponseHeader("Set-Cookie", "a").WithResponseHeader("set-cookie", "b")
 	c.SetConsumer(&plugins.Consumer{Username: "jack"})
 	c.Figures = plugins.Exchange{RequestTime: 30 * time.Millisecond, UpstreamTime: 20 * time.Millisecond, Proxied: true, RequestLength: 99, BytesSent: 150}
 	plugintest.Run(p, c)
@@ -121,7 +124,7 @@ func TestFullLog(t *testing.T) {
 		"request": `{"headers":{"host":"example.com","user-agent":"q\"t","x-a":["1","2"]},"method":"GET",` +
 			`"querystring":{"a":["1","2"],"b":"x y","c":" ","flag":true},"size":99,"uri":"/hello?a=1\u0026b=x%20y\u0026a=2\u0026flag\u0026c=+",` +
 			`"url":"http://example.com:9080/hello?a=1\u0026b=x%20y\u0026a=2\u0026flag\u0026c=+"}`,
-		"response":         `{"size":150,"status":200}`,
+		"response":         `{"headers":{"content-type":"text/plain","set-cookie":["a","b"]},"size":150,"status":200}`,
 		"upstream":         `"127.0.0.1:1980"`,
 		"route_id":         `"1"`,
 		"consumer":         `{"username":"jack"}`,
@@ -294,9 +297,48 @@ func TestDropWhenFull(t *testing.T) {
 	if d, _ := Dropped(path); d != 2 { // the probe above, and the request
 		t.Fatalf("dropped %d, want 2", d)
 	}
+	if d := p.Log[0].(*instance).dropped.Load(); d != 1 { // the request, in DroppedMetric's series
+		t.Fatalf("the worker's %s counts %d, want 1", DroppedMetric, d)
+	}
 	for _, b := range held {
 		w.free <- b
 	}
 	plugintest.Run(p, plugintest.NewCtx("GET", "/?a=2"))
 	lines(t, path, 1)
+}
+
+// TestRespBody: include_resp_body logs the start of the body the client
+// got as response.body, max_resp_body_bytes of it, for the requests
+// include_resp_body_expr selects (none for an empty body); the route reads that much of its
+// responses (Phases.RespBodyLimit), nothing without include_resp_body or
+// with a log_format, whose entry has no response.body.
+func TestRespBody(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "body.log")
+	p := build(t, `{"path":"`+path+`","include_resp_body":true,"max_resp_body_bytes":5,"include_resp_body_expr":[["arg_b","==","1"]]}`, "")
+	if p.RespBodyLimit != 5 {
+		t.Errorf("RespBodyLimit %d, want 5", p.RespBodyLimit)
+	}
+	for _, target := range []string{"/?b=1", "/?b=0", "/?b=1&empty"} {
+		c := plugintest.NewCtx("GET", target)
+		if !strings.HasSuffix(target, "empty") {
+			c.UpstreamBody = []byte(`say "hello"`)
+		}
+		plugintest.Run(p, c)
+	}
+	got := lines(t, path, 3)
+	for i, want := range []any{`say "`, nil, nil} {
+		resp := got[i]["response"].(map[string]any)
+		if resp["body"] != want {
+			t.Errorf("entry %d: response %v, want body %v", i, resp, want)
+		}
+	}
+	for conf, want := range map[string]int64{
+		`{"path":"` + path + `"}`:                                                     0,
+		`{"path":"` + path + `","include_resp_body":true}`:                            524288,
+		`{"path":"` + path + `","include_resp_body":true,"log_format":{"a":"$host"}}`: 0,
+	} {
+		if p := build(t, conf, ""); p.RespBodyLimit != want {
+			t.Errorf("%s: RespBodyLimit %d, want %d", conf, p.RespBodyLimit, want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"coregate/plugins"
 	"coregate/plugins/internal/logentry"
@@ -22,7 +23,16 @@ var (
 	metadataSchema []byte
 )
 
-func init() { plugins.Register(Name, Plugin{}) }
+// DroppedMetric is the Prometheus counter of the entries file-logger
+// dropped, every buffer of their file's writer being queued (the file not
+// keeping up).
+const DroppedMetric = "coregate_file_logger_dropped_entries_total"
+
+func init() {
+	plugins.Register(Name, Plugin{})
+	plugins.RegisterMetric(plugins.MetricFamily{Name: DroppedMetric, Kind: plugins.Counter,
+		Help: "Log entries the file-logger plugin dropped, its file not keeping up."})
+}
 
 // Plugin is file-logger's implementation; its zero value is ready.
 type Plugin struct{}
@@ -31,6 +41,8 @@ var (
 	_ plugins.Plugin               = Plugin{}
 	_ plugins.MetadataSchemaPlugin = Plugin{}
 	_ plugins.LogPhase             = (*instance)(nil)
+	_ plugins.ResponseHeadReader   = (*instance)(nil)
+	_ plugins.ResponseBodyReader   = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin: APISIX's schema.
@@ -50,7 +62,11 @@ type conf struct {
 	IncludeReqExpr  json.RawMessage `json:"include_req_body_expr"`
 	MaxReqBodyBytes int             `json:"max_req_body_bytes"`
 	IncludeRespBody bool            `json:"include_resp_body"`
-	Match           json.RawMessage `json:"match"`
+	// include_resp_body_expr and max_resp_body_bytes, as
+	// include_resp_body reads them.
+	IncludeRespBodyExpr json.RawMessage `json:"include_resp_body_expr"`
+	MaxRespBodyBytes    int64           `json:"max_resp_body_bytes"`
+	Match               json.RawMessage `json:"match"`
 }
 
 // metadata is the plugin metadata's object.
@@ -64,8 +80,7 @@ type metadata struct {
 var errNoPath = errors.New(`property "path" is not set in either the plugin conf or the metadata`)
 
 // Check implements plugins.Plugin: match and include_req_body_expr must
-// be lua-resty-expr lists (APISIX's message), and include_resp_body is
-// refused, the response body not being kept for the log phase. Whether a
+// be lua-resty-expr lists (APISIX's message). Whether a
 // configuration without a path has one in the plugin metadata is not
 // known here: Build logs APISIX's error when neither has one.
 func (Plugin) Check(raw json.RawMessage) error {
@@ -74,7 +89,7 @@ func (Plugin) Check(raw json.RawMessage) error {
 }
 
 func parse(raw json.RawMessage) (*conf, error) {
-	c := conf{MaxReqBodyBytes: 524288}
+	c := conf{MaxReqBodyBytes: 524288, MaxRespBodyBytes: logentry.DefaultMaxRespBodyBytes}
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
@@ -87,9 +102,6 @@ func parse(raw json.RawMessage) (*conf, error) {
 		if err := varexpr.Check(c.Match); err != nil {
 			return nil, fmt.Errorf("failed to validate the 'match' expression: %v", err)
 		}
-	}
-	if c.IncludeRespBody {
-		return nil, errors.New("include_resp_body: response bodies are not kept for the log phase")
 	}
 	return &c, nil
 }
@@ -122,14 +134,17 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	}
 	in := &instance{w: writerOf(*path)}
 	if c.IncludeReqBody {
-		in.body = &logentry.ReqBody{Max: c.MaxReqBodyBytes}
+		in.req = &logentry.ReqBody{Max: c.MaxReqBodyBytes}
 		if c.IncludeReqExpr != nil {
 			e, err := varexpr.Compile(c.IncludeReqExpr)
 			if err != nil {
 				return nil, err
 			}
-			in.body.Expr = &e
+			in.req.Expr = &e
 		}
+	}
+	if env.Metrics != nil {
+		in.dropped = env.Metrics.Slot(DroppedMetric)
 	}
 	if c.Match != nil {
 		if in.match, err = varexpr.CompileAny(c.Match); err != nil {
@@ -155,7 +170,14 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 		in.extra = logentry.DropDefaults(in.extra)
 	}
-	if in.body != nil {
+	// A log_format's entry has no response.body.
+	if in.resp, err = logentry.NewRespBody(c.IncludeRespBody && !in.custom, c.IncludeRespBodyExpr, c.MaxRespBodyBytes); err != nil {
+		// As APISIX, which compiles the expression in body_filter only:
+		// the error is logged, and the body left out.
+		slog.Error("file-logger: " + err.Error())
+		in.resp = logentry.RespBody{}
+	}
+	if in.req != nil {
 		return &bodyInstance{in}, nil
 	}
 	return in, nil
@@ -168,7 +190,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 type bodyInstance struct{ *instance }
 
 // TeeLimit implements plugins.BodyTee.
-func (in *bodyInstance) TeeLimit() int64 { return in.body.TeeLimit() }
+func (in *bodyInstance) TeeLimit() int64 { return in.req.TeeLimit() }
 
 // nonEmpty reports whether raw is an object with members.
 func nonEmpty(raw json.RawMessage) bool {
@@ -187,8 +209,22 @@ type instance struct {
 	custom bool              // log_format: the entry is format, then route_id and service_id
 	format logentry.Format   // log_format, compiled
 	extra  logentry.Format   // log_format_extra's members not in the default entry
-	body   *logentry.ReqBody // include_req_body; nil without
+	req    *logentry.ReqBody // include_req_body; nil without
+	resp   logentry.RespBody // include_resp_body's, for the default entry
+	// dropped is DroppedMetric's series, this worker's slot (nil without
+	// metrics), which Log counts on its event loop.
+	dropped *atomic.Uint64
 }
+
+// ResponseBodyLimit implements plugins.ResponseBodyReader:
+// max_resp_body_bytes with include_resp_body (the default entry's
+// response.body), else 0.
+func (in *instance) ResponseBodyLimit() int64 { return in.resp.Limit() }
+
+// ReadsResponseHead implements plugins.ResponseHeadReader: the default
+// entry has the response's headers (response.headers), a log_format
+// does not.
+func (in *instance) ReadsResponseHead() bool { return !in.custom }
 
 // Log implements plugins.LogPhase: the request's entry, one JSON line,
 // is written into a buffer of the writer and queued for it; when every
@@ -204,12 +240,15 @@ func (in *instance) Log(c plugins.Ctx) {
 	}
 	b := in.w.take()
 	if b == nil {
+		if in.dropped != nil {
+			in.dropped.Add(1)
+		}
 		return
 	}
 	if in.custom {
 		b.line = logentry.AppendCustom(b.line[:0], c, in.format, "")
 	} else {
-		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "", in.body.Body(c))
+		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "", in.req.Body(c), in.resp.Of(c))
 	}
 	b.line = append(b.line, '\n')
 	in.w.put(b)

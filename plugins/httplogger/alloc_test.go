@@ -11,17 +11,19 @@ import (
 )
 
 // TestAllocs: the log phase allocates nothing once the batch processor's
-// buffers have grown, for the default entry (with include_req_body's body
-// too) and a log_format alike.
+// buffers have grown, for the default entry (with response.headers and
+// response.body, and include_req_body's body) and a log_format alike.
 func TestAllocs(t *testing.T) {
 	s := newLogServer(t, 0)
 	for _, conf := range []string{
 		`{"uri":"` + s.URL + `/a","batch_max_size":8,"inactive_timeout":1}`,
+		`{"uri":"` + s.URL + `/c","batch_max_size":8,"inactive_timeout":1,"include_resp_body":true,"include_resp_body_expr":[["arg_a","==","1"]]}`,
 		`{"uri":"` + s.URL + `/b","batch_max_size":8,"inactive_timeout":1,"log_format":{"h":"$host","s":"$status"}}`,
-		`{"uri":"` + s.URL + `/c","batch_max_size":8,"inactive_timeout":1,"include_req_body":true,"include_req_body_expr":[["arg_a","==","1"]],"max_req_body_bytes":8}`,
+		`{"uri":"` + s.URL + `/d","batch_max_size":8,"inactive_timeout":1,"include_req_body":true,"include_req_body_expr":[["arg_a","==","1"]],"max_req_body_bytes":8}`,
 	} {
 		p := buildMD(t, conf, `{"max_pending_entries":64}`)
-		c := plugintest.NewCtx("GET", "/hello?a=1&b=2").WithHeader("Host", "x").WithHeader("X-A", "1")
+		c := plugintest.NewCtx("GET", "/hello?a=1&b=2").WithHeader("Host", "x").WithHeader("X-A", "1").WithResponseHeader("Content-Type", "text/plain")
+		c.UpstreamBody = []byte("hello")
 		if strings.Contains(conf, "include_req_body") {
 			c.WithBody(`{"a":"a body longer than 8"}`)
 		}

@@ -2,15 +2,19 @@ package httplogger
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"coregate/plugins"
+	"coregate/plugins/internal/batch"
 	"coregate/plugins/plugintest"
 )
 
@@ -32,6 +36,10 @@ func buildMD(t testing.TB, conf, md string) *plugins.Phases {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The instances hold their processor, which stops once they are
+	// collected (TestProcessorsReleased): held for the test, as a
+	// worker's snapshot holds them while it serves.
+	t.Cleanup(func() { runtime.KeepAlive(&ph) })
 	return &ph
 }
 
@@ -89,8 +97,8 @@ func (s *logServer) wait(t *testing.T, n int) []post {
 	return append([]post(nil), s.posts...)
 }
 
-// TestCheck: APISIX's refusals, and the response body coregate does not
-// keep.
+// TestCheck: APISIX's refusals; include_req_body and include_resp_body
+// are taken.
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{`{}`, `property "uri" is required`},
@@ -100,11 +108,19 @@ func TestCheck(t *testing.T) {
 		{`{"uri":"http://127.0.0.1","batch_max_size":0}`, `property "batch_max_size" validation failed: expected 0 to be at least 1`},
 		{`{"uri":"http://127.0.0.1","include_req_body_expr":[["arg_a","=","1"]]}`, "failed to validate the 'include_req_body_expr' expression: invalid operator '='"},
 		{`{"uri":"http://127.0.0.1","include_req_body":true,"max_req_body_bytes":0}`, `property "max_req_body_bytes" validation failed: expected 0 to be at least 1`},
-		{`{"uri":"http://127.0.0.1","include_resp_body":true}`, "include_resp_body: response bodies are not kept for the log phase"},
+		{`{"uri":"http://127.0.0.1","include_resp_body":true,"include_resp_body_expr":[["status","=","200"]]}`,
+			"failed to validate the 'include_resp_body_expr' expression: invalid operator '='"},
+		{`{"uri":"http://127.0.0.1","max_resp_body_bytes":0}`, `property "max_resp_body_bytes" validation failed: expected 0 to be at least 1`},
 	} {
 		err := plugins.Check(Name, json.RawMessage(tc.conf))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.conf, err, tc.want)
+		}
+	}
+	for _, ok := range []string{`{"uri":"http://127.0.0.1","include_resp_body":true}`,
+		`{"uri":"http://127.0.0.1","include_resp_body":true,"include_resp_body_expr":[["status","==",200]],"max_resp_body_bytes":10}`} {
+		if err := plugins.Check(Name, json.RawMessage(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
 		}
 	}
 }
@@ -267,5 +283,120 @@ func TestMetadata(t *testing.T) {
 	}
 	if _, dropped, _ := p.Log[0].(*instance).p.Stats(); dropped != 2 {
 		t.Errorf("dropped %d of 3 with one pending entry allowed, want 2", dropped)
+	}
+}
+
+// TestRespBody: include_resp_body sends the start of the body the client
+// got as response.body, max_resp_body_bytes of it, with the response's
+// headers; include_resp_body_expr, where $status is the response's,
+// leaves it out of the requests it does not select.
+func TestRespBody(t *testing.T) {
+	s := newLogServer(t, 0)
+	p := build(t, `{"uri":"`+s.URL+`/log","batch_max_size":2,"include_resp_body":true,"max_resp_body_bytes":3,`+
+		`"include_resp_body_expr":[["status","==","200"]]}`)
+	if p.RespBodyLimit != 3 {
+		t.Errorf("RespBodyLimit %d, want 3", p.RespBodyLimit)
+	}
+	for _, status := range []int{200, 500} {
+		c := plugintest.NewCtx("GET", "/").WithResponseHeader("X-Up", "u")
+		c.UpstreamStatus, c.UpstreamBody = status, []byte("hello")
+		plugintest.Run(p, c)
+	}
+	got := s.wait(t, 1)
+	var entries []struct {
+		Response map[string]any `json:"response"`
+	}
+	if err := json.Unmarshal([]byte(got[0].body), &entries); err != nil || len(entries) != 2 {
+		t.Fatalf("POST %s: %v", got[0].body, err)
+	}
+	if r := entries[0].Response; r["body"] != "hel" || fmt.Sprint(r["headers"]) != "map[x-up:u]" {
+		t.Errorf("200: response %v, want body hel and the headers", r)
+	}
+	if r := entries[1].Response; r["body"] != nil || r["status"] != float64(500) {
+		t.Errorf("500: response %v, want no body", r)
+	}
+}
+
+// TestProcessorsReleased: each configuration change (another uri, as an
+// Admin API update brings) makes a processor; once the instances of the
+// configuration before are dropped, its processor POSTs what it held and
+// stops, so that N changes leave neither processors nor goroutines
+// behind, and no entry queued before a change is lost.
+func TestProcessorsReleased(t *testing.T) {
+	s := newLogServer(t, 0)
+	base, goroutines := batch.Open(), runtime.NumGoroutine()
+	const changes = 10
+	for i := range changes {
+		// Batches that only a flush sends: the entry waits in the
+		// processor when the configuration changes.
+		conf := fmt.Sprintf(`{"uri":"%s/log/%d","batch_max_size":100,"inactive_timeout":3600,"buffer_duration":3600,"log_format":{"n":"$arg_n"}}`, s.URL, i)
+		p, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, plugins.NewLocalEnv())
+		if err != nil {
+			t.Fatal(err)
+		}
+		plugintest.Run(&p, plugintest.NewCtx("GET", fmt.Sprintf("/?n=%d", i)))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for batch.Open() > base || processors.Len() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processors open (%d before), %d configurations held, after %d changes", batch.Open(), base, processors.Len(), changes)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	var got []string
+	for _, p := range s.wait(t, changes) {
+		got = append(got, p.body)
+	}
+	slices.Sort(got)
+	var want []string
+	for i := range changes {
+		want = append(want, fmt.Sprintf(`[{"n":"%d","route_id":"1"}]`, i))
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("POSTs %q, want %q", got, want)
+	}
+	// The HTTP clients' idle connections close with the processors'
+	// senders, and the server's goroutines end with them.
+	for n := runtime.NumGoroutine(); n > goroutines+4; n = runtime.NumGoroutine() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after %d changes, %d before", n, changes, goroutines)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDroppedMetric: the entries dropped are counted in DroppedMetric's
+// series of the worker's metrics: queue_full when every pending entry is
+// taken, send_failed when a batch is refused past its retries.
+func TestDroppedMetric(t *testing.T) {
+	refuse := newLogServer(t, 1000)
+	stuck := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stuck }))
+	defer slow.Close()
+	defer close(stuck)
+	env := plugins.NewLocalEnv()
+	env.Metadata = plugins.NewSettings(map[string]json.RawMessage{Name: json.RawMessage(`{"max_pending_entries":1}`)})
+	for _, conf := range []string{
+		`{"uri":"` + refuse.URL + `/m","batch_max_size":1,"max_retry_count":0}`,
+		`{"uri":"` + slow.URL + `/m","batch_max_size":1,"timeout":30}`,
+	} {
+		ph, err := plugins.Default.BuildPhases(map[string]json.RawMessage{Name: json.RawMessage(conf)}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			plugintest.Run(&ph, plugintest.NewCtx("GET", "/"))
+			time.Sleep(100 * time.Millisecond) // the refused batch goes before the next
+		}
+	}
+	queueFull, sendFailed := env.Metrics.Slot(DroppedMetric, "queue_full"), env.Metrics.Slot(DroppedMetric, "send_failed")
+	waitUntil := time.Now().Add(10 * time.Second)
+	for sendFailed.Load() != 3 || queueFull.Load() != 2 {
+		if time.Now().After(waitUntil) {
+			t.Fatalf("queue_full %d (want 2), send_failed %d (want 3)", queueFull.Load(), sendFailed.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -5,14 +5,13 @@ import (
 	"crypto/tls"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"coregate/plugins"
@@ -31,7 +30,18 @@ var (
 	metadataSchema []byte
 )
 
-func init() { plugins.Register(Name, Plugin{}) }
+// DroppedMetric is the Prometheus counter of the entries http-logger
+// dropped, by reason: queue_full, every buffer of the processor taken
+// when the log phase pushed the entry (max_pending_entries), and
+// send_failed, the entries of a batch still refused after
+// max_retry_count retries.
+const DroppedMetric = "coregate_http_logger_dropped_entries_total"
+
+func init() {
+	plugins.Register(Name, Plugin{})
+	plugins.RegisterMetric(plugins.MetricFamily{Name: DroppedMetric, Kind: plugins.Counter,
+		Help: "Log entries the http-logger plugin dropped, by reason (queue_full, send_failed).", Labels: []string{"reason"}})
+}
 
 // Plugin is http-logger's implementation; its zero value is ready.
 type Plugin struct{}
@@ -40,6 +50,8 @@ var (
 	_ plugins.Plugin               = Plugin{}
 	_ plugins.MetadataSchemaPlugin = Plugin{}
 	_ plugins.LogPhase             = (*instance)(nil)
+	_ plugins.ResponseHeadReader   = (*instance)(nil)
+	_ plugins.ResponseBodyReader   = (*instance)(nil)
 )
 
 // Schema implements plugins.Plugin: APISIX's schema, with the batch
@@ -63,6 +75,7 @@ type conf struct {
 	IncludeRespBody     bool            `json:"include_resp_body"`
 	IncludeRespBodyExpr json.RawMessage `json:"include_resp_body_expr"`
 	MaxReqBodyBytes     int             `json:"max_req_body_bytes"`
+	MaxRespBodyBytes    int64           `json:"max_resp_body_bytes"`
 	ConcatMethod        string          `json:"concat_method"`
 	SSLVerify           bool            `json:"ssl_verify"`
 	batch.Config
@@ -75,15 +88,14 @@ type metadata struct {
 }
 
 // Check implements plugins.Plugin: the include_*_expr lists are checked
-// with APISIX's messages; include_resp_body is refused, the response
-// body not being kept for the log phase.
+// with APISIX's messages.
 func (Plugin) Check(raw json.RawMessage) error {
 	_, err := parse(raw)
 	return err
 }
 
 func parse(raw json.RawMessage) (*conf, error) {
-	c := conf{Timeout: 3, ConcatMethod: "json", MaxReqBodyBytes: 524288, Config: batch.Defaults}
+	c := conf{Timeout: 3, ConcatMethod: "json", MaxReqBodyBytes: 524288, MaxRespBodyBytes: logentry.DefaultMaxRespBodyBytes, Config: batch.Defaults}
 	c.Name = "http logger"
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
@@ -97,9 +109,6 @@ func parse(raw json.RawMessage) (*conf, error) {
 				return nil, fmt.Errorf("failed to validate the '%s' expression: %v", x.name, err)
 			}
 		}
-	}
-	if c.IncludeRespBody {
-		return nil, errors.New("include_resp_body: response bodies are not kept for the log phase")
 	}
 	u, err := url.Parse(c.URI)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -125,13 +134,13 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	}
 	in := &instance{}
 	if c.IncludeReqBody {
-		in.body = &logentry.ReqBody{Max: c.MaxReqBodyBytes}
+		in.req = &logentry.ReqBody{Max: c.MaxReqBodyBytes}
 		if c.IncludeReqBodyExpr != nil {
 			e, err := varexpr.Compile(c.IncludeReqBodyExpr)
 			if err != nil {
 				return nil, err
 			}
-			in.body.Expr = &e
+			in.req.Expr = &e
 		}
 	}
 	format := c.LogFormat
@@ -153,10 +162,18 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 		in.extra = logentry.DropDefaults(in.extra)
 	}
-	if in.p, err = processorOf(c, md.MaxPendingEntries); err != nil {
+	if in.resp, err = logentry.NewRespBody(c.IncludeRespBody && !in.custom, c.IncludeRespBodyExpr, c.MaxRespBodyBytes); err != nil {
 		return nil, err
 	}
-	if in.body != nil {
+	var failed *atomic.Uint64
+	if env.Metrics != nil {
+		in.dropped = env.Metrics.Slot(DroppedMetric, "queue_full")
+		failed = env.Metrics.Slot(DroppedMetric, "send_failed")
+	}
+	if in.p, err = processorOf(c, md.MaxPendingEntries, failed); err != nil {
+		return nil, err
+	}
+	if in.req != nil {
 		return &bodyInstance{in}, nil
 	}
 	return in, nil
@@ -169,7 +186,7 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 type bodyInstance struct{ *instance }
 
 // TeeLimit implements plugins.BodyTee.
-func (in *bodyInstance) TeeLimit() int64 { return in.body.TeeLimit() }
+func (in *bodyInstance) TeeLimit() int64 { return in.req.TeeLimit() }
 
 func nonEmpty(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage
@@ -180,14 +197,28 @@ func nonEmpty(raw json.RawMessage) bool {
 // are its scratch, in which Log builds an entry before the batch
 // processor copies it.
 type instance struct {
-	p      *batch.Processor
+	p      *batch.Shared
 	custom bool
 	format logentry.Format
 	extra  logentry.Format
-	body   *logentry.ReqBody // include_req_body; nil without
+	req    *logentry.ReqBody // include_req_body; nil without
+	resp   logentry.RespBody // include_resp_body's, for the default entry
+	// dropped is DroppedMetric's queue_full series, this worker's slot
+	// (nil without metrics), which Log counts on its event loop.
+	dropped *atomic.Uint64
 
 	line, tmp []byte
 }
+
+// ResponseBodyLimit implements plugins.ResponseBodyReader:
+// max_resp_body_bytes with include_resp_body (the default entry's
+// response.body), else 0.
+func (in *instance) ResponseBodyLimit() int64 { return in.resp.Limit() }
+
+// ReadsResponseHead implements plugins.ResponseHeadReader: the default
+// entry has the response's headers (response.headers), a log_format
+// does not.
+func (in *instance) ReadsResponseHead() bool { return !in.custom }
 
 // Log implements plugins.LogPhase: the entry is built into the
 // instance's buffer and pushed to the batch processor, which copies it;
@@ -197,41 +228,39 @@ func (in *instance) Log(c plugins.Ctx) {
 	if in.custom {
 		in.line = logentry.AppendCustom(in.line[:0], c, in.format, "no-matched")
 	} else {
-		in.line = logentry.AppendFull(in.line[:0], &in.tmp, c, in.extra, "no-matched", in.body.Body(c))
+		in.line = logentry.AppendFull(in.line[:0], &in.tmp, c, in.extra, "no-matched", in.req.Body(c), in.resp.Of(c))
 	}
-	in.p.Push(in.line)
+	if !in.p.Push(in.line) && in.dropped != nil {
+		in.dropped.Add(1)
+	}
 }
 
 // processors are the batch processors by configuration (their sending
 // and batching members), as APISIX's batch-processor-manager keeps one
-// per configuration; they live as long as the process.
-var processors struct {
-	sync.Mutex
-	m map[string]*batch.Processor
-}
+// per configuration: a processor lives as long as instances built with
+// its configuration do, then sends what it holds and stops
+// (batch.Shared).
+var processors batch.Registry
 
-func processorOf(c *conf, pending int) (*batch.Processor, error) {
+func processorOf(c *conf, pending int, failed *atomic.Uint64) (*batch.Shared, error) {
 	key, _ := json.Marshal(struct {
 		URI, Auth, Concat string
 		Timeout, Pending  int
 		SSLVerify         bool
 		batch.Config
 	}{c.URI, c.AuthHeader, c.ConcatMethod, c.Timeout, pending, c.SSLVerify, c.Config})
-	processors.Lock()
-	defer processors.Unlock()
-	if p := processors.m[string(key)]; p != nil {
+	return processors.Get(string(key), func() (*batch.Processor, error) {
+		s := newSender(c)
+		p, err := batch.New(c.Config, s.send, pending, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.OnClose(s.client.CloseIdleConnections)
+		if failed != nil {
+			p.CountFailed(failed)
+		}
 		return p, nil
-	}
-	s := newSender(c)
-	p, err := batch.New(c.Config, s.send, pending, nil)
-	if err != nil {
-		return nil, err
-	}
-	if processors.m == nil {
-		processors.m = map[string]*batch.Processor{}
-	}
-	processors.m[string(key)] = p
-	return p, nil
+	})
 }
 
 // sender POSTs the batches of one processor, from its goroutine: body is

@@ -41,7 +41,8 @@ func TestAllocLoopSide(t *testing.T) {
 }
 
 // TestAllocPhases guards the plugin's rewrite and log phases for sampled
-// requests with and without a client traceparent, and one not sampled;
+// requests with and without a client traceparent, and one not sampled,
+// the $opentelemetry_* variables set (set_ngx_var);
 // the exporter, its batch never full nor due, stays idle meanwhile.
 func TestAllocPhases(t *testing.T) {
 	col := newCollector(t)
@@ -51,7 +52,7 @@ func TestAllocPhases(t *testing.T) {
 		`{"sampler":{"name":"parent_base","options":{"root":{"name":"trace_id_ratio","options":{"fraction":0.5}}}}}`,
 		`{}`,
 	} {
-		in := build(t, conf, col, `,"trace_id_source":"x-request-id"`+idle)
+		in := build(t, conf, col, `,"trace_id_source":"x-request-id","set_ngx_var":true`+idle)
 		for _, c := range []*plugintest.Ctx{
 			plugintest.NewCtx("GET", "/hello").WithHeader("X-User", "u1").WithHeader("X-Tenant", "t").WithHeader("x-user", "u2"),
 			plugintest.NewCtx("GET", "/hello").WithHeader("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),

@@ -28,8 +28,15 @@
 // on) and uploads them to collector.address with the OpenTelemetry SDK's
 // OTLP/HTTP client (otlptracehttp), not retrying a failed upload (its
 // spans are counted). New metadata starts a new exporter; the old one
-// sends what it has and stops. Without metadata the plugin does nothing,
+// sends what it has and stops, as does an exporter no instance holds any
+// more (its routes dropped), at the next garbage collection. Without metadata the plugin does nothing,
 // as APISIX.
+//
+// With the metadata's set_ngx_var, the rewrite phase sets the variables
+// $opentelemetry_context_traceparent (the traceparent the upstream
+// gets), $opentelemetry_trace_id and $opentelemetry_span_id (Ctx.SetVar),
+// sampled or not, as APISIX: the plugins after it and the access log's
+// format read them.
 //
 // trace_id_ratio decides as OpenTelemetry's TraceIDRatioBased sampler
 // does (the low 63 bits of the trace id's last 8 bytes below
@@ -41,16 +48,21 @@
 // matches the keys of core.request.headers: the attribute is named by the
 // lower-cased name, a repeated header's values joined with ", ".
 //
-// Differences from APISIX: a full queue always drops (drop_on_queue_full
-// false does not make a request wait for an export); set_ngx_var is
-// accepted and the
-// $opentelemetry_* variables are not set; only the request's span is
+// The spans dropped are counted in the Prometheus counter
+// coregate_opentelemetry_dropped_spans_total (DroppedMetric) of the
+// export server, by reason: queue_full (counted by the event loop that
+// could not queue the span) and export_failed (the spans of an upload the
+// collector refused), as opentelemetry-lua's otel.bsp.dropped_spans.
+//
+// Differences from APISIX: with drop_on_queue_full false, where
+// opentelemetry-lua hands the full queue to an export at once and queues
+// the span anyway, without bound, the queue holds four times
+// max_queue_size (queueSize) and a span past that is dropped and
+// counted: the event loop never waits for an export. Only the request's span is
 // exported, not spans of the gateway's own phases; the span starts when
 // the request's head was read, on the worker's coarse clock; the spans a
 // worker has queued when its process exits are not sent (a snapshot's
-// new metadata does flush the old exporter's); the spans dropped and
-// those of failed uploads are counted (Queue.Dropped, Exporter.Failed)
-// and not yet shown in the metrics.
+// new metadata does flush the old exporter's).
 //
 // Concurrency: Sampler values are immutable and safe for concurrent use;
 // an instance runs on one event loop (its traceparent buffer is written

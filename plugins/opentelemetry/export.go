@@ -42,6 +42,9 @@ type ExportConfig struct {
 	MaxExportBatchSize int
 	BatchTimeout       time.Duration
 	InactiveTimeout    time.Duration
+	// FailedCounter, when not nil, counts the spans of failed uploads
+	// too (a metric's slot), beside Failed.
+	FailedCounter *atomic.Uint64
 }
 
 // Exporter takes the spans of a Queue off the loop, converts them to
@@ -120,9 +123,14 @@ func intAttr(k string, v int64) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
 }
 
+// running is the number of Run calls in progress in the process.
+var running atomic.Int64
+
 // Run exports until ctx is done, then exports what is queued once more
 // (bounded by RequestTimeout) and stops the client.
 func (e *Exporter) Run(ctx context.Context) {
+	running.Add(1)
+	defer running.Add(-1)
 	tick := time.NewTicker(e.cfg.InactiveTimeout)
 	defer tick.Stop()
 	for {
@@ -176,6 +184,9 @@ func (e *Exporter) exportBatch(ctx context.Context) int {
 	}}
 	if err := e.client.UploadTraces(ctx, rs); err != nil {
 		e.failed.Add(uint64(len(spans)))
+		if e.cfg.FailedCounter != nil {
+			e.cfg.FailedCounter.Add(uint64(len(spans)))
+		}
 	} else {
 		e.exported.Add(uint64(len(spans)))
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,17 +206,19 @@ func TestExport(t *testing.T) {
 }
 
 // TestExportFailure: a collector that refuses leaves the spans counted
-// failed, not retried, the queue drained so that the loop keeps
+// failed (in FailedCounter too), not retried, the queue drained so that the loop keeps
 // recording; the spans queued when the exporter stops are sent then.
 func TestExportFailure(t *testing.T) {
 	c := newCollector(t)
 	c.status = 500
 	q := NewQueue(8, 4)
-	e, stop := startExporter(t, q, testConfig(c.URL))
+	cfg := testConfig(c.URL)
+	cfg.FailedCounter = new(atomic.Uint64)
+	e, stop := startExporter(t, q, cfg)
 	for i := range 8 {
 		record(q, i)
 	}
-	waitFor(t, "8 spans failed", func() bool { return e.Failed() == 8 })
+	waitFor(t, "8 spans failed", func() bool { return e.Failed() == 8 && cfg.FailedCounter.Load() == 8 })
 	if q.Len() != 0 || e.Exported() != 0 {
 		t.Fatalf("queue %d, exported %d", q.Len(), e.Exported())
 	}

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+	"weak"
 
 	"coregate/httpvar"
 	"coregate/plugins"
@@ -26,7 +29,18 @@ var (
 	metadataSchema []byte
 )
 
-func init() { plugins.Register(Name, Plugin{}) }
+// DroppedMetric is the Prometheus counter of the spans dropped, by
+// reason: queue_full, the queue full when the log phase recorded the span
+// (drop_on_queue_full, or past the overflow of queueSize), and
+// export_failed, an upload the collector did not take (not retried), as
+// opentelemetry-lua counts both in otel.bsp.dropped_spans.
+const DroppedMetric = "coregate_opentelemetry_dropped_spans_total"
+
+func init() {
+	plugins.Register(Name, Plugin{})
+	plugins.RegisterMetric(plugins.MetricFamily{Name: DroppedMetric, Kind: plugins.Counter,
+		Help: "Spans the opentelemetry plugin dropped, by reason (queue_full, export_failed).", Labels: []string{"reason"}})
+}
 
 // Plugin is opentelemetry's implementation; its zero value is ready.
 type Plugin struct{}
@@ -75,14 +89,17 @@ type metadata struct {
 		RequestTimeout int            `json:"request_timeout"`
 		RequestHeaders map[string]any `json:"request_headers"`
 	} `json:"collector"`
-	BatchSpanProcessor struct {
-		DropOnQueueFull    *bool   `json:"drop_on_queue_full"`
-		MaxQueueSize       int     `json:"max_queue_size"`
-		BatchTimeout       float64 `json:"batch_timeout"`
-		InactiveTimeout    float64 `json:"inactive_timeout"`
-		MaxExportBatchSize int     `json:"max_export_batch_size"`
-	} `json:"batch_span_processor"`
-	SetNgxVar bool `json:"set_ngx_var"`
+	BatchSpanProcessor batchSpanProcessor `json:"batch_span_processor"`
+	SetNgxVar          bool               `json:"set_ngx_var"`
+}
+
+// batchSpanProcessor is the metadata's batch_span_processor.
+type batchSpanProcessor struct {
+	DropOnQueueFull    *bool   `json:"drop_on_queue_full"`
+	MaxQueueSize       int     `json:"max_queue_size"`
+	BatchTimeout       float64 `json:"batch_timeout"`
+	InactiveTimeout    float64 `json:"inactive_timeout"`
+	MaxExportBatchSize int     `json:"max_export_batch_size"`
 }
 
 // The batch span processor's defaults, opentelemetry-lua's.
@@ -166,7 +183,14 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 			return nil, fmt.Errorf("opentelemetry: metadata: %w", err)
 		}
 		in.fromRequestID = m.TraceIDSource == "x-request-id"
-		in.q = exporterFor(raw, m)
+		in.setVars = m.SetNgxVar
+		var failed *atomic.Uint64
+		if env.Metrics != nil {
+			in.dropped = env.Metrics.Slot(DroppedMetric, "queue_full")
+			failed = env.Metrics.Slot(DroppedMetric, "export_failed")
+		}
+		in.exp = exporterFor(raw, m, failed)
+		in.q = in.exp.q
 	}
 	return in, nil
 }
@@ -178,27 +202,55 @@ type namedVar struct {
 }
 
 // The process's exporter: one per metadata, replaced (the old one
-// flushed and stopped) when a snapshot brings other metadata.
+// flushed and stopped) when a snapshot brings other metadata, and
+// stopped the same way once no instance holds it any more (the routes
+// with the plugin dropped, their snapshots let go): the instances hold
+// its exporterRef, which exporters holds weakly.
 var exporters struct {
 	mu     sync.Mutex
 	raw    []byte
-	q      *Queue
+	ref    weak.Pointer[exporterRef]
 	cancel context.CancelFunc
 }
 
+// exporterRef is the instances' handle on the exporter of their
+// metadata: its queue. Once it is unreachable the collector has the
+// exporter stopped (exporterFor's clean-up), which sends what is queued.
+type exporterRef struct{ q *Queue }
+
+// overflow is how many times max_queue_size the queue holds with
+// drop_on_queue_full false (queueSize).
+const overflow = 4
+
+// queueSize is the capacity of the queue of bsp. With drop_on_queue_full
+// false, where opentelemetry-lua hands the full queue's batches to an
+// export at once and queues the span all the same, without bound, the
+// queue holds overflow times max_queue_size: the exporter, woken by every
+// full batch, exports them one after the other, and a span is dropped
+// (and counted) only past that, since the event loop cannot wait for an
+// upload.
+func queueSize(bsp batchSpanProcessor) int {
+	if bsp.DropOnQueueFull != nil && !*bsp.DropOnQueueFull {
+		return overflow * bsp.MaxQueueSize
+	}
+	return bsp.MaxQueueSize
+}
+
 // exporterFor returns the queue of the exporter of metadata raw (m
-// decoded), starting it when the process has none for it.
-func exporterFor(raw []byte, m metadata) *Queue {
+// decoded), starting it when the process has none for it; failed, when
+// not nil, counts the spans of failed uploads (DroppedMetric's
+// export_failed).
+func exporterFor(raw []byte, m metadata, failed *atomic.Uint64) *exporterRef {
 	exporters.mu.Lock()
 	defer exporters.mu.Unlock()
-	if exporters.q != nil && bytes.Equal(exporters.raw, raw) {
-		return exporters.q
+	if ref := exporters.ref.Value(); ref != nil && bytes.Equal(exporters.raw, raw) {
+		return ref
 	}
 	if exporters.cancel != nil {
 		exporters.cancel()
 	}
 	bsp := m.BatchSpanProcessor
-	q := NewQueue(bsp.MaxQueueSize, bsp.MaxExportBatchSize)
+	q := NewQueue(queueSize(bsp), bsp.MaxExportBatchSize)
 	host, _ := os.Hostname()
 	headers := map[string]string{}
 	for k, v := range m.Collector.RequestHeaders {
@@ -220,12 +272,17 @@ func exporterFor(raw []byte, m metadata) *Queue {
 		MaxExportBatchSize: bsp.MaxExportBatchSize,
 		BatchTimeout:       time.Duration(bsp.BatchTimeout * float64(time.Second)),
 		InactiveTimeout:    time.Duration(bsp.InactiveTimeout * float64(time.Second)),
+		FailedCounter:      failed,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	_ = e.Start(ctx) // the HTTP client's Start does not fail
 	go e.Run(ctx)
-	exporters.raw, exporters.q, exporters.cancel = bytes.Clone(raw), q, cancel
-	return q
+	ref := &exporterRef{q}
+	// Run holds q and the exporter, not ref: once the instances let ref
+	// go, the exporter is stopped (cancel may run twice, harmlessly).
+	runtime.AddCleanup(ref, func(cancel context.CancelFunc) { cancel() }, cancel)
+	exporters.raw, exporters.ref, exporters.cancel = bytes.Clone(raw), weak.Make(ref), cancel
+	return ref
 }
 
 // instance is one configuration, built; shared by the requests of its
@@ -233,10 +290,15 @@ func exporterFor(raw []byte, m metadata) *Queue {
 type instance struct {
 	sampler       Sampler
 	fromRequestID bool
-	attrs         []namedVar // additional_attributes
-	headers       []namedVar // additional_header_prefix_attributes without '*'
-	prefixes      [][]byte   // and those with, without it
-	q             *Queue     // nil: no metadata, nothing done
+	setVars       bool         // set_ngx_var: the $opentelemetry_* variables
+	attrs         []namedVar   // additional_attributes
+	headers       []namedVar   // additional_header_prefix_attributes without '*'
+	prefixes      [][]byte     // and those with, without it
+	q             *Queue       // nil: no metadata, nothing done
+	exp           *exporterRef // q's exporter, held
+	// dropped is DroppedMetric's queue_full series, this worker's slot
+	// (nil without metrics), which Log counts on its event loop.
+	dropped *atomic.Uint64
 	// keys are the owners of the request's kept values: the trace id's
 	// two halves, the parent's span id and the span's own.
 	keys [4]byte
@@ -272,6 +334,12 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 	}
 	in.tp = AppendTraceparent(in.tp[:0], sc)
 	c.SetRequestHeader("traceparent", in.tp)
+	if in.setVars {
+		// "00-" trace id "-" span id "-" flags.
+		c.SetVar(varTraceparent, in.tp)
+		c.SetVar(varTraceID, in.tp[3:35])
+		c.SetVar(varSpanID, in.tp[36:52])
+	}
 	if sc.Flags&1 == 0 {
 		return
 	}
@@ -333,6 +401,13 @@ var (
 
 var space = []byte(" ")
 
+// The variables of set_ngx_var.
+var (
+	varTraceparent = httpvar.Parse("opentelemetry_context_traceparent")
+	varTraceID     = httpvar.Parse("opentelemetry_trace_id")
+	varSpanID      = httpvar.Parse("opentelemetry_span_id")
+)
+
 // Log records the span of a sampled request into the exporter's queue
 // (dropped and counted when the queue is full): its ids, its times, its
 // name (the method and the route's uri pattern) and APISIX's attributes.
@@ -346,6 +421,9 @@ func (in *instance) Log(c plugins.Ctx) {
 	}
 	s := in.q.Reserve()
 	if s == nil {
+		if in.dropped != nil {
+			in.dropped.Add(1)
+		}
 		return
 	}
 	lo, _ := c.Kept(&in.keys[1])

@@ -4,10 +4,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"coregate/admin/spec"
+	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/plugintest"
 )
@@ -205,4 +210,99 @@ func TestHeaderPrefixAttributes(t *testing.T) {
 			t.Errorf("attribute %s added", k)
 		}
 	}
+}
+
+// TestDropOnQueueFull: with a collector that holds its first upload, the
+// spans past the queue are dropped and counted in DroppedMetric's
+// queue_full series, this worker's slot: past max_queue_size with
+// drop_on_queue_full (the default), past overflow times it without.
+func TestDropOnQueueFull(t *testing.T) {
+	release := make(chan struct{})
+	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(503)
+	}))
+	defer hold.Close()
+	defer close(release)
+	const requests = 40
+	for _, tc := range []struct {
+		drop     string
+		capacity int
+	}{{"", 4}, {`"drop_on_queue_full":true,`, 4}, {`"drop_on_queue_full":false,`, overflow * 4}} {
+		md := fmt.Sprintf(`{"collector":{"address":%q,"request_timeout":10},"batch_span_processor":{%s"max_queue_size":4,`+
+			`"batch_timeout":0.05,"inactive_timeout":0.01,"max_export_batch_size":1}}`, strings.TrimPrefix(hold.URL, "http://"), tc.drop)
+		env := plugins.NewLocalEnv()
+		env.Metadata = plugins.NewSettings(map[string]json.RawMessage{Name: json.RawMessage(md)})
+		i, err := Plugin{}.Build(json.RawMessage(`{"sampler":{"name":"always_on"}}`), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := i.(*instance)
+		// The first span goes to the collector, which holds it.
+		request(in, plugintest.NewCtx("GET", "/hello"))
+		waitFor(t, "the upload to begin", func() bool { return in.q.Len() == 0 })
+		for range requests - 1 {
+			request(in, plugintest.NewCtx("GET", "/hello"))
+		}
+		want := uint64(requests - 1 - tc.capacity)
+		if got := env.Metrics.Slot(DroppedMetric, "queue_full").Load(); got != want {
+			t.Errorf("%s: %d spans dropped for a full queue, want %d", tc.drop, got, want)
+		}
+	}
+}
+
+// TestSetNgxVar: with set_ngx_var the rewrite phase sets
+// $opentelemetry_context_traceparent (the traceparent the upstream gets),
+// $opentelemetry_trace_id and $opentelemetry_span_id for the plugins
+// after it and the access log, sampled or not; without it they stay
+// unset.
+func TestSetNgxVar(t *testing.T) {
+	col := newCollector(t)
+	vars := [3]httpvar.Var{httpvar.Parse("opentelemetry_context_traceparent"), httpvar.Parse("opentelemetry_trace_id"),
+		httpvar.Parse("opentelemetry_span_id")}
+	for _, sampler := range []string{"always_on", "always_off"} {
+		in := build(t, `{"sampler":{"name":"`+sampler+`"}}`, col, `,"set_ngx_var":true`)
+		c := plugintest.NewCtx("GET", "/hello")
+		request(in, c)
+		tp := string(c.UpstreamHeader("traceparent"))
+		got := [3]string{string(c.Var(vars[0])), string(c.Var(vars[1])), string(c.Var(vars[2]))}
+		if len(tp) != 55 || got != [3]string{tp, tp[3:35], tp[36:52]} {
+			t.Errorf("%s: variables %q, upstream traceparent %q", sampler, got, tp)
+		}
+	}
+	in := build(t, `{"sampler":{"name":"always_on"}}`, col, "")
+	c := plugintest.NewCtx("GET", "/hello")
+	request(in, c)
+	for _, v := range vars {
+		if got := c.Var(v); got != nil {
+			t.Errorf("without set_ngx_var: %v = %q", v, got)
+		}
+	}
+}
+
+// TestExporterReleased: once no instance holds the exporter of the
+// metadata (its routes dropped by a configuration change), it sends the
+// spans it holds and stops; N such changes leave no exporter running.
+func TestExporterReleased(t *testing.T) {
+	col := newCollector(t)
+	base := running.Load()
+	const changes = 5
+	for i := range changes {
+		// A batch that only the stop sends.
+		in := build(t, `{"sampler":{"name":"always_on"}}`, col,
+			fmt.Sprintf(`,"resource":{"change":%d},"batch_span_processor":{"batch_timeout":3600,"inactive_timeout":3600,"max_export_batch_size":100}`, i))
+		request(in, plugintest.NewCtx("GET", "/hello"))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running.Load() > base || exporters.ref.Value() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d exporters running (%d before) after %d changes", running.Load(), base, changes)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitFor(t, "the spans held", func() bool { return len(col.spans()) == changes })
 }

@@ -101,6 +101,12 @@ type Ctx struct {
 	// Figures is what Exchange answers: the test sets the request's times
 	// and sizes for the log phase.
 	Figures plugins.Exchange
+
+	// setVars are the values of the variables a plugin set (SetVar), by
+	// kind from httpvar.OTelTraceparent; varsSet says which. Cleared by
+	// Reset.
+	setVars [httpvar.NumSettable][]byte
+	varsSet uint8
 }
 
 type kept struct {
@@ -174,7 +180,7 @@ func (c *Ctx) RequestBodyWhole() bool {
 // UpstreamStatus and UpstreamBody), which ResponseHeader sees from
 // header_filter on when no plugin exits.
 func (c *Ctx) WithResponseHeader(name, value string) *Ctx {
-	c.upResp = append(c.upResp, Header{Name: name, Value: []byte(value)})
+	c.upResp = append(c.upResp, Header{Name: name, Value: []byte(value), nameb: []byte(name)})
 	return c
 }
 
@@ -214,6 +220,7 @@ func (c *Ctx) Reset() {
 	c.exited, c.exitStatus, c.exitPage, c.status, c.Upstream = false, 0, false, 0, false
 	c.exitBody = c.exitBody[:0]
 	c.respHeader, c.respSet, c.respGone = c.respHeader[:0], c.respSet[:0], c.respGone[:0]
+	c.varsSet = 0
 	c.Body = c.Body[:0]
 	c.ExitDelay, c.Delayed = 0, 0
 	c.UpstreamURI, c.UpstreamMethod, c.UpstreamHost = c.UpstreamURI[:0], c.UpstreamMethod[:0], c.UpstreamHost[:0]
@@ -288,6 +295,10 @@ func (c *Ctx) Var(v httpvar.Var) []byte {
 		return c.realIP
 	case c.realPortSet && v.Kind == httpvar.RemotePort:
 		return c.realPort
+	case v.Kind.Settable():
+		if i := v.Kind - httpvar.OTelTraceparent; c.varsSet&(1<<i) != 0 {
+			return c.setVars[i]
+		}
 	}
 	for i := range c.vars {
 		if x := &c.vars[i]; x.v.Kind == v.Kind && x.v.Name == v.Name {
@@ -370,6 +381,18 @@ func (c *Ctx) args() []byte {
 	return nil
 }
 
+// SetVar implements plugins.Ctx as the worker: a settable variable
+// (httpvar.Kind.Settable) keeps a copy of value, which Var answers until
+// Reset; others are ignored.
+func (c *Ctx) SetVar(v httpvar.Var, value []byte) {
+	if !v.Kind.Settable() {
+		return
+	}
+	i := v.Kind - httpvar.OTelTraceparent
+	c.setVars[i] = append(c.setVars[i][:0], value...)
+	c.varsSet |= 1 << i
+}
+
 // Exit implements plugins.Ctx.
 func (c *Ctx) Exit(status int, body []byte) {
 	c.exited, c.exitStatus, c.exitPage = true, status, body == nil
@@ -419,6 +442,7 @@ func (c *Ctx) addResp(name string, value []byte) {
 	}
 	h := &c.respHeader[n]
 	h.Name = name
+	h.nameb = append(h.nameb[:0], name...)
 	h.Value = append(h.Value[:0], value...)
 }
 
@@ -472,6 +496,58 @@ func (c *Ctx) ResponseHeader(name string) []byte {
 		}
 	}
 	return own
+}
+
+// ResponseHeaderAt implements plugins.Ctx, as the worker's head reads
+// (without its own Date, Server and framing fields): the upstream's
+// headers (WithResponseHeader, when the answer is the upstream's) but
+// those a plugin set or removed, then those set or added, in order. It
+// answers in every phase, where the worker's answers in log only.
+func (c *Ctx) ResponseHeaderAt(i int) (name, value []byte, ok bool) {
+	if i < 0 {
+		return nil, nil, false
+	}
+	if c.Upstream {
+		for k := range c.upResp {
+			h := &c.upResp[k]
+			if c.replaced(h.Name) {
+				continue
+			}
+			if i == 0 {
+				return h.nameb, h.Value, true
+			}
+			i--
+		}
+	}
+	if i < len(c.respHeader) {
+		return c.respHeader[i].nameb, c.respHeader[i].Value, true
+	}
+	return nil, nil, false
+}
+
+// replaced reports whether a plugin set or removed the response header
+// name, which then hides the upstream's.
+func (c *Ctx) replaced(name string) bool {
+	for _, s := range c.respSet {
+		if strings.EqualFold(s, name) {
+			return true
+		}
+	}
+	for _, s := range c.respGone {
+		if strings.EqualFold(s, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ResponseBody implements plugins.Ctx: the body the client got (Body),
+// whole, where the worker's stops at the readers' limit; nil when empty.
+func (c *Ctx) ResponseBody() []byte {
+	if len(c.Body) == 0 {
+		return nil
+	}
+	return c.Body
 }
 
 // ResponseHeaderValues are the values of every header of that name set or

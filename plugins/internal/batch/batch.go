@@ -12,6 +12,12 @@
 // taken (queued, in a batch, or being sent) the entry is dropped and
 // counted. The batches are sent by a second goroutine, one at a time, so
 // that a slow or failing destination holds its buffers, not the loops.
+//
+// A plugin keeps its processors in a Registry, one per configuration,
+// shared by the instances built with it (Shared): once none holds it, a
+// configuration change having dropped them, the processor sends what it
+// gathered and stops, as APISIX's batch-processor-manager removes stale
+// processors.
 package batch
 
 import (
@@ -55,6 +61,11 @@ type Processor struct {
 	done  chan struct{}
 	wg    sync.WaitGroup
 	close sync.Once
+	// onClose runs at the end of Close (OnClose).
+	onClose func()
+	// failedTo counts the entries dropped after their retries too
+	// (CountFailed); nil when none.
+	failedTo *atomic.Uint64
 
 	dropped atomic.Uint64 // pushed while every buffer was taken
 	failed  atomic.Uint64 // dropped after the retries
@@ -81,6 +92,7 @@ func New(cfg Config, send SendFunc, n int, log *slog.Logger) (*Processor, error)
 		b := []byte(nil)
 		p.free <- &b
 	}
+	open.Add(1)
 	p.wg.Add(2)
 	go p.gather()
 	go p.sendLoop()
@@ -114,8 +126,22 @@ func (p *Processor) Close() {
 	p.close.Do(func() {
 		close(p.done)
 		p.wg.Wait()
+		if p.onClose != nil {
+			p.onClose()
+		}
+		open.Add(-1)
 	})
 }
+
+// CountFailed has the entries dropped after their batch's retries counted
+// in c too (a metric's slot), from the processor's goroutine: set by the
+// processor's maker before the processor is shared.
+func (p *Processor) CountFailed(c *atomic.Uint64) { p.failedTo = c }
+
+// OnClose has f run at the end of Close, once the last batch was sent
+// (an HTTP sender's idle connections closed): set by the processor's
+// maker before the processor is shared.
+func (p *Processor) OnClose(f func()) { p.onClose = f }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
@@ -199,6 +225,9 @@ func (p *Processor) sendLoop() {
 			if retry >= p.cfg.MaxRetryCount || len(rest) == 0 {
 				if len(rest) > 0 {
 					p.failed.Add(uint64(len(rest)))
+					if p.failedTo != nil {
+						p.failedTo.Add(uint64(len(rest)))
+					}
 					p.log.Error("Batch Processor["+p.cfg.Name+"] exceeded the max_retry_count, dropping the entries",
 						"entries", len(rest), "err", err)
 				}

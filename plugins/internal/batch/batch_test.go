@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -226,5 +228,80 @@ func TestNew(t *testing.T) {
 		if _, err := New(cfg, newRecorder().send, 1, quiet); err == nil {
 			t.Errorf("%+v accepted", cfg)
 		}
+	}
+}
+
+// TestRegistryReleases: a Registry gives the instances of one key the
+// same processor; once nothing holds the Shared of a key (N configuration
+// changes, each dropping the one before), its processor sends what it
+// gathered and stops: the processors and goroutines do not grow with the
+// changes, no entry is lost, and the counts of the closed ones stay in
+// Stats.
+func TestRegistryReleases(t *testing.T) {
+	var r Registry
+	rec := newRecorder()
+	cfg := Defaults
+	cfg.InactiveTimeout, cfg.BufferDuration = 3600, 3600 // only Close sends
+	mk := func() (*Processor, error) { return New(cfg, rec.send, 16, quiet) }
+	a, err := r.Get("a", mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := r.Get("a", mk); b != a {
+		t.Fatal("a second Get of a key made another processor")
+	}
+	a.Push([]byte("kept"))
+	base, goroutines := Open(), runtime.NumGoroutine()
+	const changes = 20
+	for i := range changes {
+		s, err := r.Get(fmt.Sprint("change ", i), mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Push(fmt.Appendf(nil, "entry %d", i))
+		runtime.KeepAlive(s) // the configuration's instances go with the next change
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for Open() > base || r.Len() > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processors open (%d before the changes), %d in the registry, after %d changes", Open(), base, r.Len(), changes)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	got, _ := rec.wait(t, changes)
+	slices.Sort(got)
+	var want []string
+	for i := range changes {
+		want = append(want, fmt.Sprint("entry ", i))
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("sent %q, want %q", got, want)
+	}
+	// The goroutines that closed them end once the counts are added.
+	for n := runtime.NumGoroutine(); n > goroutines; n = runtime.NumGoroutine() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after the changes, %d before", n, goroutines)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	eventuallyStats := time.Now().Add(5 * time.Second)
+	for {
+		if sent, _, _ := r.Stats(); sent == changes {
+			break
+		}
+		if time.Now().After(eventuallyStats) {
+			sent, _, _ := r.Stats()
+			t.Fatalf("Stats counts %d sent, want %d", sent, changes)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if b, _ := r.Get("a", mk); b != a {
+		t.Error("the Shared still held was forgotten")
+	}
+	a.Close()
+	if got, _ := rec.wait(t, 1); got[len(got)-1] != "kept" {
+		t.Errorf("the held processor's entry: sent %q", got)
 	}
 }

@@ -266,10 +266,11 @@ func (r *ReqBody) Body(c plugins.Ctx) []byte {
 }
 
 // AppendFull appends APISIX's default entry (log-util's get_full_log),
-// then extra's members; noRoute as AppendCustom's. body, when not nil, is
-// the request's body (ReqBody.Body), request.body. tmp is scratch for
-// names and arguments, kept by the caller for its capacity.
-func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute string, body []byte) []byte {
+// then extra's members; noRoute as AppendCustom's. reqBody, when not nil,
+// is the request's body (ReqBody.Body), request.body; respBody, when not
+// nil, the start of the response body (RespBody.Of), response.body. tmp is
+// scratch for names and arguments, kept by the caller for its capacity.
+func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute string, reqBody, respBody []byte) []byte {
 	e := c.Exchange()
 	b = append(b, `{"request":{"url":`...)
 	b = append(b, '"')
@@ -284,19 +285,25 @@ func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute stri
 	b = append(b, `,"method":`...)
 	b = jsonesc.AppendQuoted(b, c.Method(), jsonesc.CJSON)
 	b = append(b, `,"headers":`...)
-	b = appendHeaders(b, tmp, c)
+	b = appendHeaders(b, tmp, c, false)
 	b = append(b, `,"querystring":`...)
 	b = appendArgs(b, tmp, c.Var(varArgs))
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, e.RequestLength, 10)
-	if body != nil {
+	if reqBody != nil {
 		b = append(b, `,"body":`...)
-		b = jsonesc.AppendQuoted(b, body, jsonesc.CJSON)
+		b = jsonesc.AppendQuoted(b, reqBody, jsonesc.CJSON)
 	}
 	b = append(b, `},"response":{"status":`...)
 	b = strconv.AppendInt(b, int64(c.Status()), 10)
+	b = append(b, `,"headers":`...)
+	b = appendHeaders(b, tmp, c, true)
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, e.BytesSent, 10)
+	if respBody != nil {
+		b = append(b, `,"body":`...)
+		b = jsonesc.AppendQuoted(b, respBody, jsonesc.CJSON)
+	}
 	b = append(b, `},"server":{"hostname":`...)
 	b = jsonesc.AppendQuoted(b, hostname, jsonesc.CJSON)
 	b = append(b, `,"version":"`+spec.CompatVersion+`"}`...)
@@ -348,17 +355,18 @@ func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute stri
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // appendHeaders appends the request's headers as ngx.req.get_headers
-// gives them: names in lower case, a repeated header's values in an
-// array, in the order sent.
-func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
+// gives them, or with resp the response's the client got as
+// ngx.resp.get_headers does: names in lower case, a repeated header's
+// values in an array, in the order sent.
+func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx, resp bool) []byte {
 	b = append(b, '{')
 	first := true
 	for i := 0; i < maxHeaders; i++ {
-		name, _, ok := c.RequestHeaderAt(i)
+		name, _, ok := headerAt(c, resp, i)
 		if !ok {
 			break
 		}
-		if seenHeader(c, name, i) {
+		if seenHeader(c, resp, name, i) {
 			continue
 		}
 		if !first {
@@ -377,7 +385,7 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 		b = append(b, ':')
 		n := 0
 		for j := i; j < maxHeaders; j++ {
-			nj, _, ok := c.RequestHeaderAt(j)
+			nj, _, ok := headerAt(c, resp, j)
 			if !ok {
 				break
 			}
@@ -390,7 +398,7 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 		}
 		k := 0
 		for j := i; j < maxHeaders; j++ {
-			nj, vj, ok := c.RequestHeaderAt(j)
+			nj, vj, ok := headerAt(c, resp, j)
 			if !ok {
 				break
 			}
@@ -410,14 +418,23 @@ func appendHeaders(b []byte, tmp *[]byte, c plugins.Ctx) []byte {
 }
 
 // seenHeader reports whether a header before the i-th has name.
-func seenHeader(c plugins.Ctx, name []byte, i int) bool {
+func seenHeader(c plugins.Ctx, resp bool, name []byte, i int) bool {
 	for j := 0; j < i; j++ {
-		nj, _, _ := c.RequestHeaderAt(j)
+		nj, _, _ := headerAt(c, resp, j)
 		if httpvar.EqualFold(nj, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// headerAt is the i-th field of the request's head, or with resp of the
+// response's.
+func headerAt(c plugins.Ctx, resp bool, i int) (name, value []byte, ok bool) {
+	if resp {
+		return c.ResponseHeaderAt(i)
+	}
+	return c.RequestHeaderAt(i)
 }
 
 // appendArgs appends the query's arguments as ngx.req.get_uri_args gives

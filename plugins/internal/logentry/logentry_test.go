@@ -65,7 +65,7 @@ func TestAppendFull(t *testing.T) {
 	c := plugintest.NewCtx("GET", "/a?b=1").WithHeader("Host", "h").WithRoute("")
 	var tmp []byte
 	var m map[string]any
-	b := AppendFull(nil, &tmp, c, extra, "no-matched", nil)
+	b := AppendFull(nil, &tmp, c, extra, "no-matched", nil, nil)
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
@@ -106,7 +106,7 @@ func TestReqBody(t *testing.T) {
 			c.WithBody(tc.body)
 		}
 		var tmp []byte
-		b := AppendFull(nil, &tmp, c, nil, "", tc.r.Body(c))
+		b := AppendFull(nil, &tmp, c, nil, "", tc.r.Body(c), nil)
 		var m struct {
 			Request map[string]any `json:"request"`
 		}
@@ -123,5 +123,30 @@ func TestReqBody(t *testing.T) {
 	}
 	if l := (&ReqBody{Max: 2 << 20}).TeeLimit(); l != 2<<20 {
 		t.Errorf("TeeLimit %d, want %d", l, 2<<20)
+	}
+}
+
+// TestAppendFullResponseHeaders: response.headers is the head the client
+// got as ngx.resp.get_headers gives it: names in lower case, a repeated
+// field's values in an array, between status and size as APISIX's
+// get_full_log lists them; a field a plugin set replaces the upstream's.
+func TestAppendFullResponseHeaders(t *testing.T) {
+	c := plugintest.NewCtx("GET", "/").WithResponseHeader("Content-Type", "text/plain").
+		WithResponseHeader("Set-Cookie", "a=1").WithResponseHeader("X-Up", "u").WithResponseHeader("set-cookie", "b=2")
+	c.Reset()
+	plugintest.Run(&plugins.Phases{}, c)
+	c.SetResponseHeader("X-Up", []byte(`"q"`))
+	var tmp []byte
+	b := AppendFull(nil, &tmp, c, nil, "", nil, nil)
+	want := `"response":{"status":200,"headers":{"content-type":"text\/plain","set-cookie":["a=1","b=2"],"x-up":"\"q\""},"size":0}`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("entry\n%s\nwant it to hold\n%s", b, want)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if got := string(AppendFull(nil, &tmp, plugintest.NewCtx("GET", "/"), nil, "", nil, nil)); !strings.Contains(got, `"headers":{},"size"`) {
+		t.Errorf("no response headers: %s", got)
 	}
 }
