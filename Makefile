@@ -102,7 +102,7 @@ cross:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o $(BIN)/coregate-linux-arm64 ./cmd/coregate
 
 # Packages (packaging/doc.go). static is the binary that make install and
-# make deb ship.
+# make deb ship; the Dockerfile runs the same go build (its test checks).
 # install is PREFIX- and DESTDIR-aware: the binary to $(PREFIX)/bin, the
 # systemd unit to $(UNITDIR), config.yaml and apisix.yaml to
 # $(SYSCONFDIR)/coregate unless there already; without DESTDIR it creates

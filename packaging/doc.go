@@ -6,7 +6,7 @@
 //	adduser           make install's last step as root: the coregate user
 //	                  and the configuration directory's group
 //	nfpm.yaml, deb/   the .deb (make deb) and its maintainer scripts
-//	../Dockerfile     the container image
+//	../Dockerfile     the container image; cmd/probe is its HEALTHCHECK
 //
 // # The unit
 //
