@@ -30,7 +30,7 @@ func dpkgDeb(t testing.TB, args ...string) string {
 // and purges the package.
 func TestDeb(t *testing.T) {
 	if _, err := exec.LookPath("dpkg-deb"); err != nil {
-		t.Skip("dpkg-deb not installed")
+		missing(t, "dpkg-deb not installed")
 	}
 	bin := t.TempDir()
 	makeIn(t, "deb", "BIN="+bin, "VERSION=1.2.3+test")
