@@ -148,6 +148,21 @@ func runUnit(t *testing.T, u unit, uid, gid int, etc, state string, paths ...str
 	testConfig(t, conf, port, low, admin)
 	s := newService(t, u, uid, gid, paths...)
 
+	// ExecStartPre refuses a config.yaml the start would refuse, and
+	// passes the installed one.
+	good, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, append(good, "\nnot_a_key_of_coregate: [\n"...), 0); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.run("ExecStartPre"); err == nil {
+		t.Errorf("ExecStartPre passed a config.yaml that does not parse:\n%s", out)
+	}
+	if err := os.WriteFile(conf, good, 0); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := s.run("ExecStartPre"); err != nil {
 		t.Fatalf("ExecStartPre: %v\n%s", err, out)
 	}

@@ -131,6 +131,12 @@ func newService(t testing.TB, u unit, uid, gid int, oldnew ...string) *service {
 	t.Helper()
 	s := &service{t: t, u: u, paths: strings.NewReplacer(oldnew...), uid: uid, gid: gid,
 		log: filepath.Join(t.TempDir(), "coregate.log"), nofile: u.one(t, "LimitNOFILE")}
+	// systemd fails the start where the kernel allows fewer.
+	if b, err := os.ReadFile("/proc/sys/fs/nr_open"); err != nil {
+		t.Fatal(err)
+	} else if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n < mustAtoi(t, s.nofile) {
+		t.Errorf("LimitNOFILE=%s: above fs.nr_open, %d here", s.nofile, n)
+	}
 	if out, err := exec.Command("prlimit", "--nofile="+s.nofile+":"+s.nofile, "--", "true").CombinedOutput(); err != nil {
 		// A container without CAP_SYS_RESOURCE, its hard limit lower.
 		t.Logf("LimitNOFILE=%s not applied: this machine does not raise the limit (%v: %s); "+
@@ -155,6 +161,15 @@ func newService(t testing.TB, u unit, uid, gid int, oldnew ...string) *service {
 		}
 	}
 	return s
+}
+
+func mustAtoi(t testing.TB, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // command is the unit's command line for key (ExecStartPre, ...), its
