@@ -125,6 +125,18 @@ func TestDeb(t *testing.T) {
 	checkMode(t, "/etc/coregate/config.yaml", 0o640, gid)
 	runUnit(t, parseUnit(t, "/usr/lib/systemd/system/coregate.service"), uid, gid, "/etc/coregate", "/var/lib/coregate")
 
+	// Installed again (an upgrade), the package keeps the config.yaml
+	// that runUnit edited: a conffile.
+	edited, err := os.ReadFile("/etc/coregate/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dpkg("-i", deb)
+	if b, _ := os.ReadFile("/etc/coregate/config.yaml"); !bytes.Equal(b, edited) {
+		t.Errorf("dpkg -i again replaced the edited config.yaml")
+	}
+	checkMode(t, "/etc/coregate", 0o770|os.ModeSticky, gid)
+
 	dpkg("--purge", "coregate")
 	purged = true
 	for _, p := range []string{"/usr/bin/coregate", "/usr/lib/systemd/system/coregate.service", "/etc/coregate", "/var/lib/coregate"} {
