@@ -3,6 +3,7 @@ package packaging
 import (
 	"bufio"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"coregate/internal/e2e"
 )
 
 // instruction is one Dockerfile instruction: its keyword, upper case, and
@@ -164,28 +167,57 @@ func TestDockerfile(t *testing.T) {
 	}
 }
 
-// TestDockerBuild builds the image and checks that its gateway refuses
-// nothing in its config.yaml (coregate -t) as its user, where a Docker
-// engine answers.
+// TestDockerBuild builds the image and runs it, where a Docker engine
+// answers: its gateway checks its config.yaml (coregate -t), the container
+// turns healthy (the HEALTHCHECK), serves its listener on the published
+// port (404 for a path no route takes), and docker stop's SIGTERM ends it
+// cleanly.
 func TestDockerBuild(t *testing.T) {
 	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
 		t.Skipf("no Docker engine answers here (docker info: %v: %s): the image is not built; TestDockerfile lints it",
 			err, strings.TrimSpace(lastLine(string(out))))
 	}
+	docker := func(args ...string) string {
+		t.Helper()
+		c := exec.Command("docker", args...)
+		c.Dir = ".."
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
 	tag := fmt.Sprintf("coregate-test:%d", time.Now().UnixNano())
-	build := exec.Command("docker", "build", "-t", tag, ".")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("docker build: %v\n%s", err, out)
-	}
+	docker("build", "-t", tag, ".")
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", tag).Run() })
-	out, err := exec.Command("docker", "run", "--rm", "--entrypoint", "/usr/bin/coregate", tag, "-t", "-c", "/etc/coregate/config.yaml").CombinedOutput()
+	docker("run", "--rm", "--entrypoint", "/usr/bin/coregate", tag, "-t", "-c", "/etc/coregate/config.yaml")
+
+	id := docker("run", "-d", "--cap-add", "BPF", "-p", "127.0.0.1::9080", tag)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command("docker", "logs", id).CombinedOutput()
+			t.Logf("the container's output:\n%s", out)
+		}
+		_ = exec.Command("docker", "rm", "-f", id).Run()
+	})
+	e2e.Eventually(t, 60*time.Second, func() error {
+		if h := docker("inspect", "-f", "{{.State.Health.Status}}", id); h != "healthy" {
+			return fmt.Errorf("health %s", h)
+		}
+		return nil
+	})
+	addr := docker("port", id, "9080/tcp")
+	res, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + lastLine(addr) + "/nothing")
 	if err != nil {
-		t.Fatalf("coregate -t in the image: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	out, err = exec.Command("docker", "run", "--rm", "--entrypoint", "/usr/bin/coregate-probe", tag, "http://127.0.0.1:1/").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "probe:") {
-		t.Errorf("the probe in the image answered %v for a dead URL:\n%s", err, out)
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /nothing: %d, want 404 (no route)", res.StatusCode)
+	}
+	docker("stop", "-t", "30", id)
+	if code := docker("inspect", "-f", "{{.State.ExitCode}}", id); code != "0" {
+		t.Errorf("exit code %s after docker stop, want 0", code)
 	}
 }
 
