@@ -1,6 +1,9 @@
 package packaging
 
 import (
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +71,7 @@ func checkMode(t testing.TB, path string, mode os.FileMode, gid int) {
 // ExecStartPre passes, ExecStart serves a route on a free port and on one
 // below 1024 with the eBPF selector attached, ExecReload re-reads
 // config.yaml (a second worker), and SIGTERM to the main process alone
-// (KillMode=mixed) stops every process.
+// (KillMode=mixed) stops every process, answering the request in flight.
 func TestMakeInstall(t *testing.T) {
 	needRoot(t)
 	dest, bin := worldDir(t), t.TempDir()
@@ -210,7 +213,28 @@ func runUnit(t *testing.T, u unit, uid, gid int, etc, state string, paths ...str
 	s.waitLog(`msg="SIGHUP: config.yaml reloaded" proc=supervisor workers=2`, 1, 10*time.Second)
 	s.waitLog(`msg="worker ready"`, 2, 10*time.Second)
 	s.checkProcesses(3)
-	serveRoute(t, admin, adminKey(t, conf), ports...)
+	slow := serveRoute(t, admin, adminKey(t, conf), ports...)
 
+	// The stop drains: a request in flight when the main process gets
+	// SIGTERM is answered.
+	answer := make(chan string, 1)
+	go func() {
+		res, err := (&http.Client{Timeout: 10 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/packaged?slow=1", port))
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		answer <- fmt.Sprintf("%d %s", res.StatusCode, b)
+	}()
+	select {
+	case <-slow:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow request did not reach the upstream")
+	}
 	s.stop()
+	if got := <-answer; got != "200 served by the upstream: /packaged" {
+		t.Errorf("the request in flight at the stop: %s", got)
+	}
 }

@@ -454,9 +454,19 @@ func adminKey(t testing.TB, path string) string {
 
 // serveRoute puts a route /packaged to a test upstream through the Admin
 // API on adminPort, and checks that each of ports serves it within 10 s.
-func serveRoute(t testing.TB, adminPort int, key string, ports ...int) {
+// The upstream answers /packaged?slow=1 a second late, after a send on the
+// channel returned.
+func serveRoute(t testing.TB, adminPort int, key string, ports ...int) <-chan struct{} {
 	t.Helper()
+	slow := make(chan struct{}, 1)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("slow") == "1" {
+			select {
+			case slow <- struct{}{}:
+			default:
+			}
+			time.Sleep(time.Second)
+		}
 		_, _ = io.WriteString(w, "served by the upstream: "+r.URL.Path)
 	}))
 	t.Cleanup(up.Close)
@@ -491,6 +501,7 @@ func serveRoute(t testing.TB, adminPort int, key string, ports ...int) {
 			return nil
 		})
 	}
+	return slow
 }
 
 // missing skips t for what this machine lacks, or fails it under CI=true,
