@@ -182,7 +182,7 @@ func runUnit(t *testing.T, u unit, uid, gid int, etc, state string, paths ...str
 	if low != 0 {
 		ports = append(ports, low)
 	}
-	serveRoute(t, admin, adminKey(t, conf), ports...)
+	slow := serveRoute(t, admin, adminKey(t, conf), ports...)
 	for _, f := range []string{"config-cache.json", "apisix.uid"} {
 		if _, err := os.Stat(filepath.Join(etc, f)); err != nil {
 			t.Errorf("the node did not write %s beside config.yaml: %v", f, err)
@@ -213,7 +213,7 @@ func runUnit(t *testing.T, u unit, uid, gid int, etc, state string, paths ...str
 	s.waitLog(`msg="SIGHUP: config.yaml reloaded" proc=supervisor workers=2`, 1, 10*time.Second)
 	s.waitLog(`msg="worker ready"`, 2, 10*time.Second)
 	s.checkProcesses(3)
-	slow := serveRoute(t, admin, adminKey(t, conf), ports...)
+	checkServed(t, ports...)
 
 	// The stop drains: a request in flight when the main process gets
 	// SIGTERM is answered.

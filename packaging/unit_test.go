@@ -486,6 +486,15 @@ func serveRoute(t testing.TB, adminPort int, key string, ports ...int) <-chan st
 	if res.StatusCode != http.StatusCreated && res.StatusCode != http.StatusOK {
 		t.Fatalf("PUT route: %d %s", res.StatusCode, b)
 	}
+	checkServed(t, ports...)
+	return slow
+}
+
+// checkServed checks that each of ports serves serveRoute's route within
+// 10 s.
+func checkServed(t testing.TB, ports ...int) {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second}
 	for _, port := range ports {
 		url := fmt.Sprintf("http://127.0.0.1:%d/packaged", port)
 		e2e.Eventually(t, 10*time.Second, func() error {
@@ -501,7 +510,6 @@ func serveRoute(t testing.TB, adminPort int, key string, ports ...int) <-chan st
 			return nil
 		})
 	}
-	return slow
 }
 
 // missing skips t for what this machine lacks, or fails it under CI=true,
