@@ -115,15 +115,19 @@ func TestDeb(t *testing.T) {
 		}
 	})
 	dpkg("-i", deb)
-	u, err := user.Lookup("coregate")
+	unitFile := parseUnit(t, "/usr/lib/systemd/system/coregate.service")
+	u, err := user.Lookup(unitFile.one(t, "User"))
 	if err != nil {
-		t.Fatalf("preinst made no coregate user: %v", err)
+		t.Fatalf("preinst made no user for the unit's User=: %v", err)
+	}
+	if g, err := user.LookupGroupId(u.Gid); err != nil || g.Name != unitFile.one(t, "Group") {
+		t.Errorf("the user's group is %v (%v), not the unit's Group=%s", g, err, unitFile.one(t, "Group"))
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	checkMode(t, "/etc/coregate", 0o770|os.ModeSticky, gid)
 	checkMode(t, "/etc/coregate/config.yaml", 0o640, gid)
-	runUnit(t, parseUnit(t, "/usr/lib/systemd/system/coregate.service"), uid, gid, "/etc/coregate", "/var/lib/coregate")
+	runUnit(t, unitFile, uid, gid, "/etc/coregate", "/var/lib/coregate")
 
 	// Installed again (an upgrade), the package keeps the config.yaml
 	// that runUnit edited: a conffile.
