@@ -8,7 +8,7 @@ PKGS    := ./...
 GNET_PKGS := github.com/panjf2000/gnet/v2/pkg/netpoll github.com/panjf2000/gnet/v2/pkg/io
 export GOTOOLCHAIN := local
 
-.PHONY: build run test alloc check fuzz bench bench-deps bench-bundle microbench soak chaos cross clean
+.PHONY: build run test alloc check fuzz bench bench-deps bench-bundle microbench soak chaos cross static install deb clean
 
 build:
 	$(GO) build -o $(BIN)/coregate ./cmd/coregate
@@ -100,6 +100,38 @@ microbench:
 cross:
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o $(BIN)/coregate-linux-amd64 ./cmd/coregate
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o $(BIN)/coregate-linux-arm64 ./cmd/coregate
+
+# Packages (packaging/doc.go). static is the binary that make install and
+# make deb ship; the Dockerfile runs the same go build (its test checks).
+# install is PREFIX- and DESTDIR-aware: the binary to $(PREFIX)/bin, the
+# systemd unit to $(UNITDIR), config.yaml and apisix.yaml to
+# $(SYSCONFDIR)/coregate unless there already; without DESTDIR it creates
+# the coregate user the unit runs as (packaging/adduser).
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+VERSION    ?= 0.0.0+git$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+static:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/coregate-static ./cmd/coregate
+
+install: static
+	install -D -m 0755 $(BIN)/coregate-static $(DESTDIR)$(PREFIX)/bin/coregate
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/bin/coregate|$(PREFIX)/bin/coregate|g' -e 's|/etc/coregate|$(SYSCONFDIR)/coregate|g' \
+	  packaging/coregate.service > $(DESTDIR)$(UNITDIR)/coregate.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/coregate.service
+	install -d -m 1770 $(DESTDIR)$(SYSCONFDIR)/coregate
+	@for f in config.yaml apisix.yaml; do \
+	  if [ -e $(DESTDIR)$(SYSCONFDIR)/coregate/$$f ]; then echo "install: $(SYSCONFDIR)/coregate/$$f kept as it is"; \
+	  else install -m 0640 conf/$$f $(DESTDIR)$(SYSCONFDIR)/coregate/$$f; fi; \
+	done
+	@if [ -z "$(DESTDIR)" ]; then packaging/adduser $(SYSCONFDIR)/coregate; \
+	else echo "install: DESTDIR set: create the coregate user and chgrp $(SYSCONFDIR)/coregate to it on the target (packaging/adduser)"; fi
+
+# bin/coregate_$(VERSION)_amd64.deb (GOARCH's), built by nfpm (a tool of go.mod).
+deb: static
+	sed 's|@BIN@|$(BIN)|' packaging/nfpm.yaml > $(BIN)/nfpm.yaml
+	VERSION=$(VERSION) GOARCH=$$($(GO) env GOARCH) $(GO) tool nfpm package -f $(BIN)/nfpm.yaml -p deb -t $(BIN)/
 
 clean:
 	rm -rf $(BIN)
