@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -260,5 +262,50 @@ func TestGzipCut(t *testing.T) {
 	want := strings.ReplaceAll(string(plain), "a", "b")
 	if len(got) == 0 || len(got) > 4096 || !strings.HasPrefix(want, got) {
 		t.Fatalf("%d bytes %q..., want a decoded prefix of at most 4096", len(got), got[:min(len(got), 16)])
+	}
+}
+
+// TestFiltersLiteral: a literal pattern, found without regexp and
+// replaced in place when its replacement is as long, gives what regexp's
+// own replacement gives: once and global, a replacement shorter, as long
+// and longer, with a group, matches at the ends and side by side, and
+// runs of false starts (the literal's first byte without the rest) long
+// enough that the search hands over to bytes.Index. Each body comes in
+// two pieces, and the instance is used twice, as its buffers are reused.
+func TestFiltersLiteral(t *testing.T) {
+	bodies := []string{
+		"", "a", "ab", "abab", "xabyabzab", "ababab", "aab" + strings.Repeat("a", 40) + "b",
+		strings.Repeat("a", 100) + "ab" + strings.Repeat("a", 50) + "ab",
+		strings.Repeat("1234567890", 102) + "1234", strings.Repeat("5", 33) + "5678",
+	}
+	for _, pat := range []string{"ab", "5678", "aab", "a"} {
+		for _, repl := range []string{"", "x", "XY", "XYZW", "longer than it", "[$0]"} {
+			conf := fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q,"scope":"global"},{"regex":%q,"replace":%q}]}`, pat, repl, "z", "Z")
+			p := build(t, conf)
+			re := regexp.MustCompile(pat)
+			for _, b := range bodies {
+				want := re.ReplaceAllString(b, strings.ReplaceAll(repl, "$0", "${0}"))
+				want = strings.Replace(want, "z", "Z", 1)
+				for range 2 {
+					c := plugintest.NewCtx("GET", "/hello")
+					c.Upstream = true
+					if got := body(p, c, b[:len(b)/2], b[len(b)/2:], ""); got != want {
+						t.Fatalf("%s over %q: %q, want %q", conf, b, got, want)
+					}
+				}
+			}
+			once := build(t, fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q}]}`, pat, repl))
+			for _, b := range bodies {
+				want := b
+				if loc := re.FindStringIndex(b); loc != nil {
+					want = b[:loc[0]] + re.ReplaceAllString(b[loc[0]:loc[1]], strings.ReplaceAll(repl, "$0", "${0}")) + b[loc[1]:]
+				}
+				c := plugintest.NewCtx("GET", "/hello")
+				c.Upstream = true
+				if got := body(once, c, b, ""); got != want {
+					t.Fatalf("once %q → %q over %q: %q, want %q", pat, repl, b, got, want)
+				}
+			}
+		}
 	}
 }
