@@ -91,10 +91,30 @@ func (Plugin) Check(raw json.RawMessage) error {
 	return err
 }
 
-// Build implements plugins.Plugin.
+// Build implements plugins.Plugin. A configuration without body or
+// filters builds a headersOnly instance.
 func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error) {
-	return compile(raw)
+	in, err := compile(raw)
+	if err != nil {
+		return nil, err
+	}
+	if !in.hasBody && len(in.filters) == 0 {
+		return headersOnly{in}, nil
+	}
+	return in, nil
 }
+
+// headersOnly is an instance whose configuration leaves the body alone
+// (status_code, headers, vars): it runs in header_filter only, so that the
+// worker forwards the body as it comes, its Content-Length kept, as
+// APISIX's does, where a body_filter phase would have it frame the body
+// itself (chunked) and see every piece. Safe as the instance it wraps.
+type headersOnly struct{ in *instance }
+
+var _ plugins.HeaderFilterPhase = headersOnly{}
+
+// HeaderFilter implements plugins.HeaderFilterPhase.
+func (h headersOnly) HeaderFilter(c plugins.Ctx) { h.in.HeaderFilter(c) }
 
 // compile reads a configuration into an instance, with check_schema's
 // errors.
@@ -421,6 +441,12 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 	if in.hasBody || len(in.filters) > 0 {
 		enc := c.ResponseHeader("Content-Encoding")
 		switch {
+		case transferCoded(c.ResponseHeader("Transfer-Encoding")):
+			// A transfer coding besides chunked (gzip, chunked),
+			// which the worker keeps: the body is sent as it came,
+			// neither read as plain text nor replaced by text the
+			// client would decode.
+			st |= stAsIs
 		case len(in.filters) == 0 || len(enc) == 0 || httpvar.EqualFold(enc, "identity"):
 		case httpvar.EqualFold(enc, "gzip"):
 			st |= stGzip
@@ -431,6 +457,7 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 		// kept (an encoding the filters cannot read is not, nor past
 		// Ctx's MaxKept): there the headers stay.
 		if st&stAsIs == 0 && c.Keep(in, st) {
+			c.RemoveResponseHeader("Content-Length")
 			c.RemoveResponseHeader("Content-Encoding")
 			c.RemoveResponseHeader("Last-Modified")
 			c.RemoveResponseHeader("ETag")
@@ -449,6 +476,12 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 	for _, name := range in.remove {
 		c.RemoveResponseHeader(name)
 	}
+}
+
+// transferCoded reports whether te, the response's (first)
+// Transfer-Encoding field, names a coding besides chunked.
+func transferCoded(te []byte) bool {
+	return len(te) > 0 && !httpvar.EqualFold(te, "chunked")
 }
 
 // BodyFilter implements plugins.BodyFilterPhase: a new body replaces the

@@ -309,3 +309,52 @@ func TestFiltersLiteral(t *testing.T) {
 		}
 	}
 }
+
+// TestPhasesByConf: a configuration that leaves the body alone (status,
+// headers, vars) runs in header_filter only, so that the worker forwards
+// the body as it came; one with a body or filters runs in body_filter and
+// log as well, and removes Content-Length with the other headers a
+// changed body makes wrong.
+func TestPhasesByConf(t *testing.T) {
+	for conf, bodyPhases := range map[string]bool{
+		`{"status_code":403}`: false,
+		`{"headers":{"add":["X-A: 1"],"set":{"X-B":"2"},"remove":["Server"]}}`: false,
+		`{"vars":[["status","==",500]],"status_code":503}`:                     false,
+		`{"body":"x"}`: true,
+		`{"filters":[{"regex":"a","replace":"b"}]}`: true,
+	} {
+		p := build(t, conf)
+		if len(p.HeaderFilter) != 1 || (len(p.BodyFilter) == 1) != bodyPhases || (len(p.Log) == 1) != bodyPhases {
+			t.Errorf("%s: %d header_filter, %d body_filter, %d log", conf, len(p.HeaderFilter), len(p.BodyFilter), len(p.Log))
+		}
+		c := plugintest.NewCtx("GET", "/hello").WithResponseHeader("Content-Length", "5").WithResponseHeader("ETag", `"v"`)
+		c.Upstream = true
+		body(p, c, "hello", "")
+		if got := c.ResponseHeader("Content-Length") == nil; got != bodyPhases {
+			t.Errorf("%s: Content-Length removed %v, want %v", conf, got, bodyPhases)
+		}
+	}
+}
+
+// TestTransferCoded: a body with a transfer coding besides chunked is
+// left as it came, by filters and by a new body alike, its headers
+// (Content-Length aside, there is none) kept; "chunked" alone, in any
+// case, is no coding of the body.
+func TestTransferCoded(t *testing.T) {
+	for _, conf := range []string{`{"filters":[{"regex":"o","replace":"0","scope":"global"}]}`, `{"body":"new"}`} {
+		p := build(t, conf)
+		for te, want := range map[string]string{"gzip, chunked": "hello world", "deflate": "hello world", "Chunked": "hell0 w0rld"} {
+			if te == "Chunked" && conf == `{"body":"new"}` {
+				want = "new"
+			}
+			c := plugintest.NewCtx("GET", "/hello").WithResponseHeader("Transfer-Encoding", te).WithResponseHeader("ETag", `"v"`)
+			c.Upstream = true
+			if got := body(p, c, "hello ", "world", ""); got != want {
+				t.Errorf("%s, %s: %q, want %q", conf, te, got, want)
+			}
+			if kept := c.ResponseHeader("ETag") != nil; kept != (want == "hello world") {
+				t.Errorf("%s, %s: ETag kept %v", conf, te, kept)
+			}
+		}
+	}
+}
