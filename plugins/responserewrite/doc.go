@@ -59,9 +59,10 @@
 // slot of the instance, found again through Ctx.Keep and given back in
 // the log phase, so that responses interleaved on the loop do not mix.
 // A slot's buffers are reused, and a pattern that is a literal is found
-// without regexp (its first byte, then the rest compared in place; a
-// replacement without groups as long as the literal is written over each
-// match in the buffer): such filters allocate nothing in steady state. Other
+// without regexp (its first byte looked for a word at a time, the rest
+// compared where it is; a replacement without groups as long as the
+// literal is written over each match in the buffer): such filters
+// allocate nothing in steady state. Other
 // regular expressions allocate the indices of their matches (regexp's
 // FindAllSubmatchIndex: about one allocation per match), and a gzip
 // body's decoding allocates its reader and output.

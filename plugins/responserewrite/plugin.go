@@ -5,10 +5,12 @@ import (
 	"compress/gzip"
 	_ "embed"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"regexp"
 	"sort"
 	"strconv"
@@ -163,6 +165,10 @@ func compile(raw json.RawMessage) (*instance, error) {
 		if prefix, complete := re.LiteralPrefix(); complete && prefix != "" {
 			fl.lit = []byte(prefix)
 			fl.fixed, fl.isFixed = tm.Literal()
+			var w [8]byte
+			k := copy(w[:], fl.lit)
+			fl.head = binary.LittleEndian.Uint64(w[:])
+			fl.headMask = ^uint64(0) >> (64 - 8*k)
 		}
 		in.filters = append(in.filters, fl)
 	}
@@ -318,6 +324,9 @@ type filter struct {
 	isFixed bool
 	tmpl    resub.Template
 	global  bool
+	// head is the literal's first eight bytes (fewer: the rest zero)
+	// read as a little-endian word, headMask the bits that are its.
+	head, headMask uint64
 }
 
 // maxFalseStarts is the number of places where the literal's first byte
@@ -325,39 +334,26 @@ type filter struct {
 // hands the search to bytes.Index, which is linear in the worst case.
 const maxFalseStarts = 16
 
-// shortScan is how far index looks for the literal's first byte itself
-// before it calls bytes.IndexByte, whose vector search pays for its call
-// only over a longer stretch.
-const shortScan = 16
-
 // index is the position of the literal's first match in body at or after
 // from; -1 when none. A body's matches may be a few bytes apart (the bench
 // row's: every 10 bytes), where a call of bytes.Index costs more than its
-// search: the first byte is looked for in a short loop, then with
-// bytes.IndexByte, and the rest compared where it is.
+// search: the first byte is looked for eight bytes at a time in a word
+// (swarIndex), and the rest compared where it is. Past a stretch without
+// it, bytes.IndexByte's vector search takes over.
 func (f *filter) index(body []byte, from int) int {
 	lit := f.lit
-	n, c0 := len(lit), lit[0]
-	end := len(body) - n + 1 // past the last place a match can start
+	c0 := lit[0]
+	end := len(body) - len(lit) + 1 // past the last place a match can start
 	fails := 0
 	for i := from; i < end; i++ {
 		if body[i] != c0 {
-			lim := min(i+shortScan, end)
-			for i++; i < lim && body[i] != c0; i++ {
+			j := swarIndex(body[i:end], c0)
+			if j < 0 {
+				return -1
 			}
-			if i == lim {
-				j := bytes.IndexByte(body[i:end], c0)
-				if j < 0 {
-					return -1
-				}
-				i += j
-			}
+			i += j
 		}
-		k := 1
-		for k < n && body[i+k] == lit[k] {
-			k++
-		}
-		if k == n {
+		if f.matchAt(body, i) {
 			return i
 		}
 		if fails++; fails > maxFalseStarts {
@@ -366,6 +362,45 @@ func (f *filter) index(body []byte, from int) int {
 			}
 			return -1
 		}
+	}
+	return -1
+}
+
+// matchAt reports whether the literal is at body[i:], i+len(lit) within
+// body: its first eight bytes compared as a word where body has eight
+// from i, the rest as a string.
+func (f *filter) matchAt(body []byte, i int) bool {
+	n := len(f.lit)
+	if i+8 <= len(body) {
+		if (binary.LittleEndian.Uint64(body[i:])^f.head)&f.headMask != 0 {
+			return false
+		}
+		return n <= 8 || string(body[i+8:i+n]) == string(f.lit[8:])
+	}
+	return string(body[i:i+n]) == string(f.lit)
+}
+
+// swarWords is how many words swarIndex reads before it hands the rest of
+// its search to bytes.IndexByte, whose vector search pays for its call
+// only over a longer stretch.
+const swarWords = 4
+
+// swarIndex is bytes.IndexByte(s, c) for a c that is likely near: the
+// bytes are read eight at a time, a word's bytes equal to c found by the
+// carry of a subtraction (the lowest one exactly).
+func swarIndex(s []byte, c byte) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	pat := uint64(c) * lo
+	i := 0
+	for w := 0; w < swarWords && i+8 <= len(s); w++ {
+		v := binary.LittleEndian.Uint64(s[i:]) ^ pat
+		if z := (v - lo) &^ v & hi; z != 0 {
+			return i + bits.TrailingZeros64(z)>>3
+		}
+		i += 8
+	}
+	if j := bytes.IndexByte(s[i:], c); j >= 0 {
+		return i + j
 	}
 	return -1
 }

@@ -270,15 +270,20 @@ func TestGzipCut(t *testing.T) {
 // own replacement gives: once and global, a replacement shorter, as long
 // and longer, with a group, matches at the ends and side by side, and
 // runs of false starts (the literal's first byte without the rest) long
-// enough that the search hands over to bytes.Index. Each body comes in
+// enough that the search hands over to bytes.Index, the first byte far
+// enough away that bytes.IndexByte finds it, literals shorter and longer
+// than the word compared at once, and matches within the last word of the
+// body. Each body comes in
 // two pieces, and the instance is used twice, as its buffers are reused.
 func TestFiltersLiteral(t *testing.T) {
 	bodies := []string{
 		"", "a", "ab", "abab", "xabyabzab", "ababab", "aab" + strings.Repeat("a", 40) + "b",
 		strings.Repeat("a", 100) + "ab" + strings.Repeat("a", 50) + "ab",
 		strings.Repeat("1234567890", 102) + "1234", strings.Repeat("5", 33) + "5678",
+		strings.Repeat("x", 100) + "ab" + strings.Repeat("y", 37) + "a", "hello, world! hello, world? hello, world!",
+		strings.Repeat("hello, world", 5) + "!",
 	}
-	for _, pat := range []string{"ab", "5678", "aab", "a"} {
+	for _, pat := range []string{"ab", "5678", "aab", "a", "hello, world!"} {
 		for _, repl := range []string{"", "x", "XY", "XYZW", "longer than it", "[$0]"} {
 			conf := fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q,"scope":"global"},{"regex":%q,"replace":%q}]}`, pat, repl, "z", "Z")
 			p := build(t, conf)
