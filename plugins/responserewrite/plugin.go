@@ -337,21 +337,36 @@ const maxFalseStarts = 16
 // index is the position of the literal's first match in body at or after
 // from; -1 when none. A body's matches may be a few bytes apart (the bench
 // row's: every 10 bytes), where a call of bytes.Index costs more than its
-// search: the first byte is looked for eight bytes at a time in a word
-// (swarIndex), and the rest compared where it is. Past a stretch without
-// it, bytes.IndexByte's vector search takes over.
+// search: the first byte is looked for eight bytes at a time in a word (a
+// word's bytes equal to it found by the carry of a subtraction, the lowest
+// one exactly), and the rest compared where it is (matchAt). Past
+// swarWords words without it, bytes.IndexByte's vector search takes over.
 func (f *filter) index(body []byte, from int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	lit := f.lit
 	c0 := lit[0]
+	pat := uint64(c0) * lo
 	end := len(body) - len(lit) + 1 // past the last place a match can start
 	fails := 0
 	for i := from; i < end; i++ {
 		if body[i] != c0 {
-			j := swarIndex(body[i:end], c0)
-			if j < 0 {
-				return -1
+			found := false
+			for w := 0; w < swarWords && i+8 <= end; w++ {
+				v := binary.LittleEndian.Uint64(body[i:]) ^ pat
+				if z := (v - lo) &^ v & hi; z != 0 {
+					i += bits.TrailingZeros64(z) >> 3
+					found = true
+					break
+				}
+				i += 8
 			}
-			i += j
+			if !found {
+				j := bytes.IndexByte(body[i:end], c0)
+				if j < 0 {
+					return -1
+				}
+				i += j
+			}
 		}
 		if f.matchAt(body, i) {
 			return i
@@ -380,30 +395,10 @@ func (f *filter) matchAt(body []byte, i int) bool {
 	return string(body[i:i+n]) == string(f.lit)
 }
 
-// swarWords is how many words swarIndex reads before it hands the rest of
-// its search to bytes.IndexByte, whose vector search pays for its call
-// only over a longer stretch.
+// swarWords is how many words index reads looking for the literal's first
+// byte before it calls bytes.IndexByte, whose vector search pays for its
+// call only over a longer stretch.
 const swarWords = 4
-
-// swarIndex is bytes.IndexByte(s, c) for a c that is likely near: the
-// bytes are read eight at a time, a word's bytes equal to c found by the
-// carry of a subtraction (the lowest one exactly).
-func swarIndex(s []byte, c byte) int {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	pat := uint64(c) * lo
-	i := 0
-	for w := 0; w < swarWords && i+8 <= len(s); w++ {
-		v := binary.LittleEndian.Uint64(s[i:]) ^ pat
-		if z := (v - lo) &^ v & hi; z != 0 {
-			return i + bits.TrailingZeros64(z)>>3
-		}
-		i += 8
-	}
-	if j := bytes.IndexByte(s[i:], c); j >= 0 {
-		return i + j
-	}
-	return -1
-}
 
 // next is the indices of the literal's first match in body at or after
 // from, in caps; nil when none.
