@@ -113,7 +113,10 @@ type Ctx interface {
 	// the upstream's, and any a plugin set or added before (APISIX's
 	// core.response.set_header(name, nil)); from the same phases as
 	// SetResponseHeader. The worker's own Date and Server go too; framing
-	// and hop-by-hop names are the worker's and ignored.
+	// and hop-by-hop names are the worker's and ignored, but for
+	// Content-Length, which a plugin that changes the body removes (as
+	// APISIX's clear_header_as_body_modified): a head no body follows (a
+	// HEAD's, a 304's) then goes without it; the worker frames any body.
 	RemoveResponseHeader(name string)
 	// Status is the response status, from header_filter on (0 before):
 	// the one SetStatus gave, once called.

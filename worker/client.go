@@ -1006,7 +1006,7 @@ func (cc *clientConn) localHead(b []byte, status int, ct string, clen int, keep 
 		b = append(b, ct...)
 		b = append(b, '\r', '\n')
 	}
-	if !bodylessStatus(status) {
+	if !bodylessStatus(status) && !(plug && cc.lengthRemoved(status)) {
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, int64(clen), 10)
 		b = append(b, "\r\n"...)

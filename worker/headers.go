@@ -279,7 +279,7 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 		// After the upstream's codings, if it named any (RFC 9112 §6.1:
 		// the field lines combine in order).
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
-	case resp.ContentLength >= 0 && !noFraming:
+	case resp.ContentLength >= 0 && !noFraming && !(plug && cc.lengthRemoved(resp.Status)):
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, resp.ContentLength, 10)
 		b = append(b, '\r', '\n')
@@ -314,6 +314,16 @@ func (cc *clientConn) responseHead(b []byte, resp *httpparse.Response, keep bool
 	}
 	b = append(b, '\r', '\n')
 	return b
+}
+
+// lengthRemoved reports whether a plugin removed Content-Length (it
+// changes the body: APISIX's clear_header_as_body_modified) from an
+// answer of status that no body follows, a HEAD's or a 304: its head then
+// goes without one, as nginx's sub_filter leaves a HEAD's, rather than
+// with the length of a body the plugin would have changed. Where a body
+// follows, Content-Length is its framing, the worker's.
+func (cc *clientConn) lengthRemoved(status int) bool {
+	return (cc.isHead || status == 304) && cc.respHas("Content-Length")
 }
 
 func appendStatus(b []byte, s int) []byte {

@@ -33,7 +33,10 @@ import (
 // the body, a response whose body goes through body_filter loses its
 // Content-Length: it goes chunked to an HTTP/1.1 client, delimited by the
 // close to an HTTP/1.0 one; a local answer's length is that of the body
-// body_filter returned.
+// body_filter returned. A head no body follows (a HEAD's, a 304's) keeps
+// the upstream's Content-Length, or states the local answer's, unless a
+// plugin removed it in header_filter because it changes the body
+// (lengthRemoved).
 //
 // A request no route matched runs the global rules' rewrite and access
 // phases before its 404, as APISIX does.

@@ -279,10 +279,14 @@ func (cc *clientConn) addRespHdr(name string, value []byte, add bool) {
 
 // RemoveResponseHeader implements plugins.Ctx: the edits of that name go,
 // and one that removes takes their place, so that the upstream's fields
-// and the worker's Date or Server are left out of the head.
+// and the worker's Date or Server are left out of the head. Content-Length,
+// which a plugin removes when it changes the body, is left out only of a
+// head no body follows (a HEAD's, a 304's: responseHead, localHead); where
+// one does, the worker frames it.
 func (x *pluginCtx) RemoveResponseHeader(name string) {
 	cc := x.cc()
-	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || workerOwnedResponse(name) || !fieldOK(name, nil) {
+	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || !fieldOK(name, nil) ||
+		workerOwnedResponse(name) && !eqFoldStr("content-length", name) {
 		return
 	}
 	k := 0

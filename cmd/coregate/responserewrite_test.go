@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,124 @@ func TestAdminAPIResponseRewrite(t *testing.T) {
 		if want := map[string]string{"/hello": "new body\n", "/filter": "wortd hetto"}[path]; err != nil || string(body) != want ||
 			!resp.Close || len(resp.TransferEncoding) != 0 {
 			t.Errorf("HTTP/1.0 %s: %q (err %v, close %v, transfer-encoding %q), want %q", path, body, err, resp.Close, resp.TransferEncoding, want)
+		}
+	}
+}
+
+// TestResponseRewriteFraming runs response-rewrite's framing cases through
+// the real binary, with a real upstream that answers a 1 KiB text body with
+// its Content-Length, and on /coded a gzip body under Transfer-Encoding:
+// gzip, chunked. On one raw connection, pipelined: a HEAD through a new
+// body and through filters goes without Content-Length (and without
+// chunked), each GET after it gets the changed body, and headers alone
+// forward the body with its Content-Length. On /coded the gzip bytes come
+// back as they went, decoding to the upstream's text, whether the route
+// filters the body or replaces it.
+func TestResponseRewriteFraming(t *testing.T) {
+	text := strings.Repeat("1234567890", 102) + "1234"
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write([]byte(text))
+	_ = zw.Close()
+	up := newRawUpstream(t, func(c *rawConn) {
+		for {
+			req, _, err := c.ReadRequest()
+			if err != nil {
+				return
+			}
+			if strings.HasPrefix(req.URL.Path, "/coded") {
+				gz := z.String()
+				_, err = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Type: text/plain\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n",
+					len(gz)/2, gz[:len(gz)/2], len(gz)-len(gz)/2, gz[len(gz)/2:])
+			} else {
+				_, err = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Type: text/plain\r\nETag: \"v1\"\r\n\r\n%s", len(text), text)
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	filter := obj{"response-rewrite": obj{"headers": obj{"set": obj{"X-Server-Id": "3"}},
+		"filters": []obj{{"regex": "5678", "replace": "abcd", "scope": "global"}}}}
+	body := obj{"response-rewrite": obj{"body": "new body"}}
+	g := startGateway(t, routesYAML(
+		obj{"id": "body", "uri": "/body", "plugins": body, "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": "filter", "uri": "/filter", "plugins": filter, "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": "headers", "uri": "/headers", "plugins": obj{"response-rewrite": obj{"headers": obj{"set": obj{"X-Server-Id": "3"}}}},
+			"upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": "coded-filter", "uri": "/coded-filter", "plugins": filter, "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": "coded-body", "uri": "/coded-body", "plugins": body, "upstream": upstreamOf(nodes(up.Addr()), nil)},
+	), "")
+	reqs := []struct {
+		method, path, body, length string // length: the Content-Length said, "" for none
+	}{
+		{"HEAD", "/body", "", ""},
+		{"GET", "/body", "new body", ""},
+		{"HEAD", "/filter", "", ""},
+		{"GET", "/filter", strings.ReplaceAll(text, "5678", "abcd"), ""},
+		{"HEAD", "/headers", "", "1024"},
+		{"GET", "/headers", text, "1024"},
+		{"GET", "/body", "new body", ""},
+	}
+	conn, err := net.Dial("tcp", g.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var b strings.Builder
+	for _, r := range reqs {
+		b.WriteString(r.method + " " + r.path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	if _, err := io.WriteString(conn, b.String()); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	for i, r := range reqs {
+		resp, err := http.ReadResponse(br, &http.Request{Method: r.method})
+		if err != nil {
+			t.Fatalf("answer %d (%s %s): %v", i, r.method, r.path, err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 || string(got) != r.body || resp.Close {
+			t.Fatalf("answer %d (%s %s): %d, %d bytes (err %v, close %v), want 200, %d bytes", i, r.method, r.path, resp.StatusCode, len(got), err, resp.Close, len(r.body))
+		}
+		chunked := len(resp.TransferEncoding) > 0
+		if cl := resp.Header.Get("Content-Length"); cl != r.length || chunked != (r.method == "GET" && r.length == "") {
+			t.Errorf("answer %d (%s %s): Content-Length %q, Transfer-Encoding %q, want %q", i, r.method, r.path, cl, resp.TransferEncoding, r.length)
+		}
+		if r.path != "/body" && resp.Header.Get("X-Server-Id") != "3" {
+			t.Errorf("answer %d (%s %s): X-Server-Id %q", i, r.method, r.path, resp.Header.Get("X-Server-Id"))
+		}
+	}
+	// net/http reads no coding but chunked: the coded answers are read
+	// by hand.
+	for _, path := range []string{"/coded-filter", "/coded-body"} {
+		c, err := net.Dial("tcp", g.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(c)
+		c.Close()
+		head, chunks, _ := strings.Cut(string(raw), "\r\n\r\n")
+		if err != nil || !strings.HasPrefix(head, "HTTP/1.1 200 ") || !strings.Contains(head, "\r\nTransfer-Encoding: gzip, chunked\r\n") ||
+			strings.Contains(head, "Content-Length") {
+			t.Fatalf("GET %s: head %q (err %v)", path, head, err)
+		}
+		gz, err := io.ReadAll(httputil.NewChunkedReader(strings.NewReader(chunks)))
+		if err != nil || string(gz) != z.String() {
+			t.Fatalf("GET %s: chunks %q (err %v), want the upstream's gzip bytes", path, chunks, err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain, err := io.ReadAll(zr); err != nil || string(plain) != text {
+			t.Fatalf("GET %s: decodes to %d bytes (err %v), want the upstream's text", path, len(plain), err)
 		}
 	}
 }

@@ -9,11 +9,18 @@
 // from the response, other variables from the request): when they do not
 // hold the response is left as it is. Otherwise status_code replaces the
 // status (Ctx.SetStatus: a 1xx, 204 or 304 response keeps its own, and
-// 204 or 304, statuses without a body, are not given); a body
-// or filters remove Content-Encoding, Last-Modified and ETag, as APISIX's
-// clear_header_as_body_modified (the worker frames a body that
+// 204 or 304, statuses without a body, are not given); a body or filters
+// remove Content-Length, Content-Encoding, Last-Modified and ETag, as
+// APISIX's clear_header_as_body_modified (the worker frames a body that
 // body_filter may change itself: chunked, or delimited by the close for
-// HTTP/1.0, so Content-Length is never stale); then headers: "add"
+// HTTP/1.0, so Content-Length is never stale; a HEAD's answer goes without
+// one, as nginx's sub_filter leaves it). A body with a transfer coding
+// besides chunked (Transfer-Encoding: gzip, chunked), which the worker
+// forwards with its coding named, is left as it came, headers included,
+// by a body and filters alike: neither read as plain text nor replaced by
+// a plain body under the coding (nginx since 1.23 answers such an
+// upstream 502).
+// Then headers: "add"
 // (Ctx.AddResponseHeader, after the upstream's of the name), "set"
 // (replacing them) and "remove", in that order, or the older plain
 // object, every field of which is set. Values are templates of APISIX's
@@ -41,13 +48,21 @@
 // evaluator (varexpr, through plugins/internal/varexpr) over plugins.Ctx;
 // an ipmatch value may be an IPv6 address in brackets, as elsewhere.
 //
+// A configuration without body or filters builds an instance that runs
+// in header_filter only (headersOnly): the worker forwards the body as it
+// comes, Content-Length kept, as APISIX does, where a body_filter phase
+// would have the worker frame it and copy every piece.
+//
 // An instance belongs to one event loop (plugins.Plugin). The
 // header-only, status and body configurations allocate nothing per
 // request (alloc_test.go); filters hold each response's body in a buffer
 // slot of the instance, found again through Ctx.Keep and given back in
 // the log phase, so that responses interleaved on the loop do not mix.
 // A slot's buffers are reused, and a pattern that is a literal is found
-// with bytes.Index: such filters allocate nothing in steady state. Other
+// without regexp (its first byte looked for a word at a time, the rest
+// compared where it is; a replacement without groups as long as the
+// literal is written over each match in the buffer): such filters
+// allocate nothing in steady state. Other
 // regular expressions allocate the indices of their matches (regexp's
 // FindAllSubmatchIndex: about one allocation per match), and a gzip
 // body's decoding allocates its reader and output.

@@ -1,6 +1,7 @@
 package responserewrite
 
 import (
+	"strings"
 	"testing"
 
 	"coregate/plugins/plugintest"
@@ -49,6 +50,26 @@ func benchFilters(b *testing.B, conf string) {
 		h.HeaderFilter(c)
 		f.BodyFilter(c, piece, false)
 		f.BodyFilter(c, piece, false)
+		f.BodyFilter(c, nil, true)
+		l.Log(c)
+	}
+}
+
+// BenchmarkBenchRow: the bench row's response (bench/scenario,
+// "response-rewrite"): a header set and a literal filter over the seeds'
+// 1 KiB body ("1234567890" × 102 + "1234", 102 matches), which comes in
+// one piece, as from the upstream on loopback.
+func BenchmarkBenchRow(b *testing.B) {
+	p := build(b, `{"headers":{"set":{"X-Server-Id":"3"}},"filters":[{"regex":"5678","replace":"abcd","scope":"global"}]}`)
+	c := plugintest.NewCtx("GET", "/hello")
+	h, f, l := p.HeaderFilter[0], p.BodyFilter[0], p.Log[0]
+	body := []byte(strings.Repeat("1234567890", 102) + "1234")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		c.Reset()
+		h.HeaderFilter(c)
+		f.BodyFilter(c, body, false)
 		f.BodyFilter(c, nil, true)
 		l.Log(c)
 	}

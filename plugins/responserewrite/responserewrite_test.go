@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -260,5 +262,104 @@ func TestGzipCut(t *testing.T) {
 	want := strings.ReplaceAll(string(plain), "a", "b")
 	if len(got) == 0 || len(got) > 4096 || !strings.HasPrefix(want, got) {
 		t.Fatalf("%d bytes %q..., want a decoded prefix of at most 4096", len(got), got[:min(len(got), 16)])
+	}
+}
+
+// TestFiltersLiteral: a literal pattern, found without regexp and
+// replaced in place when its replacement is as long, gives what regexp's
+// own replacement gives: once and global, a replacement shorter, as long
+// and longer, with a group, matches at the ends and side by side, and
+// runs of false starts (the literal's first byte without the rest) long
+// enough that the search hands over to bytes.Index, the first byte far
+// enough away that bytes.IndexByte finds it, literals shorter and longer
+// than the word compared at once, and matches within the last word of the
+// body. Each body comes in
+// two pieces, and the instance is used twice, as its buffers are reused.
+func TestFiltersLiteral(t *testing.T) {
+	bodies := []string{
+		"", "a", "ab", "abab", "xabyabzab", "ababab", "aab" + strings.Repeat("a", 40) + "b",
+		strings.Repeat("a", 100) + "ab" + strings.Repeat("a", 50) + "ab",
+		strings.Repeat("1234567890", 102) + "1234", strings.Repeat("5", 33) + "5678",
+		strings.Repeat("x", 100) + "ab" + strings.Repeat("y", 37) + "a", "hello, world! hello, world? hello, world!",
+		strings.Repeat("hello, world", 5) + "!",
+	}
+	for _, pat := range []string{"ab", "5678", "aab", "a", "hello, world!"} {
+		for _, repl := range []string{"", "x", "XY", "XYZW", "longer than it", "[$0]"} {
+			conf := fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q,"scope":"global"},{"regex":%q,"replace":%q}]}`, pat, repl, "z", "Z")
+			p := build(t, conf)
+			re := regexp.MustCompile(pat)
+			for _, b := range bodies {
+				want := re.ReplaceAllString(b, strings.ReplaceAll(repl, "$0", "${0}"))
+				want = strings.Replace(want, "z", "Z", 1)
+				for range 2 {
+					c := plugintest.NewCtx("GET", "/hello")
+					c.Upstream = true
+					if got := body(p, c, b[:len(b)/2], b[len(b)/2:], ""); got != want {
+						t.Fatalf("%s over %q: %q, want %q", conf, b, got, want)
+					}
+				}
+			}
+			once := build(t, fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q}]}`, pat, repl))
+			for _, b := range bodies {
+				want := b
+				if loc := re.FindStringIndex(b); loc != nil {
+					want = b[:loc[0]] + re.ReplaceAllString(b[loc[0]:loc[1]], strings.ReplaceAll(repl, "$0", "${0}")) + b[loc[1]:]
+				}
+				c := plugintest.NewCtx("GET", "/hello")
+				c.Upstream = true
+				if got := body(once, c, b, ""); got != want {
+					t.Fatalf("once %q → %q over %q: %q, want %q", pat, repl, b, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestPhasesByConf: a configuration that leaves the body alone (status,
+// headers, vars) runs in header_filter only, so that the worker forwards
+// the body as it came; one with a body or filters runs in body_filter and
+// log as well, and removes Content-Length with the other headers a
+// changed body makes wrong.
+func TestPhasesByConf(t *testing.T) {
+	for conf, bodyPhases := range map[string]bool{
+		`{"status_code":403}`: false,
+		`{"headers":{"add":["X-A: 1"],"set":{"X-B":"2"},"remove":["Server"]}}`: false,
+		`{"vars":[["status","==",500]],"status_code":503}`:                     false,
+		`{"body":"x"}`: true,
+		`{"filters":[{"regex":"a","replace":"b"}]}`: true,
+	} {
+		p := build(t, conf)
+		if len(p.HeaderFilter) != 1 || (len(p.BodyFilter) == 1) != bodyPhases || (len(p.Log) == 1) != bodyPhases {
+			t.Errorf("%s: %d header_filter, %d body_filter, %d log", conf, len(p.HeaderFilter), len(p.BodyFilter), len(p.Log))
+		}
+		c := plugintest.NewCtx("GET", "/hello").WithResponseHeader("Content-Length", "5").WithResponseHeader("ETag", `"v"`)
+		c.Upstream = true
+		body(p, c, "hello", "")
+		if got := c.ResponseHeader("Content-Length") == nil; got != bodyPhases {
+			t.Errorf("%s: Content-Length removed %v, want %v", conf, got, bodyPhases)
+		}
+	}
+}
+
+// TestTransferCoded: a body with a transfer coding besides chunked is
+// left as it came, by filters and by a new body alike, its headers
+// (Content-Length aside, there is none) kept; "chunked" alone, in any
+// case, is no coding of the body.
+func TestTransferCoded(t *testing.T) {
+	for _, conf := range []string{`{"filters":[{"regex":"o","replace":"0","scope":"global"}]}`, `{"body":"new"}`} {
+		p := build(t, conf)
+		for te, want := range map[string]string{"gzip, chunked": "hello world", "deflate": "hello world", "Chunked": "hell0 w0rld"} {
+			if te == "Chunked" && conf == `{"body":"new"}` {
+				want = "new"
+			}
+			c := plugintest.NewCtx("GET", "/hello").WithResponseHeader("Transfer-Encoding", te).WithResponseHeader("ETag", `"v"`)
+			c.Upstream = true
+			if got := body(p, c, "hello ", "world", ""); got != want {
+				t.Errorf("%s, %s: %q, want %q", conf, te, got, want)
+			}
+			if kept := c.ResponseHeader("ETag") != nil; kept != (want == "hello world") {
+				t.Errorf("%s, %s: ETag kept %v", conf, te, kept)
+			}
+		}
 	}
 }

@@ -201,3 +201,25 @@ func (t Template) Append(dst, s []byte, caps []int) []byte {
 	}
 	return dst
 }
+
+// Literal returns the template's text when it refers to no group, so
+// that every match is replaced with the same bytes; ok is false when it
+// refers to one. The text is the template's: read only.
+func (t Template) Literal() (text []byte, ok bool) {
+	switch len(t.segs) {
+	case 0:
+		return []byte{}, true
+	case 1:
+		if g := t.segs[0]; g.group < 0 {
+			return g.lit, true
+		}
+		return nil, false
+	}
+	for _, g := range t.segs {
+		if g.group >= 0 {
+			return nil, false
+		}
+		text = append(text, g.lit...)
+	}
+	return text, true
+}

@@ -82,3 +82,33 @@ func TestTemplateAppend(t *testing.T) {
 		t.Fatalf("ParseTemplate($x) error %v, want ErrTemplate", err)
 	}
 }
+
+// TestTemplateLiteral: a template without group references is its text
+// ($$ read as "$"), which Append writes for any match; one with a group
+// is not.
+func TestTemplateLiteral(t *testing.T) {
+	s := []byte("xx ab-cd yy")
+	caps := regexp.MustCompile(`(\w+)-(\w+)`).FindSubmatchIndex(s)
+	for tpl, want := range map[string]string{"": "", "abcd": "abcd", "a$$b": "a$b", "$$": "$", "x$$$$y": "x$$y"} {
+		tm, err := ParseTemplate(tpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := tm.Literal()
+		if !ok || string(got) != want || got == nil {
+			t.Errorf("Literal(%q) = %q, %v, want %q", tpl, got, ok, want)
+		}
+		if app := string(tm.Append(nil, s, caps)); app != want {
+			t.Errorf("Append(%q) = %q, want %q", tpl, app, want)
+		}
+	}
+	for _, tpl := range []string{"$1", "a${2}b", "<$0>"} {
+		tm, err := ParseTemplate(tpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := tm.Literal(); ok {
+			t.Errorf("Literal(%q) = %q, true: it refers to a group", tpl, got)
+		}
+	}
+}
