@@ -189,7 +189,7 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 	if !ok {
 		return "no route"
 	}
-	r := s.routes[i]
+	r := s.slots[i]
 	var b strings.Builder
 	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.name, r.uris, r.hosts,
 		r.serviceID, r.serviceName, r.connectTO, r.sendTO, r.readTO)
