@@ -136,7 +136,7 @@ func firstOK(cs []cand, req *Request, hv *hostView) (int, bool) {
 			continue
 		}
 		if c.x == nil || c.x.ok(req, hv) {
-			return c.index, true
+			return int(c.index), true
 		}
 	}
 	return 0, false

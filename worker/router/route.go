@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -27,7 +28,7 @@ const (
 // caller may reuse the Route afterwards.
 type Route struct {
 	// Index is returned by Match for this route: an index into the
-	// caller's own table.
+	// caller's own table, from 0 to math.MaxInt32.
 	Index int
 	// URIs are the route's paths: "/a" exact, "/a/*" or "/a*" prefix.
 	// ":name" is literal text. At least one is required.
@@ -118,10 +119,10 @@ func firstSeg(p []byte) int {
 // behind x, nil when there are none. prio, plen and order are its sort
 // keys (candLess), for an Update to insert a route among the others.
 type cand struct {
-	index   int
 	x       *extra
 	order   uint64
 	prio    int
+	index   int32
 	plen    int32
 	methods Method
 }
@@ -180,7 +181,7 @@ type tableBuilder struct {
 // before the '*'.
 func cands(rt *Route, x *extra, f func(key string, exact bool, c cand)) {
 	for _, p := range rt.URIs {
-		c := cand{index: rt.Index, methods: rt.Methods, x: x, prio: rt.Priority, plen: int32(len(p)), order: rt.Order}
+		c := cand{index: int32(rt.Index), methods: rt.Methods, x: x, prio: rt.Priority, plen: int32(len(p)), order: rt.Order}
 		star := strings.IndexByte(p, '*')
 		if star < 0 {
 			f(p, true, c)
@@ -289,15 +290,28 @@ func (b *tableBuilder) build() *table {
 	}
 	if len(segs) > 0 {
 		t.segs = makeShardMap[*ptrie](len(segs), 0)
+		pts := make([]ptrie, len(segs))
 		for i, s := range segs {
 			end := len(keys)
 			if i+1 < len(segs) {
 				end = segs[i+1].from
 			}
-			t.segs.set(s.name, newPtrie(keys[s.from:end:end], cs[s.from:end:end]), 0)
+			pts[i].init(keys[s.from:end:end], cs[s.from:end:end])
+			t.segs.set(s.name, &pts[i], 0)
 		}
 	}
 	return t
+}
+
+// check refuses a route Build and Update cannot hold.
+func (rt *Route) check() error {
+	if len(rt.URIs) == 0 {
+		return fmt.Errorf("%w: route %d", ErrNoURI, rt.Index)
+	}
+	if rt.Index < 0 || rt.Index > math.MaxInt32 {
+		return fmt.Errorf("%w: %d", ErrIndex, rt.Index)
+	}
+	return nil
 }
 
 // prepare returns rt's hosts and its conditions other than the method
@@ -360,8 +374,8 @@ func Build(routes []Route, mode Mode) (*Router, error) {
 	var hostOrder []hostPat
 	for i := range routes {
 		rt := &routes[i]
-		if len(rt.URIs) == 0 {
-			return nil, fmt.Errorf("%w: route %d", ErrNoURI, rt.Index)
+		if err := rt.check(); err != nil {
+			return nil, err
 		}
 		hosts, x := prepare(rt, mode)
 		if mode == URI && len(hosts) > 0 {

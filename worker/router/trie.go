@@ -34,12 +34,19 @@ type ptrie struct {
 // newPtrie builds the trie of keys, whose candidates are cands. It keeps
 // both slices.
 func newPtrie(keys []string, cands [][]cand) *ptrie {
-	p := &ptrie{t: newTrie(), keys: keys, cands: cands}
+	p := &ptrie{}
+	p.init(keys, cands)
+	return p
+}
+
+// init makes p the trie of keys (newPtrie), in place: Build makes a
+// table's tries in one array.
+func (p *ptrie) init(keys []string, cands [][]cand) {
+	*p = ptrie{t: newTrie(), keys: keys, cands: cands}
 	for i, k := range keys {
 		p.t.put(k, int32(i))
 	}
 	p.t.link()
-	return p
 }
 
 func newTrie() trie {

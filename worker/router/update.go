@@ -1,7 +1,6 @@
 package router
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -17,13 +16,13 @@ import (
 // Each route of remove must be given as it was to the Build or Update
 // that added it (its Index, paths, hosts and mode-relevant fields);
 // Index identifies a route's candidates, so the Indexes of a Router's
-// routes must differ. An error (a route of add without a path) leaves r
-// as it was. Update runs off the hot path; calls on one Router may run
-// at once, each returning its own.
+// routes must differ. An error (a route of add without a path, or with
+// an Index out of range) leaves r as it was. Update runs off the hot
+// path; calls on one Router may run at once, each returning its own.
 func (r *Router) Update(remove, add []Route) (*Router, error) {
 	for i := range add {
-		if len(add[i].URIs) == 0 {
-			return nil, fmt.Errorf("%w: route %d", ErrNoURI, add[i].Index)
+		if err := add[i].check(); err != nil {
+			return nil, err
 		}
 	}
 	nr := *r

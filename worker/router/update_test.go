@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -285,5 +286,20 @@ func TestSpread(t *testing.T) {
 				t.Errorf("%s: key %d: %d, %v", format, i, v, ok)
 			}
 		}
+	}
+}
+
+func TestIndexRange(t *testing.T) {
+	for _, index := range []int{-1, 1 << 31} {
+		if _, err := Build([]Route{{Index: index, URIs: []string{"/a"}}}, HostURI); !errors.Is(err, ErrIndex) {
+			t.Errorf("Build of Index %d: %v", index, err)
+		}
+		if _, err := mustBuild(t, nil, URI).Update(nil, []Route{{Index: index, URIs: []string{"/a"}}}); !errors.Is(err, ErrIndex) {
+			t.Errorf("Update of Index %d: %v", index, err)
+		}
+	}
+	r := mustBuild(t, []Route{{Index: 1<<31 - 1, URIs: []string{"/a"}}}, HostURI)
+	if i, ok := r.Match(&Request{Method: MethodGET, Path: []byte("/a")}); !ok || i != 1<<31-1 {
+		t.Errorf("Match = %d, %v", i, ok)
 	}
 }
