@@ -7,7 +7,10 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"coregate/httpvar"
 )
@@ -301,5 +304,62 @@ func TestIndexRange(t *testing.T) {
 	r := mustBuild(t, []Route{{Index: 1<<31 - 1, URIs: []string{"/a"}}}, HostURI)
 	if i, ok := r.Match(&Request{Method: MethodGET, Path: []byte("/a")}); !ok || i != 1<<31-1 {
 		t.Errorf("Match = %d, %v", i, ok)
+	}
+}
+
+// TestUpdateWhileServed matches requests on the served Router in other
+// goroutines while Updates make the next ones from it, each swapped in
+// as the served one: under -race, any write of Update to a Router being
+// read is reported.
+func TestUpdateWhileServed(t *testing.T) {
+	g := newUpdateGen(t, 3)
+	var live []Route
+	for i := range 400 {
+		live = append(live, g.route(i, uint64(i)))
+	}
+	reqs := make([]*Request, 64)
+	for i := range reqs {
+		reqs[i] = g.request(live)
+	}
+	for _, mode := range []Mode{HostURI, URI} {
+		var served atomic.Pointer[Router]
+		served.Store(mustBuild(t, live, mode))
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					answers(served.Load(), reqs)
+				}
+			}()
+		}
+		next := len(live)
+		routes := slices.Clone(live)
+		deadline := time.Now().Add(time.Second)
+		for step := 0; step < 200 && time.Now().Before(deadline); step++ {
+			i := g.rng.IntN(len(routes))
+			nr := g.route(next, uint64(next))
+			next++
+			up, err := served.Load().Update([]Route{routes[i]}, []Route{nr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			routes[i] = nr
+			served.Store(up)
+		}
+		close(stop)
+		wg.Wait()
+		sorted := slices.Clone(routes)
+		slices.SortFunc(sorted, func(a, b Route) int { return int(a.Order) - int(b.Order) })
+		if got, want := answers(served.Load(), reqs), answers(mustBuild(t, sorted, mode), reqs); !slices.Equal(got, want) {
+			t.Fatalf("mode %d: after the Updates %v, built %v", mode, got, want)
+		}
 	}
 }
