@@ -38,25 +38,7 @@ func (r *Router) Match(req *Request) (index int, ok bool) {
 
 func (r *Router) matchHost(req *Request) (int, bool) {
 	var buf [maxHost]byte
-	var hv hostView
-	if h := req.Host; len(h) <= len(buf) {
-		full := buf[:len(h)]
-		end := len(h)
-		for i, c := range h {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			full[i] = c
-			if c == ':' && end == len(h) && (h[0] != '[' || i > 0 && h[i-1] == ']') {
-				end = i
-			}
-		}
-		host := full[:end]
-		if len(host) > 0 && host[len(host)-1] == '.' {
-			host = host[:len(host)-1]
-		}
-		hv = hostView{host: host, full: full}
-	}
+	hv := lowerHost(&buf, req.Host)
 	if r.mode == URI {
 		return r.noHost.match(req, &hv)
 	}
@@ -87,6 +69,31 @@ func (r *Router) matchHost(req *Request) (int, bool) {
 		}
 	}
 	return r.noHost.match(req, nil)
+}
+
+// lowerHost returns the view of Host header h lower-cased in buf; the
+// zero view when h is longer than buf. Apart from matchHost, whose
+// lookups made its loop slower inlined there.
+func lowerHost(buf *[maxHost]byte, h []byte) hostView {
+	if len(h) > len(buf) {
+		return hostView{}
+	}
+	full := buf[:len(h)]
+	end := len(h)
+	for i, c := range h {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		full[i] = c
+		if c == ':' && end == len(h) && (h[0] != '[' || i > 0 && h[i-1] == ']') {
+			end = i
+		}
+	}
+	host := full[:end]
+	if len(host) > 0 && host[len(host)-1] == '.' {
+		host = host[:len(host)-1]
+	}
+	return hostView{host: host, full: full}
 }
 
 // match runs one table: the exact path's candidates, then each matching
