@@ -7,10 +7,15 @@ import (
 	"sync/atomic"
 )
 
-// shardKeys is the number of keys per shard a shardMap is sized for: an
-// Update copies the one shard a key lies in, so that changing one key of
-// 50 000 copies about this many entries, not the whole map.
+// shardKeys is the number of keys per shard a shardMap of more than
+// unsharded keys is sized for: an Update copies the one shard a key lies
+// in, so that changing one key of 50 000 copies about this many entries,
+// not the whole map.
 const shardKeys = 64
+
+// unsharded is the most keys a shardMap keeps in one map: copying that
+// many costs an Update less than a lookup's hash costs every request.
+const unsharded = 1024
 
 // gens numbers the Updates: an object whose gen is the Update's own was
 // made by it and may be written until the Update returns; any other is
@@ -34,7 +39,7 @@ type shardMap[V any] struct {
 // makeShardMap returns an empty shardMap sized for n keys, owned by gen.
 func makeShardMap[V any](n int, gen uint64) shardMap[V] {
 	k := 1
-	for k*shardKeys < n {
+	for n > unsharded && k*shardKeys < n {
 		k <<= 1
 	}
 	s := shardMap[V]{gen: gen, mask: uint32(k - 1), shards: make([]map[string]V, k), gens: make([]uint64, k)}
@@ -78,7 +83,7 @@ func (s *shardMap[V]) set(k string, v V, gen uint64) {
 		s.n++
 	}
 	m[k] = v
-	if s.n > 2*shardKeys*len(s.shards) {
+	if s.n > unsharded && s.n > 2*shardKeys*len(s.shards) {
 		g := makeShardMap[V](s.n, gen)
 		for _, sh := range s.shards {
 			for k, v := range sh {

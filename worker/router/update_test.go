@@ -363,3 +363,73 @@ func TestUpdateWhileServed(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateGrows adds routes in batches until the host-less table's
+// exact paths, its segment tries and the host tables each outgrow one
+// map and are spread over shards, then changes them one at a time; after
+// each batch and change the Router answers as a Build of the same routes.
+func TestUpdateGrows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	mk := func(i, v int) Route {
+		r := Route{Index: i, Order: uint64(i), URIs: []string{fmt.Sprintf("/g%d/v%d", i, v), fmt.Sprintf("/g%d/*", i)}}
+		if i%3 == 0 {
+			r.Hosts = []string{fmt.Sprintf("h%d.example.com", i/3)}
+		}
+		return r
+	}
+	probe := func(live []Route) []*Request {
+		var reqs []*Request
+		for range 100 {
+			i := rng.IntN(len(live) + 10)
+			host := fmt.Sprintf("h%d.example.com", i/3)
+			for _, p := range []string{fmt.Sprintf("/g%d/v%d", i, rng.IntN(2)), fmt.Sprintf("/g%d/x", i)} {
+				reqs = append(reqs, &Request{Method: MethodGET, Path: []byte(p), Host: []byte(host)})
+			}
+		}
+		return reqs
+	}
+	check := func(r *Router, live []Route, what string) {
+		t.Helper()
+		reqs := probe(live)
+		if got, want := answers(r, reqs), answers(mustBuild(t, live, HostURI), reqs); !slices.Equal(got, want) {
+			t.Fatalf("%s: updated %v, built %v", what, got, want)
+		}
+	}
+	r := mustBuild(t, nil, HostURI)
+	var live []Route
+	for len(live) < 4000 {
+		var add []Route
+		for range 500 {
+			add = append(add, mk(len(live)+len(add), 0))
+		}
+		var err error
+		if r, err = r.Update(nil, add); err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, add...)
+		check(r, live, fmt.Sprintf("%d routes", len(live)))
+	}
+	if len(r.noHost.exact.shards) < 2 || len(r.noHost.segs.shards) < 2 || len(r.hostExact.shards) < 2 {
+		t.Fatalf("shards: exact %d, segments %d, hosts %d; want them spread", len(r.noHost.exact.shards),
+			len(r.noHost.segs.shards), len(r.hostExact.shards))
+	}
+	for step := range 200 {
+		i := rng.IntN(len(live))
+		var err error
+		if step%2 == 0 {
+			nr := mk(live[i].Index, step+1)
+			r, err = r.Update([]Route{live[i]}, []Route{nr})
+			live[i] = nr
+		} else {
+			r, err = r.Update([]Route{live[i]}, nil)
+			live = slices.Delete(live, i, i+1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step%20 == 0 {
+			check(r, live, fmt.Sprintf("step %d", step))
+		}
+	}
+	check(r, live, "the end")
+}
