@@ -376,7 +376,7 @@ func (cc *clientConn) start() {
 		cc.routed()
 		return
 	}
-	rt := snap.routes[idx]
+	rt := snap.slots[idx]
 	cc.snap, cc.rt = snap, rt
 	if len(rt.plugins.Plugins) > 0 || snap.global != nil {
 		if hasBody {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -76,4 +77,111 @@ func bulkRoute(b *testing.B, i int) *spec.Route {
 		b.Fatal(err)
 	}
 	return r
+}
+
+// BenchmarkCompileChange is the build after a change to a configuration
+// of n routes, each with an upstream of its own and two plugins, made
+// from the snapshot being served as a worker makes it: one route
+// changed, and 400 at once (the router updated for them, the others'
+// plugins and upstreams taken over), each build made from the one
+// before; and the first build, from nothing, for comparison.
+func BenchmarkCompileChange(b *testing.B) {
+	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	ps := pluginSet{env: w.cfg.Plugins}
+	for _, n := range []int{5000, 20000, 50000} {
+		s := &spec.Spec{}
+		for i := range n {
+			s.Routes = append(s.Routes, pluginRoute(b, i, "a"))
+		}
+		base, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		change := func(b *testing.B, k int) {
+			// Two Specs that differ from s in k routes each, served
+			// in turn: each build changes k routes of the one before.
+			var specs [2]*spec.Spec
+			for v, version := range []string{"b", "c"} {
+				specs[v] = &spec.Spec{Routes: slices.Clone(s.Routes)}
+				for j := range k {
+					i := j * (n / k)
+					specs[v].Routes[i] = pluginRoute(b, i, version)
+				}
+			}
+			cur := base
+			b.ReportAllocs()
+			c0 := cpuTime()
+			i := 0
+			for ; b.Loop(); i++ {
+				next, err := compile(specs[i%2], router.HostURI, upstreamEnv{}, ps, cur, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cur = next
+			}
+			b.ReportMetric(float64(cpuTime()-c0)/float64(i), "cpu-ns/op")
+		}
+		b.Run(fmt.Sprintf("one-of-%d", n), func(b *testing.B) { change(b, 1) })
+		b.Run(fmt.Sprintf("400-of-%d", n), func(b *testing.B) { change(b, 400) })
+		b.Run(fmt.Sprintf("first-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			c0 := cpuTime()
+			i := 0
+			for ; b.Loop(); i++ {
+				if _, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-c0)/float64(i), "cpu-ns/op")
+		})
+	}
+}
+
+// pluginRoute is route r<i> of BenchmarkCompileChange, at version v (its
+// proxy-rewrite uri): an upstream of its own and two plugins.
+func pluginRoute(b testing.TB, i int, v string) *spec.Route {
+	r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r%d","uri":"/bulk/%d","plugins":{"proxy-rewrite":{"uri":"/%s/%d"},`+
+		`"response-rewrite":{"headers":{"set":{"X-Route":"r%d"}}}},"upstream":{"type":"roundrobin","nodes":{"127.0.0.1:%d":1}}}`,
+		i, i, v, i, i, 2000+i%50000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkRouteMemory is the heap a worker holds per route at 50 000
+// routes, each with an upstream of its own and two plugins: the Spec it
+// keeps (spec-B/route) and the snapshot compiled from it (snap-B/route),
+// measured after a collection, beyond what it held before.
+func BenchmarkRouteMemory(b *testing.B) {
+	const n = 50000
+	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	ps := pluginSet{env: w.cfg.Plugins}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for b.Loop() {
+		b.StopTimer()
+		h0 := heap()
+		s := &spec.Spec{}
+		for i := range n {
+			s.Routes = append(s.Routes, pluginRoute(b, i, "a"))
+		}
+		h1 := heap()
+		b.StartTimer()
+		snap, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		h2 := heap()
+		runtime.KeepAlive(s)
+		runtime.KeepAlive(snap)
+		b.ReportMetric(float64(h1-h0)/n, "spec-B/route")
+		b.ReportMetric(float64(h2-h1)/n, "snap-B/route")
+		b.StartTimer()
+	}
 }

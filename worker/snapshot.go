@@ -30,8 +30,17 @@ import (
 // node and the balancer state, both touched by the one event loop only.
 type Snapshot struct {
 	router *router.Router
-	routes []*route
-	nodes  map[string]struct{} // keys of every node (node.key)
+	routes []*route // in the Spec's order
+	// slots are the routes by the router's Index (a request's route is
+	// slots[Match's index]); place is each route's, in routes' order.
+	// A build from scratch puts route i in slot i; a build from prev
+	// (compile) keeps each route it takes over in its slot, so that the
+	// router is updated for the changed routes only, and slots has holes
+	// (nil), listed in free, where routes were deleted.
+	slots []*route
+	place []routePlace
+	free  []int32
+	nodes map[string]struct{} // keys of every node (node.key)
 	// globals are the global rules' plugins, one set per rule in the
 	// Spec's order, as built; global is what the request path runs: them
 	// all in one set, in execution order, a plugin that two rules
@@ -139,6 +148,18 @@ type routeFrom struct {
 	up    *spec.Upstream
 }
 
+// routePlace is where a route lies in a snapshot's router: its slot and
+// its router.Route.Order, which follows the Spec's order of the routes.
+type routePlace struct {
+	slot  int32
+	order uint64
+}
+
+// orderGap is the distance between the Orders of consecutive routes of a
+// build from scratch: room for the routes created between them since,
+// which take Orders in the gap (placeRoutes).
+const orderGap = 1 << 20
+
 // hasNode reports whether a node of key key (node.key: its dial address
 // for http) is in the snapshot.
 func (s *Snapshot) hasNode(key string) bool {
@@ -173,7 +194,7 @@ type route struct {
 	uris, hosts                  [][]byte
 
 	// What the route was built from and what it gave the router (its
-	// Index aside, which is its place in each snapshot), for a later
+	// Index and Order aside, its place in each snapshot: Snapshot.place), for a later
 	// build to take it over (see compile). Read by builds only.
 	from routeFrom
 	in   router.Route
@@ -345,7 +366,8 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	// metadata and secrets (whose indexes are then prev's too, so that its consumer
 	// variants stay keyed by the same consumers). The configuration store
 	// shares unchanged objects between Specs and a Delta keeps them, so a
-	// change to one route of 5 000 builds one route, and the router. A
+	// change to one route of 5 000 builds one route, and updates the
+	// router for it (updateRouter). A
 	// changed secret object builds everything again: its $secret://
 	// references are read anew (here, off the event loop).
 	reuse := prev != nil && prev.reg == ps.reg && prev.env == ps.env && prev.shared.equal(&snap.shared)
@@ -447,13 +469,17 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	// (BenchmarkCompile5000). A build that takes over prev's routes
 	// allocates the few it builds one by one. The router's input is
 	// scratch, reused from one build to the next (routeInputs).
-	rts := getRouteInputs(len(s.Routes))
-	defer putRouteInputs(rts)
 	var slab []route
 	if !reuseRoutes {
 		slab = make([]route, len(s.Routes))
 	}
 	snap.routes = make([]*route, 0, len(s.Routes))
+	// taken is, for each of snap.routes, the index in prev.routes of the
+	// route taken over, -1 for one built.
+	var taken []int32
+	if reuseRoutes {
+		taken = make([]int32, 0, len(s.Routes))
+	}
 	// prevIndex finds the route prev built from r, -1 when prev has none.
 	// Routes keep their order (the store serves them in creation order),
 	// so it looks where the last one was found first: r is the route
@@ -530,10 +556,8 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 						return nil, fmt.Errorf("route %s: %w", id, err)
 					}
 				}
-				in := prev.routes[i].in
-				in.Index = len(snap.routes)
 				snap.routes = append(snap.routes, prev.routes[i])
-				*rts = append(*rts, in)
+				taken = append(taken, int32(i))
 				continue
 			}
 		}
@@ -634,14 +658,141 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		rt.from, rt.in = from, in
 		rt.splits = splitRoutes(rt, r.Timeout != nil, globalSplits, se.take())
 		snap.routes = append(snap.routes, rt)
+		if reuseRoutes {
+			taken = append(taken, -1)
+		}
+	}
+	if reuseRoutes && prev.router != nil && prev.router.Mode() == mode {
+		ok, err := snap.updateRouter(prev, taken)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return snap, nil
+		}
+	}
+	// From scratch: route i in slot i, Orders orderGap apart.
+	rts := getRouteInputs(len(snap.routes))
+	defer putRouteInputs(rts)
+	snap.place = make([]routePlace, len(snap.routes))
+	for i, rt := range snap.routes {
+		in := rt.in
+		in.Index, in.Order = i, uint64(i+1)*orderGap
+		snap.place[i] = routePlace{slot: int32(i), order: in.Order}
 		*rts = append(*rts, in)
 	}
 	rr, err := router.Build(*rts, mode)
 	if err != nil {
 		return nil, err
 	}
-	snap.router = rr
+	snap.router, snap.slots = rr, snap.routes
 	return snap, nil
+}
+
+// updateRouter makes snap's router from prev's (router.Router.Update):
+// the routes of prev that snap does not take over (taken: as compile
+// keeps it, prev's index of each route taken over, -1 for one built) are taken out, the routes built for snap put in, each of the
+// others kept in its slot with its Order. ok is false, and snap left for
+// a build from scratch, when that would not pay or cannot keep the
+// Spec's order: the routes taken over are not in prev's order (a route's
+// creation time changed), there is no room between two Orders for the
+// routes created between them, the changes are many, or half the slots
+// are holes.
+func (snap *Snapshot) updateRouter(prev *Snapshot, taken []int32) (ok bool, err error) {
+	if len(prev.place) != len(prev.routes) || len(taken) != len(snap.routes) {
+		return false, nil
+	}
+	nKept := 0
+	for _, f := range taken {
+		if f >= 0 {
+			nKept++
+		}
+	}
+	added, removed := len(taken)-nKept, len(prev.routes)-nKept
+	if added+removed > max(64, len(taken)/8) {
+		return false, nil
+	}
+	// Orders: each route taken over keeps its own, which must grow along
+	// snap.routes; each run of routes built between two of them takes
+	// Orders evenly spread between theirs (after the last one, orderGap
+	// apart).
+	place := make([]routePlace, len(taken))
+	last := uint64(0)
+	for i := 0; i < len(taken); {
+		if f := taken[i]; f >= 0 {
+			p := prev.place[f]
+			if p.order <= last {
+				return false, nil
+			}
+			place[i], last = p, p.order
+			i++
+			continue
+		}
+		j := i
+		for j < len(taken) && taken[j] < 0 {
+			j++
+		}
+		step := uint64(orderGap)
+		if j < len(taken) {
+			hi := prev.place[taken[j]].order
+			if hi <= last || (hi-last)/uint64(j-i+1) == 0 {
+				return false, nil
+			}
+			step = (hi - last) / uint64(j-i+1)
+		}
+		for k := i; k < j; k++ {
+			last += step
+			place[k].order = last
+		}
+		i = j
+	}
+	// Slots: the routes built take those of the routes gone, then the
+	// holes prev left, then new ones at the end.
+	kept := make([]bool, len(prev.routes))
+	for _, f := range taken {
+		if f >= 0 {
+			kept[f] = true
+		}
+	}
+	slots := slices.Clone(prev.slots)
+	free := make([]int32, 0, removed+len(prev.free))
+	remove := make([]router.Route, 0, removed)
+	for j, k := range kept {
+		if k {
+			continue
+		}
+		in := prev.routes[j].in
+		in.Index, in.Order = int(prev.place[j].slot), prev.place[j].order
+		remove = append(remove, in)
+		slots[in.Index] = nil
+		free = append(free, int32(in.Index))
+	}
+	free = append(free, prev.free...)
+	add := make([]router.Route, 0, added)
+	for i, f := range taken {
+		if f >= 0 {
+			continue
+		}
+		if n := len(free); n > 0 {
+			place[i].slot, free = free[n-1], free[:n-1]
+			slots[place[i].slot] = snap.routes[i]
+		} else {
+			place[i].slot = int32(len(slots))
+			slots = append(slots, snap.routes[i])
+		}
+		in := snap.routes[i].in
+		in.Index, in.Order = int(place[i].slot), place[i].order
+		add = append(add, in)
+	}
+	if len(free) > 1024 && len(free) > len(slots)/2 {
+		return false, nil
+	}
+	rr, err := prev.router.Update(remove, add)
+	if err != nil {
+		return false, err
+	}
+	snap.router, snap.slots, snap.place, snap.free = rr, slots, place, free
+	return true, nil
 }
 
 // mergePlugins merges "plugins" objects, the first one's keys winning:

@@ -254,7 +254,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 				Path: []byte(tc.path), Vars: varMap(tc.vars)}
 			got := ""
 			if i, ok := s.router.Match(req); ok {
-				got = s.routes[i].id
+				got = s.slots[i].id
 			}
 			if got != tc.want {
 				t.Errorf("%s: %s %s%s: route %q, want %q", name, tc.method, tc.host, tc.path, got, tc.want)
@@ -353,7 +353,7 @@ func TestCompileTakesOverInServedOrder(t *testing.T) {
 		}
 		for i, r := range c.snap.routes {
 			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Host: []byte("x"), Path: c.snap.routes[i].uris[0]}
-			if j, ok := c.snap.router.Match(req); !ok || c.snap.routes[j] != r {
+			if j, ok := c.snap.router.Match(req); !ok || c.snap.slots[j] != r {
 				t.Errorf("%s: %s does not route to route %s", c.name, req.Path, r.id)
 			}
 		}

@@ -189,7 +189,7 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 	if !ok {
 		return "no route"
 	}
-	r := s.routes[i]
+	r := s.slots[i]
 	var b strings.Builder
 	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.name, r.uris, r.hosts,
 		r.serviceID, r.serviceName, r.connectTO, r.sendTO, r.readTO)
@@ -217,4 +217,55 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 		}
 	}
 	return b.String()
+}
+
+// TestCompileOrderGaps creates routes on one path, each before all the
+// others (as a store serves a route given an earlier create_time): each
+// build from the served snapshot gives the new route an Order below the
+// first one's, halving the room left there, until there is none and the
+// build starts from scratch. After each, the route first in the Spec's
+// order is the one that matches, as in a build from nothing.
+func TestCompileOrderGaps(t *testing.T) {
+	ps := pluginSet{env: plugins.NewLocalEnv()}
+	route := func(id string) *spec.Route {
+		r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":%q,"uri":"/same","upstream":{"nodes":{"127.0.0.1:1980":1}}}`, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	routes := []*spec.Route{route("base")}
+	prev, err := compile(&spec.Spec{Routes: routes}, router.HostURI, upstreamEnv{}, ps, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &router.Request{Method: router.MethodGET, Path: []byte("/same"), Host: []byte("x")}
+	updated, rebuilt := 0, 0
+	for i := range 40 {
+		id := fmt.Sprint("front", i)
+		routes = append([]*spec.Route{route(id)}, routes...)
+		s := &spec.Spec{Routes: routes}
+		next, err := compile(s, router.HostURI, upstreamEnv{}, ps, prev, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, snap := range map[string]*Snapshot{"from the served one": next, "from nothing": fresh} {
+			if j, ok := snap.router.Match(req); !ok || snap.slots[j].id != id {
+				t.Fatalf("step %d, built %s: /same routes to %v, want %s", i, name, ok && snap.slots[j] != nil, id)
+			}
+		}
+		if &next.slots[0] == &next.routes[0] {
+			rebuilt++
+		} else {
+			updated++
+		}
+		prev = next
+	}
+	if updated == 0 || rebuilt == 0 {
+		t.Errorf("%d builds updated the router, %d built it anew; want both", updated, rebuilt)
+	}
 }

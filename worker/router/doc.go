@@ -48,4 +48,16 @@
 // [Build] runs off the hot path and returns an immutable [*Router]; any
 // number of goroutines may call [Router.Match] at once. Match does not
 // allocate and keeps no reference to the request after it returns.
+//
+// [Router.Update] makes the Router of a change from the one being served,
+// which it never writes: it copies what the changed routes touch and
+// shares the rest. A table's exact paths are sharded by hash past 1024
+// (about 64 per shard) and its prefixes split into one trie per first
+// segment, so that a change copies a shard and rebuilds the tries of its
+// own prefixes' segments, not the table; host tables are found the same
+// way.
+// Changing one route among 50 000 costs about what building one does,
+// and the answers are those of a Build from scratch of the same routes
+// (the property test TestUpdateAsBuilt, FuzzUpdate), ties between
+// routes of equal priority and path length broken by [Route.Order].
 package router

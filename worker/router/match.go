@@ -38,38 +38,22 @@ func (r *Router) Match(req *Request) (index int, ok bool) {
 
 func (r *Router) matchHost(req *Request) (int, bool) {
 	var buf [maxHost]byte
-	var hv hostView
-	if h := req.Host; len(h) <= len(buf) {
-		full := buf[:len(h)]
-		end := len(h)
-		for i, c := range h {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			full[i] = c
-			if c == ':' && end == len(h) && (h[0] != '[' || i > 0 && h[i-1] == ']') {
-				end = i
-			}
-		}
-		host := full[:end]
-		if len(host) > 0 && host[len(host)-1] == '.' {
-			host = host[:len(host)-1]
-		}
-		hv = hostView{host: host, full: full}
-	}
+	hv := lowerHost(&buf, req.Host)
 	if r.mode == URI {
 		return r.noHost.match(req, &hv)
 	}
-	if r.hasPort && hv.full != nil {
-		if t := r.portExact[string(hv.full)]; t != nil {
+	if r.hasPort && hv.full != nil && r.portExact.n > 0 {
+		if t := r.portExact.shards[pick(hv.full, r.portExact.mask)][string(hv.full)]; t != nil {
 			if i, ok := t.match(req, nil); ok {
 				return i, true
 			}
 		}
 	}
-	if t := r.hostExact[string(hv.host)]; t != nil && hv.full != nil {
-		if i, ok := t.match(req, nil); ok {
-			return i, true
+	if hv.full != nil && r.hostExact.n > 0 {
+		if t := r.hostExact.shards[pick(hv.host, r.hostExact.mask)][string(hv.host)]; t != nil {
+			if i, ok := t.match(req, nil); ok {
+				return i, true
+			}
 		}
 	}
 	if r.hasPort {
@@ -87,32 +71,65 @@ func (r *Router) matchHost(req *Request) (int, bool) {
 	return r.noHost.match(req, nil)
 }
 
+// lowerHost returns the view of Host header h lower-cased in buf; the
+// zero view when h is longer than buf. Apart from matchHost, whose
+// lookups made its loop slower inlined there.
+func lowerHost(buf *[maxHost]byte, h []byte) hostView {
+	if len(h) > len(buf) {
+		return hostView{}
+	}
+	full := buf[:len(h)]
+	end := len(h)
+	for i, c := range h {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		full[i] = c
+		if c == ':' && end == len(h) && (h[0] != '[' || i > 0 && h[i-1] == ']') {
+			end = i
+		}
+	}
+	host := full[:end]
+	if len(host) > 0 && host[len(host)-1] == '.' {
+		host = host[:len(host)-1]
+	}
+	return hostView{host: host, full: full}
+}
+
 // match runs one table: the exact path's candidates, then each matching
 // prefix's, longest first.
 func (t *table) match(req *Request, hv *hostView) (int, bool) {
-	if t.empty {
+	if t.empty() {
 		return 0, false
 	}
-	if cs := t.exact[string(req.Path)]; cs != nil {
-		if i, ok := firstOK(cs, req, hv); ok {
-			return i, true
+	if t.exact.n > 0 {
+		if cs := t.exact.shards[pick(req.Path, t.exact.mask)][string(req.Path)]; cs != nil {
+			if i, ok := firstOK(cs, req, hv); ok {
+				return i, true
+			}
 		}
 	}
-	if t.segs != nil {
+	if t.segs.n > 0 {
 		if n := firstSeg(req.Path); n >= 0 {
-			if s, ok := t.segs[string(req.Path[:n])]; ok {
-				sub := &t.subs[s]
-				for k := sub.longest(req.Path[n:]); k >= 0; k = sub.nodes[k].up {
-					if i, ok := firstOK(t.prefix[sub.nodes[k].val], req, hv); ok {
-						return i, true
-					}
+			if sub := t.segs.shards[pick(req.Path[:n], t.segs.mask)][string(req.Path[:n])]; sub != nil {
+				if i, ok := sub.match(req.Path[n:], req, hv); ok {
+					return i, true
 				}
 			}
 		}
 	}
-	nodes := t.tree.nodes
-	for n := t.tree.longest(req.Path); n >= 0; n = nodes[n].up {
-		if i, ok := firstOK(t.prefix[nodes[n].val], req, hv); ok {
+	if t.tree != nil {
+		return t.tree.match(req.Path, req, hv)
+	}
+	return 0, false
+}
+
+// match tries the candidates of each prefix of p in the trie, longest
+// first.
+func (pt *ptrie) match(p []byte, req *Request, hv *hostView) (int, bool) {
+	nodes := pt.t.nodes
+	for n := pt.t.longest(p); n >= 0; n = nodes[n].up {
+		if i, ok := firstOK(pt.cands[nodes[n].val], req, hv); ok {
 			return i, true
 		}
 	}
@@ -126,7 +143,7 @@ func firstOK(cs []cand, req *Request, hv *hostView) (int, bool) {
 			continue
 		}
 		if c.x == nil || c.x.ok(req, hv) {
-			return c.index, true
+			return int(c.index), true
 		}
 	}
 	return 0, false

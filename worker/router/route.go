@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -27,7 +28,7 @@ const (
 // caller may reuse the Route afterwards.
 type Route struct {
 	// Index is returned by Match for this route: an index into the
-	// caller's own table.
+	// caller's own table, from 0 to math.MaxInt32.
 	Index int
 	// URIs are the route's paths: "/a" exact, "/a/*" or "/a*" prefix.
 	// ":name" is literal text. At least one is required.
@@ -47,22 +48,30 @@ type Route struct {
 	// Vars is the compiled vars condition (see CompileVars); the zero Expr
 	// always holds.
 	Vars Expr
+	// Order breaks the ties between routes of equal priority on paths of
+	// equal length, lowest first; routes of equal Order keep the order
+	// they were given to Build (or added by Update) in. A caller that
+	// updates a Router gives each route an Order of its place among the
+	// others: their order in a Build from scratch.
+	Order uint64
 }
 
-// Router is an immutable route table built by Build. It is safe for
-// concurrent use by any number of goroutines.
+// Router is an immutable route table built by Build or Update. It is safe
+// for concurrent use by any number of goroutines.
 type Router struct {
 	mode    Mode
 	n       int
-	noHost  table // host-less routes (HostURI) or every route (URI)
-	needURI bool  // URI mode and some route has hosts
+	noHost  *table // host-less routes (HostURI) or every route (URI)
+	needURI bool   // URI mode and some route has hosts
+	hosted  int    // URI mode: routes with hosts (needURI)
 
 	// HostURI mode: tables of host-bound routes.
-	hostExact map[string]*table // by lower-case host without port
-	portExact map[string]*table // by lower-case Host header, for hosts with ':'
-	hostWild  trie              // reversed wildcard suffixes, values index wild
-	portWild  trie              // the same for wildcard hosts with ':'
+	hostExact shardMap[*table] // by lower-case host without port
+	portExact shardMap[*table] // by lower-case Host header, for hosts with ':'
+	hostWild  trie             // reversed wildcard suffixes, values index wild
+	portWild  trie             // the same for wildcard hosts with ':'
 	wild      []*table
+	wildPats  []hostPat // the host of each of wild
 	hasHost   bool
 	hasPort   bool
 }
@@ -77,14 +86,22 @@ type Router struct {
 // keys stored without the segment); the others live in tree. Every match in
 // a segment trie is longer than any match in tree, so the segment trie is
 // walked first and the longest-first order holds.
+//
+// The maps are sharded and the tries split so that an Update copies what
+// one route touches: a shard of exact paths, one segment's trie.
 type table struct {
-	exact  map[string][]cand
-	segs   map[string]int32 // first segment, closing '/' included → index in subs
-	subs   []trie
-	tree   trie
-	prefix [][]cand // indexed by trie value
-	empty  bool
+	gen   uint64 // the Update that made it (and may write it until it returns)
+	exact shardMap[[]cand]
+	segs  shardMap[*ptrie] // by first segment, closing '/' included
+	tree  *ptrie           // nil when empty
+
+	// While an Update that owns the table runs: the tries it changes,
+	// as key → candidates, built into ptries when it returns.
+	pendSegs map[string]map[string][]cand
+	pendTree map[string][]cand
 }
+
+func (t *table) empty() bool { return t.exact.n == 0 && t.segs.n == 0 && t.tree == nil }
 
 // firstSeg returns the length of p's first segment through the first '/'
 // after its first byte, or -1 when there is none.
@@ -99,11 +116,27 @@ func firstSeg(p []byte) int {
 }
 
 // cand is one (route, path) pair. Conditions other than the method sit
-// behind x, nil when there are none.
+// behind x, nil when there are none. prio, plen and order are its sort
+// keys (candLess), for an Update to insert a route among the others.
 type cand struct {
-	index   int
-	methods Method
 	x       *extra
+	order   uint64
+	prio    int
+	index   int32
+	plen    int32
+	methods Method
+}
+
+// candLess reports whether a comes before b on the same path: higher
+// priority first, then the longer path as written, then the lower Order.
+func candLess(a, b *cand) bool {
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	if a.plen != b.plen {
+		return a.plen > b.plen
+	}
+	return a.order < b.order
 }
 
 type extra struct {
@@ -126,13 +159,11 @@ func (r *Router) Len() int { return r.n }
 // Mode returns the mode the Router was built with.
 func (r *Router) Mode() Mode { return r.mode }
 
-// entry is a candidate with its sort keys, before the table is frozen:
-// key is the exact path or the prefix before the '*'.
+// entry is a candidate with its key, before the table is frozen: the
+// exact path or the prefix before the '*'.
 type entry struct {
-	key     string
-	c       cand
-	prio    int
-	pathLen int
+	key string
+	c   cand
 }
 
 // tableBuilder gathers one table's candidates in insertion order, one
@@ -145,13 +176,15 @@ type tableBuilder struct {
 	prefix []entry
 }
 
-// add inserts route rt (with its compiled conditions x) for each of its paths.
-func (b *tableBuilder) add(rt *Route, x *extra) {
+// cands calls f with each (key, candidate) of route rt (with its compiled
+// conditions x): exact is false for a prefix, whose key is the text
+// before the '*'.
+func cands(rt *Route, x *extra, f func(key string, exact bool, c cand)) {
 	for _, p := range rt.URIs {
-		e := entry{key: p, c: cand{index: rt.Index, methods: rt.Methods, x: x}, prio: rt.Priority, pathLen: len(p)}
+		c := cand{index: int32(rt.Index), methods: rt.Methods, x: x, prio: rt.Priority, plen: int32(len(p)), order: rt.Order}
 		star := strings.IndexByte(p, '*')
 		if star < 0 {
-			b.exact = append(b.exact, e)
+			f(p, true, c)
 			continue
 		}
 		re, never := tailPattern(p, star)
@@ -161,26 +194,38 @@ func (b *tableBuilder) add(rt *Route, x *extra) {
 				cp = *x
 			}
 			cp.tail, cp.never = re, never
-			e.c.x = &cp
+			c.x = &cp
 		}
-		e.key = p[:star]
-		b.prefix = append(b.prefix, e)
+		f(p[:star], false, c)
 	}
 }
 
-// sortEntries orders es by key, then each key's candidates in match order:
-// highest priority first, then longest path, and insertion order breaks
-// the remaining ties, as insert_tab_in_order does. It returns the number
-// of distinct keys.
+// add inserts route rt (with its compiled conditions x) for each of its paths.
+func (b *tableBuilder) add(rt *Route, x *extra) {
+	cands(rt, x, func(key string, exact bool, c cand) {
+		if exact {
+			b.exact = append(b.exact, entry{key, c})
+		} else {
+			b.prefix = append(b.prefix, entry{key, c})
+		}
+	})
+}
+
+// sortEntries orders es by key, then each key's candidates in match order
+// (candLess); insertion order breaks the remaining ties, as
+// insert_tab_in_order does. It returns the number of distinct keys.
 func sortEntries(es []entry) int {
 	slices.SortStableFunc(es, func(a, b entry) int {
 		if c := strings.Compare(a.key, b.key); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(b.prio, a.prio); c != 0 {
+		if c := cmp.Compare(b.c.prio, a.c.prio); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.pathLen, a.pathLen)
+		if c := cmp.Compare(b.c.plen, a.c.plen); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.c.order, b.c.order)
 	})
 	n := 0
 	for i := range es {
@@ -209,41 +254,96 @@ func groups(es []entry, f func(key string, cs []cand)) {
 }
 
 func (b *tableBuilder) build() *table {
-	t := &table{tree: newTrie(), empty: len(b.exact) == 0 && len(b.prefix) == 0}
+	t := &table{}
 	if len(b.exact) > 0 {
-		t.exact = make(map[string][]cand, sortEntries(b.exact))
-		groups(b.exact, func(p string, cs []cand) { t.exact[p] = cs })
+		t.exact = makeShardMap[[]cand](sortEntries(b.exact), 0)
+		groups(b.exact, func(p string, cs []cand) { t.exact.set(p, cs, 0) })
 	}
 	if len(b.prefix) == 0 {
-		t.tree.link()
 		return t
 	}
-	// Keys in order: a deterministic node layout.
-	t.prefix = make([][]cand, 0, sortEntries(b.prefix))
-	groups(b.prefix, func(k string, cs []cand) {
-		v := int32(len(t.prefix))
-		t.prefix = append(t.prefix, cs)
+	// Keys in order: a deterministic node layout. The keys and
+	// candidates of the tries are carved out of one array each.
+	n := sortEntries(b.prefix)
+	keys := make([]string, 0, n)
+	cs := make([][]cand, 0, n)
+	var treeKeys []string
+	var treeCands [][]cand
+	type seg struct {
+		name string
+		from int
+	}
+	var segs []seg
+	groups(b.prefix, func(k string, c []cand) {
 		n := firstSeg([]byte(k))
 		if n < 0 {
-			t.tree.put(k, v)
+			treeKeys, treeCands = append(treeKeys, k), append(treeCands, c)
 			return
 		}
-		if t.segs == nil {
-			t.segs = map[string]int32{}
+		if len(segs) == 0 || segs[len(segs)-1].name != k[:n] {
+			segs = append(segs, seg{k[:n], len(keys)})
 		}
-		s, ok := t.segs[k[:n]]
-		if !ok {
-			s = int32(len(t.subs))
-			t.segs[k[:n]] = s
-			t.subs = append(t.subs, newTrie())
-		}
-		t.subs[s].put(k[n:], v)
+		keys, cs = append(keys, k[n:]), append(cs, c)
 	})
-	t.tree.link()
-	for i := range t.subs {
-		t.subs[i].link()
+	if len(treeKeys) > 0 {
+		t.tree = newPtrie(treeKeys, treeCands)
+	}
+	if len(segs) > 0 {
+		t.segs = makeShardMap[*ptrie](len(segs), 0)
+		pts := make([]ptrie, len(segs))
+		for i, s := range segs {
+			end := len(keys)
+			if i+1 < len(segs) {
+				end = segs[i+1].from
+			}
+			pts[i].init(keys[s.from:end:end], cs[s.from:end:end])
+			t.segs.set(s.name, &pts[i], 0)
+		}
 	}
 	return t
+}
+
+// check refuses a route Build and Update cannot hold.
+func (rt *Route) check() error {
+	if len(rt.URIs) == 0 {
+		return fmt.Errorf("%w: route %d", ErrNoURI, rt.Index)
+	}
+	if rt.Index < 0 || rt.Index > math.MaxInt32 {
+		return fmt.Errorf("%w: %d", ErrIndex, rt.Index)
+	}
+	return nil
+}
+
+// prepare returns rt's hosts and its conditions other than the method
+// (nil when it has none) as Build and Update store them.
+func prepare(rt *Route, mode Mode) ([]hostPat, *extra) {
+	hosts := make([]hostPat, 0, len(rt.Hosts))
+	for _, h := range rt.Hosts {
+		h = strings.ToLower(h)
+		hp := hostPat{port: strings.IndexByte(h, ':') >= 0}
+		if strings.HasPrefix(h, "*") {
+			hp.wild, h = true, h[1:]
+		}
+		hp.s = h
+		hosts = append(hosts, hp)
+	}
+	var cond extra
+	for _, p := range rt.RemoteAddrs {
+		cond.remote = append(cond.remote, normPrefix(p))
+	}
+	if rt.Vars.Len() > 0 {
+		v := rt.Vars
+		cond.vars = &v
+	}
+	if mode == URI && len(hosts) > 0 {
+		cond.hosts = hosts
+	}
+	if cond.hosts == nil && cond.remote == nil && cond.vars == nil {
+		return hosts, nil
+	}
+	x := &extra{}
+	*x = cond
+	return hosts, x
 }
 
 // Build compiles routes into a Router. It runs off the hot path (5000 routes
@@ -274,35 +374,13 @@ func Build(routes []Route, mode Mode) (*Router, error) {
 	var hostOrder []hostPat
 	for i := range routes {
 		rt := &routes[i]
-		if len(rt.URIs) == 0 {
-			return nil, fmt.Errorf("%w: route %d", ErrNoURI, rt.Index)
+		if err := rt.check(); err != nil {
+			return nil, err
 		}
-		hosts := make([]hostPat, 0, len(rt.Hosts))
-		for _, h := range rt.Hosts {
-			h = strings.ToLower(h)
-			hp := hostPat{port: strings.IndexByte(h, ':') >= 0}
-			if strings.HasPrefix(h, "*") {
-				hp.wild, h = true, h[1:]
-			}
-			hp.s = h
-			hosts = append(hosts, hp)
-		}
-		var x *extra // nil for the routes with no condition but the method
-		var cond extra
-		for _, p := range rt.RemoteAddrs {
-			cond.remote = append(cond.remote, normPrefix(p))
-		}
-		if rt.Vars.Len() > 0 {
-			v := rt.Vars
-			cond.vars = &v
-		}
+		hosts, x := prepare(rt, mode)
 		if mode == URI && len(hosts) > 0 {
-			cond.hosts = hosts
+			r.hosted++
 			r.needURI = true
-		}
-		if cond.hosts != nil || cond.remote != nil || cond.vars != nil {
-			x = &extra{}
-			*x = cond
 		}
 		if mode == URI || len(hosts) == 0 {
 			noHost.add(rt, x)
@@ -318,10 +396,44 @@ func Build(routes []Route, mode Mode) (*Router, error) {
 			b.add(rt, x)
 		}
 	}
-	r.noHost = *noHost.build()
-	r.hostWild, r.portWild = newTrie(), newTrie()
-	sort.Slice(hostOrder, func(i, j int) bool { // deterministic layout
-		a, b := hostOrder[i], hostOrder[j]
+	r.noHost = noHost.build()
+	sortHosts(hostOrder)
+	tables := make([]*table, len(hostOrder))
+	var nHost, nPort int
+	for i, hp := range hostOrder {
+		tables[i] = byHost[hp].build()
+		switch {
+		case hp.wild:
+		case hp.port:
+			nPort++
+		default:
+			nHost++
+		}
+	}
+	if nHost > 0 {
+		r.hostExact = makeShardMap[*table](nHost, 0)
+	}
+	if nPort > 0 {
+		r.portExact = makeShardMap[*table](nPort, 0)
+	}
+	for i, hp := range hostOrder {
+		switch {
+		case hp.wild:
+			r.wild, r.wildPats = append(r.wild, tables[i]), append(r.wildPats, hp)
+		case hp.port:
+			r.portExact.set(hp.s, tables[i], 0)
+		default:
+			r.hostExact.set(hp.s, tables[i], 0)
+		}
+	}
+	r.linkHosts()
+	return r, nil
+}
+
+// sortHosts orders host patterns for a deterministic layout.
+func sortHosts(hs []hostPat) {
+	sort.Slice(hs, func(i, j int) bool {
+		a, b := hs[i], hs[j]
 		if a.s != b.s {
 			return a.s < b.s
 		}
@@ -330,33 +442,24 @@ func Build(routes []Route, mode Mode) (*Router, error) {
 		}
 		return !a.port && b.port
 	})
-	for _, hp := range hostOrder {
-		t := byHost[hp].build()
-		r.hasHost = true
-		r.hasPort = r.hasPort || hp.port
-		switch {
-		case !hp.wild && !hp.port:
-			if r.hostExact == nil {
-				r.hostExact = map[string]*table{}
-			}
-			r.hostExact[hp.s] = t
-		case !hp.wild:
-			if r.portExact == nil {
-				r.portExact = map[string]*table{}
-			}
-			r.portExact[hp.s] = t
-		default:
-			tr := &r.hostWild
-			if hp.port {
-				tr = &r.portWild
-			}
-			tr.put(reverse(hp.s), int32(len(r.wild)))
-			r.wild = append(r.wild, t)
+}
+
+// linkHosts builds the wildcard tries of r.wild and sets the flags Match
+// reads from the host tables.
+func (r *Router) linkHosts() {
+	r.hostWild, r.portWild = newTrie(), newTrie()
+	r.hasPort = r.portExact.n > 0
+	for i, hp := range r.wildPats {
+		tr := &r.hostWild
+		if hp.port {
+			tr, r.hasPort = &r.portWild, true
 		}
+		tr.put(reverse(hp.s), int32(i))
 	}
 	r.hostWild.link()
 	r.portWild.link()
-	return r, nil
+	r.hasHost = r.hostExact.n > 0 || r.portExact.n > 0 || len(r.wild) > 0
+	r.needURI = r.hosted > 0
 }
 
 // normPrefix masks p and turns a v4-mapped IPv6 prefix into IPv4.

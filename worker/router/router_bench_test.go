@@ -80,3 +80,52 @@ func BenchmarkBuild5000Routes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUpdate changes routes of a Router of n (routes "mixed": an
+// exact path and a prefix each, as BenchmarkBuild5000Routes), one at a
+// time and 400 at once, each change made from the Router the one before
+// made, against a Build of the same routes from scratch.
+func BenchmarkUpdate(b *testing.B) {
+	for _, n := range []int{5000, 20000, 50000} {
+		rs := benchRoutes(n, "mixed")
+		for i := range rs {
+			rs[i].Order = uint64(i + 1)
+		}
+		base, err := Build(rs, HostURI)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Route i's two versions: its paths, and others of its own.
+		other := func(i int) Route {
+			r := rs[i]
+			r.URIs = []string{fmt.Sprintf("/changed%d", i), fmt.Sprintf("/changed%d/*", i)}
+			return r
+		}
+		change := func(b *testing.B, k int) {
+			old, neu := make([]Route, k), make([]Route, k)
+			for j := range k {
+				i := j * (n / k)
+				old[j], neu[j] = rs[i], other(i)
+			}
+			cur := base
+			b.ReportAllocs()
+			for b.Loop() {
+				next, err := cur.Update(old, neu)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cur, old, neu = next, neu, old
+			}
+		}
+		b.Run(fmt.Sprintf("one-of-%d", n), func(b *testing.B) { change(b, 1) })
+		b.Run(fmt.Sprintf("400-of-%d", n), func(b *testing.B) { change(b, 400) })
+		b.Run(fmt.Sprintf("build-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Build(rs, HostURI); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -22,6 +22,33 @@ type tnode struct {
 	up    int32   // nearest proper ancestor with a value, -1 when none
 }
 
+// ptrie is one trie of prefixes with their candidates: the trie's value v
+// stands for keys[v], whose candidates are cands[v]. It is immutable: an
+// Update that changes one of its prefixes builds another (updater.trieOf).
+type ptrie struct {
+	t     trie
+	keys  []string
+	cands [][]cand
+}
+
+// newPtrie builds the trie of keys, whose candidates are cands. It keeps
+// both slices.
+func newPtrie(keys []string, cands [][]cand) *ptrie {
+	p := &ptrie{}
+	p.init(keys, cands)
+	return p
+}
+
+// init makes p the trie of keys (newPtrie), in place: Build makes a
+// table's tries in one array.
+func (p *ptrie) init(keys []string, cands [][]cand) {
+	*p = ptrie{t: newTrie(), keys: keys, cands: cands}
+	for i, k := range keys {
+		p.t.put(k, int32(i))
+	}
+	p.t.link()
+}
+
 func newTrie() trie {
 	return trie{nodes: []tnode{{val: -1, up: -1}}}
 }
