@@ -59,6 +59,12 @@ type APISIXConfig struct {
 	// ID is apisix.id: the node's id when no conf/apisix.uid was kept
 	// beside config.yaml yet ("" for a new random one).
 	ID string
+	// PIDFile is apisix.pid_file, coregate's own key: the file the
+	// supervisor writes its pid to and holds locked while it runs, which
+	// `coregate -s` reads (as nginx's logs/nginx.pid under APISIX's
+	// prefix); relative to the directory of config.yaml (PIDFilePath);
+	// default logs/coregate.pid.
+	PIDFile string
 	// NormalizeURILikeServlet is apisix.normalize_uri_like_servlet: routes
 	// match the path as a Java servlet container maps it, its segments'
 	// ";" parameters removed (worker.Config.NormalizeURILikeServlet).
@@ -150,6 +156,19 @@ func (l Listen) Addr() string {
 	}
 	return ip + ":" + strconv.Itoa(l.Port)
 }
+
+// PIDFilePath is the pid file: PIDFile as it is when absolute, else
+// relative to dir (the directory of config.yaml).
+func (a *APISIXConfig) PIDFilePath(dir string) string {
+	if filepath.IsAbs(a.PIDFile) || dir == "" {
+		return a.PIDFile
+	}
+	return filepath.Join(dir, a.PIDFile)
+}
+
+// DefaultPIDFile is apisix.pid_file's default, relative to the directory
+// of config.yaml.
+const DefaultPIDFile = "logs/coregate.pid"
 
 // NginxConfig is the nginx_config section.
 type NginxConfig struct {
@@ -444,6 +463,7 @@ func Default() *Config {
 				Ciphers:   DefaultSSLCiphers,
 			},
 			RouterHTTP:     "radixtree_host_uri",
+			PIDFile:        DefaultPIDFile,
 			EnableAdmin:    true,
 			EnableControl:  true,
 			Control:        Listen{IP: "127.0.0.1", Port: 9090},
@@ -530,20 +550,56 @@ func Parse(data []byte, path string) (*Config, []string, error) {
 	p := &cfgParser{file: path, c: c}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, &NodeConfigError{File: path, Msg: err.Error()}
+		return nil, nil, syntaxError(path, err)
 	}
 	if err := spec.ResolveEnv(&doc, os.LookupEnv); err != nil {
 		return nil, nil, &NodeConfigError{File: path, Msg: err.Error()}
 	}
 	if len(doc.Content) > 0 {
 		if err := p.walk("", doc.Content[0], p.top()); err != nil {
-			return nil, nil, err
+			return nil, nil, p.located(err)
 		}
 	}
 	if err := p.finish(); err != nil {
-		return nil, nil, err
+		return nil, nil, p.located(err)
 	}
 	return c, p.warnings, nil
+}
+
+// yamlLine is the head of the YAML library's syntax errors.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError is a config.yaml that does not parse, its line taken out of
+// the YAML library's message.
+func syntaxError(path string, err error) error {
+	e := &NodeConfigError{File: path, Msg: err.Error()}
+	if m := yamlLine.FindStringSubmatch(e.Msg); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Msg = "yaml: " + e.Msg[len(m[0]):]
+	}
+	return e
+}
+
+// located gives err, a *NodeConfigError naming a key, the line the key
+// is written on (its list item's, for "key[i]"), or its nearest written
+// parent's.
+func (p *cfgParser) located(err error) error {
+	e, ok := err.(*NodeConfigError)
+	if !ok || e.Line > 0 {
+		return err
+	}
+	for key := e.Key; key != ""; {
+		if l, ok := p.lines[key]; ok {
+			e.Line = l
+			break
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return e
 }
 
 type cfgParser struct {
@@ -553,6 +609,17 @@ type cfgParser struct {
 	// realIP is the first of nginx_config.http's real_ip_* keys written,
 	// "" if none is (finish).
 	realIP string
+	// lines are the lines the keys read are written on, by dotted key,
+	// list items as "key[i]" (located).
+	lines map[string]int
+}
+
+// at notes the line of key, written at n.
+func (p *cfgParser) at(key string, n *yaml.Node) {
+	if p.lines == nil {
+		p.lines = map[string]int{}
+	}
+	p.lines[key] = n.Line
 }
 
 // handler reads the value of one key; a nil handler marks an APISIX key
@@ -671,6 +738,7 @@ func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := spec.Unalias(n.Content[i]), n.Content[i+1]
 		key := join(prefix, k.Value)
+		p.at(key, k)
 		h, known := s[k.Value]
 		switch {
 		case !known:
@@ -782,6 +850,7 @@ func (p *cfgParser) strList(dst *[]string, check func(string) bool, want string)
 		out := make([]string, 0, len(n.Content))
 		for i, e := range n.Content {
 			e = spec.Unalias(e)
+			p.at(fmt.Sprintf("%s[%d]", key, i), e)
 			if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" || check != nil && !check(e.Value) {
 				return p.errf(fmt.Sprintf("%s[%d]", key, i), "want %s, got %s", want, describe(e))
 			}
@@ -949,6 +1018,15 @@ func (p *cfgParser) apisix() section {
 			return err
 		},
 		"id": p.str(&a.ID),
+		"pid_file": func(k string, n *yaml.Node) error {
+			if err := p.str(&a.PIDFile)(k, n); err != nil {
+				return err
+			}
+			if a.PIDFile == "" {
+				return p.errf(k, "want a file name, got %s", describe(n))
+			}
+			return nil
+		},
 		"show_upstream_status_in_response_header": p.boolean(&a.ShowUpstreamStatusInResponseHeader),
 		"normalize_uri_like_servlet":              p.boolean(&a.NormalizeURILikeServlet),
 		"delete_uri_tail_slash": p.refuseTrue(
