@@ -84,7 +84,10 @@ func Main(c Command) error {
 		return err
 	}
 	if c.Test {
-		return Check(c.Config, os.Stderr)
+		if err := Check(c.Config, c.EtcdData, os.Stderr); err != nil {
+			return fmt.Errorf("%w\ncoregate: configuration file %s test failed", err, c.Config)
+		}
+		return nil
 	}
 	boot := time.Now()
 	log := node.NewLogger().With("proc", "supervisor")
@@ -98,6 +101,16 @@ func Main(c Command) error {
 	node.SetLogLevel(nc)
 	for _, w := range warnings {
 		log.Warn("config.yaml: " + w)
+	}
+	// The pid file first: a second coregate on this configuration stops
+	// here, before it opens the embedded etcd or a port.
+	pidFile, stale, err := node.CreatePIDFile(nc.APISIX.PIDFilePath(nc.Dir))
+	if err != nil {
+		return err
+	}
+	defer pidFile.Remove()
+	if stale {
+		log.Warn("a stale pid file replaced: the coregate that wrote it is gone", "pid_file", pidFile.Path())
 	}
 	// The plugins' encrypt_fields stored encrypted are checked in clear
 	// (the workers do the same for their builds).
@@ -270,8 +283,10 @@ func Main(c Command) error {
 // and of the standalone file a data plane reads beside it, without
 // starting anything. Its warnings (keys coregate does not implement, an
 // Admin API that checks no key) are printed to w; an error is what would
-// stop the start. The configuration held in etcd is not read.
-func Check(path string, w io.Writer) error {
+// stop the start, or an object of the configuration that would be left
+// out. The configuration held in etcd is read and checked too
+// (checkEtcd; etcdData is Command.EtcdData).
+func Check(path, etcdData string, w io.Writer) error {
 	nc, warnings, err := nodeconf.Load(path)
 	if err != nil {
 		return err
@@ -301,7 +316,9 @@ func Check(path string, w io.Writer) error {
 			fmt.Fprintf(w, "coregate: the routes file %s is ok\n", prov.File)
 		}
 	case "etcd":
-		fmt.Fprintf(w, "coregate: the configuration in etcd is not read by -t\n")
+		if err := checkEtcd(nc, etcdData, w); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(w, "coregate: the configuration file %s syntax is ok\ncoregate: configuration file %s test is successful\n", path, path)
 	return nil

@@ -1,0 +1,73 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"coregate/admin/nodeconf"
+	"coregate/admin/store/etcdstore"
+	"coregate/admin/store/storesync"
+	"coregate/node"
+	"coregate/plugins"
+)
+
+// checkEtcd is Check's part for a node whose configuration is in etcd:
+// every object under deployment.etcd.prefix read once and checked as the
+// node's sync checks it (its schema, its plugins' configurations as the
+// Admin API checks them, its references), each problem named by its key.
+// The etcd is the external cluster deployment.etcd.host names; for the
+// embedded one, the running node's (its client URL in the data
+// directory) when the node runs, else one started on the data directory
+// for the check and stopped after it (dataDir "": EtcdDataDir beside
+// config.yaml). A node never started has nothing to check.
+func checkEtcd(nc *nodeconf.Config, dataDir string, w io.Writer) error {
+	ec := nc.Deployment.Etcd
+	o, err := etcdstore.OptionsFrom(ec)
+	if err != nil {
+		return err
+	}
+	where := strings.Join(o.Endpoints, ",")
+	if !ec.External {
+		if dataDir == "" {
+			dataDir = filepath.Join(nc.Dir, EtcdDataDir)
+		}
+		if _, err := os.Stat(filepath.Join(dataDir, "member")); err != nil {
+			fmt.Fprintf(w, "coregate: the embedded etcd in %s holds no configuration yet\n", dataDir)
+			return nil
+		}
+		// The embedded etcd has no users and no TLS.
+		o.Username, o.Password, o.TLS = "", "", nil
+		if url := etcdstore.SavedClientURL(dataDir); url != "" && node.PIDFileHeld(nc.APISIX.PIDFilePath(nc.Dir)) {
+			o.Endpoints = []string{url}
+			where = "the running node's embedded etcd at " + url
+		} else {
+			emb, err := etcdstore.StartEmbedded(dataDir, etcdstore.EmbedOptions{Avoid: nc.Ports(), LogLevel: "none"})
+			if err != nil {
+				return fmt.Errorf("embedded etcd in %s: %w", dataDir, err)
+			}
+			defer emb.Stop()
+			o.Endpoints = emb.Endpoints
+			where = "the embedded etcd in " + dataDir
+		}
+	}
+	st, err := etcdstore.New(o)
+	if err != nil {
+		return fmt.Errorf("deployment.etcd: %w", err)
+	}
+	defer st.Close()
+	sync := storesync.New(storesync.Options{Store: st, Plugins: plugins.Default, Log: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithTimeout(context.Background(), max(o.Timeout, 5*time.Second))
+	defer cancel()
+	n, err := sync.Check(ctx)
+	if err != nil {
+		return fmt.Errorf("etcd (%s, prefix %s): %w", where, st.Prefix(), err)
+	}
+	fmt.Fprintf(w, "coregate: etcd (%s, prefix %s): %d objects ok\n", where, st.Prefix(), n)
+	return nil
+}
