@@ -37,13 +37,31 @@ func runSupervisor(args []string) error {
 	fs.BoolVar(&c.Test, "t", false, "check config.yaml (and a data plane's apisix.yaml), print its warnings and exit, as nginx -t: status 0 when the node would start with it")
 	fs.BoolVar(&c.AcceptReset, supervisor.AcceptResetFlag[2:], false, "serve the configuration etcd holds even if it is older than "+storesync.CacheFile+
 		" (a lower revision, or another cluster: etcd rebuilt or restored), and replace the copy with it; without it such a store is refused")
+	sig := fs.String("s", "", "send a signal to the running node (its pid file, apisix.pid_file): reload (SIGHUP: re-read config.yaml), "+
+		"stop (SIGQUIT: stop now), quit (SIGTERM: drain, then stop) or reopen (SIGUSR1: reopen the access logs)")
+	short := fs.Bool("v", false, "print the version and exit")
+	long := fs.Bool("V", false, "print the version, the Go release, the commit and build flags, and whether the eBPF socket selector loads here, and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	switch {
+	case *long:
+		printVersionLong(os.Stdout)
+		return nil
+	case *short:
+		printVersion(os.Stdout)
+		return nil
 	}
 	if fs.NArg() > 0 {
 		// A stray word (a subcommand that does not exist, a flag after
 		// it) would otherwise start a gateway with the defaults.
 		return fmt.Errorf("unexpected argument %q: coregate takes flags only (coregate -h)", fs.Arg(0))
+	}
+	if *sig != "" {
+		if c.Test {
+			return fmt.Errorf("-s and -t: give one of them")
+		}
+		return sendSignal(c.Config, *sig, os.Stderr)
 	}
 	return supervisor.Main(c)
 }

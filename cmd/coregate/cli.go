@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"coregate/admin/nodeconf"
+	"coregate/admin/spec"
+	"coregate/bpf"
+	"coregate/node"
+
+	"golang.org/x/sys/unix"
+)
+
+// version is coregate's release, stamped by the build
+// (-ldflags "-X main.version=1.2.3"); "dev" otherwise. commit, stamped the
+// same way (-X main.commit=...), overrides the revision go build records
+// from the git tree.
+var (
+	version = "dev"
+	commit  = ""
+)
+
+// printVersion is `coregate -v`: one line, as nginx -v.
+func printVersion(w io.Writer) {
+	fmt.Fprintf(w, "coregate version: coregate/%s (APISIX %s compatible)\n", version, spec.CompatVersion)
+}
+
+// printVersionLong is `coregate -V`: the version, the Go release and
+// target, the commit and build flags go build recorded, and the socket
+// selector this kernel lets this process load (bpf.Probe: a real eBPF
+// selector built and discarded, nothing attached).
+func printVersionLong(w io.Writer) {
+	printVersion(w)
+	fmt.Fprintf(w, "built by %s for %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	rev, at, modified := commit, "", false
+	var flags []string
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if rev == "" {
+					rev = s.Value
+				}
+			case "vcs.time":
+				at = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			case "-ldflags", "-gcflags", "-tags", "-trimpath", "-race", "CGO_ENABLED", "GOAMD64", "GOARM64":
+				flags = append(flags, s.Key+"="+s.Value)
+			}
+		}
+	}
+	switch {
+	case rev == "":
+		fmt.Fprintln(w, "commit: unknown (built outside a git tree)")
+	default:
+		line := "commit: " + rev
+		if at != "" {
+			line += " (" + at + ")"
+		}
+		if modified {
+			line += ", with uncommitted changes"
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "build flags: %s\n", strings.Join(flags, " "))
+	kind, err := bpf.Probe()
+	if kind == bpf.KindEBPF {
+		fmt.Fprintln(w, "socket selector: ebpf (the sk_reuseport program loads on this kernel with this process's capabilities)")
+		return
+	}
+	fmt.Fprintf(w, "socket selector: %s (eBPF not available to this process: %v)\n", kind, err)
+}
+
+// sendSignal is `coregate -s NAME`: the signal node.Signals names, sent to
+// the supervisor whose pid file config.yaml at path names.
+func sendSignal(path, name string, w io.Writer) error {
+	sig, ok := node.Signals[name]
+	if !ok {
+		names := make([]string, 0, len(node.Signals))
+		for n := range node.Signals {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return fmt.Errorf("-s %s: want one of %s", name, strings.Join(names, ", "))
+	}
+	nc, _, err := nodeconf.Load(path)
+	if err != nil {
+		return err
+	}
+	pidFile := nc.APISIX.PIDFilePath(nc.Dir)
+	pid, err := node.SignalPIDFile(pidFile, sig)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "coregate: %s: sent %s to pid %d (%s)\n", name, unix.SignalName(sig), pid, pidFile)
+	return nil
+}
