@@ -61,9 +61,10 @@ type APISIXConfig struct {
 	ID string
 	// PIDFile is apisix.pid_file, coregate's own key: the file the
 	// supervisor writes its pid to and holds locked while it runs, which
-	// `coregate -s` reads (as nginx's logs/nginx.pid under APISIX's
+	// `coregate -s` reads (APISIX's is nginx's logs/nginx.pid under its
 	// prefix); relative to the directory of config.yaml (PIDFilePath);
-	// default logs/coregate.pid.
+	// default coregate.pid there, beside the node's other files
+	// (apisix.uid, config-cache.json), so that logs/ holds logs only.
 	PIDFile string
 	// NormalizeURILikeServlet is apisix.normalize_uri_like_servlet: routes
 	// match the path as a Java servlet container maps it, its segments'
@@ -168,7 +169,7 @@ func (a *APISIXConfig) PIDFilePath(dir string) string {
 
 // DefaultPIDFile is apisix.pid_file's default, relative to the directory
 // of config.yaml.
-const DefaultPIDFile = "logs/coregate.pid"
+const DefaultPIDFile = "coregate.pid"
 
 // NginxConfig is the nginx_config section.
 type NginxConfig struct {

@@ -941,7 +941,7 @@ func TestNodeConfigErrorLines(t *testing.T) {
 	if err != nil || c.APISIX.PIDFilePath(c.Dir) != "conf/run/cg.pid" {
 		t.Errorf("a relative pid_file: %v %q", err, c.APISIX.PIDFilePath(c.Dir))
 	}
-	if d := Default(); d.APISIX.PIDFilePath(d.Dir) != "conf/logs/coregate.pid" {
+	if d := Default(); d.APISIX.PIDFilePath(d.Dir) != "conf/coregate.pid" {
 		t.Errorf("the default pid file: %q", d.APISIX.PIDFilePath(d.Dir))
 	}
 }
