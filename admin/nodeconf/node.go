@@ -613,6 +613,10 @@ type cfgParser struct {
 	// lines are the lines the keys read are written on, by dotted key,
 	// list items as "key[i]" (located).
 	lines map[string]int
+	// keys, when not nil, makes walk list the keys of its sections
+	// instead of reading a document (Keys); walks counts its calls.
+	keys  *[]string
+	walks int
 }
 
 // at notes the line of key, written at n.
@@ -729,6 +733,11 @@ func describe(n *yaml.Node) string {
 }
 
 func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
+	p.walks++
+	if p.keys != nil {
+		p.list(prefix, s)
+		return nil
+	}
 	n = spec.Unalias(n)
 	if isNull(n) {
 		return nil
@@ -753,6 +762,40 @@ func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
 		}
 	}
 	return nil
+}
+
+// Keys are the keys config.yaml may set that coregate reads, dotted
+// ("nginx_config.http.keepalive_timeout"), sorted: each section's keys
+// whose values are not sections themselves. A list of mappings
+// (apisix.node_listen, deployment.admin.admin_key) is one key, and so
+// is plugin_attr.<plugin> for every plugin but prometheus, whose
+// settings the node reads itself. APISIX's keys coregate does not
+// implement are not among them.
+func Keys() []string {
+	var keys []string
+	p := &cfgParser{file: "config.yaml", c: Default(), keys: &keys}
+	p.list("", p.top())
+	p.list("plugin_attr.prometheus", p.prometheus())
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// list is walk's work for Keys: each key of s with a handler is called
+// with an empty mapping; one that walks a section of its own has its
+// keys listed that way, the others are leaves.
+func (p *cfgParser) list(prefix string, s section) {
+	empty := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for k, h := range s {
+		if h == nil {
+			continue
+		}
+		key := join(prefix, k)
+		before := p.walks
+		_ = h(key, empty) // a leaf's handler refuses the mapping
+		if p.walks == before {
+			*p.keys = append(*p.keys, key)
+		}
+	}
 }
 
 // unknown warns about every leaf under an unknown key.
