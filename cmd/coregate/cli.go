@@ -1,8 +1,12 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -99,5 +103,46 @@ func sendSignal(path, name string, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "coregate: %s: sent %s to pid %d (%s)\n", name, unix.SignalName(sig), pid, pidFile)
+	return nil
+}
+
+// runInit is `coregate init [path]`: config.yaml written at path (default
+// conf/config.yaml, its directory created) with every key coregate reads
+// and its default, commented (nodeconf.Template). A file already there is
+// left alone: init refuses to overwrite it.
+func runInit(args []string) error {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: coregate init [path]: write a config.yaml with every key and its default (path: conf/config.yaml)")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path := "conf/config.yaml"
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		path = fs.Arg(0)
+	default:
+		return fmt.Errorf("init: unexpected argument %q: coregate init [path]", fs.Arg(1))
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("init: %s exists: remove it, or give another path", path)
+		}
+		return fmt.Errorf("init: %w", err)
+	}
+	if _, err := f.Write(nodeconf.Template()); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("init: %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("init: %s: %w", path, err)
+	}
+	fmt.Fprintf(os.Stderr, "coregate: wrote %s (coregate -t -c %s checks it)\n", path, path)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/nodeconf"
 	"coregate/admin/store"
 	"coregate/admin/store/etcdstore"
 	"coregate/internal/e2e"
@@ -323,5 +325,37 @@ func TestCLISignals(t *testing.T) {
 	g2.waitLog(`SIGQUIT: stopping now`, 1, time.Second)
 	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
 		t.Errorf("pid file after -s stop: %v", err)
+	}
+}
+
+// TestCLIInit: coregate init writes a config.yaml that -t passes and
+// that loads as the defaults do (nodeconf's TestTemplate checks it has
+// every key); a second init does not overwrite it.
+func TestCLIInit(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "conf", "config.yaml")
+	if out, code := cli(t, "init", path); code != 0 || !strings.Contains(out, "wrote "+path) {
+		t.Fatalf("init: status %d\n%s", code, out)
+	}
+	c, warns, err := nodeconf.Load(path)
+	if err != nil || len(warns) != 0 {
+		t.Fatalf("the written file: %v %q", err, warns)
+	}
+	want := nodeconf.Default()
+	want.Dir, want.PluginAttr = filepath.Dir(path), c.PluginAttr
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("the written file does not load as the defaults:\n%+v\nwant\n%+v", c, want)
+	}
+	if out, code := cli(t, "-t", "-c", path); code != 0 || !strings.Contains(out, "test is successful") {
+		t.Errorf("-t of the written file: status %d\n%s", code, out)
+	}
+	if err := os.WriteFile(path, []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := cli(t, "init", path); code != 1 || !strings.Contains(out, path+" exists") {
+		t.Errorf("init over a file: status %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "# mine\n" {
+		t.Errorf("init overwrote the file: %q", b)
 	}
 }

@@ -40,9 +40,12 @@ import (
 
 func main() {
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "worker" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "worker":
 		err = runWorker(os.Args[2:])
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "init":
+		err = runInit(os.Args[2:])
+	default:
 		err = runSupervisor(os.Args[1:])
 	}
 	if err != nil {
