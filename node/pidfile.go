@@ -34,17 +34,29 @@ func CreatePIDFile(path string) (p *PIDFile, stale bool, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, false, fmt.Errorf("node: pid file %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, false, fmt.Errorf("node: pid file %s: %w", path, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		old, _ := readPID(f)
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, false, fmt.Errorf("%w: %s holds pid %d: another coregate runs with this configuration (coregate -s stop ends it)", ErrPIDFileHeld, path, old)
+	var f *os.File
+	for tries := 0; ; tries++ {
+		var err error
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+			return nil, false, fmt.Errorf("node: pid file %s: %w", path, err)
 		}
-		return nil, false, fmt.Errorf("node: pid file %s: locking: %w", path, err)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			old, _ := readPID(f)
+			_ = f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, false, fmt.Errorf("%w: %s holds pid %d: another coregate runs with this configuration (coregate -s stop ends it)", ErrPIDFileHeld, path, old)
+			}
+			return nil, false, fmt.Errorf("node: pid file %s: locking: %w", path, err)
+		}
+		// The holder before may have removed the file between our open
+		// and our lock: the lock is then on a file no one else sees.
+		if same(f, path) {
+			break
+		}
+		_ = f.Close()
+		if tries == 3 {
+			return nil, false, fmt.Errorf("node: pid file %s: replaced as it was locked, again and again", path)
+		}
 	}
 	old, _ := readPID(f)
 	stale = old != 0
@@ -58,6 +70,16 @@ func CreatePIDFile(path string) (p *PIDFile, stale bool, err error) {
 		return nil, false, fmt.Errorf("node: pid file %s: %w", path, err)
 	}
 	return &PIDFile{path: path, f: f}, stale, nil
+}
+
+// same reports whether the file open as f is still the one at path.
+func same(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // Path is the pid file's path.
