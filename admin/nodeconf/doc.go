@@ -7,8 +7,13 @@
 // (apisix/cli/config.lua). Keys coregate does not know, and APISIX keys it
 // does not implement yet, come back as warnings, unless ignoring them would
 // weaken security or lose data: those are refused (below). Values of the
-// wrong type are errors naming the key (*NodeConfigError, matching
-// ErrNodeConfig), and so are the refused keys. A configuration APISIX
+// wrong type are errors naming the file, the line the key is written on
+// and the key (*NodeConfigError, matching ErrNodeConfig:
+// "conf/config.yaml:12: nginx_config.worker_processes: ..."; a YAML
+// syntax error carries the parser's line), and so are the refused keys.
+// Keys lists every key the loader reads, and Template is config.yaml with
+// each of them and its default (`coregate init`). apisix.pid_file is
+// coregate's own key (the supervisor's pid file). A configuration APISIX
 // warns about at start is a warning too, in APISIX's words:
 // deployment.admin.admin_key_required false while the Admin API is served
 // (AdminKeyBypassed). ParseNginxDuration and ParseNginxSize read nginx's

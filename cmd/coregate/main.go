@@ -4,6 +4,9 @@
 //	         [--selector hash|cpu|least_conn] [--shutdown-timeout 10s]
 //	         [--etcd-data DIR] [--accept-store-reset]
 //	coregate -t [-c conf/config.yaml]
+//	coregate -s reload|stop|quit|reopen [-c conf/config.yaml]
+//	coregate -v | -V
+//	coregate init [conf/config.yaml]
 //
 // runs the supervisor (package coregate/node/supervisor): it loads the
 // eBPF socket selector, reads the routes (apisix.yaml beside config.yaml
@@ -14,9 +17,16 @@
 // package coregate/node/workerproc), each pinned to its CPU and running
 // one event loop on the shared SO_REUSEPORT port.
 //
-// With -t it only checks config.yaml (and a data plane's apisix.yaml) as
-// the start would, prints the warnings, and exits: 0 when the node would
-// start with it.
+// With -t it only checks config.yaml (and a data plane's apisix.yaml, or
+// every object in etcd) as the start would, prints the warnings and the
+// problems (a file's line and key, an etcd object's key), and exits: 0
+// when the node would start with it and serve the whole configuration.
+// -s sends the running supervisor, found through its pid file
+// (apisix.pid_file, coregate.pid beside config.yaml), the signal nginx's
+// -s name means: reload SIGHUP, stop SIGQUIT, quit SIGTERM, reopen
+// SIGUSR1. -v prints the version, -V the Go release, commit, build flags
+// and the socket selector this process may load too. init writes a
+// config.yaml with every key and its default (nodeconf.Template).
 //
 // Signals to the supervisor: SIGTERM or SIGINT stop gracefully (no new
 // connections; in-flight requests finish within --shutdown-timeout; the next
