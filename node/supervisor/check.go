@@ -15,12 +15,15 @@ import (
 	"coregate/admin/store/storesync"
 	"coregate/node"
 	"coregate/plugins"
+	"coregate/worker"
+	"coregate/worker/router"
 )
 
 // checkEtcd is Check's part for a node whose configuration is in etcd:
 // every object under deployment.etcd.prefix read once and checked as the
 // node's sync checks it (its schema, its plugins' configurations as the
-// Admin API checks them, its references), each problem named by its key.
+// Admin API checks them, its references), each problem named by its key,
+// and the configuration then built as a worker builds it (worker.Compile).
 // The etcd is the external cluster deployment.etcd.host names; for the
 // embedded one, the running node's (its client URL in the data
 // directory) when the node runs, else one started on the data directory
@@ -64,7 +67,18 @@ func checkEtcd(nc *nodeconf.Config, dataDir string, w io.Writer) error {
 	sync := storesync.New(storesync.Options{Store: st, Plugins: plugins.Default, Log: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), max(o.Timeout, 5*time.Second))
 	defer cancel()
-	n, err := sync.Check(ctx)
+	n, sp, err := sync.Check(ctx)
+	if err == nil {
+		// What a worker builds from it: the router, the balancers, the
+		// plugins' instances.
+		mode := router.HostURI
+		if nc.APISIX.RouterHTTP == "radixtree_uri" {
+			mode = router.URI
+		}
+		if _, cerr := worker.Compile(sp, mode); cerr != nil {
+			err = fmt.Errorf("a worker would refuse it: %w", cerr)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("etcd (%s, prefix %s): %w", where, st.Prefix(), err)
 	}

@@ -17,7 +17,7 @@ func TestCheck(t *testing.T) {
 	e.put("routes/bad-conf", `{"uri":"/b","plugins":{"limit-count":{"count":-5,"time_window":60}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
 	e.put("routes/dangling", `{"uri":"/d","service_id":"nope"}`)
 	s := New(Options{Store: e.store, Plugins: plugins.Default, Log: testLog(t)})
-	n, err := s.Check(context.Background())
+	n, sp, err := s.Check(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "/apisix/routes/bad-conf") || !strings.Contains(err.Error(), "limit-count") ||
 		!strings.Contains(err.Error(), "dangling") || strings.Contains(err.Error(), "routes/1 ") {
 		t.Errorf("Check: %v", err)
@@ -25,9 +25,12 @@ func TestCheck(t *testing.T) {
 	if n != 2 { // routes/1 and routes/dangling pass their own checks
 		t.Errorf("Check counted %d objects, want 2", n)
 	}
+	if got := routeIDs(sp); got != "[1]" {
+		t.Errorf("Check's Spec has routes %s, want [1]", got)
+	}
 	e.del("routes/bad-conf")
 	e.del("routes/dangling")
-	if n, err := New(Options{Store: e.store, Plugins: plugins.Default, Log: testLog(t)}).Check(context.Background()); err != nil || n != 1 {
+	if n, _, err := New(Options{Store: e.store, Plugins: plugins.Default, Log: testLog(t)}).Check(context.Background()); err != nil || n != 1 {
 		t.Errorf("Check of a sound store: %d, %v", n, err)
 	}
 }

@@ -341,25 +341,27 @@ func (s *Syncer) Load() (*spec.Spec, error) {
 }
 
 // Check reads the whole prefix once, as Load does but with no local
-// copy, and returns the number of objects that pass their own checks
-// and every problem found:
+// copy, and returns the number of objects that pass their own checks,
+// the Spec the node would serve (nil when the configuration is refused
+// as a whole) and every problem found:
 // each object the sync would leave out (it fails its schema, the plugins
 // refuse its configuration as the Admin API would, a reference dangles),
 // named by its key, joined (errors.Join); nil when the store's
 // configuration would be served whole. A store that cannot be read is
 // that error. It is what `coregate -t` reports of etcd. Check is used
 // instead of Load and Watch, not with them.
-func (s *Syncer) Check(ctx context.Context) (int, error) {
+func (s *Syncer) Check(ctx context.Context) (int, *spec.Spec, error) {
 	var problems []error
 	s.problems = &problems
 	defer func() { s.problems = nil }()
 	if err := s.list(ctx); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if _, err := s.build(); err != nil {
+	sp, err := s.build()
+	if err != nil {
 		problems = append(problems, err)
 	}
-	return len(s.objs), errors.Join(problems...)
+	return len(s.objs), sp, errors.Join(problems...)
 }
 
 // refuse decides on sp, the Spec of a full read: the store was reset when
