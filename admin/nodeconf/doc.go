@@ -12,7 +12,8 @@
 // "conf/config.yaml:12: nginx_config.worker_processes: ..."; a YAML
 // syntax error carries the parser's line), and so are the refused keys.
 // Keys lists every key the loader reads, and Template is config.yaml with
-// each of them and its default (`coregate init`). apisix.pid_file is
+// each of them and its default (`coregate init`); Render is a Config
+// written the same way (`coregate -T`). apisix.pid_file is
 // coregate's own key (the supervisor's pid file). A configuration APISIX
 // warns about at start is a warning too, in APISIX's words:
 // deployment.admin.admin_key_required false while the Admin API is served

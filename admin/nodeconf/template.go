@@ -23,7 +23,29 @@ type setting struct {
 	off bool
 }
 
-func same(v any) func(*Config) any { return func(*Config) any { return v } }
+// example is the value a key commented out shows when the
+// configuration has none of its own: an APISIX key coregate refuses when
+// set, or one whose default is to be unset.
+type example struct{ v any }
+
+// ex is a key whose value a Config does not keep (refused when set, read
+// and dropped): the template shows v.
+func ex(v any) func(*Config) any { return func(*Config) any { return example{v} } }
+
+// fixed is a key whose only value coregate accepts is v (the others are
+// refused), which a Config does not keep.
+func fixed(v any) func(*Config) any { return func(*Config) any { return v } }
+
+// or is get's value, or example v where it is the zero value (not set).
+func or(get func(c *Config) any, v any) func(*Config) any {
+	return func(c *Config) any {
+		got := get(c)
+		if rv := reflect.ValueOf(got); !rv.IsValid() || rv.IsZero() || (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Map) && rv.Len() == 0 {
+			return example{v}
+		}
+		return got
+	}
+}
 
 // nginxTime writes d in nginx's time syntax: hours, or seconds, or
 // milliseconds, as APISIX writes its defaults.
@@ -36,6 +58,26 @@ func nginxTime(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dms", d/time.Millisecond)
 }
+
+// keyringValue is apisix.data_encryption.keyring: APISIX's keys, which
+// are public, or as many "<hidden>" as the keyring has keys; [] for none.
+func keyringValue(c *Config) any {
+	k := c.APISIX.DataEncryption.Keyring
+	switch {
+	case k == nil:
+		return []string{}
+	case reflect.DeepEqual(k, defaultKeyring):
+		return keyring.Default
+	}
+	hidden := make([]string, k.Len())
+	for i := range hidden {
+		hidden[i] = hiddenValue
+	}
+	return hidden
+}
+
+// hiddenValue stands for a secret in Render's output.
+const hiddenValue = "<hidden>"
 
 // listens writes a listen list: ports, or {ip, port} where an IP is set.
 func listens(ls []Listen) any {
@@ -62,15 +104,15 @@ var settings = []setting{
 	{"apisix.enable_control", "serve the Control API", func(c *Config) any { return c.APISIX.EnableControl }, false},
 	{"apisix.control.ip", "", func(c *Config) any { return c.APISIX.Control.IP }, false},
 	{"apisix.control.port", "", func(c *Config) any { return c.APISIX.Control.Port }, false},
-	{"apisix.control.router", "read and ignored: no plugin has a control API with parameters in its paths", same("radixtree_uri"), true},
-	{"apisix.id", "the node's id; default: a random one, kept in apisix.uid beside config.yaml", same("my-node"), true},
+	{"apisix.control.router", "read and ignored: no plugin has a control API with parameters in its paths", ex("radixtree_uri"), true},
+	{"apisix.id", "the node's id; default: a random one, kept in apisix.uid beside config.yaml", or(func(c *Config) any { return c.APISIX.ID }, "my-node"), true},
 	{"apisix.pid_file", "the supervisor's pid file, locked while it runs (coregate -s reads it); relative to this file's directory", func(c *Config) any { return c.APISIX.PIDFile }, false},
 	{"apisix.show_upstream_status_in_response_header", "X-APISIX-Upstream-Status on every answer, not only 5xx", func(c *Config) any { return c.APISIX.ShowUpstreamStatusInResponseHeader }, false},
 	{"apisix.normalize_uri_like_servlet", "match paths as a Java servlet container maps them (\";\" parameters removed)", func(c *Config) any { return c.APISIX.NormalizeURILikeServlet }, false},
-	{"apisix.delete_uri_tail_slash", "not supported: true is refused", same(false), false},
-	{"apisix.trusted_addresses", "not supported: refused when set", same([]string{"10.0.0.0/8"}), true},
-	{"apisix.lua_module_hook", "not supported: refused when set", same("my_hook"), true},
-	{"apisix.dns_resolver", "name servers for upstream host names, \"ip\" or \"ip:port\"; default: the system resolver", same([]string{"127.0.0.53"}), true},
+	{"apisix.delete_uri_tail_slash", "not supported: true is refused", fixed(false), false},
+	{"apisix.trusted_addresses", "not supported: refused when set", ex([]string{"10.0.0.0/8"}), true},
+	{"apisix.lua_module_hook", "not supported: refused when set", ex("my_hook"), true},
+	{"apisix.dns_resolver", "name servers for upstream host names, \"ip\" or \"ip:port\"; default: the system resolver", or(func(c *Config) any { return c.APISIX.DNSResolver }, []string{"127.0.0.53"}), true},
 	{"apisix.dns_resolver_valid", "seconds a name's addresses are kept whatever their TTL (0: their TTL)", func(c *Config) any { return int(c.APISIX.DNSResolverValid / time.Second) }, false},
 	{"apisix.resolver_timeout", "seconds one lookup may take", func(c *Config) any { return int(c.APISIX.ResolverTimeout / time.Second) }, false},
 	{"apisix.ssl.enable", "serve HTTPS with the ssls objects' certificates", func(c *Config) any { return c.APISIX.SSL.Enable }, false},
@@ -78,14 +120,14 @@ var settings = []setting{
 	{"apisix.ssl.ssl_protocols", "TLSv1.2, TLSv1.3 or both", func(c *Config) any { return c.APISIX.SSL.Protocols }, false},
 	{"apisix.ssl.ssl_ciphers", "OpenSSL's names, \":\"-separated", func(c *Config) any { return c.APISIX.SSL.Ciphers }, false},
 	{"apisix.ssl.ssl_session_tickets", "", func(c *Config) any { return c.APISIX.SSL.SessionTickets }, false},
-	{"apisix.ssl.fallback_sni", "the server name whose certificate a handshake without SNI gets; default: none", same("example.com"), true},
+	{"apisix.ssl.fallback_sni", "the server name whose certificate a handshake without SNI gets; default: none", or(func(c *Config) any { return c.APISIX.SSL.FallbackSNI }, "example.com"), true},
 	{"apisix.ssl.ssl_trusted_certificate", "CAs trusted as a client (etcd over https): \"system\" and PEM files, comma-separated", func(c *Config) any { return c.APISIX.SSLTrustedCertificate }, false},
 	{"apisix.data_encryption.enable_encrypt_fields", "store the plugins' secret fields encrypted (etcd)", func(c *Config) any { return c.APISIX.DataEncryption.EnableEncryptFields }, false},
-	{"apisix.data_encryption.keyring", "keys of 16 or 32 characters, the first one encrypting; [] stores in clear", same(keyring.Default), false},
+	{"apisix.data_encryption.keyring", "keys of 16 or 32 characters, the first one encrypting; [] stores in clear", keyringValue, false},
 	{"apisix.lru.secret.ttl", "seconds a value read from a secret manager is kept", func(c *Config) any { return int(c.APISIX.SecretTTL / time.Second) }, false},
 	{"apisix.lru.secret.neg_ttl", "seconds a failure to read one is kept", func(c *Config) any { return int(c.APISIX.SecretNegTTL / time.Second) }, false},
 
-	{"nginx_config.user", "not supported: refused when set (start coregate as that user)", same("nobody"), true},
+	{"nginx_config.user", "not supported: refused when set (start coregate as that user)", ex("nobody"), true},
 	{"nginx_config.worker_processes", "auto: one worker per CPU", func(c *Config) any {
 		if c.NginxConfig.WorkerProcesses == 0 {
 			return "auto"
@@ -94,12 +136,12 @@ var settings = []setting{
 	}, false},
 	{"nginx_config.error_log_level", "debug, info, notice, warn, error, crit, alert or emerg", func(c *Config) any { return c.NginxConfig.ErrorLogLevel }, false},
 	{"nginx_config.event.worker_connections", "", func(c *Config) any { return c.NginxConfig.WorkerConnections }, false},
-	{"nginx_config.main_configuration_snippet", "the snippets: not supported, refused when set", same("..."), true},
-	{"nginx_config.http_configuration_snippet", "", same("..."), true},
-	{"nginx_config.http_server_configuration_snippet", "", same("..."), true},
-	{"nginx_config.http_server_location_configuration_snippet", "", same("..."), true},
-	{"nginx_config.http_admin_configuration_snippet", "", same("..."), true},
-	{"nginx_config.http_end_configuration_snippet", "", same("..."), true},
+	{"nginx_config.main_configuration_snippet", "the snippets: not supported, refused when set", ex("..."), true},
+	{"nginx_config.http_configuration_snippet", "", ex("..."), true},
+	{"nginx_config.http_server_configuration_snippet", "", ex("..."), true},
+	{"nginx_config.http_server_location_configuration_snippet", "", ex("..."), true},
+	{"nginx_config.http_admin_configuration_snippet", "", ex("..."), true},
+	{"nginx_config.http_end_configuration_snippet", "", ex("..."), true},
 	{"nginx_config.http.enable_access_log", "", func(c *Config) any { return c.NginxConfig.HTTP.EnableAccessLog }, false},
 	{"nginx_config.http.access_log", "relative to this file's directory", func(c *Config) any { return c.NginxConfig.HTTP.AccessLog }, false},
 	{"nginx_config.http.access_log_format", "nginx's log_format", func(c *Config) any { return c.NginxConfig.HTTP.AccessLogFormat }, false},
@@ -112,18 +154,18 @@ var settings = []setting{
 	{"nginx_config.http.client_body_timeout", "", func(c *Config) any { return nginxTime(c.NginxConfig.HTTP.ClientBodyTimeout) }, false},
 	{"nginx_config.http.send_timeout", "", func(c *Config) any { return nginxTime(c.NginxConfig.HTTP.SendTimeout) }, false},
 	{"nginx_config.http.client_max_body_size", "bytes, or nginx's size syntax (\"1m\"); 0 is unlimited", func(c *Config) any { return c.NginxConfig.HTTP.ClientMaxBodySize }, false},
-	{"nginx_config.http.underscores_in_headers", "off is not supported, and refused", same("on"), false},
+	{"nginx_config.http.underscores_in_headers", "off is not supported, and refused", fixed("on"), false},
 	{"nginx_config.http.real_ip_header", "real_ip_*: coregate takes the client address from the connection only; refused unless real_ip_from is []", func(c *Config) any { return c.NginxConfig.HTTP.RealIPHeader }, true},
 	{"nginx_config.http.real_ip_from", "", func(c *Config) any { return c.NginxConfig.HTTP.RealIPFrom }, true},
-	{"nginx_config.http.real_ip_recursive", "", same("off"), true},
+	{"nginx_config.http.real_ip_recursive", "", ex("off"), true},
 	{"nginx_config.http.upstream.keepalive", "idle connections kept per upstream without a keepalive_pool of its own", func(c *Config) any { return c.NginxConfig.HTTP.Upstream.Keepalive }, false},
 	{"nginx_config.http.upstream.keepalive_requests", "", func(c *Config) any { return c.NginxConfig.HTTP.Upstream.KeepaliveRequests }, false},
 	{"nginx_config.http.upstream.keepalive_timeout", "", func(c *Config) any { return nginxTime(c.NginxConfig.HTTP.Upstream.KeepaliveTimeout) }, false},
 
 	{"deployment.role", "traditional, data_plane or control_plane", func(c *Config) any { return c.Deployment.Role }, false},
 	{"deployment.role_traditional.config_provider", "etcd or yaml", func(c *Config) any { return c.Deployment.RoleTraditional.ConfigProvider }, false},
-	{"deployment.role_data_plane.config_provider", "yaml (apisix.yaml beside this file), json or etcd; required on a data plane", same("yaml"), true},
-	{"deployment.role_control_plane.config_provider", "", same("etcd"), true},
+	{"deployment.role_data_plane.config_provider", "yaml (apisix.yaml beside this file), json or etcd; required on a data plane", or(func(c *Config) any { return c.Deployment.RoleDataPlane.ConfigProvider }, "yaml"), true},
+	{"deployment.role_control_plane.config_provider", "", or(func(c *Config) any { return c.Deployment.RoleControlPlane.ConfigProvider }, "etcd"), true},
 	{"deployment.admin.admin_key_required", "", func(c *Config) any { return c.Deployment.Admin.AdminKeyRequired }, false},
 	{"deployment.admin.admin_key", "key \"\": one is generated at the first start and kept in admin-keys.json", func(c *Config) any {
 		var out []map[string]string
@@ -138,21 +180,21 @@ var settings = []setting{
 	{"deployment.admin.admin_listen.ip", "", func(c *Config) any { return c.Deployment.Admin.AdminListen.IP }, false},
 	{"deployment.admin.admin_listen.port", "", func(c *Config) any { return c.Deployment.Admin.AdminListen.Port }, false},
 	{"deployment.admin.admin_api_version", "", func(c *Config) any { return c.Deployment.Admin.AdminAPIVersion }, false},
-	{"deployment.admin.https_admin", "not supported: true is refused", same(false), false},
+	{"deployment.admin.https_admin", "not supported: true is refused", fixed(false), false},
 	{"deployment.etcd.host", "an external etcd cluster; not written, the node runs an etcd of its own, its data beside this file",
 		func(c *Config) any { return c.Deployment.Etcd.Host }, true},
 	{"deployment.etcd.prefix", "", func(c *Config) any { return c.Deployment.Etcd.Prefix }, false},
 	{"deployment.etcd.timeout", "seconds", func(c *Config) any { return c.Deployment.Etcd.Timeout }, false},
 	{"deployment.etcd.watch_timeout", "read, not applied yet", func(c *Config) any { return c.Deployment.Etcd.WatchTimeout }, true},
 	{"deployment.etcd.startup_retry", "read, not applied yet", func(c *Config) any { return c.Deployment.Etcd.StartupRetry }, true},
-	{"deployment.etcd.user", "", same("root"), true},
-	{"deployment.etcd.password", "", same("secret"), true},
-	{"deployment.etcd.tls.cert", "a client certificate and its key, PEM files", same("/path/to/cert.pem"), true},
-	{"deployment.etcd.tls.key", "", same("/path/to/key.pem"), true},
-	{"deployment.etcd.tls.sni", "", same("etcd.example.com"), true},
+	{"deployment.etcd.user", "", or(func(c *Config) any { return c.Deployment.Etcd.User }, "root"), true},
+	{"deployment.etcd.password", "", or(func(c *Config) any { return c.Deployment.Etcd.Password }, "secret"), true},
+	{"deployment.etcd.tls.cert", "a client certificate and its key, PEM files", or(func(c *Config) any { return c.Deployment.Etcd.TLS.Cert }, "/path/to/cert.pem"), true},
+	{"deployment.etcd.tls.key", "", or(func(c *Config) any { return c.Deployment.Etcd.TLS.Key }, "/path/to/key.pem"), true},
+	{"deployment.etcd.tls.sni", "", or(func(c *Config) any { return c.Deployment.Etcd.TLS.SNI }, "etcd.example.com"), true},
 	{"deployment.etcd.tls.verify", "", func(c *Config) any { return c.Deployment.Etcd.TLS.Verify }, false},
 
-	{"discovery.dns.servers", "name servers of the upstreams with discovery_type dns", same([]string{"127.0.0.1:8600"}), true},
+	{"discovery.dns.servers", "name servers of the upstreams with discovery_type dns", or(func(c *Config) any { return c.DiscoveryDNSServers }, []string{"127.0.0.1:8600"}), true},
 
 	{"plugins", "the plugins enabled (run order comes from their priorities)", func(c *Config) any { return c.Plugins }, false},
 
@@ -161,9 +203,18 @@ var settings = []setting{
 	{"plugin_attr.prometheus.export_addr.port", "", func(c *Config) any { return c.Prometheus.ExportAddr.Port }, false},
 	{"plugin_attr.prometheus.export_uri", "", func(c *Config) any { return c.Prometheus.ExportURI }, false},
 	{"plugin_attr.prometheus.metric_prefix", "", func(c *Config) any { return c.Prometheus.MetricPrefix }, false},
-	{"plugin_attr.prometheus.default_buckets", "apisix_http_latency's buckets, milliseconds; default: 1 ms to 60 s", same([]float64{1, 10, 100, 1000, 10000, 60000}), true},
-	{"plugin_attr.prometheus.metrics", "labels added to a metric, each a variable's value", same(map[string]any{
-		"http_status": map[string]any{"extra_labels": []map[string]string{{"upstream_addr": "$upstream_addr"}}}}), true},
+	{"plugin_attr.prometheus.default_buckets", "apisix_http_latency's buckets, milliseconds; default: 1 ms to 60 s", or(func(c *Config) any { return c.Prometheus.DefaultBuckets }, []float64{1, 10, 100, 1000, 10000, 60000}), true},
+	{"plugin_attr.prometheus.metrics", "labels added to a metric, each a variable's value", or(func(c *Config) any {
+		m := map[string]any{}
+		for metric, ls := range c.Prometheus.ExtraLabels {
+			var labels []map[string]string
+			for _, l := range ls {
+				labels = append(labels, map[string]string{l.Name: "$" + l.Var})
+			}
+			m[metric] = map[string]any{"extra_labels": labels}
+		}
+		return m
+	}, map[string]any{"http_status": map[string]any{"extra_labels": []map[string]string{{"upstream_addr": "$upstream_addr"}}}}), true},
 }
 
 // Template is config.yaml as `coregate init` writes it: every key
@@ -173,11 +224,48 @@ var settings = []setting{
 // that have none, commented out with an example. It loads as Default
 // does, plugin_attr.prometheus written out. Safe for concurrent use.
 func Template() []byte {
-	c := Default()
+	return render(Default(), "# config.yaml: every key coregate reads, with its default (coregate init).\n"+
+		"# Keys commented out are not set: written, each means what its comment says.\n"+
+		"# coregate -t checks this file; errors name its line and key.\n", false)
+}
+
+// Render is c as a config.yaml, every key Template has, those c sets
+// where the template comments them out written (coregate -T): what the
+// node runs with, whatever config.yaml left to the defaults. Secrets (the
+// Admin API's keys, etcd's password, a keyring of its own) are written
+// "<hidden>". Safe for concurrent use.
+func Render(c *Config) []byte {
+	return render(c, "# the configuration in effect (coregate -T): config.yaml with the defaults of what it leaves out.\n", true)
+}
+
+// written tells, for a key commented out in the template, whether c sets
+// it: its value is not the default's, or as here, writing it means more.
+var written = map[string]func(c *Config) bool{
+	"deployment.etcd.host": func(c *Config) bool { return c.Deployment.Etcd.External },
+}
+
+// hide makes v, the value of key, fit to print (Render).
+func hide(key string, v any) any {
+	switch key {
+	case "deployment.etcd.password":
+		if v != "" {
+			return hiddenValue
+		}
+	case "deployment.admin.admin_key":
+		keys := v.([]map[string]string)
+		for _, k := range keys {
+			if k["key"] != "" {
+				k["key"] = hiddenValue
+			}
+		}
+	}
+	return v
+}
+
+func render(c *Config, header string, effective bool) []byte {
+	def := Default()
 	var b strings.Builder
-	b.WriteString("# config.yaml: every key coregate reads, with its default (coregate init).\n" +
-		"# Keys commented out are not set: written, each means what its comment says.\n" +
-		"# coregate -t checks this file; errors name its line and key.\n")
+	b.WriteString(header)
 	var open []string // the sections of the key written last, outermost first
 	for _, s := range settings {
 		path := strings.Split(s.key, ".")
@@ -199,11 +287,24 @@ func Template() []byte {
 		if s.doc != "" {
 			fmt.Fprintf(&b, "%s# %s\n", indent, s.doc)
 		}
+		val := s.val(c)
+		off := s.off
+		if e, ok := val.(example); ok {
+			val, off = e.v, true
+		} else if off && effective {
+			if w := written[s.key]; w != nil {
+				off = !w(c)
+			} else {
+				off = reflect.DeepEqual(val, s.val(def))
+			}
+		}
+		if effective {
+			val = hide(s.key, val)
+		}
 		lead := indent
-		if s.off {
+		if off {
 			lead += "# "
 		}
-		val := s.val(c)
 		var v strings.Builder
 		enc := yaml.NewEncoder(&v)
 		enc.SetIndent(2)

@@ -98,3 +98,72 @@ func TestTemplateCommentedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestRender: a config.yaml setting keys the template writes and keys it
+// comments out comes back from Render as a config.yaml that loads to the
+// same configuration; its secrets are written "<hidden>".
+func TestRender(t *testing.T) {
+	src := `apisix:
+  node_listen:
+    - ip: 127.0.0.1
+      port: 8080
+  id: node-7
+  dns_resolver: [1.1.1.1]
+  ssl:
+    enable: false
+    fallback_sni: a.example.com
+nginx_config:
+  worker_processes: 3
+  http:
+    keepalive_timeout: 75s
+    client_max_body_size: 1m
+deployment:
+  role: data_plane
+  role_data_plane:
+    config_provider: yaml
+  etcd:
+    host: [http://127.0.0.1:2379]
+    watch_timeout: 20
+discovery:
+  dns:
+    servers: [127.0.0.1:8600]
+plugin_attr:
+  prometheus:
+    export_addr:
+      port: 9099
+    default_buckets: [5, 50]
+    metrics:
+      http_status:
+        extra_labels:
+          - upstream_addr: $upstream_addr
+`
+	c, _, err := Parse([]byte(src), "conf/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := Render(c)
+	back, _, err := Parse(out, "conf/config.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if diff := cmp.Diff(c, back, cmp.FilterPath(func(p cmp.Path) bool {
+		return p.String() == "PluginAttr"
+	}, cmp.Ignore())); diff != "" {
+		t.Errorf("Render's config.yaml loads otherwise (-config +rendered):\n%s\n%s", diff, out)
+	}
+
+	c, _, err = Parse([]byte("deployment:\n  etcd:\n    host: [https://etcd:2379]\n    password: p4ss\n  admin:\n    admin_key:\n      - name: admin\n        key: k3y-of-mine\n        role: admin\n"+
+		"apisix:\n  data_encryption:\n    keyring: [abcdefghijklmnop]\n"), "conf/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = Render(c)
+	for _, secret := range []string{"p4ss", "k3y-of-mine", "abcdefghijklmnop"} {
+		if strings.Contains(string(out), secret) {
+			t.Errorf("Render shows %q:\n%s", secret, out)
+		}
+	}
+	if n := strings.Count(string(out), hiddenValue); n != 3 {
+		t.Errorf("%d values hidden, want 3:\n%s", n, out)
+	}
+}

@@ -66,7 +66,7 @@ func TestCLIVersion(t *testing.T) {
 // the wrong type, a YAML error, each says the file, the line and the key,
 // "test failed", and exits 1; the start says the same. A sound one says
 // "test is successful", and a key coregate does not know is a warning
-// naming it.
+// naming it; -T prints the configuration in effect too.
 func TestCLIConfigTestLines(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -104,6 +104,13 @@ func TestCLIConfigTestLines(t *testing.T) {
 	out, code := cli(t, "-t", "-c", conf)
 	if code != 0 || !strings.Contains(out, "unknown key whatever") || !strings.Contains(out, "configuration file "+conf+" test is successful") {
 		t.Errorf("-t of a sound config.yaml: status %d\n%s", code, out)
+	}
+	// -T: the same, and the configuration in effect: what config.yaml
+	// sets, and the defaults of what it leaves out.
+	out, code = cli(t, "-T", "-c", conf)
+	if code != 0 || !strings.Contains(out, "test is successful") || !strings.Contains(out, "\n  worker_processes: 1\n") ||
+		!strings.Contains(out, "\n    keepalive_timeout: 60s\n") || !strings.Contains(out, "\n    config_provider: yaml\n") {
+		t.Errorf("-T of a sound config.yaml: status %d\n%s", code, out)
 	}
 }
 

@@ -34,6 +34,7 @@ func runSupervisor(args []string) error {
 	fs.IntVar(&c.HealthSlots, "health-slots", 0, "size of the node's upstream health region, in nodes of checked upstreams (64 bytes each; 0: "+
 		strconv.Itoa(shm.DefaultHealthSlots)+")")
 	fs.StringVar(&c.EtcdData, "etcd-data", "", "data directory of the embedded etcd (default: "+supervisor.EtcdDataDir+" beside config.yaml)")
+	fs.BoolVar(&c.Dump, "T", false, "as -t, then print the configuration in effect (config.yaml with the defaults of what it leaves out, secrets hidden) to standard output, as nginx -T")
 	fs.BoolVar(&c.Test, "t", false, "check config.yaml (and a data plane's apisix.yaml), print its warnings and exit, as nginx -t: status 0 when the node would start with it")
 	fs.BoolVar(&c.AcceptReset, supervisor.AcceptResetFlag[2:], false, "serve the configuration etcd holds even if it is older than "+storesync.CacheFile+
 		" (a lower revision, or another cluster: etcd rebuilt or restored), and replace the copy with it; without it such a store is refused")
@@ -58,7 +59,7 @@ func runSupervisor(args []string) error {
 		return fmt.Errorf("unexpected argument %q: coregate takes flags only (coregate -h)", fs.Arg(0))
 	}
 	if *sig != "" {
-		if c.Test {
+		if c.Test || c.Dump {
 			return fmt.Errorf("-s and -t: give one of them")
 		}
 		return sendSignal(c.Config, *sig, os.Stderr)

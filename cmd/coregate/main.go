@@ -3,7 +3,7 @@
 //	coregate [-c conf/config.yaml] [--workers auto|N] [--cpus 0-3,6]
 //	         [--selector hash|cpu|least_conn] [--shutdown-timeout 10s]
 //	         [--etcd-data DIR] [--accept-store-reset]
-//	coregate -t [-c conf/config.yaml]
+//	coregate -t|-T [-c conf/config.yaml]
 //	coregate -s reload|stop|quit|reopen [-c conf/config.yaml]
 //	coregate -v | -V
 //	coregate init [conf/config.yaml]
@@ -20,7 +20,8 @@
 // With -t it only checks config.yaml (and a data plane's apisix.yaml, or
 // every object in etcd) as the start would, prints the warnings and the
 // problems (a file's line and key, an etcd object's key), and exits: 0
-// when the node would start with it and serve the whole configuration.
+// when the node would start with it and serve the whole configuration;
+// -T then prints the configuration in effect (nodeconf.Render).
 // -s sends the running supervisor, found through its pid file
 // (apisix.pid_file, coregate.pid beside config.yaml), the signal nginx's
 // -s name means: reload SIGHUP, stop SIGQUIT, quit SIGTERM, reopen

@@ -67,6 +67,9 @@ type Command struct {
 	AcceptReset bool
 	// Test only checks the configuration (-t, Check).
 	Test bool
+	// Dump is Test, then the configuration in effect printed to standard
+	// output (-T, nodeconf.Render), as nginx -T.
+	Dump bool
 }
 
 // Main is the supervisor process: it reads config.yaml, opens the
@@ -83,9 +86,18 @@ func Main(c Command) error {
 	if err := plugins.Default.Compile(); err != nil {
 		return err
 	}
-	if c.Test {
+	if c.Test || c.Dump {
 		if err := Check(c.Config, c.EtcdData, os.Stderr); err != nil {
 			return fmt.Errorf("%w\ncoregate: configuration file %s test failed", err, c.Config)
+		}
+		if c.Dump {
+			nc, _, err := nodeconf.Load(c.Config)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stdout, "# configuration file %s:\n", c.Config)
+			_, err = os.Stdout.Write(nodeconf.Render(nc))
+			return err
 		}
 		return nil
 	}
