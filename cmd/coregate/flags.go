@@ -35,7 +35,7 @@ func runSupervisor(args []string) error {
 		strconv.Itoa(shm.DefaultHealthSlots)+")")
 	fs.StringVar(&c.EtcdData, "etcd-data", "", "data directory of the embedded etcd (default: "+supervisor.EtcdDataDir+" beside config.yaml)")
 	fs.BoolVar(&c.Dump, "T", false, "as -t, then print the configuration in effect (config.yaml with the defaults of what it leaves out, secrets hidden) to standard output, as nginx -T")
-	fs.BoolVar(&c.Test, "t", false, "check config.yaml (and a data plane's apisix.yaml), print its warnings and exit, as nginx -t: status 0 when the node would start with it")
+	fs.BoolVar(&c.Test, "t", false, "check config.yaml, then a data plane's apisix.yaml or every object in etcd, print the warnings and problems and exit, as nginx -t: status 0 when the node would start with it")
 	fs.BoolVar(&c.AcceptReset, supervisor.AcceptResetFlag[2:], false, "serve the configuration etcd holds even if it is older than "+storesync.CacheFile+
 		" (a lower revision, or another cluster: etcd rebuilt or restored), and replace the copy with it; without it such a store is refused")
 	sig := fs.String("s", "", "send a signal to the running node (its pid file, apisix.pid_file): reload (SIGHUP: re-read config.yaml), "+
