@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"coregate/admin/nodeconf"
+	"coregate/admin/spec"
 	"coregate/admin/store/etcdstore"
 	"coregate/admin/store/storesync"
 	"coregate/node"
@@ -23,7 +24,7 @@ import (
 // every object under deployment.etcd.prefix read once and checked as the
 // node's sync checks it (its schema, its plugins' configurations as the
 // Admin API checks them, its references), each problem named by its key,
-// and the configuration then built as a worker builds it (worker.Compile).
+// and the configuration then built as a worker builds it (checkBuild).
 // The etcd is the external cluster deployment.etcd.host names; for the
 // embedded one, the running node's (its client URL in the data
 // directory) when the node runs, else one started on the data directory
@@ -69,19 +70,38 @@ func checkEtcd(nc *nodeconf.Config, dataDir string, w io.Writer) error {
 	defer cancel()
 	n, sp, err := sync.Check(ctx)
 	if err == nil {
-		// What a worker builds from it: the router, the balancers, the
-		// plugins' instances.
-		mode := router.HostURI
-		if nc.APISIX.RouterHTTP == "radixtree_uri" {
-			mode = router.URI
-		}
-		if _, cerr := worker.Compile(sp, mode); cerr != nil {
-			err = fmt.Errorf("a worker would refuse it: %w", cerr)
-		}
+		err = checkBuild(nc, sp)
 	}
 	if err != nil {
 		return fmt.Errorf("etcd (%s, prefix %s): %w", where, st.Prefix(), err)
 	}
 	fmt.Fprintf(w, "coregate: etcd (%s, prefix %s): %d objects ok\n", where, st.Prefix(), n)
 	return nil
+}
+
+// checkBuild builds sp as a worker of nc builds it (worker.CompileCheck:
+// the router, the balancers, the plugins' instances, with the node's
+// keyring), for -t.
+func checkBuild(nc *nodeconf.Config, sp *spec.Spec) error {
+	mode := router.HostURI
+	if nc.APISIX.RouterHTTP == "radixtree_uri" {
+		mode = router.URI
+	}
+	if _, err := worker.CompileCheck(sp, mode, nc.APISIX.DataEncryption.Keyring.DecryptPrivateKey); err != nil {
+		return fmt.Errorf("a worker would refuse the configuration: %w", err)
+	}
+	return nil
+}
+
+// checkFileBuild reads a data plane's file as the node serves it (the
+// sync over it, fileSource) and builds it as a worker would; the file's
+// own checks (standalone.CheckFile) come first.
+func checkFileBuild(nc *nodeconf.Config, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, sp, err := fileSource(path, slog.New(slog.DiscardHandler)).Check(ctx)
+	if err != nil {
+		return err
+	}
+	return checkBuild(nc, sp)
 }

@@ -325,6 +325,9 @@ func Check(path, etcdData string, w io.Writer) error {
 			if err := standalone.CheckFile(prov.File, plugins.Default); err != nil {
 				return err
 			}
+			if err := checkFileBuild(nc, prov.File); err != nil {
+				return err
+			}
 			fmt.Fprintf(w, "coregate: the routes file %s is ok\n", prov.File)
 		}
 	case "etcd":
