@@ -206,16 +206,18 @@ func pidOf(t *testing.T, path string) int {
 }
 
 // TestCLISignals: the node writes its pid file at start; a second start on
-// the same config.yaml is refused naming it; -s reload has the node
-// re-read config.yaml (a second worker), -s reopen has the workers reopen
-// the access log renamed away, -s quit drains (a request in flight
+// the same config.yaml is refused naming it; -s reopen has the worker
+// reopen the access log renamed away, -s reload has the node re-read
+// config.yaml (a second worker), -s quit drains (a request in flight
 // finishes) and the node exits 0 removing the pid file; -s then says the
 // pid file is missing, and of a file left by a dead process that it is
 // stale, which the next start replaces. -s stop ends a node at once.
 func TestCLISignals(t *testing.T) {
+	arrived := make(chan struct{}, 1)
 	slow := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Has("slow") {
-			time.Sleep(time.Second)
+			arrived <- struct{}{}
+			time.Sleep(time.Second) // in flight when -s quit comes
 		}
 		_, _ = w.Write([]byte("hello"))
 	})
@@ -235,6 +237,29 @@ func TestCLISignals(t *testing.T) {
 		t.Errorf("after the second start the pid file says %d", pid)
 	}
 
+	// reopen: the access log renamed, a new one at its path.
+	c := newClient(t)
+	path := filepath.Join(g.dir, "logs", "access.log")
+	do(t, c, "GET", g.url("/hello?before"), "", nil, nil)
+	waitFile(t, path, 1)
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := cli(t, "-s", "reopen", "-c", conf); code != 0 || !strings.Contains(out, "SIGUSR1") {
+		t.Fatalf("-s reopen: status %d\n%s", code, out)
+	}
+	// The one worker opens the path again: the file is back.
+	eventually(t, 10*time.Second, func() error { _, err := os.Stat(path); return err })
+	for i := range 4 {
+		do(t, newClient(t), "GET", g.url("/hello?after="+strconv.Itoa(i)), "", nil, nil)
+	}
+	if after := waitFile(t, path, 4); len(after) != 4 || !strings.HasPrefix(after[0], "/hello?after=") {
+		t.Errorf("the reopened access log: %q", after)
+	}
+	if b, _ := os.ReadFile(path + ".1"); string(b) != "/hello?before 200\n" {
+		t.Errorf("the renamed access log: %q", b)
+	}
+
 	// reload: config.yaml's worker_processes 1 → 2.
 	b, err := os.ReadFile(conf)
 	if err != nil {
@@ -247,26 +272,6 @@ func TestCLISignals(t *testing.T) {
 	g.waitLog(`SIGHUP: config.yaml reloaded`, 1, 10*time.Second)
 	g.waitLog(`msg="worker ready"`, 2, 10*time.Second)
 
-	// reopen: the access log renamed, a new one at its path.
-	c := newClient(t)
-	path := filepath.Join(g.dir, "logs", "access.log")
-	do(t, c, "GET", g.url("/hello?before"), "", nil, nil)
-	waitFile(t, path, 1)
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
-	}
-	if out, code := cli(t, "-s", "reopen", "-c", conf); code != 0 || !strings.Contains(out, "SIGUSR1") {
-		t.Fatalf("-s reopen: status %d\n%s", code, out)
-	}
-	eventually(t, 10*time.Second, func() error { _, err := os.Stat(path); return err })
-	time.Sleep(100 * time.Millisecond) // the other worker's reopen
-	for i := range 4 {
-		do(t, newClient(t), "GET", g.url("/hello?after="+strconv.Itoa(i)), "", nil, nil)
-	}
-	if after := waitFile(t, path, 4); len(after) != 4 || !strings.HasPrefix(after[0], "/hello?after=") {
-		t.Errorf("the reopened access log: %q", after)
-	}
-
 	// quit: a request in flight is answered, then the node exits 0.
 	g.stopped.Store(true)
 	answer := make(chan result, 1)
@@ -277,7 +282,11 @@ func TestCLISignals(t *testing.T) {
 		}
 		answer <- r
 	}()
-	time.Sleep(200 * time.Millisecond) // the request reaches the upstream
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow request did not reach the upstream")
+	}
 	if out, code := cli(t, "-s", "quit", "-c", conf); code != 0 || !strings.Contains(out, "SIGTERM") {
 		t.Fatalf("-s quit: status %d\n%s", code, out)
 	}
