@@ -528,7 +528,8 @@ func Default() *Config {
 
 // Load reads config.yaml at path: ${{VAR}} references are
 // resolved from the environment, written keys override APISIX's defaults.
-// Warnings list every key that is not used: "unknown key apisix.foo.bar"
+// Warnings list every key that is not used, each "PATH:LINE: " and then
+// "unknown key apisix.foo.bar"
 // for keys APISIX does not have either, "not supported yet: <key>" for
 // APISIX keys coregate does not implement yet; and the configurations
 // APISIX warns about at start (AdminKeyBypassed). A value of the wrong
@@ -589,17 +590,7 @@ func (p *cfgParser) located(err error) error {
 	if !ok || e.Line > 0 {
 		return err
 	}
-	for key := e.Key; key != ""; {
-		if l, ok := p.lines[key]; ok {
-			e.Line = l
-			break
-		}
-		i := strings.LastIndexAny(key, ".[")
-		if i < 0 {
-			break
-		}
-		key = key[:i]
-	}
+	e.Line = p.lineOf(e.Key)
 	return e
 }
 
@@ -666,7 +657,33 @@ func (p *cfgParser) errf(key, format string, args ...any) error {
 // notYet reports an APISIX key coregate does not implement and can
 // ignore.
 func (p *cfgParser) notYet(key string) {
-	p.warnings = append(p.warnings, "not supported yet: "+key)
+	p.warn(key, "not supported yet: "+key)
+}
+
+// warn adds a warning about key: "FILE:LINE: msg", the line key is
+// written on (or its nearest written parent's; none when neither is).
+func (p *cfgParser) warn(key, msg string) {
+	if l := p.lineOf(key); l > 0 {
+		p.warnings = append(p.warnings, fmt.Sprintf("%s:%d: %s", p.file, l, msg))
+		return
+	}
+	p.warnings = append(p.warnings, p.file+": "+msg)
+}
+
+// lineOf is the line key is written on, or its nearest written
+// parent's ("a.b[2].c", then "a.b[2]", "a.b", "a"); 0 when none is.
+func (p *cfgParser) lineOf(key string) int {
+	for key != "" {
+		if l, ok := p.lines[key]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return 0
 }
 
 // refused is the error for an APISIX key coregate does not implement
@@ -803,11 +820,13 @@ func (p *cfgParser) unknown(key string, v *yaml.Node) {
 	v = spec.Unalias(v)
 	if v != nil && v.Kind == yaml.MappingNode && len(v.Content) > 0 {
 		for i := 0; i+1 < len(v.Content); i += 2 {
-			p.unknown(key+"."+spec.Unalias(v.Content[i]).Value, v.Content[i+1])
+			k := spec.Unalias(v.Content[i])
+			p.at(key+"."+k.Value, k)
+			p.unknown(key+"."+k.Value, v.Content[i+1])
 		}
 		return
 	}
-	p.warnings = append(p.warnings, "unknown key "+key)
+	p.warn(key, "unknown key "+key)
 }
 
 func (p *cfgParser) boolean(dst *bool) handler {
@@ -1666,7 +1685,7 @@ func (p *cfgParser) finish() error {
 			"remove the real_ip_* keys, or write real_ip_from: [] to say no proxy is trusted")
 	}
 	if p.c.APISIX.EnableAdmin && !d.Admin.AdminKeyRequired {
-		p.warnings = append(p.warnings, AdminKeyBypassed)
+		p.warn("deployment.admin.admin_key_required", AdminKeyBypassed)
 	}
 	if err := p.controlPort(); err != nil {
 		return err

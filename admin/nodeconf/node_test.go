@@ -20,7 +20,17 @@ import (
 
 func parseNode(t *testing.T, src string) (*Config, []string, error) {
 	t.Helper()
-	return Parse([]byte(src), "conf/config.yaml")
+	c, warns, err := Parse([]byte(src), "conf/config.yaml")
+	for i, w := range warns {
+		// What the warnings say of the keys; TestNodeConfigErrorLines
+		// checks their "file:line: ".
+		rest, ok := strings.CutPrefix(withoutLine(w), "conf/config.yaml: ")
+		if !ok {
+			t.Errorf("warning %q does not name the file", w)
+		}
+		warns[i] = rest
+	}
+	return c, warns, err
 }
 
 func TestNodeConfigDefaults(t *testing.T) {
@@ -912,7 +922,7 @@ func TestNodeConfigSecretLRU(t *testing.T) {
 	}
 }
 
-// TestNodeConfigErrorLines: an error names the file and the line the key
+// TestNodeConfigErrorLines: an error, and a warning, names the file and the line the key
 // is written on (a list item's own line; a key a check made after the
 // whole file was read wants, not written, at its written parent's), and a file that does not parse the
 // line the YAML library found it on; and apisix.pid_file, relative to
@@ -936,6 +946,11 @@ func TestNodeConfigErrorLines(t *testing.T) {
 		if diff := cmp.Diff(tc.want, fmt.Sprint(err)); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
 		}
+	}
+	_, warns, err := Parse([]byte("apisix:\n  enable_admin: true\n  foo:\n    bar: 1\n  enable_ipv6: true\ndeployment:\n  admin:\n    admin_key_required: false\n"), "conf/config.yaml")
+	if diff := cmp.Diff([]string{"conf/config.yaml:4: unknown key apisix.foo.bar", "conf/config.yaml:5: not supported yet: apisix.enable_ipv6",
+		"conf/config.yaml:8: " + AdminKeyBypassed}, warns); err != nil || diff != "" {
+		t.Errorf("warnings (-want +got):\n%s%v", diff, err)
 	}
 	c, _, err := parseNode(t, "apisix:\n  pid_file: run/cg.pid\n")
 	if err != nil || c.APISIX.PIDFilePath(c.Dir) != "conf/run/cg.pid" {

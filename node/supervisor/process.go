@@ -112,7 +112,7 @@ func Main(c Command) error {
 	}
 	node.SetLogLevel(nc)
 	for _, w := range warnings {
-		log.Warn("config.yaml: " + w)
+		log.Warn(w)
 	}
 	// The pid file first: a second coregate on this configuration stops
 	// here, before it opens the embedded etcd or a port.
@@ -273,7 +273,7 @@ func Main(c Command) error {
 		}
 		node.SetLogLevel(nc)
 		for _, w := range warnings {
-			log.Warn("config.yaml: " + w)
+			log.Warn(w)
 		}
 		n, err := workerCount(nc)
 		if err != nil {
@@ -304,7 +304,7 @@ func Check(path, etcdData string, w io.Writer) error {
 		return err
 	}
 	for _, warn := range warnings {
-		fmt.Fprintf(w, "coregate: [warn] %s: %s\n", path, warn)
+		fmt.Fprintf(w, "coregate: [warn] %s\n", warn)
 	}
 	if nc.APISIX.EnableAdmin {
 		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
