@@ -82,7 +82,9 @@ func printVersionLong(w io.Writer) {
 }
 
 // sendSignal is `coregate -s NAME`: the signal node.Signals names, sent to
-// the supervisor whose pid file config.yaml at path names.
+// the supervisor whose pid file config.yaml at path names. A config.yaml
+// that does not load is not reloaded (the node would refuse it); the
+// other signals go through the default pid file then.
 func sendSignal(path, name string, w io.Writer) error {
 	sig, ok := node.Signals[name]
 	if !ok {
@@ -93,11 +95,23 @@ func sendSignal(path, name string, w io.Writer) error {
 		slices.Sort(names)
 		return fmt.Errorf("-s %s: want one of %s", name, strings.Join(names, ", "))
 	}
+	var pidFile string
 	nc, _, err := nodeconf.Load(path)
-	if err != nil {
-		return err
+	switch {
+	case err == nil:
+		pidFile = nc.APISIX.PIDFilePath(nc.Dir)
+	case name == "reload":
+		// The node would refuse it: say why now, and signal nothing.
+		return fmt.Errorf("%w\ncoregate: -s reload: not sent", err)
+	default:
+		// A node is stopped, or its logs reopened, whatever its
+		// config.yaml became since it started: through the default
+		// pid file when config.yaml no longer reads.
+		d := nodeconf.Default()
+		d.Dir = filepath.Dir(path)
+		pidFile = d.APISIX.PIDFilePath(d.Dir)
+		fmt.Fprintf(w, "coregate: [warn] %v; using the default pid file %s\n", err, pidFile)
 	}
-	pidFile := nc.APISIX.PIDFilePath(nc.Dir)
 	pid, err := node.SignalPIDFile(pidFile, sig)
 	if err != nil {
 		return err

@@ -211,7 +211,8 @@ func pidOf(t *testing.T, path string) int {
 // config.yaml (a second worker), -s quit drains (a request in flight
 // finishes) and the node exits 0 removing the pid file; -s then says the
 // pid file is missing, and of a file left by a dead process that it is
-// stale, which the next start replaces. -s stop ends a node at once.
+// stale, which the next start replaces. A config.yaml broken since is not
+// reloaded; -s stop ends the node at once all the same.
 func TestCLISignals(t *testing.T) {
 	arrived := make(chan struct{}, 1)
 	slow := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -328,9 +329,24 @@ func TestCLISignals(t *testing.T) {
 		t.Errorf("pid file says %d, the node is %d", pid, g2.PID())
 	}
 
+	// A config.yaml broken since the start is not reloaded, saying why;
+	// stop still finds the node, through the default pid file.
+	good, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, conf, strings.Replace(string(good), "worker_processes: 2", "worker_processes: many", 1))
+	if out, code := cli(t, "-s", "reload", "-c", conf); code != 1 || !strings.Contains(out, "nginx_config.worker_processes") ||
+		!strings.Contains(out, "-s reload: not sent") {
+		t.Errorf("-s reload of a broken config.yaml: status %d\n%s", code, out)
+	}
+	if strings.Contains(g2.Log(), "SIGHUP") {
+		t.Errorf("the node got SIGHUP:\n%s", g2.Log())
+	}
+
 	// stop: the node exits at once.
 	g2.stopped.Store(true)
-	if out, code := cli(t, "-s", "stop", "-c", conf); code != 0 || !strings.Contains(out, "SIGQUIT") {
+	if out, code := cli(t, "-s", "stop", "-c", conf); code != 0 || !strings.Contains(out, "SIGQUIT") || !strings.Contains(out, "default pid file") {
 		t.Fatalf("-s stop: status %d\n%s", code, out)
 	}
 	select {
