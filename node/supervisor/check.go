@@ -64,6 +64,10 @@ func checkEtcd(nc *nodeconf.Config, dataDir string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("deployment.etcd: %w", err)
 	}
+	// As Main: the plugins' fields stored encrypted are checked in clear,
+	// $secret:// references read with the secret objects.
+	plugins.Default.SetKeyring(nc.APISIX.DataEncryption.FieldsKeyring(nc.Provider()))
+	plugins.Default.SetSecrets(node.SecretResolver(nc))
 	defer st.Close()
 	sync := storesync.New(storesync.Options{Store: st, Plugins: plugins.Default, Log: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), max(o.Timeout, 5*time.Second))
