@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"coregate/admin/nodeconf"
@@ -29,7 +30,8 @@ import (
 // embedded one, the running node's (its client URL in the data
 // directory) when the node runs, else one started on the data directory
 // for the check and stopped after it (dataDir "": EtcdDataDir beside
-// config.yaml). A node never started has nothing to check.
+// config.yaml), by the user it belongs to only. A node never started has
+// nothing to check.
 func checkEtcd(nc *nodeconf.Config, dataDir string, w io.Writer) error {
 	ec := nc.Deployment.Etcd
 	o, err := etcdstore.OptionsFrom(ec)
@@ -41,7 +43,8 @@ func checkEtcd(nc *nodeconf.Config, dataDir string, w io.Writer) error {
 		if dataDir == "" {
 			dataDir = filepath.Join(nc.Dir, EtcdDataDir)
 		}
-		if _, err := os.Stat(filepath.Join(dataDir, "member")); err != nil {
+		fi, err := os.Stat(filepath.Join(dataDir, "member"))
+		if err != nil {
 			fmt.Fprintf(w, "coregate: the embedded etcd in %s holds no configuration yet\n", dataDir)
 			return nil
 		}
@@ -51,6 +54,11 @@ func checkEtcd(nc *nodeconf.Config, dataDir string, w io.Writer) error {
 			o.Endpoints = []string{url}
 			where = "the running node's embedded etcd at " + url
 		} else {
+			// Started by another user (root, by hand), etcd would leave
+			// files the node's own user could not open at its next start.
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+				return fmt.Errorf("the embedded etcd in %s belongs to uid %d: run coregate -t as that user, or with the node running", dataDir, st.Uid)
+			}
 			emb, err := etcdstore.StartEmbedded(dataDir, etcdstore.EmbedOptions{Avoid: nc.Ports(), LogLevel: "none"})
 			if err != nil {
 				return fmt.Errorf("embedded etcd in %s: %w", dataDir, err)
