@@ -170,6 +170,21 @@ func TestCLIConfigTestEtcd(t *testing.T) {
 		if code != 1 || !strings.Contains(out, "/apisix/routes/bad") || !strings.Contains(out, "the embedded etcd in ") {
 			t.Errorf("-t of the stopped node: status %d, want 1 naming /apisix/routes/bad\n%s", code, out)
 		}
+		// Data of another user's is not opened (its files would be
+		// left to this one): the node's user runs -t.
+		if os.Geteuid() == 0 {
+			member := filepath.Join(g.dir, etcdDataDir, "member")
+			if err := os.Chown(member, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			out, code = cli(t, "-t", "-c", conf)
+			if code != 1 || !strings.Contains(out, "belongs to uid 65534") {
+				t.Errorf("-t of another user's embedded etcd: status %d\n%s", code, out)
+			}
+			if err := os.Chown(member, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }
 
