@@ -18,6 +18,11 @@ import (
 func runSupervisor(args []string) error {
 	var c supervisor.Command
 	fs := flag.NewFlagSet("coregate", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: coregate [flags]: run the node, or with -t, -T, -s, -v or -V the command they name\n"+
+			"       coregate init [path]: write a config.yaml with every key and its default")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.Config, "c", "conf/config.yaml", "path to config.yaml")
 	fs.StringVar(&c.Workers, "workers", "", "worker processes: auto or N (overrides nginx_config.worker_processes)")
 	fs.StringVar(&c.CPUs, "cpus", "", "CPUs to pin workers to, e.g. 0-3,6 (default: this process's affinity mask)")
