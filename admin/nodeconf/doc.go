@@ -121,8 +121,8 @@
 //     enable_resolv_search_opt, disable_sync_configuration_during_start,
 //     worker_startup_time_threshold, events, lru.secret.count and
 //     neg_count, id, tracing,
-//     disable_upstream_healthcheck; nginx_config.error_log (the log goes to
-//     stderr), enable_cpu_affinity (workers are pinned anyway),
+//     disable_upstream_healthcheck; nginx_config.enable_cpu_affinity
+//     (workers are pinned anyway),
 //     worker_rlimit_nofile, worker_shutdown_timeout (--shutdown-timeout),
 //     max_pending_timers, max_running_timers, meta, envs;
 //     nginx_config.http.proxy_ssl_server_name, charset,

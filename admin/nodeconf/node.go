@@ -173,10 +173,27 @@ const DefaultPIDFile = "coregate.pid"
 
 // NginxConfig is the nginx_config section.
 type NginxConfig struct {
-	WorkerProcesses   int    // 0 means auto (one per CPU); default auto
+	WorkerProcesses int // 0 means auto (one per CPU); default auto
+	// ErrorLog is nginx's error_log: the file the node's processes log
+	// to, relative to the directory of config.yaml (ErrorLogPath); "" or
+	// "stderr" (the default, where APISIX's is logs/error.log) is
+	// standard error, for systemd's journal.
+	ErrorLog          string
 	ErrorLogLevel     string // default warn
 	WorkerConnections int    // event.worker_connections, default 10620
 	HTTP              NginxHTTP
+}
+
+// ErrorLogPath is the error log's file, relative to dir (the directory of
+// config.yaml) unless absolute; "" for standard error.
+func (g *NginxConfig) ErrorLogPath(dir string) string {
+	if g.ErrorLog == "" || g.ErrorLog == "stderr" {
+		return ""
+	}
+	if filepath.IsAbs(g.ErrorLog) || dir == "" {
+		return g.ErrorLog
+	}
+	return filepath.Join(dir, g.ErrorLog)
 }
 
 // NginxHTTP is nginx_config.http.
@@ -1314,7 +1331,7 @@ func (p *cfgParser) nginx() section {
 	g := &p.c.NginxConfig
 	h := &g.HTTP
 	return unsupported(
-		"error_log", "enable_cpu_affinity", "worker_rlimit_nofile", "worker_shutdown_timeout",
+		"enable_cpu_affinity", "worker_rlimit_nofile", "worker_shutdown_timeout",
 		"max_pending_timers", "max_running_timers", "meta", "stream",
 		"stream_configuration_snippet", "envs",
 	).with(section{
@@ -1338,6 +1355,7 @@ func (p *cfgParser) nginx() section {
 			g.WorkerProcesses = v
 			return nil
 		},
+		"error_log":       p.str(&g.ErrorLog),
 		"error_log_level": p.enum(&g.ErrorLogLevel, "debug", "info", "notice", "warn", "error", "crit", "alert", "emerg"),
 		"event": func(k string, n *yaml.Node) error {
 			return p.walk(k, n, section{"worker_connections": p.integer(&g.WorkerConnections, 1, 1<<24)})

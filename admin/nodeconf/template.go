@@ -134,6 +134,7 @@ var settings = []setting{
 		}
 		return c.NginxConfig.WorkerProcesses
 	}, false},
+	{"nginx_config.error_log", "the processes' log file, relative to this file's directory; default: standard error (APISIX's is logs/error.log)", or(func(c *Config) any { return c.NginxConfig.ErrorLog }, "logs/error.log"), true},
 	{"nginx_config.error_log_level", "debug, info, notice, warn, error, crit, alert or emerg", func(c *Config) any { return c.NginxConfig.ErrorLogLevel }, false},
 	{"nginx_config.event.worker_connections", "", func(c *Config) any { return c.NginxConfig.WorkerConnections }, false},
 	{"nginx_config.main_configuration_snippet", "the snippets: not supported, refused when set", ex("..."), true},

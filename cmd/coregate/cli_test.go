@@ -406,3 +406,47 @@ func TestCLIInit(t *testing.T) {
 		t.Errorf("init overwrote the file: %q", b)
 	}
 }
+
+// TestCLIErrorLogReopen: with nginx_config.error_log the supervisor and
+// its workers log to that file, not to standard error; after a rotation
+// renamed it, -s reopen has both write to a new file at the path.
+func TestCLIErrorLogReopen(t *testing.T) {
+	t.Parallel()
+	up := textUpstream(t, "hello")
+	g := bindSupervisor(e2e.Start(t, e2e.Options{Bin: binPath, Listen: true,
+		Config: func(port int) string {
+			return strings.Replace(perCoreConfig(port, 1), "nginx_config:\n", "nginx_config:\n  error_log: logs/error.log\n", 1)
+		},
+		APISIX: routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)})}))
+	path := filepath.Join(g.dir, "logs", "error.log")
+	read := func(path string) string { b, _ := os.ReadFile(path); return string(b) }
+	eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(read(path), `msg="worker ready"`) {
+			return fmt.Errorf("no worker ready in %s:\n%s", path, read(path))
+		}
+		return nil
+	})
+	if strings.Contains(g.Log(), `msg="worker ready"`) {
+		t.Errorf("the log went to standard error too:\n%s", g.Log())
+	}
+	if r := do(t, newClient(t), "GET", g.url("/hello"), "", nil, nil); r.status != 200 {
+		t.Fatalf("GET /hello: %d", r.status)
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := cli(t, "-s", "reopen", "-c", filepath.Join(g.dir, "config.yaml")); code != 0 {
+		t.Fatalf("-s reopen: status %d\n%s", code, out)
+	}
+	// The supervisor's line, then the worker's, in the new file.
+	eventually(t, 10*time.Second, func() error {
+		log := read(path)
+		if !strings.Contains(log, "SIGUSR1: the workers reopen their logs") || !strings.Contains(log, "SIGUSR1: logs reopened") {
+			return fmt.Errorf("the new error log:\n%s", log)
+		}
+		return nil
+	})
+	if old := read(path + ".1"); !strings.Contains(old, `msg="worker ready"`) || strings.Contains(old, "SIGUSR1") {
+		t.Errorf("the renamed error log:\n%s", old)
+	}
+}

@@ -35,7 +35,8 @@
 // connection quiet for 2 s is closed cleanly), SIGQUIT stops at once, SIGHUP
 // re-reads config.yaml and starts or retires workers to match
 // nginx_config.worker_processes (unless --workers is given), SIGUSR1 has
-// every worker reopen its access log (after logrotate renamed it).
+// every worker reopen its access log, and every process its error log
+// when nginx_config.error_log names one (after logrotate renamed them).
 //
 // COREGATE_PPROF=127.0.0.1:PORT makes worker i serve net/http/pprof on
 // PORT+i (for scripts/flamegraph.sh); COREGATE_PPROF_SUPERVISOR=ADDR makes

@@ -142,8 +142,10 @@
 // workers at once (`coregate -s quit` sends SIGTERM and `-s stop` SIGQUIT:
 // nginx's meanings of the names, on coregate's signals). SIGHUP calls the reload function given to Run, and starts
 // or retires (gracefully) workers to match the worker count it returns.
-// SIGUSR1 is sent on to every ready worker, which reopens its access log
-// (nginx's reopen, after a rotation renamed the file).
+// SIGUSR1 reopens the supervisor's error log (Options.ReopenLog, when
+// nginx_config.error_log names a file) and is sent on to every ready
+// worker, which reopens its access log and error log (nginx's reopen,
+// after a rotation renamed the files).
 //
 // # Metrics
 //

@@ -111,6 +111,15 @@ func Main(c Command) error {
 		return err
 	}
 	node.SetLogLevel(nc)
+	// nginx_config.error_log: this process's log, and its workers', from
+	// here on (they inherit it), reopened on SIGUSR1.
+	var reopenLog func() error
+	if path := nc.NginxConfig.ErrorLogPath(nc.Dir); path != "" {
+		reopenLog = func() error { return node.OpenErrorLog(path) }
+		if err := reopenLog(); err != nil {
+			return err
+		}
+	}
 	for _, w := range warnings {
 		log.Warn(w)
 	}
@@ -235,6 +244,7 @@ func Main(c Command) error {
 		HealthSlots:  c.HealthSlots,
 		Takeover:     TakeoverKey(c.Config),
 		TrustedCAs:   cas,
+		ReopenLog:    reopenLog,
 		Log:          log,
 	})
 	if err != nil {
