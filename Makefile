@@ -10,8 +10,11 @@ export GOTOOLCHAIN := local
 
 .PHONY: build run test alloc check fuzz bench bench-deps bench-bundle microbench soak chaos cross static install deb clean
 
+# coregate -V's commit, stamped: GOFLAGS=-buildvcs=false turns go build's own off.
+LDFLAGS ?= -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o $(BIN)/coregate ./cmd/coregate
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/coregate ./cmd/coregate
 	$(GO) build -o $(BIN)/demoupstream ./cmd/demoupstream
 
 # Starts the demo upstream on 127.0.0.1:1980 and the gateway on :9080 with

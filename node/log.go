@@ -1,10 +1,14 @@
 package node
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"coregate/admin/nodeconf"
+
+	"golang.org/x/sys/unix"
 )
 
 // logLevel is the level of the process's log, nginx_config.error_log_level
@@ -20,6 +24,27 @@ var logLevel = func() *slog.LevelVar {
 // set last. Safe for concurrent use, as every logger made by it.
 func NewLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+}
+
+// OpenErrorLog makes the file at path (nginx_config.error_log,
+// ErrorLogPath) this process's standard error: where NewLogger's loggers
+// write, the Go runtime's panics, and the inherited standard error of
+// the processes it starts afterwards. Called again, on SIGUSR1 after a
+// rotation renamed the file, it opens the path anew. The switch is one
+// dup3, atomic for every writer. Safe for concurrent use.
+func OpenErrorLog(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("node: error log %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("node: error log %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := unix.Dup3(int(f.Fd()), int(os.Stderr.Fd()), 0); err != nil {
+		return fmt.Errorf("node: error log %s: %w", path, err)
+	}
+	return nil
 }
 
 // SetLogLevel applies nginx_config.error_log_level to every logger

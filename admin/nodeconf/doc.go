@@ -7,8 +7,14 @@
 // (apisix/cli/config.lua). Keys coregate does not know, and APISIX keys it
 // does not implement yet, come back as warnings, unless ignoring them would
 // weaken security or lose data: those are refused (below). Values of the
-// wrong type are errors naming the key (*NodeConfigError, matching
-// ErrNodeConfig), and so are the refused keys. A configuration APISIX
+// wrong type are errors naming the file, the line the key is written on
+// and the key (*NodeConfigError, matching ErrNodeConfig:
+// "conf/config.yaml:12: nginx_config.worker_processes: ..."; a YAML
+// syntax error carries the parser's line), and so are the refused keys.
+// Keys lists every key the loader reads, and Template is config.yaml with
+// each of them and its default (`coregate init`); Render is a Config
+// written the same way (`coregate -T`). apisix.pid_file is
+// coregate's own key (the supervisor's pid file). A configuration APISIX
 // warns about at start is a warning too, in APISIX's words:
 // deployment.admin.admin_key_required false while the Admin API is served
 // (AdminKeyBypassed). ParseNginxDuration and ParseNginxSize read nginx's
@@ -115,8 +121,8 @@
 //     enable_resolv_search_opt, disable_sync_configuration_during_start,
 //     worker_startup_time_threshold, events, lru.secret.count and
 //     neg_count, id, tracing,
-//     disable_upstream_healthcheck; nginx_config.error_log (the log goes to
-//     stderr), enable_cpu_affinity (workers are pinned anyway),
+//     disable_upstream_healthcheck; nginx_config.enable_cpu_affinity
+//     (workers are pinned anyway),
 //     worker_rlimit_nofile, worker_shutdown_timeout (--shutdown-timeout),
 //     max_pending_timers, max_running_timers, meta, envs;
 //     nginx_config.http.proxy_ssl_server_name, charset,

@@ -2,6 +2,7 @@ package nodeconf
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 )
 
@@ -10,10 +11,13 @@ import (
 var ErrNodeConfig = errors.New("nodeconf: invalid node config")
 
 // NodeConfigError is a config.yaml value of the wrong type or out of range.
-// Key is the dotted key ("nginx_config.worker_processes"). It matches
-// ErrNodeConfig.
+// Key is the dotted key ("nginx_config.worker_processes"), Line the line
+// of the file it is written on (0: unknown, or a key not written). It
+// matches ErrNodeConfig. Its text is
+// "nodeconf: FILE:LINE: KEY: MSG", as a compiler's.
 type NodeConfigError struct {
 	File string
+	Line int
 	Key  string
 	Msg  string
 }
@@ -23,6 +27,10 @@ func (e *NodeConfigError) Error() string {
 	b.WriteString("nodeconf: ")
 	if e.File != "" {
 		b.WriteString(e.File)
+		if e.Line > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(e.Line))
+		}
 		b.WriteString(": ")
 	}
 	if e.Key != "" {

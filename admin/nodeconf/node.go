@@ -59,6 +59,13 @@ type APISIXConfig struct {
 	// ID is apisix.id: the node's id when no conf/apisix.uid was kept
 	// beside config.yaml yet ("" for a new random one).
 	ID string
+	// PIDFile is apisix.pid_file, coregate's own key: the file the
+	// supervisor writes its pid to and holds locked while it runs, which
+	// `coregate -s` reads (APISIX's is nginx's logs/nginx.pid under its
+	// prefix); relative to the directory of config.yaml (PIDFilePath);
+	// default coregate.pid there, beside the node's other files
+	// (apisix.uid, config-cache.json), so that logs/ holds logs only.
+	PIDFile string
 	// NormalizeURILikeServlet is apisix.normalize_uri_like_servlet: routes
 	// match the path as a Java servlet container maps it, its segments'
 	// ";" parameters removed (worker.Config.NormalizeURILikeServlet).
@@ -151,12 +158,42 @@ func (l Listen) Addr() string {
 	return ip + ":" + strconv.Itoa(l.Port)
 }
 
+// PIDFilePath is the pid file: PIDFile as it is when absolute, else
+// relative to dir (the directory of config.yaml).
+func (a *APISIXConfig) PIDFilePath(dir string) string {
+	if filepath.IsAbs(a.PIDFile) || dir == "" {
+		return a.PIDFile
+	}
+	return filepath.Join(dir, a.PIDFile)
+}
+
+// DefaultPIDFile is apisix.pid_file's default, relative to the directory
+// of config.yaml.
+const DefaultPIDFile = "coregate.pid"
+
 // NginxConfig is the nginx_config section.
 type NginxConfig struct {
-	WorkerProcesses   int    // 0 means auto (one per CPU); default auto
+	WorkerProcesses int // 0 means auto (one per CPU); default auto
+	// ErrorLog is nginx's error_log: the file the node's processes log
+	// to, relative to the directory of config.yaml (ErrorLogPath); "" or
+	// "stderr" (the default, where APISIX's is logs/error.log) is
+	// standard error, for systemd's journal.
+	ErrorLog          string
 	ErrorLogLevel     string // default warn
 	WorkerConnections int    // event.worker_connections, default 10620
 	HTTP              NginxHTTP
+}
+
+// ErrorLogPath is the error log's file, relative to dir (the directory of
+// config.yaml) unless absolute; "" for standard error.
+func (g *NginxConfig) ErrorLogPath(dir string) string {
+	if g.ErrorLog == "" || g.ErrorLog == "stderr" {
+		return ""
+	}
+	if filepath.IsAbs(g.ErrorLog) || dir == "" {
+		return g.ErrorLog
+	}
+	return filepath.Join(dir, g.ErrorLog)
 }
 
 // NginxHTTP is nginx_config.http.
@@ -444,6 +481,7 @@ func Default() *Config {
 				Ciphers:   DefaultSSLCiphers,
 			},
 			RouterHTTP:     "radixtree_host_uri",
+			PIDFile:        DefaultPIDFile,
 			EnableAdmin:    true,
 			EnableControl:  true,
 			Control:        Listen{IP: "127.0.0.1", Port: 9090},
@@ -507,7 +545,8 @@ func Default() *Config {
 
 // Load reads config.yaml at path: ${{VAR}} references are
 // resolved from the environment, written keys override APISIX's defaults.
-// Warnings list every key that is not used: "unknown key apisix.foo.bar"
+// Warnings list every key that is not used, each "PATH:LINE: " and then
+// "unknown key apisix.foo.bar"
 // for keys APISIX does not have either, "not supported yet: <key>" for
 // APISIX keys coregate does not implement yet; and the configurations
 // APISIX warns about at start (AdminKeyBypassed). A value of the wrong
@@ -530,20 +569,46 @@ func Parse(data []byte, path string) (*Config, []string, error) {
 	p := &cfgParser{file: path, c: c}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, &NodeConfigError{File: path, Msg: err.Error()}
+		return nil, nil, syntaxError(path, err)
 	}
 	if err := spec.ResolveEnv(&doc, os.LookupEnv); err != nil {
 		return nil, nil, &NodeConfigError{File: path, Msg: err.Error()}
 	}
 	if len(doc.Content) > 0 {
 		if err := p.walk("", doc.Content[0], p.top()); err != nil {
-			return nil, nil, err
+			return nil, nil, p.located(err)
 		}
 	}
 	if err := p.finish(); err != nil {
-		return nil, nil, err
+		return nil, nil, p.located(err)
 	}
 	return c, p.warnings, nil
+}
+
+// yamlLine is the head of the YAML library's syntax errors.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError is a config.yaml that does not parse, its line taken out of
+// the YAML library's message.
+func syntaxError(path string, err error) error {
+	e := &NodeConfigError{File: path, Msg: err.Error()}
+	if m := yamlLine.FindStringSubmatch(e.Msg); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Msg = "yaml: " + e.Msg[len(m[0]):]
+	}
+	return e
+}
+
+// located gives err, a *NodeConfigError naming a key, the line the key
+// is written on (its list item's, for "key[i]"), or its nearest written
+// parent's.
+func (p *cfgParser) located(err error) error {
+	e, ok := err.(*NodeConfigError)
+	if !ok || e.Line > 0 {
+		return err
+	}
+	e.Line = p.lineOf(e.Key)
+	return e
 }
 
 type cfgParser struct {
@@ -553,6 +618,21 @@ type cfgParser struct {
 	// realIP is the first of nginx_config.http's real_ip_* keys written,
 	// "" if none is (finish).
 	realIP string
+	// lines are the lines the keys read are written on, by dotted key,
+	// list items as "key[i]" (located).
+	lines map[string]int
+	// keys, when not nil, makes walk list the keys of its sections
+	// instead of reading a document (Keys); walks counts its calls.
+	keys  *[]string
+	walks int
+}
+
+// at notes the line of key, written at n.
+func (p *cfgParser) at(key string, n *yaml.Node) {
+	if p.lines == nil {
+		p.lines = map[string]int{}
+	}
+	p.lines[key] = n.Line
 }
 
 // handler reads the value of one key; a nil handler marks an APISIX key
@@ -594,7 +674,33 @@ func (p *cfgParser) errf(key, format string, args ...any) error {
 // notYet reports an APISIX key coregate does not implement and can
 // ignore.
 func (p *cfgParser) notYet(key string) {
-	p.warnings = append(p.warnings, "not supported yet: "+key)
+	p.warn(key, "not supported yet: "+key)
+}
+
+// warn adds a warning about key: "FILE:LINE: msg", the line key is
+// written on (or its nearest written parent's; none when neither is).
+func (p *cfgParser) warn(key, msg string) {
+	if l := p.lineOf(key); l > 0 {
+		p.warnings = append(p.warnings, fmt.Sprintf("%s:%d: %s", p.file, l, msg))
+		return
+	}
+	p.warnings = append(p.warnings, p.file+": "+msg)
+}
+
+// lineOf is the line key is written on, or its nearest written
+// parent's ("a.b[2].c", then "a.b[2]", "a.b", "a"); 0 when none is.
+func (p *cfgParser) lineOf(key string) int {
+	for key != "" {
+		if l, ok := p.lines[key]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return 0
 }
 
 // refused is the error for an APISIX key coregate does not implement
@@ -661,6 +767,11 @@ func describe(n *yaml.Node) string {
 }
 
 func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
+	p.walks++
+	if p.keys != nil {
+		p.list(prefix, s)
+		return nil
+	}
 	n = spec.Unalias(n)
 	if isNull(n) {
 		return nil
@@ -671,6 +782,7 @@ func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := spec.Unalias(n.Content[i]), n.Content[i+1]
 		key := join(prefix, k.Value)
+		p.at(key, k)
 		h, known := s[k.Value]
 		switch {
 		case !known:
@@ -686,16 +798,52 @@ func (p *cfgParser) walk(prefix string, n *yaml.Node, s section) error {
 	return nil
 }
 
+// Keys are the keys config.yaml may set that coregate reads, dotted
+// ("nginx_config.http.keepalive_timeout"), sorted: each section's keys
+// whose values are not sections themselves. A list of mappings
+// (apisix.node_listen, deployment.admin.admin_key) is one key, and so
+// is plugin_attr.<plugin> for every plugin but prometheus, whose
+// settings the node reads itself. APISIX's keys coregate does not
+// implement are not among them.
+func Keys() []string {
+	var keys []string
+	p := &cfgParser{file: "config.yaml", c: Default(), keys: &keys}
+	p.list("", p.top())
+	p.list("plugin_attr.prometheus", p.prometheus())
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// list is walk's work for Keys: each key of s with a handler is called
+// with an empty mapping; one that walks a section of its own has its
+// keys listed that way, the others are leaves.
+func (p *cfgParser) list(prefix string, s section) {
+	empty := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for k, h := range s {
+		if h == nil {
+			continue
+		}
+		key := join(prefix, k)
+		before := p.walks
+		_ = h(key, empty) // a leaf's handler refuses the mapping
+		if p.walks == before {
+			*p.keys = append(*p.keys, key)
+		}
+	}
+}
+
 // unknown warns about every leaf under an unknown key.
 func (p *cfgParser) unknown(key string, v *yaml.Node) {
 	v = spec.Unalias(v)
 	if v != nil && v.Kind == yaml.MappingNode && len(v.Content) > 0 {
 		for i := 0; i+1 < len(v.Content); i += 2 {
-			p.unknown(key+"."+spec.Unalias(v.Content[i]).Value, v.Content[i+1])
+			k := spec.Unalias(v.Content[i])
+			p.at(key+"."+k.Value, k)
+			p.unknown(key+"."+k.Value, v.Content[i+1])
 		}
 		return
 	}
-	p.warnings = append(p.warnings, "unknown key "+key)
+	p.warn(key, "unknown key "+key)
 }
 
 func (p *cfgParser) boolean(dst *bool) handler {
@@ -782,6 +930,7 @@ func (p *cfgParser) strList(dst *[]string, check func(string) bool, want string)
 		out := make([]string, 0, len(n.Content))
 		for i, e := range n.Content {
 			e = spec.Unalias(e)
+			p.at(fmt.Sprintf("%s[%d]", key, i), e)
 			if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" || check != nil && !check(e.Value) {
 				return p.errf(fmt.Sprintf("%s[%d]", key, i), "want %s, got %s", want, describe(e))
 			}
@@ -949,6 +1098,15 @@ func (p *cfgParser) apisix() section {
 			return err
 		},
 		"id": p.str(&a.ID),
+		"pid_file": func(k string, n *yaml.Node) error {
+			if err := p.str(&a.PIDFile)(k, n); err != nil {
+				return err
+			}
+			if a.PIDFile == "" {
+				return p.errf(k, "want a file name, got %s", describe(n))
+			}
+			return nil
+		},
 		"show_upstream_status_in_response_header": p.boolean(&a.ShowUpstreamStatusInResponseHeader),
 		"normalize_uri_like_servlet":              p.boolean(&a.NormalizeURILikeServlet),
 		"delete_uri_tail_slash": p.refuseTrue(
@@ -1173,7 +1331,7 @@ func (p *cfgParser) nginx() section {
 	g := &p.c.NginxConfig
 	h := &g.HTTP
 	return unsupported(
-		"error_log", "enable_cpu_affinity", "worker_rlimit_nofile", "worker_shutdown_timeout",
+		"enable_cpu_affinity", "worker_rlimit_nofile", "worker_shutdown_timeout",
 		"max_pending_timers", "max_running_timers", "meta", "stream",
 		"stream_configuration_snippet", "envs",
 	).with(section{
@@ -1197,6 +1355,7 @@ func (p *cfgParser) nginx() section {
 			g.WorkerProcesses = v
 			return nil
 		},
+		"error_log":       p.str(&g.ErrorLog),
 		"error_log_level": p.enum(&g.ErrorLogLevel, "debug", "info", "notice", "warn", "error", "crit", "alert", "emerg"),
 		"event": func(k string, n *yaml.Node) error {
 			return p.walk(k, n, section{"worker_connections": p.integer(&g.WorkerConnections, 1, 1<<24)})
@@ -1544,7 +1703,7 @@ func (p *cfgParser) finish() error {
 			"remove the real_ip_* keys, or write real_ip_from: [] to say no proxy is trusted")
 	}
 	if p.c.APISIX.EnableAdmin && !d.Admin.AdminKeyRequired {
-		p.warnings = append(p.warnings, AdminKeyBypassed)
+		p.warn("deployment.admin.admin_key_required", AdminKeyBypassed)
 	}
 	if err := p.controlPort(); err != nil {
 		return err

@@ -3,8 +3,10 @@ package nodeconf
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -18,7 +20,17 @@ import (
 
 func parseNode(t *testing.T, src string) (*Config, []string, error) {
 	t.Helper()
-	return Parse([]byte(src), "conf/config.yaml")
+	c, warns, err := Parse([]byte(src), "conf/config.yaml")
+	for i, w := range warns {
+		// What the warnings say of the keys; TestNodeConfigErrorLines
+		// checks their "file:line: ".
+		rest, ok := strings.CutPrefix(withoutLine(w), "conf/config.yaml: ")
+		if !ok {
+			t.Errorf("warning %q does not name the file", w)
+		}
+		warns[i] = rest
+	}
+	return c, warns, err
 }
 
 func TestNodeConfigDefaults(t *testing.T) {
@@ -80,6 +92,7 @@ apisix:
   enable_control: false
   show_upstream_status_in_response_header: true
   normalize_uri_like_servlet: true
+  pid_file: /run/coregate.pid
   ssl:
     ssl_trusted_certificate: system, /etc/coregate/ca.pem
     listen:
@@ -169,6 +182,7 @@ plugin_attr:
 		RouterHTTP:                         "radixtree_uri",
 		ShowUpstreamStatusInResponseHeader: true,
 		NormalizeURILikeServlet:            true,
+		PIDFile:                            "/run/coregate.pid",
 		Control:                            Listen{IP: "127.0.0.1", Port: 9090},
 		SSLTrustedCertificate:              "system, /etc/coregate/ca.pem",
 		ResolverTimeout:                    5 * time.Second,
@@ -365,7 +379,7 @@ func TestNodeConfigTypeErrors(t *testing.T) {
 			}
 			continue
 		}
-		if diff := cmp.Diff("nodeconf: conf/config.yaml: "+tc.want, err.Error()); diff != "" {
+		if diff := cmp.Diff("nodeconf: conf/config.yaml: "+tc.want, errText(err)); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
 		}
 	}
@@ -428,8 +442,15 @@ func errText(err error) string {
 	if err == nil {
 		return ""
 	}
-	return err.Error()
+	return withoutLine(err.Error())
 }
+
+// withoutLine takes the line number out of an error's text
+// ("conf/config.yaml:3: key" → "conf/config.yaml: key"), for the tests
+// of what it says of the key; TestNodeConfigErrorLines checks the lines.
+func withoutLine(s string) string { return fileLine.ReplaceAllString(s, "$1: ") }
+
+var fileLine = regexp.MustCompile(`(config\.yaml):\d+: `)
 
 // TestNodeConfigIPZone: config.yaml's addresses take no IPv6 zone, as
 // routes' remote_addrs do not.
@@ -898,5 +919,44 @@ func TestNodeConfigSecretLRU(t *testing.T) {
 		if _, _, err := parseNode(t, src); err == nil || !strings.Contains(err.Error(), "apisix.lru.secret.") {
 			t.Errorf("%q: %v", src, err)
 		}
+	}
+}
+
+// TestNodeConfigErrorLines: an error, and a warning, names the file and the line the key
+// is written on (a list item's own line; a key a check made after the
+// whole file was read wants, not written, at its written parent's), and a file that does not parse the
+// line the YAML library found it on; and apisix.pid_file, relative to
+// config.yaml or not, and never empty.
+func TestNodeConfigErrorLines(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"apisix:\n  enable_admin: false\nnginx_config:\n  worker_processes: many\n",
+			`nodeconf: conf/config.yaml:4: nginx_config.worker_processes: want "auto" or an integer from 1 to 1024, got "many"`},
+		{"apisix:\n  dns_resolver:\n    - 1.1.1.1\n    - dns.example\n",
+			`nodeconf: conf/config.yaml:4: apisix.dns_resolver[1]: want a name server's address, "ip" or "ip:port", got "dns.example"`},
+		{"# a comment\ndeployment:\n  role: data_plane\n",
+			`nodeconf: conf/config.yaml:2: deployment.role_data_plane.config_provider: required when deployment.role is data_plane`},
+		{"apisix:\n  pid_file: \"\"\n", `nodeconf: conf/config.yaml:2: apisix.pid_file: want a file name, got ""`},
+		{"apisix:\n  enable_admin: true\n   bad: indent\n", `nodeconf: conf/config.yaml:3: yaml: mapping values are not allowed in this context`},
+	} {
+		_, _, err := parseNode(t, tc.src)
+		var ne *NodeConfigError
+		if !errors.As(err, &ne) || ne.Line == 0 {
+			t.Errorf("%q: %v, want a *NodeConfigError with its line", tc.src, err)
+		}
+		if diff := cmp.Diff(tc.want, fmt.Sprint(err)); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
+		}
+	}
+	_, warns, err := Parse([]byte("apisix:\n  enable_admin: true\n  foo:\n    bar: 1\n  enable_ipv6: true\ndeployment:\n  admin:\n    admin_key_required: false\n"), "conf/config.yaml")
+	if diff := cmp.Diff([]string{"conf/config.yaml:4: unknown key apisix.foo.bar", "conf/config.yaml:5: not supported yet: apisix.enable_ipv6",
+		"conf/config.yaml:8: " + AdminKeyBypassed}, warns); err != nil || diff != "" {
+		t.Errorf("warnings (-want +got):\n%s%v", diff, err)
+	}
+	c, _, err := parseNode(t, "apisix:\n  pid_file: run/cg.pid\n")
+	if err != nil || c.APISIX.PIDFilePath(c.Dir) != "conf/run/cg.pid" {
+		t.Errorf("a relative pid_file: %v %q", err, c.APISIX.PIDFilePath(c.Dir))
+	}
+	if d := Default(); d.APISIX.PIDFilePath(d.Dir) != "conf/coregate.pid" {
+		t.Errorf("the default pid file: %q", d.APISIX.PIDFilePath(d.Dir))
 	}
 }

@@ -18,6 +18,11 @@ import (
 func runSupervisor(args []string) error {
 	var c supervisor.Command
 	fs := flag.NewFlagSet("coregate", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: coregate [flags]: run the node, or with -t, -T, -s, -v or -V the command they name\n"+
+			"       coregate init [path]: write a config.yaml with every key and its default")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.Config, "c", "conf/config.yaml", "path to config.yaml")
 	fs.StringVar(&c.Workers, "workers", "", "worker processes: auto or N (overrides nginx_config.worker_processes)")
 	fs.StringVar(&c.CPUs, "cpus", "", "CPUs to pin workers to, e.g. 0-3,6 (default: this process's affinity mask)")
@@ -34,16 +39,35 @@ func runSupervisor(args []string) error {
 	fs.IntVar(&c.HealthSlots, "health-slots", 0, "size of the node's upstream health region, in nodes of checked upstreams (64 bytes each; 0: "+
 		strconv.Itoa(shm.DefaultHealthSlots)+")")
 	fs.StringVar(&c.EtcdData, "etcd-data", "", "data directory of the embedded etcd (default: "+supervisor.EtcdDataDir+" beside config.yaml)")
-	fs.BoolVar(&c.Test, "t", false, "check config.yaml (and a data plane's apisix.yaml), print its warnings and exit, as nginx -t: status 0 when the node would start with it")
+	fs.BoolVar(&c.Dump, "T", false, "as -t, then print the configuration in effect (config.yaml with the defaults of what it leaves out, secrets hidden) to standard output, as nginx -T")
+	fs.BoolVar(&c.Test, "t", false, "check config.yaml, then a data plane's apisix.yaml or every object in etcd, print the warnings and problems and exit, as nginx -t: status 0 when the node would start with it")
 	fs.BoolVar(&c.AcceptReset, supervisor.AcceptResetFlag[2:], false, "serve the configuration etcd holds even if it is older than "+storesync.CacheFile+
 		" (a lower revision, or another cluster: etcd rebuilt or restored), and replace the copy with it; without it such a store is refused")
+	sig := fs.String("s", "", "send a signal to the running node (its pid file, apisix.pid_file): reload (SIGHUP: re-read config.yaml), "+
+		"stop (SIGQUIT: stop now), quit (SIGTERM: drain, then stop) or reopen (SIGUSR1: reopen the access logs)")
+	short := fs.Bool("v", false, "print the version and exit")
+	long := fs.Bool("V", false, "print the version, the Go release, the commit and build flags, and whether the eBPF socket selector loads here, and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	switch {
+	case *long:
+		printVersionLong(os.Stdout)
+		return nil
+	case *short:
+		printVersion(os.Stdout)
+		return nil
 	}
 	if fs.NArg() > 0 {
 		// A stray word (a subcommand that does not exist, a flag after
 		// it) would otherwise start a gateway with the defaults.
 		return fmt.Errorf("unexpected argument %q: coregate takes flags only (coregate -h)", fs.Arg(0))
+	}
+	if *sig != "" {
+		if c.Test || c.Dump {
+			return fmt.Errorf("-s and -t: give one of them")
+		}
+		return sendSignal(c.Config, *sig, os.Stderr)
 	}
 	return supervisor.Main(c)
 }

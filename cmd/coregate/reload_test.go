@@ -281,7 +281,8 @@ func TestUnknownConfigKeys(t *testing.T) {
 
 // TestStartRefusesUnimplementedKeys: a config.yaml key coregate does not
 // implement whose absence would weaken security stops the start, the
-// error naming the file and the key (admin/nodeconf's doc lists them).
+// error naming the file, the line and the key (admin/nodeconf's doc
+// lists them).
 func TestStartRefusesUnimplementedKeys(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ extra, key string }{
@@ -290,10 +291,13 @@ func TestStartRefusesUnimplementedKeys(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "config.yaml")
-		writeFile(t, cfg, baseConfig(freePort(t), tc.extra))
+		conf := baseConfig(freePort(t), tc.extra)
+		writeFile(t, cfg, conf)
 		writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML())
 		out, err := e2e.Run(binPath, 10*time.Second, "-c", cfg)
-		want := cfg + ": " + tc.key + ": not supported, and ignoring it would "
+		// The line the key is written on.
+		line := strings.Count(conf[:strings.Index(conf, tc.key[strings.LastIndexByte(tc.key, '.')+1:]+":")], "\n") + 1
+		want := cfg + ":" + strconv.Itoa(line) + ": " + tc.key + ": not supported, and ignoring it would "
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, want) {
 			t.Errorf("start with %s: %v, want exit status 1 and %q:\n%s", tc.key, err, want, out)

@@ -139,10 +139,13 @@
 // exits; at Options.DrainTimeout (plus 2 s) stragglers are killed. A
 // replaced or retired worker drains the same way, and stops by itself at
 // Options.DrainTimeout. SIGQUIT kills the
-// workers at once. SIGHUP calls the reload function given to Run, and starts
+// workers at once (`coregate -s quit` sends SIGTERM and `-s stop` SIGQUIT:
+// nginx's meanings of the names, on coregate's signals). SIGHUP calls the reload function given to Run, and starts
 // or retires (gracefully) workers to match the worker count it returns.
-// SIGUSR1 is sent on to every ready worker, which reopens its access log
-// (nginx's reopen, after a rotation renamed the file).
+// SIGUSR1 reopens the supervisor's error log (Options.ReopenLog, when
+// nginx_config.error_log names a file) and is sent on to every ready
+// worker, which reopens its access log and error log (nginx's reopen,
+// after a rotation renamed the files).
 //
 // # Metrics
 //
@@ -188,7 +191,13 @@
 // embedded one unless deployment.etcd.host names a cluster, openEtcd, with
 // the Admin API over it, serveAdmin), starts the export server and runs a
 // Supervisor until SIGTERM or SIGINT; its reload function re-reads
-// config.yaml. Check is `coregate -t`. The worker processes it starts are
+// config.yaml. First, before etcd or a port is opened, it takes the pid
+// file (apisix.pid_file, node.CreatePIDFile): a second supervisor on the
+// same configuration stops there; the file is removed at exit. Check is
+// `coregate -t`: config.yaml, then a data plane's apisix.yaml or every
+// object in etcd (checkEtcd, through storesync's Check: the embedded etcd
+// the running node serves, or one started on its data directory for the
+// check when the node is down). The worker processes it starts are
 // package workerproc's.
 //
 // # Concurrency

@@ -67,6 +67,9 @@ type Command struct {
 	AcceptReset bool
 	// Test only checks the configuration (-t, Check).
 	Test bool
+	// Dump is Test, then the configuration in effect printed to standard
+	// output (-T, nodeconf.Render), as nginx -T.
+	Dump bool
 }
 
 // Main is the supervisor process: it reads config.yaml, opens the
@@ -83,8 +86,20 @@ func Main(c Command) error {
 	if err := plugins.Default.Compile(); err != nil {
 		return err
 	}
-	if c.Test {
-		return Check(c.Config, os.Stderr)
+	if c.Test || c.Dump {
+		if err := Check(c.Config, c.EtcdData, os.Stderr); err != nil {
+			return fmt.Errorf("%w\ncoregate: configuration file %s test failed", err, c.Config)
+		}
+		if c.Dump {
+			nc, _, err := nodeconf.Load(c.Config)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stdout, "# configuration file %s:\n", c.Config)
+			_, err = os.Stdout.Write(nodeconf.Render(nc))
+			return err
+		}
+		return nil
 	}
 	boot := time.Now()
 	log := node.NewLogger().With("proc", "supervisor")
@@ -96,8 +111,27 @@ func Main(c Command) error {
 		return err
 	}
 	node.SetLogLevel(nc)
+	// nginx_config.error_log: this process's log, and its workers', from
+	// here on (they inherit it), reopened on SIGUSR1.
+	var reopenLog func() error
+	if path := nc.NginxConfig.ErrorLogPath(nc.Dir); path != "" {
+		reopenLog = func() error { return node.OpenErrorLog(path) }
+		if err := reopenLog(); err != nil {
+			return err
+		}
+	}
 	for _, w := range warnings {
-		log.Warn("config.yaml: " + w)
+		log.Warn(w)
+	}
+	// The pid file first: a second coregate on this configuration stops
+	// here, before it opens the embedded etcd or a port.
+	pidFile, stale, err := node.CreatePIDFile(nc.APISIX.PIDFilePath(nc.Dir))
+	if err != nil {
+		return err
+	}
+	defer pidFile.Remove()
+	if stale {
+		log.Warn("a stale pid file replaced: the coregate that wrote it is gone", "pid_file", pidFile.Path())
 	}
 	// The plugins' encrypt_fields stored encrypted are checked in clear
 	// (the workers do the same for their builds).
@@ -210,6 +244,7 @@ func Main(c Command) error {
 		HealthSlots:  c.HealthSlots,
 		Takeover:     TakeoverKey(c.Config),
 		TrustedCAs:   cas,
+		ReopenLog:    reopenLog,
 		Log:          log,
 	})
 	if err != nil {
@@ -255,7 +290,7 @@ func Main(c Command) error {
 		}
 		node.SetLogLevel(nc)
 		for _, w := range warnings {
-			log.Warn("config.yaml: " + w)
+			log.Warn(w)
 		}
 		n, err := workerCount(nc)
 		if err != nil {
@@ -277,14 +312,16 @@ func Main(c Command) error {
 // and of the standalone file a data plane reads beside it, without
 // starting anything. Its warnings (keys coregate does not implement, an
 // Admin API that checks no key) are printed to w; an error is what would
-// stop the start. The configuration held in etcd is not read.
-func Check(path string, w io.Writer) error {
+// stop the start, or an object of the configuration that would be left
+// out. The configuration held in etcd is read and checked too
+// (checkEtcd; etcdData is Command.EtcdData).
+func Check(path, etcdData string, w io.Writer) error {
 	nc, warnings, err := nodeconf.Load(path)
 	if err != nil {
 		return err
 	}
 	for _, warn := range warnings {
-		fmt.Fprintf(w, "coregate: [warn] %s: %s\n", path, warn)
+		fmt.Fprintf(w, "coregate: [warn] %s\n", warn)
 	}
 	if nc.APISIX.EnableAdmin {
 		if err := adminapi.CheckKeys(nc.Deployment.Admin); err != nil {
@@ -305,10 +342,15 @@ func Check(path string, w io.Writer) error {
 			if err := standalone.CheckFile(prov.File, plugins.Default); err != nil {
 				return err
 			}
+			if err := checkFileBuild(nc, prov.File); err != nil {
+				return err
+			}
 			fmt.Fprintf(w, "coregate: the routes file %s is ok\n", prov.File)
 		}
 	case "etcd":
-		fmt.Fprintf(w, "coregate: the configuration in etcd is not read by -t\n")
+		if err := checkEtcd(nc, etcdData, w); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(w, "coregate: the configuration file %s syntax is ok\ncoregate: configuration file %s test is successful\n", path, path)
 	return nil

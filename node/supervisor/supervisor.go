@@ -103,6 +103,9 @@ type Options struct {
 	// (nodeconf.TrustedCAs), which an https health probe's certificate is
 	// verified against; nil: the system's.
 	TrustedCAs *x509.CertPool
+	// ReopenLog, when set, reopens the supervisor's own log on SIGUSR1,
+	// before the workers are told to reopen theirs.
+	ReopenLog func() error
 }
 
 // Supervisor owns the worker processes.
@@ -460,6 +463,11 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 				s.killAll()
 				return nil
 			case syscall.SIGUSR1:
+				if s.opts.ReopenLog != nil {
+					if err := s.opts.ReopenLog(); err != nil {
+						s.log.Error("SIGUSR1: the error log not reopened", "err", err)
+					}
+				}
 				s.log.Info("SIGUSR1: the workers reopen their logs")
 				s.signalAll(syscall.SIGUSR1)
 			case syscall.SIGHUP:

@@ -20,6 +20,7 @@ import (
 	"coregate/node/supervisor"
 	"coregate/plugins"
 	"coregate/worker"
+	"coregate/worker/accesslog"
 	"coregate/worker/control"
 	"coregate/worker/shm"
 )
@@ -177,18 +178,31 @@ func serve(ctx context.Context, ctrl *ctrlRef, to *takeover, log *slog.Logger, o
 	if nc.APISIX.SSL.Enable && len(nc.APISIX.SSL.Listen) > 0 {
 		cfg.Plugins.HTTPSPort = nc.APISIX.SSL.Listen[0].Port
 	}
+	var al *accesslog.Log
 	if nc.NginxConfig.HTTP.EnableAccessLog {
-		al, f, err := openAccessLog(nc, log)
-		if err != nil {
+		var f *accesslog.Format
+		if al, f, err = openAccessLog(nc, log); err != nil {
 			return err
 		}
 		cfg.AccessLog, cfg.AccessLogFormat = al, f
 		// Closed once the loop has stopped (Run returned): the last
 		// lines are written before the process exits.
 		defer al.Close()
+	}
+	// The error log (nginx_config.error_log) is the standard error the
+	// supervisor handed on: opened again at its path, as the access log.
+	if errorLog := nc.NginxConfig.ErrorLogPath(nc.Dir); al != nil || errorLog != "" {
 		go func() {
 			for range reopen {
-				al.Reopen()
+				if errorLog != "" {
+					if err := node.OpenErrorLog(errorLog); err != nil {
+						log.Error("SIGUSR1: the error log not reopened", "err", err)
+					}
+				}
+				if al != nil {
+					al.Reopen()
+				}
+				log.Info("SIGUSR1: logs reopened")
 			}
 		}()
 	}

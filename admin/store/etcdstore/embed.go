@@ -77,6 +77,17 @@ type savedURLs struct {
 	Peer   string `json:"peer"`
 }
 
+// SavedClientURL is the client URL the embedded etcd whose data is in
+// dir was last started with ("" when it never was): where a node that
+// runs on dir serves it, for a reader beside the node (coregate -t).
+func SavedClientURL(dir string) string {
+	var saved savedURLs
+	if b, err := os.ReadFile(filepath.Join(dir, urlsFile)); err != nil || json.Unmarshal(b, &saved) != nil {
+		return ""
+	}
+	return saved.Client
+}
+
 // StartEmbedded starts an etcd inside this process, a single-member
 // cluster with its data in dir (created 0700 if absent; a directory
 // beside config.yaml by default), and waits until it serves. Stop it with

@@ -44,6 +44,9 @@
 // (5 ms by default), or ten times the last Spec's build when that is
 // longer (a large configuration), so that a burst spends at most about a
 // tenth of a CPU on building.
+// Check reads the prefix once and returns every object the sync would
+// leave out, by key, instead of logging it (`coregate -t`).
+//
 // A watch that ends — the revision was compacted, or etcd went away —
 // starts over from a full read once etcd answers again: the changes made
 // meanwhile arrive with it.

@@ -103,7 +103,10 @@ type Syncer struct {
 	firstRead    chan struct{}                    // closed once Refusal is not ErrNotRead
 	readOnce     sync.Once
 	readErr      string // the last read refused as a whole, logged and reported once
-	cacheMu      sync.Mutex
+	// problems, while Check runs, collects every object left out, as the
+	// log says it.
+	problems *[]error
+	cacheMu  sync.Mutex
 }
 
 // origin is where a configuration was read: the store's revision and
@@ -335,6 +338,30 @@ func (s *Syncer) Load() (*spec.Spec, error) {
 	s.opts.Log.Warn("config store unreachable: serving the local copy of the last good configuration until it answers",
 		"err", err, "copy", s.opts.CachePath, "routes", len(cached.Spec.Routes))
 	return cached.Spec, nil
+}
+
+// Check reads the whole prefix once, as Load does but with no local
+// copy, and returns the number of objects that pass their own checks,
+// the Spec the node would serve (nil when the configuration is refused
+// as a whole) and every problem found:
+// each object the sync would leave out (it fails its schema, the plugins
+// refuse its configuration as the Admin API would, a reference dangles),
+// named by its key, joined (errors.Join); nil when the store's
+// configuration would be served whole. A store that cannot be read is
+// that error. It is what `coregate -t` reports of etcd. Check is used
+// instead of Load and Watch, not with them.
+func (s *Syncer) Check(ctx context.Context) (int, *spec.Spec, error) {
+	var problems []error
+	s.problems = &problems
+	defer func() { s.problems = nil }()
+	if err := s.list(ctx); err != nil {
+		return 0, nil, err
+	}
+	sp, err := s.build()
+	if err != nil {
+		problems = append(problems, err)
+	}
+	return len(s.objs), sp, errors.Join(problems...)
 }
 
 // refuse decides on sp, the Spec of a full read: the store was reset when
@@ -699,6 +726,9 @@ func (s *Syncer) put(kv store.KV) {
 			attrs = append(attrs, "item", o.Origin(kv.Key)) // the standalone file's
 		}
 		s.opts.Log.Error("config store: invalid object left out", append(attrs, "err", err)...)
+		if s.problems != nil {
+			*s.problems = append(*s.problems, fmt.Errorf("%s (revision %d): %w", kv.Key, kv.ModRevision, err))
+		}
 		if kind == kindSecret {
 			s.secretsChanged()
 		}
@@ -952,6 +982,9 @@ func (s *Syncer) build() (*spec.Spec, error) {
 			return nil, err
 		}
 		s.opts.Log.Error("config store: object left out", "kind", re.Kind, "id", re.ID, "err", err)
+		if s.problems != nil {
+			*s.problems = append(*s.problems, fmt.Errorf("%s %s: %w", re.Kind, re.ID, err))
+		}
 		skip[re.Kind+" "+re.ID] = true
 	}
 	return nil, errors.New("config store: references do not settle")
