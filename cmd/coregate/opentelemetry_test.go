@@ -141,7 +141,12 @@ func TestAdminAPIOpenTelemetry(t *testing.T) {
 			t.Fatalf("PUT routes/%s: %d %s", id, r.status, r.body)
 		}
 	}
+	// The three routes may reach the workers in more than one reload:
+	// wait for the one that holds them all, or /err may still be a 404.
 	eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(g.out.String(), `msg="config reloaded" proc=supervisor routes=3 `) {
+			return fmt.Errorf("no reload of the 3 routes logged")
+		}
 		r := do(t, c, "GET", g.url("/hello?n=warm"), "", nil, nil)
 		mu.Lock()
 		tp := seen["warm"]
