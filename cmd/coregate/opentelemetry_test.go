@@ -97,6 +97,7 @@ func spanAttr(s *tracepb.Span, key string) string {
 // exported. The plugin is listed, its schema served, a bad sampler
 // refused with APISIX's message.
 func TestAdminAPIOpenTelemetry(t *testing.T) {
+	t.Parallel()
 	rc := newOTLPReceiver(t)
 	var mu sync.Mutex
 	seen := map[string]string{} // request tag → the traceparent the upstream got

@@ -20,6 +20,7 @@ import (
 // a body reaches the upstream and is not copied. The plugin is in the
 // plugin list, with its schema.
 func TestAdminAPIProxyMirror(t *testing.T) {
+	t.Parallel()
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("from upstream"))
 	})
