@@ -515,6 +515,7 @@ func TestConfigTestFlag(t *testing.T) {
 // after the burst goes to the worker as a Delta: the new route, not the
 // 3 000 it already has.
 func TestReloadPacedByBuild(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "paced")
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
