@@ -37,13 +37,13 @@ run: build
 # Everything: the allocation guards (built without the race detector, which
 # allocates), then every test with the race detector. SERIAL_PKGS run one
 # package at a time, nothing beside them: their scheduling, latency,
-# respawn and fixed-rate tests measure a worker or a load generator on a
-# 2-core machine. The other packages then run four at once, and in each
-# the parallel tests eight at once: the end-to-end package's (cmd/coregate)
-# mostly wait on processes and sockets; its tests that measure timing,
-# pin workers to CPUs or load both cores are not parallel, and run first,
-# before its parallel ones start.
-SERIAL_PKGS := ./worker ./node/supervisor ./bench/load
+# respawn and fixed-rate tests measure a worker, a load generator or a
+# pinned benchmark pair on a 2-core machine. The other packages then run
+# four at once, and in each the parallel tests eight at once: the
+# end-to-end package's (cmd/coregate) mostly wait on processes and
+# sockets; its tests that measure timing or pin workers to CPUs are not
+# parallel, and run first, before its parallel ones start.
+SERIAL_PKGS := ./worker ./node/supervisor ./bench/load ./bench/harness
 test:
 	$(GO) test -count=1 -run 'Alloc' $(PKGS) $(GNET_PKGS)
 	$(GO) test -race -shuffle=on -count=1 -p 1 -timeout 20m $(SERIAL_PKGS)
