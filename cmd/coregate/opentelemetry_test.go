@@ -206,10 +206,26 @@ func TestAdminAPIOpenTelemetry(t *testing.T) {
 	errTP := seen["e"]
 	mu.Unlock()
 	want := 21 + len(sampledRatio)
+	// Wait for each span the upstream saw flagged, not for a count: the
+	// warm-up's span counts too, and a late one was left out.
 	eventually(t, 10*time.Second, func() error {
 		spans, _ := rc.bySpanID()
-		if len(spans) < want {
-			return fmt.Errorf("%d spans received, want at least %d", len(spans), want)
+		missing := 0
+		for id := range sampledRatio {
+			if spans[id] == nil {
+				missing++
+			}
+		}
+		for _, s := range reqs {
+			if tp := upstreamSaw[s.tag]; len(tp) == 55 && spans[tp[36:52]] == nil {
+				missing++
+			}
+		}
+		if len(errTP) == 55 && spans[errTP[36:52]] == nil {
+			missing++
+		}
+		if len(spans) < want || missing > 0 {
+			return fmt.Errorf("%d spans received, want at least %d; %d flagged upstream not received", len(spans), want, missing)
 		}
 		return nil
 	})
