@@ -121,6 +121,7 @@ func framingExchange(t testing.TB, h *harness, raw string, cut int) bool {
 // TestFramingInMemory runs the seeds and a bounded set of generated and
 // mutated requests, each cut at a random place.
 func TestFramingInMemory(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, framingSpec(t))
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

@@ -74,7 +74,11 @@ func runWorker(t *testing.T, cfg Config, s *spec.Spec) (*Worker, chan error) {
 			return
 		default:
 		}
-		_ = w.Stop(context.Background())
+		// Engine.Stop looks for the end of the shutdown every 500 ms
+		// (gnet's shutdownPollInterval), half a second per test: wait for
+		// Run, which returns once the loops are done; Stop's goroutine
+		// sees it at its next look.
+		go func() { _ = w.Stop(context.Background()) }()
 		select {
 		case <-stopped:
 		case <-time.After(5 * time.Second):

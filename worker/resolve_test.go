@@ -177,6 +177,7 @@ func TestDNSRecordsChange(t *testing.T) {
 // keeps the addresses of the last lookup that succeeded, and that it is
 // asked again meanwhile.
 func TestDNSLookupFails(t *testing.T) {
+	t.Parallel()
 	d := startDNS(t, 1)
 	port := e2e.IPOrigins(t, true, "127.0.0.2")
 	d.set("svc.test", "127.0.0.2")
@@ -234,6 +235,7 @@ func TestDNSUnknownName(t *testing.T) {
 // any more) is no longer asked, while the name that replaced it is, and
 // that a reload naming it again serves it at its current address.
 func TestDNSDroppedName(t *testing.T) {
+	t.Parallel()
 	testDropped(t, "names", func(d *testDNS) Config { return Config{DNS: DNS{Servers: []string{d.addr}}} },
 		func(name string, port int) string { return fmt.Sprintf(`"nodes":{"%s:%d":1}`, name, port) },
 		func(w *Worker) int { return w.dns.nameCount() })
@@ -412,6 +414,7 @@ func TestDNSDiscoveryA(t *testing.T) {
 // while the one that replaced it is, and that a reload naming it again
 // serves its current records, as TestDNSDroppedName for host names.
 func TestDNSDiscoveryDroppedService(t *testing.T) {
+	t.Parallel()
 	testDropped(t, "service_names", func(d *testDNS) Config { return Config{DiscoveryDNS: DNS{Servers: []string{d.addr}}} },
 		func(name string, port int) string {
 			return fmt.Sprintf(`"service_name":"%s:%d","discovery_type":"dns"`, name, port)

@@ -69,6 +69,7 @@ func waitFile(t *testing.T, path string, n int) []string {
 // gets a line in APISIX's format in logs/access.log beside config.yaml,
 // within the flush interval.
 func TestAccessLogDefaultFormat(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "hello")
 	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		func(port int) string { return baseConfig(port, "") }, 1)
@@ -89,6 +90,7 @@ func TestAccessLogDefaultFormat(t *testing.T) {
 // gateway stopped gracefully the file holds every request's line, whole,
 // none lost or doubled.
 func TestAccessLogWorkers(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "hello")
 	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		accessLogConfig(2, "    access_log: logs/x.log\n    access_log_format: '$request_uri $status $body_bytes_sent $upstream_status $route_id $pid \"$http_user_agent\"'\n"), 2)
@@ -154,6 +156,7 @@ func TestAccessLogWorkers(t *testing.T) {
 // TestAccessLogReopen: after logrotate's rename, SIGUSR1 to the
 // supervisor has the workers write to a new file at the path.
 func TestAccessLogReopen(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "hello")
 	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		accessLogConfig(2, "    access_log_format: '$request_uri $status'\n"), 2)
@@ -188,6 +191,7 @@ func TestAccessLogReopen(t *testing.T) {
 
 // TestAccessLogOff: enable_access_log: false writes nothing.
 func TestAccessLogOff(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "hello")
 	g := startSupervisor(t, routesYAML(obj{"id": "r1", "uri": "/hello", "upstream": upstreamOf(nodes(up.Addr()), nil)}),
 		accessLogConfig(1, "    enable_access_log: false\n"), 1)
@@ -204,6 +208,7 @@ func TestAccessLogOff(t *testing.T) {
 // a stand-in for a disk that stopped: requests are answered all the same,
 // the lines the writer cannot place are dropped and counted.
 func TestAccessLogBlockedDisk(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "hello")
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
@@ -232,6 +237,7 @@ func TestAccessLogBlockedDisk(t *testing.T) {
 // TestAccessLogBadFormat: a format with an unknown variable refuses the
 // config.yaml, with nginx's reason.
 func TestAccessLogBadFormat(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "config.yaml"), accessLogConfig(1, "    access_log_format: '$remote_addr $nope'\n")(freePort(t)))
 	writeFile(t, filepath.Join(dir, "apisix.yaml"), routesYAML())

@@ -19,6 +19,7 @@ import (
 // (new client ports) spread over the nodes; keyed by hostname, every
 // connection reaches the same node.
 func TestCHashConnectionVarsThroughBinary(t *testing.T) {
+	t.Parallel()
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)

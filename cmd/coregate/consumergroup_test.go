@@ -13,6 +13,7 @@ import (
 // a consumer outside the group does not, and changing the group's plugins
 // changes what its consumer gets, the consumer untouched.
 func TestConsumerGroupLimitCount(t *testing.T) {
+	t.Parallel()
 	up := headEchoUpstream(t)
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)

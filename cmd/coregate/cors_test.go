@@ -19,6 +19,7 @@ import (
 // origins of the plugin metadata are allowed once it is stored. The plugin
 // is in the plugin list, with its schema.
 func TestAdminAPICors(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)

@@ -20,6 +20,7 @@ import (
 // APISIX made with the same key (t/plugin/csrf.t), passes. The plugin is
 // in the plugin list, with its schema.
 func TestAdminAPICSRF(t *testing.T) {
+	t.Parallel()
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("hello world"))
 	})

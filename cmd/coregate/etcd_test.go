@@ -83,6 +83,7 @@ func embeddedStore(t *testing.T, dir string) *etcdstore.Store {
 // deployment.etcd.host is not written) serves a route written into etcd,
 // drops it when it is deleted, and keeps a local copy of it.
 func TestEmbeddedEtcdRoute(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "hello from etcd")
 	g := startSupervisor(t, "", etcdConfig(freePort(t)), 1)
 	c := newClient(t)
@@ -131,6 +132,7 @@ func TestEmbeddedEtcdRoute(t *testing.T) {
 // every 6–8 s as "unreachable", and the whole configuration was read
 // again each time), and apisix_etcd_reachable stays 1.
 func TestEmbeddedEtcdIdle(t *testing.T) {
+	t.Parallel()
 	mport := freePort(t)
 	g := startSupervisor(t, "", withExport(etcdConfig(freePort(t)), mport), 1)
 	c := newClient(t)
@@ -179,6 +181,7 @@ func cacheOrigin(t *testing.T, dir string, routes int) (int64, uint64) {
 // with no route, answered 404 to everything, logged nothing and wrote the
 // empty store over the copy.)
 func TestEmbeddedEtcdMemberLost(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "kept")
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
@@ -256,6 +259,7 @@ func TestEmbeddedEtcdMemberLost(t *testing.T) {
 // etcd unreachable. (Before, the supervisor died of a Go panic, or of
 // SIGBUS for the file cut short, naming no file.)
 func TestEmbeddedEtcdDamaged(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "cached")
 	adminPort, mport := freePort(t), freePort(t)
 	g := startSupervisor(t, "", exportEtcdConfig(adminPort, mport), 1)
@@ -346,6 +350,7 @@ func TestEtcdBadPluginsLeftOut(t *testing.T) {
 // the real binary on its embedded etcd: PUT a route with the legacy key
 // (201, then 200), see it proxied within a bound, DELETE it, 404.
 func TestAdminAPIRoute(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "hello from the admin API")
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
@@ -384,6 +389,7 @@ func TestAdminAPIRoute(t *testing.T) {
 // TestAdminKeyGenerated: an empty admin key is generated at first start,
 // printed once, kept beside config.yaml, and the same at the next start.
 func TestAdminKeyGenerated(t *testing.T) {
+	t.Parallel()
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, ""), 1)
 	b, err := os.ReadFile(filepath.Join(g.dir, adminKeysFile))
@@ -410,6 +416,7 @@ func TestAdminKeyGenerated(t *testing.T) {
 // admits more than loopback does not start, as APISIX's ("missing valid
 // Admin API token"): it would answer every address it admits unasked.
 func TestAdminNoKeyRefused(t *testing.T) {
+	t.Parallel()
 	for _, keys := range []string{"null", "[]"} {
 		dir := t.TempDir()
 		cfg := strings.Replace(etcdConfig(freePort(t))(freePort(t)),
@@ -425,6 +432,7 @@ func TestAdminNoKeyRefused(t *testing.T) {
 // TestAdminLegacyKeyRefused: the public legacy key with the Admin API on
 // every address refuses to start, saying why.
 func TestAdminLegacyKeyRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := strings.Replace(etcdConfig(freePort(t), adminapi.LegacyAdminKey)(freePort(t)),
 		"admin_listen:\n      ip: 127.0.0.1", "admin_listen:\n      ip: 0.0.0.0", 1)
@@ -443,6 +451,7 @@ func TestAdminLegacyKeyRefused(t *testing.T) {
 // open to every address is logged at WARN at start, in APISIX's words,
 // and the Admin API then checks no key.
 func TestAdminKeyBypassedWarned(t *testing.T) {
+	t.Parallel()
 	adminPort := freePort(t)
 	cfg := func(port int) string {
 		return strings.Replace(etcdConfig(adminPort, "a-key-of-its-own")(port),
@@ -464,6 +473,7 @@ func TestAdminKeyBypassedWarned(t *testing.T) {
 // bypassed key among them) and exits, starting nothing: 0 for a
 // configuration the node would start with, 1 with the reason otherwise.
 func TestConfigTestFlag(t *testing.T) {
+	t.Parallel()
 	run := func(dir string) (string, error) {
 		t.Helper()
 		return e2e.Run(binPath, 20*time.Second, "-t", "-c", filepath.Join(dir, "config.yaml"))
@@ -505,6 +515,7 @@ func TestConfigTestFlag(t *testing.T) {
 // after the burst goes to the worker as a Delta: the new route, not the
 // 3 000 it already has.
 func TestReloadPacedByBuild(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "paced")
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)

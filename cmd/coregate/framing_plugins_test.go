@@ -20,6 +20,7 @@ import (
 // and a GET through response-rewrite's body, and a GET through its filter
 // on a chunked upstream body. Each answer ends where the next begins.
 func TestPluginAnswersFraming(t *testing.T) {
+	t.Parallel()
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("hello "))
 		w.(http.Flusher).Flush()

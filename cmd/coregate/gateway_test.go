@@ -15,6 +15,11 @@ import (
 // real upstream servers on loopback. The harness is coregate/internal/e2e;
 // this file and helpers_test.go give its helpers the short names the tests
 // of this package use.
+//
+// A test calls t.Parallel() unless it judges timing, latency or CPU use,
+// pins workers to CPUs, or sets the environment (t.Setenv): make test runs
+// the parallel ones eight at once, beside other packages, once the serial
+// ones are done.
 
 var binPath string
 

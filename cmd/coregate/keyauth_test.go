@@ -267,6 +267,7 @@ func TestProxyRewrite(t *testing.T) {
 // TestAdminAPIKeyAuth: consumers and credentials written through the
 // Admin API reach the workers; a duplicate key is refused.
 func TestAdminAPIKeyAuth(t *testing.T) {
+	t.Parallel()
 	up := headEchoUpstream(t)
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)

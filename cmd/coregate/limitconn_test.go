@@ -15,6 +15,7 @@ import (
 // end, exactly conn pass again (every one left the count in its log
 // phase).
 func TestLimitConnExactAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts gateways with several workers")
 	}

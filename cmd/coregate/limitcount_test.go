@@ -165,6 +165,7 @@ func sendAll(t *testing.T, conns []*limitConn, path string, total int, classify 
 }
 
 func TestLimitCountExactAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts gateways with several workers")
 	}
@@ -248,6 +249,7 @@ func TestLimitCountExactAcrossWorkers(t *testing.T) {
 // limiter failure, 500 with APISIX's body, or passes on a route with
 // allow_degradation.
 func TestLimitCountFullTable(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "ok")
 	conf := func(degrade bool) obj {
 		return obj{"count": 5, "time_window": 300, "key": "http_x_user", "allow_degradation": degrade}

@@ -46,6 +46,7 @@ func redisLimitRoutesTimeout(up string, port, count, ms int) string {
 }
 
 func TestLimitCountRedisAcrossGateways(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts gateways with several workers and a redis-server")
 	}
@@ -118,6 +119,7 @@ func TestLimitCountRedisDoesNotBlock(t *testing.T) {
 // answers 500 {"error_msg":"failed to limit count"}, the degrading one
 // lets the request through without the headers.
 func TestLimitCountRedisDown(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "ok")
 	g := startGateway(t, redisLimitRoutes(up.Addr(), freePort(t), 100), "")
 	c := dialLimit(t, g.Addr(), 1)[0]
@@ -264,6 +266,7 @@ func TestLimitRedisHung(t *testing.T) {
 // TestLimitReqRedisAcrossGateways: limit-req's bucket in Redis is shared
 // by two gateways: exactly burst+1 requests pass between them.
 func TestLimitReqRedisAcrossGateways(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts gateways with several workers and a redis-server")
 	}
@@ -287,6 +290,7 @@ func TestLimitReqRedisAcrossGateways(t *testing.T) {
 // others rejected; each leaves the count in its log phase, so the next
 // round admits conn again.
 func TestLimitConnRedisAcrossGateways(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts gateways and a redis-server")
 	}

@@ -29,6 +29,7 @@ func countReq(t *testing.T, conns []*limitConn, path string, total int) (passed,
 }
 
 func TestLimitReqExactAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts gateways with several workers")
 	}

@@ -25,6 +25,7 @@ import (
 // Prometheus text (checked by promtool): the socket selector in use, the
 // live workers, and the restarts after a worker is killed.
 func TestNodeMetrics(t *testing.T) {
+	t.Parallel()
 	promtool := requirePromtool(t)
 	up := textUpstream(t, "ok")
 	mport := freePort(t)

@@ -111,6 +111,7 @@ func TestMocking(t *testing.T) {
 // the workers; a configuration the plugin refuses is 400 with APISIX's
 // text, and nothing is stored.
 func TestAdminAPIMocking(t *testing.T) {
+	t.Parallel()
 	adminPort := freePort(t)
 	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
 	c := newClient(t)

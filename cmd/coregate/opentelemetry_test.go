@@ -97,6 +97,7 @@ func spanAttr(s *tracepb.Span, key string) string {
 // exported. The plugin is listed, its schema served, a bad sampler
 // refused with APISIX's message.
 func TestAdminAPIOpenTelemetry(t *testing.T) {
+	t.Parallel()
 	rc := newOTLPReceiver(t)
 	var mu sync.Mutex
 	seen := map[string]string{} // request tag → the traceparent the upstream got
@@ -141,7 +142,12 @@ func TestAdminAPIOpenTelemetry(t *testing.T) {
 			t.Fatalf("PUT routes/%s: %d %s", id, r.status, r.body)
 		}
 	}
+	// The three routes may reach the workers in more than one reload:
+	// wait for the one that holds them all, or /err may still be a 404.
 	eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(g.out.String(), `msg="config reloaded" proc=supervisor routes=3 `) {
+			return fmt.Errorf("no reload of the 3 routes logged")
+		}
 		r := do(t, c, "GET", g.url("/hello?n=warm"), "", nil, nil)
 		mu.Lock()
 		tp := seen["warm"]
@@ -200,10 +206,26 @@ func TestAdminAPIOpenTelemetry(t *testing.T) {
 	errTP := seen["e"]
 	mu.Unlock()
 	want := 21 + len(sampledRatio)
+	// Wait for each span the upstream saw flagged, not for a count: the
+	// warm-up's span counts too, and a late one was left out.
 	eventually(t, 10*time.Second, func() error {
 		spans, _ := rc.bySpanID()
-		if len(spans) < want {
-			return fmt.Errorf("%d spans received, want at least %d", len(spans), want)
+		missing := 0
+		for id := range sampledRatio {
+			if spans[id] == nil {
+				missing++
+			}
+		}
+		for _, s := range reqs {
+			if tp := upstreamSaw[s.tag]; len(tp) == 55 && spans[tp[36:52]] == nil {
+				missing++
+			}
+		}
+		if len(errTP) == 55 && spans[errTP[36:52]] == nil {
+			missing++
+		}
+		if len(spans) < want || missing > 0 {
+			return fmt.Errorf("%d spans received, want at least %d; %d flagged upstream not received", len(spans), want, missing)
 		}
 		return nil
 	})

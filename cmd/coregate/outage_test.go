@@ -74,6 +74,7 @@ func reachable(c *http.Client, mport int) (string, error) {
 // (apisix_etcd_reachable 0, Admin API writes 503), takes the changes made
 // once etcd is back, and starts again with etcd down from its local copy.
 func TestEtcdOutage(t *testing.T) {
+	t.Parallel()
 	etcd := e2e.NewEtcd(t)
 	etcd.Start()
 	up := textUpstream(t, "up")
@@ -174,6 +175,7 @@ func TestEtcdOutage(t *testing.T) {
 // refuses Admin API changes and says why; apisix_etcd_reachable stays 1,
 // since etcd answers. Started again, the node serves its local copy.
 func TestEtcdRebuiltExternal(t *testing.T) {
+	t.Parallel()
 	etcd := e2e.NewEtcd(t)
 	etcd.Start()
 	up := textUpstream(t, "up")

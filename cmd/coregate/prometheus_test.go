@@ -91,6 +91,7 @@ func one(t *testing.T, all []series, name string, want map[string]string) float6
 }
 
 func TestPrometheusPlugin(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a gateway with several workers")
 	}

@@ -51,6 +51,7 @@ func labelValues(all []series, name, label string) []string {
 // extra labels of plugin_attr.prometheus.metrics, and promtool still
 // accepts the text.
 func TestPrometheusDisabledLabelsStandalone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a gateway with several workers")
 	}
@@ -141,6 +142,7 @@ func withExport(config func(port int) string, mport int) func(port int) string {
 // metadata is refused with 400 naming the field; a DELETE brings the
 // labels back.
 func TestPrometheusMetadataAdminAPI(t *testing.T) {
+	t.Parallel()
 	up := textUpstream(t, "ok")
 	adminPort, mport := freePort(t), freePort(t)
 	g := startSupervisor(t, "", exportEtcdConfig(adminPort, mport), 1)

@@ -25,6 +25,7 @@ import (
 // upstream all of it, the mirror nothing. The plugin is in the plugin
 // list, with its schema.
 func TestAdminAPIProxyMirror(t *testing.T) {
+	t.Parallel()
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		_, _ = w.Write([]byte("from upstream"))
@@ -72,7 +73,12 @@ func TestAdminAPIProxyMirror(t *testing.T) {
 			t.Fatalf("PUT routes/%s: %d %s", id, r.status, r.body)
 		}
 	}
+	// The two routes may reach the workers in two reloads: wait for the
+	// one that holds both, or /hello may still be a 404.
 	eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(g.out.String(), `msg="config reloaded" proc=supervisor routes=2 `) {
+			return fmt.Errorf("no reload of the 2 routes logged")
+		}
 		if r := do(t, c, "GET", g.url("/prefixed"), "", nil, nil); r.status != 200 {
 			return fmt.Errorf("GET /prefixed: %d", r.status)
 		}

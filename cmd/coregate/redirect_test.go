@@ -23,6 +23,7 @@ import (
 // append_query_string keeps the query; encode_uri escapes the decoded
 // path. The plugin is in the plugin list, with its schema.
 func TestAdminAPIRedirect(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -118,6 +119,7 @@ func TestAdminAPIRedirect(t *testing.T) {
 // config.yaml is the port of http_to_https's target, in place of the
 // TLS listener's (redirect.t TEST 17).
 func TestRedirectHTTPSPortAttr(t *testing.T) {
+	t.Parallel()
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("hello world")) })
 	adminPort := freePort(t)
 	config := func(port int) string {

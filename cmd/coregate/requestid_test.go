@@ -22,6 +22,7 @@ import (
 // rule's beside the route's. The plugin is in the plugin list, with its
 // schema.
 func TestAdminAPIRequestID(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []string // the ids the upstream saw
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -120,6 +121,7 @@ func TestAdminAPIRequestID(t *testing.T) {
 // rewrite phase ran before the consumer was known, still answers with the
 // id the upstream saw, for such a consumer as for one without plugins.
 func TestRequestIDConsumerPlugins(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen string
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {

@@ -26,6 +26,7 @@ import (
 // HTTP/1.0 client gets the new body delimited by the close. The plugin is
 // in the plugin list, with its schema.
 func TestAdminAPIResponseRewrite(t *testing.T) {
+	t.Parallel()
 	up := newHTTPUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"v1"`)
 		w.Header().Set("X-Up", "1")

@@ -20,6 +20,7 @@ import (
 // change of the secret object alone (its prefix) is read again by the
 // workers; the Admin API shows the reference.
 func TestSecretReferenceKeyAuth(t *testing.T) {
+	t.Parallel()
 	vault := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Vault-Token") != "root" {
 			w.WriteHeader(http.StatusForbidden)
@@ -87,6 +88,7 @@ func TestSecretReferenceKeyAuth(t *testing.T) {
 // listed before them, authenticates with the value Vault's KV engine (a
 // loopback server answering as Vault documents it) holds.
 func TestSecretReferenceStandalone(t *testing.T) {
+	t.Parallel()
 	vault := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/kv/apisix/jack" || r.Header.Get("X-Vault-Token") != "root" {
 			w.WriteHeader(http.StatusNotFound)
@@ -136,6 +138,7 @@ secrets:
 // $secret:// references as the start would: a file whose reference
 // resolves is ok, one naming a secret it lacks is refused, naming it.
 func TestSecretReferenceConfigTest(t *testing.T) {
+	t.Parallel()
 	vault := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/kv/apisix/jack" || r.Header.Get("X-Vault-Token") != "root" {
 			w.WriteHeader(http.StatusNotFound)

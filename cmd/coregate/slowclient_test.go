@@ -85,8 +85,10 @@ func slowRoutes(up string) string {
 // that never reads a large answer, or never reads the answers to the
 // requests it pipelines (send_timeout). The worker holds little memory
 // for them, and meanwhile a well-behaved client is served without a stall.
+//
+// Not parallel: it judges each close against its timeout and the
+// well-behaved client's latency, which the other tests' load would move.
 func TestSlowClientTimeouts(t *testing.T) {
-	t.Parallel()
 	up := newSlowUpstream(t)
 	g := startGateway(t, slowRoutes(up.Addr()), "  http:\n"+
 		"    client_header_timeout: 1s\n"+

@@ -88,6 +88,7 @@ func wsGatewayRoute(t *testing.T, route obj, args ...string) *gateway {
 // gateway, then 1000 quiet sockets open at once, each still echoing, and
 // all of them gone from the origin once the clients close.
 func TestWebsocketThroughBinary(t *testing.T) {
+	t.Parallel()
 	origin, open := wsEchoOrigin(t)
 	g := wsGateway(t, origin)
 	url := "ws://" + g.Addr() + "/ws"
@@ -140,6 +141,7 @@ func TestWebsocketThroughBinary(t *testing.T) {
 // until the clients close them, and the gateway exits then, well before
 // its shutdown timeout.
 func TestWebsocketDrainBinary(t *testing.T) {
+	t.Parallel()
 	origin, _ := wsEchoOrigin(t)
 	g := wsGateway(t, origin, "--shutdown-timeout", "30s")
 	url := "ws://" + g.Addr() + "/ws"
@@ -178,6 +180,7 @@ func TestWebsocketDrainBinary(t *testing.T) {
 // TestWebsocketLimitConn: an open tunnel is one of limit-conn's
 // connections until it closes.
 func TestWebsocketLimitConn(t *testing.T) {
+	t.Parallel()
 	origin, _ := wsEchoOrigin(t)
 	g := wsGatewayRoute(t, obj{"id": 1, "uri": "/ws", "enable_websocket": true,
 		"plugins":  obj{"limit-conn": obj{"conn": 1, "burst": 0, "default_conn_delay": 0.1, "key": "remote_addr"}},

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 func fakeGateway() int {
 	if code := os.Getenv("E2E_FAKE_EXIT"); code != "" {
 		n, _ := strconv.Atoi(code)
-		fmt.Println("exiting at once")
+		fmt.Printf("exiting at once gorace=%q\n", os.Getenv("GORACE"))
 		return n
 	}
 	if len(os.Args) < 3 || os.Args[1] != "-c" {
@@ -57,7 +57,7 @@ func fakeGateway() int {
 	go func() {
 		_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "fake") }))
 	}()
-	fmt.Printf("level=INFO msg=\"worker ready\" pid=%d args=%q\n", os.Getpid(), strings.Join(os.Args[3:], " "))
+	fmt.Printf("level=INFO msg=\"worker ready\" pid=%d args=%q gorace=%q\n", os.Getpid(), strings.Join(os.Args[3:], " "), os.Getenv("GORACE"))
 	<-sig
 	fmt.Println("level=INFO msg=\"stopped\"")
 	return 0
@@ -100,6 +100,31 @@ func TestStartStop(t *testing.T) {
 	g2.Stopped.Store(true)
 	if Alive(g2.PID()) {
 		t.Fatalf("pid %d alive after Stop", g2.PID())
+	}
+}
+
+// TestRaceExitSleepOff: the processes Start and Run run have GORACE with
+// atexit_sleep_ms=0 after the options the test process has, and an Env
+// entry of the test's own replaces it.
+func TestRaceExitSleepOff(t *testing.T) {
+	t.Setenv("GORACE", "halt_on_error=1")
+	const want = "halt_on_error=1 atexit_sleep_ms=0"
+	o := fakeOptions(t)
+	o.Ready = 1
+	g := Start(t, o)
+	if got := LogField(g.WaitLog(`msg="worker ready"`, 1, time.Second)[0], "gorace"); got != want {
+		t.Errorf("Start: GORACE %q, want %q", got, want)
+	}
+	o.Env = []string{"E2E_FAKE_GATEWAY=1", "GORACE=halt_on_error=0"}
+	g = Start(t, o)
+	if got := LogField(g.WaitLog(`msg="worker ready"`, 1, time.Second)[0], "gorace"); got != "halt_on_error=0" {
+		t.Errorf("Start with GORACE in Env: GORACE %q, want halt_on_error=0", got)
+	}
+	t.Setenv("E2E_FAKE_GATEWAY", "1")
+	t.Setenv("E2E_FAKE_EXIT", "0")
+	out, err := Run(o.Bin, 10*time.Second)
+	if got := LogField(strings.TrimSpace(out), "gorace"); err != nil || got != want {
+		t.Errorf("Run: GORACE %q (%v), want %q; output %q", got, err, want, out)
 	}
 }
 

@@ -38,7 +38,8 @@ type Options struct {
 	APISIX string
 	// Args follow "-c <dir>/config.yaml" on the command line.
 	Args []string
-	// Env is added to the test process's environment.
+	// Env is added to the test process's environment (after the
+	// GORACE that childEnv sets, which an entry of Env may replace).
 	Env []string
 	// LogFile, when set, is where the output goes instead of Out (which
 	// is then nil): a file the workers, which may outlive the process
@@ -114,9 +115,7 @@ func Start(t testing.TB, o Options) *Gateway {
 		defer f.Close() // the process has its own
 		g.Cmd.Stdout, g.Cmd.Stderr = f, f
 	}
-	if o.Env != nil {
-		g.Cmd.Env = append(os.Environ(), o.Env...)
-	}
+	g.Cmd.Env = childEnv(o.Env)
 	if err := g.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -366,8 +365,24 @@ func LogField(line, key string) string {
 func Run(bin string, timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = childEnv(nil)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// childEnv is the environment of a process the harness starts: the test
+// process's, GORACE with atexit_sleep_ms=0 added to the options it has,
+// then extra. A race-enabled build otherwise sleeps 1 s at every exit,
+// the supervisor's and each of its workers' (which inherit it), and every
+// gateway a test stops waited that out, beside its 5 s bound.
+func childEnv(extra []string) []string {
+	gorace := "atexit_sleep_ms=0"
+	if v := os.Getenv("GORACE"); v != "" {
+		gorace = v + " " + gorace
+	}
+	// exec.Cmd keeps the last value of a name given twice.
+	return append(append(os.Environ(), "GORACE="+gorace), extra...)
 }
 
 // WriteFile writes data to path (mode 0644), failing the test when it
