@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -58,23 +59,46 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
-// freePortLocked is FreePort, handed locked.
+// freePortLocked is FreePort, handed locked. The port is drawn from below
+// the kernel's ephemeral range (ip_local_port_range), which the outgoing
+// connections of every process on the machine take their local ports
+// from: a port handed out there could be taken by a connection of another
+// test's gateway, upstream or etcd client between this call and the bind
+// of the gateway it is for, an EADDRINUSE that lasts as long as that
+// connection. Below the range only a listener asking for that very port
+// can take it.
 func freePortLocked() (int, error) {
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	lo, hi := portRange()
+	for range 200 {
+		port := lo + rand.IntN(hi-lo)
+		if handed.ports[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			return 0, err
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		// A port just closed is the kernel's likely next pick: two calls
-		// in a row (an admin and a metrics port) could get the same one.
-		if !handed.ports[port] {
-			handed.ports[port] = true
-			return port, nil
-		}
+		handed.ports[port] = true
+		return port, nil
 	}
 	return 0, errors.New("no free port not handed out before")
+}
+
+// portRange is the range FreePort draws from: from 10000 (above the
+// ports services are configured on) to the start of the ephemeral range,
+// or 20000–30000 when that range cannot be read or starts too low.
+func portRange() (lo, hi int) {
+	lo, hi = 10000, 30000
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil || first < lo+5000 {
+		return 20000, 30000
+	}
+	return lo, first
 }
 
 // TLSPort is the port of the TLS listener (apisix.ssl.listen) of the

@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -22,7 +23,10 @@ func filledDir(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "etcd")
 	e := startEmbedded(t, dir)
 	s := newStore(t, e.Endpoints)
-	ctx := ctxT(t)
+	// 2000 puts, each a write etcd syncs to disk: beside other packages'
+	// tests on a 2-core machine they can take longer than ctxT's 30 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	small := strings.Repeat("x", 400)
 	var rev int64
 	for i := range 2000 {
