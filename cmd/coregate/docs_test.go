@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,21 +145,21 @@ func checkDocYAML(t *testing.T, b docBlock) {
 	}
 	kind := ""
 	for k := range top {
-		k2 := ""
+		this := ""
 		switch {
-		case contains(configKeys, k):
-			k2 = "config.yaml"
-		case contains(standaloneKeys, k):
-			k2 = "apisix.yaml"
+		case slices.Contains(configKeys, k):
+			this = "config.yaml"
+		case slices.Contains(standaloneKeys, k):
+			this = "apisix.yaml"
 		default:
 			t.Errorf("%s: top-level key %q is neither config.yaml's nor apisix.yaml's", b, k)
 			return
 		}
-		if kind != "" && kind != k2 {
+		if kind != "" && kind != this {
 			t.Errorf("%s: mixes config.yaml's and apisix.yaml's keys", b)
 			return
 		}
-		kind = k2
+		kind = this
 	}
 	path := filepath.Join(t.TempDir(), kind)
 	switch kind {
@@ -185,15 +186,6 @@ func checkDocYAML(t *testing.T, b docBlock) {
 func looksLikeShell(text string) bool {
 	for _, l := range strings.Split(text, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "curl ") {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}
