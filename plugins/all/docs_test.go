@@ -26,7 +26,7 @@ func pluginDocs(t *testing.T) map[string][]byte {
 	var index bytes.Buffer
 	index.WriteString(generatedNote("plugins/*/README.md"))
 	index.WriteString("# Plugins\n\nThe plugins coregate has, highest priority first (the order they run in within a\n" +
-		"phase; `plugins/table.go`). Each page is its folder's README.\n\n| plugin | priority |\n|---|---:|\n")
+		"phase; `plugins/table.go`). Each page is its folder's README.\n\n| plugin | priority | what |\n|---|---:|---|\n")
 	for _, e := range plugins.Table {
 		if _, _, ok := plugins.Lookup(e.Name); !ok {
 			continue
@@ -37,10 +37,33 @@ func pluginDocs(t *testing.T) map[string][]byte {
 			t.Fatalf("plugin %s: %v", e.Name, err)
 		}
 		pages[e.Name+".md"] = append([]byte(generatedNote(src)), md...)
-		fmt.Fprintf(&index, "| [%s](%s.md) | %d |\n", e.Name, e.Name, e.Priority)
+		fmt.Fprintf(&index, "| [%s](%s.md) | %d | %s |\n", e.Name, e.Name, e.Priority, summary(t, e.Name, md))
 	}
 	pages["README.md"] = index.Bytes()
 	return pages
+}
+
+// summary is the first sentence of a README's "## Name" section, without
+// the plugin's name in front of it.
+func summary(t *testing.T, name string, md []byte) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(string(md), "\n## Name\n\n")
+	if !ok {
+		t.Fatalf("plugin %s: its README has no ## Name section", name)
+	}
+	para, _, _ := strings.Cut(rest, "\n\n")
+	para = strings.Join(strings.Fields(para), " ")
+	for _, sep := range []string{"`" + name + "`: ", "`" + name + "` — "} {
+		para = strings.TrimPrefix(para, sep)
+	}
+	if i := strings.Index(para, ". "); i >= 0 {
+		para = para[:i]
+	}
+	para = strings.TrimSuffix(para, ".")
+	if para == "" || strings.HasPrefix(para, "`") {
+		t.Fatalf("plugin %s: its README's ## Name does not start \"`%s`: what it does\"", name, name)
+	}
+	return strings.ReplaceAll(para, "|", "\\|")
 }
 
 func generatedNote(src string) string {
