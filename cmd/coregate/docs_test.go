@@ -254,6 +254,9 @@ func (g *docGateway) run(t *testing.T, b docBlock) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "--norc", "-e", "-o", "pipefail", filepath.Join(dir, "block.sh"))
 	cmd.Dir = dir
+	// A curl still running when bash is killed holds the output pipe:
+	// stop waiting for it too.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(), "BASH_ENV="+filepath.Join(dir, "prelude.sh"), "DOC_DIR="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
