@@ -101,10 +101,9 @@
 // never a guard:
 //
 //   - What would serve more, that coregate does not serve at all, so that
-//     clients cannot connect or get no answer: apisix.ssl and its keys (no
-//     HTTPS listener), apisix.router.ssl, apisix.enable_http2 and
-//     node_listen[].enable_http2 (HTTP/1.1 only), apisix.enable_ipv6,
-//     apisix.proxy_mode, stream_proxy, proxy_protocol, status,
+//     clients cannot connect or get no answer: apisix.router.ssl,
+//     apisix.enable_http2 and node_listen[].enable_http2 (HTTP/1.1 only),
+//     apisix.enable_ipv6, apisix.proxy_mode, stream_proxy, proxy_protocol, status,
 //     deployment.admin.enable_admin_ui when true,
 //     deployment.admin.admin_api_mtls (used only with https_admin),
 //     nginx_config.stream and stream_configuration_snippet, stream_plugins,

@@ -1,5 +1,7 @@
 package nodeconf
 
+//go:generate go test -count=1 -run TestConfigDoc -update
+
 import (
 	"fmt"
 	"reflect"

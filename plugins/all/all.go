@@ -2,7 +2,13 @@
 // plugins.Default: a program that serves plugins (cmd/coregate) imports
 // it, blank, and has them all, for the Admin API's checks and the
 // workers' builds alike. A new plugin package adds its import here.
+//
+// docs/plugins/ holds each plugin's README as a page, written by
+// TestPluginDocs (go generate ./plugins/all), which fails while a page
+// differs from its README.
 package all
+
+//go:generate go test -count=1 -run TestPluginDocs -update
 
 import (
 	// Each registers itself in plugins.Default from its init function.
