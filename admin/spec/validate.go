@@ -75,6 +75,9 @@ func present(v *jval, k string) bool {
 // check_upstream_conf, that each plugin config is an object, and the
 // lua-resty-expr vars.
 func (r *Route) checkValues() error {
+	if e := refuseLua(r.FilterFunc, r.Script, !r.ScriptID.IsZero()); e != nil {
+		return e
+	}
 	if r.Upstream != nil {
 		if e := r.Upstream.checkConf(); e != nil {
 			e.Field = "upstream." + e.Field
@@ -105,7 +108,32 @@ func (r *Route) checkValues() error {
 	return nil
 }
 
+// refuseLua refuses what APISIX runs as Lua and coregate cannot: a
+// route's filter_func (an extra condition of the match: ignored, the
+// route would match requests it was written to leave out) and a route's
+// or service's script or script_id (which runs instead of the plugins:
+// ignored, the plugins it replaced, or none, would run). Both would
+// change what the gateway lets through, so they are refused rather than
+// stored; a route's condition is written as vars instead.
+func refuseLua(filterFunc, script string, scriptID bool) *ValidationError {
+	switch {
+	case filterFunc != "":
+		return &ValidationError{Field: "filter_func", Detail: "a Lua function; write the condition as vars",
+			Msg: `invalid configuration: property "filter_func" is not supported: coregate runs no Lua; write the condition as "vars"`}
+	case script != "":
+		return &ValidationError{Field: "script", Detail: "a Lua script",
+			Msg: `invalid configuration: property "script" is not supported: coregate runs no Lua`}
+	case scriptID:
+		return &ValidationError{Field: "script_id", Detail: "a Lua script",
+			Msg: `invalid configuration: property "script_id" is not supported: coregate runs no Lua`}
+	}
+	return nil
+}
+
 func (s *Service) checkValues() error {
+	if e := refuseLua("", s.Script, false); e != nil {
+		return e
+	}
 	if s.Upstream != nil {
 		if e := s.Upstream.checkConf(); e != nil {
 			e.Field = "upstream." + e.Field
