@@ -138,9 +138,10 @@ func (a *auth) allowed(remoteAddr string) bool {
 	return false
 }
 
-// token returns the request's key, in APISIX's order: the api_key query
-// argument, the X-API-KEY header, the x_api_key cookie.
-func token(r *http.Request) (string, bool) {
+// Token returns the request's key, in APISIX's order: the api_key query
+// argument, the X-API-KEY header, the x_api_key cookie; found is false
+// when it has none. The supervisor's status page reads its key so too.
+func Token(r *http.Request) (key string, found bool) {
 	if q := r.URL.Query(); q.Has("api_key") {
 		return q.Get("api_key"), true
 	}
@@ -159,7 +160,7 @@ func (a *auth) authorize(r *http.Request) (reason string, ok bool) {
 	if !a.check {
 		return "", true
 	}
-	tok, found := token(r)
+	tok, found := Token(r)
 	if !found {
 		return "missing apikey", false
 	}

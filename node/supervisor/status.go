@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"coregate/admin/adminapi"
 	"coregate/plugins"
 	"coregate/worker/shm"
 )
@@ -468,7 +469,7 @@ func (a *statusAuth) allow(r *http.Request) (reason string, ok bool) {
 	if len(a.keys) == 0 {
 		return "no deployment.admin.admin_key to check the key against", false
 	}
-	tok, found := requestKey(r)
+	tok, found := adminapi.Token(r)
 	if !found {
 		return "missing apikey", false
 	}
@@ -484,21 +485,6 @@ func (a *statusAuth) allow(r *http.Request) (reason string, ok bool) {
 		return "wrong apikey", false
 	}
 	return "", true
-}
-
-// requestKey returns the request's key as the Admin API reads it: the
-// api_key query argument, the X-API-KEY header, the x_api_key cookie.
-func requestKey(r *http.Request) (string, bool) {
-	if q := r.URL.Query(); q.Has("api_key") {
-		return q.Get("api_key"), true
-	}
-	if v := r.Header.Values("X-API-KEY"); len(v) > 0 {
-		return v[0], true
-	}
-	if c, err := r.Cookie("x_api_key"); err == nil {
-		return c.Value, true
-	}
-	return "", false
 }
 
 // loopbackAddr reports whether a listen address's host is loopback only
