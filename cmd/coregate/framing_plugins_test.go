@@ -63,26 +63,13 @@ func TestPluginAnswersFraming(t *testing.T) {
 		{"HEAD", "/filter", 200, ""},
 		{"GET", "/rr", 200, "new body"},
 	}
-	conn, err := net.Dial("tcp", g.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var b strings.Builder
-	for _, r := range reqs {
-		b.WriteString(r.method + " " + r.path + " HTTP/1.1\r\nHost: x\r\n\r\n")
-	}
-	if _, err := io.WriteString(conn, b.String()); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(conn)
+	heads := make([][2]string, len(reqs))
 	for i, r := range reqs {
-		resp, err := http.ReadResponse(br, &http.Request{Method: r.method})
-		if err != nil {
-			t.Fatalf("answer %d (%s %s): %v", i, r.method, r.path, err)
-		}
-		body, err := io.ReadAll(resp.Body)
+		heads[i] = [2]string{r.method, r.path}
+	}
+	answers, conn, br := pipelined(t, g.Addr(), heads)
+	for i, r := range reqs {
+		resp, body, err := answers[i].resp, answers[i].body, answers[i].err
 		if err != nil || resp.StatusCode != r.status || string(body) != r.body || resp.Close {
 			t.Fatalf("answer %d (%s %s): %d %q (err %v, close %v), want %d %q", i, r.method, r.path, resp.StatusCode, body, err, resp.Close, r.status, r.body)
 		}
@@ -96,4 +83,45 @@ func TestPluginAnswersFraming(t *testing.T) {
 		rest, _ := br.Peek(br.Buffered())
 		t.Fatalf("bytes past the last answer: %q", rest)
 	}
+}
+
+// pipelinedAnswer is one answer pipelined read: its head, its body read
+// whole, and the error of reading the body.
+type pipelinedAnswer struct {
+	resp *http.Response
+	body []byte
+	err  error
+}
+
+// pipelined sends the requests (method and path, Host x, no body) to addr at
+// once on one connection and reads an answer to each, its body whole, as
+// net/http frames it; an answer whose head cannot be read fails t. The
+// connection (closed at the test's end, a 10 s deadline set) and its
+// reader are returned for what may follow the answers.
+func pipelined(t *testing.T, addr string, reqs [][2]string) ([]pipelinedAnswer, net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var b strings.Builder
+	for _, r := range reqs {
+		b.WriteString(r[0] + " " + r[1] + " HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	if _, err := io.WriteString(conn, b.String()); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	answers := make([]pipelinedAnswer, len(reqs))
+	for i, r := range reqs {
+		resp, err := http.ReadResponse(br, &http.Request{Method: r[0]})
+		if err != nil {
+			t.Fatalf("answer %d (%s %s): %v", i, r[0], r[1], err)
+		}
+		answers[i].resp = resp
+		answers[i].body, answers[i].err = io.ReadAll(resp.Body)
+	}
+	return answers, conn, br
 }

@@ -199,26 +199,13 @@ func TestResponseRewriteFraming(t *testing.T) {
 		{"GET", "/headers", text, "1024"},
 		{"GET", "/body", "new body", ""},
 	}
-	conn, err := net.Dial("tcp", g.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var b strings.Builder
-	for _, r := range reqs {
-		b.WriteString(r.method + " " + r.path + " HTTP/1.1\r\nHost: x\r\n\r\n")
-	}
-	if _, err := io.WriteString(conn, b.String()); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(conn)
+	heads := make([][2]string, len(reqs))
 	for i, r := range reqs {
-		resp, err := http.ReadResponse(br, &http.Request{Method: r.method})
-		if err != nil {
-			t.Fatalf("answer %d (%s %s): %v", i, r.method, r.path, err)
-		}
-		got, err := io.ReadAll(resp.Body)
+		heads[i] = [2]string{r.method, r.path}
+	}
+	answers, _, _ := pipelined(t, g.Addr(), heads)
+	for i, r := range reqs {
+		resp, got, err := answers[i].resp, answers[i].body, answers[i].err
 		if err != nil || resp.StatusCode != 200 || string(got) != r.body || resp.Close {
 			t.Fatalf("answer %d (%s %s): %d, %d bytes (err %v, close %v), want 200, %d bytes", i, r.method, r.path, resp.StatusCode, len(got), err, resp.Close, len(r.body))
 		}
