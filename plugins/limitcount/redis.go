@@ -30,8 +30,13 @@ type call struct {
 	rule    int   // the rule counted
 	applied int   // the rules applied so far, this one included
 	count   int64 // the rule's limit for this request
-	keys    [1]string
-	args    [3]string
+	// e is the entry a window's first sync is for (sync.go), with
+	// sent, the local count it carries to Redis; nil for a request's
+	// own count.
+	e    *entry
+	sent int64
+	keys [1]string
+	args [3]string
 }
 
 // redisFrom counts the request in Redis against the first rule from i on
@@ -57,6 +62,18 @@ func (in *instance) redisFrom(c plugins.Ctx, i, applied int) {
 			}
 			countArg, windowArg = strconv.FormatInt(count, 10), strconv.FormatInt(window, 10)
 		}
+		if in.sync != nil && window*1e9 > int64(in.sync.interval) {
+			// sync_interval: counted here, unless the key's window
+			// needs its first sync (awaited: Resume goes on), as APISIX
+			// counts directly a window no longer than the interval.
+			switch in.sync.count(c, r, k, i, applied+1, count, window, countArg, windowArg) {
+			case counted:
+				applied++
+				continue
+			case awaiting, answered:
+				return
+			}
+		}
 		cl := in.getCall()
 		cl.rule, cl.applied, cl.count = i, applied+1, count
 		cl.keys[0] = string(k)
@@ -74,6 +91,10 @@ func (in *instance) redisFrom(c plugins.Ctx, i, applied int) {
 
 // Resume implements plugins.Resumer: the rule's count came back.
 func (cl *call) Resume(c plugins.Ctx) {
+	if cl.e != nil {
+		cl.in.sync.resume(c, cl)
+		return
+	}
 	in := cl.in
 	r := &in.rules[cl.rule]
 	count, rule, applied := cl.count, cl.rule, cl.applied
@@ -118,6 +139,7 @@ func (in *instance) getCall() *call {
 
 func (in *instance) putCall(cl *call) {
 	cl.Waker, cl.Err = nil, nil
-	cl.keys[0] = ""
+	cl.keys[0], cl.args[2] = "", "1"
+	cl.e, cl.sent = nil, 0
 	in.free.Put(cl)
 }
