@@ -351,3 +351,86 @@ func TestLimitConnRedisAcrossGateways(t *testing.T) {
 		})
 	}
 }
+
+// syncLimitRoutes is apisix.yaml with /limited limited to count per 300 s
+// in the Redis on port with sync_interval 0.2, /open the same with
+// allow_degradation.
+func syncLimitRoutes(up string, port, count int) string {
+	conf := func(degrade bool) obj {
+		return obj{"count": count, "time_window": 300, "rejected_msg": "limited", "key_type": "constant", "key": "all",
+			"policy": "redis", "redis_host": "127.0.0.1", "redis_port": port, "redis_timeout": 500,
+			"sync_interval": 0.2, "allow_degradation": degrade}
+	}
+	return routesYAML(
+		obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up), nil),
+			"plugins": obj{"limit-count": conf(false)}},
+		obj{"id": "open", "uri": "/open", "upstream": upstreamOf(nodes(up), nil),
+			"plugins": obj{"limit-count": conf(true)}},
+	)
+}
+
+// TestLimitCountRedisSyncInterval: with sync_interval each worker counts
+// locally and syncs with Redis every interval, so that two workers admit
+// at least the limit and at most the limit each (the documented bound),
+// and Redis ends up holding every admitted request, the rejected ones
+// not.
+func TestLimitCountRedisSyncInterval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a gateway of two workers and a redis-server")
+	}
+	port := plugintest.RedisServer(t)
+	up := textUpstream(t, "ok")
+	const limit = 100
+	a := startSupervisor(t, syncLimitRoutes(up.Addr(), port, limit), func(p int) string { return perCoreConfig(p, 2) }, 2)
+	conns := dialSpread(t, a, 2, 4)
+	passed, rejected := hammer(t, conns, "/limited", 3*limit, strconv.Itoa(limit))
+	t.Logf("%d passed, %d rejected", passed, rejected)
+	if passed < limit || passed > 2*limit || passed+rejected != 3*limit {
+		t.Fatalf("%d passed and %d were rejected on two workers, want from %d to %d to pass", passed, rejected, limit, 2*limit)
+	}
+	raddr := "127.0.0.1:" + strconv.Itoa(port)
+	eventually(t, 5*time.Second, func() error {
+		key, err := plugintest.RedisCommand(raddr, "KEYS", "plugin-limit-count:v1:/apisix/routes/limited:*:all")
+		if err != nil || key == "" {
+			return fmt.Errorf("the counter's key: %q, %v", key, err)
+		}
+		if v, err := plugintest.RedisCommand(raddr, "GET", key); err != nil || v != strconv.Itoa(passed) {
+			return fmt.Errorf("the count in Redis: %q, %v; want the %d admitted", v, err, passed)
+		}
+		return nil
+	})
+}
+
+// TestLimitCountRedisSyncDown: with sync_interval and Redis unreachable,
+// a worker counts in the node's counter table (APISIX's fallback
+// limiter): the limit holds on both routes, allow_degradation or not;
+// and a Redis that goes away once counting began leaves the limit
+// holding too.
+func TestLimitCountRedisSyncDown(t *testing.T) {
+	up := textUpstream(t, "ok")
+	g := startGateway(t, syncLimitRoutes(up.Addr(), freePort(t), 3), "")
+	c := dialLimit(t, g.Addr(), 1)[0]
+	for _, path := range []string{"/limited", "/open"} {
+		for i, want := range []int{200, 200, 200, 503} {
+			if a, err := c.get(path); err != nil || a.status != want || a.limit != "3" {
+				t.Fatalf("%s, request %d: %+v, %v; want %d", path, i+1, a, err, want)
+			}
+		}
+	}
+
+	port, proc := plugintest.RedisProcess(t)
+	g2 := startGateway(t, syncLimitRoutes(up.Addr(), port, 4), "")
+	c2 := dialLimit(t, g2.Addr(), 1)[0]
+	if a, err := c2.get("/limited"); err != nil || a.status != 200 || a.remaining != "3" {
+		t.Fatalf("with Redis: %+v, %v", a, err)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = proc.Wait()
+	for i, want := range []int{200, 200, 200, 503} {
+		if a, err := c2.get("/limited"); err != nil || a.status != want {
+			t.Fatalf("Redis gone, request %d: %+v, %v; want %d", i+1, a, err, want)
+		}
+	}
+}

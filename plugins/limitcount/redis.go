@@ -32,9 +32,11 @@ type call struct {
 	count   int64 // the rule's limit for this request
 	// e is the entry a window's first sync is for (sync.go), with
 	// sent, the local count it carries to Redis; nil for a request's
-	// own count.
+	// own count. peer is set on a request's wait for the sync of e in
+	// flight.
 	e    *entry
 	sent int64
+	peer bool
 	keys [1]string
 	args [3]string
 }
@@ -140,6 +142,6 @@ func (in *instance) getCall() *call {
 func (in *instance) putCall(cl *call) {
 	cl.Waker, cl.Err = nil, nil
 	cl.keys[0], cl.args[2] = "", "1"
-	cl.e, cl.sent = nil, 0
+	cl.e, cl.sent, cl.peer = nil, 0, false
 	in.free.Put(cl)
 }

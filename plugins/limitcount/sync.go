@@ -92,6 +92,9 @@ const (
 
 // count counts the request in the local count of k (rule r, the i-th, the
 // applied-th applied), on the event loop. It allocates only for a new key.
+// A key's window starts with a sync the request awaits; the requests that
+// come meanwhile await it too, so that every request a worker admits is
+// in its local count.
 func (s *syncer) count(c plugins.Ctx, r *rule, k []byte, i, applied int, count, window int64, countArg, windowArg string) outcome {
 	e := s.entries[string(k)]
 	if e == nil {
@@ -112,18 +115,25 @@ func (s *syncer) count(c plugins.Ctx, r *rule, k []byte, i, applied int, count, 
 	if e.resetAt.Load() > now {
 		return s.admit(c, r, e, count, now)
 	}
-	if !e.busy.CompareAndSwap(false, true) {
-		return direct // the flusher is syncing it
-	}
 	in := s.in
-	e.window, e.countArg, e.windowArg = window, countArg, windowArg
 	cl := in.getCall()
 	cl.rule, cl.applied, cl.count = i, applied, count
-	cl.e, cl.sent = e, e.delta.Load()
+	cl.e = e
+	if e.busy.CompareAndSwap(false, true) {
+		e.window, e.countArg, e.windowArg = window, countArg, windowArg
+		cl.sent = e.delta.Load()
+	} else {
+		// A sync of the key is in flight: the request waits for a round
+		// trip of its own, which adds nothing (cost 0) and comes back
+		// after the sync's, then looks again.
+		cl.peer = true
+	}
 	cl.keys[0] = e.key
 	cl.args[0], cl.args[1], cl.args[2] = countArg, windowArg, strconv.FormatInt(cl.sent, 10)
 	if !limit.Await(c, cl, in.rc, &cl.Call) {
-		e.busy.Store(false)
+		if !cl.peer {
+			e.busy.Store(false)
+		}
 		in.putCall(cl)
 		in.answer.Fail(c, failBody)
 		return answered
@@ -157,10 +167,20 @@ func (s *syncer) admit(c plugins.Ctx, r *rule, e *entry, count, now int64) outco
 // resume is the end of a key's window-start sync, on the event loop.
 func (s *syncer) resume(c plugins.Ctx, cl *call) {
 	in := s.in
-	e, sent, rule, applied, count := cl.e, cl.sent, cl.rule, cl.applied, cl.count
+	e, sent, rule, applied, count, peer := cl.e, cl.sent, cl.rule, cl.applied, cl.count, cl.peer
 	err, n, used, ttlMs := cl.Err, cl.NRep, cl.Reply[0], cl.Reply[1]
 	in.putCall(cl)
 	now := c.Now()
+	if peer {
+		if e.resetAt.Load() <= now {
+			in.redisFrom(c, rule, applied-1) // the sync failed, or the flusher's is not back yet
+			return
+		}
+		if s.admit(c, &in.rules[rule], e, count, now) != answered {
+			in.redisFrom(c, rule+1, applied)
+		}
+		return
+	}
 	if err == nil && n >= 2 {
 		e.synced(used, now+ttlMs*1e6, sent)
 	} else if !s.degrade(e, sent, now) {
