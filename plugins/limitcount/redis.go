@@ -127,7 +127,13 @@ func (cl *call) Resume(c plugins.Ctx) {
 }
 
 // Abandon implements plugins.Resumer: the request left.
-func (cl *call) Abandon() { cl.in.putCall(cl) }
+func (cl *call) Abandon() {
+	if cl.e != nil && !cl.peer {
+		cl.in.sync.abandon(cl)
+		return
+	}
+	cl.in.putCall(cl)
+}
 
 func (in *instance) getCall() *call {
 	if cl := in.free.Get(); cl != nil {

@@ -164,6 +164,22 @@ func (s *syncer) admit(c plugins.Ctx, r *rule, e *entry, count, now int64) outco
 	return counted
 }
 
+// abandon is the end of a key's window-start sync whose request left, on
+// the event loop: the sync's answer is kept, and the key is free for the
+// next one.
+func (s *syncer) abandon(cl *call) {
+	e, sent := cl.e, cl.sent
+	err, n, used, ttlMs := cl.Err, cl.NRep, cl.Reply[0], cl.Reply[1]
+	s.in.putCall(cl)
+	now := time.Now().UnixNano()
+	if err == nil && n >= 2 {
+		e.synced(used, now+ttlMs*1e6, sent)
+	} else {
+		s.degrade(e, sent, now)
+	}
+	e.busy.Store(false)
+}
+
 // resume is the end of a key's window-start sync, on the event loop.
 func (s *syncer) resume(c plugins.Ctx, cl *call) {
 	in := s.in

@@ -199,3 +199,46 @@ func TestSyncShortWindow(t *testing.T) {
 		t.Fatalf("a 10 s window's second request: %+v, %d Awaits, want it counted locally", a, c.Awaits)
 	}
 }
+
+// TestSyncPeers: a request that comes while its key's window-start sync
+// is in flight waits for a round trip of its own and is then counted
+// locally after the first: Remaining 6 then 5 of 7, both admitted
+// requests sent to Redis by the next sync, none counted there at once.
+func TestSyncPeers(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	p := build(t, plugins.NewLocalEnv(), syncConf(port, 7, ""))
+	first, second := newCtx("GET", "/").WithRoute("r1"), newCtx("GET", "/").WithRoute("r1")
+	for _, c := range []*plugintest.Ctx{first, second} {
+		c.Clock = time.Now().UnixNano()
+		p.Access[0].Access(c)
+		if !c.Awaiting() {
+			t.Fatal("a request of a key not synced yet does not await")
+		}
+	}
+	for i, c := range []*plugintest.Ctx{first, second} {
+		if !c.Settle() {
+			t.Fatalf("request %d: not woken", i+1)
+		}
+		if got, want := string(c.ResponseHeader(remainingHeader)), strconv.Itoa(6-i); got != want || c.Awaits != 1 {
+			t.Fatalf("request %d: Remaining %q, %d Awaits; want %s and one Await", i+1, got, c.Awaits, want)
+		}
+	}
+	redisCount(t, port, "2")
+}
+
+// TestSyncAbandoned: a window-start sync whose request left still gives
+// the key its count: the next request is counted locally, with no Await.
+func TestSyncAbandoned(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	p := build(t, plugins.NewLocalEnv(), syncConf(port, 7, ""))
+	gone := newCtx("GET", "/").WithRoute("r1")
+	gone.Clock = time.Now().UnixNano()
+	p.Access[0].Access(gone)
+	if !gone.Leave() {
+		t.Fatal("the first request did not await its sync")
+	}
+	c := newCtx("GET", "/").WithRoute("r1")
+	if a := runNow(p, c); a.Status != 200 || a.Remaining != "6" || c.Awaits != 0 {
+		t.Fatalf("after the abandoned sync: %+v, %d Awaits; want Remaining 6 and no Await", a, c.Awaits)
+	}
+}
