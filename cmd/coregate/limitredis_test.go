@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/adminapi"
 	"coregate/plugins/plugintest"
 )
 
@@ -431,6 +432,47 @@ func TestLimitCountRedisSyncDown(t *testing.T) {
 	for i, want := range []int{200, 200, 200, 503} {
 		if a, err := c2.get("/limited"); err != nil || a.status != want {
 			t.Fatalf("Redis gone, request %d: %+v, %v; want %d", i+1, a, err, want)
+		}
+	}
+}
+
+// TestLimitCountRedisSyncAdmin: sync_interval through the Admin API: one
+// below 0.1 is refused 400 with APISIX's message and not stored; a valid
+// one limits the route, the requests after the first counted on the
+// worker (Remaining 2, 1, 0, then 503).
+func TestLimitCountRedisSyncAdmin(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	up := textUpstream(t, "ok")
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	route := func(interval string) string {
+		return fmt.Sprintf(`{"uri":"/synced","plugins":{"limit-count":{"count":3,"time_window":60,"policy":"redis",`+
+			`"redis_host":"127.0.0.1","redis_port":%d,"sync_interval":%s}},"upstream":{"nodes":{%q:1}}}`, port, interval, up.Addr())
+	}
+	r := admin.do(t, c, "PUT", "routes/synced", route("0.05"))
+	if r.status != 400 || !strings.Contains(r.body, "sync_interval should not be smaller than 0.1") {
+		t.Fatalf("PUT sync_interval 0.05: %d %s", r.status, r.body)
+	}
+	if r := admin.do(t, c, "GET", "routes/synced", ""); r.status != 404 {
+		t.Fatalf("the refused route was stored: %d %s", r.status, r.body)
+	}
+	if r := admin.do(t, c, "PUT", "routes/synced", route("0.2")); r.status != 201 {
+		t.Fatalf("PUT sync_interval 0.2: %d %s", r.status, r.body)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/synced"), "", nil, nil); r.status != 200 || r.header.Get("X-RateLimit-Remaining") != "2" {
+			return fmt.Errorf("GET /synced = %d, Remaining %q", r.status, r.header.Get("X-RateLimit-Remaining"))
+		}
+		return nil
+	})
+	for i, want := range []struct {
+		status    int
+		remaining string
+	}{{200, "1"}, {200, "0"}, {503, "0"}} {
+		if r := do(t, c, "GET", g.url("/synced"), "", nil, nil); r.status != want.status || r.header.Get("X-RateLimit-Remaining") != want.remaining {
+			t.Fatalf("request %d: %d, Remaining %q; want %d, %s", i+2, r.status, r.header.Get("X-RateLimit-Remaining"), want.status, want.remaining)
 		}
 	}
 }
