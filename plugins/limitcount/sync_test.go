@@ -242,3 +242,32 @@ func TestSyncAbandoned(t *testing.T) {
 		t.Fatalf("after the abandoned sync: %+v, %d Awaits; want Remaining 6 and no Await", a, c.Awaits)
 	}
 }
+
+// TestSyncCluster: sync_interval with the redis-cluster policy: the first
+// request awaits the cluster, the others are counted locally, and the
+// admitted ones reach the node that owns the key.
+func TestSyncCluster(t *testing.T) {
+	nodes := plugintest.RedisCluster(t, 3)
+	p := build(t, plugins.NewLocalEnv(), fmt.Sprintf(`{"count":2,"time_window":60,"policy":"redis-cluster","redis_cluster_name":"c1","redis_cluster_nodes":["%s"],"sync_interval":0.1}`, nodes[0]))
+	c := newCtx("GET", "/").WithRoute("r1")
+	for i, want := range []answer{{Status: 200, Remaining: "1"}, {Status: 200, Remaining: "0"}, {Status: 503, Remaining: "0"}} {
+		a := runNow(p, c)
+		if a.Status != want.Status || a.Remaining != want.Remaining || c.Awaits != map[bool]int{true: 1, false: 0}[i == 0] {
+			t.Fatalf("request %d: %+v, %d Awaits; want %+v", i+1, a, c.Awaits, want)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		found := ""
+		for _, n := range nodes {
+			if keys, err := plugintest.RedisCommand(n, "KEYS", "*127.0.0.1"); err == nil && keys != "" {
+				found, _ = plugintest.RedisCommand(n, "GET", keys)
+			}
+		}
+		if found == "2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the count in the cluster: %q, want 2", found)
+		}
+	}
+}
