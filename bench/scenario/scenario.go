@@ -160,6 +160,9 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 	// per request.
 	limitCountRedis := `"limit-count":{"count":999999999,"time_window":60,"rejected_code":503,"key":"remote_addr",` +
 		`"policy":"redis","redis_host":"127.0.0.1","redis_port":$REDIS_PORT}`
+	// Counted on the worker and sent to Redis once a second
+	// (sync_interval): no round trip per request.
+	limitCountRedisSync := limitCountRedis[:len(limitCountRedis)-1] + `,"sync_interval":1}`
 	keyAuth := `"key-auth":{}`
 	jwtAuth := `{"jwt-auth":{}}`
 	apikey := "apikey: user-key1\r\n"
@@ -185,6 +188,8 @@ func Seeds(maxWorkers int, rate float64) []Scenario {
 		{Name: "limit-count-100", Title: "limit-count", Group: GroupMain, Routes: 100, Upstream: true, Plugins: "{" + limitCount + "}", Workers: one, Load: c16, Ready: true},
 		{Name: "limit-count-redis", Title: "limit-count, policy redis", Group: GroupMain, Routes: 1, Upstream: true,
 			Plugins: "{" + limitCountRedis + "}", Redis: true, Workers: one, Load: c16, Ready: true},
+		{Name: "limit-count-redis-sync", Title: "limit-count, policy redis, sync_interval 1", Group: GroupMain, Routes: 1, Upstream: true,
+			Plugins: "{" + limitCountRedisSync + "}", Redis: true, Workers: one, Load: c16, Ready: true},
 		{Name: "limit-count-prometheus", Title: "limit-count + prometheus", Group: GroupMain, Routes: 1, Upstream: true,
 			Plugins: "{" + limitCount + `,"prometheus":{}}`, Workers: one, Load: c16, Ready: true},
 		{Name: "key-auth", Title: "key-auth", Group: GroupMain, Routes: 1, Consumers: 1, Upstream: true, Plugins: "{" + keyAuth + "}",

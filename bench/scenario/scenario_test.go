@@ -31,7 +31,8 @@ func TestSelect(t *testing.T) {
 		want []string
 		err  error
 	}{
-		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "access-log", "mocking", "limit-count", "limit-count-100", "limit-count-redis", "limit-count-prometheus",
+		{in: "default", want: []string{"no-plugin", "no-plugin-100", "routes-5000", "redial", "access-log", "mocking", "limit-count", "limit-count-100", "limit-count-redis", "limit-count-redis-sync",
+			"limit-count-prometheus",
 			"key-auth", "key-auth-100", "key-auth-limit-count", "key-auth-limit-count-100",
 			"request-id", "jwt-auth-hs256", "jwt-auth-rs256", "ip-restriction", "cors", "response-rewrite",
 			"tls-keepalive-ecdsa", "tls-keepalive-rsa", "tls-handshake-full", "tls-handshake-resumed", "tls-mtls", "tls-p99-under-handshakes",

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/admin/adminapi"
 	"coregate/plugins/plugintest"
 )
 
@@ -353,5 +354,129 @@ func TestLimitConnRedisAcrossGateways(t *testing.T) {
 			}
 			return err
 		})
+	}
+}
+
+// syncLimitRoutes is apisix.yaml with /limited limited to count per 300 s
+// in the Redis on port with sync_interval 0.2, /open the same with
+// allow_degradation.
+func syncLimitRoutes(up string, port, count int) string {
+	conf := func(degrade bool) obj {
+		return obj{"count": count, "time_window": 300, "rejected_msg": "limited", "key_type": "constant", "key": "all",
+			"policy": "redis", "redis_host": "127.0.0.1", "redis_port": port, "redis_timeout": 500,
+			"sync_interval": 0.2, "allow_degradation": degrade}
+	}
+	return routesYAML(
+		obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up), nil),
+			"plugins": obj{"limit-count": conf(false)}},
+		obj{"id": "open", "uri": "/open", "upstream": upstreamOf(nodes(up), nil),
+			"plugins": obj{"limit-count": conf(true)}},
+	)
+}
+
+// TestLimitCountRedisSyncInterval: with sync_interval each worker counts
+// locally and syncs with Redis every interval, so that two workers admit
+// at least the limit and at most the limit each (the documented bound),
+// and Redis ends up holding every admitted request, the rejected ones
+// not.
+func TestLimitCountRedisSyncInterval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a gateway of two workers and a redis-server")
+	}
+	port := plugintest.RedisServer(t)
+	up := textUpstream(t, "ok")
+	const limit = 100
+	a := startSupervisor(t, syncLimitRoutes(up.Addr(), port, limit), func(p int) string { return perCoreConfig(p, 2) }, 2)
+	conns := dialSpread(t, a, 2, 4)
+	passed, rejected := hammer(t, conns, "/limited", 3*limit, strconv.Itoa(limit))
+	t.Logf("%d passed, %d rejected", passed, rejected)
+	if passed < limit || passed > 2*limit || passed+rejected != 3*limit {
+		t.Fatalf("%d passed and %d were rejected on two workers, want from %d to %d to pass", passed, rejected, limit, 2*limit)
+	}
+	raddr := "127.0.0.1:" + strconv.Itoa(port)
+	eventually(t, 5*time.Second, func() error {
+		key, err := plugintest.RedisCommand(raddr, "KEYS", "plugin-limit-count:v1:/apisix/routes/limited:*:all")
+		if err != nil || key == "" {
+			return fmt.Errorf("the counter's key: %q, %v", key, err)
+		}
+		if v, err := plugintest.RedisCommand(raddr, "GET", key); err != nil || v != strconv.Itoa(passed) {
+			return fmt.Errorf("the count in Redis: %q, %v; want the %d admitted", v, err, passed)
+		}
+		return nil
+	})
+}
+
+// TestLimitCountRedisSyncDown: with sync_interval and Redis unreachable,
+// a worker counts in the node's counter table (APISIX's fallback
+// limiter): the limit holds on both routes, allow_degradation or not;
+// and a Redis that goes away once counting began leaves the limit
+// holding too.
+func TestLimitCountRedisSyncDown(t *testing.T) {
+	up := textUpstream(t, "ok")
+	g := startGateway(t, syncLimitRoutes(up.Addr(), freePort(t), 3), "")
+	c := dialLimit(t, g.Addr(), 1)[0]
+	for _, path := range []string{"/limited", "/open"} {
+		for i, want := range []int{200, 200, 200, 503} {
+			if a, err := c.get(path); err != nil || a.status != want || a.limit != "3" {
+				t.Fatalf("%s, request %d: %+v, %v; want %d", path, i+1, a, err, want)
+			}
+		}
+	}
+
+	port, proc := plugintest.RedisProcess(t)
+	g2 := startGateway(t, syncLimitRoutes(up.Addr(), port, 4), "")
+	c2 := dialLimit(t, g2.Addr(), 1)[0]
+	if a, err := c2.get("/limited"); err != nil || a.status != 200 || a.remaining != "3" {
+		t.Fatalf("with Redis: %+v, %v", a, err)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = proc.Wait()
+	for i, want := range []int{200, 200, 200, 503} {
+		if a, err := c2.get("/limited"); err != nil || a.status != want {
+			t.Fatalf("Redis gone, request %d: %+v, %v; want %d", i+1, a, err, want)
+		}
+	}
+}
+
+// TestLimitCountRedisSyncAdmin: sync_interval through the Admin API: one
+// below 0.1 is refused 400 with APISIX's message and not stored; a valid
+// one limits the route, the requests after the first counted on the
+// worker (Remaining 2, 1, 0, then 503).
+func TestLimitCountRedisSyncAdmin(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	up := textUpstream(t, "ok")
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	route := func(interval string) string {
+		return fmt.Sprintf(`{"uri":"/synced","plugins":{"limit-count":{"count":3,"time_window":60,"policy":"redis",`+
+			`"redis_host":"127.0.0.1","redis_port":%d,"sync_interval":%s}},"upstream":{"nodes":{%q:1}}}`, port, interval, up.Addr())
+	}
+	r := admin.do(t, c, "PUT", "routes/synced", route("0.05"))
+	if r.status != 400 || !strings.Contains(r.body, "sync_interval should not be smaller than 0.1") {
+		t.Fatalf("PUT sync_interval 0.05: %d %s", r.status, r.body)
+	}
+	if r := admin.do(t, c, "GET", "routes/synced", ""); r.status != 404 {
+		t.Fatalf("the refused route was stored: %d %s", r.status, r.body)
+	}
+	if r := admin.do(t, c, "PUT", "routes/synced", route("0.2")); r.status != 201 {
+		t.Fatalf("PUT sync_interval 0.2: %d %s", r.status, r.body)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/synced"), "", nil, nil); r.status != 200 || r.header.Get("X-RateLimit-Remaining") != "2" {
+			return fmt.Errorf("GET /synced = %d, Remaining %q", r.status, r.header.Get("X-RateLimit-Remaining"))
+		}
+		return nil
+	})
+	for i, want := range []struct {
+		status    int
+		remaining string
+	}{{200, "1"}, {200, "0"}, {503, "0"}} {
+		if r := do(t, c, "GET", g.url("/synced"), "", nil, nil); r.status != want.status || r.header.Get("X-RateLimit-Remaining") != want.remaining {
+			t.Fatalf("request %d: %d, Remaining %q; want %d, %s", i+2, r.status, r.header.Get("X-RateLimit-Remaining"), want.status, want.remaining)
+		}
 	}
 }

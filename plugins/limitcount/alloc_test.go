@@ -3,7 +3,9 @@
 package limitcount
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"coregate/plugins"
 	"coregate/plugins/plugintest"
@@ -27,6 +29,31 @@ func TestAllocAccess(t *testing.T) {
 			plugintest.AllocsPerRun(t, 200, func() {
 				c.Reset()
 				plugintest.Run(p, c)
+			})
+		})
+	}
+}
+
+// TestAllocSync: with sync_interval, a request of a key whose window has
+// had its first sync is counted locally: no Redis call, no allocation.
+func TestAllocSync(t *testing.T) {
+	port := plugintest.RedisServer(t)
+	for name, conf := range map[string]string{
+		"passed":   `{"count":1000000000,"time_window":60,"sync_interval":10}`,
+		"rejected": `{"count":1,"time_window":60,"sync_interval":10}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			conf = conf[:len(conf)-1] + fmt.Sprintf(`,"policy":"redis","redis_host":"127.0.0.1","redis_port":%d}`, port)
+			p := build(t, plugins.NewLocalEnv(), conf)
+			c := newCtx("GET", "/hello").WithRoute(name)
+			c.Clock = time.Now().UnixNano()
+			run(p, c)
+			plugintest.AllocsPerRun(t, 200, func() {
+				c.Reset()
+				plugintest.Run(p, c)
+				if c.Awaits != 0 {
+					t.Fatalf("%d Awaits", c.Awaits)
+				}
 			})
 		})
 	}

@@ -25,6 +25,25 @@
 // supported, so that the Admin API answers 400 rather than store what no
 // worker can build.
 //
+// With sync_interval (sync.go), as APISIX's delayed sync, a Redis policy
+// counts on the worker: a key's window starts with a sync the request
+// awaits (and the key's requests that come meanwhile await a round trip
+// of their own, so that each admitted request is in the local count),
+// then a request is admitted while count - used - delta > 0, used being
+// Redis's count at the last sync and delta the worker's requests since,
+// with no round trip and no allocation; a goroutine sends the deltas every
+// sync_interval and takes Redis's count back. The counts are per worker,
+// not in the node's shared table (which holds one atomic counter per key,
+// not the pair and the sync's turn APISIX keeps in its shared dict): a
+// window admits at least count and at most count times the workers and
+// gateways that share the Redis. A sync Redis fails counts the delta in
+// the node's counter table instead (APISIX's fallback limiter), so the
+// limit holds per node whatever allow_degradation; a request fails only
+// when that table has no room either. Rejected requests are not sent to
+// Redis, as in APISIX's delayed sync. A time_window resolved per request
+// that is not longer than sync_interval is counted in Redis per request,
+// as APISIX does.
+//
 // The members of a group share its counter. The Admin API refuses a
 // member whose configuration differs from the others' (APISIX's "group
 // conf mismatched", a check across objects); a worker given one anyway

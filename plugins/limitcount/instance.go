@@ -33,6 +33,9 @@ type instance struct {
 	// local, in counters); free holds the instance's idle calls to it.
 	rc   *redis.Client
 	free freelist.List[call]
+	// sync is sync_interval's local counting of the Redis policies (nil:
+	// every request counted in Redis).
+	sync *syncer
 	// rules are the limits: one (count, time_window, key), or the
 	// configuration's rules.
 	rules []rule

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"coregate/plugins"
 	"coregate/plugins/internal/cjson"
@@ -38,11 +39,12 @@ type conf struct {
 	Rules                json.RawMessage `json:"rules"`
 	Group                *string         `json:"group"`
 	ShowLimitQuotaHeader bool            `json:"show_limit_quota_header"`
+	SyncInterval         float64         `json:"sync_interval"`
 	limit.Conf
 }
 
 func decode(raw json.RawMessage) (*conf, error) {
-	c := &conf{WindowType: "fixed", ShowLimitQuotaHeader: true, Conf: limit.Defaults()}
+	c := &conf{WindowType: "fixed", ShowLimitQuotaHeader: true, SyncInterval: noSync, Conf: limit.Defaults()}
 	c.Key = "remote_addr"
 	if err := json.Unmarshal(raw, c); err != nil {
 		return nil, err
@@ -64,6 +66,9 @@ func (Plugin) Check(raw json.RawMessage) error {
 	}
 	if c.WindowType != "fixed" {
 		return fmt.Errorf("window_type %q is not supported yet, only \"fixed\"", c.WindowType)
+	}
+	if err := c.checkSync(); err != nil {
+		return err
 	}
 	if c.Rules != nil && (c.Count != nil || c.TimeWindow != nil) {
 		return errors.New("count/time_window and rules cannot be specified at the same time")
@@ -167,7 +172,33 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		r := &in.rules[i]
 		r.countArg, r.windowArg = strconv.FormatInt(r.count, 10), strconv.FormatInt(r.window, 10)
 	}
+	if rc != nil && c.SyncInterval != noSync {
+		if err := c.checkSync(); err != nil {
+			return nil, err
+		}
+		in.sync = newSyncer(in, time.Duration(c.SyncInterval*float64(time.Second)), env.Counters)
+	}
 	return in, nil
+}
+
+// noSync is sync_interval's default: every request counted in Redis.
+const noSync = -1
+
+// checkSync is APISIX's check of sync_interval, for the Redis policies
+// (the local policy ignores it): at least 0.1 s, and shorter than a
+// time_window given as a number.
+func (c *conf) checkSync() error {
+	if c.Policy != "redis" && c.Policy != "redis-cluster" && c.Policy != "redis-sentinel" || c.SyncInterval == noSync {
+		return nil
+	}
+	if c.SyncInterval < 0.1 {
+		return errors.New("sync_interval should not be smaller than 0.1")
+	}
+	var window float64
+	if json.Unmarshal(c.TimeWindow, &window) == nil && c.SyncInterval >= window {
+		return errors.New("sync_interval should be smaller than time_window")
+	}
+	return nil
 }
 
 // ruleConf is one of rules.

@@ -8,4 +8,4 @@ import (
 
 // TestREADMEExamples: every route README.md shows is a valid route whose
 // limit-count configuration passes the plugin's checks and builds.
-func TestREADMEExamples(t *testing.T) { plugintest.CheckRouteExamples(t, Name, 6) }
+func TestREADMEExamples(t *testing.T) { plugintest.CheckRouteExamples(t, Name, 7) }

@@ -30,8 +30,15 @@ type call struct {
 	rule    int   // the rule counted
 	applied int   // the rules applied so far, this one included
 	count   int64 // the rule's limit for this request
-	keys    [1]string
-	args    [3]string
+	// e is the entry a window's first sync is for (sync.go), with
+	// sent, the local count it carries to Redis; nil for a request's
+	// own count. peer is set on a request's wait for the sync of e in
+	// flight.
+	e    *entry
+	sent int64
+	peer bool
+	keys [1]string
+	args [3]string
 }
 
 // redisFrom counts the request in Redis against the first rule from i on
@@ -57,6 +64,18 @@ func (in *instance) redisFrom(c plugins.Ctx, i, applied int) {
 			}
 			countArg, windowArg = strconv.FormatInt(count, 10), strconv.FormatInt(window, 10)
 		}
+		if in.sync != nil && window*1e9 > int64(in.sync.interval) {
+			// sync_interval: counted here, unless the key's window
+			// needs its first sync (awaited: Resume goes on), as APISIX
+			// counts directly a window no longer than the interval.
+			switch in.sync.count(c, r, k, i, applied+1, count, window, countArg, windowArg) {
+			case counted:
+				applied++
+				continue
+			case awaiting, answered:
+				return
+			}
+		}
 		cl := in.getCall()
 		cl.rule, cl.applied, cl.count = i, applied+1, count
 		cl.keys[0] = string(k)
@@ -74,6 +93,10 @@ func (in *instance) redisFrom(c plugins.Ctx, i, applied int) {
 
 // Resume implements plugins.Resumer: the rule's count came back.
 func (cl *call) Resume(c plugins.Ctx) {
+	if cl.e != nil {
+		cl.in.sync.resume(c, cl)
+		return
+	}
 	in := cl.in
 	r := &in.rules[cl.rule]
 	count, rule, applied := cl.count, cl.rule, cl.applied
@@ -104,7 +127,13 @@ func (cl *call) Resume(c plugins.Ctx) {
 }
 
 // Abandon implements plugins.Resumer: the request left.
-func (cl *call) Abandon() { cl.in.putCall(cl) }
+func (cl *call) Abandon() {
+	if cl.e != nil && !cl.peer {
+		cl.in.sync.abandon(cl)
+		return
+	}
+	cl.in.putCall(cl)
+}
 
 func (in *instance) getCall() *call {
 	if cl := in.free.Get(); cl != nil {
@@ -118,6 +147,7 @@ func (in *instance) getCall() *call {
 
 func (in *instance) putCall(cl *call) {
 	cl.Waker, cl.Err = nil, nil
-	cl.keys[0] = ""
+	cl.keys[0], cl.args[2] = "", "1"
+	cl.e, cl.sent, cl.peer = nil, 0, false
 	in.free.Put(cl)
 }

@@ -775,6 +775,25 @@ func (c *Ctx) Settle() bool {
 	return true
 }
 
+// Leave is the client going away while the request awaits: it waits for
+// the pending Wake (at most AwaitTimeout, else it reports false) and
+// calls Abandon instead of Resume, as the worker does for a request that
+// ended. False too when nothing awaits.
+func (c *Ctx) Leave() bool {
+	if c.awaiting == nil {
+		return false
+	}
+	select {
+	case <-c.woken:
+	case <-time.After(AwaitTimeout):
+		return false
+	}
+	r := c.awaiting
+	c.awaiting = nil
+	r.Abandon()
+	return true
+}
+
 // Awaiting reports whether an Await waits for its Wake.
 func (c *Ctx) Awaiting() bool { return c.awaiting != nil }
 
