@@ -83,8 +83,19 @@ type Syncer struct {
 	// order is objs in the order they are served (byCreation) while
 	// sorted; a change keeps it so where it can (a new object is the
 	// newest, an update keeps its place), else build sorts again.
-	order    []*object
-	sorted   bool
+	order  []*object
+	sorted bool
+	// valid: the last build's Spec passed spec.Check whole, nothing left
+	// out; since then the routes of changed were put (or replaced, or
+	// deleted), and nothing else changed unless recheck. foreign counts
+	// the routes whose id is not their key's. A build with valid, no
+	// recheck and no foreign route checks the references of the changed
+	// routes alone (fastCheck): nothing refers to a route, so they are
+	// all that can make the Spec fail.
+	valid    bool
+	recheck  bool
+	changed  []*object
+	foreign  int
 	mods     map[string]int64 // ModRevision by key, of every resource ModifyIndexes counts
 	prevIdx  int64            // the highest ModRevision of the keys read or changed (a deletion's included)
 	rev      int64            // the revision objs reflect (0: none read)
@@ -195,6 +206,7 @@ func byCreation(a, b *object) int {
 // replace records in s.order that the object old (nil: none) was
 // replaced by o (nil: removed).
 func (s *Syncer) replace(old, o *object) {
+	s.note(old, o)
 	if !s.sorted {
 		return
 	}
@@ -219,6 +231,75 @@ func (s *Syncer) replace(old, o *object) {
 	}
 	i, _ := slices.BinarySearchFunc(s.order, o, byCreation)
 	s.order = slices.Insert(s.order, i, o)
+}
+
+// note records, for fastCheck, that the object old (nil: none) was
+// replaced by o (nil: removed).
+func (s *Syncer) note(old, o *object) {
+	if isForeign(old) {
+		s.foreign--
+	}
+	if isForeign(o) {
+		s.foreign++
+	}
+	switch {
+	case o != nil && o.kind == spec.KindRoute:
+		s.changed = append(s.changed, o)
+	case o == nil && (old == nil || old.kind == spec.KindRoute):
+		// A route gone: nothing refers to it.
+	default:
+		s.recheck = true
+	}
+}
+
+// fastCheck reports whether the Spec of s.objs passes spec.Check, known
+// without a Check of the whole Spec: the last build's passed, only routes
+// changed since, and each changed one has its key's id and refers by
+// upstream_id, service_id and plugin_config_id to objects stored under
+// the ids it names. false: Check the whole Spec.
+func (s *Syncer) fastCheck() bool {
+	if !s.valid || s.recheck || s.foreign != 0 {
+		return false
+	}
+	// stored: an object of the kind is stored under to's id, with that
+	// id (the key's, so no other object of the kind has it).
+	stored := func(res, kind string, to spec.ID) bool {
+		if to.IsZero() {
+			return true
+		}
+		o := s.objs[s.dir+res+"/"+to.String()]
+		if o == nil || o.kind != kind {
+			return false
+		}
+		var id spec.ID
+		switch {
+		case o.ups != nil:
+			id = o.ups.ID
+		case o.svc != nil:
+			id = o.svc.ID
+		case o.pc != nil:
+			id = o.pc.ID
+		}
+		return id.String() == to.String()
+	}
+	for _, o := range s.changed {
+		if s.objs[o.key] != o {
+			continue // replaced since, or deleted: the one after it is in changed
+		}
+		r := o.route
+		if isForeign(o) ||
+			!stored("upstreams", spec.KindUpstream, r.UpstreamID) ||
+			!stored("services", spec.KindService, r.ServiceID) ||
+			!stored("plugin_configs", spec.KindPluginConfig, r.PluginConfigID) {
+			return false
+		}
+	}
+	return true
+}
+
+// isForeign reports whether o is a route whose id is not its key's.
+func isForeign(o *object) bool {
+	return o != nil && o.kind == spec.KindRoute && o.route.ID.String() != o.id.String()
 }
 
 // New makes a Syncer.
@@ -601,6 +682,7 @@ func (s *Syncer) list(ctx context.Context) error {
 		s.cluster = c.ClusterID()
 	}
 	clear(s.objs)
+	s.valid, s.foreign = false, 0
 	clear(s.mods)
 	clear(s.order) // no stale object kept alive past the new length
 	s.order, s.sorted = s.order[:0], false
@@ -930,6 +1012,10 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		s.sorted = true
 	}
 	objs := s.order
+	fast := s.fastCheck()
+	s.valid, s.recheck = false, false
+	clear(s.changed) // no object kept alive past the new length
+	s.changed = s.changed[:0]
 	skip := map[string]bool{} // kind + " " + id
 	for range len(objs) + 1 {
 		sp := &spec.Spec{}
@@ -967,9 +1053,13 @@ func (s *Syncer) build() (*spec.Spec, error) {
 				sp.Secrets = append(sp.Secrets, o.raw)
 			}
 		}
-		err := sp.Check()
+		var err error
+		if !fast || len(skip) > 0 {
+			err = sp.Check()
+		}
 		var re *spec.ReferenceError
 		if err == nil {
+			s.valid = len(skip) == 0
 			h.Sum(sp.Hash[:0])
 			if s.opts.Plugins != nil {
 				// Every object's plugins passed checkPlugins as it
