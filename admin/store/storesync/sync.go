@@ -92,14 +92,19 @@ type Syncer struct {
 	// recheck and no foreign route checks the references of the changed
 	// routes alone (fastCheck): nothing refers to a route, so they are
 	// all that can make the Spec fail.
-	valid    bool
-	recheck  bool
-	changed  []*object
-	foreign  int
-	mods     map[string]int64 // ModRevision by key, of every resource ModifyIndexes counts
-	prevIdx  int64            // the highest ModRevision of the keys read or changed (a deletion's included)
-	rev      int64            // the revision objs reflect (0: none read)
-	lastHash [32]byte         // of the last Spec handed on or loaded
+	valid   bool
+	recheck bool
+	changed []*object
+	foreign int
+	mods    map[string]int64 // ModRevision by key, of every resource ModifyIndexes counts
+	// modMax is the highest of mods by resource, kept as mods change
+	// (putMod, delMod); stale names the resources whose highest was
+	// deleted or lowered, which setIndexes finds again.
+	modMax   map[string]int64
+	stale    map[string]bool
+	prevIdx  int64    // the highest ModRevision of the keys read or changed (a deletion's included)
+	rev      int64    // the revision objs reflect (0: none read)
+	lastHash [32]byte // of the last Spec handed on or loaded
 
 	cluster      uint64 // the store's cluster id, as of the last full read (0: unknown)
 	served       origin // where the configuration served was read (0: nowhere yet)
@@ -317,6 +322,7 @@ func New(o Options) *Syncer {
 		o.Log = slog.Default()
 	}
 	s := &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}, mods: map[string]int64{},
+		modMax: map[string]int64{}, stale: map[string]bool{},
 		accept: o.AcceptReset, firstRead: make(chan struct{})}
 	s.refusal.Store(&ErrNotRead)
 	return s
@@ -683,7 +689,7 @@ func (s *Syncer) list(ctx context.Context) error {
 	}
 	clear(s.objs)
 	s.valid, s.foreign = false, 0
-	clear(s.mods)
+	s.clearMods()
 	clear(s.order) // no stale object kept alive past the new length
 	s.order, s.sorted = s.order[:0], false
 	// The secrets first: the other objects' $secret:// references are
@@ -711,7 +717,7 @@ func (s *Syncer) apply(ev store.Event) {
 		o := s.objs[ev.KV.Key]
 		s.replace(o, nil)
 		delete(s.objs, ev.KV.Key)
-		delete(s.mods, ev.KV.Key)
+		s.delMod(ev.KV.Key)
 		if o != nil && o.kind == kindSecret {
 			s.secretsChanged()
 		}
@@ -775,7 +781,7 @@ func (s *Syncer) put(kv store.KV) {
 	}
 	res, id, ok := strings.Cut(rest, "/")
 	if ok && slices.Contains(IndexedResources, res) {
-		s.mods[kv.Key] = kv.ModRevision
+		s.putMod(res, kv.Key, kv.ModRevision)
 	}
 	kind := resources[res]
 	if kind == spec.KindConsumer && strings.Contains(id, "/") {
@@ -1114,17 +1120,55 @@ func (s *Syncer) handOn(sp *spec.Spec, onChange func(*spec.Spec)) {
 	}
 }
 
-// setIndexes computes ModifyIndexes from s.mods.
-func (s *Syncer) setIndexes() {
-	m := make(map[string]int64, len(IndexedResources)+3)
-	for _, r := range IndexedResources {
-		m[r] = 0
+// putMod records the ModRevision of key, of resource res, in mods and
+// modMax.
+func (s *Syncer) putMod(res, key string, rev int64) {
+	if old, ok := s.mods[key]; ok && rev < old && old == s.modMax[res] {
+		s.stale[res] = true
 	}
+	s.mods[key] = rev
+	s.modMax[res] = max(s.modMax[res], rev)
+}
+
+// clearMods empties mods, as a full read starts.
+func (s *Syncer) clearMods() {
+	clear(s.mods)
+	clear(s.modMax)
+	clear(s.stale)
+}
+
+// delMod takes key out of mods.
+func (s *Syncer) delMod(key string) {
+	old, ok := s.mods[key]
+	if !ok {
+		return
+	}
+	delete(s.mods, key)
+	if res, _, _ := strings.Cut(strings.TrimPrefix(key, s.dir), "/"); old == s.modMax[res] {
+		s.stale[res] = true
+	}
+}
+
+// setIndexes computes ModifyIndexes from modMax, after finding the
+// highest of each stale resource again in mods: a change walks mods only
+// when it deleted (or lowered) its resource's highest.
+func (s *Syncer) setIndexes() {
+	if len(s.stale) > 0 {
+		for res := range s.stale {
+			delete(s.modMax, res)
+		}
+		for key, rev := range s.mods {
+			if res, _, _ := strings.Cut(strings.TrimPrefix(key, s.dir), "/"); s.stale[res] {
+				s.modMax[res] = max(s.modMax[res], rev)
+			}
+		}
+		clear(s.stale)
+	}
+	m := make(map[string]int64, len(IndexedResources)+3)
 	var top int64
-	for key, rev := range s.mods {
-		res, _, _ := strings.Cut(strings.TrimPrefix(key, s.dir), "/")
-		m[res] = max(m[res], rev)
-		top = max(top, rev)
+	for _, r := range IndexedResources {
+		m[r] = s.modMax[r]
+		top = max(top, m[r])
 	}
 	m["max_modify_index"] = top
 	m["prev_index"] = s.prevIdx
