@@ -12,7 +12,7 @@ import (
 )
 
 // TestCompileBookkeepingAsBuilt: random sequences of route puts and
-// deletes and upstream objects replaced, each Spec built from the snapshot
+// deletes and upstream and service objects replaced, each Spec built from the snapshot
 // before (routes and upstream bookkeeping taken over) and from nothing; the
 // two have the same upstreams, each held by as many routes, and the same
 // node counts (hasNode). Routes take an upstream by upstream_id, an inline
@@ -39,13 +39,26 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 	for i := range ups {
 		newUp(i)
 	}
+	svcs := make([]*spec.Service, 2)
+	newSvc := func(i int) {
+		sv, err := spec.DecodeService(fmt.Appendf(nil, `{"id":"s%d","upstream_id":"u%d"}`, i, rng.IntN(len(ups))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svcs[i] = sv
+	}
+	for i := range svcs {
+		newSvc(i)
+	}
 	var routes []*spec.Route
 	version := 0
 	newRoute := func(id int) *spec.Route {
 		version++
 		u, v := rng.IntN(len(ups)), rng.IntN(len(ups))
 		var js string
-		switch rng.IntN(6) {
+		switch rng.IntN(7) {
+		case 6:
+			js = fmt.Sprintf(`{"id":"r%d","uri":"/r%d/%d","service_id":"s%d"}`, id, id, version, rng.IntN(len(svcs)))
 		case 0:
 			js = fmt.Sprintf(`{"id":"r%d","uri":"/r%d/%d","plugins":{"proxy-rewrite":{"uri":"/x"}}}`, id, id, version)
 		case 1, 2:
@@ -81,11 +94,13 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 			case op < 9:
 				i := rng.IntN(len(routes))
 				routes = append(routes[:i:i], routes[i+1:]...)
-			default:
+			case rng.IntN(2) == 0:
 				newUp(rng.IntN(len(ups)))
+			default:
+				newSvc(rng.IntN(len(svcs)))
 			}
 		}
-		s := &spec.Spec{Routes: routes, Upstreams: append([]*spec.Upstream(nil), ups...)}
+		s := &spec.Spec{Routes: routes, Upstreams: append([]*spec.Upstream(nil), ups...), Services: append([]*spec.Service(nil), svcs...)}
 		inc, err := compile(s, router.HostURI, upstreamEnv{}, ps, cur, nil)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
@@ -96,6 +111,11 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 		}
 		if len(inc.routes) != len(full.routes) {
 			t.Fatalf("step %d: %d routes built from the snapshot before, %d from nothing", step, len(inc.routes), len(full.routes))
+		}
+		for k, rt := range inc.routes {
+			if rt.from != full.routes[k].from {
+				t.Fatalf("step %d: route %s built from other objects than from nothing", step, rt.id)
+			}
 		}
 		incRefs, fullRefs := map[*spec.Upstream]int32{}, map[*spec.Upstream]int32{}
 		for u, r := range inc.upstreams.all {

@@ -93,6 +93,19 @@ type Snapshot struct {
 	shared   sharedInputs
 	consList []*plugins.Consumer
 	metadata *plugins.Settings
+	// byID are the Spec's upstreams and services, and those lists as
+	// given: the next build takes the maps over when its lists hold the
+	// same objects, and then a route object it takes over has the
+	// service and upstream it had, found without a lookup.
+	byID idIndex
+}
+
+// idIndex is a Spec's upstreams and services by id, and their lists.
+type idIndex struct {
+	upList  []*spec.Upstream
+	svcList []*spec.Service
+	ups     map[string]*spec.Upstream
+	svcs    map[string]*spec.Service
 }
 
 // sharedInputs are the Spec's resources that any route's build may read:
@@ -440,14 +453,24 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	for _, pc := range s.PluginConfigs {
 		pluginConfigs[pc.ID.String()] = pc.Plugins
 	}
-	ups := map[string]*spec.Upstream{}
-	for _, u := range s.Upstreams {
-		ups[u.ID.String()] = u
+	// sameRefs: s has prev's upstream and service objects, in the same
+	// order, and their maps are prev's.
+	sameRefs := prev != nil && prev.byID.ups != nil &&
+		slices.Equal(prev.byID.upList, s.Upstreams) && slices.Equal(prev.byID.svcList, s.Services)
+	if sameRefs {
+		snap.byID = prev.byID
+		snap.byID.upList, snap.byID.svcList = s.Upstreams, s.Services
+	} else {
+		snap.byID = idIndex{upList: s.Upstreams, svcList: s.Services,
+			ups: make(map[string]*spec.Upstream, len(s.Upstreams)), svcs: make(map[string]*spec.Service, len(s.Services))}
+		for _, u := range s.Upstreams {
+			snap.byID.ups[u.ID.String()] = u
+		}
+		for _, sv := range s.Services {
+			snap.byID.svcs[sv.ID.String()] = sv
+		}
 	}
-	svcs := map[string]*spec.Service{}
-	for _, sv := range s.Services {
-		svcs[sv.ID.String()] = sv
-	}
+	ups, svcs := snap.byID.ups, snap.byID.svcs
 	// incremental: the routes prev built from the same objects are
 	// taken over (reuseRoutes below), and so is prev's upstream
 	// bookkeeping: its maps derived (layered), the routes built counted
@@ -599,6 +622,19 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		if !r.Enabled() {
 			continue
 		}
+		pi := -1 // prev's route built from r
+		if reuseRoutes {
+			pi = prevIndex(r)
+		}
+		if pi >= 0 && sameRefs {
+			// The same route object over the same upstreams and
+			// services: the same route.from, as prev found it.
+			if pr := prev.routes[pi]; pr.from.route == r && !pr.renew && pr.splits == nil {
+				snap.routes = append(snap.routes, pr)
+				taken = append(taken, int32(pi))
+				continue
+			}
+		}
 		id := r.ID.String()
 		var svc *spec.Service
 		if !r.ServiceID.IsZero() {
@@ -626,7 +662,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		from := routeFrom{r, svc, su}
 		if reuseRoutes {
-			if i := prevIndex(r); i >= 0 && prev.routes[i].from == from && !prev.routes[i].renew && prev.routes[i].splits == nil {
+			if i := pi; i >= 0 && prev.routes[i].from == from && !prev.routes[i].renew && prev.routes[i].splits == nil {
 				// The same compiled upstream, counted in prev's
 				// bookkeeping, which this build took over.
 				snap.routes = append(snap.routes, prev.routes[i])
