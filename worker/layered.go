@@ -17,6 +17,9 @@ type layered[K comparable, V any] struct {
 	base map[K]V
 	over map[K]layer[V]
 	n    int // live keys
+	// own: base is this map's alone (one made from nothing), written in
+	// place by the build that made it, before any map is derived from it.
+	own bool
 }
 
 type layer[V any] struct {
@@ -28,7 +31,7 @@ type layer[V any] struct {
 // changing m. m may be nil (empty).
 func (m *layered[K, V]) derive() *layered[K, V] {
 	if m == nil {
-		return &layered[K, V]{base: map[K]V{}}
+		return &layered[K, V]{base: map[K]V{}, own: true}
 	}
 	if len(m.over) <= len(m.base)/8+64 {
 		return &layered[K, V]{base: m.base, over: maps.Clone(m.over), n: m.n}
@@ -58,6 +61,10 @@ func (m *layered[K, V]) set(k K, v V) {
 	if _, ok := m.get(k); !ok {
 		m.n++
 	}
+	if m.own {
+		m.base[k] = v
+		return
+	}
 	if m.over == nil {
 		m.over = map[K]layer[V]{}
 	}
@@ -70,6 +77,10 @@ func (m *layered[K, V]) del(k K) {
 		return
 	}
 	m.n--
+	if m.own {
+		delete(m.base, k)
+		return
+	}
 	if _, inBase := m.base[k]; !inBase {
 		delete(m.over, k)
 		return
