@@ -137,6 +137,59 @@ func BenchmarkCompileChange(b *testing.B) {
 	}
 }
 
+// BenchmarkCompileChangeByID is BenchmarkCompileChange's one route
+// changed on the configuration of issue 41's bench admin rows: n routes
+// with two plugins each, referring by upstream_id to 20 000 upstreams in
+// turn.
+func BenchmarkCompileChangeByID(b *testing.B) {
+	w := New(Config{Listen: []string{"127.0.0.1:0"}})
+	ps := pluginSet{env: w.cfg.Plugins}
+	for _, n := range []int{5000, 20000, 50000} {
+		s := &spec.Spec{}
+		for i := range 20000 {
+			u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u%d","type":"roundrobin","nodes":{"127.0.0.1:%d":1}}`, i, 2000+i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Upstreams = append(s.Upstreams, u)
+		}
+		route := func(i int, v string) *spec.Route {
+			r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r%d","uri":"/bulk/%d","plugins":{"proxy-rewrite":{"uri":"/%s/%d"},`+
+				`"response-rewrite":{"headers":{"set":{"X-Route":"r%d"}}}},"upstream_id":"u%d"}`, i, i, v, i, i, i%20000))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		}
+		for i := range n {
+			s.Routes = append(s.Routes, route(i, "a"))
+		}
+		base, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("one-of-%d", n), func(b *testing.B) {
+			var specs [2]*spec.Spec
+			for v, version := range []string{"b", "c"} {
+				specs[v] = &spec.Spec{Routes: slices.Clone(s.Routes), Upstreams: s.Upstreams}
+				specs[v].Routes[n/2] = route(n/2, version)
+			}
+			cur := base
+			b.ReportAllocs()
+			c0 := cpuTime()
+			i := 0
+			for ; b.Loop(); i++ {
+				next, err := compile(specs[i%2], router.HostURI, upstreamEnv{}, ps, cur, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cur = next
+			}
+			b.ReportMetric(float64(cpuTime()-c0)/float64(i), "cpu-ns/op")
+		})
+	}
+}
+
 // pluginRoute is route r<i> of BenchmarkCompileChange, at version v (its
 // proxy-rewrite uri): an upstream of its own and two plugins.
 func pluginRoute(b testing.TB, i int, v string) *spec.Route {

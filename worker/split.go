@@ -45,8 +45,12 @@ func (e *splitEnv) ByID(id string) (plugins.Upstream, error) {
 // upstream object's.
 func (e *splitEnv) Inline(raw json.RawMessage) (plugins.Upstream, error) {
 	key := string(raw)
-	cu := e.snap.inline[key]
-	if cu == nil && e.prev != nil {
+	if cu := e.snap.inline[key]; cu != nil {
+		e.given = append(e.given, cu)
+		return cu, nil
+	}
+	var cu *upstream
+	if e.prev != nil {
 		if cu = e.prev.inline[key]; cu != nil && namesSSL(cu) {
 			cu = nil // its ssl object may have changed
 		}
@@ -64,9 +68,7 @@ func (e *splitEnv) Inline(raw json.RawMessage) (plugins.Upstream, error) {
 		e.snap.inline = map[string]*upstream{}
 	}
 	e.snap.inline[key] = cu
-	for _, nd := range cu.nodes {
-		e.snap.nodes[nd.key] = struct{}{}
-	}
+	addNodes(e.snap.nodes, cu)
 	e.given = append(e.given, cu)
 	return cu, nil
 }

@@ -71,6 +71,13 @@ type Options struct {
 	// each request's times (AccessLogFormat): which side a slow request
 	// waited on.
 	AccessLog bool
+	// Upstreams, when set, are put before the routes, each route (base,
+	// changed and bulk) referring to one of them by upstream_id in turn
+	// instead of having an upstream of its own; Plugins gives every
+	// route two plugins (proxy-rewrite and response-rewrite, each
+	// setting a header): the configuration of a large gateway.
+	Upstreams int
+	Plugins   bool
 }
 
 // AccessLogFormat is the access log of Options.AccessLog: when the
@@ -253,6 +260,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Workers: o.Workers, BaseRoutes: o.BaseRoutes}
+	if o.Upstreams > 0 {
+		e.logf("putting %d upstreams", o.Upstreams)
+		if err := e.putAll(ctx, "upstreams", "u", o.Upstreams, func(int) []byte {
+			return fmt.Appendf(nil, `{"type":"roundrobin","nodes":{%q:1}}`, e.upAddr)
+		}); err != nil {
+			return nil, err
+		}
+	}
 	e.logf("putting %d base routes", o.BaseRoutes)
 	if _, err := e.putRoutes(ctx, "base", o.BaseRoutes); err != nil {
 		return nil, err
@@ -448,14 +463,30 @@ func (e *env) admin(ctx context.Context, method, path string, body []byte) (int,
 	return resp.StatusCode, b, err
 }
 
-func (e *env) routeBody(uri string) []byte {
-	return fmt.Appendf(nil, `{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, e.upAddr)
+// routeBody is the route on uri, the i-th of its kind (which of
+// Options.Upstreams it takes).
+func (e *env) routeBody(uri string, i int) []byte {
+	b := fmt.Appendf(nil, `{"uri":%q,`, uri)
+	if e.o.Plugins {
+		b = fmt.Appendf(b, `"plugins":{"proxy-rewrite":{"headers":{"set":{"X-Bench":"1"}}},"response-rewrite":{"headers":{"set":{"X-Route":%q}}}},`, uri)
+	}
+	if e.o.Upstreams > 0 {
+		return fmt.Appendf(b, `"upstream_id":"u-%d"}`, i%e.o.Upstreams)
+	}
+	return fmt.Appendf(b, `"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, e.upAddr)
 }
 
 // putRoutes puts routes <prefix>-<i> on /<prefix>/<i>, i < n, Parallel at
 // a time, and returns how long that took.
 func (e *env) putRoutes(ctx context.Context, prefix string, n int) (time.Duration, error) {
 	start := time.Now()
+	err := e.putAll(ctx, "routes", prefix, n, func(i int) []byte { return e.routeBody("/"+prefix+"/"+strconv.Itoa(i), i) })
+	return time.Since(start), err
+}
+
+// putAll puts the objects <prefix>-<i> of resource res, i < n, bodies
+// made by body, Parallel at a time.
+func (e *env) putAll(ctx context.Context, res, prefix string, n int, body func(i int) []byte) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, e.o.Parallel)
@@ -469,12 +500,12 @@ func (e *env) putRoutes(ctx context.Context, prefix string, n int) (time.Duratio
 					return
 				}
 				id := prefix + "-" + strconv.Itoa(i)
-				st, b, err := e.admin(ctx, "PUT", "/routes/"+id, e.routeBody("/"+prefix+"/"+strconv.Itoa(i)))
+				st, b, err := e.admin(ctx, "PUT", "/"+res+"/"+id, body(i))
 				if err == nil && st != 201 && st != 200 {
 					err = fmt.Errorf("status %d: %s", st, b)
 				}
 				if err != nil {
-					errs <- fmt.Errorf("propagate: PUT route %s: %w", id, err)
+					errs <- fmt.Errorf("propagate: PUT %s %s: %w", res, id, err)
 					return
 				}
 			}
@@ -483,9 +514,9 @@ func (e *env) putRoutes(ctx context.Context, prefix string, n int) (time.Duratio
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return 0, err
+		return err
 	}
-	return time.Since(start), ctx.Err()
+	return ctx.Err()
 }
 
 // prober sends GETs on one kept-alive connection to the gateway.
@@ -555,7 +586,7 @@ func (e *env) change(ctx context.Context, i int) (Change, error) {
 	if st, err := p.get(path); err != nil || st != 404 {
 		return Change{}, fmt.Errorf("propagate: %s before its PUT: status %d, %v", path, st, err)
 	}
-	body := e.routeBody(path)
+	body := e.routeBody(path, i)
 	start := time.Now()
 	st, b, err := e.admin(ctx, "PUT", "/routes/chg-"+strconv.Itoa(i), body)
 	put := time.Since(start)

@@ -83,12 +83,28 @@ type Syncer struct {
 	// order is objs in the order they are served (byCreation) while
 	// sorted; a change keeps it so where it can (a new object is the
 	// newest, an update keeps its place), else build sorts again.
-	order    []*object
-	sorted   bool
-	mods     map[string]int64 // ModRevision by key, of every resource ModifyIndexes counts
-	prevIdx  int64            // the highest ModRevision of the keys read or changed (a deletion's included)
-	rev      int64            // the revision objs reflect (0: none read)
-	lastHash [32]byte         // of the last Spec handed on or loaded
+	order  []*object
+	sorted bool
+	// valid: the last build's Spec passed spec.Check whole, nothing left
+	// out; since then the routes of changed were put (or replaced, or
+	// deleted), and nothing else changed unless recheck. foreign counts
+	// the routes whose id is not their key's. A build with valid, no
+	// recheck and no foreign route checks the references of the changed
+	// routes alone (fastCheck): nothing refers to a route, so they are
+	// all that can make the Spec fail.
+	valid   bool
+	recheck bool
+	changed []*object
+	foreign int
+	mods    map[string]int64 // ModRevision by key, of every resource ModifyIndexes counts
+	// modMax is the highest of mods by resource, kept as mods change
+	// (putMod, delMod); stale names the resources whose highest was
+	// deleted or lowered, which setIndexes finds again.
+	modMax   map[string]int64
+	stale    map[string]bool
+	prevIdx  int64    // the highest ModRevision of the keys read or changed (a deletion's included)
+	rev      int64    // the revision objs reflect (0: none read)
+	lastHash [32]byte // of the last Spec handed on or loaded
 
 	cluster      uint64 // the store's cluster id, as of the last full read (0: unknown)
 	served       origin // where the configuration served was read (0: nowhere yet)
@@ -195,6 +211,7 @@ func byCreation(a, b *object) int {
 // replace records in s.order that the object old (nil: none) was
 // replaced by o (nil: removed).
 func (s *Syncer) replace(old, o *object) {
+	s.note(old, o)
 	if !s.sorted {
 		return
 	}
@@ -221,6 +238,75 @@ func (s *Syncer) replace(old, o *object) {
 	s.order = slices.Insert(s.order, i, o)
 }
 
+// note records, for fastCheck, that the object old (nil: none) was
+// replaced by o (nil: removed).
+func (s *Syncer) note(old, o *object) {
+	if isForeign(old) {
+		s.foreign--
+	}
+	if isForeign(o) {
+		s.foreign++
+	}
+	switch {
+	case o != nil && o.kind == spec.KindRoute:
+		s.changed = append(s.changed, o)
+	case o == nil && (old == nil || old.kind == spec.KindRoute):
+		// A route gone: nothing refers to it.
+	default:
+		s.recheck = true
+	}
+}
+
+// fastCheck reports whether the Spec of s.objs passes spec.Check, known
+// without a Check of the whole Spec: the last build's passed, only routes
+// changed since, and each changed one has its key's id and refers by
+// upstream_id, service_id and plugin_config_id to objects stored under
+// the ids it names. false: Check the whole Spec.
+func (s *Syncer) fastCheck() bool {
+	if !s.valid || s.recheck || s.foreign != 0 {
+		return false
+	}
+	// stored: an object of the kind is stored under to's id, with that
+	// id (the key's, so no other object of the kind has it).
+	stored := func(res, kind string, to spec.ID) bool {
+		if to.IsZero() {
+			return true
+		}
+		o := s.objs[s.dir+res+"/"+to.String()]
+		if o == nil || o.kind != kind {
+			return false
+		}
+		var id spec.ID
+		switch {
+		case o.ups != nil:
+			id = o.ups.ID
+		case o.svc != nil:
+			id = o.svc.ID
+		case o.pc != nil:
+			id = o.pc.ID
+		}
+		return id.String() == to.String()
+	}
+	for _, o := range s.changed {
+		if s.objs[o.key] != o {
+			continue // replaced since, or deleted: the one after it is in changed
+		}
+		r := o.route
+		if isForeign(o) ||
+			!stored("upstreams", spec.KindUpstream, r.UpstreamID) ||
+			!stored("services", spec.KindService, r.ServiceID) ||
+			!stored("plugin_configs", spec.KindPluginConfig, r.PluginConfigID) {
+			return false
+		}
+	}
+	return true
+}
+
+// isForeign reports whether o is a route whose id is not its key's.
+func isForeign(o *object) bool {
+	return o != nil && o.kind == spec.KindRoute && o.route.ID.String() != o.id.String()
+}
+
 // New makes a Syncer.
 func New(o Options) *Syncer {
 	if o.Coalesce <= 0 {
@@ -236,6 +322,7 @@ func New(o Options) *Syncer {
 		o.Log = slog.Default()
 	}
 	s := &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}, mods: map[string]int64{},
+		modMax: map[string]int64{}, stale: map[string]bool{},
 		accept: o.AcceptReset, firstRead: make(chan struct{})}
 	s.refusal.Store(&ErrNotRead)
 	return s
@@ -601,7 +688,8 @@ func (s *Syncer) list(ctx context.Context) error {
 		s.cluster = c.ClusterID()
 	}
 	clear(s.objs)
-	clear(s.mods)
+	s.valid, s.foreign = false, 0
+	s.clearMods()
 	clear(s.order) // no stale object kept alive past the new length
 	s.order, s.sorted = s.order[:0], false
 	// The secrets first: the other objects' $secret:// references are
@@ -629,7 +717,7 @@ func (s *Syncer) apply(ev store.Event) {
 		o := s.objs[ev.KV.Key]
 		s.replace(o, nil)
 		delete(s.objs, ev.KV.Key)
-		delete(s.mods, ev.KV.Key)
+		s.delMod(ev.KV.Key)
 		if o != nil && o.kind == kindSecret {
 			s.secretsChanged()
 		}
@@ -693,7 +781,7 @@ func (s *Syncer) put(kv store.KV) {
 	}
 	res, id, ok := strings.Cut(rest, "/")
 	if ok && slices.Contains(IndexedResources, res) {
-		s.mods[kv.Key] = kv.ModRevision
+		s.putMod(res, kv.Key, kv.ModRevision)
 	}
 	kind := resources[res]
 	if kind == spec.KindConsumer && strings.Contains(id, "/") {
@@ -930,6 +1018,10 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		s.sorted = true
 	}
 	objs := s.order
+	fast := s.fastCheck()
+	s.valid, s.recheck = false, false
+	clear(s.changed) // no object kept alive past the new length
+	s.changed = s.changed[:0]
 	skip := map[string]bool{} // kind + " " + id
 	for range len(objs) + 1 {
 		sp := &spec.Spec{}
@@ -967,9 +1059,13 @@ func (s *Syncer) build() (*spec.Spec, error) {
 				sp.Secrets = append(sp.Secrets, o.raw)
 			}
 		}
-		err := sp.Check()
+		var err error
+		if !fast || len(skip) > 0 {
+			err = sp.Check()
+		}
 		var re *spec.ReferenceError
 		if err == nil {
+			s.valid = len(skip) == 0
 			h.Sum(sp.Hash[:0])
 			if s.opts.Plugins != nil {
 				// Every object's plugins passed checkPlugins as it
@@ -1024,17 +1120,55 @@ func (s *Syncer) handOn(sp *spec.Spec, onChange func(*spec.Spec)) {
 	}
 }
 
-// setIndexes computes ModifyIndexes from s.mods.
-func (s *Syncer) setIndexes() {
-	m := make(map[string]int64, len(IndexedResources)+3)
-	for _, r := range IndexedResources {
-		m[r] = 0
+// putMod records the ModRevision of key, of resource res, in mods and
+// modMax.
+func (s *Syncer) putMod(res, key string, rev int64) {
+	if old, ok := s.mods[key]; ok && rev < old && old == s.modMax[res] {
+		s.stale[res] = true
 	}
+	s.mods[key] = rev
+	s.modMax[res] = max(s.modMax[res], rev)
+}
+
+// clearMods empties mods, as a full read starts.
+func (s *Syncer) clearMods() {
+	clear(s.mods)
+	clear(s.modMax)
+	clear(s.stale)
+}
+
+// delMod takes key out of mods.
+func (s *Syncer) delMod(key string) {
+	old, ok := s.mods[key]
+	if !ok {
+		return
+	}
+	delete(s.mods, key)
+	if res, _, _ := strings.Cut(strings.TrimPrefix(key, s.dir), "/"); old == s.modMax[res] {
+		s.stale[res] = true
+	}
+}
+
+// setIndexes computes ModifyIndexes from modMax, after finding the
+// highest of each stale resource again in mods: a change walks mods only
+// when it deleted (or lowered) its resource's highest.
+func (s *Syncer) setIndexes() {
+	if len(s.stale) > 0 {
+		for res := range s.stale {
+			delete(s.modMax, res)
+		}
+		for key, rev := range s.mods {
+			if res, _, _ := strings.Cut(strings.TrimPrefix(key, s.dir), "/"); s.stale[res] {
+				s.modMax[res] = max(s.modMax[res], rev)
+			}
+		}
+		clear(s.stale)
+	}
+	m := make(map[string]int64, len(IndexedResources)+3)
 	var top int64
-	for key, rev := range s.mods {
-		res, _, _ := strings.Cut(strings.TrimPrefix(key, s.dir), "/")
-		m[res] = max(m[res], rev)
-		top = max(top, rev)
+	for _, r := range IndexedResources {
+		m[r] = s.modMax[r]
+		top = max(top, m[r])
 	}
 	m["max_modify_index"] = top
 	m["prev_index"] = s.prevIdx

@@ -22,6 +22,8 @@ func adminCmd(args []string) error {
 		cpus     = cpuFlag(fs, "cpus", "", "CPUs of the gateway; default: not pinned")
 		base     = fs.Int("routes", 100, "routes present before the changes")
 		changes  = fs.Int("changes", 100, "PUTs timed one at a time")
+		ups      = fs.Int("upstreams", 0, "upstreams put first, the routes referring to them by upstream_id in turn; 0: each route has its own")
+		plugs    = fs.Bool("plugins", false, "two plugins (proxy-rewrite, response-rewrite) on every route")
 		bulk     = fs.Int("bulk", 5000, "routes of the bulk load; 0 to skip it")
 		rate     = fs.Float64("rate", 2000, "steady traffic during the bulk load, req/s")
 		conns    = fs.Int("c", 9, "connections of the steady traffic")
@@ -61,6 +63,7 @@ func adminCmd(args []string) error {
 	}
 	o := propagate.Options{
 		Coregate: bin, Self: self, Workers: *workers, CPUs: gwCPUs, BaseRoutes: *base, Changes: *changes,
+		Upstreams: *ups, Plugins: *plugs,
 		Bulk: *bulk, Rate: *rate, Conns: *conns, Parallel: *parallel, Nginx: *nginx, Dir: dir, Log: os.Stderr,
 		Trace: *trace, TraceFor: *traceFor, AccessLog: *access,
 	}
