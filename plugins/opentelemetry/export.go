@@ -127,7 +127,10 @@ func intAttr(k string, v int64) *commonpb.KeyValue {
 var running atomic.Int64
 
 // Run exports until ctx is done, then exports what is queued once more
-// (bounded by RequestTimeout) and stops the client.
+// and stops the client. Every upload is bounded by RequestTimeout, not by
+// ctx: ctx being done (the metadata changed, or no instance holds the
+// exporter any more) means "send what you hold and stop", so a batch
+// already taken from the queue is never cut off by it and lost.
 func (e *Exporter) Run(ctx context.Context) {
 	running.Add(1)
 	defer running.Add(-1)
@@ -143,7 +146,7 @@ func (e *Exporter) Run(ctx context.Context) {
 			cancel()
 			return
 		case <-e.q.Ready():
-			for e.q.Len() >= e.cfg.MaxExportBatchSize && e.exportBatch(ctx) > 0 {
+			for e.q.Len() >= e.cfg.MaxExportBatchSize && e.exportBatch(context.Background()) > 0 {
 			}
 		case now := <-tick.C:
 			if e.q.Len() == 0 {
@@ -154,7 +157,7 @@ func (e *Exporter) Run(ctx context.Context) {
 				e.firstSeen = now
 			}
 			if now.Sub(e.firstSeen)+e.cfg.InactiveTimeout > e.cfg.BatchTimeout {
-				for e.exportBatch(ctx) > 0 {
+				for e.exportBatch(context.Background()) > 0 {
 				}
 			}
 		}
