@@ -195,8 +195,9 @@ func looksLikeShell(text string) bool {
 // docGateway is the node the shell examples run against, and the ports
 // that stand for the documented ones.
 type docGateway struct {
-	g     *supGateway
-	ports *strings.Replacer
+	g                *supGateway
+	ports            *strings.Replacer
+	proxy, adminPort int
 }
 
 func startDocGateway(t *testing.T) *docGateway {
@@ -222,18 +223,33 @@ func startDocGateway(t *testing.T) *docGateway {
 	})
 	_, upPort, _ := strings.Cut(up.Addr(), ":")
 	_, deadPort, _ := strings.Cut(e2e.DeadAddr(t), ":")
-	return &docGateway{g: g, ports: strings.NewReplacer(
+	return &docGateway{g: g, proxy: g.port, adminPort: adminPort, ports: strings.NewReplacer(
 		"9080", strconv.Itoa(g.port), "9180", strconv.Itoa(adminPort), "9090", strconv.Itoa(controlPort),
 		"1980", upPort, "1981", deadPort)}
 }
 
 // docCurl is bash's curl in the examples: the real one, recording the
-// line it was called from and the status of its last answer.
+// line it was called from and the status of its last answer. A change
+// made through the Admin API is live on the workers within milliseconds,
+// not at once, as a reader typing the next command finds it: after a
+// write to the Admin API, a 404 of the proxy is asked again, for up to
+// 3 s, before it counts.
 const docCurl = `curl() {
-	local n=$((${#DOC_CALLS[@]} + 1)) rc=0
-	command curl -D "$DOC_DIR/head.$n" "$@" || rc=$?
+	local n=$((${#DOC_CALLS[@]} + 1)) rc=0 try=0 status
+	while :; do
+		rc=0
+		command curl -D "$DOC_DIR/head.$n" "$@" || rc=$?
+		status=$(head -n 1 "$DOC_DIR/head.$n" 2>/dev/null | cut -d ' ' -f 2)
+		if [ "$status" = 404 ] && [ "$DOC_WROTE" = 1 ] && [[ " $* " == *":$DOC_PROXY/"* ]] && [ $try -lt 30 ]; then
+			try=$((try + 1))
+			sleep 0.1
+			continue
+		fi
+		break
+	done
+	case " $* " in *":$DOC_ADMIN/"*) case " $* " in *" -X "*|*" -d "*|*" --data"*) DOC_WROTE=1 ;; esac ;; esac
 	DOC_CALLS+=("$n")
-	echo "${BASH_LINENO[0]} $rc $(head -n 1 "$DOC_DIR/head.$n" 2>/dev/null | cut -d ' ' -f 2)" >>"$DOC_DIR/calls"
+	echo "${BASH_LINENO[0]} $rc $status" >>"$DOC_DIR/calls"
 	return $rc
 }
 DOC_CALLS=()
@@ -257,7 +273,8 @@ func (g *docGateway) run(t *testing.T, b docBlock) {
 	// A curl still running when bash is killed holds the output pipe:
 	// stop waiting for it too.
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(os.Environ(), "BASH_ENV="+filepath.Join(dir, "prelude.sh"), "DOC_DIR="+dir)
+	cmd.Env = append(os.Environ(), "BASH_ENV="+filepath.Join(dir, "prelude.sh"), "DOC_DIR="+dir,
+		"DOC_PROXY="+strconv.Itoa(g.proxy), "DOC_ADMIN="+strconv.Itoa(g.adminPort))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Errorf("%s: %v\n%s\n%s", b, err, script, out)
