@@ -337,11 +337,28 @@ func runChromium(t *testing.T, chromium, dir string, args ...string) string {
 		args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.Output()
+	endGroup(cmd)
 	if err != nil {
 		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
 	}
 	return string(out)
+}
+
+// endGroup ends what is left of the process group a Chromium started
+// (Setpgid) once its first process exited: its helpers (zygote,
+// renderer, crash handler) may outlive it a moment and still write to the
+// profile the test's clean-up removes. It waits, up to 5 s, for the group
+// to be gone.
+func endGroup(cmd *exec.Cmd) {
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+			return
+		}
+	}
 }
 
 // domWithoutScript loads url in headless Chromium with JavaScript off
@@ -358,6 +375,7 @@ func domWithoutScript(t *testing.T, chromium, dir, url string) string {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir="+profile, "--window-size=1200,900", "--blink-settings=scriptEnabled=false",
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", url)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -375,6 +393,7 @@ func domWithoutScript(t *testing.T, chromium, dir, url string) string {
 			_ = cmd.Process.Kill()
 			<-done
 		}
+		endGroup(cmd)
 	}()
 	// "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
 	found := make(chan string, 1)
