@@ -49,12 +49,15 @@ run: build
 # sockets; its tests that measure timing or pin workers to CPUs are not
 # parallel, and run first, before its parallel ones start.
 SERIAL_PKGS := ./worker ./node/supervisor ./bench/load
+# The longest package of the rest, named first so that it is built and
+# started first, the others running beside it.
+FIRST_PKGS := ./cmd/coregate
 test:
 	$(GO) test -count=1 -run 'Alloc' $(PKGS) $(GNET_PKGS)
 	$(GO) test -race -shuffle=on -count=1 -p 1 -timeout 20m $(SERIAL_PKGS)
 	$(GO) test -race -count=1 -run '^TestPair$$' ./bench/harness
 	$(GO) test -race -shuffle=on -count=1 -p 4 -parallel 8 -timeout 20m -skip '^TestPair$$' \
-	  $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(SERIAL_PKGS))")
+	  $$($(GO) list $(FIRST_PKGS); $(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(SERIAL_PKGS) $(FIRST_PKGS))")
 	$(GO) test -race -count=1 $(GNET_PKGS)
 
 alloc:
