@@ -123,35 +123,36 @@ func TestHealthConcurrency(t *testing.T) {
 // same node checked against the system's CAs alone turns unhealthy, and
 // one with https_verify_certificate false is probed without them.
 func TestHealthHTTPSTrustedCA(t *testing.T) {
-	var served atomic.Int32
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-	}))
-	t.Cleanup(srv.Close)
-	addr := srv.Listener.Addr().String()
-	roots := x509.NewCertPool()
-	roots.AddCert(srv.Certificate())
-	check := func(roots *x509.CertPool, verify string) *shm.HealthNode {
+	// Each check has a server of its own: a probe of one check still in
+	// flight when it stops is not counted for the next.
+	check := func(trusted bool, verify string) (*shm.HealthNode, int32) {
+		var served atomic.Int32
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served.Add(1)
+		}))
+		t.Cleanup(srv.Close)
+		addr := srv.Listener.Addr().String()
 		h := testChecks(t, 0)
-		h.roots = roots
+		if trusted {
+			h.roots = x509.NewCertPool()
+			h.roots.AddCert(srv.Certificate())
+		}
 		h.update(decodeSpec(t, `{"upstreams": [{"id": "u1", "scheme": "https", "nodes": {"`+addr+`": 1},
 			"checks": {"active": {"type": "https", "timeout": 2, `+verify+`
 			"healthy": {"interval": 0.05}, "unhealthy": {"interval": 0.05, "tcp_failures": 1}}}}]}`))
 		n := h.seg.Node(shm.HealthKey("/apisix/upstreams/u1", addr))
 		time.Sleep(500 * time.Millisecond)
 		h.stop()
-		return n
+		return n, served.Load()
 	}
-	if n := check(roots, ""); !n.Healthy() || served.Load() == 0 {
-		t.Errorf("signed by a trusted CA: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served.Load())
+	if n, served := check(true, ""); !n.Healthy() || served == 0 {
+		t.Errorf("signed by a trusted CA: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served)
 	}
-	served.Store(0)
-	if n := check(nil, ""); n.Healthy() || served.Load() != 0 {
-		t.Errorf("against the system's CAs: healthy %v after %d probes answered, want unhealthy, none answered", n.Healthy(), served.Load())
+	if n, served := check(false, ""); n.Healthy() || served != 0 {
+		t.Errorf("against the system's CAs: healthy %v after %d probes answered, want unhealthy, none answered", n.Healthy(), served)
 	}
-	served.Store(0)
-	if n := check(nil, `"https_verify_certificate": false,`); !n.Healthy() || served.Load() == 0 {
-		t.Errorf("https_verify_certificate false: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served.Load())
+	if n, served := check(false, `"https_verify_certificate": false,`); !n.Healthy() || served == 0 {
+		t.Errorf("https_verify_certificate false: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served)
 	}
 }
 
