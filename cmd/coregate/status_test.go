@@ -436,7 +436,9 @@ func domWithoutScript(t *testing.T, chromium, dir, url string) string {
 			if dom, err = outerHTML(tg.WebSocketDebuggerURL); err != nil {
 				return err
 			}
-			if !strings.Contains(dom, "<title>coregate status</title>") {
+			// The script is the body's last element: once the parser
+			// reached it, the tables before it are whole.
+			if !strings.Contains(dom, "<title>coregate status</title>") || !strings.Contains(dom, "<script") {
 				return fmt.Errorf("page not loaded yet: %s", dom)
 			}
 			return nil
