@@ -133,15 +133,8 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		return &instance{}, nil
 	}
 	in := &instance{w: writerOf(*path)}
-	if c.IncludeReqBody {
-		in.req = &logentry.ReqBody{Max: c.MaxReqBodyBytes}
-		if c.IncludeReqExpr != nil {
-			e, err := varexpr.Compile(c.IncludeReqExpr)
-			if err != nil {
-				return nil, err
-			}
-			in.req.Expr = &e
-		}
+	if in.req, err = logentry.NewReqBody(c.IncludeReqBody, c.IncludeReqExpr, c.MaxReqBodyBytes); err != nil {
+		return nil, err
 	}
 	if env.Metrics != nil {
 		in.dropped = env.Metrics.Slot(DroppedMetric)

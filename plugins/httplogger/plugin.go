@@ -133,15 +133,8 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		}
 	}
 	in := &instance{}
-	if c.IncludeReqBody {
-		in.req = &logentry.ReqBody{Max: c.MaxReqBodyBytes}
-		if c.IncludeReqBodyExpr != nil {
-			e, err := varexpr.Compile(c.IncludeReqBodyExpr)
-			if err != nil {
-				return nil, err
-			}
-			in.req.Expr = &e
-		}
+	if in.req, err = logentry.NewReqBody(c.IncludeReqBody, c.IncludeReqBodyExpr, c.MaxReqBodyBytes); err != nil {
+		return nil, err
 	}
 	format := c.LogFormat
 	if format == nil && nonEmpty(md.LogFormat) {

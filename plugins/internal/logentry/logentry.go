@@ -242,6 +242,26 @@ type ReqBody struct {
 	ev   varexpr.Evaluator
 }
 
+// NewReqBody builds include_req_body (include), include_req_body_expr
+// (expr, nil when not given) and max_req_body_bytes (max): nil without
+// include_req_body, when the entry holds no request body. An expression
+// that does not compile is refused with varexpr's error (the loggers'
+// Check gave APISIX's message before).
+func NewReqBody(include bool, expr json.RawMessage, max int) (*ReqBody, error) {
+	if !include {
+		return nil, nil
+	}
+	r := &ReqBody{Max: max}
+	if expr != nil {
+		e, err := varexpr.Compile(expr)
+		if err != nil {
+			return nil, err
+		}
+		r.Expr = &e
+	}
+	return r, nil
+}
+
 // TeeLimit is the plugins.BodyTee limit of a logger with
 // include_req_body: max_req_body_bytes. The worker copies that much of
 // each body as it goes upstream, for the log phase; the body itself goes
