@@ -8,7 +8,7 @@ PKGS    := ./...
 GNET_PKGS := github.com/panjf2000/gnet/v2/pkg/netpoll github.com/panjf2000/gnet/v2/pkg/io
 export GOTOOLCHAIN := local
 
-.PHONY: build run test alloc check fuzz bench bench-deps bench-bundle microbench soak chaos cross static install deb clean
+.PHONY: build run test alloc check fuzz bench bench-deps bench-bundle microbench soak chaos cluster-test cross static install deb clean
 
 # coregate -V's commit, stamped: GOFLAGS=-buildvcs=false turns go build's own off.
 LDFLAGS ?= -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
@@ -104,6 +104,15 @@ soak: build
 chaos: build
 	$(GO) build -o bench/.bin/soak ./bench/cmd/soak
 	bench/.bin/soak chaos $(CHAOSFLAGS)
+
+# A cluster on one machine (root, ip netns): scripts/cluster.sh up, the
+# scenarios of issue 41 (a change on the control plane served on three data
+# planes, limit-count over Redis and Redis Cluster, etcd members, Redis and
+# a data plane stopped or cut off), a table of figures, down. CLUSTER=short
+# runs each scenario with fewer iterations.
+cluster-test: build
+	$(GO) build -o bench/.bin/cluster ./bench/cmd/cluster
+	bench/.bin/cluster $(CLUSTERFLAGS)
 
 # bench pair on a host without Go or nginx: bin/bench-bundle.tar.xz
 # (bench/bundle says what it holds and how to run it there).
