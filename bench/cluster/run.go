@@ -81,6 +81,7 @@ type Scenario struct {
 // Scenarios are the scenarios in the order they run.
 var Scenarios = []Scenario{
 	{"propagation", propagation},
+	{"limit-count", limitCount},
 }
 
 // ErrFailed: a scenario failed (the table says which).
