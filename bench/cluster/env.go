@@ -26,6 +26,7 @@ type Env struct {
 	DP           []string // the data planes' proxy addresses, ip:port
 	Upstream     string   // ip:port
 	Redis        string   // ip:port
+	Etcd         []string // the etcd members' client addresses, ip:port
 	RedisCluster []string // the Redis Cluster's masters, ip:port
 	Workers      int      // workers of each coregate node
 
@@ -69,6 +70,12 @@ func LoadEnv(script, state string) (*Env, error) {
 	e := &Env{Script: script, State: state, Tag: kv["CLUSTER_TAG"], AdminKey: kv["ADMIN_KEY"], Admin: kv["ADMIN"],
 		DP: strings.Split(kv["DP"], ","), Upstream: kv["UPSTREAM"], Redis: kv["REDIS"],
 		RedisCluster: strings.Split(kv["REDIS_CLUSTER"], ",")}
+	for _, u := range strings.Split(kv["ETCD"], ",") {
+		e.Etcd = append(e.Etcd, strings.TrimPrefix(u, "http://"))
+	}
+	if len(e.Etcd) != 3 {
+		return nil, fmt.Errorf("cluster: cluster.env's ETCD %q: want 3 members", kv["ETCD"])
+	}
 	_, _ = fmt.Sscan(kv["CLUSTER_WORKERS"], &e.Workers)
 	e.client = &http.Client{Transport: &http.Transport{
 		DialContext: (&net.Dialer{Timeout: time.Second}).DialContext, MaxIdleConnsPerHost: 4,

@@ -82,6 +82,7 @@ type Scenario struct {
 var Scenarios = []Scenario{
 	{"propagation", propagation},
 	{"limit-count", limitCount},
+	{"etcd", etcdMembers},
 }
 
 // ErrFailed: a scenario failed (the table says which).
