@@ -83,6 +83,7 @@ var Scenarios = []Scenario{
 	{"propagation", propagation},
 	{"limit-count", limitCount},
 	{"etcd", etcdMembers},
+	{"redis", redisDown},
 }
 
 // ErrFailed: a scenario failed (the table says which).
@@ -111,6 +112,9 @@ func Run(o Options, only []string) (*Report, error) {
 	}
 	return r, nil
 }
+
+func splitArgs(s string) []string { return strings.Fields(s) }
+func joinArgs(a []string) string  { return strings.Join(a, " ") }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
