@@ -98,6 +98,16 @@ func (e *Env) Run(args ...string) error {
 	return nil
 }
 
+// Output is Run that returns what the command wrote on its stdout.
+func (e *Env) Output(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.Script, args...)
+	cmd.Env = append(os.Environ(), "CLUSTER_STATE="+e.State, "CLUSTER_TAG="+e.Tag)
+	out, err := cmd.Output()
+	return string(out), err
+}
+
 // Put writes an object through the control plane's Admin API (kind
 // "routes", ...) and returns the answer's status. A request not answered
 // within timeout is an error.

@@ -84,6 +84,7 @@ var Scenarios = []Scenario{
 	{"limit-count", limitCount},
 	{"etcd", etcdMembers},
 	{"redis", redisDown},
+	{"data-plane", dataPlanes},
 }
 
 // ErrFailed: a scenario failed (the table says which).
