@@ -74,15 +74,7 @@ func etcdMembers(o *Options, r *Report) (err error) {
 	l := &Load{Nodes: e.DP, Paths: []string{"/etcd/base"}, Conns: 6, Rate: 300, Timeout: 2 * time.Second,
 		Limit: 2 * time.Minute, Max: 100000}
 	l.Start()
-	defer func() {
-		if l.stop != nil {
-			select {
-			case <-l.stop:
-			default:
-				l.Stop()
-			}
-		}
-	}()
+	defer l.Stop()
 	time.Sleep(time.Second)
 
 	// One member stopped.

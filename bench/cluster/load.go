@@ -38,6 +38,7 @@ type Load struct {
 	mu      sync.Mutex
 	results []Result
 	stop    chan struct{}
+	once    sync.Once
 	wg      sync.WaitGroup
 }
 
@@ -52,7 +53,7 @@ func NewTransport(conns int) *http.Transport {
 	}
 }
 
-// Start starts the load's goroutines.
+// Start starts the load's goroutines; Stop must follow.
 func (l *Load) Start() {
 	l.stop = make(chan struct{})
 	if l.Max == 0 {
@@ -103,26 +104,14 @@ func (l *Load) Start() {
 }
 
 // Stop stops the load, waits for the requests in flight, and returns
-// every result.
+// every result. It may be called again (a deferred clean-up): the load is
+// stopped once.
 func (l *Load) Stop() []Result {
-	close(l.stop)
+	l.once.Do(func() { close(l.stop) })
 	l.wg.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.results
-}
-
-// Since returns the results answered at or after t so far.
-func (l *Load) Since(t time.Time) []Result {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []Result
-	for _, r := range l.results {
-		if !r.Done.Before(t) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // Get sends GET path to addr with c and reads the whole answer.

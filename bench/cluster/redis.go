@@ -19,9 +19,8 @@ const (
 // without it every one is answered 500 (APISIX's "failed to limit count");
 // either way none waits past the Redis timeout.
 type outage struct {
-	n, wrong, longest  int
-	wait               time.Duration
-	degrade, strict500 int
+	n, wrong int           // requests, and those with another answer
+	wait     time.Duration // the longest
 }
 
 func judgeOutage(rs []Result, from, to time.Time) (deg, strict outage) {

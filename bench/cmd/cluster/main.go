@@ -33,10 +33,7 @@ func main() {
 	}
 }
 
-// errInner: the scenarios' process failed; it printed why.
-var errInner = cluster.ErrFailed
-
-func runCmd(args []string) error {
+func runCmd(args []string) (err error) {
 	fs := flag.NewFlagSet("cluster", flag.ExitOnError)
 	script := fs.String("script", "scripts/cluster.sh", "the script that brings the cluster up and down")
 	short := fs.Bool("short", os.Getenv("CLUSTER") == "short", "fewer iterations and shorter phases (CLUSTER=short)")
@@ -77,10 +74,19 @@ func runCmd(args []string) error {
 		cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stdout, os.Stderr
 		return cmd.Run()
 	}
-	down := func() {
+	host, err := hostNet()
+	if err != nil {
+		return err
+	}
+	// down brings the cluster down and checks that it left nothing: no
+	// process it recorded, no namespace of its tag, the host's interfaces
+	// and addresses as they were before up.
+	down := func() error {
+		pids := recorded(state)
 		if err := script2(2*time.Minute, "down"); err != nil {
-			fmt.Fprintf(os.Stderr, "cluster: down: %v\n", err)
+			return fmt.Errorf("cluster: down: %v", err)
 		}
+		return leftOver(host, tag, pids)
 	}
 
 	// The whole run is bounded; interrupted, it stops the scenarios and
@@ -105,10 +111,23 @@ func runCmd(args []string) error {
 	fmt.Printf("cluster: up (state %s, namespaces %s-*)\n", state, tag)
 	t0 := time.Now()
 	if err := script2(3*time.Minute, "up"); err != nil {
+		if err2 := leftOver(host, tag, nil); err2 != nil {
+			fmt.Fprintln(os.Stderr, err2)
+		}
 		return fmt.Errorf("cluster: up: %v (logs in %s/logs; -keep keeps them)", err, state)
 	}
-	defer down()
+	defer func() {
+		if err2 := down(); err2 != nil {
+			fmt.Fprintln(os.Stderr, err2)
+			if err == nil {
+				err = cluster.ErrFailed
+			}
+		}
+	}()
 	fmt.Printf("cluster: up in %v\n", time.Since(t0).Round(time.Millisecond))
+	if now, err := hostNet(); err != nil || now != host {
+		return fmt.Errorf("cluster: up changed the host's own network namespace (%v):\nbefore:\n%s\nafter:\n%s", err, host, now)
+	}
 
 	// The scenarios run in the client namespace, the only place the
 	// cluster's addresses can be reached from.
@@ -129,12 +148,13 @@ func runCmd(args []string) error {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+		// ip netns exec became the scenarios' process: the same PID
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err = <-done:
+		case <-done:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			err = <-done
+			<-done
 		}
 		if ctx.Err() == context.DeadlineExceeded {
 			return fmt.Errorf("cluster: still running after %v: stopped", limit)
@@ -143,7 +163,7 @@ func runCmd(args []string) error {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 1 {
-		return errInner
+		return cluster.ErrFailed // the table says which
 	}
 	return err
 }
@@ -170,4 +190,71 @@ func scenariosCmd(args []string) error {
 	}
 	_, err = cluster.Run(cluster.Options{Env: e, Short: *short, Out: os.Stdout}, list)
 	return err
+}
+
+// hostNet describes the host's own network namespace: each interface's
+// name, and each address with its interface.
+func hostNet() (string, error) {
+	var b strings.Builder
+	for _, what := range []string{"link", "addr"} {
+		out, err := exec.Command("ip", "-o", what, "show").Output()
+		if err != nil {
+			return "", fmt.Errorf("cluster: ip -o %s show: %v", what, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case what == "link" && len(f) >= 2:
+				fmt.Fprintf(&b, "link %s\n", f[1])
+			case what == "addr" && len(f) >= 4:
+				fmt.Fprintf(&b, "addr %s %s %s\n", f[1], f[2], f[3])
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// recorded reads the PIDs the script recorded in state/pids.
+func recorded(state string) []int {
+	files, _ := filepath.Glob(filepath.Join(state, "pids", "*"))
+	var pids []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		var pid int
+		if _, err2 := fmt.Sscan(string(b), &pid); err == nil && err2 == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// leftOver tells what a down left behind: a process of pids still
+// running, a namespace of tag, a change to the host's namespace since
+// host was taken.
+func leftOver(host, tag string, pids []int) error {
+	var left []string
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// a zombie has ended: its parent, not the script, reaps it
+		if err == nil && !strings.Contains(string(b), ") Z ") {
+			left = append(left, fmt.Sprintf("process %d", pid))
+		}
+	}
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return fmt.Errorf("cluster: ip netns list: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], tag+"-") {
+			left = append(left, "namespace "+f[0])
+		}
+	}
+	if now, err := hostNet(); err != nil || now != host {
+		left = append(left, fmt.Sprintf("the host's namespace changed (%v):\n%s", err, now))
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("cluster: down left %s", strings.Join(left, ", "))
+	}
+	fmt.Printf("cluster: down left nothing: %d processes ended, no namespace %s-*, the host's namespace as before\n", len(pids), tag)
+	return nil
 }
