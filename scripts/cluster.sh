@@ -22,8 +22,8 @@
 # by a veth pair made with both ends inside the namespaces: no address and
 # no interface is added to the host's own namespace.
 #
-# State (PIDs, addresses, configs, logs) is kept in $CLUSTER_STATE
-# (default ${XDG_RUNTIME_DIR:-/tmp}/coregate-cluster-<tag>); cluster.env
+# State (PIDs, addresses, configs, logs) is kept in $CLUSTER_STATE or
+# --state DIR, given before the command (default ${XDG_RUNTIME_DIR:-/tmp}/coregate-cluster-<tag>); cluster.env
 # there holds the addresses and the Admin API key, KEY=VALUE lines.
 # CLUSTER_TAG (default cg) prefixes the namespaces' names, so that two
 # clusters can run side by side. CLUSTER_WORKERS: the workers of each
@@ -32,6 +32,13 @@
 # whatever still runs in the namespaces up made), and is safe to run again
 # or after an up that failed half-way.
 set -euo pipefail
+
+# --state DIR before the command: CLUSTER_STATE=DIR
+if [ "${1:-}" = --state ]; then
+  [ $# -ge 2 ] || { echo "cluster: --state DIR" >&2; exit 1; }
+  CLUSTER_STATE=$2
+  shift 2
+fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TAG=${CLUSTER_TAG:-cg}
@@ -57,7 +64,7 @@ need() {
   [ "$(id -u)" = 0 ] || die "needs root (it makes network namespaces)"
   ip netns list >/dev/null 2>&1 || die "needs 'ip netns' (iproute2)"
   local c
-  for c in etcd redis-server redis-cli curl; do
+  for c in etcd redis-server redis-cli curl setsid timeout; do
     command -v "$c" >/dev/null || die "needs $c"
   done
   [ -x "$COREGATE" ] && [ -x "$UPSTREAM" ] || die "needs $COREGATE and $UPSTREAM (make build)"
@@ -257,13 +264,14 @@ cmd_up() {
   # The switch: a namespace holding the bridge alone.
   local sw
   sw=$(ns sw)
-  echo "$sw" >>"$STATE/netns"
+  # each name is recorded once made: down deletes only what this up made
   ip netns add "$sw"
+  echo "$sw" >>"$STATE/netns"
   ip -n "$sw" link add br0 type bridge
   ip -n "$sw" link set br0 up
   for m in $MEMBERS; do
-    echo "$(ns "$m")" >>"$STATE/netns"
     ip netns add "$(ns "$m")"
+    echo "$(ns "$m")" >>"$STATE/netns"
     ip -n "$(ns "$m")" link set lo up
     ip link add eth0 netns "$(ns "$m")" type veth peer name "v-$m" netns "$sw"
     ip -n "$sw" link set "v-$m" master br0 up
@@ -348,6 +356,9 @@ case $cmd in
     if [ -s "$STATE/netns" ]; then
       die "a cluster is recorded in $STATE already (scripts/cluster.sh down first)"
     fi
+    if ip netns list | grep -q "^$TAG-"; then
+      die "namespaces $TAG-* exist already: another cluster's (CLUSTER_TAG chooses another prefix)"
+    fi
     # whatever fails half-way, what was started is stopped
     trap 'rc=$?; [ $rc = 0 ] || { echo "cluster: up failed; stopping what it started" >&2; cmd_down >&2 || true; }' EXIT
     cmd_up
@@ -381,5 +392,5 @@ case $cmd in
     shift
     exec ip netns exec "$(ns "$(member_of "$m")")" "$@"
     ;;
-  *) die "usage: scripts/cluster.sh up|down|status|stop MEMBER [SIG]|start MEMBER|link MEMBER down|up|exec MEMBER CMD..." ;;
+  *) die "usage: scripts/cluster.sh [--state DIR] up|down|status|stop MEMBER [SIG]|start MEMBER|link MEMBER down|up|exec MEMBER CMD..." ;;
 esac
