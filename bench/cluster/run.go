@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -94,6 +96,8 @@ var ErrFailed = errors.New("cluster: a scenario failed")
 // and returns ErrFailed when a row failed.
 func Run(o Options, only []string) (*Report, error) {
 	r := &Report{}
+	// the figures are read against what else the machine ran
+	load := loadAvg()
 	for _, s := range Scenarios {
 		if len(only) > 0 && !contains(only, s.Name) {
 			continue
@@ -106,6 +110,7 @@ func Run(o Options, only []string) (*Report, error) {
 		}
 		o.logf("%s: %v", s.Name, time.Since(t0).Round(time.Millisecond))
 	}
+	r.add("machine", "load average, before / after", load+" / "+loadAvg(), fmt.Sprintf("reported (%d CPUs)", runtime.NumCPU()), true)
 	fmt.Fprintln(o.Out)
 	r.Print(o.Out)
 	if r.Failed() {
@@ -116,6 +121,15 @@ func Run(o Options, only []string) (*Report, error) {
 
 func splitArgs(s string) []string { return strings.Fields(s) }
 func joinArgs(a []string) string  { return strings.Join(a, " ") }
+
+// loadAvg is the 1-minute load average, from /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
