@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,12 +43,37 @@ func (e *Env) etcdHealthy(member string, limit time.Duration) error {
 	return fmt.Errorf("cluster: %s (%s) not healthy after %v", member, addr, limit)
 }
 
+// etcdLeader names the member that is the etcd cluster's leader, read
+// from each member's etcd_server_is_leader metric.
+func (e *Env) etcdLeader() (string, error) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	defer c.CloseIdleConnections()
+	for i, addr := range e.Etcd {
+		resp, err := c.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return "", fmt.Errorf("cluster: etcd%d: %w", i+1, err)
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		resp.Body.Close()
+		if err != nil {
+			return "", fmt.Errorf("cluster: etcd%d: %w", i+1, err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line == "etcd_server_is_leader 1" {
+				return fmt.Sprintf("etcd%d", i+1), nil
+			}
+		}
+	}
+	return "", errors.New("cluster: no etcd member says it is the leader")
+}
+
 func (e *Env) etcdAddr(member string) string {
 	return map[string]string{"etcd1": e.Etcd[0], "etcd2": e.Etcd[1], "etcd3": e.Etcd[2]}[member]
 }
 
 // etcdMembers: under steady load on the three data planes, one etcd member
-// stopped (no request fails, a change still applies), then a second one
+// stopped, the leader (no request fails, a change still applies), then a
+// second one
 // (quorum lost: the proxies serve their last configuration with no 5xx,
 // an Admin API write answers 503), then quorum back (a write retried
 // meanwhile until accepted arrives everywhere).
@@ -59,11 +87,20 @@ func etcdMembers(o *Options, r *Report) (err error) {
 	if _, err := e.ServedEverywhere("/etcd/base", http.StatusOK, nil, 5*time.Second); err != nil {
 		return err
 	}
+	// the leader first: the cluster elects another under load
+	first, err := e.etcdLeader()
+	if err != nil {
+		return err
+	}
+	second := "etcd1"
+	if first == second {
+		second = "etcd2"
+	}
 	stopped := map[string]bool{}
 	defer func() {
 		// whatever happened, the members are started again for the
 		// scenarios after this one
-		for _, m := range []string{"etcd1", "etcd2"} {
+		for _, m := range []string{first, second} {
 			if stopped[m] {
 				if err2 := e.Run("start", m); err2 != nil && err == nil {
 					err = err2
@@ -77,30 +114,30 @@ func etcdMembers(o *Options, r *Report) (err error) {
 	defer l.Stop()
 	time.Sleep(time.Second)
 
-	// One member stopped.
+	// One member stopped: the leader.
 	t1 := time.Now()
-	if err := e.Run("stop", "etcd1"); err != nil {
+	if err := e.Run("stop", first); err != nil {
 		return err
 	}
-	stopped["etcd1"] = true
+	stopped[first] = true
 	time.Sleep(time.Second)
 	tc := time.Now()
 	if err := e.MustPut("routes", "etcd-a", e.UpstreamRoute("/etcd/a", "")); err != nil {
-		return fmt.Errorf("with etcd1 stopped: %w", err)
+		return fmt.Errorf("with %s stopped: %w", first, err)
 	}
 	last, err := e.ServedEverywhere("/etcd/a", http.StatusOK, nil, 10*time.Second)
 	if err != nil {
-		return fmt.Errorf("with etcd1 stopped: %w", err)
+		return fmt.Errorf("with %s stopped: %w", first, err)
 	}
 	applyOne := last.Sub(tc)
 	time.Sleep(hold)
 
 	// Quorum lost.
 	t2 := time.Now()
-	if err := e.Run("stop", "etcd2"); err != nil {
+	if err := e.Run("stop", second); err != nil {
 		return err
 	}
-	stopped["etcd2"] = true
+	stopped[second] = true
 	time.Sleep(time.Second)
 	tw := time.Now()
 	st, werr := e.Put("routes", "etcd-b", e.UpstreamRoute("/etcd/b", ""), 15*time.Second)
@@ -138,10 +175,10 @@ func etcdMembers(o *Options, r *Report) (err error) {
 
 	// Quorum back.
 	t3 := time.Now()
-	if err := e.Run("start", "etcd2"); err != nil {
+	if err := e.Run("start", second); err != nil {
 		return err
 	}
-	stopped["etcd2"] = false
+	stopped[second] = false
 	<-wdone
 	wmu.Lock()
 	acc, ntries := accepted, tries
@@ -156,11 +193,11 @@ func etcdMembers(o *Options, r *Report) (err error) {
 	}
 	back := lastC.Sub(t3)
 	// all three again, and a change after
-	if err := e.Run("start", "etcd1"); err != nil {
+	if err := e.Run("start", first); err != nil {
 		return err
 	}
-	stopped["etcd1"] = false
-	if err := e.etcdHealthy("etcd1", 20*time.Second); err != nil {
+	stopped[first] = false
+	if err := e.etcdHealthy(first, 20*time.Second); err != nil {
 		return err
 	}
 	t4 := time.Now()
@@ -177,11 +214,12 @@ func etcdMembers(o *Options, r *Report) (err error) {
 	n1, f1, _ := phaseFailures(rs, t1, t2)
 	n2, f2, x2 := phaseFailures(rs, t2, t3)
 	n3, f3, _ := phaseFailures(rs, t3, end)
+	o.logf("etcd: the leader (%s) stopped, then %s", first, second)
 	o.logf("etcd: one member stopped: %d requests, %d failed (%v); change applied in %v", n1, f1, FirstErr(rs), applyOne)
 	o.logf("etcd: quorum lost: %d requests, %d not 200, %d 5xx or unanswered; retried write: %d tries (%s)", n2, f2, x2, ntries, ref)
 	o.logf("etcd: quorum back: %d requests, %d failed; the retried write everywhere %v after, a later one too (%v)",
 		n3, f3, back, time.Since(t4).Round(time.Millisecond))
-	r.add(s, "1 of 3 stopped: failed requests", fmt.Sprintf("%d of %d", f1, n1), "0", f1 == 0 && n1 > 0)
+	r.add(s, "1 of 3 (the leader) stopped: failed requests", fmt.Sprintf("%d of %d", f1, n1), "0", f1 == 0 && n1 > 0)
 	r.add(s, "1 of 3 stopped: a change served everywhere", ms(applyOne), "applies", true)
 	r.add(s, "quorum lost: Admin API write", fmt.Sprintf("%d in %v", st, writeTook.Round(time.Millisecond)), "503", st == http.StatusServiceUnavailable)
 	r.add(s, "quorum lost: proxy 5xx or unanswered", fmt.Sprintf("%d of %d", x2, n2), "0", x2 == 0 && n2 > 0)
