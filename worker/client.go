@@ -299,6 +299,9 @@ func (cc *clientConn) readHeads() gnet.Action {
 func (cc *clientConn) start() {
 	w := cc.w
 	r := &cc.req
+	if w.cfg.DropUnderscores {
+		r.Headers = dropUnderscored(r.Headers)
+	}
 	cc.requests++
 	cc.logOn = w.alog != nil
 	w.requests++
