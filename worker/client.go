@@ -981,7 +981,7 @@ func (cc *clientConn) answerError(status int) {
 	cc.keepRespHead(b)
 	if withBody {
 		b = append(b, body...)
-		if cc.plugin.respTee {
+		if cc.plugin.respMax > 0 {
 			cc.teeRespBody(body)
 		}
 	}
@@ -1061,7 +1061,7 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
 	if cc.localBody() {
 		b = append(b, body...)
-		if cc.plugin.respTee {
+		if cc.plugin.respMax > 0 {
 			cc.teeRespBody(body)
 		}
 	}
