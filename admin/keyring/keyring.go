@@ -107,7 +107,18 @@ func (k *Keyring) Encrypt(s string) string {
 // Decrypt decrypts s, written by Encrypt (or by APISIX), trying each key
 // in order; ErrDecrypt when s is not base64 or no key decrypts it. The nil
 // keyring answers s.
+//
+// A key decrypts s when the plaintext it gives ends in valid padding,
+// which a wrong key's does too about once in 256 tries: the value is then
+// that key's garbage. DecryptPrivateKey, whose plaintext is PEM, passes
+// over such a key to the next one.
 func (k *Keyring) Decrypt(s string) (string, error) {
+	return k.decrypt(s, nil)
+}
+
+// decrypt is Decrypt taking the first key whose plaintext is padded and,
+// when valid is not nil, valid accepts.
+func (k *Keyring) decrypt(s string, valid func([]byte) bool) (string, error) {
 	if k == nil {
 		return s, nil
 	}
@@ -124,7 +135,7 @@ func (k *Keyring) Decrypt(s string) (string, error) {
 	buf := make([]byte, len(ct))
 	for i, b := range k.keys {
 		cipher.NewCBCDecrypter(b, k.ivs[i][:]).CryptBlocks(buf, ct)
-		if p, ok := unpad(buf); ok {
+		if p, ok := unpad(buf); ok && (valid == nil || valid(p)) {
 			return string(p), nil
 		}
 	}
@@ -147,6 +158,9 @@ func unpad(b []byte) ([]byte, bool) {
 // clear, any other is encrypted (APISIX's aes_encrypt_pkey test).
 const pemPrefix = "---"
 
+// isPEM reports whether p, a plaintext, starts as PEM does.
+func isPEM(p []byte) bool { return bytes.HasPrefix(p, []byte(pemPrefix)) }
+
 // EncryptPrivateKey encrypts an SSL object's private key (key, keys[i])
 // for storing it, as APISIX's aes_encrypt_pkey: a key in PEM is
 // encrypted, any other value (already encrypted) is answered as it is.
@@ -161,11 +175,17 @@ func (k *Keyring) EncryptPrivateKey(s string) string {
 // aes_decrypt_pkey: a key in PEM is answered as it is, any other value is
 // decrypted. field names it in the error ("key", "keys[1]"). Its
 // signature is the decrypt function the TLS configuration is built with.
+//
+// A key of the keyring decrypts the value only when its plaintext is PEM:
+// a wrong key whose garbage happens to end in valid padding (Decrypt) is
+// passed over, where APISIX takes it, so that a keyring rotated in front
+// of the key a value was stored with still reads the value, and a value
+// of another keyring is refused as not decrypting.
 func (k *Keyring) DecryptPrivateKey(field, s string) (string, error) {
 	if strings.HasPrefix(s, pemPrefix) {
 		return s, nil
 	}
-	p, err := k.Decrypt(s)
+	p, err := k.decrypt(s, isPEM)
 	if err != nil {
 		return "", fmt.Errorf("keyring: decrypt ssl %s failed: %w", field, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -183,6 +184,45 @@ func TestPrivateKey(t *testing.T) {
 	_, err := other.DecryptPrivateKey("keys[1]", ct)
 	if !errors.Is(err, ErrDecrypt) || !strings.Contains(err.Error(), "decrypt ssl keys[1] failed") {
 		t.Errorf("DecryptPrivateKey with another keyring: %v", err)
+	}
+}
+
+// TestPrivateKeyWrongKeyPadded: a key that is not the value's, whose
+// plaintext happens to end in valid padding (about one value in 256), is
+// passed over by DecryptPrivateKey: a keyring rotated in front of the
+// value's key still reads the value, and a value of another keyring is
+// refused. Decrypt takes such a key's garbage: the values are searched
+// for until it does, so that the case is the one checked.
+func TestPrivateKeyWrongKeyPadded(t *testing.T) {
+	old, _ := Parse([]string{"qeddd145sfvddff3"})
+	rotated, _ := Parse([]string{"0123456789abcdef0123456789abcdef", "qeddd145sfvddff3"})
+	other, _ := Parse([]string{"0123456789abcdef"})
+	for _, tc := range []struct {
+		name       string
+		by, reader *Keyring
+		wantErr    bool
+	}{
+		{"rotated keyring, the old key second", old, rotated, false},
+		{"another keyring's value", other, old, true},
+	} {
+		var pem, ct string
+		for i := 0; i < 1<<16 && ct == ""; i++ {
+			p := "-----BEGIN PRIVATE KEY-----\n" + strconv.Itoa(i) + "\n-----END PRIVATE KEY-----\n"
+			c := tc.by.Encrypt(p)
+			if got, err := tc.reader.Decrypt(c); err == nil && got != p {
+				pem, ct = p, c
+			}
+		}
+		if ct == "" {
+			t.Fatalf("%s: no value whose wrong key gives valid padding in 65536", tc.name)
+		}
+		got, err := tc.reader.DecryptPrivateKey("key", ct)
+		switch {
+		case tc.wantErr && !errors.Is(err, ErrDecrypt):
+			t.Errorf("%s: DecryptPrivateKey = %q, %v; want ErrDecrypt", tc.name, got, err)
+		case !tc.wantErr && (err != nil || got != pem):
+			t.Errorf("%s: DecryptPrivateKey = %q, %v; want %q", tc.name, got, err, pem)
+		}
 	}
 }
 
