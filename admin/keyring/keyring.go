@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Default is APISIX's keyring (apisix/cli/config.lua), which applies when
@@ -108,12 +109,16 @@ func (k *Keyring) Encrypt(s string) string {
 // in order; ErrDecrypt when s is not base64 or no key decrypts it. The nil
 // keyring answers s.
 //
-// A key decrypts s when the plaintext it gives ends in valid padding,
-// which a wrong key's does too about once in 256 tries: the value is then
-// that key's garbage. DecryptPrivateKey, whose plaintext is PEM, passes
-// over such a key to the next one.
+// A key decrypts s when the plaintext it gives ends in valid padding and
+// is UTF-8, as every value the Admin API encrypts is (a JSON string). A
+// wrong key's plaintext ends in valid padding about once in 256 values;
+// its bytes are then random, which are UTF-8 too once in thousands for a
+// plaintext of a block: such a key is passed over for the next one, so
+// that a keyring rotated in front of the key a value was stored with
+// still reads the value, and a value stored in clear that looks encrypted
+// is left as it is. DecryptPrivateKey asks more of the plaintext: PEM.
 func (k *Keyring) Decrypt(s string) (string, error) {
-	return k.decrypt(s, nil)
+	return k.decrypt(s, utf8.Valid)
 }
 
 // decrypt is Decrypt taking the first key whose plaintext is padded and,

@@ -191,8 +191,9 @@ func TestPrivateKey(t *testing.T) {
 // plaintext happens to end in valid padding (about one value in 256), is
 // passed over by DecryptPrivateKey: a keyring rotated in front of the
 // value's key still reads the value, and a value of another keyring is
-// refused. Decrypt takes such a key's garbage: the values are searched
-// for until it does, so that the case is the one checked.
+// refused. The values are searched for until a wrong key's plaintext is
+// padded (decrypt with no other check), so that the case is the one
+// checked.
 func TestPrivateKeyWrongKeyPadded(t *testing.T) {
 	old, _ := Parse([]string{"qeddd145sfvddff3"})
 	rotated, _ := Parse([]string{"0123456789abcdef0123456789abcdef", "qeddd145sfvddff3"})
@@ -209,7 +210,7 @@ func TestPrivateKeyWrongKeyPadded(t *testing.T) {
 		for i := 0; i < 1<<16 && ct == ""; i++ {
 			p := "-----BEGIN PRIVATE KEY-----\n" + strconv.Itoa(i) + "\n-----END PRIVATE KEY-----\n"
 			c := tc.by.Encrypt(p)
-			if got, err := tc.reader.Decrypt(c); err == nil && got != p {
+			if got, err := tc.reader.decrypt(c, nil); err == nil && got != p {
 				pem, ct = p, c
 			}
 		}
@@ -222,6 +223,47 @@ func TestPrivateKeyWrongKeyPadded(t *testing.T) {
 			t.Errorf("%s: DecryptPrivateKey = %q, %v; want ErrDecrypt", tc.name, got, err)
 		case !tc.wantErr && (err != nil || got != pem):
 			t.Errorf("%s: DecryptPrivateKey = %q, %v; want %q", tc.name, got, err, pem)
+		}
+	}
+}
+
+// TestDecryptWrongKeyPadded: Decrypt passes over a key that is not the
+// value's whose plaintext happens to end in valid padding, its bytes not
+// being UTF-8: a keyring rotated in front of the key a plugin's secret
+// field was stored with reads the field, where it took the garbage about
+// once in 256 values, and a value of another keyring does not decrypt.
+// The values are searched for as in TestPrivateKeyWrongKeyPadded; the
+// keys' IVs are fixed, so the search finds the same ones every run.
+func TestDecryptWrongKeyPadded(t *testing.T) {
+	old, _ := Parse([]string{"qeddd145sfvddff3"})
+	rotated, _ := Parse([]string{"0123456789abcdef0123456789abcdef", "qeddd145sfvddff3"})
+	other, _ := Parse([]string{"0123456789abcdef"})
+	for _, tc := range []struct {
+		name       string
+		by, reader *Keyring
+		wantErr    bool
+	}{
+		{"rotated keyring, the old key second", old, rotated, false},
+		{"another keyring's value", other, old, true},
+	} {
+		found := 0
+		for i := 0; i < 1<<16 && found < 4; i++ {
+			p := "user-key-" + strconv.Itoa(i)
+			c := tc.by.Encrypt(p)
+			if got, err := tc.reader.decrypt(c, nil); err != nil || got == p {
+				continue
+			}
+			found++
+			got, err := tc.reader.Decrypt(c)
+			switch {
+			case tc.wantErr && !errors.Is(err, ErrDecrypt):
+				t.Errorf("%s: Decrypt(%q) = %q, %v; want ErrDecrypt", tc.name, p, got, err)
+			case !tc.wantErr && (err != nil || got != p):
+				t.Errorf("%s: Decrypt = %q, %v; want %q", tc.name, got, err, p)
+			}
+		}
+		if found < 4 {
+			t.Fatalf("%s: %d values whose wrong key gives valid padding in 65536, want 4", tc.name, found)
 		}
 	}
 }
