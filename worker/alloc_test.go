@@ -50,6 +50,24 @@ func TestAllocRequestPath(t *testing.T) {
 	}
 }
 
+// TestAllocDropUnderscores guards the request path with
+// underscores_in_headers off: the fields with "_" are dropped in place.
+func TestAllocDropUnderscores(t *testing.T) {
+	h := newHarnessConfig(t, helloSpec(t, 100), Config{DropUnderscores: true})
+	req := []byte("GET /hello HTTP/1.1\r\nHost: example.com\r\nX_Under: 1\r\nAccept: */*\r\n\r\n")
+	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	for i := 0; i < 10; i++ {
+		h.roundTrip(req, resp)
+	}
+	up, got := h.roundTrip(req, resp)
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 OK\r\n")) || bytes.Contains(up, []byte("X_Under")) || !bytes.Contains(up, []byte("\r\nAccept: */*\r\n")) {
+		t.Fatalf("unexpected exchange:\n%s\n%s", up, got)
+	}
+	if allocs := testing.AllocsPerRun(200, func() { h.roundTrip(req, resp) }); allocs != 0 {
+		t.Fatalf("request path with underscores_in_headers off allocates %.1f times per request, want 0", allocs)
+	}
+}
+
 // TestAllocPluginPhases guards the request path through the plugin phases:
 // global rules and a route's plugins in every phase, upstream request
 // edits, response headers (set, removed, and read in header_filter), a

@@ -299,6 +299,9 @@ func (cc *clientConn) readHeads() gnet.Action {
 func (cc *clientConn) start() {
 	w := cc.w
 	r := &cc.req
+	if w.cfg.DropUnderscores {
+		r.Headers = dropUnderscored(r.Headers)
+	}
 	cc.requests++
 	cc.logOn = w.alog != nil
 	w.requests++
@@ -978,7 +981,7 @@ func (cc *clientConn) answerError(status int) {
 	cc.keepRespHead(b)
 	if withBody {
 		b = append(b, body...)
-		if cc.plugin.respTee {
+		if cc.plugin.respMax > 0 {
 			cc.teeRespBody(body)
 		}
 	}
@@ -1058,7 +1061,7 @@ func (cc *clientConn) answerLocal(status int, ct string, body []byte, hasBody bo
 	b := cc.localHead(w.scratch[:0], status, ct, len(body), keep)
 	if cc.localBody() {
 		b = append(b, body...)
-		if cc.plugin.respTee {
+		if cc.plugin.respMax > 0 {
 			cc.teeRespBody(body)
 		}
 	}

@@ -189,10 +189,10 @@ type pluginState struct {
 	// headKept: the response head the client got is in
 	// exchangeBufs.sentHead, for the log phase (resphead.go).
 	headKept bool
-	// respTee: the exchange's plugins read the start of the response
-	// body in log; it is copied into exchangeBufs.respBody as it is
-	// sent (respbody.go).
-	respTee bool
+	// respMax: how much of the response body the exchange's plugins
+	// read in log, 0 for none; that much is copied into
+	// exchangeBufs.respBody as it is sent (respbody.go).
+	respMax int64
 	// varsSet has bit k-httpvar.OTelTraceparent set for each settable
 	// variable a plugin set (Ctx.SetVar), valued in exchangeBufs.setVars.
 	varsSet uint8

@@ -290,3 +290,31 @@ func TestWritevGathered(t *testing.T) {
 		t.Fatalf("%d bytes arrived, first difference at byte %d of %d", len(got), i, len(want))
 	}
 }
+
+// TestStopPrompt: Stop returns once the worker's loop is down, without
+// waiting for the next look of a poll (gnet's Engine.Stop looked every
+// 500 ms, so that every stop took at least that: COREGATE.md, change 13).
+// The quickest of three stops must take under 250 ms.
+func TestStopPrompt(t *testing.T) {
+	best := time.Hour
+	for range 3 {
+		w, done := runWorker(t, Config{}, framingSpec(t))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
+		err := w.Stop(ctx)
+		best = min(best, time.Since(start))
+		cancel()
+		if err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return after Stop")
+		}
+	}
+	if best >= 250*time.Millisecond {
+		t.Fatalf("the quickest of three stops took %v, want under 250ms", best)
+	}
+	t.Logf("quickest stop: %v", best)
+}

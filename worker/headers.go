@@ -166,6 +166,25 @@ func namedIn(tokens [][]byte, name []byte) bool {
 	return false
 }
 
+// dropUnderscored removes from hs, in place, the fields whose names have
+// a "_" (Config.DropUnderscores): nginx with underscores_in_headers off
+// and ignore_invalid_headers on, as APISIX runs it, leaves them out of
+// the request it reads, forwards and hands to Lua. hs keeps its backing
+// array; none of the fields the parser reads for framing or routing
+// (Host, Content-Length, Transfer-Encoding, Connection) has a "_".
+func dropUnderscored(hs []httpparse.Header) []httpparse.Header {
+	n := 0
+	for i := range hs {
+		if bytes.IndexByte(hs[i].Name, '_') >= 0 {
+			continue
+		}
+		hs[n] = hs[i]
+		n++
+	}
+	clear(hs[n:])
+	return hs[:n]
+}
+
 // beginResponse starts the answer to the client with the head of the
 // upstream's response, whose body is sent as mode says: the exchange
 // records that the upstream answered (upAnswered, upStatus), the plugins'

@@ -71,7 +71,7 @@ func (cc *clientConn) endRequestPhases() bool {
 	p := &cc.plugin
 	p.late = hasLate(p.gl) || hasLate(p.ph)
 	p.filterBody = hasBodyFilter(p.gl) || hasBodyFilter(p.ph)
-	p.respTee = cc.respBodyLimit() > 0
+	cc.startRespTee()
 	if !p.exited {
 		return false
 	}
@@ -179,7 +179,7 @@ func (cc *clientConn) filterResponse(iov [][]byte, start int, done bool) [][]byt
 	out := cc.filtBuf[:0]
 	for _, piece := range iov[start:] {
 		piece = cc.bodyFilter(piece, false)
-		if cc.plugin.respTee {
+		if cc.plugin.respMax > 0 {
 			cc.teeRespBody(piece)
 		}
 		out = cc.appendFiltered(out, piece)
@@ -200,7 +200,7 @@ func (cc *clientConn) filterResponse(iov [][]byte, start int, done bool) [][]byt
 // HTTP/1.1 client, the last chunk.
 func (cc *clientConn) endFiltered(out []byte) []byte {
 	last := cc.bodyFilter(nil, true)
-	if cc.plugin.respTee {
+	if cc.plugin.respMax > 0 {
 		cc.teeRespBody(last)
 	}
 	out = cc.appendFiltered(out, last)

@@ -74,10 +74,8 @@ func runWorker(t *testing.T, cfg Config, s *spec.Spec) (*Worker, chan error) {
 			return
 		default:
 		}
-		// Engine.Stop looks for the end of the shutdown every 500 ms
-		// (gnet's shutdownPollInterval), half a second per test: wait for
-		// Run, which returns once the loops are done; Stop's goroutine
-		// sees it at its next look.
+		// Stop returns once the loops are done (COREGATE.md, change
+		// 13); Run returns then too.
 		go func() { _ = w.Stop(context.Background()) }()
 		select {
 		case <-stopped:

@@ -11,30 +11,34 @@ import "coregate/plugins"
 // would be without the tee. What is kept is the body's data, de-chunked,
 // after body_filter when plugins change it: the upstream's pieces
 // (forward, filterResponse), or the worker's own answer (answerLocal,
-// answerError). A route without such a reader copies nothing; pluginState
-// .respTee says, decided once the request phases are done.
+// answerError). A route without such a reader copies nothing;
+// pluginState.respMax, the copy's limit, says, set once the request phases
+// are done (startRespTee), as the request body's copy has its limit set
+// once per exchange (startTee).
 
-// respBodyLimit is how many bytes of the response body the exchange's
-// plugins read in their log phase; 0 when none does.
-func (cc *clientConn) respBodyLimit() int64 {
+// startRespTee sets the limit of the response body's copy: the largest
+// ResponseBodyLimit of the exchange's phases (the route's, merged with its
+// consumer's, and the global rules'); 0 when none reads the body.
+func (cc *clientConn) startRespTee() {
 	p := &cc.plugin
+	p.respMax = 0
 	if !p.active {
-		return 0
+		return
 	}
 	var n int64
-	if p.ph != nil {
-		n = p.ph.RespBodyLimit
-	}
 	if p.gl != nil {
-		n = max(n, p.gl.RespBodyLimit)
+		n = p.gl.RespBodyLimit
 	}
-	return n
+	if p.ph != nil {
+		n = max(n, p.ph.RespBodyLimit)
+	}
+	p.respMax = n
 }
 
 // teeRespBody keeps as much of data, a piece of the body the client gets,
 // as the limit leaves room for.
 func (cc *clientConn) teeRespBody(data []byte) {
-	room := cc.respBodyLimit() - int64(len(cc.respBody))
+	room := cc.plugin.respMax - int64(len(cc.respBody))
 	if room <= 0 || len(data) == 0 {
 		return
 	}
@@ -60,7 +64,7 @@ func (cc *clientConn) teeRelayed(uc *upConn, iov [][]byte) {
 // ResponseBody implements plugins.Ctx: the kept start of the body.
 func (x *pluginCtx) ResponseBody() []byte {
 	cc := x.cc()
-	if cc.plugin.phase != plugins.Log || !cc.plugin.respTee || len(cc.respBody) == 0 {
+	if cc.plugin.phase != plugins.Log || cc.plugin.respMax == 0 || len(cc.respBody) == 0 {
 		return nil
 	}
 	return cc.respBody

@@ -511,7 +511,7 @@ func (uc *upConn) forward(cc *clientConn, iov [][]byte, buf []byte) (n int, done
 	}
 	if reframe {
 		iov = cc.filterResponse(iov, head, done && err == nil)
-	} else if cc.plugin.respTee {
+	} else if cc.plugin.respMax > 0 {
 		cc.teeRelayed(uc, iov[head:])
 	}
 	if len(iov) > 0 {

@@ -80,6 +80,11 @@ type Config struct {
 	DiscoveryDNS DNS
 	// MaxBodySize is client_max_body_size; 0 means unlimited.
 	MaxBodySize int64
+	// DropUnderscores is underscores_in_headers off: a request's fields
+	// whose names have a "_" are dropped once its head is parsed, as
+	// nginx ignores them (ignore_invalid_headers on), so that no plugin,
+	// variable or upstream sees them.
+	DropUnderscores bool
 	// MaxConns is nginx's worker_connections: the most connections the
 	// worker holds at once, client and upstream ones together (as nginx
 	// counts them). A client connection accepted at the limit is closed at

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Default is APISIX's keyring (apisix/cli/config.lua), which applies when
@@ -107,7 +108,22 @@ func (k *Keyring) Encrypt(s string) string {
 // Decrypt decrypts s, written by Encrypt (or by APISIX), trying each key
 // in order; ErrDecrypt when s is not base64 or no key decrypts it. The nil
 // keyring answers s.
+//
+// A key decrypts s when the plaintext it gives ends in valid padding and
+// is UTF-8, as every value the Admin API encrypts is (a JSON string). A
+// wrong key's plaintext ends in valid padding about once in 256 values;
+// its bytes are then random, which are UTF-8 too once in thousands for a
+// plaintext of a block: such a key is passed over for the next one, so
+// that a keyring rotated in front of the key a value was stored with
+// still reads the value, and a value stored in clear that looks encrypted
+// is left as it is. DecryptPrivateKey asks more of the plaintext: PEM.
 func (k *Keyring) Decrypt(s string) (string, error) {
+	return k.decrypt(s, utf8.Valid)
+}
+
+// decrypt is Decrypt taking the first key whose plaintext is padded and,
+// when valid is not nil, valid accepts.
+func (k *Keyring) decrypt(s string, valid func([]byte) bool) (string, error) {
 	if k == nil {
 		return s, nil
 	}
@@ -124,7 +140,7 @@ func (k *Keyring) Decrypt(s string) (string, error) {
 	buf := make([]byte, len(ct))
 	for i, b := range k.keys {
 		cipher.NewCBCDecrypter(b, k.ivs[i][:]).CryptBlocks(buf, ct)
-		if p, ok := unpad(buf); ok {
+		if p, ok := unpad(buf); ok && (valid == nil || valid(p)) {
 			return string(p), nil
 		}
 	}
@@ -147,6 +163,9 @@ func unpad(b []byte) ([]byte, bool) {
 // clear, any other is encrypted (APISIX's aes_encrypt_pkey test).
 const pemPrefix = "---"
 
+// isPEM reports whether p, a plaintext, starts as PEM does.
+func isPEM(p []byte) bool { return bytes.HasPrefix(p, []byte(pemPrefix)) }
+
 // EncryptPrivateKey encrypts an SSL object's private key (key, keys[i])
 // for storing it, as APISIX's aes_encrypt_pkey: a key in PEM is
 // encrypted, any other value (already encrypted) is answered as it is.
@@ -161,11 +180,17 @@ func (k *Keyring) EncryptPrivateKey(s string) string {
 // aes_decrypt_pkey: a key in PEM is answered as it is, any other value is
 // decrypted. field names it in the error ("key", "keys[1]"). Its
 // signature is the decrypt function the TLS configuration is built with.
+//
+// A key of the keyring decrypts the value only when its plaintext is PEM:
+// a wrong key whose garbage happens to end in valid padding (Decrypt) is
+// passed over, where APISIX takes it, so that a keyring rotated in front
+// of the key a value was stored with still reads the value, and a value
+// of another keyring is refused as not decrypting.
 func (k *Keyring) DecryptPrivateKey(field, s string) (string, error) {
 	if strings.HasPrefix(s, pemPrefix) {
 		return s, nil
 	}
-	p, err := k.Decrypt(s)
+	p, err := k.decrypt(s, isPEM)
 	if err != nil {
 		return "", fmt.Errorf("keyring: decrypt ssl %s failed: %w", field, err)
 	}

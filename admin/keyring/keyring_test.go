@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -183,6 +184,59 @@ func TestPrivateKey(t *testing.T) {
 	_, err := other.DecryptPrivateKey("keys[1]", ct)
 	if !errors.Is(err, ErrDecrypt) || !strings.Contains(err.Error(), "decrypt ssl keys[1] failed") {
 		t.Errorf("DecryptPrivateKey with another keyring: %v", err)
+	}
+}
+
+// TestWrongKeyPadded: a key that is not the value's, whose plaintext
+// happens to end in valid padding (about one value in 256), is passed
+// over for the next key: a keyring rotated in front of the key a value
+// was stored with still reads the value, and a value of another keyring
+// does not decrypt. Decrypt asks the plaintext to be UTF-8 (a plugin's
+// secret field), DecryptPrivateKey to be PEM. The values are searched
+// for until a wrong key's plaintext is padded (decrypt with no other
+// check), so that the case is the one checked; the keys' IVs are fixed,
+// so the search finds the same values every run.
+func TestWrongKeyPadded(t *testing.T) {
+	old, _ := Parse([]string{"qeddd145sfvddff3"})
+	rotated, _ := Parse([]string{"0123456789abcdef0123456789abcdef", "qeddd145sfvddff3"})
+	other, _ := Parse([]string{"0123456789abcdef"})
+	field := func(i int) string { return "user-key-" + strconv.Itoa(i) }
+	pem := func(i int) string {
+		return "-----BEGIN PRIVATE KEY-----\n" + strconv.Itoa(i) + "\n-----END PRIVATE KEY-----\n"
+	}
+	decrypt := func(k *Keyring, s string) (string, error) { return k.Decrypt(s) }
+	decryptPEM := func(k *Keyring, s string) (string, error) { return k.DecryptPrivateKey("key", s) }
+	for _, tc := range []struct {
+		name       string
+		by, reader *Keyring
+		value      func(int) string
+		decrypt    func(*Keyring, string) (string, error)
+		wantErr    bool
+	}{
+		{"a field, rotated keyring, the old key second", old, rotated, field, decrypt, false},
+		{"a field, another keyring's value", other, old, field, decrypt, true},
+		{"a private key, rotated keyring, the old key second", old, rotated, pem, decryptPEM, false},
+		{"a private key, another keyring's value", other, old, pem, decryptPEM, true},
+	} {
+		found := 0
+		for i := 0; i < 1<<16 && found < 4; i++ {
+			p := tc.value(i)
+			c := tc.by.Encrypt(p)
+			if got, err := tc.reader.decrypt(c, nil); err != nil || got == p {
+				continue
+			}
+			found++
+			got, err := tc.decrypt(tc.reader, c)
+			switch {
+			case tc.wantErr && !errors.Is(err, ErrDecrypt):
+				t.Errorf("%s: %q decrypts to %q, %v; want ErrDecrypt", tc.name, p, got, err)
+			case !tc.wantErr && (err != nil || got != p):
+				t.Errorf("%s: %q decrypts to %q, %v", tc.name, p, got, err)
+			}
+		}
+		if found < 4 {
+			t.Fatalf("%s: %d values whose wrong key gives valid padding in 65536, want 4", tc.name, found)
+		}
 	}
 }
 

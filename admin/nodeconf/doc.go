@@ -41,9 +41,6 @@
 //     whose access rules, limits or headers would be skipped.
 //   - nginx_config.user, when not empty: the workers would keep the user
 //     that started coregate instead of dropping to that one.
-//   - nginx_config.http.underscores_in_headers: off. Fields with "_" in
-//     their names, which nginx drops then, would reach the plugins and the
-//     upstream.
 //   - nginx_config.http.real_ip_header, real_ip_from and real_ip_recursive,
 //     any of them written, unless real_ip_from is empty: coregate takes the
 //     client address from the connection only, so every client behind a

@@ -213,7 +213,11 @@ type NginxHTTP struct {
 	ClientBodyTimeout     time.Duration // default 60 s
 	SendTimeout           time.Duration // default 10 s
 	ClientMaxBodySize     int64         // bytes; 0 (default) is unlimited
-	Upstream              NginxUpstream
+	// UnderscoresInHeaders is underscores_in_headers (default on, as
+	// APISIX writes it): off drops the request's fields whose names
+	// have a "_", as nginx does with ignore_invalid_headers on.
+	UnderscoresInHeaders bool
+	Upstream             NginxUpstream
 	// RealIPHeader and RealIPFrom are real_ip_header and real_ip_from as
 	// read; coregate takes no client address from a header, and refuses
 	// a config.yaml that asks it to (see the package doc).
@@ -496,6 +500,7 @@ func Default() *Config {
 				AccessLogFormat:       DefaultAccessLogFormat,
 				AccessLogFormatEscape: "default",
 				AccessLogBuffer:       16384,
+				UnderscoresInHeaders:  true,
 				KeepaliveTimeout:      60 * time.Second,
 				KeepaliveRequests:     1000,
 				KeepaliveTime:         time.Hour,
@@ -1367,10 +1372,7 @@ func (p *cfgParser) nginx() section {
 			).with(section{
 				"underscores_in_headers": func(k string, n *yaml.Node) error {
 					on, err := p.onOff(k, n)
-					if err == nil && !on {
-						err = p.refused(k, `forward the fields with "_" in their names, which nginx drops with it off, to the plugins and the upstream`,
-							"set it to on")
-					}
+					h.UnderscoresInHeaders = on
 					return err
 				},
 				"real_ip_recursive": func(k string, n *yaml.Node) error {

@@ -212,6 +212,7 @@ plugin_attr:
 			ClientBodyTimeout:     time.Minute,
 			SendTimeout:           500 * time.Millisecond,
 			ClientMaxBodySize:     1 << 20,
+			UnderscoresInHeaders:  true,
 			Upstream:              NginxUpstream{64, 100, 30 * time.Second},
 			RealIPHeader:          "X-Forwarded-For",
 			RealIPFrom:            []string{},
@@ -672,10 +673,6 @@ func TestNodeConfigRefused(t *testing.T) {
 		{"nginx_config:\n  http_server_location_configuration_snippet: deny 10.0.0.0/8;", "nginx_config.http_server_location_configuration_snippet", snippet},
 		{"nginx_config:\n  http_admin_configuration_snippet: auth_basic on;", "nginx_config.http_admin_configuration_snippet", snippet},
 		{"nginx_config:\n  http_end_configuration_snippet: |\n    server { listen 80; }", "nginx_config.http_end_configuration_snippet", snippet},
-		{"nginx_config:\n  http:\n    underscores_in_headers: \"off\"", "nginx_config.http.underscores_in_headers",
-			`forward the fields with "_" in their names, which nginx drops with it off, to the plugins and the upstream: set it to on`},
-		{"nginx_config:\n  http:\n    underscores_in_headers: false", "nginx_config.http.underscores_in_headers",
-			`forward the fields with "_" in their names, which nginx drops with it off, to the plugins and the upstream: set it to on`},
 		{"nginx_config:\n  http:\n    real_ip_from: [10.0.0.0/8]", "nginx_config.http.real_ip_from", realIPHarm},
 		// APISIX's default real_ip_from (127.0.0.1 and unix:) applies.
 		{"nginx_config:\n  http:\n    real_ip_header: X-Forwarded-For", "nginx_config.http.real_ip_header", realIPHarm},
@@ -691,6 +688,27 @@ func TestNodeConfigRefused(t *testing.T) {
 		}
 		if !errors.Is(err, ErrNodeConfig) {
 			t.Errorf("%s: error does not match ErrNodeConfig", tc.key)
+		}
+	}
+}
+
+// TestNodeConfigUnderscoresInHeaders: underscores_in_headers is on
+// unless written off, as APISIX's default; both spellings of each are
+// read, with no warning.
+func TestNodeConfigUnderscoresInHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{"", true},
+		{"nginx_config:\n  http:\n    underscores_in_headers: \"on\"", true},
+		{"nginx_config:\n  http:\n    underscores_in_headers: true", true},
+		{"nginx_config:\n  http:\n    underscores_in_headers: \"off\"", false},
+		{"nginx_config:\n  http:\n    underscores_in_headers: false", false},
+	} {
+		c, warns, err := parseNode(t, tc.src+"\n")
+		if err != nil || len(warns) != 0 || c.NginxConfig.HTTP.UnderscoresInHeaders != tc.want {
+			t.Errorf("%q: error %v, warnings %v, underscores_in_headers %v, want %v", tc.src, err, warns, c != nil && c.NginxConfig.HTTP.UnderscoresInHeaders, tc.want)
 		}
 	}
 }

@@ -38,6 +38,14 @@ func ex(v any) func(*Config) any { return func(*Config) any { return example{v} 
 // refused), which a Config does not keep.
 func fixed(v any) func(*Config) any { return func(*Config) any { return v } }
 
+// nginxFlag writes an nginx flag as APISIX's template does: "on" or "off".
+func nginxFlag(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
 // or is get's value, or example v where it is the zero value (not set).
 func or(get func(c *Config) any, v any) func(*Config) any {
 	return func(c *Config) any {
@@ -157,7 +165,7 @@ var settings = []setting{
 	{"nginx_config.http.client_body_timeout", "", func(c *Config) any { return nginxTime(c.NginxConfig.HTTP.ClientBodyTimeout) }, false},
 	{"nginx_config.http.send_timeout", "", func(c *Config) any { return nginxTime(c.NginxConfig.HTTP.SendTimeout) }, false},
 	{"nginx_config.http.client_max_body_size", "bytes, or nginx's size syntax (\"1m\"); 0 is unlimited", func(c *Config) any { return c.NginxConfig.HTTP.ClientMaxBodySize }, false},
-	{"nginx_config.http.underscores_in_headers", "off is not supported, and refused", fixed("on"), false},
+	{"nginx_config.http.underscores_in_headers", "off drops the request's fields with \"_\" in their names before the plugins and the upstream see them", func(c *Config) any { return nginxFlag(c.NginxConfig.HTTP.UnderscoresInHeaders) }, false},
 	{"nginx_config.http.real_ip_header", "real_ip_*: coregate takes the client address from the connection only; refused unless real_ip_from is []", func(c *Config) any { return c.NginxConfig.HTTP.RealIPHeader }, true},
 	{"nginx_config.http.real_ip_from", "", func(c *Config) any { return c.NginxConfig.HTTP.RealIPFrom }, true},
 	{"nginx_config.http.real_ip_recursive", "", ex("off"), true},

@@ -19,11 +19,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"coregate/internal/e2e"
 )
 
 // verifyJWT checks token's signature with the scenario's key material as
@@ -295,17 +296,7 @@ func TestNginxServesPluginRows(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			defer func() {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				done := make(chan struct{})
-				go func() { _ = cmd.Wait(); close(done) }()
-				select {
-				case <-done:
-				case <-time.After(5 * time.Second):
-					_ = cmd.Process.Kill()
-					<-done
-				}
-			}()
+			defer e2e.Terminate(cmd, 5*time.Second)
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 				c, err := net.DialTimeout("tcp", addr, time.Second)

@@ -335,6 +335,44 @@ func TestHTTP10Upstream(t *testing.T) {
 	}
 }
 
+// TestCodingToHTTP10Binary: an upstream answering "Transfer-Encoding:
+// gzip, chunked" through the binary, on a route without plugins, one
+// whose response-rewrite filters the body and one whose response-rewrite
+// sets a header. HTTP/1.0 has no Transfer-Encoding: an HTTP/1.0 client
+// would get the gzip bytes de-chunked with nothing saying they are coded,
+// so it gets 502 and the error log says why, as nginx 1.23 and later
+// answer a coding other than chunked alone (1.22 drops the coding and
+// sends the bytes). An HTTP/1.1 client gets the coded body with its
+// codings.
+func TestCodingToHTTP10Binary(t *testing.T) {
+	t.Parallel()
+	up := newRawUpstream(t, func(c *rawConn) {
+		c.ServeKeepAlive(func(*http.Request, []byte, int) (string, bool) {
+			return "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n", true
+		})
+	})
+	rr := func(conf obj) obj { return obj{"response-rewrite": conf} }
+	g := startGateway(t, routesYAML(
+		obj{"id": "plain", "uri": "/plain", "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": "filter", "uri": "/filter", "upstream": upstreamOf(nodes(up.Addr()), nil),
+			"plugins": rr(obj{"filters": []obj{{"regex": "x", "replace": "z"}}})},
+		obj{"id": "headers", "uri": "/headers", "upstream": upstreamOf(nodes(up.Addr()), nil),
+			"plugins": rr(obj{"headers": obj{"set": obj{"X-A": "1"}}})},
+	), "")
+	for _, path := range []string{"/plain", "/filter", "/headers"} {
+		out := rawExchange(t, g.Addr(), "GET "+path+" HTTP/1.0\r\n\r\n", 5*time.Second)
+		if !strings.HasPrefix(out, "HTTP/1.1 502 ") || strings.Contains(out, "xy") {
+			t.Errorf("HTTP/1.0 GET %s: %q, want 502 without the coded body", path, out)
+		}
+		out = rawExchange(t, g.Addr(), "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5*time.Second)
+		if !strings.HasPrefix(out, "HTTP/1.1 200 ") || !strings.Contains(out, "\r\nTransfer-Encoding: gzip, chunked\r\n") ||
+			!strings.HasSuffix(out, "\r\n\r\n2\r\nxy\r\n0\r\n\r\n") {
+			t.Errorf("HTTP/1.1 GET %s: %q, want the coded body with its codings", path, out)
+		}
+	}
+	g.WaitLog(`upstream sent unknown .+Transfer-Encoding.+ to an HTTP/1.0 request`, 3, 5*time.Second)
+}
+
 // TestResponseFramingOwned: a response whose Connection header names its
 // framing fields still reaches the client framed, and the client
 // connection carries the next exchange.

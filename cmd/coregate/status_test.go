@@ -384,15 +384,7 @@ func domWithoutScript(t *testing.T, chromium, dir, url string) string {
 		t.Fatal(err)
 	}
 	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		e2e.Terminate(cmd, 10*time.Second)
 		endGroup(cmd)
 	}()
 	// "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"

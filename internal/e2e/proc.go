@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -226,4 +227,20 @@ func WaitExited(pid int, timeout time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return !Alive(pid)
+}
+
+// Terminate ends cmd, a process the test started (cmd.Start, and not yet
+// waited for): SIGTERM, then SIGKILL when it has not exited within grace.
+// It returns once the process is reaped (cmd.Wait), whether it ended of
+// itself or was killed; processes it started itself are its own to end.
+func Terminate(cmd *exec.Cmd, grace time.Duration) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+	}
 }

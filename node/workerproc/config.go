@@ -27,6 +27,7 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 		KeepaliveTime:      nc.NginxConfig.HTTP.KeepaliveTime,
 		SendTimeout:        nc.NginxConfig.HTTP.SendTimeout,
 		MaxBodySize:        nc.NginxConfig.HTTP.ClientMaxBodySize,
+		DropUnderscores:    !nc.NginxConfig.HTTP.UnderscoresInHeaders,
 		MaxConns:           nc.NginxConfig.WorkerConnections,
 		ShowUpstreamStatus: nc.APISIX.ShowUpstreamStatusInResponseHeader,
 		Logger:             log,

@@ -61,3 +61,24 @@ func TestWorkerConfigDNS(t *testing.T) {
 		t.Errorf("default DNS = %+v, want the system resolver, the records' TTLs, 5s", got)
 	}
 }
+
+// TestWorkerConfigUnderscores: underscores_in_headers off, and only off,
+// has the worker drop the fields with "_" in their names.
+func TestWorkerConfigUnderscores(t *testing.T) {
+	for _, tc := range []struct {
+		http string
+		drop bool
+	}{
+		{"", false},
+		{"    underscores_in_headers: \"on\"\n", false},
+		{"    underscores_in_headers: \"off\"\n", true},
+	} {
+		nc, _, err := nodeconf.Parse([]byte("nginx_config:\n  http:\n    enable_access_log: false\n"+tc.http), "config.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.http, err)
+		}
+		if got := workerConfig(nc, nil).DropUnderscores; got != tc.drop {
+			t.Errorf("%q: DropUnderscores = %v, want %v", tc.http, got, tc.drop)
+		}
+	}
+}

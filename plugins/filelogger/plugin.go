@@ -168,22 +168,10 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		// As APISIX, which compiles the expression in body_filter only:
 		// the error is logged, and the body left out.
 		slog.Error("file-logger: " + err.Error())
-		in.resp = logentry.RespBody{}
+		in.resp = logentry.Body{}
 	}
-	if in.req != nil {
-		return &bodyInstance{in}, nil
-	}
-	return in, nil
+	return logentry.WithReqBody(in, &in.req), nil
 }
-
-// bodyInstance is an instance with include_req_body: a plugins.BodyTee,
-// so that the worker copies the first max_req_body_bytes of the request
-// body for the log phase as the body streams upstream. An instance
-// without it copies none.
-type bodyInstance struct{ *instance }
-
-// TeeLimit implements plugins.BodyTee.
-func (in *bodyInstance) TeeLimit() int64 { return in.req.TeeLimit() }
 
 // nonEmpty reports whether raw is an object with members.
 func nonEmpty(raw json.RawMessage) bool {
@@ -202,8 +190,8 @@ type instance struct {
 	custom bool              // log_format: the entry is format, then route_id and service_id
 	format logentry.Format   // log_format, compiled
 	extra  logentry.Format   // log_format_extra's members not in the default entry
-	req    *logentry.ReqBody // include_req_body; nil without
-	resp   logentry.RespBody // include_resp_body's, for the default entry
+	req    logentry.Body     // include_req_body's
+	resp   logentry.Body     // include_resp_body's, for the default entry
 	// dropped is DroppedMetric's series, this worker's slot (nil without
 	// metrics), which Log counts on its event loop.
 	dropped *atomic.Uint64
@@ -241,7 +229,7 @@ func (in *instance) Log(c plugins.Ctx) {
 	if in.custom {
 		b.line = logentry.AppendCustom(b.line[:0], c, in.format, "")
 	} else {
-		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "", in.req.Body(c), in.resp.Of(c))
+		b.line = logentry.AppendFull(b.line[:0], &b.tmp, c, in.extra, "", in.req.Of(c), in.resp.Of(c))
 	}
 	b.line = append(b.line, '\n')
 	in.w.put(b)

@@ -166,20 +166,8 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 	if in.p, err = processorOf(c, md.MaxPendingEntries, failed); err != nil {
 		return nil, err
 	}
-	if in.req != nil {
-		return &bodyInstance{in}, nil
-	}
-	return in, nil
+	return logentry.WithReqBody(in, &in.req), nil
 }
-
-// bodyInstance is an instance with include_req_body: a plugins.BodyTee,
-// so that the worker copies the first max_req_body_bytes of the request
-// body for the log phase as the body streams upstream. An instance
-// without it copies none.
-type bodyInstance struct{ *instance }
-
-// TeeLimit implements plugins.BodyTee.
-func (in *bodyInstance) TeeLimit() int64 { return in.req.TeeLimit() }
 
 func nonEmpty(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage
@@ -194,8 +182,8 @@ type instance struct {
 	custom bool
 	format logentry.Format
 	extra  logentry.Format
-	req    *logentry.ReqBody // include_req_body; nil without
-	resp   logentry.RespBody // include_resp_body's, for the default entry
+	req    logentry.Body // include_req_body's
+	resp   logentry.Body // include_resp_body's, for the default entry
 	// dropped is DroppedMetric's queue_full series, this worker's slot
 	// (nil without metrics), which Log counts on its event loop.
 	dropped *atomic.Uint64
@@ -221,7 +209,7 @@ func (in *instance) Log(c plugins.Ctx) {
 	if in.custom {
 		in.line = logentry.AppendCustom(in.line[:0], c, in.format, "no-matched")
 	} else {
-		in.line = logentry.AppendFull(in.line[:0], &in.tmp, c, in.extra, "no-matched", in.req.Body(c), in.resp.Of(c))
+		in.line = logentry.AppendFull(in.line[:0], &in.tmp, c, in.extra, "no-matched", in.req.Of(c), in.resp.Of(c))
 	}
 	if !in.p.Push(in.line) && in.dropped != nil {
 		in.dropped.Add(1)

@@ -38,6 +38,7 @@ type engine struct {
 	ingress      *eventloop        // main event-loop that monitors all listeners
 	eventLoops   loadBalancer      // event-loops for handling events
 	inShutdown   atomic.Bool       // whether the engine is in shutdown
+	stopped      chan struct{}     // closed once inShutdown is set
 	turnOff      context.CancelFunc
 	eventHandler EventHandler // user eventHandler
 	concurrency  struct {
@@ -229,6 +230,7 @@ func (eng *engine) stop(ctx context.Context, s Engine) {
 
 	// Put the engine into the shutdown state.
 	eng.inShutdown.Store(true)
+	close(eng.stopped)
 }
 
 func run(eventHandler EventHandler, listeners []*listener, options *Options, addrs []string) error {
@@ -246,6 +248,7 @@ func run(eventHandler EventHandler, listeners []*listener, options *Options, add
 		listeners:    lns,
 		opts:         options,
 		turnOff:      shutdown,
+		stopped:      make(chan struct{}),
 		eventHandler: eventHandler,
 		concurrency: struct {
 			*errgroup.Group

@@ -33,6 +33,7 @@ type engine struct {
 	inShutdown    atomic.Bool  // whether the engine is in shutdown
 	beingShutdown atomic.Bool  // whether the engine is being shutdown
 	turnOff       context.CancelFunc
+	stopped       chan struct{}
 	eventHandler  EventHandler // user eventHandler
 	concurrency   struct {
 		*errgroup.Group
@@ -115,6 +116,7 @@ func (eng *engine) stop(ctx context.Context, engine Engine) {
 	}
 
 	eng.inShutdown.Store(true)
+	close(eng.stopped)
 }
 
 func run(eventHandler EventHandler, listeners []*listener, options *Options, addrs []string) error {
@@ -128,6 +130,7 @@ func run(eventHandler EventHandler, listeners []*listener, options *Options, add
 		opts:         options,
 		listeners:    listeners,
 		turnOff:      shutdown,
+		stopped:      make(chan struct{}),
 		eventHandler: eventHandler,
 		concurrency: struct {
 			*errgroup.Group

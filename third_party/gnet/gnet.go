@@ -156,18 +156,21 @@ func (e Engine) Stop(ctx context.Context) error {
 	}
 
 	e.eng.shutdown(nil)
+	return e.eng.waitStopped(ctx)
+}
 
-	ticker := time.NewTicker(shutdownPollInterval)
-	defer ticker.Stop()
-	for {
-		if e.eng.isShutdown() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
+// waitStopped returns nil once eng is in its shutdown state, its loops
+// and listeners closed, or ctx's error if ctx is done first. It wakes when
+// the state is set, where a poll would wait up to its interval.
+func (eng *engine) waitStopped(ctx context.Context) error {
+	if eng.isShutdown() {
+		return nil
+	}
+	select {
+	case <-eng.stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -704,12 +707,7 @@ func Rotate(eventHandler EventHandler, addrs []string, opts ...Option) error {
 	return run(eventHandler, listeners, options, addrs)
 }
 
-var (
-	allEngines sync.Map
-
-	// shutdownPollInterval is how often we poll to check whether engine has been shut down during gnet.Stop().
-	shutdownPollInterval = 500 * time.Millisecond
-)
+var allEngines sync.Map
 
 // Stop gracefully shuts down the engine without interrupting any active event-loops,
 // it waits indefinitely for connections and event-loops to be closed and then shuts down.
@@ -733,18 +731,7 @@ func Stop(ctx context.Context, protoAddr string) error {
 		return errorx.ErrEngineInShutdown
 	}
 
-	ticker := time.NewTicker(shutdownPollInterval)
-	defer ticker.Stop()
-	for {
-		if eng.isShutdown() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
-	}
+	return eng.waitStopped(ctx)
 }
 
 func parseProtoAddr(protoAddr string) (string, string, error) {

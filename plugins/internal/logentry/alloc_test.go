@@ -24,8 +24,8 @@ func TestAllocs(t *testing.T) {
 		b = AppendFull(b[:0], &tmp, c, extra, "no-matched", nil, nil)
 	})
 	c.WithBody(`{"a":"b"}`)
-	r := &ReqBody{Max: 4}
+	r := &Body{max: 4}
 	plugintest.AllocsPerRun(t, 200, func() {
-		b = AppendFull(b[:0], &tmp, c, extra, "no-matched", r.Body(c), nil)
+		b = AppendFull(b[:0], &tmp, c, extra, "no-matched", r.Of(c), nil)
 	})
 }

@@ -18,7 +18,6 @@ import (
 	"coregate/httpvar"
 	"coregate/internal/jsonesc"
 	"coregate/plugins"
-	"coregate/plugins/internal/varexpr"
 )
 
 // maxFormatDepth is how deep log_format's objects nest, as APISIX's
@@ -230,65 +229,11 @@ const (
 	maxArgs    = 100
 )
 
-// ReqBody is include_req_body's configuration, compiled: which requests'
-// bodies the entry holds (include_req_body_expr; every request when Expr
-// is nil) and how much of each (max_req_body_bytes). Expr and Max are
-// read-only once made; ev is Expr's evaluator, so a ReqBody is not safe
-// for concurrent use: an instance keeps its own and uses it on its one
-// event loop.
-type ReqBody struct {
-	Expr *varexpr.Expr
-	Max  int
-	ev   varexpr.Evaluator
-}
-
-// NewReqBody builds include_req_body (include), include_req_body_expr
-// (expr, nil when not given) and max_req_body_bytes (max): nil without
-// include_req_body, when the entry holds no request body. An expression
-// that does not compile is refused with varexpr's error (the loggers'
-// Check gave APISIX's message before).
-func NewReqBody(include bool, expr json.RawMessage, max int) (*ReqBody, error) {
-	if !include {
-		return nil, nil
-	}
-	r := &ReqBody{Max: max}
-	if expr != nil {
-		e, err := varexpr.Compile(expr)
-		if err != nil {
-			return nil, err
-		}
-		r.Expr = &e
-	}
-	return r, nil
-}
-
-// TeeLimit is the plugins.BodyTee limit of a logger with
-// include_req_body: max_req_body_bytes. The worker copies that much of
-// each body as it goes upstream, for the log phase; the body itself goes
-// on as it would without the logger, whatever its length.
-func (r *ReqBody) TeeLimit() int64 { return int64(max(r.Max, 1)) }
-
-// Body returns the request body the entry holds (log-util's
-// get_request_body): nil when r is nil, the request has none or
-// include_req_body_expr is false for it, else its first Max bytes, as
-// much of them as the worker copied (all of them, unless the exchange
-// ended before the body did). The bytes are Ctx.RequestBody's, valid
-// during the phase call.
-func (r *ReqBody) Body(c plugins.Ctx) []byte {
-	if r == nil || (r.Expr != nil && !r.ev.Eval(c, r.Expr)) {
-		return nil
-	}
-	b := c.RequestBody()
-	if len(b) > r.Max {
-		b = b[:r.Max]
-	}
-	return b
-}
-
 // AppendFull appends APISIX's default entry (log-util's get_full_log),
 // then extra's members; noRoute as AppendCustom's. reqBody, when not nil,
-// is the request's body (ReqBody.Body), request.body; respBody, when not
-// nil, the start of the response body (RespBody.Of), response.body. tmp is
+// is the request's body (Body.Of of NewReqBody's), request.body;
+// respBody, when not nil, the start of the response body (Body.Of of
+// NewRespBody's), response.body. tmp is
 // scratch for names and arguments, kept by the caller for its capacity.
 func AppendFull(b []byte, tmp *[]byte, c plugins.Ctx, extra Format, noRoute string, reqBody, respBody []byte) []byte {
 	e := c.Exchange()

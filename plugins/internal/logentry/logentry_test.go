@@ -89,24 +89,24 @@ func TestReqBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		r          *ReqBody
+		r          *Body
 		target     string
 		body, want string // want "": no request.body
 	}{
-		{&ReqBody{Max: 524288}, "/a", `{"k":"v\"}` + "\n", `{"k":"v\"}` + "\n"},
-		{&ReqBody{Max: 5}, "/a", "0123456789", "01234"},
-		{&ReqBody{Max: 10}, "/a", "0123456789", "0123456789"},
-		{&ReqBody{Max: 5}, "/a", "", ""},
-		{nil, "/a", "payload", ""},
-		{&ReqBody{Expr: &expr, Max: 100}, "/a?log=yes", "payload", "payload"},
-		{&ReqBody{Expr: &expr, Max: 100}, "/a?log=no", "payload", ""},
+		{&Body{max: 524288}, "/a", `{"k":"v\"}` + "\n", `{"k":"v\"}` + "\n"},
+		{&Body{max: 5}, "/a", "0123456789", "01234"},
+		{&Body{max: 10}, "/a", "0123456789", "0123456789"},
+		{&Body{max: 5}, "/a", "", ""},
+		{&Body{}, "/a", "payload", ""},
+		{&Body{expr: &expr, max: 100}, "/a?log=yes", "payload", "payload"},
+		{&Body{expr: &expr, max: 100}, "/a?log=no", "payload", ""},
 	} {
 		c := plugintest.NewCtx("POST", tc.target)
 		if tc.body != "" {
 			c.WithBody(tc.body)
 		}
 		var tmp []byte
-		b := AppendFull(nil, &tmp, c, nil, "", tc.r.Body(c), nil)
+		b := AppendFull(nil, &tmp, c, nil, "", tc.r.Of(c), nil)
 		var m struct {
 			Request map[string]any `json:"request"`
 		}
@@ -118,10 +118,10 @@ func TestReqBody(t *testing.T) {
 			t.Errorf("%+v %s %q: request.body %q (%v), want %q", tc.r, tc.target, tc.body, got, ok, tc.want)
 		}
 	}
-	if l := (&ReqBody{Max: 100}).TeeLimit(); l != 100 {
+	if l := (&Body{max: 100}).Limit(); l != 100 {
 		t.Errorf("TeeLimit %d, want 100", l)
 	}
-	if l := (&ReqBody{Max: 2 << 20}).TeeLimit(); l != 2<<20 {
+	if l := (&Body{max: 2 << 20}).Limit(); l != 2<<20 {
 		t.Errorf("TeeLimit %d, want %d", l, 2<<20)
 	}
 }
@@ -150,3 +150,57 @@ func TestAppendFullResponseHeaders(t *testing.T) {
 		t.Errorf("no response headers: %s", got)
 	}
 }
+
+// TestBodies: NewReqBody and NewRespBody build the one Body type over the
+// request's body and the response's: each reads its own, cut to its
+// limit, where its expression holds; without include_*_body none. Only
+// a request Body that includes the body makes the logger a
+// plugins.BodyTee (WithReqBody), with max_req_body_bytes as its limit.
+func TestBodies(t *testing.T) {
+	c := plugintest.NewCtx("POST", "/a?log=yes").WithBody("0123456789").WithStatus(200)
+	c.Body = []byte("abcdefghij")
+	expr := json.RawMessage(`[["arg_log","==","yes"]]`)
+	req, err := NewReqBody(true, expr, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := NewRespBody(true, json.RawMessage(`[["status","==",200]]`), 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(req.Of(c)); got != "0123" {
+		t.Errorf("request body %q, want 0123", got)
+	}
+	if got := string(resp.Of(c)); got != "abcdef" {
+		t.Errorf("response body %q, want abcdef", got)
+	}
+	if req.Limit() != 4 || resp.Limit() != 6 {
+		t.Errorf("limits %d and %d, want 4 and 6", req.Limit(), resp.Limit())
+	}
+	off, err := NewReqBody(false, json.RawMessage(`not json`), 4)
+	if err != nil || off.Of(c) != nil || off.Limit() != 0 {
+		t.Errorf("without include_req_body: %v, %q, limit %d", err, off.Of(c), off.Limit())
+	}
+	if _, err := NewReqBody(true, json.RawMessage(`[["a"`), 4); err == nil {
+		t.Error("include_req_body_expr that does not compile was taken")
+	}
+	if _, err := NewRespBody(false, json.RawMessage(`[["a"`), 4); err == nil || !strings.Contains(err.Error(), "'include_resp_body_expr'") {
+		t.Errorf("include_resp_body_expr that does not compile: %v", err)
+	}
+	var l Logger = stubLogger{}
+	if tee, ok := WithReqBody(l, &req).(plugins.BodyTee); !ok || tee.TeeLimit() != 4 {
+		t.Errorf("with include_req_body: %T, want a BodyTee of limit 4", WithReqBody(l, &req))
+	}
+	if got := WithReqBody(l, &off); got != l {
+		t.Errorf("without include_req_body: %T, want the logger itself", got)
+	}
+	if _, ok := WithReqBody(l, &req).(Logger); !ok {
+		t.Error("the BodyTee is not the logger any more")
+	}
+}
+
+type stubLogger struct{}
+
+func (stubLogger) Log(plugins.Ctx)          {}
+func (stubLogger) ReadsResponseHead() bool  { return true }
+func (stubLogger) ResponseBodyLimit() int64 { return 0 }
