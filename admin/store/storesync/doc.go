@@ -54,8 +54,10 @@
 // After a change the Spec is written to a local copy (a JSON file beside
 // config.yaml), replaced atomically, off the watch's goroutine so that the
 // next change does not wait for the disk, and at most once per CacheEvery
-// (1 s): a Spec handed on while the previous one is being written, or
-// within that second, replaces it, and the last one is always written. A
+// (1 s), or per ten times the last write for a configuration that takes
+// longer to write: a Spec handed on while the previous one is being
+// written, or within that time, replaces it, and the last one is always
+// written. A
 // node whose etcd cannot be reached at start serves that copy until etcd
 // answers.
 //
