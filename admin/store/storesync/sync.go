@@ -89,6 +89,11 @@ type Syncer struct {
 	// newest, an update keeps its place), else build sorts again.
 	order  []*object
 	sorted bool
+	// sizes are the lengths of the last build's routes, services and
+	// upstreams, the next build's room for them: grown from nothing,
+	// the lists of 50 000 routes and 20 000 upstreams were a third of a
+	// build's time.
+	sizes [3]int
 	// valid: the last build's Spec passed spec.Check whole, nothing left
 	// out; since then the routes of changed were put (or replaced, or
 	// deleted), and nothing else changed unless recheck. foreign counts
@@ -1042,7 +1047,8 @@ func (s *Syncer) build() (*spec.Spec, error) {
 	s.changed = s.changed[:0]
 	skip := map[string]bool{} // kind + " " + id
 	for range len(objs) + 1 {
-		sp := &spec.Spec{}
+		sp := &spec.Spec{Routes: room[*spec.Route](s.sizes[0]), Services: room[*spec.Service](s.sizes[1]),
+			Upstreams: room[*spec.Upstream](s.sizes[2])}
 		h := sha256.New()
 		for _, o := range objs {
 			if len(skip) > 0 && skip[o.kind+" "+o.id.String()] {
@@ -1077,6 +1083,7 @@ func (s *Syncer) build() (*spec.Spec, error) {
 				sp.Secrets = append(sp.Secrets, o.raw)
 			}
 		}
+		sp.Routes, sp.Services, sp.Upstreams = nilIfNone(sp.Routes), nilIfNone(sp.Services), nilIfNone(sp.Upstreams)
 		var err error
 		if !fast || len(skip) > 0 {
 			err = sp.Check()
@@ -1084,6 +1091,7 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		var re *spec.ReferenceError
 		if err == nil {
 			s.valid = len(skip) == 0
+			s.sizes = [3]int{len(sp.Routes), len(sp.Services), len(sp.Upstreams)}
 			h.Sum(sp.Hash[:0])
 			if s.opts.Plugins != nil {
 				// Every object's plugins passed checkPlugins as it
@@ -1102,6 +1110,22 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		skip[re.Kind+" "+re.ID] = true
 	}
 	return nil, errors.New("config store: references do not settle")
+}
+
+// room is an empty list with room for about n objects; nil for n 0.
+func room[T any](n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return make([]T, 0, n+n/64+1)
+}
+
+// nilIfNone is l, or nil when it is empty: a Spec's list of no objects.
+func nilIfNone[T any](l []T) []T {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
 }
 
 // publish builds the Spec of s.objs and hands it on unless it is the
