@@ -34,7 +34,8 @@ func TestCheckKinds(t *testing.T) {
 // Spec sent as a Delta against the one before it, as the supervisor
 // sends them: the worker decodes the Spec sent, or refuses it with the
 // error a Check of the whole Spec gives; deltaChecked's true is never
-// wrong, and it is true for most changes.
+// wrong, and it is true for a good share of the changes (half of them
+// are refused, their references dangling or ids taken twice).
 func TestDeltaAsFull(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { deltaAsFullRun(t, seed) })
@@ -190,7 +191,7 @@ func deltaAsFullRun(t *testing.T, seed uint64) {
 		}
 		sent, held = &next, got
 	}
-	if fast < steps/3 {
+	if fast < steps/5 {
 		t.Fatalf("the changes were checked alone %d times in %d steps (%d refused)", fast, steps, refused)
 	}
 	t.Logf("%d of %d Deltas checked from their changes alone, %d refused", fast, steps, refused)
