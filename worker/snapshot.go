@@ -402,7 +402,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	}
 	snap := &Snapshot{reg: ps.reg, env: ps.env, shared: sharedOf(s)}
 	checked := ps.reg.Trusts(s.Checked)
-	ue.checked = checkedNames(s)
+	ue.checked = sync.OnceValue(func() map[*spec.Upstream]string { return checkedNames(s) })
 	ue.resolve = ps.reg.Resolve
 	ue.ssl = func(id string) *spec.SSL {
 		for _, sl := range s.SSLs {
@@ -1220,9 +1220,11 @@ type upstreamEnv struct {
 	// cert and key (plugins.Registry.Resolve); compile sets it.
 	resolve func(s string) (string, bool, error)
 	// health is the node's health region (nil: none) and checked the
-	// names of the Spec's upstreams with checks; compile sets checked.
+	// names of the Spec's upstreams with checks, made at its first call
+	// (a build that compiles no upstream with checks reads no list of the
+	// Spec for them); compile sets checked.
 	health  *shm.Health
-	checked map[*spec.Upstream]string
+	checked func() map[*spec.Upstream]string
 	// dns resolves the nodes given by host name; nil: they are dialed
 	// off the loop, resolved at each dial.
 	dns *resolver

@@ -309,8 +309,13 @@ func (w *Worker) SetSpec(s *spec.Spec, yield func()) error {
 	w.buildCerts(snap, s.SSLs)
 	w.SetSnapshot(snap)
 	w.spec.Store(s)
-	w.dns.retain(snap.dnsNames())
-	if w.disc != nil {
+	// Each scan below reads every upstream (some 4 ms at 50 000 routes
+	// and 20 000 upstreams): done only when there is a name to drop, as
+	// there is none when no node is a host name.
+	if w.dns.nameCount() > 0 {
+		w.dns.retain(snap.dnsNames())
+	}
+	if w.disc != nil && w.disc.serviceCount() > 0 {
 		w.disc.retainServices(snap.dnsServices())
 	}
 	return nil

@@ -192,6 +192,10 @@ type pendingReload struct {
 	refused int           // workers that answered with an error
 	bytes   int           // the largest payload sent (a Delta is small)
 	err     string        // the first of those errors
+	// buildCPU is the most CPU time a worker's decode and compile took
+	// (AppliedMsg.BuildCPUUS), what the pace is made of; 0 when no
+	// worker said (one built before it was reported): build then.
+	buildCPU time.Duration
 }
 
 // proc is one worker slot and the process currently in it.
@@ -752,17 +756,31 @@ func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic
 }
 
 // BuildGap and BuildBurst pace the configurations pushed in a burst of
-// changes. Each build the workers report (the longest of theirs) moves
-// the earliest time of the next push on by BuildGap times its length,
-// from no earlier than BuildBurst ago. A worker builds beside its event
-// loop on the same CPU, so a long burst (a bulk load through the Admin
-// API) takes at most about a fifth of that CPU for builds, whatever the
-// configuration's size, while changes that come one at a time, or a short
-// burst of them, go out at once.
+// changes. Each build the workers report (the most CPU time one of them
+// spent on it) moves the earliest time of the next push on by BuildGap
+// times its length, from no earlier than BuildBurst ago. A worker builds
+// beside its event loop on the same CPU, so a long burst (a bulk load
+// through the Admin API) takes at most about a fifth of that CPU for
+// builds, whatever the configuration's size, while changes that come one
+// at a time, or a short burst of them, go out at once: a change after a
+// quiet BuildBurst waits only if the one before it cost more than
+// BuildBurst/BuildGap of CPU. The pace is made of CPU time, not of the
+// build's wall clock, which on a busy machine is mostly time the build
+// thread waited for the CPU (BackgroundNice): paced by it, a change of
+// one route at 50 000 held the next one back for up to a second.
 const (
 	BuildGap   = 4
 	BuildBurst = 250 * time.Millisecond
 )
+
+// paceBy is the build the pace moves on by: its CPU time, or its wall
+// clock from workers that did not report that.
+func (r *pendingReload) paceBy() time.Duration {
+	if r.buildCPU > 0 {
+		return r.buildCPU
+	}
+	return r.build
+}
 
 // nextPace is when the next configuration may be pushed after a build of
 // b applied at now, the earliest having been paced.
@@ -822,12 +840,13 @@ func (s *Supervisor) checkReload() {
 		n++
 	}
 	s.reload = nil
-	s.paced = nextPace(s.paced, time.Now(), r.build)
+	s.paced = nextPace(s.paced, time.Now(), r.paceBy())
 	took := time.Since(r.start).Round(time.Microsecond).String()
 	if r.refused > 0 {
 		s.log.Error("config reload refused by workers", "routes", r.routes, "workers", n, "refused", r.refused, "took", took, "err", r.err)
 	} else {
-		s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took, "build", r.build.String(), "bytes", r.bytes)
+		s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took, "build", r.build.String(), "bytes", r.bytes,
+			"build_cpu", r.buildCPU.String())
 	}
 	if s.next != nil {
 		if wait := time.Until(s.paced); wait > 0 {
@@ -934,6 +953,7 @@ func (s *Supervisor) handle(ev event) {
 		var m control.AppliedMsg
 		if json.Unmarshal(ev.msg, &m) == nil && s.reload != nil {
 			s.reload.build = max(s.reload.build, time.Duration(m.BuildUS)*time.Microsecond)
+			s.reload.buildCPU = max(s.reload.buildCPU, time.Duration(m.BuildCPUUS)*time.Microsecond)
 		}
 		if m.Resync {
 			// It does not hold the configuration a Delta was made

@@ -17,6 +17,8 @@
 // The worker listens only once its first configuration is built, says
 // Ready, then reports its counters every control.StatsEvery for as long
 // as its event loop turns (the supervisor's heartbeat), applies each
-// Config or Delta beside the loop (worker.Background) and acknowledges
-// it, and drains on Drain, SIGTERM or SIGINT.
+// Config or Delta beside the loop (worker.Background; a Delta of up to
+// SmallDelta at the loop's priority, worker.Foreground) and acknowledges
+// it with the build's time and CPU time, and drains on Drain, SIGTERM or
+// SIGINT.
 package workerproc

@@ -289,6 +289,10 @@ func TestRunServes(t *testing.T) {
 	if a.Error != "" || a.Routes != 2 {
 		t.Fatalf("Applied %+v after the Delta, want 2 routes", a)
 	}
+	// its CPU time, which the supervisor paces by, is counted
+	if a.BuildCPUUS <= 0 || a.BuildCPUUS > a.BuildUS+1000 {
+		t.Errorf("Applied %+v: a build's CPU time is not counted, or more than its wall clock", a)
+	}
 	if status, body, err := w.get("/two"); err != nil || status != 200 || body != "origin /two" {
 		t.Fatalf("GET /two: %d %q %v", status, body, err)
 	}

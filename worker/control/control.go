@@ -82,9 +82,14 @@ type AppliedMsg struct {
 	Routes int    `json:"routes"`
 	Error  string `json:"error,omitempty"`
 	// BuildUS is how long the worker took to decode and compile the
-	// configuration, in microseconds: the supervisor spaces the next one
-	// by it.
+	// configuration, in microseconds, as logged.
 	BuildUS int64 `json:"build_us,omitempty"`
+	// BuildCPUUS is the CPU time of that decode and compile, in
+	// microseconds, time waiting for the CPU left out: what the
+	// supervisor paces a burst of configurations by (a worker's build
+	// below its loop's priority on a busy machine waits many times its
+	// CPU time).
+	BuildCPUUS int64 `json:"build_cpu_us,omitempty"`
 	// Resync says the worker could not apply a Delta (it does not hold
 	// the configuration it was made against) and wants the current one
 	// whole.

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -57,4 +58,66 @@ func BenchmarkDelta5000(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkDeltaChange encodes and decodes the Delta of one route
+// replaced in the configuration of issue 41's bench admin rows: n routes
+// with two plugins each, referring by upstream_id to 20 000 upstreams in
+// turn. The supervisor encodes it once per change, each worker decodes it.
+func BenchmarkDeltaChange(b *testing.B) {
+	var ups []*spec.Upstream
+	for i := range 20000 {
+		u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u%d","type":"roundrobin","nodes":{"127.0.0.1:%d":1}}`, i, 2000+i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ups = append(ups, u)
+	}
+	route := func(i int, v string) *spec.Route {
+		r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r%d","uri":"/bulk/%d","plugins":{"proxy-rewrite":{"uri":"/%s/%d"},`+
+			`"response-rewrite":{"headers":{"set":{"X-Route":"r%d"}}}},"upstream_id":"u%d"}`, i, i, v, i, i, i%20000))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
+	}
+	for _, n := range []int{5000, 50000} {
+		base := &spec.Spec{Upstreams: ups}
+		for i := range n {
+			base.Routes = append(base.Routes, route(i, "a"))
+		}
+		base.SetHash()
+		next := &spec.Spec{Routes: slices.Clone(base.Routes), Upstreams: ups}
+		next.Routes[n/2] = route(n/2, "b")
+		next.SetHash()
+		payload, ok, err := EncodeDelta(base, next)
+		if err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		b.Run(fmt.Sprintf("encode-one-of-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := EncodeDelta(base, next); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("decode-one-of-%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(payload)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodeDelta(payload, base, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("check-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := next.Check(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

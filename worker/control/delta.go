@@ -145,10 +145,21 @@ func sameRaw(a, b json.RawMessage) bool            { return bytes.Equal(a, b) }
 // again makes new objects of the same content).
 func sameValue[T any](a, b *T) bool { return a == b || reflect.DeepEqual(a, b) }
 
+// lookAhead is how many of base's objects encodeRuns compares past the
+// next one before it indexes them by id.
+const lookAhead = 8
+
 // encodeRuns writes the member name of a Delta for next against base, if
 // next is not empty, and returns how many of base's objects it keeps. An
 // object is kept when the one at the same position in base (after the
-// last kept), or else base's object with its id, is the same.
+// last kept), or else base's object with its id, is the same. An object
+// that replaces the one at that position (the same id) is sent, as is one
+// that comes when every object of base was kept or replaced (added at the
+// end); the base's ids are indexed only for an object found neither there
+// nor lookAhead objects further: one route replaced, added or removed
+// among 50 000 costs a comparison of pointers per object, where the index
+// of their ids was most of the encoding's time. An object sent that base
+// had elsewhere only makes the payload larger: the worker decodes it.
 func encodeRuns[T any](b *bytes.Buffer, name string, base, next []T, id func(T) string, same func(a, b T) bool) (int, error) {
 	if len(next) == 0 {
 		return 0, nil
@@ -158,6 +169,7 @@ func encodeRuns[T any](b *bytes.Buffer, name string, base, next []T, id func(T) 
 	b.WriteString(`":[`)
 	var byID map[string]int // built at the first object not found in order
 	kept, j := 0, 0         // j: the base object after the last kept
+	left := len(base)       // base's objects neither kept nor replaced yet
 	runFrom, runTo := -1, -1
 	first := true
 	sep := func() {
@@ -175,9 +187,25 @@ func encodeRuns[T any](b *bytes.Buffer, name string, base, next []T, id func(T) 
 	}
 	for _, v := range next {
 		k := -1
-		if j < len(base) && same(base[j], v) {
+		switch {
+		case j < len(base) && same(base[j], v):
 			k = j
-		} else if len(base) > 0 {
+		case j < len(base) && id(base[j]) == id(v):
+			// replaced in place, as a change to one object of a large
+			// configuration mostly is
+			j++
+			left--
+		case left > 0:
+			// a few removed before it: looked for a little ahead first
+			for i := j + 1; i < min(j+1+lookAhead, len(base)); i++ {
+				if same(base[i], v) {
+					k = i
+					break
+				}
+			}
+			if k >= 0 {
+				break
+			}
 			if byID == nil {
 				byID = make(map[string]int, len(base))
 				for i, o := range base {
@@ -199,6 +227,7 @@ func encodeRuns[T any](b *bytes.Buffer, name string, base, next []T, id func(T) 
 			continue
 		}
 		kept++
+		left--
 		j = k + 1
 		if runFrom >= 0 && k == runTo {
 			runTo++
@@ -219,14 +248,16 @@ var ErrBase = errors.New("control: delta against another configuration")
 
 // DecodeDelta builds the Spec a Delta payload describes from base, the
 // Spec of the previous Config or Delta received, and checks its
-// references as DecodeSpec does. base's objects are shared, not copied:
-// neither side modifies a Spec's objects. each, if not nil, is called
-// after every object decoded.
+// references as DecodeSpec does: from what changed when it can
+// (deltaChecked), base having passed the same check, else whole. base's
+// objects are shared, not copied: neither side modifies a Spec's objects.
+// each, if not nil, is called after every object decoded.
 func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, error) {
 	if each == nil {
 		each = func() {}
 	}
 	s := new(spec.Spec)
+	changes := map[string]*memberChange{}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, fmt.Errorf("control: delta: want an object (%v)", err)
@@ -267,25 +298,38 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 			if base == nil || base.Hash != sum {
 				return nil, ErrBase
 			}
-		case "routes":
-			err = decodeRuns(dec, base.Routes, &s.Routes, each)
-		case "services":
-			err = decodeRuns(dec, base.Services, &s.Services, each)
-		case "upstreams":
-			err = decodeRuns(dec, base.Upstreams, &s.Upstreams, each)
-		case "consumers":
-			err = decodeRuns(dec, base.Consumers, &s.Consumers, each)
-		case "plugin_configs":
-			err = decodeRuns(dec, base.PluginConfigs, &s.PluginConfigs, each)
-		case "global_rules":
-			err = decodeRuns(dec, base.GlobalRules, &s.GlobalRules, each)
-		case "consumer_groups":
-			err = decodeRuns(dec, base.ConsumerGroups, &s.ConsumerGroups, each)
-		case "ssls":
-			err = decodeRuns(dec, base.SSLs, &s.SSLs, each)
+		case "routes", "services", "upstreams", "consumers", "plugin_configs", "global_rules", "consumer_groups", "ssls":
+			if changes[key] != nil {
+				return nil, fmt.Errorf("control: delta: two %s", key)
+			}
+			c := new(memberChange)
+			changes[key] = c
+			switch key {
+			case "routes":
+				err = decodeRuns(dec, base.Routes, &s.Routes, c, each)
+			case "services":
+				err = decodeRuns(dec, base.Services, &s.Services, c, each)
+			case "upstreams":
+				err = decodeRuns(dec, base.Upstreams, &s.Upstreams, c, each)
+			case "consumers":
+				err = decodeRuns(dec, base.Consumers, &s.Consumers, c, each)
+			case "plugin_configs":
+				err = decodeRuns(dec, base.PluginConfigs, &s.PluginConfigs, c, each)
+			case "global_rules":
+				err = decodeRuns(dec, base.GlobalRules, &s.GlobalRules, c, each)
+			case "consumer_groups":
+				err = decodeRuns(dec, base.ConsumerGroups, &s.ConsumerGroups, c, each)
+			case "ssls":
+				err = decodeRuns(dec, base.SSLs, &s.SSLs, c, each)
+			}
 		default:
 			if k := jsonKept(key); k != nil {
-				err = decodeRuns(dec, *k.list(base), k.list(s), each)
+				if changes[key] != nil {
+					return nil, fmt.Errorf("control: delta: two %s", key)
+				}
+				c := new(memberChange)
+				changes[key] = c
+				err = decodeRuns(dec, *k.list(base), k.list(s), c, each)
 			} else {
 				err = fmt.Errorf("unknown member %q", key)
 			}
@@ -303,6 +347,9 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 	if !sawBase || !sawHash {
 		return nil, errors.New("control: delta: base or hash missing")
 	}
+	if deltaChecked(base, s, changes) {
+		return s, nil
+	}
 	if err := s.Check(); err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}
@@ -310,8 +357,9 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 }
 
 // decodeRuns sets *dst to the list of the JSON array dec is at: base's
-// objects for each run [i, j], a decoded object for each object.
-func decodeRuns[T any](dec *json.Decoder, base []T, dst *[]T, each func()) error {
+// objects for each run [i, j], a decoded object for each object; c
+// records both.
+func decodeRuns[T any](dec *json.Decoder, base []T, dst *[]T, c *memberChange, each func()) error {
 	*dst = nil
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return fmt.Errorf("want an array (%v)", err)
@@ -329,13 +377,21 @@ func decodeRuns[T any](dec *json.Decoder, base []T, dst *[]T, each func()) error
 			if run[0] < 0 || run[0] >= run[1] || run[1] > len(base) {
 				return fmt.Errorf("run %s out of the base's %d objects", raw, len(base))
 			}
-			*dst = append(*dst, base[run[0]:run[1]]...)
+			if *dst == nil {
+				// shared, not copied: an object appended after it
+				// copies it (its capacity ends with it)
+				*dst = base[run[0]:run[1]:run[1]]
+			} else {
+				*dst = append(*dst, base[run[0]:run[1]]...)
+			}
+			c.runs = append(c.runs, run)
 			continue
 		}
 		var v T
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return err
 		}
+		c.added = append(c.added, len(*dst))
 		*dst = append(*dst, v)
 		each()
 	}

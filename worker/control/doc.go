@@ -28,8 +28,10 @@
 // Once a worker holds a configuration, the next goes as a Delta: the
 // objects new or changed, and runs of the previous configuration's
 // objects kept (EncodeDelta, DecodeDelta), so that a worker decodes what
-// changed, not every object again. A worker that cannot apply a Delta
-// answers Applied with Resync and gets the configuration whole.
+// changed, not every object again, and checks the ids and references of
+// what changed, not of every object (deltaChecked; the whole Spec when an
+// object others may name was removed). A worker that cannot apply a Delta answers Applied with
+// Resync and gets the configuration whole.
 //
 // A conversation: the supervisor sends Config at once; the worker listens
 // only after it holds that first complete configuration, then sends Ready.

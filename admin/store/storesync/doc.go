@@ -41,9 +41,10 @@
 // after a quiet window is published at once; the changes that follow it
 // within the window are applied together when it ends, so a burst costs
 // one Spec per window and the delay is bounded. The window is Coalesce
-// (5 ms by default), or ten times the last Spec's build when that is
-// longer (a large configuration), so that a burst spends at most about a
-// tenth of a CPU on building.
+// (5 ms by default), or ten times the last Spec's build (its CPU time,
+// not its wall clock, which a busy machine stretches many times) when that
+// is longer (a large configuration), so that a burst spends at most about
+// a tenth of a CPU on building.
 // Check reads the prefix once and returns every object the sync would
 // leave out, by key, instead of logging it (`coregate -t`).
 //
@@ -54,8 +55,10 @@
 // After a change the Spec is written to a local copy (a JSON file beside
 // config.yaml), replaced atomically, off the watch's goroutine so that the
 // next change does not wait for the disk, and at most once per CacheEvery
-// (1 s): a Spec handed on while the previous one is being written, or
-// within that second, replaces it, and the last one is always written. A
+// (1 s), or per ten times the last write for a configuration that takes
+// longer to write: a Spec handed on while the previous one is being
+// written, or within that time, replaces it, and the last one is always
+// written. A
 // node whose etcd cannot be reached at start serves that copy until etcd
 // answers.
 //

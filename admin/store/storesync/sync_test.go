@@ -474,6 +474,51 @@ func TestLoneChangeNotDelayed(t *testing.T) {
 	}
 }
 
+// TestWindowOfCPUTime: the coalescing window after a publication is made
+// of the CPU time it took, not of its wall clock: a publication that
+// waited 300 ms without using the CPU (here, its onChange; on a busy
+// machine, for the CPU) does not hold the next change back ten times
+// that. Before, the change below waited 3 s.
+func TestWindowOfCPUTime(t *testing.T) {
+	e := newEnv(t)
+	s := New(Options{Store: e.store, CachePath: e.cache, Retry: 200 * time.Millisecond, Log: testLog(t)})
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	specs := make(chan *spec.Spec, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Watch(ctx, func(sp *spec.Spec) {
+			time.Sleep(300 * time.Millisecond)
+			specs <- sp
+		}, func(error) {})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	next := func(want string) time.Time {
+		t.Helper()
+		for deadline := time.After(30 * time.Second); ; {
+			select {
+			case sp := <-specs:
+				if routeIDs(sp) == want {
+					return time.Now()
+				}
+			case <-deadline:
+				t.Fatalf("no Spec with routes %s within 30 s", want)
+			}
+		}
+	}
+	e.put("routes/1", route("/one"))
+	next("[1]")
+	start := time.Now()
+	e.put("routes/2", route("/two"))
+	// 300 ms in its onChange, and the put's own time
+	if took := next("[1 2]").Sub(start); took > 2*time.Second {
+		t.Fatalf("a change after a publication of 300 ms of wall clock and little CPU was published %v after its put", took)
+	}
+}
+
 // TestCompactionResync: a watch resumed from a compacted revision starts
 // over from a full read, which brings the changes made meanwhile.
 func TestCompactionResync(t *testing.T) {

@@ -1,0 +1,219 @@
+package control
+
+import (
+	"slices"
+	"strings"
+
+	"coregate/admin/spec"
+)
+
+// memberChange is what a Delta's member said of one resource: the runs of
+// the base's objects it keeps ([i, j): the base's objects i to j-1) and
+// the positions, in the new list, of the objects it carries.
+type memberChange struct {
+	runs  [][2]int
+	added []int
+}
+
+// checkKind is one resource as spec.Spec.Check sees it: how to read an
+// object's id, what the object refers to, and what else Check asks of it.
+type checkKind struct {
+	name string
+	n    func(*spec.Spec) int
+	id   func(s *spec.Spec, i int) spec.ID
+	// refs calls f with each reference of s's object i: the kind referred
+	// to (an index in checkKinds) and the id named (zero: none).
+	refs func(s *spec.Spec, i int, f func(to int, id spec.ID))
+	// valid is Check's test of an object beyond its id being present and
+	// unique; nil: none.
+	valid func(s *spec.Spec, i int) bool
+}
+
+// The indexes in checkKinds of the resources referred to.
+const (
+	ckUpstreams      = 2
+	ckServices       = 1
+	ckPluginConfigs  = 4
+	ckConsumerGroups = 6
+)
+
+var checkKinds = [...]checkKind{
+	{name: "routes",
+		n:  func(s *spec.Spec) int { return len(s.Routes) },
+		id: func(s *spec.Spec, i int) spec.ID { return s.Routes[i].ID },
+		refs: func(s *spec.Spec, i int, f func(int, spec.ID)) {
+			r := s.Routes[i]
+			f(ckUpstreams, r.UpstreamID)
+			f(ckServices, r.ServiceID)
+			f(ckPluginConfigs, r.PluginConfigID)
+		}},
+	{name: "services",
+		n:    func(s *spec.Spec) int { return len(s.Services) },
+		id:   func(s *spec.Spec, i int) spec.ID { return s.Services[i].ID },
+		refs: func(s *spec.Spec, i int, f func(int, spec.ID)) { f(ckUpstreams, s.Services[i].UpstreamID) }},
+	{name: "upstreams",
+		n:  func(s *spec.Spec) int { return len(s.Upstreams) },
+		id: func(s *spec.Spec, i int) spec.ID { return s.Upstreams[i].ID }},
+	{name: "consumers",
+		n:    func(s *spec.Spec) int { return len(s.Consumers) },
+		id:   func(s *spec.Spec, i int) spec.ID { return spec.StringID(s.Consumers[i].Username) },
+		refs: func(s *spec.Spec, i int, f func(int, spec.ID)) { f(ckConsumerGroups, s.Consumers[i].GroupID) }},
+	{name: "plugin_configs",
+		n:  func(s *spec.Spec) int { return len(s.PluginConfigs) },
+		id: func(s *spec.Spec, i int) spec.ID { return s.PluginConfigs[i].ID }},
+	{name: "global_rules",
+		n:  func(s *spec.Spec) int { return len(s.GlobalRules) },
+		id: func(s *spec.Spec, i int) spec.ID { return s.GlobalRules[i].ID }},
+	{name: "consumer_groups",
+		n:  func(s *spec.Spec) int { return len(s.ConsumerGroups) },
+		id: func(s *spec.Spec, i int) spec.ID { return s.ConsumerGroups[i].ID }},
+	{name: "credentials",
+		n:  func(s *spec.Spec) int { return len(s.Credentials) },
+		id: func(s *spec.Spec, i int) spec.ID { return spec.RawID(s.Credentials[i], "id") },
+		valid: func(s *spec.Spec, i int) bool {
+			_, _, ok := spec.CredentialOwner(spec.RawID(s.Credentials[i], "id").String())
+			return ok
+		}},
+	{name: "plugin_metadata",
+		n:  func(s *spec.Spec) int { return len(s.PluginMetadata) },
+		id: func(s *spec.Spec, i int) spec.ID { return spec.RawID(s.PluginMetadata[i], "id") }},
+	{name: "ssls",
+		n:  func(s *spec.Spec) int { return len(s.SSLs) },
+		id: func(s *spec.Spec, i int) spec.ID { return s.SSLs[i].ID }},
+	{name: "secrets",
+		n:  func(s *spec.Spec) int { return len(s.Secrets) },
+		id: func(s *spec.Spec, i int) spec.ID { return spec.RawID(s.Secrets[i], "id") },
+		valid: func(s *spec.Spec, i int) bool {
+			m, rest, ok := strings.Cut(spec.RawID(s.Secrets[i], "id").String(), "/")
+			return ok && m != "" && rest != "" && !strings.Contains(rest, "/")
+		}},
+}
+
+// deltaChecked reports whether s, decoded from a Delta against base,
+// passes spec.Spec.Check, knowing that base does, from what the Delta
+// changed (changes, by member name; a member left out removed all of its
+// resource's objects) rather than by a Check of the whole Spec: every
+// object carried has an id, unique among the objects carried and the
+// base's kept, and the checks of its kind; each reference it makes names
+// an object carried or kept; no object referred to was removed; the runs
+// kept do not overlap. It looks at the objects carried and those removed,
+// and reads the ids of the kept ones of a kind only when an object carried
+// has an id the base's removed ones do not (an object added, not replaced)
+// or names one of that kind: pointer-chasing at most, no map of the whole
+// Spec, where Check builds one per kind (10 ms at 50 000 routes). false
+// says nothing: Check s, which names the problem, if any.
+func deltaChecked(base, s *spec.Spec, changes map[string]*memberChange) bool {
+	var removed, added, clash, need [len(checkKinds)]map[string]bool
+	var none memberChange
+	for ki := range checkKinds {
+		k := &checkKinds[ki]
+		c := changes[k.name]
+		if c == nil {
+			c = &none
+		}
+		runs := c.runs
+		if !slices.IsSortedFunc(runs, func(a, b [2]int) int { return a[0] - b[0] }) {
+			runs = slices.SortedFunc(slices.Values(runs), func(a, b [2]int) int { return a[0] - b[0] })
+		}
+		from := 0
+		gone := func(to int) {
+			for i := from; i < to; i++ {
+				if removed[ki] == nil {
+					removed[ki] = map[string]bool{}
+				}
+				removed[ki][k.id(base, i).String()] = true
+			}
+		}
+		for _, r := range runs {
+			if r[0] < from {
+				return false // a base object kept twice
+			}
+			gone(r[0])
+			from = r[1]
+		}
+		gone(k.n(base))
+		for _, i := range c.added {
+			id := k.id(s, i)
+			if id.IsZero() || added[ki][id.String()] || (k.valid != nil && !k.valid(s, i)) {
+				return false
+			}
+			if added[ki] == nil {
+				added[ki] = map[string]bool{}
+			}
+			added[ki][id.String()] = true
+			if !removed[ki][id.String()] {
+				if clash[ki] == nil {
+					clash[ki] = map[string]bool{}
+				}
+				clash[ki][id.String()] = true
+			}
+		}
+	}
+	for _, ki := range []int{ckUpstreams, ckServices, ckPluginConfigs, ckConsumerGroups} {
+		for id := range removed[ki] {
+			if !added[ki][id] {
+				return false // a kept object may name it
+			}
+		}
+	}
+	ok := true
+	for ki := range checkKinds {
+		k := &checkKinds[ki]
+		if k.refs == nil {
+			continue
+		}
+		for _, i := range changes[k.name].addedOrNone() {
+			k.refs(s, i, func(to int, id spec.ID) {
+				switch {
+				case id.IsZero() || added[to][id.String()]:
+				case removed[to][id.String()]:
+					ok = false
+				default:
+					if need[to] == nil {
+						need[to] = map[string]bool{}
+					}
+					need[to][id.String()] = true
+				}
+			})
+		}
+	}
+	if !ok {
+		return false
+	}
+	for ki := range checkKinds {
+		if len(need[ki]) == 0 && len(clash[ki]) == 0 {
+			continue
+		}
+		k := &checkKinds[ki]
+		found := 0
+		for _, r := range changes[k.name].runsOrNone() {
+			for i := r[0]; i < r[1]; i++ {
+				id := k.id(base, i).String()
+				if clash[ki][id] {
+					return false // an object added with a kept one's id
+				}
+				if need[ki][id] {
+					found++
+				}
+			}
+		}
+		if found != len(need[ki]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *memberChange) addedOrNone() []int {
+	if c == nil {
+		return nil
+	}
+	return c.added
+}
+
+func (c *memberChange) runsOrNone() [][2]int {
+	if c == nil {
+		return nil
+	}
+	return c.runs
+}
