@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"coregate/admin/adminapi"
+	"coregate/admin/store/etcdstore"
+	"coregate/internal/e2e"
+)
+
+// Nodes on a three-member etcd cluster on loopback: a member lost, the
+// quorum lost, the quorum back.
+
+// clusterConfig is a traditional node of one worker on the external etcd
+// members endpoints, deployment.etcd.timeout timeout seconds (0: not
+// written, APISIX's 30), its Admin API on adminPort (legacy key), its
+// metrics on mport at /m.
+func clusterConfig(endpoints []string, timeout, adminPort, mport int) func(port int) string {
+	return func(port int) string {
+		var to string
+		if timeout > 0 {
+			to = fmt.Sprintf("    timeout: %d\n", timeout)
+		}
+		return fmt.Sprintf(`apisix:
+  node_listen:
+    - ip: 127.0.0.1
+      port: %d
+  enable_control: false
+%sdeployment:
+  role: traditional
+  role_traditional:
+    config_provider: etcd
+  etcd:
+    host:
+      - %s
+%s  admin:
+    admin_key:
+      - name: admin
+        key: %s
+        role: admin
+    admin_listen:
+      ip: 127.0.0.1
+      port: %d
+plugin_attr:
+  prometheus:
+    export_uri: /m
+    export_addr:
+      ip: 127.0.0.1
+      port: %d
+nginx_config:
+  worker_processes: 1
+  error_log_level: info
+`, port, e2e.SSLListen(port), strings.Join(endpoints, "\n      - "), to, adminapi.LegacyAdminKey, adminPort, mport)
+	}
+}
+
+// clusterNode is a node of TestEtcdQuorum.
+type clusterNode struct {
+	g     *supGateway
+	admin adminAPI
+	mport int
+}
+
+// served waits up to 30 s until every node serves path with 200.
+func served(t *testing.T, c *http.Client, path string, ns ...clusterNode) {
+	t.Helper()
+	for i, n := range ns {
+		eventually(t, 30*time.Second, func() error {
+			if r, err := tryDo(c, "GET", n.g.url(path), "", nil, nil); err != nil || r.status != 200 {
+				return fmt.Errorf("node %d: GET %s = %d, %v", i, path, r.status, err)
+			}
+			return nil
+		})
+	}
+}
+
+// TestEtcdQuorum: two nodes on a three-member etcd cluster, A on every
+// member, B on member 2 only, under steady traffic on both from start
+// to end, which no request may fail:
+//   - member 2 killed: A's Admin API writes go on; the history is
+//     compacted past B's last revision, member 2 started again: B
+//     catches up (resync from a full read);
+//   - members 0 and 1 killed, the quorum lost: apisix_etcd_reachable
+//     turns 0, then Admin API writes and reads answer 503 at once (not
+//     after deployment.etcd.timeout, APISIX's 30 s, as each would);
+//     both nodes go on serving their configuration, their workers are
+//     not restarted;
+//   - the quorum back: writes succeed again, on both nodes' Admin APIs,
+//     and arrive on both nodes.
+func TestEtcdQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three etcd members and two nodes for about a minute")
+	}
+	cl := e2e.NewEtcdCluster(t, 3)
+	cl.Start()
+	up := textUpstream(t, "up")
+	node := func(endpoints []string) clusterNode {
+		adminPort, mport := freePort(t), freePort(t)
+		return clusterNode{g: startSupervisor(t, "", clusterConfig(endpoints, 0, adminPort, mport), 1),
+			admin: legacyAdmin(adminPort), mport: mport}
+	}
+	a, b := node(cl.Endpoints()), node(cl.Endpoints()[2:])
+	c := newClient(t)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.Addr())
+	}
+	put := func(n clusterNode, id, uri string) (result, time.Duration, error) {
+		start := time.Now()
+		r, err := n.admin.TryDo(c, "PUT", "routes/"+id, route(uri))
+		return resultOf(r), time.Since(start), err
+	}
+	if r, _, err := put(a, "1", "/one"); err != nil || r.status != 201 {
+		t.Fatalf("PUT route 1: %d %s, %v", r.status, r.body, err)
+	}
+	served(t, c, "/one", a, b)
+	workers := func(n clusterNode) []int {
+		var pids []int
+		for _, w := range workerProcs(t, n.g.PID()) {
+			pids = append(pids, w.pid)
+		}
+		slices.Sort(pids)
+		return pids
+	}
+	wa, wb := workers(a), workers(b)
+	loadA := e2e.StartSteadyLoad(a.g.url("/one"), 2*time.Millisecond, newClient(t))
+	loadB := e2e.StartSteadyLoad(b.g.url("/one"), 2*time.Millisecond, newClient(t))
+	ended := false
+	endLoads := func() {
+		if ended {
+			return
+		}
+		ended = true
+		for name, l := range map[string]*e2e.SteadyLoad{"A": loadA, "B": loadB} {
+			ok, failures := l.End()
+			t.Logf("node %s: %d requests answered 200, %d failed", name, ok, len(failures))
+			if len(failures) != 0 || ok == 0 {
+				t.Errorf("node %s: %d requests failed (first: %v), %d answered", name, len(failures), failures[:min(3, len(failures))], ok)
+			}
+		}
+	}
+	defer endLoads()
+
+	// One member lost, B's. A write through A goes on (after the next
+	// election, had member 2 led).
+	cl.Members[2].Kill()
+	eventually(t, 15*time.Second, func() error {
+		if r, _, err := put(a, "2", "/two"); err != nil || (r.status != 201 && r.status != 200) {
+			return fmt.Errorf("PUT route 2 with member 2 down: %d %s, %v", r.status, r.body, err)
+		}
+		return nil
+	})
+	served(t, c, "/two", a)
+	// Compacted past what B saw.
+	s, err := etcdstore.New(etcdstore.Options{Endpoints: cl.Endpoints()[:2], Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	_, rev, err := s.List(ctx, "/apisix/routes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	cl.Members[2].Launch()
+	cl.Members[2].WaitHealthy(30 * time.Second)
+	start := time.Now()
+	served(t, c, "/two", b)
+	t.Logf("node B served route 2 %v after its member was back", time.Since(start).Round(time.Millisecond))
+
+	// The quorum lost: only member 2 runs. Once a node saw it
+	// (apisix_etcd_reachable 0), its Admin API answers 503 at once, not
+	// after deployment.etcd.timeout (30 s) each call.
+	cl.Members[0].Kill()
+	cl.Members[1].Kill()
+	lost := time.Now()
+	for i, n := range []clusterNode{a, b} {
+		eventually(t, 30*time.Second, func() error {
+			if v, err := reachable(c, n.mport); v != "0" {
+				return fmt.Errorf("node %d: apisix_etcd_reachable %q (%v), want 0 with the quorum lost", i, v, err)
+			}
+			return nil
+		})
+		t.Logf("node %d: apisix_etcd_reachable 0 %v after the quorum was lost", i, time.Since(lost).Round(time.Millisecond))
+	}
+	const prompt = time.Second
+	for i, n := range []clusterNode{a, b} {
+		r, took, err := put(n, "3", "/three")
+		if err != nil || r.status != 503 || took > prompt || !strings.Contains(r.body, "etcd unreachable") {
+			t.Errorf("node %d: PUT with the quorum lost: %d %s after %v, %v; want 503 within %v", i, r.status, r.body, took, err, prompt)
+		}
+		start := time.Now()
+		g, err := n.admin.TryDo(c, "GET", "routes/1", "")
+		if took := time.Since(start); err != nil || g.Status != 503 || took > prompt {
+			t.Errorf("node %d: GET with the quorum lost: %d %s after %v, %v; want 503 within %v", i, g.Status, g.Body, took, err, prompt)
+		}
+		for _, path := range []string{"/one", "/two"} {
+			if r := do(t, c, "GET", n.g.url(path), "", nil, nil); r.status != 200 || r.body != "up" {
+				t.Errorf("node %d with the quorum lost: GET %s = %d %q", i, path, r.status, r.body)
+			}
+		}
+	}
+
+	// The quorum back: writes pass again through either node and arrive
+	// on both.
+	cl.Start()
+	for i, n := range []clusterNode{a, b} {
+		id := fmt.Sprint(4 + i)
+		eventually(t, 30*time.Second, func() error {
+			if r, _, err := put(n, id, "/r"+id); err != nil || (r.status != 201 && r.status != 200) {
+				return fmt.Errorf("node %d: PUT route %s with the quorum back: %d %s, %v", i, id, r.status, r.body, err)
+			}
+			return nil
+		})
+	}
+	served(t, c, "/r4", a, b)
+	served(t, c, "/r5", a, b)
+	for i, n := range []clusterNode{a, b} {
+		eventually(t, 30*time.Second, func() error {
+			if v, err := reachable(c, n.mport); v != "1" {
+				return fmt.Errorf("node %d: apisix_etcd_reachable %q (%v), want 1 with the quorum back", i, v, err)
+			}
+			return nil
+		})
+	}
+	endLoads()
+	if got := workers(a); !slices.Equal(got, wa) {
+		t.Errorf("node A's workers %v, were %v: restarted", got, wa)
+	}
+	if got := workers(b); !slices.Equal(got, wb) {
+		t.Errorf("node B's workers %v, were %v: restarted", got, wb)
+	}
+}
