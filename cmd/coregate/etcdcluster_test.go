@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,11 +18,12 @@ import (
 // Nodes on a three-member etcd cluster on loopback: a member lost, the
 // quorum lost, the quorum back.
 
-// clusterConfig is a traditional node of one worker on the external etcd
-// members endpoints, deployment.etcd.timeout timeout seconds (0: not
-// written, APISIX's 30), its Admin API on adminPort (legacy key), its
+// clusterConfig is a node of one worker in role (traditional,
+// control_plane or data_plane) on the external etcd members endpoints,
+// deployment.etcd.timeout timeout seconds (0: not written, APISIX's 30),
+// its Admin API on adminPort (legacy key; a data plane has none), its
 // metrics on mport at /m.
-func clusterConfig(endpoints []string, timeout, adminPort, mport int) func(port int) string {
+func clusterConfig(role string, endpoints []string, timeout, adminPort, mport int) func(port int) string {
 	return func(port int) string {
 		var to string
 		if timeout > 0 {
@@ -33,8 +35,8 @@ func clusterConfig(endpoints []string, timeout, adminPort, mport int) func(port 
       port: %d
   enable_control: false
 %sdeployment:
-  role: traditional
-  role_traditional:
+  role: %s
+  role_%s:
     config_provider: etcd
   etcd:
     host:
@@ -56,7 +58,7 @@ plugin_attr:
 nginx_config:
   worker_processes: 1
   error_log_level: info
-`, port, e2e.SSLListen(port), strings.Join(endpoints, "\n      - "), to, adminapi.LegacyAdminKey, adminPort, mport)
+`, port, e2e.SSLListen(port), role, role, strings.Join(endpoints, "\n      - "), to, adminapi.LegacyAdminKey, adminPort, mport)
 	}
 }
 
@@ -102,7 +104,7 @@ func TestEtcdQuorum(t *testing.T) {
 	up := textUpstream(t, "up")
 	node := func(endpoints []string) clusterNode {
 		adminPort, mport := freePort(t), freePort(t)
-		return clusterNode{g: startSupervisor(t, "", clusterConfig(endpoints, 0, adminPort, mport), 1),
+		return clusterNode{g: startSupervisor(t, "", clusterConfig("traditional", endpoints, 0, adminPort, mport), 1),
 			admin: legacyAdmin(adminPort), mport: mport}
 	}
 	a, b := node(cl.Endpoints()), node(cl.Endpoints()[2:])
@@ -237,5 +239,107 @@ func TestEtcdQuorum(t *testing.T) {
 	}
 	if got := workers(b); !slices.Equal(got, wb) {
 		t.Errorf("node B's workers %v, were %v: restarted", got, wb)
+	}
+}
+
+// killNode ends the node g with SIGKILL, its supervisor and its workers,
+// by pid, as a crash of the machine would, and waits until they exited.
+func killNode(t *testing.T, g *supGateway) {
+	t.Helper()
+	ws := workerProcs(t, g.PID())
+	g.stopped.Store(true)
+	g.Signal(syscall.SIGKILL)
+	for _, w := range ws {
+		_ = syscall.Kill(w.pid, syscall.SIGKILL)
+	}
+	<-g.Done
+	for _, w := range ws {
+		if !e2e.WaitExited(w.pid, 5*time.Second) {
+			t.Fatalf("worker %d still runs after SIGKILL", w.pid)
+		}
+	}
+}
+
+// TestEtcdDataPlane: a data plane (deployment.role data_plane,
+// config_provider etcd) beside a control plane whose Admin API writes
+// into the same external etcd:
+//   - killed with SIGKILL, supervisor and workers, while a change is
+//     made, and started again: it serves the current configuration;
+//   - killed again, a change made, etcd stopped: started again, it
+//     serves its local copy (config-cache.json), without the change it
+//     did not see; etcd back, it catches up without a restart, and
+//     follows the changes made afterwards.
+func TestEtcdDataPlane(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an etcd, a control plane and a data plane")
+	}
+	etcd := e2e.NewEtcd(t)
+	etcd.Start()
+	up := textUpstream(t, "up")
+	cpAdmin := freePort(t)
+	startSupervisor(t, "", clusterConfig("control_plane", []string{etcd.Client}, 0, cpAdmin, freePort(t)), 1)
+	admin := legacyAdmin(cpAdmin)
+	dp := startSupervisor(t, "", clusterConfig("data_plane", []string{etcd.Client}, 0, freePort(t), freePort(t)), 1)
+	c := newClient(t)
+	put := func(id, uri string) {
+		t.Helper()
+		r := admin.do(t, c, "PUT", "routes/"+id, fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
+		if r.status != 201 {
+			t.Fatalf("PUT route %s on the control plane: %d %s", id, r.status, r.body)
+		}
+	}
+	get := func(g *supGateway, path string) result {
+		t.Helper()
+		r, err := tryDo(c, "GET", g.url(path), "", nil, nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		return r
+	}
+	servedOn := func(g *supGateway, path string) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() error {
+			if r := get(g, path); r.status != 200 || r.body != "up" {
+				return fmt.Errorf("data plane: GET %s = %d %q", path, r.status, r.body)
+			}
+			return nil
+		})
+	}
+	put("1", "/one")
+	servedOn(dp, "/one")
+	// Its local copy holds route 1 before it is killed.
+	cacheOrigin(t, dp.dir, 1)
+
+	killNode(t, dp)
+	put("2", "/two")
+	dp = dp.restart(t, 1)
+	servedOn(dp, "/two")
+	if r := get(dp, "/one"); r.status != 200 {
+		t.Fatalf("data plane restarted: GET /one = %d", r.status)
+	}
+	cacheOrigin(t, dp.dir, 2)
+
+	killNode(t, dp)
+	put("3", "/three")
+	etcd.Kill()
+	dp = dp.restart(t, 1)
+	for _, path := range []string{"/one", "/two"} {
+		if r := get(dp, path); r.status != 200 || r.body != "up" {
+			t.Fatalf("data plane started with etcd down: GET %s = %d %q, want its local copy's route", path, r.status, r.body)
+		}
+	}
+	if r := get(dp, "/three"); r.status != 404 {
+		t.Fatalf("data plane started with etcd down: GET /three = %d, want 404 (not in its copy)", r.status)
+	}
+	if !strings.Contains(dp.out.String(), "local copy") {
+		t.Fatalf("the data plane did not say it serves its local copy:\n%s", dp.out.String())
+	}
+	workers := workerProcs(t, dp.PID())
+	etcd.Start()
+	servedOn(dp, "/three")
+	put("4", "/four")
+	servedOn(dp, "/four")
+	if got := workerProcs(t, dp.PID()); len(got) != 1 || len(workers) != 1 || got[0].pid != workers[0].pid {
+		t.Fatalf("the data plane's workers %v, were %v: restarted to catch up", got, workers)
 	}
 }
