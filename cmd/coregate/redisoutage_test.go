@@ -177,3 +177,185 @@ func TestLimitCountRedisWindowEdge(t *testing.T) {
 		t.Fatalf("%d admitted over %d windows of %d", passed.Load(), windows, limit)
 	}
 }
+
+// outageAnswer is one answer of TestLimitCountRedisKilled's load.
+type outageAnswer struct {
+	at, took  time.Duration // since the load began
+	path      string
+	status    int
+	remaining string
+	body      string
+	err       error
+}
+
+// TestLimitCountRedisKilled: Redis (a Redis Cluster's master holding the
+// key) killed under load over three nodes, then started again on its
+// port: meanwhile /limited answers APISIX's 500 {"error_msg":"failed to
+// limit count"} and /open, allow_degradation, passes without the
+// headers; no request waits past redis_timeout (1 s), and most fail at
+// once, not each after the timeout (a refused dial is retried once a
+// second, the calls between failing at once); once Redis is back both
+// count again by themselves, within a few seconds, no node restarted.
+func TestLimitCountRedisKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three gateways and Redis servers for several seconds")
+	}
+	for _, policy := range []string{"redis", "redis-cluster"} {
+		t.Run(policy, func(t *testing.T) {
+			var victim *plugintest.RedisNode
+			var addrs []string
+			var all []*plugintest.RedisNode
+			if policy == "redis" {
+				victim = plugintest.RedisNodeOf(t)
+				all = []*plugintest.RedisNode{victim}
+			} else {
+				all = plugintest.RedisClusterNodes(t, 3)
+			}
+			for _, n := range all {
+				addrs = append(addrs, n.Addr())
+			}
+			up := textUpstream(t, "ok")
+			// One hash tag: both routes' keys in one slot, on one master.
+			conf := func(degrade bool) obj {
+				return redisPolicy(policy, addrs, obj{"count": 1000000, "time_window": 300, "key": "{edge}", "allow_degradation": degrade})
+			}
+			routes := routesYAML(
+				obj{"id": "limited", "uri": "/limited", "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"limit-count": conf(false)}},
+				obj{"id": "open", "uri": "/open", "upstream": upstreamOf(nodes(up.Addr()), nil), "plugins": obj{"limit-count": conf(true)}},
+			)
+			var gs []*gateway
+			for range 3 {
+				gs = append(gs, startGateway(t, routes, ""))
+			}
+			c := newClient(t)
+			for _, g := range gs {
+				for _, p := range []string{"/limited", "/open"} {
+					if r := do(t, c, "GET", g.url(p), "", nil, nil); r.status != 200 || r.header.Get("X-RateLimit-Remaining") == "" {
+						t.Fatalf("%s before the outage: %d %q", p, r.status, r.header.Get("X-RateLimit-Remaining"))
+					}
+				}
+			}
+			if victim == nil {
+				for _, n := range all {
+					if keys, err := plugintest.RedisCommand(n.Addr(), "KEYS", "plugin-limit-count:*"); err == nil && keys != "" {
+						victim = n
+					}
+				}
+				if victim == nil {
+					t.Fatal("no master holds the counters")
+				}
+			}
+			pids := map[*gateway][]workerProc{}
+			for _, g := range gs {
+				pids[g] = workerProcs(t, g.PID())
+			}
+
+			begin := time.Now()
+			var stop atomic.Bool
+			var mu sync.Mutex
+			var answers []outageAnswer
+			var wg sync.WaitGroup
+			for _, g := range gs {
+				for i := range 4 {
+					path := []string{"/limited", "/open"}[i%2]
+					cl := newClient(t)
+					wg.Go(func() {
+						for n := 0; !stop.Load() && n < 5000; n++ {
+							start := time.Now()
+							r, err := tryDo(cl, "GET", g.url(path), "", nil, nil)
+							a := outageAnswer{at: start.Sub(begin), took: time.Since(start), path: path, status: r.status,
+								remaining: r.header.Get("X-RateLimit-Remaining"), body: r.body, err: err}
+							mu.Lock()
+							answers = append(answers, a)
+							mu.Unlock()
+							time.Sleep(5 * time.Millisecond)
+						}
+					})
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+			killed := time.Since(begin)
+			victim.Kill()
+			time.Sleep(3 * time.Second)
+			restarted := time.Since(begin)
+			victim.Restart()
+			// Back by itself: every node counts /limited again.
+			var recovered time.Duration
+			eventually(t, 15*time.Second, func() error {
+				for _, g := range gs {
+					if r, err := tryDo(c, "GET", g.url("/limited"), "", nil, nil); err != nil || r.status != 200 || r.header.Get("X-RateLimit-Remaining") == "" {
+						return fmt.Errorf("/limited with Redis back: %d %q, %v", r.status, r.header.Get("X-RateLimit-Remaining"), err)
+					}
+				}
+				recovered = time.Since(begin)
+				return nil
+			})
+			time.Sleep(500 * time.Millisecond)
+			stop.Store(true)
+			wg.Wait()
+
+			const timeout = time.Second // redis_timeout
+			var failed, failedSlow, degraded, after int
+			var worst time.Duration
+			var fails []time.Duration
+			for _, a := range answers {
+				worst = max(worst, a.took)
+				switch {
+				case a.err != nil:
+					t.Errorf("%s at %v: %v", a.path, a.at, a.err)
+				case a.took > timeout+timeout/2:
+					t.Errorf("%s at %v: answered %d after %v, past redis_timeout %v", a.path, a.at, a.status, a.took, timeout)
+				case a.path == "/open" && a.status != 200:
+					t.Errorf("/open at %v: %d %q, want 200 (allow_degradation)", a.at, a.status, a.body)
+				case a.path == "/open" && a.remaining == "":
+					degraded++
+				case a.path == "/limited" && a.status == 500:
+					if a.body != `{"error_msg":"failed to limit count"}`+"\n" {
+						t.Errorf("/limited at %v: 500 %q", a.at, a.body)
+					}
+					// In flight at the kill, or asked before every
+					// node counted again.
+					if a.at+a.took < killed || a.at > recovered {
+						t.Errorf("/limited at %v: 500 with Redis up (killed at %v, started again at %v, counted again at %v)",
+							a.at, killed, restarted, recovered)
+					}
+					failed++
+					fails = append(fails, a.took)
+					if a.took > timeout/2 {
+						failedSlow++
+					}
+				case a.path == "/limited" && a.status != 200:
+					t.Errorf("/limited at %v: %d %q", a.at, a.status, a.body)
+				case a.at > recovered+timeout && a.remaining == "":
+					after++
+				}
+			}
+			slices.Sort(fails)
+			var median time.Duration
+			if len(fails) > 0 {
+				median = fails[len(fails)/2]
+			}
+			t.Logf("%d answers; Redis killed at %v, started again at %v, counted again on every node at %v (%v after); "+
+				"%d requests failed (500), %d of them after more than %v, median %v; %d passed degraded; slowest answer %v",
+				len(answers), killed.Round(time.Millisecond), restarted.Round(time.Millisecond), recovered.Round(time.Millisecond),
+				(recovered - restarted).Round(time.Millisecond), failed, failedSlow, timeout/2, median, degraded, worst.Round(time.Millisecond))
+			if failed == 0 || degraded == 0 {
+				t.Errorf("%d failed, %d degraded: the outage was not seen", failed, degraded)
+			}
+			if median > 100*time.Millisecond {
+				t.Errorf("the median failed request waited %v: each pays the timeout while Redis is down", median)
+			}
+			if after > 0 {
+				t.Errorf("%d answers without the count after the recovery", after)
+			}
+			if d := recovered - restarted; d > 5*time.Second {
+				t.Errorf("counted again %v after Redis was back, want within 5 s", d)
+			}
+			for _, g := range gs {
+				if got := workerProcs(t, g.PID()); !slices.Equal(got, pids[g]) {
+					t.Errorf("workers %v, were %v", got, pids[g])
+				}
+			}
+		})
+	}
+}
