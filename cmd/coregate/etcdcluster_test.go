@@ -83,18 +83,20 @@ func served(t *testing.T, c *http.Client, path string, ns ...clusterNode) {
 }
 
 // TestEtcdQuorum: two nodes on a three-member etcd cluster, A on every
-// member, B on member 2 only, under steady traffic on both from start
-// to end, which no request may fail:
-//   - member 2 killed: A's Admin API writes go on; the history is
-//     compacted past B's last revision, member 2 started again: B
-//     catches up (resync from a full read);
-//   - members 0 and 1 killed, the quorum lost: apisix_etcd_reachable
+// member, B on one follower only, under steady traffic on both from
+// start to end, which no request may fail:
+//   - B's member killed: A's Admin API writes go on; the history is
+//     compacted past B's last revision, the member started again: B's
+//     watch, resumed, finds its revision compacted, and B catches up
+//     from a full read;
+//   - the two others killed, the quorum lost: apisix_etcd_reachable
 //     turns 0, then Admin API writes and reads answer 503 at once (not
 //     after deployment.etcd.timeout, APISIX's 30 s, as each would);
 //     both nodes go on serving their configuration, their workers are
 //     not restarted;
 //   - the quorum back: writes succeed again, on both nodes' Admin APIs,
-//     and arrive on both nodes.
+//     and arrive on both nodes;
+//   - the leader killed: a write through A passes after the election.
 func TestEtcdQuorum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three etcd members and two nodes for about a minute")
@@ -107,7 +109,17 @@ func TestEtcdQuorum(t *testing.T) {
 		return clusterNode{g: startSupervisor(t, "", clusterConfig("traditional", endpoints, 0, adminPort, mport), 1),
 			admin: legacyAdmin(adminPort), mport: mport}
 	}
-	a, b := node(cl.Endpoints()), node(cl.Endpoints()[2:])
+	// B's member is a follower: A's writes need no election when it is
+	// lost.
+	leader := -1
+	eventually(t, 10*time.Second, func() error {
+		if leader = cl.Leader(); leader < 0 {
+			return fmt.Errorf("no leader")
+		}
+		return nil
+	})
+	f := (leader + 1) % 3
+	a, b := node(cl.Endpoints()), node(cl.Endpoints()[f:f+1])
 	c := newClient(t)
 	route := func(uri string) string {
 		return fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.Addr())
@@ -148,18 +160,18 @@ func TestEtcdQuorum(t *testing.T) {
 	}
 	defer endLoads()
 
-	// One member lost, B's. A write through A goes on (after the next
-	// election, had member 2 led).
-	cl.Members[2].Kill()
-	eventually(t, 15*time.Second, func() error {
-		if r, _, err := put(a, "2", "/two"); err != nil || (r.status != 201 && r.status != 200) {
-			return fmt.Errorf("PUT route 2 with member 2 down: %d %s, %v", r.status, r.body, err)
-		}
-		return nil
-	})
+	// One member lost, B's. A write through A goes on.
+	cl.Members[f].Kill()
+	if r, _, err := put(a, "2", "/two"); err != nil || r.status != 201 {
+		t.Fatalf("PUT route 2 with member %d down: %d %s, %v", f, r.status, r.body, err)
+	}
 	served(t, c, "/two", a)
-	// Compacted past what B saw.
-	s, err := etcdstore.New(etcdstore.Options{Endpoints: cl.Endpoints()[:2], Timeout: 5 * time.Second})
+	// Route 2 written again, and the history compacted past what B saw:
+	// route 2's first revision included.
+	if r, _, err := put(a, "2", "/two"); err != nil || r.status != 200 {
+		t.Fatalf("PUT route 2 again: %d %s, %v", r.status, r.body, err)
+	}
+	s, err := etcdstore.New(etcdstore.Options{Endpoints: []string{cl.Members[leader].Client}, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,17 +184,23 @@ func TestEtcdQuorum(t *testing.T) {
 	if err := s.Compact(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
-	cl.Members[2].Launch()
-	cl.Members[2].WaitHealthy(30 * time.Second)
+	cl.Members[f].Launch()
+	cl.Members[f].WaitHealthy(30 * time.Second)
 	start := time.Now()
 	served(t, c, "/two", b)
 	t.Logf("node B served route 2 %v after its member was back", time.Since(start).Round(time.Millisecond))
+	// Its watch resumed from before route 2 and found it compacted: the
+	// node read the store again.
+	b.g.waitLog(`msg="config watch ended: reading the store again".*compacted`, 1, 10*time.Second)
 
-	// The quorum lost: only member 2 runs. Once a node saw it
+	// The quorum lost: only B's member runs. Once a node saw it
 	// (apisix_etcd_reachable 0), its Admin API answers 503 at once, not
 	// after deployment.etcd.timeout (30 s) each call.
-	cl.Members[0].Kill()
-	cl.Members[1].Kill()
+	for i, m := range cl.Members {
+		if i != f {
+			m.Kill()
+		}
+	}
 	lost := time.Now()
 	for i, n := range []clusterNode{a, b} {
 		eventually(t, 30*time.Second, func() error {
@@ -233,6 +251,24 @@ func TestEtcdQuorum(t *testing.T) {
 			return nil
 		})
 	}
+	// The leader lost: a write through A passes once the two left
+	// elected another (etcd's election timeout, 1 s by default).
+	eventually(t, 10*time.Second, func() error {
+		if leader = cl.Leader(); leader < 0 {
+			return fmt.Errorf("no leader")
+		}
+		return nil
+	})
+	cl.Members[leader].Kill()
+	start = time.Now()
+	eventually(t, 15*time.Second, func() error {
+		if r, _, err := put(a, "6", "/six"); err != nil || r.status != 201 {
+			return fmt.Errorf("PUT route 6 with the leader lost: %d %s, %v", r.status, r.body, err)
+		}
+		return nil
+	})
+	t.Logf("a write passed %v after the leader was lost", time.Since(start).Round(time.Millisecond))
+	served(t, c, "/six", a)
 	endLoads()
 	if got := workers(a); !slices.Equal(got, wa) {
 		t.Errorf("node A's workers %v, were %v: restarted", got, wa)

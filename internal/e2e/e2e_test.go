@@ -391,6 +391,9 @@ func TestEtcdCluster(t *testing.T) {
 	if b, err := kv(c.Members[2], "range", `{"key":"aw=="}`); err != nil || !strings.Contains(b, `"value":"djE="`) {
 		t.Fatalf("read through another member: %s, %v", b, err)
 	}
+	if l := c.Leader(); l < 0 {
+		t.Fatal("no member is the leader")
+	}
 	pid := c.Members[2].PID()
 	c.Members[2].Kill()
 	if Alive(pid) || c.Members[2].PID() != 0 {
@@ -417,6 +420,9 @@ func TestEtcdCluster(t *testing.T) {
 	// once the quorum is back, if the last member held it as leader.
 	if _, err := kv(c.Members[0], "put", `{"key":"cQ==","value":"djE="}`); err == nil {
 		t.Fatal("a write passed with the quorum lost")
+	}
+	if l := c.Leader(); l != -1 {
+		t.Fatalf("member %d leads with the quorum lost", l)
 	}
 	c.Start()
 	for i, m := range c.Members {

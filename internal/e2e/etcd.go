@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -197,4 +198,32 @@ func (c *EtcdCluster) Endpoints() []string {
 		out = append(out, m.Client)
 	}
 	return out
+}
+
+// Leader is the index in Members of the cluster's leader, as the members
+// that run say; -1 when none names itself leader (an election, or the
+// quorum lost).
+func (c *EtcdCluster) Leader() int {
+	hc := &http.Client{Timeout: time.Second}
+	for i, m := range c.Members {
+		if m.cmd == nil {
+			continue
+		}
+		r, err := hc.Post(m.Client+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Header struct {
+				MemberID string `json:"member_id"`
+			}
+			Leader string
+		}
+		err = json.NewDecoder(r.Body).Decode(&st)
+		r.Body.Close()
+		if err == nil && st.Leader != "" && st.Leader == st.Header.MemberID {
+			return i
+		}
+	}
+	return -1
 }
