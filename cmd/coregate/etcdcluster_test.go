@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -377,5 +378,79 @@ func TestEtcdDataPlane(t *testing.T) {
 	servedOn(dp, "/four")
 	if got := workerProcs(t, dp.PID()); len(got) != 1 || len(workers) != 1 || got[0].pid != workers[0].pid {
 		t.Fatalf("the data plane's workers %v, were %v: restarted to catch up", got, workers)
+	}
+}
+
+// TestEtcdDataPlaneSupervisorKilled: a data plane on etcd whose
+// supervisor alone is killed with SIGKILL (the OOM killer's pick) serves
+// on from its worker; a change made meanwhile is served once the
+// supervisor is started again, which takes the worker over or replaces
+// it; no request fails throughout.
+func TestEtcdDataPlaneSupervisorKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an etcd, a control plane and a data plane")
+	}
+	etcd := e2e.NewEtcd(t)
+	etcd.Start()
+	up := textUpstream(t, "up")
+	cpAdmin := freePort(t)
+	startSupervisor(t, "", clusterConfig("control_plane", []string{etcd.Client}, 0, cpAdmin, freePort(t)), 1)
+	admin := legacyAdmin(cpAdmin)
+	c := newClient(t)
+	put := func(id, uri string) {
+		t.Helper()
+		r := admin.do(t, c, "PUT", "routes/"+id, fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
+		if r.status != 201 {
+			t.Fatalf("PUT route %s on the control plane: %d %s", id, r.status, r.body)
+		}
+	}
+	dir, port := t.TempDir(), freePort(t)
+	writeFile(t, filepath.Join(dir, "config.yaml"), clusterConfig("data_plane", []string{etcd.Client}, 0, freePort(t), freePort(t))(port))
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	served := func(path string) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() error {
+			if r, err := tryDo(c, "GET", base+path, "", nil, nil); err != nil || r.status != 200 || r.body != "up" {
+				return fmt.Errorf("data plane: GET %s = %d %q, %v", path, r.status, r.body, err)
+			}
+			return nil
+		})
+	}
+	var pids []int
+	e2e.KillAtEnd(t, &pids)
+	first := startNodeProc(t, dir, "first")
+	pids = workerPIDs(first.WaitLog(`msg="worker ready"`, 1, 30*time.Second))
+	put("1", "/one")
+	served("/one")
+	load := e2e.StartSteadyLoad(base+"/one", 2*time.Millisecond, newClient(t))
+
+	first.Stopped.Store(true)
+	first.Signal(syscall.SIGKILL)
+	<-first.Done
+	first.WaitLog(`msg="supervisor gone: serving the last configuration`, 1, 5*time.Second)
+	put("2", "/two")
+	time.Sleep(500 * time.Millisecond) // served on without a supervisor
+	if r, err := tryDo(c, "GET", base+"/two", "", nil, nil); err != nil || r.status != 404 {
+		t.Fatalf("GET /two without a supervisor = %d, %v; want 404, the worker's configuration unchanged", r.status, err)
+	}
+
+	second := startNodeProc(t, dir, "second")
+	served("/two")
+	ok, failures := load.End()
+	t.Logf("%d requests answered 200, %d failed across the supervisor's kill and restart", ok, len(failures))
+	if len(failures) != 0 || ok == 0 {
+		t.Errorf("%d requests failed (first: %v), %d answered", len(failures), failures[:min(3, len(failures))], ok)
+	}
+	second.Stopped.Store(true)
+	second.Signal(syscall.SIGTERM)
+	select {
+	case <-second.Done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the second supervisor did not stop on SIGTERM")
+	}
+	for _, pid := range pids {
+		if !e2e.WaitExited(pid, 10*time.Second) {
+			t.Errorf("worker %d still runs after the supervisor stopped", pid)
+		}
 	}
 }
