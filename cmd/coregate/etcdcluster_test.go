@@ -94,9 +94,10 @@ func served(t *testing.T, c *http.Client, path string, ns ...clusterNode) {
 //     turns 0, then Admin API writes and reads answer 503 at once (not
 //     after deployment.etcd.timeout, APISIX's 30 s, as each would);
 //     both nodes go on serving their configuration, their workers are
-//     not restarted;
+//     not restarted; a third node, C, started again meanwhile serves its
+//     local copy within seconds;
 //   - the quorum back: writes succeed again, on both nodes' Admin APIs,
-//     and arrive on both nodes;
+//     and arrive on every node;
 //   - the leader killed: a write through A passes after the election.
 func TestEtcdQuorum(t *testing.T) {
 	if testing.Short() {
@@ -193,6 +194,10 @@ func TestEtcdQuorum(t *testing.T) {
 	// Its watch resumed from before route 2 and found it compacted: the
 	// node read the store again.
 	b.g.waitLog(`msg="config watch ended: reading the store again".*compacted`, 1, 10*time.Second)
+	// Node C, on every member, has routes 1 and 2 in its local copy.
+	cn := node(cl.Endpoints())
+	served(t, c, "/two", cn)
+	cacheOrigin(t, cn.g.dir, 2)
 
 	// The quorum lost: only B's member runs. Once a node saw it
 	// (apisix_etcd_reachable 0), its Admin API answers 503 at once, not
@@ -229,9 +234,23 @@ func TestEtcdQuorum(t *testing.T) {
 			}
 		}
 	}
+	// C started again: it serves its local copy once its read of etcd
+	// gave up (storesync.DefaultStartTimeout, 5 s), not after
+	// deployment.etcd.timeout.
+	start = time.Now()
+	cn.g = cn.g.restart(t, 1)
+	for _, path := range []string{"/one", "/two"} {
+		if r := do(t, c, "GET", cn.g.url(path), "", nil, nil); r.status != 200 || r.body != "up" {
+			t.Errorf("node C started with the quorum lost: GET %s = %d %q", path, r.status, r.body)
+		}
+	}
+	t.Logf("node C started again with the quorum lost: serving its local copy after %v", time.Since(start).Round(time.Millisecond))
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("node C served its local copy %v after it was started again, want within 15 s", took)
+	}
 
 	// The quorum back: writes pass again through either node and arrive
-	// on both.
+	// on every node.
 	cl.Start()
 	for i, n := range []clusterNode{a, b} {
 		id := fmt.Sprint(4 + i)
@@ -242,8 +261,8 @@ func TestEtcdQuorum(t *testing.T) {
 			return nil
 		})
 	}
-	served(t, c, "/r4", a, b)
-	served(t, c, "/r5", a, b)
+	served(t, c, "/r4", a, b, cn)
+	served(t, c, "/r5", a, b, cn)
 	for i, n := range []clusterNode{a, b} {
 		eventually(t, 30*time.Second, func() error {
 			if v, err := reachable(c, n.mport); v != "1" {
