@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -225,18 +226,23 @@ type outageAnswer struct {
 
 // TestLimitCountRedisKilled: Redis (a Redis Cluster's master holding the
 // key) killed under load over three nodes, then started again on its
-// port: meanwhile /limited answers APISIX's 500 {"error_msg":"failed to
-// limit count"} and /open, allow_degradation, passes without the
-// headers; no request waits past redis_timeout (1 s), and most fail at
-// once, not each after the timeout (a refused dial is retried once a
-// second, the calls between failing at once); once Redis is back both
-// count again by themselves, within a few seconds, no node restarted.
+// port, or Redis hung (SIGSTOP, then SIGCONT): meanwhile /limited answers
+// APISIX's 500 {"error_msg":"failed to limit count"} and /open,
+// allow_degradation, passes without the headers; no request waits past
+// redis_timeout (1 s), and most fail at once, not each after the timeout
+// (a failed dial, refused or timed out, is tried again a second later,
+// the calls between failing at once); once Redis is back both count
+// again by themselves, within a few seconds, no node restarted.
 func TestLimitCountRedisKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three gateways and Redis servers for several seconds")
 	}
-	for _, policy := range []string{"redis", "redis-cluster"} {
-		t.Run(policy, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy string
+		hang         bool // SIGSTOP and SIGCONT, not SIGKILL and a restart
+	}{{"redis", "redis", false}, {"redis-hung", "redis", true}, {"redis-cluster", "redis-cluster", false}} {
+		policy := tc.policy
+		t.Run(tc.name, func(t *testing.T) {
 			var victim *plugintest.RedisNode
 			var addrs []string
 			var all []*plugintest.RedisNode
@@ -310,10 +316,22 @@ func TestLimitCountRedisKilled(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 			killed := time.Since(begin)
-			victim.Kill()
+			if tc.hang {
+				if err := victim.Process().Signal(syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				victim.Kill()
+			}
 			time.Sleep(3 * time.Second)
 			restarted := time.Since(begin)
-			victim.Restart()
+			if tc.hang {
+				if err := victim.Process().Signal(syscall.SIGCONT); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				victim.Restart()
+			}
 			// Back by itself: every node counts /limited again.
 			var recovered time.Duration
 			eventually(t, 15*time.Second, func() error {
