@@ -34,9 +34,9 @@ func limitRoutes(up string, count int) string {
 
 // limitAnswer is one answer, read off a kept-alive connection.
 type limitAnswer struct {
-	status           int
-	limit, remaining string
-	body             string
+	status                  int
+	limit, remaining, reset string
+	body                    string
 }
 
 // limitConn is one client connection and its reader.
@@ -60,7 +60,7 @@ func (lc *limitConn) get(path string) (limitAnswer, error) {
 		return limitAnswer{}, err
 	}
 	return limitAnswer{status: resp.StatusCode, limit: resp.Header.Get("X-RateLimit-Limit"),
-		remaining: resp.Header.Get("X-RateLimit-Remaining"), body: string(b)}, nil
+		remaining: resp.Header.Get("X-RateLimit-Remaining"), reset: resp.Header.Get("X-RateLimit-Reset"), body: string(b)}, nil
 }
 
 // dialLimit opens n connections to addr, closed when the test ends.

@@ -19,7 +19,8 @@
 //     closed, when the test ends.
 //   - Processes are ended by PID: a helper ends only the processes the
 //     test started (the gateway it ran and that gateway's own worker
-//     processes, found as its children in /proc), never by name.
+//     processes, found as its children in /proc; the etcd members of an
+//     Etcd or EtcdCluster), never by name.
 //
 // The package is for tests only: no code that is built into the product
 // imports it (cmd/layering holds that rule). Its helpers take a

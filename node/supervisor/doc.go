@@ -191,7 +191,10 @@
 // embedded one unless deployment.etcd.host names a cluster, openEtcd, with
 // the Admin API over it, serveAdmin), starts the export server and runs a
 // Supervisor until SIGTERM or SIGINT; its reload function re-reads
-// config.yaml. First, before etcd or a port is opened, it takes the pid
+// config.yaml. The Admin API's store (guardedStore) refuses changes while
+// the node does not serve from etcd, and answers every call 503 at once
+// while the node's watch has lost etcd (down, or a cluster without its
+// quorum), where each would wait out deployment.etcd.timeout. First, before etcd or a port is opened, it takes the pid
 // file (apisix.pid_file, node.CreatePIDFile): a second supervisor on the
 // same configuration stops there; the file is removed at exit. Check is
 // `coregate -t`: config.yaml, then a data plane's apisix.yaml or every

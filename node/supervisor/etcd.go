@@ -109,6 +109,14 @@ func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.L
 // change that comes before the store was first read waits for that read
 // (a node that starts), at most storesync.DefaultStartTimeout. Reads
 // answer from the store as it is.
+//
+// While the node's watch has lost the store (storesync.Syncer.Reachable
+// false, apisix_etcd_reachable 0: etcd down, or a cluster without its
+// quorum, whose members left answer no request), reads and changes are
+// answered ErrUnavailable at once rather than after the store's timeout
+// (deployment.etcd.timeout, 30 s by default) each: they would wait it out
+// and fail. The sync tries the store again every storesync.DefaultRetry;
+// calls pass again once it answered.
 type guardedStore struct {
 	store.Store
 	sync *storesync.Syncer
@@ -127,7 +135,32 @@ func (g guardedStore) refused(ctx context.Context) error {
 	if err := g.sync.Refusal(); err != nil {
 		return fmt.Errorf("%w: changes refused: %w", store.ErrUnavailable, err)
 	}
-	return nil
+	return g.lost()
+}
+
+// lost is the error of a call made while the sync has lost the store,
+// nil when it has not (or has not read it yet: a node that starts while
+// its etcd is down learns it at its first read, within the store's
+// timeout).
+func (g guardedStore) lost() error {
+	if g.sync.Reachable() || errors.Is(g.sync.Refusal(), storesync.ErrNotRead) {
+		return nil
+	}
+	return fmt.Errorf("%w: etcd unreachable (apisix_etcd_reachable 0): the node serves its last configuration until it answers", store.ErrUnavailable)
+}
+
+func (g guardedStore) Get(ctx context.Context, key string) (store.KV, error) {
+	if err := g.lost(); err != nil {
+		return store.KV{}, err
+	}
+	return g.Store.Get(ctx, key)
+}
+
+func (g guardedStore) List(ctx context.Context, dir string) ([]store.KV, int64, error) {
+	if err := g.lost(); err != nil {
+		return nil, 0, err
+	}
+	return g.Store.List(ctx, dir)
 }
 
 func (g guardedStore) Put(ctx context.Context, key string, value []byte, opts store.PutOptions) (kv, prev store.KV, err error) {

@@ -33,35 +33,90 @@ func RedisServer(t testing.TB, args ...string) int {
 // (SIGCONT) to bring it back.
 func RedisProcess(t testing.TB, args ...string) (int, *os.Process) {
 	t.Helper()
-	bin := redisBinary(t)
-	return startRedis(t, bin, t.TempDir(), func(port int) []string { return args })
+	n := RedisNodeOf(t, args...)
+	return n.Port, n.proc
+}
+
+// RedisNode is a redis-server the test started, which it can kill and
+// start again on the same port, directory and arguments: a cluster node
+// started again rejoins its cluster (its nodes.conf is in the directory).
+// Its methods are for the test's goroutine.
+type RedisNode struct {
+	// Port is the server's loopback port.
+	Port   int
+	t      testing.TB
+	bin    string
+	dir    string
+	argv   []string
+	proc   *os.Process
+	exited chan struct{}
+}
+
+// Addr is the server's address, 127.0.0.1:Port.
+func (n *RedisNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
+
+// Process is the server's process while it runs.
+func (n *RedisNode) Process() *os.Process { return n.proc }
+
+// Kill ends the server with SIGKILL, by its pid, and waits until it
+// exited.
+func (n *RedisNode) Kill() {
+	_ = n.proc.Kill()
+	<-n.exited
+}
+
+// Restart starts the server Kill ended again on its port, directory and
+// arguments, and waits until it answers (up to 10 s).
+func (n *RedisNode) Restart() {
+	n.t.Helper()
+	if err := n.launch(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+		n.t.Fatalf("redis-server on %s, started again: %v\n%s", n.Addr(), err, log)
+	}
+}
+
+// RedisNodeOf starts a redis-server as RedisServer does, and returns it.
+func RedisNodeOf(t testing.TB, args ...string) *RedisNode {
+	t.Helper()
+	return startRedis(t, redisBinary(t), t.TempDir(), func(port int) []string { return args })
 }
 
 // RedisCluster starts a Redis Cluster of n masters (n >= 3) on free
 // loopback ports, with every slot assigned, and returns their addresses.
 func RedisCluster(t testing.TB, n int) []string {
 	t.Helper()
+	var addrs []string
+	for _, node := range RedisClusterNodes(t, n) {
+		addrs = append(addrs, node.Addr())
+	}
+	return addrs
+}
+
+// RedisClusterNodes is RedisCluster returning the masters, for a test
+// that kills one and starts it again.
+func RedisClusterNodes(t testing.TB, n int) []*RedisNode {
+	t.Helper()
 	bin := redisBinary(t)
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		needRedis(t, "redis-cli")
 	}
-	var addrs, dirs []string
+	var nodes []*RedisNode
+	var addrs []string
 	for range n {
-		dir := t.TempDir()
-		port, _ := startRedis(t, bin, dir, func(int) []string {
+		node := startRedis(t, bin, t.TempDir(), func(int) []string {
 			return []string{"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(FreePort(t)),
 				"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"}
 		})
-		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(port))
-		dirs = append(dirs, dir)
+		nodes = append(nodes, node)
+		addrs = append(addrs, node.Addr())
 	}
 	cmd := exec.Command(cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		var logs strings.Builder
-		for i, dir := range dirs {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			fmt.Fprintf(&logs, "--- %s\n%s", addrs[i], log)
+		for _, node := range nodes {
+			log, _ := os.ReadFile(filepath.Join(node.dir, "redis.log"))
+			fmt.Fprintf(&logs, "--- %s\n%s", node.Addr(), log)
 		}
 		t.Fatalf("redis-cli --cluster create: %v\n%s\n%s", err, out, logs.String())
 	}
@@ -78,7 +133,7 @@ func RedisCluster(t testing.TB, n int) []string {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return addrs
+	return nodes
 }
 
 // FreePort is a loopback TCP port that was free a moment ago.
@@ -110,45 +165,50 @@ func needRedis(t testing.TB, what string) {
 }
 
 // startRedis starts a redis-server on a free loopback port with the
-// arguments args gives for that port, in dir, and returns the port once
-// the server answers a command (a dial alone can succeed before the server
+// arguments args gives for that port, in dir, and returns it once the
+// server answers a command (a dial alone can succeed before the server
 // has finished starting, and on a port that a server then fails to keep).
 // A server that exits while starting, for example because another process
 // took its cluster bus port first, is started again on other ports; the
 // test fails after three such tries. The server is killed, by its PID, when
-// the test ends (a stopped one too). startRedis returns the port and the
-// server's process.
-func startRedis(t testing.TB, bin, dir string, args func(port int) []string) (int, *os.Process) {
+// the test ends (a stopped one too).
+func startRedis(t testing.TB, bin, dir string, args func(port int) []string) *RedisNode {
 	t.Helper()
-	logPath := filepath.Join(dir, "redis.log")
+	n := &RedisNode{t: t, bin: bin, dir: dir}
+	t.Cleanup(func() {
+		if n.proc != nil {
+			n.Kill()
+		}
+	})
 	for try := 1; ; try++ {
 		_ = os.Remove(filepath.Join(dir, "nodes.conf")) // a cluster node's, from a failed try
-		port := FreePort(t)
-		argv := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--logfile", logPath, "--daemonize", "no"}, args(port)...)
-		cmd := exec.Command(bin, argv...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() {
-			_ = cmd.Wait()
-			close(exited)
-		}()
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			<-exited
-		})
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		err := awaitRedis(addr, exited)
+		n.Port = FreePort(t)
+		n.argv = append([]string{"--port", strconv.Itoa(n.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--daemonize", "no"}, args(n.Port)...)
+		err := n.launch()
 		if err == nil {
-			return port, cmd.Process
+			return n
 		}
 		if err != errExited || try == 3 {
-			log, _ := os.ReadFile(logPath)
-			t.Fatalf("redis-server on %s: %v\n%s", addr, err, log)
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			t.Fatalf("redis-server on %s: %v\n%s", n.Addr(), err, log)
 		}
 	}
+}
+
+// launch runs the server on n's arguments and waits until it answers.
+func (n *RedisNode) launch() error {
+	cmd := exec.Command(n.bin, n.argv...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	n.proc, n.exited = cmd.Process, exited
+	return awaitRedis(n.Addr(), exited)
 }
 
 var errExited = errors.New("exited while starting")

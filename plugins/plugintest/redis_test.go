@@ -18,7 +18,7 @@ func TestStartRedisRetries(t *testing.T) {
 	defer held.Close()
 	taken := held.Addr().(*net.TCPAddr).Port
 	tries := 0
-	port, _ := startRedis(t, bin, t.TempDir(), func(int) []string {
+	n := startRedis(t, bin, t.TempDir(), func(int) []string {
 		tries++
 		bus := taken
 		if tries > 1 {
@@ -29,7 +29,28 @@ func TestStartRedisRetries(t *testing.T) {
 	if tries != 2 {
 		t.Fatalf("%d tries, want 2: the first with the held bus port", tries)
 	}
-	if got, err := RedisCommand("127.0.0.1:"+strconv.Itoa(port), "PING"); err != nil || got != "PONG" {
+	if got, err := RedisCommand(n.Addr(), "PING"); err != nil || got != "PONG" {
 		t.Fatalf("PING: %q, %v", got, err)
+	}
+}
+
+// TestRedisNodeRestart: a killed server answers no more; started again it
+// answers on the same port, as a new process.
+func TestRedisNodeRestart(t *testing.T) {
+	n := RedisNodeOf(t)
+	if _, err := RedisCommand(n.Addr(), "SET", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	pid := n.Process().Pid
+	n.Kill()
+	if _, err := RedisCommand(n.Addr(), "PING"); err == nil {
+		t.Fatal("the killed server answered")
+	}
+	n.Restart()
+	if n.Process().Pid == pid {
+		t.Fatalf("pid %d again: not started again", pid)
+	}
+	if got, err := RedisCommand(n.Addr(), "GET", "k"); err != nil || got != "" {
+		t.Fatalf("GET k on the new server: %q, %v; want nothing, a server without persistence", got, err)
 	}
 }

@@ -14,7 +14,8 @@
 // redis_keepalive_timeout without a call, and the goroutine ends with it
 // (the next call starts another); a configuration whose Redis cannot be
 // reached fails its calls at once (the plugin's allow_degradation decides)
-// and is dialled again at most every redialEvery.
+// and is dialled again redialEvery after the dial that failed, at the
+// soonest.
 //
 // Every call is answered within redis_timeout of its Submit: a round trip
 // (its dial included) ends at the deadline of the first call in it, and a
@@ -139,7 +140,7 @@ type Client struct {
 	// round trip over (sender.expire) until it starts the next one.
 	dialErr  error // the last dial's, nil once one succeeded
 	noClient error // errNoClient wrapping dialErr
-	dialedAt int64 // when the last dial began, on clock's scale
+	failedAt int64 // when the last dial failed, on clock's scale
 	// failed counts the calls that failed since the last line logged,
 	// at loggedAt, lastErr the last of their errors (see logFailures).
 	failed   int
@@ -190,8 +191,12 @@ func (c *Client) target() string {
 	return net.JoinHostPort(c.conf.Host, strconv.Itoa(c.conf.Port))
 }
 
-// redialEvery is how often a Client whose Redis could not be reached
-// tries again; calls in between fail at once with the last error.
+// redialEvery is how long after a failed dial a Client whose Redis could
+// not be reached tries again; calls in between fail at once with the
+// dial's error. It counts from the failure, not from the dial's start: a
+// dial that waits out a Timeout as long (a hung Redis, an unreachable
+// host) would leave no time in between, and every call would dial, and
+// wait, again.
 const redialEvery = time.Second
 
 // clients are the process's Clients by Conf key, held weakly: a Client
@@ -368,10 +373,10 @@ func (c *Client) takeQueued(batch []*Call) []*Call {
 	return batch
 }
 
-// dialFailed records a failed dial, begun at at: the calls of the next
+// dialFailed records a dial that failed now: the calls of the next
 // redialEvery fail at once.
-func (c *Client) dialFailed(err error, at int64) {
-	c.dialErr, c.dialedAt = err, at
+func (c *Client) dialFailed(err error) {
+	c.dialErr, c.failedAt = err, clock()
 	c.noClient = fmt.Errorf("%w: %w", errNoClient, err)
 }
 
@@ -398,11 +403,10 @@ type sender struct {
 	flight   atomic.Int64
 	watchdog *time.Timer
 
-	// Owned by the goroutine; batch, dialing and dialAt are read by the
-	// watchdog that took the round trip over.
+	// Owned by the goroutine; batch and dialing are read by the watchdog
+	// that took the round trip over.
 	batch   []*Call
 	dialing bool  // the round trip dials first
-	dialAt  int64 // when, on clock's scale
 	lastUse int64 // the last round trip, on clock's scale
 
 	// Owned by the goroutine, during the round trip too: ops are what it
@@ -440,7 +444,7 @@ func (s *sender) send() bool {
 	c := s.c
 	now := clock()
 	s.lastUse = now
-	if s.cli == nil && c.dialErr != nil && time.Duration(now-c.dialedAt) < redialEvery {
+	if s.cli == nil && c.dialErr != nil && time.Duration(now-c.failedAt) < redialEvery {
 		for _, call := range s.batch {
 			call.NRep, call.Err = 0, c.noClient
 		}
@@ -459,7 +463,7 @@ func (s *sender) send() bool {
 	if len(s.ops) == 0 {
 		return true
 	}
-	s.dialing, s.dialAt = s.cli == nil, now
+	s.dialing = s.cli == nil
 	s.flight.Store(deadline)
 	s.watchdog.Reset(time.Duration(deadline - now))
 	s.roundTrip(epoch.Add(time.Duration(deadline)))
@@ -552,7 +556,7 @@ func (s *sender) record() {
 	c := s.c
 	if s.dialing {
 		if s.dialErr != nil {
-			c.dialFailed(s.dialErr, s.dialAt)
+			c.dialFailed(s.dialErr)
 		} else {
 			c.dialErr, c.noClient = nil, nil
 		}
@@ -592,7 +596,7 @@ func (s *sender) expire() {
 	}
 	c := s.c
 	if s.dialing {
-		c.dialFailed(c.errTimeout, s.dialAt)
+		c.dialFailed(c.errTimeout)
 	}
 	for _, call := range s.batch {
 		call.NRep, call.Err = 0, c.errTimeout

@@ -438,3 +438,70 @@ func TestClientLogsRealError(t *testing.T) {
 		t.Fatalf("log:\n%s\nwant two lines naming the calls' error, the second of one call", out)
 	}
 }
+
+// TestClientRedialAfterFailure: with Redis hung (SIGSTOP) before the
+// client ever connected, and Timeout as long as redialEvery (APISIX's
+// default redis_timeout, 1 s), a call's dial fails after Timeout; the
+// calls of the next redialEvery fail at once, not each after a dial of
+// its own that waits Timeout too; past it the client dials again, and
+// once Redis goes on (SIGCONT) calls succeed by themselves.
+func TestClientRedialAfterFailure(t *testing.T) {
+	port, proc := plugintest.RedisProcess(t)
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = proc.Signal(syscall.SIGCONT)
+		}
+	}()
+	const timeout = redialEvery
+	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: timeout, Keepalive: 10 * time.Second})
+	ch := make(chan *Call, 1)
+	call := newCalls(1, ch)[0]
+	ask := func() (time.Duration, error) {
+		start := time.Now()
+		cl.Submit(call)
+		select {
+		case c := <-ch:
+			return time.Since(start), c.Err
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call was not answered")
+			return 0, nil
+		}
+	}
+	if took, err := ask(); err == nil || took < timeout/2 || took > timeout*3/2 {
+		t.Fatalf("the first call: %v after %v, want an error after its dial's %v", err, took, timeout)
+	}
+	failed := time.Now()
+	var fast int
+	for time.Since(failed) < redialEvery*3/4 {
+		took, err := ask()
+		if err == nil || took > 100*time.Millisecond {
+			t.Fatalf("a call %v after the failed dial: %v after %v, want an error at once", time.Since(failed), err, took)
+		}
+		fast++
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Until(failed.Add(redialEvery)))
+	if took, err := ask(); err == nil || took < timeout/2 {
+		t.Fatalf("a call past redialEvery: %v after %v, want a dial again, failing after %v", err, took, timeout)
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := ask()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calls still fail after Redis went on: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d calls failed at once after the failed dial", fast)
+}
