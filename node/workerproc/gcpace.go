@@ -59,7 +59,9 @@ func gcLimit(live, other uint64) int64 {
 // slow clients, of large bodies), and the heap's goal, a multiple of live,
 // with it: 10 000 % of 30 MiB live is 3 GiB. Set again after each
 // collection, the goal is never more than max(live, gcHeadroom) past
-// what the last collection left live.
+// what the last collection left live. Past gcLargeLive it also sets the
+// soft memory limit (gcLimit) the same way, unless GOMEMLIMIT is set (or
+// GOGC, which leaves the pacer off).
 type gcPacer struct {
 	off bool
 	// limitOff: GOMEMLIMIT is set in the environment; the pacer sets
