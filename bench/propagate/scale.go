@@ -447,12 +447,17 @@ func reportScale(w io.Writer, r *Result) {
 	mib := func(kib float64) string { return strconv.FormatFloat(kib/1024, 'f', 1, 64) + " MiB" }
 	if m := r.Memory; m != nil {
 		wr, wh, sr := m.PerRoute()
-		verdict := "ok"
-		if wr > 2048 {
-			verdict = "over the 2 KiB target"
+		// The target is the issue's, at 50 000 routes: below a few
+		// thousand, the runtime's fixed costs weigh on each route.
+		verdict := ""
+		if m.Routes >= 50000 {
+			verdict = " (≤ 2 KiB: ok)"
+			if wr > 2048 {
+				verdict = " (≤ 2 KiB: over the target)"
+			}
 		}
 		fmt.Fprintf(w, "| memory, %d routes over %d upstreams | no route | loaded | per route |\n|---|---:|---:|---:|\n", m.Routes, m.Upstreams)
-		fmt.Fprintf(w, "| worker RSS (mean of %d) | %s | %s | %.0f B (≤ 2 KiB: %s) |\n", len(m.Loaded.Workers),
+		fmt.Fprintf(w, "| worker RSS (mean of %d) | %s | %s | %.0f B%s |\n", len(m.Loaded.Workers),
 			mib(m.Empty.WorkerRSS()), mib(m.Loaded.WorkerRSS()), wr, verdict)
 		if wh > 0 {
 			fmt.Fprintf(w, "| worker Go heap in use after a GC | %s | %s | %.0f B |\n",
