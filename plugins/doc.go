@@ -42,7 +42,11 @@
 // Build finds its plugin's object in Env.Metadata (plugin_attr of
 // config.yaml in Env.Attr). Build makes
 // the runtime Instance, off the event loop, once per configuration
-// snapshot. An Instance that reads the request body (hmac-auth's
+// snapshot. A plugin whose Instance is a function of its configuration
+// alone, keeping nothing of a request past the phase it runs in
+// (proxy-rewrite), is Shareable: the routes of a worker whose
+// configurations of it are the same bytes, without references, run one
+// instance (Registry.BuildPhasesShared). An Instance that reads the request body (hmac-auth's
 // validate_request_body, request-validation's body_schema) is a
 // BodyReader: the worker reads the body whole, up to its BodyLimit,
 // before the request phases of its route begin, and Ctx.RequestBody

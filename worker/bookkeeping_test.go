@@ -145,6 +145,30 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 				t.Fatalf("step %d: route %s sends to an upstream the snapshot does not hold", step, rt.id)
 			}
 		}
+		// The Shareable plugins' instances (proxy-rewrite's): one for
+		// each configuration, counting the routes holding it, as built
+		// from nothing; each route's the one its entry holds.
+		incShared, fullShared := map[string]int32{}, map[string]int32{}
+		for inst, r := range inc.instanceRefs.all {
+			if i, _ := inc.instances.get(r.key); i != inst {
+				t.Fatalf("step %d: instance of %q not the one its key holds", step, r.key)
+			}
+			incShared[r.key] = r.refs
+		}
+		for _, r := range full.instanceRefs.all {
+			fullShared[r.key] = r.refs
+		}
+		if !maps.Equal(incShared, fullShared) || inc.instances.len() != len(incShared) {
+			t.Fatalf("step %d: shared instances and their routes %v (%d keys) built from the snapshot before, %v from nothing",
+				step, incShared, inc.instances.len(), fullShared)
+		}
+		for _, rt := range inc.routes {
+			for _, c := range rt.plugins.Plugins {
+				if _, ok := inc.instanceRefs.get(c.Instance); c.Name == "proxy-rewrite" && !ok {
+					t.Fatalf("step %d: route %s runs a proxy-rewrite the snapshot does not hold", step, rt.id)
+				}
+			}
+		}
 		cur = inc
 	}
 }

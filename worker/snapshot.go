@@ -68,6 +68,15 @@ type Snapshot struct {
 	// rules' plugins took upstreams (splitEnv).
 	inline       map[string]*upstream
 	globalSplits bool
+	// instances are the instances of the Shareable plugins
+	// (plugins.Shareable) the routes' builds made, by plugin name and
+	// configuration (shareKey), and instanceRefs each one's key and the
+	// number of routes holding it: routes with the same configuration of
+	// such a plugin share one instance, as they share an upstream. A
+	// build from prev derives both as upstreams, and an instance leaves
+	// with the last route holding it.
+	instances    *layered[string, plugins.Instance]
+	instanceRefs *layered[plugins.Instance, sharedRef]
 	// refused are the objects compile left out because of a plugin
 	// configuration's reference (plugins.ErrReference): the consumers and
 	// credentials IndexConsumers refused, the routes whose plugins did not
@@ -184,6 +193,19 @@ const orderGap = 1 << 20
 func (s *Snapshot) hasNode(key string) bool {
 	_, ok := s.nodes.get(key)
 	return ok
+}
+
+// sharedRef is the key of an instance of Snapshot.instances and the number
+// of its routes.
+type sharedRef struct {
+	key  string
+	refs int32
+}
+
+// shareKey is the key of a Shareable plugin's instance in
+// Snapshot.instances: the plugin's name and its configuration's bytes.
+func shareKey(name string, raw []byte) string {
+	return name + "\x00" + string(raw)
 }
 
 // upstreamRef is a compiled upstream of Snapshot.upstreams and the number
@@ -484,8 +506,31 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		for _, cu := range prev.inline {
 			dropNodes(snap.nodes, cu) // the routes that chose them are built again
 		}
+		snap.instances, snap.instanceRefs = prev.instances.derive(), prev.instanceRefs.derive()
 	} else {
 		compiled, snap.nodes = (*layered[*spec.Upstream, upstreamRef])(nil).derive(), (*layered[string, int32])(nil).derive()
+		snap.instances, snap.instanceRefs = (*layered[string, plugins.Instance])(nil).derive(), (*layered[plugins.Instance, sharedRef])(nil).derive()
+	}
+	// share gives the routes' builds the instances of the Shareable
+	// plugins: one of snap.instances, or one it builds and puts there.
+	// routeShared are those the route being built was given, counted in
+	// once it is kept; sharedAdded those built, which leave at the end
+	// when no route kept holds them (a refused route's).
+	var routeShared, sharedAdded []plugins.Instance
+	share := func(name string, raw json.RawMessage, build func() (plugins.Instance, error)) (plugins.Instance, error) {
+		key := shareKey(name, raw)
+		inst, ok := snap.instances.get(key)
+		if !ok {
+			var err error
+			if inst, err = build(); err != nil {
+				return nil, err
+			}
+			snap.instances.set(key, inst)
+			snap.instanceRefs.set(inst, sharedRef{key: key})
+			sharedAdded = append(sharedAdded, inst)
+		}
+		routeShared = append(routeShared, inst)
+		return inst, nil
 	}
 	snap.upstreams = compiled
 	// held are the upstreams the route (or the global rules) being built
@@ -686,7 +731,8 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		conf := mergePlugins(r.Plugins, pcPlugins, svcPlugins)
 		se.take()
-		phases, err := ps.reg.BuildPhasesChecked(conf, ps.env, checked)
+		routeShared = routeShared[:0]
+		phases, err := ps.reg.BuildPhasesShared(conf, ps.env, checked, share)
 		if err != nil {
 			if errors.Is(err, plugins.ErrReference) {
 				snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
@@ -768,6 +814,11 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		rt.splits = splitRoutes(rt, r.Timeout != nil, globalSplits, se.take())
 		snap.routes = append(snap.routes, rt)
 		hold()
+		for _, inst := range routeShared {
+			r, _ := snap.instanceRefs.get(inst)
+			r.refs++
+			snap.instanceRefs.set(inst, r)
+		}
 		if reuseRoutes {
 			taken = append(taken, -1)
 		}
@@ -776,6 +827,12 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		snap.dropRoutes(prev, taken)
 	}
 	snap.unheld(added)
+	for _, inst := range sharedAdded {
+		if r, ok := snap.instanceRefs.get(inst); ok && r.refs <= 0 {
+			snap.instances.del(r.key)
+			snap.instanceRefs.del(inst)
+		}
+	}
 	if reuseRoutes && prev.router != nil && prev.router.Mode() == mode {
 		ok, err := snap.updateRouter(prev, taken)
 		if err != nil {
@@ -843,6 +900,21 @@ func (snap *Snapshot) dropRoutes(prev *Snapshot, taken []int32) {
 			}
 			snap.upstreams.del(u)
 			dropNodes(snap.nodes, r.cu)
+		}
+		for _, c := range rt.plugins.Plugins {
+			if !snap.reg.Shares(c.Name) {
+				continue // its instance may not be comparable
+			}
+			r, ok := snap.instanceRefs.get(c.Instance)
+			if !ok {
+				continue // built with a reference: its own
+			}
+			if r.refs--; r.refs > 0 {
+				snap.instanceRefs.set(c.Instance, r)
+				continue
+			}
+			snap.instances.del(r.key)
+			snap.instanceRefs.del(c.Instance)
 		}
 	}
 }

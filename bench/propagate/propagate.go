@@ -13,6 +13,11 @@
 // small, shared machine the tail of the load generator, the upstream and
 // the scheduler is already milliseconds long; the references say how
 // much of the bulk load's tail is the gateway's.
+//
+// The configuration's size has rows of its own: the supervisor's and the
+// workers' memory with no route and with the routes loaded (Memory), the
+// gateway stopped and started again on the same etcd data (ColdStart),
+// and nginx with as many locations started and reloaded (NginxReload).
 package propagate
 
 import (
@@ -78,6 +83,20 @@ type Options struct {
 	// setting a header): the configuration of a large gateway.
 	Upstreams int
 	Plugins   bool
+	// Memory reads the supervisor's and the workers' RSS (and the
+	// workers' Go heap, through COREGATE_PPROF) with no route, and again
+	// with the upstreams and the base routes loaded (Result.Memory).
+	Memory bool
+	// ColdStart, at the end, stops the gateway and starts it again on the
+	// same etcd data (Result.ColdStart); NginxReload then starts nginx
+	// with BaseRoutes locations over Upstreams upstreams and reloads it
+	// with one location more (Result.NginxReload; Nginx must be set).
+	// Each step of both is bounded by StepTimeout (default 120 s).
+	ColdStart, NginxReload bool
+	StepTimeout            time.Duration
+	// Heap, when set with Memory, is a file for worker 0's heap profile
+	// (go tool pprof) taken with the loaded figures.
+	Heap string
 }
 
 // AccessLogFormat is the access log of Options.AccessLog: when the
@@ -208,6 +227,11 @@ type Result struct {
 	BaseRoutes int
 	Changes    []Change
 	Bulk       *Bulk
+	// Memory, ColdStart and NginxReload are those of the Options of the
+	// same names; nil when not asked for.
+	Memory      *Memory
+	ColdStart   *ColdStart
+	NginxReload *NginxReload
 }
 
 // ProxiedQuantile is the q-quantile of the changes' PUT-to-proxied times.
@@ -260,6 +284,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Workers: o.Workers, BaseRoutes: o.BaseRoutes}
+	if o.Memory {
+		// the workers are up once the proxy answers; their figures with
+		// no route are read after they settle
+		if err := e.waitProxy(ctx, time.Minute); err != nil {
+			return nil, err
+		}
+		time.Sleep(time.Second)
+		f, err := e.footprint(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Memory = &Memory{Routes: o.BaseRoutes, Upstreams: o.Upstreams, Empty: f}
+	}
 	if o.Upstreams > 0 {
 		e.logf("putting %d upstreams", o.Upstreams)
 		if err := e.putAll(ctx, "upstreams", "u", o.Upstreams, func(int) []byte {
@@ -275,6 +312,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := e.waitServed(ctx, "/base/"+strconv.Itoa(o.BaseRoutes-1), time.Minute); err != nil {
 		return nil, err
 	}
+	sets := []routeSet{{"base", o.BaseRoutes}}
+	if o.Memory {
+		time.Sleep(time.Second)
+		f, err := e.footprint(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Memory.Loaded = f
+		if o.Heap != "" {
+			if err := e.heapProfile(ctx, o.Heap); err != nil {
+				return nil, err
+			}
+		}
+	}
 	e.logf("timing %d changes", o.Changes)
 	for i := range o.Changes {
 		c, err := e.change(ctx, i)
@@ -285,6 +336,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// changes apart, so that each is timed alone
 		time.Sleep(20 * time.Millisecond)
 	}
+	sets = append(sets, routeSet{"chg", o.Changes})
 	if o.Bulk > 0 {
 		e.logf("bulk load of %d routes under %.0f req/s", o.Bulk, o.Rate)
 		b, err := e.bulk(ctx)
@@ -292,6 +344,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		res.Bulk = b
+		sets = append(sets, routeSet{"bulk", o.Bulk})
+		if o.Nginx != "" {
+			sets = append(sets, routeSet{"again", o.Bulk})
+		}
+	}
+	if o.ColdStart {
+		e.logf("cold start: the gateway stopped and started again")
+		c, err := e.coldStart(ctx, sets, o.StepTimeout)
+		if err != nil {
+			return nil, err
+		}
+		res.ColdStart = c
+	}
+	if o.NginxReload && o.Nginx != "" {
+		e.logf("nginx with %d locations: start, then a reload after one location more", o.BaseRoutes)
+		r, err := e.nginxReload(ctx, o.StepTimeout)
+		if err != nil {
+			return nil, err
+		}
+		res.NginxReload = r
 	}
 	return res, nil
 }
@@ -320,6 +392,9 @@ func defaults(o Options) Options {
 	}
 	if o.TraceFor <= 0 {
 		o.TraceFor = 15 * time.Second
+	}
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 120 * time.Second
 	}
 	return o
 }
@@ -370,18 +445,14 @@ func (e *env) start() error {
 	if err := os.WriteFile(filepath.Join(e.o.Dir, "config.yaml"), []byte(conf), 0o644); err != nil {
 		return err
 	}
-	var env []string
-	if e.o.Trace != "" {
+	if e.o.Trace != "" || e.o.Memory {
 		port, err := harness.FreePort()
 		if err != nil {
 			return err
 		}
 		e.pprof = "127.0.0.1:" + strconv.Itoa(port)
-		env = append(env, "COREGATE_PPROF="+e.pprof)
 	}
-	e.gw, _, err = harness.Start("coregate", e.o.CPUs, env, filepath.Join(e.o.Dir, "coregate.log"), false,
-		e.o.Coregate, "-c", filepath.Join(e.o.Dir, "config.yaml"))
-	if err != nil {
+	if err := e.startGateway("coregate.log"); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -395,6 +466,23 @@ func (e *env) start() error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startGateway runs the gateway on Dir's config.yaml (and the embedded
+// etcd's data beside it), its output in Dir/logName, with COREGATE_PPROF
+// on the pprof address when there is one.
+func (e *env) startGateway(logName string) error {
+	var env []string
+	if e.pprof != "" {
+		env = append(env, "COREGATE_PPROF="+e.pprof)
+	}
+	gw, _, err := harness.Start("coregate", e.o.CPUs, env, filepath.Join(e.o.Dir, logName), false,
+		e.o.Coregate, "-c", filepath.Join(e.o.Dir, "config.yaml"))
+	if err != nil {
+		return err
+	}
+	e.gw = gw
+	return nil
 }
 
 // config is the gateway's config.yaml: the proxy on gwPort, the Admin API
@@ -920,6 +1008,7 @@ func Report(w io.Writer, r *Result, o Options) {
 		fmt.Fprintf(w, "| PUT answered | %s | %s | %s | |\n", ms(r.PutQuantile(0.5)), ms(r.PutQuantile(0.9)), ms(r.PutQuantile(1)))
 		fmt.Fprintf(w, "| first request proxied | %s | %s | %s | max ≤ 50 ms: %s |\n\n", ms(r.ProxiedQuantile(0.5)), ms(r.ProxiedQuantile(0.9)), ms(r.ProxiedQuantile(1)), verdict)
 	}
+	reportScale(w, r)
 	if b := r.Bulk; b != nil {
 		t := b.Traffic
 		verdict := "ok"

@@ -1,6 +1,7 @@
 package workerproc
 
 import (
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -31,6 +32,26 @@ func gcPercent(live uint64) int {
 	return max(100, int(min(gcHeadroom*100/live, 10_000)))
 }
 
+// gcLargeLive is the live heap past which a worker's heap is also held
+// to a soft memory limit (gcLimit): a configuration of tens of thousands
+// of routes, which GOGC=100 let grow twice over (a worker at 50 000 routes
+// and 200 MB live held 400 MB), though it allocates only while it builds
+// a change. Below it no limit is set.
+const gcLargeLive = 64 << 20
+
+// gcLimit is the soft memory limit (debug.SetMemoryLimit) of a worker
+// with live bytes of live heap and other bytes of the runtime's memory
+// besides its heap (stacks, metadata): room for a quarter of live more,
+// and never less than gcLargeLive; no limit (math.MaxInt64) below
+// gcLargeLive live. The collector then runs before the heap doubles, and
+// the scavenger hands back what lies past the limit.
+func gcLimit(live, other uint64) int64 {
+	if live < gcLargeLive {
+		return math.MaxInt64
+	}
+	return int64(live + max(live/4, gcLargeLive) + other)
+}
+
 // gcPacer sets the worker's GOGC from its live heap after each
 // configuration it applies and after each collection, unless GOGC is set
 // in the environment. Set once per configuration only, a percent made for
@@ -38,9 +59,14 @@ func gcPercent(live uint64) int {
 // slow clients, of large bodies), and the heap's goal, a multiple of live,
 // with it: 10 000 % of 30 MiB live is 3 GiB. Set again after each
 // collection, the goal is never more than max(live, gcHeadroom) past
-// what the last collection left live.
+// what the last collection left live. Past gcLargeLive it also sets the
+// soft memory limit (gcLimit) the same way, unless GOMEMLIMIT is set (or
+// GOGC, which leaves the pacer off).
 type gcPacer struct {
 	off bool
+	// limitOff: GOMEMLIMIT is set in the environment; the pacer sets
+	// no limit (gcLimit).
+	limitOff bool
 	// following is set from start until stop: the finalizers re-pace
 	// and re-arm only while it is.
 	following atomic.Bool
@@ -48,12 +74,29 @@ type gcPacer struct {
 	// runs on the event loop.
 	mu      sync.Mutex
 	percent int
+	limit   int64
 	sample  []metrics.Sample
+}
+
+// The metrics the pacer reads: the live heap, and what the runtime holds
+// besides its heap's spans (gcLimit's other).
+var gcSamples = []string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
 }
 
 func newGCPacer() *gcPacer {
 	_, set := os.LookupEnv("GOGC")
-	return &gcPacer{off: set, percent: 100, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	_, limitSet := os.LookupEnv("GOMEMLIMIT")
+	p := &gcPacer{off: set, limitOff: limitSet, percent: 100, limit: math.MaxInt64}
+	for _, name := range gcSamples {
+		p.sample = append(p.sample, metrics.Sample{Name: name})
+	}
+	return p
 }
 
 // start has the pacer follow every collection from now on (see arm).
@@ -95,12 +138,29 @@ func (p *gcPacer) repace() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	metrics.Read(p.sample)
-	if p.sample[0].Value.Kind() != metrics.KindUint64 {
-		return
+	var v [6]uint64
+	for i, sm := range p.sample {
+		if sm.Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		v[i] = sm.Value.Uint64()
 	}
-	if pc := gcPercent(p.sample[0].Value.Uint64()); pc != p.percent {
+	live := v[0]
+	if pc := gcPercent(live); pc != p.percent {
 		debug.SetGCPercent(pc)
 		p.percent = pc
+	}
+	if p.limitOff {
+		return
+	}
+	total, released, spans := v[1], v[2], v[3]+v[4]+v[5]
+	other := uint64(0)
+	if total > released+spans {
+		other = total - released - spans
+	}
+	if l := gcLimit(live, other); l != p.limit {
+		debug.SetMemoryLimit(l)
+		p.limit = l
 	}
 }
 

@@ -1,6 +1,7 @@
 package workerproc
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -34,6 +35,7 @@ func TestGCPercent(t *testing.T) {
 func TestGCPacer(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1)) // the 64 MiB below may set one
 
 	keep := make([]byte, 2<<20) // live across the collection below
 	runtime.GC()
@@ -81,5 +83,67 @@ func TestGCPacer(t *testing.T) {
 	p.applied()
 	if got := debug.SetGCPercent(100); got != 100 || !p.off {
 		t.Errorf("GOGC from the environment: the pacer set %d", got)
+	}
+}
+
+func TestGCLimit(t *testing.T) {
+	for _, tc := range []struct {
+		live, other uint64
+		want        int64
+	}{
+		{0, 0, math.MaxInt64},                                 // nothing read: no limit
+		{gcLargeLive - 1, 8 << 20, math.MaxInt64},             // a small configuration: GOGC alone
+		{gcLargeLive, 8 << 20, 2*gcLargeLive + 8<<20},         // at least gcLargeLive of room
+		{200 << 20, 10 << 20, 200<<20 + gcLargeLive + 10<<20}, // 50 000 routes: 264 MiB where GOGC let 400
+		{1 << 30, 20 << 20, 1<<30 + 1<<30/4 + 20<<20},         // a quarter of live past that
+	} {
+		if got := gcLimit(tc.live, tc.other); got != tc.want {
+			t.Errorf("gcLimit(%d, %d) = %d, want %d", tc.live, tc.other, got, tc.want)
+		}
+	}
+}
+
+// TestGCPacerLimit: a live heap past gcLargeLive gets a soft memory
+// limit above it, well under twice it; once the heap is small again the
+// limit goes; GOMEMLIMIT in the environment is left alone.
+func TestGCPacerLimit(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	big := make([][]byte, 0, 96)
+	for range 96 {
+		big = append(big, make([]byte, 1<<20)) // 96 MiB live
+	}
+	runtime.GC()
+	p := newGCPacer()
+	p.off, p.limitOff = false, false // whatever the test process was started with
+	p.applied()
+	metrics.Read(p.sample)
+	live := p.sample[0].Value.Uint64()
+	limit := debug.SetMemoryLimit(-1)
+	runtime.KeepAlive(big)
+	if limit != p.limit || limit < int64(live)+gcLargeLive || limit > int64(live)*2 {
+		t.Errorf("memory limit %d with %d bytes live (pacer says %d), want live + %d and some, under twice live", limit, live, p.limit, gcLargeLive)
+	}
+
+	big = nil
+	runtime.GC()
+	p.applied()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 || p.limit != math.MaxInt64 {
+		t.Errorf("memory limit %d once the live heap is small again (pacer says %d), want none", got, p.limit)
+	}
+
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(math.MaxInt64)
+	p = newGCPacer()
+	p.off = false
+	big = make([][]byte, 0, 96)
+	for range 96 {
+		big = append(big, make([]byte, 1<<20))
+	}
+	runtime.GC()
+	p.applied()
+	runtime.KeepAlive(big)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 || !p.limitOff {
+		t.Errorf("GOMEMLIMIT from the environment: the pacer set a limit of %d", got)
 	}
 }

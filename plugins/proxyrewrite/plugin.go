@@ -262,6 +262,12 @@ func orderedObject(raw json.RawMessage) ([]member, error) {
 	return out, nil
 }
 
+// ShareInstances implements plugins.Shareable: Build reads its
+// configuration alone, and an instance's scratch (the target, the
+// captures, the values) serves one Rewrite call, whose Ctx copies what it
+// is given.
+func (Plugin) ShareInstances() {}
+
 // Build implements plugins.Plugin.
 func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error) {
 	var c conf

@@ -236,3 +236,44 @@ func TestAuth(t *testing.T) {
 		t.Fatalf("Get without a user: %v, want ErrUnavailable", err)
 	}
 }
+
+// TestEmbeddedSnapshots: the embedded etcd takes a snapshot every
+// SnapshotCount writes, so that a start replays the WAL written since
+// the last one only, and starts again with the data; without one until
+// then.
+func TestEmbeddedSnapshots(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	e, err := StartEmbedded(dir, EmbedOptions{LogLevel: "none", SnapshotCount: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	s := newStore(t, e.Endpoints)
+	ctx := ctxT(t)
+	snaps := func() int {
+		m, _ := filepath.Glob(filepath.Join(dir, "member", "snap", "*.snap"))
+		return len(m)
+	}
+	if n := snaps(); n != 0 {
+		t.Fatalf("%d snapshots before any write", n)
+	}
+	for i := range 120 {
+		if _, _, err := s.Put(ctx, s.Prefix()+"/routes/"+strconv.Itoa(i), []byte(`{"uri":"/x"}`), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for snaps() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := snaps(); n == 0 {
+		t.Fatal("no snapshot after 120 writes with SnapshotCount 50")
+	}
+	e.Stop()
+	e2 := startEmbedded(t, dir)
+	s2 := newStore(t, e2.Endpoints)
+	kvs, _, err := s2.List(ctx, s.Prefix()+"/routes/")
+	if err != nil || len(kvs) != 120 {
+		t.Fatalf("after a start from the snapshot: %d keys, %v; want 120", len(kvs), err)
+	}
+}

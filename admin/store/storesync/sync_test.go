@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -891,5 +892,53 @@ func TestConsumerGroups(t *testing.T) {
 	}
 	if len(sp.Consumers) != 1 || sp.Consumers[0].Username != "jack" || sp.Consumers[0].GroupID.String() != "g1" {
 		t.Fatalf("consumers %+v", sp.Consumers)
+	}
+}
+
+// TestLoadDecodesInParallel: a first read of hundreds of objects, decoded
+// and checked on every CPU (decodeAll), gives the Spec that a Syncer
+// following the same writes one by one (put) gives: the same objects
+// served, the same left out, the same order.
+func TestLoadDecodesInParallel(t *testing.T) {
+	e := newEnv(t)
+	follower := e.syncer()
+	if _, err := follower.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.watch(follower)
+	var want []string
+	for i := range 600 {
+		id := fmt.Sprintf("r%03d", i)
+		switch i % 10 {
+		case 3:
+			e.put("routes/"+id, `{"uri":"/b","plugins":{"limit-count":{"count":-5,"time_window":60}},"upstream_id":"u1"}`)
+		case 5:
+			e.put("routes/"+id, `{"uri":"/u","plugins":{"no-such-plugin":{}},"upstream_id":"u1"}`)
+		case 7:
+			e.put("routes/"+id, `{"uri":5}`)
+		case 8:
+			e.put("upstreams/u"+strconv.Itoa(i), `{"nodes":{"127.0.0.1:1980":1}}`)
+			e.put("services/s"+strconv.Itoa(i), `{"plugins":{"proxy-rewrite":{"uri":"/s"}}}`)
+			e.put("routes/"+id+"/not-an-id", route("/ignored"))
+			e.put("no_such_resource/"+id, `{}`)
+		default:
+			e.put("routes/"+id, fmt.Sprintf(`{"uri":"/%s","plugins":{"proxy-rewrite":{"uri":"/x"}},"upstream_id":"u1"}`, id))
+			want = append(want, id)
+		}
+		if i == 0 {
+			e.put("upstreams/u1", `{"nodes":{"127.0.0.1:1980":1}}`)
+		}
+	}
+	followed := e.next("[" + strings.Join(want, " ") + "]")
+	sp, err := e.syncer().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := routeIDs(sp); got != routeIDs(followed) {
+		t.Errorf("routes read at once %s, followed %s", got, routeIDs(followed))
+	}
+	if sp.Hash != followed.Hash || len(sp.Upstreams) != len(followed.Upstreams) || len(sp.Services) != len(followed.Services) {
+		t.Errorf("read at once: hash %x, %d upstreams, %d services; followed: %x, %d, %d",
+			sp.Hash, len(sp.Upstreams), len(sp.Services), followed.Hash, len(followed.Upstreams), len(followed.Services))
 	}
 }

@@ -33,8 +33,24 @@ func adminCmd(args []string) error {
 		trace    = fs.String("trace", "", "file for worker 0's execution trace of the bulk load (go tool trace)")
 		access   = fs.Bool("access-log", false, "the gateway's access log with each request's times, access.log in the working directory (with -keep)")
 		traceFor = fs.Duration("trace-for", 15*time.Second, "length of the -trace, from the start of the bulk load's traffic")
+		memory   = fs.Bool("memory", true, "RSS (and Go heap) of the supervisor and the workers with no route and with the routes loaded")
+		cold     = fs.Bool("cold-start", false, "at the end, the gateway stopped and started again on its etcd data, timed to the first request proxied (default at -routes 50000 and more)")
+		reload   = fs.Bool("nginx-reload", false, "at the end, nginx with as many locations and upstreams started and reloaded with one more (default at -routes 50000 and more)")
+		heap     = fs.String("heap", "", "file for worker 0's heap profile with the routes loaded (go tool pprof)")
+		step     = fs.Duration("step-timeout", 120*time.Second, "bound of each step of -cold-start and -nginx-reload")
 	)
 	_ = fs.Parse(args)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *base >= 50000 {
+		// the size: its rows by default
+		if !set["cold-start"] {
+			*cold = true
+		}
+		if !set["nginx-reload"] {
+			*reload = true
+		}
+	}
 	var gwCPUs []int
 	if *cpus != "" {
 		var err error
@@ -66,6 +82,7 @@ func adminCmd(args []string) error {
 		Upstreams: *ups, Plugins: *plugs,
 		Bulk: *bulk, Rate: *rate, Conns: *conns, Parallel: *parallel, Nginx: *nginx, Dir: dir, Log: os.Stderr,
 		Trace: *trace, TraceFor: *traceFor, AccessLog: *access,
+		Memory: *memory, ColdStart: *cold, NginxReload: *reload, StepTimeout: *step, Heap: *heap,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
