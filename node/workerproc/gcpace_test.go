@@ -33,6 +33,7 @@ func TestGCPercent(t *testing.T) {
 // configuration and after each collection, and leaves a GOGC from the
 // environment alone.
 func TestGCPacer(t *testing.T) {
+	quietWorkerGC(t)
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1)) // the 64 MiB below may set one
@@ -107,6 +108,7 @@ func TestGCLimit(t *testing.T) {
 // limit above it, well under twice it; once the heap is small again the
 // limit goes; GOMEMLIMIT in the environment is left alone.
 func TestGCPacerLimit(t *testing.T) {
+	quietWorkerGC(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	big := make([][]byte, 0, 96)
@@ -145,5 +147,15 @@ func TestGCPacerLimit(t *testing.T) {
 	runtime.KeepAlive(big)
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 || !p.limitOff {
 		t.Errorf("GOMEMLIMIT from the environment: the pacer set a limit of %d", got)
+	}
+}
+
+// quietWorkerGC stops the process's own pacer (workerGC), which a Run
+// earlier in the test binary started and which would set GOGC and the
+// memory limit from its own collections while a test judges its pacer's,
+// and starts it again when the test ends.
+func quietWorkerGC(t *testing.T) {
+	if workerGC.following.Swap(false) {
+		t.Cleanup(workerGC.start)
 	}
 }
