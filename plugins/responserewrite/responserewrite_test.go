@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -359,6 +360,51 @@ func TestTransferCoded(t *testing.T) {
 			}
 			if kept := c.ResponseHeader("ETag") != nil; kept != (want == "hello world") {
 				t.Errorf("%s, %s: ETag kept %v", conf, te, kept)
+			}
+		}
+	}
+}
+
+// TestFiltersLiteralWidths: a literal of each length from one byte to
+// nine (one past a word), replaced by one as long (written in place, with
+// a store of its width for 1, 2, 4 and 8 bytes), shorter and longer, once
+// and global, over bodies drawn from a small alphabet so that matches are
+// dense, overlap and fall at the body's last bytes; each against regexp's
+// ReplaceAll over the same body, which comes in two pieces.
+func TestFiltersLiteralWidths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(40, 1))
+	draw := func(n int, alphabet string) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for n := 1; n <= 9; n++ {
+		for range 4 {
+			pat := draw(n, "ab")
+			for _, repl := range []string{strings.Repeat("Z", n), strings.ToUpper(pat), "", "0123456789"} {
+				re := regexp.MustCompile(regexp.QuoteMeta(pat))
+				global := build(t, fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q,"scope":"global"}]}`, pat, repl))
+				once := build(t, fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q}]}`, pat, repl))
+				for range 20 {
+					b := draw(rng.IntN(70), "abc")
+					cut := rng.IntN(len(b) + 1)
+					c := plugintest.NewCtx("GET", "/hello")
+					c.Upstream = true
+					if got, want := body(global, c, b[:cut], b[cut:], ""), re.ReplaceAllLiteralString(b, repl); got != want {
+						t.Fatalf("global %q → %q over %q: %q, want %q", pat, repl, b, got, want)
+					}
+					want := b
+					if loc := re.FindStringIndex(b); loc != nil {
+						want = b[:loc[0]] + repl + b[loc[1]:]
+					}
+					c = plugintest.NewCtx("GET", "/hello")
+					c.Upstream = true
+					if got := body(once, c, b[:cut], b[cut:], ""); got != want {
+						t.Fatalf("once %q → %q over %q: %q, want %q", pat, repl, b, got, want)
+					}
+				}
 			}
 		}
 	}
