@@ -535,11 +535,22 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 		// The body is changed only where body_filter finds the state
 		// kept (an encoding the filters cannot read is not, nor past
 		// Ctx's MaxKept): there the headers stay.
+		// Content-Length goes always (the worker frames the body, and
+		// a HEAD's answer goes without it); the others where the
+		// response has them (ResponseHeader is nil only for a field
+		// that is absent), since each removal is an edit the head's
+		// every field is compared with.
 		if st&stAsIs == 0 && c.Keep(in, st) {
 			c.RemoveResponseHeader("Content-Length")
-			c.RemoveResponseHeader("Content-Encoding")
-			c.RemoveResponseHeader("Last-Modified")
-			c.RemoveResponseHeader("ETag")
+			if enc != nil {
+				c.RemoveResponseHeader("Content-Encoding")
+			}
+			if c.ResponseHeader("Last-Modified") != nil {
+				c.RemoveResponseHeader("Last-Modified")
+			}
+			if c.ResponseHeader("ETag") != nil {
+				c.RemoveResponseHeader("ETag")
+			}
 		}
 	}
 	for i := range in.add {
