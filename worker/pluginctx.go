@@ -321,7 +321,8 @@ func (x *pluginCtx) SetStatus(status int) {
 
 // ResponseHeader implements plugins.Ctx: a plugin's set field, else the
 // upstream's (plugin.resp, during header_filter) unless a plugin removed
-// them, else a plugin's added one.
+// them, else a plugin's added one. A field that is there with an empty
+// value is an empty slice, not nil (present).
 func (x *pluginCtx) ResponseHeader(name string) []byte {
 	cc := x.cc()
 	var added []byte
@@ -333,21 +334,30 @@ func (x *pluginCtx) ResponseHeader(name string) []byte {
 				continue
 			}
 			if !h.add {
-				return h.value
+				return present(h.value)
 			}
 			if added == nil {
-				added = h.value
+				added = present(h.value)
 			}
 		}
 	}
 	if resp := cc.plugin.resp; resp != nil && !removed {
 		for i := range resp.Headers {
 			if h := &resp.Headers[i]; eqFold(h.Name, name) {
-				return h.Value
+				return present(h.Value)
 			}
 		}
 	}
 	return added
+}
+
+// present is a field's value v, not nil where it is empty: ResponseHeader
+// answers nil for a field that is absent only.
+func present(v []byte) []byte {
+	if v == nil {
+		return noValue
+	}
+	return v
 }
 
 // SetUpstreamURI implements plugins.Ctx.

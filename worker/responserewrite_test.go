@@ -7,6 +7,8 @@ import (
 	"net/http/httputil"
 	"strings"
 	"testing"
+
+	"coregate/worker/router"
 )
 
 // rrRoutes are response-rewrite routes over one upstream: a new body,
@@ -139,6 +141,42 @@ func TestResponseRewriteTransferCoding(t *testing.T) {
 		if !strings.HasSuffix(chunks, "0\r\n\r\n") || strings.Count(head, "Transfer-Encoding") != 1 ||
 			!strings.Contains(head, "\r\nTransfer-Encoding: "+tc.te+"\r\n") || strings.Contains(head, "ETag") != (tc.te != "chunked") {
 			t.Errorf("GET %s, %s: answer\n%q", tc.path, tc.te, h.cl.out)
+		}
+	}
+}
+
+// TestResponseRewriteBodyHeaders: filters remove the fields a changed
+// body makes wrong (Content-Length, Content-Encoding, Last-Modified,
+// ETag) where the response has them, the upstream's, and a global rule's
+// set to an empty value, which ResponseHeader tells from an absent one
+// (an empty slice, not nil); a response without them gets none.
+func TestResponseRewriteBodyHeaders(t *testing.T) {
+	route := `{"id":"r","uri":"/row","plugins":{"response-rewrite":{"filters":[{"regex":"5678","replace":"abcd","scope":"global"}]}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`
+	empty := `{"id":"g","plugins":{"response-rewrite":{"headers":{"set":{"ETag":"","Last-Modified":""}}}}}`
+	for _, tc := range []struct {
+		globals []string
+		up      string
+	}{
+		{nil, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nContent-Encoding: identity\r\nETag: \"v1\"\r\nLast-Modified: Sat, 05 Dec 2026 10:00:00 GMT\r\n\r\n12345678"},
+		{nil, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n12345678"},
+		{[]string{empty}, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n12345678"},
+		{[]string{empty}, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nETag: \"v1\"\r\n\r\n12345678"},
+	} {
+		w := New(Config{Listen: []string{"127.0.0.1:0"}})
+		snap, err := compile(pluginSpec(t, []string{route}, tc.globals, nil, nil), router.HostURI, upstreamEnv{}, pluginSet{env: w.cfg.Plugins}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHarnessSnap(t, w, snap)
+		_, out := h.roundTrip([]byte("GET /row HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(tc.up))
+		r := readAnswers(t, out, "GET")[0]
+		if b := bodyOf(r); b != "1234abcd" || len(r.TransferEncoding) != 1 {
+			t.Errorf("globals %q, upstream %q: body %q, Transfer-Encoding %q:\n%q", tc.globals, tc.up, b, r.TransferEncoding, out)
+		}
+		for _, name := range []string{"Content-Length", "Content-Encoding", "ETag", "Last-Modified"} {
+			if v, ok := r.Header[name]; ok {
+				t.Errorf("globals %q, upstream %q: %s %q kept:\n%q", tc.globals, tc.up, name, v, out)
+			}
 		}
 	}
 }

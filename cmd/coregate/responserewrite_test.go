@@ -248,3 +248,129 @@ func TestResponseRewriteFraming(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseRewriteStreamed: a filter whose literal is replaced by text
+// as long (the bench row's, "5678" → "abcd") rewrites the body as it comes
+// through the real binary: a real upstream sends the first part of its
+// body, with the literal's first bytes at its end, and waits; the client
+// reads that part, rewritten, before the upstream sends the rest, whose
+// first bytes complete the literal: the match across the two reads is
+// replaced. So with a Content-Length upstream body and a chunked one (the
+// literal also split between two chunks of one read), global and once.
+// A gzip body (Content-Encoding) in two reads is still decoded whole and
+// sent plain; a 204 and a 304 through the filter have no body, and the
+// connection goes on.
+func TestResponseRewriteStreamed(t *testing.T) {
+	t.Parallel()
+	part1 := strings.Repeat("1234567890", 40) + "123456" // the literal's "56" ends it
+	part2 := "7890" + strings.Repeat("1234567890", 40)
+	text := part1 + part2
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write([]byte(text))
+	_ = zw.Close()
+	gz := z.String()
+	release := make(chan struct{}, 1) // the test has read the first part
+	wait := func(c *rawConn) bool {
+		select {
+		case <-release:
+			return true
+		case <-c.Quit:
+		case <-time.After(10 * time.Second):
+		}
+		return false
+	}
+	up := newRawUpstream(t, func(c *rawConn) {
+		for {
+			req, _, err := c.ReadRequest()
+			if err != nil {
+				return
+			}
+			switch p := strings.TrimPrefix(req.URL.Path, "/once"); p {
+			case "/cl":
+				_, err = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nETag: \"v1\"\r\n\r\n%s", len(text), part1)
+				if err == nil && wait(c) {
+					_, err = io.WriteString(c, part2)
+				}
+			case "/chunked":
+				// "...12345" and "6" in one read, "7890..." in the next.
+				a, b := part1[:len(part1)-1], part1[len(part1)-1:]
+				_, err = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n", len(a), a, len(b), b)
+				if err == nil && wait(c) {
+					_, err = fmt.Fprintf(c, "%x\r\n%s\r\n0\r\n\r\n", len(part2), part2)
+				}
+			case "/gzip":
+				_, err = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Encoding: gzip\r\n\r\n%s", len(gz), gz[:len(gz)/2])
+				if err == nil {
+					time.Sleep(50 * time.Millisecond)
+					_, err = io.WriteString(c, gz[len(gz)/2:])
+				}
+			case "/204":
+				_, err = io.WriteString(c, "HTTP/1.1 204 No Content\r\nETag: \"v1\"\r\n\r\n")
+			case "/304":
+				_, err = io.WriteString(c, "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n")
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	filter := func(scope string) obj {
+		return obj{"response-rewrite": obj{"filters": []obj{{"regex": "5678", "replace": "abcd", "scope": scope}}}}
+	}
+	g := startGateway(t, routesYAML(
+		obj{"id": "global", "uri": "/*", "plugins": filter("global"), "upstream": upstreamOf(nodes(up.Addr()), nil)},
+		obj{"id": "once", "uri": "/once/*", "plugins": filter("once"), "upstream": upstreamOf(nodes(up.Addr()), nil)},
+	), "")
+	conn, err := net.Dial("tcp", g.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(conn)
+	for _, tc := range []struct{ path, want string }{
+		{"/cl", strings.ReplaceAll(text, "5678", "abcd")},
+		{"/chunked", strings.ReplaceAll(text, "5678", "abcd")},
+		{"/once/cl", strings.Replace(text, "5678", "abcd", 1)},
+		{"/once/chunked", strings.Replace(text, "5678", "abcd", 1)},
+	} {
+		if _, err := io.WriteString(conn, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tc.path, err)
+		}
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Length") != "" || resp.Header.Get("ETag") != "" ||
+			len(resp.TransferEncoding) != 1 {
+			t.Fatalf("GET %s: %d, headers %v, Transfer-Encoding %q", tc.path, resp.StatusCode, resp.Header, resp.TransferEncoding)
+		}
+		// All of the first part but the literal's first bytes at its
+		// end comes before the upstream sends the rest.
+		first := make([]byte, len(part1)-2)
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadFull(resp.Body, first); err != nil {
+			t.Fatalf("GET %s: the first %d bytes of the body before the upstream's last: %v (the body is held)", tc.path, len(first), err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		release <- struct{}{}
+		rest, err := io.ReadAll(resp.Body)
+		if got := string(first) + string(rest); err != nil || got != tc.want {
+			t.Fatalf("GET %s: %d bytes (err %v), want %d:\n%q\nwant\n%q", tc.path, len(got), err, len(tc.want), got, tc.want)
+		}
+	}
+	c := newClient(t)
+	if r := do(t, c, "GET", g.url("/gzip"), "", map[string]string{"Accept-Encoding": "gzip"}, nil); r.status != 200 ||
+		r.body != strings.ReplaceAll(text, "5678", "abcd") || r.header.Get("Content-Encoding") != "" {
+		t.Fatalf("GET /gzip: %d, Content-Encoding %q, %q", r.status, r.header.Get("Content-Encoding"), r.body)
+	}
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/204", 204}, {"/304", 304}, {"/204", 204}} {
+		if r := do(t, c, "GET", g.url(tc.path), "", nil, nil); r.status != tc.status || r.body != "" {
+			t.Fatalf("GET %s: %d %q, want %d and no body", tc.path, r.status, r.body, tc.status)
+		}
+	}
+}

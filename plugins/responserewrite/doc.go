@@ -31,7 +31,14 @@
 // for filters, up to max_resp_body_size bytes (64 MiB by default; past it
 // the body is cut, as APISIX's hold_body_chunk cuts it), and sends it at
 // its end with each filter's regex replaced by its replace, once or
-// everywhere (scope), the filters one after the other. A gzip body is
+// everywhere (scope), the filters one after the other. One filter whose
+// pattern is a literal and whose replacement is as long, with no group
+// (the bench row's "5678" → "abcd"), on a body not gzip-encoded, does not
+// hold it: each piece is sent on as it comes (rewritten in a copy where it
+// has a match), but for its last bytes where they begin the literal, held
+// and searched again with the next piece, so that a match split between
+// two reads is replaced; the body is cut at max_resp_body_size all the
+// same. A gzip body is
 // decoded first and sent plain (cut at max_resp_body_size, what decodes
 // of the cut); one of another Content-Encoding (br,
 // deflate), which APISIX decodes or sends without its Content-Encoding,
@@ -55,8 +62,8 @@
 //
 // An instance belongs to one event loop (plugins.Plugin). The
 // header-only, status and body configurations allocate nothing per
-// request (alloc_test.go); filters hold each response's body in a buffer
-// slot of the instance, found again through Ctx.Keep and given back in
+// request (alloc_test.go); filters hold each response's body (a streamed
+// one's held last bytes) in a buffer slot of the instance, found again through Ctx.Keep and given back in
 // the log phase, so that responses interleaved on the loop do not mix.
 // A slot's buffers are reused, and a pattern that is a literal is found
 // without regexp (its first byte looked for a word at a time, the rest

@@ -169,8 +169,17 @@ func compile(raw json.RawMessage) (*instance, error) {
 			k := copy(w[:], fl.lit)
 			fl.head = binary.LittleEndian.Uint64(w[:])
 			fl.headMask = ^uint64(0) >> (64 - 8*k)
+			if fl.isFixed && len(fl.fixed) == k && k == len(fl.lit) {
+				var w [8]byte
+				copy(w[:], fl.fixed)
+				fl.fixedHead = binary.LittleEndian.Uint64(w[:])
+			}
 		}
 		in.filters = append(in.filters, fl)
+	}
+	if len(in.filters) == 1 && in.max < 1<<(64-takenShift) {
+		f := &in.filters[0]
+		in.streamed = f.lit != nil && f.isFixed && len(f.fixed) == len(f.lit)
 	}
 	return in, nil
 }
@@ -327,6 +336,9 @@ type filter struct {
 	// head is the literal's first eight bytes (fewer: the rest zero)
 	// read as a little-endian word, headMask the bits that are its.
 	head, headMask uint64
+	// fixedHead is fixed read as head is the literal, where fixed is as
+	// long as the literal and at most eight bytes (put).
+	fixedHead uint64
 }
 
 // maxFalseStarts is the number of places where the literal's first byte
@@ -412,14 +424,42 @@ func (f *filter) next(body []byte, from int, caps *[2]int) []int {
 }
 
 // overwrite replaces the literal's matches in body (the first, for once)
-// in place with fixed, which is as long. A global search goes on from the
-// end of the last match, past what it wrote.
-func (f *filter) overwrite(body []byte) {
-	for i := f.index(body, 0); i >= 0; i = f.index(body, i+len(f.lit)) {
-		copy(body[i:], f.fixed)
+// in place with fixed, which is as long, and returns the end of the last
+// match, 0 when none. A global search goes on from the end of the last
+// match, past what it wrote.
+func (f *filter) overwrite(body []byte) int { return f.overwriteFrom(body, f.index(body, 0)) }
+
+// overwriteFrom is overwrite where the first match is at i (index's), -1
+// for none.
+func (f *filter) overwriteFrom(body []byte, i int) int {
+	end := 0
+	for ; i >= 0; i = f.index(body, i+len(f.lit)) {
+		f.put(body, i)
+		end = i + len(f.lit)
 		if !f.global {
-			return
+			break
 		}
+	}
+	return end
+}
+
+// put writes fixed, as long as the literal, at body[i:]: one of one, two,
+// four or eight bytes with a store of its width (fixedHead), where copy
+// would call memmove for each match, a few bytes apart in the bench row's
+// body; a store wider than the match would cover bytes the search reads
+// next, which a load then waits for.
+func (f *filter) put(body []byte, i int) {
+	switch len(f.fixed) {
+	case 1:
+		body[i] = byte(f.fixedHead)
+	case 2:
+		binary.LittleEndian.PutUint16(body[i:], uint16(f.fixedHead))
+	case 4:
+		binary.LittleEndian.PutUint32(body[i:], uint32(f.fixedHead))
+	case 8:
+		binary.LittleEndian.PutUint64(body[i:], f.fixedHead)
+	default:
+		copy(body[i:], f.fixed)
 	}
 }
 
@@ -437,6 +477,9 @@ type instance struct {
 	ev       varexpr.Evaluator // vars', $status read from the response
 	filters  []filter
 	max      int // max_resp_body_size
+	// streamed: the one filter is a literal replaced by text as long
+	// (overwrite), whose body is rewritten piece by piece (stream).
+	streamed bool
 	scratch  []byte
 	bufs     []bodyBuf // the filters' buffers, by slot
 	free     []uint32  // idle slots of bufs
@@ -448,13 +491,19 @@ type bodyBuf struct {
 }
 
 // The request's state, kept (Ctx.Keep) from header_filter for
-// body_filter and log: the flags, and the filters' buffer slot above them.
+// body_filter and log: the flags, the filters' buffer slot above them,
+// and, for a streamed body, the bytes of it body_filter has taken, above
+// the slot.
 const (
-	stMatched = 1 << iota // vars held: the response is rewritten
-	stGzip                // the body is gzip-encoded: decoded for the filters
-	stAsIs                // an encoding the filters cannot read: not kept, left alone
-	stSlot                // a buffer slot is held, its index at slotShift
-	slotShift = 8
+	stMatched  = 1 << iota // vars held: the response is rewritten
+	stGzip                 // the body is gzip-encoded: decoded for the filters
+	stAsIs                 // an encoding the filters cannot read: not kept, left alone
+	stSlot                 // a buffer slot is held, its index at slotShift
+	stOnce                 // streamed: a once filter has replaced its match
+	stCut                  // streamed: max_resp_body_size reached, the rest dropped
+	slotShift  = 8
+	slotBits   = 24
+	takenShift = slotShift + slotBits
 )
 
 // HeaderFilter implements plugins.HeaderFilterPhase: vars, then the
@@ -486,11 +535,22 @@ func (in *instance) HeaderFilter(c plugins.Ctx) {
 		// The body is changed only where body_filter finds the state
 		// kept (an encoding the filters cannot read is not, nor past
 		// Ctx's MaxKept): there the headers stay.
+		// Content-Length goes always (the worker frames the body, and
+		// a HEAD's answer goes without it); the others where the
+		// response has them (ResponseHeader is nil only for a field
+		// that is absent), since each removal is an edit the head's
+		// every field is compared with.
 		if st&stAsIs == 0 && c.Keep(in, st) {
 			c.RemoveResponseHeader("Content-Length")
-			c.RemoveResponseHeader("Content-Encoding")
-			c.RemoveResponseHeader("Last-Modified")
-			c.RemoveResponseHeader("ETag")
+			if enc != nil {
+				c.RemoveResponseHeader("Content-Encoding")
+			}
+			if c.ResponseHeader("Last-Modified") != nil {
+				c.RemoveResponseHeader("Last-Modified")
+			}
+			if c.ResponseHeader("ETag") != nil {
+				c.RemoveResponseHeader("ETag")
+			}
 		}
 	}
 	for i := range in.add {
@@ -532,6 +592,9 @@ func (in *instance) BodyFilter(c plugins.Ctx, chunk []byte, eof bool) []byte {
 		}
 		return nil
 	}
+	if in.streamed && st&stGzip == 0 {
+		return in.stream(c, st, chunk, eof)
+	}
 	if st&stSlot == 0 {
 		s := in.takeSlot()
 		st |= stSlot | uint64(s)<<slotShift
@@ -539,7 +602,7 @@ func (in *instance) BodyFilter(c plugins.Ctx, chunk []byte, eof bool) []byte {
 		// fail where the first did not.
 		c.Keep(in, st)
 	}
-	b := &in.bufs[st>>slotShift]
+	b := &in.bufs[slotOf(st)]
 	if room := in.max - len(b.in); room > 0 {
 		b.in = append(b.in, chunk[:min(room, len(chunk))]...)
 	}
@@ -553,6 +616,92 @@ func (in *instance) BodyFilter(c plugins.Ctx, chunk []byte, eof bool) []byte {
 	return in.rewrite(b, body)
 }
 
+// stream is body_filter for a streamed configuration (one literal filter
+// replaced by text as long, on a body not gzip-encoded): each piece is
+// rewritten and sent on, but for its last bytes where they begin the
+// literal (a match the next piece may complete), held in the slot's
+// buffer and sent before the next piece, with which they are searched
+// again. So the body is not held whole, and the matches are those of the
+// whole body: found from the end of each, as overwrite finds them. A piece
+// with no match goes as it came; one with a match is copied into the
+// slot's buffer and rewritten there, not in chunk, which may be a body
+// another plugin keeps (a body_filter's before this one, response-rewrite's
+// body or echo's). Past max_resp_body_size the body is cut, as the held
+// body is: a match the cut divides is not one. What it returns is chunk
+// or the slot's, valid until the next call.
+func (in *instance) stream(c plugins.Ctx, st uint64, chunk []byte, eof bool) []byte {
+	if st&stCut != 0 {
+		return nil
+	}
+	f := &in.filters[0]
+	kept := st
+	taken := int(st >> takenShift)
+	if room := in.max - taken; len(chunk) >= room {
+		chunk, eof = chunk[:room], true
+		st |= stCut
+	}
+	st += uint64(len(chunk)) << takenShift
+	data, own := chunk, false // own: data is the slot's b.out
+	var b *bodyBuf
+	if st&stSlot != 0 {
+		if b = &in.bufs[slotOf(st)]; len(b.in) > 0 {
+			// The last piece's held bytes come first.
+			b.out = append(append(b.out[:0], b.in...), chunk...)
+			b.in, data, own = b.in[:0], b.out, true
+		}
+	}
+	hold := len(data)
+	if st&stOnce == 0 {
+		i := f.index(data, 0)
+		if i >= 0 && !own {
+			b, st = in.slot(st)
+			b.out = append(b.out[:0], data...)
+			data = b.out
+		}
+		end := f.overwriteFrom(data, i)
+		if end > 0 && !f.global {
+			st |= stOnce
+		} else if !eof {
+			hold = f.heldFrom(data, end)
+		}
+	}
+	if hold < len(data) {
+		b, st = in.slot(st)
+		// data is chunk or b.out, never b.in.
+		b.in = append(b.in[:0], data[hold:]...)
+	}
+	if st != kept {
+		// A second Keep of the owner replaces the first: it does not
+		// fail where the first did not.
+		c.Keep(in, st)
+	}
+	return data[:hold]
+}
+
+// slot is the buffers of the slot st holds, or of one it takes, with st
+// saying so.
+func (in *instance) slot(st uint64) (*bodyBuf, uint64) {
+	if st&stSlot == 0 {
+		s := in.takeSlot()
+		st |= stSlot | uint64(s)<<slotShift
+	}
+	return &in.bufs[slotOf(st)], st
+}
+
+// heldFrom is where the bytes of data a piece to come may complete a
+// match with begin: the first place past the last match (end) and past
+// the last place overwrite tried from which the rest of data begins the
+// literal; len(data) when there is none.
+func (f *filter) heldFrom(data []byte, end int) int {
+	n := len(f.lit)
+	for p := max(end, len(data)-n+1); p < len(data); p++ {
+		if string(data[p:]) == string(f.lit[:len(data)-p]) {
+			return p
+		}
+	}
+	return len(data)
+}
+
 // rewrite runs the filters over body, in b's buffers; what it returns is
 // b's, valid until the slot is given back (Log).
 func (in *instance) rewrite(b *bodyBuf, body []byte) []byte {
@@ -562,7 +711,7 @@ func (in *instance) rewrite(b *bodyBuf, body []byte) []byte {
 		if f.isFixed && len(f.fixed) == len(f.lit) {
 			// body is the slot's (or gunzip's): the matches are
 			// replaced where they are, and it stays the subject.
-			f.overwrite(body)
+			_ = f.overwrite(body)
 			continue
 		} else if f.lit != nil {
 			// A literal: found from the end of each match, as a
@@ -635,6 +784,9 @@ func gunzip(b []byte, max int) []byte {
 	return out
 }
 
+// slotOf is the index of the buffer slot st holds.
+func slotOf(st uint64) uint32 { return uint32(st>>slotShift) & (1<<slotBits - 1) }
+
 // takeSlot takes an idle buffer slot, or a new one.
 func (in *instance) takeSlot() uint32 {
 	if n := len(in.free); n > 0 {
@@ -656,7 +808,7 @@ func (in *instance) Log(c plugins.Ctx) {
 	if !ok || st&stSlot == 0 {
 		return
 	}
-	s := uint32(st >> slotShift)
+	s := slotOf(st)
 	b := &in.bufs[s]
 	b.in, b.out = b.in[:0], b.out[:0]
 	if cap(b.in) > maxIdleBuf {

@@ -74,3 +74,40 @@ func BenchmarkBenchRow(b *testing.B) {
 		l.Log(c)
 	}
 }
+
+// BenchmarkLiteral: the search of a literal filter alone over a 1 KiB
+// body, in place (a replacement as long as the literal) and by index (a
+// longer one): the bench row's body, with a match every 10 bytes; text
+// with the literal's first byte frequent and the literal rare; a body
+// without the literal's first byte.
+func BenchmarkLiteral(b *testing.B) {
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog. ", 23)[:1000] + "5678" + strings.Repeat(" ", 20)
+	for _, tc := range []struct{ name, lit, body string }{
+		{"row", "5678", strings.Repeat("1234567890", 102) + "1234"},
+		{"text", "5678", text},
+		{"text long", "5678 the lazy", text},
+		{"absent", "5678", strings.Repeat("x", 1024)},
+	} {
+		c, err := compile([]byte(`{"filters":[{"regex":"` + tc.lit + `","replace":"` + strings.Repeat("a", len(tc.lit)) + `","scope":"global"}]}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := &c.filters[0]
+		body := []byte(tc.body)
+		b.Run(tc.name+"/overwrite", func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				copy(body, tc.body)
+				f.overwrite(body)
+			}
+		})
+		b.Run(tc.name+"/index", func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			copy(body, tc.body)
+			for b.Loop() {
+				for i := f.index(body, 0); i >= 0; i = f.index(body, i+len(f.lit)) {
+				}
+			}
+		})
+	}
+}

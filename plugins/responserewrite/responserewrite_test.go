@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -203,20 +204,29 @@ func TestFiltersGzip(t *testing.T) {
 }
 
 // TestInterleaved: two responses' bodies in pieces on one instance, as
-// an event loop interleaves them, each rewritten from its own.
+// an event loop interleaves them, each rewritten from its own: streamed
+// (a literal replaced by one as long), the pieces held where they end with
+// the literal's first bytes, and held whole (a longer replacement).
 func TestInterleaved(t *testing.T) {
-	p := build(t, `{"filters":[{"regex":"a","replace":"b","scope":"global"}]}`)
-	f := p.BodyFilter[0]
-	c1, c2 := plugintest.NewCtx("GET", "/1"), plugintest.NewCtx("GET", "/2")
-	p.HeaderFilter[0].HeaderFilter(c1)
-	p.HeaderFilter[0].HeaderFilter(c2)
-	f.BodyFilter(c1, []byte("aa"), false)
-	f.BodyFilter(c2, []byte("xa"), false)
-	f.BodyFilter(c1, []byte("ya"), false)
-	got2 := string(f.BodyFilter(c2, []byte("z"), true))
-	got1 := string(f.BodyFilter(c1, nil, true))
-	if got1 != "bbyb" || got2 != "xbz" {
-		t.Fatalf("bodies %q and %q, want bbyb and xbz", got1, got2)
+	for _, tc := range []struct{ conf, want1, want2 string }{
+		{`{"filters":[{"regex":"a","replace":"b","scope":"global"}]}`, "bbyb", "xbz"},
+		{`{"filters":[{"regex":"ay","replace":"AY","scope":"global"}]}`, "aAYa", "xaz"},
+		{`{"filters":[{"regex":"a","replace":"bc","scope":"global"}]}`, "bcbcybc", "xbcz"},
+	} {
+		p := build(t, tc.conf)
+		f := p.BodyFilter[0]
+		c1, c2 := plugintest.NewCtx("GET", "/1"), plugintest.NewCtx("GET", "/2")
+		p.HeaderFilter[0].HeaderFilter(c1)
+		p.HeaderFilter[0].HeaderFilter(c2)
+		var got1, got2 []byte
+		got1 = append(got1, f.BodyFilter(c1, []byte("aa"), false)...)
+		got2 = append(got2, f.BodyFilter(c2, []byte("xa"), false)...)
+		got1 = append(got1, f.BodyFilter(c1, []byte("ya"), false)...)
+		got2 = append(got2, f.BodyFilter(c2, []byte("z"), true)...)
+		got1 = append(got1, f.BodyFilter(c1, nil, true)...)
+		if string(got1) != tc.want1 || string(got2) != tc.want2 {
+			t.Fatalf("%s: bodies %q and %q, want %s and %s", tc.conf, got1, got2, tc.want1, tc.want2)
+		}
 	}
 }
 
@@ -360,6 +370,107 @@ func TestTransferCoded(t *testing.T) {
 			if kept := c.ResponseHeader("ETag") != nil; kept != (want == "hello world") {
 				t.Errorf("%s, %s: ETag kept %v", conf, te, kept)
 			}
+		}
+	}
+}
+
+// TestFiltersLiteralWidths: a literal of each length from one byte to
+// nine (one past a word), replaced by one as long (written in place, with
+// a store of its width for 1, 2, 4 and 8 bytes), shorter and longer, once
+// and global, over bodies drawn from a small alphabet so that matches are
+// dense, overlap and fall at the body's last bytes; each against regexp's
+// ReplaceAll over the same body, which comes in two pieces.
+func TestFiltersLiteralWidths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(40, 1))
+	draw := func(n int, alphabet string) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for n := 1; n <= 9; n++ {
+		for range 4 {
+			pat := draw(n, "ab")
+			for _, repl := range []string{strings.Repeat("Z", n), strings.ToUpper(pat), "", "0123456789"} {
+				re := regexp.MustCompile(regexp.QuoteMeta(pat))
+				global := build(t, fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q,"scope":"global"}]}`, pat, repl))
+				once := build(t, fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q}]}`, pat, repl))
+				for range 20 {
+					b := draw(rng.IntN(70), "abc")
+					cut := rng.IntN(len(b) + 1)
+					c := plugintest.NewCtx("GET", "/hello")
+					c.Upstream = true
+					if got, want := body(global, c, b[:cut], b[cut:], ""), re.ReplaceAllLiteralString(b, repl); got != want {
+						t.Fatalf("global %q → %q over %q: %q, want %q", pat, repl, b, got, want)
+					}
+					want := b
+					if loc := re.FindStringIndex(b); loc != nil {
+						want = b[:loc[0]] + repl + b[loc[1]:]
+					}
+					c = plugintest.NewCtx("GET", "/hello")
+					c.Upstream = true
+					if got := body(once, c, b[:cut], b[cut:], ""); got != want {
+						t.Fatalf("once %q → %q over %q: %q, want %q", pat, repl, b, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFiltersStreamed: a literal replaced by text as long is rewritten
+// piece by piece: each piece comes back at once but for its last bytes
+// where they begin the literal, held for the next; a match split between
+// pieces, at every place of the body and over three pieces, is replaced
+// as in the whole body. Past max_resp_body_size the body is cut, as a held
+// one is: a match the cut divides is not replaced, the rest is dropped.
+func TestFiltersStreamed(t *testing.T) {
+	const b = "x5678y56785678z55678"
+	for _, scope := range []string{"global", "once"} {
+		p := build(t, `{"filters":[{"regex":"5678","replace":"abcd","scope":"`+scope+`"}]}`)
+		re := regexp.MustCompile("5678")
+		want := re.ReplaceAllString(b, "abcd")
+		if scope == "once" {
+			want = strings.Replace(b, "5678", "abcd", 1)
+		}
+		for i := 0; i <= len(b); i++ {
+			for j := i; j <= len(b); j++ {
+				c := plugintest.NewCtx("GET", "/hello")
+				if got := body(p, c, b[:i], b[i:j], b[j:], ""); got != want {
+					t.Fatalf("%s over %q | %q | %q: %q, want %q", scope, b[:i], b[i:j], b[j:], got, want)
+				}
+			}
+		}
+	}
+	p := build(t, `{"filters":[{"regex":"5678","replace":"abcd","scope":"global"}]}`)
+	f := p.BodyFilter[0]
+	c := plugintest.NewCtx("GET", "/hello")
+	p.HeaderFilter[0].HeaderFilter(c)
+	for _, step := range []struct{ in, out string }{
+		{"x5678y5", "xabcdy"}, // "5" may begin a match: held
+		{"6", ""},
+		{"78z56", "abcdz"},
+		{"", ""},
+		{"7", ""},
+	} {
+		// The piece itself is left as it came: it may be a body
+		// another plugin keeps.
+		piece := []byte(step.in)
+		if got := string(f.BodyFilter(c, piece, false)); got != step.out || string(piece) != step.in {
+			t.Fatalf("piece %q: %q, want %q; the piece became %q", step.in, got, step.out, piece)
+		}
+	}
+	if got := string(f.BodyFilter(c, nil, true)); got != "567" {
+		t.Fatalf("last piece: %q, want the held 567", got)
+	}
+	p.Log[0].Log(c)
+
+	cut := build(t, `{"max_resp_body_size":8,"filters":[{"regex":"5678","replace":"abcd","scope":"global"}]}`)
+	for _, pieces := range [][]string{{"5678x5678", ""}, {"56", "78x56", "78", ""}, {"5678x567", "8 and more", "", ""}} {
+		c := plugintest.NewCtx("GET", "/hello")
+		if got := body(cut, c, pieces...); got != "abcdx567" {
+			t.Fatalf("max_resp_body_size 8 over %q: %q, want abcdx567", pieces, got)
 		}
 	}
 }
