@@ -339,21 +339,9 @@ func TestEtcdDataPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an etcd, a control plane and a data plane")
 	}
-	etcd := e2e.NewEtcd(t)
-	etcd.Start()
-	up := textUpstream(t, "up")
-	cpAdmin := freePort(t)
-	startSupervisor(t, "", clusterConfig("control_plane", []string{etcd.Client}, 0, cpAdmin, freePort(t)), 1)
-	admin := legacyAdmin(cpAdmin)
+	etcd, put := etcdControlPlane(t)
 	dp := startSupervisor(t, "", clusterConfig("data_plane", []string{etcd.Client}, 0, freePort(t), freePort(t)), 1)
 	c := newClient(t)
-	put := func(id, uri string) {
-		t.Helper()
-		r := admin.do(t, c, "PUT", "routes/"+id, fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
-		if r.status != 201 {
-			t.Fatalf("PUT route %s on the control plane: %d %s", id, r.status, r.body)
-		}
-	}
 	get := func(g *supGateway, path string) result {
 		t.Helper()
 		r, err := tryDo(c, "GET", g.url(path), "", nil, nil)
@@ -419,20 +407,8 @@ func TestEtcdDataPlaneSupervisorKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an etcd, a control plane and a data plane")
 	}
-	etcd := e2e.NewEtcd(t)
-	etcd.Start()
-	up := textUpstream(t, "up")
-	cpAdmin := freePort(t)
-	startSupervisor(t, "", clusterConfig("control_plane", []string{etcd.Client}, 0, cpAdmin, freePort(t)), 1)
-	admin := legacyAdmin(cpAdmin)
+	etcd, put := etcdControlPlane(t)
 	c := newClient(t)
-	put := func(id, uri string) {
-		t.Helper()
-		r := admin.do(t, c, "PUT", "routes/"+id, fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
-		if r.status != 201 {
-			t.Fatalf("PUT route %s on the control plane: %d %s", id, r.status, r.body)
-		}
-	}
 	dir, port := t.TempDir(), freePort(t)
 	writeFile(t, filepath.Join(dir, "config.yaml"), clusterConfig("data_plane", []string{etcd.Client}, 0, freePort(t), freePort(t))(port))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -480,6 +456,25 @@ func TestEtcdDataPlaneSupervisorKilled(t *testing.T) {
 	for _, pid := range pids {
 		if !e2e.WaitExited(pid, 10*time.Second) {
 			t.Errorf("worker %d still runs after the supervisor stopped", pid)
+		}
+	}
+}
+
+// etcdControlPlane starts an external etcd, an upstream answering "up"
+// and a control plane on that etcd; put writes a route of uri to the
+// upstream through the control plane's Admin API.
+func etcdControlPlane(t *testing.T) (etcd *e2e.Etcd, put func(id, uri string)) {
+	etcd = e2e.NewEtcd(t)
+	etcd.Start()
+	up := textUpstream(t, "up")
+	cpAdmin := freePort(t)
+	startSupervisor(t, "", clusterConfig("control_plane", []string{etcd.Client}, 0, cpAdmin, freePort(t)), 1)
+	admin, c := legacyAdmin(cpAdmin), newClient(t)
+	return etcd, func(id, uri string) {
+		t.Helper()
+		r := admin.do(t, c, "PUT", "routes/"+id, fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr()))
+		if r.status != 201 {
+			t.Fatalf("PUT route %s on the control plane: %d %s", id, r.status, r.body)
 		}
 	}
 }
