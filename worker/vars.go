@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"unsafe"
 
 	"coregate/httpvar"
 	"coregate/worker/router"
@@ -199,6 +200,13 @@ func (cc *clientConn) args() []byte {
 	return nil
 }
 
+// idBytes is the route's id as bytes, for the route_id variable: a view
+// of id's bytes, which the caller does not write (variables' values are
+// read-only), made without a copy per route.
+func (rt *route) idBytes() []byte {
+	return unsafe.Slice(unsafe.StringData(rt.id), len(rt.id))
+}
+
 // routeVar is a variable of the matched route (cc.rt, not nil): its id and
 // name, its service's id and name, and the uri and host patterns the
 // request matched (APISIX's curr_req_matched._path and _host).
@@ -206,13 +214,13 @@ func (cc *clientConn) routeVar(k httpvar.Kind) []byte {
 	rt := cc.rt
 	switch k {
 	case httpvar.RouteID:
-		return rt.idBytes
+		return rt.idBytes()
 	case httpvar.RouteName:
-		return rt.name
+		return rt.about.name
 	case httpvar.ServiceID:
-		return rt.serviceID
+		return rt.about.serviceID
 	case httpvar.ServiceName:
-		return rt.serviceName
+		return rt.about.serviceName
 	case httpvar.MatchedURI:
 		return matchedPattern(rt.uris, cc.curPath, false)
 	case httpvar.MatchedHost:
