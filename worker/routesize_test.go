@@ -68,3 +68,31 @@ func TestRouteSize(t *testing.T) {
 		t.Error("noAbout written")
 	}
 }
+
+// TestNodeSize: the node struct a worker keeps per upstream node stays in
+// the 160-byte size class (it was 192 with a copy of its address), and
+// the upstream_addr and balancer_ip variables read the node's address and
+// host.
+func TestNodeSize(t *testing.T) {
+	if n := unsafe.Sizeof(node{}); n > 160 {
+		t.Errorf("node is %d bytes, want at most 160", n)
+	}
+	u, err := spec.DecodeUpstream([]byte(`{"nodes":{"127.0.0.1:1980":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu, err := compileUpstream(u, upstreamEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &clientConn{}
+	cc.rt, cc.tries = &route{up: cu}, 1
+	vars := (*reqVars)(cc)
+	for name, want := range map[string]string{"upstream_addr": "127.0.0.1:1980", "balancer_ip": "127.0.0.1"} {
+		x := httpvar.Parse(name)
+		v, ok := vars.Lookup(&x)
+		if !ok || string(v) != want {
+			t.Errorf("$%s: %q %v, want %q", name, v, ok, want)
+		}
+	}
+}

@@ -355,10 +355,10 @@ type node struct {
 	hostHeader []byte // Host sent with pass_host=node
 	weight     int
 	priority   int
-	// addrText and ip are addr and the node's host, for the
-	// upstream_addr and balancer_ip variables (a node given by host name
-	// shows the address connected to instead, exchange.upAP).
-	addrText, ip []byte
+	// ip is the node's host, for the balancer_ip variable (a node given
+	// by host name shows the address connected to instead,
+	// exchange.upAP); upstream_addr reads addr.
+	ip []byte
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
 	// health is the node's state and counters (worker/health.go); nil
@@ -1414,7 +1414,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		if cu.tls != nil {
 			nd.key = "https#" + nd.addr + "#" + cu.tls.ident
 		}
-		nd.addrText, nd.ip = []byte(nd.addr), []byte(n.Host)
+		nd.ip = viewBytes(n.Host)
 		if ap, err := netip.ParseAddrPort(nd.addr); err == nil {
 			nd.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 		} else if ue.dns != nil {

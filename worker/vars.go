@@ -123,7 +123,7 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 			return cc.upAddrs, true // the last attempt failed: listed
 		}
 		if len(cc.upAddrs) == 0 && !cc.upAP.IsValid() {
-			return cc.rt.up.nodes[cc.node].addrText, true
+			return viewBytes(cc.rt.up.nodes[cc.node].addr), true
 		}
 		b := cc.upAddrBuf[:0]
 		if len(cc.upAddrs) > 0 {
@@ -183,7 +183,7 @@ func (cc *clientConn) appendAttemptAddr(b []byte) []byte {
 	if cc.upAP.IsValid() {
 		return cc.upAP.AppendTo(b)
 	}
-	return append(b, cc.rt.up.nodes[cc.node].addrText...)
+	return append(b, cc.rt.up.nodes[cc.node].addr...)
 }
 
 // args is $args: the query of the target an earlier plugin set
@@ -200,12 +200,15 @@ func (cc *clientConn) args() []byte {
 	return nil
 }
 
-// idBytes is the route's id as bytes, for the route_id variable: a view
-// of id's bytes, which the caller does not write (variables' values are
-// read-only), made without a copy per route.
-func (rt *route) idBytes() []byte {
-	return unsafe.Slice(unsafe.StringData(rt.id), len(rt.id))
+// viewBytes is s's bytes as a slice, made without a copy: for the
+// variables' values, which their readers do not write, of the strings a
+// worker keeps per route or node (50 000 routes and more).
+func viewBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
+
+// idBytes is the route's id as bytes, for the route_id variable.
+func (rt *route) idBytes() []byte { return viewBytes(rt.id) }
 
 // routeVar is a variable of the matched route (cc.rt, not nil): its id and
 // name, its service's id and name, and the uri and host patterns the
