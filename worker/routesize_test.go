@@ -96,3 +96,32 @@ func TestNodeSize(t *testing.T) {
 		}
 	}
 }
+
+// TestBalancerSize: a roundrobin balancer, which most upstreams have,
+// stays in the 96-byte size class (it was 224 with the other kinds'
+// state inline) and holds none of that state; each other kind has its
+// own.
+func TestBalancerSize(t *testing.T) {
+	if n := unsafe.Sizeof(balancer{}); n > 96 {
+		t.Errorf("balancer is %d bytes, want at most 96", n)
+	}
+	seen := map[*balancerKinds]bool{}
+	for _, typ := range []string{"roundrobin", "chash", "least_conn", "ewma", "least_conn"} {
+		u, err := spec.DecodeUpstream([]byte(`{"type":"` + typ + `","key":"remote_addr","nodes":{"127.0.0.1:1980":1,"127.0.0.1:1981":1}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cu, err := compileUpstream(u, upstreamEnv{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := cu.bal.balancerKinds
+		if (k == nil) != (typ == "roundrobin") {
+			t.Errorf("%s: its kind's state %v", typ, k != nil)
+		}
+		if k != nil && seen[k] {
+			t.Errorf("%s: state shared with another balancer", typ)
+		}
+		seen[k] = true
+	}
+}
