@@ -1443,12 +1443,17 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
-// byteStrings is one and many as byte slices, the empty ones left out.
+// byteStrings is one and many as byte slices, the empty ones left out:
+// views of the strings' bytes (viewBytes), read-only, not copies.
 func byteStrings(one string, many []string) [][]byte {
 	var out [][]byte
-	for _, s := range append([]string{one}, many...) {
+	if one != "" {
+		out = make([][]byte, 0, 1+len(many))
+		out = append(out, viewBytes(one))
+	}
+	for _, s := range many {
 		if s != "" {
-			out = append(out, []byte(s))
+			out = append(out, viewBytes(s))
 		}
 	}
 	return out
