@@ -71,8 +71,8 @@ func TestRouteSize(t *testing.T) {
 
 // TestNodeSize: the node struct a worker keeps per upstream node stays in
 // the 160-byte size class (it was 192 with a copy of its address), and
-// the upstream_addr and balancer_ip variables read the node's address and
-// host.
+// the upstream_addr and balancer_ip variables and its Host for
+// pass_host=node read the node's address and host.
 func TestNodeSize(t *testing.T) {
 	if n := unsafe.Sizeof(node{}); n > 160 {
 		t.Errorf("node is %d bytes, want at most 160", n)
@@ -84,6 +84,9 @@ func TestNodeSize(t *testing.T) {
 	cu, err := compileUpstream(u, upstreamEnv{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if h := string(cu.nodes[0].hostHeader); h != "127.0.0.1:1980" {
+		t.Errorf("the node's Host for pass_host=node: %q", h)
 	}
 	cc := &clientConn{}
 	cc.rt, cc.tries = &route{up: cu}, 1

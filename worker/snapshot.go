@@ -1427,7 +1427,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		if n.Port != 0 && n.Port != spec.DefaultPort(scheme) {
 			host += ":" + strconv.Itoa(n.Port)
 		}
-		nd.hostHeader = []byte(host)
+		nd.hostHeader = viewBytes(host)
 		cu.nodes = append(cu.nodes, nd)
 	}
 	if err := ue.attachHealth(u, cu); err != nil {
