@@ -28,6 +28,14 @@ type balancer struct {
 	groups [][]int // node indexes by priority, highest first
 	cur    []int   // smooth WRR current weights, by node index
 
+	// *balancerKinds is the state of the other kinds than roundrobin,
+	// nil for a roundrobin one (most of a worker's, and 20 000 of them
+	// or more): read only by the code of the kind, which has it.
+	*balancerKinds
+}
+
+// balancerKinds is a chash, least_conn or ewma balancer's own state.
+type balancerKinds struct {
 	// chash: the hash key and a ring per group.
 	key   hashKey
 	rings []chashRing

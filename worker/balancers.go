@@ -33,16 +33,16 @@ func newUpstreamBalancer(u *spec.Upstream, nodes []*node) (*balancer, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.key = k
+		b.balancerKinds = &balancerKinds{key: k}
 		for _, g := range b.groups {
 			b.rings = append(b.rings, newCHashRing(nodes, g))
 		}
 	case "least_conn":
 		b.kind = balLeastConn
-		b.conns = make([]int32, len(nodes))
+		b.balancerKinds = &balancerKinds{conns: make([]int32, len(nodes))}
 	case "ewma":
 		b.kind = balEWMA
-		b.lat = make([]ewmaStat, len(nodes))
+		b.balancerKinds = &balancerKinds{lat: make([]ewmaStat, len(nodes))}
 	default:
 		return nil, fmt.Errorf("upstream type %q is not supported", u.Type)
 	}

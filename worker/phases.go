@@ -260,7 +260,7 @@ func (cc *clientConn) runRequestPhases() {
 		if p.stage == stageConsumer && p.next == 0 {
 			p.fresh = nil
 			if p.consumer != nil && cc.rt != nil {
-				if cp := cc.rt.byConsumer[p.consumer]; cp != nil {
+				if cp := cc.rt.about.byConsumer[p.consumer]; cp != nil {
 					p.ph = &cp.phases
 					p.fresh = cp.fresh
 				}

@@ -234,10 +234,13 @@ func dropNodes(nodes *layered[string, int32], cu *upstream) {
 	}
 }
 
+// route is a route as compile builds it for the request path. A worker
+// keeps one per route (50 000 and more): what few routes have (a name, a
+// service, consumers' variants) lies behind about, so that the struct
+// fits a smaller size class (TestRouteSize).
 type route struct {
-	id      string
-	idBytes []byte    // id, for the route_id variable
-	up      *upstream // nil: the route has no upstream (answered 503)
+	id string
+	up *upstream // nil: the route has no upstream (answered 503)
 	// websocket is enable_websocket, the route's or its service's.
 	websocket bool
 	// renew: up names an ssl object or takes its nodes from discovery
@@ -251,19 +254,17 @@ type route struct {
 	// over its plugin_config's over its service's (mergePlugins), built
 	// once for this snapshot.
 	plugins plugins.Phases
-	// byConsumer are the route's plugins merged with a consumer's, for
-	// each consumer whose plugins change the route's (consumerPhases);
-	// nil when the route cannot attach one.
-	byConsumer map[*plugins.Consumer]*consumerPhases
+	// about is the route's name, service and consumers' variants; never
+	// nil (noAbout when it has none of them), shared with the route's
+	// splits, read-only once built.
+	about *routeAbout
 	// splits are the route with another upstream in place of its own,
 	// for each upstream its plugins' builds took from Env.Upstreams
 	// (traffic-split): Ctx.SetUpstream's choices. nil when none.
 	splits map[*upstream]*route
-	// For the log phase's and the access log's variables: the route's
-	// name, its service's id and name (nil when none), and the uri and
-	// host patterns it matches by (matchedPattern).
-	name, serviceID, serviceName []byte
-	uris, hosts                  [][]byte
+	// For the log phase's and the access log's variables: the uri and
+	// host patterns the route matches by (matchedPattern).
+	uris, hosts [][]byte
 
 	// What the route was built from and what it gave the router (its
 	// Index and Order aside, its place in each snapshot: Snapshot.place), for a later
@@ -271,6 +272,22 @@ type route struct {
 	from routeFrom
 	in   router.Route
 }
+
+// routeAbout is what few routes have, apart from the struct each route
+// has (route.about).
+type routeAbout struct {
+	// For the log phase's and the access log's variables: the route's
+	// name, its service's id and name (nil when none).
+	name, serviceID, serviceName []byte
+	// byConsumer are the route's plugins merged with a consumer's, for
+	// each consumer whose plugins change the route's (consumerPhases);
+	// nil when the route cannot attach one.
+	byConsumer map[*plugins.Consumer]*consumerPhases
+}
+
+// noAbout is the about of the routes without a name, a service or
+// consumers' variants, shared by them all; never written.
+var noAbout = &routeAbout{}
 
 // nilIfEmpty is s as bytes, nil when empty: an unset variable ("-" in
 // the access log).
@@ -338,10 +355,10 @@ type node struct {
 	hostHeader []byte // Host sent with pass_host=node
 	weight     int
 	priority   int
-	// addrText and ip are addr and the node's host, for the
-	// upstream_addr and balancer_ip variables (a node given by host name
-	// shows the address connected to instead, exchange.upAP).
-	addrText, ip []byte
+	// ip is the node's host, for the balancer_ip variable (a node given
+	// by host name shows the address connected to instead,
+	// exchange.upAP); upstream_addr reads addr.
+	ip []byte
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
 	// health is the node's state and counters (worker/health.go); nil
@@ -756,15 +773,19 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		} else {
 			rt = new(route)
 		}
-		*rt = route{id: id, idBytes: []byte(id), plugins: phases, byConsumer: byConsumer}
-		rt.name = nilIfEmpty(r.Name)
+		*rt = route{id: id, plugins: phases, about: noAbout}
+		about := routeAbout{name: nilIfEmpty(r.Name), byConsumer: byConsumer}
 		rt.websocket = websocketOf(r, svc)
 		rt.uris, rt.hosts = byteStrings(r.URI, r.URIs), byteStrings(r.Host, r.Hosts)
 		if svc != nil {
-			rt.serviceID, rt.serviceName = []byte(r.ServiceID.String()), nilIfEmpty(svc.Name)
+			about.serviceID, about.serviceName = []byte(r.ServiceID.String()), nilIfEmpty(svc.Name)
 			if r.Host == "" && len(r.Hosts) == 0 {
 				rt.hosts = byteStrings("", svc.Hosts)
 			}
+		}
+		if about.name != nil || about.serviceID != nil || about.serviceName != nil || about.byConsumer != nil {
+			rt.about = new(routeAbout)
+			*rt.about = about
 		}
 		if su != nil {
 			cu, err := upFor(su)
@@ -1393,7 +1414,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		if cu.tls != nil {
 			nd.key = "https#" + nd.addr + "#" + cu.tls.ident
 		}
-		nd.addrText, nd.ip = []byte(nd.addr), []byte(n.Host)
+		nd.ip = viewBytes(n.Host)
 		if ap, err := netip.ParseAddrPort(nd.addr); err == nil {
 			nd.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 		} else if ue.dns != nil {
@@ -1406,7 +1427,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		if n.Port != 0 && n.Port != spec.DefaultPort(scheme) {
 			host += ":" + strconv.Itoa(n.Port)
 		}
-		nd.hostHeader = []byte(host)
+		nd.hostHeader = viewBytes(host)
 		cu.nodes = append(cu.nodes, nd)
 	}
 	if err := ue.attachHealth(u, cu); err != nil {
@@ -1422,12 +1443,17 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
-// byteStrings is one and many as byte slices, the empty ones left out.
+// byteStrings is one and many as byte slices, the empty ones left out:
+// views of the strings' bytes (viewBytes), read-only, not copies.
 func byteStrings(one string, many []string) [][]byte {
 	var out [][]byte
-	for _, s := range append([]string{one}, many...) {
+	if one != "" {
+		out = make([][]byte, 0, 1+len(many))
+		out = append(out, viewBytes(one))
+	}
+	for _, s := range many {
 		if s != "" {
-			out = append(out, []byte(s))
+			out = append(out, viewBytes(s))
 		}
 	}
 	return out

@@ -225,7 +225,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	if next.consumers != prev.consumers {
 		t.Error("the unchanged consumers were indexed again")
 	}
-	if c := next.consumers.ByCredential("key-auth", []byte("k1")); c == nil || byID(next, "1").byConsumer[c] == nil {
+	if c := next.consumers.ByCredential("key-auth", []byte("k1")); c == nil || byID(next, "1").about.byConsumer[c] == nil {
 		t.Error("the route taken over has no plugins for the consumer of the new snapshot")
 	}
 

@@ -191,8 +191,8 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 	}
 	r := s.slots[i]
 	var b strings.Builder
-	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.name, r.uris, r.hosts,
-		r.serviceID, r.serviceName, r.connectTO, r.sendTO, r.readTO)
+	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.about.name, r.uris, r.hosts,
+		r.about.serviceID, r.about.serviceName, r.connectTO, r.sendTO, r.readTO)
 	if r.up != nil {
 		for _, n := range r.up.nodes {
 			fmt.Fprintf(&b, " node %s", n.addr)
@@ -202,7 +202,7 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 		fmt.Fprintf(&b, " plugin %s", c.Name)
 	}
 	var cons []string
-	for c, v := range r.byConsumer {
+	for c, v := range r.about.byConsumer {
 		names := c.Username + ":"
 		for _, p := range v.phases.Plugins {
 			names += " " + p.Name

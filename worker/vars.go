@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"unsafe"
 
 	"coregate/httpvar"
 	"coregate/worker/router"
@@ -122,7 +123,7 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 			return cc.upAddrs, true // the last attempt failed: listed
 		}
 		if len(cc.upAddrs) == 0 && !cc.upAP.IsValid() {
-			return cc.rt.up.nodes[cc.node].addrText, true
+			return viewBytes(cc.rt.up.nodes[cc.node].addr), true
 		}
 		b := cc.upAddrBuf[:0]
 		if len(cc.upAddrs) > 0 {
@@ -182,7 +183,7 @@ func (cc *clientConn) appendAttemptAddr(b []byte) []byte {
 	if cc.upAP.IsValid() {
 		return cc.upAP.AppendTo(b)
 	}
-	return append(b, cc.rt.up.nodes[cc.node].addrText...)
+	return append(b, cc.rt.up.nodes[cc.node].addr...)
 }
 
 // args is $args: the query of the target an earlier plugin set
@@ -199,6 +200,16 @@ func (cc *clientConn) args() []byte {
 	return nil
 }
 
+// viewBytes is s's bytes as a slice, made without a copy: for the
+// variables' values, which their readers do not write, of the strings a
+// worker keeps per route or node (50 000 routes and more).
+func viewBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// idBytes is the route's id as bytes, for the route_id variable.
+func (rt *route) idBytes() []byte { return viewBytes(rt.id) }
+
 // routeVar is a variable of the matched route (cc.rt, not nil): its id and
 // name, its service's id and name, and the uri and host patterns the
 // request matched (APISIX's curr_req_matched._path and _host).
@@ -206,13 +217,13 @@ func (cc *clientConn) routeVar(k httpvar.Kind) []byte {
 	rt := cc.rt
 	switch k {
 	case httpvar.RouteID:
-		return rt.idBytes
+		return rt.idBytes()
 	case httpvar.RouteName:
-		return rt.name
+		return rt.about.name
 	case httpvar.ServiceID:
-		return rt.serviceID
+		return rt.about.serviceID
 	case httpvar.ServiceName:
-		return rt.serviceName
+		return rt.about.serviceName
 	case httpvar.MatchedURI:
 		return matchedPattern(rt.uris, cc.curPath, false)
 	case httpvar.MatchedHost:

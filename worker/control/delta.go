@@ -347,6 +347,13 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 	if !sawBase || !sawHash {
 		return nil, errors.New("control: delta: base or hash missing")
 	}
+	if c := changes["routes"]; c != nil {
+		for _, i := range c.added { // in order: a route before may be one added
+			if i > 0 {
+				sharePlugins(s.Routes[i], s.Routes[i-1])
+			}
+		}
+	}
 	if deltaChecked(base, s, changes) {
 		return s, nil
 	}

@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"testing"
+	"unsafe"
+
+	"coregate/admin/spec"
+	"coregate/httpvar"
+	"coregate/plugins"
+	"coregate/worker/router"
+)
+
+// TestRouteSize: the route struct a worker keeps per route stays in the
+// 480-byte size class (it was 576 with what few routes have inline), a
+// route with no name, service or consumers' variants shares noAbout, and
+// the route's variables read what it was built from.
+func TestRouteSize(t *testing.T) {
+	if n := unsafe.Sizeof(route{}); n > 480 {
+		t.Errorf("route is %d bytes, want at most 480 (the size class of 50 000 of them)", n)
+	}
+	s := testSpec(t, nil,
+		`{"id":"plain","uri":"/plain","upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+		`{"id":"named","name":"the-name","uri":"/named","upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
+	svc, err := spec.DecodeService([]byte(`{"id":"svc","name":"svc-name","upstream":{"nodes":{"127.0.0.1:1981":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := spec.DecodeRoute([]byte(`{"id":"served","uri":"/served","service_id":"svc"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Services, s.Routes = append(s.Services, svc), append(s.Routes, served)
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	ps := pluginSet{reg: plugins.Default, env: plugins.NewLocalEnv()}
+	snap, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type vars struct{ id, name, serviceID, serviceName string }
+	want := map[string]vars{
+		"plain":  {"plain", "", "", ""},
+		"named":  {"named", "the-name", "", ""},
+		"served": {"served", "", "svc", "svc-name"},
+	}
+	for _, rt := range snap.routes {
+		w, ok := want[rt.id]
+		if !ok {
+			t.Fatalf("route %s not asked for", rt.id)
+		}
+		delete(want, rt.id)
+		if (rt.about == noAbout) != (rt.id == "plain") {
+			t.Errorf("route %s: shares noAbout %v", rt.id, rt.about == noAbout)
+		}
+		cc := &clientConn{}
+		cc.rt = rt
+		got := vars{string(cc.routeVar(httpvar.RouteID)), string(cc.routeVar(httpvar.RouteName)),
+			string(cc.routeVar(httpvar.ServiceID)), string(cc.routeVar(httpvar.ServiceName))}
+		if got != w {
+			t.Errorf("route %s: variables %+v, want %+v", rt.id, got, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("routes not built: %v", want)
+	}
+	if a := noAbout; a.name != nil || a.serviceID != nil || a.serviceName != nil || a.byConsumer != nil {
+		t.Error("noAbout written")
+	}
+}
+
+// TestNodeSize: the node struct a worker keeps per upstream node stays in
+// the 160-byte size class (it was 192 with a copy of its address), and
+// the upstream_addr and balancer_ip variables and its Host for
+// pass_host=node read the node's address and host.
+func TestNodeSize(t *testing.T) {
+	if n := unsafe.Sizeof(node{}); n > 160 {
+		t.Errorf("node is %d bytes, want at most 160", n)
+	}
+	u, err := spec.DecodeUpstream([]byte(`{"nodes":{"127.0.0.1:1980":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu, err := compileUpstream(u, upstreamEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := string(cu.nodes[0].hostHeader); h != "127.0.0.1:1980" {
+		t.Errorf("the node's Host for pass_host=node: %q", h)
+	}
+	cc := &clientConn{}
+	cc.rt, cc.tries = &route{up: cu}, 1
+	vars := (*reqVars)(cc)
+	for name, want := range map[string]string{"upstream_addr": "127.0.0.1:1980", "balancer_ip": "127.0.0.1"} {
+		x := httpvar.Parse(name)
+		v, ok := vars.Lookup(&x)
+		if !ok || string(v) != want {
+			t.Errorf("$%s: %q %v, want %q", name, v, ok, want)
+		}
+	}
+}
+
+// TestBalancerSize: a roundrobin balancer, which most upstreams have,
+// stays in the 96-byte size class (it was 224 with the other kinds'
+// state inline) and holds none of that state; each other kind has its
+// own.
+func TestBalancerSize(t *testing.T) {
+	if n := unsafe.Sizeof(balancer{}); n > 96 {
+		t.Errorf("balancer is %d bytes, want at most 96", n)
+	}
+	seen := map[*balancerKinds]bool{}
+	for _, typ := range []string{"roundrobin", "chash", "least_conn", "ewma", "least_conn"} {
+		u, err := spec.DecodeUpstream([]byte(`{"type":"` + typ + `","key":"remote_addr","nodes":{"127.0.0.1:1980":1,"127.0.0.1:1981":1}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cu, err := compileUpstream(u, upstreamEnv{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := cu.bal.balancerKinds
+		if (k == nil) != (typ == "roundrobin") {
+			t.Errorf("%s: its kind's state %v", typ, k != nil)
+		}
+		if k != nil && seen[k] {
+			t.Errorf("%s: state shared with another balancer", typ)
+		}
+		seen[k] = true
+	}
+}
