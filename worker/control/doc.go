@@ -30,7 +30,9 @@
 // objects kept (EncodeDelta, DecodeDelta), so that a worker decodes what
 // changed, not every object again, and checks the ids and references of
 // what changed, not of every object (deltaChecked; the whole Spec when an
-// object others may name was removed). A worker that cannot apply a Delta answers Applied with
+// object others may name was removed; a reference to a list the Delta
+// before kept whole looked up in that list's ids, kept with it). A worker
+// that cannot apply a Delta answers Applied with
 // Resync and gets the configuration whole.
 //
 // A conversation: the supervisor sends Config at once; the worker listens
