@@ -107,6 +107,34 @@ type Snapshot struct {
 	// same objects, and then a route object it takes over has the
 	// service and upstream it had, found without a lookup.
 	byID idIndex
+	// specRoutes is the Spec's list of routes the snapshot was built
+	// from, and runs its stretches whose routes follow one another in
+	// routes, each built from its object and taken over as it is by a
+	// build over the same upstreams and services (no ssl to read again,
+	// no variants): the next build compares its list with specRoutes
+	// pointer by pointer and takes a run's routes over in one copy,
+	// without reading them (compile). specRoutes is a copy: a caller
+	// that puts a route in its list in place, as some tests do, and
+	// builds from this snapshot gets the route built.
+	specRoutes []*spec.Route
+	runs       []takeRun
+}
+
+// takeRun is one of Snapshot.runs: the n objects of specRoutes from
+// spec on are those of the n routes from route on.
+type takeRun struct{ spec, route, n int32 }
+
+// addRun notes in runs that the object specRoutes[i] is that of
+// routes[ri], which a build from the same upstreams and services takes
+// over as it is.
+func addRun(runs []takeRun, i, ri int) []takeRun {
+	if n := len(runs); n > 0 {
+		if l := &runs[n-1]; int(l.spec+l.n) == i && int(l.route+l.n) == ri {
+			l.n++
+			return runs
+		}
+	}
+	return append(runs, takeRun{int32(i), int32(ri), 1})
 }
 
 // idIndex is a Spec's upstreams and services by id, and their lists.
@@ -678,8 +706,58 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		return i
 	}
-	for _, r := range s.Routes {
+	snap.specRoutes = slices.Clone(s.Routes)
+	// fast: prev's runs are taken over by pointer (Snapshot.runs), j
+	// the object of prev.specRoutes that r is expected to be, found
+	// again past a route replaced (the same id), created (r not there)
+	// or deleted (up to scanAhead of them).
+	fast := reuseRoutes && sameRefs
+	var j, at int // prev.specRoutes[j], prev.runs[at]
+	const scanAhead = 64
+	for i := 0; i < len(s.Routes); i++ {
+		r := s.Routes[i]
 		yield()
+		if fast && j < len(prev.specRoutes) {
+			if prev.specRoutes[j] != r {
+				if prev.specRoutes[j].ID == r.ID {
+					j++ // replaced: r is built below
+				} else {
+					for k := j + 1; k < min(j+scanAhead, len(prev.specRoutes)); k++ {
+						if prev.specRoutes[k] == r {
+							j = k // the ones between deleted
+							break
+						}
+					}
+				}
+			}
+			if j < len(prev.specRoutes) && prev.specRoutes[j] == r {
+				for at < len(prev.runs) && int(prev.runs[at].spec+prev.runs[at].n) <= j {
+					at++
+				}
+				if at < len(prev.runs) && int(prev.runs[at].spec) <= j {
+					run := prev.runs[at]
+					off := j - int(run.spec)
+					m := int(run.route) + off
+					if prev.routes[m].from.route == r {
+						k := 1
+						for lim := min(int(run.n)-off, len(s.Routes)-i); k < lim && s.Routes[i+k] == prev.specRoutes[j+k]; k++ {
+						}
+						ri := len(snap.routes)
+						snap.routes = append(snap.routes, prev.routes[m:m+k]...)
+						for f := m; f < m+k; f++ {
+							taken = append(taken, int32(f))
+						}
+						snap.runs = append(snap.runs, takeRun{int32(i), int32(ri), int32(k)})
+						if byRoute == nil {
+							next = m + k
+						}
+						i, j = i+k-1, j+k
+						continue
+					}
+				}
+				j++
+			}
+		}
 		held = held[:0]
 		if !r.Enabled() {
 			continue
@@ -692,6 +770,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 			// The same route object over the same upstreams and
 			// services: the same route.from, as prev found it.
 			if pr := prev.routes[pi]; pr.from.route == r && !pr.renew && pr.splits == nil {
+				snap.runs = addRun(snap.runs, i, len(snap.routes))
 				snap.routes = append(snap.routes, pr)
 				taken = append(taken, int32(pi))
 				continue
@@ -724,11 +803,12 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		from := routeFrom{r, svc, su}
 		if reuseRoutes {
-			if i := pi; i >= 0 && prev.routes[i].from == from && !prev.routes[i].renew && prev.routes[i].splits == nil {
+			if pi >= 0 && prev.routes[pi].from == from && !prev.routes[pi].renew && prev.routes[pi].splits == nil {
 				// The same compiled upstream, counted in prev's
 				// bookkeeping, which this build took over.
-				snap.routes = append(snap.routes, prev.routes[i])
-				taken = append(taken, int32(i))
+				snap.runs = addRun(snap.runs, i, len(snap.routes))
+				snap.routes = append(snap.routes, prev.routes[pi])
+				taken = append(taken, int32(pi))
 				continue
 			}
 		}
@@ -833,6 +913,9 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		rt.from, rt.in = from, in
 		rt.splits = splitRoutes(rt, r.Timeout != nil, globalSplits, se.take())
+		if !rt.renew && rt.splits == nil {
+			snap.runs = addRun(snap.runs, i, len(snap.routes))
+		}
 		snap.routes = append(snap.routes, rt)
 		hold()
 		for _, inst := range routeShared {

@@ -3,6 +3,8 @@ package control
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 
 	"coregate/admin/spec"
 )
@@ -27,6 +29,49 @@ type checkKind struct {
 	// valid is Check's test of an object beyond its id being present and
 	// unique; nil: none.
 	valid func(s *spec.Spec, i int) bool
+	// list is the address of s's list of the kind, for baseIDs; nil for
+	// a kind deltaChecked reads the ids of by scanning them (routes,
+	// whose list changes with every change).
+	list func(s *spec.Spec) unsafe.Pointer
+}
+
+// idSet is the ids of a list of objects of one kind: the list (its
+// address and length, which a Spec's list keeps for its life, the lists
+// being read-only) and its ids. Immutable once made.
+type idSet struct {
+	list unsafe.Pointer
+	n    int
+	ids  map[string]bool
+}
+
+// kindIDs holds, by kind (an index in checkKinds), the ids of the last
+// list of that kind a Delta kept whole: the next Delta against a Spec
+// with that list looks its references up there, where deltaChecked read
+// every kept object's id (20 000 upstreams: 2 ms a change). Safe for
+// concurrent use.
+var kindIDs [len(checkKinds)]atomic.Pointer[idSet]
+
+// baseIDs is the ids of base's objects of kind ki, when kept from a
+// Delta before; else nil, and made now when keep (the Delta keeps the
+// list whole: the next one is likely against it).
+func baseIDs(ki int, base *spec.Spec, keep bool) map[string]bool {
+	k := &checkKinds[ki]
+	if k.list == nil {
+		return nil
+	}
+	list, n := k.list(base), k.n(base)
+	if set := kindIDs[ki].Load(); set != nil && set.list == list && set.n == n {
+		return set.ids
+	}
+	if !keep || n == 0 {
+		return nil
+	}
+	set := &idSet{list: list, n: n, ids: make(map[string]bool, n)}
+	for i := range n {
+		set.ids[k.id(base, i).String()] = true
+	}
+	kindIDs[ki].Store(set)
+	return set.ids
 }
 
 // The indexes in checkKinds of the resources referred to.
@@ -50,23 +95,27 @@ var checkKinds = [...]checkKind{
 	{name: "services",
 		n:    func(s *spec.Spec) int { return len(s.Services) },
 		id:   func(s *spec.Spec, i int) spec.ID { return s.Services[i].ID },
-		refs: func(s *spec.Spec, i int, f func(int, spec.ID)) { f(ckUpstreams, s.Services[i].UpstreamID) }},
+		refs: func(s *spec.Spec, i int, f func(int, spec.ID)) { f(ckUpstreams, s.Services[i].UpstreamID) },
+		list: func(s *spec.Spec) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s.Services)) }},
 	{name: "upstreams",
-		n:  func(s *spec.Spec) int { return len(s.Upstreams) },
-		id: func(s *spec.Spec, i int) spec.ID { return s.Upstreams[i].ID }},
+		n:    func(s *spec.Spec) int { return len(s.Upstreams) },
+		id:   func(s *spec.Spec, i int) spec.ID { return s.Upstreams[i].ID },
+		list: func(s *spec.Spec) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s.Upstreams)) }},
 	{name: "consumers",
 		n:    func(s *spec.Spec) int { return len(s.Consumers) },
 		id:   func(s *spec.Spec, i int) spec.ID { return spec.StringID(s.Consumers[i].Username) },
 		refs: func(s *spec.Spec, i int, f func(int, spec.ID)) { f(ckConsumerGroups, s.Consumers[i].GroupID) }},
 	{name: "plugin_configs",
-		n:  func(s *spec.Spec) int { return len(s.PluginConfigs) },
-		id: func(s *spec.Spec, i int) spec.ID { return s.PluginConfigs[i].ID }},
+		n:    func(s *spec.Spec) int { return len(s.PluginConfigs) },
+		id:   func(s *spec.Spec, i int) spec.ID { return s.PluginConfigs[i].ID },
+		list: func(s *spec.Spec) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s.PluginConfigs)) }},
 	{name: "global_rules",
 		n:  func(s *spec.Spec) int { return len(s.GlobalRules) },
 		id: func(s *spec.Spec, i int) spec.ID { return s.GlobalRules[i].ID }},
 	{name: "consumer_groups",
-		n:  func(s *spec.Spec) int { return len(s.ConsumerGroups) },
-		id: func(s *spec.Spec, i int) spec.ID { return s.ConsumerGroups[i].ID }},
+		n:    func(s *spec.Spec) int { return len(s.ConsumerGroups) },
+		id:   func(s *spec.Spec, i int) spec.ID { return s.ConsumerGroups[i].ID },
+		list: func(s *spec.Spec) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s.ConsumerGroups)) }},
 	{name: "credentials",
 		n:  func(s *spec.Spec) int { return len(s.Credentials) },
 		id: func(s *spec.Spec, i int) spec.ID { return spec.RawID(s.Credentials[i], "id") },
@@ -185,6 +234,22 @@ func deltaChecked(base, s *spec.Spec, changes map[string]*memberChange) bool {
 			continue
 		}
 		k := &checkKinds[ki]
+		c := changes[k.name]
+		whole := c != nil && len(c.added) == 0 && len(c.runs) == 1 && c.runs[0] == [2]int{0, k.n(base)}
+		if ids := baseIDs(ki, base, whole); ids != nil {
+			// Not removed (above), an id the base has is kept.
+			for id := range clash[ki] {
+				if ids[id] {
+					return false
+				}
+			}
+			for id := range need[ki] {
+				if !ids[id] {
+					return false
+				}
+			}
+			continue
+		}
 		found := 0
 		for _, r := range changes[k.name].runsOrNone() {
 			for i := r[0]; i < r[1]; i++ {

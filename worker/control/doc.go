@@ -30,11 +30,12 @@
 // objects kept (EncodeDelta, DecodeDelta), so that a worker decodes what
 // changed, not every object again, and checks the ids and references of
 // what changed, not of every object (deltaChecked; the whole Spec when an
-// object others may name was removed). A worker that cannot apply a Delta answers Applied with
-// Resync and gets the configuration whole. In both, a route decoded after
-// one with a plugin of the same configuration shares that configuration's
-// bytes, and the plugins' names, with it (routes loaded in bulk are mostly
-// alike).
+// object others may name was removed; a reference to a list the Delta
+// before kept whole looked up in that list's ids, kept with it). A worker
+// that cannot apply a Delta answers Applied with Resync and gets the
+// configuration whole. In both, a route decoded after one with a plugin
+// of the same configuration shares that configuration's bytes, and the
+// plugins' names, with it (routes loaded in bulk are mostly alike).
 //
 // A conversation: the supervisor sends Config at once; the worker listens
 // only after it holds that first complete configuration, then sends Ready.

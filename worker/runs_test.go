@@ -1,0 +1,136 @@
+package worker
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"coregate/admin/spec"
+	"coregate/plugins"
+	"coregate/worker/router"
+)
+
+// TestCompileRunsAsBuilt: random sequences of changes to a list of
+// hundreds of routes over shared upstreams (routes replaced, disabled,
+// created anywhere, deleted in blocks longer than the build's look-ahead,
+// swapped), each Spec's list a fresh one as a Delta makes it, built from
+// the snapshot before and from nothing. The two have the same routes from
+// the same objects, every probe is routed alike, every route whose object
+// the snapshot before had built is taken over as it was, and the runs
+// (Snapshot.runs) each name routes built from their objects.
+func TestCompileRunsAsBuilt(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runsRun(t, seed) })
+	}
+}
+
+func runsRun(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 48))
+	ps := pluginSet{reg: plugins.Default, env: plugins.NewLocalEnv()}
+	var ups []*spec.Upstream
+	for i := range 8 {
+		u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u%d","nodes":{"127.0.0.1:%d":1}}`, i, 3000+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ups = append(ups, u)
+	}
+	version, nextID := 0, 0
+	newRoute := func(id int) *spec.Route {
+		version++
+		var js string
+		switch rng.IntN(8) {
+		case 0:
+			js = fmt.Sprintf(`{"id":"r%d","uri":"/r%d","status":0,"upstream_id":"u%d"}`, id, id, rng.IntN(len(ups)))
+		case 1:
+			js = fmt.Sprintf(`{"id":"r%d","uri":"/r%d","plugins":{"proxy-rewrite":{"uri":"/v%d"}}}`, id, id, version)
+		case 2:
+			js = fmt.Sprintf(`{"id":"r%d","uri":"/r%d","upstream":{"nodes":{"127.0.0.1:%d":1}}}`, id, id, 4000+version%16)
+		default:
+			js = fmt.Sprintf(`{"id":"r%d","uri":"/r%d","upstream_id":"u%d","plugins":{"proxy-rewrite":{"uri":"/v%d"}}}`,
+				id, id, rng.IntN(len(ups)), version%4)
+		}
+		r, err := spec.DecodeRoute([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	fresh := func() *spec.Route { nextID++; return newRoute(nextID - 1) }
+	var routes []*spec.Route
+	for range 600 {
+		routes = append(routes, fresh())
+	}
+	var cur *Snapshot
+	for step := range 120 {
+		routes = slices.Clone(routes)
+		for range 1 + rng.IntN(3) {
+			switch op := rng.IntN(10); {
+			case op < 3:
+				i := rng.IntN(len(routes))
+				var id int
+				fmt.Sscanf(routes[i].ID.String(), "r%d", &id)
+				routes[i] = newRoute(id)
+			case op < 5:
+				i := rng.IntN(len(routes) + 1)
+				routes = slices.Insert(routes, i, fresh())
+			case op < 6:
+				for range 1 + rng.IntN(5) {
+					routes = append(routes, fresh())
+				}
+			case op < 8 && len(routes) > 200:
+				i := rng.IntN(len(routes) - 100)
+				routes = slices.Delete(routes, i, i+1+rng.IntN(100))
+			case op < 9:
+				i, j := rng.IntN(len(routes)), rng.IntN(len(routes))
+				routes[i], routes[j] = routes[j], routes[i]
+			default:
+				routes = append(routes, fresh())
+			}
+		}
+		s := &spec.Spec{Routes: routes, Upstreams: ups}
+		inc, err := compile(s, router.HostURI, upstreamEnv{}, ps, cur, nil)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		full, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if len(inc.routes) != len(full.routes) {
+			t.Fatalf("step %d: %d routes built from the snapshot before, %d from nothing", step, len(inc.routes), len(full.routes))
+		}
+		for k, rt := range inc.routes {
+			if rt.from != full.routes[k].from || rt.id != full.routes[k].id {
+				t.Fatalf("step %d: route %d %s built from other objects than from nothing (%s)", step, k, rt.id, full.routes[k].id)
+			}
+		}
+		if cur != nil {
+			built := map[*spec.Route]*route{}
+			for _, rt := range cur.routes {
+				built[rt.from.route] = rt
+			}
+			for _, rt := range inc.routes {
+				if pr := built[rt.from.route]; pr != nil && pr != rt {
+					t.Fatalf("step %d: route %s built again, its object unchanged", step, rt.id)
+				}
+			}
+		}
+		for _, run := range inc.runs {
+			for x := range run.n {
+				rt := inc.routes[run.route+x]
+				if inc.specRoutes[run.spec+x] != rt.from.route || rt.renew || rt.splits != nil {
+					t.Fatalf("step %d: run %+v: route %s not built from its object", step, run, rt.id)
+				}
+			}
+		}
+		for _, r := range routes {
+			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Path: []byte("/" + r.ID.String()), Host: []byte("h")}
+			if a, b := describeMatch(inc, req), describeMatch(full, req); a != b {
+				t.Fatalf("step %d: /%s\ntaken over: %s\nfresh:      %s", step, r.ID, a, b)
+			}
+		}
+		cur = inc
+	}
+}
