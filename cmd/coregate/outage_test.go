@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"coregate/admin/adminapi"
 	"coregate/admin/store/storesync"
 	"coregate/internal/e2e"
 )
@@ -20,39 +19,7 @@ import (
 // its Admin API on adminPort (legacy key), its metrics on mport at /m and
 // its TLS listener on e2e.TLSPort(port).
 func externalConfig(client string, adminPort, mport int) func(port int) string {
-	return func(port int) string {
-		return fmt.Sprintf(`apisix:
-  node_listen:
-    - ip: 127.0.0.1
-      port: %d
-  enable_control: false
-%sdeployment:
-  role: traditional
-  role_traditional:
-    config_provider: etcd
-  etcd:
-    host:
-      - %s
-    timeout: 2
-  admin:
-    admin_key:
-      - name: admin
-        key: %s
-        role: admin
-    admin_listen:
-      ip: 127.0.0.1
-      port: %d
-plugin_attr:
-  prometheus:
-    export_uri: /m
-    export_addr:
-      ip: 127.0.0.1
-      port: %d
-nginx_config:
-  worker_processes: 1
-  error_log_level: info
-`, port, e2e.SSLListen(port), client, adminapi.LegacyAdminKey, adminPort, mport)
-	}
+	return clusterConfig("traditional", []string{client}, 2, adminPort, mport)
 }
 
 // reachable reads apisix_etcd_reachable from the node's metrics.
