@@ -432,7 +432,14 @@ func (s *Syncer) Load() (*spec.Spec, error) {
 		s.servedRoutes = len(sp.Routes)
 		s.lastHash = sp.Hash
 		s.revision.Store(s.rev)
-		s.writeCache(sp)
+		if cached == nil || cached.Spec.Hash != sp.Hash || cached.Revision != s.rev || cached.cluster != s.cluster {
+			// The local copy of a node started again on a store that
+			// did not change meanwhile already holds sp, from this
+			// revision of this cluster: at 50 000 routes writing it
+			// again cost the start 0.3 s of CPU and a 14 MB fsync
+			// before the workers could be started.
+			s.writeCache(sp)
+		}
 		return sp, nil
 	}
 	if !errors.Is(err, store.ErrUnavailable) || s.opts.CachePath == "" {

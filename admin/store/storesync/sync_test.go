@@ -632,6 +632,45 @@ func TestColdStartFromCache(t *testing.T) {
 	}
 }
 
+// TestLoadKeepsSameCopy: a Load on a store that has not changed since
+// the local copy was written leaves the copy as it is; one after a change
+// writes it again, and a node started then serves the new copy.
+func TestLoadKeepsSameCopy(t *testing.T) {
+	e := newEnv(t)
+	e.put("routes/1", route("/one"))
+	if _, err := e.syncer().Load(); err != nil {
+		t.Fatal(err)
+	}
+	written := func() string {
+		t.Helper()
+		c, err := readCache(e.cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Written.String()
+	}
+	first := written()
+	sp, err := e.syncer().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := written(); w != first {
+		t.Errorf("the copy was written again (%s, first %s) by a Load of the same store revision", w, first)
+	}
+	e.put("routes/2", route("/two"))
+	next, err := e.syncer().Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := written(); w == first {
+		t.Error("the copy was not written again after a change")
+	}
+	c, err := readCache(e.cache)
+	if err != nil || c.Spec.Hash != next.Hash || c.Spec.Hash == sp.Hash {
+		t.Fatalf("the copy after a change: %v, hash %x, want %x", err, c.Spec.Hash, next.Hash)
+	}
+}
+
 // TestModifyIndexes: the modify index of each resource is the highest
 // ModRevision of its objects, ssls included though they are not served,
 // and a deletion moves prev_index.
