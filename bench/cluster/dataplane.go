@@ -32,14 +32,8 @@ func (e *Env) localStatus(member, path string) int {
 // and catches up on what changed meanwhile once its link is back.
 func dataPlanes(o *Options, r *Report) (err error) {
 	e := o.Env
-	var undo [][]string
-	defer func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			if err2 := e.Run(undo[i]...); err2 != nil && err == nil {
-				err = err2
-			}
-		}
-	}()
+	var undo undoList
+	defer func() { undo.run(e, &err) }()
 
 	// Killed and started again. The other two serve on meanwhile.
 	if err := e.MustPut("routes", "dp-base", e.UpstreamRoute("/dp/base", "")); err != nil {

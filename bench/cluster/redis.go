@@ -62,14 +62,8 @@ func redisDown(o *Options, r *Report) (err error) {
 			return err
 		}
 	}
-	var undo []string
-	defer func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			if err2 := e.Run(splitArgs(undo[i])...); err2 != nil && err == nil {
-				err = err2
-			}
-		}
-	}()
+	var undo undoList
+	defer func() { undo.run(e, &err) }()
 	for _, f := range []struct {
 		name, how     string
 		inject, heal  []string
@@ -89,7 +83,7 @@ func redisDown(o *Options, r *Report) (err error) {
 		// Redis is gone once the script returns (stop waits for the
 		// process to exit)
 		t1 := time.Now()
-		undo = append(undo, joinArgs(f.heal))
+		undo = append(undo, f.heal)
 		time.Sleep(hold)
 		t2 := time.Now()
 		if err := e.Run(f.heal...); err != nil {

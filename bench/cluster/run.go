@@ -119,8 +119,19 @@ func Run(o Options, only []string) (*Report, error) {
 	return r, nil
 }
 
-func splitArgs(s string) []string { return strings.Fields(s) }
-func joinArgs(a []string) string  { return strings.Join(a, " ") }
+// undoList is the cluster.sh commands that bring back what a scenario's
+// faults took away, in the order they were taken.
+type undoList [][]string
+
+// run runs them, the last first, keeping the first failure in *err
+// unless it holds one already: a scenario's deferred clean-up.
+func (u undoList) run(e *Env, err *error) {
+	for i := len(u) - 1; i >= 0; i-- {
+		if err2 := e.Run(u[i]...); err2 != nil && *err == nil {
+			*err = err2
+		}
+	}
+}
 
 // loadAvg is the 1-minute load average, from /proc/loadavg.
 func loadAvg() string {
