@@ -20,11 +20,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/admin/store"
+	"coregate/internal/threadcpu"
 	"coregate/plugins"
 )
 
@@ -643,9 +642,9 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		last = time.Now()
-		cpu := threadCPU()
+		cpu := threadcpu.Now()
 		s.publish(onChange, onError)
-		window = s.window(threadCPU() - cpu)
+		window = s.window(threadcpu.Now() - cpu)
 	}
 	for {
 		select {
@@ -1437,14 +1436,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-}
-
-// threadCPU is the CPU time the calling thread has used: between two
-// calls from a goroutine locked to its thread, what that goroutine used.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
 }
