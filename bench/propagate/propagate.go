@@ -240,7 +240,7 @@ func (r *Result) ProxiedQuantile(q float64) time.Duration {
 	for i, c := range r.Changes {
 		d[i] = c.Proxied
 	}
-	return quantile(d, q)
+	return hdr.ExactQuantile(d, q)
 }
 
 // PutQuantile is the q-quantile of the Admin API's answer times.
@@ -249,15 +249,7 @@ func (r *Result) PutQuantile(q float64) time.Duration {
 	for i, c := range r.Changes {
 		d[i] = c.Put
 	}
-	return quantile(d, q)
-}
-
-func quantile(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	slices.Sort(d)
-	return d[min(len(d)-1, int(q*float64(len(d)-1)+0.5))]
+	return hdr.ExactQuantile(d, q)
 }
 
 type env struct {
