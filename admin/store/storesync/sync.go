@@ -41,6 +41,9 @@ const (
 	DefaultStartTimeout = 5 * time.Second
 	// CacheFile is the local copy's name beside config.yaml.
 	CacheFile = "config-cache.json"
+	// ProbeTimeout bounds the call that asks the store whether it
+	// answers after a watch ended unavailable (Watch).
+	ProbeTimeout = 2 * time.Second
 )
 
 // Options configure a Syncer.
@@ -596,7 +599,7 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 		// Compacted, or the store went away (and perhaps restarted):
 		// start over from a full read.
 		if errors.Is(err, store.ErrUnavailable) {
-			s.lost(err)
+			s.watchLost(ctx, err)
 		} else {
 			s.opts.Log.Info("config watch ended: reading the store again", "err", err, "revision", s.rev)
 		}
@@ -617,6 +620,28 @@ func (s *Syncer) found() {
 		s.opts.Log.Info("config store reachable again")
 	}
 	s.seen = true
+}
+
+// watchLost decides on a watch that ended unavailable (err): it heard
+// nothing from the store for three keep-alives, or its stream closed.
+// That alone is no evidence that the store is gone: a watch's progress
+// answers can be late on a loaded machine while etcd answers every call,
+// and taken for lost, the store had the Admin API refuse every call
+// until the full read that follows answered (a second at 50 000 routes).
+// The store is lost when a probe, one read bounded by ProbeTimeout,
+// fails unavailable too; otherwise the watch starts over from a full
+// read, the store reachable all along.
+func (s *Syncer) watchLost(ctx context.Context, err error) {
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	_, perr := s.opts.Store.Get(pctx, s.dir)
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(perr, store.ErrUnavailable):
+		s.lost(err)
+	default:
+		s.opts.Log.Info("config watch ended, the store answers: reading it again", "err", err, "revision", s.rev)
+	}
 }
 
 // follow runs one watch from s.rev+1 until it ends.
