@@ -78,8 +78,8 @@ type Options struct {
 }
 
 // Syncer follows a store and hands each new Spec on. Load, then Watch,
-// from one goroutine; Reachable, Revision, ModifyIndexes, Refusal and
-// FirstRead from any.
+// from one goroutine; Reachable, Lost, Revision, ModifyIndexes, Refusal
+// and FirstRead from any.
 type Syncer struct {
 	opts Options
 	dir  string // <prefix>/
@@ -124,6 +124,7 @@ type Syncer struct {
 	seen         bool           // the store has answered once
 	toCache      chan cacheItem // to the local copy's writer, while Watch runs
 	reachable    atomic.Bool
+	down         atomic.Bool // Lost
 	revision     atomic.Int64
 	indexes      atomic.Pointer[map[string]int64] // ModifyIndexes, set by publish
 	refusal      atomic.Pointer[error]            // Refusal's answer; nil once a full read is accepted
@@ -357,6 +358,13 @@ func (s *Syncer) FirstRead() <-chan struct{} { return s.firstRead }
 // Reachable reports whether the store answered the last call made to it
 // (apisix_etcd_reachable).
 func (s *Syncer) Reachable() bool { return s.reachable.Load() }
+
+// Lost reports whether the last call made to the store found it
+// unreachable: false before the first call has ended (where Reachable is
+// false too), true from the first one that failed, a first read at start
+// included, until one succeeds. A watch that ended unavailable counts
+// only when a probe failed too (Watch).
+func (s *Syncer) Lost() bool { return s.down.Load() }
 
 // IndexedResources are the resources whose modify index ModifyIndexes
 // reports, as APISIX's apisix_etcd_modify_indexes does.
@@ -609,6 +617,7 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 
 // lost marks the store unreachable, logging the start of an outage.
 func (s *Syncer) lost(err error) {
+	s.down.Store(true)
 	if s.reachable.Swap(false) {
 		s.opts.Log.Warn("config store unreachable: serving the last configuration until it answers", "err", err)
 	}
@@ -616,6 +625,7 @@ func (s *Syncer) lost(err error) {
 
 // found marks the store reachable, logging the end of an outage.
 func (s *Syncer) found() {
+	s.down.Store(false)
 	if !s.reachable.Swap(true) && s.seen {
 		s.opts.Log.Info("config store reachable again")
 	}
