@@ -852,27 +852,12 @@ func (e *env) trace(ctx context.Context) func() error {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- func() error {
-			req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+			body, err := pprofGet(ctx, url, "trace", 0)
 			if err != nil {
 				return err
 			}
-			resp, err := (&http.Client{}).Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != 200 {
-				return fmt.Errorf("propagate: trace: %s", resp.Status)
-			}
-			f, err := os.Create(e.o.Trace)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, resp.Body); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
+			defer body.Close()
+			return writeFile(e.o.Trace, body)
 		}()
 	}()
 	e.traced = time.Now()
