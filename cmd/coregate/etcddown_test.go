@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"coregate/internal/e2e"
 )
 
 // TestEtcdDownAtStartAnswers503: a node started while its etcd is down
@@ -15,17 +13,8 @@ import (
 // first read) because the node had never seen etcd answer.
 func TestEtcdDownAtStartAnswers503(t *testing.T) {
 	t.Parallel()
-	etcd := e2e.NewEtcd(t)
-	etcd.Start()
-	up := textUpstream(t, "up")
-	adminPort, mport := freePort(t), freePort(t)
-	g := startSupervisor(t, "", clusterConfig("traditional", []string{etcd.Client}, 10, adminPort, mport), 1)
-	c := newClient(t)
-	admin := legacyAdmin(adminPort)
-	route := fmt.Sprintf(`{"uri":"/one","upstream":{"type":"roundrobin","nodes":{%q:1}}}`, up.Addr())
-	if r := admin.do(t, c, "PUT", "routes/1", route); r.status != 201 {
-		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
-	}
+	n := startExternalNode(t, 10)
+	g, c, admin := n.g, n.c, n.admin
 	eventually(t, 10*time.Second, func() error {
 		if r := do(t, c, "GET", g.url("/one"), "", nil, nil); r.status != 200 {
 			return fmt.Errorf("GET /one = %d", r.status)
@@ -35,7 +24,7 @@ func TestEtcdDownAtStartAnswers503(t *testing.T) {
 
 	g.stopped.Store(true)
 	g.stop() // the local copy is written as the node stops
-	etcd.Kill()
+	n.etcd.Kill()
 	g2 := g.restart(t, 1)
 	if r := do(t, c, "GET", g2.url("/one"), "", nil, nil); r.status != 200 || r.body != "up" {
 		t.Fatalf("from the local copy: GET /one = %d %q", r.status, r.body)
@@ -43,7 +32,7 @@ func TestEtcdDownAtStartAnswers503(t *testing.T) {
 	for _, call := range []struct{ method, path, body string }{
 		{"GET", "routes/1", ""},
 		{"GET", "routes", ""},
-		{"PUT", "routes/2", route},
+		{"PUT", "routes/2", n.route("/two")},
 		{"DELETE", "routes/1", ""},
 	} {
 		start := time.Now()
