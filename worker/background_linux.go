@@ -78,23 +78,11 @@ func yielder() func() {
 // priority too. The yields still let the event loop have its P back
 // within YieldEvery; the kernel shares the CPU between the two threads,
 // the loop's preempting on its wake-up. f runs with its goroutine locked
-// to its thread, so that ThreadCPU measures it.
+// to its thread, so that internal/threadcpu measures it.
 func Foreground(f func(yield func())) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	f(yielder())
-}
-
-// ThreadCPU is the CPU time the calling thread has used. Between two
-// calls from a goroutine locked to its thread (Background's f and
-// Foreground's run so) it is what that goroutine used, time waiting for
-// the CPU left out.
-func ThreadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
 }
 
 // builder is the build thread's queue (see Background).

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"coregate/internal/threadcpu"
 )
 
 // threadNice reads the nice value of thread tid of this process.
@@ -50,7 +52,7 @@ func TestBackground(t *testing.T) {
 }
 
 // TestForeground: f runs on the caller's goroutine at the nice value it
-// had, locked to its thread, which ThreadCPU measures: a spin of 20 ms of
+// had, locked to its thread, which threadcpu.Now measures: a spin of 20 ms of
 // CPU counts as at least that, and the yields pass.
 func TestForeground(t *testing.T) {
 	nice := threadNice(t, unix.Gettid())
@@ -61,16 +63,16 @@ func TestForeground(t *testing.T) {
 		if n := threadNice(t, tid); n != nice || n == BackgroundNice {
 			t.Errorf("f ran at nice %d, want the caller's %d", n, nice)
 		}
-		start := ThreadCPU()
+		start := threadcpu.Now()
 		deadline := time.Now().Add(10 * time.Second)
-		for ThreadCPU()-start < 20*time.Millisecond && time.Now().Before(deadline) {
+		for threadcpu.Now()-start < 20*time.Millisecond && time.Now().Before(deadline) {
 			yield()
 			if unix.Gettid() != tid {
 				t.Fatal("f moved to another thread")
 			}
 		}
-		if used := ThreadCPU() - start; used < 20*time.Millisecond {
-			t.Errorf("ThreadCPU counted %v in 10 s of spinning", used)
+		if used := threadcpu.Now() - start; used < 20*time.Millisecond {
+			t.Errorf("threadcpu.Now counted %v in 10 s of spinning", used)
 		}
 	})
 	if !ran {
@@ -89,12 +91,12 @@ func TestYieldLetsOthersRun(t *testing.T) {
 		var after time.Duration
 		run(func(yield func()) {
 			var ran atomic.Bool
-			start := ThreadCPU()
+			start := threadcpu.Now()
 			go ran.Store(true)
-			for !ran.Load() && ThreadCPU()-start < time.Second {
+			for !ran.Load() && threadcpu.Now()-start < time.Second {
 				yield()
 			}
-			after = ThreadCPU() - start
+			after = threadcpu.Now() - start
 		})
 		if after > 8*YieldEvery {
 			t.Errorf("%s: a goroutine waiting for the P ran after %v of f's CPU time, want at most %v", name, after, 8*YieldEvery)

@@ -221,7 +221,7 @@
 //     the Connection fields being read) are the loop's, good for one use
 //     at a time: until the write, until the next connTokens.
 //   - The exchange's buffers (exchangeBufs: head, hostLine, hostValue,
-//     hostBuf, pathBuf, servletBuf, targetBuf, sizeLine, statuses, upAddrs,
+//     hostBuf, pathBuf, servletBuf, targetBuf, reqLine, sizeLine, statuses, upAddrs,
 //     and the
 //     plugins' exitBody, respHdr, reqEdits, upURI, upMethod, upHost,
 //     consumerName, headCopy, kept, reqBodyBuf, sentHead, respBody,

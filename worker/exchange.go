@@ -230,6 +230,13 @@ type exchangeBufs struct {
 	// are upAP's or the list of several attempts (clientConn.varValue),
 	// each valid until the variable is read again.
 	upAddrBuf, upIPBuf []byte
+	// reqLine is the client's request line (as nginx's $request, with no
+	// CRLF) when head's differs from it: a method or URI a plugin
+	// rewrote, an absolute-form or servlet target, a version other than
+	// HTTP/1.1; empty when head[:lineEnd] is it. Written by buildHead, it
+	// is for the error log (logFault), which comes after the client's
+	// head is gone.
+	reqLine []byte
 
 	// The plugins' share (pluginState says which are set): the exit's
 	// body, the response headers set, the upstream request's edits, the

@@ -119,7 +119,11 @@ func (w *Worker) logFault(uc *upConn, cc *clientConn, status int) {
 		attrs = append(attrs, slog.String("route", cc.rt.id))
 	}
 	attrs = append(attrs, slog.String("client", string(cc.remoteAddr())))
-	if cc.lineEnd > 0 && cc.lineEnd <= len(cc.head) {
+	// The client's request line, as nginx's request: "...", not the one
+	// sent upstream.
+	if len(cc.reqLine) > 0 {
+		attrs = append(attrs, slog.String("request", string(cc.reqLine)))
+	} else if cc.lineEnd > 0 && cc.lineEnd <= len(cc.head) {
 		attrs = append(attrs, slog.String("request", string(bytes.TrimRight(cc.head[:cc.lineEnd], "\r\n"))))
 	}
 	if status != 0 {

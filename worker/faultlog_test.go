@@ -64,3 +64,23 @@ func TestCodingToHTTP10(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultLogRequestLine: the error line's request is the client's
+// request line, as nginx's request: "...", not the line sent upstream
+// (which is always HTTP/1.1, and origin-form).
+func TestFaultLogRequestLine(t *testing.T) {
+	for _, tc := range []struct{ req, want string }{
+		{"GET /a?x=1 HTTP/1.0\r\n\r\n", `request="GET /a?x=1 HTTP/1.0"`},
+		{"GET http://x/a?x=1 HTTP/1.1\r\nHost: x\r\n\r\n", `request="GET http://x/a?x=1 HTTP/1.1"`},
+		{"GET /a?x=1 HTTP/1.1\r\nHost: x\r\n\r\n", `request="GET /a?x=1 HTTP/1.1"`},
+	} {
+		var log bytes.Buffer
+		h := newHarnessConfig(t, framingSpec(t), Config{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		// Content-Length beside Transfer-Encoding: a head that does not
+		// parse, a 502 and an error line.
+		_, got := h.roundTrip([]byte(tc.req), []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\nxy"))
+		if !strings.HasPrefix(string(got), "HTTP/1.1 502 ") || !strings.Contains(log.String(), tc.want) {
+			t.Errorf("%q: client got %q, log:\n%s\nwant %s", tc.req, got, log.String(), tc.want)
+		}
+	}
+}

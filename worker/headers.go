@@ -56,6 +56,12 @@ func (cc *clientConn) buildHead() {
 	}
 	b = append(b, " HTTP/1.1\r\n"...)
 	cc.lineEnd = len(b)
+	cc.reqLine = cc.reqLine[:0]
+	if cc.plugin.upMethod || cc.plugin.upURI || cc.servletTarget || len(r.Target) == 0 || r.Target[0] != '/' ||
+		r.Major != 1 || r.Minor != 1 {
+		cc.reqLine = append(append(append(cc.reqLine, r.Method...), ' '), r.Target...)
+		cc.reqLine = appendProto(append(cc.reqLine, ' '), r.Major, r.Minor)
+	}
 	cc.hostValue = append(cc.hostValue[:0], r.Host...)
 
 	tokens := cc.w.connTokens(r.Headers, r.Conn)

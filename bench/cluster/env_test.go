@@ -3,7 +3,6 @@ package cluster
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestParseEnv(t *testing.T) {
@@ -17,24 +16,6 @@ func TestParseEnv(t *testing.T) {
 	if _, err := ParseEnv(strings.NewReader("ADMIN_KEY=x\nnot a pair\n")); err == nil ||
 		!strings.Contains(err.Error(), "line 2") {
 		t.Errorf("a line without =: %v, want an error naming line 2", err)
-	}
-}
-
-func TestQuantile(t *testing.T) {
-	ds := []time.Duration{5, 1, 4, 2, 3}
-	for _, c := range []struct {
-		q    float64
-		want time.Duration
-	}{{0.5, 3}, {1, 5}, {0, 1}, {0.9, 5}} {
-		if got := Quantile(ds, c.q); got != c.want {
-			t.Errorf("Quantile(%v) = %v, want %v", c.q, got, c.want)
-		}
-	}
-	if ds[0] != 5 {
-		t.Errorf("Quantile sorted its argument: %v", ds)
-	}
-	if Quantile(nil, 0.5) != 0 {
-		t.Error("Quantile of nothing is not 0")
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"coregate/bench/hdr"
 )
 
 // propagationTarget: a route PUT on the control plane is served on every
@@ -81,7 +83,7 @@ func propagation(o *Options, r *Report) error {
 		}
 		lat = append(lat, last.Sub(t0))
 	}
-	med, max := Quantile(lat, 0.5), Quantile(lat, 1)
+	med, max := hdr.ExactQuantile(lat, 0.5), hdr.ExactQuantile(lat, 1)
 	o.logf("propagation: %d changes, median %v, max %v", n, med, max)
 	const s = "1 route PUT -> 3 data planes"
 	r.add(s, fmt.Sprintf("median of %d changes", n), ms(med), "<= "+ms(propagationTarget), med <= propagationTarget)

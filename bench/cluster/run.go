@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -154,21 +153,4 @@ func contains(list []string, s string) bool {
 // ms renders a duration in milliseconds.
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-}
-
-// Quantile is the q-quantile (0..1) of ds, nearest rank; ds is left as it is.
-func Quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	k := int(q*float64(len(s))+0.5) - 1
-	if k < 0 {
-		k = 0
-	}
-	if k >= len(s) {
-		k = len(s) - 1
-	}
-	return s[k]
 }

@@ -6,4 +6,7 @@
 // Recording is a few arithmetic operations and one increment, with no
 // allocation. A Histogram is not safe for concurrent use; give each
 // goroutine its own and Merge them.
+//
+// ExactQuantile ranks a handful of samples kept whole (a run's changes,
+// each timed) as a Histogram ranks what it counted.
 package hdr

@@ -3,7 +3,9 @@ package hdr
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -127,6 +129,46 @@ func TestCountAbove(t *testing.T) {
 	for _, tc := range []struct{ v, want uint64 }{{0, 6}, {5, 4}, {10_000_000, 2}, {12_000_000, 1}, {50_000_000, 0}} {
 		if got := h.CountAbove(tc.v); got != tc.want {
 			t.Errorf("CountAbove(%d) = %d, want %d", tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestExactQuantile: nearest rank, the argument left unsorted, nothing
+// for nothing.
+func TestExactQuantile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 3}, {1, 5}, {0, 1}, {0.9, 5}, {0.2, 1}, {0.21, 2}, {-1, 1}, {2, 5}} {
+		if got := ExactQuantile(ds, c.q); got != c.want {
+			t.Errorf("ExactQuantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if ds[0] != 5 {
+		t.Errorf("ExactQuantile sorted its argument: %v", ds)
+	}
+	if ExactQuantile([]time.Duration(nil), 0.5) != 0 {
+		t.Error("ExactQuantile of nothing is not 0")
+	}
+}
+
+// TestExactQuantileAsHistogram: of values a Histogram holds exactly
+// (below its first shared bucket), ExactQuantile and Quantile agree at
+// every q, so that a run's samples and its histograms rank alike.
+func TestExactQuantileAsHistogram(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 2, 3, 10, 11, 40, 101, 1000} {
+		xs := make([]uint64, n)
+		h := New()
+		for i := range xs {
+			xs[i] = rng.Uint64N(subCount)
+			h.Record(xs[i])
+		}
+		for _, q := range []float64{0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1} {
+			if got, want := ExactQuantile(xs, q), h.MustQuantile(q); got != want {
+				t.Errorf("n=%d q=%v: ExactQuantile %d, the histogram's %d", n, q, got, want)
+			}
 		}
 	}
 }

@@ -240,7 +240,7 @@ func (r *Result) ProxiedQuantile(q float64) time.Duration {
 	for i, c := range r.Changes {
 		d[i] = c.Proxied
 	}
-	return quantile(d, q)
+	return hdr.ExactQuantile(d, q)
 }
 
 // PutQuantile is the q-quantile of the Admin API's answer times.
@@ -249,15 +249,7 @@ func (r *Result) PutQuantile(q float64) time.Duration {
 	for i, c := range r.Changes {
 		d[i] = c.Put
 	}
-	return quantile(d, q)
-}
-
-func quantile(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	slices.Sort(d)
-	return d[min(len(d)-1, int(q*float64(len(d)-1)+0.5))]
+	return hdr.ExactQuantile(d, q)
 }
 
 type env struct {
@@ -860,27 +852,12 @@ func (e *env) trace(ctx context.Context) func() error {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- func() error {
-			req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+			body, err := pprofGet(ctx, url, "trace", 0)
 			if err != nil {
 				return err
 			}
-			resp, err := (&http.Client{}).Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != 200 {
-				return fmt.Errorf("propagate: trace: %s", resp.Status)
-			}
-			f, err := os.Create(e.o.Trace)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, resp.Body); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
+			defer body.Close()
+			return writeFile(e.o.Trace, body)
 		}()
 	}()
 	e.traced = time.Now()

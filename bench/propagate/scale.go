@@ -119,41 +119,51 @@ func (e *env) workerPIDs() []int {
 // heapInuse asks the net/http/pprof server at addr for its heap profile
 // after a collection and returns the HeapInuse it reports.
 func heapInuse(ctx context.Context, addr string) (uint64, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/debug/pprof/heap?debug=1&gc=1", nil)
+	body, err := pprofGet(ctx, "http://"+addr+"/debug/pprof/heap?debug=1&gc=1", "heap profile", 30*time.Second)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("propagate: heap profile: %s", resp.Status)
-	}
-	return parseHeapInuse(resp.Body)
+	defer body.Close()
+	return parseHeapInuse(body)
 }
 
 // heapProfile writes worker 0's heap profile, after a collection, to
 // file.
 func (e *env) heapProfile(ctx context.Context, file string) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+e.pprof+"/debug/pprof/heap?gc=1", nil)
+	body, err := pprofGet(ctx, "http://"+e.pprof+"/debug/pprof/heap?gc=1", "heap profile", 30*time.Second)
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	defer body.Close()
+	return writeFile(file, body)
+}
+
+// pprofGet asks a net/http/pprof server for url, within timeout (0: as
+// long as ctx lets it), and returns the body of its 200 answer, for the
+// caller to close; an error names what was asked.
+func pprofGet(ctx context.Context, url, what string, timeout time.Duration) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	if err != nil {
+		return nil, err
+	}
 	if resp.StatusCode != 200 {
-		return fmt.Errorf("propagate: heap profile: %s", resp.Status)
+		resp.Body.Close()
+		return nil, fmt.Errorf("propagate: %s: %s", what, resp.Status)
 	}
+	return resp.Body, nil
+}
+
+// writeFile writes what r reads to file, created or truncated.
+func writeFile(file string, r io.Reader) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		f.Close()
 		return err
 	}

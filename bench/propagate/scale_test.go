@@ -5,8 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +101,31 @@ func TestNginxReload(t *testing.T) {
 	}
 	if !seen["/base/29"] || !seen["/reload/0"] {
 		t.Errorf("upstream saw %v, want /base/29 and /reload/0 proxied", seen)
+	}
+}
+
+// TestPprofFetch: heapInuse and heapProfile read a real net/http/pprof
+// server's heap profile (the HeapInuse of this process, a profile file
+// that says what it is); a path it does not serve is an error that names
+// what was asked.
+func TestPprofFetch(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	ctx := context.Background()
+	if inuse, err := heapInuse(ctx, addr); err != nil || inuse == 0 {
+		t.Fatalf("heapInuse: %d, %v", inuse, err)
+	}
+	file := filepath.Join(t.TempDir(), "heap.pb.gz")
+	if err := (&env{pprof: addr}).heapProfile(ctx, file); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(file); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("heap profile file: %d bytes, %v; want a gzipped profile", len(b), err)
+	}
+	if _, err := pprofGet(ctx, srv.URL+"/nothing", "nothing here", 0); err == nil || !strings.Contains(err.Error(), "nothing here: 404") {
+		t.Fatalf("a path not served: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -182,15 +181,7 @@ func TestLimitRedisHung(t *testing.T) {
 			t.Fatalf("%s before the hang: %+v, %v", p, a, err)
 		}
 	}
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := true
-	defer func() {
-		if stopped {
-			_ = proc.Signal(syscall.SIGCONT)
-		}
-	}()
+	resume := plugintest.HangRedis(t, proc)
 	// Two waves of eight requests: the first asked over half the timeout
 	// while the first of them waits, the second once the first failed.
 	for wave := range 2 {
@@ -224,10 +215,7 @@ func TestLimitRedisHung(t *testing.T) {
 		first = time.Now()
 		return nil
 	})
-	if err := proc.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	stopped = false
+	resume()
 	eventually(t, 5*time.Second, func() error {
 		for _, p := range paths {
 			if a, err := conns[0].get(p); err != nil || a.status != 200 {

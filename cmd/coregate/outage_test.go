@@ -22,6 +22,36 @@ func externalConfig(client string, adminPort, mport int) func(port int) string {
 	return clusterConfig("traditional", []string{client}, 2, adminPort, mport)
 }
 
+// externalNode is a traditional node on an external etcd of its own
+// (deployment.etcd.timeout timeout s), with route 1, /one, put through its
+// Admin API to an upstream that answers "up".
+type externalNode struct {
+	etcd  *e2e.Etcd
+	g     *supGateway
+	c     *http.Client
+	admin adminAPI
+	mport int
+	// route is the body of a route of uri to the upstream.
+	route func(uri string) string
+}
+
+func startExternalNode(t *testing.T, timeout int) *externalNode {
+	t.Helper()
+	etcd := e2e.NewEtcd(t)
+	etcd.Start()
+	up := textUpstream(t, "up")
+	adminPort, mport := freePort(t), freePort(t)
+	n := &externalNode{etcd: etcd, mport: mport, c: newClient(t), admin: legacyAdmin(adminPort),
+		g: startSupervisor(t, "", clusterConfig("traditional", []string{etcd.Client}, timeout, adminPort, mport), 1),
+		route: func(uri string) string {
+			return fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.Addr())
+		}}
+	if r := n.admin.do(t, n.c, "PUT", "routes/1", n.route("/one")); r.status != 201 {
+		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
+	}
+	return n
+}
+
 // reachable reads apisix_etcd_reachable from the node's metrics.
 func reachable(c *http.Client, mport int) (string, error) {
 	r, err := tryDo(c, "GET", fmt.Sprintf("http://127.0.0.1:%d/m", mport), "", nil, nil)
@@ -42,19 +72,8 @@ func reachable(c *http.Client, mport int) (string, error) {
 // once etcd is back, and starts again with etcd down from its local copy.
 func TestEtcdOutage(t *testing.T) {
 	t.Parallel()
-	etcd := e2e.NewEtcd(t)
-	etcd.Start()
-	up := textUpstream(t, "up")
-	adminPort, mport := freePort(t), freePort(t)
-	g := startSupervisor(t, "", externalConfig(etcd.Client, adminPort, mport), 1)
-	c := newClient(t)
-	admin := legacyAdmin(adminPort)
-	route := func(uri string) string {
-		return fmt.Sprintf(`{"uri":%q,"upstream":{"type":"roundrobin","nodes":{%q:1}}}`, uri, up.Addr())
-	}
-	if r := admin.do(t, c, "PUT", "routes/1", route("/one")); r.status != 201 {
-		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
-	}
+	n := startExternalNode(t, 2)
+	etcd, g, c, admin, mport, route := n.etcd, n.g, n.c, n.admin, n.mport, n.route
 	eventually(t, 10*time.Second, func() error {
 		if r := do(t, c, "GET", g.url("/one"), "", nil, nil); r.status != 200 {
 			return fmt.Errorf("GET /one = %d", r.status)
@@ -143,19 +162,8 @@ func TestEtcdOutage(t *testing.T) {
 // since etcd answers. Started again, the node serves its local copy.
 func TestEtcdRebuiltExternal(t *testing.T) {
 	t.Parallel()
-	etcd := e2e.NewEtcd(t)
-	etcd.Start()
-	up := textUpstream(t, "up")
-	adminPort, mport := freePort(t), freePort(t)
-	g := startSupervisor(t, "", externalConfig(etcd.Client, adminPort, mport), 1)
-	c := newClient(t)
-	admin := legacyAdmin(adminPort)
-	route := func(uri string) string {
-		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
-	}
-	if r := admin.do(t, c, "PUT", "routes/1", route("/one")); r.status != 201 {
-		t.Fatalf("PUT route 1: %d %s", r.status, r.body)
-	}
+	n := startExternalNode(t, 2)
+	etcd, g, c, admin, mport, route := n.etcd, n.g, n.c, n.admin, n.mport, n.route
 	rev, _ := cacheOrigin(t, g.dir, 1)
 
 	etcd.Kill()

@@ -569,3 +569,26 @@ func TestUpstreamErrorLogLimited(t *testing.T) {
 		return nil
 	})
 }
+
+// TestUpstreamErrorLogRequestLine: the error line of a failed upstream
+// names the client's request line, as nginx's request: "GET / HTTP/1.1",
+// not the one sent upstream after proxy-rewrite changed its method and
+// URI (nor its version, always HTTP/1.1 upstream).
+func TestUpstreamErrorLogRequestLine(t *testing.T) {
+	t.Parallel()
+	dead := deadAddr(t)
+	g := startGateway(t, routesYAML(obj{"id": "rewritten", "uri": "/rw", "upstream": upstreamOf(nodes(dead), nil),
+		"plugins": obj{"proxy-rewrite": obj{"uri": "/up/$arg_a", "method": "POST"}}}), "")
+	for i, line := range []string{"GET /rw?a=1 HTTP/1.1", "GET /rw?a=2 HTTP/1.0"} {
+		c := dialGateway(t, g)
+		_, _ = io.WriteString(c, line+"\r\nHost: x\r\n\r\n")
+		if r := readOne(t, newReader(c), "GET"); r.status != 502 {
+			t.Fatalf("%s: status %d, want 502", line, r.status)
+		}
+		c.Close()
+		logged := g.waitLog(`level=ERROR .*route=rewritten`, i+1, 5*time.Second)[i]
+		if got := logField(logged, "request"); got != line {
+			t.Errorf("%s: log line %q names request %q, want the client's", line, logged, got)
+		}
+	}
+}

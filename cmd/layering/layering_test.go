@@ -120,6 +120,13 @@ var rules = []rule{
 		},
 		module: true,
 	},
+	{
+		// The supervisor's storesync and the worker both measure by it,
+		// and neither may import the other.
+		name:    "internal/threadcpu imports only the standard library and golang.org/x/sys/unix",
+		applies: func(p string) bool { return under(p, "internal/threadcpu") },
+		allows:  func(d string, std bool) bool { return std || d == "golang.org/x/sys/unix" },
+	},
 }
 
 // direct rules hold for every package's own imports (no path to follow:
@@ -341,6 +348,7 @@ func TestImportRulesCatch(t *testing.T) {
 	add(m("plugins/mocking"), false, m("node/supervisor"))
 	add(m("tlsrec"), false, "golang.org/x/sys/unix")
 	add(m("tlsconf"), false, m("worker/router"))
+	add(m("internal/threadcpu"), false, "golang.org/x/sys/unix", m("worker"))
 	pkgs[m("plugins")].TestImports = []string{m("admin/standalone")}
 	pkgs[m("cmd/coregate")].TestImports = []string{m("internal/e2e")} // allowed
 
@@ -360,6 +368,7 @@ func TestImportRulesCatch(t *testing.T) {
 		m("httpvar") + " imports coregate/httpparse: breaks the rule \"" + rules[6].name + "\"",
 		m("tlsrec") + " imports golang.org/x/sys/unix: breaks the rule \"" + rules[8].name + "\"",
 		m("tlsconf") + " imports coregate/worker/router: breaks the rule \"" + rules[9].name + "\"",
+		m("internal/threadcpu") + " imports coregate/worker: breaks the rule \"" + rules[10].name + "\"",
 	}
 	sort.Strings(got)
 	sort.Strings(want)

@@ -172,16 +172,20 @@
 // redraws the tables, which the server renders too, for a browser without
 // JavaScript) and /status.json (Status, stable field names). A goroutine
 // of the supervisor's (statusSampler, status.go) samples, every
-// StatusEvery, what the collectors read: each worker slot's counters in
-// the metrics segment (requests, accepted connections: the selector's
-// share), the open connections and heartbeats of the workers' reports,
-// their processes' CPU time from /proc/<pid>/stat, the routes' series of
-// the prometheus plugin (status by class, the request latency histogram:
-// p99 over the last 10 s) and the health region's nodes; the rates are
-// those between its last two samples, and a request serves the last
-// Status made. The workers do nothing for it. On an export address other
-// than loopback both pages take one of the Admin API's keys
-// (SetStatusKeys) as the Admin API takes a key, and answer 401 without it.
+// StatusEvery while the pages are read, what the collectors read: each
+// worker slot's counters in the metrics segment (requests, accepted
+// connections: the selector's share), the open connections and
+// heartbeats of the workers' reports, their processes' CPU time from
+// /proc/<pid>/stat, the routes' series of the prometheus plugin (status
+// by class, the request latency histogram: p99 over the last 10 s) and
+// the health region's nodes; the rates are those between its last two
+// samples, and a request serves the last Status made. A minute after the
+// last read the sampler stops (a sample costs a microsecond or two per
+// series); the next read takes a sample then, whose rates start again
+// (interval_s 0 until the next). The workers do nothing for it. On an
+// export address other than loopback both pages take one of the Admin
+// API's keys (SetStatusKeys) as the Admin API takes a key, and answer 401
+// without it.
 //
 // # The supervisor process
 //

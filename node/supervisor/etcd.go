@@ -110,19 +110,26 @@ func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.L
 // (a node that starts), at most storesync.DefaultStartTimeout. Reads
 // answer from the store as it is.
 //
-// While the node's watch has lost the store (storesync.Syncer.Reachable
-// false, apisix_etcd_reachable 0: etcd down, or a cluster without its
-// quorum, whose members left answer no request), reads and changes are
-// answered ErrUnavailable at once rather than after the store's timeout
+// While the node's sync has lost the store (storesync.Syncer.Lost,
+// apisix_etcd_reachable 0: etcd down, or a cluster without its quorum,
+// whose members left answer no request), reads and changes are answered
+// ErrUnavailable at once rather than after the store's timeout
 // (deployment.etcd.timeout, 30 s by default) each: they would wait it out
-// and fail. The sync tries the store again every storesync.DefaultRetry;
-// calls pass again once it answered.
+// and fail. The sync has lost the store when a call to it failed: its
+// first read (a node started with etcd down, from its first failed
+// connect on), a full read, or a watch that heard nothing and a probe
+// that failed too (a watch alone is late under load). The sync tries the
+// store again every storesync.DefaultRetry; calls pass again once it
+// answered.
 type guardedStore struct {
 	store.Store
 	sync *storesync.Syncer
 }
 
 func (g guardedStore) refused(ctx context.Context) error {
+	if err := g.lost(); err != nil && errors.Is(g.sync.Refusal(), storesync.ErrNotRead) {
+		return err // no first read to wait for before the store answers
+	}
 	if errors.Is(g.sync.Refusal(), storesync.ErrNotRead) {
 		t := time.NewTimer(storesync.DefaultStartTimeout)
 		defer t.Stop()
@@ -139,11 +146,9 @@ func (g guardedStore) refused(ctx context.Context) error {
 }
 
 // lost is the error of a call made while the sync has lost the store,
-// nil when it has not (or has not read it yet: a node that starts while
-// its etcd is down learns it at its first read, within the store's
-// timeout).
+// nil when it has not (or has not tried it yet).
 func (g guardedStore) lost() error {
-	if g.sync.Reachable() || errors.Is(g.sync.Refusal(), storesync.ErrNotRead) {
+	if !g.sync.Lost() {
 		return nil
 	}
 	return fmt.Errorf("%w: etcd unreachable (apisix_etcd_reachable 0): the node serves its last configuration until it answers", store.ErrUnavailable)

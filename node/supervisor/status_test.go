@@ -20,7 +20,7 @@ import (
 
 // statusLabels are the label values of fam (the prometheus plugin's,
 // which the test binary links) with those named in set, "" elsewhere.
-func statusLabels(t *testing.T, fam string, set map[string]string) []string {
+func statusLabels(t testing.TB, fam string, set map[string]string) []string {
 	t.Helper()
 	f, ok := plugins.LookupMetric(fam)
 	if !ok {

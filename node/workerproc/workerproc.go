@@ -17,6 +17,7 @@ import (
 	"coregate/admin/nodeconf"
 	"coregate/admin/spec"
 	"coregate/bpf"
+	"coregate/internal/threadcpu"
 	"coregate/node"
 	"coregate/node/supervisor"
 	"coregate/plugins"
@@ -458,9 +459,9 @@ func loopTurned(last, now uint64) bool {
 // after every object decoded and every route compiled
 // (worker.Background).
 func applyConfig(w *worker.Worker, ctrl *control.Conn, t control.Type, payload []byte, held **spec.Spec, log *slog.Logger, yield func()) bool {
-	runtime.LockOSThread() // for ThreadCPU; Background's and Foreground's f run so already
+	runtime.LockOSThread() // for threadcpu.Now; Background's and Foreground's f run so already
 	defer runtime.UnlockOSThread()
-	start, cpu := time.Now(), worker.ThreadCPU()
+	start, cpu := time.Now(), threadcpu.Now()
 	var s *spec.Spec
 	var err error
 	if t == control.Delta {
@@ -484,7 +485,7 @@ func applyConfig(w *worker.Worker, ctrl *control.Conn, t control.Type, payload [
 		return false
 	}
 	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes), BuildUS: time.Since(start).Microseconds(),
-		BuildCPUUS: (worker.ThreadCPU() - cpu).Microseconds()})
+		BuildCPUUS: (threadcpu.Now() - cpu).Microseconds()})
 	workerGC.applied()
 	return true
 }

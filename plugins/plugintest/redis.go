@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +37,27 @@ func RedisProcess(t testing.TB, args ...string) (int, *os.Process) {
 	t.Helper()
 	n := RedisNodeOf(t, args...)
 	return n.Port, n.proc
+}
+
+// HangRedis stops the redis-server proc (RedisProcess's) with SIGSTOP: it
+// keeps its connections and answers nothing, a hung server. The function
+// it returns sends SIGCONT, once; a test that ends with the server still
+// stopped has it sent then, before the cleanups registered earlier.
+func HangRedis(t testing.TB, proc *os.Process) (resume func()) {
+	t.Helper()
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var err error
+	cont := func() { once.Do(func() { err = proc.Signal(syscall.SIGCONT) }) }
+	t.Cleanup(cont)
+	return func() {
+		t.Helper()
+		if cont(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // RedisNode is a redis-server the test started, which it can kill and

@@ -1,9 +1,11 @@
 package plugintest
 
 import (
+	"io"
 	"net"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestStartRedisRetries: a cluster node whose bus port another process
@@ -52,5 +54,48 @@ func TestRedisNodeRestart(t *testing.T) {
 	}
 	if got, err := RedisCommand(n.Addr(), "GET", "k"); err != nil || got != "" {
 		t.Fatalf("GET k on the new server: %q, %v; want nothing, a server without persistence", got, err)
+	}
+}
+
+// TestHangRedis: a hung server takes connections and answers nothing;
+// resume (twice is once) has it answer again, and so does the end of a
+// test that left it hung.
+func TestHangRedis(t *testing.T) {
+	port, proc := RedisProcess(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	answers := func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Write([]byte("PING\r\n")); err != nil {
+			return false
+		}
+		b := make([]byte, 7)
+		n, _ := io.ReadFull(c, b)
+		return string(b[:n]) == "+PONG\r\n"
+	}
+	if !answers() {
+		t.Fatal("no PONG before the hang")
+	}
+	resume := HangRedis(t, proc)
+	if answers() {
+		t.Fatal("a hung server answered")
+	}
+	resume()
+	resume()
+	if !answers() {
+		t.Fatal("no PONG after resume")
+	}
+	t.Run("left hung", func(t *testing.T) {
+		HangRedis(t, proc)
+		if answers() {
+			t.Fatal("a hung server answered")
+		}
+	})
+	if !answers() {
+		t.Fatal("no PONG after a test that left the server hung ended")
 	}
 }

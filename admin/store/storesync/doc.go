@@ -50,7 +50,11 @@
 //
 // A watch that ends — the revision was compacted, or etcd went away —
 // starts over from a full read once etcd answers again: the changes made
-// meanwhile arrive with it.
+// meanwhile arrive with it. A watch that heard nothing for a while is not
+// enough to take the store for unreachable (Reachable false,
+// apisix_etcd_reachable 0), which a loaded machine's late progress
+// answers would do: a probe, one read bounded by ProbeTimeout, must fail
+// too.
 //
 // After a change the Spec is written to a local copy (a JSON file beside
 // config.yaml), replaced atomically, off the watch's goroutine so that the

@@ -20,11 +20,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"coregate/admin/secret"
 	"coregate/admin/spec"
 	"coregate/admin/store"
+	"coregate/internal/threadcpu"
 	"coregate/plugins"
 )
 
@@ -42,6 +41,9 @@ const (
 	DefaultStartTimeout = 5 * time.Second
 	// CacheFile is the local copy's name beside config.yaml.
 	CacheFile = "config-cache.json"
+	// ProbeTimeout bounds the call that asks the store whether it
+	// answers after a watch ended unavailable (Watch).
+	ProbeTimeout = 2 * time.Second
 )
 
 // Options configure a Syncer.
@@ -76,8 +78,8 @@ type Options struct {
 }
 
 // Syncer follows a store and hands each new Spec on. Load, then Watch,
-// from one goroutine; Reachable, Revision, ModifyIndexes, Refusal and
-// FirstRead from any.
+// from one goroutine; Reachable, Lost, Revision, ModifyIndexes, Refusal
+// and FirstRead from any.
 type Syncer struct {
 	opts Options
 	dir  string // <prefix>/
@@ -122,6 +124,7 @@ type Syncer struct {
 	seen         bool           // the store has answered once
 	toCache      chan cacheItem // to the local copy's writer, while Watch runs
 	reachable    atomic.Bool
+	down         atomic.Bool // Lost
 	revision     atomic.Int64
 	indexes      atomic.Pointer[map[string]int64] // ModifyIndexes, set by publish
 	refusal      atomic.Pointer[error]            // Refusal's answer; nil once a full read is accepted
@@ -355,6 +358,13 @@ func (s *Syncer) FirstRead() <-chan struct{} { return s.firstRead }
 // Reachable reports whether the store answered the last call made to it
 // (apisix_etcd_reachable).
 func (s *Syncer) Reachable() bool { return s.reachable.Load() }
+
+// Lost reports whether the last call made to the store found it
+// unreachable: false before the first call has ended (where Reachable is
+// false too), true from the first one that failed, a first read at start
+// included, until one succeeds. A watch that ended unavailable counts
+// only when a probe failed too (Watch).
+func (s *Syncer) Lost() bool { return s.down.Load() }
 
 // IndexedResources are the resources whose modify index ModifyIndexes
 // reports, as APISIX's apisix_etcd_modify_indexes does.
@@ -597,7 +607,7 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 		// Compacted, or the store went away (and perhaps restarted):
 		// start over from a full read.
 		if errors.Is(err, store.ErrUnavailable) {
-			s.lost(err)
+			s.watchLost(ctx, err)
 		} else {
 			s.opts.Log.Info("config watch ended: reading the store again", "err", err, "revision", s.rev)
 		}
@@ -607,6 +617,7 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 
 // lost marks the store unreachable, logging the start of an outage.
 func (s *Syncer) lost(err error) {
+	s.down.Store(true)
 	if s.reachable.Swap(false) {
 		s.opts.Log.Warn("config store unreachable: serving the last configuration until it answers", "err", err)
 	}
@@ -614,10 +625,33 @@ func (s *Syncer) lost(err error) {
 
 // found marks the store reachable, logging the end of an outage.
 func (s *Syncer) found() {
+	s.down.Store(false)
 	if !s.reachable.Swap(true) && s.seen {
 		s.opts.Log.Info("config store reachable again")
 	}
 	s.seen = true
+}
+
+// watchLost decides on a watch that ended unavailable (err): it heard
+// nothing from the store for three keep-alives, or its stream closed.
+// That alone is no evidence that the store is gone: a watch's progress
+// answers can be late on a loaded machine while etcd answers every call,
+// and taken for lost, the store had the Admin API refuse every call
+// until the full read that follows answered (a second at 50 000 routes).
+// The store is lost when a probe, one read bounded by ProbeTimeout,
+// fails unavailable too; otherwise the watch starts over from a full
+// read, the store reachable all along.
+func (s *Syncer) watchLost(ctx context.Context, err error) {
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	_, perr := s.opts.Store.Get(pctx, s.dir)
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(perr, store.ErrUnavailable):
+		s.lost(err)
+	default:
+		s.opts.Log.Info("config watch ended, the store answers: reading it again", "err", err, "revision", s.rev)
+	}
 }
 
 // follow runs one watch from s.rev+1 until it ends.
@@ -643,9 +677,9 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		last = time.Now()
-		cpu := threadCPU()
+		cpu := threadcpu.Now()
 		s.publish(onChange, onError)
-		window = s.window(threadCPU() - cpu)
+		window = s.window(threadcpu.Now() - cpu)
 	}
 	for {
 		select {
@@ -1437,14 +1471,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-}
-
-// threadCPU is the CPU time the calling thread has used: between two
-// calls from a goroutine locked to its thread, what that goroutine used.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
 }

@@ -309,15 +309,7 @@ func TestClientHungRedis(t *testing.T) {
 	if c, _ := ask("hung"); c.Err != nil || c.Reply[0] != 1 {
 		t.Fatalf("before the hang: %v, %d", c.Err, c.Reply[0])
 	}
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := true
-	defer func() {
-		if stopped {
-			_ = proc.Signal(syscall.SIGCONT)
-		}
-	}()
+	resume := plugintest.HangRedis(t, proc)
 	// Two waves of eight: the first asked over half a Timeout, while the
 	// first call waits; the second after the first wave failed.
 	for wave := range 2 {
@@ -338,10 +330,7 @@ func TestClientHungRedis(t *testing.T) {
 			t.Error(e)
 		}
 	}
-	if err := proc.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	stopped = false
+	resume()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		c, _ := ask("back")
@@ -405,19 +394,14 @@ func TestClientLogsRealError(t *testing.T) {
 	if err := ask(); err != nil {
 		t.Fatal(err)
 	}
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	resume := plugintest.HangRedis(t, proc)
 	hung := time.Now()
 	for range 2 { // the first logged at once, the second counted
 		if err := ask(); err == nil {
-			_ = proc.Signal(syscall.SIGCONT)
 			t.Fatal("a call to a hung Redis succeeded")
 		}
 	}
-	if err := proc.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	resume()
 	time.Sleep(time.Until(hung.Add(cl.logEvery + redialEvery)))
 	deadline := time.Now().Add(5 * time.Second)
 	for ask() != nil {
@@ -447,15 +431,7 @@ func TestClientLogsRealError(t *testing.T) {
 // once Redis goes on (SIGCONT) calls succeed by themselves.
 func TestClientRedialAfterFailure(t *testing.T) {
 	port, proc := plugintest.RedisProcess(t)
-	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := true
-	defer func() {
-		if stopped {
-			_ = proc.Signal(syscall.SIGCONT)
-		}
-	}()
+	resume := plugintest.HangRedis(t, proc)
 	const timeout = redialEvery
 	cl := For(Conf{Host: "127.0.0.1", Port: port, Timeout: timeout, Keepalive: 10 * time.Second})
 	ch := make(chan *Call, 1)
@@ -488,10 +464,7 @@ func TestClientRedialAfterFailure(t *testing.T) {
 	if took, err := ask(); err == nil || took < timeout/2 {
 		t.Fatalf("a call past redialEvery: %v after %v, want a dial again, failing after %v", err, took, timeout)
 	}
-	if err := proc.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	stopped = false
+	resume()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, err := ask()
