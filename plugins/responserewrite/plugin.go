@@ -474,27 +474,26 @@ func (f *filter) overwriteFrom(body []byte, i int) int {
 // where the literal is at i+k (the literal's bytes compared in words read
 // at i, i+1, ... each XORed with its byte in every lane, ORed together),
 // found exactly (the high bit of each byte, set where its low seven bits
-// or itself is not zero); those bytes, as a word of ones at each place a
-// match starts, multiplied by fixed and by its mask, give in one
-// multiplication each what the matches write and where, in this word and,
-// spilled into the high word of the product, in the next, since matches
-// do not overlap and no product's bytes carry into another's. Every word
-// is written, with what the matches begun in it and in the word before
-// change. That costs no branch per match, where the bench row's body has
-// one every 10 bytes, and stops after two words without one (index
-// crosses a long stretch without one faster), or before the last places
-// of body, where a word read would pass its end. It returns the end of
-// the last match (0 when none) and stop, where the search goes on (at or
-// past the end of the last match).
+// or itself is not zero). Those bytes, as a one at each place a match
+// starts, multiplied by the literal XOR fixed, give in one multiplication
+// what turns each match into fixed, XORed over the word, and in the high
+// word of the product what spills into the next: matches do not overlap,
+// so no product's bytes carry into another's. Every word is written. That
+// costs no branch per match, where the bench row's body has one every 10
+// bytes, and stops after two words without one (index crosses a long
+// stretch without one faster), or before the last places of body, where a
+// word read would pass its end. It returns the end of the last match and
+// stop, where the search goes on (at or past that end).
 func (f *filter) sweep(body []byte, i int) (end, stop int) {
 	const m7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 	// In locals, which the stores into body cannot change.
 	p0, p1, p2, p3 := f.probe[0], f.probe[1], f.probe[2], f.probe[3]
-	fixed, mask, wide, n := f.fixedHead, f.headMask, f.wide, len(f.lit)
-	var spill, spillMask uint64 // the last word's matches' bytes past it
-	var prev uint64             // the last word's starts
-	for ; i+15 <= len(body); i += 8 {
-		b := body[i : i+15]
+	delta, wide := f.head^f.fixedHead, f.wide
+	var spill uint64 // the changes of the last word's matches past it
+	var last uint64  // the starts of the last word with a match
+	lastLeft := 0    // the bytes past that word
+	b := body[i:]
+	for len(b) >= 15 {
 		w := binary.LittleEndian.Uint64(b)
 		v := w ^ p0 |
 			(binary.LittleEndian.Uint64(b[1:]) ^ p1) |
@@ -504,28 +503,29 @@ func (f *filter) sweep(body []byte, i int) (end, stop int) {
 			v |= f.wideWord(b)
 		}
 		starts := ^((v&m7 + m7) | v) & hi >> 7 // a one in each byte where a match starts
-		hiR, loR := bits.Mul64(starts, fixed)
-		hiM, loM := bits.Mul64(starts, mask)
-		binary.LittleEndian.PutUint64(b, w&^(loM|spillMask)|loR|spill)
-		spill, spillMask = hiR, hiM
-		if e := i + (63-bits.LeadingZeros64(starts))>>3 + n; starts != 0 {
-			end = e
+		hiD, loD := bits.Mul64(starts, delta)
+		binary.LittleEndian.PutUint64(b, w^loD^spill)
+		spill = hiD
+		b = b[8:]
+		if starts != 0 {
+			last, lastLeft = starts, len(b)
 		}
-		if starts|prev == 0 {
-			// Two words without a match: spill is zero.
-			return end, i + 8
+		if lastLeft-len(b) == 16 {
+			break // two words without a match: spill is zero
 		}
-		prev = starts
 	}
-	for k := i; spillMask != 0; k++ {
-		body[k] = byte(spill)
-		spill, spillMask = spill>>8, spillMask>>8
-	}
-	if end == 0 {
+	i = len(body) - len(b)
+	lastAt := len(body) - lastLeft - 8
+	if last == 0 {
 		// No word was read: the match at i is within the last places.
 		f.put(body, i)
-		end = i + n
+		return i + len(f.lit), i + len(f.lit)
 	}
+	for k := i; spill != 0; k++ {
+		body[k] ^= byte(spill)
+		spill >>= 8
+	}
+	end = lastAt + (63-bits.LeadingZeros64(last))>>3 + len(f.lit)
 	return end, max(i, end)
 }
 
