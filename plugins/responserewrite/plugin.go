@@ -478,45 +478,56 @@ func (f *filter) overwriteFrom(body []byte, i int) int {
 // starts, multiplied by the literal XOR fixed, give in one multiplication
 // what turns each match into fixed, XORed over the word, and in the high
 // word of the product what spills into the next: matches do not overlap,
-// so no product's bytes carry into another's. Every word is written. That
-// costs no branch per match, where the bench row's body has one every 10
-// bytes, and stops after two words without one (index crosses a long
-// stretch without one faster), or before the last places of body, where a
-// word read would pass its end. It returns the end of the last match and
-// stop, where the search goes on (at or past that end).
+// so no product's bytes carry into another's (sweepWord). Every word is
+// written, two at a time. That costs no branch per match, where the bench
+// row's body has one every 10 bytes, and stops after two words without
+// one (index crosses a long stretch without one faster), or before the
+// last places of body, where a word read would pass its end. It returns
+// the end of the last match and stop, where the search goes on (at or
+// past that end).
 func (f *filter) sweep(body []byte, i int) (end, stop int) {
-	const m7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 	// In locals, which the stores into body cannot change.
 	p0, p1, p2, p3 := f.probe[0], f.probe[1], f.probe[2], f.probe[3]
 	delta, wide := f.head^f.fixedHead, f.wide
-	var spill uint64 // the changes of the last word's matches past it
-	var last uint64  // the starts of the last word with a match
-	lastLeft := 0    // the bytes past that word
+	var spill uint64  // the changes of the last word's matches past it
+	var x0, x1 uint64 // wideWord's, for a wide literal
+	// The starts of the last two words read with a match in either,
+	// and the bytes past them.
+	var last0, last1 uint64
+	lastLeft := 0
 	b := body[i:]
-	for len(b) >= 15 {
-		w := binary.LittleEndian.Uint64(b)
-		v := w ^ p0 |
-			(binary.LittleEndian.Uint64(b[1:]) ^ p1) |
-			(binary.LittleEndian.Uint64(b[2:]) ^ p2) |
-			(binary.LittleEndian.Uint64(b[3:]) ^ p3)
+	quiet := false
+	// Two words at a time, then one where there is room for one only.
+	for len(b) >= 23 {
 		if wide {
-			v |= f.wideWord(b)
+			x0, x1 = f.wideWord(b), f.wideWord(b[8:])
 		}
-		starts := ^((v&m7 + m7) | v) & hi >> 7 // a one in each byte where a match starts
-		hiD, loD := bits.Mul64(starts, delta)
-		binary.LittleEndian.PutUint64(b, w^loD^spill)
-		spill = hiD
+		s0, w0, h0 := sweepWord(b, p0, p1, p2, p3, x0, delta, spill)
+		s1, w1, h1 := sweepWord(b[8:], p0, p1, p2, p3, x1, delta, h0)
+		binary.LittleEndian.PutUint64(b, w0)
+		binary.LittleEndian.PutUint64(b[8:], w1)
+		spill = h1
+		b = b[16:]
+		if s0|s1 == 0 {
+			quiet = true // two words without a match: spill is zero
+			break
+		}
+		last0, last1, lastLeft = s0, s1, len(b)
+	}
+	if !quiet && len(b) >= 15 {
+		if wide {
+			x0 = f.wideWord(b)
+		}
+		s0, w0, h0 := sweepWord(b, p0, p1, p2, p3, x0, delta, spill)
+		binary.LittleEndian.PutUint64(b, w0)
+		spill = h0
 		b = b[8:]
-		if starts != 0 {
-			last, lastLeft = starts, len(b)
-		}
-		if lastLeft-len(b) == 16 {
-			break // two words without a match: spill is zero
+		if s0 != 0 {
+			last0, last1, lastLeft = 0, s0, len(b)
 		}
 	}
 	i = len(body) - len(b)
-	lastAt := len(body) - lastLeft - 8
-	if last == 0 {
+	if last0|last1 == 0 {
 		// No word was read: the match at i is within the last places.
 		f.put(body, i)
 		return i + len(f.lit), i + len(f.lit)
@@ -525,8 +536,36 @@ func (f *filter) sweep(body []byte, i int) (end, stop int) {
 		body[k] ^= byte(spill)
 		spill >>= 8
 	}
-	end = lastAt + (63-bits.LeadingZeros64(last))>>3 + len(f.lit)
+	at, last := len(body)-lastLeft-8, last1 // the last word with a match
+	if last == 0 {
+		at, last = at-8, last0
+	}
+	end = at + (63-bits.LeadingZeros64(last))>>3 + len(f.lit)
 	return end, max(i, end)
+}
+
+// sweepM7 and sweepHi are sweepWord's masks: variables, since the
+// compiler writes a 64-bit constant into a register at each use, where a
+// variable is read as an operand. Never changed.
+var sweepM7, sweepHi uint64 = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+
+// sweepWord is sweep's reading of the word that begins b (fifteen bytes
+// at least), whose places are compared with the literal's first four
+// bytes p0-p3 (each in every byte of a word) and, where x is not zero,
+// with the rest (wideWord's): it returns the starts of the matches in it
+// (a one in each such byte), the word with them (delta: the literal XOR
+// fixed) and spill (the word before's) applied, and the spill of its own
+// matches into the next.
+func sweepWord(b []byte, p0, p1, p2, p3, x, delta, spill uint64) (starts, w, next uint64) {
+	m7, hi := sweepM7, sweepHi
+	w = binary.LittleEndian.Uint64(b)
+	v := x | (w ^ p0) |
+		(binary.LittleEndian.Uint64(b[1:]) ^ p1) |
+		(binary.LittleEndian.Uint64(b[2:]) ^ p2) |
+		(binary.LittleEndian.Uint64(b[3:]) ^ p3)
+	starts = ^((v&m7 + m7) | v) & hi >> 7
+	next, lo := bits.Mul64(starts, delta)
+	return starts, w ^ lo ^ spill, next
 }
 
 // wideWord is sweep's comparison of the bytes of a literal longer than
