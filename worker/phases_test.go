@@ -679,6 +679,24 @@ func TestHeaderFilterStatusAndRemove(t *testing.T) {
 	}
 }
 
+// TestRemoveWorkerOwned: RemoveResponseHeader leaves alone the fields the
+// worker writes (Transfer-Encoding, Connection: the body still goes
+// chunked), in any case, and a name that is no field name; Content-Length,
+// in any case, is removed, which a head no body follows (a HEAD's) shows.
+func TestRemoveWorkerOwned(t *testing.T) {
+	h, _ := pluginHarness(t, pluginSpec(t, []string{
+		`{"id":"r1","uri":"/a","plugins":{"p-hi":{"hf_remove":["transfer-ENCODING","Connection","X Up","content-LENGTH"]}},"upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
+	}, nil, nil, nil))
+	_, got := h.roundTrip([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"))
+	if !bytes.Contains(got, []byte("\r\nTransfer-Encoding: chunked\r\n")) || !bytes.HasSuffix(got, []byte("\r\n\r\n2\r\nok\r\n0\r\n\r\n")) {
+		t.Fatalf("chunked answer %q", got)
+	}
+	_, got = h.roundTrip([]byte("HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n"), []byte(upOK[:len(upOK)-2]))
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 200 OK\r\n")) || bytes.Contains(got, []byte("Content-Length")) || !bytes.Contains(got, []byte("\r\nX-Up: a\r\n")) {
+		t.Fatalf("HEAD %q", got)
+	}
+}
+
 // TestRequestHeaderAt: a plugin reads the request's fields one by one, in
 // the order the client sent them, repeated names included.
 func TestRequestHeaderAt(t *testing.T) {

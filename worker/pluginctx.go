@@ -282,11 +282,13 @@ func (cc *clientConn) addRespHdr(name string, value []byte, add bool) {
 // and the worker's Date or Server are left out of the head. Content-Length,
 // which a plugin removes when it changes the body, is left out only of a
 // head no body follows (a HEAD's, a 304's: responseHead, localHead); where
-// one does, the worker frames it.
+// one does, the worker frames it. Content-Length, which every plugin that
+// changes the body removes, is compared with once, not checked as a name
+// and then as one of the worker's.
 func (x *pluginCtx) RemoveResponseHeader(name string) {
 	cc := x.cc()
-	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter || !fieldOK(name, nil) ||
-		workerOwnedResponse(name) && !eqFoldStr("content-length", name) {
+	if cc.plugin.filtered && cc.plugin.phase != plugins.HeaderFilter ||
+		!eqFoldStr("content-length", name) && (!fieldOK(name, nil) || workerOwnedResponse(name)) {
 		return
 	}
 	k := 0

@@ -173,6 +173,12 @@ func compile(raw json.RawMessage) (*instance, error) {
 				var w [8]byte
 				copy(w[:], fl.fixed)
 				fl.fixedHead = binary.LittleEndian.Uint64(w[:])
+				fl.swept = fl.global && k >= 4 && !bordered(fl.lit)
+				fl.wide = k > 4
+				for j := range k {
+					fl.probe[j] = uint64(fl.lit[j]) * 0x0101010101010101
+					fl.keep[j] = ^uint64(0)
+				}
 			}
 		}
 		in.filters = append(in.filters, fl)
@@ -339,6 +345,18 @@ type filter struct {
 	// fixedHead is fixed read as head is the literal, where fixed is as
 	// long as the literal and at most eight bytes (put).
 	fixedHead uint64
+	// swept: a global filter whose literal, of four to eight bytes, is
+	// replaced by fixed as long and has no border (no proper prefix that
+	// is also its suffix), so that its matches never overlap and are all
+	// of its places: sweep rewrites a stretch of them without looking at
+	// each. probe is the literal's bytes, each in every byte of a word,
+	// keep all ones for each of them (zero past its length); wide: the
+	// literal is longer than four bytes, and sweep reads eight words at
+	// each place, not four.
+	swept bool
+	wide  bool
+	probe [8]uint64
+	keep  [8]uint64
 }
 
 // maxFalseStarts is the number of places where the literal's first byte
@@ -430,17 +448,144 @@ func (f *filter) next(body []byte, from int, caps *[2]int) []int {
 func (f *filter) overwrite(body []byte) int { return f.overwriteFrom(body, f.index(body, 0)) }
 
 // overwriteFrom is overwrite where the first match is at i (index's), -1
-// for none.
+// for none. A swept filter's matches are rewritten from each one index
+// finds by sweep, until it meets a stretch without one.
 func (f *filter) overwriteFrom(body []byte, i int) int {
 	end := 0
-	for ; i >= 0; i = f.index(body, i+len(f.lit)) {
+	for i >= 0 {
+		if f.swept {
+			e, stop := f.sweep(body, i)
+			end = max(end, e)
+			i = f.index(body, stop)
+			continue
+		}
 		f.put(body, i)
 		end = i + len(f.lit)
 		if !f.global {
 			break
 		}
+		i = f.index(body, end)
 	}
 	return end
+}
+
+// sweep rewrites in place the matches of a swept filter's literal in body
+// from i, one of them, eight places at a time: a word's byte k is zero
+// where the literal is at i+k (the literal's bytes compared in words read
+// at i, i+1, ... each XORed with its byte in every lane, ORed together),
+// found exactly (the high bit of each byte, set where its low seven bits
+// or itself is not zero). Those bytes, as a one at each place a match
+// starts, multiplied by the literal XOR fixed, give in one multiplication
+// what turns each match into fixed, XORed over the word, and in the high
+// word of the product what spills into the next: matches do not overlap,
+// so no product's bytes carry into another's (sweepWord). Every word is
+// written, two at a time. That costs no branch per match, where the bench
+// row's body has one every 10 bytes, and stops after two words without
+// one (index crosses a long stretch without one faster), or before the
+// last places of body, where a word read would pass its end. It returns
+// the end of the last match and stop, where the search goes on (at or
+// past that end).
+func (f *filter) sweep(body []byte, i int) (end, stop int) {
+	// In locals, which the stores into body cannot change.
+	p0, p1, p2, p3 := f.probe[0], f.probe[1], f.probe[2], f.probe[3]
+	delta, wide := f.head^f.fixedHead, f.wide
+	var spill uint64  // the changes of the last word's matches past it
+	var x0, x1 uint64 // wideWord's, for a wide literal
+	// The starts of the last two words read with a match in either,
+	// and the bytes past them.
+	var last0, last1 uint64
+	lastLeft := 0
+	b := body[i:]
+	quiet := false
+	// Two words at a time, then one where there is room for one only.
+	for len(b) >= 23 {
+		if wide {
+			x0, x1 = f.wideWord(b), f.wideWord(b[8:])
+		}
+		s0, w0, h0 := sweepWord(b, p0, p1, p2, p3, x0, delta, spill)
+		s1, w1, h1 := sweepWord(b[8:], p0, p1, p2, p3, x1, delta, h0)
+		binary.LittleEndian.PutUint64(b, w0)
+		binary.LittleEndian.PutUint64(b[8:], w1)
+		spill = h1
+		b = b[16:]
+		if s0|s1 == 0 {
+			quiet = true // two words without a match: spill is zero
+			break
+		}
+		last0, last1, lastLeft = s0, s1, len(b)
+	}
+	if !quiet && len(b) >= 15 {
+		if wide {
+			x0 = f.wideWord(b)
+		}
+		s0, w0, h0 := sweepWord(b, p0, p1, p2, p3, x0, delta, spill)
+		binary.LittleEndian.PutUint64(b, w0)
+		spill = h0
+		b = b[8:]
+		if s0 != 0 {
+			last0, last1, lastLeft = 0, s0, len(b)
+		}
+	}
+	i = len(body) - len(b)
+	if last0|last1 == 0 {
+		// No word was read: the match at i is within the last places.
+		f.put(body, i)
+		return i + len(f.lit), i + len(f.lit)
+	}
+	for k := i; spill != 0; k++ {
+		body[k] ^= byte(spill)
+		spill >>= 8
+	}
+	at, last := len(body)-lastLeft-8, last1 // the last word with a match
+	if last == 0 {
+		at, last = at-8, last0
+	}
+	end = at + (63-bits.LeadingZeros64(last))>>3 + len(f.lit)
+	return end, max(i, end)
+}
+
+// sweepM7 and sweepHi are sweepWord's masks: variables, since the
+// compiler writes a 64-bit constant into a register at each use, where a
+// variable is read as an operand. Never changed.
+var sweepM7, sweepHi uint64 = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+
+// sweepWord is sweep's reading of the word that begins b (fifteen bytes
+// at least), whose places are compared with the literal's first four
+// bytes p0-p3 (each in every byte of a word) and, where x is not zero,
+// with the rest (wideWord's): it returns the starts of the matches in it
+// (a one in each such byte), the word with them (delta: the literal XOR
+// fixed) and spill (the word before's) applied, and the spill of its own
+// matches into the next.
+func sweepWord(b []byte, p0, p1, p2, p3, x, delta, spill uint64) (starts, w, next uint64) {
+	m7, hi := sweepM7, sweepHi
+	w = binary.LittleEndian.Uint64(b)
+	v := x | (w ^ p0) |
+		(binary.LittleEndian.Uint64(b[1:]) ^ p1) |
+		(binary.LittleEndian.Uint64(b[2:]) ^ p2) |
+		(binary.LittleEndian.Uint64(b[3:]) ^ p3)
+	starts = ^((v&m7 + m7) | v) & hi >> 7
+	next, lo := bits.Mul64(starts, delta)
+	return starts, w ^ lo ^ spill, next
+}
+
+// wideWord is sweep's comparison of the bytes of a literal longer than
+// four past its fourth, at the eight places that begin b.
+func (f *filter) wideWord(b []byte) uint64 {
+	return (binary.LittleEndian.Uint64(b[4:])^f.probe[4])&f.keep[4] |
+		(binary.LittleEndian.Uint64(b[5:])^f.probe[5])&f.keep[5] |
+		(binary.LittleEndian.Uint64(b[6:])^f.probe[6])&f.keep[6] |
+		(binary.LittleEndian.Uint64(b[7:])^f.probe[7])&f.keep[7]
+}
+
+// bordered reports whether lit has a border: a proper prefix that is also
+// its suffix, so that two of its matches may overlap.
+func bordered(lit []byte) bool {
+	for k := 1; k < len(lit); k++ {
+		if string(lit[:k]) == string(lit[len(lit)-k:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // put writes fixed, as long as the literal, at body[i:]: one of one, two,

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"coregate/plugins"
 	"coregate/plugins/plugintest"
@@ -473,4 +474,138 @@ func TestFiltersStreamed(t *testing.T) {
 			t.Fatalf("max_resp_body_size 8 over %q: %q, want abcdx567", pieces, got)
 		}
 	}
+}
+
+// TestFiltersSwept: a literal of four to eight bytes with no border,
+// replaced globally by text as long, is rewritten a word at a time
+// (sweep), through stretches of matches and the search by index between
+// them: against strings.Replace (and regexp's ReplaceAll, the same for a
+// literal) over bodies up to 3 KiB of a small alphabet, so that matches
+// are dense, fall across words, pieces and the body's last bytes, with
+// stretches without the literal long enough that the sweep stops and
+// index finds the next; replacements that make the literal again with
+// the bytes after them (which sweep must not read as a match), and
+// literals with a border or shorter, which index finds one by one, as a
+// check of the same bodies. Each body comes in one to four pieces.
+func TestFiltersSwept(t *testing.T) {
+	rng := rand.New(rand.NewPCG(40, 2))
+	draw := func(n int, alphabet string) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	lits := []string{"5678", "abcd", "abcc", "abcde", "aabbc", "abcdefgh", "abcabcab", "abab", "ab", "abc", "abcdefghi"}
+	for range 12 {
+		lits = append(lits, draw(4+rng.IntN(5), "abc"))
+	}
+	swept := 0
+	for _, lit := range lits {
+		re := regexp.MustCompile(regexp.QuoteMeta(lit))
+		for _, repl := range []string{
+			strings.Repeat("Z", len(lit)),
+			lit[len(lit)/2:] + lit[:len(lit)/2], // the literal again with what follows
+			draw(len(lit), "abc"),
+		} {
+			global := build(t, fmt.Sprintf(`{"filters":[{"regex":%q,"replace":%q,"scope":"global"}]}`, lit, repl))
+			if in, ok := global.BodyFilter[0].(*instance); !ok {
+				t.Fatalf("%s: no instance", lit)
+			} else if in.filters[0].swept {
+				swept++
+			}
+			for range 30 {
+				var b strings.Builder
+				for b.Len() < rng.IntN(3000) {
+					switch rng.IntN(4) {
+					case 0:
+						b.WriteString(strings.Repeat("x", rng.IntN(80)))
+					case 1:
+						b.WriteString(strings.Repeat(lit, rng.IntN(6)))
+					default:
+						b.WriteString(draw(rng.IntN(60), "abc"+lit[:1]))
+					}
+				}
+				text := b.String()
+				want := strings.ReplaceAll(text, lit, repl)
+				if r := re.ReplaceAllLiteralString(text, repl); r != want {
+					t.Fatalf("regexp and strings differ over %q", text)
+				}
+				pieces := []string{text}
+				for range rng.IntN(4) {
+					last := pieces[len(pieces)-1]
+					cut := rng.IntN(len(last) + 1)
+					pieces = append(pieces[:len(pieces)-1], last[:cut], last[cut:])
+				}
+				c := plugintest.NewCtx("GET", "/hello")
+				if got := body(global, c, append(pieces, "")...); got != want {
+					t.Fatalf("global %q → %q over %q in %d pieces: %q, want %q", lit, repl, text, len(pieces), got, want)
+				}
+			}
+		}
+	}
+	if swept < 10 {
+		t.Fatalf("%d of the configurations swept", swept)
+	}
+}
+
+// FuzzFilterLiteral: a literal filter, once and global, with a
+// replacement as long as the literal (made of the literal's bytes and a
+// few others, so that it may make the literal again) and one of another
+// length, against strings.Replace, and regexp's ReplaceAll where body and
+// literal are UTF-8; the body comes in two pieces.
+func FuzzFilterLiteral(f *testing.F) {
+	f.Add("5678", "abcd", []byte(strings.Repeat("1234567890", 102)+"1234"), 512)
+	f.Add("abcd", "cdab", []byte("abcdcdabcdabcdcd"+strings.Repeat("x", 40)+"abcdab"), 7)
+	f.Add("aab", "x", []byte("aaab"+strings.Repeat("a", 40)+"b"), 3)
+	f.Add("hello, world!", "hi", []byte(strings.Repeat("hello, world", 5)+"!"), 20)
+	f.Fuzz(func(t *testing.T, lit, repl string, body []byte, cut int) {
+		if lit == "" || len(lit) > 40 || !utf8.ValidString(lit) || !utf8.ValidString(repl) || strings.ContainsAny(repl, "$\\") {
+			t.Skip()
+		}
+		same := make([]byte, len(lit))
+		alphabet := lit + "xZ"
+		for i := range same {
+			c := byte(i)
+			if i < len(repl) {
+				c = repl[i]
+			}
+			same[i] = alphabet[int(c)%len(alphabet)]
+		}
+		if !utf8.Valid(same) {
+			same = bytes.Repeat([]byte("Z"), len(lit))
+		}
+		cut = min(max(cut, 0), len(body))
+		re := regexp.MustCompile(regexp.QuoteMeta(lit))
+		for _, r := range []string{string(same), repl} {
+			for _, scope := range []string{"global", "once"} {
+				conf, err := json.Marshal(map[string]any{"filters": []any{map[string]string{"regex": regexp.QuoteMeta(lit), "replace": r, "scope": scope}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := build(t, string(conf))
+				n := -1
+				if scope == "once" {
+					n = 1
+				}
+				want := strings.Replace(string(body), lit, r, n)
+				if utf8.Valid(body) && scope == "global" && re.ReplaceAllLiteralString(string(body), r) != want {
+					t.Fatalf("regexp and strings differ over %q", body)
+				}
+				c := plugintest.NewCtx("GET", "/hello")
+				if got := body2(p, c, body[:cut], body[cut:]); got != want {
+					t.Fatalf("%s %q → %q over %q | %q: %q, want %q", scope, lit, r, body[:cut], body[cut:], got, want)
+				}
+			}
+		}
+	})
+}
+
+// body2 is body for pieces of bytes, which may be any.
+func body2(p *plugins.Phases, c *plugintest.Ctx, pieces ...[]byte) string {
+	s := make([]string, 0, len(pieces)+1)
+	for _, b := range pieces {
+		s = append(s, string(b))
+	}
+	return body(p, c, append(s, "")...)
 }
