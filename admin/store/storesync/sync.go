@@ -50,11 +50,11 @@ type Options struct {
 	// CachePath is the local copy of the last good configuration; ""
 	// keeps none.
 	CachePath string
-	// Coalesce is the shortest time between two Specs (longer for a
-	// configuration whose Spec takes longer to build: ten times that): a
-	// change that comes after a quiet window is published at once, one
-	// that comes sooner waits for the rest of it with the changes that
-	// follow it; DefaultCoalesce when 0.
+	// Coalesce is the shortest time between two Specs: a change that
+	// comes after a quiet Coalesce is published at once, one that comes
+	// sooner waits for the rest of it with the changes that follow it
+	// (and a burst of changes to a configuration whose Spec takes long to
+	// build waits longer: pace); DefaultCoalesce when 0.
 	Coalesce time.Duration
 	// Retry is the wait between two tries to reach an unreachable store;
 	// DefaultRetry when 0.
@@ -627,25 +627,26 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 	ch := s.opts.Store.Watch(wctx, s.dir, s.rev+1)
 	var timer *time.Timer
 	var fire <-chan time.Time
-	var last time.Time // the last publication
-	window := s.opts.Coalesce
+	// last is when the last publication started; paced, when the next
+	// may start for the CPU the ones before it took (pace).
+	var last, paced time.Time
 	pending := false
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
-	// publish publishes, and sets the window after it from its CPU time:
-	// its wall clock, on the supervisor's CPUs beside the workers' loops
-	// and every other process of a busy machine, was five to ten times
-	// that, and held the next change back for hundreds of ms.
+	// publish publishes, and moves paced on by its CPU time: its wall
+	// clock, on the supervisor's CPUs beside the workers' loops and every
+	// other process of a busy machine, was five to ten times that, and
+	// held the next change back for hundreds of ms.
 	publish := func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		last = time.Now()
 		cpu := threadCPU()
 		s.publish(onChange, onError)
-		window = s.window(threadCPU() - cpu)
+		paced = pace(paced, last, threadCPU()-cpu)
 	}
 	for {
 		select {
@@ -677,10 +678,10 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 			if pending {
 				break
 			}
-			// A change after a quiet Coalesce is published at once; one
-			// that follows a publication closer than that waits for the
-			// rest of the window, with whatever else comes meanwhile.
-			wait := window - time.Since(last)
+			// A change Coalesce after the last publication, and within
+			// the pace's credit, is published at once; one that comes
+			// sooner waits, with whatever else comes meanwhile.
+			wait := max(s.opts.Coalesce-time.Since(last), time.Until(paced))
 			if wait <= 0 {
 				publish()
 				break
@@ -696,13 +697,26 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 	}
 }
 
-// window is the coalescing window after a publication that took d of CPU
-// time: at least Coalesce, and ten times the publication, so that a burst
-// of changes to a large configuration spends at most about a tenth of a
-// CPU building Specs, whatever its size (50 000 routes: a few
-// milliseconds each).
-func (s *Syncer) window(d time.Duration) time.Duration {
-	return max(s.opts.Coalesce, 10*d)
+// coalesceCredit is the pace's credit: publications that start after a
+// quiet coalesceCredit go out back to back while their CPU time adds up to
+// a tenth of it.
+const coalesceCredit = 250 * time.Millisecond
+
+// pace is when the next publication may start after one that started at
+// at and took d of CPU time, the one before it having been paced: ten
+// times d after paced, counted from no earlier than coalesceCredit before
+// at. A burst of changes to a large configuration so spends at most
+// about a tenth of a CPU building Specs, whatever its size (50 000
+// routes: a few milliseconds each), while a change that comes alone, or
+// one of a few, is published at once: a window of ten times the last
+// publication from its start held changes a publication apart (at 50 000
+// routes some 70 ms, bench admin's one at a time) for 15 ms in the
+// median and up to 55.
+func pace(paced, at time.Time, d time.Duration) time.Time {
+	if floor := at.Add(-coalesceCredit); paced.Before(floor) {
+		paced = floor
+	}
+	return paced.Add(10 * d)
 }
 
 // list reads the whole prefix into s.objs.
