@@ -34,8 +34,9 @@
 // resolve) refuses the whole configuration instead, the previous one
 // serving. The Spec, and its local copy, keep the references as stored,
 // never their values. Objects keep the order of their creation (etcd's create
-// revision), as the Admin API lists them; the Syncer keeps that order, and
-// each object's hash, from one Spec to the next.
+// revision), as the Admin API lists them; the Syncer keeps that order,
+// each object's hash and the hashes of chunks of unchanged objects from
+// one Spec to the next, so that a change hashes what it changed.
 //
 // Changes are coalesced without delaying a lone one: a change that comes
 // after a quiet window is published at once; the changes that follow it
