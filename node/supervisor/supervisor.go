@@ -763,7 +763,8 @@ func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic
 // BuildGap and BuildBurst pace the configurations pushed in a burst of
 // changes. Each build the workers report (the most CPU time one of them
 // spent on it, and the most CPU time its garbage costs a worker's
-// collector, as much again at 50 000 routes) moves the earliest time of
+// collector: a route changed at 50 000 routes, 5 ms and 12 ms for 3 MB)
+// moves the earliest time of
 // the next push on by BuildGap times its length, from no earlier than
 // BuildBurst ago. A worker builds
 // beside its event loop on the same CPU, so a long burst (a bulk load

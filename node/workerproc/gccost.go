@@ -1,6 +1,7 @@
 package workerproc
 
 import (
+	"runtime"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -14,12 +15,15 @@ import (
 // the whole live configuration (at 50 000 routes, some 200 MB), and it
 // comes once the builds have allocated the heap's headroom, so each build
 // is charged its share of the next one. The collector's CPU is the
-// runtime's estimate (/cpu/classes/gc/total), which counts its workers'
-// time on the P, more than the CPU they get on a worker's one CPU: the
-// pace errs towards fewer builds. Safe for concurrent use.
+// runtime's estimate (/cpu/classes/gc), less what is not the CPU's on a
+// worker's one CPU: the idle Ps' marking (a worker has Procs Ps, all on
+// one CPU; their idle marking is the CPU the loop left idle) and the
+// stop-the-world pauses counted once for each P. What is left counts
+// the mark workers' time on their P, more than the CPU they get beside a
+// busy loop: the pace errs towards fewer builds. Safe for concurrent use.
 type gcCost struct {
 	mu     sync.Mutex
-	sample [2]metrics.Sample
+	sample [4]metrics.Sample
 	// allocs and gc are the figures when the first configuration was
 	// applied (set): the start's own build, of the whole configuration
 	// into an empty heap, is left out of the rate.
@@ -32,6 +36,8 @@ func newGCCost() *gcCost {
 	c := &gcCost{}
 	c.sample[0].Name = "/gc/heap/allocs:bytes"
 	c.sample[1].Name = "/cpu/classes/gc/total:cpu-seconds"
+	c.sample[2].Name = "/cpu/classes/gc/mark/idle:cpu-seconds"
+	c.sample[3].Name = "/cpu/classes/gc/pause:cpu-seconds"
 	return c
 }
 
@@ -42,10 +48,16 @@ func (c *gcCost) read() (allocs uint64, gc float64) {
 	if c.sample[0].Value.Kind() == metrics.KindUint64 {
 		allocs = c.sample[0].Value.Uint64()
 	}
-	if c.sample[1].Value.Kind() == metrics.KindFloat64 {
-		gc = c.sample[1].Value.Float64()
+	var f [3]float64
+	for i := range f {
+		if v := c.sample[i+1].Value; v.Kind() == metrics.KindFloat64 {
+			f[i] = v.Float64()
+		}
 	}
-	return allocs, gc
+	// a pause is counted for every P; one thread's CPU is what it costs
+	// the worker's CPU
+	procs := float64(runtime.GOMAXPROCS(0))
+	return allocs, max(f[0]-f[1]-f[2]*(procs-1)/procs, 0)
 }
 
 // allocated returns the bytes allocated so far: a build's start.
