@@ -510,8 +510,9 @@ func TestConfigTestFlag(t *testing.T) {
 
 // TestReloadPacedByBuild: in a burst of Admin API changes the supervisor
 // pushes a configuration no sooner than supervisor.BuildGap times the
-// workers' last build (its CPU time) after they applied it, so that building takes a
-// bounded share of the workers' CPU; every change still arrives. A change
+// workers' last build (its CPU time, and the collector's its garbage
+// costs) after they applied it, so that building takes a bounded share of
+// the workers' CPU; every change still arrives. A change
 // after the burst goes to the worker as a Delta: the new route, not the
 // 3 000 it already has.
 func TestReloadPacedByBuild(t *testing.T) {
@@ -553,8 +554,8 @@ func TestReloadPacedByBuild(t *testing.T) {
 			return nil
 		})
 	}
-	// time=… msg="config reloaded" proc=supervisor routes=N workers=1 took=D build=D bytes=N build_cpu=D
-	re := regexp.MustCompile(`time=(\S+) level=INFO msg="config reloaded" proc=supervisor routes=(\d+) workers=1 took=(\S+) build=(\S+) bytes=(\d+) build_cpu=(\S+)`)
+	// time=… msg="config reloaded" proc=supervisor routes=N workers=1 took=D build=D bytes=N build_cpu=D gc_cpu=D garbage=N
+	re := regexp.MustCompile(`time=(\S+) level=INFO msg="config reloaded" proc=supervisor routes=(\d+) workers=1 took=(\S+) build=(\S+) bytes=(\d+) build_cpu=(\S+) gc_cpu=(\S+) garbage=\d+`)
 	type reload struct {
 		end, start time.Time
 		build      time.Duration
@@ -567,10 +568,12 @@ func TestReloadPacedByBuild(t *testing.T) {
 		for _, m := range re.FindAllStringSubmatch(g.out.String(), -1) {
 			end, err := time.Parse(time.RFC3339Nano, m[1])
 			took, err2 := time.ParseDuration(m[3])
-			build, err3 := time.ParseDuration(m[6]) // the CPU time the pace is made of
-			if err != nil || err2 != nil || err3 != nil {
-				t.Fatalf("log line %q: %v %v %v", m[0], err, err2, err3)
+			build, err3 := time.ParseDuration(m[6]) // the CPU times the pace is made of
+			gc, err4 := time.ParseDuration(m[7])
+			if err != nil || err2 != nil || err3 != nil || err4 != nil {
+				t.Fatalf("log line %q: %v %v %v %v", m[0], err, err2, err3, err4)
 			}
+			build += gc
 			rs = append(rs, reload{end: end, start: end.Add(-took), build: build})
 		}
 		// The earliest push moves on by BuildGap times each build, from no

@@ -57,3 +57,16 @@ func TestPaceByCPU(t *testing.T) {
 		t.Errorf("paced by %v without a CPU time, want the wall clock 400ms", got)
 	}
 }
+
+// TestPaceByGC: a build's pace counts the collector's CPU time its
+// garbage costs the workers (the most one reported), beside its own.
+func TestPaceByGC(t *testing.T) {
+	r := &pendingReload{build: 400 * time.Millisecond, buildCPU: 3 * time.Millisecond, gcCPU: 4 * time.Millisecond}
+	if got := r.paceBy(); got != 7*time.Millisecond {
+		t.Errorf("paced by %v, want the build's and the collector's CPU time, 7ms", got)
+	}
+	now := time.Now()
+	if p, want := nextPace(now.Add(-BuildBurst), now, r.paceBy()), now.Add(BuildGap*7*time.Millisecond-BuildBurst); !p.Equal(want) {
+		t.Errorf("after a quiet time the next push may come %v from now, want %v", p.Sub(now), want.Sub(now))
+	}
+}

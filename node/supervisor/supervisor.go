@@ -193,9 +193,14 @@ type pendingReload struct {
 	bytes   int           // the largest payload sent (a Delta is small)
 	err     string        // the first of those errors
 	// buildCPU is the most CPU time a worker's decode and compile took
-	// (AppliedMsg.BuildCPUUS), what the pace is made of; 0 when no
-	// worker said (one built before it was reported): build then.
+	// (AppliedMsg.BuildCPUUS), and gcCPU the most collector's CPU time a
+	// worker said its garbage costs (AppliedMsg.GCCPUUS): what the pace
+	// is made of; 0 when no worker said (one built before it was
+	// reported): build then. garbage is the most a worker's build
+	// allocated.
 	buildCPU time.Duration
+	gcCPU    time.Duration
+	garbage  uint64
 }
 
 // proc is one worker slot and the process currently in it.
@@ -757,8 +762,11 @@ func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic
 
 // BuildGap and BuildBurst pace the configurations pushed in a burst of
 // changes. Each build the workers report (the most CPU time one of them
-// spent on it) moves the earliest time of the next push on by BuildGap
-// times its length, from no earlier than BuildBurst ago. A worker builds
+// spent on it, and the most CPU time its garbage costs a worker's
+// collector: a route changed at 50 000 routes, 5 ms and 12 ms for 3 MB)
+// moves the earliest time of
+// the next push on by BuildGap times its length, from no earlier than
+// BuildBurst ago. A worker builds
 // beside its event loop on the same CPU, so a long burst (a bulk load
 // through the Admin API) takes at most about a fifth of that CPU for
 // builds, whatever the configuration's size, while changes that come one
@@ -773,11 +781,12 @@ const (
 	BuildBurst = 250 * time.Millisecond
 )
 
-// paceBy is the build the pace moves on by: its CPU time, or its wall
-// clock from workers that did not report that.
+// paceBy is the build the pace moves on by: its CPU time and the
+// collector's CPU time its garbage costs, or its wall clock from workers
+// that did not report those.
 func (r *pendingReload) paceBy() time.Duration {
 	if r.buildCPU > 0 {
-		return r.buildCPU
+		return r.buildCPU + r.gcCPU
 	}
 	return r.build
 }
@@ -846,7 +855,7 @@ func (s *Supervisor) checkReload() {
 		s.log.Error("config reload refused by workers", "routes", r.routes, "workers", n, "refused", r.refused, "took", took, "err", r.err)
 	} else {
 		s.log.Info("config reloaded", "routes", r.routes, "workers", n, "took", took, "build", r.build.String(), "bytes", r.bytes,
-			"build_cpu", r.buildCPU.String())
+			"build_cpu", r.buildCPU.String(), "gc_cpu", r.gcCPU.String(), "garbage", r.garbage)
 	}
 	if s.next != nil {
 		if wait := time.Until(s.paced); wait > 0 {
@@ -954,6 +963,8 @@ func (s *Supervisor) handle(ev event) {
 		if json.Unmarshal(ev.msg, &m) == nil && s.reload != nil {
 			s.reload.build = max(s.reload.build, time.Duration(m.BuildUS)*time.Microsecond)
 			s.reload.buildCPU = max(s.reload.buildCPU, time.Duration(m.BuildCPUUS)*time.Microsecond)
+			s.reload.gcCPU = max(s.reload.gcCPU, time.Duration(m.GCCPUUS)*time.Microsecond)
+			s.reload.garbage = max(s.reload.garbage, m.AllocBytes)
 		}
 		if m.Resync {
 			// It does not hold the configuration a Delta was made

@@ -461,7 +461,7 @@ func loopTurned(last, now uint64) bool {
 func applyConfig(w *worker.Worker, ctrl *control.Conn, t control.Type, payload []byte, held **spec.Spec, log *slog.Logger, yield func()) bool {
 	runtime.LockOSThread() // for threadcpu.Now; Background's and Foreground's f run so already
 	defer runtime.UnlockOSThread()
-	start, cpu := time.Now(), threadcpu.Now()
+	start, cpu, allocs := time.Now(), threadcpu.Now(), workerGCCost.allocated()
 	var s *spec.Spec
 	var err error
 	if t == control.Delta {
@@ -484,8 +484,10 @@ func applyConfig(w *worker.Worker, ctrl *control.Conn, t control.Type, payload [
 		_ = ctrl.Send(control.Applied, control.AppliedMsg{Error: err.Error()})
 		return false
 	}
-	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes), BuildUS: time.Since(start).Microseconds(),
-		BuildCPUUS: (threadcpu.Now() - cpu).Microseconds()})
+	built, builtCPU := time.Since(start), threadcpu.Now()-cpu
+	garbage, gcCPU := workerGCCost.of(allocs)
+	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes), BuildUS: built.Microseconds(),
+		BuildCPUUS: builtCPU.Microseconds(), AllocBytes: garbage, GCCPUUS: gcCPU.Microseconds()})
 	workerGC.applied()
 	return true
 }
@@ -500,3 +502,6 @@ const SmallDelta = 32 << 10
 
 // workerGC paces the worker process's garbage collector (gcpace.go).
 var workerGC = newGCPacer()
+
+// workerGCCost estimates the collector's cost of each build (gccost.go).
+var workerGCCost = newGCCost()

@@ -297,6 +297,10 @@ func TestRunServes(t *testing.T) {
 	if a.BuildCPUUS <= 0 || a.BuildCPUUS > a.BuildUS+1000 {
 		t.Errorf("Applied %+v: a build's CPU time is not counted, or more than its wall clock", a)
 	}
+	// and so is its garbage, which the collector's cost is charged by
+	if a.AllocBytes == 0 {
+		t.Errorf("Applied %+v: a build's allocations are not counted", a)
+	}
 	if status, body, err := w.get("/two"); err != nil || status != 200 || body != "origin /two" {
 		t.Fatalf("GET /two: %d %q %v", status, body, err)
 	}

@@ -90,6 +90,14 @@ type AppliedMsg struct {
 	// below its loop's priority on a busy machine waits many times its
 	// CPU time).
 	BuildCPUUS int64 `json:"build_cpu_us,omitempty"`
+	// AllocBytes is what that decode and compile allocated; GCCPUUS, in
+	// microseconds, the garbage collector's CPU time that costs the
+	// worker, at its collector's CPU per byte allocated so far (0 until it
+	// has collected since its first configuration): the rest of what a
+	// configuration costs the worker's CPU, which the supervisor paces by
+	// too.
+	AllocBytes uint64 `json:"alloc_bytes,omitempty"`
+	GCCPUUS    int64  `json:"gc_cpu_us,omitempty"`
 	// Resync says the worker could not apply a Delta (it does not hold
 	// the configuration it was made against) and wants the current one
 	// whole.

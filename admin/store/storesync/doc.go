@@ -34,17 +34,20 @@
 // resolve) refuses the whole configuration instead, the previous one
 // serving. The Spec, and its local copy, keep the references as stored,
 // never their values. Objects keep the order of their creation (etcd's create
-// revision), as the Admin API lists them; the Syncer keeps that order, and
-// each object's hash, from one Spec to the next.
+// revision), as the Admin API lists them; the Syncer keeps that order,
+// each object's hash and the hashes of chunks of unchanged objects from
+// one Spec to the next, so that a change hashes what it changed.
 //
 // Changes are coalesced without delaying a lone one: a change that comes
 // after a quiet window is published at once; the changes that follow it
 // within the window are applied together when it ends, so a burst costs
 // one Spec per window and the delay is bounded. The window is Coalesce
-// (5 ms by default), or ten times the last Spec's build (its CPU time,
-// not its wall clock, which a busy machine stretches many times) when that
-// is longer (a large configuration), so that a burst spends at most about
-// a tenth of a CPU on building.
+// (5 ms by default) from the last Spec's start, and for a large
+// configuration a pace of ten times each Spec's build (its CPU time, not
+// its wall clock, which a busy machine stretches many times) with a
+// credit of 250 ms: the first Specs of a burst go out back to back, and
+// then a burst spends at most about a tenth of a CPU on building, while
+// changes that come one at a time are each published at once.
 // Check reads the prefix once and returns every object the sync would
 // leave out, by key, instead of logging it (`coregate -t`).
 //

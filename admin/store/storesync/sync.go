@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -52,11 +53,11 @@ type Options struct {
 	// CachePath is the local copy of the last good configuration; ""
 	// keeps none.
 	CachePath string
-	// Coalesce is the shortest time between two Specs (longer for a
-	// configuration whose Spec takes longer to build: ten times that): a
-	// change that comes after a quiet window is published at once, one
-	// that comes sooner waits for the rest of it with the changes that
-	// follow it; DefaultCoalesce when 0.
+	// Coalesce is the shortest time between two Specs: a change that
+	// comes after a quiet Coalesce is published at once, one that comes
+	// sooner waits for the rest of it with the changes that follow it
+	// (and a burst of changes to a configuration whose Spec takes long to
+	// build waits longer: pace); DefaultCoalesce when 0.
 	Coalesce time.Duration
 	// Retry is the wait between two tries to reach an unreachable store;
 	// DefaultRetry when 0.
@@ -96,6 +97,9 @@ type Syncer struct {
 	// the lists of 50 000 routes and 20 000 upstreams were a third of a
 	// build's time.
 	sizes [3]int
+	// chunk is build's scratch: the objects of the chunk being hashed
+	// (specHasher).
+	chunk []*object
 	// valid: the last build's Spec passed spec.Check whole, nothing left
 	// out; since then the routes of changed were put (or replaced, or
 	// deleted), and nothing else changed unless recheck. foreign counts
@@ -213,6 +217,10 @@ type object struct {
 	// sum is the SHA-256 of key and the value as stored: the Spec's hash
 	// is made of them.
 	sum [32]byte
+	// chunk is the sum of the chunk of objects this one was last hashed
+	// in (specHasher), for a later build to take over while the chunk
+	// holds the same objects.
+	chunk *chunkSum
 }
 
 // byCreation orders objects by create revision, then key.
@@ -661,25 +669,26 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 	ch := s.opts.Store.Watch(wctx, s.dir, s.rev+1)
 	var timer *time.Timer
 	var fire <-chan time.Time
-	var last time.Time // the last publication
-	window := s.opts.Coalesce
+	// last is when the last publication started; paced, when the next
+	// may start for the CPU the ones before it took (pace).
+	var last, paced time.Time
 	pending := false
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
-	// publish publishes, and sets the window after it from its CPU time:
-	// its wall clock, on the supervisor's CPUs beside the workers' loops
-	// and every other process of a busy machine, was five to ten times
-	// that, and held the next change back for hundreds of ms.
+	// publish publishes, and moves paced on by its CPU time: its wall
+	// clock, on the supervisor's CPUs beside the workers' loops and every
+	// other process of a busy machine, was five to ten times that, and
+	// held the next change back for hundreds of ms.
 	publish := func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		last = time.Now()
 		cpu := threadcpu.Now()
 		s.publish(onChange, onError)
-		window = s.window(threadcpu.Now() - cpu)
+		paced = pace(paced, last, threadcpu.Now()-cpu)
 	}
 	for {
 		select {
@@ -711,10 +720,10 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 			if pending {
 				break
 			}
-			// A change after a quiet Coalesce is published at once; one
-			// that follows a publication closer than that waits for the
-			// rest of the window, with whatever else comes meanwhile.
-			wait := window - time.Since(last)
+			// A change Coalesce after the last publication, and within
+			// the pace's credit, is published at once; one that comes
+			// sooner waits, with whatever else comes meanwhile.
+			wait := max(s.opts.Coalesce-time.Since(last), time.Until(paced))
 			if wait <= 0 {
 				publish()
 				break
@@ -730,13 +739,26 @@ func (s *Syncer) follow(ctx context.Context, onChange func(*spec.Spec), onError 
 	}
 }
 
-// window is the coalescing window after a publication that took d of CPU
-// time: at least Coalesce, and ten times the publication, so that a burst
-// of changes to a large configuration spends at most about a tenth of a
-// CPU building Specs, whatever its size (50 000 routes: a few
-// milliseconds each).
-func (s *Syncer) window(d time.Duration) time.Duration {
-	return max(s.opts.Coalesce, 10*d)
+// coalesceCredit is the pace's credit: publications that start after a
+// quiet coalesceCredit go out back to back while their CPU time adds up to
+// a tenth of it.
+const coalesceCredit = 250 * time.Millisecond
+
+// pace is when the next publication may start after one that started at
+// at and took d of CPU time, the one before it having been paced: ten
+// times d after paced, counted from no earlier than coalesceCredit before
+// at. A burst of changes to a large configuration so spends at most
+// about a tenth of a CPU building Specs, whatever its size (50 000
+// routes: a few milliseconds each), while a change that comes alone, or
+// one of a few, is published at once: a window of ten times the last
+// publication from its start held changes a publication apart (at 50 000
+// routes some 70 ms, bench admin's one at a time) for 15 ms in the
+// median and up to 55.
+func pace(paced, at time.Time, d time.Duration) time.Time {
+	if floor := at.Add(-coalesceCredit); paced.Before(floor) {
+		paced = floor
+	}
+	return paced.Add(10 * d)
 }
 
 // list reads the whole prefix into s.objs.
@@ -1146,15 +1168,18 @@ func withID(raw []byte, key, id string) json.RawMessage {
 
 // build makes the Spec of s.objs: objects in creation order, those whose
 // references dangle left out (logged), Hash set. The objects are shared
-// with earlier Specs and never modified.
+// with earlier Specs and never modified (but for their chunk, the
+// Syncer's own).
 //
 // The Hash is not SetHash's (the SHA-256 of the Spec's JSON, some 20 ms
-// for 5 000 routes, paid on every change) but the SHA-256 of the SHA-256s
-// of the stored objects served (key and value), in order: the same store
-// content gives the same Hash, which is what a reader of Hash relies on
-// to skip a configuration it already has. Each object's is computed once,
-// when it is read, and the order is kept from one build to the next
-// (replace): a build of 5 000 routes neither sorts nor hashes them again.
+// for 5 000 routes, paid on every change) but specHasher's, made of the
+// SHA-256s of the stored objects served (key and value), in order: the
+// same store content gives the same Hash, which is what a reader of Hash
+// relies on to skip a configuration it already has. Each object's is
+// computed once, when it is read, the order is kept from one build to the
+// next (replace), and so are the sums of the chunks of objects that did
+// not change: a build of 50 000 routes neither sorts nor hashes them
+// again.
 func (s *Syncer) build() (*spec.Spec, error) {
 	if !s.sorted {
 		clear(s.order)
@@ -1174,15 +1199,16 @@ func (s *Syncer) build() (*spec.Spec, error) {
 	for range len(objs) + 1 {
 		sp := &spec.Spec{Routes: room[*spec.Route](s.sizes[0]), Services: room[*spec.Service](s.sizes[1]),
 			Upstreams: room[*spec.Upstream](s.sizes[2])}
-		h := sha256.New()
+		h := specHasher{top: sha256.New(), chunk: s.chunk[:0]}
 		for _, o := range objs {
 			if len(skip) > 0 && skip[o.kind+" "+o.id.String()] {
 				continue
 			}
 			if o.refusal != nil {
+				clear(h.chunk)
 				return nil, fmt.Errorf("config store: global rule %s refuses the configuration, which would serve every route without it: %w", o.id, o.refusal)
 			}
-			h.Write(o.sum[:])
+			h.add(o)
 			switch o.kind {
 			case spec.KindRoute:
 				sp.Routes = append(sp.Routes, o.route)
@@ -1217,7 +1243,7 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		if err == nil {
 			s.valid = len(skip) == 0
 			s.sizes = [3]int{len(sp.Routes), len(sp.Services), len(sp.Upstreams)}
-			h.Sum(sp.Hash[:0])
+			sp.Hash, s.chunk = h.sum(), h.chunk
 			if s.opts.Plugins != nil {
 				// Every object's plugins passed checkPlugins as it
 				// was read: the workers need not check them again.
@@ -1225,6 +1251,7 @@ func (s *Syncer) build() (*spec.Spec, error) {
 			}
 			return sp, nil
 		}
+		clear(h.chunk)
 		if !errors.As(err, &re) || skip[re.Kind+" "+re.ID] {
 			return nil, err
 		}
@@ -1235,6 +1262,85 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		skip[re.Kind+" "+re.ID] = true
 	}
 	return nil, errors.New("config store: references do not settle")
+}
+
+// specHasher makes a Spec's Hash from its objects, added in the order
+// they are served: the objects are cut into chunks, one ending after each
+// object whose sum begins with a zero byte (one in 256 on average) and
+// at the end, so that where the chunks are cut depends on the objects
+// alone; the Hash is the SHA-256 of the chunks' sums, each the SHA-256 of
+// its objects' sums. A chunk whose objects are those of a chunk hashed
+// before (each still has that chunkSum, and there are as many) takes its
+// sum over, so that a change to one object of 70 000 hashes one chunk
+// and the chunks' sums again. hashObjects makes the same Hash from
+// nothing. Not safe for concurrent use; build's alone.
+type specHasher struct {
+	top   hash.Hash
+	chunk []*object // the objects of the chunk being cut
+}
+
+// chunkSum is the sum of a chunk of n objects, each of which had it as
+// its chunk when it was made.
+type chunkSum struct {
+	n   int
+	sum [32]byte
+}
+
+// add adds the next object.
+func (h *specHasher) add(o *object) {
+	h.chunk = append(h.chunk, o)
+	if o.sum[0] == 0 {
+		h.cut()
+	}
+}
+
+// cut ends the chunk being cut: its sum taken over or made.
+func (h *specHasher) cut() {
+	if len(h.chunk) == 0 {
+		return
+	}
+	c := h.chunk[0].chunk
+	same := c != nil && c.n == len(h.chunk)
+	for _, o := range h.chunk {
+		if !same {
+			break
+		}
+		same = o.chunk == c
+	}
+	if !same {
+		c = &chunkSum{n: len(h.chunk)}
+		ch := sha256.New()
+		for _, o := range h.chunk {
+			ch.Write(o.sum[:])
+			o.chunk = c
+		}
+		ch.Sum(c.sum[:0])
+	}
+	h.top.Write(c.sum[:])
+	clear(h.chunk) // no object kept alive past the build
+	h.chunk = h.chunk[:0]
+}
+
+// sum ends the last chunk and returns the Hash.
+func (h *specHasher) sum() (out [32]byte) {
+	h.cut()
+	h.top.Sum(out[:0])
+	return out
+}
+
+// hashObjects is specHasher's Hash of objs, made from nothing.
+func hashObjects(objs []*object) (out [32]byte) {
+	top := sha256.New()
+	ch := sha256.New()
+	for i, o := range objs {
+		ch.Write(o.sum[:])
+		if o.sum[0] == 0 || i == len(objs)-1 {
+			top.Write(ch.Sum(nil))
+			ch.Reset()
+		}
+	}
+	top.Sum(out[:0])
+	return out
 }
 
 // room is an empty list with room for about n objects; nil for n 0.
