@@ -486,6 +486,7 @@ func applyConfig(w *worker.Worker, ctrl *control.Conn, t control.Type, payload [
 	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes), BuildUS: time.Since(start).Microseconds(),
 		BuildCPUUS: (worker.ThreadCPU() - cpu).Microseconds()})
 	workerGC.applied()
+	workerRelease.applied()
 	return true
 }
 
@@ -499,3 +500,7 @@ const SmallDelta = 32 << 10
 
 // workerGC paces the worker process's garbage collector (gcpace.go).
 var workerGC = newGCPacer()
+
+// workerRelease hands a worker's unused heap back once its
+// configurations stop coming (release.go).
+var workerRelease = &memRelease{quiet: releaseQuiet, min: releaseMin}
