@@ -20,7 +20,7 @@
 // Config or Delta beside the loop (worker.Background; a Delta of up to
 // SmallDelta at the loop's priority, worker.Foreground) and acknowledges
 // it with the build's time and CPU time, and drains on Drain, SIGTERM or
-// SIGINT. Once configurations stop coming for a second, it hands the heap
+// SIGINT. Once configurations stop coming for 5 s, it hands the heap
 // its builds left unused back to the system, when that is 32 MiB or more
 // (memRelease: a large configuration's).
 package workerproc

@@ -9,8 +9,12 @@ import (
 
 // releaseQuiet is how long a worker waits after a configuration it
 // applied, no other coming, before it hands back to the operating system
-// the heap its builds left unused (memRelease).
-const releaseQuiet = time.Second
+// the heap its builds left unused (memRelease). A release's collection
+// takes CPU from the worker's own CPU, beside its event loop: the wait is
+// long enough that a bulk load through the Admin API, whose builds come
+// every fraction of a second, is over (at one second, a load of 50 000
+// routes slowed by a machine at load 25 was released eight times).
+const releaseQuiet = 5 * time.Second
 
 // releaseMin is the least unused heap a release is made for: a large
 // configuration's (the pacer lets the heap of one of 64 MiB live or more
