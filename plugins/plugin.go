@@ -444,10 +444,15 @@ func (r *Registry) build(conf map[string]json.RawMessage, env Env, checked bool)
 // buildShared is build with the instances of the Shareable plugins whose
 // configurations hold no reference given by share when it is not nil.
 func (r *Registry) buildShared(conf map[string]json.RawMessage, env Env, checked bool, share Share) ([]Configured, error) {
-	out := make([]Configured, 0, len(conf))
 	// Name order: the same error first for the same configuration.
-	for _, name := range slices.Sorted(maps.Keys(conf)) {
-		raw := conf[name]
+	return r.buildList(spec.MakePluginList(conf), env, checked, share)
+}
+
+// buildList is buildShared of a configuration in name order.
+func (r *Registry) buildList(conf spec.PluginList, env Env, checked bool, share Share) ([]Configured, error) {
+	out := make([]Configured, 0, len(conf))
+	for _, pc := range conf {
+		name, raw := pc.Name, pc.Raw
 		e, p, ok := r.Lookup(name)
 		if !ok {
 			return nil, fmt.Errorf("%w [%s]", ErrUnknown, name)
@@ -489,6 +494,16 @@ func (r *Registry) BuildPhasesChecked(conf map[string]json.RawMessage, env Env, 
 // share (nil: each built anew).
 func (r *Registry) BuildPhasesShared(conf map[string]json.RawMessage, env Env, checked bool, share Share) (Phases, error) {
 	built, err := r.buildShared(conf, env, checked, share)
+	if err != nil {
+		return Phases{}, err
+	}
+	return NewPhases(built), nil
+}
+
+// BuildPhasesList is BuildPhasesShared of a configuration in the form a
+// worker keeps of a route's (spec.Route.PluginList).
+func (r *Registry) BuildPhasesList(conf spec.PluginList, env Env, checked bool, share Share) (Phases, error) {
+	built, err := r.buildList(conf, env, checked, share)
 	if err != nil {
 		return Phases{}, err
 	}

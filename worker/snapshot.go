@@ -826,10 +826,24 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		if svc != nil {
 			svcPlugins = svc.Plugins
 		}
-		conf := mergePlugins(r.Plugins, pcPlugins, svcPlugins)
+		// A route decoded by a worker keeps its plugins as a list
+		// (spec.Route.CompactPlugins), built as it is when it is the
+		// only layer; conf, the layers merged, is made where needed.
+		var conf map[string]json.RawMessage
+		var phases plugins.Phases
+		var err error
 		se.take()
 		routeShared = routeShared[:0]
-		phases, err := ps.reg.BuildPhasesShared(conf, ps.env, checked, share)
+		if r.PluginList != nil && len(pcPlugins) == 0 && len(svcPlugins) == 0 {
+			phases, err = ps.reg.BuildPhasesList(r.PluginList, ps.env, checked, share)
+		} else {
+			own := r.Plugins
+			if r.PluginList != nil {
+				own = r.PluginList.Map()
+			}
+			conf = mergePlugins(own, pcPlugins, svcPlugins)
+			phases, err = ps.reg.BuildPhasesShared(conf, ps.env, checked, share)
+		}
 		if err != nil {
 			if errors.Is(err, plugins.ErrReference) {
 				snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))
@@ -839,6 +853,9 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		}
 		var byConsumer map[*plugins.Consumer]*consumerPhases
 		if cons != nil && (authGlobal || hasAuth(ps.reg, phases.Plugins)) {
+			if conf == nil {
+				conf = r.PluginList.Map()
+			}
 			if byConsumer, err = consumerVariants(consumers, conf, phases.Plugins, ps, checked); err != nil {
 				if errors.Is(err, plugins.ErrReference) {
 					snap.refused = append(snap.refused, fmt.Errorf("route %s: %w", id, err))

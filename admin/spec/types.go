@@ -34,6 +34,9 @@ type Route struct {
 	Status          *int                       `json:"status,omitempty"`
 	CreateTime      int64                      `json:"create_time,omitempty"`
 	UpdateTime      int64                      `json:"update_time,omitempty"`
+	// PluginList is Plugins in the form a worker keeps (CompactPlugins),
+	// where Plugins is then nil; never written to JSON.
+	PluginList PluginList `json:"-"`
 }
 
 // Service is an APISIX v3 service object: defaults a route inherits.

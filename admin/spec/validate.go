@@ -87,6 +87,11 @@ func (r *Route) checkValues() error {
 	if e := checkPlugins(r.Plugins); e != nil {
 		return e
 	}
+	for _, p := range r.PluginList {
+		if e := checkPlugin(p.Name, p.Raw); e != nil {
+			return e
+		}
+	}
 	// APISIX's IPv6/CIDR pattern (schema_def.lua ip_def) accepts strings
 	// that name no prefix, such as ":/8" or "::/200"; a worker could not
 	// match them, so they are refused here with the schema's own message.
@@ -210,18 +215,25 @@ func (u *Upstream) checkConf() *ValidationError {
 // to check, each against its own schema (CompileSchema).
 func checkPlugins(plugins map[string]json.RawMessage) *ValidationError {
 	for _, name := range slices.Sorted(maps.Keys(plugins)) {
-		raw := bytes.TrimLeft(plugins[name], " \t\r\n")
-		if len(raw) > 0 && raw[0] == '{' {
-			continue // a stored RawMessage is well-formed JSON
-		}
-		got := "userdata"
-		if v, err := parseJSON(raw); err == nil {
-			got = v.luaType()
-		}
-		return &ValidationError{
-			Field: "plugins." + name,
-			Msg:   "failed to check the configuration of plugin " + name + " err: wrong type: expected object, got " + got,
+		if e := checkPlugin(name, plugins[name]); e != nil {
+			return e
 		}
 	}
 	return nil
+}
+
+// checkPlugin is checkPlugins' check of one plugin's configuration.
+func checkPlugin(name string, raw json.RawMessage) *ValidationError {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) > 0 && raw[0] == '{' {
+		return nil // a stored RawMessage is well-formed JSON
+	}
+	got := "userdata"
+	if v, err := parseJSON(raw); err == nil {
+		got = v.luaType()
+	}
+	return &ValidationError{
+		Field: "plugins." + name,
+		Msg:   "failed to check the configuration of plugin " + name + " err: wrong type: expected object, got " + got,
+	}
 }

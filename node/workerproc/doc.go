@@ -23,4 +23,7 @@
 // SIGINT. Its event loop runs on a thread of its own at worker.LoopNice
 // where the process may raise a thread's priority (CAP_SYS_NICE, as root),
 // above the collector's threads on the same CPU.
+// Once configurations stop coming for 5 s, it hands the heap
+// its builds left unused back to the system, when that is 32 MiB or more
+// (memRelease: a large configuration's).
 package workerproc

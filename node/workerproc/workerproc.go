@@ -489,6 +489,7 @@ func applyConfig(w *worker.Worker, ctrl *control.Conn, t control.Type, payload [
 	_ = ctrl.Send(control.Applied, control.AppliedMsg{Routes: len(s.Routes), BuildUS: built.Microseconds(),
 		BuildCPUUS: builtCPU.Microseconds(), AllocBytes: garbage, GCCPUUS: gcCPU.Microseconds()})
 	workerGC.applied()
+	workerRelease.applied()
 	return true
 }
 
@@ -505,3 +506,7 @@ var workerGC = newGCPacer()
 
 // workerGCCost estimates the collector's cost of each build (gccost.go).
 var workerGCCost = newGCCost()
+
+// workerRelease hands a worker's unused heap back once its
+// configurations stop coming (release.go).
+var workerRelease = &memRelease{quiet: releaseQuiet, min: releaseMin}

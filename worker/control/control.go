@@ -248,9 +248,7 @@ func DecodeSpec(payload []byte, each func()) (*spec.Spec, error) {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}
 	s.Checked = checked
-	for i := 1; i < len(s.Routes); i++ {
-		sharePlugins(s.Routes[i], s.Routes[i-1])
-	}
+	compactPlugins(s.Routes, nil)
 	if err := s.Check(); err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}

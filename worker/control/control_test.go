@@ -84,7 +84,8 @@ func fullSpec(t *testing.T) *spec.Spec {
 
 // TestConfigCarriesTheSpec: a Config frame carries every resource of the
 // Spec (consumers, plugin configs, global rules and consumer groups included) and its hash,
-// and decodes to an equal Spec, in the written forms.
+// and decodes to an equal Spec, in the written forms (the routes' plugins
+// a list, read as a map again).
 func TestConfigCarriesTheSpec(t *testing.T) {
 	s := fullSpec(t)
 	payload, err := EncodeSpec(s)
@@ -95,6 +96,14 @@ func TestConfigCarriesTheSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The worker keeps each route's plugins as a list
+	// (spec.Route.CompactPlugins): the Spec sent once made maps again.
+	for _, r := range got.Routes {
+		if r.Plugins != nil {
+			t.Errorf("route %s: its plugins decoded as a map, not a list", r.ID)
+		}
+	}
+	got = asSent(got)
 	if d := cmp.Diff(s, got); d != "" {
 		t.Fatalf("decoded spec (-sent +got):\n%s", d)
 	}

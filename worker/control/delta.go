@@ -348,11 +348,7 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 		return nil, errors.New("control: delta: base or hash missing")
 	}
 	if c := changes["routes"]; c != nil {
-		for _, i := range c.added { // in order: a route before may be one added
-			if i > 0 {
-				sharePlugins(s.Routes[i], s.Routes[i-1])
-			}
-		}
+		compactPlugins(s.Routes, c.added)
 	}
 	if deltaChecked(base, s, changes) {
 		return s, nil

@@ -33,9 +33,11 @@
 // object others may name was removed; a reference to a list the Delta
 // before kept whole looked up in that list's ids, kept with it). A worker
 // that cannot apply a Delta answers Applied with Resync and gets the
-// configuration whole. In both, a route decoded after one with a plugin
-// of the same configuration shares that configuration's bytes, and the
-// plugins' names, with it (routes loaded in bulk are mostly alike).
+// configuration whole. In both, a route's plugins are kept as a list
+// sorted by name (spec.Route.PluginList, its Plugins nil), and a route
+// decoded after one with a plugin of the same configuration shares that
+// configuration's bytes, and the plugins' names, with it (routes loaded
+// in bulk are mostly alike).
 //
 // A conversation: the supervisor sends Config at once; the worker listens
 // only after it holds that first complete configuration, then sends Ready.

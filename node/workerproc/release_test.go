@@ -1,0 +1,89 @@
+package workerproc
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+// TestMemRelease: once configurations stop coming for the quiet period,
+// a worker holding more unused heap than min hands it back to the
+// operating system, once for the period however many configurations
+// came before it; with less unused, it hands nothing back.
+func TestMemRelease(t *testing.T) {
+	quietWorkerGC(t)
+	quietWorkerRelease()
+	const quiet, min = 50 * time.Millisecond, 16 << 20
+	done := make(chan bool, 4)
+	r := &memRelease{quiet: quiet, min: min, done: func(released bool) { done <- released }}
+	wait := func() bool {
+		t.Helper()
+		select {
+		case b := <-done:
+			return b
+		case <-time.After(10 * time.Second):
+			t.Fatal("no release 10 s after the quiet period began")
+			return false
+		}
+	}
+
+	debug.FreeOSMemory()
+	if u := heapUnused(); u >= min {
+		t.Fatalf("%d bytes unused after a release", u)
+	}
+	r.applied()
+	if wait() {
+		t.Fatal("released with less than min unused")
+	}
+
+	// A build's garbage: 128 MiB, collected, its pages kept by the runtime.
+	keep := make([][]byte, 0, 128)
+	for range 128 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	runtime.KeepAlive(keep)
+	keep = nil
+	runtime.GC()
+	before := heapUnused()
+	if before < 2*min {
+		t.Fatalf("%d bytes unused after 128 MiB of garbage, want at least %d", before, 2*min)
+	}
+	rel := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(rel)
+	released0 := rel[0].Value.Uint64()
+	start := time.Now()
+	for range 3 { // each within the quiet period of the one before
+		r.applied()
+		time.Sleep(quiet / 5)
+	}
+	if !wait() {
+		t.Fatalf("%d bytes unused: not released", before)
+	}
+	if since := time.Since(start); since < quiet {
+		t.Errorf("released %v after the first configuration of three, want after the last's quiet period", since)
+	}
+	metrics.Read(rel)
+	after := heapUnused()
+	t.Logf("unused %d -> %d bytes, %d handed back", before, after, rel[0].Value.Uint64()-released0)
+	if after >= min || rel[0].Value.Uint64() < released0+uint64(before)/2 {
+		t.Errorf("unused %d -> %d bytes, released %d -> %d: not handed back", before, after, released0, rel[0].Value.Uint64())
+	}
+	select {
+	case b := <-done:
+		t.Errorf("a second release (%v) for one quiet period", b)
+	case <-time.After(3 * quiet):
+	}
+}
+
+// quietWorkerRelease stops the quiet period of the process's own
+// memRelease (workerRelease), which a Run earlier in the test binary may
+// have begun, so that its release does not come during a test's.
+func quietWorkerRelease() {
+	workerRelease.mu.Lock()
+	defer workerRelease.mu.Unlock()
+	if workerRelease.timer != nil {
+		workerRelease.timer.Stop()
+	}
+}
