@@ -297,10 +297,9 @@ func TestRunServes(t *testing.T) {
 	if a.BuildCPUUS <= 0 || a.BuildCPUUS > a.BuildUS+1000 {
 		t.Errorf("Applied %+v: a build's CPU time is not counted, or more than its wall clock", a)
 	}
-	// and so is its garbage, which the collector's cost is charged by
-	if a.AllocBytes == 0 {
-		t.Errorf("Applied %+v: a build's allocations are not counted", a)
-	}
+	// (its garbage, AllocBytes, is counted as the runtime counts small
+	// objects, a span at a time as a P's cache takes or returns one: a
+	// Delta of one route may read 0; TestGCCost counts builds of MiBs)
 	if status, body, err := w.get("/two"); err != nil || status != 200 || body != "origin /two" {
 		t.Fatalf("GET /two: %d %q %v", status, body, err)
 	}
