@@ -177,7 +177,9 @@ func cacheOrigin(t *testing.T, dir string, routes int) (int64, uint64) {
 // that did not change meanwhile serves its local copy at once, its
 // workers not waiting for etcd's objects to be decoded and checked, then
 // checks them and follows etcd: a route put after the restart is served,
-// and the copy written again holds it.
+// and the copy written again holds it. The node is stopped as soon as its
+// last change is served, within the second the local copy waits between
+// two writes: it writes the copy of that change as it stops.
 func TestEmbeddedEtcdRestartOnCopy(t *testing.T) {
 	t.Parallel()
 	up := textUpstream(t, "kept")
@@ -193,10 +195,16 @@ func TestEmbeddedEtcdRestartOnCopy(t *testing.T) {
 			t.Fatalf("PUT route %s: %d %s", id, r.status, r.body)
 		}
 	}
-	rev, _ := cacheOrigin(t, g.dir, 2)
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g.url("/r2"), "", nil, nil); r.status != 200 {
+			return fmt.Errorf("GET /r2 = %d", r.status)
+		}
+		return nil
+	})
 
 	g2 := g.restart(t, 1)
 	g2.waitLog(`msg="config store at the revision of the local copy`, 1, 10*time.Second)
+	rev, _ := cacheOrigin(t, g.dir, 2)
 	for _, path := range []string{"/r1", "/r2"} {
 		if r := do(t, c, "GET", g2.url(path), "", nil, nil); r.status != 200 || r.body != "kept" {
 			t.Fatalf("after the restart: GET %s = %d %q", path, r.status, r.body)

@@ -398,8 +398,13 @@ func (s *Supervisor) openSelector(slots int) {
 	s.log.Warn("eBPF socket selector unavailable, using a fallback", "err", err, "kind", s.selKind)
 }
 
+// WatchStopWait bounds how long Run, as it returns, waits for the
+// Source's Watch to end (and the store's sync to write its local copy).
+const WatchStopWait = 5 * time.Second
+
 // Run starts the workers and supervises them until ctx is done (graceful
-// stop) or a SIGQUIT (immediate stop). SIGHUP calls reload.
+// stop) or a SIGQUIT (immediate stop). SIGHUP calls reload. It returns
+// once the Source's Watch has too, or after WatchStopWait.
 func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) error {
 	defer func() {
 		if s.sel != nil {
@@ -418,17 +423,35 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 	defer signalStop(sigs)
 
 	wctx, cancelWatch := context.WithCancel(context.Background())
-	defer cancelWatch()
-	specs := make(chan *spec.Spec, 1)
-	go s.opts.Source.Watch(wctx, func(sp *spec.Spec) {
+	watched := make(chan struct{})
+	defer func() {
+		// The store's watch writes the local copy of the last
+		// configuration as it returns: a node stopped within a second of
+		// a change (the copy is written at most once per
+		// storesync.CacheEvery) left a copy behind the store, which its
+		// next start then could not serve at once.
+		cancelWatch()
+		t := time.NewTimer(WatchStopWait)
+		defer t.Stop()
 		select {
-		case <-specs:
-		default:
+		case <-watched:
+		case <-t.C:
+			s.log.Warn("config watch not ended: stopping without it", "waited", WatchStopWait)
 		}
-		specs <- sp
-	}, func(err error) {
-		s.log.Error("config refused, the previous one keeps serving", "err", err)
-	})
+	}()
+	specs := make(chan *spec.Spec, 1)
+	go func() {
+		defer close(watched)
+		s.opts.Source.Watch(wctx, func(sp *spec.Spec) {
+			select {
+			case <-specs:
+			default:
+			}
+			specs <- sp
+		}, func(err error) {
+			s.log.Error("config refused, the previous one keeps serving", "err", err)
+		})
+	}()
 
 	s.takeOver(s.orphans)
 	s.orphans = nil
