@@ -3,8 +3,6 @@ package storesync
 import (
 	"encoding/json"
 	"os"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +13,9 @@ import (
 // TestLoadServesCurrentCopy: a node started again on a store at the
 // revision of its local copy serves the copy, marked checked, without
 // decoding the store's objects first; Watch decodes them before it
-// follows the store, hands nothing on for the same configuration, leaves
-// the copy as it is, and a change after it holds every object read.
+// follows the store, once told the workers are ready (Started), hands
+// nothing on for the same configuration, leaves the copy as it is, and a
+// change after it holds every object read.
 func TestLoadServesCurrentCopy(t *testing.T) {
 	e := newEnv(t)
 	e.put("upstreams/u1", `{"nodes":{"127.0.0.1:1980":1}}`)
@@ -56,6 +55,11 @@ func TestLoadServesCurrentCopy(t *testing.T) {
 	}
 
 	e.watch(s)
+	time.Sleep(300 * time.Millisecond)
+	if s.ModifyIndexes() != nil || s.pending == nil {
+		t.Fatal("the store's read checked before the workers are ready (Started)")
+	}
+	s.Started()
 	deadline := time.Now().Add(30 * time.Second)
 	for s.ModifyIndexes() == nil { // set once Watch has decoded the read
 		if time.Now().After(deadline) {
@@ -188,6 +192,7 @@ func TestCurrentCopyRefusedNow(t *testing.T) {
 		t.Fatalf("Load: %v, routes %s, want the copy's [1 2] served at once", err, routeIDs(sp))
 	}
 	e.watch(s)
+	s.Started()
 	select {
 	case next := <-e.specs:
 		if routeIDs(next) != "[1]" {
@@ -208,44 +213,5 @@ func TestCurrentCopyRefusedNow(t *testing.T) {
 			t.Fatalf("the copy not replaced within 30 s: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// threadNice is the nice value of the calling thread.
-func threadNice() (int, error) {
-	b, err := os.ReadFile("/proc/thread-self/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command's closing parenthesis, from the
-	// third (state); nice is the 19th.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return strconv.Atoi(f[19-3])
-}
-
-// TestLower: lower puts its goroutine on a thread of that nice value, and
-// leaves the other threads as they were.
-func TestLower(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	own, err := threadNice()
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		nice int
-		err  error
-	}
-	got := make(chan result)
-	go func() {
-		lower(PendingNice)
-		n, err := threadNice()
-		got <- result{n, err}
-	}()
-	if r := <-got; r.err != nil || r.nice != max(own, PendingNice) {
-		t.Errorf("lowered thread at nice %d (%v), want %d", r.nice, r.err, max(own, PendingNice))
-	}
-	if n, err := threadNice(); err != nil || n != own {
-		t.Errorf("the caller's thread at nice %d (%v) after, was %d", n, err, own)
 	}
 }

@@ -70,10 +70,11 @@
 // workers start without waiting for the store's objects to be decoded and
 // checked: that revision names the same objects, which this build checked
 // when it wrote the copy. Watch decodes and checks them before it follows
-// the store, on threads at PendingNice below the workers' first build, and
-// hands their Spec on should it differ (an object refused now that was not
-// then, as one whose $env:// reference no longer resolves). A copy of
-// another build is written again, once, with this build's mark.
+// the store, once the workers are ready (Syncer.Started, at most
+// StartedWait later), and hands their Spec on should it differ (an object
+// refused now that was not then, as one whose $env:// reference no longer
+// resolves). A copy of another build is written again, once, with this
+// build's mark.
 //
 // A full read that finds the store at a lower revision, or in another
 // cluster (etcd rebuilt from nothing, restored from a backup, or another

@@ -77,8 +77,8 @@ type Options struct {
 }
 
 // Syncer follows a store and hands each new Spec on. Load, then Watch,
-// from one goroutine; Reachable, Revision, ModifyIndexes, Refusal and
-// FirstRead from any.
+// from one goroutine; Reachable, Revision, ModifyIndexes, Refusal,
+// FirstRead and Started from any.
 type Syncer struct {
 	opts Options
 	dir  string // <prefix>/
@@ -118,6 +118,9 @@ type Syncer struct {
 	// pending is the store's read at rev that Load left to Watch to
 	// decode (serveCopy): objs is empty until then.
 	pending []store.KV
+	// started is closed by Started.
+	started   chan struct{}
+	startOnce sync.Once
 
 	cluster      uint64 // the store's cluster id, as of the last full read (0: unknown)
 	served       origin // where the configuration served was read (0: nowhere yet)
@@ -336,7 +339,7 @@ func New(o Options) *Syncer {
 	}
 	s := &Syncer{opts: o, dir: o.Store.Prefix() + "/", objs: map[string]*object{}, mods: map[string]int64{},
 		modMax: map[string]int64{}, stale: map[string]bool{},
-		accept: o.AcceptReset, firstRead: make(chan struct{})}
+		accept: o.AcceptReset, firstRead: make(chan struct{}), started: make(chan struct{})}
 	s.refusal.Store(&ErrNotRead)
 	return s
 }
@@ -428,7 +431,7 @@ func (s *Syncer) Load() (*spec.Spec, error) {
 		return s.serveCopy(cached, kvs, rev), nil
 	}
 	if err == nil {
-		s.load(kvs, rev, 0)
+		s.load(kvs, rev)
 		sp, err := s.build()
 		if err != nil {
 			return nil, err
@@ -482,10 +485,10 @@ func (s *Syncer) current(c *cacheFile, rev int64) bool {
 // start on it at once, without waiting for the decode and check of kvs
 // (at 50 000 routes and 20 000 upstreams two seconds of the supervisor's
 // CPUs, before the workers' own build). Watch decodes and checks kvs first
-// (checkPending), as Load would have, beside the workers' start, and
-// hands on the Spec they give should it differ from the copy: an object
-// refused now that was not when the copy was written, as one whose
-// $env:// reference this process cannot resolve.
+// (checkPending), as Load would have, once the workers are ready
+// (Started), and hands on the Spec they give should it differ from the
+// copy: an object refused now that was not when the copy was written, as
+// one whose $env:// reference this process cannot resolve.
 func (s *Syncer) serveCopy(c *cacheFile, kvs []store.KV, rev int64) *spec.Spec {
 	s.pending, s.rev, s.accept = kvs, rev, false
 	s.served = origin{rev, s.cluster}
@@ -500,21 +503,22 @@ func (s *Syncer) serveCopy(c *cacheFile, kvs []store.KV, rev int64) *spec.Spec {
 }
 
 // checkPending decodes and checks the store's objects Load read and left
-// to Watch (serveCopy), on threads below the workers' priority (PendingNice),
-// and hands their Spec on should it differ from the copy served.
-func (s *Syncer) checkPending(onChange func(*spec.Spec), onError func(error)) {
+// to Watch (serveCopy), once the workers started on the copy are ready
+// (Started) or StartedWait has passed, and hands their Spec on should it
+// differ from the copy served.
+func (s *Syncer) checkPending(ctx context.Context, onChange func(*spec.Spec), onError func(error)) {
+	t := time.NewTimer(StartedWait)
+	defer t.Stop()
+	select {
+	case <-s.started:
+	case <-t.C:
+	case <-ctx.Done():
+		return
+	}
 	kvs := s.pending
 	s.pending = nil
-	var sp *spec.Spec
-	var err error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		lower(PendingNice)
-		s.load(kvs, s.rev, PendingNice)
-		sp, err = s.build()
-	}()
-	<-done
+	s.load(kvs, s.rev)
+	sp, err := s.build()
 	if err != nil {
 		onError(err) // the copy keeps serving, as a refused change leaves the one before
 		return
@@ -528,21 +532,20 @@ func (s *Syncer) checkPending(onChange func(*spec.Spec), onError func(error)) {
 	s.handOn(sp, onChange)
 }
 
-// PendingNice is the nice value of the threads that check the store's
-// objects after a start on a current local copy (checkPending): the
-// workers build their first configuration at nice 0 meanwhile, and a
-// worker's CPU goes to its build ten to one.
-const PendingNice = 10
+// StartedWait bounds how long Watch waits for Started before it checks
+// the store's objects behind a local copy served at once (serveCopy).
+const StartedWait = 10 * time.Second
 
-// lower puts the calling goroutine on a thread of its own at nice value
-// nice for the rest of its life: the thread is never handed back (a
-// process may not raise its threads' priority again), and the runtime
-// ends it when the goroutine returns. setpriority(PRIO_PROCESS, 0) is the
-// calling thread on Linux.
-func lower(nice int) {
-	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, 0, nice)
-}
+// Started tells the Syncer that the workers started on the configuration
+// Load returned are ready: the store's objects left to Watch by a start on
+// the local copy are checked from then on (checkPending). Until then they
+// wait, so that the check (at 50 000 routes two seconds of the
+// supervisor's CPUs) does not take the CPUs from the workers' first
+// build, nor every P of the supervisor from the goroutine that sends the
+// workers their configuration, a socket buffer at a time (it took the
+// first worker 3.5-5.7 s to get it, 0.1 s otherwise). Safe for concurrent
+// use; calls after the first do nothing.
+func (s *Syncer) Started() { s.startOnce.Do(func() { close(s.started) }) }
 
 // Check reads the whole prefix once, as Load does but with no local
 // copy, and returns the number of objects that pass their own checks,
@@ -654,7 +657,7 @@ func (s *Syncer) Watch(ctx context.Context, onChange func(*spec.Spec), onError f
 		<-written
 	}()
 	if s.pending != nil {
-		s.checkPending(onChange, onError)
+		s.checkPending(ctx, onChange, onError)
 	}
 	for ctx.Err() == nil {
 		if s.rev == 0 {
@@ -805,7 +808,7 @@ func (s *Syncer) list(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.load(kvs, rev, 0)
+	s.load(kvs, rev)
 	return nil
 }
 
@@ -835,9 +838,8 @@ func (s *Syncer) read(ctx context.Context) ([]store.KV, int64, error) {
 	return kvs, rev, nil
 }
 
-// load decodes kvs, the whole prefix read at revision rev, into s.objs;
-// with nice > 0 its decodes run on threads of that nice value (decodeAll).
-func (s *Syncer) load(kvs []store.KV, rev int64, nice int) {
+// load decodes kvs, the whole prefix read at revision rev, into s.objs.
+func (s *Syncer) load(kvs []store.KV, rev int64) {
 	clear(s.objs)
 	s.valid, s.foreign = false, 0
 	s.clearMods()
@@ -855,7 +857,7 @@ func (s *Syncer) load(kvs []store.KV, rev int64, nice int) {
 	// The others' decodes and plugin checks, which read nothing of s but
 	// the secrets now put, on every CPU (at start, 50 000 routes took
 	// 1.8 s of CPU on one), then put in order.
-	pre := s.decodeAll(kvs, secrets, nice)
+	pre := s.decodeAll(kvs, secrets)
 	for i, kv := range kvs {
 		if !strings.HasPrefix(kv.Key, secrets) {
 			s.prevIdx = max(s.prevIdx, kv.ModRevision)
@@ -873,10 +875,8 @@ type decodedKV struct {
 }
 
 // decodeAll decodes and checks the objects of kvs outside secrets, on
-// GOMAXPROCS goroutines; the result is indexed as kvs. With nice > 0 each
-// goroutine runs on a thread of its own at that nice value, ended with it
-// (lowered).
-func (s *Syncer) decodeAll(kvs []store.KV, secrets string, nice int) []decodedKV {
+// GOMAXPROCS goroutines; the result is indexed as kvs.
+func (s *Syncer) decodeAll(kvs []store.KV, secrets string) []decodedKV {
 	out := make([]decodedKV, len(kvs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -884,9 +884,6 @@ func (s *Syncer) decodeAll(kvs []store.KV, secrets string, nice int) []decodedKV
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if nice > 0 {
-				lower(nice)
-			}
 			for {
 				i := int(next.Add(64)) - 64
 				if i >= len(kvs) {
