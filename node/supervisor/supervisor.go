@@ -39,6 +39,8 @@ type Reload struct {
 }
 
 // Source is where the configuration comes from (the standalone file, etcd).
+// One that has a method Started() is told, from Run's goroutine, once every
+// worker of the start is ready (storesync.Syncer.Started).
 type Source interface {
 	// Load reads the configuration once.
 	Load() (*spec.Spec, error)
@@ -183,6 +185,9 @@ type Supervisor struct {
 	// statusKeys are the SHA-256 of the keys the status pages take on
 	// an export address other than loopback (SetStatusKeys).
 	statusKeys [][sha256.Size]byte
+	// startedTold: the Source was told every worker of the start is
+	// ready (Source).
+	startedTold bool
 }
 
 type pendingReload struct {
@@ -537,6 +542,16 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 		}
 		s.countLive()
 	}
+}
+
+// allReady reports whether every worker slot holds a ready process.
+func (s *Supervisor) allReady() bool {
+	for _, p := range s.workers {
+		if !p.ready {
+			return false
+		}
+	}
+	return true
 }
 
 // roll replaces every running worker with a new process that reads the
@@ -963,6 +978,12 @@ func (s *Supervisor) handle(ev event) {
 			p.diedAt = time.Time{}
 		default:
 			s.log.Info("worker ready", "id", p.id, "pid", p.pid, "cpu", p.cpu)
+		}
+		if !s.startedTold && s.allReady() {
+			s.startedTold = true
+			if st, ok := s.opts.Source.(interface{ Started() }); ok {
+				st.Started()
+			}
 		}
 		if p.rollAgain && !s.stopping && !p.retired {
 			// config.yaml changed while it started
