@@ -495,7 +495,7 @@ func (s *Syncer) serveCopy(c *cacheFile, kvs []store.KV, rev int64) *spec.Spec {
 	s.refusal.Store(nil)
 	s.readOnce.Do(func() { close(s.firstRead) })
 	s.revision.Store(rev)
-	s.opts.Log.Info("config store at the revision of the local copy: the copy served, the store's objects checked beside the workers' start",
+	s.opts.Log.Info("config store at the revision of the local copy: the copy served at once, the store's objects checked once the workers are ready",
 		"revision", rev, "routes", len(c.Spec.Routes))
 	sp := c.Spec
 	sp.Checked = c.checked
