@@ -272,6 +272,51 @@ func TestMarshalReusesSetHash(t *testing.T) {
 	}
 }
 
+// TestUnmarshalKept: a Spec read with UnmarshalKept is the one written,
+// and is written again as the bytes it was read from, kept, not encoded
+// anew (a space the encoder never writes tells them apart); a Spec
+// without a hash keeps nothing.
+func TestUnmarshalKept(t *testing.T) {
+	r, err := DecodeRoute([]byte(`{"id":"k1","uri":"/kept","upstream":{"nodes":{"127.0.0.1:80":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Spec{Routes: []*Route{r}}
+	h := s.SetHash()
+	b, err := s.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded = encodings{} // as in a process that never encoded it
+	defer func() { encoded = encodings{} }()
+	read := append([]byte("{ "), b[1:]...)
+	var got Spec
+	if err := UnmarshalKept(read, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Hash != h || len(got.Routes) != 1 || got.Routes[0].URI != "/kept" {
+		t.Fatalf("read back: hash %x, routes %d", got.Hash, len(got.Routes))
+	}
+	again, err := got.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(read) {
+		t.Errorf("written again as\n%s\nwant the bytes read\n%s", again, read)
+	}
+
+	encoded = encodings{}
+	var bare Spec
+	if err := UnmarshalKept([]byte(`{"routes":[{"id":"k1","uri":"/kept"}]}`), &bare); err != nil || bare.Hash != ([32]byte{}) {
+		t.Fatalf("without a hash: %v, hash %x", err, bare.Hash)
+	}
+	for _, en := range encoded.ents {
+		if en != nil {
+			t.Errorf("a Spec without a hash kept an encoding: %x", en.hash)
+		}
+	}
+}
+
 // TestUnmarshalEach: UnmarshalEach (and UnmarshalJSON, which is it)
 // decodes what MarshalJSON writes into the Spec written, calling each once
 // per object, and refuses what is not a Spec's JSON.

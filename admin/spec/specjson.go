@@ -109,6 +109,22 @@ func (s Spec) marshalFields() ([]byte, error) {
 // references between them (Check does) nor that Hash matches the content.
 func (s *Spec) UnmarshalJSON(b []byte) error { return UnmarshalEach(b, s, nil) }
 
+// UnmarshalKept reads what MarshalJSON wrote into s, as UnmarshalJSON
+// does, and keeps b as the JSON form of the Hash it holds (see encoded),
+// so that the Spec read is written again (MarshalJSON) without being
+// encoded anew: a node started on its local copy sends it whole to every
+// worker it starts. b is kept, shared: the caller must not modify it.
+// For bytes MarshalJSON wrote, whose hash names their content.
+func UnmarshalKept(b []byte, s *Spec) error {
+	if err := UnmarshalEach(b, s, nil); err != nil {
+		return err
+	}
+	if s.Hash != ([32]byte{}) {
+		_, _ = encoded.do(s.Hash, func() ([]byte, error) { return b, nil })
+	}
+	return nil
+}
+
 // UnmarshalEach reads what MarshalJSON writes into s, one object at a
 // time, and calls each, if not nil, after every one: a worker decoding a
 // large configuration beside its event loop gives the loop its turn there

@@ -173,6 +173,65 @@ func cacheOrigin(t *testing.T, dir string, routes int) (int64, uint64) {
 	return rev, cluster
 }
 
+// TestEmbeddedEtcdRestartOnCopy: a node started again on an embedded etcd
+// that did not change meanwhile serves its local copy at once, its
+// workers not waiting for etcd's objects to be decoded and checked, then
+// checks them and follows etcd: a route put after the restart is served,
+// and the copy written again holds it. The node is stopped as soon as its
+// last change is served, within the second the local copy waits between
+// two writes: it writes the copy of that change as it stops.
+func TestEmbeddedEtcdRestartOnCopy(t *testing.T) {
+	t.Parallel()
+	up := textUpstream(t, "kept")
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	c := newClient(t)
+	admin := legacyAdmin(adminPort)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
+	}
+	// One change, served (its copy written at once), then another,
+	// served within the second the copy waits before it is written again.
+	for _, id := range []string{"1", "2"} {
+		if r := admin.do(t, c, "PUT", "routes/"+id, route("/r"+id)); r.status != 201 {
+			t.Fatalf("PUT route %s: %d %s", id, r.status, r.body)
+		}
+		eventually(t, 10*time.Second, func() error {
+			if r := do(t, c, "GET", g.url("/r"+id), "", nil, nil); r.status != 200 {
+				return fmt.Errorf("GET /r%s = %d", id, r.status)
+			}
+			return nil
+		})
+	}
+	// No connection kept alive: the workers' drain ends at once, and the
+	// copy is not written by then for its wait.
+	c.CloseIdleConnections()
+
+	g2 := g.restart(t, 1)
+	g2.waitLog(`msg="config store at the revision of the local copy`, 1, 10*time.Second)
+	rev, _ := cacheOrigin(t, g.dir, 2)
+	for _, path := range []string{"/r1", "/r2"} {
+		if r := do(t, c, "GET", g2.url(path), "", nil, nil); r.status != 200 || r.body != "kept" {
+			t.Fatalf("after the restart: GET %s = %d %q", path, r.status, r.body)
+		}
+	}
+	if r := admin.do(t, c, "PUT", "routes/3", route("/r3")); r.status != 201 {
+		t.Fatalf("PUT route 3 after the restart: %d %s", r.status, r.body)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := do(t, c, "GET", g2.url("/r3"), "", nil, nil); r.status != 200 || r.body != "kept" {
+			return fmt.Errorf("GET /r3 = %d %q", r.status, r.body)
+		}
+		return nil
+	})
+	if r3, _ := cacheOrigin(t, g.dir, 3); r3 <= rev {
+		t.Errorf("local copy at revision %d after a change, want past %d", r3, rev)
+	}
+	if out := g2.out.String(); strings.Contains(out, "differ from the local copy") || strings.Contains(out, "invalid object") {
+		t.Errorf("etcd's objects checked after the restart differ from the copy:\n%s", out)
+	}
+}
+
 // TestEmbeddedEtcdMemberLost: a node whose embedded etcd lost its member/
 // directory starts from its local copy, not from the empty store, says so
 // at ERROR with both origins, keeps the copy as it was and refuses Admin

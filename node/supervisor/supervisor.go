@@ -39,6 +39,8 @@ type Reload struct {
 }
 
 // Source is where the configuration comes from (the standalone file, etcd).
+// One that has a method Started() is told, from Run's goroutine, once every
+// worker of the start is ready (storesync.Syncer.Started).
 type Source interface {
 	// Load reads the configuration once.
 	Load() (*spec.Spec, error)
@@ -183,6 +185,9 @@ type Supervisor struct {
 	// statusKeys are the SHA-256 of the keys the status pages take on
 	// an export address other than loopback (SetStatusKeys).
 	statusKeys [][sha256.Size]byte
+	// startedTold: the Source was told every worker of the start is
+	// ready (Source).
+	startedTold bool
 }
 
 type pendingReload struct {
@@ -403,8 +408,13 @@ func (s *Supervisor) openSelector(slots int) {
 	s.log.Warn("eBPF socket selector unavailable, using a fallback", "err", err, "kind", s.selKind)
 }
 
+// WatchStopWait bounds how long Run, as it returns, waits for the
+// Source's Watch to end (and the store's sync to write its local copy).
+const WatchStopWait = 5 * time.Second
+
 // Run starts the workers and supervises them until ctx is done (graceful
-// stop) or a SIGQUIT (immediate stop). SIGHUP calls reload.
+// stop) or a SIGQUIT (immediate stop). SIGHUP calls reload. It returns
+// once the Source's Watch has too, or after WatchStopWait.
 func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) error {
 	defer func() {
 		if s.sel != nil {
@@ -423,17 +433,35 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 	defer signalStop(sigs)
 
 	wctx, cancelWatch := context.WithCancel(context.Background())
-	defer cancelWatch()
-	specs := make(chan *spec.Spec, 1)
-	go s.opts.Source.Watch(wctx, func(sp *spec.Spec) {
+	watched := make(chan struct{})
+	defer func() {
+		// The store's watch writes the local copy of the last
+		// configuration as it returns: a node stopped within a second of
+		// a change (the copy is written at most once per
+		// storesync.CacheEvery) left a copy behind the store, which its
+		// next start then could not serve at once.
+		cancelWatch()
+		t := time.NewTimer(WatchStopWait)
+		defer t.Stop()
 		select {
-		case <-specs:
-		default:
+		case <-watched:
+		case <-t.C:
+			s.log.Warn("config watch not ended: stopping without it", "waited", WatchStopWait)
 		}
-		specs <- sp
-	}, func(err error) {
-		s.log.Error("config refused, the previous one keeps serving", "err", err)
-	})
+	}()
+	specs := make(chan *spec.Spec, 1)
+	go func() {
+		defer close(watched)
+		s.opts.Source.Watch(wctx, func(sp *spec.Spec) {
+			select {
+			case <-specs:
+			default:
+			}
+			specs <- sp
+		}, func(err error) {
+			s.log.Error("config refused, the previous one keeps serving", "err", err)
+		})
+	}()
 
 	s.takeOver(s.orphans)
 	s.orphans = nil
@@ -519,6 +547,16 @@ func (s *Supervisor) Run(ctx context.Context, reload func() (Reload, error)) err
 		}
 		s.countLive()
 	}
+}
+
+// allReady reports whether every worker slot holds a ready process.
+func (s *Supervisor) allReady() bool {
+	for _, p := range s.workers {
+		if !p.ready {
+			return false
+		}
+	}
+	return true
 }
 
 // roll replaces every running worker with a new process that reads the
@@ -949,6 +987,12 @@ func (s *Supervisor) handle(ev event) {
 			p.diedAt = time.Time{}
 		default:
 			s.log.Info("worker ready", "id", p.id, "pid", p.pid, "cpu", p.cpu)
+		}
+		if !s.startedTold && s.allReady() {
+			s.startedTold = true
+			if st, ok := s.opts.Source.(interface{ Started() }); ok {
+				st.Started()
+			}
 		}
 		if p.rollAgain && !s.stopping && !p.retired {
 			// config.yaml changed while it started

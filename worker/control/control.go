@@ -214,7 +214,10 @@ func (c *Conn) Close() error { return c.c.Close() }
 // payload's first member, "checked" (hex), which is not part of the Spec's
 // own JSON form.
 func EncodeSpec(s *spec.Spec) ([]byte, error) {
-	b, err := json.Marshal(s)
+	// MarshalJSON itself, not through json.Marshal, which compacts and
+	// checks the whole of what it returns again (at 50 000 routes 14 MB,
+	// 80-100 ms of CPU).
+	b, err := s.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("control: config: %w", err)
 	}

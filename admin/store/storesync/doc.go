@@ -69,7 +69,20 @@
 // node whose etcd cannot be reached at start serves that copy until etcd
 // answers.
 //
-// The copy records the store revision and etcd cluster id it was read at.
+// The copy records the store revision and etcd cluster id it was read at,
+// and the Checked mark of its Spec (the fingerprint of the plugin registry
+// that checked it). A node started again on a store that answers at the
+// copy's revision of the copy's cluster, by the same build (the same
+// fingerprint), serves the copy at once, marked checked, so that its
+// workers start without waiting for the store's objects to be decoded and
+// checked: that revision names the same objects, which this build checked
+// when it wrote the copy. Watch decodes and checks them before it follows
+// the store, once the workers are ready (Syncer.Started, at most
+// StartedWait later), and hands their Spec on should it differ (an object
+// refused now that was not then, as one whose $env:// reference no longer
+// resolves). A copy of another build is written again, once, with this
+// build's mark.
+//
 // A full read that finds the store at a lower revision, or in another
 // cluster (etcd rebuilt from nothing, restored from a backup, or another
 // one configured), holding another configuration, is of a reset store

@@ -969,7 +969,9 @@ func TestLoadDecodesInParallel(t *testing.T) {
 		}
 	}
 	followed := e.next("[" + strings.Join(want, " ") + "]")
-	sp, err := e.syncer().Load()
+	// No local copy: the follower's, were it written at this revision,
+	// would be served instead of the read decoded (serveCopy).
+	sp, err := New(Options{Store: e.store, Plugins: plugins.Default, Log: testLog(t)}).Load()
 	if err != nil {
 		t.Fatal(err)
 	}
