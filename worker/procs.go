@@ -36,6 +36,6 @@ package worker
 // for idle mark workers, so that up to three threads mark beside the
 // loop's on its CPU (at 50 000 routes, a 150 MB heap, four mark workers
 // ran at once in bench admin's trace of a bulk load, for cycles of 107
-// and 129 ms). That is why the loop's thread runs above the others
-// (LoopNice) where the process may raise it.
+// and 129 ms). Config.LoopNice can rank the loop's thread above them;
+// worker processes leave it at 0 (see LoopNice).
 const Procs = 4

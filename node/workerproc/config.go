@@ -31,7 +31,6 @@ func workerConfig(nc *nodeconf.Config, log *slog.Logger) worker.Config {
 		MaxConns:           nc.NginxConfig.WorkerConnections,
 		ShowUpstreamStatus: nc.APISIX.ShowUpstreamStatusInResponseHeader,
 		Logger:             log,
-		LoopNice:           worker.LoopNice,
 		UpstreamKeepalive: worker.Keepalive{
 			Size:     nc.NginxConfig.HTTP.Upstream.Keepalive,
 			Idle:     nc.NginxConfig.HTTP.Upstream.KeepaliveTimeout,

@@ -18,12 +18,9 @@
 // Ready, then reports its counters every control.StatsEvery for as long
 // as its event loop turns (the supervisor's heartbeat), applies each
 // Config or Delta beside the loop (worker.Background; a Delta of up to
-// SmallDelta at the process's priority, worker.Foreground) and acknowledges
+// SmallDelta at the loop's priority, worker.Foreground) and acknowledges
 // it with the build's time and CPU time, and drains on Drain, SIGTERM or
-// SIGINT. Its event loop runs on a thread of its own at worker.LoopNice
-// where the process may raise a thread's priority (CAP_SYS_NICE, as root),
-// above the collector's threads on the same CPU.
-// Once configurations stop coming for 5 s, it hands the heap
+// SIGINT. Once configurations stop coming for 5 s, it hands the heap
 // its builds left unused back to the system, when that is 32 MiB or more
 // (memRelease: a large configuration's).
 package workerproc

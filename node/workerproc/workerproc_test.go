@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,6 @@ import (
 	"coregate/internal/e2e"
 	"coregate/internal/syncbuf"
 	"coregate/node"
-	"coregate/worker"
 	"coregate/worker/control"
 )
 
@@ -259,8 +257,6 @@ func more(t *testing.T, base *spec.Spec, origin string, uris ...string) *spec.Sp
 // and on Drain stops listening and returns.
 func TestRunServes(t *testing.T) {
 	origin := upstream(t)
-	// the main thread, where the loop of a Run before may have ended
-	raised := threadsAtNice(t, worker.LoopNice)
 	w := startWorker(t, false)
 	time.Sleep(100 * time.Millisecond) // Run is waiting for its configuration
 	for _, p := range []int{w.port, w.tls} {
@@ -302,18 +298,6 @@ func TestRunServes(t *testing.T) {
 	// Delta of one route may read 0; TestGCCost counts builds of MiBs)
 	if status, body, err := w.get("/two"); err != nil || status != 200 || body != "origin /two" {
 		t.Fatalf("GET /two: %d %q %v", status, body, err)
-	}
-	// Once the loop ticks, its thread is at worker.LoopNice, or the log
-	// says why not (a process that may not raise a thread's priority).
-	refused := func() bool { return strings.Contains(w.log.String(), "event loop left at the process's priority") }
-	n := 0
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if n = threadsAtNice(t, worker.LoopNice); n == raised+1 || refused() {
-			break
-		}
-	}
-	if n != raised+1 && !refused() {
-		t.Errorf("%d threads at nice %d, want %d and the event loop's, or its refusal in the log", n, worker.LoopNice, raised)
 	}
 
 	// The heartbeat counts what was served: two connections, two requests.
@@ -528,26 +512,4 @@ func TestLoopTurned(t *testing.T) {
 			t.Errorf("loopTurned(%d, %d) = %v, want %v", c.last, c.now, got, c.want)
 		}
 	}
-}
-
-// threadsAtNice counts the threads of this process at nice value nice.
-func threadsAtNice(t *testing.T, nice int) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
-		if err != nil {
-			continue // ended meanwhile
-		}
-		// the fields after the command's closing parenthesis; nice is field 19
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		if len(f) > 16 && f[16] == strconv.Itoa(nice) {
-			n++
-		}
-	}
-	return n
 }
