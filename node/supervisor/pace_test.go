@@ -18,8 +18,8 @@ func TestPaceLoneChange(t *testing.T) {
 	}
 	// builds of b applied back to back, each as the one before was: the
 	// pace runs BuildGap-1 times b ahead of the clock per build, from a
-	// credit of BuildBurst
-	const b = 20 * time.Millisecond
+	// credit of BuildBurst, which the first build takes whole
+	const b = BuildBurst / BuildGap
 	const n = 20
 	p, last := quiet, time.Duration(0)
 	for i := range n {

@@ -814,9 +814,12 @@ func (s *Supervisor) readControl(p *proc, c *control.Conn, pid int, beat *atomic
 // build's wall clock, which on a busy machine is mostly time the build
 // thread waited for the CPU (BackgroundNice): paced by it, a change of
 // one route at 50 000 held the next one back for up to a second.
+// BuildBurst is short for the same reason as storesync's credit: a longer
+// one lets a bulk load through the Admin API push more builds, not a
+// lone change go sooner.
 const (
 	BuildGap   = 4
-	BuildBurst = 250 * time.Millisecond
+	BuildBurst = 60 * time.Millisecond
 )
 
 // paceBy is the build the pace moves on by: its CPU time and the

@@ -45,7 +45,7 @@
 // (5 ms by default) from the last Spec's start, and for a large
 // configuration a pace of ten times each Spec's build (its CPU time, not
 // its wall clock, which a busy machine stretches many times) with a
-// credit of 250 ms: the first Specs of a burst go out back to back, and
+// credit of 60 ms: the first Specs of a burst go out back to back, and
 // then a burst spends at most about a tenth of a CPU on building, while
 // changes that come one at a time are each published at once.
 // Check reads the prefix once and returns every object the sync would
