@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -173,6 +174,19 @@ func cacheOrigin(t *testing.T, dir string, routes int) (int64, uint64) {
 	return rev, cluster
 }
 
+// embeddedEtcdNode starts a node of one worker on embedded etcd, with the
+// legacy admin key, and returns it, a client, its Admin API, and route:
+// the body of a route for uri to an upstream that answers text.
+func embeddedEtcdNode(t *testing.T, text string) (*supGateway, *http.Client, adminAPI, func(uri string) string) {
+	up := textUpstream(t, text)
+	adminPort := freePort(t)
+	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
+	route := func(uri string) string {
+		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
+	}
+	return g, newClient(t), legacyAdmin(adminPort), route
+}
+
 // TestEmbeddedEtcdRestartOnCopy: a node started again on an embedded etcd
 // that did not change meanwhile serves its local copy at once, its
 // workers not waiting for etcd's objects to be decoded and checked, then
@@ -182,14 +196,7 @@ func cacheOrigin(t *testing.T, dir string, routes int) (int64, uint64) {
 // two writes: it writes the copy of that change as it stops.
 func TestEmbeddedEtcdRestartOnCopy(t *testing.T) {
 	t.Parallel()
-	up := textUpstream(t, "kept")
-	adminPort := freePort(t)
-	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
-	c := newClient(t)
-	admin := legacyAdmin(adminPort)
-	route := func(uri string) string {
-		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
-	}
+	g, c, admin, route := embeddedEtcdNode(t, "kept")
 	// One change, served (its copy written at once), then another,
 	// served within the second the copy waits before it is written again.
 	for _, id := range []string{"1", "2"} {
@@ -241,14 +248,7 @@ func TestEmbeddedEtcdRestartOnCopy(t *testing.T) {
 // empty store over the copy.)
 func TestEmbeddedEtcdMemberLost(t *testing.T) {
 	t.Parallel()
-	up := textUpstream(t, "kept")
-	adminPort := freePort(t)
-	g := startSupervisor(t, "", etcdConfig(adminPort, adminapi.LegacyAdminKey), 1)
-	c := newClient(t)
-	admin := legacyAdmin(adminPort)
-	route := func(uri string) string {
-		return fmt.Sprintf(`{"uri":%q,"upstream":{"nodes":{%q:1}}}`, uri, up.Addr())
-	}
+	g, c, admin, route := embeddedEtcdNode(t, "kept")
 	for _, id := range []string{"1", "2"} {
 		if r := admin.do(t, c, "PUT", "routes/"+id, route("/r"+id)); r.status != 201 {
 			t.Fatalf("PUT route %s: %d %s", id, r.status, r.body)
