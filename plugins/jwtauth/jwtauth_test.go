@@ -397,3 +397,41 @@ func TestAttachConsumer(t *testing.T) {
 		})
 	}
 }
+
+// TestHMACFromPadState: a MAC started from the hash's states after ipad
+// and opad (padState) is crypto/hmac's, for each HMAC algorithm, and so is
+// one started from the pads where there is no state (restart's fallback).
+func TestHMACFromPadState(t *testing.T) {
+	signed := []byte("eyJhbGciOiJIUzI1NiJ9.eyJrZXkiOiJ1c2VyLWtleSJ9")
+	for _, alg := range []string{"HS256", "HS384", "HS512"} {
+		for _, secret := range []string{"short", strings.Repeat("a long secret ", 20)} {
+			cr, err := newCredential(consumerConf{Algorithm: alg, Secret: secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cr.inner == nil || cr.outer == nil {
+				t.Fatalf("%s: no pad states", alg)
+			}
+			key := []byte(secret)
+			if len(key) > cr.hs.blockSize() {
+				h := cr.hs.new()
+				h.Write(key)
+				key = h.Sum(nil)
+			}
+			m := hmac.New(cr.hs.new, key)
+			m.Write(signed)
+			want := m.Sum(nil)
+			var v verifier
+			if !v.verify(cr, signed, want) {
+				t.Errorf("%s, secret of %d bytes: crypto/hmac's MAC does not verify from the pad states", alg, len(secret))
+			}
+			if bad := append([]byte{}, want...); v.verify(cr, signed, append(bad[:len(bad)-1], bad[len(bad)-1]^1)) {
+				t.Errorf("%s: a MAC with its last bit flipped verifies", alg)
+			}
+			cr.inner, cr.outer = nil, nil
+			if !v.verify(cr, signed, want) {
+				t.Errorf("%s, secret of %d bytes: crypto/hmac's MAC does not verify from the pads", alg, len(secret))
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/x509"
+	"encoding"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -62,9 +63,14 @@ type credential struct {
 	grace int64 // lifetime_grace_period, seconds
 
 	// HMAC: the key padded and XORed with ipad and opad (RFC 2104), so
-	// that an instance's own hash computes the MAC without allocating.
-	hs         hashKind
-	ipad, opad []byte
+	// that an instance's own hash computes the MAC without allocating;
+	// inner and outer are the hash's states once it has taken ipad and
+	// opad (encoding.BinaryMarshaler's form), so that a MAC starts from
+	// them, two blocks of the hash fewer a token, as crypto/hmac's Reset
+	// does. nil where the hash cannot be so restored.
+	hs           hashKind
+	ipad, opad   []byte
+	inner, outer []byte
 
 	// The public key of the other algorithms; nil when public_key does
 	// not parse as one of the algorithm's kind: no token verifies, as in
@@ -136,7 +142,39 @@ func newCredential(c consumerConf) (*credential, error) {
 		cr.ipad[i] ^= 0x36
 		cr.opad[i] ^= 0x5c
 	}
+	cr.inner, cr.outer = padState(cr.hs, cr.ipad), padState(cr.hs, cr.opad)
+	if cr.inner == nil || cr.outer == nil {
+		cr.inner, cr.outer = nil, nil
+	}
 	return cr, nil
+}
+
+// padState is the state of a hash of kind k that has taken pad, or nil
+// where the hash does not marshal its state.
+func padState(k hashKind, pad []byte) []byte {
+	h := k.new()
+	h.Write(pad)
+	m, ok := h.(encoding.BinaryMarshaler)
+	if !ok {
+		return nil
+	}
+	state, err := m.MarshalBinary()
+	if err != nil {
+		return nil
+	}
+	return state
+}
+
+// restart sets h to state (padState's), or to a hash that has taken pad
+// where there is no state.
+func restart(h hash.Hash, state, pad []byte) {
+	if state != nil {
+		if u, ok := h.(encoding.BinaryUnmarshaler); ok && u.UnmarshalBinary(state) == nil {
+			return
+		}
+	}
+	h.Reset()
+	h.Write(pad)
 }
 
 // parsePublicKey reads a PEM public key as OpenSSL's pkey.new does (a
@@ -212,12 +250,10 @@ func (v *verifier) verify(cr *credential, signed, sig []byte) bool {
 			h = cr.hs.new()
 			v.hs[cr.hs] = h
 		}
-		h.Reset()
-		h.Write(cr.ipad)
+		restart(h, cr.inner, cr.ipad)
 		h.Write(signed)
 		v.inner = h.Sum(v.inner[:0])
-		h.Reset()
-		h.Write(cr.opad)
+		restart(h, cr.outer, cr.opad)
 		h.Write(v.inner)
 		v.mac = h.Sum(v.mac[:0])
 		return hmac.Equal(v.mac, sig)
