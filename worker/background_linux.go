@@ -46,60 +46,6 @@ func Background(f func(yield func())) {
 	<-done
 }
 
-// LoopNice is the nice value for Config.LoopNice that ranks a worker's
-// event loop above its collector: an absolute value, as nginx's
-// worker_priority is; five steps above the process's other threads at
-// nice 0, which weighs the loop about three to one against each of them
-// when both want the worker's CPU, and thirty to one against the build
-// thread (BackgroundNice).
-//
-// The other threads are the collector's: at Procs, a cycle's dedicated
-// mark worker and an idle mark worker on each P the loop and it leave
-// idle, three threads at nice 0 that mark as long as the cycle lasts
-// (100-130 ms at 50 000 routes, a 150 MB heap), on the CPU the worker is
-// pinned to. At the loop's own priority the kernel shares that CPU
-// between the four, and a request that comes in during a mark waits for
-// the slices of the three before it. nginx offers the same for its
-// workers (worker_priority). Nothing is starved: what the loop does not
-// use the others still get, and a loop that serves flat out takes three
-// quarters of the CPU against one of them and half against three, so that
-// a collection still ends and a build still progresses. Against the
-// machine's other processes on the worker's CPU (the supervisor, etcd)
-// the loop weighs three to one as well, where the kernel ranks them by
-// nice value (not across session groups, with autogroup on).
-//
-// The price is the lock RaiseLoop takes: a yield of a locked goroutine
-// is a handoff between two threads (the P goes to another thread, which
-// finds the loop runnable and hands the P back). In a trace of bench
-// admin's bulk load at 50 000 routes the loop went runnable 590 times in
-// 4 s, 28 ms in all, against 46 times and 7 ms unlocked.
-//
-// Worker processes do not set it. Two workers on two CPUs beside their
-// load generator (bench run -scenarios scaling, 3 rounds) served 70.1k
-// requests a second at 9.4 µs of CPU each with it against 83.5k at 8.5
-// µs without: the loops took the CPU the load generator needed, and a
-// loop that finds fewer requests per wake-up spends more on each. What it
-// bought, fewer of a bulk load's slow requests across a reload, was not
-// shown apart from the machine's noise.
-const LoopNice = -5
-
-// RaiseLoop locks the calling goroutine, the event loop's, to its thread
-// for the rest of the goroutine's life and sets the thread's nice value to
-// nice. The thread ends with the goroutine (the process's main thread,
-// which the runtime cannot end, sleeps for good instead), so that no
-// other goroutine ever runs at the loop's priority. A nice value below the process's
-// needs CAP_SYS_NICE or RLIMIT_NICE: where setpriority refuses it, the
-// goroutine is unlocked again and the error returned.
-func RaiseLoop(nice int) error {
-	runtime.LockOSThread()
-	// setpriority(PRIO_PROCESS, 0) is the calling thread on Linux.
-	if err := unix.Setpriority(unix.PRIO_PROCESS, 0, nice); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	return nil // never unlocked: the thread is the loop's to its end
-}
-
 // yieldClock is how many calls of a yield pass between two reads of the
 // clock: yield is called for each route, most of them taken over from the
 // snapshot before in a few nanoseconds, where reading the clock for each
@@ -122,8 +68,7 @@ func yielder() func() {
 }
 
 // Foreground runs f as Background does, yield included, but on the
-// calling goroutine, at the process's priority (the event loop's, unless
-// the loop runs at a LoopNice of its own). It is for a build so
+// calling goroutine, at the event loop's priority. It is for a build so
 // small that waiting for the CPU at BackgroundNice would be most of its
 // time: a change of a few objects costs a worker a few milliseconds of
 // CPU, which a build thread ranked ten to one below every other process

@@ -1,11 +1,8 @@
 package worker
 
 import (
-	"context"
-	"net/http"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -104,115 +101,5 @@ func TestYieldLetsOthersRun(t *testing.T) {
 		if after > 8*YieldEvery {
 			t.Errorf("%s: a goroutine waiting for the P ran after %v of f's CPU time, want at most %v", name, after, 8*YieldEvery)
 		}
-	}
-}
-
-// threadsAt returns the threads of this process at nice value nice.
-func threadsAt(t *testing.T, nice int) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tids []int
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
-		if err != nil {
-			continue // ended meanwhile
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		if n, err := strconv.Atoi(f[19-3]); err == nil && n == nice {
-			tids = append(tids, tid)
-		}
-	}
-	return tids
-}
-
-// othersAt is threadsAt less the process's main thread, which a locked
-// goroutine that ends on it leaves asleep for good (the runtime cannot end
-// it), at whatever nice value it had.
-func othersAt(t *testing.T, nice int) []int {
-	t.Helper()
-	var tids []int
-	for _, tid := range threadsAt(t, nice) {
-		if tid != os.Getpid() {
-			tids = append(tids, tid)
-		}
-	}
-	return tids
-}
-
-// TestLoopNice: a worker with a LoopNice runs its loop on one thread of
-// its own at that nice value, which serves requests from it and ends with
-// the loop (or, the main thread, sleeps for good), so that no other
-// goroutine is left running at the loop's priority. The test asks for a
-// value above its own (lower priority), which needs no privilege, and not
-// BackgroundNice, the build thread's.
-func TestLoopNice(t *testing.T) {
-	nice := threadNice(t, unix.Gettid()) + 3
-	if nice == BackgroundNice {
-		nice++
-	}
-	if nice > 19 {
-		t.Skipf("the test runs at nice %d: no value above it to ask for", nice-3)
-	}
-	if got := othersAt(t, nice); len(got) != 0 {
-		t.Fatalf("threads %v already at nice %d", got, nice)
-	}
-	left := threadsAt(t, nice) // the main thread, where a loop before ended
-	w, done := runWorker(t, Config{LoopNice: nice}, testSpec(t, nil))
-	get := func(n int) {
-		for i := range n {
-			resp, err := http.Get("http://" + w.Addr().String() + "/none")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusNotFound {
-				t.Fatalf("request %d: status %d, want 404 (no route)", i, resp.StatusCode)
-			}
-		}
-	}
-	get(1) // a loop's first tick may wait for its first connection
-	select {
-	case <-w.running:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the loop did not tick within 5 s")
-	}
-	loop := -1
-	for _, tid := range threadsAt(t, nice) {
-		if slices.Contains(left, tid) {
-			continue
-		}
-		if loop >= 0 {
-			t.Fatalf("threads %d and %d at nice %d, want the loop's alone", loop, tid, nice)
-		}
-		loop = tid
-	}
-	if loop < 0 {
-		t.Fatalf("no thread at nice %d once the loop ticked", nice)
-	}
-	get(20)
-	if got := threadsAt(t, nice); len(got) != len(left)+1 || !slices.Contains(got, loop) {
-		t.Errorf("after 20 requests threads %v at nice %d, want the loop's %d (and %v)", got, nice, loop, left)
-	}
-	if err := w.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the worker did not stop within 5 s")
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(othersAt(t, nice)) != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := othersAt(t, nice); len(got) != 0 {
-		t.Errorf("threads %v still at nice %d after the loop ended, want none", got, nice)
 	}
 }

@@ -125,13 +125,6 @@ type Config struct {
 	Health *shm.Health
 	// Logger receives the worker's log; nil means slog.Default().
 	Logger *slog.Logger
-	// LoopNice, if not 0, is the nice value of the event loop's thread
-	// (nginx's worker_priority, for the loop alone): at its first tick
-	// the loop locks its goroutine to its thread for the loop's life and
-	// sets it (RaiseLoop). A value below the process's needs
-	// CAP_SYS_NICE or RLIMIT_NICE; refused, the loop stays unlocked at
-	// the process's priority, and the worker logs it once.
-	LoopNice int
 	// OnListen, if set, is called on the loop once the listening sockets
 	// exist, with a dup of each (the caller owns and closes them): the
 	// place to join the socket selector's group.
@@ -370,12 +363,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		// without it on both sides no server (nginx, or this gateway
 		// after one) could bind the port until they expire.
 		gnet.WithReuseAddr(true),
-		// Not locked to an OS thread by gnet: a loop with a LoopNice locks
-		// itself at its first tick (RaiseLoop), for good. Unlocked, the
-		// loop yields to the scheduler every netpoll.YieldInterval
-		// without a handoff between two threads, which a locked
-		// goroutine's yield is. The supervisor pins the process to one
-		// CPU (GOMAXPROCS: Procs).
+		// Not locked to an OS thread: the loop yields to the scheduler
+		// every netpoll.YieldInterval, and a locked goroutine turns each
+		// yield into a handoff between two threads. The supervisor pins
+		// the process to one CPU (GOMAXPROCS: Procs).
 		gnet.WithLockOSThread(false),
 		// The clock is read once per wake-up of the loop, right after
 		// epoll_wait, as nginx updates its cached time: every deadline is
@@ -535,19 +526,8 @@ func (w *Worker) OnTick() (time.Duration, gnet.Action) { return 0, gnet.None }
 // loop every TickEvery, between two batches of events, after the wake
 // hook set the clock.
 func (w *Worker) loopTick(time.Duration) {
-	w.runningOnce.Do(w.firstTick)
+	w.runningOnce.Do(func() { close(w.running) })
 	w.tick()
-}
-
-// firstTick runs on the loop at its first tick: the loop's thread gets
-// its priority (Config.LoopNice), and running is closed.
-func (w *Worker) firstTick() {
-	if n := w.cfg.LoopNice; n != 0 {
-		if err := RaiseLoop(n); err != nil {
-			w.log.Info("event loop left at the process's priority", "nice", n, "err", err)
-		}
-	}
-	close(w.running)
 }
 
 // tick runs on the loop: deadlines, paused readers. The clock was set when
