@@ -37,6 +37,16 @@
 //   - The consumer's exp (the lifetime of tokens APISIX's sign endpoint
 //     made, removed in APISIX 3) is accepted and unused, as in APISIX.
 //
+// Each instance keeps the tokens that verified, 128 of them up to 2 KiB
+// each (Envoy's jwt_authn jwt_cache_config): a token sent again is found
+// by its exact bytes, its consumer looked up again and its exp and nbf
+// checked against the clock, neither decoded nor its signature computed
+// (an HS256 request 2 800 instructions instead of 20 400 under valgrind;
+// an RS256 one 6 000 and no allocation instead of some 25 µs and ten).
+// The cache is the instance's, and an instance is built with the
+// snapshot's consumers: a change to a consumer or a credential builds the
+// routes, their instances and caches anew. See tokenCache.
+//
 // An instance runs on one event loop and is not safe for concurrent use.
 //
 // Importing the package registers the plugin in plugins.Default.

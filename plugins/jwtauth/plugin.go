@@ -144,7 +144,8 @@ const hdrCookie = "Cookie"
 // hold their contents until the next Rewrite call (the Ctx copies what it
 // is given), reused so that a request allocates nothing once they have
 // grown, HMAC verification included (RSA, ECDSA and EdDSA allocate in
-// crypto/*).
+// crypto/*). Its cache of verified tokens (tokenCache) is its own too,
+// for the instance's life: that of the consumers it was built with.
 type instance struct {
 	header     string
 	query      string
@@ -164,6 +165,12 @@ type instance struct {
 	vf      verifier
 	cookies []byte // the Cookie header without the token's cookie
 	user    []byte // AttachConsumer's buffer
+
+	// cache is the tokens that verified (tokenCache), nil until one
+	// does; noCache turns it off, for the tests and benchmarks of the
+	// uncached path.
+	cache   *tokenCache
+	noCache bool
 }
 
 // Rewrite implements plugins.RewritePhase, as jwt-auth.lua's rewrite.
@@ -194,14 +201,37 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 }
 
 // find is jwt-auth.lua's find_consumer: the consumer of the request's
-// token, or no consumer and the message to answer with.
+// token, or no consumer and the message to answer with. A token that
+// verified before is found in the instance's cache (tokenCache), its
+// claims checked against the clock as a verification checks them; one
+// that verifies now is kept there.
 func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	tok, ok := in.fetch(c)
 	if tok == nil {
 		return plugins.Found{}, missingToken
 	}
+	if !ok {
+		return plugins.Found{}, invalidToken
+	}
+	var h uint64 // tok's hash, once hashed
+	hashed := false
+	if in.cache != nil && !in.noCache {
+		h, hashed = in.cache.hash(tok), true
+		if e := in.cache.get(h, tok); e != nil {
+			if f, ok := in.current(e); ok {
+				if !in.claimsValid(&e.times, e.cr, c.Now()/1e9) {
+					// Expired, for good: verified again, it would
+					// be refused the same way.
+					e.drop()
+					return plugins.Found{}, failedVerify
+				}
+				return f, nil
+			}
+			e.drop()
+		}
+	}
 	t := &in.parsed
-	if !ok || !in.tok.parse(tok, in.keyClaim, t) {
+	if !in.tok.parse(tok, in.keyClaim, t) {
 		return plugins.Found{}, invalidToken
 	}
 	switch t.keyState {
@@ -226,17 +256,38 @@ func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	if !in.vf.verify(cr, t.signed, t.sig) {
 		return plugins.Found{}, failedVerify
 	}
-	if !in.claimsValid(t, cr, c.Now()/1e9) {
+	if !in.claimsValid(&t.times, cr, c.Now()/1e9) {
 		return plugins.Found{}, failedVerify
 	}
+	if !in.noCache && len(tok) <= cacheMaxToken {
+		if in.cache == nil {
+			in.cache = newTokenCache()
+		}
+		if !hashed {
+			h = in.cache.hash(tok)
+		}
+		in.cache.put(h, tok, t, f, cr)
+	}
 	return f, nil
+}
+
+// current is what the instance's consumers find now for a cached token's
+// key: ok only when it is the consumer and the credential its
+// verification found.
+func (in *instance) current(e *cacheEntry) (plugins.Found, bool) {
+	if in.consumers == nil {
+		return plugins.Found{}, false
+	}
+	f := in.consumers.Find(Name, e.key)
+	cr, _ := f.Data.(*credential)
+	return f, cr == e.cr && f.Consumer == e.found.Consumer && f.CredentialID == e.found.CredentialID
 }
 
 // claimsValid is the parser's verify_claims: without claims_to_verify,
 // exp and nbf are checked when the token has them; with it, those listed
 // must be there. Both must be numbers, exp after now and nbf before it,
 // give or take the consumer's lifetime_grace_period.
-func (in *instance) claimsValid(t *token, cr *credential, now int64) bool {
+func (in *instance) claimsValid(t *times, cr *credential, now int64) bool {
 	check := func(st claim, required bool) bool {
 		switch {
 		case st == absent:

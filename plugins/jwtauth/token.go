@@ -19,6 +19,12 @@ type token struct {
 
 	key      []byte // the payload's key claim, unescaped
 	keyState claim
+	times
+}
+
+// times are a token's exp and nbf claims, what a verification checks
+// against the clock, and what the token cache keeps of a token for it.
+type times struct {
 	exp, nbf float64
 	expState claim
 	nbfState claim
