@@ -147,4 +147,30 @@ func TestAdminAPIJWTAuth(t *testing.T) {
 	if !strings.Contains(r.body, `duplicate key of plugin jwt-auth found with consumer: jack`) {
 		t.Fatalf("duplicate key: %s", r.body)
 	}
+
+	// The worker keeps the tokens that verified (hs and rs, sent above):
+	// once jack's secret changed and the RS256 credential is gone,
+	// neither authenticates, and a token of the new secret does.
+	if r := admin.do(t, c, "PUT", "consumers", `{"username":"jack","plugins":{"jwt-auth":{"key":"user-key","secret":"new-secret"}}}`); r.status/100 != 2 {
+		t.Fatalf("secret change: %d %s", r.status, r.body)
+	}
+	if r := admin.do(t, c, "DELETE", "consumers/jack/credentials/rs", ""); r.status/100 != 2 {
+		t.Fatalf("credential removal: %d %s", r.status, r.body)
+	}
+	fresh := jwtToken(t, "HS256", "new-secret", fmt.Sprintf(`{"key":"user-key","exp":%d}`, now+600))
+	eventually(t, 10*time.Second, func() error {
+		for _, tc := range []struct{ name, tok, body string }{
+			{"old secret", hs, "failed to verify jwt"},
+			{"removed credential", rs, "Invalid user key in JWT token"},
+		} {
+			r := do(t, c, "GET", g.url("/jwt"), "", map[string]string{"Authorization": tc.tok}, nil)
+			if want := `{"message":"` + tc.body + `"}` + "\n"; r.status != 401 || r.body != want {
+				return fmt.Errorf("%s: %d %q", tc.name, r.status, r.body)
+			}
+		}
+		return nil
+	})
+	if e := upstreamSaw(t, do(t, c, "GET", g.url("/jwt"), "", map[string]string{"Authorization": fresh}, nil)); e.get("X-Consumer-Username") != "jack" {
+		t.Fatalf("new secret: upstream saw %+v", e)
+	}
 }
