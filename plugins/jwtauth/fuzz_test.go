@@ -3,8 +3,13 @@ package jwtauth
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"coregate/plugins/plugintest"
 )
 
 // FuzzParse: any token is read without a panic; one that parses signs
@@ -66,6 +71,43 @@ func FuzzDecode(f *testing.F) {
 		want, err := base64.RawStdEncoding.DecodeString(lax)
 		if ok != (err == nil && !strings.ContainsAny(lax, "\r\n")) || ok && !bytes.Equal(got, want) {
 			t.Fatalf("decodeLax(%q) = %q %v, want %q %v", s, got, ok, want, err)
+		}
+	})
+}
+
+// FuzzCache: a route's instance with its token cache answers every
+// request as one without it, whatever the token (signed with jack's
+// secret, then maybe a bit of it flipped) and the clock of each use: the
+// cache stays with the instance across inputs, so that tokens evict one
+// another and a token meets entries of its set that are not its own.
+func FuzzCache(f *testing.F) {
+	now := time.Now().Unix()
+	f.Add(`{"alg":"HS256"}`, `{"key":"user-key"}`, uint16(0), int64(0), int64(10))
+	f.Add(`{"alg":"HS256"}`, fmt.Sprintf(`{"key":"user-key","exp":%d}`, now+60), uint16(0), int64(0), int64(61))
+	f.Add(`{"alg":"HS256"}`, fmt.Sprintf(`{"key":"user-key","nbf":%d}`, now-5), uint16(0), int64(0), int64(-10))
+	f.Add(`{"alg":"HS256"}`, fmt.Sprintf(`{"key":"k-grace","exp":%d}`, now), uint16(0), int64(50), int64(101))
+	f.Add(`{"alg":"HS256","typ":"JWT"}`, `{"key":"user-key","exp":"soon"}`, uint16(3), int64(0), int64(0))
+	f.Add(`{"alg":"HS512"}`, `{"key":"user-key"}`, uint16(0), int64(0), int64(0))
+	all := testConsumers(f)
+	cached, fresh := build(f, `{"hide_credentials":true}`, all), build(f, `{"hide_credentials":true}`, all)
+	instanceOf(f, &fresh).noCache = true
+	f.Fuzz(func(t *testing.T, header, payload string, flip uint16, d1, d2 int64) {
+		secret := "my-secret-key"
+		if strings.Contains(payload, "k-grace") {
+			secret = "g"
+		}
+		tok := []byte(sign(t, "HS256", secret, header, payload))
+		if flip > 0 {
+			tok[int(flip)%len(tok)] ^= 1
+		}
+		for _, d := range []int64{d1, d2, d1} {
+			c, u := request("/hello?a=1&jwt="+string(tok)), request("/hello?a=1&jwt="+string(tok))
+			c.Clock, u.Clock = (now+d%1e6)*1e9, (now+d%1e6)*1e9
+			plugintest.Run(&cached, c)
+			plugintest.Run(&fresh, u)
+			if got, want := observe(c), observe(u); !reflect.DeepEqual(got, want) || c.Consumer() != u.Consumer() {
+				t.Fatalf("%q at %+d s: cached %+v, uncached %+v", tok, d%1e6, got, want)
+			}
 		}
 	})
 }
