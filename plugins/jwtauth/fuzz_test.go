@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +110,32 @@ func FuzzCache(f *testing.F) {
 			if got, want := observe(c), observe(u); !reflect.DeepEqual(got, want) || c.Consumer() != u.Consumer() {
 				t.Fatalf("%q at %+d s: cached %+v, uncached %+v", tok, d%1e6, got, want)
 			}
+		}
+	})
+}
+
+// FuzzNumber: a JSON number (as the scanner takes it) is the claim
+// strconv.ParseFloat reads, integers read without it included.
+func FuzzNumber(f *testing.F) {
+	for _, s := range []string{"0", "-0", "4102444800", "123456789012345", "-123456789012345", "1234567890123456",
+		"9999999999999999", "0123", "1e3", "1.5", "-", "1e400", "-1e-400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sc := jsonScanner{b: []byte(s)}
+		if s == "" || !sc.num() || sc.i != len(s) {
+			return
+		}
+		got, st := number([]byte(s))
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil && want == 0 {
+			if st != isOther {
+				t.Fatalf("%q: %v, %d; ParseFloat: %v", s, got, st, err)
+			}
+			return
+		}
+		if st != isNumber || got != want || math.Signbit(got) != math.Signbit(want) {
+			t.Fatalf("%q: %v, %d; want %v", s, got, st, want)
 		}
 	})
 }
