@@ -737,9 +737,16 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	// past prev's last route, r was created since. Only when none of
 	// these holds does it make a map of prev's routes, once per build:
 	// one for every build of a bulk load, which appends routes, was a
-	// tenth of a worker's garbage.
+	// tenth of a worker's garbage. The map is one of routeIndexes,
+	// emptied and given back when the build ends.
 	var next int
 	var byRoute map[*spec.Route]int
+	defer func() {
+		if byRoute != nil {
+			clear(byRoute)
+			routeIndexes.Put(byRoute)
+		}
+	}()
 	prevIndex := func(r *spec.Route) int {
 		if byRoute == nil {
 			switch {
@@ -755,7 +762,10 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 				next += 2
 				return next - 1
 			}
-			byRoute = make(map[*spec.Route]int, prev.routes.len())
+			byRoute, _ = routeIndexes.Get().(map[*spec.Route]int)
+			if byRoute == nil {
+				byRoute = make(map[*spec.Route]int, prev.routes.len())
+			}
 			for i, pr := range prev.routes.all {
 				byRoute[pr.from.route] = i
 			}
@@ -1613,6 +1623,13 @@ func byteStrings(one string, many []string) [][]byte {
 	}
 	return out
 }
+
+// routeIndexes are the maps of prev's routes by object that compile's
+// prevIndex makes when a route was created or moved among others, reused:
+// a route created in the middle of 50 000 made a map of 1.2 MB and
+// dropped it (BenchmarkCompileChange/delete-one-of-50000, whose every
+// other build creates one). An emptied map keeps its room, and no route.
+var routeIndexes sync.Pool
 
 // routeInputs are the router's input arrays of the builds, reused: the
 // router keeps nothing of them (router.Build), and one of 5 000 routes is
