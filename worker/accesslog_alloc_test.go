@@ -19,7 +19,7 @@ func TestAllocAccessLog(t *testing.T) {
 	for _, format := range []string{apisixFormat, all} {
 		for _, esc := range []accesslog.Escape{accesslog.EscapeDefault, accesslog.EscapeJSON} {
 			h, l := logHarness(t, "/dev/null", format, esc)
-			for _, rt := range h.w.snap.Load().routes {
+			for _, rt := range h.w.snap.Load().routes.flat() {
 				if rt.up != nil {
 					rt.up.kaRequests = 0
 				}
@@ -50,7 +50,7 @@ func TestAllocAttemptLists(t *testing.T) {
 	h, l := logHarness(t, "/dev/null", `$upstream_addr $upstream_status $balancer_ip`, accesslog.EscapeDefault)
 	defer l.Close()
 	var rt *route
-	for _, r := range h.w.snap.Load().routes {
+	for _, r := range h.w.snap.Load().routes.flat() {
 		if r.up != nil {
 			rt = r
 		}

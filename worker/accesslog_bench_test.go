@@ -19,7 +19,7 @@ func BenchmarkAccessLog(b *testing.B) {
 	req := []byte("GET /hello HTTP/1.1\r\nHost: 127.0.0.1:9080\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")
 	resp := append([]byte("HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 20:00:00 GMT\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\nConnection: keep-alive\r\n\r\n"), bytes.Repeat([]byte("1234567890"), 103)[:1024]...)
 	run := func(b *testing.B, h *harness) {
-		for _, rt := range h.w.snap.Load().routes {
+		for _, rt := range h.w.snap.Load().routes.flat() {
 			rt.up.kaRequests = 0
 		}
 		b.ReportAllocs()

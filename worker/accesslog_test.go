@@ -179,7 +179,7 @@ func TestAccessLogManyLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "access.log")
 	h, l := logHarness(t, path, `$request_uri $status`, accesslog.EscapeDefault)
 	// The in-memory upstream connection serves every request.
-	for _, rt := range h.w.snap.Load().routes {
+	for _, rt := range h.w.snap.Load().routes.flat() {
 		if rt.up != nil {
 			rt.up.kaRequests = 0
 		}

@@ -109,11 +109,11 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		if len(inc.routes) != len(full.routes) {
-			t.Fatalf("step %d: %d routes built from the snapshot before, %d from nothing", step, len(inc.routes), len(full.routes))
+		if inc.routes.len() != full.routes.len() {
+			t.Fatalf("step %d: %d routes built from the snapshot before, %d from nothing", step, inc.routes.len(), full.routes.len())
 		}
-		for k, rt := range inc.routes {
-			if rt.from != full.routes[k].from {
+		for k, rt := range inc.routes.flat() {
+			if rt.from != full.routes.at(k).from {
 				t.Fatalf("step %d: route %s built from other objects than from nothing", step, rt.id)
 			}
 		}
@@ -137,7 +137,7 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 			}
 		}
 		// Each route's upstream is the one its object's entry holds.
-		for _, rt := range inc.routes {
+		for _, rt := range inc.routes.flat() {
 			if rt.up == nil {
 				continue
 			}
@@ -162,7 +162,7 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 			t.Fatalf("step %d: shared instances and their routes %v (%d keys) built from the snapshot before, %v from nothing",
 				step, incShared, inc.instances.len(), fullShared)
 		}
-		for _, rt := range inc.routes {
+		for _, rt := range inc.routes.flat() {
 			for _, c := range rt.plugins.Plugins {
 				if _, ok := inc.instanceRefs.get(c.Instance); c.Name == "proxy-rewrite" && !ok {
 					t.Fatalf("step %d: route %s runs a proxy-rewrite the snapshot does not hold", step, rt.id)

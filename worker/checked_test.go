@@ -147,7 +147,7 @@ func TestCompileChecksOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		var conf string
-		for _, rt := range snap.routes {
+		for _, rt := range snap.routes.flat() {
 			if rt.id == "1" {
 				conf = rt.plugins.Plugins[0].Instance.(*tinyAccess).conf
 			}

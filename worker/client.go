@@ -379,7 +379,7 @@ func (cc *clientConn) start() {
 		cc.routed()
 		return
 	}
-	rt := snap.slots[idx]
+	rt := snap.slots.at(idx)
 	cc.snap, cc.rt = snap, rt
 	if len(rt.plugins.Plugins) > 0 || snap.global != nil {
 		if hasBody {

@@ -84,8 +84,9 @@ func bulkRoute(b *testing.B, i int) *spec.Route {
 // of n routes, each with an upstream of its own and two plugins, made
 // from the snapshot being served as a worker makes it: one route
 // changed, and 400 at once (the router updated for them, the others'
-// plugins and upstreams taken over), each build made from the one
-// before; and the first build, from nothing, for comparison.
+// plugins and upstreams taken over), one deleted and created again, each
+// build made from the one before; and the first build, from nothing, for
+// comparison.
 func BenchmarkCompileChange(b *testing.B) {
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
 	ps := pluginSet{env: w.cfg.Plugins}
@@ -113,6 +114,11 @@ func BenchmarkCompileChange(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("one-of-%d", n), func(b *testing.B) { change(b, 1) })
 		b.Run(fmt.Sprintf("400-of-%d", n), func(b *testing.B) { change(b, 400) })
+		// One route deleted from the middle and created again, in
+		// turn: the routes after it move by one place.
+		b.Run(fmt.Sprintf("delete-one-of-%d", n), func(b *testing.B) {
+			compileInTurn(b, [2]*spec.Spec{{Routes: slices.Delete(slices.Clone(s.Routes), n/2, n/2+1)}, s}, ps, base)
+		})
 		b.Run(fmt.Sprintf("first-%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			c0 := cpuTime()

@@ -190,7 +190,7 @@ func (h *harness) newClient() *fakeConn {
 // that has none; h.up is the last one parked.
 func (h *harness) seedPools() {
 	snap := h.w.snap.Load()
-	for _, rt := range snap.routes {
+	for _, rt := range snap.routes.flat() {
 		if rt.up == nil {
 			continue
 		}

@@ -40,7 +40,7 @@ func BenchmarkRequestPath(b *testing.B) {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			h := newHarness(b, helloSpec(b, n))
 			// The in-memory upstream connection serves every request.
-			for _, rt := range h.w.snap.Load().routes {
+			for _, rt := range h.w.snap.Load().routes.flat() {
 				rt.up.kaRequests = 0
 			}
 			req := []byte("GET /hello HTTP/1.1\r\nHost: 127.0.0.1:9080\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n")

@@ -458,7 +458,7 @@ func newHarnessSnap(t testing.TB, w *Worker, snap *Snapshot) *harness {
 		raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40000}}
 	w.OnOpen(cl)
 	h := &harness{w: w, cl: cl}
-	for _, rt := range snap.routes {
+	for _, rt := range snap.routes.flat() {
 		if rt.up == nil {
 			continue
 		}

@@ -57,7 +57,7 @@ func TestCompilePluginListAsMap(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := map[string]string{}
-		for _, rt := range snap.routes {
+		for _, rt := range snap.routes.flat() {
 			var b strings.Builder
 			for _, c := range rt.plugins.Plugins {
 				fmt.Fprintf(&b, "%s(%T) ", c.Name, c.Instance)

@@ -44,7 +44,7 @@ func TestRouteSize(t *testing.T) {
 		"named":  {"named", "the-name", "", ""},
 		"served": {"served", "", "svc", "svc-name"},
 	}
-	for _, rt := range snap.routes {
+	for _, rt := range snap.routes.flat() {
 		w, ok := want[rt.id]
 		if !ok {
 			t.Fatalf("route %s not asked for", rt.id)

@@ -90,28 +90,35 @@ func runsRun(t *testing.T, seed uint64) {
 			}
 		}
 		s := &spec.Spec{Routes: routes, Upstreams: ups}
+		var served servedLists
+		if cur != nil {
+			served = listsOf(cur)
+		}
 		inc, err := compile(s, router.HostURI, upstreamEnv{}, ps, cur, nil)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
+		}
+		if cur != nil && !served.same(listsOf(cur)) {
+			t.Fatalf("step %d: the build from the served snapshot wrote its lists", step)
 		}
 		full, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		if len(inc.routes) != len(full.routes) {
-			t.Fatalf("step %d: %d routes built from the snapshot before, %d from nothing", step, len(inc.routes), len(full.routes))
+		if inc.routes.len() != full.routes.len() {
+			t.Fatalf("step %d: %d routes built from the snapshot before, %d from nothing", step, inc.routes.len(), full.routes.len())
 		}
-		for k, rt := range inc.routes {
-			if rt.from != full.routes[k].from || rt.id != full.routes[k].id {
-				t.Fatalf("step %d: route %d %s built from other objects than from nothing (%s)", step, k, rt.id, full.routes[k].id)
+		for k, rt := range inc.routes.flat() {
+			if rt.from != full.routes.at(k).from || rt.id != full.routes.at(k).id {
+				t.Fatalf("step %d: route %d %s built from other objects than from nothing (%s)", step, k, rt.id, full.routes.at(k).id)
 			}
 		}
 		if cur != nil {
 			built := map[*spec.Route]*route{}
-			for _, rt := range cur.routes {
+			for _, rt := range cur.routes.flat() {
 				built[rt.from.route] = rt
 			}
-			for _, rt := range inc.routes {
+			for _, rt := range inc.routes.flat() {
 				if pr := built[rt.from.route]; pr != nil && pr != rt {
 					t.Fatalf("step %d: route %s built again, its object unchanged", step, rt.id)
 				}
@@ -119,8 +126,8 @@ func runsRun(t *testing.T, seed uint64) {
 		}
 		for _, run := range inc.runs {
 			for x := range run.n {
-				rt := inc.routes[run.route+x]
-				if inc.specRoutes[run.spec+x] != rt.from.route || rt.renew || rt.splits != nil {
+				rt := inc.routes.at(int(run.route + x))
+				if inc.specRoutes.at(int(run.spec+x)) != rt.from.route || rt.renew || rt.splits != nil {
 					t.Fatalf("step %d: run %+v: route %s not built from its object", step, run, rt.id)
 				}
 			}
@@ -133,4 +140,21 @@ func runsRun(t *testing.T, seed uint64) {
 		}
 		cur = inc
 	}
+}
+
+// servedLists are a snapshot's chunked lists, flat: what a build from
+// it must leave as they are, a request in flight holding it.
+type servedLists struct {
+	routes, slots []*route
+	place         []routePlace
+	specRoutes    []*spec.Route
+}
+
+func listsOf(s *Snapshot) servedLists {
+	return servedLists{s.routes.flat(), s.slots.flat(), s.place.flat(), s.specRoutes.flat()}
+}
+
+func (a servedLists) same(b servedLists) bool {
+	return slices.Equal(a.routes, b.routes) && slices.Equal(a.slots, b.slots) &&
+		slices.Equal(a.place, b.place) && slices.Equal(a.specRoutes, b.specRoutes)
 }

@@ -15,7 +15,7 @@ import (
 // proxyRewriteOf is the proxy-rewrite instance of route id of s.
 func proxyRewriteOf(t *testing.T, s *Snapshot, id string) plugins.Instance {
 	t.Helper()
-	for _, rt := range s.routes {
+	for _, rt := range s.routes.flat() {
 		if rt.id != id {
 			continue
 		}

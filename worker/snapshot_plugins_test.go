@@ -136,7 +136,7 @@ func TestCompilePhaseTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]phaseView{}
-	for _, rt := range snap.routes {
+	for _, rt := range snap.routes.flat() {
 		got["route "+rt.id] = viewPhases(t, &rt.plugins, env)
 	}
 	for i := range snap.globals {
@@ -169,7 +169,7 @@ func TestCompilePhaseTables(t *testing.T) {
 	}
 	// The execution order is the table's, whatever the layers.
 	var order []string
-	for _, c := range snap.routes[0].plugins.Plugins {
+	for _, c := range snap.routes.at(0).plugins.Plugins {
 		order = append(order, c.Name)
 	}
 	if d := cmp.Diff([]string{"t-mock", "t-auth", "t-limit", "t-log"}, order); d != "" {

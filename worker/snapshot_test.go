@@ -26,7 +26,7 @@ func TestCompileKeepaliveDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := snap.routes[0].up, snap.routes[1].up
+	a, b := snap.routes.at(0).up, snap.routes.at(1).up
 	if a.kaSize != 16 || a.kaIdle != 5*time.Second || a.kaRequests != 100 {
 		t.Errorf("config.yaml defaults not applied: %d %v %d", a.kaSize, a.kaIdle, a.kaRequests)
 	}
@@ -37,7 +37,7 @@ func TestCompileKeepaliveDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := snap.routes[0].up; a.kaSize != 320 || a.kaIdle != 60*time.Second || a.kaRequests != 1000 {
+	if a := snap.routes.at(0).up; a.kaSize != 320 || a.kaIdle != 60*time.Second || a.kaRequests != 1000 {
 		t.Errorf("APISIX defaults: %d %v %d", a.kaSize, a.kaIdle, a.kaRequests)
 	}
 }
@@ -115,7 +115,7 @@ func TestCompileKeepsUnchangedUpstreams(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				prev.routes[0].up.bal.pick(0, 0, 0)
+				prev.routes.at(0).up.bal.pick(0, 0, 0)
 			}
 		}
 	}()
@@ -125,13 +125,13 @@ func TestCompileKeepsUnchangedUpstreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next.routes[0].up != prev.routes[0].up || next.routes[3].up != prev.routes[0].up {
+	if next.routes.at(0).up != prev.routes.at(0).up || next.routes.at(3).up != prev.routes.at(0).up {
 		t.Error("the routes on the unchanged upstream u got a new compiled upstream")
 	}
-	if next.routes[1].up != prev.routes[1].up {
+	if next.routes.at(1).up != prev.routes.at(1).up {
 		t.Error("the unchanged route's own upstream was compiled again")
 	}
-	if next.routes[2].up == prev.routes[2].up || next.routes[2].up.nodes[0].addr != "127.0.0.1:1984" {
+	if next.routes.at(2).up == prev.routes.at(2).up || next.routes.at(2).up.nodes[0].addr != "127.0.0.1:1984" {
 		t.Error("the changed route kept its old upstream")
 	}
 	for _, addr := range []string{"127.0.0.1:1980", "127.0.0.1:1981", "127.0.0.1:1982", "127.0.0.1:1984"} {
@@ -147,7 +147,7 @@ func TestCompileKeepsUnchangedUpstreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fresh.routes[0].up == prev.routes[0].up {
+	if fresh.routes.at(0).up == prev.routes.at(0).up {
 		t.Error("a build without a served snapshot reused an upstream")
 	}
 }
@@ -210,7 +210,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	byID := func(s *Snapshot, id string) *route {
-		for _, r := range s.routes {
+		for _, r := range s.routes.flat() {
 			if r.id == id {
 				return r
 			}
@@ -254,7 +254,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 				Path: []byte(tc.path), Vars: varMap(tc.vars)}
 			got := ""
 			if i, ok := s.router.Match(req); ok {
-				got = s.slots[i].id
+				got = s.slots.at(i).id
 			}
 			if got != tc.want {
 				t.Errorf("%s: %s %s%s: route %q, want %q", name, tc.method, tc.host, tc.path, got, tc.want)
@@ -275,9 +275,9 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range again.routes {
-		if again.routes[i] == next.routes[i] {
-			t.Errorf("route %s taken over across a change of consumers", again.routes[i].id)
+	for i := range again.routes.flat() {
+		if again.routes.at(i) == next.routes.at(i) {
+			t.Errorf("route %s taken over across a change of consumers", again.routes.at(i).id)
 		}
 	}
 	// Another Env (another worker's, or a test's): nothing is taken over.
@@ -285,7 +285,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other.routes[0] == next.routes[0] {
+	if other.routes.at(0) == next.routes.at(0) {
 		t.Error("a route built with another Env was taken over")
 	}
 }
@@ -343,17 +343,17 @@ func TestCompileTakesOverInServedOrder(t *testing.T) {
 		{"second build", prev, next, []bool{true, false, true, true, true, false, false}},
 		{"third build", next, last, []bool{true, true, true, false, true, true}},
 	} {
-		if len(c.snap.routes) != len(c.taken) {
-			t.Fatalf("%s: %d routes, want %d", c.name, len(c.snap.routes), len(c.taken))
+		if c.snap.routes.len() != len(c.taken) {
+			t.Fatalf("%s: %d routes, want %d", c.name, c.snap.routes.len(), len(c.taken))
 		}
-		for i, r := range c.snap.routes {
-			if got := slices.Contains(c.prev.routes, r); got != c.taken[i] {
+		for i, r := range c.snap.routes.flat() {
+			if got := slices.Contains(c.prev.routes.flat(), r); got != c.taken[i] {
 				t.Errorf("%s: route %s taken over: %v, want %v", c.name, r.id, got, c.taken[i])
 			}
 		}
-		for i, r := range c.snap.routes {
-			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Host: []byte("x"), Path: c.snap.routes[i].uris[0]}
-			if j, ok := c.snap.router.Match(req); !ok || c.snap.slots[j] != r {
+		for i, r := range c.snap.routes.flat() {
+			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Host: []byte("x"), Path: c.snap.routes.at(i).uris[0]}
+			if j, ok := c.snap.router.Match(req); !ok || c.snap.slots.at(j) != r {
 				t.Errorf("%s: %s does not route to route %s", c.name, req.Path, r.id)
 			}
 		}

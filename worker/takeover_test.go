@@ -140,8 +140,8 @@ func TestCompileTakeOverDifferential(t *testing.T) {
 			t.Fatalf("step %d: %v", step, err)
 		}
 		if prev != nil {
-			for _, r := range inc.routes {
-				if slices.Contains(prev.routes, r) {
+			for _, r := range inc.routes.flat() {
+				if slices.Contains(prev.routes.flat(), r) {
 					taken++
 				}
 			}
@@ -189,7 +189,7 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 	if !ok {
 		return "no route"
 	}
-	r := s.slots[i]
+	r := s.slots.at(i)
 	var b strings.Builder
 	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.about.name, r.uris, r.hosts,
 		r.about.serviceID, r.about.serviceName, r.connectTO, r.sendTO, r.readTO)
@@ -254,11 +254,11 @@ func TestCompileOrderGaps(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, snap := range map[string]*Snapshot{"from the served one": next, "from nothing": fresh} {
-			if j, ok := snap.router.Match(req); !ok || snap.slots[j].id != id {
-				t.Fatalf("step %d, built %s: /same routes to %v, want %s", i, name, ok && snap.slots[j] != nil, id)
+			if j, ok := snap.router.Match(req); !ok || snap.slots.at(j).id != id {
+				t.Fatalf("step %d, built %s: /same routes to %v, want %s", i, name, ok && snap.slots.at(j) != nil, id)
 			}
 		}
-		if &next.slots[0] == &next.routes[0] {
+		if &next.slots.chunks[0] == &next.routes.chunks[0] { // the from-scratch build's slots are its routes
 			rebuilt++
 		} else {
 			updated++

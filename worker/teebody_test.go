@@ -249,7 +249,7 @@ func TestTeeBodyReplayed(t *testing.T) {
 	h, rec := teeHarness(t, []string{
 		`{"id":"r1","uri":"/tee","plugins":{"p-tee":{}},"upstream":{"nodes":{"127.0.0.1:1980":100,"127.0.0.1:1981":1}}}`,
 	}, nil, Config{})
-	rt := h.w.snap.Load().routes[0]
+	rt := h.w.snap.Load().routes.at(0)
 	conns := map[string]*fakeConn{}
 	for _, nd := range rt.up.nodes {
 		p := h.w.poolFor(rt.up, nd, nil)

@@ -67,7 +67,7 @@ func TestAllocHTTPSUpstream(t *testing.T) {
 
 	// The kept-alive connection, in the pool of the name the requests
 	// go with (the node's address: pass_host=node).
-	rt := h.w.snap.Load().routes[0]
+	rt := h.w.snap.Load().routes.at(0)
 	p := h.w.poolFor(rt.up, rt.up.nodes[0], []byte("127.0.0.1"))
 	up := &fakeConn{loop: h.loop, fd: 21,
 		laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50001},

@@ -124,7 +124,7 @@ func TestSplitCompile(t *testing.T) {
 		return s
 	}
 	s1 := build(nil, "127.0.0.1:1981")
-	rs, rp := s1.routes[0], s1.routes[1]
+	rs, rp := s1.routes.at(0), s1.routes.at(1)
 	if len(rs.splits) != 2 || rp.splits != nil {
 		t.Fatalf("variants: %d on the split route, %v on the plain one", len(rs.splits), rp.splits)
 	}
@@ -142,11 +142,11 @@ func TestSplitCompile(t *testing.T) {
 	}
 
 	s2 := build(s1, "127.0.0.1:1983")
-	if s2.routes[0] == rs || s2.routes[1] != rp {
-		t.Fatalf("taken over: split route %v, plain route %v", s2.routes[0] == rs, s2.routes[1] == rp)
+	if s2.routes.at(0) == rs || s2.routes.at(1) != rp {
+		t.Fatalf("taken over: split route %v, plain route %v", s2.routes.at(0) == rs, s2.routes.at(1) == rp)
 	}
 	var addrs []string
-	for cu := range s2.routes[0].splits {
+	for cu := range s2.routes.at(0).splits {
 		addrs = append(addrs, cu.nodes[0].addr)
 		if cu.nodes[0].addr == "127.0.0.1:1982" && cu != inline {
 			t.Fatal("the inline upstream was compiled again")
