@@ -65,7 +65,8 @@ func (r *Route) Rare() RouteExtra {
 }
 
 // MakeExtra returns r.Extra, allocated first when it is nil, for setting
-// r's rarely set fields.
+// r's rarely set fields. A copy of a Route shares its Extra: give the
+// copy a RouteExtra of its own before changing one.
 func (r *Route) MakeExtra() *RouteExtra {
 	if r.Extra == nil {
 		r.Extra = new(RouteExtra)
