@@ -321,11 +321,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		// again once the workers have handed back what their builds
 		// left unused, SettleAfter past the last change
-		time.Sleep(time.Until(served.Add(SettleAfter)))
-		if f, err = e.footprint(ctx); err != nil {
+		if res.Memory.Settled, err = e.settled(ctx, served); err != nil {
 			return nil, err
 		}
-		res.Memory.Settled = f
 	}
 	e.logf("timing %d changes", o.Changes)
 	for i := range o.Changes {

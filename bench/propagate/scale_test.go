@@ -93,6 +93,18 @@ func TestReportSettled(t *testing.T) {
 	}
 }
 
+// TestLowest: each worker's settled reading is its least RSS with the
+// heap read beside it; the first reading is taken whole.
+func TestLowest(t *testing.T) {
+	a := Footprint{Supervisor: 500, Workers: []uint64{100, 90}, HeapInuse: []uint64{10, 9}}
+	b := Footprint{Supervisor: 400, Workers: []uint64{80, 95}, HeapInuse: []uint64{8, 11}}
+	got := lowest(lowest(Footprint{}, a), b)
+	want := Footprint{Supervisor: 400, Workers: []uint64{80, 90}, HeapInuse: []uint64{8, 9}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lowest (-want +got):\n%s", diff)
+	}
+}
+
 // rowOf is the first line of out that has s.
 func rowOf(out, s string) string {
 	for l := range strings.Lines(out) {
