@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"unsafe"
 )
@@ -76,5 +77,27 @@ func TestRouteJSONForm(t *testing.T) {
 	}
 	if n := unsafe.Sizeof(Route{}); n > 256 {
 		t.Errorf("Route is %d bytes, over the allocator's 256-byte class", n)
+	}
+}
+
+// TestRouteJSONFields: routeJSON has every JSON field of Route and
+// RouteExtra, with the same tag and type, and nothing else, so that a
+// field added to either is written and read.
+func TestRouteJSONFields(t *testing.T) {
+	tags := func(ty reflect.Type) map[string]string {
+		m := map[string]string{}
+		for f := range ty.Fields() {
+			if tag := f.Tag.Get("json"); tag != "-" && f.Name != "Extra" {
+				m[f.Name] = tag + " " + f.Type.String()
+			}
+		}
+		return m
+	}
+	want := tags(reflect.TypeFor[Route]())
+	for k, v := range tags(reflect.TypeFor[RouteExtra]()) {
+		want[k] = v
+	}
+	if got := tags(reflect.TypeFor[routeJSON]()); !reflect.DeepEqual(got, want) {
+		t.Errorf("routeJSON's fields %v,\nRoute's and RouteExtra's %v", got, want)
 	}
 }
