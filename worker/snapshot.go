@@ -894,11 +894,12 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		// service's, built in execution order. A plugin the gateway does
 		// not have refuses the configuration rather than serving the
 		// route without it.
+		rare := r.Rare()
 		var pcPlugins, svcPlugins map[string]json.RawMessage
-		if !r.PluginConfigID.IsZero() {
+		if !rare.PluginConfigID.IsZero() {
 			var ok bool
-			if pcPlugins, ok = pluginConfigs[r.PluginConfigID.String()]; !ok {
-				return nil, fmt.Errorf("route %s: plugin_config_id %s not found", id, r.PluginConfigID.String())
+			if pcPlugins, ok = pluginConfigs[rare.PluginConfigID.String()]; !ok {
+				return nil, fmt.Errorf("route %s: plugin_config_id %s not found", id, rare.PluginConfigID.String())
 			}
 		}
 		if svc != nil {
@@ -951,7 +952,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		*rt = route{id: id, plugins: phases, about: noAbout}
 		about := routeAbout{name: nilIfEmpty(r.Name), byConsumer: byConsumer}
 		rt.websocket = websocketOf(r, svc)
-		rt.uris, rt.hosts = byteStrings(r.URI, r.URIs), byteStrings(r.Host, r.Hosts)
+		rt.uris, rt.hosts = byteStrings(r.URI, rare.URIs), byteStrings(r.Host, r.Hosts)
 		if svc != nil {
 			about.serviceID, about.serviceName = []byte(r.ServiceID.String()), nilIfEmpty(svc.Name)
 			if r.Host == "" && len(r.Hosts) == 0 {
@@ -970,7 +971,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 			rt.up, rt.renew = cu, namesSSL(cu)
 			rt.connectTO, rt.sendTO, rt.readTO = cu.connectTO, cu.sendTO, cu.readTO
 		}
-		if t := r.Timeout; t != nil {
+		if t := rare.Timeout; t != nil {
 			rt.connectTO, rt.sendTO, rt.readTO = seconds(t.Connect), seconds(t.Send), seconds(t.Read)
 		}
 		if rt.connectTO == 0 {
@@ -999,15 +1000,15 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 			}
 			in.RemoteAddrs = append(in.RemoteAddrs, p)
 		}
-		if len(r.Vars) > 0 {
-			e, err := router.CompileVars(r.Vars)
+		if len(rare.Vars) > 0 {
+			e, err := router.CompileVars(rare.Vars)
 			if err != nil {
 				return nil, fmt.Errorf("route %s: %w", id, err)
 			}
 			in.Vars = e
 		}
 		rt.from, rt.in = from, in
-		rt.splits = splitRoutes(rt, r.Timeout != nil, globalSplits, se.take())
+		rt.splits = splitRoutes(rt, rare.Timeout != nil, globalSplits, se.take())
 		if !rt.renew && rt.splits == nil {
 			snap.runs = addRun(snap.runs, i, routes.out.n)
 		}

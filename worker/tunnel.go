@@ -29,7 +29,7 @@ import (
 // websocketOf is enable_websocket for a route: its own, or else its
 // service's (APISIX's http_access_phase).
 func websocketOf(r *spec.Route, svc *spec.Service) bool {
-	ws := r.EnableWebsocket
+	ws := r.Rare().EnableWebsocket
 	if ws == nil && svc != nil {
 		ws = svc.EnableWebsocket
 	}

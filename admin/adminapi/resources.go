@@ -183,7 +183,7 @@ func (a *api) checkRoute(ctx context.Context, w *write) *apiError {
 	if e := a.checkRef(ctx, "services", "service", "service_id", r.ServiceID); e != nil {
 		return e
 	}
-	if e := a.checkRef(ctx, "plugin_configs", "plugin config", "plugin_config_id", r.PluginConfigID); e != nil {
+	if e := a.checkRef(ctx, "plugin_configs", "plugin config", "plugin_config_id", r.Rare().PluginConfigID); e != nil {
 		return e
 	}
 	if e := a.checkClientCertID(ctx, r.Upstream, "upstream."); e != nil {

@@ -49,7 +49,7 @@ func (s *Spec) Check() error {
 		if err := ref(services, "route", r.ID, "service_id", r.ServiceID); err != nil {
 			return err
 		}
-		if err := ref(pluginConfigs, "route", r.ID, "plugin_config_id", r.PluginConfigID); err != nil {
+		if err := ref(pluginConfigs, "route", r.ID, "plugin_config_id", r.Rare().PluginConfigID); err != nil {
 			return err
 		}
 	}

@@ -437,8 +437,8 @@ func TestDecodedFields(t *testing.T) {
 		{Var: "http_y", Not: true, Op: "~*", Value: json.RawMessage(`"^A"`)},
 		{Var: "arg_z", Op: "==", Value: json.RawMessage(`"jack"`)},
 	}
-	got := make([]VarExpr, len(r.Vars))
-	for i, v := range r.Vars {
+	got := make([]VarExpr, len(r.Rare().Vars))
+	for i, v := range r.Rare().Vars {
 		v.Source = nil
 		got[i] = v
 	}
@@ -463,7 +463,7 @@ func TestValidateBuilt(t *testing.T) {
 		want string
 	}{
 		{"ok", Route{URI: "/a", UpstreamID: StringID("u")}, ""},
-		{"bad var op", Route{URI: "/a", UpstreamID: StringID("u"), Vars: Vars{{Var: "a", Op: "="}}},
+		{"bad var op", Route{URI: "/a", UpstreamID: StringID("u"), Extra: &RouteExtra{Vars: Vars{{Var: "a", Op: "="}}}},
 			`failed to validate the 'vars' expression: invalid operator '='`},
 		{"bad node", Route{URI: "/a", Upstream: &Upstream{Nodes: Nodes{List: []Node{{Host: "a", Port: 70000, Weight: 1}}}}},
 			`invalid configuration: property "upstream" validation failed: property "nodes" validation failed: object matches none of the required`},

@@ -45,7 +45,9 @@
 // A stored object keeps only what was written: optional scalars are
 // pointers, ids, nodes and vars remember their written form, and schema
 // defaults are applied by the Effective* helpers when a Spec is compiled,
-// never written back.
+// never written back. A Route's fields that few routes set lie behind one
+// pointer (Route.Extra, read with Rare), since a worker keeps every route
+// of its Spec; its JSON form is the same (routeJSON).
 //
 // Spec.Check verifies what spans objects (unique ids, upstream_id,
 // service_id and plugin_config_id references, a consumer's group_id).

@@ -31,8 +31,8 @@ func (r *Route) EffectivePriority() int {
 // AllURIs returns uris, or uri as a one-item list. The slice is the route's
 // own (uris) or new (uri); callers must not modify it.
 func (r *Route) AllURIs() []string {
-	if r.URIs != nil {
-		return r.URIs
+	if e := r.Extra; e != nil && e.URIs != nil {
+		return e.URIs
 	}
 	if r.URI != "" {
 		return []string{r.URI}
@@ -56,11 +56,12 @@ func (r *Route) AllHosts() []string {
 // AllRemoteAddrs returns remote_addrs, or remote_addr as a one-item list,
 // or nil. Callers must not modify the slice.
 func (r *Route) AllRemoteAddrs() []string {
-	if r.RemoteAddrs != nil {
-		return r.RemoteAddrs
+	x := r.Rare()
+	if x.RemoteAddrs != nil {
+		return x.RemoteAddrs
 	}
-	if r.RemoteAddr != "" {
-		return []string{r.RemoteAddr}
+	if x.RemoteAddr != "" {
+		return []string{x.RemoteAddr}
 	}
 	return nil
 }

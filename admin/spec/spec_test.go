@@ -169,8 +169,8 @@ func TestEffective(t *testing.T) {
 		hosts   []string
 		remotes []string
 	}{
-		{Route{URI: "/a", Host: "h", RemoteAddr: "1.1.1.1"}, true, 0, []string{"/a"}, []string{"h"}, []string{"1.1.1.1"}},
-		{Route{URIs: []string{"/a", "/b"}, Hosts: []string{"x", "y"}, RemoteAddrs: []string{"::1"}, Priority: &prio, Status: &off}, false, -2, []string{"/a", "/b"}, []string{"x", "y"}, []string{"::1"}},
+		{Route{URI: "/a", Host: "h", Extra: &RouteExtra{RemoteAddr: "1.1.1.1"}}, true, 0, []string{"/a"}, []string{"h"}, []string{"1.1.1.1"}},
+		{Route{Hosts: []string{"x", "y"}, Priority: &prio, Status: &off, Extra: &RouteExtra{URIs: []string{"/a", "/b"}, RemoteAddrs: []string{"::1"}}}, false, -2, []string{"/a", "/b"}, []string{"x", "y"}, []string{"::1"}},
 		{Route{Status: &three}, false, 0, nil, nil, nil},
 	}
 	for i, tc := range routes {
@@ -194,7 +194,7 @@ func TestCheck(t *testing.T) {
 			Services:  []*Service{{ID: NumID(1), UpstreamID: StringID("1")}},
 			Routes: []*Route{
 				{ID: NumID(1), UpstreamID: NumID(1)},
-				{ID: NumID(2), ServiceID: StringID("1"), PluginConfigID: StringID("pc")},
+				{ID: NumID(2), ServiceID: StringID("1"), Extra: &RouteExtra{PluginConfigID: StringID("pc")}},
 				{ID: StringID("3"), UpstreamID: StringID("two")},
 			},
 			PluginConfigs: []*PluginConfig{{ID: StringID("pc"), Plugins: map[string]json.RawMessage{}}},
@@ -203,7 +203,7 @@ func TestCheck(t *testing.T) {
 		}, ""},
 		{"missing upstream", Spec{Routes: []*Route{{ID: NumID(1), UpstreamID: NumID(9)}}}, "route 1: upstream_id 9 not found"},
 		{"missing service", Spec{Routes: []*Route{{ID: StringID("r"), ServiceID: NumID(3)}}}, "route r: service_id 3 not found"},
-		{"missing plugin config", Spec{Routes: []*Route{{ID: NumID(1), PluginConfigID: NumID(3)}}}, "route 1: plugin_config_id 3 not found"},
+		{"missing plugin config", Spec{Routes: []*Route{{ID: NumID(1), Extra: &RouteExtra{PluginConfigID: NumID(3)}}}}, "route 1: plugin_config_id 3 not found"},
 		{"service upstream", Spec{Services: []*Service{{ID: NumID(2), UpstreamID: NumID(9)}}}, "service 2: upstream_id 9 not found"},
 		{"duplicate route", Spec{Routes: []*Route{{ID: NumID(1)}, {ID: StringID("1")}}}, "route 1: duplicate id"},
 		{"duplicate upstream", Spec{Upstreams: []*Upstream{u(NumID(4)), u(NumID(4))}}, "upstream 4: duplicate id"},

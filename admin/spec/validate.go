@@ -75,7 +75,8 @@ func present(v *jval, k string) bool {
 // check_upstream_conf, that each plugin config is an object, and the
 // lua-resty-expr vars.
 func (r *Route) checkValues() error {
-	if e := refuseLua(r.FilterFunc, r.Script, !r.ScriptID.IsZero()); e != nil {
+	x := r.Rare()
+	if e := refuseLua(x.FilterFunc, x.Script, !x.ScriptID.IsZero()); e != nil {
 		return e
 	}
 	if r.Upstream != nil {
@@ -95,11 +96,11 @@ func (r *Route) checkValues() error {
 	// APISIX's IPv6/CIDR pattern (schema_def.lua ip_def) accepts strings
 	// that name no prefix, such as ":/8" or "::/200"; a worker could not
 	// match them, so they are refused here with the schema's own message.
-	if r.RemoteAddr != "" && !ValidIPOrCIDR(r.RemoteAddr) {
-		return &ValidationError{Field: "remote_addr", Detail: "not an IP address or CIDR prefix: " + strconv.Quote(r.RemoteAddr),
+	if x.RemoteAddr != "" && !ValidIPOrCIDR(x.RemoteAddr) {
+		return &ValidationError{Field: "remote_addr", Detail: "not an IP address or CIDR prefix: " + strconv.Quote(x.RemoteAddr),
 			Msg: `invalid configuration: property "remote_addr" validation failed: object matches none of the required`}
 	}
-	for i, a := range r.RemoteAddrs {
+	for i, a := range x.RemoteAddrs {
 		if !ValidIPOrCIDR(a) {
 			return &ValidationError{Field: "remote_addrs[" + strconv.Itoa(i) + "]", Detail: "not an IP address or CIDR prefix: " + strconv.Quote(a),
 				Msg: `invalid configuration: property "remote_addrs" validation failed: failed to validate item ` + strconv.Itoa(i+1) + `: object matches none of the required`}
@@ -107,7 +108,7 @@ func (r *Route) checkValues() error {
 	}
 	// lua-resty-expr's grammar (operators, negation, regular expressions
 	// and addresses compiled ahead) is code, not a schema: vars.go.
-	if e := r.Vars.validate(); e != nil {
+	if e := x.Vars.validate(); e != nil {
 		return e
 	}
 	return nil

@@ -84,8 +84,9 @@ type Options struct {
 	Upstreams int
 	Plugins   bool
 	// Memory reads the supervisor's and the workers' RSS (and the
-	// workers' Go heap, through COREGATE_PPROF) with no route, and again
-	// with the upstreams and the base routes loaded (Result.Memory).
+	// workers' Go heap, through COREGATE_PPROF) with no route, and twice
+	// with the upstreams and the base routes loaded: a second after they
+	// are served, and settled, SettleAfter after it (Result.Memory).
 	Memory bool
 	// ColdStart, at the end, stops the gateway and starts it again on the
 	// same etcd data (Result.ColdStart); NginxReload then starts nginx
@@ -304,6 +305,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := e.waitServed(ctx, "/base/"+strconv.Itoa(o.BaseRoutes-1), time.Minute); err != nil {
 		return nil, err
 	}
+	served := time.Now()
 	sets := []routeSet{{"base", o.BaseRoutes}}
 	if o.Memory {
 		time.Sleep(time.Second)
@@ -316,6 +318,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			if err := e.heapProfile(ctx, o.Heap); err != nil {
 				return nil, err
 			}
+		}
+		// again once the workers have handed back what their builds
+		// left unused, SettleAfter past the last change
+		if res.Memory.Settled, err = e.settled(ctx, served); err != nil {
+			return nil, err
 		}
 	}
 	e.logf("timing %d changes", o.Changes)

@@ -45,26 +45,95 @@ func mean(v []uint64) float64 {
 	return float64(s) / float64(len(v))
 }
 
+// SettleAfter is how long after the last change Memory.Settled is first read:
+// past the second of quiet (5 s, node/workerproc's releaseQuiet) after
+// which a worker hands the heap its builds left unused back to the system.
+// A second after the load, a worker's RSS still holds that heap: at
+// 50 000 routes, 3 337 bytes a route against about 2 380 once released.
+// The settled figure is the one a gateway serving an unchanging
+// configuration shows, and the one the target names.
+const SettleAfter = 6 * time.Second
+
+// settleReads is how many times, a second apart from SettleAfter on, the
+// settled footprint is read: a worker slower to build the last change
+// than the one that served it first starts its quiet period later, by
+// seconds on a loaded machine.
+const settleReads = 5
+
+// settled reads the footprint settleReads times, a second apart, from
+// SettleAfter after served, and keeps each worker's least RSS with its
+// heap of that reading, and the supervisor's least RSS: each worker
+// once it has handed its unused heap back.
+func (e *env) settled(ctx context.Context, served time.Time) (Footprint, error) {
+	var f Footprint
+	for i := range settleReads {
+		time.Sleep(time.Until(served.Add(SettleAfter + time.Duration(i)*time.Second)))
+		g, err := e.footprint(ctx)
+		if err != nil {
+			return f, err
+		}
+		f = lowest(f, g)
+	}
+	return f, nil
+}
+
+// lowest is, worker by worker, the reading of f or g with the lesser RSS
+// (g's where f has none), and the lesser of their supervisor's RSS.
+func lowest(f, g Footprint) Footprint {
+	if len(f.Workers) != len(g.Workers) {
+		return g
+	}
+	out := Footprint{Supervisor: min(f.Supervisor, g.Supervisor)}
+	for i := range g.Workers {
+		from := g
+		if f.Workers[i] <= g.Workers[i] {
+			from = f
+		}
+		out.Workers = append(out.Workers, from.Workers[i])
+		if i < len(from.HeapInuse) {
+			out.HeapInuse = append(out.HeapInuse, from.HeapInuse[i])
+		}
+	}
+	return out
+}
+
 // Memory is the gateway's memory with no route and with the base routes
-// (and the upstreams) loaded.
+// (and the upstreams) loaded: a second after they are served (Loaded),
+// and settled, each worker's least over settleReads readings a second
+// apart from SettleAfter after it on (Settled; zero when not read).
 type Memory struct {
 	Routes, Upstreams int
 	Empty, Loaded     Footprint
+	Settled           Footprint
 }
 
 // PerRoute returns what a route adds, in bytes, beyond the gateway with
-// none: to a worker's RSS (mean over the workers), to a worker's Go heap
-// in use (0 when not read), and to the supervisor's RSS.
+// none, a second after the load: to a worker's RSS (mean over the
+// workers), to a worker's Go heap in use (0 when not read), and to the
+// supervisor's RSS.
 func (m *Memory) PerRoute() (workerRSS, workerHeap, supervisorRSS float64) {
+	return m.perRoute(m.Loaded)
+}
+
+// SettledPerRoute is PerRoute of the settled figures; all 0 when they
+// were not read.
+func (m *Memory) SettledPerRoute() (workerRSS, workerHeap, supervisorRSS float64) {
+	if len(m.Settled.Workers) == 0 {
+		return 0, 0, 0
+	}
+	return m.perRoute(m.Settled)
+}
+
+func (m *Memory) perRoute(loaded Footprint) (workerRSS, workerHeap, supervisorRSS float64) {
 	if m.Routes == 0 {
 		return 0, 0, 0
 	}
 	n := float64(m.Routes)
-	workerRSS = (m.Loaded.WorkerRSS() - m.Empty.WorkerRSS()) * 1024 / n
-	if m.Loaded.WorkerHeap() > 0 && m.Empty.WorkerHeap() > 0 {
-		workerHeap = (m.Loaded.WorkerHeap() - m.Empty.WorkerHeap()) / n
+	workerRSS = (loaded.WorkerRSS() - m.Empty.WorkerRSS()) * 1024 / n
+	if loaded.WorkerHeap() > 0 && m.Empty.WorkerHeap() > 0 {
+		workerHeap = (loaded.WorkerHeap() - m.Empty.WorkerHeap()) / n
 	}
-	supervisorRSS = (float64(m.Loaded.Supervisor) - float64(m.Empty.Supervisor)) * 1024 / n
+	supervisorRSS = (float64(loaded.Supervisor) - float64(m.Empty.Supervisor)) * 1024 / n
 	return workerRSS, workerHeap, supervisorRSS
 }
 
@@ -457,21 +526,39 @@ func reportScale(w io.Writer, r *Result) {
 	mib := func(kib float64) string { return strconv.FormatFloat(kib/1024, 'f', 1, 64) + " MiB" }
 	if m := r.Memory; m != nil {
 		wr, wh, sr := m.PerRoute()
+		swr, swh, _ := m.SettledPerRoute()
 		// The target is the issue's, at 50 000 routes: below a few
-		// thousand, the runtime's fixed costs weigh on each route.
-		verdict := ""
-		if m.Routes >= 50000 {
-			verdict = " (≤ 2 KiB: ok)"
-			if wr > 2048 {
-				verdict = " (≤ 2 KiB: over the target)"
+		// thousand, the runtime's fixed costs weigh on each route. It
+		// is judged on the settled RSS where it was read, what a
+		// gateway shows once its configuration stops changing.
+		verdict := func(b float64) string {
+			if m.Routes < 50000 {
+				return ""
 			}
+			if b > 2048 {
+				return " (≤ 2 KiB: over the target)"
+			}
+			return " (≤ 2 KiB: ok)"
 		}
+		settled := len(m.Settled.Workers) > 0
 		fmt.Fprintf(w, "| memory, %d routes over %d upstreams | no route | loaded | per route |\n|---|---:|---:|---:|\n", m.Routes, m.Upstreams)
-		fmt.Fprintf(w, "| worker RSS (mean of %d) | %s | %s | %.0f B%s |\n", len(m.Loaded.Workers),
-			mib(m.Empty.WorkerRSS()), mib(m.Loaded.WorkerRSS()), wr, verdict)
+		v := verdict(wr)
+		if settled {
+			v = ""
+		}
+		fmt.Fprintf(w, "| worker RSS (mean of %d), 1 s after the load | %s | %s | %.0f B%s |\n", len(m.Loaded.Workers),
+			mib(m.Empty.WorkerRSS()), mib(m.Loaded.WorkerRSS()), wr, v)
+		if settled {
+			fmt.Fprintf(w, "| worker RSS (mean of %d), settled: least of %v to %v after the load, unused heap released | %s | %s | %.0f B%s |\n",
+				len(m.Settled.Workers), SettleAfter, SettleAfter+(settleReads-1)*time.Second, mib(m.Empty.WorkerRSS()), mib(m.Settled.WorkerRSS()), swr, verdict(swr))
+		}
 		if wh > 0 {
-			fmt.Fprintf(w, "| worker Go heap in use after a GC | %s | %s | %.0f B |\n",
+			fmt.Fprintf(w, "| worker Go heap in use after a GC, 1 s after the load | %s | %s | %.0f B |\n",
 				mib(m.Empty.WorkerHeap()/1024), mib(m.Loaded.WorkerHeap()/1024), wh)
+		}
+		if swh > 0 {
+			fmt.Fprintf(w, "| worker Go heap in use after a GC, settled | %s | %s | %.0f B |\n",
+				mib(m.Empty.WorkerHeap()/1024), mib(m.Settled.WorkerHeap()/1024), swh)
 		}
 		fmt.Fprintf(w, "| supervisor RSS (embedded etcd included) | %s | %s | %.0f B |\n\n",
 			mib(float64(m.Empty.Supervisor)), mib(float64(m.Loaded.Supervisor)), sr)

@@ -53,10 +53,66 @@ func TestPerRoute(t *testing.T) {
 	if wr != 2048 || wh != 1048.576 || sr != 2048 {
 		t.Errorf("per route: worker RSS %v, heap %v, supervisor %v; want 2048, 1048.576, 2048", wr, wh, sr)
 	}
+	if wr, wh, sr := m.SettledPerRoute(); wr != 0 || wh != 0 || sr != 0 {
+		t.Errorf("settled per route %v, %v, %v before it was read; want 0", wr, wh, sr)
+	}
+	m.Settled = Footprint{Supervisor: 42000, Workers: []uint64{31000, 33000}, HeapInuse: []uint64{5 << 20, 5 << 20}}
+	if wr, wh, _ := m.SettledPerRoute(); wr != 1024 || wh != 1048.576 {
+		t.Errorf("settled per route: worker RSS %v, heap %v; want 1024, 1048.576", wr, wh)
+	}
 	m.Empty.HeapInuse = []uint64{0, 0}
 	if _, wh, _ := m.PerRoute(); wh != 0 {
 		t.Errorf("heap per route %v without the empty worker's heap, want 0", wh)
 	}
+}
+
+// TestReportSettled: at 50 000 routes the target is judged on the settled
+// RSS where it was read, the reading a second after the load still
+// shown; without a settled reading, on that one.
+func TestReportSettled(t *testing.T) {
+	m := &Memory{Routes: 50000,
+		Empty:   Footprint{Supervisor: 40000, Workers: []uint64{30000}},
+		Loaded:  Footprint{Supervisor: 200000, Workers: []uint64{30000 + 3000*50000/1024}},
+		Settled: Footprint{Supervisor: 200000, Workers: []uint64{30000 + 1900*50000/1024}},
+	}
+	var b strings.Builder
+	reportScale(&b, &Result{Memory: m})
+	out := b.String()
+	loaded, settled := rowOf(out, "1 s after the load"), rowOf(out, "settled")
+	if loaded == "" || settled == "" {
+		t.Fatalf("want both RSS rows:\n%s", out)
+	}
+	if strings.Contains(loaded, "target") || !strings.Contains(settled, "≤ 2 KiB: ok") {
+		t.Errorf("the verdict is not the settled row's alone:\n%s", out)
+	}
+	m.Settled = Footprint{}
+	b.Reset()
+	reportScale(&b, &Result{Memory: m})
+	if out := b.String(); rowOf(out, "settled") != "" || !strings.Contains(rowOf(out, "1 s after the load"), "over the target") {
+		t.Errorf("without a settled reading:\n%s", out)
+	}
+}
+
+// TestLowest: each worker's settled reading is its least RSS with the
+// heap read beside it; the first reading is taken whole.
+func TestLowest(t *testing.T) {
+	a := Footprint{Supervisor: 500, Workers: []uint64{100, 90}, HeapInuse: []uint64{10, 9}}
+	b := Footprint{Supervisor: 400, Workers: []uint64{80, 95}, HeapInuse: []uint64{8, 11}}
+	got := lowest(lowest(Footprint{}, a), b)
+	want := Footprint{Supervisor: 400, Workers: []uint64{80, 90}, HeapInuse: []uint64{8, 9}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lowest (-want +got):\n%s", diff)
+	}
+}
+
+// rowOf is the first line of out that has s.
+func rowOf(out, s string) string {
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
 }
 
 // TestNginxReload starts nginx with 30 locations over 7 upstreams (the

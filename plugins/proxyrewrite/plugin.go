@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"coregate/httpvar"
 	"coregate/plugins"
 	"coregate/plugins/internal/resub"
 )
@@ -274,7 +273,7 @@ func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, err
 	}
-	in := &instance{unsafe: c.Unsafe, vars: vars{names: map[string]httpvar.Var{}}}
+	in := &instance{unsafe: c.Unsafe}
 	if c.Host != nil {
 		in.host = []byte(*c.Host)
 	}

@@ -151,9 +151,21 @@ func trimLeft(b []byte) []byte {
 // is looked up in a table of names resolved by httpvar.Parse, filled at
 // Build with the names the configuration writes and, up to a bound, with
 // names that only a capture brings.
+//
+// names is made with its first name: most configurations write none (a
+// plain uri), and a worker keeps an instance per route, so an empty map
+// made for each was 48 bytes a route at 50 000 routes.
 type vars struct {
-	names  map[string]httpvar.Var
-	static int // how many names the configuration wrote
+	names  map[string]httpvar.Var // nil until a name is written
+	static int                    // how many names the configuration wrote
+}
+
+// set records name's resolution.
+func (v *vars) set(name string, x httpvar.Var) {
+	if v.names == nil {
+		v.names = make(map[string]httpvar.Var)
+	}
+	v.names[name] = x
 }
 
 // maxDynamicNames bounds the names interned while serving requests (names
@@ -168,7 +180,7 @@ func (v *vars) intern(tpl []byte) {
 		if !ok {
 			return
 		}
-		v.names[string(r.name)] = httpvar.Parse(string(r.name))
+		v.set(string(r.name), httpvar.Parse(string(r.name)))
 		from = r.end
 	}
 }
@@ -179,7 +191,7 @@ func (v *vars) resolve(b []byte) httpvar.Var {
 	}
 	x := httpvar.Parse(string(b))
 	if len(v.names) < v.static+maxDynamicNames {
-		v.names[string(b)] = x
+		v.set(string(b), x)
 	}
 	return x
 }

@@ -90,7 +90,7 @@ var checkKinds = [...]checkKind{
 			r := s.Routes[i]
 			f(ckUpstreams, r.UpstreamID)
 			f(ckServices, r.ServiceID)
-			f(ckPluginConfigs, r.PluginConfigID)
+			f(ckPluginConfigs, r.Rare().PluginConfigID)
 		}},
 	{name: "services",
 		n:    func(s *spec.Spec) int { return len(s.Services) },

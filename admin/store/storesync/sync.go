@@ -322,7 +322,7 @@ func (s *Syncer) fastCheck() bool {
 		if isForeign(o) ||
 			!stored("upstreams", spec.KindUpstream, r.UpstreamID) ||
 			!stored("services", spec.KindService, r.ServiceID) ||
-			!stored("plugin_configs", spec.KindPluginConfig, r.PluginConfigID) {
+			!stored("plugin_configs", spec.KindPluginConfig, r.Rare().PluginConfigID) {
 			return false
 		}
 	}
