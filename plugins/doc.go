@@ -2,7 +2,8 @@
 // their priorities (table.go), the registry of their implementations, the
 // phases a plugin runs in, the per-route phase tables, and the Env through
 // which a plugin instance reaches the node's shared counters and metric
-// slots. Plugins live in sub-packages; none imports worker/ (the worker
+// slots, and what its plugin's instances share on its event loop
+// (Env.Loop). Plugins live in sub-packages; none imports worker/ (the worker
 // implements Ctx and Env), and plugintest is their test kit.
 //
 // A plugin runs in fixed APISIX-style phases (rewrite, access, before_proxy,

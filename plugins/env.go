@@ -36,6 +36,40 @@ type Env struct {
 	// Ctx.SetUpstream: like Consumers it changes with each snapshot; nil
 	// where requests have no upstream to go to (NewLocalEnv's).
 	Upstreams Upstreams
+	// Loop is the state the instances of a plugin share on the one event
+	// loop that runs them all (jwt-auth's cache of verified tokens), the
+	// same for the worker's life, as Counters; nil where there is none
+	// (a plugin then keeps that state per instance). A worker is one
+	// process with one event loop, and each builds its own Env
+	// (NewLocalEnv), so what Loop holds is used by one goroutine: the
+	// plugins take it without a lock. An Env whose Loop is given to
+	// instances run by several goroutines at once is a data race.
+	Loop *LoopLocal
+}
+
+// LoopLocal is Env.Loop: a value per key (a plugin's name), made on first
+// use. Value runs in Build, off the event loop, maybe in several builds at
+// once (it locks); the value it returns is read and written on the event
+// loop only, by the instances' phases, so Build takes the value and must
+// not touch what is in it.
+type LoopLocal struct {
+	mu sync.Mutex
+	m  map[string]any
+}
+
+// NewLoopLocal makes an empty LoopLocal.
+func NewLoopLocal() *LoopLocal { return &LoopLocal{m: make(map[string]any)} }
+
+// Value is key's value: the one made before, else made by mk now.
+func (l *LoopLocal) Value(key string, mk func() any) any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok := l.m[key]
+	if !ok {
+		v = mk()
+		l.m[key] = v
+	}
+	return v
 }
 
 // Upstream is one compiled upstream as Upstreams gives it: opaque to a
@@ -97,9 +131,10 @@ const (
 // NewLocalEnv makes an Env whose counters and metrics live in this
 // process, behind a mutex: shared by the goroutines of one process, not by
 // processes. It serves tests, and workers run without a supervisor (the
-// supervisor's workers count in its shared-memory table, worker/shm).
+// supervisor's workers count in its shared-memory table, worker/shm). Its
+// Loop is new: the Env is for one event loop (each worker makes its own).
 func NewLocalEnv() Env {
-	return Env{Counters: NewCounterTable(LocalCounters), Metrics: NewMetricTable(LocalSeries)}
+	return Env{Counters: NewCounterTable(LocalCounters), Metrics: NewMetricTable(LocalSeries), Loop: NewLoopLocal()}
 }
 
 // CounterTable is an in-process Counters of a fixed size.

@@ -7,25 +7,47 @@ import (
 	"coregate/plugins"
 )
 
-// The token cache's size: cacheSets sets of cacheWays tokens, 128 in all
-// (Envoy's jwt_authn keeps 100 by default, jwt_cache_config), and the
-// longest token it keeps, in bytes: a 2048-bit RS256 token with a few
-// claims is some 600, an HS256 one some 200.
+// The token cache's size: cacheSets sets of cacheWays tokens, 2 048 in
+// all, the worker's (Envoy's jwt_authn keeps 100 per provider by default,
+// jwt_cache_config), and the longest token it keeps, in bytes: a 2048-bit
+// RS256 token with a few claims is some 600, an HS256 one some 200.
 const (
-	cacheSets     = 64
+	cacheSets     = 1024
 	cacheWays     = 2
 	cacheMaxToken = 2048
 )
 
-// tokenCache is an instance's tokens that verified: for each, what a
-// verification found (the consumer, the credential object, the
-// credential) and the token's exp and nbf, so that a token seen again is
-// neither decoded, scanned nor its signature computed again, which is
-// most of what a request costs jwt-auth with HS256: under valgrind, a
-// request with the token in the header takes 15 400 instructions verified
-// (BenchmarkVerify/HS256), 2 800 from the cache (BenchmarkCacheHit/HS256),
-// some 1 300 of each in the test's Ctx. Its exp and nbf are checked
-// against the clock on every use, as a verification checks them.
+// tokenCache is the tokens that verified on a worker, whichever route's
+// instance verified them: for each, what the verification depended on
+// and found (the key claim's name, the key, the consumer, the credential
+// object, the credential) and the token's exp and nbf, so that a token
+// seen again, on that route or another, is neither decoded, scanned nor
+// its signature computed again, which is most of what a request costs
+// jwt-auth with HS256: under valgrind, a request with the token in the
+// header takes 15 400 instructions verified (BenchmarkVerify/HS256),
+// 2 800 from the cache (BenchmarkCacheHit/HS256), some 1 300 of each in
+// the test's Ctx. Its exp and nbf are checked against the clock on every
+// use, with the using instance's claims_to_verify, as a verification
+// checks them.
+//
+// One cache serves all the worker's instances (Env.Loop; an instance
+// built without one has its own), so that its memory is the worker's,
+// not the routes': a worker of thousands of jwt-auth routes holds one
+// table, and a client's token verified on one route is found on the
+// others. The entry is the instance's only when the instance's own
+// verification would come out the same, which depends on the token's
+// bytes, the key claim's name (key_claim_name), the instance's consumers
+// and the clock, nothing else of its configuration (the header, query
+// and cookie names and hide_credentials say where a token is, not
+// whether it verifies; claims_to_verify is applied at each use): a hit
+// needs the bytes and the claim's name to be the entry's, and the
+// instance's consumers to find, for the entry's key, the very consumer
+// and credential (by pointer) that the verification found. Consumers
+// that changed are new objects (the worker builds the consumer index and
+// the routes anew), so an entry verified against the old ones never
+// matches the new ones: a cached token can never outlive its credential.
+// An entry holds its credential and consumer, so neither pointer can be
+// freed and reused while the entry lives.
 //
 // A token is found by its exact bytes: a hash of them, seeded per cache
 // (hash/maphash) so that a client cannot aim its tokens at one set, picks
@@ -34,29 +56,30 @@ const (
 // MAC: a hash collision never authenticates, and the time of a refusal
 // tells nothing of a cached token's signature.
 //
-// What a cached token authenticates as is the instance's, and the
-// instance's consumers (Env.Consumers) are those of the snapshot it was
-// built for: the worker builds every route anew when the consumers or the
-// credentials change (compile takes a route over only when they did not),
-// so a cache lives and dies with the consumer set its tokens were
-// verified against. A hit looks the key up in the instance's consumers
-// again all the same, and is refused unless it finds the very consumer
-// and credential (by pointer) that the verification found: a cached token
-// can never outlive its credential, even under a Consumers that changed.
+// The table is allocated with the worker's first verified token (a
+// worker that sees no valid token costs 32 bytes more, the tokenCache;
+// the table is 237 568 bytes, 232 KiB: 1 024 sets of two 112-byte
+// entries and their lru byte, unsafe.Sizeof), and each entry's buffer
+// with the first token that lands in it, the token and its key rounded
+// up to 128 bytes (256 for an HS256 token of 130: 512 KiB more once all
+// 2 048 entries are taken; 640 for an RS256 token of 600, 1.25 MiB),
+// grown only for a longer one: once its entries have held tokens as long
+// as those that come, a hit or a miss allocates nothing. Whatever the
+// number of routes, a worker's cache is at most 232 KiB and 2 048
+// buffers of 4 KiB (a token of cacheMaxToken and its key). Measured with
+// runtime.MemStats (TestCacheMemory): a thousand routes, a token verified
+// on each, hold 2.8 MB in all, 2.3 KB a route and the one table and its
+// thousand buffers; with a cache each, as when the cache was the
+// instance's (then of 64 sets), a route held a 232 KiB table more.
 //
-// The cache is allocated with the instance's first verified token (a
-// route that sees no valid token costs nothing more; its table is 21 KiB,
-// 160 bytes an entry), and each entry's buffer with the first token that
-// lands in it, the token and its key rounded up to 128 bytes (256 for an
-// HS256 token of 130: 32 KiB more once all 128 entries are taken), grown
-// only for a longer one: once its entries have held tokens as long as
-// those that come, a hit or a miss allocates nothing. A cache is its instance's, used by
-// its one event loop (the worker runs one gnet loop, WithNumEventLoop(1),
-// and builds its own snapshot and instances): no lock.
+// The cache is used by the worker's one event loop only (the worker is a
+// process of one gnet loop, WithNumEventLoop(1), and only that loop runs
+// the instances' Rewrite; Build only takes the cache's pointer, under
+// LoopLocal's lock): no lock.
 type tokenCache struct {
 	seed         maphash.Seed
-	sets         [cacheSets]cacheSet
-	hits, misses uint64 // lookups that found a token and that did not
+	sets         *[cacheSets]cacheSet // nil until a token verifies
+	hits, misses uint64               // lookups that found a token and that did not
 }
 
 // cacheSet is the ways of one set; lru is the way used least recently.
@@ -65,34 +88,47 @@ type cacheSet struct {
 	lru  uint8
 }
 
-// cacheEntry is one verified token. buf holds the token's bytes, then its
-// key claim (unescaped): tok and key are slices of it, valid until the
-// entry takes another token; hash is the token's.
+// cacheEntry is one verified token. buf holds the token's bytes, its
+// first ntok, then its key claim (unescaped), read by the claim named
+// claim: tok and key are slices of it, valid until the entry takes
+// another token; hash is the token's.
 type cacheEntry struct {
 	buf      []byte
-	tok, key []byte
+	claim    string
 	hash     uint64
-	found    plugins.Found
+	consumer *plugins.Consumer
+	credID   string
 	cr       *credential
 	times    times
+	ntok     uint16
 	live     bool
 }
+
+func (e *cacheEntry) tok() []byte { return e.buf[:e.ntok] }
+func (e *cacheEntry) key() []byte { return e.buf[e.ntok:] }
 
 func newTokenCache() *tokenCache { return &tokenCache{seed: maphash.MakeSeed()} }
 
 // hash is tok's hash, which picks its set and is kept with it.
 func (c *tokenCache) hash(tok []byte) uint64 { return maphash.Bytes(c.seed, tok) }
 
-// get returns the entry of tok, whose hash is h; nil when the cache does
-// not have it. An entry of another hash is passed over without reading
-// its token, so that a miss costs no comparison (some 450 instructions a
-// request with two 130-byte tokens in the set); the hash's equality tells
-// nothing of a cached token's bytes that a client could use.
-func (c *tokenCache) get(h uint64, tok []byte) *cacheEntry {
+// get returns the entry of tok, whose hash is h, its key read by the
+// claim named claim; nil when the cache does not have it. An entry of
+// another hash is passed over without reading its token, so that a miss
+// costs no comparison (some 450 instructions a request with two 130-byte
+// tokens in the set); the hash's equality tells nothing of a cached
+// token's bytes that a client could use. An entry of the same token read
+// by another claim's name (another route's key_claim_name) is not tok's
+// for this caller: its key may name another consumer.
+func (c *tokenCache) get(h uint64, tok []byte, claim string) *cacheEntry {
+	if c.sets == nil {
+		c.misses++
+		return nil
+	}
 	s := &c.sets[h&(cacheSets-1)]
 	for i := range s.ways {
 		e := &s.ways[i]
-		if e.live && e.hash == h && len(e.tok) == len(tok) && sameBytes(e.tok, tok) {
+		if e.live && e.hash == h && int(e.ntok) == len(tok) && e.claim == claim && sameBytes(e.buf[:e.ntok], tok) {
 			s.lru = uint8(1 - i)
 			c.hits++
 			return e
@@ -102,13 +138,17 @@ func (c *tokenCache) get(h uint64, tok []byte) *cacheEntry {
 	return nil
 }
 
-// put keeps tok, whose hash is h, which verified as t says, found f with
-// credential cr: in a free way of its set, else in place of the one used
-// least recently. A token longer than cacheMaxToken is not kept (the
-// caller does not make a cache for one either).
-func (c *tokenCache) put(h uint64, tok []byte, t *token, f plugins.Found, cr *credential) {
+// put keeps tok, whose hash is h, which verified as t says, its key read
+// by the claim named claim, found f with credential cr: in a free way of
+// its set, else in place of the one used least recently. A token longer
+// than cacheMaxToken is not kept; the table is made with the first token
+// kept.
+func (c *tokenCache) put(h uint64, tok []byte, claim string, t *token, f plugins.Found, cr *credential) {
 	if len(tok) > cacheMaxToken {
 		return
+	}
+	if c.sets == nil {
+		c.sets = new([cacheSets]cacheSet)
 	}
 	s := &c.sets[h&(cacheSets-1)]
 	i := int(s.lru)
@@ -124,15 +164,15 @@ func (c *tokenCache) put(h uint64, tok []byte, t *token, f plugins.Found, cr *cr
 		e.buf = make([]byte, 0, (n+127)&^127)
 	}
 	e.buf = append(append(e.buf[:0], tok...), t.key...)
-	e.tok, e.key = e.buf[:len(tok)], e.buf[len(tok):n]
-	e.hash, e.found, e.cr, e.times, e.live = h, f, cr, t.times, true
+	e.ntok, e.claim, e.hash = uint16(len(tok)), claim, h
+	e.consumer, e.credID, e.cr, e.times, e.live = f.Consumer, f.CredentialID, cr, t.times, true
 	s.lru = uint8(1 - i)
 }
 
 // drop forgets e.
 func (e *cacheEntry) drop() {
 	e.live = false
-	e.found, e.cr = plugins.Found{}, nil
+	e.consumer, e.credID, e.cr = nil, "", nil
 }
 
 // sameBytes reports whether a and b are the same bytes, in a time that

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"coregate/plugins"
 	"coregate/plugins/plugintest"
 )
 
@@ -77,11 +78,14 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// FuzzCache: a route's instance with its token cache answers every
-// request as one without it, whatever the token (signed with jack's
-// secret, then maybe a bit of it flipped) and the clock of each use: the
-// cache stays with the instance across inputs, so that tokens evict one
-// another and a token meets entries of its set that are not its own.
+// FuzzCache: two routes' instances sharing one token cache, as a
+// worker's do, one reading the consumer's key from "key", the other from
+// "sub" with claims_to_verify ["exp"], answer every request as instances
+// of their configurations without the cache, whatever the token (signed
+// with jack's secret, then maybe a bit of it flipped) and the clock of
+// each use: the cache stays across inputs, so that tokens evict one
+// another and a token meets entries of its set that are not its own, and
+// entries one route made that the other must not take as its own.
 func FuzzCache(f *testing.F) {
 	now := time.Now().Unix()
 	f.Add(`{"alg":"HS256"}`, `{"key":"user-key"}`, uint16(0), int64(0), int64(10))
@@ -90,9 +94,17 @@ func FuzzCache(f *testing.F) {
 	f.Add(`{"alg":"HS256"}`, fmt.Sprintf(`{"key":"k-grace","exp":%d}`, now), uint16(0), int64(50), int64(101))
 	f.Add(`{"alg":"HS256","typ":"JWT"}`, `{"key":"user-key","exp":"soon"}`, uint16(3), int64(0), int64(0))
 	f.Add(`{"alg":"HS512"}`, `{"key":"user-key"}`, uint16(0), int64(0), int64(0))
+	f.Add(`{"alg":"HS256"}`, fmt.Sprintf(`{"key":"user-key","sub":"user-key","exp":%d}`, now+60), uint16(0), int64(0), int64(61))
+	f.Add(`{"alg":"HS256"}`, `{"key":"user-key","sub":"k-hs384"}`, uint16(0), int64(0), int64(0))
+	f.Add(`{"alg":"HS256"}`, fmt.Sprintf(`{"sub":"k-grace","key":"user-key","exp":%d}`, now), uint16(0), int64(50), int64(101))
 	all := testConsumers(f)
-	cached, fresh := build(f, `{"hide_credentials":true}`, all), build(f, `{"hide_credentials":true}`, all)
-	instanceOf(f, &fresh).noCache = true
+	loop := plugins.NewLoopLocal()
+	confs := []string{`{"hide_credentials":true}`, `{"key_claim_name":"sub","claims_to_verify":["exp"]}`}
+	var cached, fresh [2]plugins.Phases
+	for i, conf := range confs {
+		cached[i], fresh[i] = buildOn(f, conf, all, loop), build(f, conf, all)
+		instanceOf(f, &fresh[i]).noCache = true
+	}
 	f.Fuzz(func(t *testing.T, header, payload string, flip uint16, d1, d2 int64) {
 		secret := "my-secret-key"
 		if strings.Contains(payload, "k-grace") {
@@ -102,13 +114,16 @@ func FuzzCache(f *testing.F) {
 		if flip > 0 {
 			tok[int(flip)%len(tok)] ^= 1
 		}
-		for _, d := range []int64{d1, d2, d1} {
-			c, u := request("/hello?a=1&jwt="+string(tok)), request("/hello?a=1&jwt="+string(tok))
-			c.Clock, u.Clock = (now+d%1e6)*1e9, (now+d%1e6)*1e9
-			plugintest.Run(&cached, c)
-			plugintest.Run(&fresh, u)
-			if got, want := observe(c), observe(u); !reflect.DeepEqual(got, want) || c.Consumer() != u.Consumer() {
-				t.Fatalf("%q at %+d s: cached %+v, uncached %+v", tok, d%1e6, got, want)
+		for i, d := range []int64{d1, d2, d1} {
+			for k := range cached {
+				r := (k + i + int(flip)) % len(cached) // either route first
+				c, u := request("/hello?a=1&jwt="+string(tok)), request("/hello?a=1&jwt="+string(tok))
+				c.Clock, u.Clock = (now+d%1e6)*1e9, (now+d%1e6)*1e9
+				plugintest.Run(&cached[r], c)
+				plugintest.Run(&fresh[r], u)
+				if got, want := observe(c), observe(u); !reflect.DeepEqual(got, want) || c.Consumer() != u.Consumer() {
+					t.Fatalf("%q at %+d s, route %s: cached %+v, uncached %+v", tok, d%1e6, confs[r], got, want)
+				}
 			}
 		}
 	})

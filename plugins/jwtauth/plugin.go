@@ -97,7 +97,9 @@ type conf struct {
 }
 
 // Build implements plugins.Plugin. The instance keeps env.Consumers, the
-// consumers of the snapshot it is built for.
+// consumers of the snapshot it is built for, and the worker's token cache,
+// env.Loop's (tokenCache): Build takes its pointer only, and the event
+// loop alone reads and writes it.
 func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, error) {
 	c := conf{Header: "authorization", Query: "jwt", Cookie: "jwt", KeyClaimName: "key", Realm: "jwt"}
 	if err := json.Unmarshal(raw, &c); err != nil {
@@ -115,6 +117,11 @@ func (Plugin) Build(raw json.RawMessage, env plugins.Env) (plugins.Instance, err
 		hide:      c.HideCredentials,
 		anonymous: c.AnonymousConsumer,
 		consumers: env.Consumers,
+	}
+	if env.Loop != nil {
+		in.cache = env.Loop.Value(Name, func() any { return newTokenCache() }).(*tokenCache)
+	} else {
+		in.cache = newTokenCache()
 	}
 	for _, name := range c.ClaimsToVerify {
 		switch name {
@@ -144,8 +151,8 @@ const hdrCookie = "Cookie"
 // hold their contents until the next Rewrite call (the Ctx copies what it
 // is given), reused so that a request allocates nothing once they have
 // grown, HMAC verification included (RSA, ECDSA and EdDSA allocate in
-// crypto/*). Its cache of verified tokens (tokenCache) is its own too,
-// for the instance's life: that of the consumers it was built with.
+// crypto/*). Its cache of verified tokens (tokenCache) is the worker's,
+// shared with the worker's other instances, all run by its one loop.
 type instance struct {
 	header     string
 	query      string
@@ -166,9 +173,10 @@ type instance struct {
 	cookies []byte // the Cookie header without the token's cookie
 	user    []byte // AttachConsumer's buffer
 
-	// cache is the tokens that verified (tokenCache), nil until one
-	// does; noCache turns it off, for the tests and benchmarks of the
-	// uncached path.
+	// cache is the tokens that verified (tokenCache), the worker's
+	// (Env.Loop's), or the instance's own when built without one;
+	// noCache turns it off, for the tests and benchmarks of the uncached
+	// path.
 	cache   *tokenCache
 	noCache bool
 }
@@ -202,9 +210,10 @@ func (in *instance) Rewrite(c plugins.Ctx) {
 
 // find is jwt-auth.lua's find_consumer: the consumer of the request's
 // token, or no consumer and the message to answer with. A token that
-// verified before is found in the instance's cache (tokenCache), its
-// claims checked against the clock as a verification checks them; one
-// that verifies now is kept there.
+// verified before, on this route or another of the worker's, is found in
+// the cache (tokenCache) when it would verify here as it did there, its
+// claims checked against the clock and the instance's claims_to_verify as
+// a verification checks them; one that verifies now is kept there.
 func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	tok, ok := in.fetch(c)
 	if tok == nil {
@@ -213,20 +222,23 @@ func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	if !ok {
 		return plugins.Found{}, invalidToken
 	}
-	var h uint64 // tok's hash, once hashed
-	hashed := false
-	if in.cache != nil && !in.noCache {
-		h, hashed = in.cache.hash(tok), true
-		if e := in.cache.get(h, tok); e != nil {
+	var h uint64 // tok's hash
+	cache := !in.noCache && len(tok) <= cacheMaxToken
+	if cache {
+		h = in.cache.hash(tok)
+		if e := in.cache.get(h, tok, in.keyClaim); e != nil {
 			if f, ok := in.current(e); ok {
 				if !in.claimsValid(&e.times, e.cr, c.Now()/1e9) {
-					// Expired, for good: verified again, it would
-					// be refused the same way.
-					e.drop()
+					// Verified again, it would be refused the
+					// same way. The entry stays: another route's
+					// claims_to_verify, or a clock set back, may
+					// take it.
 					return plugins.Found{}, failedVerify
 				}
 				return f, nil
 			}
+			// Not what this instance's consumers find: verified
+			// against others (an older snapshot's), for good.
 			e.drop()
 		}
 	}
@@ -259,14 +271,8 @@ func (in *instance) find(c plugins.Ctx) (plugins.Found, []byte) {
 	if !in.claimsValid(&t.times, cr, c.Now()/1e9) {
 		return plugins.Found{}, failedVerify
 	}
-	if !in.noCache && len(tok) <= cacheMaxToken {
-		if in.cache == nil {
-			in.cache = newTokenCache()
-		}
-		if !hashed {
-			h = in.cache.hash(tok)
-		}
-		in.cache.put(h, tok, t, f, cr)
+	if cache {
+		in.cache.put(h, tok, in.keyClaim, t, f, cr)
 	}
 	return f, nil
 }
@@ -278,9 +284,9 @@ func (in *instance) current(e *cacheEntry) (plugins.Found, bool) {
 	if in.consumers == nil {
 		return plugins.Found{}, false
 	}
-	f := in.consumers.Find(Name, e.key)
+	f := in.consumers.Find(Name, e.key())
 	cr, _ := f.Data.(*credential)
-	return f, cr == e.cr && f.Consumer == e.found.Consumer && f.CredentialID == e.found.CredentialID
+	return f, cr == e.cr && f.Consumer == e.consumer && f.CredentialID == e.credID
 }
 
 // claimsValid is the parser's verify_claims: without claims_to_verify,
