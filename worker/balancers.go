@@ -29,7 +29,7 @@ func newUpstreamBalancer(u *spec.Upstream, nodes []*node) (*balancer, error) {
 	case "", "roundrobin":
 	case "chash":
 		b.kind = balCHash
-		k, err := compileHashKey(u.EffectiveHashOn(), u.Key)
+		k, err := compileHashKey(u.EffectiveHashOn(), u.Rare().Key)
 		if err != nil {
 			return nil, err
 		}

@@ -30,14 +30,14 @@ func checkedNames(s *spec.Spec) map[*spec.Upstream]string {
 // before it sends the configuration (node/supervisor/health.go); a node
 // whose slot it has not (its region full) is not checked.
 func (ue *upstreamEnv) attachHealth(u *spec.Upstream, cu *upstream) error {
-	if ue.health == nil || ue.checked == nil || len(u.Checks) == 0 || string(u.Checks) == "null" {
+	if ue.health == nil || ue.checked == nil || len(u.Rare().Checks) == 0 || string(u.Rare().Checks) == "null" {
 		return nil // not among the checked (spec.Spec.CheckedUpstreams)
 	}
 	name, ok := ue.checked()[u]
 	if !ok {
 		return nil
 	}
-	checks, err := spec.ParseChecks(u.Checks)
+	checks, err := spec.ParseChecks(u.Rare().Checks)
 	if err != nil || checks == nil {
 		return err
 	}

@@ -620,10 +620,10 @@ func gcd(a, b int) int {
 // without a discovery resolver (discovery.dns.servers not set), as APISIX
 // serves none with its dns discovery uninitialised.
 func discoveredNodes(u *spec.Upstream, ue upstreamEnv) ([]spec.Node, *dnsService) {
-	if ue.disc == nil || u.ServiceName == "" {
+	if ue.disc == nil || u.Rare().ServiceName == "" {
 		return nil, nil
 	}
-	sv := ue.disc.service(u.ServiceName)
+	sv := ue.disc.service(u.Rare().ServiceName)
 	if p := sv.nodes.Load(); p != nil {
 		return *p, sv
 	}

@@ -1518,8 +1518,8 @@ func (s *Snapshot) dnsServices() map[*dnsService]bool {
 }
 
 func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
-	ka := ue.ka
-	scheme := u.Scheme
+	ka, ex := ue.ka, u.Rare()
+	scheme := ex.Scheme
 	if scheme == "" {
 		scheme = "http"
 	}
@@ -1533,22 +1533,22 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		sendTO:    defaultSendTimeout,
 		readTO:    defaultReadTimeout,
 	}
-	if u.RetryTimeout != nil {
-		cu.retryTimeout = seconds(*u.RetryTimeout)
+	if ex.RetryTimeout != nil {
+		cu.retryTimeout = seconds(*ex.RetryTimeout)
 	}
-	if t := u.Timeout; t != nil {
+	if t := ex.Timeout; t != nil {
 		cu.connectTO, cu.sendTO, cu.readTO = seconds(t.Connect), seconds(t.Send), seconds(t.Read)
 	}
-	switch u.PassHost {
+	switch ex.PassHost {
 	case "", "pass":
 		cu.passHost = passHostPass
 	case "node":
 		cu.passHost = passHostNode
 	case "rewrite":
 		cu.passHost = passHostRewrite
-		cu.upstreamHost = []byte(u.UpstreamHost)
+		cu.upstreamHost = []byte(ex.UpstreamHost)
 	default:
-		return nil, fmt.Errorf("pass_host %q is not supported", u.PassHost)
+		return nil, fmt.Errorf("pass_host %q is not supported", ex.PassHost)
 	}
 	if scheme == "https" {
 		t, err := compileUpstreamTLS(u, ue)
@@ -1558,7 +1558,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		cu.tls = t
 	}
 	cu.kaSize, cu.kaIdle, cu.kaRequests = u.EffectiveKeepalive()
-	if u.KeepalivePool == nil {
+	if ex.KeepalivePool == nil {
 		if ka.Size > 0 {
 			cu.kaSize = ka.Size
 		}
@@ -1570,7 +1570,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		}
 	}
 	list := u.Nodes.List
-	if u.DiscoveryType == "dns" {
+	if ex.DiscoveryType == "dns" {
 		list, cu.service = discoveredNodes(u, ue)
 		cu.disc = true
 	}

@@ -50,8 +50,8 @@ type upstreamTLSConf struct {
 func compileUpstreamTLS(u *spec.Upstream, ue upstreamEnv) (*upstreamTLS, error) {
 	decrypt := ue.decrypt
 	var c upstreamTLSConf
-	if len(u.TLS) > 0 {
-		if err := json.Unmarshal(u.TLS, &c); err != nil {
+	if len(u.Rare().TLS) > 0 {
+		if err := json.Unmarshal(u.Rare().TLS, &c); err != nil {
 			return nil, fmt.Errorf("upstream tls: %w", err)
 		}
 	}

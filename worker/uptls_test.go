@@ -532,9 +532,9 @@ func TestCompileUpstreamSchemes(t *testing.T) {
 		{"tls", "", `scheme "tls" is not supported`},
 	}
 	for _, c := range cases {
-		u := &spec.Upstream{Scheme: c.scheme, Nodes: spec.Nodes{List: []spec.Node{{Host: "127.0.0.1", Weight: 1}}}}
+		u := &spec.Upstream{Extra: &spec.UpstreamExtra{Scheme: c.scheme}, Nodes: spec.Nodes{List: []spec.Node{{Host: "127.0.0.1", Weight: 1}}}}
 		if c.tls != "" {
-			u.TLS = json.RawMessage(c.tls)
+			u.Extra.TLS = json.RawMessage(c.tls)
 		}
 		cu, err := compileUpstream(u, upstreamEnv{})
 		switch {

@@ -219,7 +219,7 @@ func (a *api) checkUpstream(ctx context.Context, w *write) *apiError {
 // object client_cert_id names exists and is of type client. field
 // prefixes the field named (an inline upstream's "upstream.").
 func (a *api) checkClientCertID(ctx context.Context, u *spec.Upstream, field string) *apiError {
-	if u == nil || len(u.TLS) == 0 {
+	if u == nil || len(u.Rare().TLS) == 0 {
 		return nil
 	}
 	var t struct {
@@ -227,7 +227,7 @@ func (a *api) checkClientCertID(ctx context.Context, u *spec.Upstream, field str
 		ClientCert   string   `json:"client_cert"`
 		ClientKey    string   `json:"client_key"`
 	}
-	if json.Unmarshal(u.TLS, &t) != nil {
+	if json.Unmarshal(u.Rare().TLS, &t) != nil {
 		return nil // the schema checked it
 	}
 	if t.ClientCert != "" {

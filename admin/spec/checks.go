@@ -175,7 +175,7 @@ type CheckedUpstream struct {
 func (s *Spec) CheckedUpstreams() []CheckedUpstream {
 	var out []CheckedUpstream
 	add := func(kind string, id ID, u *Upstream) {
-		if u != nil && len(u.Checks) > 0 && string(u.Checks) != "null" {
+		if u != nil && len(u.Rare().Checks) > 0 && string(u.Rare().Checks) != "null" {
 			out = append(out, CheckedUpstream{Name: "/apisix/" + kind + "/" + id.String(), Upstream: u})
 		}
 	}

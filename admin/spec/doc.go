@@ -45,9 +45,10 @@
 // A stored object keeps only what was written: optional scalars are
 // pointers, ids, nodes and vars remember their written form, and schema
 // defaults are applied by the Effective* helpers when a Spec is compiled,
-// never written back. A Route's fields that few routes set lie behind one
-// pointer (Route.Extra, read with Rare), since a worker keeps every route
-// of its Spec; its JSON form is the same (routeJSON).
+// never written back. A Route's and an Upstream's fields that few set lie
+// behind one pointer (Route.Extra, Upstream.Extra, read with Rare), since
+// a worker keeps every route and upstream of its Spec; their JSON forms
+// are the same (routeJSON, upstreamJSON).
 //
 // Spec.Check verifies what spans objects (unique ids, upstream_id,
 // service_id and plugin_config_id references, a consumer's group_id).

@@ -69,8 +69,8 @@ func (r *Route) AllRemoteAddrs() []string {
 // EffectiveRetries is retries, or, when unset, the number of nodes − 1
 // (never below 0), as APISIX does.
 func (u *Upstream) EffectiveRetries() int {
-	if u.Retries != nil {
-		return *u.Retries
+	if u.Rare().Retries != nil {
+		return *u.Rare().Retries
 	}
 	return max(len(u.Nodes.List)-1, 0)
 }
@@ -79,7 +79,7 @@ func (u *Upstream) EffectiveRetries() int {
 // for what is unset: size 320, idle timeout 60 s, 1000 requests.
 func (u *Upstream) EffectiveKeepalive() (size int, idle time.Duration, requests int) {
 	size, idle, requests = DefaultKeepaliveSize, DefaultKeepaliveIdle, DefaultKeepaliveRequests
-	if k := u.KeepalivePool; k != nil {
+	if k := u.Rare().KeepalivePool; k != nil {
 		if k.Size != nil {
 			size = *k.Size
 		}
@@ -103,24 +103,24 @@ func (u *Upstream) EffectiveType() string {
 
 // EffectiveScheme is the upstream scheme, "http" when unset.
 func (u *Upstream) EffectiveScheme() string {
-	if u.Scheme == "" {
+	if u.Rare().Scheme == "" {
 		return "http"
 	}
-	return u.Scheme
+	return u.Rare().Scheme
 }
 
 // EffectivePassHost is pass_host, "pass" when unset.
 func (u *Upstream) EffectivePassHost() string {
-	if u.PassHost == "" {
+	if u.Rare().PassHost == "" {
 		return "pass"
 	}
-	return u.PassHost
+	return u.Rare().PassHost
 }
 
 // EffectiveHashOn is hash_on, "vars" when unset.
 func (u *Upstream) EffectiveHashOn() string {
-	if u.HashOn == "" {
+	if u.Rare().HashOn == "" {
 		return "vars"
 	}
-	return u.HashOn
+	return u.Rare().HashOn
 }

@@ -88,14 +88,21 @@ func (r Route) MarshalJSON() ([]byte, error) {
 	j := routeJSONs.Get().(*routeJSON)
 	defer func() { *j = routeJSON{}; routeJSONs.Put(j) }()
 	*j = r.toJSON()
-	b, err := json.Marshal(j)
+	return marshalPlain(j)
+}
+
+// marshalPlain is v's JSON form with its HTML characters left as they
+// are (see Route's MarshalJSON): json.Marshal's, written again by an
+// encoder that leaves them only where json.Marshal wrote a \u escape.
+func marshalPlain(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
 	if err != nil || !bytes.Contains(b, []byte(`\u`)) {
 		return b, err
 	}
 	var w bytes.Buffer
 	enc := json.NewEncoder(&w)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(j); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(w.Bytes(), []byte("\n")), nil

@@ -274,7 +274,7 @@ func TestIntegerForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []int{*r.Priority, *r.Status, int(r.CreateTime), *r.Upstream.Retries, *r.Upstream.KeepalivePool.Size, *r.Upstream.KeepalivePool.Requests, r.Upstream.Nodes.List[0].Weight}
+	got := []int{*r.Priority, *r.Status, int(r.CreateTime), *r.Upstream.Rare().Retries, *r.Upstream.Rare().KeepalivePool.Size, *r.Upstream.Rare().KeepalivePool.Requests, r.Upstream.Nodes.List[0].Weight}
 	if diff := cmp.Diff([]int{1000, 1, 2, 2, 10, 5, 1}, got); diff != "" {
 		t.Errorf("integers (-want +got):\n%s", diff)
 	}

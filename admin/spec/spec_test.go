@@ -147,8 +147,8 @@ func TestEffective(t *testing.T) {
 	}{
 		{"defaults, 3 nodes", Upstream{Nodes: Nodes{List: make([]Node, 3)}}, 2, 320, 60 * time.Second, 1000, "roundrobin", "http", "pass", "vars"},
 		{"no nodes", Upstream{}, 0, 320, 60 * time.Second, 1000, "roundrobin", "http", "pass", "vars"},
-		{"explicit", Upstream{Nodes: Nodes{List: make([]Node, 3)}, Retries: &zero, Type: "chash", Scheme: "https", PassHost: "node", HashOn: "header",
-			KeepalivePool: &KeepalivePool{Size: &size, IdleTimeout: &idle, Requests: &three}},
+		{"explicit", Upstream{Nodes: Nodes{List: make([]Node, 3)}, Type: "chash", Extra: &UpstreamExtra{Retries: &zero, Scheme: "https", PassHost: "node", HashOn: "header",
+			KeepalivePool: &KeepalivePool{Size: &size, IdleTimeout: &idle, Requests: &three}}},
 			0, 10, 5500 * time.Millisecond, 3, "chash", "https", "node", "header"},
 	}
 	for _, tc := range tests {

@@ -182,17 +182,17 @@ func (u *Upstream) checkValues() error {
 // a chash key checked against a schema that hash_on chooses, neither of
 // which APISIX states in the upstream schema.
 func (u *Upstream) checkConf() *ValidationError {
-	if u.PassHost == "rewrite" && u.UpstreamHost == "" {
+	if u.Rare().PassHost == "rewrite" && u.Rare().UpstreamHost == "" {
 		return &ValidationError{Field: "upstream_host", Msg: "`upstream_host` can't be empty when `pass_host` is `rewrite`"}
 	}
 	if u.Type != "chash" {
 		return nil
 	}
-	hashOn := u.HashOn
+	hashOn := u.Rare().HashOn
 	if hashOn == "" {
 		hashOn = "vars"
 	}
-	if hashOn != "consumer" && u.Key == "" {
+	if hashOn != "consumer" && u.Rare().Key == "" {
 		return &ValidationError{Field: "key", Msg: "missing key"}
 	}
 	var s *Schema
@@ -203,7 +203,7 @@ func (u *Upstream) checkConf() *ValidationError {
 		s = hashHeaderSchema()
 	}
 	if s != nil {
-		if e := s.validateTree(&jval{kind: jString, s: u.Key}); e != nil {
+		if e := s.validateTree(&jval{kind: jString, s: u.Rare().Key}); e != nil {
 			e.Field = "key"
 			return e.prefixed("invalid configuration: ")
 		}

@@ -105,18 +105,18 @@ func (h *healthChecks) update(sp *spec.Spec) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, cu := range sp.CheckedUpstreams() {
-		checks, err := spec.ParseChecks(cu.Upstream.Checks)
+		checks, err := spec.ParseChecks(cu.Upstream.Rare().Checks)
 		if err != nil || checks == nil {
 			h.log.Error("health checks not run", "upstream", cu.Name, "err", err)
 			continue
 		}
 		order = append(order, cu.Name)
 		slots := h.slots[cu.Name]
-		if slots == nil || slots.raw != string(cu.Upstream.Checks) {
-			slots = &probeSlots{raw: string(cu.Upstream.Checks), ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
+		if slots == nil || slots.raw != string(cu.Upstream.Rare().Checks) {
+			slots = &probeSlots{raw: string(cu.Upstream.Rare().Checks), ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
 			h.slots[cu.Name] = slots
 		}
-		scheme := cu.Upstream.Scheme
+		scheme := cu.Upstream.Rare().Scheme
 		if scheme == "" {
 			scheme = "http"
 		}
@@ -127,7 +127,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 				continue
 			}
 			want[key] = true
-			if p := h.probes[key]; p != nil && p.raw == string(cu.Upstream.Checks) {
+			if p := h.probes[key]; p != nil && p.raw == string(cu.Upstream.Rare().Checks) {
 				continue
 			} else if p != nil {
 				p.cancel()
@@ -135,7 +135,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 			}
 			host, port, _ := net.SplitHostPort(addr)
 			pn, _ := strconv.Atoi(port)
-			p := &prober{key: key, upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Checks),
+			p := &prober{key: key, upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Rare().Checks),
 				checks: checks, slots: slots, roots: h.roots}
 			h.probes[key] = p
 			starts = append(starts, p)

@@ -300,16 +300,23 @@ func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error
 		return nil, err
 	}
 	in.headers = ops
+	templated := false
 	for _, op := range append(append([]headerOp(nil), ops.add...), ops.set...) {
 		for _, v := range op.values {
 			if v.tpl != nil {
 				// The names written; a capture may bring others.
 				in.vars.intern(v.tpl)
+				templated = true
 			}
 		}
 	}
 	in.vars.static = len(in.vars.names)
 	in.caps = make([]int, 0, in.ncaps)
-	in.val, in.val2 = make([]byte, 0, 64), make([]byte, 0, 64) // never nil: an empty value is one
+	if templated {
+		// resolve's buffers, for a header value with a variable or a
+		// capture only: most instances write none (a plain uri), and a
+		// worker keeps an instance per route, 128 bytes each.
+		in.val, in.val2 = make([]byte, 0, 64), make([]byte, 0, 64) // never nil: an empty value is one
+	}
 	return in, nil
 }

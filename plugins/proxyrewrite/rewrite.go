@@ -28,7 +28,11 @@ type instance struct {
 	caps []int
 	subj []byte
 
-	target, work, val, val2 []byte
+	target, work []byte
+	// val and val2 are resolve's, a header value's for one request (until
+	// the next call); nil in an instance none of whose header values has a
+	// variable or a capture, which never calls it.
+	val, val2 []byte
 }
 
 // Rewrite implements plugins.RewritePhase, as proxy-rewrite.lua's rewrite.
