@@ -13,6 +13,7 @@ import (
 func TestAllocs(t *testing.T) {
 	for _, conf := range []string{
 		`{"status_code":403}`,
+		`{"headers":{"set":{"X-Route":"r1"}}}`,
 		`{"headers":{"X-A":"1","X-B":"$remote_addr"}}`,
 		`{"headers":{"add":["X-A: $uri"],"set":{"X-B":2},"remove":["Server"]}}`,
 		`{"body":"new body","status_code":200,"headers":{"X-A":"1"}}`,

@@ -58,7 +58,10 @@
 // A configuration without body or filters builds an instance that runs
 // in header_filter only (headersOnly): the worker forwards the body as it
 // comes, Content-Length kept, as APISIX does, where a body_filter phase
-// would have the worker frame it and copy every piece.
+// would have the worker frame it and copy every piece. The commonest of
+// them, one field set to a literal and nothing else, builds a setLiteral,
+// which keeps that field's name and value only (48 bytes where the rules
+// are 176; a worker keeps an instance per route).
 //
 // An instance belongs to one event loop (plugins.Plugin). The
 // header-only, status and body configurations allocate nothing per

@@ -101,10 +101,50 @@ func (Plugin) Build(raw json.RawMessage, _ plugins.Env) (plugins.Instance, error
 		return nil, err
 	}
 	if !in.hasBody && len(in.filters) == 0 {
+		if s, ok := in.rules.oneLiteral(); ok {
+			return s, nil
+		}
 		r := in.rules // a copy: the instance, three times as large, is not kept
 		return headersOnly{&r}, nil
 	}
 	return in, nil
+}
+
+// setLiteral is the instance of the most common configuration, headers
+// that set one field to a literal value (`{"headers":{"set":{"X-Route":
+// "r1"}}}`, or its plain-object form) and nothing else: no status, no
+// vars, no add or remove. It keeps the name and the value's bytes, 40
+// bytes (the 48-byte size class), where a headersOnly instance of the
+// same configuration holds its rules (112 bytes), a one-element slice of
+// header (64) and a scratch buffer the value is rendered into on the first
+// response (8): at 50 000 routes each with a header of its own, some 130
+// bytes a route (BenchmarkRouteMemory, TestSetLiteralSize). value is
+// read-only from Build on, for the instance's lifetime:
+// SetResponseHeader copies it, so that it needs no rendering and no
+// scratch. Safe for use by any number of loops.
+type setLiteral struct {
+	name  string
+	value []byte
+}
+
+var _ plugins.HeaderFilterPhase = (*setLiteral)(nil)
+
+// HeaderFilter implements plugins.HeaderFilterPhase: the one field set,
+// as headersOnly's with no vars and no status.
+func (s *setLiteral) HeaderFilter(c plugins.Ctx) { c.SetResponseHeader(s.name, s.value) }
+
+// oneLiteral is r as a setLiteral where that is all it does: one field
+// set to a value without variables.
+func (r *rules) oneLiteral() (*setLiteral, bool) {
+	if r.status != 0 || r.cond != nil || len(r.add) != 0 || len(r.remove) != 0 || len(r.set) != 1 {
+		return nil, false
+	}
+	h := &r.set[0]
+	lit, ok := h.value.Literal()
+	if !ok {
+		return nil, false
+	}
+	return &setLiteral{name: h.name, value: []byte(lit)}, true
 }
 
 // headersOnly is an instance whose configuration leaves the body alone

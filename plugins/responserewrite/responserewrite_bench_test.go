@@ -12,6 +12,7 @@ import (
 func BenchmarkResponseRewrite(b *testing.B) {
 	for _, tc := range []struct{ name, conf string }{
 		{"headers", `{"headers":{"set":{"X-Server-Id":"3","X-Addr":"$remote_addr"},"remove":["Server"]}}`},
+		{"set literal", `{"headers":{"set":{"X-Route":"r1"}}}`},
 		{"status body", `{"status_code":200,"body":"{\"code\":\"ok\"}"}`},
 		{"vars", `{"vars":[["status","==",500]],"body":"hidden"}`},
 	} {

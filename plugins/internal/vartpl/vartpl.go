@@ -97,6 +97,10 @@ func cutDefault(s string) (name, def string, ok bool) {
 	return strings.TrimSpace(s[:i]), strings.TrimSpace(s[i+2:]), true
 }
 
+// Literal returns the template's text and true when it has no
+// variable, so that the text is its rendering whatever the request.
+func (t *Template) Literal() (string, bool) { return t.lit, t.parts == nil }
+
 // Render appends t with c's variables to b; resolved counts the variables
 // that had a value (or a default), as APISIX's n_resolved. An unset
 // variable without a default renders as nothing.
