@@ -128,3 +128,37 @@ func TestBalancerSize(t *testing.T) {
 		seen[k] = true
 	}
 }
+
+// TestUpstreamSize: the upstream struct a worker keeps per upstream stays
+// in the 160-byte size class (168 bytes, in the 176-byte class, with
+// passHost apart from disc), and a node's Host for pass_host=node is its
+// host, bracketed where it is an IPv6 address, with its port where that
+// is not the scheme's default: viewed in addr where it is addr's text,
+// joined otherwise.
+func TestUpstreamSize(t *testing.T) {
+	if n := unsafe.Sizeof(upstream{}); n > 160 {
+		t.Errorf("upstream is %d bytes, want at most 160", n)
+	}
+	for _, tc := range []struct{ nodes, scheme, host string }{
+		{`{"127.0.0.1:1980":1}`, "http", "127.0.0.1:1980"},
+		{`{"example.com:8080":1}`, "http", "example.com:8080"},
+		{`{"127.0.0.1:80":1}`, "http", "127.0.0.1"},
+		{`{"127.0.0.1":1}`, "http", "127.0.0.1"},
+		{`{"127.0.0.1:80":1}`, "https", "127.0.0.1:80"},
+		{`{"[::1]:1980":1}`, "http", "[::1]:1980"},
+		{`{"[::1]:80":1}`, "http", "[::1]"},
+		{`{"[::1]":1}`, "http", "[::1]"},
+	} {
+		u, err := spec.DecodeUpstream([]byte(`{"scheme":"` + tc.scheme + `","nodes":` + tc.nodes + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cu, err := compileUpstream(u, upstreamEnv{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := string(cu.nodes[0].hostHeader); h != tc.host {
+			t.Errorf("%s %s: Host for pass_host=node %q, want %q", tc.scheme, tc.nodes, h, tc.host)
+		}
+	}
+}

@@ -413,7 +413,6 @@ type upstream struct {
 	connectTO    time.Duration
 	sendTO       time.Duration
 	readTO       time.Duration
-	passHost     uint8
 	upstreamHost []byte
 	kaSize       int
 	kaIdle       time.Duration
@@ -423,8 +422,11 @@ type upstream struct {
 	// disc: its nodes are discovery_type dns's, which change without
 	// the upstream object changing (discoveredNodes); service is the
 	// service_name they come from (nil: no discovery resolver).
-	disc    bool
-	service *dnsService
+	disc bool
+	// passHost sits beside disc, in one word: upstream is 160 bytes, a
+	// size class, where it was 168 in the 176-byte class (TestUpstreamSize).
+	passHost uint8
+	service  *dnsService
 }
 
 // node is one upstream server of one upstream.
@@ -1586,12 +1588,22 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		} else if ue.dns != nil {
 			nd.dns, nd.dnsPort = ue.dns.name(n.Host), uint16(n.Port)
 		}
-		host := n.Host
-		if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {
-			host = "[" + host + "]"
-		}
-		if n.Port != 0 && n.Port != spec.DefaultPort(scheme) {
-			host += ":" + strconv.Itoa(n.Port)
+		host, hasPort := n.Host, n.Port != 0 && n.Port != spec.DefaultPort(scheme)
+		switch {
+		case hasPort && strings.IndexByte(host, ':') < 0 && !strings.HasPrefix(host, "["):
+			// host:port, an IPv4 address or a name with its port, is
+			// addr's text (net.JoinHostPort): its bytes are viewed
+			// rather than joined again, two allocations (the port's
+			// text and the join, 16-24 bytes) a node less at 20 000
+			// one-node upstreams.
+			host = nd.addr
+		default:
+			if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {
+				host = "[" + host + "]"
+			}
+			if hasPort {
+				host += ":" + strconv.Itoa(n.Port)
+			}
 		}
 		nd.hostHeader = viewBytes(host)
 		cu.nodes = append(cu.nodes, nd)
