@@ -639,7 +639,7 @@ func (cc *clientConn) upstreamHost() []byte {
 		return cc.hostValue
 	}
 	// pass_host=node, or an HTTP/1.0 request without Host
-	return up.nodes[cc.node].hostHeader
+	return viewBytes(up.nodes[cc.node].hostHeader)
 }
 
 // send writes the request head, and whatever body is buffered, to cc.up.
