@@ -407,7 +407,7 @@ func (x *pluginCtx) SetUpstream(u plugins.Upstream) {
 		cc.plugin.split = nil
 		return
 	}
-	if v := cc.rt.splits[cu]; v != nil {
+	if v := cc.rt.about.splits[cu]; v != nil {
 		cc.plugin.split = v
 	}
 }

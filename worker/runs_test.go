@@ -127,7 +127,7 @@ func runsRun(t *testing.T, seed uint64) {
 		for _, run := range inc.runs {
 			for x := range run.n {
 				rt := inc.routes.at(int(run.route + x))
-				if inc.specRoutes.at(int(run.spec+x)) != rt.from.route || rt.renew || rt.splits != nil {
+				if inc.specRoutes.at(int(run.spec+x)) != rt.from.route || rt.renew || rt.about.splits != nil {
 					t.Fatalf("step %d: run %+v: route %s not built from its object", step, run, rt.id)
 				}
 			}

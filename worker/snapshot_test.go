@@ -264,7 +264,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	if r := byID(next, "4"); r.connectTO != time.Second || r.readTO != 3*time.Second {
 		t.Errorf("route 4 taken over with timeouts %v/%v", r.connectTO, r.readTO)
 	}
-	if got := byID(next, "3").hosts; len(got) != 1 || string(got[0]) != "b.com" {
+	if got := byID(next, "3").about.hosts; len(got) != 1 || string(got[0]) != "b.com" {
 		t.Errorf("route 3 on the replaced service has hosts %q", got)
 	}
 

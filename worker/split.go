@@ -83,7 +83,7 @@ func (e *splitEnv) take() []*upstream {
 // splitRoutes makes rt's variants, one per upstream its plugins (and the
 // global rules') may choose: rt with that upstream in place of its own, and
 // its timeouts unless the route sets them (hasTimeout). nil when there is
-// none.
+// none. The caller puts it in rt's about, which the variants share.
 func splitRoutes(rt *route, hasTimeout bool, lists ...[]*upstream) map[*upstream]*route {
 	var m map[*upstream]*route
 	for _, l := range lists {
@@ -102,9 +102,6 @@ func splitRoutes(rt *route, hasTimeout bool, lists ...[]*upstream) map[*upstream
 			}
 			m[cu] = v
 		}
-	}
-	for _, v := range m {
-		v.splits = m
 	}
 	return m
 }

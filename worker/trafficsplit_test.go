@@ -125,13 +125,13 @@ func TestSplitCompile(t *testing.T) {
 	}
 	s1 := build(nil, "127.0.0.1:1981")
 	rs, rp := s1.routes.at(0), s1.routes.at(1)
-	if len(rs.splits) != 2 || rp.splits != nil {
-		t.Fatalf("variants: %d on the split route, %v on the plain one", len(rs.splits), rp.splits)
+	if len(rs.about.splits) != 2 || rp.about.splits != nil {
+		t.Fatalf("variants: %d on the split route, %v on the plain one", len(rs.about.splits), rp.about.splits)
 	}
 	var inline *upstream
-	for cu, v := range rs.splits {
-		if v.up != cu || v.id != "s" || len(v.splits) != 2 {
-			t.Fatalf("a variant: up %p for %p, id %q, %d splits", v.up, cu, v.id, len(v.splits))
+	for cu, v := range rs.about.splits {
+		if v.up != cu || v.id != "s" || len(v.about.splits) != 2 {
+			t.Fatalf("a variant: up %p for %p, id %q, %d splits", v.up, cu, v.id, len(v.about.splits))
 		}
 		if cu.nodes[0].addr == "127.0.0.1:1982" {
 			inline = cu
@@ -146,7 +146,7 @@ func TestSplitCompile(t *testing.T) {
 		t.Fatalf("taken over: split route %v, plain route %v", s2.routes.at(0) == rs, s2.routes.at(1) == rp)
 	}
 	var addrs []string
-	for cu := range s2.routes.at(0).splits {
+	for cu := range s2.routes.at(0).about.splits {
 		addrs = append(addrs, cu.nodes[0].addr)
 		if cu.nodes[0].addr == "127.0.0.1:1982" && cu != inline {
 			t.Fatal("the inline upstream was compiled again")

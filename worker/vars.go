@@ -227,7 +227,7 @@ func (cc *clientConn) routeVar(k httpvar.Kind) []byte {
 	case httpvar.MatchedURI:
 		return matchedPattern(rt.uris, cc.curPath, false)
 	case httpvar.MatchedHost:
-		return matchedPattern(rt.hosts, cc.host, true)
+		return matchedPattern(rt.about.hosts, cc.host, true)
 	}
 	return nil
 }
