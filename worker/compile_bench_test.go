@@ -141,22 +141,8 @@ func BenchmarkCompileChangeByID(b *testing.B) {
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
 	ps := pluginSet{env: w.cfg.Plugins}
 	for _, n := range []int{5000, 20000, 50000} {
-		s := &spec.Spec{}
-		for i := range 20000 {
-			u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u%d","type":"roundrobin","nodes":{"127.0.0.1:%d":1}}`, i, 2000+i))
-			if err != nil {
-				b.Fatal(err)
-			}
-			s.Upstreams = append(s.Upstreams, u)
-		}
-		route := func(i int, v string) *spec.Route {
-			r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r%d","uri":"/bulk/%d","plugins":{"proxy-rewrite":{"uri":"/%s/%d"},`+
-				`"response-rewrite":{"headers":{"set":{"X-Route":"r%d"}}}},"upstream_id":"u%d"}`, i, i, v, i, i, i%20000))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return r
-		}
+		s := &spec.Spec{Upstreams: adminUpstreams(b)}
+		route := func(i int, v string) *spec.Route { return adminRoute(b, i, v) }
 		for i := range n {
 			s.Routes = append(s.Routes, route(i, "a"))
 		}
@@ -173,6 +159,31 @@ func BenchmarkCompileChangeByID(b *testing.B) {
 			compileInTurn(b, specs, ps, base)
 		})
 	}
+}
+
+// adminUpstreams are the 20 000 upstreams of issue 41's bench admin rows,
+// u<i>, one node each.
+func adminUpstreams(b testing.TB) []*spec.Upstream {
+	ups := make([]*spec.Upstream, 0, 20000)
+	for i := range 20000 {
+		u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u%d","type":"roundrobin","nodes":{"127.0.0.1:%d":1}}`, i, 2000+i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ups = append(ups, u)
+	}
+	return ups
+}
+
+// adminRoute is route r<i> of issue 41's bench admin rows at version v
+// (its proxy-rewrite uri): two plugins, upstream_id one of adminUpstreams'.
+func adminRoute(b testing.TB, i int, v string) *spec.Route {
+	r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r%d","uri":"/bulk/%d","plugins":{"proxy-rewrite":{"uri":"/%s/%d"},`+
+		`"response-rewrite":{"headers":{"set":{"X-Route":"r%d"}}}},"upstream_id":"u%d"}`, i, i, v, i, i, i%20000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }
 
 // pluginRoute is route r<i> of BenchmarkCompileChange, at version v (its

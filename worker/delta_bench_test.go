@@ -19,22 +19,8 @@ import (
 // against the Spec the one before made. B/op is the garbage of a change
 // (applyConfig's garbage=), cpu-ns/op its CPU.
 func BenchmarkDeltaApply(b *testing.B) {
-	var ups []*spec.Upstream
-	for i := range 20000 {
-		u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u%d","type":"roundrobin","nodes":{"127.0.0.1:%d":1}}`, i, 2000+i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ups = append(ups, u)
-	}
-	route := func(i int, v string) *spec.Route {
-		r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r%d","uri":"/bulk/%d","plugins":{"proxy-rewrite":{"uri":"/%s/%d"},`+
-			`"response-rewrite":{"headers":{"set":{"X-Route":"r%d"}}}},"upstream_id":"u%d"}`, i, i, v, i, i, i%20000))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return r
-	}
+	ups := adminUpstreams(b)
+	route := func(i int, v string) *spec.Route { return adminRoute(b, i, v) }
 	for _, n := range []int{5000, 50000} {
 		a := &spec.Spec{Upstreams: ups}
 		for i := range n {
