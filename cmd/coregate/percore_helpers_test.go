@@ -11,6 +11,9 @@ import (
 	"coregate/bpf"
 	"coregate/internal/e2e"
 	"coregate/node/supervisor"
+	"coregate/worker"
+
+	"golang.org/x/sys/unix"
 )
 
 // Helpers of the per-core worker tests: they look at the gateway only from
@@ -138,6 +141,42 @@ func checkPinned(t testing.TB, w workerProc) {
 	for tid, list := range threads {
 		if list != want {
 			t.Errorf("worker %d (pid %d) thread %d: Cpus_allowed_list %q, want %q", w.id, w.pid, tid, list, want)
+		}
+	}
+}
+
+// checkSlice checks that every thread of the worker asks for the
+// worker's time slice (worker.Slice), and that the supervisor's first
+// thread does not: it keeps the kernel's default. A kernel without custom
+// slices (before 6.12) reports none: the check is skipped there.
+func checkSlice(t testing.TB, supPID int, w workerProc) {
+	t.Helper()
+	sup, err := unix.SchedGetAttr(supPID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sup.Runtime == 0 {
+		t.Log("no custom time slices on this kernel: not checked")
+		return
+	}
+	if sup.Runtime == uint64(worker.Slice) {
+		t.Errorf("supervisor %d asks for the workers' slice, %d ns", supPID, sup.Runtime)
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", w.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tasks {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		a, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			continue // the thread ended
+		}
+		if a.Runtime != uint64(worker.Slice) {
+			t.Errorf("worker %d (pid %d) thread %d: slice %d ns, want %d", w.id, w.pid, tid, a.Runtime, uint64(worker.Slice))
 		}
 	}
 }

@@ -40,6 +40,7 @@ func TestPerCorePinned(t *testing.T) {
 	for _, w := range ws {
 		got = append(got, fmt.Sprintf("id %d cpu %d", w.id, w.cpu))
 		checkPinned(t, w)
+		checkSlice(t, g.cmd.Process.Pid, w)
 		env, err := readEnviron(w.pid)
 		if err != nil {
 			t.Fatal(err)

@@ -104,6 +104,9 @@ func Run(ctx context.Context, o Options) error {
 			log.Warn("pinning", "err", err)
 		}
 	}
+	if err := worker.SetSlice(); err != nil {
+		log.Warn("time slice", "err", err)
+	}
 	conn, err := control.FromFile(o.Control)
 	if err != nil {
 		return err
