@@ -65,7 +65,10 @@
 // (1 s), or per ten times the last write for a configuration that takes
 // longer to write: a Spec handed on while the previous one is being
 // written, or within that time, replaces it, and the last one is always
-// written. A
+// written. The copy is streamed to its file an object at a time
+// (spec.Encoder), from the JSON forms of the objects of the last Spec
+// written, kept by pointer: a write encodes only the objects that changed
+// since, and builds no copy of the whole configuration in memory. A
 // node whose etcd cannot be reached at start serves that copy until etcd
 // answers.
 //
