@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"sync/atomic"
+	"unsafe"
 
 	"coregate/admin/spec"
 )
@@ -306,21 +309,21 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 			changes[key] = c
 			switch key {
 			case "routes":
-				err = decodeRuns(dec, base.Routes, &s.Routes, c, each)
+				err = decodeRuns(dec, base.Routes, &s.Routes, c, each, tailOf(key))
 			case "services":
-				err = decodeRuns(dec, base.Services, &s.Services, c, each)
+				err = decodeRuns(dec, base.Services, &s.Services, c, each, tailOf(key))
 			case "upstreams":
-				err = decodeRuns(dec, base.Upstreams, &s.Upstreams, c, each)
+				err = decodeRuns(dec, base.Upstreams, &s.Upstreams, c, each, tailOf(key))
 			case "consumers":
-				err = decodeRuns(dec, base.Consumers, &s.Consumers, c, each)
+				err = decodeRuns(dec, base.Consumers, &s.Consumers, c, each, tailOf(key))
 			case "plugin_configs":
-				err = decodeRuns(dec, base.PluginConfigs, &s.PluginConfigs, c, each)
+				err = decodeRuns(dec, base.PluginConfigs, &s.PluginConfigs, c, each, tailOf(key))
 			case "global_rules":
-				err = decodeRuns(dec, base.GlobalRules, &s.GlobalRules, c, each)
+				err = decodeRuns(dec, base.GlobalRules, &s.GlobalRules, c, each, tailOf(key))
 			case "consumer_groups":
-				err = decodeRuns(dec, base.ConsumerGroups, &s.ConsumerGroups, c, each)
+				err = decodeRuns(dec, base.ConsumerGroups, &s.ConsumerGroups, c, each, tailOf(key))
 			case "ssls":
-				err = decodeRuns(dec, base.SSLs, &s.SSLs, c, each)
+				err = decodeRuns(dec, base.SSLs, &s.SSLs, c, each, tailOf(key))
 			}
 		default:
 			if k := jsonKept(key); k != nil {
@@ -329,7 +332,7 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 				}
 				c := new(memberChange)
 				changes[key] = c
-				err = decodeRuns(dec, *k.list(base), k.list(s), c, each)
+				err = decodeRuns(dec, *k.list(base), k.list(s), c, each, tailOf(key))
 			} else {
 				err = fmt.Errorf("unknown member %q", key)
 			}
@@ -359,16 +362,48 @@ func DecodeDelta(payload []byte, base *spec.Spec, each func()) (*spec.Spec, erro
 	return s, nil
 }
 
+// listTail is the room a list DecodeDelta made has past its length: the
+// list's address, its length and the capacity of its array. The list in
+// the Spec has its capacity cut to its length, so that nothing appends to
+// it but decodeRuns, which, given the tail of base's list, makes the next
+// list in the same array when it begins with all of base's objects:
+// base's list, and every list before it in the array, are shorter, and
+// their objects stay as they are.
+type listTail struct {
+	list   unsafe.Pointer
+	n, cap int
+}
+
+// listTails holds, by resource (an index in deltaKinds), the tail of the
+// last list of that resource DecodeDelta made: the next Delta, against the
+// Spec of that list, takes it (Swap), so that one list only is ever made
+// in an array's room. A Delta of a bulk load, routes added at the end,
+// then writes them after base's, where it copied the 50 000 routes kept
+// into a list of their own: 400 kB of a worker's garbage a push.
+var listTails [len(deltaKinds)]atomic.Pointer[listTail]
+
+// tailOf returns listTails' entry of the resource named name.
+func tailOf(name string) *atomic.Pointer[listTail] {
+	for i := range deltaKinds {
+		if deltaKinds[i].name == name {
+			return &listTails[i]
+		}
+	}
+	panic("control: no resource " + name)
+}
+
 // decodeRuns sets *dst to the list of the JSON array dec is at: base's
 // objects for each run [i, j], a decoded object for each object; c
-// records both.
+// records both. tail is the resource's listTails entry.
 //
 // The list is made once, sized for base's objects and a few more: a
 // Delta's list is mostly the base's, and appending to it regrew it from
 // the first run's length, one route changed in the middle of 50 000
 // making 660 kB of lists where the one kept is 400 kB
-// (BenchmarkDeltaChange/decode-one-of-50000).
-func decodeRuns[T any](dec *json.Decoder, base []T, dst *[]T, c *memberChange, each func()) error {
+// (BenchmarkDeltaChange/decode-one-of-50000). A list that begins with all
+// of base's objects is made in base's array, when it has room and base's
+// list was the last made there (listTail).
+func decodeRuns[T any](dec *json.Decoder, base []T, dst *[]T, c *memberChange, each func(), tail *atomic.Pointer[listTail]) error {
 	*dst = nil
 	sized := false
 	room := func(more int) {
@@ -380,6 +415,15 @@ func decodeRuns[T any](dec *json.Decoder, base []T, dst *[]T, c *memberChange, e
 		copy(list, *dst)
 		*dst = list
 	}
+	// owned: *dst's array past its length is this list's alone (a list
+	// made here, or base's room taken over).
+	owned := false
+	defer func() {
+		if owned || sized {
+			tail.Store(&listTail{list: unsafe.Pointer(unsafe.SliceData(*dst)), n: len(*dst), cap: cap(*dst)})
+		}
+		*dst = slices.Clip(*dst)
+	}()
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return fmt.Errorf("want an array (%v)", err)
 	}
@@ -398,8 +442,16 @@ func decodeRuns[T any](dec *json.Decoder, base []T, dst *[]T, c *memberChange, e
 			}
 			if *dst == nil {
 				// shared, not copied: an object appended after it
-				// copies it (its capacity ends with it)
+				// copies it (its capacity ends with it), unless base's
+				// room is this list's to take
 				*dst = base[run[0]:run[1]:run[1]]
+				if run[0] == 0 && run[1] == len(base) {
+					if t := tail.Load(); t != nil && t.list == unsafe.Pointer(unsafe.SliceData(base)) && t.n == len(base) &&
+						t.cap > len(base) && tail.CompareAndSwap(t, nil) {
+						*dst = unsafe.Slice((*T)(t.list), t.cap)[:len(base)]
+						owned = true
+					}
+				}
 			} else {
 				room(run[1] - run[0])
 				*dst = append(*dst, base[run[0]:run[1]]...)
