@@ -31,7 +31,9 @@ import (
 // shares the objects it did not change between one Spec and the next
 // (routes, services and upstreams by pointer; consumers, plugin configs,
 // global rules, consumer groups and ssls by pointer or, failing that, by
-// value; the JSON-kept resources by content). A Spec that shares nothing with the base goes as
+// value; the JSON-kept resources by content), and a resource's list
+// whole when none of its objects changed, which is one run without a
+// comparison. A Spec that shares nothing with the base goes as
 // a Config instead.
 
 // deltaKind is one resource of a Delta: its member name and, for the
