@@ -1,5 +1,10 @@
 package worker
 
+import (
+	"bytes"
+	"unsafe"
+)
+
 // chunked is a list that a build derives from the previous build's
 // without copying it: fixed-size chunks of chunkLen elements, each shared
 // by every list that has the same elements at the same places, so that a
@@ -56,6 +61,34 @@ func (c *chunked[T]) flat() []T {
 		out = append(out, v)
 	}
 	return out
+}
+
+// samePointers returns how many of s's elements, from its first, c has
+// from its element i on, at the same places: at most len(s), and c has
+// at least i+len(s) elements. A build compares its Spec's routes with
+// the served snapshot's (Snapshot.specRoutes) this way, a chunk's part at
+// a time, as bytes (memequal), where comparing them one by one was most
+// of the CPU of a route added at 50 000 (compile).
+func samePointers[P any](c *chunked[*P], i int, s []*P) int {
+	n := 0
+	for n < len(s) {
+		lo := (i + n) & chunkMask
+		part := c.chunks[(i+n)>>chunkBits][lo:min(chunkLen, lo+len(s)-n)]
+		if !bytes.Equal(pointerBytes(part), pointerBytes(s[n:n+len(part)])) {
+			for k := range part {
+				if part[k] != s[n+k] {
+					return n + k
+				}
+			}
+		}
+		n += len(part)
+	}
+	return n
+}
+
+// pointerBytes is the memory of a list of pointers, for comparing two.
+func pointerBytes[P any](l []*P) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(l))), len(l)*int(unsafe.Sizeof(uintptr(0))))
 }
 
 // chunkedOf returns a list of the elements of s, in chunks of its own.

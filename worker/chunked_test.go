@@ -191,3 +191,44 @@ func newChunks[T comparable](a, b *chunked[T]) []int {
 	}
 	return own
 }
+
+// TestSamePointers: samePointers counts the elements a list of pointers
+// has in common with a chunked list from a place on, across chunks, as
+// comparing them one by one does: lists that differ at one element (at a
+// chunk's start or end, or within), or at none.
+func TestSamePointers(t *testing.T) {
+	objs := make([]int, 4*chunkLen)
+	var flat []*int
+	for i := range objs {
+		flat = append(flat, &objs[i])
+	}
+	c := chunkedOf(flat)
+	other := new(int)
+	rng := rand.New(rand.NewPCG(41, 51))
+	for step := range 2000 {
+		i := rng.IntN(len(flat))
+		n := rng.IntN(len(flat) - i + 1)
+		s := slices.Clone(flat[i : i+n])
+		if n > 0 && step%4 != 0 {
+			at := rng.IntN(n)
+			switch step % 4 {
+			case 1: // at a chunk's first element, where there is one
+				if k := (i+at)&^chunkMask - i; k >= 0 && k < n {
+					at = k
+				}
+			case 2: // at a chunk's last
+				if k := (i + at) | chunkMask - i; k < n {
+					at = k
+				}
+			}
+			s[at] = other
+		}
+		want := 0
+		for want < n && s[want] == c.at(i+want) {
+			want++
+		}
+		if got := samePointers(&c, i, s); got != want {
+			t.Fatalf("step %d: %d of %d from %d the same, want %d", step, got, n, i, want)
+		}
+	}
+}

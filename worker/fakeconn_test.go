@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 
 	"coregate/admin/spec"
 )
@@ -16,6 +17,21 @@ import (
 // fakeConn is an in-memory gnet.Conn for driving the worker's handlers
 // directly: inbound bytes are what the peer sent, out collects what the
 // worker wrote. Methods the worker does not use panic (nil embedded Conn).
+//
+// It has no socket, and its Fd says so: -1, which no descriptor is. The
+// worker makes system calls on a client connection's Fd (startLinger's
+// shutdown, sweepIdle's SIOCINQ, serverAddr's getsockname), and any other
+// number is a descriptor of the test process, open or not as the other
+// tests leave it. The fakeConns that said 10 had startLinger shut down
+// (SHUT_WR), some 10 000 times in a run of TestFramingInMemory, whatever
+// socket the parallel tests had at 10: the kept-alive client connection of
+// TestDNSDroppedName (its next answer: "unexpected EOF"), or the UDP socket
+// of another test's name server, whose answers then all failed with EPIPE
+// (a shutdown of an unconnected UDP socket returns ENOTCONN, and stops its
+// sends all the same). On -1 those calls fail with EBADF, as on a closed
+// connection, and the worker takes its paths for that: startLinger closes
+// at once instead of lingering (cmd/coregate's TestLingeringClose checks
+// the lingering close over sockets).
 type fakeConn struct {
 	gnet.Conn
 	in      []byte
@@ -25,7 +41,6 @@ type fakeConn struct {
 	raddr   net.Addr
 	loop    *fakeLoop
 	closed  bool
-	fd      int
 	iovSeen int
 	// failWrites makes every write fail as one to a peer that reset does
 	// with gnet: the connection is closed (OnClose runs) inside the write.
@@ -102,7 +117,7 @@ func (c *fakeConn) Context() any              { return c.ctx }
 func (c *fakeConn) SetContext(x any)          { c.ctx = x }
 func (c *fakeConn) LocalAddr() net.Addr       { return c.laddr }
 func (c *fakeConn) RemoteAddr() net.Addr      { return c.raddr }
-func (c *fakeConn) Fd() int                   { return c.fd }
+func (c *fakeConn) Fd() int                   { return -1 }
 func (c *fakeConn) SetLinger(sec int) error   { c.reset = sec == 0; return nil }
 func (c *fakeConn) EventLoop() gnet.EventLoop { return c.loop }
 
@@ -179,7 +194,7 @@ func newHarnessConfig(t testing.TB, s *spec.Spec, cfg Config) *harness {
 
 // newClient opens another client connection to the worker.
 func (h *harness) newClient() *fakeConn {
-	cl := &fakeConn{loop: h.loop, fd: 10,
+	cl := &fakeConn{loop: h.loop,
 		laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9080},
 		raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40000}}
 	h.w.OnOpen(cl)
@@ -199,7 +214,7 @@ func (h *harness) seedPools() {
 			if len(p.idle) > 0 {
 				continue
 			}
-			up := &fakeConn{loop: h.loop, fd: 20,
+			up := &fakeConn{loop: h.loop,
 				laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000},
 				raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
 			uc := p.newConn()
@@ -224,4 +239,76 @@ func (h *harness) roundTrip(req, resp []byte) (toUp, toClient []byte) {
 		h.w.OnTraffic(h.up)
 	}
 	return h.up.out, h.cl.out
+}
+
+// TestFakeConnNoDescriptor: the harness's connections name no descriptor
+// of the test process, and the worker's system calls on them reach none.
+// Every number below 64 is open while it runs (the free ones as dups of a
+// connected socket of its own), so a fakeConn that named one, as they named
+// 10, 20 and 21, fails here whatever the rest of the process has open: its
+// number is open, or the refused request's lingering close shuts the
+// test's socket down and keeps the fake connection open.
+func TestFakeConnNoDescriptor(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	peer, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dups []int
+	defer func() {
+		for _, fd := range dups {
+			_ = unix.Close(fd)
+		}
+	}()
+	_ = rc.Control(func(fd uintptr) {
+		for {
+			d, err := unix.Dup(int(fd))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dups = append(dups, d)
+			if d >= 63 {
+				return
+			}
+		}
+	})
+
+	h := newHarness(t, helloSpec(t, 1))
+	for _, fc := range []*fakeConn{h.cl, h.up, h.newClient()} {
+		if fd := fc.Fd(); fd >= 0 {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+				t.Errorf("a fake connection names descriptor %d, open in the test process", fd)
+			}
+		}
+	}
+	// Answered 400, then closed: the worker's shutdown fails on a
+	// connection with no socket, and it closes at once.
+	h.cl.in = append(h.cl.in, "GET /hello HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n"...)
+	h.traffic(h.cl)
+	if !h.cl.closed {
+		t.Error("the refused connection is open: the worker's shutdown reached a socket")
+	}
+	_ = rc.Control(func(fd uintptr) {
+		info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State != unix.BPF_TCP_ESTABLISHED {
+			t.Errorf("the test's own connection is in TCP state %d, not established: a fake connection's system call reached it", info.State)
+		}
+	})
 }

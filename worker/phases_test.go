@@ -453,7 +453,7 @@ func newHarnessSnap(t testing.TB, w *Worker, snap *Snapshot) *harness {
 	t.Helper()
 	w.SetSnapshot(snap)
 	loop := &fakeLoop{w: w}
-	cl := &fakeConn{loop: loop, fd: 10,
+	cl := &fakeConn{loop: loop,
 		laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9080},
 		raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40000}}
 	w.OnOpen(cl)
@@ -467,7 +467,7 @@ func newHarnessSnap(t testing.TB, w *Worker, snap *Snapshot) *harness {
 			if len(p.idle) > 0 {
 				continue
 			}
-			up := &fakeConn{loop: loop, fd: 20,
+			up := &fakeConn{loop: loop,
 				laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000},
 				raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
 			uc := p.newConn()

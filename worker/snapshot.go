@@ -827,9 +827,8 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 					off := j - int(run.spec)
 					m := int(run.route) + off
 					if prev.routes.at(m).from.route == r {
-						k := 1
-						for lim := min(int(run.n)-off, len(s.Routes)-i); k < lim && s.Routes[i+k] == prev.specRoutes.at(j+k); k++ {
-						}
+						lim := min(int(run.n)-off, len(s.Routes)-i)
+						k := 1 + samePointers(&prev.specRoutes, j+1, s.Routes[i+1:i+lim])
 						ri := routes.out.n
 						routes.addFrom(&prev.routes, m, k)
 						specRoutes.addFrom(&prev.specRoutes, j, k)

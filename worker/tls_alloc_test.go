@@ -69,7 +69,7 @@ func TestAllocHTTPSUpstream(t *testing.T) {
 	// go with (the node's address: pass_host=node).
 	rt := h.w.snap.Load().routes.at(0)
 	p := h.w.poolFor(rt.up, rt.up.nodes[0], []byte("127.0.0.1"))
-	up := &fakeConn{loop: h.loop, fd: 21,
+	up := &fakeConn{loop: h.loop,
 		laddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50001},
 		raddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1980}}
 	uc := p.newConn()

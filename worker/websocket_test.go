@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -409,9 +410,14 @@ func TestWebsocketManyIdle(t *testing.T) {
 // TestWebsocketBackPressure: a client that does not read while the
 // origin floods it: the worker holds at most about highWater for it
 // (the origin's writes block instead), and the flood arrives whole once
-// the client reads.
+// the client reads. The flood is larger than what the kernel's socket
+// buffers between origin and client could take (tcpBufferMax): with a
+// receive buffer that may grow to 32 MiB (tcp_rmem here), a flood of a
+// fixed 16 MiB sometimes fitted in them whole, and the test failed with
+// the worker holding nothing.
 func TestWebsocketBackPressure(t *testing.T) {
-	const msgs, size = 256, 64 << 10 // 16 MiB in all
+	const size = 64 << 10
+	msgs := (tcpBufferMax(t, "tcp_rmem")+2*tcpBufferMax(t, "tcp_wmem"))/size + 256 // and 16 MiB more
 	var written atomic.Int64
 	o := newWSOrigin(t, func(c *websocket.Conn) error {
 		msg := bytes.Repeat([]byte{'f'}, size)
@@ -445,7 +451,7 @@ func TestWebsocketBackPressure(t *testing.T) {
 			last = n
 		}
 	}
-	if written.Load() >= msgs*size {
+	if written.Load() >= int64(msgs*size) {
 		t.Fatalf("the origin wrote all %d bytes to a client that reads nothing", msgs*size)
 	}
 	var in, out, paused int
@@ -471,6 +477,25 @@ func TestWebsocketBackPressure(t *testing.T) {
 			t.Fatalf("message %d: %d bytes, %v", i, len(b), err)
 		}
 	}
+}
+
+// tcpBufferMax is the largest size the kernel lets a TCP socket's buffer
+// grow to on its own (the third field of net.ipv4.tcp_rmem or tcp_wmem).
+func tcpBufferMax(t *testing.T, name string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		t.Fatalf("%s: %q", name, b)
+	}
+	n, err := strconv.Atoi(f[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestWebsocketAccessLog: the tunnel's exchange is logged when it ends,

@@ -55,6 +55,10 @@
 // A proto's schema (KindProto) is here too; its content, a .proto file,
 // is package protofile's to compile. Spec.SetHash gives a content
 // hash so that a reload that changes nothing can be skipped.
+// A Spec's JSON form is MarshalJSON's; an Encoder writes it to a stream
+// an object at a time, keeping each object's form for the next Spec that
+// shares the object, so that writing a Spec again after a change encodes
+// what changed (the supervisor's local copy of the store).
 //
 // # Shared readings
 //

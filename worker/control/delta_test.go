@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -107,6 +108,97 @@ func TestDeltaBulkLoad(t *testing.T) {
 	if got.Hash != next.Hash {
 		t.Fatal("the decoded Spec lacks the new hash")
 	}
+}
+
+// TestDeltaBulkLoadInPlace: a chain of Deltas of a bulk load, each adding
+// routes at the end of the Spec the one before made, makes each list in
+// the array of the one before while it has room (the routes kept are not
+// copied), and a new one when it has none; every Spec's routes stay
+// those it was decoded with, including the base's of a second Delta
+// decoded against it (it gets a list of its own), and nothing appended to
+// a Spec's list writes in another's.
+func TestDeltaBulkLoadInPlace(t *testing.T) {
+	sent := bulkSpec(t, 1000)
+	held, err := DecodeSpec(mustEncode(t, sent), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kept struct {
+		s   *spec.Spec
+		ids []string
+	}
+	var specs []kept
+	keep := func(s *spec.Spec) {
+		var ids []string
+		for _, r := range s.Routes {
+			ids = append(ids, r.ID.String())
+		}
+		specs = append(specs, kept{s, ids})
+	}
+	keep(held)
+	inPlace, fresh := 0, 0
+	for step := range 60 {
+		next := *sent
+		next.Routes = slices.Clone(sent.Routes)
+		for k := range 1 + step%3 {
+			next.Routes = append(next.Routes, mustRoute(t, fmt.Sprintf(`{"id":"n%d-%d","uri":"/n/%d/%d","upstream":{"nodes":{"127.0.0.1:1980":1}}}`, step, k, step, k)))
+		}
+		next.SetHash()
+		payload, ok, err := EncodeDelta(sent, &next)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if step%10 == 9 {
+			// a second Delta against the same base: decoded first,
+			// it takes the base's room, and the one after gets a
+			// list of its own
+			other := next
+			other.Routes = append(slices.Clone(sent.Routes), mustRoute(t, `{"id":"other","uri":"/other","upstream":{"nodes":{"127.0.0.1:1980":1}}}`))
+			other.SetHash()
+			p, ok, err := EncodeDelta(sent, &other)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			o, err := DecodeDelta(p, held, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep(o)
+		}
+		got, err := DecodeDelta(payload, held, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(got.Routes) != len(got.Routes) {
+			t.Fatalf("step %d: a list of %d routes with room for %d: an append would write in the next Delta's", step, len(got.Routes), cap(got.Routes))
+		}
+		if unsafe.SliceData(got.Routes) == unsafe.SliceData(held.Routes) {
+			inPlace++
+		} else {
+			fresh++
+		}
+		keep(got)
+		// an append to a Spec's list, as a caller of DecodeDelta may
+		// make, leaves the others' as they are
+		_ = append(got.Routes, nil)
+		sent, held = &next, got
+	}
+	for i, k := range specs {
+		if len(k.s.Routes) != len(k.ids) {
+			t.Fatalf("Spec %d: %d routes, decoded with %d", i, len(k.s.Routes), len(k.ids))
+		}
+		for j, r := range k.s.Routes {
+			if r.ID.String() != k.ids[j] {
+				t.Fatalf("Spec %d: route %d is %s, decoded as %s", i, j, r.ID, k.ids[j])
+			}
+		}
+	}
+	// 1000 routes have room for 1000/64+16 = 31 more: some 120 added
+	// take a new list every 15 or so, and after each second Delta
+	if inPlace < 40 || fresh < 6 {
+		t.Fatalf("%d lists made in place, %d anew", inPlace, fresh)
+	}
+	t.Logf("%d lists made in place, %d anew", inPlace, fresh)
 }
 
 func bulkSpec(t testing.TB, n int) *spec.Spec {

@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -91,4 +92,75 @@ func keptRoute(t *testing.T, i int, up string) *spec.Route {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestRouteIDsCarried: a chain of Deltas as a worker decodes them, each
+// against the Spec the one before made, with routes replaced, added (at
+// the end and in the middle, now and then with an id a route has),
+// removed and moved: DecodeDelta refuses what a Check of the whole Spec
+// refuses, and the route ids of each Spec it makes are kept (routeIDs)
+// and are those of its routes, so that the next Delta's routes added are
+// looked up there.
+func TestRouteIDsCarried(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 7))
+	var ups []*spec.Upstream
+	for i := range 10 {
+		u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u%d","nodes":{"127.0.0.1:%d":1}}`, i, 2000+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ups = append(ups, u)
+	}
+	mk := func(id string) *spec.Route {
+		r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":%q,"uri":"/%s/%d","upstream_id":"u%d"}`, id, id, rng.IntN(99), rng.IntN(10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sent := &spec.Spec{Upstreams: ups}
+	for i := range 60 {
+		sent.Routes = append(sent.Routes, mk(fmt.Sprint("r", i)))
+	}
+	sent.SetHash()
+	held, err := DecodeSpec(mustEncode(t, sent), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried, refused := 0, 0
+	for step := range 300 {
+		next := &spec.Spec{Upstreams: ups, Routes: changeList(rng, slices.Clone(sent.Routes), mk, "r", 90)}
+		next.SetHash()
+		payload, ok, err := EncodeDelta(sent, next)
+		if err != nil || !ok {
+			t.Fatalf("step %d: %v %v", step, ok, err)
+		}
+		wantErr := next.Check()
+		got, err := DecodeDelta(payload, held, nil)
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != "control: config: "+wantErr.Error()) {
+			t.Fatalf("step %d: DecodeDelta: %v; Check of the whole Spec: %v\npayload %s", step, err, wantErr, payload)
+		}
+		if err != nil {
+			refused++
+			continue
+		}
+		if set := routeIDs.Load(); set.of(got.Routes) {
+			carried++
+			if len(set.ids) != len(got.Routes) {
+				t.Fatalf("step %d: %d ids kept for %d routes", step, len(set.ids), len(got.Routes))
+			}
+			for _, r := range got.Routes {
+				if !set.has(r.ID.String()) {
+					t.Fatalf("step %d: route %s not in the ids kept", step, r.ID)
+				}
+			}
+		}
+		sent, held = next, got
+	}
+	// the set is made at the first route added with an id of its own,
+	// and lost only with a Delta refused
+	if carried < 150 || refused == 0 {
+		t.Fatalf("route ids kept for %d of 300 Specs, %d refused", carried, refused)
+	}
+	t.Logf("route ids kept for %d of 300 Specs, %d refused", carried, refused)
 }

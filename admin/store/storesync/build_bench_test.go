@@ -8,10 +8,11 @@ import (
 	"coregate/admin/store/etcdstore"
 )
 
-// BenchmarkBuild5000 is the cost of one change on a node with 5 000
+// BenchmarkBuild5000 is the cost of a whole build on a node with 5 000
 // routes: the Spec built again from the decoded objects (order, references,
-// hash), which every coalesced burst of events pays. The store is never
-// called (it does not connect until used).
+// hash), which a change pays when its Spec cannot be made from the last
+// one's (buildFrom; BenchmarkBuildChange). The store is never called (it
+// does not connect until used).
 func BenchmarkBuild5000(b *testing.B) {
 	s := New(Options{Store: unconnectedStore(b)})
 	for i := range 5000 {
@@ -23,6 +24,7 @@ func BenchmarkBuild5000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
+		s.last = nil // the whole build
 		sp, err := s.build()
 		if err != nil || len(sp.Routes) != 5000 {
 			b.Fatal(err)
@@ -46,32 +48,37 @@ func unconnectedStore(tb testing.TB) *etcdstore.Store {
 // a node with n routes and 20 000 upstreams, the routes referring to them
 // by upstream_id, each with two plugins: the object put as the watch
 // puts it, then the Spec built (build) and the Modified indexes set
-// (setIndexes), as publish does before it hands the Spec on.
+// (setIndexes), as publish does before it hands the Spec on. one-of-n
+// replaces a route (a PUT of one that exists), add-to-50000 adds one
+// after the others (a bulk load's).
 func BenchmarkBuildChange(b *testing.B) {
+	setup := func(b *testing.B, n int) (s *Syncer, rev int64, route func(i int, v int64) []byte) {
+		s = New(Options{Store: unconnectedStore(b)})
+		for i := range 20000 {
+			rev++
+			s.put(store.KV{
+				Key:            fmt.Sprintf("/apisix/upstreams/u%d", i),
+				Value:          fmt.Appendf(nil, `{"type":"roundrobin","nodes":{"127.0.0.1:%d":1}}`, 2000+i),
+				CreateRevision: rev, ModRevision: rev,
+			})
+		}
+		route = func(i int, v int64) []byte {
+			return fmt.Appendf(nil, `{"uri":"/r%d","upstream_id":"u%d","plugins":{"proxy-rewrite":{"uri":"/v%d"},`+
+				`"response-rewrite":{"headers":{"set":{"X-Route":"r%d"}}}}}`, i, i%20000, v, i)
+		}
+		for i := range n {
+			rev++
+			s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", i), Value: route(i, rev), CreateRevision: rev, ModRevision: rev})
+		}
+		if _, err := s.build(); err != nil {
+			b.Fatal(err)
+		}
+		return s, rev, route
+	}
 	for _, n := range []int{5000, 20000, 50000} {
 		b.Run(fmt.Sprintf("one-of-%d", n), func(b *testing.B) {
-			s := New(Options{Store: unconnectedStore(b)})
-			rev := int64(0)
-			for i := range 20000 {
-				rev++
-				s.put(store.KV{
-					Key:            fmt.Sprintf("/apisix/upstreams/u%d", i),
-					Value:          fmt.Appendf(nil, `{"type":"roundrobin","nodes":{"127.0.0.1:%d":1}}`, 2000+i),
-					CreateRevision: rev, ModRevision: rev,
-				})
-			}
-			route := func(i int, v int64) []byte {
-				return fmt.Appendf(nil, `{"uri":"/r%d","upstream_id":"u%d","plugins":{"proxy-rewrite":{"uri":"/v%d"},`+
-					`"response-rewrite":{"headers":{"set":{"X-Route":"r%d"}}}}}`, i, i%20000, v, i)
-			}
-			first := rev + 1
-			for i := range n {
-				rev++
-				s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", i), Value: route(i, rev), CreateRevision: rev, ModRevision: rev})
-			}
-			if _, err := s.build(); err != nil {
-				b.Fatal(err)
-			}
+			s, rev, route := setup(b, n)
+			first := rev - int64(n) + 1
 			b.ReportAllocs()
 			i := 0
 			for ; b.Loop(); i++ {
@@ -86,4 +93,19 @@ func BenchmarkBuildChange(b *testing.B) {
 			}
 		})
 	}
+	b.Run("add-to-50000", func(b *testing.B) {
+		const n = 50000
+		s, rev, route := setup(b, n)
+		b.ReportAllocs()
+		i := n
+		for ; b.Loop(); i++ {
+			rev++
+			s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", i), Value: route(i, rev), CreateRevision: rev, ModRevision: rev})
+			sp, err := s.build()
+			if err != nil || len(sp.Routes) != i+1 {
+				b.Fatal(err)
+			}
+			s.setIndexes()
+		}
+	})
 }

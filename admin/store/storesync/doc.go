@@ -36,7 +36,10 @@
 // never their values. Objects keep the order of their creation (etcd's create
 // revision), as the Admin API lists them; the Syncer keeps that order,
 // each object's hash and the hashes of chunks of unchanged objects from
-// one Spec to the next, so that a change hashes what it changed.
+// one Spec to the next, so that a change hashes what it changed; and a
+// change that replaces objects in their places or adds new ones makes
+// its Spec from the last one's, the lists it changed copied and patched,
+// the others shared, rather than from every object again.
 //
 // Changes are coalesced without delaying a lone one: a change that comes
 // after a quiet window is published at once; the changes that follow it
@@ -65,7 +68,10 @@
 // (1 s), or per ten times the last write for a configuration that takes
 // longer to write: a Spec handed on while the previous one is being
 // written, or within that time, replaces it, and the last one is always
-// written. A
+// written. The copy is streamed to its file an object at a time
+// (spec.Encoder), from the JSON forms of the objects of the last Spec
+// written, kept by pointer: a write encodes only the objects that changed
+// since, and builds no copy of the whole configuration in memory. A
 // node whose etcd cannot be reached at start serves that copy until etcd
 // answers.
 //
