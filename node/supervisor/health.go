@@ -63,6 +63,13 @@ type healthChecks struct {
 	// retired are the slots of the nodes the last update dropped, by
 	// shm.HealthKey: the next update frees them.
 	retired map[string]*shm.HealthNode
+	// checked finds the configuration's checked upstreams from the last
+	// one's, at the cost of what changed.
+	checked checkedScan
+	// settled: the last update started every prober its configuration
+	// asked for and logged nothing, so an update given the same checked
+	// upstreams has nothing to do but free what that one retired.
+	settled bool
 }
 
 // probeSlots bounds the probes in flight of one upstream's checks: a
@@ -98,25 +105,51 @@ func newHealthChecks(seg *shm.HealthSegment, log *slog.Logger) *healthChecks {
 // healthy, as APISIX makes a new checker. It claims the slots of the
 // nodes it starts, frees those the previous update retired that sp does
 // not name, and retires those of the nodes it stops. It does not block.
+//
+// It runs on every push, and costs what changed (checkedScan): sp's
+// checked upstreams are found from the last update's, and when they are
+// the same objects under the same names and the last update settled,
+// update would find every prober it wants running with the same checks,
+// and so only frees the slots the last update retired (none of which it
+// names: they are those it stopped). At 50 000 routes and 20 000
+// upstreams, one route replaced a push, it took 0.5 ms of CPU a push
+// walking every object (BenchmarkHealthUpdate).
 func (h *healthChecks) update(sp *spec.Spec) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cus, changed := h.checked.scan(sp)
+	if !changed && h.settled {
+		for key, n := range h.retired {
+			h.seg.Free(n)
+			delete(h.retired, key)
+		}
+		return
+	}
+	h.apply(cus)
+}
+
+// apply is update's work for a configuration's checked upstreams, in
+// spec.Spec.CheckedUpstreams's order: every one looked at.
+func (h *healthChecks) apply(cus []spec.CheckedUpstream) {
 	want := map[string]bool{}
 	var order []string
 	var starts []*prober
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, cu := range sp.CheckedUpstreams() {
-		checks, err := spec.ParseChecks(cu.Upstream.Rare().Checks)
+	h.settled = true
+	for _, cu := range cus {
+		rare := cu.Upstream.Rare()
+		checks, err := spec.ParseChecks(rare.Checks)
 		if err != nil || checks == nil {
 			h.log.Error("health checks not run", "upstream", cu.Name, "err", err)
+			h.settled = false
 			continue
 		}
 		order = append(order, cu.Name)
 		slots := h.slots[cu.Name]
-		if slots == nil || slots.raw != string(cu.Upstream.Rare().Checks) {
-			slots = &probeSlots{raw: string(cu.Upstream.Rare().Checks), ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
+		if slots == nil || slots.raw != string(rare.Checks) {
+			slots = &probeSlots{raw: string(rare.Checks), ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
 			h.slots[cu.Name] = slots
 		}
-		scheme := cu.Upstream.Rare().Scheme
+		scheme := rare.Scheme
 		if scheme == "" {
 			scheme = "http"
 		}
@@ -127,7 +160,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 				continue
 			}
 			want[key] = true
-			if p := h.probes[key]; p != nil && p.raw == string(cu.Upstream.Rare().Checks) {
+			if p := h.probes[key]; p != nil && p.raw == string(rare.Checks) {
 				continue
 			} else if p != nil {
 				p.cancel()
@@ -135,7 +168,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 			}
 			host, port, _ := net.SplitHostPort(addr)
 			pn, _ := strconv.Atoi(port)
-			p := &prober{key: key, upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Rare().Checks),
+			p := &prober{key: key, upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(rare.Checks),
 				checks: checks, slots: slots, roots: h.roots}
 			h.probes[key] = p
 			starts = append(starts, p)
@@ -158,6 +191,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 		if p.node = h.seg.Node(p.key); p.node == nil {
 			h.log.Error("health region full: node not checked", "upstream", p.upstream, "node", p.key[len(p.upstream)+1:])
 			delete(h.probes, p.key)
+			h.settled = false
 			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -181,6 +215,8 @@ func (h *healthChecks) stop() {
 		p.cancel()
 		delete(h.probes, key)
 	}
+	h.checked.reset()
+	h.settled = false
 }
 
 // run probes until ctx ends: every healthy.interval while the node is
