@@ -87,16 +87,6 @@ type checkedAt struct {
 	cu spec.CheckedUpstream
 }
 
-// hasChecks reports whether u has checks, as spec.Spec.CheckedUpstreams
-// counts them.
-func hasChecks(u *spec.Upstream) bool {
-	if u == nil || u.Extra == nil {
-		return false
-	}
-	c := u.Extra.Checks
-	return len(c) > 0 && string(c) != "null"
-}
-
 // scan makes list the last one, its checked upstreams found from the
 // last list's where the two share objects in order at either end, and
 // reports whether they differ from the last list's (but for their
@@ -116,7 +106,7 @@ func (k *checkedKind[T]) scan(list []*T, kind string, id func(*T) spec.ID, up fu
 	b += a
 	k.mid = k.mid[:0]
 	for i, o := range list[p:newEnd] {
-		if u := up(o); hasChecks(u) {
+		if u := up(o); u.HasChecks() {
 			name := "/apisix/" + kind + "/" + id(o).String()
 			k.mid = append(k.mid, checkedAt{i: p + i, cu: spec.CheckedUpstream{Name: name, Upstream: u}})
 		}
