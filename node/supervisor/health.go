@@ -77,7 +77,12 @@ type healthChecks struct {
 // concurrent use.
 type probeSlots struct {
 	raw string // the checks it was made for
-	ch  chan struct{}
+	// checks are raw's, parsed: the same checks parse the same, so an
+	// update that finds an upstream's checks unchanged takes them from
+	// here, where parsing them again took 2 000 JSON decodings a push of
+	// 2 000 checked upstreams. Read-only, shared by the probers.
+	checks *spec.Checks
+	ch     chan struct{}
 }
 
 // prober probes one node of one upstream.
@@ -137,18 +142,19 @@ func (h *healthChecks) apply(cus []spec.CheckedUpstream) {
 	h.settled = true
 	for _, cu := range cus {
 		rare := cu.Upstream.Rare()
-		checks, err := spec.ParseChecks(rare.Checks)
-		if err != nil || checks == nil {
-			h.log.Error("health checks not run", "upstream", cu.Name, "err", err)
-			h.settled = false
-			continue
-		}
-		order = append(order, cu.Name)
 		slots := h.slots[cu.Name]
 		if slots == nil || slots.raw != string(rare.Checks) {
-			slots = &probeSlots{raw: string(rare.Checks), ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
+			checks, err := spec.ParseChecks(rare.Checks)
+			if err != nil || checks == nil {
+				h.log.Error("health checks not run", "upstream", cu.Name, "err", err)
+				h.settled = false
+				continue
+			}
+			slots = &probeSlots{raw: string(rare.Checks), checks: checks, ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
 			h.slots[cu.Name] = slots
 		}
+		checks := slots.checks
+		order = append(order, cu.Name)
 		scheme := rare.Scheme
 		if scheme == "" {
 			scheme = "http"
@@ -199,9 +205,15 @@ func (h *healthChecks) apply(cus []spec.CheckedUpstream) {
 		p.node.Reset()
 		go p.run(ctx, h.log)
 	}
-	for name := range h.slots {
-		if !slices.Contains(order, name) {
-			delete(h.slots, name)
+	if len(h.slots) > 0 {
+		listed := make(map[string]bool, len(order))
+		for _, name := range order {
+			listed[name] = true
+		}
+		for name := range h.slots {
+			if !listed[name] {
+				delete(h.slots, name)
+			}
 		}
 	}
 	h.order = order
