@@ -170,12 +170,24 @@ type CheckedUpstream struct {
 	Upstream *Upstream
 }
 
-// CheckedUpstreams lists s's upstreams that have checks: the upstream
-// objects, then the routes' and the services' own.
+// HasChecks reports whether u (nil: no upstream) has checks: a checks
+// member other than null. It reads Extra in place, where Rare copies
+// every rare field: a Spec's walk for checks (CheckedUpstreams) looks at
+// every upstream.
+func (u *Upstream) HasChecks() bool {
+	if u == nil || u.Extra == nil {
+		return false
+	}
+	c := u.Extra.Checks
+	return len(c) > 0 && string(c) != "null"
+}
+
+// CheckedUpstreams lists s's upstreams that have checks (HasChecks): the
+// upstream objects, then the routes' and the services' own.
 func (s *Spec) CheckedUpstreams() []CheckedUpstream {
 	var out []CheckedUpstream
 	add := func(kind string, id ID, u *Upstream) {
-		if u != nil && len(u.Rare().Checks) > 0 && string(u.Rare().Checks) != "null" {
+		if u.HasChecks() {
 			out = append(out, CheckedUpstream{Name: "/apisix/" + kind + "/" + id.String(), Upstream: u})
 		}
 	}

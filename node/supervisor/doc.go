@@ -126,7 +126,10 @@
 // them, shm.DefaultHealthSlots unless set): a slot is claimed before the
 // configuration that names its node is sent, and freed one configuration
 // after the one that dropped the node, so that upstreams may come and go
-// without end; workers only look their nodes up. The
+// without end; workers only look their nodes up. Each push finds the
+// checked upstreams from the last configuration's at the cost of what
+// changed (checked.go: lists shared or compared as memory), not by a
+// walk of every upstream, route and service. The
 // region is not taken over by a later supervisor: workers it adopts keep
 // their mapping, and their states stop changing until they are replaced.
 //

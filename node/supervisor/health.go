@@ -63,6 +63,13 @@ type healthChecks struct {
 	// retired are the slots of the nodes the last update dropped, by
 	// shm.HealthKey: the next update frees them.
 	retired map[string]*shm.HealthNode
+	// checked finds the configuration's checked upstreams from the last
+	// one's, at the cost of what changed.
+	checked checkedScan
+	// settled: the last update started every prober its configuration
+	// asked for and logged nothing, so an update given the same checked
+	// upstreams has nothing to do but free what that one retired.
+	settled bool
 }
 
 // probeSlots bounds the probes in flight of one upstream's checks: a
@@ -70,7 +77,12 @@ type healthChecks struct {
 // concurrent use.
 type probeSlots struct {
 	raw string // the checks it was made for
-	ch  chan struct{}
+	// checks are raw's, parsed: the same checks parse the same, so an
+	// update that finds an upstream's checks unchanged takes them from
+	// here, where parsing them again took 2 000 JSON decodings a push of
+	// 2 000 checked upstreams. Read-only, shared by the probers.
+	checks *spec.Checks
+	ch     chan struct{}
 }
 
 // prober probes one node of one upstream.
@@ -98,25 +110,52 @@ func newHealthChecks(seg *shm.HealthSegment, log *slog.Logger) *healthChecks {
 // healthy, as APISIX makes a new checker. It claims the slots of the
 // nodes it starts, frees those the previous update retired that sp does
 // not name, and retires those of the nodes it stops. It does not block.
+//
+// It runs on every push, and costs what changed (checkedScan): sp's
+// checked upstreams are found from the last update's, and when they are
+// the same objects under the same names and the last update settled,
+// update would find every prober it wants running with the same checks,
+// and so only frees the slots the last update retired (none of which it
+// names: they are those it stopped). At 50 000 routes and 20 000
+// upstreams, one route replaced a push, it took 0.5 ms of CPU a push
+// walking every object (BenchmarkHealthUpdate).
 func (h *healthChecks) update(sp *spec.Spec) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cus, changed := h.checked.scan(sp)
+	if !changed && h.settled {
+		for key, n := range h.retired {
+			h.seg.Free(n)
+			delete(h.retired, key)
+		}
+		return
+	}
+	h.apply(cus)
+}
+
+// apply is update's work for a configuration's checked upstreams, in
+// spec.Spec.CheckedUpstreams's order: every one looked at.
+func (h *healthChecks) apply(cus []spec.CheckedUpstream) {
 	want := map[string]bool{}
 	var order []string
 	var starts []*prober
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, cu := range sp.CheckedUpstreams() {
-		checks, err := spec.ParseChecks(cu.Upstream.Rare().Checks)
-		if err != nil || checks == nil {
-			h.log.Error("health checks not run", "upstream", cu.Name, "err", err)
-			continue
-		}
-		order = append(order, cu.Name)
+	h.settled = true
+	for _, cu := range cus {
+		rare := cu.Upstream.Rare()
 		slots := h.slots[cu.Name]
-		if slots == nil || slots.raw != string(cu.Upstream.Rare().Checks) {
-			slots = &probeSlots{raw: string(cu.Upstream.Rare().Checks), ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
+		if slots == nil || slots.raw != string(rare.Checks) {
+			checks, err := spec.ParseChecks(rare.Checks)
+			if err != nil || checks == nil {
+				h.log.Error("health checks not run", "upstream", cu.Name, "err", err)
+				h.settled = false
+				continue
+			}
+			slots = &probeSlots{raw: string(rare.Checks), checks: checks, ch: make(chan struct{}, max(checks.Active.Concurrency, 1))}
 			h.slots[cu.Name] = slots
 		}
-		scheme := cu.Upstream.Rare().Scheme
+		checks := slots.checks
+		order = append(order, cu.Name)
+		scheme := rare.Scheme
 		if scheme == "" {
 			scheme = "http"
 		}
@@ -127,7 +166,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 				continue
 			}
 			want[key] = true
-			if p := h.probes[key]; p != nil && p.raw == string(cu.Upstream.Rare().Checks) {
+			if p := h.probes[key]; p != nil && p.raw == string(rare.Checks) {
 				continue
 			} else if p != nil {
 				p.cancel()
@@ -135,7 +174,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 			}
 			host, port, _ := net.SplitHostPort(addr)
 			pn, _ := strconv.Atoi(port)
-			p := &prober{key: key, upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(cu.Upstream.Rare().Checks),
+			p := &prober{key: key, upstream: cu.Name, scheme: scheme, host: host, port: pn, raw: string(rare.Checks),
 				checks: checks, slots: slots, roots: h.roots}
 			h.probes[key] = p
 			starts = append(starts, p)
@@ -158,6 +197,7 @@ func (h *healthChecks) update(sp *spec.Spec) {
 		if p.node = h.seg.Node(p.key); p.node == nil {
 			h.log.Error("health region full: node not checked", "upstream", p.upstream, "node", p.key[len(p.upstream)+1:])
 			delete(h.probes, p.key)
+			h.settled = false
 			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -165,9 +205,15 @@ func (h *healthChecks) update(sp *spec.Spec) {
 		p.node.Reset()
 		go p.run(ctx, h.log)
 	}
-	for name := range h.slots {
-		if !slices.Contains(order, name) {
-			delete(h.slots, name)
+	if len(h.slots) > 0 {
+		listed := make(map[string]bool, len(order))
+		for _, name := range order {
+			listed[name] = true
+		}
+		for name := range h.slots {
+			if !listed[name] {
+				delete(h.slots, name)
+			}
 		}
 	}
 	h.order = order
@@ -181,6 +227,8 @@ func (h *healthChecks) stop() {
 		p.cancel()
 		delete(h.probes, key)
 	}
+	h.checked.reset()
+	h.settled = false
 }
 
 // run probes until ctx ends: every healthy.interval while the node is

@@ -1,0 +1,58 @@
+package supervisor
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"coregate/admin/spec"
+	"coregate/worker/control"
+	"coregate/worker/shm"
+)
+
+// BenchmarkPush measures the supervisor's own work of a push at 50 000
+// routes and 20 000 upstreams, one route replaced a push (two
+// configurations, pushed in turn): setSpec (the health checks' update) and the one
+// Delta encoding every worker holding the last configuration is sent
+// (sendConfig), without the sockets.
+//
+// 240 000 instructions a push (cachegrind, GOMAXPROCS=1 GOGC=off), 81 %
+// of them two comparisons as memory of the 50 000 routes' pointers with
+// the last configuration's: the Delta encoder's and the health checks'
+// scan (checkedScan); 1.5 kB and 22 allocations, the Delta's. Nothing
+// else of a push walks the configuration.
+func BenchmarkPush(b *testing.B) {
+	seg, err := shm.CreateHealth(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := &Supervisor{log: log, health: newHealthChecks(seg, log)}
+	defer s.health.stop()
+	sp := &spec.Spec{Hash: [32]byte{1}}
+	for i := range 20000 {
+		sp.Upstreams = append(sp.Upstreams, &spec.Upstream{ID: spec.StringID(fmt.Sprint("u", i)), Type: "roundrobin",
+			Nodes: spec.Nodes{List: []spec.Node{{Host: "127.0.0.1", Port: 2000 + i%1000, Weight: 1}}, IsMap: true}})
+	}
+	for i := range 50000 {
+		sp.Routes = append(sp.Routes, &spec.Route{ID: spec.StringID(fmt.Sprint(i)), URI: fmt.Sprint("/r", i),
+			UpstreamID: spec.StringID(fmt.Sprint("u", i%20000))})
+	}
+	next := *sp
+	next.Routes = slices.Clone(sp.Routes)
+	next.Routes[31000] = &spec.Route{ID: spec.StringID("31000"), URI: "/r31000/1", UpstreamID: spec.StringID("u11000")}
+	next.Hash = [32]byte{2}
+	specs := [2]*spec.Spec{sp, &next}
+	s.setSpec(sp)
+	b.ReportAllocs()
+	i := 0
+	for ; b.Loop(); i++ {
+		base := s.spec
+		s.setSpec(specs[(i+1)%2])
+		if _, ok, err := control.EncodeDelta(base, s.spec); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
