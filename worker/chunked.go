@@ -2,7 +2,8 @@ package worker
 
 import (
 	"bytes"
-	"unsafe"
+
+	"coregate/internal/ptrlist"
 )
 
 // chunked is a list that a build derives from the previous build's
@@ -74,7 +75,7 @@ func samePointers[P any](c *chunked[*P], i int, s []*P) int {
 	for n < len(s) {
 		lo := (i + n) & chunkMask
 		part := c.chunks[(i+n)>>chunkBits][lo:min(chunkLen, lo+len(s)-n)]
-		if !bytes.Equal(pointerBytes(part), pointerBytes(s[n:n+len(part)])) {
+		if !bytes.Equal(ptrlist.Bytes(part), ptrlist.Bytes(s[n:n+len(part)])) {
 			for k := range part {
 				if part[k] != s[n+k] {
 					return n + k
@@ -84,11 +85,6 @@ func samePointers[P any](c *chunked[*P], i int, s []*P) int {
 		n += len(part)
 	}
 	return n
-}
-
-// pointerBytes is the memory of a list of pointers, for comparing two.
-func pointerBytes[P any](l []*P) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(l))), len(l)*int(unsafe.Sizeof(uintptr(0))))
 }
 
 // chunkedOf returns a list of the elements of s, in chunks of its own.

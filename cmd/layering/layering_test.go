@@ -127,6 +127,13 @@ var rules = []rule{
 		applies: func(p string) bool { return under(p, "internal/threadcpu") },
 		allows:  func(d string, std bool) bool { return std || d == "golang.org/x/sys/unix" },
 	},
+	{
+		// The supervisor's delta encoding and health bookkeeping and the
+		// worker's build compare pointer lists by it.
+		name:    "internal/ptrlist imports only the standard library",
+		applies: func(p string) bool { return under(p, "internal/ptrlist") },
+		allows:  func(d string, std bool) bool { return std },
+	},
 }
 
 // direct rules hold for every package's own imports (no path to follow:

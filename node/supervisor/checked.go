@@ -1,11 +1,11 @@
 package supervisor
 
 import (
-	"bytes"
 	"slices"
 	"unsafe"
 
 	"coregate/admin/spec"
+	"coregate/internal/ptrlist"
 )
 
 // checkedScan lists a configuration's checked upstreams, as
@@ -20,8 +20,8 @@ import (
 // objects it did not change, and a resource's whole list when none of its
 // objects changed (storesync's build; a Spec's lists are never modified).
 // So, per resource: a list that is the last one costs nothing; another is
-// compared with the last one as memory, from both ends (samePrefix,
-// sameSuffix), and only the objects between the same prefix and the same
+// compared with the last one as memory, from both ends (ptrlist.SamePrefix,
+// SameSuffix), and only the objects between the same prefix and the same
 // suffix are looked at. One route replaced among 50 000, or one added
 // after them, costs the comparison of 400 kB of pointers, not a look at
 // 70 000 objects. The list is the one the full walk gives, whatever the
@@ -96,8 +96,8 @@ func (k *checkedKind[T]) scan(list []*T, kind string, id func(*T) spec.ID, up fu
 		k.last = list
 		return false
 	}
-	p := samePrefix(k.last, list)
-	s := sameSuffix(k.last[p:], list[p:])
+	p := ptrlist.SamePrefix(k.last, list)
+	s := ptrlist.SameSuffix(k.last[p:], list[p:])
 	oldEnd, newEnd := len(k.last)-s, len(list)-s
 	// found[a:b] were found in last[p:oldEnd], which list[p:newEnd]
 	// replaces.
@@ -122,61 +122,3 @@ func (k *checkedKind[T]) scan(list []*T, kind string, id func(*T) spec.ID, up fu
 	k.last = list
 	return changed
 }
-
-// samePrefix is how many pointers a and b begin with that are the same,
-// compared as memory a block of prefixBlock at a time (bytes.Equal,
-// vectorised), then one at a time in the block that differs: as
-// worker/control's samePrefix, which found 50 000 routes the same in
-// 5.5 µs where a loop comparing them one at a time took 35-45 µs.
-func samePrefix[T any](a, b []*T) int {
-	n := min(len(a), len(b))
-	i := 0
-	if n >= prefixBlock {
-		const size = int(unsafe.Sizeof((*T)(nil)))
-		pa, pb := unsafe.Pointer(unsafe.SliceData(a)), unsafe.Pointer(unsafe.SliceData(b))
-		for ; i+prefixBlock <= n; i += prefixBlock {
-			x := unsafe.Slice((*byte)(unsafe.Add(pa, i*size)), prefixBlock*size)
-			y := unsafe.Slice((*byte)(unsafe.Add(pb, i*size)), prefixBlock*size)
-			if !bytes.Equal(x, y) {
-				break
-			}
-		}
-	}
-	for ; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
-// sameSuffix is how many pointers a and b end with that are the same,
-// compared as samePrefix compares them, from the end.
-func sameSuffix[T any](a, b []*T) int {
-	n := min(len(a), len(b))
-	a, b = a[len(a)-n:], b[len(b)-n:]
-	i := 0 // how many of the last are the same
-	if n >= prefixBlock {
-		const size = int(unsafe.Sizeof((*T)(nil)))
-		pa, pb := unsafe.Pointer(unsafe.SliceData(a)), unsafe.Pointer(unsafe.SliceData(b))
-		for ; i+prefixBlock <= n; i += prefixBlock {
-			at := (n - i - prefixBlock) * size
-			x := unsafe.Slice((*byte)(unsafe.Add(pa, at)), prefixBlock*size)
-			y := unsafe.Slice((*byte)(unsafe.Add(pb, at)), prefixBlock*size)
-			if !bytes.Equal(x, y) {
-				break
-			}
-		}
-	}
-	for ; i < n; i++ {
-		if a[n-1-i] != b[n-1-i] {
-			return i
-		}
-	}
-	return n
-}
-
-// prefixBlock is how many pointers samePrefix and sameSuffix compare as
-// one block of memory: 2 kB, a block past the object that differs costing
-// as many comparisons one at a time at most.
-const prefixBlock = 256

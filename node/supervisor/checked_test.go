@@ -182,7 +182,7 @@ func (g *specGen) next() *spec.Spec {
 }
 
 // seed fills the first configuration: n routes (several blocks of
-// samePrefix's), n/4 upstreams, n/20 services.
+// ptrlist.SamePrefix's), n/4 upstreams, n/20 services.
 func (g *specGen) seed(n int) {
 	sp := &spec.Spec{}
 	for range n {
@@ -242,33 +242,6 @@ func TestCheckedScan(t *testing.T) {
 	got, changed := c.scan(&next)
 	if !changed || !slices.Equal(got, next.CheckedUpstreams()) || c.routes.found[len(c.routes.found)-1].i != 1000 {
 		t.Fatalf("a route with checks put in the middle: changed %v, %v, want %v", changed, got, next.CheckedUpstreams())
-	}
-}
-
-// TestSameSuffix checks sameSuffix against a comparison one pointer at a
-// time, over lists longer than its blocks that end the same for any
-// length, one of them changed anywhere or not.
-func TestSameSuffix(t *testing.T) {
-	objs := make([]*int, 4000)
-	for i := range objs {
-		objs[i] = new(int)
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 1000 {
-		tail := objs[r.IntN(len(objs)):]
-		tail = tail[:r.IntN(len(tail)+1)]
-		a := append(slices.Clone(objs[:r.IntN(300)]), tail...)
-		b := append(slices.Clone(objs[1000:1000+r.IntN(300)]), tail...)
-		if len(b) > 0 && r.IntN(2) == 0 {
-			b[r.IntN(len(b))] = new(int)
-		}
-		want := 0
-		for want < min(len(a), len(b)) && a[len(a)-1-want] == b[len(b)-1-want] {
-			want++
-		}
-		if got := sameSuffix(a, b); got != want {
-			t.Fatalf("sameSuffix of %d and %d pointers: %d, want %d", len(a), len(b), got, want)
-		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"coregate/admin/spec"
+	"coregate/internal/ptrlist"
 )
 
 // A Delta payload carries a configuration as the changes from the one the
@@ -101,21 +102,21 @@ func EncodeDelta(base, next *spec.Spec) (payload []byte, ok bool, err error) {
 		var n int
 		switch k.name {
 		case "routes":
-			n, err = encodeRuns(&b, k.name, base.Routes, next.Routes, routeID, same, samePrefix)
+			n, err = encodeRuns(&b, k.name, base.Routes, next.Routes, routeID, same, ptrlist.SamePrefix)
 		case "services":
-			n, err = encodeRuns(&b, k.name, base.Services, next.Services, serviceID, same, samePrefix)
+			n, err = encodeRuns(&b, k.name, base.Services, next.Services, serviceID, same, ptrlist.SamePrefix)
 		case "upstreams":
-			n, err = encodeRuns(&b, k.name, base.Upstreams, next.Upstreams, upstreamID, same, samePrefix)
+			n, err = encodeRuns(&b, k.name, base.Upstreams, next.Upstreams, upstreamID, same, ptrlist.SamePrefix)
 		case "consumers":
-			n, err = encodeRuns(&b, k.name, base.Consumers, next.Consumers, consumerID, sameValue, samePrefix)
+			n, err = encodeRuns(&b, k.name, base.Consumers, next.Consumers, consumerID, sameValue, ptrlist.SamePrefix)
 		case "plugin_configs":
-			n, err = encodeRuns(&b, k.name, base.PluginConfigs, next.PluginConfigs, pluginConfigID, sameValue, samePrefix)
+			n, err = encodeRuns(&b, k.name, base.PluginConfigs, next.PluginConfigs, pluginConfigID, sameValue, ptrlist.SamePrefix)
 		case "global_rules":
-			n, err = encodeRuns(&b, k.name, base.GlobalRules, next.GlobalRules, globalRuleID, sameValue, samePrefix)
+			n, err = encodeRuns(&b, k.name, base.GlobalRules, next.GlobalRules, globalRuleID, sameValue, ptrlist.SamePrefix)
 		case "consumer_groups":
-			n, err = encodeRuns(&b, k.name, base.ConsumerGroups, next.ConsumerGroups, consumerGroupID, sameValue, samePrefix)
+			n, err = encodeRuns(&b, k.name, base.ConsumerGroups, next.ConsumerGroups, consumerGroupID, sameValue, ptrlist.SamePrefix)
 		case "ssls":
-			n, err = encodeRuns(&b, k.name, base.SSLs, next.SSLs, sslID, sameValue, samePrefix)
+			n, err = encodeRuns(&b, k.name, base.SSLs, next.SSLs, sslID, sameValue, ptrlist.SamePrefix)
 		default:
 			id := func(raw json.RawMessage) string { return spec.RawID(raw, k.idKey).String() }
 			n, err = encodeRuns(&b, k.name, *k.list(base), *k.list(next), id, sameRaw, nil)
@@ -154,43 +155,6 @@ func sameValue[T any](a, b *T) bool { return a == b || reflect.DeepEqual(a, b) }
 // next one before it indexes them by id.
 const lookAhead = 8
 
-// samePrefix is how many objects a and b begin with that are the same
-// pointers: the objects a change kept, between one object new or changed
-// and the next. The pointers are compared as memory, a block of
-// prefixBlock at a time (bytes.Equal, vectorised), then one at a time in
-// the block that differs. A route replaced among 50 000 routes and
-// 20 000 upstreams took 180 µs of CPU an encoding, nearly all of it
-// calls of same through encodeRuns' function value (2.6 ns an object);
-// now 9 µs, 5.5 of them this comparison of the 50 000 routes
-// (BenchmarkDeltaChange/encode-one-of-50000, pprof), where a loop
-// comparing the pointers one at a time took 35-45 µs.
-func samePrefix[T any](a, b []*T) int {
-	n := min(len(a), len(b))
-	i := 0
-	if n >= prefixBlock {
-		const size = int(unsafe.Sizeof((*T)(nil)))
-		pa, pb := unsafe.Pointer(unsafe.SliceData(a)), unsafe.Pointer(unsafe.SliceData(b))
-		for ; i+prefixBlock <= n; i += prefixBlock {
-			x := unsafe.Slice((*byte)(unsafe.Add(pa, i*size)), prefixBlock*size)
-			y := unsafe.Slice((*byte)(unsafe.Add(pb, i*size)), prefixBlock*size)
-			if !bytes.Equal(x, y) {
-				break
-			}
-		}
-	}
-	for ; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
-// prefixBlock is how many pointers samePrefix compares as one block of
-// memory: 2 kB, a block past the object that differs costing as many
-// comparisons one at a time at most.
-const prefixBlock = 256
-
 // encodeRuns writes the member name of a Delta for next against base, if
 // next is not empty, and returns how many of base's objects it keeps. An
 // object is kept when the one at the same position in base (after the
@@ -203,7 +167,7 @@ const prefixBlock = 256
 // of their ids was most of the encoding's time. An object sent that base
 // had elsewhere only makes the payload larger: the worker decodes it.
 //
-// prefix, when not nil, is samePrefix for the lists of pointers: the
+// prefix, when not nil, is ptrlist.SamePrefix for the lists of pointers: the
 // objects kept in order are found a run at a time with it, same
 // called only where it ends, and a list next shares whole with base (the
 // store's sync shares a resource's list between two Specs when none of

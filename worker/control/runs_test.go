@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"coregate/admin/spec"
+	"coregate/internal/ptrlist"
 )
 
 // TestEncodeRunsScan: encodeRuns finds the same runs and sends the same
-// objects with samePrefix, whatever the change, as it does comparing the
+// objects with ptrlist.SamePrefix, whatever the change, as it does comparing the
 // objects one at a time: random lists of routes, hundreds of them (runs
-// longer than samePrefix's blocks), changed by objects replaced, added,
+// longer than ptrlist.SamePrefix's blocks), changed by objects replaced, added,
 // removed and moved, a few or many; and a list next shares whole with
 // base (the same array and length) is one run.
 func TestEncodeRunsScan(t *testing.T) {
@@ -32,7 +33,7 @@ func TestEncodeRunsScan(t *testing.T) {
 		return b.String(), n
 	}
 	for round := range 300 {
-		base := make([]*spec.Route, rng.IntN(3*prefixBlock))
+		base := make([]*spec.Route, rng.IntN(3*ptrlist.Block))
 		for i := range base {
 			base[i] = route()
 		}
@@ -52,40 +53,19 @@ func TestEncodeRunsScan(t *testing.T) {
 			}
 		}
 		want, wantKept := encode(base, next, nil)
-		got, gotKept := encode(base, next, samePrefix)
+		got, gotKept := encode(base, next, ptrlist.SamePrefix)
 		if got != want || gotKept != wantKept {
-			t.Fatalf("round %d: with samePrefix %s (kept %d), one at a time %s (kept %d)", round, got, gotKept, want, wantKept)
+			t.Fatalf("round %d: with ptrlist.SamePrefix %s (kept %d), one at a time %s (kept %d)", round, got, gotKept, want, wantKept)
 		}
 	}
-	base := make([]*spec.Route, 2*prefixBlock+3)
+	base := make([]*spec.Route, 2*ptrlist.Block+3)
 	for i := range base {
 		base[i] = route()
 	}
-	if got, kept := encode(base, base, samePrefix); got != fmt.Sprintf(`,"routes":[[0,%d]]`, len(base)) || kept != len(base) {
+	if got, kept := encode(base, base, ptrlist.SamePrefix); got != fmt.Sprintf(`,"routes":[[0,%d]]`, len(base)) || kept != len(base) {
 		t.Fatalf("a list shared whole: %s (kept %d)", got, kept)
 	}
-	if got, kept := encode(base, base[:len(base)-1], samePrefix); got != fmt.Sprintf(`,"routes":[[0,%d]]`, len(base)-1) || kept != len(base)-1 {
+	if got, kept := encode(base, base[:len(base)-1], ptrlist.SamePrefix); got != fmt.Sprintf(`,"routes":[[0,%d]]`, len(base)-1) || kept != len(base)-1 {
 		t.Fatalf("the same array, one object fewer: %s (kept %d)", got, kept)
-	}
-}
-
-// TestSamePrefix: samePrefix is the length of the common run of equal
-// pointers, wherever the first difference falls in or past its blocks.
-func TestSamePrefix(t *testing.T) {
-	a := make([]*spec.Route, 3*prefixBlock+5)
-	for i := range a {
-		a[i] = new(spec.Route)
-	}
-	for _, at := range []int{0, 1, prefixBlock - 1, prefixBlock, prefixBlock + 1, 2*prefixBlock + 7, len(a) - 1, len(a)} {
-		b := slices.Clone(a)
-		if at < len(b) {
-			b[at] = new(spec.Route)
-		}
-		if got := samePrefix(a, b); got != at {
-			t.Errorf("first difference at %d: samePrefix %d", at, got)
-		}
-		if got := samePrefix(a[:at/2], b); got != at/2 {
-			t.Errorf("a shorter, %d: samePrefix %d", at/2, got)
-		}
 	}
 }
