@@ -1527,13 +1527,7 @@ func (s *Syncer) hashFrom() (out [32]byte) {
 				break
 			}
 		}
-		sum := &chunkSum{n: q - p}
-		ch.Reset()
-		for _, o := range objs[p:q] {
-			ch.Write(o.sum[:])
-			o.chunk = sum
-		}
-		ch.Sum(sum.sum[:0])
+		sum := chunkOf(ch, objs[p:q])
 		ends, sums = append(ends, q), append(sums, sum)
 		top.Write(sum.sum[:])
 		p = q
@@ -1724,18 +1718,25 @@ func (h *specHasher) cut() {
 		same = o.chunk == c
 	}
 	if !same {
-		c = &chunkSum{n: len(h.chunk)}
-		ch := sha256.New()
-		for _, o := range h.chunk {
-			ch.Write(o.sum[:])
-			o.chunk = c
-		}
-		ch.Sum(c.sum[:0])
+		c = chunkOf(sha256.New(), h.chunk)
 	}
 	h.top.Write(c.sum[:])
 	h.ends, h.sums = append(h.ends, h.n), append(h.sums, c)
 	clear(h.chunk) // no object kept alive past the build
 	h.chunk = h.chunk[:0]
+}
+
+// chunkOf is the sum of a chunk of objs, hashed with ch (reset first), and
+// marks each object as in it, for a later build to take the sum over.
+func chunkOf(ch hash.Hash, objs []*object) *chunkSum {
+	c := &chunkSum{n: len(objs)}
+	ch.Reset()
+	for _, o := range objs {
+		ch.Write(o.sum[:])
+		o.chunk = c
+	}
+	ch.Sum(c.sum[:0])
+	return c
 }
 
 // sum ends the last chunk and returns the Hash.
