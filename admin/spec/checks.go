@@ -182,13 +182,18 @@ func (u *Upstream) HasChecks() bool {
 	return len(c) > 0 && string(c) != "null"
 }
 
+// CheckedName is the name of the checked upstream of the object of
+// resource kind ("upstreams", "routes", "services") and id, as
+// CheckedUpstream names it.
+func CheckedName(kind string, id ID) string { return "/apisix/" + kind + "/" + id.String() }
+
 // CheckedUpstreams lists s's upstreams that have checks (HasChecks): the
 // upstream objects, then the routes' and the services' own.
 func (s *Spec) CheckedUpstreams() []CheckedUpstream {
 	var out []CheckedUpstream
 	add := func(kind string, id ID, u *Upstream) {
 		if u.HasChecks() {
-			out = append(out, CheckedUpstream{Name: "/apisix/" + kind + "/" + id.String(), Upstream: u})
+			out = append(out, CheckedUpstream{Name: CheckedName(kind, id), Upstream: u})
 		}
 	}
 	for _, u := range s.Upstreams {

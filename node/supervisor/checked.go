@@ -107,8 +107,7 @@ func (k *checkedKind[T]) scan(list []*T, kind string, id func(*T) spec.ID, up fu
 	k.mid = k.mid[:0]
 	for i, o := range list[p:newEnd] {
 		if u := up(o); u.HasChecks() {
-			name := "/apisix/" + kind + "/" + id(o).String()
-			k.mid = append(k.mid, checkedAt{i: p + i, cu: spec.CheckedUpstream{Name: name, Upstream: u}})
+			k.mid = append(k.mid, checkedAt{i: p + i, cu: spec.CheckedUpstream{Name: spec.CheckedName(kind, id(o)), Upstream: u}})
 		}
 	}
 	changed := !slices.EqualFunc(k.found[a:b], k.mid, func(x, y checkedAt) bool { return x.cu == y.cu })
