@@ -124,8 +124,11 @@ func TestHealthConcurrency(t *testing.T) {
 // one with https_verify_certificate false is probed without them.
 func TestHealthHTTPSTrustedCA(t *testing.T) {
 	// Each check has a server of its own: a probe of one check still in
-	// flight when it stops is not counted for the next.
-	check := func(trusted bool, verify string) (*shm.HealthNode, int32) {
+	// flight when it stops is not counted for the next. A check runs
+	// until what it waits for is seen (until: probes answered, or the
+	// node turned unhealthy), at most 10 s: a fixed wait was too short
+	// on a loaded machine, where the first probe's handshake came late.
+	check := func(trusted bool, verify string, until func(n *shm.HealthNode, served int32) bool) (*shm.HealthNode, int32) {
 		var served atomic.Int32
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			served.Add(1)
@@ -141,17 +144,24 @@ func TestHealthHTTPSTrustedCA(t *testing.T) {
 			"checks": {"active": {"type": "https", "timeout": 2, `+verify+`
 			"healthy": {"interval": 0.05}, "unhealthy": {"interval": 0.05, "tcp_failures": 1}}}}]}`))
 		n := h.seg.Node(shm.HealthKey("/apisix/upstreams/u1", addr))
-		time.Sleep(500 * time.Millisecond)
+		for deadline := time.Now().Add(10 * time.Second); !until(n, served.Load()) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		// A few more probes: a node seen healthy stays so, one refused
+		// is not answered later.
+		time.Sleep(150 * time.Millisecond)
 		h.stop()
 		return n, served.Load()
 	}
-	if n, served := check(true, ""); !n.Healthy() || served == 0 {
+	probed := func(_ *shm.HealthNode, served int32) bool { return served > 0 }
+	down := func(n *shm.HealthNode, _ int32) bool { return !n.Healthy() }
+	if n, served := check(true, "", probed); !n.Healthy() || served == 0 {
 		t.Errorf("signed by a trusted CA: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served)
 	}
-	if n, served := check(false, ""); n.Healthy() || served != 0 {
+	if n, served := check(false, "", down); n.Healthy() || served != 0 {
 		t.Errorf("against the system's CAs: healthy %v after %d probes answered, want unhealthy, none answered", n.Healthy(), served)
 	}
-	if n, served := check(false, `"https_verify_certificate": false,`); !n.Healthy() || served == 0 {
+	if n, served := check(false, `"https_verify_certificate": false,`, probed); !n.Healthy() || served == 0 {
 		t.Errorf("https_verify_certificate false: healthy %v after %d probes answered, want healthy and probed", n.Healthy(), served)
 	}
 }

@@ -30,7 +30,7 @@ func TestMemRelease(t *testing.T) {
 	}
 
 	debug.FreeOSMemory()
-	if u := heapUnused(); u >= min {
+	if u, _ := heapUnused(); u >= min {
 		t.Fatalf("%d bytes unused after a release", u)
 	}
 	r.applied()
@@ -46,7 +46,7 @@ func TestMemRelease(t *testing.T) {
 	runtime.KeepAlive(keep)
 	keep = nil
 	runtime.GC()
-	before := heapUnused()
+	before, _ := heapUnused()
 	if before < 2*min {
 		t.Fatalf("%d bytes unused after 128 MiB of garbage, want at least %d", before, 2*min)
 	}
@@ -65,7 +65,7 @@ func TestMemRelease(t *testing.T) {
 		t.Errorf("released %v after the first configuration of three, want after the last's quiet period", since)
 	}
 	metrics.Read(rel)
-	after := heapUnused()
+	after, _ := heapUnused()
 	t.Logf("unused %d -> %d bytes, %d handed back", before, after, rel[0].Value.Uint64()-released0)
 	if after >= min || rel[0].Value.Uint64() < released0+uint64(before)/2 {
 		t.Errorf("unused %d -> %d bytes, released %d -> %d: not handed back", before, after, released0, rel[0].Value.Uint64())
@@ -85,5 +85,27 @@ func quietWorkerRelease() {
 	defer workerRelease.mu.Unlock()
 	if workerRelease.timer != nil {
 		workerRelease.timer.Stop()
+	}
+}
+
+// TestReleaseWorth: a release is worth a sixteenth of the live heap, and
+// never less than the floor.
+func TestReleaseWorth(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		unused, live uint64
+		want         bool
+	}{
+		{3 * mib, 0, false},           // below the floor, nothing live
+		{4 * mib, 0, true},            // the floor
+		{4 * mib, 32 * mib, true},     // a sixteenth of 32 MiB is below the floor
+		{5 * mib, 94 * mib, false},    // 50 000 routes: a sixteenth is 5.9 MiB
+		{10 * mib, 94 * mib, true},    // what their builds leave
+		{40 * mib, 1024 * mib, false}, // a sixteenth of 1 GiB is 64 MiB
+		{64 * mib, 1024 * mib, true},
+	} {
+		if got := releaseWorth(c.unused, c.live, releaseMin); got != c.want {
+			t.Errorf("releaseWorth(%d MiB unused, %d MiB live) = %v, want %v", c.unused/mib, c.live/mib, got, c.want)
+		}
 	}
 }

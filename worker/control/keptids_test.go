@@ -146,8 +146,8 @@ func TestRouteIDsCarried(t *testing.T) {
 		}
 		if set := routeIDs.Load(); set.of(got.Routes) {
 			carried++
-			if len(set.ids) != len(got.Routes) {
-				t.Fatalf("step %d: %d ids kept for %d routes", step, len(set.ids), len(got.Routes))
+			if set.ids.n != len(got.Routes) {
+				t.Fatalf("step %d: %d ids kept for %d routes", step, set.ids.n, len(got.Routes))
 			}
 			for _, r := range got.Routes {
 				if !set.has(r.ID.String()) {
