@@ -293,7 +293,9 @@ func specDiff(a, b *spec.Spec) string {
 // from the last (buildFrom), hashes again the chunk that held it and no
 // other (the one after too, for the one that cut), and moves none of the
 // objects after it (their pos, the holes before them counted instead);
-// a route after them replaced in place is put in its place.
+// a route after them replaced in place is put in its place, and the last
+// route replaced, then deleted before the build, with one added, leaves
+// no trace of the replacement.
 func TestBuildFromRemoval(t *testing.T) {
 	s := New(Options{Store: unconnectedStore(t)})
 	const n = 3000
@@ -375,5 +377,25 @@ func TestBuildFromRemoval(t *testing.T) {
 	}
 	if got := sp.Routes[len(sp.Routes)-2]; got != s.objs[o.key].route || got == o.route {
 		t.Fatalf("route %s replaced: %v in its place", o.key, got.URI)
+	}
+	// The last route replaced, then deleted, and one added: the Spec
+	// serves the routes of s.order, in order.
+	o = s.order[len(s.order)-1]
+	fmt.Sscanf(o.key, "/apisix/routes/%d", &i)
+	put(i, o.create)
+	rev++
+	s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: o.key, ModRevision: rev}})
+	put(n, 0)
+	from := s.fromLast
+	if sp, err = s.build(); err != nil {
+		t.Fatal(err)
+	}
+	if s.fromLast != from+1 || len(sp.Routes) != len(s.order) {
+		t.Fatalf("route %s replaced, deleted, one added: %d routes of %d (from the last: %v)", o.key, len(sp.Routes), len(s.order), s.fromLast != from)
+	}
+	for j, r := range s.order {
+		if sp.Routes[j] != r.route {
+			t.Fatalf("route %s replaced, deleted, one added: route %d is %s, not %s", o.key, j, sp.Routes[j].URI, r.route.URI)
+		}
 	}
 }
