@@ -349,7 +349,8 @@ func TestHealthUpdateFullScan(t *testing.T) {
 // upstream_id: no upstream of their own) and 20 000 upstreams, two of
 // them checked, one route replaced a push: scan, update as it runs;
 // full-scan, the walk of every object it did before (apply given
-// spec.Spec.CheckedUpstreams).
+// spec.Spec.CheckedUpstreams); scan-delete, update as it runs when a
+// push removes the route (a DELETE) and the next puts it back.
 func BenchmarkHealthUpdate(b *testing.B) {
 	seg, err := shm.CreateHealth(0)
 	if err != nil {
@@ -369,8 +370,13 @@ func BenchmarkHealthUpdate(b *testing.B) {
 	next := *sp
 	next.Routes = slices.Clone(sp.Routes)
 	next.Routes[31000] = &spec.Route{ID: spec.StringID("31000")}
-	specs := [2]*spec.Spec{sp, &next}
-	for _, mode := range []string{"scan", "full-scan"} {
+	removed := *sp
+	removed.Routes = slices.Delete(slices.Clone(sp.Routes), 31000, 31001)
+	for _, mode := range []string{"scan", "full-scan", "scan-delete"} {
+		specs := [2]*spec.Spec{sp, &next}
+		if mode == "scan-delete" {
+			specs[1] = &removed
+		}
 		b.Run(mode, func(b *testing.B) {
 			h := newHealthChecks(seg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			defer h.stop()
@@ -379,7 +385,7 @@ func BenchmarkHealthUpdate(b *testing.B) {
 			i := 0
 			for ; b.Loop(); i++ {
 				s := specs[(i+1)%2]
-				if mode == "scan" {
+				if mode != "full-scan" {
 					h.update(s)
 				} else {
 					h.mu.Lock()

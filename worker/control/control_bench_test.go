@@ -65,6 +65,8 @@ func BenchmarkDelta5000(b *testing.B) {
 // replaced in the configuration of issue 41's bench admin rows: n routes
 // with two plugins each, referring by upstream_id to 20 000 upstreams in
 // turn. The supervisor encodes it once per change, each worker decodes it.
+// encode-delete-one-of-n encodes the Delta of one route removed from the
+// middle instead (a DELETE).
 func BenchmarkDeltaChange(b *testing.B) {
 	var ups []*spec.Upstream
 	for i := range 20000 {
@@ -95,11 +97,21 @@ func BenchmarkDeltaChange(b *testing.B) {
 		if err != nil || !ok {
 			b.Fatal(ok, err)
 		}
+		removed := &spec.Spec{Routes: slices.Delete(slices.Clone(base.Routes), n/2, n/2+1), Upstreams: ups}
+		removed.SetHash()
 		b.Run(fmt.Sprintf("encode-one-of-%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, _, err := EncodeDelta(base, next); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("encode-delete-one-of-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok, err := EncodeDelta(base, removed); err != nil || !ok {
+					b.Fatal(ok, err)
 				}
 			}
 		})

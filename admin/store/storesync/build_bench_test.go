@@ -50,7 +50,11 @@ func unconnectedStore(tb testing.TB) *etcdstore.Store {
 // puts it, then the Spec built (build) and the Modified indexes set
 // (setIndexes), as publish does before it hands the Spec on. one-of-n
 // replaces a route (a PUT of one that exists), add-to-50000 adds one
-// after the others (a bulk load's).
+// after the others (a bulk load's), delete-one-of-50000 deletes one (a
+// DELETE; the route is put back after the others, as a new one, outside
+// the time measured, so that the routes stay 50 000), and
+// delete-then-put-of-50000 deletes one and puts it back as a new one
+// before the build (a DELETE and a PUT coalesced).
 func BenchmarkBuildChange(b *testing.B) {
 	setup := func(b *testing.B, n int) (s *Syncer, rev int64, route func(i int, v int64) []byte) {
 		s = New(Options{Store: unconnectedStore(b)})
@@ -103,6 +107,53 @@ func BenchmarkBuildChange(b *testing.B) {
 			s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", i), Value: route(i, rev), CreateRevision: rev, ModRevision: rev})
 			sp, err := s.build()
 			if err != nil || len(sp.Routes) != i+1 {
+				b.Fatal(err)
+			}
+			s.setIndexes()
+		}
+	})
+	// del deletes route k as the watch does, and put puts it back as a
+	// new one, after the others.
+	del := func(s *Syncer, rev int64, k int) {
+		s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: fmt.Sprintf("/apisix/routes/%d", k), ModRevision: rev}})
+	}
+	put := func(s *Syncer, rev int64, k int, route func(i int, v int64) []byte) {
+		s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", k), Value: route(k, rev), CreateRevision: rev, ModRevision: rev})
+	}
+	b.Run("delete-one-of-50000", func(b *testing.B) {
+		const n = 50000
+		s, rev, route := setup(b, n)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			rev++
+			k := i * 7919 % n
+			del(s, rev, k)
+			sp, err := s.build()
+			if err != nil || len(sp.Routes) != n-1 {
+				b.Fatal(err)
+			}
+			s.setIndexes()
+			b.StopTimer()
+			rev++
+			put(s, rev, k, route)
+			if sp, err = s.build(); err != nil || len(sp.Routes) != n {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("delete-then-put-of-50000", func(b *testing.B) {
+		const n = 50000
+		s, rev, route := setup(b, n)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			rev++
+			k := i * 7919 % n
+			del(s, rev, k)
+			rev++
+			put(s, rev, k, route)
+			sp, err := s.build()
+			if err != nil || len(sp.Routes) != n {
 				b.Fatal(err)
 			}
 			s.setIndexes()

@@ -37,9 +37,10 @@
 // revision), as the Admin API lists them; the Syncer keeps that order,
 // each object's hash and the hashes of chunks of unchanged objects from
 // one Spec to the next, so that a change hashes what it changed; and a
-// change that replaces objects in their places or adds new ones makes
-// its Spec from the last one's, the lists it changed copied and patched,
-// the others shared, rather than from every object again.
+// change that replaces objects in their places, adds new ones or removes
+// some makes its Spec from the last one's, the lists it changed copied
+// (around the objects removed) and patched, the others shared, rather
+// than from every object again.
 //
 // Changes are coalesced without delaying a lone one: a change that comes
 // after a quiet window is published at once; the changes that follow it

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -29,11 +30,28 @@ import (
 // are made from the last.
 func TestBuildFromLast(t *testing.T) {
 	for seed := range uint64(4) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { buildFromRun(t, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { buildFromRun(t, seed, false) })
 	}
 }
 
-func buildFromRun(t *testing.T, seed uint64) {
+// TestBuildFromLastRemovals is TestBuildFromLast with many more
+// deletions: one change in six deletes an object of any kind, referred
+// to or not, and one build in three follows a run of several deletions
+// (up to 17 objects, past maxHoles at times), of objects
+// anywhere in the order, for the builds made from the last to have
+// objects removed from every list, among them the last of a chunk and
+// objects replaced before, and some objects left out or the
+// configuration refused for what was removed. Many of the builds made
+// from the last follow removals.
+func TestBuildFromLastRemovals(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { buildFromRun(t, seed, true) })
+	}
+}
+
+// buildFromRun is TestBuildFromLast's run with seed; removals, the
+// deletions of TestBuildFromLastRemovals.
+func buildFromRun(t *testing.T, seed uint64, removals bool) {
 	st := unconnectedStore(t)
 	quiet := slog.New(slog.DiscardHandler)
 	rng := rand.New(rand.NewPCG(seed, 41))
@@ -151,7 +169,17 @@ func buildFromRun(t *testing.T, seed uint64) {
 			put(k, value(res, k[len("/apisix/"+res+"/"):]))
 		}
 	}
-	builds, failed := 0, 0
+	del := func(k string) {
+		rev++
+		delete(live, k)
+		s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: k, ModRevision: rev}})
+	}
+	// isReferred: res is of the objects others refer to, whose removal
+	// leaves objects out (or refuses the configuration, a consumer
+	// group's) for a few builds; deleted less often than the others
+	// with removals, for the builds made from the last to be many.
+	isReferred := func(k string) bool { return slices.Contains(referred, strings.Split(k, "/")[2]) }
+	builds, failed, afterRemovals := 0, 0, 0
 	from := s.fromLast
 	for step := range 1200 {
 		for range 1 + rng.IntN(rng.IntN(6)+1) {
@@ -159,10 +187,9 @@ func buildFromRun(t *testing.T, seed uint64) {
 			k := key(res)
 			_, exists := live[k]
 			switch op := rng.IntN(50); {
-			case op == 0 && exists, op == 1 && exists && res != "routes":
-				rev++
-				delete(live, k)
-				s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: k, ModRevision: rev}})
+			case !removals && exists && (op == 0 || op == 1 && res != "routes"),
+				removals && exists && op < 8 && (op < 2 || !isReferred(k)):
+				del(k)
 			case op == 2 && res != "global_rules":
 				put(k, []byte(`{"uri":`)) // invalid: left out, as a deletion would be
 			default:
@@ -170,11 +197,11 @@ func buildFromRun(t *testing.T, seed uint64) {
 				put(k, value(res, id))
 			}
 		}
-		if rng.IntN(3) == 0 {
+		if rng.IntN(3) == 0 || removals && rng.IntN(2) == 0 {
 			// an object referred to made again, or a route referring
 			// to none or a global rule refusing put again, so that
 			// the references dangle, or the configuration is refused,
-			// for a few builds only
+			// for a few builds only (with removals, every one)
 			var gone []string
 			for _, res := range referred {
 				for i := range 12 {
@@ -189,13 +216,34 @@ func buildFromRun(t *testing.T, seed uint64) {
 				}
 			}
 			slices.Sort(gone)
-			if len(gone) > 0 {
-				k := gone[rng.IntN(len(gone))]
+			if len(gone) > 0 && !removals {
+				gone = gone[rng.IntN(len(gone)):][:1]
+			}
+			for _, k := range gone {
 				_, _, id, _ := s.classify(k)
 				put(k, value(strings.Split(k, "/")[2], id))
 			}
 		}
+		if removals && rng.IntN(3) == 0 {
+			// a run of deletions, anywhere in the order, of an object
+			// referred to at times
+			keys := slices.Sorted(maps.Keys(live))
+			for range 2 + rng.IntN(rng.IntN(16)+1) {
+				if len(keys) == 0 {
+					break
+				}
+				i := rng.IntN(len(keys))
+				if !isReferred(keys[i]) || rng.IntN(4) == 0 {
+					del(keys[i])
+					keys = slices.Delete(keys, i, i+1)
+				}
+			}
+		}
+		removed, fromLast := s.last != nil && len(s.removed) > 0, s.fromLast
 		got, gotErr := s.build()
+		if removed && s.fromLast > fromLast {
+			afterRemovals++
+		}
 		fresh := New(Options{Store: st, Log: quiet})
 		for k, v := range live {
 			fresh.put(store.KV{Key: k, Value: v.value, CreateRevision: v.create, ModRevision: v.modify})
@@ -219,10 +267,10 @@ func buildFromRun(t *testing.T, seed uint64) {
 	// Most builds were made from the last one's; others whole, and
 	// some failed (a global rule refusing), for the test to have tried
 	// them all.
-	if n := s.fromLast - from; n < builds/2 || n+failed == builds || failed == 0 {
-		t.Fatalf("%d builds, %d from the last, %d refused", builds, n, failed)
+	if n := s.fromLast - from; n < builds/2 || n+failed == builds || failed == 0 || removals && afterRemovals < builds/6 {
+		t.Fatalf("%d builds, %d from the last (%d after removals), %d refused", builds, n, afterRemovals, failed)
 	}
-	t.Logf("%d builds, %d from the last, %d refused", builds, s.fromLast-from, failed)
+	t.Logf("%d builds, %d from the last (%d after removals), %d refused", builds, s.fromLast-from, afterRemovals, failed)
 }
 
 // specDiff names the lists of a and b that differ, by their objects'
@@ -238,4 +286,116 @@ func specDiff(a, b *spec.Spec) string {
 		}
 	}
 	return out
+}
+
+// TestBuildFromRemoval: a route removed from the middle of 3 000, and then
+// one whose sum cut a chunk (the chunk after it runs on), makes its Spec
+// from the last (buildFrom), hashes again the chunk that held it and no
+// other (the one after too, for the one that cut), and moves none of the
+// objects after it (their pos, the holes before them counted instead);
+// a route after them replaced in place is put in its place, and the last
+// route replaced, then deleted before the build, with one added, leaves
+// no trace of the replacement.
+func TestBuildFromRemoval(t *testing.T) {
+	s := New(Options{Store: unconnectedStore(t)})
+	const n = 3000
+	rev := int64(0)
+	put := func(i int, create int64) {
+		rev++
+		if create == 0 {
+			create = rev
+		}
+		s.apply(store.Event{Type: store.EventPut, KV: store.KV{Key: fmt.Sprintf("/apisix/routes/%d", i),
+			Value: fmt.Appendf(nil, `{"uri":"/r%d/%d","upstream":{"nodes":{"127.0.0.1:1980":1}}}`, i, rev), CreateRevision: create, ModRevision: rev}})
+	}
+	for i := range n {
+		put(i, 0)
+	}
+	if _, err := s.build(); err != nil {
+		t.Fatal(err)
+	}
+	cutter := -1 // a route in the middle whose sum cuts a chunk
+	for i := n / 2; i < n-1 && cutter < 0; i++ {
+		if s.order[i].sum[0] == 0 {
+			cutter = i
+		}
+	}
+	if cutter < 0 {
+		t.Fatal("no route's sum cuts a chunk")
+	}
+	for _, c := range []struct {
+		i      int // in s.order
+		chunks int // hashed again at most
+	}{{n / 3, 1}, {cutter - 1, 2}} {
+		gone := s.order[c.i]
+		after := slices.Clone(s.order[c.i+1:])
+		pos := make([]int, len(after))
+		for j, o := range after {
+			pos[j] = o.pos
+		}
+		lastSums := map[*chunkSum]bool{}
+		for _, c := range s.chunkSums {
+			lastSums[c] = true
+		}
+		from := s.fromLast
+		rev++
+		s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: gone.key, ModRevision: rev}})
+		sp, err := s.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.fromLast != from+1 {
+			t.Fatalf("route %s removed: a whole build", gone.key)
+		}
+		if slices.Contains(sp.Routes, gone.route) || len(sp.Routes) != len(s.order) {
+			t.Fatalf("route %s removed: %d routes served of %d", gone.key, len(sp.Routes), len(s.order))
+		}
+		hashed := 0
+		for _, c := range s.chunkSums {
+			if !lastSums[c] {
+				hashed++
+			}
+		}
+		if hashed > c.chunks {
+			t.Errorf("route %s removed: %d chunks hashed again of %d, want %d at most", gone.key, hashed, len(s.chunkSums), c.chunks)
+		}
+		for j, o := range after {
+			if o.pos != pos[j] {
+				t.Fatalf("route %s removed: route %s moved from pos %d to %d", gone.key, o.key, pos[j], o.pos)
+			}
+		}
+	}
+	// A route after both replaced in place: its place is its pos less
+	// the two holes before it.
+	o := s.order[len(s.order)-2]
+	var i int
+	fmt.Sscanf(o.key, "/apisix/routes/%d", &i)
+	put(i, o.create)
+	sp, err := s.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sp.Routes[len(sp.Routes)-2]; got != s.objs[o.key].route || got == o.route {
+		t.Fatalf("route %s replaced: %v in its place", o.key, got.URI)
+	}
+	// The last route replaced, then deleted, and one added: the Spec
+	// serves the routes of s.order, in order.
+	o = s.order[len(s.order)-1]
+	fmt.Sscanf(o.key, "/apisix/routes/%d", &i)
+	put(i, o.create)
+	rev++
+	s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: o.key, ModRevision: rev}})
+	put(n, 0)
+	from := s.fromLast
+	if sp, err = s.build(); err != nil {
+		t.Fatal(err)
+	}
+	if s.fromLast != from+1 || len(sp.Routes) != len(s.order) {
+		t.Fatalf("route %s replaced, deleted, one added: %d routes of %d (from the last: %v)", o.key, len(sp.Routes), len(s.order), s.fromLast != from)
+	}
+	for j, r := range s.order {
+		if sp.Routes[j] != r.route {
+			t.Fatalf("route %s replaced, deleted, one added: route %d is %s, not %s", o.key, j, sp.Routes[j].URI, r.route.URI)
+		}
+	}
 }
