@@ -343,14 +343,14 @@ type route struct {
 	// patterns and splits; never nil (noAbout when it has none of them),
 	// shared with the route's splits, read-only once built.
 	about *routeAbout
-	// For the log phase's and the access log's variables: the uri
-	// patterns the route matches by (matchedPattern); its hosts are in
-	// about.
-	uris [][]byte
 
 	// What the route was built from and what it gave the router (its
 	// Index and Order aside, its place in each snapshot: Snapshot.place), for a later
-	// build to take it over (see compile). Read by builds only.
+	// build to take it over (see compile). Read by builds, and for the
+	// matched_uri variable in.URIs, the uri patterns the route matches
+	// by (matchedURI; its hosts are in about): the strings of its Spec
+	// route, where the route kept a copy of them as byte slices (24 bytes
+	// in the slab and a 24-byte array a route).
 	from routeFrom
 	in   router.Route
 }
@@ -963,7 +963,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		*rt = route{id: id, plugins: phases, about: noAbout}
 		about := routeAbout{name: nilIfEmpty(r.Name), byConsumer: byConsumer}
 		rt.websocket = websocketOf(r, svc)
-		rt.uris, about.hosts = byteStrings(r.URI, rare.URIs), byteStrings(r.Host, r.Hosts)
+		about.hosts = byteStrings(r.Host, r.Hosts)
 		if svc != nil {
 			about.serviceID, about.serviceName = []byte(r.ServiceID.String()), nilIfEmpty(svc.Name)
 			if r.Host == "" && len(r.Hosts) == 0 {

@@ -352,7 +352,7 @@ func TestCompileTakesOverInServedOrder(t *testing.T) {
 			}
 		}
 		for i, r := range c.snap.routes.flat() {
-			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Host: []byte("x"), Path: c.snap.routes.at(i).uris[0]}
+			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Host: []byte("x"), Path: []byte(c.snap.routes.at(i).in.URIs[0])}
 			if j, ok := c.snap.router.Match(req); !ok || c.snap.slots.at(j) != r {
 				t.Errorf("%s: %s does not route to route %s", c.name, req.Path, r.id)
 			}

@@ -191,7 +191,7 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 	}
 	r := s.slots.at(i)
 	var b strings.Builder
-	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.about.name, r.uris, r.about.hosts,
+	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.about.name, r.in.URIs, r.about.hosts,
 		r.about.serviceID, r.about.serviceName, r.connectTO, r.sendTO, r.readTO)
 	if r.up != nil {
 		for _, n := range r.up.nodes {

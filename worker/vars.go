@@ -225,9 +225,9 @@ func (cc *clientConn) routeVar(k httpvar.Kind) []byte {
 	case httpvar.ServiceName:
 		return rt.about.serviceName
 	case httpvar.MatchedURI:
-		return matchedPattern(rt.uris, cc.curPath, false)
+		return matchedURI(rt.in.URIs, cc.curPath)
 	case httpvar.MatchedHost:
-		return matchedPattern(rt.about.hosts, cc.host, true)
+		return matchedHost(rt.about.hosts, cc.host)
 	}
 	return nil
 }
