@@ -106,7 +106,7 @@ func newCHashRing(nodes []*node, group []int) chashRing {
 		}
 		nd := nodes[i]
 		port := nd.addr[strings.LastIndexByte(nd.addr, ':')+1:]
-		id := strings.ReplaceAll(nd.ip+":"+port, ":", "\x00")
+		id := strings.ReplaceAll(nd.host()+":"+port, ":", "\x00")
 		base := crc32.ChecksumIEEE([]byte(id))
 		var prev [4]byte
 		for k := 0; k < w/gcd*chashPoints; k++ {

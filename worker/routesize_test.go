@@ -71,33 +71,40 @@ func TestRouteSize(t *testing.T) {
 }
 
 // TestNodeSize: the node struct a worker keeps per upstream node stays in
-// the 144-byte size class (it was 192 with a copy of its address, 160
-// with its Host and host as byte slices), and
+// the 128-byte size class (it was 192 with a copy of its address, 160
+// with its Host and host as byte slices, 144 with its host a string of
+// its own), and
 // the upstream_addr and balancer_ip variables and its Host for
 // pass_host=node read the node's address and host.
 func TestNodeSize(t *testing.T) {
-	if n := unsafe.Sizeof(node{}); n > 144 {
-		t.Errorf("node is %d bytes, want at most 144", n)
+	if n := unsafe.Sizeof(node{}); n > 128 {
+		t.Errorf("node is %d bytes, want at most 128", n)
 	}
-	u, err := spec.DecodeUpstream([]byte(`{"nodes":{"127.0.0.1:1980":1}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cu, err := compileUpstream(u, upstreamEnv{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h := string(cu.nodes[0].hostHeader); h != "127.0.0.1:1980" {
-		t.Errorf("the node's Host for pass_host=node: %q", h)
-	}
-	cc := &clientConn{}
-	cc.rt, cc.tries = &route{up: cu}, 1
-	vars := (*reqVars)(cc)
-	for name, want := range map[string]string{"upstream_addr": "127.0.0.1:1980", "balancer_ip": "127.0.0.1"} {
-		x := httpvar.Parse(name)
-		v, ok := vars.Lookup(&x)
-		if !ok || string(v) != want {
-			t.Errorf("$%s: %q %v, want %q", name, v, ok, want)
+	for _, c := range []struct{ node, addr, ip, host string }{
+		{"127.0.0.1:1980", "127.0.0.1:1980", "127.0.0.1", "127.0.0.1:1980"},
+		{"[::1]:1980", "[::1]:1980", "::1", "[::1]:1980"},
+		{"example.com", "example.com:80", "example.com", "example.com"},
+	} {
+		u, err := spec.DecodeUpstream([]byte(`{"nodes":{"` + c.node + `":1}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cu, err := compileUpstream(u, upstreamEnv{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := string(cu.nodes[0].hostHeader); h != c.host {
+			t.Errorf("%s: the node's Host for pass_host=node: %q, want %q", c.node, h, c.host)
+		}
+		cc := &clientConn{}
+		cc.rt, cc.tries = &route{up: cu}, 1
+		vars := (*reqVars)(cc)
+		for name, want := range map[string]string{"upstream_addr": c.addr, "balancer_ip": c.ip} {
+			x := httpvar.Parse(name)
+			v, ok := vars.Lookup(&x)
+			if !ok || string(v) != want {
+				t.Errorf("%s: $%s: %q %v, want %q", c.node, name, v, ok, want)
+			}
 		}
 	}
 }

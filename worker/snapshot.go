@@ -445,17 +445,14 @@ type node struct {
 	// ap is addr when its host is an IP address: the loop connects to it
 	// itself (Worker.dial). Invalid for a host name.
 	ap netip.AddrPort
-	// hostHeader is the Host sent with pass_host=node. It and ip are
-	// strings, read as bytes where they are used (viewBytes): two words
-	// less, node is 144 bytes, a size class, where it was 160 (a node an
-	// upstream: TestNodeSize).
+	// hostHeader is the Host sent with pass_host=node, a string read as
+	// bytes where it is used (viewBytes). The node's host, for the
+	// balancer_ip variable, is addr's (host): node is 128 bytes, a size
+	// class, where it was 144 with a string of it (160 with it and
+	// hostHeader as byte slices; a node an upstream: TestNodeSize).
 	hostHeader string
 	weight     int
 	priority   int
-	// ip is the node's host, for the balancer_ip variable (a node given
-	// by host name shows the address connected to instead,
-	// exchange.upAP); upstream_addr reads addr.
-	ip string
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
 	// health is the node's state and counters (worker/health.go); nil
@@ -466,6 +463,23 @@ type node struct {
 	// connects to one of the name's current addresses.
 	dns     *dnsName
 	dnsPort uint16
+}
+
+// host is the node's host, for the balancer_ip variable (a node given by
+// host name shows the address connected to instead, exchange.upAP;
+// upstream_addr reads addr): addr without its port, an IPv6 address
+// without its brackets, as the node's spec.Node.Host is written (addr is
+// its net.JoinHostPort). A view of addr: it allocates nothing.
+func (nd *node) host() string {
+	i := strings.LastIndexByte(nd.addr, ':')
+	if i < 0 {
+		return nd.addr
+	}
+	h := nd.addr[:i]
+	if len(h) >= 2 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
+	}
+	return h
 }
 
 // Default proxy timeouts when neither route nor upstream sets them: nginx's
@@ -1599,7 +1613,6 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		if cu.tls != nil {
 			nd.key = "https#" + nd.addr + "#" + cu.tls.ident
 		}
-		nd.ip = n.Host
 		if ap, err := netip.ParseAddrPort(nd.addr); err == nil {
 			nd.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 		} else if ue.dns != nil {

@@ -117,7 +117,7 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 				cc.upIPBuf = cc.upAP.Addr().AppendTo(cc.upIPBuf[:0])
 				return cc.upIPBuf, true
 			}
-			return viewBytes(cc.rt.up.nodes[cc.node].ip), true
+			return viewBytes(cc.rt.up.nodes[cc.node].host()), true
 		}
 		if cc.attemptsListed() {
 			return cc.upAddrs, true // the last attempt failed: listed
