@@ -634,7 +634,7 @@ func (cc *clientConn) upstreamHost() []byte {
 	case cc.plugin.upHost: // a plugin's (proxy-rewrite's host)
 		return cc.upHost
 	case up.passHost == passHostRewrite:
-		return up.upstreamHost
+		return viewBytes(up.upstreamHost)
 	case up.passHost == passHostPass && len(cc.hostValue) > 0:
 		return cc.hostValue
 	}
@@ -906,7 +906,7 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 	cc.attemptFailed(status)
 	up := cc.rt.up
 	inTime := up.retryTimeout == 0 || cc.w.now-cc.started < int64(up.retryTimeout)
-	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= up.retries && inTime {
+	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= int(up.retries) && inTime {
 		cc.passiveFailure(status)
 		cc.tried.add(cc.node)
 		cc.dispatch()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -414,25 +415,32 @@ type upstream struct {
 	nodes []*node
 	// passive is the upstream's checks.passive (nil: none).
 	passive      *spec.PassiveCheck
-	retries      int
 	retryTimeout time.Duration
 	connectTO    time.Duration
 	sendTO       time.Duration
 	readTO       time.Duration
-	upstreamHost []byte
+	// upstreamHost is pass_host=rewrite's upstream_host, the Spec's
+	// string, read as bytes (viewBytes).
+	upstreamHost string
 	kaSize       int
 	kaIdle       time.Duration
 	kaRequests   int
 	// tls is the TLS side of a scheme: https upstream, nil for http.
 	tls *upstreamTLS
+	// service is the service_name its nodes come from (nil: no
+	// discovery resolver).
+	service *dnsService
 	// disc: its nodes are discovery_type dns's, which change without
-	// the upstream object changing (discoveredNodes); service is the
-	// service_name they come from (nil: no discovery resolver).
+	// the upstream object changing (discoveredNodes).
 	disc bool
-	// passHost sits beside disc, in one word: upstream is 160 bytes, a
-	// size class, where it was 168 in the 176-byte class (TestUpstreamSize).
+	// passHost and retries (at most math.MaxInt32, which no request's
+	// tries reach) sit beside disc, in one word, and upstreamHost is a
+	// string: upstream is 144 bytes, a size class, where it was 160 with
+	// retries a word of its own and upstreamHost a byte slice, and 168,
+	// in the 176-byte class, with passHost apart from disc
+	// (TestUpstreamSize).
 	passHost uint8
-	service  *dnsService
+	retries  int32
 }
 
 // node is one upstream server of one upstream.
@@ -1561,7 +1569,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 	}
 	cu := &upstream{
 		src:       u,
-		retries:   u.EffectiveRetries(),
+		retries:   int32(min(u.EffectiveRetries(), math.MaxInt32)),
 		connectTO: defaultConnectTimeout,
 		sendTO:    defaultSendTimeout,
 		readTO:    defaultReadTimeout,
@@ -1579,7 +1587,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		cu.passHost = passHostNode
 	case "rewrite":
 		cu.passHost = passHostRewrite
-		cu.upstreamHost = []byte(ex.UpstreamHost)
+		cu.upstreamHost = ex.UpstreamHost
 	default:
 		return nil, fmt.Errorf("pass_host %q is not supported", ex.PassHost)
 	}
