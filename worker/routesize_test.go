@@ -110,12 +110,12 @@ func TestNodeSize(t *testing.T) {
 }
 
 // TestBalancerSize: a roundrobin balancer, which most upstreams have,
-// stays in the 96-byte size class (it was 224 with the other kinds'
-// state inline) and holds none of that state; each other kind has its
-// own.
+// stays in the 80-byte size class (it was 224 with the other kinds'
+// state inline, 96 with its groups inline) and holds none of that
+// state; each other kind has its own.
 func TestBalancerSize(t *testing.T) {
-	if n := unsafe.Sizeof(balancer{}); n > 96 {
-		t.Errorf("balancer is %d bytes, want at most 96", n)
+	if n := unsafe.Sizeof(balancer{}); n > 80 {
+		t.Errorf("balancer is %d bytes, want at most 80", n)
 	}
 	seen := map[*balancerKinds]bool{}
 	for _, typ := range []string{"roundrobin", "chash", "least_conn", "ewma", "least_conn"} {
