@@ -613,7 +613,7 @@ func (cc *clientConn) dispatch() {
 	}
 	uc := p.newConn()
 	link(cc, uc)
-	w.dial(uc, nd, cc.rt.connectTO)
+	w.dial(uc, nd, cc.rt.to.connect)
 	if nd.dns != nil {
 		cc.upAP = uc.ap // set by dial, once the name gave an address
 	}
@@ -839,11 +839,11 @@ func (cc *clientConn) afterBodyWrite(done bool) {
 	if done {
 		cc.reqDone = true
 		w.clearDeadline(cc)
-		w.setDeadline(uc, int64(cc.rt.readTO))
+		w.setDeadline(uc, int64(cc.rt.to.read))
 		return
 	}
 	w.setDeadline(cc, int64(w.cfg.BodyTimeout))
-	w.setDeadline(uc, int64(cc.rt.sendTO))
+	w.setDeadline(uc, int64(cc.rt.to.send))
 	if uc.c.OutboundBuffered() > highWater {
 		cc.pauseFor(uc.c)
 	}

@@ -11,13 +11,14 @@ import (
 )
 
 // TestRouteSize: the route struct a worker keeps per route, in a slab, is
-// at most 424 bytes (it was 576 with what few routes have inline, 480
-// with its host patterns and splits, 448 with a copy of its uris), a
+// at most 408 bytes (it was 576 with what few routes have inline, 480
+// with its host patterns and splits, 448 with a copy of its uris, 424 with
+// its timeouts inline), a
 // route with no name, service or consumers' variants shares noAbout, and
 // the route's variables read what it was built from.
 func TestRouteSize(t *testing.T) {
-	if n := unsafe.Sizeof(route{}); n > 424 {
-		t.Errorf("route is %d bytes, want at most 424 (50 000 of them in a slab)", n)
+	if n := unsafe.Sizeof(route{}); n > 408 {
+		t.Errorf("route is %d bytes, want at most 408 (50 000 of them in a slab)", n)
 	}
 	s := testSpec(t, nil,
 		`{"id":"plain","uri":"/plain","upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
@@ -51,6 +52,9 @@ func TestRouteSize(t *testing.T) {
 			t.Fatalf("route %s not asked for", rt.id)
 		}
 		delete(want, rt.id)
+		if rt.to != &rt.up.to || *rt.to != defaultTimeouts {
+			t.Errorf("route %s: timeouts %+v, not its upstream's", rt.id, *rt.to)
+		}
 		if (rt.about == noAbout) != (rt.id == "plain") {
 			t.Errorf("route %s: shares noAbout %v", rt.id, rt.about == noAbout)
 		}

@@ -334,8 +334,12 @@ type route struct {
 	// here for that build's walk over the routes, which reads no
 	// upstream.
 	renew bool
-	// timeouts override the upstream's when the route sets them.
-	connectTO, sendTO, readTO time.Duration
+	// to is the route's proxy timeouts: its upstream's (&up.to), or
+	// defaultTimeouts, or where the route sets its own, those. Shared
+	// and read-only: a pointer, 16 bytes less in each route of the slab
+	// than the three inline (TestRouteSize), most routes having none of
+	// their own.
+	to *timeouts
 	// plugins are the route's plugins in their phase tables: its own
 	// over its plugin_config's over its service's (mergePlugins), built
 	// once for this snapshot.
@@ -416,9 +420,9 @@ type upstream struct {
 	// passive is the upstream's checks.passive (nil: none).
 	passive      *spec.PassiveCheck
 	retryTimeout time.Duration
-	connectTO    time.Duration
-	sendTO       time.Duration
-	readTO       time.Duration
+	// to is the upstream's timeouts (or the defaults), which its routes
+	// without their own point at (route.to).
+	to timeouts
 	// upstreamHost is pass_host=rewrite's upstream_host, the Spec's
 	// string, read as bytes (viewBytes).
 	upstreamHost string
@@ -497,6 +501,16 @@ const (
 	defaultSendTimeout    = 60 * time.Second
 	defaultReadTimeout    = 60 * time.Second
 )
+
+// timeouts are a route's or an upstream's proxy timeouts: connect, send
+// and read (nginx's proxy_*_timeout).
+type timeouts struct {
+	connect, send, read time.Duration
+}
+
+// defaultTimeouts are the timeouts of the routes without their own or an
+// upstream's; never written.
+var defaultTimeouts = timeouts{defaultConnectTimeout, defaultSendTimeout, defaultReadTimeout}
 
 // Compile turns a validated Spec into a Snapshot. It runs off the event loop
 // and allocates freely; an error leaves the caller's current snapshot alone.
@@ -1002,13 +1016,13 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 				return nil, fmt.Errorf("route %s: %w", id, err)
 			}
 			rt.up, rt.renew = cu, namesSSL(cu)
-			rt.connectTO, rt.sendTO, rt.readTO = cu.connectTO, cu.sendTO, cu.readTO
+			rt.to = &cu.to
 		}
 		if t := rare.Timeout; t != nil {
-			rt.connectTO, rt.sendTO, rt.readTO = seconds(t.Connect), seconds(t.Send), seconds(t.Read)
+			rt.to = &timeouts{seconds(t.Connect), seconds(t.Send), seconds(t.Read)}
 		}
-		if rt.connectTO == 0 {
-			rt.connectTO, rt.sendTO, rt.readTO = defaultConnectTimeout, defaultSendTimeout, defaultReadTimeout
+		if rt.to == nil || rt.to.connect == 0 {
+			rt.to = &defaultTimeouts
 		}
 
 		hosts := r.AllHosts()
@@ -1568,17 +1582,15 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		return nil, fmt.Errorf("upstream scheme %q is not supported yet", scheme)
 	}
 	cu := &upstream{
-		src:       u,
-		retries:   int32(min(u.EffectiveRetries(), math.MaxInt32)),
-		connectTO: defaultConnectTimeout,
-		sendTO:    defaultSendTimeout,
-		readTO:    defaultReadTimeout,
+		src:     u,
+		retries: int32(min(u.EffectiveRetries(), math.MaxInt32)),
+		to:      defaultTimeouts,
 	}
 	if ex.RetryTimeout != nil {
 		cu.retryTimeout = seconds(*ex.RetryTimeout)
 	}
 	if t := ex.Timeout; t != nil {
-		cu.connectTO, cu.sendTO, cu.readTO = seconds(t.Connect), seconds(t.Send), seconds(t.Read)
+		cu.to = timeouts{seconds(t.Connect), seconds(t.Send), seconds(t.Read)}
 	}
 	switch ex.PassHost {
 	case "", "pass":

@@ -261,8 +261,8 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 			}
 		}
 	}
-	if r := byID(next, "4"); r.connectTO != time.Second || r.readTO != 3*time.Second {
-		t.Errorf("route 4 taken over with timeouts %v/%v", r.connectTO, r.readTO)
+	if r := byID(next, "4"); r.to.connect != time.Second || r.to.read != 3*time.Second {
+		t.Errorf("route 4 taken over with timeouts %v/%v", r.to.connect, r.to.read)
 	}
 	if got := byID(next, "3").about.hosts; len(got) != 1 || string(got[0]) != "b.com" {
 		t.Errorf("route 3 on the replaced service has hosts %q", got)

@@ -192,7 +192,7 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 	r := s.slots.at(i)
 	var b strings.Builder
 	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.about.name, r.in.URIs, r.about.hosts,
-		r.about.serviceID, r.about.serviceName, r.connectTO, r.sendTO, r.readTO)
+		r.about.serviceID, r.about.serviceName, r.to.connect, r.to.send, r.to.read)
 	if r.up != nil {
 		for _, n := range r.up.nodes {
 			fmt.Fprintf(&b, " node %s", n.addr)
