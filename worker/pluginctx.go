@@ -183,7 +183,7 @@ func (x *pluginCtx) RouteID() string {
 	if x.rt == nil {
 		return ""
 	}
-	return x.rt.id
+	return x.rt.id()
 }
 
 // Now implements plugins.Ctx: the loop's coarse clock in Unix nanoseconds.

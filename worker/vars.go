@@ -208,7 +208,7 @@ func viewBytes(s string) []byte {
 }
 
 // idBytes is the route's id as bytes, for the route_id variable.
-func (rt *route) idBytes() []byte { return viewBytes(rt.id) }
+func (rt *route) idBytes() []byte { return viewBytes(rt.id()) }
 
 // routeVar is a variable of the matched route (cc.rt, not nil): its id and
 // name, its service's id and name, and the uri and host patterns the
