@@ -115,7 +115,7 @@ func TestFingerprint(t *testing.T) {
 		t.Error("Trusts")
 	}
 	before := a.Fingerprint()
-	a.table["d"] = Entry{Name: "d"}
+	a.table["d"] = &Entry{Name: "d"}
 	a.Register("d", limitLike{})
 	if a.Fingerprint() == before {
 		t.Error("a plugin registered since, the same fingerprint")

@@ -472,26 +472,56 @@ type Phases struct {
 	HeaderFilter []HeaderFilterPhase
 	BodyFilter   []BodyFilterPhase
 	Log          []LogPhase
-	// BodyLimit is the largest BodyLimit of the BodyReader instances; 0
-	// when there are none: the request body is not read before the
-	// phases.
-	BodyLimit int64
-	// TeeLimit is the largest TeeLimit of the BodyTee instances; 0 when
-	// there are none: the request body is not copied.
-	TeeLimit int64
-	// RespHead: some instance is a ResponseHeadReader that reads the
-	// head; the worker keeps a copy of it for the log phase.
-	RespHead bool
-	// RespBodyLimit is the largest ResponseBodyLimit of the
-	// ResponseBodyReader instances: how much of the response body the
-	// worker keeps for the log phase (0: none).
-	RespBodyLimit int64
+	// reads is what the instances read of the exchange beyond the
+	// phases' arguments (BodyLimit, TeeLimit, RespHead, RespBodyLimit);
+	// nil when none reads any, most sets of plugins: a worker keeps one
+	// Phases a route, 176 bytes where it was 200 with them inline.
+	reads *phaseReads
+}
+
+// phaseReads is what a Phases' instances read of the exchange.
+type phaseReads struct {
+	body, tee, respBody int64
+	respHead            bool
+}
+
+// BodyLimit is the largest BodyLimit of the BodyReader instances; 0 when
+// there are none: the request body is not read before the phases.
+func (p *Phases) BodyLimit() int64 {
+	if p.reads == nil {
+		return 0
+	}
+	return p.reads.body
+}
+
+// TeeLimit is the largest TeeLimit of the BodyTee instances; 0 when there
+// are none: the request body is not copied.
+func (p *Phases) TeeLimit() int64 {
+	if p.reads == nil {
+		return 0
+	}
+	return p.reads.tee
+}
+
+// RespHead reports whether some instance is a ResponseHeadReader that
+// reads the head; the worker keeps a copy of it for the log phase.
+func (p *Phases) RespHead() bool { return p.reads != nil && p.reads.respHead }
+
+// RespBodyLimit is the largest ResponseBodyLimit of the ResponseBodyReader
+// instances: how much of the response body the worker keeps for the log
+// phase (0: none).
+func (p *Phases) RespBodyLimit() int64 {
+	if p.reads == nil {
+		return 0
+	}
+	return p.reads.respBody
 }
 
 // NewPhases sorts built plugins (in execution order, as Build returns them)
 // into their phase tables.
 func NewPhases(built []Configured) Phases {
 	p := Phases{Plugins: built}
+	var r phaseReads
 	for _, c := range built {
 		if i, ok := c.Instance.(RewritePhase); ok {
 			p.Rewrite = append(p.Rewrite, i)
@@ -512,17 +542,20 @@ func NewPhases(built []Configured) Phases {
 			p.Log = append(p.Log, i)
 		}
 		if i, ok := c.Instance.(BodyReader); ok {
-			p.BodyLimit = max(p.BodyLimit, i.BodyLimit())
+			r.body = max(r.body, i.BodyLimit())
 		}
 		if i, ok := c.Instance.(BodyTee); ok {
-			p.TeeLimit = max(p.TeeLimit, i.TeeLimit())
+			r.tee = max(r.tee, i.TeeLimit())
 		}
 		if i, ok := c.Instance.(ResponseHeadReader); ok && i.ReadsResponseHead() {
-			p.RespHead = true
+			r.respHead = true
 		}
 		if i, ok := c.Instance.(ResponseBodyReader); ok {
-			p.RespBodyLimit = max(p.RespBodyLimit, i.ResponseBodyLimit())
+			r.respBody = max(r.respBody, i.ResponseBodyLimit())
 		}
+	}
+	if r != (phaseReads{}) {
+		p.reads = &r
 	}
 	return p
 }

@@ -108,8 +108,10 @@ var (
 // configurations, so that a schema that does not compile stops it at
 // start.
 type Registry struct {
-	mu    sync.RWMutex
-	table map[string]Entry
+	mu sync.RWMutex
+	// table is the entries by name, each made once: a Configured points
+	// at its plugin's (Configured.Entry).
+	table map[string]*Entry
 	impl  map[string]Plugin
 	// schemas holds each registered plugin's schemas, compiled on first
 	// use.
@@ -145,9 +147,9 @@ type schemas struct {
 
 // NewRegistry makes an empty registry whose plugins must be named in table.
 func NewRegistry(table []Entry) *Registry {
-	r := &Registry{table: make(map[string]Entry, len(table)), impl: map[string]Plugin{}, schemas: map[string]*schemas{}}
+	r := &Registry{table: make(map[string]*Entry, len(table)), impl: map[string]Plugin{}, schemas: map[string]*schemas{}}
 	for _, e := range table {
-		r.table[e.Name] = e
+		r.table[e.Name] = &e
 	}
 	return r
 }
@@ -289,6 +291,18 @@ func (r *Registry) Lookup(name string) (Entry, Plugin, bool) {
 	if !ok {
 		return Entry{}, nil, false
 	}
+	return *r.table[name], p, true
+}
+
+// lookupEntry is Lookup with the registry's own entry, which a Configured
+// points at.
+func (r *Registry) lookupEntry(name string) (*Entry, Plugin, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	p, ok := r.impl[name]
+	if !ok {
+		return nil, nil, false
+	}
 	return r.table[name], p, true
 }
 
@@ -390,9 +404,12 @@ func checkError(name string, err error) error {
 	return fmt.Errorf("failed to check the configuration of plugin %s err: %w", name, err)
 }
 
-// Configured is one plugin of a route, built.
+// Configured is one plugin of a route, built. Its Entry is the
+// registry's, shared by every route of the plugin and never written: 24
+// bytes where a copy of it made 40, and a route's list of two plugins
+// (Phases.Plugins) 48 bytes where it was 80.
 type Configured struct {
-	Entry
+	*Entry
 	Instance Instance
 }
 
@@ -453,7 +470,7 @@ func (r *Registry) buildList(conf spec.PluginList, env Env, checked bool, share 
 	out := make([]Configured, 0, len(conf))
 	for _, pc := range conf {
 		name, raw := pc.Name, pc.Raw
-		e, p, ok := r.Lookup(name)
+		e, p, ok := r.lookupEntry(name)
 		if !ok {
 			return nil, fmt.Errorf("%w [%s]", ErrUnknown, name)
 		}

@@ -257,7 +257,7 @@ func (headerOnly) BeforeProxy(Ctx)  {}
 // execution order.
 func TestPhases(t *testing.T) {
 	p := NewPhases([]Configured{
-		{Entry{"a", 3}, phased{}}, {Entry{"b", 2}, accessOnly{}}, {Entry{"c", 1}, headerOnly{}}, {Entry{"d", 0}, struct{}{}},
+		{&Entry{"a", 3}, phased{}}, {&Entry{"b", 2}, accessOnly{}}, {&Entry{"c", 1}, headerOnly{}}, {&Entry{"d", 0}, struct{}{}},
 	})
 	got := map[string][]string{}
 	for ph := Rewrite; ph < NumPhases; ph++ {
@@ -285,14 +285,14 @@ func (bodyReader) Rewrite(Ctx)        {}
 func (b bodyReader) BodyLimit() int64 { return int64(b) }
 
 // TestPhasesBodyLimit: the phases' BodyLimit is the largest of their
-// BodyReaders', 0 without one.
+// BodyReaders', 0 without one, whose phases hold no reads at all.
 func TestPhasesBodyLimit(t *testing.T) {
-	if p := NewPhases([]Configured{{Entry{"a", 3}, phased{}}}); p.BodyLimit != 0 {
-		t.Fatalf("no reader: %d", p.BodyLimit)
+	if p := NewPhases([]Configured{{&Entry{"a", 3}, phased{}}}); p.BodyLimit() != 0 || p.reads != nil {
+		t.Fatalf("no reader: %d, %v", p.BodyLimit(), p.reads)
 	}
-	p := NewPhases([]Configured{{Entry{"a", 3}, bodyReader(10)}, {Entry{"b", 2}, phased{}}, {Entry{"c", 1}, bodyReader(64)}})
-	if p.BodyLimit != 64 || len(p.Rewrite) != 3 {
-		t.Fatalf("BodyLimit %d, %d rewrite", p.BodyLimit, len(p.Rewrite))
+	p := NewPhases([]Configured{{&Entry{"a", 3}, bodyReader(10)}, {&Entry{"b", 2}, phased{}}, {&Entry{"c", 1}, bodyReader(64)}})
+	if p.BodyLimit() != 64 || len(p.Rewrite) != 3 {
+		t.Fatalf("BodyLimit %d, %d rewrite", p.BodyLimit(), len(p.Rewrite))
 	}
 }
 
@@ -304,12 +304,12 @@ func (b bodyTee) TeeLimit() int64 { return int64(b) }
 // TestPhasesTeeLimit: the phases' TeeLimit is the largest of their
 // BodyTees', 0 without one, and apart from BodyLimit.
 func TestPhasesTeeLimit(t *testing.T) {
-	if p := NewPhases([]Configured{{Entry{"a", 3}, bodyReader(10)}}); p.TeeLimit != 0 {
-		t.Fatalf("no tee: %d", p.TeeLimit)
+	if p := NewPhases([]Configured{{&Entry{"a", 3}, bodyReader(10)}}); p.TeeLimit() != 0 {
+		t.Fatalf("no tee: %d", p.TeeLimit())
 	}
-	p := NewPhases([]Configured{{Entry{"a", 3}, bodyTee(5)}, {Entry{"b", 2}, bodyReader(10)}, {Entry{"c", 1}, bodyTee(1 << 20)}})
-	if p.TeeLimit != 1<<20 || p.BodyLimit != 10 || len(p.Log) != 2 {
-		t.Fatalf("TeeLimit %d, BodyLimit %d, %d log", p.TeeLimit, p.BodyLimit, len(p.Log))
+	p := NewPhases([]Configured{{&Entry{"a", 3}, bodyTee(5)}, {&Entry{"b", 2}, bodyReader(10)}, {&Entry{"c", 1}, bodyTee(1 << 20)}})
+	if p.TeeLimit() != 1<<20 || p.BodyLimit() != 10 || len(p.Log) != 2 {
+		t.Fatalf("TeeLimit %d, BodyLimit %d, %d log", p.TeeLimit(), p.BodyLimit(), len(p.Log))
 	}
 }
 

@@ -23,10 +23,13 @@ package worker
 // (compile) and lost when the upstream changes, as nginx loses it on
 // reload.
 type balancer struct {
-	kind   uint8 // balRoundRobin, balCHash, balLeastConn, balEWMA
-	nodes  []*node
-	groups [][]int // node indexes by priority, highest first
-	cur    []int   // smooth WRR current weights, by node index
+	kind  uint8 // balRoundRobin, balCHash, balLeastConn, balEWMA
+	nodes []*node
+	// groups are the node indexes by priority, highest first: behind a
+	// pointer, most balancers' being one of oneGroups, so that balancer
+	// is 80 bytes, a size class, where it was 96 with the slice inline.
+	groups *[][]int
+	cur    []int // smooth WRR current weights, by node index
 
 	// *balancerKinds is the state of the other kinds than roundrobin,
 	// nil for a roundrobin one (most of a worker's, and 20 000 of them
@@ -34,8 +37,7 @@ type balancer struct {
 	*balancerKinds
 
 	// one is cur for an upstream of one node, the common one: in the
-	// struct's 96-byte size class with room to spare (88 bytes without
-	// it), where cur on its own was an 8-byte allocation more.
+	// struct, where cur on its own was an 8-byte allocation more.
 	one [1]int
 }
 
@@ -93,7 +95,7 @@ func newBalancer(nodes []*node) *balancer {
 		}
 	}
 	if len(prios) == 1 && len(nodes) < len(oneGroups) {
-		b.groups = oneGroups[len(nodes)]
+		b.groups = &oneGroups[len(nodes)]
 		return b
 	}
 	for i := 1; i < len(prios); i++ {
@@ -101,6 +103,7 @@ func newBalancer(nodes []*node) *balancer {
 			prios[j], prios[j-1] = prios[j-1], prios[j]
 		}
 	}
+	groups := make([][]int, 0, len(prios))
 	for _, p := range prios {
 		var g []int
 		for i, n := range nodes {
@@ -108,8 +111,9 @@ func newBalancer(nodes []*node) *balancer {
 				g = append(g, i)
 			}
 		}
-		b.groups = append(b.groups, g)
+		groups = append(groups, g)
 	}
+	b.groups = &groups
 	return b
 }
 
@@ -128,7 +132,7 @@ func (b *balancer) pick(tried triedSet, key uint32, now int64) int {
 	case balEWMA:
 		return b.pickEWMA(tried, now, skipDown)
 	}
-	for _, g := range b.groups {
+	for _, g := range *b.groups {
 		best, total := -1, 0
 		for _, i := range g {
 			w := b.nodes[i].weight

@@ -34,7 +34,7 @@ func newUpstreamBalancer(u *spec.Upstream, nodes []*node) (*balancer, error) {
 			return nil, err
 		}
 		b.balancerKinds = &balancerKinds{key: k}
-		for _, g := range b.groups {
+		for _, g := range *b.groups {
 			b.rings = append(b.rings, newCHashRing(nodes, g))
 		}
 	case "least_conn":
@@ -106,7 +106,7 @@ func newCHashRing(nodes []*node, group []int) chashRing {
 		}
 		nd := nodes[i]
 		port := nd.addr[strings.LastIndexByte(nd.addr, ':')+1:]
-		id := strings.ReplaceAll(nd.ip+":"+port, ":", "\x00")
+		id := strings.ReplaceAll(nd.host()+":"+port, ":", "\x00")
 		base := crc32.ChecksumIEEE([]byte(id))
 		var prev [4]byte
 		for k := 0; k < w/gcd*chashPoints; k++ {
@@ -168,7 +168,7 @@ func (b *balancer) usable(i int, tried triedSet, skipDown bool) bool {
 // ones along the ring (resty.chash's next, from the point last picked,
 // reaches the same nodes).
 func (b *balancer) pickCHash(tried triedSet, key uint32, skipDown bool) int {
-	for gi, g := range b.groups {
+	for gi, g := range *b.groups {
 		left := false
 		for _, i := range g {
 			if b.usable(i, tried, skipDown) {
@@ -344,7 +344,7 @@ func (cc *clientConn) requestKey(k *hashKey) uint32 {
 // score (1 + in flight) / weight; among equal scores the scan's start
 // goes round, so that an idle upstream's nodes share the requests.
 func (b *balancer) pickLeastConn(tried triedSet, skipDown bool) int {
-	for _, g := range b.groups {
+	for _, g := range *b.groups {
 		best, n := -1, len(g)
 		start := b.next % n
 		for k := 0; k < n; k++ {
@@ -404,7 +404,7 @@ func (s *ewmaStat) observe(rtt float64, now int64) {
 // APISIX's ewma balancer does (power of two choices); a group with one
 // node left gives it.
 func (b *balancer) pickEWMA(tried triedSet, now int64, skipDown bool) int {
-	for _, g := range b.groups {
+	for _, g := range *b.groups {
 		n := 0
 		for _, i := range g {
 			if b.usable(i, tried, skipDown) {

@@ -114,7 +114,7 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 		}
 		for k, rt := range inc.routes.flat() {
 			if rt.from != full.routes.at(k).from {
-				t.Fatalf("step %d: route %s built from other objects than from nothing", step, rt.id)
+				t.Fatalf("step %d: route %s built from other objects than from nothing", step, rt.id())
 			}
 		}
 		incRefs, fullRefs := map[*spec.Upstream]int32{}, map[*spec.Upstream]int32{}
@@ -142,7 +142,7 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 				continue
 			}
 			if r, _ := inc.upstreams.get(rt.from.up); r.cu != rt.up {
-				t.Fatalf("step %d: route %s sends to an upstream the snapshot does not hold", step, rt.id)
+				t.Fatalf("step %d: route %s sends to an upstream the snapshot does not hold", step, rt.id())
 			}
 		}
 		// The Shareable plugins' instances (proxy-rewrite's): one for
@@ -165,7 +165,7 @@ func bookkeepingRun(t *testing.T, seed uint64) {
 		for _, rt := range inc.routes.flat() {
 			for _, c := range rt.plugins.Plugins {
 				if _, ok := inc.instanceRefs.get(c.Instance); c.Name == "proxy-rewrite" && !ok {
-					t.Fatalf("step %d: route %s runs a proxy-rewrite the snapshot does not hold", step, rt.id)
+					t.Fatalf("step %d: route %s runs a proxy-rewrite the snapshot does not hold", step, rt.id())
 				}
 			}
 		}

@@ -148,7 +148,7 @@ func TestCompileChecksOnce(t *testing.T) {
 		}
 		var conf string
 		for _, rt := range snap.routes.flat() {
-			if rt.id == "1" {
+			if rt.id() == "1" {
 				conf = rt.plugins.Plugins[0].Instance.(*tinyAccess).conf
 			}
 		}

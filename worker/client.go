@@ -613,7 +613,7 @@ func (cc *clientConn) dispatch() {
 	}
 	uc := p.newConn()
 	link(cc, uc)
-	w.dial(uc, nd, cc.rt.connectTO)
+	w.dial(uc, nd, cc.rt.to.connect)
 	if nd.dns != nil {
 		cc.upAP = uc.ap // set by dial, once the name gave an address
 	}
@@ -634,7 +634,7 @@ func (cc *clientConn) upstreamHost() []byte {
 	case cc.plugin.upHost: // a plugin's (proxy-rewrite's host)
 		return cc.upHost
 	case up.passHost == passHostRewrite:
-		return up.upstreamHost
+		return viewBytes(up.upstreamHost)
 	case up.passHost == passHostPass && len(cc.hostValue) > 0:
 		return cc.hostValue
 	}
@@ -839,11 +839,11 @@ func (cc *clientConn) afterBodyWrite(done bool) {
 	if done {
 		cc.reqDone = true
 		w.clearDeadline(cc)
-		w.setDeadline(uc, int64(cc.rt.readTO))
+		w.setDeadline(uc, int64(cc.rt.to.read))
 		return
 	}
 	w.setDeadline(cc, int64(w.cfg.BodyTimeout))
-	w.setDeadline(uc, int64(cc.rt.sendTO))
+	w.setDeadline(uc, int64(cc.rt.to.send))
 	if uc.c.OutboundBuffered() > highWater {
 		cc.pauseFor(uc.c)
 	}
@@ -906,7 +906,7 @@ func (cc *clientConn) upstreamFailed(uc *upConn, status int) {
 	cc.attemptFailed(status)
 	up := cc.rt.up
 	inTime := up.retryTimeout == 0 || cc.w.now-cc.started < int64(up.retryTimeout)
-	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= up.retries && inTime {
+	if replayable && (!uc.sentAny || cc.idempotent) && cc.tries <= int(up.retries) && inTime {
 		cc.passiveFailure(status)
 		cc.tried.add(cc.node)
 		cc.dispatch()

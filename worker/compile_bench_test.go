@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"coregate/admin/spec"
+	"coregate/plugins"
 	"coregate/worker/router"
 )
 
@@ -205,33 +206,75 @@ func pluginRoute(b testing.TB, i int, v string) *spec.Route {
 // of a debug.FreeOSMemory with both held (free-cpu-ms), a collection of
 // that heap.
 func BenchmarkRouteMemory(b *testing.B) {
+	routeMemory(b, nil, func(i int) *spec.Route { return pluginRoute(b, i, "a") })
+}
+
+// BenchmarkRouteMemoryByID is BenchmarkRouteMemory on the configuration
+// bench admin -routes 50000 -upstreams 20000 -plugins puts
+// (bench/propagate routeBody): 50 000 routes, each with a proxy-rewrite
+// setting the same header for all and a response-rewrite setting X-Route
+// to its uri, referring by upstream_id to 20 000 upstreams in turn, each
+// of one node, the same address for all (the upstreams counted in
+// spec-B/route). Its inuse-B/route is the heap's in-use spans (HeapInuse)
+// beside the live objects of spec-B/route and snap-B/route together: the
+// worker's "Go heap in use after a GC" reads HeapInuse. The Spec is
+// marked checked, as a worker's supervisor marks it: the registry builds
+// it without checking it again, and remembers no configuration passed.
+func BenchmarkRouteMemoryByID(b *testing.B) {
+	upstreams := func() []*spec.Upstream {
+		ups := make([]*spec.Upstream, 0, 20000)
+		for i := range 20000 {
+			u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u-%d","type":"roundrobin","nodes":{"127.0.0.1:1980":1}}`, i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ups = append(ups, u)
+		}
+		return ups
+	}
+	routeMemory(b, upstreams, func(i int) *spec.Route {
+		r, err := spec.DecodeRoute(fmt.Appendf(nil, `{"id":"r-%d","uri":"/r/%d","plugins":{"proxy-rewrite":{"headers":{"set":{"X-Bench":"1"}}},`+
+			`"response-rewrite":{"headers":{"set":{"X-Route":"/r/%d"}}}},"upstream_id":"u-%d"}`, i, i, i, i%20000))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
+	})
+}
+
+// routeMemory measures BenchmarkRouteMemory's figures for the routes
+// route makes, with the upstreams upstreams makes (nil: none).
+func routeMemory(b *testing.B, upstreams func() []*spec.Upstream, route func(i int) *spec.Route) {
 	const n = 50000
 	w := New(Config{Listen: []string{"127.0.0.1:0"}})
 	ps := pluginSet{env: w.cfg.Plugins}
-	heap := func() uint64 {
+	heap := func() (alloc, inuse uint64) {
 		var m runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
+		return m.HeapAlloc, m.HeapInuse
 	}
 	for b.Loop() {
 		b.StopTimer()
-		h0 := heap()
+		h0, i0 := heap()
 		s := &spec.Spec{}
+		if upstreams != nil {
+			s.Upstreams, s.Checked = upstreams(), plugins.Default.Fingerprint()
+		}
 		var near *spec.Route
 		for i := range n {
-			r := pluginRoute(b, i, "a")
+			r := route(i)
 			r.CompactPlugins(near) // as control decodes it
 			s.Routes, near = append(s.Routes, r), r
 		}
-		h1 := heap()
+		h1, _ := heap()
 		b.StartTimer()
 		snap, err := compile(s, router.HostURI, upstreamEnv{}, ps, nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		h2 := heap()
+		h2, i2 := heap()
 		c0 := cpuTime()
 		debug.FreeOSMemory() // what a worker's release costs at this heap (workerproc)
 		b.ReportMetric(float64(cpuTime()-c0)/1e6, "free-cpu-ms")
@@ -239,6 +282,7 @@ func BenchmarkRouteMemory(b *testing.B) {
 		runtime.KeepAlive(snap)
 		b.ReportMetric(float64(h1-h0)/n, "spec-B/route")
 		b.ReportMetric(float64(h2-h1)/n, "snap-B/route")
+		b.ReportMetric(float64(i2-i0)/n, "inuse-B/route")
 		b.StartTimer()
 	}
 }

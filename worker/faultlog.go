@@ -116,7 +116,7 @@ func (w *Worker) logFault(uc *upConn, cc *clientConn, status int) {
 	}
 	attrs = append(attrs, slog.String("upstream", uc.pool.addr))
 	if cc.rt != nil {
-		attrs = append(attrs, slog.String("route", cc.rt.id))
+		attrs = append(attrs, slog.String("route", cc.rt.id()))
 	}
 	attrs = append(attrs, slog.String("client", string(cc.remoteAddr())))
 	// The client's request line, as nginx's request: "...", not the one

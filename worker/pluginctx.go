@@ -114,22 +114,37 @@ func (x *pluginCtx) Var(v httpvar.Var) []byte {
 	return val
 }
 
-// matchedPattern returns the first of patterns that v matches, as the
-// router matches them: exactly, or by prefix for a uri ending in '*', by
-// suffix for a host starting with '*'; nil when none matches. The result
-// is the route's pattern, which lives as long as its snapshot.
-func matchedPattern(patterns [][]byte, v []byte, host bool) []byte {
-	for _, p := range patterns {
+// matchedURI returns the first of the uri patterns uris that path
+// matches, as the router matches them: exactly, or by prefix for one
+// ending in '*'; nil when none matches. The result is the route's
+// pattern (a view of its string), which lives as long as its snapshot.
+func matchedURI(uris []string, path []byte) []byte {
+	for _, p := range uris {
 		switch {
-		case host && p[0] == '*':
-			if len(v) >= len(p)-1 && bytes.Equal(v[len(v)-len(p)+1:], p[1:]) {
+		case p == "":
+		case p[len(p)-1] == '*':
+			if len(path) >= len(p)-1 && string(path[:len(p)-1]) == p[:len(p)-1] {
+				return viewBytes(p)
+			}
+		case string(path) == p:
+			return viewBytes(p)
+		}
+	}
+	return nil
+}
+
+// matchedHost returns the first of the host patterns hosts that host
+// matches, as the router matches them: exactly, or by suffix for one
+// starting with '*'; nil when none matches. The result is the route's
+// pattern, which lives as long as its snapshot.
+func matchedHost(hosts [][]byte, host []byte) []byte {
+	for _, p := range hosts {
+		switch {
+		case p[0] == '*':
+			if len(host) >= len(p)-1 && bytes.Equal(host[len(host)-len(p)+1:], p[1:]) {
 				return p
 			}
-		case !host && p[len(p)-1] == '*':
-			if len(v) >= len(p)-1 && bytes.Equal(v[:len(p)-1], p[:len(p)-1]) {
-				return p
-			}
-		case bytes.Equal(v, p):
+		case bytes.Equal(host, p):
 			return p
 		}
 	}
@@ -168,7 +183,7 @@ func (x *pluginCtx) RouteID() string {
 	if x.rt == nil {
 		return ""
 	}
-	return x.rt.id
+	return x.rt.id()
 }
 
 // Now implements plugins.Ctx: the loop's coarse clock in Unix nanoseconds.

@@ -68,7 +68,7 @@ func TestCompilePluginListAsMap(t *testing.T) {
 					fmt.Fprintf(&b, " %s", c.Name)
 				}
 			}
-			out[string(rt.id)] = b.String()
+			out[string(rt.id())] = b.String()
 		}
 		return out
 	}

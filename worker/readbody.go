@@ -35,10 +35,10 @@ import "coregate/httpparse"
 func (cc *clientConn) bodyLimit(snap *Snapshot, rt *route) int64 {
 	var n int64
 	if snap.global != nil {
-		n = snap.global.BodyLimit
+		n = snap.global.BodyLimit()
 	}
 	if rt != nil {
-		n = max(n, rt.plugins.BodyLimit)
+		n = max(n, rt.plugins.BodyLimit())
 	}
 	if max := cc.w.cfg.MaxBodySize; n > 0 && max > 0 && max < n {
 		n = max

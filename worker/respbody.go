@@ -27,10 +27,10 @@ func (cc *clientConn) startRespTee() {
 	}
 	var n int64
 	if p.gl != nil {
-		n = p.gl.RespBodyLimit
+		n = p.gl.RespBodyLimit()
 	}
 	if p.ph != nil {
-		n = max(n, p.ph.RespBodyLimit)
+		n = max(n, p.ph.RespBodyLimit())
 	}
 	p.respMax = n
 }

@@ -18,7 +18,7 @@ import (
 // head in their log phase.
 func (cc *clientConn) keepsRespHead() bool {
 	p := &cc.plugin
-	return p.active && (p.ph != nil && p.ph.RespHead || p.gl != nil && p.gl.RespHead)
+	return p.active && (p.ph != nil && p.ph.RespHead() || p.gl != nil && p.gl.RespHead())
 }
 
 // keepRespHead copies head, the head just written for the client (status

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -11,13 +13,29 @@ import (
 )
 
 // TestRouteSize: the route struct a worker keeps per route, in a slab, is
-// at most 448 bytes (it was 576 with what few routes have inline, 480
-// with its host patterns and splits), a
+// at most 368 bytes (it was 576 with what few routes have inline, 480
+// with its host patterns and splits, 448 with a copy of its uris, 424 with
+// its timeouts inline, 408 with its router input's Index and Order, 392
+// with its plugins' body and response limits inline, 368 with a string of
+// its id), its
+// router input (routeIn) has every field of router.Route but those two, a
 // route with no name, service or consumers' variants shares noAbout, and
 // the route's variables read what it was built from.
 func TestRouteSize(t *testing.T) {
-	if n := unsafe.Sizeof(route{}); n > 448 {
-		t.Errorf("route is %d bytes, want at most 448 (50 000 of them in a slab)", n)
+	if n := unsafe.Sizeof(route{}); n > 352 {
+		t.Errorf("route is %d bytes, want at most 352 (50 000 of them in a slab)", n)
+	}
+	var inFields, routerFields []string
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[routeIn]()) {
+		inFields = append(inFields, f.Name+" "+f.Type.String())
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[router.Route]()) {
+		if f.Name != "Index" && f.Name != "Order" {
+			routerFields = append(routerFields, f.Name+" "+f.Type.String())
+		}
+	}
+	if !slices.Equal(inFields, routerFields) {
+		t.Errorf("routeIn has %v, router.Route %v and Index and Order", inFields, routerFields)
 	}
 	s := testSpec(t, nil,
 		`{"id":"plain","uri":"/plain","upstream":{"nodes":{"127.0.0.1:1980":1}}}`,
@@ -46,20 +64,23 @@ func TestRouteSize(t *testing.T) {
 		"served": {"served", "", "svc", "svc-name"},
 	}
 	for _, rt := range snap.routes.flat() {
-		w, ok := want[rt.id]
+		w, ok := want[rt.id()]
 		if !ok {
-			t.Fatalf("route %s not asked for", rt.id)
+			t.Fatalf("route %s not asked for", rt.id())
 		}
-		delete(want, rt.id)
-		if (rt.about == noAbout) != (rt.id == "plain") {
-			t.Errorf("route %s: shares noAbout %v", rt.id, rt.about == noAbout)
+		delete(want, rt.id())
+		if rt.to != &rt.up.to || *rt.to != defaultTimeouts {
+			t.Errorf("route %s: timeouts %+v, not its upstream's", rt.id(), *rt.to)
+		}
+		if (rt.about == noAbout) != (rt.id() == "plain") {
+			t.Errorf("route %s: shares noAbout %v", rt.id(), rt.about == noAbout)
 		}
 		cc := &clientConn{}
 		cc.rt = rt
 		got := vars{string(cc.routeVar(httpvar.RouteID)), string(cc.routeVar(httpvar.RouteName)),
 			string(cc.routeVar(httpvar.ServiceID)), string(cc.routeVar(httpvar.ServiceName))}
 		if got != w {
-			t.Errorf("route %s: variables %+v, want %+v", rt.id, got, w)
+			t.Errorf("route %s: variables %+v, want %+v", rt.id(), got, w)
 		}
 	}
 	if len(want) > 0 {
@@ -71,44 +92,51 @@ func TestRouteSize(t *testing.T) {
 }
 
 // TestNodeSize: the node struct a worker keeps per upstream node stays in
-// the 144-byte size class (it was 192 with a copy of its address, 160
-// with its Host and host as byte slices), and
+// the 128-byte size class (it was 192 with a copy of its address, 160
+// with its Host and host as byte slices, 144 with its host a string of
+// its own), and
 // the upstream_addr and balancer_ip variables and its Host for
 // pass_host=node read the node's address and host.
 func TestNodeSize(t *testing.T) {
-	if n := unsafe.Sizeof(node{}); n > 144 {
-		t.Errorf("node is %d bytes, want at most 144", n)
+	if n := unsafe.Sizeof(node{}); n > 128 {
+		t.Errorf("node is %d bytes, want at most 128", n)
 	}
-	u, err := spec.DecodeUpstream([]byte(`{"nodes":{"127.0.0.1:1980":1}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cu, err := compileUpstream(u, upstreamEnv{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h := string(cu.nodes[0].hostHeader); h != "127.0.0.1:1980" {
-		t.Errorf("the node's Host for pass_host=node: %q", h)
-	}
-	cc := &clientConn{}
-	cc.rt, cc.tries = &route{up: cu}, 1
-	vars := (*reqVars)(cc)
-	for name, want := range map[string]string{"upstream_addr": "127.0.0.1:1980", "balancer_ip": "127.0.0.1"} {
-		x := httpvar.Parse(name)
-		v, ok := vars.Lookup(&x)
-		if !ok || string(v) != want {
-			t.Errorf("$%s: %q %v, want %q", name, v, ok, want)
+	for _, c := range []struct{ node, addr, ip, host string }{
+		{"127.0.0.1:1980", "127.0.0.1:1980", "127.0.0.1", "127.0.0.1:1980"},
+		{"[::1]:1980", "[::1]:1980", "::1", "[::1]:1980"},
+		{"example.com", "example.com:80", "example.com", "example.com"},
+	} {
+		u, err := spec.DecodeUpstream([]byte(`{"nodes":{"` + c.node + `":1}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cu, err := compileUpstream(u, upstreamEnv{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := string(cu.nodes[0].hostHeader); h != c.host {
+			t.Errorf("%s: the node's Host for pass_host=node: %q, want %q", c.node, h, c.host)
+		}
+		cc := &clientConn{}
+		cc.rt, cc.tries = &route{up: cu}, 1
+		vars := (*reqVars)(cc)
+		for name, want := range map[string]string{"upstream_addr": c.addr, "balancer_ip": c.ip} {
+			x := httpvar.Parse(name)
+			v, ok := vars.Lookup(&x)
+			if !ok || string(v) != want {
+				t.Errorf("%s: $%s: %q %v, want %q", c.node, name, v, ok, want)
+			}
 		}
 	}
 }
 
 // TestBalancerSize: a roundrobin balancer, which most upstreams have,
-// stays in the 96-byte size class (it was 224 with the other kinds'
-// state inline) and holds none of that state; each other kind has its
-// own.
+// stays in the 80-byte size class (it was 224 with the other kinds'
+// state inline, 96 with its groups inline) and holds none of that
+// state; each other kind has its own.
 func TestBalancerSize(t *testing.T) {
-	if n := unsafe.Sizeof(balancer{}); n > 96 {
-		t.Errorf("balancer is %d bytes, want at most 96", n)
+	if n := unsafe.Sizeof(balancer{}); n > 80 {
+		t.Errorf("balancer is %d bytes, want at most 80", n)
 	}
 	seen := map[*balancerKinds]bool{}
 	for _, typ := range []string{"roundrobin", "chash", "least_conn", "ewma", "least_conn"} {
@@ -132,14 +160,15 @@ func TestBalancerSize(t *testing.T) {
 }
 
 // TestUpstreamSize: the upstream struct a worker keeps per upstream stays
-// in the 160-byte size class (168 bytes, in the 176-byte class, with
-// passHost apart from disc), and a node's Host for pass_host=node is its
+// in the 144-byte size class (168 bytes, in the 176-byte class, with
+// passHost apart from disc, 160 with retries a word and upstream_host a
+// byte slice), and a node's Host for pass_host=node is its
 // host, bracketed where it is an IPv6 address, with its port where that
 // is not the scheme's default: viewed in addr where it is addr's text,
 // joined otherwise.
 func TestUpstreamSize(t *testing.T) {
-	if n := unsafe.Sizeof(upstream{}); n > 160 {
-		t.Errorf("upstream is %d bytes, want at most 160", n)
+	if n := unsafe.Sizeof(upstream{}); n > 144 {
+		t.Errorf("upstream is %d bytes, want at most 144", n)
 	}
 	for _, tc := range []struct{ nodes, scheme, host string }{
 		{`{"127.0.0.1:1980":1}`, "http", "127.0.0.1:1980"},

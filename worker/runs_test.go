@@ -109,8 +109,8 @@ func runsRun(t *testing.T, seed uint64) {
 			t.Fatalf("step %d: %d routes built from the snapshot before, %d from nothing", step, inc.routes.len(), full.routes.len())
 		}
 		for k, rt := range inc.routes.flat() {
-			if rt.from != full.routes.at(k).from || rt.id != full.routes.at(k).id {
-				t.Fatalf("step %d: route %d %s built from other objects than from nothing (%s)", step, k, rt.id, full.routes.at(k).id)
+			if rt.from != full.routes.at(k).from || rt.id() != full.routes.at(k).id() {
+				t.Fatalf("step %d: route %d %s built from other objects than from nothing (%s)", step, k, rt.id(), full.routes.at(k).id())
 			}
 		}
 		if cur != nil {
@@ -120,7 +120,7 @@ func runsRun(t *testing.T, seed uint64) {
 			}
 			for _, rt := range inc.routes.flat() {
 				if pr := built[rt.from.route]; pr != nil && pr != rt {
-					t.Fatalf("step %d: route %s built again, its object unchanged", step, rt.id)
+					t.Fatalf("step %d: route %s built again, its object unchanged", step, rt.id())
 				}
 			}
 		}
@@ -128,7 +128,7 @@ func runsRun(t *testing.T, seed uint64) {
 			for x := range run.n {
 				rt := inc.routes.at(int(run.route + x))
 				if inc.specRoutes.at(int(run.spec+x)) != rt.from.route || rt.renew || rt.about.splits != nil {
-					t.Fatalf("step %d: run %+v: route %s not built from its object", step, run, rt.id)
+					t.Fatalf("step %d: run %+v: route %s not built from its object", step, run, rt.id())
 				}
 			}
 		}

@@ -16,7 +16,7 @@ import (
 func proxyRewriteOf(t *testing.T, s *Snapshot, id string) plugins.Instance {
 	t.Helper()
 	for _, rt := range s.routes.flat() {
-		if rt.id != id {
+		if rt.id() != id {
 			continue
 		}
 		for _, c := range rt.plugins.Plugins {

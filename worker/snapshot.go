@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -324,7 +325,6 @@ func dropNodes(nodes *layered[string, int32], cu *upstream) {
 // service, consumers' variants) lies behind about, so that the struct
 // fits a smaller size class (TestRouteSize).
 type route struct {
-	id string
 	up *upstream // nil: the route has no upstream (answered 503)
 	// websocket is enable_websocket, the route's or its service's.
 	websocket bool
@@ -333,8 +333,12 @@ type route struct {
 	// here for that build's walk over the routes, which reads no
 	// upstream.
 	renew bool
-	// timeouts override the upstream's when the route sets them.
-	connectTO, sendTO, readTO time.Duration
+	// to is the route's proxy timeouts: its upstream's (&up.to), or
+	// defaultTimeouts, or where the route sets its own, those. Shared
+	// and read-only: a pointer, 16 bytes less in each route of the slab
+	// than the three inline (TestRouteSize), most routes having none of
+	// their own.
+	to *timeouts
 	// plugins are the route's plugins in their phase tables: its own
 	// over its plugin_config's over its service's (mergePlugins), built
 	// once for this snapshot.
@@ -343,16 +347,38 @@ type route struct {
 	// patterns and splits; never nil (noAbout when it has none of them),
 	// shared with the route's splits, read-only once built.
 	about *routeAbout
-	// For the log phase's and the access log's variables: the uri
-	// patterns the route matches by (matchedPattern); its hosts are in
-	// about.
-	uris [][]byte
 
 	// What the route was built from and what it gave the router (its
 	// Index and Order aside, its place in each snapshot: Snapshot.place), for a later
-	// build to take it over (see compile). Read by builds only.
+	// build to take it over (see compile). Read by builds, and for the
+	// matched_uri variable in.URIs, the uri patterns the route matches
+	// by (matchedURI; its hosts are in about): the strings of its Spec
+	// route, where the route kept a copy of them as byte slices (24 bytes
+	// in the slab and a 24-byte array a route).
 	from routeFrom
-	in   router.Route
+	in   routeIn
+}
+
+// id is the route's id, its Spec route's: a view of that string, where
+// the route kept one of its own, 16 bytes more in each route of the slab.
+func (rt *route) id() string { return rt.from.route.ID.String() }
+
+// routeIn is a route's router.Route but its Index and Order, which are
+// its place in each snapshot (Snapshot.place) and which a build sets
+// (at): 16 bytes less in each route of the slab (TestRouteSize).
+type routeIn struct {
+	URIs        []string
+	Priority    int
+	Methods     router.Method
+	Hosts       []string
+	RemoteAddrs []netip.Prefix
+	Vars        router.Expr
+}
+
+// at is in as the router's input, at index with order.
+func (in *routeIn) at(index int, order uint64) router.Route {
+	return router.Route{Index: index, URIs: in.URIs, Priority: in.Priority, Methods: in.Methods,
+		Hosts: in.Hosts, RemoteAddrs: in.RemoteAddrs, Vars: in.Vars, Order: order}
 }
 
 // routeAbout is what few routes have, apart from the struct each route
@@ -414,25 +440,32 @@ type upstream struct {
 	nodes []*node
 	// passive is the upstream's checks.passive (nil: none).
 	passive      *spec.PassiveCheck
-	retries      int
 	retryTimeout time.Duration
-	connectTO    time.Duration
-	sendTO       time.Duration
-	readTO       time.Duration
-	upstreamHost []byte
+	// to is the upstream's timeouts (or the defaults), which its routes
+	// without their own point at (route.to).
+	to timeouts
+	// upstreamHost is pass_host=rewrite's upstream_host, the Spec's
+	// string, read as bytes (viewBytes).
+	upstreamHost string
 	kaSize       int
 	kaIdle       time.Duration
 	kaRequests   int
 	// tls is the TLS side of a scheme: https upstream, nil for http.
 	tls *upstreamTLS
+	// service is the service_name its nodes come from (nil: no
+	// discovery resolver).
+	service *dnsService
 	// disc: its nodes are discovery_type dns's, which change without
-	// the upstream object changing (discoveredNodes); service is the
-	// service_name they come from (nil: no discovery resolver).
+	// the upstream object changing (discoveredNodes).
 	disc bool
-	// passHost sits beside disc, in one word: upstream is 160 bytes, a
-	// size class, where it was 168 in the 176-byte class (TestUpstreamSize).
+	// passHost and retries (at most math.MaxInt32, which no request's
+	// tries reach) sit beside disc, in one word, and upstreamHost is a
+	// string: upstream is 144 bytes, a size class, where it was 160 with
+	// retries a word of its own and upstreamHost a byte slice, and 168,
+	// in the 176-byte class, with passHost apart from disc
+	// (TestUpstreamSize).
 	passHost uint8
-	service  *dnsService
+	retries  int32
 }
 
 // node is one upstream server of one upstream.
@@ -445,17 +478,14 @@ type node struct {
 	// ap is addr when its host is an IP address: the loop connects to it
 	// itself (Worker.dial). Invalid for a host name.
 	ap netip.AddrPort
-	// hostHeader is the Host sent with pass_host=node. It and ip are
-	// strings, read as bytes where they are used (viewBytes): two words
-	// less, node is 144 bytes, a size class, where it was 160 (a node an
-	// upstream: TestNodeSize).
+	// hostHeader is the Host sent with pass_host=node, a string read as
+	// bytes where it is used (viewBytes). The node's host, for the
+	// balancer_ip variable, is addr's (host): node is 128 bytes, a size
+	// class, where it was 144 with a string of it (160 with it and
+	// hostHeader as byte slices; a node an upstream: TestNodeSize).
 	hostHeader string
 	weight     int
 	priority   int
-	// ip is the node's host, for the balancer_ip variable (a node given
-	// by host name shows the address connected to instead,
-	// exchange.upAP); upstream_addr reads addr.
-	ip string
 	// pool is resolved on the event loop on first use (loop-owned cache).
 	pool *pool
 	// health is the node's state and counters (worker/health.go); nil
@@ -468,6 +498,23 @@ type node struct {
 	dnsPort uint16
 }
 
+// host is the node's host, for the balancer_ip variable (a node given by
+// host name shows the address connected to instead, exchange.upAP;
+// upstream_addr reads addr): addr without its port, an IPv6 address
+// without its brackets, as the node's spec.Node.Host is written (addr is
+// its net.JoinHostPort). A view of addr: it allocates nothing.
+func (nd *node) host() string {
+	i := strings.LastIndexByte(nd.addr, ':')
+	if i < 0 {
+		return nd.addr
+	}
+	h := nd.addr[:i]
+	if len(h) >= 2 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
+	}
+	return h
+}
+
 // Default proxy timeouts when neither route nor upstream sets them: nginx's
 // proxy_connect_timeout / proxy_send_timeout / proxy_read_timeout.
 const (
@@ -475,6 +522,16 @@ const (
 	defaultSendTimeout    = 60 * time.Second
 	defaultReadTimeout    = 60 * time.Second
 )
+
+// timeouts are a route's or an upstream's proxy timeouts: connect, send
+// and read (nginx's proxy_*_timeout).
+type timeouts struct {
+	connect, send, read time.Duration
+}
+
+// defaultTimeouts are the timeouts of the routes without their own or an
+// upstream's; never written.
+var defaultTimeouts = timeouts{defaultConnectTimeout, defaultSendTimeout, defaultReadTimeout}
 
 // Compile turns a validated Spec into a Snapshot. It runs off the event loop
 // and allocates freely; an error leaves the caller's current snapshot alone.
@@ -960,10 +1017,10 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 		} else {
 			rt = new(route)
 		}
-		*rt = route{id: id, plugins: phases, about: noAbout}
+		*rt = route{plugins: phases, about: noAbout}
 		about := routeAbout{name: nilIfEmpty(r.Name), byConsumer: byConsumer}
 		rt.websocket = websocketOf(r, svc)
-		rt.uris, about.hosts = byteStrings(r.URI, rare.URIs), byteStrings(r.Host, r.Hosts)
+		about.hosts = byteStrings(r.Host, r.Hosts)
 		if svc != nil {
 			about.serviceID, about.serviceName = []byte(r.ServiceID.String()), nilIfEmpty(svc.Name)
 			if r.Host == "" && len(r.Hosts) == 0 {
@@ -980,21 +1037,20 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 				return nil, fmt.Errorf("route %s: %w", id, err)
 			}
 			rt.up, rt.renew = cu, namesSSL(cu)
-			rt.connectTO, rt.sendTO, rt.readTO = cu.connectTO, cu.sendTO, cu.readTO
+			rt.to = &cu.to
 		}
 		if t := rare.Timeout; t != nil {
-			rt.connectTO, rt.sendTO, rt.readTO = seconds(t.Connect), seconds(t.Send), seconds(t.Read)
+			rt.to = &timeouts{seconds(t.Connect), seconds(t.Send), seconds(t.Read)}
 		}
-		if rt.connectTO == 0 {
-			rt.connectTO, rt.sendTO, rt.readTO = defaultConnectTimeout, defaultSendTimeout, defaultReadTimeout
+		if rt.to == nil || rt.to.connect == 0 {
+			rt.to = &defaultTimeouts
 		}
 
 		hosts := r.AllHosts()
 		if len(hosts) == 0 && svc != nil {
 			hosts = svc.Hosts
 		}
-		in := router.Route{
-			Index:    routes.out.n,
+		in := routeIn{
 			URIs:     r.AllURIs(),
 			Priority: r.EffectivePriority(),
 		}
@@ -1070,8 +1126,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	var place chunkBuilder[routePlace]
 	place.grow(snap.routes.len())
 	for i, rt := range snap.routes.all {
-		in := rt.in
-		in.Index, in.Order = i, uint64(i+1)*orderGap
+		in := rt.in.at(i, uint64(i+1)*orderGap)
 		place.add(routePlace{slot: int32(i), order: in.Order})
 		*rts = append(*rts, in)
 	}
@@ -1180,9 +1235,8 @@ func (snap *Snapshot) updateRouter(prev *Snapshot, taken []takenRun, dropped []i
 	free := make([]int32, 0, removed+len(prev.free))
 	remove := make([]router.Route, 0, removed)
 	for _, j := range dropped {
-		in := prev.routes.at(int(j)).in
 		p := prev.place.at(int(j))
-		in.Index, in.Order = int(p.slot), p.order
+		in := prev.routes.at(int(j)).in.at(int(p.slot), p.order)
 		remove = append(remove, in)
 		slots.set(in.Index, nil)
 		free = append(free, int32(in.Index))
@@ -1226,9 +1280,7 @@ func (snap *Snapshot) updateRouter(prev *Snapshot, taken []takenRun, dropped []i
 				slots.add(rt)
 			}
 			place.add(p)
-			in := rt.in
-			in.Index, in.Order = int(p.slot), p.order
-			add = append(add, in)
+			add = append(add, rt.in.at(int(p.slot), p.order))
 		}
 	}
 	if len(free) > 1024 && len(free) > slots.len()/2 {
@@ -1546,17 +1598,15 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		return nil, fmt.Errorf("upstream scheme %q is not supported yet", scheme)
 	}
 	cu := &upstream{
-		src:       u,
-		retries:   u.EffectiveRetries(),
-		connectTO: defaultConnectTimeout,
-		sendTO:    defaultSendTimeout,
-		readTO:    defaultReadTimeout,
+		src:     u,
+		retries: int32(min(u.EffectiveRetries(), math.MaxInt32)),
+		to:      defaultTimeouts,
 	}
 	if ex.RetryTimeout != nil {
 		cu.retryTimeout = seconds(*ex.RetryTimeout)
 	}
 	if t := ex.Timeout; t != nil {
-		cu.connectTO, cu.sendTO, cu.readTO = seconds(t.Connect), seconds(t.Send), seconds(t.Read)
+		cu.to = timeouts{seconds(t.Connect), seconds(t.Send), seconds(t.Read)}
 	}
 	switch ex.PassHost {
 	case "", "pass":
@@ -1565,7 +1615,7 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		cu.passHost = passHostNode
 	case "rewrite":
 		cu.passHost = passHostRewrite
-		cu.upstreamHost = []byte(ex.UpstreamHost)
+		cu.upstreamHost = ex.UpstreamHost
 	default:
 		return nil, fmt.Errorf("pass_host %q is not supported", ex.PassHost)
 	}
@@ -1599,7 +1649,6 @@ func compileUpstream(u *spec.Upstream, ue upstreamEnv) (*upstream, error) {
 		if cu.tls != nil {
 			nd.key = "https#" + nd.addr + "#" + cu.tls.ident
 		}
-		nd.ip = n.Host
 		if ap, err := netip.ParseAddrPort(nd.addr); err == nil {
 			nd.ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 		} else if ue.dns != nil {

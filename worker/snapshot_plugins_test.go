@@ -137,7 +137,7 @@ func TestCompilePhaseTables(t *testing.T) {
 	}
 	got := map[string]phaseView{}
 	for _, rt := range snap.routes.flat() {
-		got["route "+rt.id] = viewPhases(t, &rt.plugins, env)
+		got["route "+rt.id()] = viewPhases(t, &rt.plugins, env)
 	}
 	for i := range snap.globals {
 		got["global "+string(rune('0'+i))] = viewPhases(t, &snap.globals[i], env)

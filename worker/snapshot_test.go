@@ -211,7 +211,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	}
 	byID := func(s *Snapshot, id string) *route {
 		for _, r := range s.routes.flat() {
-			if r.id == id {
+			if r.id() == id {
 				return r
 			}
 		}
@@ -254,15 +254,15 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 				Path: []byte(tc.path), Vars: varMap(tc.vars)}
 			got := ""
 			if i, ok := s.router.Match(req); ok {
-				got = s.slots.at(i).id
+				got = s.slots.at(i).id()
 			}
 			if got != tc.want {
 				t.Errorf("%s: %s %s%s: route %q, want %q", name, tc.method, tc.host, tc.path, got, tc.want)
 			}
 		}
 	}
-	if r := byID(next, "4"); r.connectTO != time.Second || r.readTO != 3*time.Second {
-		t.Errorf("route 4 taken over with timeouts %v/%v", r.connectTO, r.readTO)
+	if r := byID(next, "4"); r.to.connect != time.Second || r.to.read != 3*time.Second {
+		t.Errorf("route 4 taken over with timeouts %v/%v", r.to.connect, r.to.read)
 	}
 	if got := byID(next, "3").about.hosts; len(got) != 1 || string(got[0]) != "b.com" {
 		t.Errorf("route 3 on the replaced service has hosts %q", got)
@@ -277,7 +277,7 @@ func TestCompileTakesOverUnchangedRoutes(t *testing.T) {
 	}
 	for i := range again.routes.flat() {
 		if again.routes.at(i) == next.routes.at(i) {
-			t.Errorf("route %s taken over across a change of consumers", again.routes.at(i).id)
+			t.Errorf("route %s taken over across a change of consumers", again.routes.at(i).id())
 		}
 	}
 	// Another Env (another worker's, or a test's): nothing is taken over.
@@ -348,13 +348,13 @@ func TestCompileTakesOverInServedOrder(t *testing.T) {
 		}
 		for i, r := range c.snap.routes.flat() {
 			if got := slices.Contains(c.prev.routes.flat(), r); got != c.taken[i] {
-				t.Errorf("%s: route %s taken over: %v, want %v", c.name, r.id, got, c.taken[i])
+				t.Errorf("%s: route %s taken over: %v, want %v", c.name, r.id(), got, c.taken[i])
 			}
 		}
 		for i, r := range c.snap.routes.flat() {
-			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Host: []byte("x"), Path: c.snap.routes.at(i).uris[0]}
+			req := &router.Request{Method: router.ParseMethod([]byte("GET")), Host: []byte("x"), Path: []byte(c.snap.routes.at(i).in.URIs[0])}
 			if j, ok := c.snap.router.Match(req); !ok || c.snap.slots.at(j) != r {
-				t.Errorf("%s: %s does not route to route %s", c.name, req.Path, r.id)
+				t.Errorf("%s: %s does not route to route %s", c.name, req.Path, r.id())
 			}
 		}
 	}

@@ -98,7 +98,7 @@ func splitRoutes(rt *route, hasTimeout bool, lists ...[]*upstream) map[*upstream
 			*v = *rt
 			v.up = cu
 			if !hasTimeout {
-				v.connectTO, v.sendTO, v.readTO = cu.connectTO, cu.sendTO, cu.readTO
+				v.to = &cu.to
 			}
 			m[cu] = v
 		}

@@ -191,8 +191,8 @@ func describeMatch(s *Snapshot, req *router.Request) string {
 	}
 	r := s.slots.at(i)
 	var b strings.Builder
-	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id, r.about.name, r.uris, r.about.hosts,
-		r.about.serviceID, r.about.serviceName, r.connectTO, r.sendTO, r.readTO)
+	fmt.Fprintf(&b, "route %s name %s uris %q hosts %q service %s/%s timeouts %v/%v/%v", r.id(), r.about.name, r.in.URIs, r.about.hosts,
+		r.about.serviceID, r.about.serviceName, r.to.connect, r.to.send, r.to.read)
 	if r.up != nil {
 		for _, n := range r.up.nodes {
 			fmt.Fprintf(&b, " node %s", n.addr)
@@ -254,7 +254,7 @@ func TestCompileOrderGaps(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, snap := range map[string]*Snapshot{"from the served one": next, "from nothing": fresh} {
-			if j, ok := snap.router.Match(req); !ok || snap.slots.at(j).id != id {
+			if j, ok := snap.router.Match(req); !ok || snap.slots.at(j).id() != id {
 				t.Fatalf("step %d, built %s: /same routes to %v, want %s", i, name, ok && snap.slots.at(j) != nil, id)
 			}
 		}

@@ -38,10 +38,10 @@ func (cc *clientConn) startTee() {
 	}
 	var n int64
 	if p.gl != nil {
-		n = p.gl.TeeLimit
+		n = p.gl.TeeLimit()
 	}
 	if p.ph != nil {
-		n = max(n, p.ph.TeeLimit)
+		n = max(n, p.ph.TeeLimit())
 	}
 	if n <= 0 {
 		return

@@ -130,8 +130,8 @@ func TestSplitCompile(t *testing.T) {
 	}
 	var inline *upstream
 	for cu, v := range rs.about.splits {
-		if v.up != cu || v.id != "s" || len(v.about.splits) != 2 {
-			t.Fatalf("a variant: up %p for %p, id %q, %d splits", v.up, cu, v.id, len(v.about.splits))
+		if v.up != cu || v.id() != "s" || len(v.about.splits) != 2 {
+			t.Fatalf("a variant: up %p for %p, id %q, %d splits", v.up, cu, v.id(), len(v.about.splits))
 		}
 		if cu.nodes[0].addr == "127.0.0.1:1982" {
 			inline = cu

@@ -71,7 +71,7 @@ func (uc *upConn) openTunnel(cc *clientConn, buf []byte, consumed int) gnet.Acti
 	if cc.closed {
 		return gnet.None // clientGone took care of uc
 	}
-	w.setDeadline(uc, int64(cc.rt.readTO))
+	w.setDeadline(uc, int64(cc.rt.to.read))
 	if cc.c.OutboundBuffered() > highWater {
 		uc.pauseFor(cc.c)
 	}
@@ -118,7 +118,7 @@ func (cc *clientConn) tunnelIn() {
 		// exchange.
 		return
 	}
-	w.setDeadline(uc, int64(cc.rt.readTO))
+	w.setDeadline(uc, int64(cc.rt.to.read))
 	if uc.c.OutboundBuffered() > highWater {
 		cc.pauseFor(uc.c)
 	}
@@ -148,7 +148,7 @@ func (uc *upConn) tunnelOut() gnet.Action {
 	if cc.closed {
 		return gnet.None // clientGone took care of uc
 	}
-	w.setDeadline(uc, int64(cc.rt.readTO))
+	w.setDeadline(uc, int64(cc.rt.to.read))
 	if cc.c.OutboundBuffered() > highWater {
 		uc.pauseFor(cc.c)
 	}

@@ -389,7 +389,7 @@ func (uc *upConn) traffic0() gnet.Action {
 		}
 		return uc.sendHead(cc, buf, consumed)
 	}
-	uc.w.setDeadline(uc, int64(cc.rt.readTO))
+	uc.w.setDeadline(uc, int64(cc.rt.to.read))
 	return uc.relayBody(cc, buf, 0)
 }
 
@@ -404,7 +404,7 @@ func (uc *upConn) readHead(cc *clientConn, buf []byte) (consumed int, act gnet.A
 		// timeout.read is the longest wait between two reads, as
 		// nginx's proxy_read_timeout: a head that trickles in is no
 		// timeout.
-		uc.w.setDeadline(uc, int64(cc.rt.readTO))
+		uc.w.setDeadline(uc, int64(cc.rt.to.read))
 	}
 	for {
 		err := uc.parser.Parse(buf[consumed:], &uc.resp)
@@ -473,7 +473,7 @@ func (uc *upConn) sendHead(cc *clientConn, buf []byte, consumed int) gnet.Action
 	w.scratch = head
 	consumed += uc.resp.HeadLen
 	uc.phase = rpBody
-	w.setDeadline(uc, int64(cc.rt.readTO))
+	w.setDeadline(uc, int64(cc.rt.to.read))
 	n, done, broken := uc.forward(cc, append(w.iov[:0], head), buf[consumed:])
 	consumed += n
 	if done || broken || consumed == len(buf) || cc.closed {

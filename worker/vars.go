@@ -117,7 +117,7 @@ func (cc *clientConn) varValue(x *httpvar.Var) ([]byte, bool) {
 				cc.upIPBuf = cc.upAP.Addr().AppendTo(cc.upIPBuf[:0])
 				return cc.upIPBuf, true
 			}
-			return viewBytes(cc.rt.up.nodes[cc.node].ip), true
+			return viewBytes(cc.rt.up.nodes[cc.node].host()), true
 		}
 		if cc.attemptsListed() {
 			return cc.upAddrs, true // the last attempt failed: listed
@@ -208,7 +208,7 @@ func viewBytes(s string) []byte {
 }
 
 // idBytes is the route's id as bytes, for the route_id variable.
-func (rt *route) idBytes() []byte { return viewBytes(rt.id) }
+func (rt *route) idBytes() []byte { return viewBytes(rt.id()) }
 
 // routeVar is a variable of the matched route (cc.rt, not nil): its id and
 // name, its service's id and name, and the uri and host patterns the
@@ -225,9 +225,9 @@ func (cc *clientConn) routeVar(k httpvar.Kind) []byte {
 	case httpvar.ServiceName:
 		return rt.about.serviceName
 	case httpvar.MatchedURI:
-		return matchedPattern(rt.uris, cc.curPath, false)
+		return matchedURI(rt.in.URIs, cc.curPath)
 	case httpvar.MatchedHost:
-		return matchedPattern(rt.about.hosts, cc.host, true)
+		return matchedHost(rt.about.hosts, cc.host)
 	}
 	return nil
 }

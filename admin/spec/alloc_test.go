@@ -12,13 +12,21 @@ func TestHelpersDoNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One uri: AllURIs is a view of it, where it was a list made anew.
+	one, err := DecodeRoute([]byte(`{"id":2,"uri":"/c","upstream":{"nodes":{"a:1":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := one.AllURIs(); len(got) != 1 || got[0] != "/c" {
+		t.Fatalf("AllURIs of uri /c = %q", got)
+	}
 	u := r.Upstream
 	var sink int
 	allocs := testing.AllocsPerRun(100, func() {
 		if r.Enabled() {
 			sink++
 		}
-		sink += r.EffectivePriority() + len(r.AllURIs()) + len(r.AllHosts()) + len(r.AllRemoteAddrs())
+		sink += r.EffectivePriority() + len(r.AllURIs()) + len(one.AllURIs()) + len(r.AllHosts()) + len(r.AllRemoteAddrs())
 		sink += u.EffectiveRetries() + len(u.EffectiveType()) + len(u.EffectiveScheme()) + len(u.EffectivePassHost())
 		size, idle, req := u.EffectiveKeepalive()
 		sink += size + int(idle) + req + len(r.ID.String())

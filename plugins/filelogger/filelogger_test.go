@@ -154,12 +154,12 @@ func TestFullLog(t *testing.T) {
 func TestReqBody(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "off.log")
-	if p := build(t, `{"path":"`+path+`"}`, ""); p.BodyLimit != 0 || p.TeeLimit != 0 {
-		t.Fatalf("BodyLimit %d, TeeLimit %d without include_req_body", p.BodyLimit, p.TeeLimit)
+	if p := build(t, `{"path":"`+path+`"}`, ""); p.BodyLimit() != 0 || p.TeeLimit() != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d without include_req_body", p.BodyLimit(), p.TeeLimit())
 	}
 	p := build(t, `{"path":"`+path+`","include_req_body":false}`, "")
-	if p.BodyLimit != 0 || p.TeeLimit != 0 {
-		t.Fatalf("BodyLimit %d, TeeLimit %d with include_req_body false", p.BodyLimit, p.TeeLimit)
+	if p.BodyLimit() != 0 || p.TeeLimit() != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d with include_req_body false", p.BodyLimit(), p.TeeLimit())
 	}
 	plugintest.Run(p, plugintest.NewCtx("POST", "/").WithBody("payload"))
 	if r := lines(t, path, 1)[0]["request"].(map[string]any); r["body"] != nil {
@@ -167,8 +167,8 @@ func TestReqBody(t *testing.T) {
 	}
 	path = filepath.Join(dir, "on.log")
 	p = build(t, `{"path":"`+path+`","include_req_body":true,"include_req_body_expr":[["arg_log","==","yes"]],"max_req_body_bytes":5}`, "")
-	if p.BodyLimit != 0 || p.TeeLimit != 5 {
-		t.Fatalf("BodyLimit %d, TeeLimit %d, want 0 and 5", p.BodyLimit, p.TeeLimit)
+	if p.BodyLimit() != 0 || p.TeeLimit() != 5 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d, want 0 and 5", p.BodyLimit(), p.TeeLimit())
 	}
 	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithBody("0123456789"))
 	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=no").WithBody("0123456789"))
@@ -182,8 +182,8 @@ func TestReqBody(t *testing.T) {
 			t.Errorf("line %d: body %v, want %v", i, got, want)
 		}
 	}
-	if p := build(t, `{"path":"`+path+`","include_req_body":true,"max_req_body_bytes":2097152}`, ""); p.TeeLimit != 2<<20 || p.BodyLimit != 0 {
-		t.Fatalf("TeeLimit %d, BodyLimit %d, want max_req_body_bytes and 0", p.TeeLimit, p.BodyLimit)
+	if p := build(t, `{"path":"`+path+`","include_req_body":true,"max_req_body_bytes":2097152}`, ""); p.TeeLimit() != 2<<20 || p.BodyLimit() != 0 {
+		t.Fatalf("TeeLimit %d, BodyLimit %d, want max_req_body_bytes and 0", p.TeeLimit(), p.BodyLimit())
 	}
 }
 
@@ -315,8 +315,8 @@ func TestDropWhenFull(t *testing.T) {
 func TestRespBody(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "body.log")
 	p := build(t, `{"path":"`+path+`","include_resp_body":true,"max_resp_body_bytes":5,"include_resp_body_expr":[["arg_b","==","1"]]}`, "")
-	if p.RespBodyLimit != 5 {
-		t.Errorf("RespBodyLimit %d, want 5", p.RespBodyLimit)
+	if p.RespBodyLimit() != 5 {
+		t.Errorf("RespBodyLimit %d, want 5", p.RespBodyLimit())
 	}
 	for _, target := range []string{"/?b=1", "/?b=0", "/?b=1&empty"} {
 		c := plugintest.NewCtx("GET", target)
@@ -337,8 +337,8 @@ func TestRespBody(t *testing.T) {
 		`{"path":"` + path + `","include_resp_body":true}`:                            524288,
 		`{"path":"` + path + `","include_resp_body":true,"log_format":{"a":"$host"}}`: 0,
 	} {
-		if p := build(t, conf, ""); p.RespBodyLimit != want {
-			t.Errorf("%s: RespBodyLimit %d, want %d", conf, p.RespBodyLimit, want)
+		if p := build(t, conf, ""); p.RespBodyLimit() != want {
+			t.Errorf("%s: RespBodyLimit %d, want %d", conf, p.RespBodyLimit(), want)
 		}
 	}
 }

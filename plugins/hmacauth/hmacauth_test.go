@@ -444,10 +444,10 @@ func TestValidateRequestBody(t *testing.T) {
 			}
 		})
 	}
-	if p := build(t, `{"validate_request_body":true}`, all); p.BodyLimit != 64<<20 {
-		t.Fatalf("BodyLimit %d, want max_req_body_size's default", p.BodyLimit)
+	if p := build(t, `{"validate_request_body":true}`, all); p.BodyLimit() != 64<<20 {
+		t.Fatalf("BodyLimit %d, want max_req_body_size's default", p.BodyLimit())
 	}
-	if p := build(t, `{"max_req_body_size":10}`, all); p.BodyLimit != 0 {
-		t.Fatalf("the body is read without validate_request_body: %d", p.BodyLimit)
+	if p := build(t, `{"max_req_body_size":10}`, all); p.BodyLimit() != 0 {
+		t.Fatalf("the body is read without validate_request_body: %d", p.BodyLimit())
 	}
 }

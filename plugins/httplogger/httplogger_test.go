@@ -132,12 +132,12 @@ func TestCheck(t *testing.T) {
 // before the upstream (BodyLimit).
 func TestReqBody(t *testing.T) {
 	s := newLogServer(t, 0)
-	if p := build(t, `{"uri":"`+s.URL+`","include_req_body_expr":[["arg_log","==","yes"]]}`); p.BodyLimit != 0 || p.TeeLimit != 0 {
-		t.Fatalf("BodyLimit %d, TeeLimit %d without include_req_body", p.BodyLimit, p.TeeLimit)
+	if p := build(t, `{"uri":"`+s.URL+`","include_req_body_expr":[["arg_log","==","yes"]]}`); p.BodyLimit() != 0 || p.TeeLimit() != 0 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d without include_req_body", p.BodyLimit(), p.TeeLimit())
 	}
 	p := build(t, `{"uri":"`+s.URL+`","batch_max_size":3,"include_req_body":true,"include_req_body_expr":[["arg_log","==","yes"]],"max_req_body_bytes":5}`)
-	if p.BodyLimit != 0 || p.TeeLimit != 5 {
-		t.Fatalf("BodyLimit %d, TeeLimit %d, want 0 and 5", p.BodyLimit, p.TeeLimit)
+	if p.BodyLimit() != 0 || p.TeeLimit() != 5 {
+		t.Fatalf("BodyLimit %d, TeeLimit %d, want 0 and 5", p.BodyLimit(), p.TeeLimit())
 	}
 	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=yes").WithBody("0123456789"))
 	plugintest.Run(p, plugintest.NewCtx("POST", "/?log=no").WithBody("0123456789"))
@@ -294,8 +294,8 @@ func TestRespBody(t *testing.T) {
 	s := newLogServer(t, 0)
 	p := build(t, `{"uri":"`+s.URL+`/log","batch_max_size":2,"include_resp_body":true,"max_resp_body_bytes":3,`+
 		`"include_resp_body_expr":[["status","==","200"]]}`)
-	if p.RespBodyLimit != 3 {
-		t.Errorf("RespBodyLimit %d, want 3", p.RespBodyLimit)
+	if p.RespBodyLimit() != 3 {
+		t.Errorf("RespBodyLimit %d, want 3", p.RespBodyLimit())
 	}
 	for _, status := range []int{200, 500} {
 		c := plugintest.NewCtx("GET", "/").WithResponseHeader("X-Up", "u")

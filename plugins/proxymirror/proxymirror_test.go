@@ -96,8 +96,8 @@ func TestCopy(t *testing.T) {
 		}
 	}
 	p, in := build(t, `{"host":"http://127.0.0.1:1986"}`)
-	if p.TeeLimit != MaxBody || p.BodyLimit != 0 {
-		t.Fatalf("TeeLimit %d, BodyLimit %d, want %d and 0", p.TeeLimit, p.BodyLimit, MaxBody)
+	if p.TeeLimit() != MaxBody || p.BodyLimit() != 0 {
+		t.Fatalf("TeeLimit %d, BodyLimit %d, want %d and 0", p.TeeLimit(), p.BodyLimit(), MaxBody)
 	}
 	for _, h := range [][2]string{{"Content-Length", "7"}, {"Transfer-Encoding", "chunked"}} {
 		// The body copied as it went upstream, or read whole by a

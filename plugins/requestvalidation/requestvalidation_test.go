@@ -195,7 +195,7 @@ func TestBody(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := build(t, tc.conf)
-			if p.BodyLimit == 0 {
+			if p.BodyLimit() == 0 {
 				t.Fatal("body_schema makes no BodyReader")
 			}
 			c := plugintest.NewCtx("POST", "/opentracing").WithBody(tc.body)
@@ -221,10 +221,10 @@ func TestBody(t *testing.T) {
 			}
 		})
 	}
-	if p := build(t, `{"header_schema":{}}`); p.BodyLimit != 0 {
-		t.Fatalf("header_schema alone reads the body: %d", p.BodyLimit)
+	if p := build(t, `{"header_schema":{}}`); p.BodyLimit() != 0 {
+		t.Fatalf("header_schema alone reads the body: %d", p.BodyLimit())
 	}
-	if p := build(t, `{"body_schema":{}}`); p.BodyLimit != 64<<20 {
-		t.Fatalf("max_req_body_size's default: %d", p.BodyLimit)
+	if p := build(t, `{"body_schema":{}}`); p.BodyLimit() != 64<<20 {
+		t.Fatalf("max_req_body_size's default: %d", p.BodyLimit())
 	}
 }

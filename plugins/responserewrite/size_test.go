@@ -44,12 +44,12 @@ func TestRulesSize(t *testing.T) {
 
 // TestSetLiteralSize: a configuration that sets one field to a literal
 // and does nothing else, in either form of headers, builds a setLiteral
-// of at most 40 bytes (the 48-byte size class), which sets that field and
+// of at most 32 bytes, a size class, which sets that field and
 // leaves the status and the body; one with anything more (a variable, a
 // second field, a status, vars, a remove) builds the rules.
 func TestSetLiteralSize(t *testing.T) {
-	if n := unsafe.Sizeof(setLiteral{}); n > 40 {
-		t.Errorf("setLiteral is %d bytes, want at most 40", n)
+	if n := unsafe.Sizeof(setLiteral{}); n > 32 {
+		t.Errorf("setLiteral is %d bytes, want at most 32", n)
 	}
 	for _, tc := range []struct {
 		conf   string

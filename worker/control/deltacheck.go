@@ -38,11 +38,52 @@ type checkKind struct {
 
 // idSet is the ids of a list of objects of one kind: the list (its
 // address and length, which a Spec's list keeps for its life, the lists
-// being read-only) and its ids. Immutable once made.
+// being read-only) and its ids, as a table of the objects' places in the
+// list by a hash of their ids (open addressing, linear probing, at most
+// four fifths full; a slot holds a place plus one, 0 when empty), each
+// hit confirmed by reading the object's id. It is 4 bytes a slot, 128 kB
+// for 20 000 upstreams, where a map[string]bool of their ids held about
+// 870 kB for as long as the list was served (its strings being the
+// objects' own, either way), and it is made as fast. Immutable once made.
 type idSet struct {
-	list unsafe.Pointer
-	n    int
-	ids  map[string]bool
+	list  unsafe.Pointer
+	n     int
+	kind  *checkKind
+	slots []int32
+}
+
+// idSeed seeds idSet's hashes.
+var idSeed = maphash.MakeSeed()
+
+// newIDSet makes the set of the ids of base's objects of kind k, n of
+// them in list.
+func newIDSet(k *checkKind, base *spec.Spec, list unsafe.Pointer, n int) *idSet {
+	size := 8
+	for size*4 < n*5 { // an empty slot, at least, ends each probe
+		size *= 2
+	}
+	set := &idSet{list: list, n: n, kind: k, slots: make([]int32, size)}
+	mask := uint64(size - 1)
+	for i := range n {
+		j := maphash.String(idSeed, k.id(base, i).String()) & mask
+		for set.slots[j] != 0 {
+			j = (j + 1) & mask
+		}
+		set.slots[j] = int32(i + 1)
+	}
+	return set
+}
+
+// has says whether id is the id of one of base's objects of the set's
+// kind; base's list of them is the set's.
+func (set *idSet) has(base *spec.Spec, id string) bool {
+	mask := uint64(len(set.slots) - 1)
+	for j := maphash.String(idSeed, id) & mask; set.slots[j] != 0; j = (j + 1) & mask {
+		if set.kind.id(base, int(set.slots[j]-1)).String() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // kindIDs holds, by kind (an index in checkKinds), the ids of the last
@@ -55,24 +96,21 @@ var kindIDs [len(checkKinds)]atomic.Pointer[idSet]
 // baseIDs is the ids of base's objects of kind ki, when kept from a
 // Delta before; else nil, and made now when keep (the Delta keeps the
 // list whole: the next one is likely against it).
-func baseIDs(ki int, base *spec.Spec, keep bool) map[string]bool {
+func baseIDs(ki int, base *spec.Spec, keep bool) *idSet {
 	k := &checkKinds[ki]
 	if k.list == nil {
 		return nil
 	}
 	list, n := k.list(base), k.n(base)
 	if set := kindIDs[ki].Load(); set != nil && set.list == list && set.n == n {
-		return set.ids
+		return set
 	}
 	if !keep || n == 0 {
 		return nil
 	}
-	set := &idSet{list: list, n: n, ids: make(map[string]bool, n)}
-	for i := range n {
-		set.ids[k.id(base, i).String()] = true
-	}
+	set := newIDSet(k, base, list, n)
 	kindIDs[ki].Store(set)
-	return set.ids
+	return set
 }
 
 // routeIDSet is the ids of a list of routes, as hashes: the list (its
@@ -437,12 +475,12 @@ func checkDelta(base, s *spec.Spec, changes map[string]*memberChange, rids *rout
 		if ids := baseIDs(ki, base, whole); ids != nil {
 			// Not removed (above), an id the base has is kept.
 			for id := range clash[ki] {
-				if ids[id] {
+				if ids.has(base, id) {
 					return false, rids
 				}
 			}
 			for id := range need[ki] {
-				if !ids[id] {
+				if !ids.has(base, id) {
 					return false, rids
 				}
 			}

@@ -69,7 +69,7 @@ func TestDeltaCheckedKeptIDs(t *testing.T) {
 		base := mkBase(prefix)
 		s, c := routeTo(base, prefix+"7")
 		check(prefix+": an upstream of the base", base, s, c, true)
-		if set := kindIDs[ckUpstreams].Load(); set == nil || set.n != len(base.Upstreams) || set.ids[prefix+"99"] != true {
+		if set := kindIDs[ckUpstreams].Load(); set == nil || set.n != len(base.Upstreams) || !set.has(base, prefix+"99") {
 			t.Fatalf("%s: the upstreams kept whole were not kept", prefix)
 		}
 		other := map[string]string{"u": "v", "v": "u"}[prefix]
@@ -163,4 +163,35 @@ func TestRouteIDsCarried(t *testing.T) {
 		t.Fatalf("route ids kept for %d of 300 Specs, %d refused", carried, refused)
 	}
 	t.Logf("route ids kept for %d of 300 Specs, %d refused", carried, refused)
+}
+
+// TestIDSet: a kept list's ids are each found in its set, and ids of no
+// object of the list are not, the set's table being at most four fifths
+// full whatever the list's length.
+func TestIDSet(t *testing.T) {
+	for _, n := range []int{1, 7, 100, 1000} {
+		s := &spec.Spec{}
+		for i := range n {
+			u, err := spec.DecodeUpstream(fmt.Appendf(nil, `{"id":"u-%d","nodes":{"127.0.0.1:1980":1}}`, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Upstreams = append(s.Upstreams, u)
+		}
+		k := &checkKinds[ckUpstreams]
+		set := newIDSet(k, s, k.list(s), n)
+		if len(set.slots)*4 < n*5 {
+			t.Errorf("%d ids in %d slots", n, len(set.slots))
+		}
+		for i := range n {
+			if id := fmt.Sprint("u-", i); !set.has(s, id) {
+				t.Errorf("%d ids: %s not found", n, id)
+			}
+		}
+		for _, id := range []string{"u-" + fmt.Sprint(n), "u-", "u", "", "v-1", "u-01"} {
+			if set.has(s, id) {
+				t.Errorf("%d ids: %q found", n, id)
+			}
+		}
+	}
 }
