@@ -22,9 +22,12 @@ import (
 // idle while they serve, and at the workers' priority it took the CPU from
 // their event loops and from the clients beside them for a slice at a
 // time (bench admin at 50 000 routes, steady traffic's p99 during the
-// load: 0.8-1.7 ms, median 1.45, against 0.6-0.9, median 0.75, with the
-// supervisor's threads at nice 11, four runs of each in turn; nginx
-// serving the same traffic beside the load: 0.9-1.5 against 0.6-1.1 ms).
+// load: 0.94-1.4 ms, median 1.2, against 0.53-1.00, median 0.58, with
+// the supervisor's threads at Nice, runs of each in turn; nginx serving
+// the same traffic beside the load: 0.83-2.1 against 0.80-0.91 ms). What
+// is left of the tail comes from the kernel: on one without preemption
+// (Dynamic Preempt: none) a thread in a system call keeps the CPU until
+// it returns, whatever its nice value (bench/HISTORY.md).
 // It still gets the CPU the workers leave, and a tenth of it under full
 // load: an Admin API write then answers in milliseconds, a health check
 // runs on time.
