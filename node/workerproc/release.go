@@ -23,9 +23,9 @@ const releaseQuiet = 5 * time.Second
 // more, whatever the configuration's size. At bench admin -plugins'
 // 50 000 routes (94 MB live) the builds leave some 10 MB unused, which a
 // fixed floor of 32 MiB kept as the worker's RSS while it served: 2 236
-// bytes a route settled, against 2 037 released;
-// a configuration of a few thousand routes (a few MB live) leaves up to
-// gcHeadroom, and a release of it costs a few milliseconds of CPU.
+// bytes a route settled, against 2 037 released. A configuration of a
+// few thousand routes (a few MB live) leaves up to gcHeadroom, and a
+// release of it costs a few milliseconds of CPU.
 const (
 	releaseMin   = 4 << 20
 	releaseShare = 16
