@@ -386,10 +386,19 @@ func childEnv(extra []string) []string {
 }
 
 // WriteFile writes data to path (mode 0644), failing the test when it
-// cannot.
+// cannot. It writes a file beside path and renames it over path, as a
+// configuration tool should: a gateway reloading on an earlier signal
+// may read path at any moment, and a file rewritten in place can be read
+// half written, which still parses (a config.yaml cut before its
+// error_log_level took the log to its default level until the next
+// reload, and with it the lines a test was waiting for).
 func WriteFile(t testing.TB, path, data string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 }
