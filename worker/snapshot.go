@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -502,15 +503,12 @@ type node struct {
 // host name shows the address connected to instead, exchange.upAP;
 // upstream_addr reads addr): addr without its port, an IPv6 address
 // without its brackets, as the node's spec.Node.Host is written (addr is
-// its net.JoinHostPort). A view of addr: it allocates nothing.
+// its net.JoinHostPort, which net.SplitHostPort undoes). A view of addr:
+// it allocates nothing.
 func (nd *node) host() string {
-	i := strings.LastIndexByte(nd.addr, ':')
-	if i < 0 {
+	h, _, err := net.SplitHostPort(nd.addr)
+	if err != nil {
 		return nd.addr
-	}
-	h := nd.addr[:i]
-	if len(h) >= 2 && h[0] == '[' && h[len(h)-1] == ']' {
-		h = h[1 : len(h)-1]
 	}
 	return h
 }
