@@ -15,9 +15,8 @@ import (
 	"coregate/httpvar"
 )
 
-// testBalancer compiles an upstream given as APISIX JSON and returns its
-// balancer.
-func testBalancer(t testing.TB, up string) *balancer {
+// testUpstream compiles an upstream given as APISIX JSON.
+func testUpstream(t testing.TB, up string) *upstream {
 	t.Helper()
 	u, err := spec.DecodeUpstream([]byte(up))
 	if err != nil {
@@ -27,7 +26,14 @@ func testBalancer(t testing.TB, up string) *balancer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cu.bal
+	return cu
+}
+
+// testBalancer compiles an upstream given as APISIX JSON and returns its
+// balancer.
+func testBalancer(t testing.TB, up string) *balancer {
+	t.Helper()
+	return testUpstream(t, up).bal
 }
 
 // nodesJSON is n nodes 127.0.0.1:10000+i of weight 1 (priority prio),

@@ -106,14 +106,7 @@ func TestNodeSize(t *testing.T) {
 		{"[::1]:1980", "[::1]:1980", "::1", "[::1]:1980"},
 		{"example.com", "example.com:80", "example.com", "example.com"},
 	} {
-		u, err := spec.DecodeUpstream([]byte(`{"nodes":{"` + c.node + `":1}}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cu, err := compileUpstream(u, upstreamEnv{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cu := testUpstream(t, `{"nodes":{"`+c.node+`":1}}`)
 		if h := string(cu.nodes[0].hostHeader); h != c.host {
 			t.Errorf("%s: the node's Host for pass_host=node: %q, want %q", c.node, h, c.host)
 		}
@@ -140,15 +133,7 @@ func TestBalancerSize(t *testing.T) {
 	}
 	seen := map[*balancerKinds]bool{}
 	for _, typ := range []string{"roundrobin", "chash", "least_conn", "ewma", "least_conn"} {
-		u, err := spec.DecodeUpstream([]byte(`{"type":"` + typ + `","key":"remote_addr","nodes":{"127.0.0.1:1980":1,"127.0.0.1:1981":1}}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cu, err := compileUpstream(u, upstreamEnv{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := cu.bal.balancerKinds
+		k := testBalancer(t, `{"type":"`+typ+`","key":"remote_addr","nodes":{"127.0.0.1:1980":1,"127.0.0.1:1981":1}}`).balancerKinds
 		if (k == nil) != (typ == "roundrobin") {
 			t.Errorf("%s: its kind's state %v", typ, k != nil)
 		}
@@ -180,14 +165,7 @@ func TestUpstreamSize(t *testing.T) {
 		{`{"[::1]:80":1}`, "http", "[::1]"},
 		{`{"[::1]":1}`, "http", "[::1]"},
 	} {
-		u, err := spec.DecodeUpstream([]byte(`{"scheme":"` + tc.scheme + `","nodes":` + tc.nodes + `}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cu, err := compileUpstream(u, upstreamEnv{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cu := testUpstream(t, `{"scheme":"`+tc.scheme+`","nodes":`+tc.nodes+`}`)
 		if h := string(cu.nodes[0].hostHeader); h != tc.host {
 			t.Errorf("%s %s: Host for pass_host=node %q, want %q", tc.scheme, tc.nodes, h, tc.host)
 		}
