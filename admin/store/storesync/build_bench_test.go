@@ -79,6 +79,23 @@ func BenchmarkBuildChange(b *testing.B) {
 		}
 		return s, rev, route
 	}
+	// build builds the Spec of s as the watch does, and checks it has
+	// want routes.
+	build := func(b *testing.B, s *Syncer, want int) {
+		sp, err := s.build()
+		if err != nil || len(sp.Routes) != want {
+			b.Fatal(err)
+		}
+		s.setIndexes()
+	}
+	// del deletes route k as the watch does, and put puts route k as a
+	// new one, after the others.
+	del := func(s *Syncer, rev int64, k int) {
+		s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: fmt.Sprintf("/apisix/routes/%d", k), ModRevision: rev}})
+	}
+	put := func(s *Syncer, rev int64, k int, route func(i int, v int64) []byte) {
+		s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", k), Value: route(k, rev), CreateRevision: rev, ModRevision: rev})
+	}
 	for _, n := range []int{5000, 20000, 50000} {
 		b.Run(fmt.Sprintf("one-of-%d", n), func(b *testing.B) {
 			s, rev, route := setup(b, n)
@@ -89,11 +106,7 @@ func BenchmarkBuildChange(b *testing.B) {
 				rev++
 				k := i * 7919 % n
 				s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", k), Value: route(k, rev), CreateRevision: first + int64(k), ModRevision: rev})
-				sp, err := s.build()
-				if err != nil || len(sp.Routes) != n {
-					b.Fatal(err)
-				}
-				s.setIndexes()
+				build(b, s, n)
 			}
 		})
 	}
@@ -104,22 +117,10 @@ func BenchmarkBuildChange(b *testing.B) {
 		i := n
 		for ; b.Loop(); i++ {
 			rev++
-			s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", i), Value: route(i, rev), CreateRevision: rev, ModRevision: rev})
-			sp, err := s.build()
-			if err != nil || len(sp.Routes) != i+1 {
-				b.Fatal(err)
-			}
-			s.setIndexes()
+			put(s, rev, i, route)
+			build(b, s, i+1)
 		}
 	})
-	// del deletes route k as the watch does, and put puts it back as a
-	// new one, after the others.
-	del := func(s *Syncer, rev int64, k int) {
-		s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: fmt.Sprintf("/apisix/routes/%d", k), ModRevision: rev}})
-	}
-	put := func(s *Syncer, rev int64, k int, route func(i int, v int64) []byte) {
-		s.put(store.KV{Key: fmt.Sprintf("/apisix/routes/%d", k), Value: route(k, rev), CreateRevision: rev, ModRevision: rev})
-	}
 	b.Run("delete-one-of-50000", func(b *testing.B) {
 		const n = 50000
 		s, rev, route := setup(b, n)
@@ -128,15 +129,11 @@ func BenchmarkBuildChange(b *testing.B) {
 			rev++
 			k := i * 7919 % n
 			del(s, rev, k)
-			sp, err := s.build()
-			if err != nil || len(sp.Routes) != n-1 {
-				b.Fatal(err)
-			}
-			s.setIndexes()
+			build(b, s, n-1)
 			b.StopTimer()
 			rev++
 			put(s, rev, k, route)
-			if sp, err = s.build(); err != nil || len(sp.Routes) != n {
+			if sp, err := s.build(); err != nil || len(sp.Routes) != n {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -152,11 +149,7 @@ func BenchmarkBuildChange(b *testing.B) {
 			del(s, rev, k)
 			rev++
 			put(s, rev, k, route)
-			sp, err := s.build()
-			if err != nil || len(sp.Routes) != n {
-				b.Fatal(err)
-			}
-			s.setIndexes()
+			build(b, s, n)
 		}
 	})
 }
