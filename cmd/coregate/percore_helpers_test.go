@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,6 +178,75 @@ func checkSlice(t testing.TB, supPID int, w workerProc) {
 		}
 		if a.Runtime != uint64(worker.Slice) {
 			t.Errorf("worker %d (pid %d) thread %d: slice %d ns, want %d", w.id, w.pid, tid, a.Runtime, uint64(worker.Slice))
+		}
+	}
+}
+
+// threadNices reads the nice value of every thread of pid (field 19 of
+// /proc/PID/task/TID/stat), by thread.
+func threadNices(t testing.TB, pid int) map[int]int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]int{}
+	for _, e := range tasks {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("%s/%d/stat", dir, tid))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 17 {
+			t.Fatalf("thread %d: stat %q", tid, b)
+		}
+		n, err := strconv.Atoi(f[16]) // field 19, the third after the name's is 4
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[tid] = n
+	}
+	return out
+}
+
+// checkNice checks that every thread of the supervisor but one (the one
+// its workers are started from) runs supervisor.Nice below that one, and
+// that every thread of each worker runs at that one's nice value but its
+// build thread, at worker.BackgroundNice.
+func checkNice(t testing.TB, supPID int, ws []workerProc) {
+	t.Helper()
+	sup := threadNices(t, supPID)
+	byNice := map[int]int{}
+	for _, n := range sup {
+		byNice[n]++
+	}
+	self, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 20 - self // this test's nice value, which the gateway started with
+	lowered := min(want+supervisor.Nice, 19)
+	if byNice[want] != 1 || byNice[lowered] != len(sup)-1 {
+		t.Errorf("supervisor %d: threads by nice value %v, want one at %d and the other %d at %d", supPID, byNice, want, len(sup)-1, lowered)
+	}
+	for _, w := range ws {
+		build := 0
+		for tid, n := range threadNices(t, w.pid) {
+			switch n {
+			case want:
+			case worker.BackgroundNice:
+				build++
+			default:
+				t.Errorf("worker %d (pid %d) thread %d: nice %d, want %d", w.id, w.pid, tid, n, want)
+			}
+		}
+		if build > 1 {
+			t.Errorf("worker %d (pid %d): %d threads at nice %d, want the build thread only", w.id, w.pid, build, worker.BackgroundNice)
 		}
 	}
 }

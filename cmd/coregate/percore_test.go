@@ -29,7 +29,8 @@ import (
 // steering and timing depend on which CPUs are busy.
 
 // TestPerCorePinned: two workers, each a child of the supervisor, every
-// thread pinned to its own CPU.
+// thread pinned to its own CPU, at the nice value the gateway started
+// with, the supervisor's threads below them.
 func TestPerCorePinned(t *testing.T) {
 	cpus := requirePerCore(t)
 	g := startSupervisor(t, routesYAML(), func(port int) string { return perCoreConfig(port, 1) }, 2,
@@ -53,6 +54,7 @@ func TestPerCorePinned(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("workers (-want +got):\n%s", diff)
 	}
+	checkNice(t, g.cmd.Process.Pid, ws)
 }
 
 // TestPerCoreSteering: cpu mode sends a client's connections to the worker

@@ -7,7 +7,9 @@
 // Supervisor.Run starts worker i as `EXE worker --id i --cpu C --selector
 // KIND --mode M --bpf-fds K ARGS...` from a thread whose affinity is set to C
 // for the fork, so every thread of the worker, the Go runtime's included,
-// runs on C from its first instruction, with GOMAXPROCS=worker.Procs. The
+// runs on C from its first instruction, with GOMAXPROCS=worker.Procs; the
+// thread is the one the supervisor keeps at the nice value coregate started
+// with (LowerPriority), its others run Nice below. The
 // worker inherits fd 3, its end of a control socket (package control), and
 // fds 4..4+K-1, the eBPF selector's objects in bpf.Selector.Files order. It
 // gets a configuration before it listens, and says Ready once it does.

@@ -103,6 +103,11 @@ func Main(c Command) error {
 	}
 	boot := time.Now()
 	log := node.NewLogger().With("proc", "supervisor")
+	// Below the workers from here on (Nice): the threads the embedded
+	// etcd and the Admin API start inherit it.
+	if err := LowerPriority(); err != nil {
+		log.Warn("supervisor: runs at the workers' priority", "err", err)
+	}
 	if addr := os.Getenv("COREGATE_PPROF_SUPERVISOR"); addr != "" {
 		node.ServePprof(addr, 0, log)
 	}

@@ -651,8 +651,13 @@ func (s *Supervisor) resize(n int) {
 // the CPUs of its affinity that no worker is pinned to, so that a burst of
 // configuration changes does not take CPU time from a worker's event
 // loop. When every CPU has a worker, the supervisor keeps them all, as
-// nginx's master shares the workers' cores.
+// nginx's master shares the workers' cores, below the workers' priority
+// (Nice, once LowerPriority was called): its threads made since the last
+// placing are lowered too.
 func (s *Supervisor) placeSelf() {
+	if err := relower(); err != nil {
+		s.log.Warn("supervisor: cannot lower its threads' priority", "err", err)
+	}
 	if len(s.allowed) == 0 {
 		return
 	}
@@ -725,7 +730,7 @@ func (s *Supervisor) spawn(p *proc) {
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(worker.Procs))
 	// No Pdeathsig: a worker outlives its supervisor, serving with the
 	// configuration it holds until the next one takes it over (adopt).
-	err = startPinned(p.cpu, cmd.Start)
+	err = startWorker(p.cpu, cmd.Start)
 	// a thread the runtime made while the starting one was pinned to
 	// p.cpu inherited that mask
 	s.placeSelf()
