@@ -16,7 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -70,6 +72,42 @@ func (e *Embedded) Stop() {
 		e.e.Close()
 	})
 }
+
+// client is a client of the embedded etcd that calls its server in this
+// process (v3client): the same KV, watch, lease and maintenance servers
+// that its gRPC listener serves, behind the same quota checks, without
+// the socket, the HTTP/2 framing, the protobuf encoding both ways
+// (requests and answers pass as Go values) and etcd's gRPC interceptors
+// (metrics and request log). An Admin API PUT of a route with an
+// upstream_id and two plugins, client and server together, took 645-753
+// µs of CPU, 1467 allocations and 112 KB over the listener; 217-230 µs,
+// 853 and 72-76 KB in process (BenchmarkPutRoute in admin/adminapi,
+// -count 5, getrusage).
+//
+// What differs from a client over the listener, and why it does not
+// matter to Store:
+//   - No credentials: the server reads a token from incoming gRPC
+//     metadata, which an in-process call has none of. The embedded etcd
+//     has no users and auth off (the node configures none), and a
+//     client over the listener without a user is refused as this one is
+//     when someone turned auth on (TestAuth).
+//   - No interceptors: the one that refuses a call marked
+//     WithRequireLeader while the member has no leader does not run. A
+//     one-member cluster is its own leader while it runs.
+//   - Stop ends no watch: gRPC's server closes its streams as it stops,
+//     nothing closes an in-process one, and no event or progress
+//     notification comes on it any more. The watch's keep-alive reports
+//     that silence (three KeepAlives), as it does for an etcd gone away;
+//     calls fail with etcd's ErrStopped, ErrUnavailable
+//     (TestEmbeddedInProcessStop).
+//   - Answers are the server's own objects: a watch event's key and
+//     value are shared with every other watcher of the key in this
+//     process, read-only (Store copies the key and hands the value on
+//     as it hands on one decoded from the wire: never written).
+//   - A connection never breaks, so client never dials again; errors
+//     keep their gRPC status codes (the server makes them), so the
+//     client's mapping to rpctypes (ErrCompacted) is the same.
+func (e *Embedded) client() *clientv3.Client { return v3client.New(e.e.Server) }
 
 // Err reports an error that stopped the embedded etcd after it started.
 func (e *Embedded) Err() <-chan error { return e.e.Err() }

@@ -32,6 +32,123 @@ func TestEmbedded(t *testing.T) {
 	runSuite(t, e.Endpoints)
 }
 
+// TestEmbeddedInProcess runs the suite on stores that call the embedded
+// etcd in process (Options.Embedded), as the node's own store does.
+func TestEmbeddedInProcess(t *testing.T) {
+	e := startEmbedded(t, filepath.Join(t.TempDir(), "etcd"))
+	runSuiteOn(t, func(t *testing.T) *Store { return newLocalStore(t, e) })
+}
+
+// TestEmbeddedInProcessShared: a store in process and one over the
+// embedded etcd's listener (a data plane's, etcdctl's) see one store:
+// the same keys and revisions, each's writes on the other's watch, the
+// same cluster id and server version.
+func TestEmbeddedInProcessShared(t *testing.T) {
+	e := startEmbedded(t, filepath.Join(t.TempDir(), "etcd"))
+	ctx := ctxT(t)
+	local := newLocalStore(t, e)
+	remote := newStore(t, e.Endpoints)
+	remote.prefix = local.prefix
+	dir := local.Prefix() + "/"
+
+	_, lrev, err := local.List(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rrev, err := remote.List(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lrev != rrev || local.ClusterID() == 0 || local.ClusterID() != remote.ClusterID() {
+		t.Fatalf("revision %d, cluster %x in process; %d, %x over the listener", lrev, local.ClusterID(), rrev, remote.ClusterID())
+	}
+	lv, err := local.ServerVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv, err := remote.ServerVersion(ctx); err != nil || lv == "" || lv != rv {
+		t.Fatalf("server version %q in process, %q %v over the listener", lv, rv, err)
+	}
+
+	lch := local.Watch(ctx, dir, lrev+1)
+	rch := remote.Watch(ctx, dir, lrev+1)
+	kv1, _, err := local.Put(ctx, dir+"routes/1", []byte(`{"uri":"/1"}`), store.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv2, _, err := remote.Put(ctx, dir+"routes/2", []byte(`{"uri":"/2"}`), store.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		ch   <-chan store.WatchResponse
+	}{{"in process", lch}, {"over the listener", rch}} {
+		var evs []store.Event
+		for len(evs) < 2 {
+			wr, ok := recv(t, c.ch, 20*time.Second)
+			if !ok || wr.Err != nil {
+				t.Fatalf("watch %s ended: %v", c.name, wr.Err)
+			}
+			evs = append(evs, wr.Events...)
+		}
+		if evs[0].KV.Key != kv1.Key || evs[0].KV.ModRevision != kv1.ModRevision || string(evs[0].KV.Value) != `{"uri":"/1"}` ||
+			evs[1].KV.Key != kv2.Key || evs[1].KV.ModRevision != kv2.ModRevision || string(evs[1].KV.Value) != `{"uri":"/2"}` {
+			t.Fatalf("watch %s: %+v", c.name, evs)
+		}
+	}
+	got, err := remote.Get(ctx, kv1.Key)
+	if err != nil || got.ModRevision != kv1.ModRevision || got.CreateRevision != kv1.CreateRevision {
+		t.Fatalf("over the listener, the key written in process: %+v %v, want %+v", got, err, kv1)
+	}
+	if got, err = local.Get(ctx, kv2.Key); err != nil || got.ModRevision != kv2.ModRevision {
+		t.Fatalf("in process, the key written over the listener: %+v %v, want %+v", got, err, kv2)
+	}
+	// A compare-and-swap in process loses to a write over the listener.
+	if _, err := remote.Delete(ctx, kv1.Key, kv1.ModRevision); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := local.Put(ctx, kv1.Key, []byte(`{}`), store.PutOptions{IfModRevision: kv1.ModRevision}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("CAS on a key deleted over the listener: %v, want ErrConflict", err)
+	}
+}
+
+// TestEmbeddedInProcessStop: a store in process on an embedded etcd that
+// stops answers ErrUnavailable within its timeout, and its watch ends
+// with ErrUnavailable in a bounded time, as one over the listener.
+func TestEmbeddedInProcessStop(t *testing.T) {
+	e, err := StartEmbedded(filepath.Join(t.TempDir(), "etcd"), EmbedOptions{LogLevel: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	s := newLocalStore(t, e)
+	s.opts.Timeout = 2 * time.Second
+	ctx := ctxT(t)
+	kv, _, err := s.Put(ctx, s.Prefix()+"/routes/1", []byte(`{"uri":"/1"}`), store.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := s.Watch(ctx, s.Prefix()+"/", kv.ModRevision+1)
+	e.Stop()
+
+	start := time.Now()
+	wr, ok := recv(t, ch, 30*time.Second)
+	if !ok || !errors.Is(wr.Err, store.ErrUnavailable) {
+		t.Fatalf("watch on a stopped etcd: %+v, want ErrUnavailable", wr)
+	}
+	t.Logf("watch ended %v after the stop", time.Since(start))
+	if _, err := s.Get(ctx, s.Prefix()+"/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Get on a stopped etcd: %v, want ErrUnavailable", err)
+	}
+	if _, _, err := s.Put(ctx, s.Prefix()+"/routes/2", []byte(`{}`), store.PutOptions{}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Put on a stopped etcd: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.GenID(ctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("GenID on a stopped etcd: %v, want ErrUnavailable", err)
+	}
+}
+
 // TestEmbeddedRestart: a watch on a stopped etcd ends with ErrUnavailable
 // in a bounded time, calls answer ErrUnavailable within the timeout, and
 // the etcd started again on the same directory comes back on the same
@@ -234,6 +351,21 @@ func TestAuth(t *testing.T) {
 	}
 	if _, err := open("", "").Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Get without a user: %v, want ErrUnavailable", err)
+	}
+	// In process the store presents no credentials, whatever its
+	// options say: refused as the store without a user.
+	o, err := OptionsFrom(nodeconf.EtcdConfig{Host: e.Endpoints, Prefix: "/apisix", Timeout: 5, User: "root", Password: "rootpw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Embedded = e
+	local, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	if _, err := local.Get(ctx, "/apisix/routes/1"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Get in process with auth on: %v, want ErrUnavailable", err)
 	}
 }
 

@@ -45,6 +45,17 @@ type Options struct {
 	// notification; a watch that hears nothing for three of them ends
 	// with ErrUnavailable. DefaultKeepAlive when 0.
 	KeepAlive time.Duration
+	// Embedded, when not nil, is the etcd that this process embeds
+	// (StartEmbedded), and Endpoints are its client URLs: the store then
+	// calls its server in process (Embedded.client) instead of over
+	// loopback gRPC. Username, Password and TLS are not used: the
+	// in-process client presents no credentials, as a client of the
+	// embedded etcd without a user does not (it has no users, and a
+	// request to an etcd that someone turned auth on for is refused
+	// either way). The store is the embedded etcd's for its lifetime:
+	// stopped, it answers ErrUnavailable, and one started again is
+	// another server, for another store.
+	Embedded *Embedded
 }
 
 // OptionsFrom reads deployment.etcd: hosts, prefix, timeout, user and
@@ -146,6 +157,10 @@ func (s *Store) client(ctx context.Context) (*clientv3.Client, error) {
 		return nil, fmt.Errorf("%w: store closed", store.ErrUnavailable)
 	}
 	if s.cli != nil {
+		return s.cli, nil
+	}
+	if s.opts.Embedded != nil {
+		s.cli = s.opts.Embedded.client()
 		return s.cli, nil
 	}
 	dial := s.opts.Timeout

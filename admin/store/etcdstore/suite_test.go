@@ -23,12 +23,24 @@ var prefixN atomic.Int64
 // the test ends.
 func newStore(t *testing.T, endpoints []string) *Store {
 	t.Helper()
-	s, err := New(Options{
-		Endpoints: endpoints,
-		Prefix:    fmt.Sprintf("/t%d/apisix", prefixN.Add(1)),
-		Timeout:   10 * time.Second,
-		KeepAlive: 500 * time.Millisecond,
-	})
+	return openStore(t, Options{Endpoints: endpoints})
+}
+
+// newLocalStore is newStore calling the embedded etcd e in process
+// (Options.Embedded).
+func newLocalStore(t *testing.T, e *Embedded) *Store {
+	t.Helper()
+	return openStore(t, Options{Endpoints: e.Endpoints, Embedded: e})
+}
+
+// openStore opens a Store with o under a fresh prefix and the suite's
+// timeout and keep-alive, closed when the test ends.
+func openStore(t *testing.T, o Options) *Store {
+	t.Helper()
+	o.Prefix = fmt.Sprintf("/t%d/apisix", prefixN.Add(1))
+	o.Timeout = 10 * time.Second
+	o.KeepAlive = 500 * time.Millisecond
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,15 +71,20 @@ func ctxT(t *testing.T) context.Context {
 }
 
 func runSuite(t *testing.T, endpoints []string) {
-	t.Run("CRUD", func(t *testing.T) { testCRUD(t, newStore(t, endpoints)) })
-	t.Run("CompareAndSwap", func(t *testing.T) { testCAS(t, newStore(t, endpoints)) })
-	t.Run("TTL", func(t *testing.T) { testTTL(t, newStore(t, endpoints)) })
-	t.Run("GenID", func(t *testing.T) { testGenID(t, newStore(t, endpoints)) })
-	t.Run("ListOrder", func(t *testing.T) { testList(t, newStore(t, endpoints)) })
-	t.Run("Watch", func(t *testing.T) { testWatch(t, newStore(t, endpoints)) })
-	t.Run("WatchIdle", func(t *testing.T) { testWatchIdle(t, newStore(t, endpoints)) })
+	runSuiteOn(t, func(t *testing.T) *Store { return newStore(t, endpoints) })
+}
+
+// runSuiteOn runs the suite on the stores open opens, one per case.
+func runSuiteOn(t *testing.T, open func(*testing.T) *Store) {
+	t.Run("CRUD", func(t *testing.T) { testCRUD(t, open(t)) })
+	t.Run("CompareAndSwap", func(t *testing.T) { testCAS(t, open(t)) })
+	t.Run("TTL", func(t *testing.T) { testTTL(t, open(t)) })
+	t.Run("GenID", func(t *testing.T) { testGenID(t, open(t)) })
+	t.Run("ListOrder", func(t *testing.T) { testList(t, open(t)) })
+	t.Run("Watch", func(t *testing.T) { testWatch(t, open(t)) })
+	t.Run("WatchIdle", func(t *testing.T) { testWatchIdle(t, open(t)) })
 	// Last: compaction drops every case's history.
-	t.Run("Compacted", func(t *testing.T) { testCompacted(t, newStore(t, endpoints)) })
+	t.Run("Compacted", func(t *testing.T) { testCompacted(t, open(t)) })
 }
 
 func testCRUD(t *testing.T, s *Store) {
