@@ -24,7 +24,10 @@ import (
 // the etcd store on one embedded etcd started for the package; each test
 // works under a key prefix of its own.
 
-var etcdEndpoints []string
+var (
+	etcdEndpoints []string
+	etcdEmbedded  *etcdstore.Embedded // for stores that call it in process
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "adminapi-etcd-")
@@ -38,7 +41,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	etcdEndpoints = e.Endpoints
+	etcdEndpoints, etcdEmbedded = e.Endpoints, e
 	code := m.Run()
 	e.Stop()
 	os.RemoveAll(dir)

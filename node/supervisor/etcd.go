@@ -73,8 +73,13 @@ func openEtcd(nc *nodeconf.Config, dataDir string, acceptReset bool, log *slog.L
 			return nil, err
 		default:
 			n.embedded = emb
-			// The embedded etcd has no users and no TLS.
+			// The embedded etcd has no users and no TLS. The node calls
+			// it in process (etcdstore.Options.Embedded), where a call
+			// over its loopback listener cost the supervisor gRPC's
+			// framing and encoding both ways; the data planes of a
+			// cluster and etcdctl reach it over that listener as before.
 			o.Endpoints, o.Username, o.Password, o.TLS = emb.Endpoints, "", "", nil
+			o.Embedded = emb
 			log.Info("embedded etcd started", "data", dataDir, "endpoints", strings.Join(emb.Endpoints, ","))
 		}
 	} else {

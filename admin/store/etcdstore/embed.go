@@ -79,10 +79,10 @@ func (e *Embedded) Stop() {
 // the socket, the HTTP/2 framing, the protobuf encoding both ways
 // (requests and answers pass as Go values) and etcd's gRPC interceptors
 // (metrics and request log). An Admin API PUT of a route with an
-// upstream_id and two plugins, client and server together, took 645-753
-// µs of CPU, 1467 allocations and 112 KB over the listener; 217-230 µs,
-// 853 and 72-76 KB in process (BenchmarkPutRoute in admin/adminapi,
-// -count 5, getrusage).
+// upstream_id and two plugins, client and server together, took 634-712
+// µs of CPU, 1461 allocations and 105 KB over the listener; 260-334 µs,
+// 848 and 62-68 KB in process (BenchmarkPutRoute in admin/adminapi,
+// -count 5, getrusage; on a loaded 2-CPU machine).
 //
 // What differs from a client over the listener, and why it does not
 // matter to Store:
