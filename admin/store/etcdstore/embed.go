@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -16,9 +17,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
+	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -61,17 +66,45 @@ type Embedded struct {
 	e        *embed.Etcd
 	stop     sync.Once
 	stopping *atomic.Bool // its log is silent from Stop on
+
+	// calls is held shared by each in-process KV or status call
+	// (guardedKV, guardedMaintenance) while it runs; Stop holds it alone
+	// to set stopped. etcd closes its database as it stops, and a read
+	// that reaches it then dereferences a closed bolt transaction: a nil
+	// pointer, a crash of the process. etcd's gRPC server keeps its own
+	// calls off that (it stops serving, and waits for the calls in
+	// flight, before the server stops); in process nothing else does.
+	calls   sync.RWMutex
+	stopped bool // under calls
 }
 
 // Stop stops the embedded etcd and waits until its ports and data
-// directory are released. Calls after the first do nothing.
+// directory are released. Calls after the first do nothing. The
+// in-process calls in flight that read the database end first; those
+// that come later answer etcd's ErrStopped.
 func (e *Embedded) Stop() {
 	e.stop.Do(func() {
 		// etcd logs its closed listeners as errors while it stops.
 		e.stopping.Store(true)
+		e.calls.Lock()
+		e.stopped = true
+		e.calls.Unlock()
 		e.e.Close()
 	})
 }
+
+// enter admits an in-process call that reads the database, false once
+// Stop has begun; exit ends one admitted.
+func (e *Embedded) enter() bool {
+	e.calls.RLock()
+	if e.stopped {
+		e.calls.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (e *Embedded) exit() { e.calls.RUnlock() }
 
 // client is a client of the embedded etcd that calls its server in this
 // process (v3client): the same KV, watch, lease and maintenance servers
@@ -107,7 +140,83 @@ func (e *Embedded) Stop() {
 //   - A connection never breaks, so client never dials again; errors
 //     keep their gRPC status codes (the server makes them), so the
 //     client's mapping to rpctypes (ErrCompacted) is the same.
-func (e *Embedded) client() *clientv3.Client { return v3client.New(e.e.Server) }
+//   - Calls are kept off a stopping etcd's database: etcd's gRPC server
+//     stops serving before etcd closes it, and nothing stops an
+//     in-process call, so the KV and maintenance servers are wrapped
+//     (guardedKV, guardedMaintenance) to wait for Stop, or answer
+//     ErrStopped after it (TestEmbeddedInProcessStopRace). Writes and
+//     lease grants go through raft, which answers ErrStopped itself; a
+//     watch reads the database only from etcd's own goroutines, which
+//     Stop ends.
+func (e *Embedded) client() *clientv3.Client {
+	c := v3client.New(e.e.Server)
+	c.KV = clientv3.NewKVFromKVClient(adapter.KvServerToKvClient(guardedKV{v3rpc.NewQuotaKVServer(e.e.Server), e}), c)
+	c.Maintenance = clientv3.NewMaintenanceFromMaintenanceClient(
+		adapter.MaintenanceServerToMaintenanceClient(guardedMaintenance{v3rpc.NewMaintenanceServer(e.e.Server, nil), e}), c)
+	return c
+}
+
+// guardedKV is etcd's KV server, each call admitted by Embedded.enter.
+type guardedKV struct {
+	pb.KVServer
+	e *Embedded
+}
+
+func (g guardedKV) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	if !g.e.enter() {
+		return nil, rpctypes.ErrGRPCStopped
+	}
+	defer g.e.exit()
+	return g.KVServer.Range(ctx, r)
+}
+
+func (g guardedKV) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
+	if !g.e.enter() {
+		return nil, rpctypes.ErrGRPCStopped
+	}
+	defer g.e.exit()
+	return g.KVServer.Put(ctx, r)
+}
+
+func (g guardedKV) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
+	if !g.e.enter() {
+		return nil, rpctypes.ErrGRPCStopped
+	}
+	defer g.e.exit()
+	return g.KVServer.DeleteRange(ctx, r)
+}
+
+func (g guardedKV) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	if !g.e.enter() {
+		return nil, rpctypes.ErrGRPCStopped
+	}
+	defer g.e.exit()
+	return g.KVServer.Txn(ctx, r)
+}
+
+func (g guardedKV) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
+	if !g.e.enter() {
+		return nil, rpctypes.ErrGRPCStopped
+	}
+	defer g.e.exit()
+	return g.KVServer.Compact(ctx, r)
+}
+
+// guardedMaintenance is etcd's maintenance server with Status, the one
+// call of it that Store makes (ServerVersion), admitted by
+// Embedded.enter: it reads the database's size.
+type guardedMaintenance struct {
+	pb.MaintenanceServer
+	e *Embedded
+}
+
+func (g guardedMaintenance) Status(ctx context.Context, r *pb.StatusRequest) (*pb.StatusResponse, error) {
+	if !g.e.enter() {
+		return nil, rpctypes.ErrGRPCStopped
+	}
+	defer g.e.exit()
+	return g.MaintenanceServer.Status(ctx, r)
+}
 
 // Err reports an error that stopped the embedded etcd after it started.
 func (e *Embedded) Err() <-chan error { return e.e.Err() }

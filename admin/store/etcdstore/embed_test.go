@@ -2,12 +2,15 @@ package etcdstore
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,6 +107,18 @@ func TestEmbeddedInProcessShared(t *testing.T) {
 	if got, err = local.Get(ctx, kv2.Key); err != nil || got.ModRevision != kv2.ModRevision {
 		t.Fatalf("in process, the key written over the listener: %+v %v, want %+v", got, err, kv2)
 	}
+	// Get in process is serializable: each write answered over the
+	// listener is read back at once, never an earlier value.
+	for i := range 50 {
+		v := fmt.Appendf(nil, `{"n":%d}`, i)
+		kv, _, err := remote.Put(ctx, kv2.Key, v, store.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := local.Get(ctx, kv2.Key); err != nil || got.ModRevision != kv.ModRevision || string(got.Value) != string(v) {
+			t.Fatalf("in process, right after write %d over the listener: %+v %v, want %+v", i, got, err, kv)
+		}
+	}
 	// A compare-and-swap in process loses to a write over the listener.
 	if _, err := remote.Delete(ctx, kv1.Key, kv1.ModRevision); err != nil {
 		t.Fatal(err)
@@ -146,6 +161,68 @@ func TestEmbeddedInProcessStop(t *testing.T) {
 	}
 	if _, err := s.GenID(ctx); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("GenID on a stopped etcd: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestEmbeddedInProcessStopRace: calls in process while the embedded
+// etcd stops answer a value or ErrUnavailable, and the process lives: a
+// read that reached etcd's database after it was closed would crash it.
+func TestEmbeddedInProcessStopRace(t *testing.T) {
+	for round := range 3 {
+		e, err := StartEmbedded(filepath.Join(t.TempDir(), "etcd"), EmbedOptions{LogLevel: "none"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Stop)
+		s := newLocalStore(t, e)
+		s.opts.Timeout = 5 * time.Second
+		ctx := ctxT(t)
+		key := s.Prefix() + "/routes/1"
+		if _, _, err := s.Put(ctx, key, []byte(`{}`), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var answered, refused atomic.Int64
+		started := make(chan struct{}, 4)
+		for g := range 4 {
+			wg.Go(func() {
+				started <- struct{}{}
+				deadline := time.Now().Add(10 * time.Second)
+				for i := 0; i < 100000 && time.Now().Before(deadline); i++ {
+					var err error
+					switch (g + i) % 4 {
+					case 0, 1:
+						_, err = s.Get(ctx, key)
+					case 2:
+						_, _, err = s.List(ctx, s.Prefix()+"/")
+					default:
+						_, err = s.ServerVersion(ctx)
+					}
+					switch {
+					case err == nil:
+						answered.Add(1)
+					case errors.Is(err, store.ErrUnavailable):
+						// Each kind of call, again, after the stop.
+						if refused.Add(1) >= 4*50 {
+							return
+						}
+					default:
+						t.Errorf("round %d: %v, want a value or ErrUnavailable", round, err)
+						return
+					}
+				}
+			})
+		}
+		for range 4 {
+			<-started
+		}
+		time.Sleep(time.Duration(round+1) * 20 * time.Millisecond)
+		e.Stop()
+		wg.Wait()
+		if refused.Load() < 4*50 {
+			t.Fatalf("round %d: %d calls refused after the stop, want %d (%d answers)", round, refused.Load(), 4*50, answered.Load())
+		}
+		t.Logf("round %d: %d answers before the stop", round, answered.Load())
 	}
 }
 
