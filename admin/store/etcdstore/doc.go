@@ -38,7 +38,8 @@
 //
 // The node's own store calls the etcd it embeds in process
 // (Options.Embedded: etcd's v3client, no socket, no gRPC encoding), a
-// third of the CPU of an Admin API write over its loopback listener;
-// other nodes and tools reach that etcd over the listener, as they reach
-// an external one.
+// third of the CPU of an Admin API write over its loopback listener, and
+// its Gets are serializable there (one member answers a write only once
+// it has applied it: Store.getOpts); other nodes and tools reach that
+// etcd over the listener, as they reach an external one.
 package etcdstore

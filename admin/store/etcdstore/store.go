@@ -111,6 +111,20 @@ type Store struct {
 	closed bool
 
 	cluster atomic.Uint64 // the cluster id of the last List's answer
+
+	// getOpts are Get's: serializable on the embedded etcd. A
+	// linearizable read asks raft for its commit index (ReadIndex) and
+	// waits until the member has applied it, which on a one-member
+	// cluster adds nothing: the member answers a write only once it has
+	// applied it (a Put's answer is its apply's), so a serializable read
+	// sees every write any client was answered, and one it does not see
+	// was still in flight, concurrent with the read. An Admin API route
+	// PUT makes two Gets (the upstream it names, the key before its
+	// compare-and-swap): serializable, it took 724 allocations where it
+	// took 810, and 211-256 µs of CPU where it took 248-325
+	// (BenchmarkPutRoute/inprocess, -count 5). List, a full read, stays
+	// linearizable, as on any etcd.
+	getOpts []clientv3.OpOption
 }
 
 var _ store.Store = (*Store)(nil)
@@ -131,7 +145,11 @@ func New(o Options) (*Store, error) {
 		o.KeepAlive = DefaultKeepAlive
 	}
 	o.Endpoints = append([]string(nil), o.Endpoints...)
-	return &Store{opts: o, prefix: o.Prefix}, nil
+	s := &Store{opts: o, prefix: o.Prefix}
+	if o.Embedded != nil {
+		s.getOpts = []clientv3.OpOption{clientv3.WithSerializable()}
+	}
+	return s, nil
 }
 
 // prefixOf is o's prefix, DefaultPrefix when empty, without a trailing /.
@@ -238,7 +256,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
 		return store.KV{}, err
 	}
 	defer cancel()
-	resp, err := cli.Get(ctx, key)
+	resp, err := cli.Get(ctx, key, s.getOpts...)
 	if err != nil {
 		return store.KV{}, wrap(err)
 	}
