@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"coregate/admin/store"
 	"coregate/admin/store/etcdstore"
@@ -42,7 +41,7 @@ func BenchmarkPutRoute(b *testing.B) {
 			o := etcdstore.Options{
 				Endpoints: etcdEndpoints,
 				Prefix:    fmt.Sprintf("/b%d-%d/apisix", os.Getpid(), prefixN.Add(1)),
-				Timeout:   20 * time.Second,
+				Timeout:   etcdstore.DefaultTimeout, // deployment.etcd.timeout's default
 			}
 			if c.local {
 				o.Embedded = etcdEmbedded

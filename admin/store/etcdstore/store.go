@@ -238,9 +238,16 @@ func (s *Store) Close() error {
 	return err
 }
 
-// call bounds ctx by the store's timeout and gets the client.
+// call bounds ctx by the store's timeout and gets the client. A ctx that
+// ends before the timeout would is bound already: an Admin API request's
+// (30 s from its start, the timeout's default) is, and a context and
+// timer of the call's own took 5 allocations of each of a route PUT's
+// three calls for nothing (BenchmarkPutRoute/inprocess: 677 -> 661).
 func (s *Store) call(ctx context.Context) (*clientv3.Client, context.Context, context.CancelFunc, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	cancel := context.CancelFunc(noCancel)
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > s.opts.Timeout {
+		ctx, cancel = context.WithTimeout(ctx, s.opts.Timeout)
+	}
 	cli, err := s.client(ctx)
 	if err != nil {
 		cancel()
@@ -248,6 +255,8 @@ func (s *Store) call(ctx context.Context) (*clientv3.Client, context.Context, co
 	}
 	return cli, ctx, cancel, nil
 }
+
+func noCancel() {}
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
