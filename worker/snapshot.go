@@ -20,6 +20,7 @@ import (
 	"coregate/admin/spec"
 	"coregate/plugins"
 	"coregate/tlsconf"
+	"coregate/worker/control"
 	"coregate/worker/router"
 	"coregate/worker/shm"
 )
@@ -124,6 +125,11 @@ type Snapshot struct {
 	// builds from this snapshot gets the route built.
 	specRoutes chunked[*spec.Route]
 	runs       []takeRun
+	// specList is the Spec's list itself, for the next build to know
+	// without reading it that its own list begins with this one's objects
+	// (control.Extends: a Delta's list made in the array of the one
+	// before). Never written: the array is the Spec's.
+	specList []*spec.Route
 }
 
 // takenRun is a stretch of a build's routes (compile's taken): the n
@@ -872,6 +878,12 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 	// again past a route replaced (the same id), created (r not there)
 	// or deleted (up to scanAhead of them).
 	fast := reuseRoutes && sameRefs
+	// extends: s's list begins with the objects of prev's (a Delta that
+	// added routes at the end), which a run then takes over to its end
+	// without comparing them: samePointers over the 50 000 routes kept
+	// was a sixth of the instructions of a route added at 50 000 (98 000
+	// of 584 000, BenchmarkDeltaApply/added-to-50000).
+	extends := fast && control.Extends(prev.specList, s.Routes)
 	var j, at int // prev.specRoutes[j], prev.runs[at]
 	const scanAhead = 64
 	for i := 0; i < len(s.Routes); i++ {
@@ -900,7 +912,10 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 					m := int(run.route) + off
 					if prev.routes.at(m).from.route == r {
 						lim := min(int(run.n)-off, len(s.Routes)-i)
-						k := 1 + samePointers(&prev.specRoutes, j+1, s.Routes[i+1:i+lim])
+						k := lim // i == j < len(prev.specList): s.Routes[:len(prev.specList)] is prev's list
+						if !extends || i != j {
+							k = 1 + samePointers(&prev.specRoutes, j+1, s.Routes[i+1:i+lim])
+						}
 						ri := routes.out.n
 						routes.addFrom(&prev.routes, m, k)
 						specRoutes.addFrom(&prev.specRoutes, j, k)
@@ -1113,7 +1128,7 @@ func compile(s *spec.Spec, mode router.Mode, ue upstreamEnv, ps pluginSet, prev 
 			snap.instanceRefs.set(inst, r)
 		}
 	}
-	snap.routes, snap.specRoutes = routes.done(), specRoutes.done()
+	snap.routes, snap.specRoutes, snap.specList = routes.done(), specRoutes.done(), s.Routes
 	var dropped []int32
 	if incremental {
 		dropped = droppedOf(prev.routes.len(), taken)
