@@ -17,9 +17,11 @@ import (
 // snapshot served): runs of Deltas that add routes at the end, whose lists
 // DecodeDelta makes in one array and whose builds take the routes kept
 // over without comparing them (control.Extends); now and then a route
-// replaced, the last one deleted, or a Delta refused after it was
-// decoded into that array (a route naming an upstream there is not),
-// after which the next Delta is made against the Spec held, as before.
+// replaced, the last one deleted, a Delta refused after it was decoded
+// into that array (a route naming an upstream there is not), after which
+// the next Delta is made against the Spec held, as before, or one
+// decoded whose build was refused, after which the next build is from
+// the snapshot before it.
 // Each step's snapshot routes every route's path as a build from nothing
 // does, and every Spec and snapshot of the steps before still reads
 // exactly as it did when it was made: no list made in a shared array,
@@ -78,7 +80,7 @@ func TestDeltaAppendsAsBuilt(t *testing.T) {
 		seen = append(seen, reading{s, slices.Clone(s.Routes), snap, probes(snap, next)})
 	}
 	record(held, served)
-	extended, refused := 0, 0
+	extended, refused, unbuilt := 0, 0, 0
 	for step := range 80 {
 		routes := slices.Clone(sup.Routes)
 		bad := false
@@ -106,6 +108,14 @@ func TestDeltaAppendsAsBuilt(t *testing.T) {
 			t.Fatalf("step %d: delta: %v %v", step, ok, err)
 		}
 		s, err := control.DecodeDelta(delta, held, nil)
+		if !bad && err == nil && rng.IntN(8) == 0 {
+			// Decoded, its build refused (applyConfig): the Spec held
+			// moves on, the snapshot served stays, and the next build
+			// is from it, two lists back in the array.
+			sup, held = s2, s
+			unbuilt++
+			continue
+		}
 		if bad {
 			if err == nil {
 				t.Fatalf("step %d: a route naming upstream nope was decoded", step)
@@ -149,8 +159,8 @@ func TestDeltaAppendsAsBuilt(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d Deltas taken over by Extends, %d refused, of 80", extended, refused)
-	if extended == 0 || refused == 0 {
-		t.Errorf("extended %d, refused %d: the test did not cover both", extended, refused)
+	t.Logf("%d Deltas taken over by Extends, %d refused, %d not built, of 80", extended, refused, unbuilt)
+	if extended == 0 || refused == 0 || unbuilt == 0 {
+		t.Errorf("extended %d, refused %d, not built %d: the test did not cover them all", extended, refused, unbuilt)
 	}
 }
