@@ -211,7 +211,8 @@ func addRun(runs []takeRun, i, ri int) []takeRun {
 // two lists appended to one with room, which the second append wrote
 // over. The 20 000 upstreams of the bench admin rows compared one by one
 // were a quarter of the instructions of a route added at 50 000 routes
-// (140 000 of 584 000, BenchmarkDeltaApply/added-to-50000).
+// (140 000 of 584 000: cachegrind, GOMAXPROCS=1 GOGC=off, of the Deltas
+// of BenchmarkDeltaApply/added-to-50000 decoded and built).
 func sameList[T comparable](a, b []T) bool {
 	if len(a) == len(b) && cap(a) == len(a) && cap(b) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b) {
 		return true

@@ -29,8 +29,9 @@ var gens atomic.Uint64
 // so that an Update copies the index of pages and one page too, not a
 // list of every shard: at 50 000 keys (1 024 shards), copying the list and
 // its owners was 16 kB of an Update's garbage, a third of a worker's for
-// a route added (BenchmarkDeltaApply/added-to-50000), and 1 024 pointers
-// written under the collector's write barrier. The pages' index, the pages
+// a route added (Deltas as BenchmarkDeltaApply/added-to-50000's, alloc
+// space), and 1 024 pointers written under the collector's write
+// barrier. The pages' index, the pages
 // and the maps are immutable once the Router holding them is returned;
 // gen and gens mark the ones an Update owns. Match reads shard(i), i
 // spreadBytes(k)&mask, itself, when n is not 0: one load more than a
