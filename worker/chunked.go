@@ -158,6 +158,15 @@ func (b *chunkBuilder[T]) addFrom(src *chunked[T], j, n int) {
 	for n > 0 {
 		p := b.out.n
 		if src == b.prev && j == p && (p&chunkMask == 0 || b.cur == nil) {
+			if p&chunkMask == 0 && n >= chunkLen {
+				// whole chunks, in one copy of their pointers
+				ci, c := p>>chunkBits, n>>chunkBits
+				b.cur = nil
+				b.out.chunks = append(b.out.chunks, b.prev.chunks[ci:ci+c]...)
+				b.out.n += c << chunkBits
+				j, n = j+c<<chunkBits, n-c<<chunkBits
+				continue
+			}
 			if p&chunkMask == 0 {
 				b.cur = nil
 				b.out.chunks = append(b.out.chunks, b.prev.chunks[p>>chunkBits])

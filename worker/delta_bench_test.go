@@ -72,47 +72,61 @@ func BenchmarkDeltaApply(b *testing.B) {
 		// which comes last (the store serves routes in creation order),
 		// with the plugins checked by the supervisor (spec.Spec.Checked,
 		// as the store's sync marks every Spec it serves). Each Delta adds
-		// one route to the Spec the one before made; the supervisor's
-		// side (the next Spec, EncodeDelta) is left out of the figures.
-		b.Run(fmt.Sprintf("added-to-%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			base := &spec.Spec{Routes: held.Routes, Upstreams: ups, Hash: held.Hash, Checked: plugins.Default.Fingerprint()}
-			payload, err := control.EncodeSpec(base)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cur, err := control.DecodeSpec(payload, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := w.SetSpec(cur, nil); err != nil {
-				b.Fatal(err)
-			}
-			var cpu int64
-			i := 0
-			for ; b.Loop(); i++ {
-				b.StopTimer()
-				next := &spec.Spec{Routes: append(slices.Clip(base.Routes), route(n+i, "a")), Upstreams: ups, Checked: base.Checked}
-				// a hash of its own (SetHash reads all of it)
-				next.Hash = [32]byte{0: 1, 1: byte(i), 2: byte(i >> 8), 3: byte(i >> 16)}
-				delta, ok, err := control.EncodeDelta(base, next)
-				if err != nil || !ok {
-					b.Fatal(ok, err)
+		// one route (added-10: ten, the Deltas of a bulk load of 400
+		// routes, a batch of the PUTs each) to the Spec the one before
+		// made; the supervisor's side (the next Spec, EncodeDelta) is
+		// left out of the figures.
+		for _, k := range []int{1, 10} {
+			name := fmt.Sprintf("added-to-%d", n)
+			if k > 1 {
+				if n < 50000 {
+					continue
 				}
-				base = next
-				b.StartTimer()
-				c0 := cpuTime()
-				s, err := control.DecodeDelta(delta, cur, nil)
+				name = fmt.Sprintf("added-%d-to-%d", k, n)
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				base := &spec.Spec{Routes: held.Routes, Upstreams: ups, Hash: held.Hash, Checked: plugins.Default.Fingerprint()}
+				payload, err := control.EncodeSpec(base)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := w.SetSpec(s, nil); err != nil {
+				cur, err := control.DecodeSpec(payload, nil)
+				if err != nil {
 					b.Fatal(err)
 				}
-				cpu += cpuTime() - c0
-				cur = s
-			}
-			b.ReportMetric(float64(cpu)/float64(i), "cpu-ns/op")
-		})
+				if err := w.SetSpec(cur, nil); err != nil {
+					b.Fatal(err)
+				}
+				var cpu int64
+				i := 0
+				for ; b.Loop(); i++ {
+					b.StopTimer()
+					next := &spec.Spec{Routes: slices.Clip(base.Routes), Upstreams: ups, Checked: base.Checked}
+					for a := range k {
+						next.Routes = append(next.Routes, route(n+i*k+a, "a"))
+					}
+					// a hash of its own (SetHash reads all of it)
+					next.Hash = [32]byte{0: 1, 1: byte(i), 2: byte(i >> 8), 3: byte(i >> 16)}
+					delta, ok, err := control.EncodeDelta(base, next)
+					if err != nil || !ok {
+						b.Fatal(ok, err)
+					}
+					base = next
+					b.StartTimer()
+					c0 := cpuTime()
+					s, err := control.DecodeDelta(delta, cur, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := w.SetSpec(s, nil); err != nil {
+						b.Fatal(err)
+					}
+					cpu += cpuTime() - c0
+					cur = s
+				}
+				b.ReportMetric(float64(cpu)/float64(i), "cpu-ns/op")
+			})
+		}
 	}
 }

@@ -422,6 +422,39 @@ func tailOf(name string) *atomic.Pointer[listTail] {
 	panic("control: no resource " + name)
 }
 
+// routesTail is the routes' entry of listTails.
+var routesTail = tailOf("routes")
+
+// Extends reports whether the list of routes next begins with all of
+// prev's objects, at the same places, known without reading them: prev
+// is empty, or both lists begin where the last list of routes DecodeDelta
+// made in its own array begins (listTail), and next is no shorter than
+// prev nor longer than that list. The lists made in one array are made one
+// after another, each beginning with all of the last one's objects, and
+// each of the array's elements is written once, past the length of
+// every list made there before, by the decode that makes the list
+// holding it (a Delta refused after it was decoded included): the
+// shorter of two lists that begin there is the longer one's beginning.
+// It holds as long as no one writes a decoded list's elements in place,
+// which neither side does.
+//
+// A worker's build asks it of the routes of the Spec it builds and those
+// of the snapshot served (worker.compile): during a bulk load, each Delta
+// adds a few routes at the end, and the 50 000 kept were compared pointer
+// by pointer with the snapshot's, a sixth of the instructions of a route
+// added (cachegrind, Deltas as BenchmarkDeltaApply/added-to-50000's).
+func Extends(prev, next []*spec.Route) bool {
+	if len(prev) == 0 {
+		return true
+	}
+	p := unsafe.Pointer(unsafe.SliceData(next))
+	if len(prev) > len(next) || unsafe.Pointer(unsafe.SliceData(prev)) != p {
+		return false
+	}
+	t := routesTail.Load()
+	return t != nil && t.list == p && len(next) <= t.n
+}
+
 // decodeRuns sets *dst to the list of the JSON array dec is at: base's
 // objects for each run [i, j], a decoded object for each object; c
 // records both. tail is the resource's listTails entry.

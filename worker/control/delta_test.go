@@ -116,7 +116,9 @@ func TestDeltaBulkLoad(t *testing.T) {
 // copied), and a new one when it has none; every Spec's routes stay
 // those it was decoded with, including the base's of a second Delta
 // decoded against it (it gets a list of its own), and nothing appended to
-// a Spec's list writes in another's.
+// a Spec's list writes in another's. Extends says so of a list made in
+// its base's array, and of no two lists the one of which does not begin
+// with the other's routes.
 func TestDeltaBulkLoadInPlace(t *testing.T) {
 	sent := bulkSpec(t, 1000)
 	held, err := DecodeSpec(mustEncode(t, sent), nil)
@@ -174,10 +176,25 @@ func TestDeltaBulkLoadInPlace(t *testing.T) {
 		}
 		if unsafe.SliceData(got.Routes) == unsafe.SliceData(held.Routes) {
 			inPlace++
+			if !Extends(held.Routes, got.Routes) {
+				t.Fatalf("step %d: a list made in its base's array does not extend it", step)
+			}
 		} else {
 			fresh++
 		}
 		keep(got)
+		// Extends holds of the lists of the last array only, and of
+		// those a list that begins with the other's objects
+		for _, a := range specs {
+			for _, b := range specs {
+				if Extends(a.s.Routes, b.s.Routes) && (len(a.ids) > len(b.ids) || !slices.Equal(a.ids, b.ids[:len(a.ids)])) {
+					t.Fatalf("step %d: Extends of a list of %d routes and one of %d that does not begin with it", step, len(a.ids), len(b.ids))
+				}
+			}
+		}
+		if Extends(sent.Routes, next.Routes) {
+			t.Fatalf("step %d: Extends of lists DecodeDelta did not make", step)
+		}
 		// an append to a Spec's list, as a caller of DecodeDelta may
 		// make, leaves the others' as they are
 		_ = append(got.Routes, nil)

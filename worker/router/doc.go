@@ -52,10 +52,10 @@
 // [Router.Update] makes the Router of a change from the one being served,
 // which it never writes: it copies what the changed routes touch and
 // shares the rest. A table's exact paths are sharded by hash past 1024
-// (about 64 per shard) and its prefixes split into one trie per first
-// segment, so that a change copies a shard and rebuilds the tries of its
-// own prefixes' segments, not the table; host tables are found the same
-// way.
+// (about 64 per shard, the shards in pages of 32) and its prefixes split
+// into one trie per first segment, so that a change copies a shard, its
+// page and the index of pages, and rebuilds the tries of its own
+// prefixes' segments, not the table; host tables are found the same way.
 // Changing one route among 50 000 costs about what building one does,
 // and the answers are those of a Build from scratch of the same routes
 // (the property test TestUpdateAsBuilt, FuzzUpdate), ties between

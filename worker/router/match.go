@@ -43,14 +43,14 @@ func (r *Router) matchHost(req *Request) (int, bool) {
 		return r.noHost.match(req, &hv)
 	}
 	if r.hasPort && hv.full != nil && r.portExact.n > 0 {
-		if t := r.portExact.shards[pick(hv.full, r.portExact.mask)][string(hv.full)]; t != nil {
+		if t := r.portExact.shard(pick(hv.full, r.portExact.mask))[string(hv.full)]; t != nil {
 			if i, ok := t.match(req, nil); ok {
 				return i, true
 			}
 		}
 	}
 	if hv.full != nil && r.hostExact.n > 0 {
-		if t := r.hostExact.shards[pick(hv.host, r.hostExact.mask)][string(hv.host)]; t != nil {
+		if t := r.hostExact.shard(pick(hv.host, r.hostExact.mask))[string(hv.host)]; t != nil {
 			if i, ok := t.match(req, nil); ok {
 				return i, true
 			}
@@ -103,7 +103,7 @@ func (t *table) match(req *Request, hv *hostView) (int, bool) {
 		return 0, false
 	}
 	if t.exact.n > 0 {
-		if cs := t.exact.shards[pick(req.Path, t.exact.mask)][string(req.Path)]; cs != nil {
+		if cs := t.exact.shard(pick(req.Path, t.exact.mask))[string(req.Path)]; cs != nil {
 			if i, ok := firstOK(cs, req, hv); ok {
 				return i, true
 			}
@@ -111,7 +111,7 @@ func (t *table) match(req *Request, hv *hostView) (int, bool) {
 	}
 	if t.segs.n > 0 {
 		if n := firstSeg(req.Path); n >= 0 {
-			if sub := t.segs.shards[pick(req.Path[:n], t.segs.mask)][string(req.Path[:n])]; sub != nil {
+			if sub := t.segs.shard(pick(req.Path[:n], t.segs.mask))[string(req.Path[:n])]; sub != nil {
 				if i, ok := sub.match(req.Path[n:], req, hv); ok {
 					return i, true
 				}

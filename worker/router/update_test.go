@@ -278,10 +278,10 @@ func TestSpread(t *testing.T) {
 			m.set(k, i, 0)
 		}
 		most := 0
-		for _, sh := range m.shards {
-			most = max(most, len(sh))
+		for i := range m.mask + 1 {
+			most = max(most, len(m.shard(i)))
 		}
-		if share := n / len(m.shards); most > 2*share {
+		if share := n / int(m.mask+1); most > 2*share {
 			t.Errorf("%s: a shard of %d keys, where each would hold %d", format, most, share)
 		}
 		for _, i := range []int{0, 1, n / 2, n - 1} {
@@ -409,9 +409,9 @@ func TestUpdateGrows(t *testing.T) {
 		live = append(live, add...)
 		check(r, live, fmt.Sprintf("%d routes", len(live)))
 	}
-	if len(r.noHost.exact.shards) < 2 || len(r.noHost.segs.shards) < 2 || len(r.hostExact.shards) < 2 {
-		t.Fatalf("shards: exact %d, segments %d, hosts %d; want them spread", len(r.noHost.exact.shards),
-			len(r.noHost.segs.shards), len(r.hostExact.shards))
+	if r.noHost.exact.mask < 1 || r.noHost.segs.mask < 1 || r.hostExact.mask < 1 {
+		t.Fatalf("shards: exact %d, segments %d, hosts %d; want them spread", r.noHost.exact.mask+1,
+			r.noHost.segs.mask+1, r.hostExact.mask+1)
 	}
 	for step := range 200 {
 		i := rng.IntN(len(live))
