@@ -58,8 +58,8 @@ type memRelease struct {
 	timer *time.Timer
 	run   sync.Mutex
 	// done, if not nil, is called after each quiet period with whether
-	// a release was made (tests).
-	done func(released bool)
+	// a release was made and the unused heap it was decided on (tests).
+	done func(released bool, unused uint64)
 }
 
 // applied is called after a configuration is applied: it (re)starts the
@@ -85,7 +85,7 @@ func (r *memRelease) release() {
 		debug.FreeOSMemory()
 	}
 	if r.done != nil {
-		r.done(released)
+		r.done(released, unused)
 	}
 }
 

@@ -16,16 +16,20 @@ func TestMemRelease(t *testing.T) {
 	quietWorkerGC(t)
 	quietWorkerRelease()
 	const quiet, min = 50 * time.Millisecond, 16 << 20
-	done := make(chan bool, 4)
-	r := &memRelease{quiet: quiet, min: min, done: func(released bool) { done <- released }}
-	wait := func() bool {
+	type outcome struct {
+		released bool
+		unused   uint64
+	}
+	done := make(chan outcome, 4)
+	r := &memRelease{quiet: quiet, min: min, done: func(released bool, unused uint64) { done <- outcome{released, unused} }}
+	wait := func() outcome {
 		t.Helper()
 		select {
-		case b := <-done:
-			return b
+		case o := <-done:
+			return o
 		case <-time.After(10 * time.Second):
 			t.Fatal("no release 10 s after the quiet period began")
-			return false
+			return outcome{}
 		}
 	}
 
@@ -34,8 +38,8 @@ func TestMemRelease(t *testing.T) {
 		t.Fatalf("%d bytes unused after a release", u)
 	}
 	r.applied()
-	if wait() {
-		t.Fatal("released with less than min unused")
+	if o := wait(); o.released {
+		t.Fatalf("released with %d bytes unused, less than min", o.unused)
 	}
 
 	// A build's garbage: 128 MiB, collected, its pages kept by the runtime.
@@ -58,8 +62,18 @@ func TestMemRelease(t *testing.T) {
 		r.applied()
 		time.Sleep(quiet / 5)
 	}
-	if !wait() {
-		t.Fatalf("%d bytes unused: not released", before)
+	// The runtime's background scavenger hands free pages back too, at
+	// its own pace: on a loaded machine, where the quiet period's timer
+	// fires late, it may have handed back most of the garbage before the
+	// release looks, which then rightly finds too little unused to make
+	// one. Either way the pages must be back by the end.
+	if o := wait(); !o.released {
+		metrics.Read(rel)
+		if releaseWorth(o.unused, 0, min) || rel[0].Value.Uint64() < released0+uint64(before)/2 {
+			t.Fatalf("%d bytes unused, %d when the quiet period ended: not released (%d handed back by the runtime)",
+				before, o.unused, rel[0].Value.Uint64()-released0)
+		}
+		t.Logf("the runtime handed back %d bytes before the quiet period ended, leaving %d unused", rel[0].Value.Uint64()-released0, o.unused)
 	}
 	if since := time.Since(start); since < quiet {
 		t.Errorf("released %v after the first configuration of three, want after the last's quiet period", since)
@@ -71,8 +85,8 @@ func TestMemRelease(t *testing.T) {
 		t.Errorf("unused %d -> %d bytes, released %d -> %d: not handed back", before, after, released0, rel[0].Value.Uint64())
 	}
 	select {
-	case b := <-done:
-		t.Errorf("a second release (%v) for one quiet period", b)
+	case o := <-done:
+		t.Errorf("a second release (%v) for one quiet period", o.released)
 	case <-time.After(3 * quiet):
 	}
 }
