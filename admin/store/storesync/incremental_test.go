@@ -501,8 +501,10 @@ func TestBuildFromRemoval(t *testing.T) {
 
 // TestBuildFromAppends: routes added after 3 000, a few a build, are
 // appended in place, in the array of the last Spec's routes (grown),
-// whose capacity the Spec handed on does not show; the Hash is the one
-// made from nothing. A build whose appends spec.Check refuses
+// whose capacity the Spec handed on does not show, and the Hash takes up
+// the last build's SHA-256 state after its chunks but the last one
+// (Syncer.topState), keeping those chunks' sums where they are; the Hash
+// is the one made from nothing. A build whose appends spec.Check refuses
 // (a route naming no stored upstream) is thrown away, and no Spec built
 // before it, kept as a worker's base is, changes: neither its objects
 // nor, after that build's appends past its length, what it holds.
@@ -548,7 +550,7 @@ func TestBuildFromAppends(t *testing.T) {
 			kept = append(kept, keptSpec{sp, listsCopy(sp)})
 			continue
 		}
-		last := s.last
+		last, lastSums := s.last, s.chunkSums
 		for range 1 + b%3 {
 			put(fmt.Sprint(n), fmt.Sprintf(`{"uri":"/r%d","upstream_id":"u"}`, n))
 			n++
@@ -568,6 +570,12 @@ func TestBuildFromAppends(t *testing.T) {
 			if sp.Routes[i] != o.route {
 				t.Fatalf("build %d: route %d is %s, not %s", b, i, sp.Routes[i].URI, o.route.URI)
 			}
+		}
+		// Kept in place: in lastSums' array, unless they outgrew it.
+		k := len(lastSums) - 1
+		moved := &s.chunkSums[0] != &lastSums[0] && len(s.chunkSums) <= cap(lastSums)
+		if moved || s.topN != len(s.chunkSums)-1 || !slices.Equal(s.chunkSums[:k], lastSums[:k]) {
+			t.Fatalf("build %d: the chunks before the last one's not kept in place (%d of %d chunks kept)", b, s.topN, len(s.chunkSums))
 		}
 		if want := hashObjects(s.order); sp.Hash != want {
 			t.Fatalf("build %d: Hash %x, made from nothing %x", b, sp.Hash, want)

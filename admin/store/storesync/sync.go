@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -125,6 +126,14 @@ type Syncer struct {
 	edited               []int
 	removed              []removal
 	fromLast             int
+	// topState is the state of the Hash's SHA-256 (top) after the sums
+	// of the last build's chunks but its last one, topN of them (0:
+	// none kept): a build that removed nothing and replaced nothing
+	// before the last chunk takes it up there (hashFrom), and hashes the
+	// sums of the chunks it cut or took over from the last one on, where
+	// it wrote the sums of every chunk again (270 at 70 000 objects).
+	topState []byte
+	topN     int
 	// room holds the lists of last as built, each with its array's whole
 	// capacity: last's own have their capacity cut to their length
 	// (keepRoom). A list of last that a build only adds objects to is
@@ -1491,7 +1500,7 @@ func (s *Syncer) build() (*spec.Spec, error) {
 		if err == nil {
 			s.valid = len(skip) == 0
 			s.sizes = [3]int{len(sp.Routes), len(sp.Services), len(sp.Upstreams)}
-			sp.Hash, s.chunk = h.sum(), h.chunk
+			sp.Hash, s.chunk = h.sum(s.keepTop), h.chunk
 			clear(h.sums[len(h.sums):cap(h.sums)]) // no chunk of a build before kept alive
 			s.chunkEnds, s.chunkSums = h.ends, h.sums
 			for _, kind := range listKinds {
@@ -1672,7 +1681,12 @@ func (s *Syncer) editedObjects() func(yield func(*object) bool) {
 // depend on the objects alone: a chunk whose last object was removed
 // runs on to the next one's end). A route replaced or removed among
 // 70 000 objects hashes one chunk of some 256 objects' sums (two, for
-// one whose sum cut), and the 270 or so sums of the chunks.
+// one whose sum cut), and the 270 or so sums of the chunks. When nothing
+// was removed and nothing replaced before the last build's last chunk
+// (objects added after the others, a bulk load's), the walk starts
+// there, from the SHA-256 state after the chunks before it
+// (Syncer.topState): the objects added, the last chunk's and the sums
+// of the chunks from it on are hashed, and no other chunk's sum.
 func (s *Syncer) hashFrom() (out [32]byte) {
 	objs, lastEnds, lastSums := s.order, s.chunkEnds, s.chunkSums
 	ends, sums := s.spareEnds[:0], s.spareSums[:0]
@@ -1684,6 +1698,32 @@ func (s *Syncer) hashFrom() (out [32]byte) {
 	// chunks ending past p, e and r the first edit and removal at or past
 	// its start (in the last build's order).
 	p, c, e, r := 0, 0, 0, 0
+	// inPlace: the chunks before the last build's last one are kept
+	// (nothing was removed, nothing replaced before it), and so is top's
+	// state after their sums (s.topState): the walk starts at the last
+	// chunk, and ends and sums keep theirs in lastEnds' and lastSums'
+	// arrays.
+	inPlace := false
+	if k := len(lastEnds) - 1; k > 0 && s.topN == k && len(s.removed) == 0 &&
+		(len(s.edited) == 0 || s.edited[0] >= lastEnds[k-1]) {
+		if err := top.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.topState); err == nil {
+			inPlace = true
+			ends, sums = lastEnds[:k], lastSums[:k]
+			p, c = lastEnds[k-1], k
+		} else {
+			top.Reset()
+		}
+	}
+	// A chunk's sum is written to top once the chunk after it is cut, so
+	// that top's state after every chunk but the last can be kept
+	// (s.topState) for the next build.
+	var held *chunkSum
+	hash := func(sum *chunkSum) {
+		if held != nil {
+			top.Write(held.sum[:])
+		}
+		held = sum
+	}
 	for p < len(objs) {
 		if c < len(lastEnds) {
 			start, end := 0, lastEnds[c]
@@ -1699,7 +1739,7 @@ func (s *Syncer) hashFrom() (out [32]byte) {
 			if q := now(end); now(start) == p && (e == len(s.edited) || s.edited[e] >= end) &&
 				(r == len(s.removed) || s.removed[r].at >= end) && (q == len(objs) || objs[q-1].sum[0] == 0) {
 				ends, sums = append(ends, q), append(sums, lastSums[c])
-				top.Write(lastSums[c].sum[:])
+				hash(lastSums[c])
 				p = q
 				c++
 				continue
@@ -1714,16 +1754,38 @@ func (s *Syncer) hashFrom() (out [32]byte) {
 		}
 		sum := chunkOf(ch, objs[p:q])
 		ends, sums = append(ends, q), append(sums, sum)
-		top.Write(sum.sum[:])
+		hash(sum)
 		p = q
 		for c < len(lastEnds) && now(lastEnds[c]) <= p {
 			c++
 		}
 	}
-	clear(lastSums) // no chunk of a build before kept alive
-	s.chunkEnds, s.chunkSums, s.spareEnds, s.spareSums = ends, sums, lastEnds[:0], lastSums[:0]
+	if inPlace {
+		// The last build's chunks past those kept, where ends and sums
+		// have not written over them: none kept alive.
+		clear(lastSums[min(len(sums), len(lastSums)):])
+		s.chunkEnds, s.chunkSums = ends, sums
+	} else {
+		clear(lastSums) // no chunk of a build before kept alive
+		s.chunkEnds, s.chunkSums, s.spareEnds, s.spareSums = ends, sums, lastEnds[:0], lastSums[:0]
+	}
+	s.keepTop(top, len(sums)-1)
+	if held != nil {
+		top.Write(held.sum[:])
+	}
 	top.Sum(out[:0])
 	return out
+}
+
+// keepTop keeps top's state, the sums of n chunks written, as
+// s.topState, for hashFrom to take up where they are kept.
+func (s *Syncer) keepTop(top hash.Hash, n int) {
+	st, err := top.(encoding.BinaryAppender).AppendBinary(s.topState[:0])
+	if err != nil || n <= 0 {
+		s.topN = 0
+		return
+	}
+	s.topState, s.topN = st, n
 }
 
 // mark sets sp's Checked: every object's plugins passed checkPlugins as
@@ -1957,6 +2019,10 @@ type specHasher struct {
 	n    int
 	ends []int
 	sums []*chunkSum
+	// held is the last chunk's sum, written to top once the chunk after
+	// it is cut (or by sum), so that top's state after the sums of all
+	// the chunks but the last can be kept (Syncer.keepTop).
+	held *chunkSum
 }
 
 // chunkSum is the sum of a chunk of n objects, each of which had it as
@@ -1991,7 +2057,10 @@ func (h *specHasher) cut() {
 	if !same {
 		c = chunkOf(sha256.New(), h.chunk)
 	}
-	h.top.Write(c.sum[:])
+	if h.held != nil {
+		h.top.Write(h.held.sum[:])
+	}
+	h.held = c
 	h.ends, h.sums = append(h.ends, h.n), append(h.sums, c)
 	clear(h.chunk) // no object kept alive past the build
 	h.chunk = h.chunk[:0]
@@ -2010,9 +2079,15 @@ func chunkOf(ch hash.Hash, objs []*object) *chunkSum {
 	return c
 }
 
-// sum ends the last chunk and returns the Hash.
-func (h *specHasher) sum() (out [32]byte) {
+// sum ends the last chunk and returns the Hash; keep is given top
+// before the last chunk's sum is written, with the number of chunks
+// written (Syncer.keepTop).
+func (h *specHasher) sum(keep func(top hash.Hash, n int)) (out [32]byte) {
 	h.cut()
+	keep(h.top, len(h.sums)-1)
+	if h.held != nil {
+		h.top.Write(h.held.sum[:])
+	}
 	h.top.Sum(out[:0])
 	return out
 }
