@@ -186,9 +186,12 @@ func buildFromRun(t *testing.T, seed uint64, removals bool) {
 	// at times naming an upstream that is not stored, which spec.Check
 	// refuses after the build from the last has appended the routes in
 	// the last Spec's array (the build is thrown away, and made whole
-	// without the route); the step after deletes it.
+	// without the route); the step after deletes it. A run's first step
+	// deletes the routes added before but the last 8, so that the
+	// configuration stays about as large.
 	run, added := 0, 0
-	inPlace, discarded := 0, 0
+	var addedKeys []string
+	inPlace, discarded, appendBuilds := 0, 0, 0
 	// kept are the Specs of the last few builds, each with a copy of its
 	// lists as built (a worker's base is one of them): no later build
 	// may change what they hold, the lists of the builds that appended
@@ -197,24 +200,31 @@ func buildFromRun(t *testing.T, seed uint64, removals bool) {
 	var kept []keptSpec
 	for step := range 1200 {
 		if run == 0 && rng.IntN(12) == 0 {
-			run = 2 + rng.IntN(6)
+			run = 3 + rng.IntN(6)
+			for ; len(addedKeys) > 8; addedKeys = addedKeys[1:] {
+				if _, ok := live[addedKeys[0]]; ok {
+					del(addedKeys[0])
+				}
+			}
 		}
 		appends, missing := run > 0, false
 		if appends {
 			run--
-			for k, v := range live {
-				if strings.HasPrefix(k, "/apisix/routes/a") && strings.Contains(string(v.value), "missing") {
+			appendBuilds++
+			for _, k := range addedKeys {
+				if v, ok := live[k]; ok && strings.Contains(string(v.value), "missing") {
 					del(k)
 				}
 			}
 			for i := range 1 + rng.IntN(4) {
 				added++
-				id := fmt.Sprint("a", added)
-				v := fmt.Appendf(nil, `{"uri":"/%s","upstream_id":"%s"}`, id, pick(12))
+				k := fmt.Sprint("/apisix/routes/a", added)
+				v := fmt.Appendf(nil, `{"uri":"/a%d","upstream_id":"%s"}`, added, pick(12))
 				if i == 0 && rng.IntN(5) == 0 {
-					v, missing = fmt.Appendf(nil, `{"uri":"/%s","upstream_id":"missing"}`, id), true
+					v, missing = fmt.Appendf(nil, `{"uri":"/a%d","upstream_id":"missing"}`, added), true
 				}
-				put("/apisix/routes/"+id, v)
+				put(k, v)
+				addedKeys = append(addedKeys, k)
 			}
 		}
 		for range 1 + rng.IntN(rng.IntN(6)+1) {
@@ -326,8 +336,9 @@ func buildFromRun(t *testing.T, seed uint64, removals bool) {
 	// some failed (a global rule refusing), for the test to have tried
 	// them all.
 	// Some appended routes in place, in the last Spec's array, and some
-	// of the builds that did so were thrown away.
-	if n := s.fromLast - from; n < builds/2 || n+failed == builds || failed == 0 || removals && afterRemovals < builds/6 ||
+	// of the builds that did so were thrown away; a sixth of the others
+	// followed removals, with removals.
+	if n := s.fromLast - from; n < builds/2 || n+failed == builds || failed == 0 || removals && afterRemovals < (builds-appendBuilds)/6 ||
 		inPlace < builds/20 || discarded == 0 {
 		t.Fatalf("%d builds, %d from the last (%d after removals, %d appending in place), %d refused, %d thrown away after appends",
 			builds, n, afterRemovals, inPlace, failed, discarded)
