@@ -228,6 +228,19 @@ type ID struct {
 // Spec is the whole validated configuration a worker compiles: every
 // resource keyed by its id. It is plain data, safe to share read-only.
 //
+// Its lists are never modified once it is built: nothing writes an
+// object into one below its length, and nothing appends to one but the
+// code that built it, for the next Spec. The configuration store's sync
+// (admin/store/storesync), and a worker's Delta decoding
+// (worker/control), build a list that begins with all of the last Spec's
+// objects in the last one's array, appending past its length, so that
+// Specs a few changes apart share an array, each seeing the objects up to
+// its own length; the lists they hand on have their capacity cut to
+// their length, so that an append to one anywhere else copies it.
+// Whoever holds a Spec (a worker's base, the Delta encoder's, the local
+// copy's writer) reads its lists as they were built while later Specs
+// are built.
+//
 // Its JSON form (the control protocol's Config frame) is the object
 // {"routes":[…],"services":[…],"upstreams":[…],"consumers":[…],
 // "plugin_configs":[…],"global_rules":[…],"consumer_groups":[…],"credentials":[…],

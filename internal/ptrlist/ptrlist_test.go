@@ -8,7 +8,8 @@ import (
 // TestSameEnds checks SamePrefix and SameSuffix against comparing the
 // pointers one at a time, on lists around and across the Block size
 // that differ at one place, at two, or nowhere, of equal and unequal
-// lengths.
+// lengths, and on lists that begin at the same place of one array (one
+// grown in place after the other), either first.
 func TestSameEnds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	objs := make([]int, 4*Block)
@@ -18,7 +19,12 @@ func TestSameEnds(t *testing.T) {
 			a[i] = &objs[rng.IntN(len(objs))]
 		}
 		b := append([]*int(nil), a...)
-		switch round % 4 {
+		switch round % 5 {
+		case 4:
+			b = a[:rng.IntN(len(a)+1)]
+			if rng.IntN(2) == 0 {
+				a, b = b, a
+			}
 		case 1:
 			b = b[:rng.IntN(len(b)+1)]
 		case 2:

@@ -243,6 +243,22 @@ func TestCheckedScan(t *testing.T) {
 	if !changed || !slices.Equal(got, next.CheckedUpstreams()) || c.routes.found[len(c.routes.found)-1].i != 1000 {
 		t.Fatalf("a route with checks put in the middle: changed %v, %v, want %v", changed, got, next.CheckedUpstreams())
 	}
+	// Routes added in the last list's array, past its length, as the
+	// store's sync grows it (spec.Spec): the one with checks among them
+	// is found, at its place.
+	room := slices.Grow(slices.Clone(next.Routes), 8)
+	base := next
+	base.Routes = slices.Clip(room)
+	c.scan(&base)
+	grown := base
+	grown.Routes = slices.Clip(append(room, &spec.Route{ID: spec.StringID("a1")}, &spec.Route{ID: spec.StringID("a2"), Upstream: u}))
+	if &grown.Routes[0] != &base.Routes[0] {
+		t.Fatal("the routes added not in the last list's array")
+	}
+	got, changed = c.scan(&grown)
+	if !changed || !slices.Equal(got, grown.CheckedUpstreams()) || c.routes.found[len(c.routes.found)-1].i != len(room)+1 {
+		t.Fatalf("a route with checks added in the last list's array: changed %v, %v, want %v", changed, got, grown.CheckedUpstreams())
+	}
 }
 
 // healthState is what an update leaves that the node's behaviour depends

@@ -171,8 +171,11 @@ const lookAhead = 8
 // objects kept in order are found a run at a time with it, same
 // called only where it ends, and a list next shares whole with base (the
 // store's sync shares a resource's list between two Specs when none of
-// its objects changed) is one run without a scan. The runs are those the
-// comparisons one at a time would find.
+// its objects changed) is one run without a scan; one that begins in
+// base's array (the store's sync grows a list that only has objects
+// added in place: spec.Spec) is one run without a comparison, then the
+// objects added. The runs are those the comparisons one at a time would
+// find.
 func encodeRuns[T any](b *bytes.Buffer, name string, base, next []T, id func(T) string, same func(a, b T) bool, prefix func(a, b []T) int) (int, error) {
 	if len(next) == 0 {
 		return 0, nil

@@ -92,21 +92,35 @@ func TestDeltaCarriesTheSpec(t *testing.T) {
 }
 
 // TestDeltaBulkLoad: the Delta of a route added to 5 000 is one run and
-// the new route, and the worker's Spec shares the base's routes.
+// the new route, and the worker's Spec shares the base's routes, whether
+// the new list is a copy of the base's or the base's grown in its array,
+// past its length, as the store's sync grows it (spec.Spec).
 func TestDeltaBulkLoad(t *testing.T) {
-	base := bulkSpec(t, 5000)
-	next := *base
-	next.Routes = append(slices.Clone(base.Routes), mustRoute(t, `{"id":"new","uri":"/new","upstream":{"nodes":{"127.0.0.1:1980":1}}}`))
-	next.SetHash()
-	got, payload := viaDelta(t, base, &next)
-	if want := `"routes":[[0,5000],{"id":"new",`; !strings.Contains(string(payload), want) || len(payload) > 400 {
-		t.Fatalf("payload %s, want %s... and under 400 bytes", payload, want)
-	}
-	if len(got.Routes) != 5001 || got.Routes[5000].ID.String() != "new" || got.Routes[4999].ID.String() != "r4999" {
-		t.Fatalf("got %d routes", len(got.Routes))
-	}
-	if got.Hash != next.Hash {
-		t.Fatal("the decoded Spec lacks the new hash")
+	for _, inArray := range []bool{false, true} {
+		base := bulkSpec(t, 5000)
+		added := mustRoute(t, `{"id":"new","uri":"/new","upstream":{"nodes":{"127.0.0.1:1980":1}}}`)
+		next := *base
+		if inArray {
+			room := slices.Grow(slices.Clone(base.Routes), 1)
+			base.Routes = slices.Clip(room)
+			next.Routes = slices.Clip(append(room, added))
+			if &next.Routes[0] != &base.Routes[0] {
+				t.Fatal("the route added not in the base's array")
+			}
+		} else {
+			next.Routes = append(slices.Clone(base.Routes), added)
+		}
+		next.SetHash()
+		got, payload := viaDelta(t, base, &next)
+		if want := `"routes":[[0,5000],{"id":"new",`; !strings.Contains(string(payload), want) || len(payload) > 400 {
+			t.Fatalf("in the base's array %v: payload %s, want %s... and under 400 bytes", inArray, payload, want)
+		}
+		if len(got.Routes) != 5001 || got.Routes[5000].ID.String() != "new" || got.Routes[4999].ID.String() != "r4999" {
+			t.Fatalf("in the base's array %v: got %d routes", inArray, len(got.Routes))
+		}
+		if got.Hash != next.Hash {
+			t.Fatal("the decoded Spec lacks the new hash")
+		}
 	}
 }
 

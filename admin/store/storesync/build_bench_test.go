@@ -50,7 +50,10 @@ func unconnectedStore(tb testing.TB) *etcdstore.Store {
 // puts it, then the Spec built (build) and the Modified indexes set
 // (setIndexes), as publish does before it hands the Spec on. one-of-n
 // replaces a route (a PUT of one that exists), add-to-50000 adds one
-// after the others (a bulk load's), delete-one-of-50000 deletes one (a
+// after the others (a bulk load's), add-10-to-50000 adds ten after the
+// others, coalesced into one build (a bulk load's, several PUTs in
+// flight: the watch hands on a batch of them a build; ns/op is a build's,
+// for ten routes), delete-one-of-50000 deletes one (a
 // DELETE; the route is put back after the others, as a new one, outside
 // the time measured, so that the routes stay 50 000), and
 // delete-then-put-of-50000 deletes one and puts it back as a new one
@@ -119,6 +122,20 @@ func BenchmarkBuildChange(b *testing.B) {
 			rev++
 			put(s, rev, i, route)
 			build(b, s, i+1)
+		}
+	})
+	b.Run("add-10-to-50000", func(b *testing.B) {
+		const n = 50000
+		s, rev, route := setup(b, n)
+		b.ReportAllocs()
+		i := n
+		for b.Loop() {
+			for range 10 {
+				rev++
+				put(s, rev, i, route)
+				i++
+			}
+			build(b, s, i)
 		}
 	})
 	b.Run("delete-one-of-50000", func(b *testing.B) {

@@ -39,8 +39,9 @@
 // one Spec to the next, so that a change hashes what it changed; and a
 // change that replaces objects in their places, adds new ones or removes
 // some makes its Spec from the last one's, the lists it changed copied
-// (around the objects removed) and patched, the others shared, rather
-// than from every object again.
+// (around the objects removed) and patched, those it only added objects
+// to grown in place, in the last one's array, past its length, the
+// others shared, rather than from every object again.
 //
 // Changes are coalesced without delaying a lone one: a change that comes
 // after a quiet window is published at once; the changes that follow it

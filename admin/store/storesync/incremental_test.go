@@ -181,8 +181,56 @@ func buildFromRun(t *testing.T, seed uint64, removals bool) {
 	isReferred := func(k string) bool { return slices.Contains(referred, strings.Split(k, "/")[2]) }
 	builds, failed, afterRemovals := 0, 0, 0
 	from := s.fromLast
+	// A run of appends: for run more builds, each step only adds new
+	// routes (a bulk load's), under ids never used before, one of them
+	// at times naming an upstream that is not stored, which spec.Check
+	// refuses after the build from the last has appended the routes in
+	// the last Spec's array (the build is thrown away, and made whole
+	// without the route); the step after deletes it. A run's first step
+	// deletes the routes added before but the last 8, so that the
+	// configuration stays about as large.
+	run, added := 0, 0
+	var addedKeys []string
+	inPlace, discarded, appendBuilds := 0, 0, 0
+	// kept are the Specs of the last few builds, each with a copy of its
+	// lists as built (a worker's base is one of them): no later build
+	// may change what they hold, the lists of the builds that appended
+	// in place in their arrays included.
+	type keptSpec struct{ sp, copy *spec.Spec }
+	var kept []keptSpec
 	for step := range 1200 {
+		if run == 0 && rng.IntN(12) == 0 {
+			run = 3 + rng.IntN(6)
+			for ; len(addedKeys) > 8; addedKeys = addedKeys[1:] {
+				if _, ok := live[addedKeys[0]]; ok {
+					del(addedKeys[0])
+				}
+			}
+		}
+		appends, missing := run > 0, false
+		if appends {
+			run--
+			appendBuilds++
+			for _, k := range addedKeys {
+				if v, ok := live[k]; ok && strings.Contains(string(v.value), "missing") {
+					del(k)
+				}
+			}
+			for i := range 1 + rng.IntN(4) {
+				added++
+				k := fmt.Sprint("/apisix/routes/a", added)
+				v := fmt.Appendf(nil, `{"uri":"/a%d","upstream_id":"%s"}`, added, pick(12))
+				if i == 0 && rng.IntN(5) == 0 {
+					v, missing = fmt.Appendf(nil, `{"uri":"/a%d","upstream_id":"missing"}`, added), true
+				}
+				put(k, v)
+				addedKeys = append(addedKeys, k)
+			}
+		}
 		for range 1 + rng.IntN(rng.IntN(6)+1) {
+			if appends {
+				break
+			}
 			res := resources[rng.IntN(len(resources))]
 			k := key(res)
 			_, exists := live[k]
@@ -197,7 +245,7 @@ func buildFromRun(t *testing.T, seed uint64, removals bool) {
 				put(k, value(res, id))
 			}
 		}
-		if rng.IntN(3) == 0 || removals && rng.IntN(2) == 0 {
+		if !appends && (rng.IntN(3) == 0 || removals && rng.IntN(2) == 0) {
 			// an object referred to made again, or a route referring
 			// to none or a global rule refusing put again, so that
 			// the references dangle, or the configuration is refused,
@@ -224,7 +272,7 @@ func buildFromRun(t *testing.T, seed uint64, removals bool) {
 				put(k, value(strings.Split(k, "/")[2], id))
 			}
 		}
-		if removals && rng.IntN(3) == 0 {
+		if !appends && removals && rng.IntN(3) == 0 {
 			// a run of deletions, anywhere in the order, of an object
 			// referred to at times
 			keys := slices.Sorted(maps.Keys(live))
@@ -239,10 +287,30 @@ func buildFromRun(t *testing.T, seed uint64, removals bool) {
 				}
 			}
 		}
-		removed, fromLast := s.last != nil && len(s.removed) > 0, s.fromLast
+		removed, fromLast, last := s.last != nil && len(s.removed) > 0, s.fromLast, s.last
 		got, gotErr := s.build()
 		if removed && s.fromLast > fromLast {
 			afterRemovals++
+		}
+		if missing && last != nil && s.fromLast == fromLast {
+			discarded++
+		}
+		for _, k := range kept {
+			if d := sameLists(k.sp, k.copy); d != "" {
+				t.Fatalf("step %d: a Spec of an earlier build changed: %s", step, d)
+			}
+		}
+		if gotErr == nil {
+			if len(kept) > 0 {
+				prev := kept[len(kept)-1].sp.Routes
+				if len(prev) > 0 && len(got.Routes) > len(prev) && &got.Routes[0] == &prev[0] {
+					inPlace++
+				}
+			}
+			kept = append(kept, keptSpec{got, listsCopy(got)})
+			if len(kept) > 5 {
+				kept = kept[1:]
+			}
 		}
 		fresh := New(Options{Store: st, Log: quiet})
 		for k, v := range live {
@@ -267,10 +335,52 @@ func buildFromRun(t *testing.T, seed uint64, removals bool) {
 	// Most builds were made from the last one's; others whole, and
 	// some failed (a global rule refusing), for the test to have tried
 	// them all.
-	if n := s.fromLast - from; n < builds/2 || n+failed == builds || failed == 0 || removals && afterRemovals < builds/6 {
-		t.Fatalf("%d builds, %d from the last (%d after removals), %d refused", builds, n, afterRemovals, failed)
+	// Some appended routes in place, in the last Spec's array, and some
+	// of the builds that did so were thrown away; a sixth of the others
+	// followed removals, with removals.
+	if n := s.fromLast - from; n < builds/2 || n+failed == builds || failed == 0 || removals && afterRemovals < (builds-appendBuilds)/6 ||
+		inPlace < builds/20 || discarded == 0 {
+		t.Fatalf("%d builds, %d from the last (%d after removals, %d appending in place), %d refused, %d thrown away after appends",
+			builds, n, afterRemovals, inPlace, failed, discarded)
 	}
-	t.Logf("%d builds, %d from the last (%d after removals), %d refused", builds, s.fromLast-from, afterRemovals, failed)
+	t.Logf("%d builds, %d from the last (%d after removals, %d appending in place), %d refused, %d thrown away after appends",
+		builds, s.fromLast-from, afterRemovals, inPlace, failed, discarded)
+}
+
+// listsCopy is a Spec with sp's lists, copied.
+func listsCopy(sp *spec.Spec) *spec.Spec {
+	c := new(spec.Spec)
+	sv, cv := reflect.ValueOf(sp).Elem(), reflect.ValueOf(c).Elem()
+	for i := range sv.NumField() {
+		if f := sv.Field(i); f.Kind() == reflect.Slice {
+			cv.Field(i).Set(reflect.AppendSlice(reflect.MakeSlice(f.Type(), 0, f.Len()), f))
+		}
+	}
+	return c
+}
+
+// sameLists names the first object of sp's lists that is not the one
+// at its place in c's (listsCopy), by identity: the same pointer, the
+// same bytes (a json.RawMessage's); "" when there is none.
+func sameLists(sp, c *spec.Spec) string {
+	sv, cv := reflect.ValueOf(sp).Elem(), reflect.ValueOf(c).Elem()
+	for i := range sv.NumField() {
+		a, b := sv.Field(i), cv.Field(i)
+		if a.Kind() != reflect.Slice {
+			continue
+		}
+		name := sv.Type().Field(i).Name
+		if a.Len() != b.Len() {
+			return fmt.Sprintf("%s: %d objects, %d when built", name, a.Len(), b.Len())
+		}
+		for j := range a.Len() {
+			x, y := a.Index(j), b.Index(j)
+			if x.Pointer() != y.Pointer() || x.Kind() == reflect.Slice && x.Len() != y.Len() {
+				return fmt.Sprintf("%s[%d] is not the object it was built with", name, j)
+			}
+		}
+	}
+	return ""
 }
 
 // specDiff names the lists of a and b that differ, by their objects'
@@ -397,5 +507,95 @@ func TestBuildFromRemoval(t *testing.T) {
 		if sp.Routes[j] != r.route {
 			t.Fatalf("route %s replaced, deleted, one added: route %d is %s, not %s", o.key, j, sp.Routes[j].URI, r.route.URI)
 		}
+	}
+}
+
+// TestBuildFromAppends: routes added after 3 000, a few a build, are
+// appended in place, in the array of the last Spec's routes (grown),
+// whose capacity the Spec handed on does not show, and the Hash takes up
+// the last build's SHA-256 state after its chunks but the last one
+// (Syncer.topState), keeping those chunks' sums where they are; the Hash
+// is the one made from nothing. A build whose appends spec.Check refuses
+// (a route naming no stored upstream) is thrown away, and no Spec built
+// before it, kept as a worker's base is, changes: neither its objects
+// nor, after that build's appends past its length, what it holds.
+func TestBuildFromAppends(t *testing.T) {
+	s := New(Options{Store: unconnectedStore(t), Log: slog.New(slog.DiscardHandler)})
+	rev := int64(0)
+	put := func(id string, value string) {
+		rev++
+		s.apply(store.Event{Type: store.EventPut, KV: store.KV{Key: "/apisix/routes/" + id, Value: []byte(value),
+			CreateRevision: rev, ModRevision: rev}})
+	}
+	s.apply(store.Event{Type: store.EventPut, KV: store.KV{Key: "/apisix/upstreams/u",
+		Value: []byte(`{"nodes":{"127.0.0.1:1980":1}}`), CreateRevision: 1, ModRevision: 1}})
+	rev = 1
+	for i := range 3000 {
+		put(fmt.Sprint(i), fmt.Sprintf(`{"uri":"/r%d","upstream_id":"u"}`, i))
+	}
+	first, err := s.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type keptSpec struct{ sp, copy *spec.Spec }
+	kept := []keptSpec{{first, listsCopy(first)}}
+	n := 3000
+	for b := range 12 {
+		if b == 6 {
+			// Appended in place, then refused: the build is made
+			// whole, without the route, which is then deleted.
+			put("missing", `{"uri":"/missing","upstream_id":"missing"}`)
+			last, from := s.last, s.fromLast
+			if _, err := s.build(); err != nil || s.fromLast != from {
+				t.Fatalf("a route naming no upstream: %v, from the last %v", err, s.fromLast != from)
+			}
+			if l := s.room.Routes; len(l) > len(last.Routes) && &l[0] == &last.Routes[0] {
+				t.Fatal("the build refused is the next one's to append to")
+			}
+			rev++
+			s.apply(store.Event{Type: store.EventDelete, KV: store.KV{Key: "/apisix/routes/missing", ModRevision: rev}})
+			sp, err := s.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept = append(kept, keptSpec{sp, listsCopy(sp)})
+			continue
+		}
+		last, lastSums := s.last, s.chunkSums
+		for range 1 + b%3 {
+			put(fmt.Sprint(n), fmt.Sprintf(`{"uri":"/r%d","upstream_id":"u"}`, n))
+			n++
+		}
+		from := s.fromLast
+		sp, err := s.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.fromLast != from+1 || len(sp.Routes) != n {
+			t.Fatalf("build %d: %d routes of %d, from the last: %v", b, len(sp.Routes), n, s.fromLast != from)
+		}
+		if &sp.Routes[0] != &last.Routes[0] || cap(sp.Routes) != len(sp.Routes) {
+			t.Fatalf("build %d: routes not appended in place in the last Spec's array, or with room shown", b)
+		}
+		for i, o := range s.order[1:] { // after the upstream
+			if sp.Routes[i] != o.route {
+				t.Fatalf("build %d: route %d is %s, not %s", b, i, sp.Routes[i].URI, o.route.URI)
+			}
+		}
+		// Kept in place: in lastSums' array, unless they outgrew it.
+		k := len(lastSums) - 1
+		moved := &s.chunkSums[0] != &lastSums[0] && len(s.chunkSums) <= cap(lastSums)
+		if moved || s.topN != len(s.chunkSums)-1 || !slices.Equal(s.chunkSums[:k], lastSums[:k]) {
+			t.Fatalf("build %d: the chunks before the last one's not kept in place (%d of %d chunks kept)", b, s.topN, len(s.chunkSums))
+		}
+		if want := hashObjects(s.order); sp.Hash != want {
+			t.Fatalf("build %d: Hash %x, made from nothing %x", b, sp.Hash, want)
+		}
+		for _, k := range kept {
+			if d := sameLists(k.sp, k.copy); d != "" {
+				t.Fatalf("build %d: a Spec built before changed: %s", b, d)
+			}
+		}
+		kept = append(kept, keptSpec{sp, listsCopy(sp)})
 	}
 }
