@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -138,6 +139,18 @@ func TestEmbeddedInProcessStop(t *testing.T) {
 	}
 	t.Cleanup(e.Stop)
 	s := newLocalStore(t, e)
+	ctx, _ := stopUnavailable(t, e, s)
+	if _, err := s.GenID(ctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("GenID on a stopped etcd: %v, want ErrUnavailable", err)
+	}
+}
+
+// stopUnavailable puts a route through s, watches from after it, stops e
+// (s's etcd), and checks that the watch ends with ErrUnavailable in a
+// bounded time and that Get and Put answer ErrUnavailable within s's
+// timeout (2 s here); it returns the test's context and the route put.
+func stopUnavailable(t *testing.T, e *Embedded, s *Store) (context.Context, store.KV) {
+	t.Helper()
 	s.opts.Timeout = 2 * time.Second
 	ctx := ctxT(t)
 	kv, _, err := s.Put(ctx, s.Prefix()+"/routes/1", []byte(`{"uri":"/1"}`), store.PutOptions{})
@@ -159,9 +172,7 @@ func TestEmbeddedInProcessStop(t *testing.T) {
 	if _, _, err := s.Put(ctx, s.Prefix()+"/routes/2", []byte(`{}`), store.PutOptions{}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Put on a stopped etcd: %v, want ErrUnavailable", err)
 	}
-	if _, err := s.GenID(ctx); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("GenID on a stopped etcd: %v, want ErrUnavailable", err)
-	}
+	return ctx, kv
 }
 
 // TestEmbeddedInProcessStopRace: calls in process while the embedded
@@ -238,27 +249,7 @@ func TestEmbeddedRestart(t *testing.T) {
 	}
 	t.Cleanup(e.Stop)
 	s := newStore(t, e.Endpoints)
-	s.opts.Timeout = 2 * time.Second
-	ctx := ctxT(t)
-	kv, _, err := s.Put(ctx, s.Prefix()+"/routes/1", []byte(`{"uri":"/1"}`), store.PutOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := s.Watch(ctx, s.Prefix()+"/", kv.ModRevision+1)
-	e.Stop()
-
-	start := time.Now()
-	wr, ok := recv(t, ch, 30*time.Second)
-	if !ok || !errors.Is(wr.Err, store.ErrUnavailable) {
-		t.Fatalf("watch on a stopped etcd: %+v, want ErrUnavailable", wr)
-	}
-	t.Logf("watch ended %v after the stop", time.Since(start))
-	if _, err := s.Get(ctx, s.Prefix()+"/routes/1"); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Get on a stopped etcd: %v, want ErrUnavailable", err)
-	}
-	if _, _, err := s.Put(ctx, s.Prefix()+"/routes/2", []byte(`{}`), store.PutOptions{}); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Put on a stopped etcd: %v, want ErrUnavailable", err)
-	}
+	ctx, kv := stopUnavailable(t, e, s)
 
 	e2 := startEmbedded(t, dir)
 	if e2.Endpoints[0] != e.Endpoints[0] || e2.PeerURL != e.PeerURL {
