@@ -24,21 +24,10 @@ import (
 // scan (checkedScan); 1.5 kB and 22 allocations, the Delta's. Nothing
 // else of a push walks the configuration.
 func BenchmarkPush(b *testing.B) {
-	seg, err := shm.CreateHealth(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := &Supervisor{log: log, health: newHealthChecks(seg, log)}
-	defer s.health.stop()
-	sp := &spec.Spec{Hash: [32]byte{1}}
-	for i := range 20000 {
-		sp.Upstreams = append(sp.Upstreams, &spec.Upstream{ID: spec.StringID(fmt.Sprint("u", i)), Type: "roundrobin",
-			Nodes: spec.Nodes{List: []spec.Node{{Host: "127.0.0.1", Port: 2000 + i%1000, Weight: 1}}, IsMap: true}})
-	}
+	s := pushSupervisor(b)
+	sp := &spec.Spec{Hash: [32]byte{1}, Upstreams: pushUpstreams()}
 	for i := range 50000 {
-		sp.Routes = append(sp.Routes, &spec.Route{ID: spec.StringID(fmt.Sprint(i)), URI: fmt.Sprint("/r", i),
-			UpstreamID: spec.StringID(fmt.Sprint("u", i%20000))})
+		sp.Routes = append(sp.Routes, pushRoute(i))
 	}
 	next := *sp
 	next.Routes = slices.Clone(sp.Routes)
@@ -70,23 +59,12 @@ func BenchmarkPush(b *testing.B) {
 // 5.3 kB and 103 allocations its garbage. Nothing of it walks the
 // configuration.
 func BenchmarkPushAppend(b *testing.B) {
-	seg, err := shm.CreateHealth(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := &Supervisor{log: log, health: newHealthChecks(seg, log)}
-	defer s.health.stop()
+	s := pushSupervisor(b)
 	const n, more = 50000, 10
-	sp := &spec.Spec{Hash: [32]byte{1}}
-	for i := range 20000 {
-		sp.Upstreams = append(sp.Upstreams, &spec.Upstream{ID: spec.StringID(fmt.Sprint("u", i)), Type: "roundrobin",
-			Nodes: spec.Nodes{List: []spec.Node{{Host: "127.0.0.1", Port: 2000 + i%1000, Weight: 1}}, IsMap: true}})
-	}
+	sp := &spec.Spec{Hash: [32]byte{1}, Upstreams: pushUpstreams()}
 	routes := make([]*spec.Route, 0, 2*n)
 	for i := range cap(routes) {
-		routes = append(routes, &spec.Route{ID: spec.StringID(fmt.Sprint(i)), URI: fmt.Sprint("/r", i),
-			UpstreamID: spec.StringID(fmt.Sprint("u", i%20000))})
+		routes = append(routes, pushRoute(i))
 	}
 	sp.Routes = routes[:n:n]
 	s.setSpec(sp)
@@ -108,4 +86,32 @@ func BenchmarkPushAppend(b *testing.B) {
 			b.Fatal(ok, err)
 		}
 	}
+}
+
+// pushSupervisor is a Supervisor with what a push uses: a log and the
+// health checks' bookkeeping on a shared segment of its own.
+func pushSupervisor(b *testing.B) *Supervisor {
+	seg, err := shm.CreateHealth(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := &Supervisor{log: log, health: newHealthChecks(seg, log)}
+	b.Cleanup(s.health.stop)
+	return s
+}
+
+// pushUpstreams are the push benchmarks' 20 000 upstreams, one node each.
+func pushUpstreams() []*spec.Upstream {
+	ups := make([]*spec.Upstream, 0, 20000)
+	for i := range cap(ups) {
+		ups = append(ups, &spec.Upstream{ID: spec.StringID(fmt.Sprint("u", i)), Type: "roundrobin",
+			Nodes: spec.Nodes{List: []spec.Node{{Host: "127.0.0.1", Port: 2000 + i%1000, Weight: 1}}, IsMap: true}})
+	}
+	return ups
+}
+
+// pushRoute is the push benchmarks' route i, on the upstreams in turn.
+func pushRoute(i int) *spec.Route {
+	return &spec.Route{ID: spec.StringID(fmt.Sprint(i)), URI: fmt.Sprint("/r", i), UpstreamID: spec.StringID(fmt.Sprint("u", i%20000))}
 }
