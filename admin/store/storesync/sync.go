@@ -136,7 +136,7 @@ type Syncer struct {
 	topN     int
 	// room holds the lists of last as built, each with its array's whole
 	// capacity: last's own have their capacity cut to their length
-	// (keepRoom). A list of last that a build only adds objects to is
+	// (onList, keepOp). A list of last that a build only adds objects to is
 	// room's, the objects appended in place (grown): its array is shared
 	// with last's, and with the Specs before last that had it, each
 	// seeing the objects up to its own length. That is sound because
@@ -1504,7 +1504,7 @@ func (s *Syncer) build() (*spec.Spec, error) {
 			clear(h.sums[len(h.sums):cap(h.sums)]) // no chunk of a build before kept alive
 			s.chunkEnds, s.chunkSums = h.ends, h.sums
 			for _, kind := range listKinds {
-				keepRoom(&s.room, sp, kind)
+				onList(sp, &s.room, kind, listOp{do: keepOp})
 			}
 			if s.valid {
 				s.last, s.lastN = sp, len(objs)
@@ -1572,7 +1572,7 @@ func (s *Syncer) buildFrom(fast bool) *spec.Spec {
 	// list; -1 for a list that is kept as it is.
 	// patched: the list has objects removed or replaced, and is
 	// copied; a list that only has objects added grows in place
-	// (grownList).
+	// (onList, growOp).
 	var more [len(listKinds)]int
 	var patched [len(listKinds)]bool
 	for i := range more {
@@ -1604,7 +1604,7 @@ func (s *Syncer) buildFrom(fast bool) *spec.Spec {
 			continue
 		}
 		if !patched[k] {
-			grownList(sp, &s.room, listKinds[k], n)
+			onList(sp, &s.room, listKinds[k], listOp{do: growOp, more: n})
 			continue
 		}
 		// The places in the last Spec of the objects removed from the
@@ -1616,7 +1616,7 @@ func (s *Syncer) buildFrom(fast bool) *spec.Spec {
 				spots = append(spots, s.listPos(k, r.pos))
 			}
 		}
-		copyList(sp, listKinds[k], spots, n)
+		onList(sp, &s.room, listKinds[k], listOp{do: copyOp, out: spots, more: n})
 		for _, r := range s.removed {
 			if r.list == k {
 				i, _ := slices.BinarySearch(s.holes[k], r.pos)
@@ -1641,7 +1641,7 @@ func (s *Syncer) buildFrom(fast bool) *spec.Spec {
 	s.sizes = [3]int{len(sp.Routes), len(sp.Services), len(sp.Upstreams)}
 	for k, n := range more {
 		if n >= 0 {
-			keepRoom(&s.room, sp, listKinds[k])
+			onList(sp, &s.room, listKinds[k], listOp{do: keepOp})
 		}
 	}
 	s.last, s.lastN = sp, len(s.order)
@@ -1869,93 +1869,68 @@ func set(sp *spec.Spec, o *object, i int) {
 	}
 }
 
-// copyList replaces sp's list of kind with a copy, without the objects at
-// the places out (sorted), with room for more objects after it.
-func copyList(sp *spec.Spec, kind string, out []int, more int) {
+// listOp is what onList does to a resource's list of a Spec being built
+// (sp's) and the Syncer's view of the last one (room's, Syncer.room).
+type listOp struct {
+	do   listDo
+	out  []int // copyOp: the places left out, sorted
+	more int   // copyOp, growOp: how many objects are added after
+}
+
+type listDo int
+
+const (
+	// copyOp replaces sp's list with a copy without the objects at out,
+	// with room for more after it (copied).
+	copyOp listDo = iota
+	// growOp replaces sp's list, the last Spec's, which only has objects
+	// added, with room's for them (grown).
+	growOp
+	// keepOp makes sp's list, as built, room's, and cuts the capacity of
+	// sp's to its length: what sp hands on has no room past its objects,
+	// so that an append to it elsewhere copies it rather than write where
+	// the Syncer's next build appends.
+	keepOp
+)
+
+// onList does op to the lists of kind (listKinds) of sp and room.
+func onList(sp, room *spec.Spec, kind string, op listOp) {
 	switch kind {
 	case spec.KindRoute:
-		sp.Routes = copied(sp.Routes, out, more)
+		sp.Routes, room.Routes = listOn(op, sp.Routes, room.Routes)
 	case spec.KindService:
-		sp.Services = copied(sp.Services, out, more)
+		sp.Services, room.Services = listOn(op, sp.Services, room.Services)
 	case spec.KindUpstream:
-		sp.Upstreams = copied(sp.Upstreams, out, more)
+		sp.Upstreams, room.Upstreams = listOn(op, sp.Upstreams, room.Upstreams)
 	case spec.KindConsumer:
-		sp.Consumers = copied(sp.Consumers, out, more)
+		sp.Consumers, room.Consumers = listOn(op, sp.Consumers, room.Consumers)
 	case spec.KindPluginConfig:
-		sp.PluginConfigs = copied(sp.PluginConfigs, out, more)
+		sp.PluginConfigs, room.PluginConfigs = listOn(op, sp.PluginConfigs, room.PluginConfigs)
 	case spec.KindGlobalRule:
-		sp.GlobalRules = copied(sp.GlobalRules, out, more)
+		sp.GlobalRules, room.GlobalRules = listOn(op, sp.GlobalRules, room.GlobalRules)
 	case spec.KindConsumerGroup:
-		sp.ConsumerGroups = copied(sp.ConsumerGroups, out, more)
+		sp.ConsumerGroups, room.ConsumerGroups = listOn(op, sp.ConsumerGroups, room.ConsumerGroups)
 	case spec.KindSSL:
-		sp.SSLs = copied(sp.SSLs, out, more)
+		sp.SSLs, room.SSLs = listOn(op, sp.SSLs, room.SSLs)
 	case kindCredential:
-		sp.Credentials = copied(sp.Credentials, out, more)
+		sp.Credentials, room.Credentials = listOn(op, sp.Credentials, room.Credentials)
 	case kindPluginMetadata:
-		sp.PluginMetadata = copied(sp.PluginMetadata, out, more)
+		sp.PluginMetadata, room.PluginMetadata = listOn(op, sp.PluginMetadata, room.PluginMetadata)
 	case kindSecret:
-		sp.Secrets = copied(sp.Secrets, out, more)
+		sp.Secrets, room.Secrets = listOn(op, sp.Secrets, room.Secrets)
 	}
 }
 
-// grownList replaces sp's list of kind, the last Spec's, which only has
-// objects added (more of them), with grown's list for them: room is the
-// Syncer's (Syncer.room).
-func grownList(sp, room *spec.Spec, kind string, more int) {
-	switch kind {
-	case spec.KindRoute:
-		sp.Routes = grown(room.Routes, sp.Routes, more)
-	case spec.KindService:
-		sp.Services = grown(room.Services, sp.Services, more)
-	case spec.KindUpstream:
-		sp.Upstreams = grown(room.Upstreams, sp.Upstreams, more)
-	case spec.KindConsumer:
-		sp.Consumers = grown(room.Consumers, sp.Consumers, more)
-	case spec.KindPluginConfig:
-		sp.PluginConfigs = grown(room.PluginConfigs, sp.PluginConfigs, more)
-	case spec.KindGlobalRule:
-		sp.GlobalRules = grown(room.GlobalRules, sp.GlobalRules, more)
-	case spec.KindConsumerGroup:
-		sp.ConsumerGroups = grown(room.ConsumerGroups, sp.ConsumerGroups, more)
-	case spec.KindSSL:
-		sp.SSLs = grown(room.SSLs, sp.SSLs, more)
-	case kindCredential:
-		sp.Credentials = grown(room.Credentials, sp.Credentials, more)
-	case kindPluginMetadata:
-		sp.PluginMetadata = grown(room.PluginMetadata, sp.PluginMetadata, more)
-	case kindSecret:
-		sp.Secrets = grown(room.Secrets, sp.Secrets, more)
-	}
-}
-
-// keepRoom makes sp's list of kind, as built, room's (Syncer.room), and
-// cuts the capacity of sp's to its length: what sp hands on has no room
-// past its objects, so that an append to it elsewhere copies it rather
-// than write where the Syncer's next build appends.
-func keepRoom(room, sp *spec.Spec, kind string) {
-	switch kind {
-	case spec.KindRoute:
-		room.Routes, sp.Routes = sp.Routes, slices.Clip(sp.Routes)
-	case spec.KindService:
-		room.Services, sp.Services = sp.Services, slices.Clip(sp.Services)
-	case spec.KindUpstream:
-		room.Upstreams, sp.Upstreams = sp.Upstreams, slices.Clip(sp.Upstreams)
-	case spec.KindConsumer:
-		room.Consumers, sp.Consumers = sp.Consumers, slices.Clip(sp.Consumers)
-	case spec.KindPluginConfig:
-		room.PluginConfigs, sp.PluginConfigs = sp.PluginConfigs, slices.Clip(sp.PluginConfigs)
-	case spec.KindGlobalRule:
-		room.GlobalRules, sp.GlobalRules = sp.GlobalRules, slices.Clip(sp.GlobalRules)
-	case spec.KindConsumerGroup:
-		room.ConsumerGroups, sp.ConsumerGroups = sp.ConsumerGroups, slices.Clip(sp.ConsumerGroups)
-	case spec.KindSSL:
-		room.SSLs, sp.SSLs = sp.SSLs, slices.Clip(sp.SSLs)
-	case kindCredential:
-		room.Credentials, sp.Credentials = sp.Credentials, slices.Clip(sp.Credentials)
-	case kindPluginMetadata:
-		room.PluginMetadata, sp.PluginMetadata = sp.PluginMetadata, slices.Clip(sp.PluginMetadata)
-	case kindSecret:
-		room.Secrets, sp.Secrets = sp.Secrets, slices.Clip(sp.Secrets)
+// listOn is op done to l, a list of sp, and room, room's of the same
+// resource: their new lists.
+func listOn[T any](op listOp, l, room []T) ([]T, []T) {
+	switch op.do {
+	case copyOp:
+		return copied(l, op.out, op.more), room
+	case growOp:
+		return grown(room, l, op.more), room
+	default: // keepOp
+		return slices.Clip(l), l
 	}
 }
 
